@@ -1,0 +1,83 @@
+/* Option descriptor tables.
+ *
+ * Every configurable thing in pbench (a config section, a stage, a decoder)
+ * declares its options once, as an array of struct pb_opt ending with a
+ * zeroed entry. The same table drives YAML parsing, `-s key=value` command
+ * line overrides, validation messages, the resolved config written into
+ * result files, and `pbench list`. */
+#ifndef PB_OPT_H
+#define PB_OPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+enum pb_opt_type {
+    PB_OPT_END = 0, /* terminates a table                                   */
+    PB_OPT_BOOL,    /* bool; true|false|yes|no|on|off                        */
+    PB_OPT_INT,     /* int64_t, range [min, max]                             */
+    PB_OPT_DOUBLE,  /* double, range [min, max]                              */
+    PB_OPT_STRING,  /* char[max]: max is the buffer size, including the NUL  */
+    PB_OPT_ENUM,    /* int: index into allowed[]                             */
+    PB_OPT_SHARD,   /* struct pb_shard, written "RANK/COUNT", e.g. "0/4"     */
+};
+
+struct pb_shard {
+    int64_t rank;
+    int64_t count;
+};
+
+struct pb_opt {
+    const char *name;
+    enum pb_opt_type type;
+    size_t offset;               /* where the value lives in its struct    */
+    double min, max;             /* INT/DOUBLE range; STRING buffer size   */
+    const char *def;             /* default, as text parsed like a value   */
+    const char *const *allowed;  /* ENUM: NULL-terminated list of names    */
+    const char *help;            /* one sentence for `pbench list`         */
+};
+
+/* Writes every option's default into base. Returns PB_OK, or PB_ERR with a
+ * message if a default fails its own validation (a bug in the table). */
+int pb_opt_set_defaults(const struct pb_opt *opts, void *base, char *msg, size_t msglen);
+
+/* Finds an option by name; NULL when the table has none. */
+const struct pb_opt *pb_opt_find(const struct pb_opt *opts, const char *name);
+
+/* Parses text into the option's slot in base and validates it. On failure
+ * returns PB_ERR_CONFIG and writes a sentence naming `qualified` (the dotted
+ * key as the user wrote it, e.g. "loader.workers") and the allowed range or
+ * values, e.g. "loader.workers must be between 0 and 1024, got 2000". */
+int pb_opt_parse(const struct pb_opt *opt, const char *text, void *base,
+                 const char *qualified, char *msg, size_t msglen);
+
+/* The option in the table whose name is nearest to name (edit distance,
+ * small enough to be a plausible misspelling), or NULL. */
+const char *pb_opt_nearest(const struct pb_opt *opts, const char *name);
+
+/* The same over a plain list of names (stages, decoders, section keys):
+ * the unique name within edit distance max(2, strlen(name) / 3), or NULL. */
+const char *pb_nearest_name(const char *const *names, size_t count, const char *name);
+
+/* Writes the allowed names of a table, comma separated ("a, b, c"). */
+void pb_opt_names(const struct pb_opt *opts, char *buf, size_t buflen);
+
+/* Writes what values an option takes, e.g. "integer 0..1024",
+ * "one of: skip, fail", "true or false". */
+void pb_opt_describe(const struct pb_opt *opt, char *buf, size_t buflen);
+
+/* Formats the option's current value in base as text ("4", "skip", "0/1"). */
+void pb_opt_format(const struct pb_opt *opt, const void *base, char *buf, size_t buflen);
+
+/* Returns a new JSON object holding every option of the table with its
+ * current value in base, typed (numbers as numbers, bools as bools). */
+json_t *pb_opt_to_json(const struct pb_opt *opts, const void *base);
+
+/* Reads back what pb_opt_to_json wrote (missing keys keep their value).
+ * Returns PB_OK or PB_ERR_CONFIG with a message. */
+int pb_opt_from_json(const struct pb_opt *opts, void *base, const json_t *obj,
+                     const char *section, char *msg, size_t msglen);
+
+#endif

@@ -1,0 +1,75 @@
+/* Common definitions shared by every pbench module: error codes, clocks
+ * and small helpers. Everything here is header-only and allocation-free. */
+#ifndef PB_H
+#define PB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Return codes. Functions return PB_OK or one of the negative codes below;
+ * the human sentence goes into a caller-supplied message buffer. */
+enum {
+    PB_OK = 0,
+    PB_ERR = -1,             /* generic failure (I/O, library error)      */
+    PB_ERR_CONFIG = -2,      /* bad config, bad option, bad command line  */
+    PB_ERR_DATA = -3,        /* a corrupt or unsupported sample: policy   */
+    PB_ERR_UNAVAILABLE = -4, /* skipped: a feature or device is missing   */
+    PB_ERR_NOMEM = -5,
+    PB_ERR_INTERRUPTED = -6, /* stopped by SIGINT; partial results kept   */
+};
+
+/* Process exit codes, documented in README.md. */
+enum {
+    PB_EXIT_OK = 0,
+    PB_EXIT_ERROR = 1,
+    PB_EXIT_USAGE = 2,
+    PB_EXIT_REGRESSION = 3,
+    PB_EXIT_SKIP = 77, /* ctest's skip code, used by tests only */
+};
+
+#define PB_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define PB_MSG_MAX 512   /* size of a message buffer for one sentence */
+#define PB_NAME_MAX 64   /* stage, decoder, option names              */
+#define PB_PATH_MAX 4096
+
+/* Monotonic wall clock in nanoseconds. */
+static inline uint64_t pb_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time consumed by the calling thread, in nanoseconds. */
+static inline uint64_t pb_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Copies src into dst[size], truncating, always NUL-terminated (size > 0).
+ * Returns strlen(src) so a caller can tell that it was truncated. */
+static inline size_t pb_strlcpy(char *dst, const char *src, size_t size)
+{
+    size_t len = 0;
+    while (src[len])
+        len++;
+    size_t n = len < size - 1 ? len : size - 1;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = src[i];
+    dst[n] = 0;
+    return len;
+}
+
+/* splitmix64: a fast, well-mixed 64-bit hash used to derive seeds. */
+static inline uint64_t pb_mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+#endif

@@ -1,0 +1,573 @@
+/* Renderings of a result: terminal table, GitHub markdown, CSV and JSON.
+ *
+ * The table and markdown forms share one shape: the report is built as a
+ * sequence of small tables (struct table), and each table is rendered
+ * either as aligned text or as a GitHub table. Nothing here measures. */
+#include "bench/result.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/pb.h"
+
+#define CELL_MAX 512
+
+/* ------------------------------------------------------------ formatting */
+
+/* A duration with 3 significant digits and a unit: "850 ns", "12.3 µs",
+ * "1.20 ms", "3.46 s". */
+static void format_ns(char *buf, size_t size, double ns)
+{
+    static const char *const units[] = {"ns", "µs", "ms", "s"};
+    if (!isfinite(ns)) {
+        snprintf(buf, size, "-");
+        return;
+    }
+    double v = ns;
+    size_t unit = 0;
+    while (unit + 1 < PB_ARRAY_LEN(units) && fabs(v) >= 999.5) {
+        v /= 1000;
+        unit++;
+    }
+    if (unit == 0 || fabs(v) >= 99.95)
+        snprintf(buf, size, "%.0f %s", v, units[unit]);
+    else if (fabs(v) >= 9.995)
+        snprintf(buf, size, "%.1f %s", v, units[unit]);
+    else
+        snprintf(buf, size, "%.2f %s", v, units[unit]);
+}
+
+static double mib(uint64_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+/* A config value by dotted path ("loader.workers"); NULL when absent. */
+static const json_t *config_get(const json_t *config, const char *dotted)
+{
+    char key[128];
+    const json_t *node = config;
+    const char *p = dotted;
+    while (node && *p) {
+        size_t n = strcspn(p, ".");
+        if (n >= sizeof(key) || !json_is_object(node))
+            return NULL;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        node = json_object_get(node, key);
+        p += n;
+        if (*p == '.')
+            p++;
+    }
+    return node;
+}
+
+/* A JSON scalar as a user would type it; other values as compact JSON. */
+static void format_json_value(char *buf, size_t size, const json_t *v)
+{
+    if (!v) {
+        snprintf(buf, size, "?");
+    } else if (json_is_string(v)) {
+        snprintf(buf, size, "%s", json_string_value(v));
+    } else if (json_is_integer(v)) {
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+    } else if (json_is_real(v)) {
+        snprintf(buf, size, "%g", json_real_value(v));
+    } else if (json_is_boolean(v)) {
+        snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
+    } else if (json_is_null(v)) {
+        snprintf(buf, size, "null");
+    } else {
+        char *text = json_dumps(v, JSON_COMPACT);
+        snprintf(buf, size, "%s", text ? text : "?");
+        free(text);
+    }
+}
+
+/* Axes as "key=value" joined by sep; empty when the point has none. */
+static void format_axes(char *buf, size_t size, const json_t *axes, const char *sep)
+{
+    const char *key;
+    const json_t *value;
+    size_t used = 0;
+    buf[0] = '\0';
+    if (!json_is_object(axes))
+        return;
+    json_object_foreach ((json_t *)axes, key, value) {
+        char text[256];
+        format_json_value(text, sizeof(text), value);
+        int n = snprintf(buf + used, size - used, "%s%s=%s", used ? sep : "", key, text);
+        if (n < 0 || (size_t)n >= size - used)
+            return;
+        used += (size_t)n;
+    }
+}
+
+static double step_ms(const struct pb_result *result)
+{
+    const json_t *v = config_get(result->config, "run.step_ms");
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+/* ---------------------------------------------------------------- tables */
+
+struct table {
+    size_t cols;
+    size_t cell_count, capacity;
+    char **cells;        /* row-major; the first row is the header        */
+    unsigned right_mask; /* bit c set: column c is right-aligned          */
+    bool plain_header;   /* text form: print no header (key/value lists)  */
+};
+
+static void table_init(struct table *t, size_t cols, unsigned right_mask, bool plain_header)
+{
+    memset(t, 0, sizeof(*t));
+    t->cols = cols;
+    t->right_mask = right_mask;
+    t->plain_header = plain_header;
+}
+
+static void table_add(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void table_add(struct table *t, const char *fmt, ...)
+{
+    char text[CELL_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (t->cell_count == t->capacity) {
+        size_t capacity = t->capacity ? 2 * t->capacity : 64;
+        char **cells = realloc(t->cells, capacity * sizeof(*cells));
+        if (!cells)
+            return;
+        t->cells = cells;
+        t->capacity = capacity;
+    }
+    char *copy = strdup(text);
+    if (copy)
+        t->cells[t->cell_count++] = copy;
+}
+
+static void table_free(struct table *t)
+{
+    for (size_t i = 0; i < t->cell_count; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    memset(t, 0, sizeof(*t));
+}
+
+/* Display width of UTF-8 text: code points, not bytes ("µs" is 2). */
+static size_t text_width(const char *s)
+{
+    size_t width = 0;
+    for (; *s; s++)
+        width += ((unsigned char)*s & 0xC0) != 0x80;
+    return width;
+}
+
+static void put_spaces(FILE *out, size_t n)
+{
+    while (n--)
+        fputc(' ', out);
+}
+
+static void table_print_text(FILE *out, const struct table *t, const char *indent)
+{
+    size_t rows = t->cell_count / t->cols;
+    size_t first = t->plain_header ? 1 : 0;
+    size_t widths[16] = {0};
+    if (t->cols > PB_ARRAY_LEN(widths) || rows <= first)
+        return;
+    for (size_t r = first; r < rows; r++)
+        for (size_t c = 0; c < t->cols; c++) {
+            size_t w = text_width(t->cells[r * t->cols + c]);
+            if (w > widths[c])
+                widths[c] = w;
+        }
+    for (size_t r = first; r < rows; r++) {
+        fputs(indent, out);
+        for (size_t c = 0; c < t->cols; c++) {
+            const char *cell = t->cells[r * t->cols + c];
+            size_t pad = widths[c] - text_width(cell);
+            bool right = (t->right_mask >> c) & 1u;
+            bool last = c + 1 == t->cols;
+            if (right)
+                put_spaces(out, pad);
+            fputs(cell, out);
+            if (!right && !last)
+                put_spaces(out, pad);
+            if (!last)
+                fputs("  ", out);
+        }
+        fputc('\n', out);
+        if (r == 0) {
+            size_t total = 0;
+            for (size_t c = 0; c < t->cols; c++)
+                total += widths[c] + (c + 1 < t->cols ? 2 : 0);
+            fputs(indent, out);
+            for (size_t i = 0; i < total; i++)
+                fputc('-', out);
+            fputc('\n', out);
+        }
+    }
+}
+
+static void put_markdown_cell(FILE *out, const char *cell)
+{
+    for (; *cell; cell++) {
+        if (*cell == '|')
+            fputs("\\|", out);
+        else if (*cell == '\n' || *cell == '\r')
+            fputc(' ', out);
+        else
+            fputc(*cell, out);
+    }
+}
+
+static void table_print_markdown(FILE *out, const struct table *t)
+{
+    size_t rows = t->cell_count / t->cols;
+    if (rows < 1)
+        return;
+    for (size_t r = 0; r < rows; r++) {
+        fputs("|", out);
+        for (size_t c = 0; c < t->cols; c++) {
+            fputc(' ', out);
+            put_markdown_cell(out, t->cells[r * t->cols + c]);
+            fputs(" |", out);
+        }
+        fputc('\n', out);
+        if (r == 0) {
+            fputs("|", out);
+            for (size_t c = 0; c < t->cols; c++)
+                fputs((t->right_mask >> c) & 1u ? " ---: |" : " --- |", out);
+            fputc('\n', out);
+        }
+    }
+    fputc('\n', out);
+}
+
+/* ------------------------------------------------------- report sections */
+
+struct sink {
+    FILE *out;
+    bool markdown;
+};
+
+static void emit_table(const struct sink *s, const struct table *t)
+{
+    if (s->markdown)
+        table_print_markdown(s->out, t);
+    else
+        table_print_text(s->out, t, "  ");
+}
+
+static void emit_warning(const struct sink *s, const char *text)
+{
+    fprintf(s->out, s->markdown ? "- warning: %s\n" : "  warning: %s\n", text);
+}
+
+static void emit_header(const struct sink *s, const struct pb_result *result)
+{
+    const struct pb_machine *m = &result->machine;
+    char gpu[200];
+    if (m->gpu_count > 0)
+        snprintf(gpu, sizeof(gpu), "%d × %s", m->gpu_count, m->gpu_name);
+    else
+        snprintf(gpu, sizeof(gpu), "none (%s)", m->gpu_status[0] ? m->gpu_status : "unknown");
+    const char *name = result->name[0] ? result->name : "(unnamed)";
+    const char *line_end = s->markdown ? "  \n" : "\n"; /* markdown hard break */
+    if (s->markdown)
+        fprintf(s->out, "# pbench: %s\n\npbench", name);
+    else
+        fprintf(s->out, "%s · pbench", name);
+    fprintf(s->out, " %s · %s · %d cores / %d PUs%s",
+            result->pbench_version[0] ? result->pbench_version : "?",
+            m->cpu_model[0] ? m->cpu_model : "unknown CPU", m->cores, m->pus, line_end);
+    fprintf(s->out, "created %s on %s · %s · GPU: %s%s",
+            result->created[0] ? result->created : "?", m->hostname[0] ? m->hostname : "?",
+            m->os[0] ? m->os : "unknown OS", gpu, line_end);
+
+    static const char *const loader_keys[] = {"workers", "batch_size", "prefetch_factor",
+                                              "pin_memory"};
+    fputs("loader:", s->out);
+    for (size_t i = 0; i < PB_ARRAY_LEN(loader_keys); i++) {
+        char path[64], value[64];
+        snprintf(path, sizeof(path), "loader.%s", loader_keys[i]);
+        format_json_value(value, sizeof(value), config_get(result->config, path));
+        fprintf(s->out, "%s%s=%s", i ? "  " : " ", loader_keys[i], value);
+    }
+    fputs(s->markdown ? "\n\n" : "\n", s->out);
+}
+
+static void emit_comparison(const struct sink *s, const struct pb_result *result)
+{
+    struct table t;
+    table_init(&t, 6, 0x3du, false); /* all but axes right-aligned */
+    table_add(&t, "#");
+    table_add(&t, "axes");
+    table_add(&t, "samples/s");
+    table_add(&t, "noise");
+    table_add(&t, "stall");
+    table_add(&t, "assembly p99");
+    for (size_t i = 0; i < result->point_count; i++) {
+        const struct pb_point_result *p = &result->points[i];
+        char axes[CELL_MAX], p99[32];
+        format_axes(axes, sizeof(axes), p->axes, ", ");
+        format_ns(p99, sizeof(p99), (double)p->assembly_p99_ns);
+        table_add(&t, "%zu", i);
+        table_add(&t, "%s", axes[0] ? axes : "(base)");
+        table_add(&t, "%.1f", p->samples_per_s);
+        table_add(&t, "± %.1f%%", p->samples_per_s_noise_pct);
+        table_add(&t, "%.1f %%", p->stall_pct);
+        table_add(&t, "%s", p99);
+    }
+    if (s->markdown)
+        fputs("## Comparison\n\n", s->out);
+    else
+        fprintf(s->out, "\ncomparison (%zu points)\n", result->point_count);
+    emit_table(s, &t);
+    table_free(&t);
+}
+
+static void emit_point_summary(const struct sink *s, const struct pb_result *result,
+                               const struct pb_point_result *p)
+{
+    struct table t;
+    char a[32], b[32];
+    table_init(&t, 2, 0, true);
+    table_add(&t, "metric");
+    table_add(&t, "value");
+
+    table_add(&t, "samples/s");
+    if (p->repeat_count >= 2)
+        table_add(&t, "%.1f ± %.1f%%  (median of %zu repeats)", p->samples_per_s,
+                  p->samples_per_s_noise_pct, p->repeat_count);
+    else if (p->repeat_count == 1)
+        table_add(&t, "%.1f ± %.1f%%  (1 repeat; ± is windowed noise)", p->samples_per_s,
+                  p->samples_per_s_noise_pct);
+    else
+        table_add(&t, "%.1f  (no repeats)", p->samples_per_s);
+    table_add(&t, "batches/s");
+    table_add(&t, "%.2f", p->batches_per_s);
+    table_add(&t, "MB/s read");
+    table_add(&t, "%.1f", p->mb_per_s);
+
+    format_ns(a, sizeof(a), (double)p->wait_p50_ns);
+    format_ns(b, sizeof(b), (double)p->wait_p99_ns);
+    table_add(&t, "stall");
+    table_add(&t, "%.1f %%  (consumer wait per batch p50 %s, p99 %s)", p->stall_pct, a, b);
+    double step = step_ms(result);
+    if (step > 0) {
+        format_ns(a, sizeof(a), step * 1e6);
+        table_add(&t, "accelerator");
+        table_add(&t, "%.1f %% utilized  (step %s)", p->accel_util_pct, a);
+    }
+    table_add(&t, "worker CPU");
+    table_add(&t, "%.1f %%  (process %.0f %%, 100 %% = one core)", p->worker_cpu_pct,
+              p->cpu_util_pct);
+    table_add(&t, "peak RSS");
+    table_add(&t, "%.1f MiB", mib(p->rss_peak_bytes));
+    table_add(&t, "pinned");
+    table_add(&t, "%.1f MiB  (batch pool %.1f MiB)", mib(p->pinned_bytes),
+              mib(p->batch_pool_bytes));
+
+    format_ns(a, sizeof(a), (double)p->assembly_p50_ns);
+    format_ns(b, sizeof(b), (double)p->assembly_p99_ns);
+    table_add(&t, "batch assembly");
+    table_add(&t, "p50 %s, p99 %s", a, b);
+    table_add(&t, "samples");
+    table_add(&t, "%llu", (unsigned long long)p->samples);
+    table_add(&t, "errors");
+    table_add(&t, "%llu", (unsigned long long)p->errors);
+    for (int i = 0; i < p->error_file_count && i < PB_MAX_ERROR_FILES; i++) {
+        table_add(&t, "%s", i == 0 ? "error files" : "");
+        table_add(&t, "%s", p->error_files[i]);
+    }
+    emit_table(s, &t);
+    table_free(&t);
+}
+
+static void emit_stages(const struct sink *s, const struct pb_point_result *p)
+{
+    if (p->stage_count == 0)
+        return;
+    struct table t;
+    table_init(&t, 9, 0x1feu, false); /* all but the name right-aligned */
+    static const char *const header[] = {"stage", "count", "mean", "p50",   "p90",
+                                         "p99",   "max",   "cpu",  "share%"};
+    for (size_t c = 0; c < PB_ARRAY_LEN(header); c++)
+        table_add(&t, "%s", header[c]);
+    for (size_t i = 0; i < p->stage_count; i++) {
+        const struct pb_stage_result *st = &p->stages[i];
+        const struct pb_hist *h = &st->hist;
+        char mean[32], p50[32], p90[32], p99[32], max[32], cpu[32];
+        format_ns(mean, sizeof(mean), h->count ? h->mean_ns : 0);
+        format_ns(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
+        format_ns(p90, sizeof(p90), (double)pb_hist_quantile(h, 0.90));
+        format_ns(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
+        format_ns(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
+        format_ns(cpu, sizeof(cpu), (double)st->cpu_ns);
+        table_add(&t, "%s", st->name);
+        table_add(&t, "%llu", (unsigned long long)h->count);
+        table_add(&t, "%s", mean);
+        table_add(&t, "%s", p50);
+        table_add(&t, "%s", p90);
+        table_add(&t, "%s", p99);
+        table_add(&t, "%s", max);
+        table_add(&t, "%s", cpu);
+        table_add(&t, "%.1f", st->share_pct);
+    }
+    if (!s->markdown)
+        fputc('\n', s->out);
+    emit_table(s, &t);
+    table_free(&t);
+}
+
+static void report_human(FILE *out, const struct pb_result *result, bool markdown)
+{
+    struct sink s = {out, markdown};
+    emit_header(&s, result);
+    if (result->point_count > 1)
+        emit_comparison(&s, result);
+    for (size_t i = 0; i < result->point_count; i++) {
+        const struct pb_point_result *p = &result->points[i];
+        char axes[CELL_MAX];
+        format_axes(axes, sizeof(axes), p->axes, ", ");
+        if (markdown)
+            fprintf(out, "## Point %zu%s%s\n\n", i, axes[0] ? ": " : "", axes);
+        else
+            fprintf(out, "\npoint %zu%s%s\n", i, axes[0] ? ": " : "", axes);
+        emit_point_summary(&s, result, p);
+        emit_stages(&s, p);
+        if (p->warning_count && !markdown)
+            fputc('\n', out);
+        for (int w = 0; w < p->warning_count; w++)
+            emit_warning(&s, p->warnings[w]);
+        if (p->warning_count && markdown)
+            fputc('\n', out);
+    }
+    if (result->warning_count || result->interrupted || result->overhead_measured)
+        fputs(markdown ? "## Notes\n\n" : "\n", out);
+    for (int w = 0; w < result->warning_count; w++)
+        fprintf(out, markdown ? "- warning: %s\n" : "warning: %s\n", result->warnings[w]);
+    if (result->interrupted)
+        fprintf(out, "%sinterrupted: partial results\n", markdown ? "- " : "");
+    if (result->overhead_measured)
+        fprintf(out, "%sinstrumentation overhead: %.1f %% of throughput (± %.1f %%)\n",
+                markdown ? "- " : "", result->overhead_pct, result->overhead_noise_pct);
+}
+
+/* ------------------------------------------------------------------- CSV */
+
+/* RFC 4180: a field with a comma, quote or line break is quoted, and its
+ * quotes are doubled. */
+static void csv_field(FILE *out, const char *text, bool last)
+{
+    if (strpbrk(text, ",\"\r\n")) {
+        fputc('"', out);
+        for (const char *p = text; *p; p++) {
+            if (*p == '"')
+                fputc('"', out);
+            fputc(*p, out);
+        }
+        fputc('"', out);
+    } else {
+        fputs(text, out);
+    }
+    fputs(last ? "\n" : ",", out);
+}
+
+static void csv_double(FILE *out, double v)
+{
+    if (isfinite(v))
+        fprintf(out, "%.10g,", v);
+    else
+        fputc(',', out);
+}
+
+static void csv_u64(FILE *out, uint64_t v)
+{
+    fprintf(out, "%llu,", (unsigned long long)v);
+}
+
+static void report_csv(FILE *out, const struct pb_result *result)
+{
+    fputs("point,axes,samples_per_s,samples_per_s_noise_pct,batches_per_s,mb_per_s,stall_pct,"
+          "accel_util_pct,cpu_util_pct,worker_cpu_pct,wait_p50_ns,wait_p99_ns,assembly_p50_ns,"
+          "assembly_p99_ns,rss_peak_bytes,pinned_bytes,samples,errors,stage,count,mean_ns,"
+          "p50_ns,p90_ns,p99_ns,max_ns,cpu_ns,share_pct\n",
+          out);
+    for (size_t i = 0; i < result->point_count; i++) {
+        const struct pb_point_result *p = &result->points[i];
+        char axes[CELL_MAX];
+        format_axes(axes, sizeof(axes), p->axes, ";");
+        /* A point without stages still gets one row, with empty stage cells. */
+        size_t rows = p->stage_count ? p->stage_count : 1;
+        for (size_t r = 0; r < rows; r++) {
+            fprintf(out, "%zu,", i);
+            csv_field(out, axes, false);
+            csv_double(out, p->samples_per_s);
+            csv_double(out, p->samples_per_s_noise_pct);
+            csv_double(out, p->batches_per_s);
+            csv_double(out, p->mb_per_s);
+            csv_double(out, p->stall_pct);
+            csv_double(out, p->accel_util_pct);
+            csv_double(out, p->cpu_util_pct);
+            csv_double(out, p->worker_cpu_pct);
+            csv_u64(out, p->wait_p50_ns);
+            csv_u64(out, p->wait_p99_ns);
+            csv_u64(out, p->assembly_p50_ns);
+            csv_u64(out, p->assembly_p99_ns);
+            csv_u64(out, p->rss_peak_bytes);
+            csv_u64(out, p->pinned_bytes);
+            csv_u64(out, p->samples);
+            csv_u64(out, p->errors);
+            if (!p->stage_count) {
+                fputs(",,,,,,,,\n", out);
+                continue;
+            }
+            const struct pb_stage_result *st = &p->stages[r];
+            const struct pb_hist *h = &st->hist;
+            csv_field(out, st->name, false);
+            csv_u64(out, h->count);
+            csv_double(out, h->count ? h->mean_ns : 0);
+            csv_u64(out, pb_hist_quantile(h, 0.50));
+            csv_u64(out, pb_hist_quantile(h, 0.90));
+            csv_u64(out, pb_hist_quantile(h, 0.99));
+            csv_u64(out, h->count ? h->max_ns : 0);
+            csv_u64(out, st->cpu_ns);
+            if (isfinite(st->share_pct))
+                fprintf(out, "%.10g\n", st->share_pct);
+            else
+                fputc('\n', out);
+        }
+    }
+}
+
+void pb_report(FILE *out, const struct pb_result *result, enum pb_format format)
+{
+    switch (format) {
+    case PB_FORMAT_TABLE:
+        report_human(out, result, false);
+        break;
+    case PB_FORMAT_MARKDOWN:
+        report_human(out, result, true);
+        break;
+    case PB_FORMAT_CSV:
+        report_csv(out, result);
+        break;
+    case PB_FORMAT_JSON: {
+        json_t *root = pb_result_to_json(result);
+        if (root) {
+            json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+            fputc('\n', out);
+            json_decref(root);
+        }
+        break;
+    }
+    }
+}

@@ -1,0 +1,174 @@
+/* The result of a run as plain data, its JSON form and its renderings.
+ *
+ * Measurement fills these structs; sinks render them (terminal table,
+ * markdown, CSV, JSON). A result file holds enough raw data (per-repeat and
+ * per-batch samples, histogram bins, machine, resolved config, versions)
+ * that every table can be recomputed later from the file alone. The file
+ * format is documented in docs/results.md. */
+#ifndef PB_RESULT_H
+#define PB_RESULT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "bench/hist.h"
+
+#define PB_SCHEMA_VERSION 1
+#define PB_MAX_WARNINGS 32
+#define PB_MAX_ERROR_FILES 8
+
+/* Where the machine's fingerprint comes from: hwloc, uname, the compiler
+ * and the libraries linked into this build. */
+struct pb_machine {
+    char hostname[128];
+    char cpu_model[160];
+    int packages, cores, pus, numa_nodes;
+    uint64_t l3_bytes;          /* total L3 across packages              */
+    uint64_t memory_bytes;
+    char os[128];               /* PRETTY_NAME from /etc/os-release       */
+    char kernel[128];           /* uname -sr                              */
+    char arch[32];
+    char compiler[64];
+    char build_type[32];
+    char sanitize[64];
+    /* Library versions, "name version" pairs. */
+    int library_count;
+    char libraries[12][2][48];
+    /* GPU: gpu_count is 0 when none; gpu_status says why. */
+    int gpu_count;
+    char gpu_name[128];
+    char gpu_status[160];       /* "no CUDA device: ..." or "ok"          */
+    int cuda_runtime_version;   /* e.g. 13000; 0 when not built with CUDA */
+    int cuda_driver_version;
+};
+
+/* Per stage, merged over workers (and over repeats in the point summary). */
+struct pb_stage_result {
+    char name[64];
+    uint64_t cpu_ns;            /* thread CPU time spent in the stage     */
+    double share_pct;           /* of the summed wall time of all stages  */
+    struct pb_hist hist;        /* wall time per sample, ns               */
+};
+
+/* Per batch, as the consumer saw it. */
+struct pb_batch_record {
+    uint64_t assembly_ns;       /* worker: first sample start to ready    */
+    uint64_t wait_ns;           /* consumer: blocked waiting for it       */
+    uint64_t step_ns;           /* consumer: simulated step + its stages  */
+    uint32_t queue_depth;       /* ready batches in the queue at dequeue  */
+    uint32_t samples;
+};
+
+/* Process-wide samples taken every sampler period during a repeat. */
+struct pb_rss_sample {
+    double t_s;
+    uint64_t rss_bytes;
+    double cpu_pct;             /* process CPU over the period, 100 = 1 core */
+};
+
+struct pb_repeat_result {
+    double wall_s;              /* measured part only                     */
+    uint64_t samples, batches, bytes_read, errors;
+    double samples_per_s, batches_per_s, mb_per_s;
+    double stall_pct;           /* consumer wait / wall                   */
+    double accel_util_pct;      /* step time / wall, when step_ms is set  */
+    double cpu_util_pct;        /* process CPU / wall, 100 = one core     */
+    double worker_cpu_pct;      /* worker thread CPU / (workers * wall)   */
+    double window_noise;        /* relative noise of windowed throughput  */
+    bool hit_time_cap, noisy, interrupted;
+    uint64_t rss_peak_bytes;
+    size_t batch_count;
+    struct pb_batch_record *batch_records; /* owned                       */
+    size_t rss_count;
+    struct pb_rss_sample *rss;             /* owned                       */
+    size_t stage_count;
+    struct pb_stage_result *stages;        /* owned                       */
+};
+
+struct pb_point_result {
+    json_t *axes;               /* {"loader.workers": 4, ...}; owned, may be empty */
+    size_t repeat_count;
+    struct pb_repeat_result *repeats;      /* owned                       */
+
+    /* Summary over repeats. */
+    double samples_per_s;       /* median of repeats                      */
+    /* Noise: coefficient of variation of the repeats' samples/s, in %;
+     * with a single repeat, that repeat's windowed-throughput noise. */
+    double samples_per_s_noise_pct;
+    double batches_per_s, mb_per_s;
+    double stall_pct, accel_util_pct, cpu_util_pct, worker_cpu_pct;
+    uint64_t assembly_p50_ns, assembly_p99_ns; /* worker time to build a batch */
+    uint64_t wait_p50_ns, wait_p99_ns;     /* consumer wait per batch       */
+    uint64_t rss_peak_bytes, pinned_bytes, batch_pool_bytes;
+    uint64_t samples, errors;
+    char error_files[PB_MAX_ERROR_FILES][256]; /* first failing files with why */
+    int error_file_count;
+    size_t stage_count;
+    struct pb_stage_result *stages;        /* owned, merged over repeats  */
+    int warning_count;
+    char warnings[PB_MAX_WARNINGS][256];
+};
+
+struct pb_result {
+    int schema_version;
+    char pbench_version[32];
+    char created[40];           /* ISO 8601 UTC                           */
+    char name[128];             /* the config's name                      */
+    struct pb_machine machine;
+    json_t *config;             /* resolved config; owned                 */
+    bool interrupted;
+    /* Instrumentation overhead, when measured (pbench run --overhead). */
+    bool overhead_measured;
+    double overhead_pct;        /* throughput lost to stage timing        */
+    double overhead_noise_pct;
+    size_t point_count;
+    struct pb_point_result *points; /* owned */
+    int warning_count;
+    char warnings[PB_MAX_WARNINGS][256];
+};
+
+/* Adds a warning unless the list is full; duplicates are kept once. */
+void pb_point_warn(struct pb_point_result *point, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void pb_result_warn(struct pb_result *result, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Fills the point's summary fields from its repeats (medians, noise,
+ * wall-weighted percentages, exact batch percentiles, stages merged by
+ * name) and warns about repeats that hit the time cap or were noisy.
+ * Summarizing again recomputes everything and replaces those warnings. */
+void pb_point_summarize(struct pb_point_result *point);
+
+/* Fills the machine fingerprint (hwloc, uname, library versions, GPU). */
+void pb_machine_probe(struct pb_machine *machine);
+
+/* GPU helpers (bench/machine.c). pb_gpu_available returns 1 when a CUDA
+ * device is usable; otherwise 0 with the reason in why ("built without
+ * CUDA", "no CUDA device: ..."). pb_pinned_alloc returns page-locked host
+ * memory from cudaHostAlloc, or NULL when there is no CUDA or the call
+ * fails; release it with pb_pinned_free (NULL is ignored). */
+int pb_gpu_available(char *why, size_t n);
+void *pb_pinned_alloc(size_t bytes);
+void pb_pinned_free(void *p);
+
+/* JSON form. to_json returns a new reference; from_json fills result
+ * (release with pb_result_free) and returns PB_OK or PB_ERR with a message. */
+json_t *pb_result_to_json(const struct pb_result *result);
+int pb_result_from_json(const json_t *root, struct pb_result *result, char *msg, size_t msglen);
+
+/* Writes the JSON to path atomically: a temporary file in the same folder,
+ * fsync, then rename. Creates the folder if needed. */
+int pb_result_write(const struct pb_result *result, const char *path, char *msg, size_t msglen);
+int pb_result_read(const char *path, struct pb_result *result, char *msg, size_t msglen);
+
+void pb_result_free(struct pb_result *result);
+
+/* Renderings of a result for people and tools. */
+enum pb_format { PB_FORMAT_TABLE, PB_FORMAT_JSON, PB_FORMAT_MARKDOWN, PB_FORMAT_CSV };
+int pb_format_parse(const char *text, enum pb_format *format);
+void pb_report(FILE *out, const struct pb_result *result, enum pb_format format);
+
+#endif

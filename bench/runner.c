@@ -1,0 +1,848 @@
+#include "bench/runner.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "bench/pb.h"
+#include "bench/queue.h"
+
+#define SAMPLER_PERIOD_NS 50000000ull /* RSS/CPU sampling: 20 Hz */
+#define MAX_RSS_SAMPLES 8192
+#define BATCH_ALIGN 64
+
+struct stage_inst {
+    const struct pb_stage_ops *ops;
+    void *state;
+    int spec_index;
+};
+
+struct run;
+
+struct worker {
+    struct run *run;
+    int index;           /* -1: the consumer loading in its own thread */
+    pthread_t thread;
+    struct stage_inst stages[PB_MAX_STAGES];
+    int stage_count;
+    uint8_t *scratch[2];
+    struct pb_hist *hist;              /* one per worker stage */
+    uint64_t stage_cpu_ns[PB_MAX_STAGES];
+    uint64_t cpu_start_ns, cpu_end_ns; /* thread CPU over measured batches */
+    bool cpu_started;
+    uint64_t *indices, *seeds;
+    char msg[PB_MSG_MAX];
+};
+
+struct run {
+    const struct pb_spec *spec;
+    const struct pb_dataset *ds;
+    struct pb_sampler sampler;         /* per repeat: seeded by repeat      */
+    int workers;                       /* threads; 0 loads in the consumer  */
+    int prefetch_factor;
+    struct worker *worker;             /* max(workers, 1) entries           */
+    int worker_stage_count;
+    int worker_stage_spec[PB_MAX_STAGES];
+    struct stage_inst consumer_stages[PB_MAX_STAGES];
+    int consumer_stage_count;
+    size_t scratch_bytes, slot_bytes;
+    struct pb_shape sample_shape;
+    struct pb_slot *slots;
+    int slot_count;
+    bool pinned;
+    uint64_t pool_bytes;
+    struct pb_queue queue;
+    bool queue_live;
+
+    bool stage_timing;
+    uint64_t first_measured_seq;
+    atomic_bool stop_workers;
+
+    pthread_mutex_t error_lock;        /* rare path: data errors, failure   */
+    int fatal_rc;
+    char fatal_msg[PB_MSG_MAX];
+    struct pb_point_result *point;     /* error_files go here               */
+
+    /* System sampler thread. */
+    pthread_t sampler_thread;
+    atomic_bool sampler_stop;
+    volatile sig_atomic_t *user_stop;
+    uint64_t repeat_start_ns;
+    struct pb_rss_sample *rss;
+    size_t rss_count;
+    uint64_t rss_peak_bytes;
+};
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static uint64_t rss_bytes_now(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    unsigned long long size = 0, resident = 0;
+    int n = fscanf(f, "%llu %llu", &size, &resident);
+    fclose(f);
+    if (n != 2)
+        return 0;
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t process_cpu_ns(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+}
+
+static uint64_t mem_available_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kib * 1024;
+}
+
+static void record_data_error(struct run *run, const char *what)
+{
+    pthread_mutex_lock(&run->error_lock);
+    struct pb_point_result *p = run->point;
+    if (p->error_file_count < PB_MAX_ERROR_FILES)
+        pb_strlcpy(p->error_files[p->error_file_count++], what, sizeof(p->error_files[0]));
+    pthread_mutex_unlock(&run->error_lock);
+}
+
+static void fail_run(struct run *run, int rc, const char *what)
+{
+    pthread_mutex_lock(&run->error_lock);
+    if (run->fatal_rc == PB_OK) {
+        run->fatal_rc = rc;
+        pb_strlcpy(run->fatal_msg, what, sizeof(run->fatal_msg));
+    }
+    pthread_mutex_unlock(&run->error_lock);
+    atomic_store(&run->stop_workers, true);
+    if (run->queue_live)
+        pb_queue_close(&run->queue);
+}
+
+/* ---- building a batch (the hot path) ------------------------------------ */
+
+enum { BATCH_BUILT = 0, BATCH_END = 1 };
+
+/* Builds batch seq into slot, sample by sample, writing the last stage's
+ * output straight into the sample's place in the batch. No allocation, no
+ * lock and no formatting unless a sample fails. */
+static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
+{
+    struct run *run = w->run;
+    uint64_t start_ns = pb_now_ns();
+    uint32_t n;
+    if (!pb_sampler_batch(&run->sampler, seq, w->indices, w->seeds, &n))
+        return BATCH_END;
+    bool measured = seq >= run->first_measured_seq;
+    bool timing = measured && run->stage_timing;
+    if (measured && !w->cpu_started) {
+        w->cpu_start_ns = pb_thread_cpu_ns();
+        w->cpu_started = true;
+    }
+    const struct pb_dataset *ds = run->ds;
+    uint32_t delivered = 0, errors = 0;
+    uint64_t bytes_read = 0;
+    int last = w->stage_count - 1;
+    for (uint32_t j = 0; j < n; j++) {
+        uint64_t index = w->indices[j];
+        struct pb_sample s = {
+            .index = index,
+            .path = ds->paths[index],
+            .file_bytes = ds->sizes[index],
+            .seed = w->seeds[j],
+            .in_shape = {.dtype = PB_DTYPE_BYTES},
+            .msg = w->msg,
+            .msglen = sizeof(w->msg),
+        };
+        int rc = PB_OK;
+        for (int k = 0; k <= last; k++) {
+            if (k == last) {
+                s.out = slot->batch.data + (size_t)delivered * run->slot_bytes;
+                s.out_capacity = run->slot_bytes;
+            } else {
+                s.out = w->scratch[k & 1];
+                s.out_capacity = run->scratch_bytes;
+            }
+            s.out_bytes = 0;
+            if (timing) {
+                uint64_t t0 = pb_now_ns(), c0 = pb_thread_cpu_ns();
+                rc = w->stages[k].ops->process(w->stages[k].state, &s);
+                uint64_t c1 = pb_thread_cpu_ns(), t1 = pb_now_ns();
+                pb_hist_add(&w->hist[k], t1 - t0);
+                w->stage_cpu_ns[k] += c1 - c0;
+            } else {
+                rc = w->stages[k].ops->process(w->stages[k].state, &s);
+            }
+            if (rc != PB_OK)
+                break;
+            s.in = s.out;
+            s.in_bytes = s.out_bytes;
+            s.in_shape = s.out_shape;
+        }
+        bytes_read += s.bytes_read;
+        if (rc == PB_ERR_DATA && run->spec->run.on_error == PB_ON_ERROR_SKIP) {
+            errors++;
+            record_data_error(run, w->msg);
+            continue;
+        }
+        if (rc != PB_OK) {
+            fail_run(run, rc, w->msg);
+            return rc;
+        }
+        delivered++;
+    }
+    slot->batch.seq = seq;
+    slot->batch.samples = delivered;
+    slot->batch.shape = run->sample_shape;
+    slot->errors = errors;
+    slot->bytes_read = bytes_read;
+    slot->assembly_ns = pb_now_ns() - start_ns;
+    if (measured)
+        w->cpu_end_ns = pb_thread_cpu_ns();
+    return BATCH_BUILT;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct run *run = w->run;
+    for (uint64_t seq = (uint64_t)w->index; !atomic_load(&run->stop_workers);
+         seq += (uint64_t)run->workers) {
+        struct pb_slot *slot = pb_queue_acquire(&run->queue, w->index);
+        if (!slot)
+            break;
+        int rc = build_batch(w, seq, slot);
+        if (rc != BATCH_BUILT) {
+            pb_queue_release(&run->queue, slot);
+            break;
+        }
+        pb_queue_push(&run->queue, slot);
+    }
+    pb_queue_worker_done(&run->queue, w->index);
+    return NULL;
+}
+
+/* ---- system sampler ---------------------------------------------------- */
+
+static void *sampler_main(void *arg)
+{
+    struct run *run = arg;
+    uint64_t last_ns = pb_now_ns(), last_cpu = process_cpu_ns();
+    while (!atomic_load(&run->sampler_stop)) {
+        struct timespec period = {0, (long)SAMPLER_PERIOD_NS};
+        nanosleep(&period, NULL);
+        if (run->user_stop && *run->user_stop && run->queue_live)
+            pb_queue_close(&run->queue); /* wake a consumer blocked on a slow batch */
+        uint64_t now = pb_now_ns(), cpu = process_cpu_ns();
+        uint64_t rss = rss_bytes_now();
+        if (rss > run->rss_peak_bytes)
+            run->rss_peak_bytes = rss;
+        if (run->rss_count < MAX_RSS_SAMPLES) {
+            struct pb_rss_sample *r = &run->rss[run->rss_count++];
+            r->t_s = (double)(now - run->repeat_start_ns) / 1e9;
+            r->rss_bytes = rss;
+            r->cpu_pct = now > last_ns ? 100.0 * (double)(cpu - last_cpu) / (double)(now - last_ns) : 0;
+        }
+        last_ns = now;
+        last_cpu = cpu;
+    }
+    return NULL;
+}
+
+/* ---- set-up and tear-down ---------------------------------------------- */
+
+static void *alloc_batch_buffer(size_t bytes, bool pinned)
+{
+    if (pinned)
+        return pb_pinned_alloc(bytes);
+    size_t rounded = (bytes + BATCH_ALIGN - 1) / BATCH_ALIGN * BATCH_ALIGN;
+    void *p = aligned_alloc(BATCH_ALIGN, rounded ? rounded : BATCH_ALIGN);
+    if (p)
+        memset(p, 0, rounded); /* fault the pages in now, not in the measured part */
+    return p;
+}
+
+static int init_stage_chain(struct run *run, struct worker *w, int worker_index, char *msg,
+                            size_t msglen)
+{
+    const struct pb_spec *spec = run->spec;
+    struct pb_stage_plan plan = {
+        .shape = {.dtype = PB_DTYPE_BYTES, .frames = 1, .height = 1, .width = 0, .channels = 1},
+        .max_bytes = run->ds->max_bytes,
+        .worker = worker_index,
+    };
+    size_t scratch = 0;
+    w->stage_count = 0;
+    for (int k = 0; k < run->worker_stage_count; k++) {
+        const struct pb_stage_spec *ss = &spec->stages[run->worker_stage_spec[k]];
+        struct pb_stage_plan out = plan;
+        void *state = NULL;
+        int rc = ss->ops->init(&state, ss->opts, &plan, &out, ss->decoder, ss->decoder_opts, msg,
+                               msglen);
+        if (rc != PB_OK)
+            return rc;
+        w->stages[w->stage_count++] = (struct stage_inst){ss->ops, state, run->worker_stage_spec[k]};
+        if (k < run->worker_stage_count - 1 && out.max_bytes > scratch)
+            scratch = out.max_bytes;
+        plan = out;
+    }
+    run->scratch_bytes = scratch;
+    run->slot_bytes = plan.max_bytes;
+    run->sample_shape = plan.shape;
+    return PB_OK;
+}
+
+static void free_worker(struct worker *w)
+{
+    for (int k = 0; k < w->stage_count; k++)
+        if (w->stages[k].ops->cleanup)
+            w->stages[k].ops->cleanup(w->stages[k].state);
+    w->stage_count = 0;
+    free(w->scratch[0]);
+    free(w->scratch[1]);
+    free(w->hist);
+    free(w->indices);
+    free(w->seeds);
+}
+
+static void free_run(struct run *run)
+{
+    if (run->worker) {
+        for (int i = 0; i < (run->workers > 0 ? run->workers : 1); i++)
+            free_worker(&run->worker[i]);
+        free(run->worker);
+    }
+    for (int k = 0; k < run->consumer_stage_count; k++)
+        if (run->consumer_stages[k].ops->cleanup)
+            run->consumer_stages[k].ops->cleanup(run->consumer_stages[k].state);
+    if (run->slots) {
+        for (int i = 0; i < run->slot_count; i++) {
+            if (run->pinned)
+                pb_pinned_free(run->slots[i].batch.data);
+            else
+                free(run->slots[i].batch.data);
+        }
+        free(run->slots);
+    }
+    free(run->rss);
+    pthread_mutex_destroy(&run->error_lock);
+}
+
+static int setup_run(struct run *run, const struct pb_spec *spec, const struct pb_dataset *ds,
+                     struct pb_point_result *point, char *msg, size_t msglen)
+{
+    memset(run, 0, sizeof(*run));
+    pthread_mutex_init(&run->error_lock, NULL);
+    run->spec = spec;
+    run->ds = ds;
+    run->point = point;
+    run->workers = (int)spec->loader.workers;
+    run->prefetch_factor = (int)spec->loader.prefetch_factor;
+
+    /* Worker-side stages first, then consumer-side ones. */
+    bool seen_consumer = false;
+    for (int i = 0; i < spec->stage_count; i++) {
+        const struct pb_stage_ops *ops = spec->stages[i].ops;
+        if (ops->unavailable_reason) {
+            snprintf(msg, msglen, "stage '%s' is not available in this build: %s", ops->name,
+                     ops->unavailable_reason);
+            return PB_ERR_UNAVAILABLE;
+        }
+        if (ops->flags & PB_STAGE_CONSUMER) {
+            seen_consumer = true;
+        } else {
+            if (seen_consumer) {
+                snprintf(msg, msglen,
+                         "stage '%s' runs in the loader workers and cannot follow a "
+                         "consumer-side stage",
+                         ops->name);
+                return PB_ERR_CONFIG;
+            }
+            run->worker_stage_spec[run->worker_stage_count++] = i;
+        }
+    }
+    if (run->worker_stage_count == 0) {
+        snprintf(msg, msglen, "the pipeline has no stage that runs in the loader workers");
+        return PB_ERR_CONFIG;
+    }
+
+    int nworkers = run->workers > 0 ? run->workers : 1;
+    run->worker = calloc((size_t)nworkers, sizeof(*run->worker));
+    if (!run->worker)
+        return PB_ERR_NOMEM;
+    size_t batch = (size_t)spec->loader.batch_size;
+    for (int i = 0; i < nworkers; i++) {
+        struct worker *w = &run->worker[i];
+        w->run = run;
+        w->index = run->workers > 0 ? i : -1;
+        int rc = init_stage_chain(run, w, w->index, msg, msglen);
+        if (rc != PB_OK)
+            return rc;
+        w->hist = calloc((size_t)w->stage_count, sizeof(*w->hist));
+        w->indices = calloc(batch, sizeof(*w->indices));
+        w->seeds = calloc(batch, sizeof(*w->seeds));
+        if (run->scratch_bytes) {
+            w->scratch[0] = aligned_alloc(BATCH_ALIGN, (run->scratch_bytes + BATCH_ALIGN - 1) /
+                                                           BATCH_ALIGN * BATCH_ALIGN);
+            w->scratch[1] = aligned_alloc(BATCH_ALIGN, (run->scratch_bytes + BATCH_ALIGN - 1) /
+                                                           BATCH_ALIGN * BATCH_ALIGN);
+        }
+        if (!w->hist || !w->indices || !w->seeds ||
+            (run->scratch_bytes && (!w->scratch[0] || !w->scratch[1]))) {
+            snprintf(msg, msglen, "out of memory setting up worker %d", i);
+            return PB_ERR_NOMEM;
+        }
+    }
+    /* Consumer-side stages take the batch as the workers left it. */
+    for (int i = 0; i < spec->stage_count; i++) {
+        const struct pb_stage_spec *ss = &spec->stages[i];
+        if (!(ss->ops->flags & PB_STAGE_CONSUMER))
+            continue;
+        struct pb_stage_plan in = {.shape = run->sample_shape, .max_bytes = run->slot_bytes,
+                                   .worker = -1};
+        struct pb_stage_plan out = in;
+        void *state = NULL;
+        int rc = ss->ops->init(&state, ss->opts, &in, &out, ss->decoder, ss->decoder_opts, msg,
+                               msglen);
+        if (rc != PB_OK)
+            return rc;
+        run->consumer_stages[run->consumer_stage_count++] = (struct stage_inst){ss->ops, state, i};
+    }
+
+    /* The batch pool: workers * prefetch_factor slots (one when loading in
+     * the consumer), each batch_size samples of slot_bytes. */
+    run->slot_count = run->workers > 0 ? run->workers * run->prefetch_factor : 1;
+    if (run->slot_bytes == 0)
+        run->slot_bytes = 1;
+    char why[PB_MSG_MAX];
+    if (spec->loader.pin_memory) {
+        if (pb_gpu_available(why, sizeof(why)))
+            run->pinned = true;
+        else
+            pb_point_warn(point, "loader.pin_memory is true but ignored: %s; batch buffers are "
+                                 "pageable host memory",
+                          why);
+    }
+    run->slots = calloc((size_t)run->slot_count, sizeof(*run->slots));
+    if (!run->slots)
+        return PB_ERR_NOMEM;
+    size_t buffer_bytes = batch * run->slot_bytes;
+    for (int i = 0; i < run->slot_count; i++) {
+        run->slots[i].batch.data = alloc_batch_buffer(buffer_bytes, run->pinned);
+        run->slots[i].batch.slot_bytes = run->slot_bytes;
+        run->slots[i].batch.pinned = run->pinned;
+        if (!run->slots[i].batch.data) {
+            snprintf(msg, msglen, "cannot allocate %d batch buffers of %zu bytes%s", run->slot_count,
+                     buffer_bytes, run->pinned ? " (pinned)" : "");
+            return PB_ERR_NOMEM;
+        }
+    }
+    run->pool_bytes = (uint64_t)run->slot_count * buffer_bytes;
+    point->batch_pool_bytes = run->pool_bytes;
+    point->pinned_bytes = run->pinned ? run->pool_bytes : 0;
+
+    run->rss = calloc(MAX_RSS_SAMPLES, sizeof(*run->rss));
+    if (!run->rss)
+        return PB_ERR_NOMEM;
+    return PB_OK;
+}
+
+/* ---- one repeat -------------------------------------------------------- */
+
+struct window_state {
+    double *throughput; /* samples/s per window */
+    size_t count, cap;
+    uint64_t start_ns, start_samples, start_batches;
+};
+
+static double relative_noise(const double *x, size_t n)
+{
+    if (n < 2)
+        return INFINITY;
+    double mean = 0, m2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = x[i] - mean;
+        mean += d / (double)(i + 1);
+        m2 += d * (x[i] - mean);
+    }
+    if (mean <= 0)
+        return INFINITY;
+    return sqrt(m2 / (double)(n - 1)) / mean;
+}
+
+static void reset_worker_stats(struct run *run)
+{
+    int nworkers = run->workers > 0 ? run->workers : 1;
+    for (int i = 0; i < nworkers; i++) {
+        struct worker *w = &run->worker[i];
+        for (int k = 0; k < w->stage_count; k++) {
+            pb_hist_init(&w->hist[k]);
+            w->stage_cpu_ns[k] = 0;
+        }
+        w->cpu_started = false;
+        w->cpu_start_ns = w->cpu_end_ns = 0;
+    }
+}
+
+static int push_batch_record(struct pb_repeat_result *rep, size_t *cap,
+                             const struct pb_batch_record *rec)
+{
+    if (rep->batch_count == *cap) {
+        size_t next = *cap ? *cap * 2 : 4096;
+        struct pb_batch_record *grown = realloc(rep->batch_records, next * sizeof(*grown));
+        if (!grown)
+            return PB_ERR_NOMEM;
+        rep->batch_records = grown;
+        *cap = next;
+    }
+    rep->batch_records[rep->batch_count++] = *rec;
+    return PB_OK;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+        ;
+}
+
+static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_repeat_result *rep,
+                      bool *interrupted, char *msg, size_t msglen)
+{
+    const struct pb_spec *spec = run->spec;
+    const struct pb_run_spec *rs = &spec->run;
+    memset(rep, 0, sizeof(*rep));
+    *interrupted = false;
+
+    /* Each repeat is a fresh iterator over the data with its own shuffle. */
+    struct pb_dataset_spec ds_spec = spec->dataset;
+    ds_spec.seed = (int64_t)(pb_mix64((uint64_t)spec->dataset.seed + (uint64_t)repeat) >> 2);
+    int rc = pb_sampler_init(&run->sampler, run->ds->count, &ds_spec, &spec->loader, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    run->stage_timing = stage_timing;
+    run->first_measured_seq = (uint64_t)rs->warmup_batches;
+    atomic_store(&run->stop_workers, false);
+    reset_worker_stats(run);
+
+    run->rss_count = 0;
+    run->rss_peak_bytes = 0;
+    run->repeat_start_ns = pb_now_ns();
+    atomic_store(&run->sampler_stop, false);
+
+    if (run->workers > 0) {
+        rc = pb_queue_init(&run->queue, run->workers, run->prefetch_factor, run->slots);
+        if (rc != PB_OK)
+            return rc;
+        run->queue_live = true;
+    }
+    pthread_create(&run->sampler_thread, NULL, sampler_main, run);
+    int started = 0;
+    for (int i = 0; i < run->workers; i++) {
+        if (pthread_create(&run->worker[i].thread, NULL, worker_main, &run->worker[i]) != 0) {
+            fail_run(run, PB_ERR, "cannot start loader worker threads");
+            break;
+        }
+        started++;
+    }
+
+    size_t windows_cap = (size_t)(rs->max_time_s / rs->window_s) + 16;
+    struct window_state win = {.throughput = calloc(windows_cap, sizeof(double)),
+                               .cap = windows_cap};
+    size_t records_cap = 0;
+    uint64_t step_ns = (uint64_t)(rs->step_ms * 1e6);
+    uint64_t t_start = 0, t_end = 0, cpu_start = 0;
+    uint64_t samples = 0, batches = 0, bytes_read = 0, errors = 0;
+    uint64_t wait_total = 0, step_total = 0;
+    uint64_t min_windows = (uint64_t)(rs->min_time_s / rs->window_s);
+    if (min_windows < 3)
+        min_windows = 3;
+    bool measuring = false;
+    double noise = INFINITY;
+
+    for (uint64_t seq = 0;; seq++) {
+        if (run->user_stop && *run->user_stop) {
+            *interrupted = true;
+            break;
+        }
+        if (!measuring && seq >= run->first_measured_seq) {
+            measuring = true;
+            t_start = pb_now_ns();
+            cpu_start = process_cpu_ns();
+            win.start_ns = t_start;
+        }
+        uint64_t t_wait0 = pb_now_ns();
+        struct pb_slot *slot;
+        uint32_t depth = 0;
+        if (run->workers > 0) {
+            slot = pb_queue_pop(&run->queue, spec->loader.in_order, seq, &depth);
+        } else {
+            slot = &run->slots[0];
+            if (build_batch(&run->worker[0], seq, slot) != BATCH_BUILT)
+                slot = NULL;
+        }
+        uint64_t t_wait1 = pb_now_ns();
+        if (!slot)
+            break; /* end of data, a failure, or an interrupt */
+
+        for (int k = 0; k < run->consumer_stage_count && run->fatal_rc == PB_OK; k++) {
+            char stage_msg[PB_MSG_MAX];
+            int src = run->consumer_stages[k].ops->process_batch(run->consumer_stages[k].state,
+                                                                 &slot->batch, stage_msg,
+                                                                 sizeof(stage_msg));
+            if (src != PB_OK)
+                fail_run(run, src, stage_msg);
+        }
+        if (step_ns)
+            sleep_ns(step_ns);
+        uint64_t t_done = pb_now_ns();
+
+        if (measuring) {
+            struct pb_batch_record rec = {
+                .assembly_ns = slot->assembly_ns,
+                .wait_ns = t_wait1 - t_wait0,
+                .step_ns = t_done - t_wait1,
+                .queue_depth = depth,
+                .samples = slot->batch.samples,
+            };
+            if (push_batch_record(rep, &records_cap, &rec) != PB_OK)
+                fail_run(run, PB_ERR_NOMEM, "out of memory recording batch timings");
+            samples += slot->batch.samples;
+            batches++;
+            bytes_read += slot->bytes_read;
+            errors += slot->errors;
+            wait_total += rec.wait_ns;
+            step_total += step_ns;
+            t_end = t_done;
+        }
+        if (run->workers > 0)
+            pb_queue_release(&run->queue, slot);
+        if (run->fatal_rc != PB_OK)
+            break;
+        if (!measuring)
+            continue;
+
+        /* Stopping rule: windowed throughput, closed at batch boundaries. */
+        if (t_done - win.start_ns >= (uint64_t)(rs->window_s * 1e9) && batches - win.start_batches >= 2) {
+            if (win.count < win.cap)
+                win.throughput[win.count++] = (double)(samples - win.start_samples) * 1e9 /
+                                              (double)(t_done - win.start_ns);
+            win.start_ns = t_done;
+            win.start_samples = samples;
+            win.start_batches = batches;
+        }
+        double elapsed_s = (double)(t_done - t_start) / 1e9;
+        size_t last = win.count < min_windows ? win.count : (size_t)min_windows;
+        noise = relative_noise(win.throughput + (win.count - last), last);
+        if (elapsed_s >= rs->min_time_s && samples >= (uint64_t)rs->min_samples &&
+            win.count >= min_windows && noise <= rs->target_noise)
+            break;
+        if (elapsed_s >= rs->max_time_s) {
+            rep->hit_time_cap = true;
+            rep->noisy = !(noise <= rs->target_noise);
+            break;
+        }
+    }
+
+    /* Tear down: stop workers, collect their measurements. */
+    atomic_store(&run->stop_workers, true);
+    if (run->workers > 0)
+        pb_queue_close(&run->queue);
+    for (int i = 0; i < started; i++)
+        pthread_join(run->worker[i].thread, NULL);
+    atomic_store(&run->sampler_stop, true);
+    pthread_join(run->sampler_thread, NULL);
+    if (run->workers > 0) {
+        pb_queue_destroy(&run->queue);
+        run->queue_live = false;
+    }
+    uint64_t cpu_end = process_cpu_ns();
+
+    if (!measuring || t_end <= t_start) {
+        free(win.throughput);
+        if (run->fatal_rc != PB_OK) {
+            snprintf(msg, msglen, "%s", run->fatal_msg);
+            return run->fatal_rc;
+        }
+        if (*interrupted)
+            return PB_ERR_INTERRUPTED;
+        snprintf(msg, msglen,
+                 "the data ran out during warm-up (%llu batches): lower run.warmup_batches or "
+                 "raise dataset.epochs",
+                 (unsigned long long)rs->warmup_batches);
+        return PB_ERR_CONFIG;
+    }
+
+    double wall_s = (double)(t_end - t_start) / 1e9;
+    rep->wall_s = wall_s;
+    rep->samples = samples;
+    rep->batches = batches;
+    rep->bytes_read = bytes_read;
+    rep->errors = errors;
+    rep->samples_per_s = (double)samples / wall_s;
+    rep->batches_per_s = (double)batches / wall_s;
+    rep->mb_per_s = (double)bytes_read / 1e6 / wall_s;
+    rep->stall_pct = 100.0 * (double)wait_total / (double)(t_end - t_start);
+    rep->accel_util_pct = step_ns ? 100.0 * (double)step_total / (double)(t_end - t_start) : 0;
+    rep->cpu_util_pct = 100.0 * (double)(cpu_end - cpu_start) / (double)(t_end - t_start);
+    rep->window_noise = isfinite(noise) ? noise : 0;
+    rep->interrupted = *interrupted;
+    if (!rep->hit_time_cap && !*interrupted && win.count < min_windows)
+        rep->noisy = false; /* data ran out before the noise rule could apply */
+
+    uint64_t worker_cpu = 0;
+    int nworkers = run->workers > 0 ? run->workers : 1;
+    for (int i = 0; i < nworkers; i++)
+        if (run->worker[i].cpu_started)
+            worker_cpu += run->worker[i].cpu_end_ns - run->worker[i].cpu_start_ns;
+    rep->worker_cpu_pct = 100.0 * (double)worker_cpu / ((double)nworkers * (double)(t_end - t_start));
+
+    rep->rss_peak_bytes = run->rss_peak_bytes;
+    rep->rss = malloc((run->rss_count ? run->rss_count : 1) * sizeof(*rep->rss));
+    if (rep->rss) {
+        memcpy(rep->rss, run->rss, run->rss_count * sizeof(*rep->rss));
+        rep->rss_count = run->rss_count;
+    }
+
+    /* Stage measurements, merged over workers. */
+    if (stage_timing) {
+        int stage_count = run->worker[0].stage_count;
+        rep->stages = calloc((size_t)stage_count, sizeof(*rep->stages));
+        if (rep->stages) {
+            rep->stage_count = (size_t)stage_count;
+            uint64_t total_ns = 0;
+            for (int k = 0; k < stage_count; k++) {
+                struct pb_stage_result *sr = &rep->stages[k];
+                snprintf(sr->name, sizeof(sr->name), "%s", run->worker[0].stages[k].ops->name);
+                pb_hist_init(&sr->hist);
+                for (int i = 0; i < nworkers; i++) {
+                    pb_hist_merge(&sr->hist, &run->worker[i].hist[k]);
+                    sr->cpu_ns += run->worker[i].stage_cpu_ns[k];
+                }
+                total_ns += sr->hist.sum_ns;
+            }
+            for (int k = 0; k < stage_count; k++)
+                rep->stages[k].share_pct =
+                    total_ns ? 100.0 * (double)rep->stages[k].hist.sum_ns / (double)total_ns : 0;
+        }
+    }
+    free(win.throughput);
+
+    if (run->fatal_rc != PB_OK) {
+        snprintf(msg, msglen, "%s", run->fatal_msg);
+        return run->fatal_rc;
+    }
+    return *interrupted ? PB_ERR_INTERRUPTED : PB_OK;
+}
+
+/* ---- a point ------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
+                 const struct pb_run_hooks *hooks, bool measure_overhead,
+                 struct pb_point_result *point, double *overhead_pct, double *overhead_noise_pct,
+                 char *msg, size_t msglen)
+{
+    struct run *run = calloc(1, sizeof(*run));
+    if (!run)
+        return PB_ERR_NOMEM;
+    int rc = setup_run(run, spec, ds, point, msg, msglen);
+    if (rc != PB_OK) {
+        free_run(run);
+        free(run);
+        return rc;
+    }
+    run->user_stop = hooks ? hooks->stop : NULL;
+
+    long pus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (spec->loader.workers > pus && pus > 0)
+        pb_point_warn(point,
+                      "loader.workers (%lld) exceeds the %ld hardware threads: workers share cores",
+                      (long long)spec->loader.workers, pus);
+    uint64_t available = mem_available_bytes();
+    if (available && ds->total_bytes < available)
+        pb_point_warn(point,
+                      "the dataset (%.1f MiB) fits in the page cache (%.1f GiB available): after "
+                      "the first read, files come from memory, not storage",
+                      (double)ds->total_bytes / 1048576.0, (double)available / 1073741824.0);
+
+    int repeats = (int)spec->run.repeats;
+    point->repeats = calloc((size_t)repeats, sizeof(*point->repeats));
+    double *ratio = calloc((size_t)repeats, sizeof(double));
+    if (!point->repeats || !ratio) {
+        free(ratio);
+        free_run(run);
+        free(run);
+        return PB_ERR_NOMEM;
+    }
+    int pairs = 0;
+    for (int r = 0; r < repeats; r++) {
+        bool interrupted = false;
+        struct pb_repeat_result *rep = &point->repeats[point->repeat_count];
+        rc = run_repeat(run, r, spec->run.stage_timing, rep, &interrupted, msg, msglen);
+        if (rep->wall_s > 0)
+            point->repeat_count++;
+        if (hooks && hooks->progress && rep->wall_s > 0)
+            hooks->progress(hooks->user, r, repeats, rep);
+        if (rc != PB_OK)
+            break;
+        if (measure_overhead) {
+            /* The same round with stage timing flipped, right after, so
+             * drift in machine speed hits both alike. */
+            struct pb_repeat_result other;
+            rc = run_repeat(run, r, !spec->run.stage_timing, &other, &interrupted, msg, msglen);
+            if (rc == PB_OK && other.samples_per_s > 0) {
+                double timed = spec->run.stage_timing ? rep->samples_per_s : other.samples_per_s;
+                double untimed = spec->run.stage_timing ? other.samples_per_s : rep->samples_per_s;
+                ratio[pairs++] = 100.0 * (untimed - timed) / untimed;
+            }
+            free(other.batch_records);
+            free(other.rss);
+            free(other.stages);
+            if (rc != PB_OK)
+                break;
+        }
+    }
+    if (measure_overhead && overhead_pct && pairs > 0) {
+        qsort(ratio, (size_t)pairs, sizeof(double), cmp_double);
+        *overhead_pct = pairs % 2 ? ratio[pairs / 2] : (ratio[pairs / 2 - 1] + ratio[pairs / 2]) / 2;
+        double mean = 0, m2 = 0;
+        for (int i = 0; i < pairs; i++)
+            mean += ratio[i] / pairs;
+        for (int i = 0; i < pairs; i++)
+            m2 += (ratio[i] - mean) * (ratio[i] - mean);
+        *overhead_noise_pct = pairs > 1 ? sqrt(m2 / (pairs - 1)) : 0;
+    }
+    free(ratio);
+    if (point->repeat_count > 0)
+        pb_point_summarize(point);
+    point->batch_pool_bytes = run->pool_bytes;
+    point->pinned_bytes = run->pinned ? run->pool_bytes : 0;
+    free_run(run);
+    free(run);
+    return rc;
+}

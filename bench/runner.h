@@ -1,0 +1,47 @@
+/* The runner: one point (one set of loader settings) measured as the
+ * design card's measurement rules say.
+ *
+ * Workers (threads) build whole batches, PyTorch style: batch k is built by
+ * worker k % workers, sample by sample (read -> decode -> stages) straight
+ * into its slot of a pooled, 64-byte aligned (or pinned) batch buffer. The
+ * consumer thread is the training loop: it waits for the next batch (the
+ * stall), runs consumer-side stages, simulates a step of run.step_ms and
+ * returns the buffer. Each repeat is a separate round: warm-up batches,
+ * then a measured part that ends on the stopping rule. */
+#ifndef PB_RUNNER_H
+#define PB_RUNNER_H
+
+#include <signal.h>
+#include <stdbool.h>
+
+#include "bench/config.h"
+#include "bench/result.h"
+#include "pipelines/dataset.h"
+
+/* Progress of a run, for the terminal. Called by the consumer thread
+ * between repeats (never inside the measured part). */
+typedef void (*pb_progress_fn)(void *user, int repeat, int repeats,
+                               const struct pb_repeat_result *done);
+
+struct pb_run_hooks {
+    pb_progress_fn progress;
+    void *user;
+    /* Set asynchronously (SIGINT): the run stops after the current batch
+     * and keeps what it measured, marked interrupted. */
+    volatile sig_atomic_t *stop;
+};
+
+/* Runs spec over ds for run.repeats rounds and fills point (repeats and
+ * summary; point->axes is left to the caller). With measure_overhead, also
+ * runs an interleaved round with stage timing off after each repeat and
+ * writes the throughput lost to instrumentation into *overhead_pct and its
+ * noise into *overhead_noise_pct.
+ * Returns PB_OK, PB_ERR_INTERRUPTED (partial results kept in point), or an
+ * error with msg (PB_ERR_DATA under on_error: fail, naming the file; the
+ * repeats measured before it are kept in point). */
+int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
+                 const struct pb_run_hooks *hooks, bool measure_overhead,
+                 struct pb_point_result *point, double *overhead_pct,
+                 double *overhead_noise_pct, char *msg, size_t msglen);
+
+#endif

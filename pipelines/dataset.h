@@ -1,0 +1,67 @@
+/* The dataset index and the sampler.
+ *
+ * The index is the list of files (a directory walked recursively, or a
+ * glob), sorted by path so that a seed means the same order everywhere,
+ * with each file's size. The sampler maps a batch number to the dataset
+ * indices in it: seeded shuffle per epoch, shard rank/count (disjoint and
+ * complete, as torch's DistributedSampler without padding), drop_last,
+ * epochs and max_samples. It is stateless per call, so any worker can ask
+ * for any batch without locks or allocation. */
+#ifndef PB_DATASET_H
+#define PB_DATASET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench/config.h"
+
+struct pb_dataset {
+    size_t count;
+    char **paths;          /* count entries, pointing into an arena      */
+    uint64_t *sizes;       /* file sizes in bytes                        */
+    uint64_t max_bytes;    /* largest file                               */
+    uint64_t total_bytes;
+    char *arena;
+};
+
+/* Indexes the files at spec->path (generating them first when the spec has
+ * a generate block and the folder is missing or empty). Returns PB_OK, or
+ * PB_ERR_CONFIG / PB_ERR with a message naming the path. Release with
+ * pb_dataset_free(). */
+int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, char *msg,
+                    size_t msglen);
+void pb_dataset_free(struct pb_dataset *ds);
+
+/* Writes spec->count files of random-looking bytes into dir (kind files);
+ * atomic per folder: written to dir.tmp-PID then renamed. */
+int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, char *msg,
+                        size_t msglen);
+
+struct pb_sampler {
+    uint64_t dataset_count;
+    uint64_t shard_rank, shard_count, shard_len;
+    uint64_t batch_size;
+    bool drop_last, shuffle;
+    uint64_t seed;
+    uint64_t batches_per_epoch;
+    uint64_t total_batches;   /* UINT64_MAX when unbounded               */
+    uint64_t max_samples;     /* 0: no cap                               */
+    unsigned perm_half_bits;  /* Feistel domain: 2 * half bits           */
+};
+
+/* Sets up a sampler. Fails (PB_ERR_CONFIG) when the shard holds fewer
+ * samples than one batch with drop_last, or the dataset is empty. */
+int pb_sampler_init(struct pb_sampler *s, uint64_t dataset_count, const struct pb_dataset_spec *ds,
+                    const struct pb_loader_spec *loader, char *msg, size_t msglen);
+
+/* Fills indices[0..*count) with the dataset indices of batch number batch
+ * (0-based over all epochs) and seeds[] with their per-sample seeds.
+ * Returns false once the run's epochs or max_samples are exhausted. */
+bool pb_sampler_batch(const struct pb_sampler *s, uint64_t batch, uint64_t *indices,
+                      uint64_t *seeds, uint32_t *count);
+
+/* The shuffled position of i in epoch's permutation of [0, n). */
+uint64_t pb_sampler_permute(const struct pb_sampler *s, uint64_t epoch, uint64_t i);
+
+#endif

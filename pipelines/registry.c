@@ -1,0 +1,77 @@
+/* The compile-time lists of stages and decoders. A new stage or decoder is
+ * one file plus one line here; entries whose dependencies are missing stay
+ * listed with their unavailable_reason. */
+#include "decoders/decoder.h"
+#include "pipelines/stage.h"
+
+#include <string.h>
+
+#define PB_STAGES(X) \
+    X(read)          \
+    X(decode)
+
+#define PB_DECODERS(X) \
+    X(null)
+
+#define DECLARE_STAGE(n) extern const struct pb_stage_ops pb_stage_##n;
+#define LIST_STAGE(n) &pb_stage_##n,
+#define DECLARE_DECODER(n) extern const struct pb_decoder_ops pb_decoder_##n;
+#define LIST_DECODER(n) &pb_decoder_##n,
+
+PB_STAGES(DECLARE_STAGE)
+PB_DECODERS(DECLARE_DECODER)
+
+static const struct pb_stage_ops *const stages[] = {PB_STAGES(LIST_STAGE)};
+static const struct pb_decoder_ops *const decoders[] = {PB_DECODERS(LIST_DECODER)};
+
+const struct pb_stage_ops *pb_stage_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
+        if (strcmp(stages[i]->name, name) == 0)
+            return stages[i];
+    return NULL;
+}
+
+const struct pb_stage_ops *const *pb_stage_all(size_t *count)
+{
+    *count = sizeof(stages) / sizeof(stages[0]);
+    return stages;
+}
+
+const struct pb_decoder_ops *pb_decoder_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof(decoders) / sizeof(decoders[0]); i++)
+        if (strcmp(decoders[i]->name, name) == 0)
+            return decoders[i];
+    return NULL;
+}
+
+const struct pb_decoder_ops *const *pb_decoder_all(size_t *count)
+{
+    *count = sizeof(decoders) / sizeof(decoders[0]);
+    return decoders;
+}
+
+size_t pb_shape_bytes(const struct pb_shape *s)
+{
+    size_t elem = 1;
+    switch (s->dtype) {
+    case PB_DTYPE_BYTES:
+    case PB_DTYPE_U8: elem = 1; break;
+    case PB_DTYPE_F16: elem = 2; break;
+    case PB_DTYPE_F32: elem = 4; break;
+    }
+    size_t frames = s->frames > 0 ? (size_t)s->frames : 1;
+    return frames * (size_t)s->height * (size_t)s->width * (size_t)s->channels * elem;
+}
+
+const char *pb_dtype_name(enum pb_dtype dtype)
+{
+    switch (dtype) {
+    case PB_DTYPE_BYTES: return "bytes";
+    case PB_DTYPE_U8: return "uint8";
+    case PB_DTYPE_F16: return "float16";
+    case PB_DTYPE_F32: return "float32";
+    }
+    return "?";
+}

@@ -1,0 +1,110 @@
+/* The stage interface: a pipeline is an ordered list of stages, each a
+ * table of function pointers plus a name (in the spirit of fio's
+ * struct ioengine_ops). Worker-side stages process one sample at a time;
+ * consumer-side stages process a whole batch in the training loop.
+ *
+ * One instance (init ... cleanup) exists per worker, so process() takes no
+ * locks. process() must not allocate: buffers come from the pipeline. */
+#ifndef PB_STAGE_H
+#define PB_STAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench/opt.h"
+
+struct pb_decoder_ops;
+
+enum pb_dtype { PB_DTYPE_BYTES = 0, PB_DTYPE_U8, PB_DTYPE_F16, PB_DTYPE_F32 };
+
+/* What flows between stages: raw bytes (before decode) or a pixel tensor.
+ * Dimensions are maxima at plan time and actual values per sample. */
+struct pb_shape {
+    enum pb_dtype dtype;
+    int32_t frames;   /* 1 for images */
+    int32_t height;
+    int32_t width;
+    int32_t channels;
+};
+
+size_t pb_shape_bytes(const struct pb_shape *shape);
+const char *pb_dtype_name(enum pb_dtype dtype);
+
+/* One sample on its way through a worker's pipeline. The pipeline owns all
+ * buffers: a stage reads in/in_bytes and writes at most out_capacity bytes
+ * to out, then sets out_bytes and out_shape. */
+struct pb_sample {
+    uint64_t index;        /* index in the dataset                      */
+    const char *path;      /* file the sample comes from, or NULL       */
+    uint64_t file_bytes;   /* size of that file from the dataset index  */
+    uint64_t seed;         /* per-sample seed: reproducible randomness  */
+
+    const uint8_t *in;
+    size_t in_bytes;
+    struct pb_shape in_shape;
+
+    uint8_t *out;
+    size_t out_capacity;
+    size_t out_bytes;
+    struct pb_shape out_shape;
+
+    uint64_t bytes_read;   /* I/O done by this stage, for MB/s          */
+    char *msg;             /* on PB_ERR_DATA: why, e.g. libjpeg's text  */
+    size_t msglen;
+};
+
+/* A batch as the consumer sees it. */
+struct pb_batch {
+    uint64_t seq;          /* position in the run's batch sequence      */
+    uint8_t *data;         /* samples back to back, slot_bytes apart    */
+    size_t slot_bytes;
+    uint32_t samples;      /* samples delivered (errors skipped)        */
+    struct pb_shape shape; /* per-sample shape                          */
+    bool pinned;
+};
+
+/* What a stage is told at init and what it answers: the maximum input it
+ * can receive and the maximum output it will produce. */
+struct pb_stage_plan {
+    struct pb_shape shape; /* max shape (dtype BYTES: height*width unused) */
+    size_t max_bytes;      /* upper bound on bytes per sample            */
+    int worker;            /* worker index, -1 for the consumer          */
+};
+
+enum pb_stage_flags {
+    PB_STAGE_WORKER = 1u << 0,   /* runs per sample in a worker          */
+    PB_STAGE_CONSUMER = 1u << 1, /* runs per batch in the training loop  */
+    PB_STAGE_DECODER = 1u << 2,  /* dispatches to a decoder (options too) */
+    PB_STAGE_IO = 1u << 3,       /* reads files (reports bytes_read)     */
+};
+
+struct pb_stage_ops {
+    const char *name;
+    const char *summary;         /* one line for `pbench list`           */
+    unsigned flags;
+    const struct pb_opt *opts;   /* option table, may be NULL            */
+    size_t opts_size;            /* size of the struct opts describe     */
+    /* NULL when available in this build, else why not (e.g. "built
+     * without CUDA"). The entry is listed either way. */
+    const char *unavailable_reason;
+
+    /* Creates per-worker state from the resolved options. in describes the
+     * largest input; the stage fills out with its largest output.
+     * decoder/decoder_opts are set for PB_STAGE_DECODER stages. */
+    int (*init)(void **state, const void *opts, const struct pb_stage_plan *in,
+                struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
+                const void *decoder_opts, char *msg, size_t msglen);
+    /* Worker side: one sample. Returns PB_OK, PB_ERR_DATA for a bad sample
+     * (the run's on_error policy applies) or PB_ERR for a failure. */
+    int (*process)(void *state, struct pb_sample *sample);
+    /* Consumer side: one batch. */
+    int (*process_batch)(void *state, struct pb_batch *batch, char *msg, size_t msglen);
+    void (*cleanup)(void *state);
+};
+
+/* The registry: every stage pbench knows, available or not. */
+const struct pb_stage_ops *pb_stage_find(const char *name);
+const struct pb_stage_ops *const *pb_stage_all(size_t *count);
+
+#endif

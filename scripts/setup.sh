@@ -1,0 +1,41 @@
+#!/bin/sh
+# Installs what pbench needs from Debian's packages, then configures and
+# builds it into build/. Safe to run again: installed packages are skipped.
+#   scripts/setup.sh            install + build (Release with debug info)
+#   BUILD_DIR=build-asan CMAKE_ARGS=-DPBENCH_SANITIZE=address,undefined scripts/setup.sh
+set -eu
+
+cd "$(dirname "$0")/.."
+
+PACKAGES="build-essential cmake pkg-config libyaml-dev libturbojpeg0-dev libjpeg-turbo-progs \
+libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libhwloc-dev libcmocka-dev \
+libjansson-dev"
+
+missing=""
+for p in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -n "$missing" ]; then
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then
+        SUDO="sudo"
+    fi
+    echo "setup: installing:$missing"
+    # Refresh the package lists when they are missing or older than a day.
+    if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null | head -n 1)" ]; then
+        $SUDO apt-get update -qq
+    fi
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+else
+    echo "setup: all Debian packages present"
+fi
+
+BUILD_DIR="${BUILD_DIR:-build}"
+# shellcheck disable=SC2086
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" ${CMAKE_ARGS:-}
+cmake --build "$BUILD_DIR" -j "$(nproc)"
+echo "setup: built $BUILD_DIR/pbench"

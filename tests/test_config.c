@@ -1,0 +1,648 @@
+/* Tests of bench/config.c against the real stage and decoder registry:
+ * a good config and its defaults, `-s` overrides, cross-field validation,
+ * the JSON round trip, and bad configs with their exact messages. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/config.h"
+#include "bench/pb.h"
+
+/* A valid dataset and pipeline, 6 lines; cases append from line 7. */
+#define HEAD                                                                                  \
+    "dataset:\n"                                                                              \
+    "  path: /data\n"                                                                         \
+    "pipeline:\n"                                                                             \
+    "  - read:\n"                                                                             \
+    "  - decode:\n"                                                                           \
+    "      decoder: null\n"
+
+static const char good_yaml[] = "name: smoke\n"
+                                "dataset:\n"
+                                "  path: /tmp/pbench-data\n"
+                                "  shuffle: no\n"
+                                "  seed: 7\n"
+                                "  shard: 1/2\n"
+                                "  generate:\n"
+                                "    count: 64\n"
+                                "    size_bytes: 1024\n"
+                                "pipeline:\n"
+                                "  - read:\n"
+                                "  - decode:\n"
+                                "      decoder: null\n"
+                                "      width: 64\n"
+                                "      cost_us: 12.5\n"
+                                "loader:\n"
+                                "  workers: 4\n"
+                                "  pin_memory: on\n"
+                                "run:\n"
+                                "  on_error: fail\n"
+                                "  max_time_s: 3\n";
+
+/* The registry's names, joined as messages list them. */
+static char stage_list[PB_MSG_MAX / 2];
+static char decoder_list[PB_MSG_MAX / 2];
+static char null_keys[PB_MSG_MAX / 2 + 16];
+
+static void append_name(char *list, size_t size, const char *name)
+{
+    size_t used = strlen(list);
+    snprintf(list + used, size - used, "%s%s", used ? ", " : "", name);
+}
+
+static int setup_names(void **state)
+{
+    (void)state;
+    size_t count;
+    const struct pb_stage_ops *const *stages = pb_stage_all(&count);
+    for (size_t i = 0; i < count; i++)
+        append_name(stage_list, sizeof stage_list, stages[i]->name);
+    const struct pb_decoder_ops *const *decoders = pb_decoder_all(&count);
+    for (size_t i = 0; i < count; i++)
+        append_name(decoder_list, sizeof decoder_list, decoders[i]->name);
+    const struct pb_decoder_ops *null = pb_decoder_find("null");
+    if (!null)
+        return -1;
+    char names[PB_MSG_MAX / 2];
+    pb_opt_names(null->opts, names, sizeof names);
+    snprintf(null_keys, sizeof null_keys, "decoder, %s", names);
+    return 0;
+}
+
+/* The text of one option of a stage or decoder options struct. */
+static const char *value_of(const struct pb_opt *table, const void *base, const char *name)
+{
+    static char buf[PB_PATH_MAX];
+    const struct pb_opt *opt = pb_opt_find(table, name);
+    assert_non_null(opt);
+    pb_opt_format(opt, base, buf, sizeof buf);
+    return buf;
+}
+
+static void load_good(struct pb_spec *spec)
+{
+    char msg[PB_MSG_MAX] = "";
+    int rc = pb_config_load_string(good_yaml, "good.yaml", spec, msg, sizeof msg);
+    if (rc != PB_OK)
+        fail_msg("good config rejected: %s", msg);
+    rc = pb_config_validate(spec, msg, sizeof msg);
+    if (rc != PB_OK)
+        fail_msg("good config invalid: %s", msg);
+}
+
+static void test_good_config(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    load_good(&spec);
+
+    assert_string_equal(spec.name, "smoke");
+    assert_string_equal(spec.source, "good.yaml");
+    assert_string_equal(spec.dataset.path, "/tmp/pbench-data");
+    assert_false(spec.dataset.shuffle);
+    assert_int_equal(spec.dataset.seed, 7);
+    assert_int_equal(spec.dataset.epochs, 0);
+    assert_int_equal(spec.dataset.max_samples, 0);
+    assert_int_equal(spec.dataset.shard.rank, 1);
+    assert_int_equal(spec.dataset.shard.count, 2);
+    assert_true(spec.dataset.has_generate);
+    assert_int_equal(spec.dataset.generate.kind, PB_GENERATE_FILES);
+    assert_int_equal(spec.dataset.generate.count, 64);
+    assert_int_equal(spec.dataset.generate.size_bytes, 1024);
+    assert_int_equal(spec.dataset.generate.seed, 1);
+
+    assert_int_equal(spec.stage_count, 2);
+    const struct pb_stage_spec *read = &spec.stages[0], *decode = &spec.stages[1];
+    assert_ptr_equal(read->ops, pb_stage_find("read"));
+    assert_int_equal(read->line, 11);
+    assert_int_equal(read->column, 5);
+    assert_null(read->decoder);
+    assert_string_equal(value_of(read->ops->opts, read->opts, "drop_cache"), "false");
+    assert_ptr_equal(decode->ops, pb_stage_find("decode"));
+    assert_ptr_equal(decode->decoder, pb_decoder_find("null"));
+    assert_int_equal(decode->line, 12);
+    const struct pb_opt *null_opts = decode->decoder->opts;
+    assert_string_equal(value_of(null_opts, decode->decoder_opts, "width"), "64");
+    assert_string_equal(value_of(null_opts, decode->decoder_opts, "height"), "224");
+    assert_string_equal(value_of(null_opts, decode->decoder_opts, "channels"), "3");
+    assert_string_equal(value_of(null_opts, decode->decoder_opts, "cost_us"), "12.5");
+    assert_string_equal(value_of(null_opts, decode->decoder_opts, "fail_every"), "0");
+
+    assert_int_equal(spec.loader.workers, 4);
+    assert_int_equal(spec.loader.batch_size, 32);
+    assert_int_equal(spec.loader.prefetch_factor, 2);
+    assert_true(spec.loader.pin_memory);
+    assert_false(spec.loader.drop_last);
+    assert_true(spec.loader.in_order);
+
+    assert_int_equal(spec.run.warmup_batches, 5);
+    assert_true(spec.run.min_time_s == 2.0);
+    assert_true(spec.run.max_time_s == 3.0);
+    assert_int_equal(spec.run.min_samples, 0);
+    assert_true(spec.run.target_noise == 0.05);
+    assert_true(spec.run.window_s == 0.25);
+    assert_int_equal(spec.run.repeats, 3);
+    assert_true(spec.run.step_ms == 0.0);
+    assert_int_equal(spec.run.on_error, PB_ON_ERROR_FAIL);
+    assert_true(spec.run.stage_timing);
+    pb_spec_free(&spec);
+    pb_spec_free(&spec); /* harmless twice */
+}
+
+static void test_minimal_config_defaults(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    /* A bare stage name is shorthand for `- read:`; no name means the base name. */
+    const char *yaml = "dataset: {path: '/data/*.jpg'}\n"
+                       "pipeline: [read, {decode: {decoder: null}}]\n"
+                       "loader:\n"
+                       "run: ~\n";
+    assert_int_equal(pb_config_load_string(yaml, "configs/image.yaml", &spec, msg, sizeof msg),
+                     PB_OK);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_OK);
+    assert_string_equal(spec.name, "image");
+    assert_string_equal(spec.dataset.path, "/data/*.jpg");
+    assert_true(spec.dataset.shuffle);
+    assert_false(spec.dataset.has_generate);
+    assert_int_equal(spec.dataset.shard.count, 1);
+    assert_int_equal(spec.stage_count, 2);
+    assert_int_equal(spec.loader.workers, 2);
+    assert_int_equal(spec.run.on_error, PB_ON_ERROR_SKIP);
+    assert_true(spec.run.max_time_s == 10.0);
+    pb_spec_free(&spec);
+}
+
+static void override_ok(struct pb_spec *spec, const char *assignment)
+{
+    char msg[PB_MSG_MAX] = "";
+    if (pb_config_override(spec, assignment, msg, sizeof msg) != PB_OK)
+        fail_msg("-s %s rejected: %s", assignment, msg);
+}
+
+static void test_overrides(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    load_good(&spec);
+    const struct pb_stage_spec *decode = &spec.stages[1];
+
+    override_ok(&spec, "loader.workers=8");
+    override_ok(&spec, "run.on_error=skip");
+    override_ok(&spec, "run.target_noise=0.02");
+    override_ok(&spec, "dataset.shard=3/4");
+    override_ok(&spec, "dataset.path=/other=dir"); /* split at the first '=' */
+    override_ok(&spec, "name=renamed");
+    override_ok(&spec, "pipeline.decode.cost_us=50");
+    override_ok(&spec, "pipeline.1.height=32");
+    override_ok(&spec, "pipeline.0.drop_cache=yes");
+    assert_int_equal(spec.loader.workers, 8);
+    assert_int_equal(spec.run.on_error, PB_ON_ERROR_SKIP);
+    assert_true(spec.run.target_noise == 0.02);
+    assert_int_equal(spec.dataset.shard.rank, 3);
+    assert_string_equal(spec.dataset.path, "/other=dir");
+    assert_string_equal(spec.name, "renamed");
+    const struct pb_opt *null_opts = decode->decoder->opts;
+    assert_string_equal(value_of(null_opts, decode->decoder_opts, "cost_us"), "50");
+    assert_string_equal(value_of(null_opts, decode->decoder_opts, "height"), "32");
+    assert_string_equal(value_of(null_opts, decode->decoder_opts, "width"), "64");
+    assert_string_equal(value_of(spec.stages[0].ops->opts, spec.stages[0].opts, "drop_cache"),
+                        "true");
+
+    /* Choosing the decoder again resets its options to the defaults. */
+    override_ok(&spec, "pipeline.decode.decoder=null");
+    assert_ptr_equal(decode->decoder, pb_decoder_find("null"));
+    assert_string_equal(value_of(null_opts, decode->decoder_opts, "width"), "224");
+    assert_string_equal(value_of(null_opts, decode->decoder_opts, "cost_us"), "0");
+    pb_spec_free(&spec);
+}
+
+static void test_override_generate_and_path(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    const char *yaml = "pipeline:\n  - read:\n";
+    assert_int_equal(pb_config_load_string(yaml, "nopath.yaml", &spec, msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_string_equal(msg, "nopath.yaml: dataset.path is required (a directory or a glob)");
+    assert_false(spec.dataset.has_generate);
+
+    /* Overrides come before validation, so -s can supply what is missing. */
+    override_ok(&spec, "dataset.path=/scratch/gen");
+    override_ok(&spec, "dataset.generate.count=10");
+    assert_true(spec.dataset.has_generate);
+    assert_int_equal(spec.dataset.generate.count, 10);
+    assert_int_equal(spec.dataset.generate.size_bytes, 65536);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_OK);
+    pb_spec_free(&spec);
+}
+
+static void test_bad_overrides(void **state)
+{
+    (void)state;
+    char unknown_decoder[PB_MSG_MAX * 2], unknown_null_key[PB_MSG_MAX * 2];
+    snprintf(unknown_null_key, sizeof unknown_null_key,
+             "-s pipeline.decode.widht=3: unknown key 'pipeline.decode.widht'; did you mean "
+             "'width'? allowed: %s",
+             null_keys);
+    snprintf(unknown_decoder, sizeof unknown_decoder,
+             "-s pipeline.decode.decoder=xyzzy: unknown decoder 'xyzzy'; known decoders: %s",
+             decoder_list);
+    const struct {
+        const char *assignment;
+        const char *want;
+    } cases[] = {
+        {"loader.workers=abc",
+         "-s loader.workers=abc: loader.workers must be an integer between 0 and 1024, got 'abc'"},
+        {"loader.workers=5000",
+         "-s loader.workers=5000: loader.workers must be between 0 and 1024, got 5000"},
+        {"loader.wrkers=4",
+         "-s loader.wrkers=4: unknown key 'loader.wrkers'; did you mean 'workers'? allowed: "
+         "workers, batch_size, prefetch_factor, pin_memory, drop_last, in_order"},
+        {"workers", "-s workers: expected KEY=VALUE"},
+        {"=4", "-s =4: expected KEY=VALUE"},
+        {"lodaer.workers=4",
+         "-s lodaer.workers=4: unknown key 'lodaer.workers'; did you mean 'loader'? allowed: "
+         "name, dataset, pipeline, loader, run"},
+        {"loader=4",
+         "-s loader=4: expected loader.KEY=VALUE; keys: workers, batch_size, prefetch_factor, "
+         "pin_memory, drop_last, in_order"},
+        {"run.on_error=ignore",
+         "-s run.on_error=ignore: run.on_error must be one of: skip, fail; got 'ignore'"},
+        {"dataset.shard=2/2",
+         "-s dataset.shard=2/2: dataset.shard must be RANK/COUNT with 0 <= RANK < COUNT, got "
+         "'2/2'"},
+        {"dataset.generate.cont=3",
+         "-s dataset.generate.cont=3: unknown key 'dataset.generate.cont'; did you mean "
+         "'count'? allowed: kind, count, size_bytes, seed"},
+        {"pipeline.decode=4",
+         "-s pipeline.decode=4: expected pipeline.STAGE.KEY=VALUE, where STAGE is a stage's "
+         "name or position (0 is the first)"},
+        {"pipeline.5.width=3",
+         "-s pipeline.5.width=3: the pipeline has 2 stages, at positions 0 to 1"},
+        {"pipeline.crop.size=3",
+         "-s pipeline.crop.size=3: the pipeline has no stage 'crop'; its stages: read, decode"},
+        {"pipeline.decode.widht=3", unknown_null_key},
+        {"pipeline.1.width=0",
+         "-s pipeline.1.width=0: pipeline.1.width must be between 1 and 16384, got 0"},
+        {"pipeline.read.decoder=null",
+         "-s pipeline.read.decoder=null: unknown key 'pipeline.read.decoder'; allowed: "
+         "drop_cache"},
+        {"pipeline.decode.decoder=xyzzy", unknown_decoder},
+    };
+    struct pb_spec spec;
+    load_good(&spec);
+    json_t *before = pb_spec_to_json(&spec);
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        char msg[PB_MSG_MAX] = "";
+        int rc = pb_config_override(&spec, cases[i].assignment, msg, sizeof msg);
+        if (rc != PB_ERR_CONFIG || strcmp(msg, cases[i].want) != 0)
+            fail_msg("-s %s: rc %d\n got: %s\nwant: %s", cases[i].assignment, rc, msg,
+                     cases[i].want);
+    }
+    /* A rejected override changes nothing. */
+    json_t *after = pb_spec_to_json(&spec);
+    assert_true(json_equal(before, after));
+    json_decref(before);
+    json_decref(after);
+    pb_spec_free(&spec);
+}
+
+struct bad_case {
+    const char *yaml;
+    const char *want;
+};
+
+/* at_validate: the config loads, then fails pb_config_validate(). */
+static void check_bad(const struct bad_case *c, size_t index, bool at_validate)
+{
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    int rc = pb_config_load_string(c->yaml, "bad.yaml", &spec, msg, sizeof msg);
+    if (at_validate) {
+        if (rc != PB_OK)
+            fail_msg("case %zu should load but: %s", index, msg);
+        rc = pb_config_validate(&spec, msg, sizeof msg);
+    }
+    pb_spec_free(&spec);
+    if (rc != PB_ERR_CONFIG || strcmp(msg, c->want) != 0)
+        fail_msg("case %zu: rc %d\n got: %s\nwant: %s\nyaml:\n%s", index, rc, msg, c->want,
+                 c->yaml);
+}
+
+static void test_bad_configs(void **state)
+{
+    (void)state;
+    char too_many[2048] = "dataset:\n  path: /data\npipeline:\n";
+    for (int i = 0; i <= PB_MAX_STAGES; i++)
+        strcat(too_many, "  - read:\n");
+    char long_name[300] = "name: ";
+    char unknown_cost_key[PB_MSG_MAX * 2];
+    snprintf(unknown_cost_key, sizeof unknown_cost_key,
+             "bad.yaml:5:7: unknown key 'pipeline.decode.cost_ms'; did you mean 'cost_us'? "
+             "allowed: %s",
+             null_keys);
+    memset(long_name + 6, 'x', 130);
+
+    const struct bad_case cases[] = {
+        /* Out-of-range and malformed values. */
+        {HEAD "loader:\n  workers: 2000\n",
+         "bad.yaml:8:12: loader.workers must be between 0 and 1024, got 2000"},
+        {HEAD "loader:\n  workers: four\n",
+         "bad.yaml:8:12: loader.workers must be an integer between 0 and 1024, got 'four'"},
+        {HEAD "loader:\n  batch_size: 1.5\n",
+         "bad.yaml:8:15: loader.batch_size must be an integer between 1 and 65536, got '1.5'"},
+        {HEAD "run:\n  on_error: ignore\n",
+         "bad.yaml:8:13: run.on_error must be one of: skip, fail; got 'ignore'"},
+        {HEAD "loader:\n  pin_memory: maybe\n",
+         "bad.yaml:8:15: loader.pin_memory must be true or false, got 'maybe'"},
+        {HEAD "run:\n  target_noise: abc\n",
+         "bad.yaml:8:17: run.target_noise must be a number between 0.001 and 1, got 'abc'"},
+        {HEAD "run:\n  max_time_s: 0\n",
+         "bad.yaml:8:15: run.max_time_s must be between 0.01 and 86400, got 0"},
+        {"dataset:\n  path: /data\n  shard: 4/4\npipeline: [read]\n",
+         "bad.yaml:3:10: dataset.shard must be RANK/COUNT with 0 <= RANK < COUNT, got '4/4'"},
+        {long_name, "bad.yaml:1:7: name is too long (at most 127 characters)"},
+        /* Unknown keys, with and without a suggestion. */
+        {HEAD "loadr:\n  workers: 4\n",
+         "bad.yaml:7:1: unknown key 'loadr'; did you mean 'loader'? allowed: name, dataset, "
+         "pipeline, loader, run"},
+        {HEAD "loader:\n  worker: 4\n",
+         "bad.yaml:8:3: unknown key 'loader.worker'; did you mean 'workers'? allowed: workers, "
+         "batch_size, prefetch_factor, pin_memory, drop_last, in_order"},
+        {HEAD "run:\n  threads: 4\n",
+         "bad.yaml:8:3: unknown key 'run.threads'; allowed: warmup_batches, min_time_s, "
+         "max_time_s, min_samples, target_noise, window_s, repeats, step_ms, on_error, "
+         "stage_timing"},
+        {"dataset:\n  path: /data\n  generat: {count: 4}\npipeline: [read]\n",
+         "bad.yaml:3:3: unknown key 'dataset.generat'; did you mean 'generate'? allowed: path, "
+         "shuffle, seed, epochs, max_samples, shard, generate"},
+        {"dataset:\n  path: /data\n  generate:\n    cnt: 4\npipeline: [read]\n",
+         "bad.yaml:4:5: unknown key 'dataset.generate.cnt'; did you mean 'count'? allowed: "
+         "kind, count, size_bytes, seed"},
+        {"pipeline:\n  - read: {drop_cache: true, readahead: 4}\n",
+         "bad.yaml:2:30: unknown key 'pipeline.read.readahead'; allowed: drop_cache"},
+        /* Wrong kinds of node. */
+        {HEAD "loader:\n  workers: [1, 2]\n",
+         "bad.yaml:8:12: loader.workers must be a scalar, got a sequence"},
+        {HEAD "loader: 4\n", "bad.yaml:7:9: loader must be a mapping, got a scalar"},
+        {"dataset:\n  path: /data\npipeline:\n  read: {}\n",
+         "bad.yaml:4:3: pipeline must be a sequence of stages, got a mapping"},
+        {"pipeline:\n  - read: 5\n",
+         "bad.yaml:2:11: pipeline.read must be a mapping of options, got a scalar"},
+        {"- read\n", "bad.yaml:1:1: the config must be a mapping with keys name, dataset, "
+                     "pipeline, loader, run, got a sequence"},
+        /* Duplicates. */
+        {HEAD "loader:\n  workers: 4\n  workers: 8\n",
+         "bad.yaml:9:3: duplicate key 'loader.workers' (first set on line 8)"},
+        {HEAD "run: {}\nrun: {}\n", "bad.yaml:8:1: duplicate key 'run' (first set on line 7)"},
+        /* Pipeline shape. */
+        {"dataset:\n  path: /data\npipeline: []\n",
+         "bad.yaml:3:11: pipeline must list at least one stage"},
+        {"dataset:\n  path: /data\n",
+         "bad.yaml: pipeline is required (a list of stages, e.g. '- read:' then '- decode:')"},
+        {too_many, "bad.yaml:20:5: pipeline has more than 16 stages"},
+        {"pipeline:\n  - read:\n  - decode:\n    decoder: null\n",
+         "bad.yaml:3:5: a pipeline item must name one stage, got 2 keys ('decode', 'decoder'); "
+         "indent a stage's options under its name"},
+        {"pipeline:\n  - read:\n  -\n",
+         "bad.yaml:3:4: a pipeline item must be a stage name with its options ('- STAGE:' or "
+         "'- STAGE: {KEY: VALUE}'), got nothing"},
+        {"pipeline:\n  - read:\n  - decode:\n      decoder: null\n      cost_ms: 3\n",
+         unknown_cost_key},
+        {"pipeline:\n  - read:\n  - decode: {decoder: null, width: 0}\n",
+         "bad.yaml:3:36: pipeline.decode.width must be between 1 and 16384, got 0"},
+        /* Syntax and documents. */
+        {"dataset:\n  path: /data\nloader:\n  workers: 4\n   batch_size: 8\n",
+         "bad.yaml:5:14: YAML syntax error: mapping values are not allowed in this context"},
+        {"pipeline: [read, {decode: {decoder: null}}\n",
+         "bad.yaml:2:1: YAML syntax error: did not find expected ',' or ']'"},
+        {"", "bad.yaml: the config is empty; expected a mapping with keys name, dataset, "
+             "pipeline, loader, run"},
+        {"dataset: {path: /a}\npipeline: [read]\n---\nloader: {}\n",
+         "bad.yaml:3:1: the file holds more than one YAML document"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
+        check_bad(&cases[i], i, false);
+}
+
+static void test_invalid_configs(void **state)
+{
+    (void)state;
+    /* Cross-field rules, found by pb_config_validate(). */
+    const struct bad_case cases[] = {
+        {"pipeline:\n  - read:\n",
+         "bad.yaml: dataset.path is required (a directory or a glob)"},
+        {HEAD "run:\n  min_time_s: 20\n  max_time_s: 5\n",
+         "bad.yaml: run.min_time_s (20) must not exceed run.max_time_s (5)"},
+        {"dataset:\n  path: /data\npipeline:\n  - decode:\n      decoder: null\n  - read:\n",
+         "bad.yaml:4:5: stage 'decode' needs a stage that reads the samples' bytes (such as "
+         "'read') earlier in the pipeline"},
+        {"dataset:\n  path: /data\n  shard: 3/8\n  generate: {count: 4}\npipeline: [read]\n",
+         "bad.yaml: dataset.shard splits the data over 8 ranks but dataset.generate.count is "
+         "4; every rank needs at least one sample"},
+        {"dataset: {path: /data, max_samples: 10}\npipeline: [read]\nloader: {drop_last: on}\n",
+         "bad.yaml: dataset.max_samples (10) is less than loader.batch_size (32) and "
+         "loader.drop_last is on, so no batch would ever be delivered"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
+        check_bad(&cases[i], i, true);
+}
+
+/* Messages that list the registry's names: built from the registry, so a
+ * new stage or decoder does not break them. */
+static void test_bad_registry_names(void **state)
+{
+    (void)state;
+    char want[4][PB_MSG_MAX * 2];
+    snprintf(want[0], sizeof want[0],
+             "bad.yaml:5:5: unknown stage 'decod'; did you mean 'decode'? known stages: %s",
+             stage_list);
+    snprintf(want[1], sizeof want[1],
+             "bad.yaml:6:16: unknown decoder 'nul'; did you mean 'null'? known decoders: %s",
+             decoder_list);
+    snprintf(want[2], sizeof want[2],
+             "bad.yaml:6:16: unknown decoder 'xyzzy'; known decoders: %s", decoder_list);
+    snprintf(want[3], sizeof want[3],
+             "bad.yaml:5:5: pipeline.decode.decoder is required; known decoders: %s",
+             decoder_list);
+    const struct bad_case cases[] = {
+        {"dataset:\n  path: /data\npipeline:\n  - read:\n  - decod:\n", want[0]},
+        {"dataset:\n  path: /data\npipeline:\n  - read:\n  - decode:\n      decoder: nul\n",
+         want[1]},
+        {"dataset:\n  path: /data\npipeline:\n  - read:\n  - decode:\n      decoder: xyzzy\n",
+         want[2]},
+        {"dataset:\n  path: /data\npipeline:\n  - read:\n  - decode:\n", want[3]},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
+        check_bad(&cases[i], i, false);
+}
+
+static void test_json_round_trip(void **state)
+{
+    (void)state;
+    struct pb_spec spec, back;
+    char msg[PB_MSG_MAX] = "";
+    load_good(&spec);
+    json_t *obj = pb_spec_to_json(&spec);
+    assert_non_null(obj);
+
+    assert_string_equal(json_string_value(json_object_get(obj, "name")), "smoke");
+    json_t *dataset = json_object_get(obj, "dataset");
+    assert_string_equal(json_string_value(json_object_get(dataset, "shard")), "1/2");
+    assert_int_equal(json_integer_value(
+                         json_object_get(json_object_get(dataset, "generate"), "count")),
+                     64);
+    json_t *pipeline = json_object_get(obj, "pipeline");
+    assert_int_equal(json_array_size(pipeline), 2);
+    json_t *read = json_object_get(json_array_get(pipeline, 0), "read");
+    assert_true(json_is_false(json_object_get(read, "drop_cache")));
+    json_t *decode = json_object_get(json_array_get(pipeline, 1), "decode");
+    assert_string_equal(json_string_value(json_object_get(decode, "decoder")), "null");
+    assert_int_equal(json_integer_value(json_object_get(decode, "width")), 64);
+    assert_int_equal(json_integer_value(json_object_get(decode, "height")), 224);
+    assert_true(json_real_value(json_object_get(decode, "cost_us")) == 12.5);
+    json_t *loader = json_object_get(obj, "loader");
+    assert_int_equal(json_integer_value(json_object_get(loader, "batch_size")), 32);
+    assert_true(json_is_true(json_object_get(loader, "pin_memory")));
+    json_t *run = json_object_get(obj, "run");
+    assert_string_equal(json_string_value(json_object_get(run, "on_error")), "fail");
+    assert_true(json_real_value(json_object_get(run, "window_s")) == 0.25);
+
+    /* Read back, the spec writes the same JSON. */
+    assert_int_equal(pb_spec_from_json(obj, &back, msg, sizeof msg), PB_OK);
+    json_t *again = pb_spec_to_json(&back);
+    assert_true(json_equal(obj, again));
+    assert_int_equal(back.stage_count, 2);
+    assert_ptr_equal(back.stages[1].decoder, pb_decoder_find("null"));
+    assert_int_equal(back.loader.workers, 4);
+    json_decref(again);
+
+    /* generate appears only when the config has it. */
+    spec.dataset.has_generate = false;
+    json_t *plain = pb_spec_to_json(&spec);
+    assert_null(json_object_get(json_object_get(plain, "dataset"), "generate"));
+    json_decref(plain);
+
+    json_decref(obj);
+    pb_spec_free(&spec);
+    pb_spec_free(&back);
+}
+
+static void test_json_errors(void **state)
+{
+    (void)state;
+    const struct {
+        const char *json;
+        const char *want;
+    } cases[] = {
+        {"[]", "the config must be a JSON object"},
+        {"{\"name\": \"x\"}", "pipeline must be an array of stages"},
+        {"{\"pipeline\": [{\"decode\": {}}]}", "pipeline.decode.decoder is required"},
+        {"{\"pipeline\": [{\"read\": {}, \"decode\": {}}]}",
+         "pipeline item 0 must be an object with one key, the stage name"},
+        {"{\"pipeline\": [{\"read\": {}}], \"loader\": {\"workers\": \"4\"}}",
+         "loader.workers must be an integer, got a string"},
+        {"{\"pipeline\": [{\"decode\": {\"decoder\": \"null\", \"width\": 0}}]}",
+         "pipeline.decode.width must be between 1 and 16384, got 0"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        json_t *obj = json_loads(cases[i].json, 0, NULL);
+        assert_non_null(obj);
+        struct pb_spec spec;
+        char msg[PB_MSG_MAX] = "";
+        int rc = pb_spec_from_json(obj, &spec, msg, sizeof msg);
+        pb_spec_free(&spec);
+        json_decref(obj);
+        if (rc != PB_ERR_CONFIG || strcmp(msg, cases[i].want) != 0)
+            fail_msg("case %zu: rc %d\n got: %s\nwant: %s", i, rc, msg, cases[i].want);
+    }
+}
+
+/* Files: positions come from the file, the name from its base name. */
+static void test_files(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    char dir[PB_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/pbench-config-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+
+    char good[PB_PATH_MAX + 32], bad[PB_PATH_MAX + 32], missing[PB_PATH_MAX + 32];
+    snprintf(good, sizeof good, "%s/image.yaml", dir);
+    snprintf(bad, sizeof bad, "%s/bad.yaml", dir);
+    snprintf(missing, sizeof missing, "%s/missing.yaml", dir);
+    FILE *f = fopen(good, "w");
+    assert_non_null(f);
+    fputs(HEAD "loader:\n  workers: 3\n", f);
+    fclose(f);
+    f = fopen(bad, "w");
+    assert_non_null(f);
+    fputs("dataset:\n  path: /data\nloader:\n  workers: 2000\n", f);
+    fclose(f);
+
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "", want[PB_MSG_MAX + PB_PATH_MAX];
+    assert_int_equal(pb_config_load(good, &spec, msg, sizeof msg), PB_OK);
+    assert_string_equal(spec.name, "image");
+    assert_string_equal(spec.source, good);
+    assert_int_equal(spec.loader.workers, 3);
+    assert_int_equal(spec.stage_count, 2);
+    pb_spec_free(&spec);
+
+    assert_int_equal(pb_config_load(bad, &spec, msg, sizeof msg), PB_ERR_CONFIG);
+    snprintf(want, sizeof want, "%s:4:12: loader.workers must be between 0 and 1024, got 2000",
+             bad);
+    assert_string_equal(msg, want);
+    pb_spec_free(&spec);
+
+    assert_int_equal(pb_config_load(missing, &spec, msg, sizeof msg), PB_ERR);
+    snprintf(want, sizeof want, "cannot open '%s': No such file or directory", missing);
+    assert_string_equal(msg, want);
+    pb_spec_free(&spec);
+
+    unlink(good);
+    unlink(bad);
+    rmdir(dir);
+}
+
+static void test_short_message_buffer(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    char msg[16];
+    assert_int_equal(pb_config_load_string(HEAD "loader:\n  worker: 4\n", "bad.yaml", &spec, msg,
+                                           sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "bad.yaml:8:3: u");
+    pb_spec_free(&spec);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good_config),
+        cmocka_unit_test(test_minimal_config_defaults),
+        cmocka_unit_test(test_overrides),
+        cmocka_unit_test(test_override_generate_and_path),
+        cmocka_unit_test(test_bad_overrides),
+        cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_invalid_configs),
+        cmocka_unit_test(test_bad_registry_names),
+        cmocka_unit_test(test_json_round_trip),
+        cmocka_unit_test(test_json_errors),
+        cmocka_unit_test(test_files),
+        cmocka_unit_test(test_short_message_buffer),
+    };
+    return cmocka_run_group_tests(tests, setup_names, NULL);
+}

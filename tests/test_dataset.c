@@ -1,0 +1,285 @@
+/* Dataset index and sampler: the shuffle is a permutation, is determined by
+ * the seed and differs between epochs; shards are disjoint and complete;
+ * drop_last, epochs and max_samples end the data where they should; the
+ * index walks folders and globs in sorted order; generated data appears. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench/pb.h"
+#include "pipelines/dataset.h"
+
+static void make_specs(struct pb_dataset_spec *ds, struct pb_loader_spec *loader, uint64_t batch,
+                       bool drop_last, bool shuffle, int64_t seed)
+{
+    memset(ds, 0, sizeof(*ds));
+    memset(loader, 0, sizeof(*loader));
+    ds->shuffle = shuffle;
+    ds->seed = seed;
+    ds->shard.rank = 0;
+    ds->shard.count = 1;
+    loader->batch_size = (int64_t)batch;
+    loader->drop_last = drop_last;
+}
+
+/* Collects one epoch of a sampler into out (returns count). */
+static uint64_t collect_epoch(const struct pb_sampler *s, uint64_t epoch, uint64_t *out)
+{
+    uint64_t *idx = calloc(s->batch_size, sizeof(uint64_t));
+    uint64_t *seeds = calloc(s->batch_size, sizeof(uint64_t));
+    uint64_t n = 0;
+    for (uint64_t b = 0; b < s->batches_per_epoch; b++) {
+        uint32_t count;
+        assert_true(pb_sampler_batch(s, epoch * s->batches_per_epoch + b, idx, seeds, &count));
+        memcpy(out + n, idx, count * sizeof(uint64_t));
+        n += count;
+    }
+    free(idx);
+    free(seeds);
+    return n;
+}
+
+static void test_permutation_properties(void **state)
+{
+    (void)state;
+    static const uint64_t sizes[] = {1, 2, 3, 7, 64, 100, 1000, 4097};
+    for (size_t t = 0; t < sizeof(sizes) / sizeof(sizes[0]); t++) {
+        uint64_t n = sizes[t];
+        struct pb_dataset_spec ds;
+        struct pb_loader_spec loader;
+        make_specs(&ds, &loader, 16, false, true, 42);
+        struct pb_sampler s;
+        char msg[256];
+        assert_int_equal(pb_sampler_init(&s, n, &ds, &loader, msg, sizeof(msg)), 0);
+        uint64_t *e0 = calloc(n, sizeof(uint64_t)), *e1 = calloc(n, sizeof(uint64_t));
+        char *seen = calloc(n, 1);
+        assert_int_equal(collect_epoch(&s, 0, e0), n);
+        assert_int_equal(collect_epoch(&s, 1, e1), n);
+        for (uint64_t i = 0; i < n; i++) {
+            assert_true(e0[i] < n);
+            assert_false(seen[e0[i]]);
+            seen[e0[i]] = 1;
+        }
+        if (n >= 64) {
+            assert_true(memcmp(e0, e1, n * sizeof(uint64_t)) != 0); /* epochs differ */
+            uint64_t fixed = 0;
+            for (uint64_t i = 0; i < n; i++)
+                fixed += e0[i] == i;
+            assert_true(fixed < n / 8); /* actually shuffled */
+        }
+        /* Same seed, same order; another seed, another order. */
+        struct pb_sampler again, other;
+        assert_int_equal(pb_sampler_init(&again, n, &ds, &loader, msg, sizeof(msg)), 0);
+        ds.seed = 43;
+        assert_int_equal(pb_sampler_init(&other, n, &ds, &loader, msg, sizeof(msg)), 0);
+        uint64_t *a = calloc(n, sizeof(uint64_t)), *o = calloc(n, sizeof(uint64_t));
+        collect_epoch(&again, 0, a);
+        collect_epoch(&other, 0, o);
+        assert_memory_equal(a, e0, n * sizeof(uint64_t));
+        if (n >= 64)
+            assert_true(memcmp(o, e0, n * sizeof(uint64_t)) != 0);
+        free(e0);
+        free(e1);
+        free(seen);
+        free(a);
+        free(o);
+    }
+}
+
+static void test_no_shuffle_is_identity(void **state)
+{
+    (void)state;
+    struct pb_dataset_spec ds;
+    struct pb_loader_spec loader;
+    make_specs(&ds, &loader, 4, false, false, 9);
+    struct pb_sampler s;
+    char msg[256];
+    assert_int_equal(pb_sampler_init(&s, 10, &ds, &loader, msg, sizeof(msg)), 0);
+    uint64_t out[10];
+    assert_int_equal(collect_epoch(&s, 3, out), 10);
+    for (uint64_t i = 0; i < 10; i++)
+        assert_int_equal(out[i], i);
+    assert_int_equal(s.batches_per_epoch, 3); /* 4 + 4 + 2 */
+}
+
+static void test_shards_disjoint_and_complete(void **state)
+{
+    (void)state;
+    static const uint64_t sizes[] = {5, 17, 1000, 1001};
+    for (size_t t = 0; t < 4; t++) {
+        uint64_t n = sizes[t];
+        for (int64_t count = 1; count <= 5; count++) {
+            if ((uint64_t)count > n)
+                continue;
+            int *hits = calloc(n, sizeof(int));
+            for (int64_t rank = 0; rank < count; rank++) {
+                struct pb_dataset_spec ds;
+                struct pb_loader_spec loader;
+                make_specs(&ds, &loader, 3, false, true, 7);
+                ds.shard.rank = rank;
+                ds.shard.count = count;
+                struct pb_sampler s;
+                char msg[256];
+                assert_int_equal(pb_sampler_init(&s, n, &ds, &loader, msg, sizeof(msg)), 0);
+                uint64_t *out = calloc(n, sizeof(uint64_t));
+                uint64_t got = collect_epoch(&s, 2, out);
+                assert_int_equal(got, s.shard_len);
+                for (uint64_t i = 0; i < got; i++)
+                    hits[out[i]]++;
+                free(out);
+            }
+            for (uint64_t i = 0; i < n; i++)
+                assert_int_equal(hits[i], 1); /* each sample in exactly one shard */
+            free(hits);
+        }
+    }
+}
+
+static void test_drop_last_epochs_max_samples(void **state)
+{
+    (void)state;
+    struct pb_dataset_spec ds;
+    struct pb_loader_spec loader;
+    char msg[256];
+    struct pb_sampler s;
+    uint64_t idx[8], seeds[8];
+    uint32_t count;
+
+    make_specs(&ds, &loader, 8, true, true, 1);
+    ds.epochs = 2;
+    assert_int_equal(pb_sampler_init(&s, 20, &ds, &loader, msg, sizeof(msg)), 0);
+    assert_int_equal(s.batches_per_epoch, 2); /* 20 / 8, remainder dropped */
+    assert_true(pb_sampler_batch(&s, 3, idx, seeds, &count));
+    assert_int_equal(count, 8);
+    assert_false(pb_sampler_batch(&s, 4, idx, seeds, &count)); /* 2 epochs done */
+
+    make_specs(&ds, &loader, 8, false, true, 1);
+    ds.max_samples = 21;
+    assert_int_equal(pb_sampler_init(&s, 20, &ds, &loader, msg, sizeof(msg)), 0);
+    assert_int_equal(s.batches_per_epoch, 3);
+    uint64_t total = 0;
+    for (uint64_t b = 0; pb_sampler_batch(&s, b, idx, seeds, &count); b++)
+        total += count;
+    assert_int_equal(total, 21);
+
+    make_specs(&ds, &loader, 8, true, true, 1);
+    assert_int_equal(pb_sampler_init(&s, 5, &ds, &loader, msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_string_equal(msg, "shard 0/1 holds 5 samples, fewer than one batch of 8 with "
+                             "loader.drop_last");
+    assert_int_equal(pb_sampler_init(&s, 0, &ds, &loader, msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_string_equal(msg, "the dataset is empty");
+}
+
+static void test_seeds_differ_per_sample(void **state)
+{
+    (void)state;
+    struct pb_dataset_spec ds;
+    struct pb_loader_spec loader;
+    make_specs(&ds, &loader, 8, false, true, 5);
+    struct pb_sampler s;
+    char msg[256];
+    assert_int_equal(pb_sampler_init(&s, 100, &ds, &loader, msg, sizeof(msg)), 0);
+    uint64_t idx[8], seeds[8], idx2[8], seeds2[8];
+    uint32_t count, count2;
+    assert_true(pb_sampler_batch(&s, 1, idx, seeds, &count));
+    assert_true(pb_sampler_batch(&s, 1, idx2, seeds2, &count2));
+    assert_memory_equal(seeds, seeds2, sizeof(seeds)); /* reproducible */
+    for (int i = 1; i < 8; i++)
+        assert_true(seeds[i] != seeds[0]);
+}
+
+static void write_file(const char *path, size_t bytes)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    for (size_t i = 0; i < bytes; i++)
+        fputc((int)(i & 0xff), f);
+    fclose(f);
+}
+
+static void test_index_folder_glob_and_generate(void **state)
+{
+    (void)state;
+    char root[] = "/tmp/pbench-test-dataset-XXXXXX";
+    assert_non_null(mkdtemp(root));
+    char path[512], sub[512];
+    snprintf(sub, sizeof(sub), "%s/data/sub", root);
+    snprintf(path, sizeof(path), "%s/data", root);
+    mkdir(path, 0755);
+    mkdir(sub, 0755);
+    snprintf(path, sizeof(path), "%s/data/b.bin", root);
+    write_file(path, 10);
+    snprintf(path, sizeof(path), "%s/data/a.bin", root);
+    write_file(path, 30);
+    snprintf(path, sizeof(path), "%s/data/sub/c.txt", root);
+    write_file(path, 20);
+    snprintf(path, sizeof(path), "%s/data/.hidden", root);
+    write_file(path, 5);
+
+    struct pb_dataset_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    snprintf(spec.path, sizeof(spec.path), "%s/data", root);
+    struct pb_dataset ds;
+    char msg[512];
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), 0);
+    assert_int_equal(ds.count, 3);
+    assert_true(strstr(ds.paths[0], "/data/a.bin") != NULL);
+    assert_true(strstr(ds.paths[1], "/data/b.bin") != NULL);
+    assert_true(strstr(ds.paths[2], "/data/sub/c.txt") != NULL);
+    assert_int_equal(ds.max_bytes, 30);
+    assert_int_equal(ds.total_bytes, 60);
+    pb_dataset_free(&ds);
+
+    snprintf(spec.path, sizeof(spec.path), "%s/data/*.bin", root);
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), 0);
+    assert_int_equal(ds.count, 2);
+    pb_dataset_free(&ds);
+
+    snprintf(spec.path, sizeof(spec.path), "%s/data/*.png", root);
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), PB_ERR_CONFIG);
+    char expect[PB_PATH_MAX + 200];
+    snprintf(expect, sizeof(expect), "dataset.path '%s' matches no files", spec.path);
+    assert_string_equal(msg, expect);
+
+    snprintf(spec.path, sizeof(spec.path), "%s/missing", root);
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), PB_ERR_CONFIG);
+    snprintf(expect, sizeof(expect),
+             "dataset.path '%s': No such file or directory (add a dataset.generate block to make "
+             "data)",
+             spec.path);
+    assert_string_equal(msg, expect);
+
+    /* With a generate block, the missing folder is made on first use. */
+    spec.has_generate = true;
+    spec.generate = (struct pb_generate_spec){.kind = PB_GENERATE_FILES, .count = 12,
+                                              .size_bytes = 1000, .seed = 3};
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), 0);
+    assert_int_equal(ds.count, 12);
+    assert_int_equal(ds.total_bytes, 12000);
+    pb_dataset_free(&ds);
+
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_permutation_properties),
+        cmocka_unit_test(test_no_shuffle_is_identity),
+        cmocka_unit_test(test_shards_disjoint_and_complete),
+        cmocka_unit_test(test_drop_last_epochs_max_samples),
+        cmocka_unit_test(test_seeds_differ_per_sample),
+        cmocka_unit_test(test_index_folder_glob_and_generate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

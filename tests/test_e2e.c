@@ -1,0 +1,371 @@
+/* End to end: the pbench binary runs configs/null.yaml on tiny generated
+ * data, and the result file it writes holds the fields docs/results.md
+ * promises, with values that agree with each other. Also: error policies
+ * (skip counts and names files; fail stops and names the file), loading in
+ * the consumer thread (workers: 0), Ctrl-C keeping partial results, bad
+ * configs exiting 2, and the list/version/help commands. No test asserts a
+ * wall-clock time. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *binary;
+static const char *source_dir;
+static char workdir[] = "/tmp/pbench-e2e-XXXXXX";
+
+/* Runs pbench with args (a shell fragment) from workdir; captures stdout
+ * and stderr into files there and returns the exit code. */
+static int pbench(const char *args, char *out_path, size_t out_len)
+{
+    char cmd[4096];
+    snprintf(out_path, out_len, "%s/out.txt", workdir);
+    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s >'%s/out.txt' 2>'%s/err.txt'", workdir, binary,
+             args, workdir, workdir);
+    int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = calloc(1, (size_t)n + 1);
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+        buf[0] = 0;
+    fclose(f);
+    return buf;
+}
+
+static char *err_text(void)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/err.txt", workdir);
+    return slurp(path);
+}
+
+/* Fast settings for every run: short measured parts, small dataset. */
+#define FAST                                                                              \
+    "-s dataset.path=data -s dataset.generate.count=64 -s dataset.generate.size_bytes=4096 " \
+    "-s run.warmup_batches=2 -s run.min_time_s=0.2 -s run.max_time_s=0.6 "                  \
+    "-s run.window_s=0.05 -s pipeline.decode.cost_us=100 -s pipeline.decode.width=32 "      \
+    "-s pipeline.decode.height=32 -s run.step_ms=1 -s loader.batch_size=8 "
+
+static int setup(void **state)
+{
+    (void)state;
+    binary = getenv("PBENCH_BINARY");
+    source_dir = getenv("PBENCH_SOURCE_DIR");
+    if (!binary || !source_dir) {
+        fprintf(stderr, "PBENCH_BINARY and PBENCH_SOURCE_DIR must be set (ctest sets them)\n");
+        return -1;
+    }
+    if (!mkdtemp(workdir))
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static json_t *load_result(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", workdir, name);
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    if (!root)
+        fail_msg("cannot load %s: %s (line %d)", path, err.text, err.line);
+    return root;
+}
+
+static double num(const json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_number(v))
+        fail_msg("'%s' is not a number", key);
+    return json_number_value(v);
+}
+
+static void test_run_writes_complete_result(void **state)
+{
+    (void)state;
+    char out[512], args[2048];
+    snprintf(args, sizeof(args), "run '%s/configs/null.yaml' " FAST "-s run.repeats=2 -o r1.json",
+             source_dir);
+    int rc = pbench(args, out, sizeof(out));
+    char *err = err_text();
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    free(err);
+
+    char *table = slurp(out);
+    assert_non_null(strstr(table, "samples/s"));
+    assert_non_null(strstr(table, "stall"));
+    assert_non_null(strstr(table, "decode"));
+    free(table);
+
+    json_t *r = load_result("r1.json");
+    assert_int_equal(json_integer_value(json_object_get(r, "schema_version")), 1);
+    assert_string_equal(json_string_value(json_object_get(r, "name")), "null-smoke");
+    assert_non_null(json_string_value(json_object_get(r, "pbench_version")));
+    assert_non_null(json_string_value(json_object_get(r, "created")));
+    json_t *machine = json_object_get(r, "machine");
+    assert_true(num(machine, "cores") >= 1);
+    assert_true(num(machine, "pus") >= num(machine, "cores"));
+    assert_true(json_array_size(json_object_get(machine, "libraries")) >= 7);
+
+    /* The resolved config carries overrides and defaults alike. */
+    json_t *config = json_object_get(r, "config");
+    json_t *loader = json_object_get(config, "loader");
+    assert_int_equal(json_integer_value(json_object_get(loader, "batch_size")), 8);
+    assert_int_equal(json_integer_value(json_object_get(loader, "workers")), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(config, "run"), "repeats")), 2);
+
+    json_t *points = json_object_get(r, "points");
+    assert_int_equal(json_array_size(points), 1);
+    json_t *p = json_array_get(points, 0);
+    json_t *repeats = json_object_get(p, "repeats");
+    assert_int_equal(json_array_size(repeats), 2);
+    double sps = num(p, "samples_per_s");
+    assert_true(sps > 0);
+    double stall = num(p, "stall_pct");
+    assert_true(stall >= 0 && stall <= 100);
+    double util = num(p, "accel_util_pct");
+    assert_true(util > 0 && util <= 100);
+    assert_true(stall + util <= 100.5); /* wait and step share one loop */
+
+    /* Each repeat's figures agree with its own raw batch records. */
+    for (size_t i = 0; i < json_array_size(repeats); i++) {
+        json_t *rep = json_array_get(repeats, i);
+        json_t *records = json_object_get(rep, "batch_records");
+        json_t *samples = json_object_get(records, "samples");
+        uint64_t total = 0;
+        for (size_t j = 0; j < json_array_size(samples); j++)
+            total += (uint64_t)json_integer_value(json_array_get(samples, j));
+        assert_int_equal(total, (uint64_t)num(rep, "samples"));
+        assert_int_equal(json_array_size(samples), (size_t)num(rep, "batches"));
+        double wall = num(rep, "wall_s");
+        assert_true(fabs(num(rep, "samples_per_s") - (double)total / wall) < 1e-6 * (double)total / wall);
+        assert_true(num(rep, "bytes_read") == 4096.0 * (double)total);
+    }
+
+    json_t *stages = json_object_get(p, "stages");
+    assert_int_equal(json_array_size(stages), 2);
+    double share = 0;
+    for (size_t i = 0; i < 2; i++) {
+        json_t *s = json_array_get(stages, i);
+        const char *name = json_string_value(json_object_get(s, "name"));
+        assert_string_equal(name, i == 0 ? "read" : "decode");
+        assert_true(num(s, "count") > 0);
+        assert_true(num(s, "p50_ns") > 0);
+        assert_true(num(s, "p50_ns") <= num(s, "p90_ns"));
+        assert_true(num(s, "p90_ns") <= num(s, "p99_ns"));
+        assert_true(num(s, "p99_ns") <= num(s, "max_ns"));
+        assert_true(num(s, "cpu_ns") > 0);
+        share += num(s, "share_pct");
+        json_t *bins = json_object_get(json_object_get(s, "histogram"), "bins");
+        assert_true(json_array_size(bins) > 0);
+    }
+    assert_true(fabs(share - 100) < 0.01);
+    /* The null decoder spends 100 us of CPU per sample: its median must
+     * reflect that (a floor, not a time limit: the cost is CPU time). */
+    assert_true(num(json_array_get(stages, 1), "p50_ns") >= 100000);
+
+    json_t *memory = json_object_get(p, "memory");
+    assert_true(num(memory, "rss_peak_bytes") > 0);
+    assert_int_equal((int)num(memory, "pinned_bytes"), 0);
+    assert_true(num(memory, "batch_pool_bytes") == 2 * 2 * 8 * 32 * 32 * 3);
+    assert_true(json_is_false(json_object_get(r, "interrupted")));
+    json_decref(r);
+
+    /* report renders the file again, in every format. */
+    assert_int_equal(pbench("report r1.json --format markdown", out, sizeof(out)), 0);
+    table = slurp(out);
+    assert_non_null(strstr(table, "| decode"));
+    free(table);
+    assert_int_equal(pbench("report r1.json --format csv", out, sizeof(out)), 0);
+    assert_int_equal(pbench("report r1.json --format json", out, sizeof(out)), 0);
+}
+
+static void test_workers_zero_and_any_order(void **state)
+{
+    (void)state;
+    char out[512], args[2048];
+    snprintf(args, sizeof(args),
+             "run '%s/configs/null.yaml' " FAST "-s run.repeats=1 -s loader.workers=0 -o w0.json -q",
+             source_dir);
+    assert_int_equal(pbench(args, out, sizeof(out)), 0);
+    json_t *r = load_result("w0.json");
+    json_t *p = json_array_get(json_object_get(r, "points"), 0);
+    /* Loading in the training loop's thread: the loop waits for every
+     * batch for at least as long as building it took. */
+    assert_true(num(p, "stall_pct") > 0);
+    assert_true(num(p, "samples_per_s") > 0);
+    json_t *records = json_object_get(json_array_get(json_object_get(p, "repeats"), 0), "batch_records");
+    json_t *wait = json_object_get(records, "wait_ns"), *assembly = json_object_get(records, "assembly_ns");
+    assert_true(json_array_size(wait) > 0);
+    for (size_t i = 0; i < json_array_size(wait); i++)
+        assert_true(json_integer_value(json_array_get(wait, i)) >=
+                    json_integer_value(json_array_get(assembly, i)));
+    json_decref(r);
+
+    snprintf(args, sizeof(args),
+             "run '%s/configs/null.yaml' " FAST
+             "-s run.repeats=1 -s loader.in_order=false -s loader.workers=3 -o any.json -q",
+             source_dir);
+    assert_int_equal(pbench(args, out, sizeof(out)), 0);
+    r = load_result("any.json");
+    assert_true(num(json_array_get(json_object_get(r, "points"), 0), "samples_per_s") > 0);
+    json_decref(r);
+}
+
+static void test_on_error_skip_and_fail(void **state)
+{
+    (void)state;
+    char out[512], args[2048];
+    snprintf(args, sizeof(args),
+             "run '%s/configs/null.yaml' " FAST
+             "-s run.repeats=1 -s pipeline.decode.fail_every=10 -o skip.json -q",
+             source_dir);
+    assert_int_equal(pbench(args, out, sizeof(out)), 0);
+    json_t *r = load_result("skip.json");
+    json_t *p = json_array_get(json_object_get(r, "points"), 0);
+    json_t *errors = json_object_get(p, "errors");
+    double count = num(errors, "count");
+    double samples = num(p, "samples");
+    assert_true(count > 0);
+    /* One in ten samples fails: the skipped share is about a tenth. */
+    assert_true(count / (count + samples) > 0.05 && count / (count + samples) < 0.15);
+    json_t *files = json_object_get(errors, "files");
+    assert_true(json_array_size(files) >= 1);
+    assert_non_null(strstr(json_string_value(json_array_get(files, 0)), "sample_"));
+    json_decref(r);
+
+    snprintf(args, sizeof(args),
+             "run '%s/configs/null.yaml' " FAST
+             "-s run.repeats=1 -s pipeline.decode.fail_every=10 -s run.on_error=fail -o fail.json -q",
+             source_dir);
+    assert_int_equal(pbench(args, out, sizeof(out)), 1);
+    char *err = err_text();
+    assert_non_null(strstr(err, "marked corrupt"));
+    assert_non_null(strstr(err, "/sample_"));
+    free(err);
+}
+
+static void test_interrupt_keeps_results(void **state)
+{
+    (void)state;
+    char cmd[4096];
+    /* A run that would take minutes, interrupted after the first repeat. */
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && exec '%s' run '%s/configs/null.yaml' " FAST
+             "-s run.repeats=50 -s run.min_time_s=0.3 -s run.max_time_s=0.3 -o int.json "
+             ">'%s/int.txt' 2>'%s/err.txt'",
+             workdir, binary, source_dir, workdir, workdir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    /* Wait until a repeat has finished, then press Ctrl-C. */
+    char errpath[512];
+    snprintf(errpath, sizeof(errpath), "%s/err.txt", workdir);
+    for (int i = 0; i < 600; i++) {
+        char *e = slurp(errpath);
+        bool done = strstr(e, "repeat 2/50") != NULL;
+        free(e);
+        if (done)
+            break;
+        usleep(50000);
+    }
+    kill(pid, SIGINT);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 130);
+    json_t *r = load_result("int.json");
+    assert_true(json_is_true(json_object_get(r, "interrupted")));
+    json_t *p = json_array_get(json_object_get(r, "points"), 0);
+    size_t kept = json_array_size(json_object_get(p, "repeats"));
+    assert_true(kept >= 2 && kept < 50);
+    json_decref(r);
+}
+
+static void test_bad_config_exits_2(void **state)
+{
+    (void)state;
+    char out[512], args[2048];
+    snprintf(args, sizeof(args), "run '%s/configs/null.yaml' -s loader.workers=-1", source_dir);
+    assert_int_equal(pbench(args, out, sizeof(out)), 2);
+    char *err = err_text();
+    assert_non_null(strstr(err, "loader.workers must be between 0 and 1024, got -1"));
+    free(err);
+    assert_int_equal(pbench("run missing.yaml", out, sizeof(out)), 1);
+    err = err_text();
+    assert_non_null(strstr(err, "missing.yaml"));
+    free(err);
+    assert_int_equal(pbench("run", out, sizeof(out)), 2);
+    assert_int_equal(pbench("frobnicate", out, sizeof(out)), 2);
+}
+
+static void test_list_version_help(void **state)
+{
+    (void)state;
+    char out[512];
+    assert_int_equal(pbench("list", out, sizeof(out)), 0);
+    char *text = slurp(out);
+    assert_non_null(strstr(text, "read"));
+    assert_non_null(strstr(text, "decode"));
+    assert_non_null(strstr(text, "null"));
+    assert_non_null(strstr(text, "cost_us"));
+    assert_non_null(strstr(text, "loader.workers"));
+    assert_non_null(strstr(text, "integer 0..1024"));
+    free(text);
+    assert_int_equal(pbench("list null", out, sizeof(out)), 0);
+    assert_int_equal(pbench("list nosuch", out, sizeof(out)), 2);
+    assert_int_equal(pbench("version", out, sizeof(out)), 0);
+    text = slurp(out);
+    assert_non_null(strstr(text, "pbench 0."));
+    assert_non_null(strstr(text, "libavcodec"));
+    assert_non_null(strstr(text, "GPU:"));
+    free(text);
+    assert_int_equal(pbench("help run", out, sizeof(out)), 0);
+    text = slurp(out);
+    assert_non_null(strstr(text, "--format"));
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_writes_complete_result),
+        cmocka_unit_test(test_workers_zero_and_any_order),
+        cmocka_unit_test(test_on_error_skip_and_fail),
+        cmocka_unit_test(test_interrupt_keeps_results),
+        cmocka_unit_test(test_bad_config_exits_2),
+        cmocka_unit_test(test_list_version_help),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,396 @@
+/* Unit tests of bench/opt.c: every option type, ranges and their messages,
+ * suggestions, descriptions, formatting and the JSON round trip. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "bench/opt.h"
+#include "bench/pb.h"
+
+struct sample {
+    bool flag;
+    int64_t count;
+    double ratio;
+    char label[8];
+    int mode;
+    struct pb_shard shard;
+};
+
+static const char *const modes[] = {"skip", "fail", NULL};
+
+static const struct pb_opt table[] = {
+    {"flag", PB_OPT_BOOL, offsetof(struct sample, flag), 0, 0, "true", NULL, "A flag."},
+    {"count", PB_OPT_INT, offsetof(struct sample, count), 0, 1024, "2", NULL, "A count."},
+    {"ratio", PB_OPT_DOUBLE, offsetof(struct sample, ratio), 0.001, 1, "0.05", NULL, "A ratio."},
+    {"label", PB_OPT_STRING, offsetof(struct sample, label), 0, 8, "abc", NULL, "A label."},
+    {"mode", PB_OPT_ENUM, offsetof(struct sample, mode), 0, 0, "skip", modes, "A mode."},
+    {"shard", PB_OPT_SHARD, offsetof(struct sample, shard), 0, 0, "0/1", NULL, "A shard."},
+    {0},
+};
+
+static const struct pb_opt *opt(const char *name)
+{
+    const struct pb_opt *o = pb_opt_find(table, name);
+    assert_non_null(o);
+    return o;
+}
+
+static struct sample defaults(void)
+{
+    struct sample s;
+    char msg[PB_MSG_MAX] = "";
+    memset(&s, 0x5a, sizeof s);
+    assert_int_equal(pb_opt_set_defaults(table, &s, msg, sizeof msg), PB_OK);
+    return s;
+}
+
+/* Parses text into a default sample and expects it to be accepted. */
+static struct sample parse_ok(const char *name, const char *text)
+{
+    struct sample s = defaults();
+    char msg[PB_MSG_MAX] = "";
+    int rc = pb_opt_parse(opt(name), text, &s, name, msg, sizeof msg);
+    if (rc != PB_OK)
+        fail_msg("'%s' rejected: %s", text, msg);
+    return s;
+}
+
+/* Expects text to be rejected with exactly `want`, leaving the value alone. */
+static void parse_bad(const char *name, const char *text, const char *qualified,
+                      const char *want)
+{
+    struct sample s = defaults(), before = defaults();
+    char msg[PB_MSG_MAX] = "";
+    assert_int_equal(pb_opt_parse(opt(name), text, &s, qualified, msg, sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, want);
+    assert_memory_equal(&s, &before, sizeof s);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    struct sample s = defaults();
+    assert_true(s.flag);
+    assert_int_equal(s.count, 2);
+    assert_true(s.ratio == 0.05);
+    assert_string_equal(s.label, "abc");
+    assert_int_equal(s.mode, 0);
+    assert_int_equal(s.shard.rank, 0);
+    assert_int_equal(s.shard.count, 1);
+}
+
+static void test_bad_default_is_reported(void **state)
+{
+    (void)state;
+    static const struct pb_opt broken[] = {
+        {"workers", PB_OPT_INT, 0, 0, 10, "11", NULL, "Broken."},
+        {0},
+    };
+    int64_t value = 0;
+    char msg[PB_MSG_MAX] = "";
+    assert_int_equal(pb_opt_set_defaults(broken, &value, msg, sizeof msg), PB_ERR);
+    assert_string_equal(msg,
+                        "bad default in option table: workers must be between 0 and 10, got 11");
+}
+
+static void test_bool(void **state)
+{
+    (void)state;
+    const char *yes[] = {"true", "TRUE", "Yes", "on", "ON"};
+    const char *no[] = {"false", "False", "no", "NO", "off"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(yes); i++) {
+        struct sample s = parse_ok("flag", no[i]);
+        assert_false(s.flag);
+        s = defaults();
+        s.flag = false;
+        char msg[PB_MSG_MAX];
+        assert_int_equal(pb_opt_parse(opt("flag"), yes[i], &s, "flag", msg, sizeof msg), PB_OK);
+        assert_true(s.flag);
+    }
+    parse_bad("flag", "maybe", "loader.pin_memory",
+              "loader.pin_memory must be true or false, got 'maybe'");
+    parse_bad("flag", "1", "flag", "flag must be true or false, got '1'");
+    parse_bad("flag", "", "flag", "flag must be true or false, got ''");
+}
+
+static void test_int(void **state)
+{
+    (void)state;
+    assert_int_equal(parse_ok("count", "0").count, 0);
+    assert_int_equal(parse_ok("count", "1024").count, 1024);
+    assert_int_equal(parse_ok("count", "+7").count, 7);
+    parse_bad("count", "2000", "loader.workers",
+              "loader.workers must be between 0 and 1024, got 2000");
+    parse_bad("count", "-1", "loader.workers",
+              "loader.workers must be between 0 and 1024, got -1");
+    parse_bad("count", "99999999999999999999", "c",
+              "c must be between 0 and 1024, got 99999999999999999999");
+    parse_bad("count", "four", "loader.workers",
+              "loader.workers must be an integer between 0 and 1024, got 'four'");
+    parse_bad("count", "4x", "c", "c must be an integer between 0 and 1024, got '4x'");
+    parse_bad("count", "1.5", "c", "c must be an integer between 0 and 1024, got '1.5'");
+    parse_bad("count", "1e3", "c", "c must be an integer between 0 and 1024, got '1e3'");
+    parse_bad("count", " 4", "c", "c must be an integer between 0 and 1024, got ' 4'");
+    parse_bad("count", "", "c", "c must be an integer between 0 and 1024, got ''");
+    parse_bad("count", "0x10", "c", "c must be an integer between 0 and 1024, got '0x10'");
+}
+
+static void test_int_extreme_bounds(void **state)
+{
+    (void)state;
+    static const struct pb_opt wide[] = {
+        {"seed", PB_OPT_INT, 0, 0, 4611686018427387904.0, "0", NULL, "Seed."},
+        {0},
+    };
+    int64_t v = 0;
+    char msg[PB_MSG_MAX];
+    assert_int_equal(pb_opt_parse(&wide[0], "4611686018427387904", &v, "seed", msg, sizeof msg),
+                     PB_OK);
+    assert_int_equal(v, INT64_C(4611686018427387904));
+    assert_int_equal(pb_opt_parse(&wide[0], "4611686018427387905", &v, "seed", msg, sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg,
+                        "seed must be between 0 and 4611686018427387904, got 4611686018427387905");
+}
+
+static void test_double(void **state)
+{
+    (void)state;
+    assert_true(parse_ok("ratio", "0.5").ratio == 0.5);
+    assert_true(parse_ok("ratio", "1").ratio == 1.0);
+    assert_true(parse_ok("ratio", "1e-3").ratio == 0.001);
+    assert_true(parse_ok("ratio", ".25").ratio == 0.25);
+    parse_bad("ratio", "abc", "run.target_noise",
+              "run.target_noise must be a number between 0.001 and 1, got 'abc'");
+    parse_bad("ratio", "2", "run.target_noise",
+              "run.target_noise must be between 0.001 and 1, got 2");
+    parse_bad("ratio", "0", "r", "r must be between 0.001 and 1, got 0");
+    parse_bad("ratio", "1e999", "r", "r must be between 0.001 and 1, got 1e999");
+    parse_bad("ratio", "nan", "r", "r must be a number between 0.001 and 1, got 'nan'");
+    parse_bad("ratio", "inf", "r", "r must be a number between 0.001 and 1, got 'inf'");
+    parse_bad("ratio", "0.5s", "r", "r must be a number between 0.001 and 1, got '0.5s'");
+    parse_bad("ratio", "", "r", "r must be a number between 0.001 and 1, got ''");
+}
+
+static void test_string(void **state)
+{
+    (void)state;
+    assert_string_equal(parse_ok("label", "").label, "");
+    assert_string_equal(parse_ok("label", "1234567").label, "1234567");
+    parse_bad("label", "12345678", "dataset.label",
+              "dataset.label is too long (at most 7 characters)");
+}
+
+static void test_enum(void **state)
+{
+    (void)state;
+    assert_int_equal(parse_ok("mode", "fail").mode, 1);
+    assert_int_equal(parse_ok("mode", "skip").mode, 0);
+    parse_bad("mode", "ignore", "run.on_error",
+              "run.on_error must be one of: skip, fail; got 'ignore'");
+    parse_bad("mode", "FAIL", "run.on_error",
+              "run.on_error must be one of: skip, fail; got 'FAIL'");
+}
+
+static void test_shard(void **state)
+{
+    (void)state;
+    struct sample s = parse_ok("shard", "3/4");
+    assert_int_equal(s.shard.rank, 3);
+    assert_int_equal(s.shard.count, 4);
+    s = parse_ok("shard", "0/1");
+    assert_int_equal(s.shard.count, 1);
+    const char *bad[] = {"4/4", "0/0", "-1/4", "1/-4", "a/b", "1", "1/", "/4", "1/4/5", "1 /4",
+                         ""};
+    for (size_t i = 0; i < PB_ARRAY_LEN(bad); i++) {
+        char want[PB_MSG_MAX];
+        snprintf(want, sizeof want,
+                 "dataset.shard must be RANK/COUNT with 0 <= RANK < COUNT, got '%s'", bad[i]);
+        parse_bad("shard", bad[i], "dataset.shard", want);
+    }
+}
+
+static void test_find_and_names(void **state)
+{
+    (void)state;
+    assert_ptr_equal(pb_opt_find(table, "ratio"), &table[2]);
+    assert_null(pb_opt_find(table, "rati"));
+    assert_null(pb_opt_find(NULL, "ratio"));
+    char buf[128];
+    pb_opt_names(table, buf, sizeof buf);
+    assert_string_equal(buf, "flag, count, ratio, label, mode, shard");
+    pb_opt_names(NULL, buf, sizeof buf);
+    assert_string_equal(buf, "");
+    char small[12];
+    pb_opt_names(table, small, sizeof small);
+    assert_true(strlen(small) < sizeof small);
+}
+
+static void test_nearest(void **state)
+{
+    (void)state;
+    assert_string_equal(pb_opt_nearest(table, "cont"), "count");
+    assert_string_equal(pb_opt_nearest(table, "counts"), "count");
+    assert_string_equal(pb_opt_nearest(table, "flga"), "flag"); /* transposition */
+    assert_string_equal(pb_opt_nearest(table, "shrad"), "shard");
+    assert_null(pb_opt_nearest(table, "workers"));
+    assert_null(pb_opt_nearest(NULL, "count"));
+
+    static const char *const keys[] = {"workers", "batch_size", "prefetch_factor",
+                                       "pin_memory", "drop_last", "in_order"};
+    assert_string_equal(pb_nearest_name(keys, PB_ARRAY_LEN(keys), "worker"), "workers");
+    assert_string_equal(pb_nearest_name(keys, PB_ARRAY_LEN(keys), "batchsize"), "batch_size");
+    assert_string_equal(pb_nearest_name(keys, PB_ARRAY_LEN(keys), "prefetch_factr"),
+                        "prefetch_factor");
+    /* Long names allow more edits: len / 3. */
+    assert_string_equal(pb_nearest_name(keys, PB_ARRAY_LEN(keys), "prefech_fator"),
+                        "prefetch_factor");
+    assert_null(pb_nearest_name(keys, PB_ARRAY_LEN(keys), "threads"));
+
+    /* A tie suggests nothing. */
+    static const char *const twins[] = {"ab", "ac"};
+    assert_null(pb_nearest_name(twins, 2, "aa"));
+    assert_string_equal(pb_nearest_name(twins, 2, "ab"), "ab");
+}
+
+static void test_describe(void **state)
+{
+    (void)state;
+    char buf[128];
+    pb_opt_describe(opt("flag"), buf, sizeof buf);
+    assert_string_equal(buf, "true or false");
+    pb_opt_describe(opt("count"), buf, sizeof buf);
+    assert_string_equal(buf, "integer 0..1024");
+    pb_opt_describe(opt("ratio"), buf, sizeof buf);
+    assert_string_equal(buf, "number 0.001..1");
+    pb_opt_describe(opt("label"), buf, sizeof buf);
+    assert_string_equal(buf, "text");
+    pb_opt_describe(opt("mode"), buf, sizeof buf);
+    assert_string_equal(buf, "one of: skip, fail");
+    pb_opt_describe(opt("shard"), buf, sizeof buf);
+    assert_string_equal(buf, "RANK/COUNT");
+}
+
+static void test_format(void **state)
+{
+    (void)state;
+    struct sample s = defaults();
+    s.flag = false;
+    s.count = 1000;
+    s.ratio = 0.1;
+    s.mode = 1;
+    s.shard = (struct pb_shard){3, 8};
+    char buf[64];
+    pb_opt_format(opt("flag"), &s, buf, sizeof buf);
+    assert_string_equal(buf, "false");
+    pb_opt_format(opt("count"), &s, buf, sizeof buf);
+    assert_string_equal(buf, "1000");
+    pb_opt_format(opt("ratio"), &s, buf, sizeof buf);
+    assert_string_equal(buf, "0.1");
+    pb_opt_format(opt("label"), &s, buf, sizeof buf);
+    assert_string_equal(buf, "abc");
+    pb_opt_format(opt("mode"), &s, buf, sizeof buf);
+    assert_string_equal(buf, "fail");
+    pb_opt_format(opt("shard"), &s, buf, sizeof buf);
+    assert_string_equal(buf, "3/8");
+
+    /* Formatted values parse back to the same value. */
+    s.ratio = 1.0 / 3.0;
+    pb_opt_format(opt("ratio"), &s, buf, sizeof buf);
+    struct sample back = parse_ok("ratio", buf);
+    assert_true(back.ratio == s.ratio);
+}
+
+static void test_json_round_trip(void **state)
+{
+    (void)state;
+    struct sample s = defaults();
+    s.flag = false;
+    s.count = 17;
+    s.ratio = 0.3;
+    strcpy(s.label, "xyz");
+    s.mode = 1;
+    s.shard = (struct pb_shard){2, 5};
+
+    json_t *obj = pb_opt_to_json(table, &s);
+    assert_non_null(obj);
+    assert_int_equal(json_object_size(obj), 6);
+    assert_true(json_is_false(json_object_get(obj, "flag")));
+    assert_true(json_is_integer(json_object_get(obj, "count")));
+    assert_int_equal(json_integer_value(json_object_get(obj, "count")), 17);
+    assert_true(json_is_real(json_object_get(obj, "ratio")));
+    assert_string_equal(json_string_value(json_object_get(obj, "label")), "xyz");
+    assert_string_equal(json_string_value(json_object_get(obj, "mode")), "fail");
+    assert_string_equal(json_string_value(json_object_get(obj, "shard")), "2/5");
+
+    struct sample back = defaults();
+    char msg[PB_MSG_MAX] = "";
+    assert_int_equal(pb_opt_from_json(table, &back, obj, "sec", msg, sizeof msg), PB_OK);
+    assert_memory_equal(&back, &s, sizeof s);
+    json_decref(obj);
+}
+
+static void test_json_partial_and_errors(void **state)
+{
+    (void)state;
+    char msg[PB_MSG_MAX] = "";
+    struct sample s = defaults();
+
+    /* Missing keys keep their value; unknown keys are ignored; an integer
+     * is a fine number. */
+    json_t *obj = json_pack("{s:i, s:i, s:s}", "count", 9, "ratio", 1, "newer_option", "x");
+    assert_int_equal(pb_opt_from_json(table, &s, obj, "sec", msg, sizeof msg), PB_OK);
+    assert_int_equal(s.count, 9);
+    assert_true(s.ratio == 1.0);
+    assert_true(s.flag);
+    json_decref(obj);
+
+    struct {
+        json_t *obj;
+        const char *want;
+    } cases[] = {
+        {json_pack("{s:s}", "count", "4"), "sec.count must be an integer, got a string"},
+        {json_pack("{s:f}", "count", 4.5), "sec.count must be an integer, got a number"},
+        {json_pack("{s:i}", "count", 5000), "sec.count must be between 0 and 1024, got 5000"},
+        {json_pack("{s:i}", "flag", 1), "sec.flag must be true or false, got a number"},
+        {json_pack("{s:s}", "ratio", "0.5"), "sec.ratio must be a number, got a string"},
+        {json_pack("{s:s}", "mode", "never"), "sec.mode must be one of: skip, fail; got 'never'"},
+        {json_pack("{s:i}", "shard", 1), "sec.shard must be a string, got a number"},
+        {json_pack("[]"), "sec must be an object, got an array"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        assert_non_null(cases[i].obj);
+        assert_int_equal(pb_opt_from_json(table, &s, cases[i].obj, "sec", msg, sizeof msg),
+                         PB_ERR_CONFIG);
+        assert_string_equal(msg, cases[i].want);
+        json_decref(cases[i].obj);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_bad_default_is_reported),
+        cmocka_unit_test(test_bool),
+        cmocka_unit_test(test_int),
+        cmocka_unit_test(test_int_extreme_bounds),
+        cmocka_unit_test(test_double),
+        cmocka_unit_test(test_string),
+        cmocka_unit_test(test_enum),
+        cmocka_unit_test(test_shard),
+        cmocka_unit_test(test_find_and_names),
+        cmocka_unit_test(test_nearest),
+        cmocka_unit_test(test_describe),
+        cmocka_unit_test(test_format),
+        cmocka_unit_test(test_json_round_trip),
+        cmocka_unit_test(test_json_partial_and_errors),
+    };
+    return cmocka_run_group_tests(tests, 0, NULL);
+}

@@ -1,0 +1,895 @@
+/* Tests for bench/result.c, bench/report.c and bench/machine.c: the point
+ * summary, the JSON round trip of every field, atomic writes, reader
+ * messages, the renderings and the machine probe. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench/pb.h"
+#include "bench/result.h"
+
+/* ------------------------------------------------------------- helpers */
+
+struct rng {
+    uint64_t state;
+};
+
+static uint64_t rng_next(struct rng *r)
+{
+    r->state += 1;
+    return pb_mix64(r->state);
+}
+
+static double rng_unit(struct rng *r)
+{
+    return (double)(rng_next(r) >> 11) / 9007199254740992.0;
+}
+
+/* Log-uniform nanoseconds between 1 and 2^34 (~17 s). */
+static uint64_t rng_ns(struct rng *r)
+{
+    return (uint64_t)exp2(rng_unit(r) * 34.0);
+}
+
+static void assert_close(double a, double b)
+{
+    if (isnan(a) && isnan(b))
+        return;
+    double scale = fmax(fabs(a), fabs(b));
+    if (fabs(a - b) > 1e-9 * scale) {
+        fail_msg("%.17g != %.17g", a, b);
+    }
+}
+
+static void fill_stage(struct rng *r, struct pb_stage_result *stage, const char *name)
+{
+    snprintf(stage->name, sizeof(stage->name), "%s", name);
+    pb_hist_init(&stage->hist);
+    size_t values = 1 + rng_next(r) % 500;
+    for (size_t i = 0; i < values; i++)
+        pb_hist_add(&stage->hist, rng_ns(r));
+    stage->cpu_ns = rng_next(r) % 1000000000000ull;
+    stage->share_pct = 100 * rng_unit(r);
+}
+
+static void fill_repeat(struct rng *r, struct pb_repeat_result *rep)
+{
+    static const char *const stage_names[] = {"read", "decode", "resize", "normalize"};
+    rep->wall_s = 1 + 10 * rng_unit(r);
+    rep->samples = rng_next(r) % 100000;
+    rep->batches = rng_next(r) % 3000;
+    rep->bytes_read = rng_next(r) % (1ull << 40);
+    rep->errors = rng_next(r) % 5;
+    rep->samples_per_s = 1000 * rng_unit(r) + 500;
+    rep->batches_per_s = 30 * rng_unit(r);
+    rep->mb_per_s = 400 * rng_unit(r);
+    rep->stall_pct = 100 * rng_unit(r);
+    rep->accel_util_pct = 100 * rng_unit(r);
+    rep->cpu_util_pct = 800 * rng_unit(r);
+    rep->worker_cpu_pct = 100 * rng_unit(r);
+    rep->window_noise = 0.1 * rng_unit(r);
+    rep->hit_time_cap = rng_next(r) % 2;
+    rep->noisy = rng_next(r) % 2;
+    rep->interrupted = rng_next(r) % 2;
+    rep->rss_peak_bytes = rng_next(r) % (1ull << 36);
+    rep->batch_count = 1 + rng_next(r) % 200;
+    rep->batch_records = calloc(rep->batch_count, sizeof(*rep->batch_records));
+    assert_non_null(rep->batch_records);
+    for (size_t i = 0; i < rep->batch_count; i++) {
+        struct pb_batch_record *b = &rep->batch_records[i];
+        b->assembly_ns = rng_ns(r);
+        b->wait_ns = rng_ns(r);
+        b->step_ns = rng_ns(r);
+        b->queue_depth = (uint32_t)(rng_next(r) % 17);
+        b->samples = (uint32_t)(rng_next(r) % 257);
+    }
+    rep->rss_count = 1 + rng_next(r) % 50;
+    rep->rss = calloc(rep->rss_count, sizeof(*rep->rss));
+    assert_non_null(rep->rss);
+    for (size_t i = 0; i < rep->rss_count; i++) {
+        rep->rss[i].t_s = 0.1 * (double)i + rng_unit(r) * 1e-3;
+        rep->rss[i].rss_bytes = rng_next(r) % (1ull << 36);
+        rep->rss[i].cpu_pct = 800 * rng_unit(r);
+    }
+    rep->stage_count = PB_ARRAY_LEN(stage_names);
+    rep->stages = calloc(rep->stage_count, sizeof(*rep->stages));
+    assert_non_null(rep->stages);
+    for (size_t i = 0; i < rep->stage_count; i++)
+        fill_stage(r, &rep->stages[i], stage_names[i]);
+}
+
+/* A synthetic result: 2 points x 3 repeats, random histograms and batch
+ * records, every field set to something other than zero. */
+static void make_result(struct pb_result *result, uint64_t seed)
+{
+    struct rng r = {seed};
+    memset(result, 0, sizeof(*result));
+    result->schema_version = PB_SCHEMA_VERSION;
+    snprintf(result->pbench_version, sizeof(result->pbench_version), "%s", PB_VERSION);
+    snprintf(result->created, sizeof(result->created), "2025-01-02T03:04:05Z");
+    snprintf(result->name, sizeof(result->name), "image-basic");
+
+    struct pb_machine *m = &result->machine;
+    snprintf(m->hostname, sizeof(m->hostname), "node-7");
+    snprintf(m->cpu_model, sizeof(m->cpu_model), "Test CPU @ 3.0GHz");
+    m->packages = 2;
+    m->cores = 32;
+    m->pus = 64;
+    m->numa_nodes = 2;
+    m->l3_bytes = 64ull << 20;
+    m->memory_bytes = 256ull << 30;
+    snprintf(m->os, sizeof(m->os), "Debian GNU/Linux 12 (bookworm)");
+    snprintf(m->kernel, sizeof(m->kernel), "Linux 6.1.0");
+    snprintf(m->arch, sizeof(m->arch), "x86_64");
+    snprintf(m->compiler, sizeof(m->compiler), "GNU 12.2.0");
+    snprintf(m->build_type, sizeof(m->build_type), "Release");
+    snprintf(m->sanitize, sizeof(m->sanitize), "OFF");
+    m->library_count = 3;
+    snprintf(m->libraries[0][0], 48, "libyaml");
+    snprintf(m->libraries[0][1], 48, "0.2.5");
+    snprintf(m->libraries[1][0], 48, "hwloc");
+    snprintf(m->libraries[1][1], 48, "2.9.0");
+    snprintf(m->libraries[2][0], 48, "jansson");
+    snprintf(m->libraries[2][1], 48, "2.14");
+    m->gpu_count = 1;
+    snprintf(m->gpu_name, sizeof(m->gpu_name), "NVIDIA H100");
+    snprintf(m->gpu_status, sizeof(m->gpu_status), "ok");
+    m->cuda_runtime_version = 13000;
+    m->cuda_driver_version = 13010;
+
+    result->config = json_pack("{s s s {s i s i s i s b} s {s f s i}}", "name", "image-basic",
+                               "loader", "workers", 4, "batch_size", 32, "prefetch_factor", 2,
+                               "pin_memory", 1, "run", "step_ms", 12.5, "repeats", 3);
+    assert_non_null(result->config);
+    result->interrupted = true;
+    result->overhead_measured = true;
+    result->overhead_pct = 1.25;
+    result->overhead_noise_pct = 0.375;
+    pb_result_warn(result, "dataset (%d MiB) fits in the page cache", 512);
+
+    result->point_count = 2;
+    result->points = calloc(result->point_count, sizeof(*result->points));
+    assert_non_null(result->points);
+    for (size_t i = 0; i < result->point_count; i++) {
+        struct pb_point_result *p = &result->points[i];
+        p->axes = json_pack("{s i s s}", "loader.workers", (int)(2 + 2 * i),
+                            "pipeline.resize.size", "224,224");
+        p->repeat_count = 3;
+        p->repeats = calloc(p->repeat_count, sizeof(*p->repeats));
+        assert_non_null(p->repeats);
+        for (size_t k = 0; k < p->repeat_count; k++)
+            fill_repeat(&r, &p->repeats[k]);
+        pb_point_summarize(p);
+        p->pinned_bytes = 64ull << 20;
+        p->batch_pool_bytes = 96ull << 20;
+        p->error_file_count = 2;
+        snprintf(p->error_files[0], 256, "data/a.jpg: corrupt JPEG data");
+        snprintf(p->error_files[1], 256, "data/b, \"quoted\".jpg: truncated");
+        pb_point_warn(p, "custom warning %zu", i);
+    }
+}
+
+static void assert_stage_equal(const struct pb_stage_result *a, const struct pb_stage_result *b)
+{
+    assert_string_equal(a->name, b->name);
+    assert_int_equal(a->cpu_ns, b->cpu_ns);
+    assert_close(a->share_pct, b->share_pct);
+    assert_int_equal(a->hist.count, b->hist.count);
+    assert_int_equal(a->hist.min_ns, b->hist.min_ns);
+    assert_int_equal(a->hist.max_ns, b->hist.max_ns);
+    assert_int_equal(a->hist.sum_ns, b->hist.sum_ns);
+    assert_close(a->hist.mean_ns, b->hist.mean_ns);
+    assert_close(a->hist.m2, b->hist.m2);
+    assert_memory_equal(a->hist.bins, b->hist.bins, sizeof(a->hist.bins));
+}
+
+static void assert_repeat_equal(const struct pb_repeat_result *a, const struct pb_repeat_result *b)
+{
+    assert_close(a->wall_s, b->wall_s);
+    assert_int_equal(a->samples, b->samples);
+    assert_int_equal(a->batches, b->batches);
+    assert_int_equal(a->bytes_read, b->bytes_read);
+    assert_int_equal(a->errors, b->errors);
+    assert_close(a->samples_per_s, b->samples_per_s);
+    assert_close(a->batches_per_s, b->batches_per_s);
+    assert_close(a->mb_per_s, b->mb_per_s);
+    assert_close(a->stall_pct, b->stall_pct);
+    assert_close(a->accel_util_pct, b->accel_util_pct);
+    assert_close(a->cpu_util_pct, b->cpu_util_pct);
+    assert_close(a->worker_cpu_pct, b->worker_cpu_pct);
+    assert_close(a->window_noise, b->window_noise);
+    assert_int_equal(a->hit_time_cap, b->hit_time_cap);
+    assert_int_equal(a->noisy, b->noisy);
+    assert_int_equal(a->interrupted, b->interrupted);
+    assert_int_equal(a->rss_peak_bytes, b->rss_peak_bytes);
+    assert_int_equal(a->batch_count, b->batch_count);
+    for (size_t i = 0; i < a->batch_count; i++) {
+        assert_int_equal(a->batch_records[i].assembly_ns, b->batch_records[i].assembly_ns);
+        assert_int_equal(a->batch_records[i].wait_ns, b->batch_records[i].wait_ns);
+        assert_int_equal(a->batch_records[i].step_ns, b->batch_records[i].step_ns);
+        assert_int_equal(a->batch_records[i].queue_depth, b->batch_records[i].queue_depth);
+        assert_int_equal(a->batch_records[i].samples, b->batch_records[i].samples);
+    }
+    assert_int_equal(a->rss_count, b->rss_count);
+    for (size_t i = 0; i < a->rss_count; i++) {
+        assert_close(a->rss[i].t_s, b->rss[i].t_s);
+        assert_int_equal(a->rss[i].rss_bytes, b->rss[i].rss_bytes);
+        assert_close(a->rss[i].cpu_pct, b->rss[i].cpu_pct);
+    }
+    assert_int_equal(a->stage_count, b->stage_count);
+    for (size_t i = 0; i < a->stage_count; i++)
+        assert_stage_equal(&a->stages[i], &b->stages[i]);
+}
+
+static void assert_point_equal(const struct pb_point_result *a, const struct pb_point_result *b)
+{
+    assert_true(json_equal(a->axes, b->axes));
+    assert_close(a->samples_per_s, b->samples_per_s);
+    assert_close(a->samples_per_s_noise_pct, b->samples_per_s_noise_pct);
+    assert_close(a->batches_per_s, b->batches_per_s);
+    assert_close(a->mb_per_s, b->mb_per_s);
+    assert_close(a->stall_pct, b->stall_pct);
+    assert_close(a->accel_util_pct, b->accel_util_pct);
+    assert_close(a->cpu_util_pct, b->cpu_util_pct);
+    assert_close(a->worker_cpu_pct, b->worker_cpu_pct);
+    assert_int_equal(a->assembly_p50_ns, b->assembly_p50_ns);
+    assert_int_equal(a->assembly_p99_ns, b->assembly_p99_ns);
+    assert_int_equal(a->wait_p50_ns, b->wait_p50_ns);
+    assert_int_equal(a->wait_p99_ns, b->wait_p99_ns);
+    assert_int_equal(a->rss_peak_bytes, b->rss_peak_bytes);
+    assert_int_equal(a->pinned_bytes, b->pinned_bytes);
+    assert_int_equal(a->batch_pool_bytes, b->batch_pool_bytes);
+    assert_int_equal(a->samples, b->samples);
+    assert_int_equal(a->errors, b->errors);
+    assert_int_equal(a->error_file_count, b->error_file_count);
+    for (int i = 0; i < a->error_file_count; i++)
+        assert_string_equal(a->error_files[i], b->error_files[i]);
+    assert_int_equal(a->stage_count, b->stage_count);
+    for (size_t i = 0; i < a->stage_count; i++)
+        assert_stage_equal(&a->stages[i], &b->stages[i]);
+    assert_int_equal(a->warning_count, b->warning_count);
+    for (int i = 0; i < a->warning_count; i++)
+        assert_string_equal(a->warnings[i], b->warnings[i]);
+    assert_int_equal(a->repeat_count, b->repeat_count);
+    for (size_t i = 0; i < a->repeat_count; i++)
+        assert_repeat_equal(&a->repeats[i], &b->repeats[i]);
+}
+
+static void assert_result_equal(const struct pb_result *a, const struct pb_result *b)
+{
+    assert_int_equal(a->schema_version, b->schema_version);
+    assert_string_equal(a->pbench_version, b->pbench_version);
+    assert_string_equal(a->created, b->created);
+    assert_string_equal(a->name, b->name);
+    const struct pb_machine *ma = &a->machine, *mb = &b->machine;
+    assert_string_equal(ma->hostname, mb->hostname);
+    assert_string_equal(ma->cpu_model, mb->cpu_model);
+    assert_int_equal(ma->packages, mb->packages);
+    assert_int_equal(ma->cores, mb->cores);
+    assert_int_equal(ma->pus, mb->pus);
+    assert_int_equal(ma->numa_nodes, mb->numa_nodes);
+    assert_int_equal(ma->l3_bytes, mb->l3_bytes);
+    assert_int_equal(ma->memory_bytes, mb->memory_bytes);
+    assert_string_equal(ma->os, mb->os);
+    assert_string_equal(ma->kernel, mb->kernel);
+    assert_string_equal(ma->arch, mb->arch);
+    assert_string_equal(ma->compiler, mb->compiler);
+    assert_string_equal(ma->build_type, mb->build_type);
+    assert_string_equal(ma->sanitize, mb->sanitize);
+    assert_int_equal(ma->library_count, mb->library_count);
+    for (int i = 0; i < ma->library_count; i++) {
+        assert_string_equal(ma->libraries[i][0], mb->libraries[i][0]);
+        assert_string_equal(ma->libraries[i][1], mb->libraries[i][1]);
+    }
+    assert_int_equal(ma->gpu_count, mb->gpu_count);
+    assert_string_equal(ma->gpu_name, mb->gpu_name);
+    assert_string_equal(ma->gpu_status, mb->gpu_status);
+    assert_int_equal(ma->cuda_runtime_version, mb->cuda_runtime_version);
+    assert_int_equal(ma->cuda_driver_version, mb->cuda_driver_version);
+    assert_true(json_equal(a->config, b->config));
+    assert_int_equal(a->interrupted, b->interrupted);
+    assert_int_equal(a->overhead_measured, b->overhead_measured);
+    assert_close(a->overhead_pct, b->overhead_pct);
+    assert_close(a->overhead_noise_pct, b->overhead_noise_pct);
+    assert_int_equal(a->warning_count, b->warning_count);
+    for (int i = 0; i < a->warning_count; i++)
+        assert_string_equal(a->warnings[i], b->warnings[i]);
+    assert_int_equal(a->point_count, b->point_count);
+    for (size_t i = 0; i < a->point_count; i++)
+        assert_point_equal(&a->points[i], &b->points[i]);
+}
+
+/* Renders into a string with open_memstream; the caller frees it. */
+static char *render(const struct pb_result *result, enum pb_format format)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    assert_non_null(out);
+    pb_report(out, result, format);
+    fclose(out);
+    return text;
+}
+
+static size_t count_lines(const char *text)
+{
+    size_t lines = 0;
+    for (; *text; text++)
+        lines += *text == '\n';
+    return lines;
+}
+
+/* ----------------------------------------------------------------- tests */
+
+static void test_warnings_dedupe_and_cap(void **state)
+{
+    (void)state;
+    struct pb_point_result point = {0};
+    pb_point_warn(&point, "noisy %d", 1);
+    pb_point_warn(&point, "noisy %d", 1);
+    assert_int_equal(point.warning_count, 1);
+    assert_string_equal(point.warnings[0], "noisy 1");
+    for (int i = 0; i < 2 * PB_MAX_WARNINGS; i++)
+        pb_point_warn(&point, "warning %d", i);
+    assert_int_equal(point.warning_count, PB_MAX_WARNINGS);
+
+    struct pb_result result = {0};
+    pb_result_warn(&result, "cache %s", "warm");
+    pb_result_warn(&result, "cache %s", "warm");
+    pb_result_warn(&result, "cache %s", "cold");
+    assert_int_equal(result.warning_count, 2);
+    assert_string_equal(result.warnings[1], "cache cold");
+}
+
+static void add_stage_values(struct pb_repeat_result *rep, const char *name, uint64_t cpu_ns,
+                             const uint64_t *values, size_t n)
+{
+    struct pb_stage_result *st = &rep->stages[rep->stage_count++];
+    snprintf(st->name, sizeof(st->name), "%s", name);
+    st->cpu_ns = cpu_ns;
+    pb_hist_init(&st->hist);
+    for (size_t i = 0; i < n; i++)
+        pb_hist_add(&st->hist, values[i]);
+}
+
+static void test_summarize_fixed_inputs(void **state)
+{
+    (void)state;
+    struct pb_repeat_result reps[3] = {0};
+    const double samples_per_s[3] = {100, 120, 110};
+    const double batches_per_s[3] = {3, 1, 2};
+    const double mb_per_s[3] = {5, 7, 6};
+    const double wall_s[3] = {1, 2, 1};
+    const double stall_pct[3] = {10, 20, 40};
+    const double accel_pct[3] = {90, 80, 60};
+    const double cpu_pct[3] = {100, 200, 300};
+    const double worker_pct[3] = {50, 50, 90};
+    const uint64_t rss_peak[3] = {100, 300, 200};
+    /* 100 batch records over the repeats (40, 30, 30): assembly 1..100 and
+     * wait 2..200 in a shuffled order, so p50/p99 are 50/99 and 100/198. */
+    const size_t batch_counts[3] = {40, 30, 30};
+    uint64_t k = 0;
+    for (int i = 0; i < 3; i++) {
+        reps[i].samples_per_s = samples_per_s[i];
+        reps[i].batches_per_s = batches_per_s[i];
+        reps[i].mb_per_s = mb_per_s[i];
+        reps[i].wall_s = wall_s[i];
+        reps[i].stall_pct = stall_pct[i];
+        reps[i].accel_util_pct = accel_pct[i];
+        reps[i].cpu_util_pct = cpu_pct[i];
+        reps[i].worker_cpu_pct = worker_pct[i];
+        reps[i].rss_peak_bytes = rss_peak[i];
+        reps[i].samples = 1000 * (uint64_t)(i + 1);
+        reps[i].errors = (uint64_t)i;
+        reps[i].window_noise = 0.5;
+        reps[i].batch_count = batch_counts[i];
+        reps[i].batch_records = calloc(batch_counts[i], sizeof(struct pb_batch_record));
+        assert_non_null(reps[i].batch_records);
+        for (size_t b = 0; b < batch_counts[i]; b++, k++) {
+            uint64_t v = (k * 37) % 100 + 1; /* a permutation of 1..100 */
+            reps[i].batch_records[b].assembly_ns = v;
+            reps[i].batch_records[b].wait_ns = 2 * v;
+        }
+        reps[i].stages = calloc(2, sizeof(struct pb_stage_result));
+        assert_non_null(reps[i].stages);
+    }
+    reps[1].hit_time_cap = true;
+    const uint64_t read_values[] = {100, 300};
+    const uint64_t decode_values[] = {1000};
+    const uint64_t augment_values[] = {500, 500, 600};
+    add_stage_values(&reps[0], "read", 10, read_values, 2);
+    add_stage_values(&reps[0], "decode", 20, decode_values, 1);
+    add_stage_values(&reps[1], "decode", 30, decode_values, 1);
+    add_stage_values(&reps[1], "read", 40, read_values, 2);
+    add_stage_values(&reps[2], "read", 50, read_values, 2);
+    add_stage_values(&reps[2], "augment", 60, augment_values, 3);
+
+    struct pb_point_result point = {0};
+    point.repeats = reps;
+    point.repeat_count = 3;
+    pb_point_summarize(&point);
+
+    assert_close(point.samples_per_s, 110);
+    /* mean 110, sample stddev sqrt((100 + 100 + 0) / 2) = 10. */
+    assert_close(point.samples_per_s_noise_pct, 100.0 * 10 / 110);
+    assert_close(point.batches_per_s, 2);
+    assert_close(point.mb_per_s, 6);
+    assert_close(point.stall_pct, (10 * 1 + 20 * 2 + 40 * 1) / 4.0);
+    assert_close(point.accel_util_pct, (90 * 1 + 80 * 2 + 60 * 1) / 4.0);
+    assert_close(point.cpu_util_pct, (100 * 1 + 200 * 2 + 300 * 1) / 4.0);
+    assert_close(point.worker_cpu_pct, (50 * 1 + 50 * 2 + 90 * 1) / 4.0);
+    assert_int_equal(point.assembly_p50_ns, 50);
+    assert_int_equal(point.assembly_p99_ns, 99);
+    assert_int_equal(point.wait_p50_ns, 100);
+    assert_int_equal(point.wait_p99_ns, 198);
+    assert_int_equal(point.rss_peak_bytes, 300);
+    assert_int_equal(point.samples, 6000);
+    assert_int_equal(point.errors, 3);
+
+    /* Stages merged by name in order of first appearance. */
+    assert_int_equal(point.stage_count, 3);
+    assert_string_equal(point.stages[0].name, "read");
+    assert_string_equal(point.stages[1].name, "decode");
+    assert_string_equal(point.stages[2].name, "augment");
+    assert_int_equal(point.stages[0].hist.count, 6);
+    assert_int_equal(point.stages[0].hist.sum_ns, 1200);
+    assert_int_equal(point.stages[0].cpu_ns, 100);
+    assert_int_equal(point.stages[1].hist.count, 2);
+    assert_int_equal(point.stages[1].cpu_ns, 50);
+    assert_int_equal(point.stages[2].hist.sum_ns, 1600);
+    double total_ns = 1200 + 2000 + 1600;
+    assert_close(point.stages[0].share_pct, 100 * 1200 / total_ns);
+    assert_close(point.stages[1].share_pct, 100 * 2000 / total_ns);
+    assert_close(point.stages[2].share_pct, 100 * 1600 / total_ns);
+
+    assert_int_equal(point.warning_count, 1);
+    assert_string_equal(point.warnings[0],
+                        "1 of 3 repeats hit run.max_time_s before the noise target was met");
+
+    /* Summarizing again replaces the summary; the warning stays once and
+     * warnings added by others are kept. */
+    pb_point_warn(&point, "CPU frequency changed during the run");
+    pb_point_summarize(&point);
+    assert_int_equal(point.stage_count, 3);
+    assert_int_equal(point.warning_count, 2);
+    assert_string_equal(point.warnings[0], "CPU frequency changed during the run");
+
+    /* Two repeats: the median is the mean of the middle pair. */
+    point.repeat_count = 2;
+    pb_point_summarize(&point);
+    assert_close(point.samples_per_s, 110);
+    assert_close(point.batches_per_s, 2);
+
+    /* One repeat: noise is that repeat's windowed-throughput noise. */
+    point.repeat_count = 1;
+    reps[0].noisy = true;
+    pb_point_summarize(&point);
+    assert_close(point.samples_per_s, 100);
+    assert_close(point.samples_per_s_noise_pct, 50);
+    assert_close(point.stall_pct, 10);
+    assert_int_equal(point.stage_count, 2);
+    assert_int_equal(point.warning_count, 2);
+    assert_string_equal(point.warnings[0], "CPU frequency changed during the run");
+    assert_string_equal(point.warnings[1], "1 of 1 repeats were noisy: windowed throughput "
+                                           "varied by up to 50.0%, above run.target_noise");
+
+    for (int i = 0; i < 3; i++) {
+        free(reps[i].batch_records);
+        free(reps[i].stages);
+    }
+    free(point.stages);
+}
+
+static void test_json_round_trip(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        struct pb_result result, back;
+        char msg[PB_MSG_MAX] = "";
+        make_result(&result, seed);
+
+        json_t *root = pb_result_to_json(&result);
+        assert_non_null(root);
+        char *text = json_dumps(root, JSON_INDENT(2));
+        assert_non_null(text);
+        json_decref(root);
+        json_error_t error;
+        json_t *loaded = json_loads(text, 0, &error);
+        assert_non_null(loaded);
+        free(text);
+
+        int rc = pb_result_from_json(loaded, &back, msg, sizeof(msg));
+        if (rc != PB_OK)
+            fail_msg("from_json: %s", msg);
+        json_decref(loaded);
+        assert_result_equal(&result, &back);
+
+        /* Derived stage fields are written for readers that don't recompute. */
+        json_t *again = pb_result_to_json(&back);
+        json_t *stage = json_array_get(
+            json_object_get(json_array_get(json_object_get(again, "points"), 0), "stages"), 0);
+        assert_int_equal(json_integer_value(json_object_get(stage, "count")),
+                         result.points[0].stages[0].hist.count);
+        assert_int_equal(json_integer_value(json_object_get(stage, "p99_ns")),
+                         pb_hist_quantile(&result.points[0].stages[0].hist, 0.99));
+        json_t *bins = json_object_get(json_object_get(stage, "histogram"), "bins");
+        assert_true(json_array_size(bins) > 0);
+        assert_int_equal(json_array_size(json_array_get(bins, 0)), 3);
+        json_decref(again);
+
+        pb_result_free(&result);
+        pb_result_free(&back);
+    }
+    /* free is safe on a zeroed (and an already freed) struct. */
+    struct pb_result empty = {0};
+    pb_result_free(&empty);
+    pb_result_free(&empty);
+}
+
+static void test_empty_result_round_trip(void **state)
+{
+    (void)state;
+    struct pb_result result = {0}, back;
+    char msg[PB_MSG_MAX];
+    result.schema_version = PB_SCHEMA_VERSION;
+    result.point_count = 1;
+    result.points = calloc(1, sizeof(*result.points));
+    assert_non_null(result.points);
+    result.points[0].stage_count = 1;
+    result.points[0].stages = calloc(1, sizeof(struct pb_stage_result));
+    assert_non_null(result.points[0].stages);
+    snprintf(result.points[0].stages[0].name, 64, "idle");
+    pb_hist_init(&result.points[0].stages[0].hist);
+    json_t *root = pb_result_to_json(&result);
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_OK);
+    json_decref(root);
+    assert_null(back.config);
+    assert_int_equal(back.points[0].stages[0].hist.count, 0);
+    assert_int_equal(back.points[0].stages[0].hist.min_ns, UINT64_MAX);
+    assert_int_equal(back.points[0].repeat_count, 0);
+    pb_result_free(&result);
+    pb_result_free(&back);
+}
+
+static char *make_temp_dir(void)
+{
+    char *dir = strdup("/tmp/pbench-test-result-XXXXXX");
+    assert_non_null(dir);
+    assert_non_null(mkdtemp(dir));
+    return dir;
+}
+
+static void remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char child[PB_PATH_MAX];
+            snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
+            remove_tree(child);
+        }
+        if (d)
+            closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+static size_t count_entries(const char *dir)
+{
+    size_t n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)size + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)size, f), (size_t)size);
+    text[size] = '\0';
+    fclose(f);
+    return text;
+}
+
+static void test_write_and_read(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    char folder[512], path[PB_PATH_MAX], msg[PB_MSG_MAX] = "";
+    snprintf(folder, sizeof(folder), "%s/results/nightly", dir);
+    snprintf(path, sizeof(path), "%s/run.json", folder);
+
+    struct pb_result result, back;
+    make_result(&result, 42);
+    /* The folder does not exist yet: write creates it. */
+    int rc = pb_result_write(&result, path, msg, sizeof(msg));
+    if (rc != PB_OK)
+        fail_msg("write: %s", msg);
+    assert_int_equal(count_entries(folder), 1);
+    rc = pb_result_read(path, &back, msg, sizeof(msg));
+    if (rc != PB_OK)
+        fail_msg("read: %s", msg);
+    assert_result_equal(&result, &back);
+    pb_result_free(&back);
+
+    /* An existing, longer file is replaced whole, and no temp file stays. */
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 200000; i++)
+        fputs("garbage ", f);
+    fclose(f);
+    pb_result_free(&result);
+    make_result(&result, 43);
+    assert_int_equal(pb_result_write(&result, path, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(count_entries(folder), 1);
+    char *text = slurp(path);
+    assert_null(strstr(text, "garbage"));
+    json_t *root = pb_result_to_json(&result);
+    char *expected = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    assert_non_null(expected);
+    assert_int_equal(strlen(text), strlen(expected) + 1); /* plus a final newline */
+    assert_memory_equal(text, expected, strlen(expected));
+    free(text);
+    free(expected);
+    assert_int_equal(pb_result_read(path, &back, msg, sizeof(msg)), PB_OK);
+    assert_result_equal(&result, &back);
+    pb_result_free(&back);
+
+    /* A write that cannot rename (the target is a folder) leaves nothing. */
+    char blocked[PB_PATH_MAX];
+    snprintf(blocked, sizeof(blocked), "%s/blocked.json", folder);
+    assert_int_equal(mkdir(blocked, 0777), 0);
+    assert_int_equal(pb_result_write(&result, blocked, msg, sizeof(msg)), PB_ERR);
+    assert_non_null(strstr(msg, blocked));
+    assert_int_equal(count_entries(folder), 2); /* run.json and the folder */
+
+    /* Parse errors name the file, line and column. */
+    snprintf(path, sizeof(path), "%s/broken.json", folder);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\n  \"schema_version\": 1,\n  \"name\": oops\n}\n", f);
+    fclose(f);
+    assert_int_equal(pb_result_read(path, &back, msg, sizeof(msg)), PB_ERR);
+    char prefix[PB_PATH_MAX + 16];
+    snprintf(prefix, sizeof(prefix), "%s:3:", path);
+    assert_memory_equal(msg, prefix, strlen(prefix));
+
+    pb_result_free(&result);
+    remove_tree(dir);
+    free(dir);
+}
+
+static void test_reader_messages(void **state)
+{
+    (void)state;
+    struct pb_result result, back;
+    char msg[PB_MSG_MAX];
+    make_result(&result, 7);
+    json_t *root = pb_result_to_json(&result);
+
+    json_object_set_new(root, "schema_version", json_integer(PB_SCHEMA_VERSION + 1));
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_ERR);
+    assert_string_equal(msg, "schema_version: 2 is newer than this pbench reads (1); "
+                             "use a newer pbench to read it");
+    assert_int_equal(back.point_count, 0);
+    assert_null(back.points);
+    json_object_set_new(root, "schema_version", json_integer(PB_SCHEMA_VERSION));
+
+    json_t *repeat = json_array_get(
+        json_object_get(json_array_get(json_object_get(root, "points"), 0), "repeats"), 1);
+    json_object_set_new(repeat, "wall_s", json_string("fast"));
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_ERR);
+    assert_string_equal(msg, "points[0].repeats[1].wall_s: expected a number");
+    json_object_set_new(repeat, "wall_s", json_real(1.5));
+
+    json_t *wait = json_object_get(json_object_get(repeat, "batch_records"), "wait_ns");
+    json_array_set_new(wait, 2, json_integer(-5));
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_ERR);
+    assert_string_equal(msg,
+                        "points[0].repeats[1].batch_records.wait_ns[2]: expected a non-negative "
+                        "integer");
+    json_array_remove(wait, 2);
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_ERR);
+    assert_non_null(strstr(msg, "points[0].repeats[1].batch_records.wait_ns: has "));
+    json_array_insert_new(wait, 2, json_integer(5));
+
+    json_t *bins = json_object_get(
+        json_object_get(json_array_get(json_object_get(repeat, "stages"), 0), "histogram"),
+        "bins");
+    json_t *bin = json_array_get(bins, 0);
+    json_t *lo = json_deep_copy(json_array_get(bin, 0));
+    json_array_set_new(bin, 0, json_integer(1000001)); /* inside a bucket, not its edge */
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_ERR);
+    assert_string_equal(msg, "points[0].repeats[1].stages[0].histogram.bins[0]: 1000001 is not "
+                             "the low edge of a histogram bucket");
+    json_array_set_new(bin, 0, lo);
+
+    json_object_set_new(root, "interrupted", json_integer(1));
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_ERR);
+    assert_string_equal(msg, "interrupted: expected true or false");
+    json_object_set_new(root, "interrupted", json_true());
+
+    json_object_set_new(json_object_get(root, "machine"), "cores", json_string("many"));
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_ERR);
+    assert_string_equal(msg, "machine.cores: expected an integer");
+    json_object_set_new(json_object_get(root, "machine"), "cores", json_integer(8));
+
+    /* Restored, the document reads again. */
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_OK);
+    pb_result_free(&back);
+
+    json_t *not_result = json_pack("{s s}", "hello", "world");
+    assert_int_equal(pb_result_from_json(not_result, &back, msg, sizeof(msg)), PB_ERR);
+    assert_string_equal(msg, "schema_version: missing; this is not a pbench result file");
+    json_decref(not_result);
+
+    json_decref(root);
+    pb_result_free(&result);
+}
+
+static void test_report_formats(void **state)
+{
+    (void)state;
+    struct pb_result result;
+    make_result(&result, 11);
+
+    char *table = render(&result, PB_FORMAT_TABLE);
+    assert_non_null(strstr(table, "image-basic"));
+    assert_non_null(strstr(table, "samples/s"));
+    assert_non_null(strstr(table, "(median of 3 repeats)"));
+    assert_non_null(strstr(table, "Test CPU @ 3.0GHz"));
+    assert_non_null(strstr(table, "workers=4"));
+    assert_non_null(strstr(table, "pin_memory=true"));
+    assert_non_null(strstr(table, "comparison (2 points)"));
+    assert_non_null(strstr(table, "accelerator")); /* run.step_ms > 0 */
+    assert_non_null(strstr(table, "decode"));
+    assert_non_null(strstr(table, "normalize"));
+    assert_non_null(strstr(table, "share%"));
+    assert_non_null(strstr(table, "data/a.jpg: corrupt JPEG data"));
+    assert_non_null(strstr(table, "warning: custom warning 1"));
+    assert_non_null(strstr(table, "warning: dataset (512 MiB) fits in the page cache"));
+    assert_non_null(strstr(table, "interrupted: partial results"));
+    assert_non_null(strstr(table, "instrumentation overhead: 1.2 %"));
+    free(table);
+
+    char *markdown = render(&result, PB_FORMAT_MARKDOWN);
+    assert_non_null(strstr(markdown, "# pbench: image-basic"));
+    assert_non_null(strstr(markdown, "## Comparison"));
+    assert_non_null(strstr(markdown, "## Point 1: loader.workers=4"));
+    assert_non_null(
+        strstr(markdown, "| stage | count | mean | p50 | p90 | p99 | max | cpu | share% |"));
+    assert_non_null(strstr(markdown, "| samples/s |"));
+    assert_non_null(strstr(markdown, "| resize |"));
+    assert_non_null(strstr(markdown, "- warning: custom warning 0"));
+    free(markdown);
+
+    char *csv = render(&result, PB_FORMAT_CSV);
+    size_t rows = 1;
+    for (size_t i = 0; i < result.point_count; i++)
+        rows += result.points[i].stage_count;
+    assert_int_equal(count_lines(csv), rows);
+    assert_memory_equal(csv, "point,axes,samples_per_s,", strlen("point,axes,samples_per_s,"));
+    /* The axes value holds a comma, so the field is quoted. */
+    assert_non_null(strstr(csv, "\n0,\"loader.workers=2;pipeline.resize.size=224,224\","));
+    assert_non_null(strstr(csv, ",read,"));
+    free(csv);
+
+    char *json_text = render(&result, PB_FORMAT_JSON);
+    json_error_t error;
+    json_t *root = json_loads(json_text, 0, &error);
+    assert_non_null(root);
+    struct pb_result back;
+    char msg[PB_MSG_MAX];
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_OK);
+    assert_result_equal(&result, &back);
+    pb_result_free(&back);
+    json_decref(root);
+    free(json_text);
+
+    /* Without run.step_ms there is no accelerator line; one point, no
+     * comparison table. */
+    json_object_del(result.config, "run");
+    result.point_count = 1;
+    table = render(&result, PB_FORMAT_TABLE);
+    assert_null(strstr(table, "accelerator"));
+    assert_null(strstr(table, "comparison"));
+    free(table);
+    result.point_count = 2;
+    pb_result_free(&result);
+}
+
+static void test_format_parse(void **state)
+{
+    (void)state;
+    enum pb_format format = PB_FORMAT_TABLE;
+    assert_int_equal(pb_format_parse("json", &format), PB_OK);
+    assert_int_equal(format, PB_FORMAT_JSON);
+    assert_int_equal(pb_format_parse("markdown", &format), PB_OK);
+    assert_int_equal(format, PB_FORMAT_MARKDOWN);
+    assert_int_equal(pb_format_parse("csv", &format), PB_OK);
+    assert_int_equal(format, PB_FORMAT_CSV);
+    assert_int_equal(pb_format_parse("table", &format), PB_OK);
+    assert_int_equal(format, PB_FORMAT_TABLE);
+    assert_int_equal(pb_format_parse("yaml", &format), PB_ERR_CONFIG);
+    assert_int_equal(pb_format_parse(NULL, &format), PB_ERR_CONFIG);
+}
+
+static void test_machine_probe(void **state)
+{
+    (void)state;
+    struct pb_machine m;
+    pb_machine_probe(&m);
+    assert_true(m.cores >= 1);
+    assert_true(m.pus >= m.cores);
+    assert_true(m.packages >= 1);
+    assert_true(m.cpu_model[0] != '\0');
+    assert_true(m.hostname[0] != '\0');
+    assert_true(m.memory_bytes > 0);
+    assert_true(m.kernel[0] != '\0');
+    assert_true(m.library_count >= 8);
+    assert_string_equal(m.libraries[0][0], "libyaml");
+    assert_true(m.libraries[1][1][0] >= '1' && m.libraries[1][1][0] <= '9');
+    assert_true(m.gpu_status[0] != '\0');
+
+    char why[256] = "";
+    int available = pb_gpu_available(why, sizeof(why));
+    if (available) {
+        assert_true(m.gpu_count >= 1);
+        assert_string_equal(m.gpu_status, "ok");
+        void *pinned = pb_pinned_alloc(1 << 20);
+        assert_non_null(pinned);
+        memset(pinned, 0xab, 1 << 20);
+        pb_pinned_free(pinned);
+    } else {
+        assert_int_equal(m.gpu_count, 0);
+        assert_true(why[0] != '\0');
+        assert_string_equal(m.gpu_status, why);
+        assert_null(pb_pinned_alloc(4096));
+        pb_pinned_free(NULL);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_warnings_dedupe_and_cap),
+        cmocka_unit_test(test_summarize_fixed_inputs),
+        cmocka_unit_test(test_json_round_trip),
+        cmocka_unit_test(test_empty_result_round_trip),
+        cmocka_unit_test(test_write_and_read),
+        cmocka_unit_test(test_reader_messages),
+        cmocka_unit_test(test_report_formats),
+        cmocka_unit_test(test_format_parse),
+        cmocka_unit_test(test_machine_probe),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
