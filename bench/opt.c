@@ -1,5 +1,6 @@
 #include "bench/opt.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -157,7 +158,7 @@ int pb_opt_parse(const struct pb_opt *opt, const char *text, void *base,
         char *end;
         errno = 0;
         double v = strtod(text, &end);
-        bool blank = text[0] == '\0' || text[0] == ' ' || text[0] == '\t';
+        bool blank = text[0] == '\0' || isspace((unsigned char)text[0]);
         if (blank || *end != '\0' || (isnan(v) || (isinf(v) && errno != ERANGE))) {
             snprintf(msg, msglen, "%s must be a number between %s and %s, got '%s'", qualified,
                      lo, hi, text);

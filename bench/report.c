@@ -351,6 +351,28 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
                   p->samples_per_s_noise_pct);
     else
         table_add(&t, "%.1f  (no repeats)", p->samples_per_s);
+    table_add(&t, "measured");
+    {
+        char line[CELL_MAX];
+        size_t used = 0;
+        int capped = 0, noisy = 0;
+        for (size_t r = 0; r < p->repeat_count && used < sizeof(line); r++) {
+            used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%.2f s", r ? ", " : "",
+                                     p->repeats[r].wall_s);
+            capped += p->repeats[r].hit_time_cap;
+            noisy += p->repeats[r].noisy;
+        }
+        if (used < sizeof(line)) {
+            if (noisy)
+                snprintf(line + used, sizeof(line) - used,
+                         "; %d of %zu repeats stopped at run.max_time_s above run.target_noise",
+                         noisy, p->repeat_count);
+            else if (capped)
+                snprintf(line + used, sizeof(line) - used, "; %d of %zu repeats hit run.max_time_s",
+                         capped, p->repeat_count);
+        }
+        table_add(&t, "%s", line);
+    }
     table_add(&t, "batches/s");
     table_add(&t, "%.2f", p->batches_per_s);
     table_add(&t, "MB/s read");
@@ -360,6 +382,16 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
     format_ns(b, sizeof(b), (double)p->wait_p99_ns);
     table_add(&t, "stall");
     table_add(&t, "%.1f %%  (consumer wait per batch p50 %s, p99 %s)", p->stall_pct, a, b);
+    {
+        const json_t *workers = config_get(result->config, "loader.workers");
+        const json_t *prefetch = config_get(result->config, "loader.prefetch_factor");
+        long long ahead = json_integer_value(workers) * json_integer_value(prefetch);
+        table_add(&t, "queue depth");
+        if (ahead > 0)
+            table_add(&t, "%.2f of %lld batches ready at dequeue, mean", p->queue_depth_mean, ahead);
+        else
+            table_add(&t, "none: loader.workers is 0, batches load in the training loop");
+    }
     double step = step_ms(result);
     if (step > 0) {
         format_ns(a, sizeof(a), step * 1e6);
@@ -437,7 +469,9 @@ static void report_human(FILE *out, const struct pb_result *result, bool markdow
         const struct pb_point_result *p = &result->points[i];
         char axes[CELL_MAX];
         format_axes(axes, sizeof(axes), p->axes, ", ");
-        if (markdown)
+        if (result->point_count == 1 && !axes[0])
+            fputs(markdown ? "## Results\n\n" : "\n", out);
+        else if (markdown)
             fprintf(out, "## Point %zu%s%s\n\n", i, axes[0] ? ": " : "", axes);
         else
             fprintf(out, "\npoint %zu%s%s\n", i, axes[0] ? ": " : "", axes);

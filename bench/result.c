@@ -112,8 +112,14 @@ static void summarize_batches(struct pb_point_result *point)
         total += point->repeats[r].batch_count;
     point->assembly_p50_ns = point->assembly_p99_ns = 0;
     point->wait_p50_ns = point->wait_p99_ns = 0;
+    point->queue_depth_mean = 0;
     if (total == 0)
         return;
+    double depth_sum = 0;
+    for (size_t r = 0; r < point->repeat_count; r++)
+        for (size_t b = 0; b < point->repeats[r].batch_count; b++)
+            depth_sum += point->repeats[r].batch_records[b].queue_depth;
+    point->queue_depth_mean = depth_sum / (double)total;
     uint64_t *assembly_ns = malloc(total * sizeof(*assembly_ns));
     uint64_t *wait_ns = malloc(total * sizeof(*wait_ns));
     if (assembly_ns && wait_ns) {
@@ -385,6 +391,7 @@ static json_t *point_to_json(const struct pb_point_result *p)
     json_object_set_new(obj, "accel_util_pct", json_number(p->accel_util_pct));
     json_object_set_new(obj, "cpu_util_pct", json_number(p->cpu_util_pct));
     json_object_set_new(obj, "worker_cpu_pct", json_number(p->worker_cpu_pct));
+    json_object_set_new(obj, "queue_depth_mean", json_number(p->queue_depth_mean));
     json_object_set_new(obj, "batch_assembly",
                         json_pack("{s o s o}", "p50_ns", json_u64(p->assembly_p50_ns), "p99_ns",
                                   json_u64(p->assembly_p99_ns)));
@@ -843,6 +850,7 @@ static int read_point(struct reader *rd, const json_t *obj, const char *path,
         get_double(rd, obj, path, "accel_util_pct", &p->accel_util_pct) ||
         get_double(rd, obj, path, "cpu_util_pct", &p->cpu_util_pct) ||
         get_double(rd, obj, path, "worker_cpu_pct", &p->worker_cpu_pct) ||
+        get_double(rd, obj, path, "queue_depth_mean", &p->queue_depth_mean) ||
         get_object(rd, obj, path, "batch_assembly", &assembly) ||
         get_object(rd, obj, path, "consumer_wait", &wait) ||
         get_object(rd, obj, path, "memory", &memory) ||

@@ -102,6 +102,7 @@ struct pb_point_result {
     double stall_pct, accel_util_pct, cpu_util_pct, worker_cpu_pct;
     uint64_t assembly_p50_ns, assembly_p99_ns; /* worker time to build a batch */
     uint64_t wait_p50_ns, wait_p99_ns;     /* consumer wait per batch       */
+    double queue_depth_mean;    /* ready batches at dequeue, mean over batches */
     uint64_t rss_peak_bytes, pinned_bytes, batch_pool_bytes;
     uint64_t samples, errors;
     char error_files[PB_MAX_ERROR_FILES][256]; /* first failing files with why */
