@@ -174,6 +174,13 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
             .msglen = sizeof(w->msg),
         };
         int rc = PB_OK;
+        /* With timing on, one clock reading closes a stage and opens the
+         * next, so a sample costs stages + 1 readings of each clock. */
+        uint64_t t_prev = 0, c_prev = 0;
+        if (timing) {
+            t_prev = pb_now_ns();
+            c_prev = pb_thread_cpu_ns();
+        }
         for (int k = 0; k <= last; k++) {
             if (k == last) {
                 s.out = slot->batch.data + (size_t)delivered * run->slot_bytes;
@@ -183,14 +190,13 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
                 s.out_capacity = run->scratch_bytes;
             }
             s.out_bytes = 0;
+            rc = w->stages[k].ops->process(w->stages[k].state, &s);
             if (timing) {
-                uint64_t t0 = pb_now_ns(), c0 = pb_thread_cpu_ns();
-                rc = w->stages[k].ops->process(w->stages[k].state, &s);
-                uint64_t c1 = pb_thread_cpu_ns(), t1 = pb_now_ns();
-                pb_hist_add(&w->hist[k], t1 - t0);
-                w->stage_cpu_ns[k] += c1 - c0;
-            } else {
-                rc = w->stages[k].ops->process(w->stages[k].state, &s);
+                uint64_t t = pb_now_ns(), c = pb_thread_cpu_ns();
+                pb_hist_add(&w->hist[k], t - t_prev);
+                w->stage_cpu_ns[k] += c - c_prev;
+                t_prev = t;
+                c_prev = c;
             }
             if (rc != PB_OK)
                 break;
