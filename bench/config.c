@@ -16,7 +16,7 @@
 #define PB_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
 static const char *const on_error_names[] = {"skip", "fail", NULL};
-static const char *const generate_kind_names[] = {"files", NULL};
+static const char *const generate_kind_names[] = {"files", "jpeg", "video", NULL};
 
 #define DATASET(f) offsetof(struct pb_dataset_spec, f)
 const struct pb_opt pb_dataset_opts[] = {
@@ -38,13 +38,32 @@ const struct pb_opt pb_dataset_opts[] = {
 #define GENERATE(f) offsetof(struct pb_generate_spec, f)
 const struct pb_opt pb_generate_opts[] = {
     {"kind", PB_OPT_ENUM, GENERATE(kind), 0, 0, "files", generate_kind_names,
-     "What to generate when dataset.path is missing or empty: files of random bytes."},
+     "What to generate when dataset.path is missing or empty: files of random bytes, "
+     "JPEG images or encoded videos."},
     {"count", PB_OPT_INT, GENERATE(count), 1, 1e7, "256", NULL,
      "Number of files to generate."},
     {"size_bytes", PB_OPT_INT, GENERATE(size_bytes), 1, 1073741824.0, "65536", NULL,
      "Size of each generated file, in bytes."},
     {"seed", PB_OPT_INT, GENERATE(seed), 0, 4611686018427387904.0, "1", NULL,
      "Seed of the generated contents, so every machine makes the same data."},
+    {"size", PB_OPT_STRING, GENERATE(size), 0, 64, "500x375", NULL,
+     "Image or video size as WxH, or a range WxH-WxH that sizes are spread over."},
+    {"quality", PB_OPT_INT, GENERATE(quality), 1, 100, "90", NULL,
+     "JPEG quality of generated images."},
+    {"progressive_fraction", PB_OPT_DOUBLE, GENERATE(progressive_fraction), 0, 1, "0", NULL,
+     "Share of generated JPEGs written progressive."},
+    {"grayscale_fraction", PB_OPT_DOUBLE, GENERATE(grayscale_fraction), 0, 1, "0", NULL,
+     "Share of generated JPEGs written grayscale."},
+    {"frames", PB_OPT_INT, GENERATE(frames), 1, 100000, "64", NULL,
+     "Frames in each generated video."},
+    {"fps", PB_OPT_DOUBLE, GENERATE(fps), 1, 240, "30", NULL,
+     "Frame rate of generated videos."},
+    {"codec", PB_OPT_STRING, GENERATE(codec), 0, 32, "h264", NULL,
+     "Codec of generated videos: h264 (libx264 when present), hevc, mpeg4, vp9, mjpeg, ..."},
+    {"gop", PB_OPT_INT, GENERATE(gop), 1, 10000, "48", NULL,
+     "Keyframe interval of generated videos, in frames."},
+    {"corrupt_fraction", PB_OPT_DOUBLE, GENERATE(corrupt_fraction), 0, 1, "0", NULL,
+     "Share of generated files written truncated, to exercise run.on_error."},
     {0},
 };
 
@@ -946,11 +965,12 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
     for (int i = 0; i < spec->stage_count; i++) {
         const struct pb_stage_spec *st = &spec->stages[i];
         unsigned flags = st->ops->flags;
-        if ((flags & PB_STAGE_DECODER) && !reader)
+        if ((flags & PB_STAGE_DECODER) && st->decoder &&
+            !(st->decoder->flags & PB_DECODER_OPENS_FILE) && !reader)
             return spec_error(spec, st, msg, msglen,
-                              "stage '%s' needs a stage that reads the samples' bytes (such as "
-                              "'read') earlier in the pipeline",
-                              st->ops->name);
+                              "stage '%s' with decoder '%s' needs a stage that reads the "
+                              "samples' bytes (such as 'read') earlier in the pipeline",
+                              st->ops->name, st->decoder->name);
         if ((flags & PB_STAGE_DECODER) && !st->decoder)
             return spec_error(spec, st, msg, msglen, "stage '%s' has no decoder",
                               st->ops->name);
@@ -1167,5 +1187,30 @@ int pb_spec_from_json(const json_t *obj, struct pb_spec *spec, char *msg, size_t
         if (rc != PB_OK)
             return rc;
     }
+    return PB_OK;
+}
+
+int pb_parse_size_range(const char *text, int *min_w, int *min_h, int *max_w, int *max_h,
+                        char *msg, size_t msglen)
+{
+    int a = 0, b = 0, c = 0, d = 0, used = 0;
+    if (sscanf(text, "%dx%d%n", &a, &b, &used) == 2 && text[used] == 0) {
+        c = a;
+        d = b;
+    } else if (sscanf(text, "%dx%d-%dx%d%n", &a, &b, &c, &d, &used) != 4 || text[used] != 0) {
+        snprintf(msg, msglen, "size must be WxH or WxH-WxH, got '%s'", text);
+        return PB_ERR_CONFIG;
+    }
+    if (a < 1 || b < 1 || c < a || d < b || c > 16384 || d > 16384) {
+        snprintf(msg, msglen,
+                 "size '%s' must have sides between 1 and 16384, the second size no smaller than "
+                 "the first",
+                 text);
+        return PB_ERR_CONFIG;
+    }
+    *min_w = a;
+    *min_h = b;
+    *max_w = c;
+    *max_h = d;
     return PB_OK;
 }

@@ -38,6 +38,7 @@ struct command {
 static int cmd_run(int argc, char **argv);
 static int cmd_report(int argc, char **argv);
 static int cmd_list(int argc, char **argv);
+static int cmd_gen(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 
@@ -55,6 +56,14 @@ static const struct command commands[] = {
      "                            repeat, a paired round with stage timing off\n\n"
      "Ctrl-C stops after the current batch and still writes what was measured (exit 130).",
      cmd_run},
+    {"gen", "pbench gen --kind files|jpeg|video --out DIR [--count N] [--size WxH[-WxH]]\n"
+            "                  [--quality Q] [--progressive-fraction F] [--grayscale-fraction F]\n"
+            "                  [--frames F] [--fps R] [--codec NAME] [--gop G] [--size-bytes B]\n"
+            "                  [--corrupt-fraction F] [--seed S]",
+     "Generates a dataset into DIR (which must not hold files yet): random-byte files, JPEG\n"
+     "images or encoded videos of natural-looking, moving content. The options are those of a\n"
+     "config's dataset.generate block ('pbench list dataset.generate'), with - for _.",
+     cmd_gen},
     {"report", "pbench report RESULT.json [--format table|json|markdown|csv]",
      "Renders a result file written by pbench run again, in any format.", cmd_report},
     {"list", "pbench list [NAME]",
@@ -127,6 +136,7 @@ static int exit_for(int rc)
     case PB_OK: return PB_EXIT_OK;
     case PB_ERR_CONFIG: return PB_EXIT_USAGE;
     case PB_ERR_INTERRUPTED: return PB_EXIT_INTERRUPTED;
+    case PB_ERR_UNAVAILABLE: return PB_EXIT_ERROR;
     default: return PB_EXIT_ERROR;
     }
 }
@@ -266,6 +276,73 @@ static int cmd_run(int argc, char **argv)
     pb_dataset_free(&ds);
     pb_spec_free(&spec);
     return exit_code;
+}
+
+/* ---- gen ---------------------------------------------------------------- */
+
+static int cmd_gen(int argc, char **argv)
+{
+    struct pb_generate_spec spec;
+    char msg[PB_MSG_MAX];
+    if (pb_opt_set_defaults(pb_generate_opts, &spec, msg, sizeof(msg)) != PB_OK) {
+        fprintf(stderr, "pbench gen: %s\n", msg);
+        return PB_EXIT_ERROR;
+    }
+    const char *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
+            return cmd_help(2, (char *[]){"help", "gen", NULL});
+        if (strncmp(arg, "--", 2) != 0 || i + 1 >= argc)
+            return usage_error("gen", "expected --NAME VALUE, got '%s'", arg);
+        const char *value = argv[++i];
+        if (strcmp(arg, "--out") == 0) {
+            out = value;
+            continue;
+        }
+        char name[64], key[80];
+        pb_strlcpy(name, arg + 2, sizeof(name));
+        for (char *c = name; *c; c++)
+            if (*c == '-')
+                *c = '_';
+        const struct pb_opt *opt = pb_opt_find(pb_generate_opts, name);
+        if (!opt) {
+            const char *near = pb_opt_nearest(pb_generate_opts, name);
+            char all[512];
+            pb_opt_names(pb_generate_opts, all, sizeof(all));
+            fprintf(stderr, "pbench gen: unknown option '%s'%s%s%s; options: %s, out\n", arg,
+                    near ? "; did you mean '--" : "", near ? near : "", near ? "'?" : "", all);
+            return PB_EXIT_USAGE;
+        }
+        snprintf(key, sizeof(key), "--%s", arg + 2);
+        if (pb_opt_parse(opt, value, &spec, key, msg, sizeof(msg)) != PB_OK) {
+            fprintf(stderr, "pbench gen: %s\n", msg);
+            return PB_EXIT_USAGE;
+        }
+    }
+    if (!out)
+        return usage_error("gen", "%s", "--out DIR is required");
+    if (access(out, F_OK) == 0 && rmdir(out) != 0) {
+        fprintf(stderr, "pbench gen: '%s' already exists and is not an empty folder; choose a new "
+                        "one\n",
+                out);
+        return PB_EXIT_USAGE;
+    }
+    uint64_t start = pb_now_ns();
+    int rc = pb_dataset_generate(&spec, out, msg, sizeof(msg));
+    if (rc != PB_OK) {
+        fprintf(stderr, "pbench gen: %s\n", msg);
+        return exit_for(rc);
+    }
+    struct pb_dataset_spec ds = {.shard = {0, 1}};
+    pb_strlcpy(ds.path, out, sizeof(ds.path));
+    struct pb_dataset index;
+    if (pb_dataset_open(&ds, &index, msg, sizeof(msg)) == PB_OK) {
+        printf("generated %zu files (%.1f MiB) in %s in %.1f s\n", index.count,
+               (double)index.total_bytes / 1048576.0, out, (double)(pb_now_ns() - start) / 1e9);
+        pb_dataset_free(&index);
+    }
+    return PB_EXIT_OK;
 }
 
 /* ---- report ------------------------------------------------------------- */

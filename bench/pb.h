@@ -17,6 +17,7 @@ enum {
     PB_ERR_UNAVAILABLE = -4, /* skipped: a feature or device is missing   */
     PB_ERR_NOMEM = -5,
     PB_ERR_INTERRUPTED = -6, /* stopped by SIGINT; partial results kept   */
+    PB_ERR_NOSPACE = -7,     /* output buffer too small: out_bytes says  */
 };
 
 /* Process exit codes, documented in README.md. */

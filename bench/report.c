@@ -442,8 +442,14 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
         format_ns(p90, sizeof(p90), (double)pb_hist_quantile(h, 0.90));
         format_ns(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
         format_ns(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
-        format_ns(cpu, sizeof(cpu), (double)st->cpu_ns);
-        table_add(&t, "%s", st->name);
+        if (st->parent[0])
+            snprintf(cpu, sizeof(cpu), "-"); /* counted in the parent's */
+        else
+            format_ns(cpu, sizeof(cpu), (double)st->cpu_ns);
+        if (st->parent[0])
+            table_add(&t, "  %s", st->name + strlen(st->parent)); /* "  .seek" under decode */
+        else
+            table_add(&t, "%s", st->name);
         table_add(&t, "%llu", (unsigned long long)h->count);
         table_add(&t, "%s", mean);
         table_add(&t, "%s", p50);
@@ -457,6 +463,16 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
         fputc('\n', s->out);
     emit_table(s, &t);
     table_free(&t);
+    for (size_t i = 0; i < p->stage_count; i++) {
+        const struct pb_stage_result *st = &p->stages[i];
+        if (st->counter_count == 0)
+            continue;
+        fprintf(s->out, s->markdown ? "\n%s counters:" : "  %s counters:", st->name);
+        for (int c = 0; c < st->counter_count; c++)
+            fprintf(s->out, "%s %s %llu", c ? "," : "", st->counter_names[c],
+                    (unsigned long long)st->counters[c]);
+        fputc('\n', s->out);
+    }
 }
 
 static void report_human(FILE *out, const struct pb_result *result, bool markdown)

@@ -167,16 +167,22 @@ static void summarize_stages(struct pb_point_result *point)
                 i++;
             if (i == count) {
                 snprintf(merged[i].name, sizeof(merged[i].name), "%s", src->name);
+                snprintf(merged[i].parent, sizeof(merged[i].parent), "%s", src->parent);
                 pb_hist_init(&merged[i].hist);
+                merged[i].counter_count = src->counter_count;
+                memcpy(merged[i].counter_names, src->counter_names, sizeof(src->counter_names));
                 count++;
             }
             merged[i].cpu_ns += src->cpu_ns;
             pb_hist_merge(&merged[i].hist, &src->hist);
+            for (int c = 0; c < src->counter_count && c < PB_STAGE_COUNTERS; c++)
+                merged[i].counters[c] += src->counters[c];
         }
     }
     double total_ns = 0;
     for (size_t i = 0; i < count; i++)
-        total_ns += (double)merged[i].hist.sum_ns;
+        if (!merged[i].parent[0])
+            total_ns += (double)merged[i].hist.sum_ns;
     for (size_t i = 0; i < count; i++)
         merged[i].share_pct = total_ns > 0 ? (double)merged[i].hist.sum_ns / total_ns * 100 : 0;
     point->stages = merged;
@@ -309,6 +315,14 @@ static json_t *stages_to_json(const struct pb_stage_result *stages, size_t count
         const struct pb_stage_result *s = &stages[i];
         json_t *obj = json_object();
         json_object_set_new(obj, "name", json_string(s->name));
+        if (s->parent[0])
+            json_object_set_new(obj, "parent", json_string(s->parent));
+        if (s->counter_count > 0) {
+            json_t *counters = json_object();
+            for (int c = 0; c < s->counter_count && c < PB_STAGE_COUNTERS; c++)
+                json_object_set_new(counters, s->counter_names[c], json_u64(s->counters[c]));
+            json_object_set_new(obj, "counters", counters);
+        }
         /* Derived from the histogram, for readers that do not recompute. */
         json_object_set_new(obj, "count", json_u64(s->hist.count));
         json_object_set_new(obj, "mean_ns", json_number(s->hist.mean_ns));
@@ -704,6 +718,22 @@ static int read_stages(struct reader *rd, const json_t *obj, const char *path,
             return PB_ERR;
         if (hist && read_hist(rd, hist, child_path(hist_at, at, "histogram"), &stages[i].hist))
             return PB_ERR;
+        const json_t *parent = json_object_get(s, "parent");
+        if (parent && json_is_string(parent))
+            snprintf(stages[i].parent, sizeof(stages[i].parent), "%s", json_string_value(parent));
+        const json_t *counters = json_object_get(s, "counters");
+        if (counters && json_is_object(counters)) {
+            const char *key;
+            const json_t *value;
+            json_object_foreach((json_t *)counters, key, value)
+            {
+                if (stages[i].counter_count >= PB_STAGE_COUNTERS || !json_is_integer(value))
+                    continue;
+                int c = stages[i].counter_count++;
+                snprintf(stages[i].counter_names[c], sizeof(stages[i].counter_names[c]), "%s", key);
+                stages[i].counters[c] = (uint64_t)json_integer_value(value);
+            }
+        }
     }
     return PB_OK;
 }

@@ -45,12 +45,21 @@ struct pb_machine {
     int cuda_driver_version;
 };
 
-/* Per stage, merged over workers (and over repeats in the point summary). */
+#define PB_STAGE_COUNTERS 4
+
+/* Per stage, merged over workers (and over repeats in the point summary).
+ * A decoder's sub-stages ("decode.seek") are rows of their own with parent
+ * set; their time is part of the parent's, so share_pct of a sub-stage is
+ * of the same total as the top-level stages and they are left out of it. */
 struct pb_stage_result {
     char name[64];
+    char parent[64];            /* "" for a pipeline stage                */
     uint64_t cpu_ns;            /* thread CPU time spent in the stage     */
     double share_pct;           /* of the summed wall time of all stages  */
     struct pb_hist hist;        /* wall time per sample, ns               */
+    int counter_count;          /* e.g. frames_decoded, frames_delivered  */
+    char counter_names[PB_STAGE_COUNTERS][32];
+    uint64_t counters[PB_STAGE_COUNTERS];
 };
 
 /* Per batch, as the consumer saw it. */

@@ -32,8 +32,15 @@ struct worker {
     struct stage_inst stages[PB_MAX_STAGES];
     int stage_count;
     uint8_t *scratch[2];
+    size_t scratch_capacity[2];
     struct pb_hist *hist;              /* one per worker stage */
     uint64_t stage_cpu_ns[PB_MAX_STAGES];
+    /* Decoder sub-stages and counters, per stage (see decoders/decoder.h). */
+    const struct pb_decoder_ops *decoder[PB_MAX_STAGES];
+    int substage_count[PB_MAX_STAGES];
+    struct pb_hist *substage_hist[PB_MAX_STAGES]; /* substage_count each */
+    int counter_count[PB_MAX_STAGES];
+    uint64_t counters[PB_MAX_STAGES][PB_MAX_COUNTERS];
     uint64_t cpu_start_ns, cpu_end_ns; /* thread CPU over measured batches */
     bool cpu_started;
     uint64_t *indices, *seeds;
@@ -142,6 +149,23 @@ static void fail_run(struct run *run, int rc, const char *what)
 
 enum { BATCH_BUILT = 0, BATCH_END = 1 };
 
+static size_t round_up(size_t bytes)
+{
+    return (bytes + BATCH_ALIGN - 1) / BATCH_ALIGN * BATCH_ALIGN;
+}
+
+static int grow_scratch(struct worker *w, int which, size_t bytes)
+{
+    size_t capacity = round_up(bytes + bytes / 4); /* headroom for the next one */
+    void *p = aligned_alloc(BATCH_ALIGN, capacity);
+    if (!p)
+        return PB_ERR_NOMEM;
+    free(w->scratch[which]);
+    w->scratch[which] = p;
+    w->scratch_capacity[which] = capacity;
+    return PB_OK;
+}
+
 /* Builds batch seq into slot, sample by sample, writing the last stage's
  * output straight into the sample's place in the batch. No allocation, no
  * lock and no formatting unless a sample fails. */
@@ -187,16 +211,46 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
                 s.out_capacity = run->slot_bytes;
             } else {
                 s.out = w->scratch[k & 1];
-                s.out_capacity = run->scratch_bytes;
+                s.out_capacity = w->scratch_capacity[k & 1];
             }
             s.out_bytes = 0;
             rc = w->stages[k].ops->process(w->stages[k].state, &s);
+            if (rc == PB_ERR_NOSPACE && k != last && s.out_bytes > s.out_capacity) {
+                /* A larger image than any before: grow once, then go on
+                 * without allocating until an even larger one comes. */
+                if (grow_scratch(w, k & 1, s.out_bytes) == PB_OK) {
+                    s.out = w->scratch[k & 1];
+                    s.out_capacity = w->scratch_capacity[k & 1];
+                    s.out_bytes = 0;
+                    memset(s.substage_ns, 0, sizeof(s.substage_ns));
+                    memset(s.counters, 0, sizeof(s.counters));
+                    rc = w->stages[k].ops->process(w->stages[k].state, &s);
+                }
+            }
+            if (rc == PB_ERR_NOSPACE) {
+                snprintf(w->msg, sizeof(w->msg),
+                         "%s: stage '%s' output of %zu bytes does not fit the batch slot of %zu "
+                         "bytes; end the pipeline with a stage of fixed size (resize, crop)",
+                         s.path ? s.path : "(sample)", w->stages[k].ops->name, s.out_bytes,
+                         s.out_capacity);
+                rc = PB_ERR_DATA;
+            }
             if (timing) {
                 uint64_t t = pb_now_ns(), c = pb_thread_cpu_ns();
                 pb_hist_add(&w->hist[k], t - t_prev);
                 w->stage_cpu_ns[k] += c - c_prev;
                 t_prev = t;
                 c_prev = c;
+                for (int i = 0; i < w->substage_count[k]; i++)
+                    pb_hist_add(&w->substage_hist[k][i], s.substage_ns[i]);
+            }
+            if (w->counter_count[k] && measured) {
+                for (int i = 0; i < w->counter_count[k]; i++)
+                    w->counters[k][i] += s.counters[i];
+            }
+            if (w->substage_count[k] | w->counter_count[k]) {
+                memset(s.substage_ns, 0, sizeof(s.substage_ns));
+                memset(s.counters, 0, sizeof(s.counters));
             }
             if (rc != PB_OK)
                 break;
@@ -300,13 +354,40 @@ static int init_stage_chain(struct run *run, struct worker *w, int worker_index,
     w->stage_count = 0;
     for (int k = 0; k < run->worker_stage_count; k++) {
         const struct pb_stage_spec *ss = &spec->stages[run->worker_stage_spec[k]];
+        /* What the nearest sizing stage downstream wants as input. */
+        plan.want_height = plan.want_width = 0;
+        for (int j = run->worker_stage_spec[k] + 1; j < spec->stage_count; j++) {
+            const struct pb_stage_spec *next = &spec->stages[j];
+            if (next->ops->min_input) {
+                next->ops->min_input(next->opts, &plan.want_height, &plan.want_width);
+                break;
+            }
+        }
         struct pb_stage_plan out = plan;
+        out.want_height = out.want_width = 0;
         void *state = NULL;
         int rc = ss->ops->init(&state, ss->opts, &plan, &out, ss->decoder, ss->decoder_opts, msg,
                                msglen);
         if (rc != PB_OK)
             return rc;
-        w->stages[w->stage_count++] = (struct stage_inst){ss->ops, state, run->worker_stage_spec[k]};
+        int idx = w->stage_count++;
+        w->stages[idx] = (struct stage_inst){ss->ops, state, run->worker_stage_spec[k]};
+        w->decoder[idx] = ss->decoder;
+        w->substage_count[idx] = 0;
+        w->counter_count[idx] = 0;
+        if (ss->decoder && ss->decoder->substages)
+            while (w->substage_count[idx] < PB_MAX_SUBSTAGES &&
+                   ss->decoder->substages[w->substage_count[idx]])
+                w->substage_count[idx]++;
+        if (ss->decoder && ss->decoder->counters)
+            while (w->counter_count[idx] < PB_MAX_COUNTERS &&
+                   ss->decoder->counters[w->counter_count[idx]])
+                w->counter_count[idx]++;
+        if (w->substage_count[idx]) {
+            w->substage_hist[idx] = calloc((size_t)w->substage_count[idx], sizeof(struct pb_hist));
+            if (!w->substage_hist[idx])
+                return PB_ERR_NOMEM;
+        }
         if (k < run->worker_stage_count - 1 && out.max_bytes > scratch)
             scratch = out.max_bytes;
         plan = out;
@@ -322,6 +403,8 @@ static void free_worker(struct worker *w)
     for (int k = 0; k < w->stage_count; k++)
         if (w->stages[k].ops->cleanup)
             w->stages[k].ops->cleanup(w->stages[k].state);
+    for (int k = 0; k < PB_MAX_STAGES; k++)
+        free(w->substage_hist[k]);
     w->stage_count = 0;
     free(w->scratch[0]);
     free(w->scratch[1]);
@@ -406,14 +489,12 @@ static int setup_run(struct run *run, const struct pb_spec *spec, const struct p
         w->hist = calloc((size_t)w->stage_count, sizeof(*w->hist));
         w->indices = calloc(batch, sizeof(*w->indices));
         w->seeds = calloc(batch, sizeof(*w->seeds));
+        int grown = PB_OK;
         if (run->scratch_bytes) {
-            w->scratch[0] = aligned_alloc(BATCH_ALIGN, (run->scratch_bytes + BATCH_ALIGN - 1) /
-                                                           BATCH_ALIGN * BATCH_ALIGN);
-            w->scratch[1] = aligned_alloc(BATCH_ALIGN, (run->scratch_bytes + BATCH_ALIGN - 1) /
-                                                           BATCH_ALIGN * BATCH_ALIGN);
+            grown |= grow_scratch(w, 0, run->scratch_bytes);
+            grown |= grow_scratch(w, 1, run->scratch_bytes);
         }
-        if (!w->hist || !w->indices || !w->seeds ||
-            (run->scratch_bytes && (!w->scratch[0] || !w->scratch[1]))) {
+        if (!w->hist || !w->indices || !w->seeds || grown != PB_OK) {
             snprintf(msg, msglen, "out of memory setting up worker %d", i);
             return PB_ERR_NOMEM;
         }
@@ -503,6 +584,9 @@ static void reset_worker_stats(struct run *run)
         for (int k = 0; k < w->stage_count; k++) {
             pb_hist_init(&w->hist[k]);
             w->stage_cpu_ns[k] = 0;
+            for (int i = 0; i < w->substage_count[k]; i++)
+                pb_hist_init(&w->substage_hist[k][i]);
+            memset(w->counters[k], 0, sizeof(w->counters[k]));
         }
         w->cpu_started = false;
         w->cpu_start_ns = w->cpu_end_ns = 0;
@@ -729,24 +813,47 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
         rep->rss_count = run->rss_count;
     }
 
-    /* Stage measurements, merged over workers. */
+    /* Stage measurements, merged over workers: each pipeline stage, then
+     * its decoder's sub-stages as rows of their own. */
     if (stage_timing) {
-        int stage_count = run->worker[0].stage_count;
-        rep->stages = calloc((size_t)stage_count, sizeof(*rep->stages));
+        const struct worker *w0 = &run->worker[0];
+        size_t rows = 0;
+        for (int k = 0; k < w0->stage_count; k++)
+            rows += 1 + (size_t)w0->substage_count[k];
+        rep->stages = calloc(rows, sizeof(*rep->stages));
         if (rep->stages) {
-            rep->stage_count = (size_t)stage_count;
+            size_t row = 0;
             uint64_t total_ns = 0;
-            for (int k = 0; k < stage_count; k++) {
-                struct pb_stage_result *sr = &rep->stages[k];
-                snprintf(sr->name, sizeof(sr->name), "%s", run->worker[0].stages[k].ops->name);
+            for (int k = 0; k < w0->stage_count; k++) {
+                struct pb_stage_result *sr = &rep->stages[row++];
+                const char *name = w0->stages[k].ops->name;
+                snprintf(sr->name, sizeof(sr->name), "%s", name);
                 pb_hist_init(&sr->hist);
                 for (int i = 0; i < nworkers; i++) {
                     pb_hist_merge(&sr->hist, &run->worker[i].hist[k]);
                     sr->cpu_ns += run->worker[i].stage_cpu_ns[k];
+                    for (int c = 0; c < w0->counter_count[k]; c++)
+                        sr->counters[c] += run->worker[i].counters[k][c];
                 }
+                sr->counter_count = w0->counter_count[k] < PB_STAGE_COUNTERS
+                                        ? w0->counter_count[k]
+                                        : PB_STAGE_COUNTERS;
+                for (int c = 0; c < sr->counter_count; c++)
+                    pb_strlcpy(sr->counter_names[c], w0->decoder[k]->counters[c],
+                               sizeof(sr->counter_names[c]));
                 total_ns += sr->hist.sum_ns;
+                for (int j = 0; j < w0->substage_count[k]; j++) {
+                    struct pb_stage_result *sub = &rep->stages[row++];
+                    snprintf(sub->name, sizeof(sub->name), "%.30s.%.30s", name,
+                             w0->decoder[k]->substages[j]);
+                    snprintf(sub->parent, sizeof(sub->parent), "%s", name);
+                    pb_hist_init(&sub->hist);
+                    for (int i = 0; i < nworkers; i++)
+                        pb_hist_merge(&sub->hist, &run->worker[i].substage_hist[k][j]);
+                }
             }
-            for (int k = 0; k < stage_count; k++)
+            rep->stage_count = row;
+            for (size_t k = 0; k < row; k++)
                 rep->stages[k].share_pct =
                     total_ns ? 100.0 * (double)rep->stages[k].hist.sum_ns / (double)total_ns : 0;
         }

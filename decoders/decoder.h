@@ -6,9 +6,26 @@
 
 #include "pipelines/stage.h"
 
+enum pb_decoder_flags {
+    /* The decoder opens the sample's file itself (sample->path), e.g. to
+     * seek in a video, instead of decoding bytes a `read` stage loaded. */
+    PB_DECODER_OPENS_FILE = 1u << 0,
+};
+
 struct pb_decoder_ops {
     const char *name;
     const char *summary;
+    unsigned flags;             /* enum pb_decoder_flags                    */
+    /* Names of the decoder's sub-stages (e.g. "open", "seek", "decode",
+     * "convert"), NULL-terminated, or NULL. The decoder adds the time it
+     * spends in sub-stage i to sample->substage_ns[i]; pbench reports each
+     * as its own row, "decode.open" etc. At most PB_MAX_SUBSTAGES. */
+    const char *const *substages;
+    /* Names of per-sample counters (e.g. "frames_decoded",
+     * "frames_delivered"), NULL-terminated, or NULL; the decoder adds to
+     * sample->counters[i]. pbench sums them per stage. At most
+     * PB_MAX_COUNTERS. */
+    const char *const *counters;
     const struct pb_opt *opts;
     size_t opts_size;
     const char *unavailable_reason;

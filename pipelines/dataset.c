@@ -207,15 +207,10 @@ static int remove_tree_visit(const char *path, const struct stat *st, int type, 
     return remove(path);
 }
 
-int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, char *msg,
-                        size_t msglen)
+/* Kind files: random bytes, some truncated when corrupt_fraction asks. */
+static int generate_files(const struct pb_generate_spec *spec, const char *tmp, char *msg,
+                          size_t msglen)
 {
-    char tmp[PB_PATH_MAX];
-    snprintf(tmp, sizeof(tmp), "%s.tmp-%d", dir, (int)getpid());
-    if (mkdir_parents(tmp) != 0 || (mkdir(tmp, 0755) != 0 && errno != EEXIST)) {
-        snprintf(msg, msglen, "cannot create '%s': %s", tmp, strerror(errno));
-        return PB_ERR;
-    }
     size_t bytes = (size_t)spec->size_bytes;
     uint8_t *buf = malloc(bytes);
     if (!buf) {
@@ -230,10 +225,11 @@ int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, ch
             size_t n = bytes - b < 8 ? bytes - b : 8;
             memcpy(buf + b, &x, n);
         }
+        size_t length = pb_generate_is_corrupt(spec, i) ? bytes / 3 : bytes;
         char path[PB_PATH_MAX + 32];
         snprintf(path, sizeof(path), "%s/sample_%07lld.bin", tmp, (long long)i);
         FILE *f = fopen(path, "wb");
-        if (!f || fwrite(buf, 1, bytes, f) != bytes) {
+        if (!f || fwrite(buf, 1, length, f) != length) {
             snprintf(msg, msglen, "cannot write '%s': %s", path, strerror(errno));
             rc = PB_ERR;
         }
@@ -243,6 +239,32 @@ int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, ch
         }
     }
     free(buf);
+    return rc;
+}
+
+bool pb_generate_is_corrupt(const struct pb_generate_spec *spec, int64_t index)
+{
+    if (spec->corrupt_fraction <= 0)
+        return false;
+    uint64_t h = pb_mix64((uint64_t)spec->seed ^ pb_mix64((uint64_t)index + 0xc0ffee));
+    return (double)(h >> 11) / 9007199254740992.0 < spec->corrupt_fraction;
+}
+
+int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, char *msg,
+                        size_t msglen)
+{
+    char tmp[PB_PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s.tmp-%d", dir, (int)getpid());
+    if (mkdir_parents(tmp) != 0 || (mkdir(tmp, 0755) != 0 && errno != EEXIST)) {
+        snprintf(msg, msglen, "cannot create '%s': %s", tmp, strerror(errno));
+        return PB_ERR;
+    }
+    int rc;
+    switch (spec->kind) {
+    case PB_GENERATE_JPEG: rc = pb_generate_jpeg(spec, tmp, msg, msglen); break;
+    case PB_GENERATE_VIDEO: rc = pb_generate_video(spec, tmp, msg, msglen); break;
+    default: rc = generate_files(spec, tmp, msg, msglen); break;
+    }
     if (rc == PB_OK) {
         rmdir(dir); /* an empty folder may already be there */
         if (rename(tmp, dir) != 0) {

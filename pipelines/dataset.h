@@ -33,10 +33,24 @@ int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, c
                     size_t msglen);
 void pb_dataset_free(struct pb_dataset *ds);
 
-/* Writes spec->count files of random-looking bytes into dir (kind files);
- * atomic per folder: written to dir.tmp-PID then renamed. */
+/* Generates the dataset spec describes into dir: spec->count files of
+ * random bytes (kind files), JPEG images (jpeg) or videos (video). Atomic
+ * per folder: everything is written to dir.tmp-PID, then renamed to dir, so
+ * an interrupted generation never leaves a half-made dataset. */
 int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, char *msg,
                         size_t msglen);
+
+/* The generators behind pb_dataset_generate, writing into an existing
+ * (temporary) folder. A share corrupt_fraction of the files is written
+ * truncated. Return PB_OK or an error with a message. */
+/* Whether generated file index is one of the corrupt_fraction written
+ * truncated (seeded, so the same files every time). */
+bool pb_generate_is_corrupt(const struct pb_generate_spec *spec, int64_t index);
+
+int pb_generate_jpeg(const struct pb_generate_spec *spec, const char *dir, char *msg,
+                     size_t msglen);
+int pb_generate_video(const struct pb_generate_spec *spec, const char *dir, char *msg,
+                      size_t msglen);
 
 struct pb_sampler {
     uint64_t dataset_count;

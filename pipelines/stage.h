@@ -18,6 +18,13 @@ struct pb_decoder_ops;
 
 enum pb_dtype { PB_DTYPE_BYTES = 0, PB_DTYPE_U8, PB_DTYPE_F16, PB_DTYPE_F32 };
 
+/* Memory order of a tensor: T frames, H rows, W columns, C channels.
+ * Decoders produce THWC (HWC for an image, T = 1); normalize may reorder. */
+enum pb_layout { PB_LAYOUT_THWC = 0, PB_LAYOUT_TCHW, PB_LAYOUT_CTHW };
+
+#define PB_MAX_SUBSTAGES 6
+#define PB_MAX_COUNTERS 4
+
 /* What flows between stages: raw bytes (before decode) or a pixel tensor.
  * Dimensions are maxima at plan time and actual values per sample. */
 struct pb_shape {
@@ -26,6 +33,7 @@ struct pb_shape {
     int32_t height;
     int32_t width;
     int32_t channels;
+    enum pb_layout layout;
 };
 
 size_t pb_shape_bytes(const struct pb_shape *shape);
@@ -50,6 +58,10 @@ struct pb_sample {
     struct pb_shape out_shape;
 
     uint64_t bytes_read;   /* I/O done by this stage, for MB/s          */
+    /* Filled by decoders that declare sub-stages and counters (see
+     * decoders/decoder.h); zeroed by the pipeline before each sample. */
+    uint64_t substage_ns[PB_MAX_SUBSTAGES];
+    uint64_t counters[PB_MAX_COUNTERS];
     char *msg;             /* on PB_ERR_DATA: why, e.g. libjpeg's text  */
     size_t msglen;
 };
@@ -70,6 +82,10 @@ struct pb_stage_plan {
     struct pb_shape shape; /* max shape (dtype BYTES: height*width unused) */
     size_t max_bytes;      /* upper bound on bytes per sample            */
     int worker;            /* worker index, -1 for the consumer          */
+    /* Input only: the smallest image the next sizing stage (resize, crop)
+     * needs, from its min_input; 0 when nothing downstream says. A JPEG
+     * decoder's `scale: auto` decodes no smaller than this. */
+    int32_t want_height, want_width;
 };
 
 enum pb_stage_flags {
@@ -95,8 +111,16 @@ struct pb_stage_ops {
     int (*init)(void **state, const void *opts, const struct pb_stage_plan *in,
                 struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
                 const void *decoder_opts, char *msg, size_t msglen);
+    /* Optional: the smallest input (height, width) this stage wants given
+     * its options, e.g. a crop to 224 wants at least 224x224. Lets a
+     * decoder before it choose a reduced decode size. */
+    void (*min_input)(const void *opts, int32_t *height, int32_t *width);
     /* Worker side: one sample. Returns PB_OK, PB_ERR_DATA for a bad sample
-     * (the run's on_error policy applies) or PB_ERR for a failure. */
+     * (the run's on_error policy applies) or PB_ERR for a failure. When
+     * the output does not fit in out_capacity, a stage may instead set
+     * out_bytes to the size it needs and return PB_ERR_NOSPACE: between
+     * stages, the pipeline grows its buffer once and calls again (so
+     * variable-sized images need no per-sample allocation after warm-up). */
     int (*process)(void *state, struct pb_sample *sample);
     /* Consumer side: one batch. */
     int (*process_batch)(void *state, struct pb_batch *batch, char *msg, size_t msglen);

@@ -284,7 +284,8 @@ static void test_bad_overrides(void **state)
          "'2/2'"},
         {"dataset.generate.cont=3",
          "-s dataset.generate.cont=3: unknown key 'dataset.generate.cont'; did you mean "
-         "'count'? allowed: kind, count, size_bytes, seed"},
+         "'count'? allowed: kind, count, size_bytes, seed, size, quality, "
+         "progressive_fraction, grayscale_fraction, frames, fps, codec, gop, corrupt_fraction"},
         {"pipeline.decode=4",
          "-s pipeline.decode=4: expected pipeline.STAGE.KEY=VALUE, where STAGE is a stage's "
          "name or position (0 is the first)"},
@@ -389,7 +390,8 @@ static void test_bad_configs(void **state)
          "shuffle, seed, epochs, max_samples, shard, generate"},
         {"dataset:\n  path: /data\n  generate:\n    cnt: 4\npipeline: [read]\n",
          "bad.yaml:4:5: unknown key 'dataset.generate.cnt'; did you mean 'count'? allowed: "
-         "kind, count, size_bytes, seed"},
+         "kind, count, size_bytes, seed, size, quality, progressive_fraction, grayscale_fraction, "
+         "frames, fps, codec, gop, corrupt_fraction"},
         {"pipeline:\n  - read: {drop_cache: true, readahead: 4}\n",
          "bad.yaml:2:30: unknown key 'pipeline.read.readahead'; allowed: drop_cache"},
         /* Wrong kinds of node. */
@@ -446,7 +448,7 @@ static void test_invalid_configs(void **state)
         {HEAD "run:\n  min_time_s: 20\n  max_time_s: 5\n",
          "bad.yaml: run.min_time_s (20) must not exceed run.max_time_s (5)"},
         {"dataset:\n  path: /data\npipeline:\n  - decode:\n      decoder: null\n  - read:\n",
-         "bad.yaml:4:5: stage 'decode' needs a stage that reads the samples' bytes (such as "
+         "bad.yaml:4:5: stage 'decode' with decoder 'null' needs a stage that reads the samples' bytes (such as "
          "'read') earlier in the pipeline"},
         {"dataset:\n  path: /data\n  shard: 3/8\n  generate: {count: 4}\npipeline: [read]\n",
          "bad.yaml: dataset.shard splits the data over 8 ranks but dataset.generate.count is "
