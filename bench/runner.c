@@ -41,6 +41,11 @@ struct worker {
     struct pb_hist *substage_hist[PB_MAX_STAGES]; /* substage_count each */
     int counter_count[PB_MAX_STAGES];
     uint64_t counters[PB_MAX_STAGES][PB_MAX_COUNTERS];
+    /* Per batch: assembly time outside the stages (sampler, slot handling;
+     * samples are written into the batch in place, so "collate" is what is
+     * left of a DataLoader's collate). */
+    struct pb_hist collate_hist;
+    uint64_t collate_cpu_ns;
     uint64_t cpu_start_ns, cpu_end_ns; /* thread CPU over measured batches */
     bool cpu_started;
     uint64_t *indices, *seeds;
@@ -182,6 +187,8 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
         w->cpu_start_ns = pb_thread_cpu_ns();
         w->cpu_started = true;
     }
+    uint64_t batch_cpu_start = timing ? pb_thread_cpu_ns() : 0;
+    uint64_t stage_wall_ns = 0, stage_cpu_ns = 0;
     const struct pb_dataset *ds = run->ds;
     uint32_t delivered = 0, errors = 0;
     uint64_t bytes_read = 0;
@@ -239,6 +246,8 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
                 uint64_t t = pb_now_ns(), c = pb_thread_cpu_ns();
                 pb_hist_add(&w->hist[k], t - t_prev);
                 w->stage_cpu_ns[k] += c - c_prev;
+                stage_wall_ns += t - t_prev;
+                stage_cpu_ns += c - c_prev;
                 t_prev = t;
                 c_prev = c;
                 for (int i = 0; i < w->substage_count[k]; i++)
@@ -278,6 +287,12 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
     slot->assembly_ns = pb_now_ns() - start_ns;
     if (measured)
         w->cpu_end_ns = pb_thread_cpu_ns();
+    if (timing) {
+        pb_hist_add(&w->collate_hist,
+                    slot->assembly_ns > stage_wall_ns ? slot->assembly_ns - stage_wall_ns : 0);
+        uint64_t batch_cpu = w->cpu_end_ns - batch_cpu_start;
+        w->collate_cpu_ns += batch_cpu > stage_cpu_ns ? batch_cpu - stage_cpu_ns : 0;
+    }
     return BATCH_BUILT;
 }
 
@@ -590,6 +605,8 @@ static void reset_worker_stats(struct run *run)
         }
         w->cpu_started = false;
         w->cpu_start_ns = w->cpu_end_ns = 0;
+        pb_hist_init(&w->collate_hist);
+        w->collate_cpu_ns = 0;
     }
 }
 
@@ -817,7 +834,7 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
      * its decoder's sub-stages as rows of their own. */
     if (stage_timing) {
         const struct worker *w0 = &run->worker[0];
-        size_t rows = 0;
+        size_t rows = 1; /* collate */
         for (int k = 0; k < w0->stage_count; k++)
             rows += 1 + (size_t)w0->substage_count[k];
         rep->stages = calloc(rows, sizeof(*rep->stages));
@@ -852,6 +869,14 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
                         pb_hist_merge(&sub->hist, &run->worker[i].substage_hist[k][j]);
                 }
             }
+            struct pb_stage_result *collate = &rep->stages[row++];
+            snprintf(collate->name, sizeof(collate->name), "collate");
+            pb_hist_init(&collate->hist);
+            for (int i = 0; i < nworkers; i++) {
+                pb_hist_merge(&collate->hist, &run->worker[i].collate_hist);
+                collate->cpu_ns += run->worker[i].collate_cpu_ns;
+            }
+            total_ns += collate->hist.sum_ns;
             rep->stage_count = row;
             for (size_t k = 0; k < row; k++)
                 rep->stages[k].share_pct =

@@ -170,13 +170,21 @@ static void test_run_writes_complete_result(void **state)
         assert_true(num(rep, "bytes_read") == 4096.0 * (double)total);
     }
 
+    /* read, decode, then collate: per batch, assembly time outside the
+     * stages. Together they are the workers' batch assembly time. */
     json_t *stages = json_object_get(p, "stages");
-    assert_int_equal(json_array_size(stages), 2);
-    double share = 0;
-    for (size_t i = 0; i < 2; i++) {
+    assert_int_equal(json_array_size(stages), 3);
+    static const char *const names[] = {"read", "decode", "collate"};
+    double share = 0, stage_sum_ns = 0;
+    for (size_t i = 0; i < 3; i++) {
         json_t *s = json_array_get(stages, i);
         const char *name = json_string_value(json_object_get(s, "name"));
-        assert_string_equal(name, i == 0 ? "read" : "decode");
+        assert_string_equal(name, names[i]);
+        stage_sum_ns += num(json_object_get(s, "histogram"), "sum_ns");
+        if (i == 2) {
+            share += num(s, "share_pct");
+            continue;
+        }
         assert_true(num(s, "count") > 0);
         assert_true(num(s, "p50_ns") > 0);
         assert_true(num(s, "p50_ns") <= num(s, "p90_ns"));
@@ -188,6 +196,17 @@ static void test_run_writes_complete_result(void **state)
         assert_true(json_array_size(bins) > 0);
     }
     assert_true(fabs(share - 100) < 0.01);
+    /* The stage rows add up to the worker time spent assembling batches
+     * (measured batches only; workers may have built a few more). */
+    double assembly_ns = 0;
+    for (size_t i = 0; i < json_array_size(repeats); i++) {
+        json_t *a = json_object_get(json_object_get(json_array_get(repeats, i), "batch_records"),
+                                    "assembly_ns");
+        for (size_t j = 0; j < json_array_size(a); j++)
+            assembly_ns += (double)json_integer_value(json_array_get(a, j));
+    }
+    assert_true(stage_sum_ns >= assembly_ns * 0.999);
+    assert_true(stage_sum_ns <= assembly_ns * 1.5);
     /* The null decoder spends 100 us of CPU per sample: its median must
      * reflect that (a floor, not a time limit: the cost is CPU time). */
     assert_true(num(json_array_get(stages, 1), "p50_ns") >= 100000);
