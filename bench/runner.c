@@ -900,21 +900,33 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
-                 const struct pb_run_hooks *hooks, bool measure_overhead,
-                 struct pb_point_result *point, double *overhead_pct, double *overhead_noise_pct,
-                 char *msg, size_t msglen)
+struct pb_point_run {
+    struct run run;
+    const struct pb_run_hooks *hooks;
+};
+
+int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
+                  const struct pb_run_hooks *hooks, struct pb_point_result *point,
+                  struct pb_point_run **out, char *msg, size_t msglen)
 {
-    struct run *run = calloc(1, sizeof(*run));
-    if (!run)
+    *out = NULL;
+    int repeats = (int)spec->run.repeats;
+    if (!point->repeats) {
+        point->repeats = calloc((size_t)repeats, sizeof(*point->repeats));
+        if (!point->repeats)
+            return PB_ERR_NOMEM;
+    }
+    struct pb_point_run *pr = calloc(1, sizeof(*pr));
+    if (!pr)
         return PB_ERR_NOMEM;
-    int rc = setup_run(run, spec, ds, point, msg, msglen);
+    int rc = setup_run(&pr->run, spec, ds, point, msg, msglen);
     if (rc != PB_OK) {
-        free_run(run);
-        free(run);
+        free_run(&pr->run);
+        free(pr);
         return rc;
     }
-    run->user_stop = hooks ? hooks->stop : NULL;
+    pr->hooks = hooks;
+    pr->run.user_stop = hooks ? hooks->stop : NULL;
 
     long pus = sysconf(_SC_NPROCESSORS_ONLN);
     if (spec->loader.workers > pus && pus > 0)
@@ -927,43 +939,82 @@ int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
                       "the dataset (%.1f MiB) fits in the page cache (%.1f GiB available): after "
                       "the first read, files come from memory, not storage",
                       (double)ds->total_bytes / 1048576.0, (double)available / 1073741824.0);
+    point->batch_pool_bytes = pr->run.pool_bytes;
+    point->pinned_bytes = pr->run.pinned ? pr->run.pool_bytes : 0;
+    *out = pr;
+    return PB_OK;
+}
 
+int pb_point_repeat(struct pb_point_run *pr, int repeat, bool measure_overhead,
+                    double *overhead_pct, char *msg, size_t msglen)
+{
+    struct run *run = &pr->run;
+    const struct pb_spec *spec = run->spec;
+    struct pb_point_result *point = run->point;
     int repeats = (int)spec->run.repeats;
-    point->repeats = calloc((size_t)repeats, sizeof(*point->repeats));
+    if (point->repeat_count >= (size_t)repeats) {
+        snprintf(msg, msglen, "point already has its %d repeats", repeats);
+        return PB_ERR;
+    }
+    bool interrupted = false;
+    struct pb_repeat_result *rep = &point->repeats[point->repeat_count];
+    int rc = run_repeat(run, repeat, spec->run.stage_timing, rep, &interrupted, msg, msglen);
+    if (rep->wall_s > 0) {
+        point->repeat_count++;
+        if (pr->hooks && pr->hooks->progress)
+            pr->hooks->progress(pr->hooks->user, repeat, repeats, rep);
+    } else {
+        free(rep->batch_records);
+        free(rep->rss);
+        free(rep->stages);
+        memset(rep, 0, sizeof(*rep));
+    }
+    if (rc != PB_OK || !measure_overhead)
+        return rc;
+    /* The same round with stage timing flipped, right after, so drift in
+     * machine speed hits both alike. */
+    struct pb_repeat_result other;
+    rc = run_repeat(run, repeat, !spec->run.stage_timing, &other, &interrupted, msg, msglen);
+    if (rc == PB_OK && other.samples_per_s > 0 && overhead_pct) {
+        double timed = spec->run.stage_timing ? rep->samples_per_s : other.samples_per_s;
+        double untimed = spec->run.stage_timing ? other.samples_per_s : rep->samples_per_s;
+        *overhead_pct = 100.0 * (untimed - timed) / untimed;
+    }
+    free(other.batch_records);
+    free(other.rss);
+    free(other.stages);
+    return rc;
+}
+
+void pb_point_close(struct pb_point_run *pr)
+{
+    if (!pr)
+        return;
+    free_run(&pr->run);
+    free(pr);
+}
+
+int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
+                 const struct pb_run_hooks *hooks, bool measure_overhead,
+                 struct pb_point_result *point, double *overhead_pct, double *overhead_noise_pct,
+                 char *msg, size_t msglen)
+{
+    struct pb_point_run *pr;
+    int rc = pb_point_open(spec, ds, hooks, point, &pr, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    int repeats = (int)spec->run.repeats;
     double *ratio = calloc((size_t)repeats, sizeof(double));
-    if (!point->repeats || !ratio) {
-        free(ratio);
-        free_run(run);
-        free(run);
+    if (!ratio) {
+        pb_point_close(pr);
         return PB_ERR_NOMEM;
     }
     int pairs = 0;
-    for (int r = 0; r < repeats; r++) {
-        bool interrupted = false;
-        struct pb_repeat_result *rep = &point->repeats[point->repeat_count];
-        rc = run_repeat(run, r, spec->run.stage_timing, rep, &interrupted, msg, msglen);
-        if (rep->wall_s > 0)
-            point->repeat_count++;
-        if (hooks && hooks->progress && rep->wall_s > 0)
-            hooks->progress(hooks->user, r, repeats, rep);
-        if (rc != PB_OK)
-            break;
-        if (measure_overhead) {
-            /* The same round with stage timing flipped, right after, so
-             * drift in machine speed hits both alike. */
-            struct pb_repeat_result other;
-            rc = run_repeat(run, r, !spec->run.stage_timing, &other, &interrupted, msg, msglen);
-            if (rc == PB_OK && other.samples_per_s > 0) {
-                double timed = spec->run.stage_timing ? rep->samples_per_s : other.samples_per_s;
-                double untimed = spec->run.stage_timing ? other.samples_per_s : rep->samples_per_s;
-                ratio[pairs++] = 100.0 * (untimed - timed) / untimed;
-            }
-            free(other.batch_records);
-            free(other.rss);
-            free(other.stages);
-            if (rc != PB_OK)
-                break;
-        }
+    for (int r = 0; r < repeats && rc == PB_OK; r++) {
+        double pair = NAN;
+        rc = pb_point_repeat(pr, r, measure_overhead, &pair, msg, msglen);
+        if (measure_overhead && !isnan(pair))
+            ratio[pairs++] = pair;
     }
     if (measure_overhead && overhead_pct && pairs > 0) {
         qsort(ratio, (size_t)pairs, sizeof(double), cmp_double);
@@ -978,9 +1029,6 @@ int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
     free(ratio);
     if (point->repeat_count > 0)
         pb_point_summarize(point);
-    point->batch_pool_bytes = run->pool_bytes;
-    point->pinned_bytes = run->pinned ? run->pool_bytes : 0;
-    free_run(run);
-    free(run);
+    pb_point_close(pr);
     return rc;
 }

@@ -44,4 +44,19 @@ int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
                  struct pb_point_result *point, double *overhead_pct,
                  double *overhead_noise_pct, char *msg, size_t msglen);
 
+/* The same in steps, so a sweep can interleave rounds across points: open
+ * sets up workers' stages and the batch pool for spec (allocating
+ * point->repeats for run.repeats the first time), each pb_point_repeat runs
+ * one round and appends it to point->repeats (with measure_overhead, also
+ * a paired round with stage timing flipped, writing the throughput lost to
+ * timing in % into *overhead_pct), close frees it all. The caller calls
+ * pb_point_summarize when the point's rounds are done. */
+struct pb_point_run;
+int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
+                  const struct pb_run_hooks *hooks, struct pb_point_result *point,
+                  struct pb_point_run **run, char *msg, size_t msglen);
+int pb_point_repeat(struct pb_point_run *run, int repeat, bool measure_overhead,
+                    double *overhead_pct, char *msg, size_t msglen);
+void pb_point_close(struct pb_point_run *run);
+
 #endif
