@@ -126,7 +126,7 @@ static PB_PRINTF(3, 4) void say(char *buf, size_t buflen, const char *fmt, ...)
     va_end(ap);
 }
 
-static const char *const top_keys[] = {"name", "dataset", "pipeline", "loader", "run"};
+static const char *const top_keys[] = {"name", "dataset", "pipeline", "loader", "run", "sweep"};
 
 /* ---- names and messages shared by the YAML loader and `-s` ---- */
 
@@ -661,6 +661,8 @@ static int parse_root(struct loader *ld, const yaml_node_t *root)
             rc = parse_options(ld, value, &s);
         } else if (strcmp(k, "name") == 0) {
             rc = set_option(ld, &top, key, value);
+        } else if (strcmp(k, "sweep") == 0) {
+            /* Axes to sweep: read and checked by bench/sweep.c. */
         } else {
             char why[PB_MSG_MAX];
             unknown_name("key", k, k, top_keys, PB_ARRAY_LEN(top_keys), "allowed", why,

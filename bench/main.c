@@ -2,6 +2,7 @@
  * Exit codes: 0 success, 1 error, 2 usage or config error, 3 regression
  * (compare, later), 130 interrupted (partial results written). */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,7 +14,9 @@
 #include "bench/config.h"
 #include "bench/pb.h"
 #include "bench/result.h"
+#include "bench/analysis.h"
 #include "bench/runner.h"
+#include "bench/sweep.h"
 #include "pipelines/dataset.h"
 
 #define PB_EXIT_INTERRUPTED 130
@@ -104,20 +107,67 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
 
 /* ---- run ---------------------------------------------------------------- */
 
+/* Progress on stderr: a bar redrawn in place on a terminal, plain lines
+ * otherwise (logs, CI), nothing with --quiet. */
 struct progress {
     bool quiet;
+    bool tty;
+    int rounds_total, rounds_done;
+    uint64_t start_ns;
+    char label[256];        /* the current point's axes                  */
+    int point, points;      /* 1-based, for the bar                      */
 };
+
+static void format_duration(double s, char *buf, size_t buflen)
+{
+    if (s < 60)
+        snprintf(buf, buflen, "%.0fs", s);
+    else if (s < 3600)
+        snprintf(buf, buflen, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else
+        snprintf(buf, buflen, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+static void draw_bar(struct progress *p, double samples_per_s, bool live)
+{
+    if (p->quiet || !p->tty)
+        return;
+    int width = 24, filled = p->rounds_total ? width * p->rounds_done / p->rounds_total : 0;
+    char bar[32], eta[32] = "?";
+    for (int i = 0; i < width; i++)
+        bar[i] = i < filled ? '#' : '.';
+    bar[width] = 0;
+    if (p->rounds_done > 0) {
+        double elapsed = (double)(pb_now_ns() - p->start_ns) / 1e9;
+        format_duration(elapsed / p->rounds_done * (p->rounds_total - p->rounds_done), eta,
+                        sizeof(eta));
+    }
+    fprintf(stderr, "\r\033[K[%s] point %d/%d %s · %.0f samples/s%s · ETA %s", bar, p->point,
+            p->points, p->label, samples_per_s, live ? " (running)" : "", eta);
+    fflush(stderr);
+}
 
 static void on_progress(void *user, int repeat, int repeats, const struct pb_repeat_result *r)
 {
-    const struct progress *p = user;
+    struct progress *p = user;
+    p->rounds_done++;
     if (p->quiet)
         return;
-    fprintf(stderr,
-            "  repeat %d/%d: %.1f samples/s, stall %.1f%%, %.2f s measured, %llu batches%s%s\n",
+    if (p->tty) {
+        draw_bar(p, r->samples_per_s, false);
+        return;
+    }
+    fprintf(stderr, "  %s%s%srepeat %d/%d: %.1f samples/s, stall %.1f%%, %.2f s measured, %llu "
+                    "batches%s%s\n",
+            p->points > 1 ? "point " : "", p->points > 1 ? p->label : "", p->points > 1 ? " " : "",
             repeat + 1, repeats, r->samples_per_s, r->stall_pct, r->wall_s,
             (unsigned long long)r->batches, r->hit_time_cap ? ", hit run.max_time_s" : "",
             r->interrupted ? ", interrupted" : "");
+}
+
+static void on_tick(void *user, double samples_per_s)
+{
+    draw_bar(user, samples_per_s, true);
 }
 
 static void default_result_path(const char *name, char *buf, size_t buflen)
@@ -141,70 +191,152 @@ static int exit_for(int rc)
     }
 }
 
+/* The spec of one point: the config, then the user's -s overrides, then the
+ * point's sweep values (extra, e.g. calibration settings, last). */
+static int load_point_spec(const char *config_path, const char *const *overrides,
+                           int override_count, const struct pb_sweep *sweep,
+                           const struct pb_sweep_point *point, const char *const *extra,
+                           int extra_count, struct pb_spec *spec, char *msg, size_t msglen)
+{
+    int rc = pb_config_load(config_path, spec, msg, msglen);
+    for (int i = 0; rc == PB_OK && i < override_count; i++)
+        rc = pb_config_override(spec, overrides[i], msg, msglen);
+    for (int a = 0; rc == PB_OK && sweep && point && a < sweep->axis_count; a++) {
+        char assignment[256];
+        pb_sweep_assignment(sweep, point, a, assignment, sizeof(assignment));
+        rc = pb_config_override(spec, assignment, msg, msglen);
+        if (rc != PB_OK) {
+            /* "-s path=v: sentence" reads better as a sweep error. */
+            char inner[PB_MSG_MAX * 2];
+            const char *colon = strstr(msg, ": ");
+            pb_strlcpy(inner, colon ? colon + 2 : msg, sizeof(inner));
+            int n = sweep->axes[a].line
+                        ? snprintf(msg, msglen, "%s:%d:%d: sweep value %s: ", config_path,
+                                   sweep->axes[a].line, sweep->axes[a].column, assignment)
+                        : snprintf(msg, msglen, "-a %s: ", assignment);
+            if (n > 0 && (size_t)n < msglen)
+                pb_strlcpy(msg + n, inner, msglen - (size_t)n);
+        }
+    }
+    for (int i = 0; rc == PB_OK && i < extra_count; i++)
+        rc = pb_config_override(spec, extra[i], msg, msglen);
+    if (rc == PB_OK)
+        rc = pb_config_validate(spec, msg, msglen);
+    return rc;
+}
+
+/* What this machine does at best for the config's data: the pipeline on one
+ * core (loading in the training loop's thread, no step), and memcpy. */
+static int calibrate(const char *config_path, const char *const *overrides, int override_count,
+                     const struct pb_dataset *ds, struct pb_calibration *cal, bool quiet,
+                     char *msg, size_t msglen)
+{
+    static const char *const settings[] = {
+        "loader.workers=0", "run.step_ms=0", "run.repeats=1", "run.warmup_batches=2",
+    };
+    struct pb_spec spec;
+    int rc = load_point_spec(config_path, overrides, override_count, NULL, NULL, settings,
+                             (int)PB_ARRAY_LEN(settings), &spec, msg, msglen);
+    if (rc != PB_OK) {
+        pb_spec_free(&spec);
+        return rc;
+    }
+    if (!quiet)
+        fprintf(stderr, "pbench: calibrating: the pipeline on one core, then memory bandwidth\n");
+    struct pb_point_result point;
+    memset(&point, 0, sizeof(point));
+    rc = pb_run_point(&spec, ds, NULL, false, &point, NULL, NULL, msg, msglen);
+    if (rc == PB_OK) {
+        cal->single_core_samples_per_s = point.samples_per_s;
+        size_t bytes = 64u << 20;
+        char *a = malloc(bytes), *b = malloc(bytes);
+        if (a && b) {
+            memset(a, 1, bytes);
+            memset(b, 2, bytes);
+            uint64_t t0 = pb_now_ns();
+            for (int i = 0; i < 8; i++)
+                memcpy(i % 2 ? a : b, i % 2 ? b : a, bytes);
+            double s = (double)(pb_now_ns() - t0) / 1e9;
+            cal->memcpy_gb_per_s = 8.0 * (double)bytes / 1e9 / s;
+        }
+        free(a);
+        free(b);
+        long pus = sysconf(_SC_NPROCESSORS_ONLN);
+        cal->cores = pus > 0 ? (int)pus : 1;
+        cal->measured = true;
+    }
+    free(point.repeats ? point.repeats[0].batch_records : NULL);
+    struct pb_result holder = {.points = &point, .point_count = 1};
+    (void)holder;
+    for (size_t r = 0; r < point.repeat_count; r++) {
+        free(point.repeats[r].rss);
+        free(point.repeats[r].stages);
+    }
+    free(point.repeats);
+    free(point.stages);
+    pb_spec_free(&spec);
+    return rc;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"set", required_argument, NULL, 's'},   {"output", required_argument, NULL, 'o'},
-        {"format", required_argument, NULL, 'f'}, {"quiet", no_argument, NULL, 'q'},
-        {"overhead", no_argument, NULL, 'O'},    {"help", no_argument, NULL, 'h'},
+        {"set", required_argument, NULL, 's'},   {"axis", required_argument, NULL, 'a'},
+        {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'f'},
+        {"quiet", no_argument, NULL, 'q'},       {"overhead", no_argument, NULL, 'O'},
+        {"no-calibrate", no_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char **overrides = calloc((size_t)argc, sizeof(char *));
-    int override_count = 0;
+    const char **axes = calloc((size_t)argc, sizeof(char *));
+    int override_count = 0, axis_count = 0;
     const char *output = NULL;
     enum pb_format format = PB_FORMAT_TABLE;
-    bool quiet = false, overhead = false;
-    int c;
+    bool quiet = false, overhead = false, no_calibrate = false;
+    int c, exit_code = PB_EXIT_OK;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "s:o:f:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:a:o:f:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 's': overrides[override_count++] = optarg; break;
+        case 'a': axes[axis_count++] = optarg; break;
         case 'o': output = optarg; break;
         case 'f':
             if (pb_format_parse(optarg, &format) != PB_OK) {
-                free(overrides);
-                return usage_error("run", "unknown format '%s'; allowed: table, json, markdown, csv",
-                                   optarg);
+                exit_code = usage_error("run", "unknown format '%s'; allowed: table, json, markdown, csv",
+                                        optarg);
+                goto out_args;
             }
             break;
         case 'q': quiet = true; break;
         case 'O': overhead = true; break;
-        case 'h':
-            free(overrides);
-            return cmd_help(2, (char *[]){"help", "run", NULL});
-        default: free(overrides); return usage_error("run", "%s", "bad option");
+        case 'C': no_calibrate = true; break;
+        case 'h': exit_code = cmd_help(2, (char *[]){"help", "run", NULL}); goto out_args;
+        default: exit_code = usage_error("run", "%s", "bad option"); goto out_args;
         }
     }
     if (optind != argc - 1) {
-        free(overrides);
-        return usage_error("run", "%s", optind >= argc ? "expected one CONFIG file" : "expected one CONFIG file, got more");
+        exit_code = usage_error("run", "%s",
+                                optind >= argc ? "expected one CONFIG file"
+                                               : "expected one CONFIG file, got more");
+        goto out_args;
     }
     const char *config_path = argv[optind];
-
     char msg[PB_MSG_MAX * 2];
-    struct pb_spec spec;
-    int rc = pb_config_load(config_path, &spec, msg, sizeof(msg));
-    for (int i = 0; rc == PB_OK && i < override_count; i++)
-        rc = pb_config_override(&spec, overrides[i], msg, sizeof(msg));
+
+    /* The base config and the sweep, checked in full before anything runs. */
+    struct pb_spec base;
+    int rc = load_point_spec(config_path, overrides, override_count, NULL, NULL, NULL, 0, &base,
+                             msg, sizeof(msg));
+    static struct pb_sweep sweep;
     if (rc == PB_OK)
-        rc = pb_config_validate(&spec, msg, sizeof(msg));
-    free(overrides);
+        rc = pb_sweep_load(config_path, &sweep, msg, sizeof(msg));
+    for (int i = 0; rc == PB_OK && i < axis_count; i++)
+        rc = pb_sweep_set_axis(&sweep, axes[i], msg, sizeof(msg));
     if (rc != PB_OK) {
         fprintf(stderr, "pbench: %s\n", msg);
-        pb_spec_free(&spec);
-        return rc == PB_ERR_CONFIG ? PB_EXIT_USAGE : PB_EXIT_ERROR;
-    }
-
-    struct pb_dataset ds;
-    if (!quiet && spec.dataset.has_generate && access(spec.dataset.path, F_OK) != 0)
-        fprintf(stderr, "pbench: generating %lld files of %lld bytes into %s (first use)\n",
-                (long long)spec.dataset.generate.count, (long long)spec.dataset.generate.size_bytes,
-                spec.dataset.path);
-    rc = pb_dataset_open(&spec.dataset, &ds, msg, sizeof(msg));
-    if (rc != PB_OK) {
-        fprintf(stderr, "pbench: %s: %s\n", config_path, msg);
-        pb_spec_free(&spec);
-        return exit_for(rc);
+        pb_spec_free(&base);
+        exit_code = rc == PB_ERR_CONFIG ? PB_EXIT_USAGE : PB_EXIT_ERROR;
+        goto out_args;
     }
 
     struct pb_result result;
@@ -215,54 +347,224 @@ static int cmd_run(int argc, char **argv)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(result.created, sizeof(result.created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(result.name, sizeof(result.name), "%s", spec.name);
+    snprintf(result.name, sizeof(result.name), "%s", base.name);
     pb_machine_probe(&result.machine);
-    result.config = pb_spec_to_json(&spec);
-    result.points = calloc(1, sizeof(*result.points));
-    result.point_count = 1;
-    result.points[0].axes = json_object();
+    result.config = pb_spec_to_json(&base);
 
-    if (!quiet)
-        fprintf(stderr,
-                "pbench: %s: %zu files (%.1f MiB), %lld workers, batch %lld, prefetch %lld, "
-                "%lld repeats\n",
-                spec.name, ds.count, (double)ds.total_bytes / 1048576.0,
-                (long long)spec.loader.workers, (long long)spec.loader.batch_size,
-                (long long)spec.loader.prefetch_factor, (long long)spec.run.repeats);
+    for (int a = 0; a < sweep.axis_count; a++) {
+        if (strcmp(sweep.axes[a].path, "loader.pin_memory") != 0)
+            continue;
+        char why[PB_MSG_MAX];
+        if (!pb_gpu_available(why, sizeof(why))) {
+            pb_sweep_drop_axis(&sweep, "loader.pin_memory");
+            pb_result_warn(&result, "sweep axis loader.pin_memory dropped: %s", why);
+            if (!quiet)
+                fprintf(stderr, "pbench: warning: sweep axis loader.pin_memory dropped: %s\n", why);
+        }
+        break;
+    }
+    struct pb_sweep_point *points = calloc(PB_SWEEP_MAX_POINTS, sizeof(*points));
+    long point_count = points ? pb_sweep_points(&sweep, points, PB_SWEEP_MAX_POINTS, msg, sizeof(msg))
+                              : -1;
+    if (point_count < 0 || point_count > PB_SWEEP_MAX_POINTS || point_count == 0) {
+        if (point_count > PB_SWEEP_MAX_POINTS)
+            snprintf(msg, sizeof(msg), "the sweep has %ld points, more than %d: narrow it",
+                     point_count, PB_SWEEP_MAX_POINTS);
+        else if (point_count == 0)
+            snprintf(msg, sizeof(msg), "sweep.exclude leaves no point to run");
+        fprintf(stderr, "pbench: %s\n", msg);
+        exit_code = PB_EXIT_USAGE;
+        goto out_result;
+    }
+    bool swept = sweep.axis_count > 0;
+    if (overhead && point_count > 1) {
+        fprintf(stderr, "pbench: --overhead measures one point; run it without a sweep (or pin "
+                        "the axes with -a)\n");
+        exit_code = PB_EXIT_USAGE;
+        goto out_result;
+    }
+
+    /* Every point's spec, validated before the first measurement. */
+    struct pb_spec *specs = calloc((size_t)point_count, sizeof(*specs));
+    result.points = calloc((size_t)point_count, sizeof(*result.points));
+    result.point_count = (size_t)point_count;
+    for (long i = 0; i < point_count; i++) {
+        rc = load_point_spec(config_path, overrides, override_count, swept ? &sweep : NULL,
+                             &points[i], NULL, 0, &specs[i], msg, sizeof(msg));
+        result.points[i].axes = swept ? pb_sweep_axes_json(&sweep, &points[i]) : json_object();
+        if (rc != PB_OK) {
+            fprintf(stderr, "pbench: %s\n", msg);
+            exit_code = rc == PB_ERR_CONFIG ? PB_EXIT_USAGE : PB_EXIT_ERROR;
+            for (long j = 0; j <= i; j++)
+                pb_spec_free(&specs[j]);
+            free(specs);
+            goto out_result;
+        }
+    }
+
+    struct pb_dataset ds;
+    if (!quiet && base.dataset.has_generate && access(base.dataset.path, F_OK) != 0)
+        fprintf(stderr, "pbench: generating %lld %s files into %s (first use)\n",
+                (long long)base.dataset.generate.count,
+                base.dataset.generate.kind == PB_GENERATE_JPEG    ? "JPEG"
+                : base.dataset.generate.kind == PB_GENERATE_VIDEO ? "video"
+                                                                  : "random-byte",
+                base.dataset.path);
+    rc = pb_dataset_open(&base.dataset, &ds, msg, sizeof(msg));
+    if (rc != PB_OK) {
+        fprintf(stderr, "pbench: %s: %s\n", config_path, msg);
+        exit_code = exit_for(rc);
+        for (long j = 0; j < point_count; j++)
+            pb_spec_free(&specs[j]);
+        free(specs);
+        goto out_result;
+    }
+    for (long i = 0; i < point_count; i++)
+        if (strcmp(specs[i].dataset.path, base.dataset.path) != 0) {
+            fprintf(stderr, "pbench: sweeping dataset.path is not supported: run one sweep per "
+                            "dataset\n");
+            exit_code = PB_EXIT_USAGE;
+            pb_dataset_free(&ds);
+            for (long j = 0; j < point_count; j++)
+                pb_spec_free(&specs[j]);
+            free(specs);
+            goto out_result;
+        }
+
+    int repeats = (int)base.run.repeats;
+    if (!quiet) {
+        fprintf(stderr, "pbench: %s: %zu files (%.1f MiB)", base.name, ds.count,
+                (double)ds.total_bytes / 1048576.0);
+        if (swept) {
+            double lo = 0, hi = 0;
+            for (long i = 0; i < point_count; i++) {
+                lo += (double)specs[i].run.repeats * specs[i].run.min_time_s;
+                hi += (double)specs[i].run.repeats * specs[i].run.max_time_s;
+            }
+            char a[32], b[32];
+            format_duration(lo, a, sizeof(a));
+            format_duration(hi, b, sizeof(b));
+            fprintf(stderr, "; sweep of %ld points x %d repeats, interleaved: %s to %s measured, "
+                            "plus warm-up\n",
+                    point_count, repeats, a, b);
+            if (hi > 3600)
+                fprintf(stderr, "pbench: warning: this sweep may take over an hour; narrow it "
+                                "with -a PATH=V1,V2 or lower run.max_time_s\n");
+        } else {
+            fprintf(stderr, ", %lld workers, batch %lld, prefetch %lld, %d repeats\n",
+                    (long long)base.loader.workers, (long long)base.loader.batch_size,
+                    (long long)base.loader.prefetch_factor, repeats);
+        }
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, NULL);
-    struct progress progress = {.quiet = quiet};
-    struct pb_run_hooks hooks = {.progress = on_progress, .user = &progress,
-                                 .stop = &interrupt_requested};
-    double overhead_pct = 0, overhead_noise = 0;
-    rc = pb_run_point(&spec, &ds, &hooks, overhead, &result.points[0], &overhead_pct,
-                      &overhead_noise, msg, sizeof(msg));
-    signal(SIGINT, SIG_DFL);
-    if (overhead && rc == PB_OK) {
-        result.overhead_measured = true;
-        result.overhead_pct = overhead_pct;
-        result.overhead_noise_pct = overhead_noise;
-    }
-    if (rc == PB_ERR_INTERRUPTED) {
-        result.interrupted = true;
-        pb_result_warn(&result, "interrupted by the user: the result holds %zu of %lld repeats",
-                       result.points[0].repeat_count, (long long)spec.run.repeats);
-    } else if (rc != PB_OK) {
-        fprintf(stderr, "pbench: %s\n", msg);
-        if (result.points[0].repeat_count > 0)
-            pb_result_warn(&result, "stopped by an error: %s", msg);
+
+    if (swept && !no_calibrate) {
+        char cmsg[PB_MSG_MAX * 2];
+        if (calibrate(config_path, overrides, override_count, &ds, &result.calibration, quiet, cmsg,
+                      sizeof(cmsg)) != PB_OK)
+            pb_result_warn(&result, "calibration failed: %s", cmsg);
     }
 
-    int exit_code = exit_for(rc);
-    if (result.points[0].repeat_count > 0) {
+    struct progress progress = {.quiet = quiet, .tty = isatty(2) != 0, .points = (int)point_count,
+                                .rounds_total = (int)point_count * repeats,
+                                .start_ns = pb_now_ns()};
+    struct pb_run_hooks hooks = {.progress = on_progress, .tick = on_tick, .user = &progress,
+                                 .stop = &interrupt_requested};
+    double overhead_sum = 0, *overhead_pairs = calloc((size_t)repeats, sizeof(double));
+    int overhead_count = 0;
+    bool interrupted = false;
+    /* Rounds interleaved across points: round 1 of every point, then round
+     * 2, so a drift in machine speed does not pass for a difference. */
+    for (int r = 0; r < repeats && !interrupted; r++) {
+        for (long i = 0; i < point_count && !interrupted; i++) {
+            struct pb_point_result *pt = &result.points[i];
+            if (pt->error[0])
+                continue;
+            if (r >= specs[i].run.repeats)
+                continue;
+            progress.point = (int)i + 1;
+            char label[256] = "";
+            size_t used = 0;
+            for (int a = 0; a < sweep.axis_count && used < sizeof(label); a++)
+                used += (size_t)snprintf(label + used, sizeof(label) - used, "%s%s=%s",
+                                         a ? " " : "", strrchr(sweep.axes[a].path, '.') + 1,
+                                         sweep.axes[a].values[points[i].value[a]]);
+            snprintf(progress.label, sizeof(progress.label), "%s", label);
+            struct pb_point_run *run;
+            rc = pb_point_open(&specs[i], &ds, &hooks, pt, &run, msg, sizeof(msg));
+            if (rc == PB_OK) {
+                double pair = NAN;
+                rc = pb_point_repeat(run, r, overhead, &pair, msg, sizeof(msg));
+                if (overhead && !isnan(pair)) {
+                    overhead_pairs[overhead_count++] = pair;
+                    overhead_sum += pair;
+                }
+                pb_point_close(run);
+            }
+            if (rc == PB_ERR_INTERRUPTED) {
+                interrupted = true;
+            } else if (rc != PB_OK) {
+                pb_strlcpy(pt->error, msg, sizeof(pt->error));
+                if (progress.tty && !quiet)
+                    fputc('\n', stderr);
+                fprintf(stderr, "pbench: %s%s%s\n", swept ? label : "", swept ? ": " : "", msg);
+                if (!swept)
+                    exit_code = exit_for(rc);
+            }
+        }
+    }
+    signal(SIGINT, SIG_DFL);
+    if (progress.tty && !quiet)
+        fputc('\n', stderr);
+
+    size_t measured_points = 0;
+    for (long i = 0; i < point_count; i++) {
+        if (result.points[i].repeat_count > 0) {
+            pb_point_summarize(&result.points[i]);
+            measured_points++;
+        }
+    }
+    if (overhead && overhead_count > 0) {
+        double *v = overhead_pairs;
+        for (int i = 1; i < overhead_count; i++)
+            for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+                double t = v[j];
+                v[j] = v[j - 1];
+                v[j - 1] = t;
+            }
+        result.overhead_measured = true;
+        result.overhead_pct = overhead_count % 2 ? v[overhead_count / 2]
+                                                 : (v[overhead_count / 2 - 1] + v[overhead_count / 2]) / 2;
+        double mean = overhead_sum / overhead_count, m2 = 0;
+        for (int i = 0; i < overhead_count; i++)
+            m2 += (v[i] - mean) * (v[i] - mean);
+        result.overhead_noise_pct = overhead_count > 1 ? sqrt(m2 / (overhead_count - 1)) : 0;
+    }
+    free(overhead_pairs);
+    if (interrupted) {
+        result.interrupted = true;
+        exit_code = PB_EXIT_INTERRUPTED;
+        pb_result_warn(&result, "interrupted by the user: the result holds every repeat finished "
+                                "before Ctrl-C");
+    } else if (!swept && result.points[0].error[0] && result.points[0].repeat_count > 0) {
+        pb_result_warn(&result, "stopped by an error: %s", result.points[0].error);
+    }
+
+    if (measured_points > 0) {
+        struct pb_analysis analysis;
+        if (swept && pb_analyze(&result, &analysis) == PB_OK) {
+            result.analysis = pb_analysis_to_json(&analysis);
+            pb_analysis_free(&analysis);
+        }
         char path[PB_PATH_MAX];
         if (output)
             snprintf(path, sizeof(path), "%s", output);
         else
-            default_result_path(spec.name, path, sizeof(path));
+            default_result_path(base.name, path, sizeof(path));
         char wmsg[PB_MSG_MAX];
         if (pb_result_write(&result, path, wmsg, sizeof(wmsg)) != PB_OK) {
             fprintf(stderr, "pbench: %s\n", wmsg);
@@ -271,10 +573,20 @@ static int cmd_run(int argc, char **argv)
             fprintf(stderr, "pbench: result written to %s\n", path);
         }
         pb_report(stdout, &result, format);
+    } else if (exit_code == PB_EXIT_OK) {
+        exit_code = PB_EXIT_ERROR;
     }
-    pb_result_free(&result);
     pb_dataset_free(&ds);
-    pb_spec_free(&spec);
+    for (long j = 0; j < point_count; j++)
+        pb_spec_free(&specs[j]);
+    free(specs);
+out_result:
+    free(points);
+    pb_result_free(&result);
+    pb_spec_free(&base);
+out_args:
+    free(overrides);
+    free(axes);
     return exit_code;
 }
 

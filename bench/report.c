@@ -5,6 +5,8 @@
  * either as aligned text or as a GitHub table. Nothing here measures. */
 #include "bench/result.h"
 
+#include "bench/analysis.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -303,34 +305,170 @@ static void emit_header(const struct sink *s, const struct pb_result *result)
     fputs(s->markdown ? "\n\n" : "\n", s->out);
 }
 
-static void emit_comparison(const struct sink *s, const struct pb_result *result)
+static const char *short_axis(const char *path)
 {
-    struct table t;
-    table_init(&t, 6, 0x3du, false); /* all but axes right-aligned */
-    table_add(&t, "#");
-    table_add(&t, "axes");
-    table_add(&t, "samples/s");
-    table_add(&t, "noise");
-    table_add(&t, "stall");
-    table_add(&t, "assembly p99");
-    for (size_t i = 0; i < result->point_count; i++) {
-        const struct pb_point_result *p = &result->points[i];
-        char axes[CELL_MAX], p99[32];
-        format_axes(axes, sizeof(axes), p->axes, ", ");
-        format_ns(p99, sizeof(p99), (double)p->assembly_p99_ns);
-        table_add(&t, "%zu", i);
-        table_add(&t, "%s", axes[0] ? axes : "(base)");
-        table_add(&t, "%.1f", p->samples_per_s);
-        table_add(&t, "± %.1f%%", p->samples_per_s_noise_pct);
-        table_add(&t, "%.1f %%", p->stall_pct);
-        table_add(&t, "%s", p99);
+    const char *dot = strrchr(path, '.');
+    return dot ? dot + 1 : path;
+}
+
+static int by_throughput_desc(const void *a, const void *b, void *ctx);
+
+struct order_ctx {
+    const struct pb_result *result;
+    const struct pb_analysis *analysis;
+};
+
+static const struct order_ctx *sort_ctx; /* qsort has no user pointer in C11 */
+
+static int order_cmp(const void *a, const void *b)
+{
+    return by_throughput_desc(a, b, (void *)sort_ctx);
+}
+
+static int by_throughput_desc(const void *a, const void *b, void *ctx)
+{
+    const struct order_ctx *c = ctx;
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    bool ui = c->analysis->points[i].usable, uj = c->analysis->points[j].usable;
+    if (ui != uj)
+        return ui ? -1 : 1;
+    double x = c->result->points[i].samples_per_s, y = c->result->points[j].samples_per_s;
+    if (x != y)
+        return x > y ? -1 : 1;
+    return i < j ? -1 : (i > j);
+}
+
+/* One row per point, fastest first; the recommended row is marked. */
+static void emit_comparison(const struct sink *s, const struct pb_result *result,
+                            const struct pb_analysis *an)
+{
+    const json_t *first_axes = result->points[0].axes;
+    size_t axis_count = first_axes ? json_object_size(first_axes) : 0;
+    const char *axis_keys[16];
+    size_t k = 0;
+    const char *key;
+    json_t *value;
+    if (first_axes)
+        json_object_foreach((json_t *)first_axes, key, value)
+        {
+            if (k < 16)
+                axis_keys[k++] = key;
+        }
+    axis_count = k;
+    bool step = step_ms(result) > 0;
+    bool calibrated = result->calibration.measured;
+    static const char *const tail[] = {"samples/s", "noise",  "asm p50", "asm p99", "stall",
+                                       "accel",     "wkr CPU", "RSS MiB", "pinned",  "top stage",
+                                       "eff",       "input-bound"};
+    bool show[PB_ARRAY_LEN(tail)];
+    size_t cols = 1 + axis_count;
+    for (size_t c = 0; c < PB_ARRAY_LEN(tail); c++) {
+        show[c] = !(c == 5 && !step) && !(c == 10 && !calibrated);
+        cols += show[c];
     }
+    unsigned right = 0;
+    for (size_t c = 1; c < cols; c++)
+        right |= 1u << c;
+    right &= ~(1u << (cols - 1)); /* input-bound: text */
+    right &= ~(1u << (cols - 2)); /* top stage or eff */
+    if (calibrated)
+        right |= 1u << (cols - 2);
+    struct table t;
+    table_init(&t, cols, right, false);
+    table_add(&t, " ");
+    for (size_t a = 0; a < axis_count; a++)
+        table_add(&t, "%s", short_axis(axis_keys[a]));
+    for (size_t c = 0; c < PB_ARRAY_LEN(tail); c++)
+        if (show[c])
+            table_add(&t, "%s", tail[c]);
+
+    size_t *order = calloc(result->point_count, sizeof(size_t));
+    for (size_t i = 0; i < result->point_count; i++)
+        order[i] = i;
+    struct order_ctx ctx = {result, an};
+    sort_ctx = &ctx;
+    qsort(order, result->point_count, sizeof(size_t), order_cmp);
+    for (size_t r = 0; r < result->point_count; r++) {
+        size_t i = order[r];
+        const struct pb_point_result *p = &result->points[i];
+        const struct pb_point_analysis *a = &an->points[i];
+        table_add(&t, "%s", (int)i == an->recommended ? "*" : "");
+        for (size_t x = 0; x < axis_count; x++) {
+            char text[64];
+            format_json_value(text, sizeof(text), p->axes ? json_object_get(p->axes, axis_keys[x]) : NULL);
+            table_add(&t, "%s", text);
+        }
+        if (!a->usable) {
+            for (size_t c = 0; c < PB_ARRAY_LEN(tail); c++)
+                if (show[c])
+                    table_add(&t, "%s", c == PB_ARRAY_LEN(tail) - 1 ? (p->error[0] ? "FAILED" : "not run") : "-");
+            continue;
+        }
+        char p50[32], p99[32];
+        format_ns(p50, sizeof(p50), (double)p->assembly_p50_ns);
+        format_ns(p99, sizeof(p99), (double)p->assembly_p99_ns);
+        int capped = 0;
+        for (size_t q = 0; q < p->repeat_count; q++)
+            capped += p->repeats[q].noisy;
+        table_add(&t, "%.1f", p->samples_per_s);
+        table_add(&t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " noisy" : "");
+        table_add(&t, "%s", p50);
+        table_add(&t, "%s", p99);
+        table_add(&t, "%.1f%%", p->stall_pct);
+        if (show[5])
+            table_add(&t, "%.1f%%", p->accel_util_pct);
+        table_add(&t, "%.0f%%", p->worker_cpu_pct);
+        table_add(&t, "%.0f", mib(p->rss_peak_bytes));
+        table_add(&t, "%.0f", mib(p->pinned_bytes));
+        if (a->top_stage >= 0)
+            table_add(&t, "%s %.0f%%", p->stages[a->top_stage].name, a->top_share_pct);
+        else
+            table_add(&t, "-");
+        if (show[10])
+            table_add(&t, "%.0f%%", a->efficiency_pct);
+        static const char *const bound[] = {"no", "moderate", "HIGH"};
+        table_add(&t, "%s", bound[a->input_bound]);
+    }
+    free(order);
     if (s->markdown)
-        fputs("## Comparison\n\n", s->out);
+        fprintf(s->out, "## Sweep: %zu points\n\n", result->point_count);
     else
-        fprintf(s->out, "\ncomparison (%zu points)\n", result->point_count);
+        fprintf(s->out, "\nsweep: %zu points, fastest first (* = recommended)\n", result->point_count);
     emit_table(s, &t);
     table_free(&t);
+
+    const char *bullet = s->markdown ? "- " : "  ";
+    fprintf(s->out, "%s%sasm = batch assembly time in a worker; stall = share of the training "
+                    "loop's time spent waiting for a batch; input-bound: stall >= %.0f%% HIGH, "
+                    ">= %.0f%% moderate (TensorFlow's input-pipeline thresholds)%s",
+            s->markdown ? "\n" : "", bullet, PB_INPUT_BOUND_HIGH_PCT, PB_INPUT_BOUND_MODERATE_PCT,
+            "\n");
+    if (calibrated)
+        fprintf(s->out,
+                "%seff = samples/s against the calibrated limit: %.1f samples/s on one core x "
+                "min(workers, %d cores); memcpy %.1f GB/s\n",
+                bullet, result->calibration.single_core_samples_per_s, result->calibration.cores,
+                result->calibration.memcpy_gb_per_s);
+}
+
+/* The recommendation, the rule beside it, scaling and suggestions. */
+static void emit_analysis(const struct sink *s, const struct pb_analysis *an)
+{
+    const char *bullet = s->markdown ? "- " : "  ";
+    fputs(s->markdown ? "\n## Recommendation\n\n" : "\nrecommendation\n", s->out);
+    if (an->recommended < 0) {
+        fprintf(s->out, "%snone: %s\n", bullet, an->rule);
+        return;
+    }
+    fprintf(s->out, "%s%s\n", bullet, an->reason);
+    fprintf(s->out, "%srule: %s\n", bullet, an->rule);
+    if (an->scaling[0])
+        fprintf(s->out, "%sscaling: %s\n", bullet, an->scaling);
+    const struct pb_point_analysis *a = &an->points[an->recommended];
+    fprintf(s->out, "%sverdict: %s\n", bullet, a->verdict);
+    fprintf(s->out, "%sbottleneck: %s\n", bullet, a->bottleneck);
+    for (int i = 0; i < an->suggestion_count; i++)
+        fprintf(s->out, "%ssuggestion: %s\n", bullet, an->suggestions[i]);
 }
 
 static void emit_point_summary(const struct sink *s, const struct pb_result *result,
@@ -475,33 +613,82 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
     }
 }
 
+static void emit_point(const struct sink *s, const struct pb_result *result,
+                       const struct pb_point_result *p)
+{
+    emit_point_summary(s, result, p);
+    emit_stages(s, p);
+    if (p->warning_count && !s->markdown)
+        fputc('\n', s->out);
+    for (int w = 0; w < p->warning_count; w++)
+        emit_warning(s, p->warnings[w]);
+    if (p->warning_count && s->markdown)
+        fputc('\n', s->out);
+}
+
 static void report_human(FILE *out, const struct pb_result *result, bool markdown)
 {
     struct sink s = {out, markdown};
     emit_header(&s, result);
-    if (result->point_count > 1)
-        emit_comparison(&s, result);
-    for (size_t i = 0; i < result->point_count; i++) {
-        const struct pb_point_result *p = &result->points[i];
-        char axes[CELL_MAX];
-        format_axes(axes, sizeof(axes), p->axes, ", ");
-        if (result->point_count == 1 && !axes[0])
-            fputs(markdown ? "## Results\n\n" : "\n", out);
-        else if (markdown)
-            fprintf(out, "## Point %zu%s%s\n\n", i, axes[0] ? ": " : "", axes);
-        else
-            fprintf(out, "\npoint %zu%s%s\n", i, axes[0] ? ": " : "", axes);
-        emit_point_summary(&s, result, p);
-        emit_stages(&s, p);
-        if (p->warning_count && !markdown)
-            fputc('\n', out);
-        for (int w = 0; w < p->warning_count; w++)
-            emit_warning(&s, p->warnings[w]);
-        if (p->warning_count && markdown)
-            fputc('\n', out);
+    if (result->point_count > 1) {
+        struct pb_analysis an;
+        pb_analyze(result, &an);
+        emit_comparison(&s, result, &an);
+        emit_analysis(&s, &an);
+        if (an.recommended >= 0) {
+            const struct pb_point_result *p = &result->points[an.recommended];
+            char axes[CELL_MAX];
+            format_axes(axes, sizeof(axes), p->axes, ", ");
+            if (markdown)
+                fprintf(out, "\n## Recommended point: %s\n\n", axes);
+            else
+                fprintf(out, "\nrecommended point: %s\n", axes);
+            emit_point_summary(&s, result, p);
+            emit_stages(&s, p);
+        }
+        /* Warnings once each, however many points share them. */
+        bool any = false;
+        for (size_t i = 0; i < result->point_count; i++) {
+            const struct pb_point_result *p = &result->points[i];
+            for (int w = 0; w < p->warning_count; w++) {
+                bool seen = false;
+                for (size_t j = 0; j < i && !seen; j++)
+                    for (int v = 0; v < result->points[j].warning_count && !seen; v++)
+                        seen = strcmp(result->points[j].warnings[v], p->warnings[w]) == 0;
+                if (seen)
+                    continue;
+                if (!any)
+                    fputc('\n', out);
+                any = true;
+                char axes[CELL_MAX], text[CELL_MAX + 300];
+                format_axes(axes, sizeof(axes), p->axes, ", ");
+                snprintf(text, sizeof(text), "%s (first at %s)", p->warnings[w], axes);
+                emit_warning(&s, text);
+            }
+            if (p->error[0]) {
+                char axes[CELL_MAX], text[CELL_MAX + 300];
+                format_axes(axes, sizeof(axes), p->axes, ", ");
+                snprintf(text, sizeof(text), "point %s failed: %s", axes, p->error);
+                emit_warning(&s, text);
+            }
+        }
+        pb_analysis_free(&an);
+    } else {
+        for (size_t i = 0; i < result->point_count; i++) {
+            const struct pb_point_result *p = &result->points[i];
+            char axes[CELL_MAX];
+            format_axes(axes, sizeof(axes), p->axes, ", ");
+            if (!axes[0])
+                fputs(markdown ? "## Results\n\n" : "\n", out);
+            else if (markdown)
+                fprintf(out, "## Point %zu: %s\n\n", i, axes);
+            else
+                fprintf(out, "\npoint %zu: %s\n", i, axes);
+            emit_point(&s, result, p);
+        }
     }
     if (result->warning_count || result->interrupted || result->overhead_measured)
-        fputs(markdown ? "## Notes\n\n" : "\n", out);
+        fputs(markdown ? "\n## Notes\n\n" : "\n", out);
     for (int w = 0; w < result->warning_count; w++)
         fprintf(out, markdown ? "- warning: %s\n" : "warning: %s\n", result->warnings[w]);
     if (result->interrupted)

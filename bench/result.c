@@ -428,6 +428,8 @@ static json_t *point_to_json(const struct pb_point_result *p)
         json_array_append_new(repeats, repeat_to_json(&p->repeats[i]));
     json_object_set_new(obj, "repeats", repeats);
     json_object_set_new(obj, "warnings", warnings_to_json(p->warnings, p->warning_count));
+    if (p->error[0])
+        json_object_set_new(obj, "error", json_string(p->error));
     return obj;
 }
 
@@ -478,10 +480,19 @@ json_t *pb_result_to_json(const struct pb_result *result)
                         json_pack("{s b s o s o}", "measured", result->overhead_measured, "pct",
                                   json_number(result->overhead_pct), "noise_pct",
                                   json_number(result->overhead_noise_pct)));
+    const struct pb_calibration *cal = &result->calibration;
+    if (cal->measured)
+        json_object_set_new(root, "calibration",
+                            json_pack("{s o s o s i}", "single_core_samples_per_s",
+                                      json_number(cal->single_core_samples_per_s),
+                                      "memcpy_gb_per_s", json_number(cal->memcpy_gb_per_s),
+                                      "cores", cal->cores));
     json_t *points = json_array();
     for (size_t i = 0; i < result->point_count; i++)
         json_array_append_new(points, point_to_json(&result->points[i]));
     json_object_set_new(root, "points", points);
+    if (result->analysis)
+        json_object_set_new(root, "analysis", json_deep_copy(result->analysis));
     json_object_set_new(root, "warnings",
                         warnings_to_json(result->warnings, result->warning_count));
     return root;
@@ -889,6 +900,9 @@ static int read_point(struct reader *rd, const json_t *obj, const char *path,
         get_array(rd, obj, path, "repeats", &repeats) ||
         get_warnings(rd, obj, path, p->warnings, &p->warning_count))
         return PB_ERR;
+    const json_t *error = json_object_get(obj, "error");
+    if (error && json_is_string(error))
+        snprintf(p->error, sizeof(p->error), "%s", json_string_value(error));
     p->axes = axes ? json_deep_copy(axes) : json_object();
     if (assembly) {
         child_path(at, path, "batch_assembly");
@@ -1023,6 +1037,18 @@ static int read_result(struct reader *rd, const json_t *root, struct pb_result *
     }
     if (machine && read_machine(rd, machine, "machine", &result->machine))
         return PB_ERR;
+    const json_t *cal = json_object_get(root, "calibration");
+    if (cal && json_is_object(cal)) {
+        result->calibration.measured = true;
+        result->calibration.single_core_samples_per_s =
+            json_number_value(json_object_get(cal, "single_core_samples_per_s"));
+        result->calibration.memcpy_gb_per_s =
+            json_number_value(json_object_get(cal, "memcpy_gb_per_s"));
+        result->calibration.cores = (int)json_integer_value(json_object_get(cal, "cores"));
+    }
+    const json_t *analysis = json_object_get(root, "analysis");
+    if (analysis && json_is_object(analysis))
+        result->analysis = json_deep_copy(analysis);
     if (overhead && (get_bool(rd, overhead, "overhead", "measured", &result->overhead_measured) ||
                      get_double(rd, overhead, "overhead", "pct", &result->overhead_pct) ||
                      get_double(rd, overhead, "overhead", "noise_pct",
@@ -1187,6 +1213,7 @@ void pb_result_free(struct pb_result *result)
     }
     free(result->points);
     json_decref(result->config);
+    json_decref(result->analysis);
     memset(result, 0, sizeof(*result));
 }
 

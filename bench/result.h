@@ -120,6 +120,16 @@ struct pb_point_result {
     struct pb_stage_result *stages;        /* owned, merged over repeats  */
     int warning_count;
     char warnings[PB_MAX_WARNINGS][256];
+    char error[256];            /* why the point failed; "" when it ran   */
+};
+
+/* What this machine does at best for the config's data (pbench calibrate):
+ * the pipeline on one core with no training step, and memory bandwidth. */
+struct pb_calibration {
+    bool measured;
+    double single_core_samples_per_s;
+    double memcpy_gb_per_s;
+    int cores;
 };
 
 struct pb_result {
@@ -134,6 +144,8 @@ struct pb_result {
     bool overhead_measured;
     double overhead_pct;        /* throughput lost to stage timing        */
     double overhead_noise_pct;
+    struct pb_calibration calibration;
+    json_t *analysis;           /* written by the run for readers; owned, may be NULL */
     size_t point_count;
     struct pb_point_result *points; /* owned */
     int warning_count;

@@ -85,6 +85,11 @@ struct run {
     pthread_t sampler_thread;
     atomic_bool sampler_stop;
     volatile sig_atomic_t *user_stop;
+    const struct pb_run_hooks *hooks;
+    /* Published by the consumer for the progress tick (relaxed atomics,
+     * one store per batch). */
+    _Atomic uint64_t live_samples;
+    _Atomic uint64_t live_start_ns; /* 0 until the measured part starts */
     uint64_t repeat_start_ns;
     struct pb_rss_sample *rss;
     size_t rss_count;
@@ -126,6 +131,24 @@ static uint64_t mem_available_bytes(void)
             break;
     fclose(f);
     return (uint64_t)kib * 1024;
+}
+
+/* Mean of the "cpu MHz" lines of /proc/cpuinfo; 0 when unknown. */
+static double cpu_mhz_now(void)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    double sum = 0, mhz;
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "cpu MHz : %lf", &mhz) == 1) {
+            sum += mhz;
+            n++;
+        }
+    fclose(f);
+    return n ? sum / n : 0;
 }
 
 static void record_data_error(struct run *run, const char *what)
@@ -322,6 +345,7 @@ static void *sampler_main(void *arg)
 {
     struct run *run = arg;
     uint64_t last_ns = pb_now_ns(), last_cpu = process_cpu_ns();
+    unsigned ticks = 0;
     while (!atomic_load(&run->sampler_stop)) {
         struct timespec period = {0, (long)SAMPLER_PERIOD_NS};
         nanosleep(&period, NULL);
@@ -329,6 +353,12 @@ static void *sampler_main(void *arg)
             pb_queue_close(&run->queue); /* wake a consumer blocked on a slow batch */
         uint64_t now = pb_now_ns(), cpu = process_cpu_ns();
         uint64_t rss = rss_bytes_now();
+        if (run->hooks && run->hooks->tick && (++ticks % 5) == 0) {
+            uint64_t start = atomic_load_explicit(&run->live_start_ns, memory_order_relaxed);
+            uint64_t samples = atomic_load_explicit(&run->live_samples, memory_order_relaxed);
+            if (start && now > start)
+                run->hooks->tick(run->hooks->user, (double)samples * 1e9 / (double)(now - start));
+        }
         if (rss > run->rss_peak_bytes)
             run->rss_peak_bytes = rss;
         if (run->rss_count < MAX_RSS_SAMPLES) {
@@ -651,8 +681,11 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
     atomic_store(&run->stop_workers, false);
     reset_worker_stats(run);
 
+    double mhz_start = cpu_mhz_now();
     run->rss_count = 0;
     run->rss_peak_bytes = 0;
+    atomic_store(&run->live_start_ns, 0);
+    atomic_store(&run->live_samples, 0);
     run->repeat_start_ns = pb_now_ns();
     atomic_store(&run->sampler_stop, false);
 
@@ -694,6 +727,8 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
         if (!measuring && seq >= run->first_measured_seq) {
             measuring = true;
             t_start = pb_now_ns();
+            atomic_store_explicit(&run->live_samples, 0, memory_order_relaxed);
+            atomic_store_explicit(&run->live_start_ns, t_start, memory_order_relaxed);
             cpu_start = process_cpu_ns();
             win.start_ns = t_start;
         }
@@ -734,6 +769,7 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
             if (push_batch_record(rep, &records_cap, &rec) != PB_OK)
                 fail_run(run, PB_ERR_NOMEM, "out of memory recording batch timings");
             samples += slot->batch.samples;
+            atomic_store_explicit(&run->live_samples, samples, memory_order_relaxed);
             batches++;
             bytes_read += slot->bytes_read;
             errors += slot->errors;
@@ -783,6 +819,12 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
         run->queue_live = false;
     }
     uint64_t cpu_end = process_cpu_ns();
+    double mhz_end = cpu_mhz_now();
+    if (mhz_start > 0 && mhz_end > 0 && fabs(mhz_end - mhz_start) > 0.1 * mhz_start)
+        pb_point_warn(run->point,
+                      "the CPU clock changed during a repeat (%.0f to %.0f MHz): power management "
+                      "or throttling shifts the numbers",
+                      mhz_start, mhz_end);
 
     if (!measuring || t_end <= t_start) {
         free(win.throughput);
@@ -926,6 +968,7 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
         return rc;
     }
     pr->hooks = hooks;
+    pr->run.hooks = hooks;
     pr->run.user_stop = hooks ? hooks->stop : NULL;
 
     long pus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -936,9 +979,9 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     uint64_t available = mem_available_bytes();
     if (available && ds->total_bytes < available)
         pb_point_warn(point,
-                      "the dataset (%.1f MiB) fits in the page cache (%.1f GiB available): after "
-                      "the first read, files come from memory, not storage",
-                      (double)ds->total_bytes / 1048576.0, (double)available / 1073741824.0);
+                      "the dataset (%.1f MiB) fits in the page cache: after the first read, files "
+                      "come from memory, not storage",
+                      (double)ds->total_bytes / 1048576.0);
     point->batch_pool_bytes = pr->run.pool_bytes;
     point->pinned_bytes = pr->run.pinned ? pr->run.pool_bytes : 0;
     *out = pr;

@@ -26,6 +26,9 @@ typedef void (*pb_progress_fn)(void *user, int repeat, int repeats,
 struct pb_run_hooks {
     pb_progress_fn progress;
     void *user;
+    /* Called about four times a second from a sampler thread while a
+     * repeat is measured, with its running throughput; may be NULL. */
+    void (*tick)(void *user, double samples_per_s);
     /* Set asynchronously (SIGINT): the run stops after the current batch
      * and keeps what it measured, marked interrupted. */
     volatile sig_atomic_t *stop;

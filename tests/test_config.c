@@ -273,7 +273,7 @@ static void test_bad_overrides(void **state)
         {"=4", "-s =4: expected KEY=VALUE"},
         {"lodaer.workers=4",
          "-s lodaer.workers=4: unknown key 'lodaer.workers'; did you mean 'loader'? allowed: "
-         "name, dataset, pipeline, loader, run"},
+         "name, dataset, pipeline, loader, run, sweep"},
         {"loader=4",
          "-s loader=4: expected loader.KEY=VALUE; keys: workers, batch_size, prefetch_factor, "
          "pin_memory, drop_last, in_order"},
@@ -377,7 +377,7 @@ static void test_bad_configs(void **state)
         /* Unknown keys, with and without a suggestion. */
         {HEAD "loadr:\n  workers: 4\n",
          "bad.yaml:7:1: unknown key 'loadr'; did you mean 'loader'? allowed: name, dataset, "
-         "pipeline, loader, run"},
+         "pipeline, loader, run, sweep"},
         {HEAD "loader:\n  worker: 4\n",
          "bad.yaml:8:3: unknown key 'loader.worker'; did you mean 'workers'? allowed: workers, "
          "batch_size, prefetch_factor, pin_memory, drop_last, in_order"},
@@ -403,7 +403,7 @@ static void test_bad_configs(void **state)
         {"pipeline:\n  - read: 5\n",
          "bad.yaml:2:11: pipeline.read must be a mapping of options, got a scalar"},
         {"- read\n", "bad.yaml:1:1: the config must be a mapping with keys name, dataset, "
-                     "pipeline, loader, run, got a sequence"},
+                     "pipeline, loader, run, sweep, got a sequence"},
         /* Duplicates. */
         {HEAD "loader:\n  workers: 4\n  workers: 8\n",
          "bad.yaml:9:3: duplicate key 'loader.workers' (first set on line 8)"},
@@ -430,7 +430,7 @@ static void test_bad_configs(void **state)
         {"pipeline: [read, {decode: {decoder: null}}\n",
          "bad.yaml:2:1: YAML syntax error: did not find expected ',' or ']'"},
         {"", "bad.yaml: the config is empty; expected a mapping with keys name, dataset, "
-             "pipeline, loader, run"},
+             "pipeline, loader, run, sweep"},
         {"dataset: {path: /a}\npipeline: [read]\n---\nloader: {}\n",
          "bad.yaml:3:1: the file holds more than one YAML document"},
     };

@@ -332,6 +332,96 @@ static void test_interrupt_keeps_results(void **state)
     json_decref(r);
 }
 
+static void test_sweep_table_and_recommendation(void **state)
+{
+    (void)state;
+    char out[512], args[2048];
+    snprintf(args, sizeof(args),
+             "run '%s/configs/sweep-null.yaml' " FAST
+             "-s run.repeats=2 -a loader.workers=1,2 -a loader.batch_size=4,8 "
+             "-a loader.prefetch_factor=1 -o sweep.json",
+             source_dir);
+    int rc = pbench(args, out, sizeof(out));
+    char *err = err_text();
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    /* No GPU here: the pin_memory axis is dropped with a warning (with a
+     * GPU it stays); either way the run says what it did. */
+    free(err);
+    char *table = slurp(out);
+    assert_non_null(strstr(table, "sweep: 4 points, fastest first (* = recommended)"));
+    assert_non_null(strstr(table, "recommendation"));
+    assert_non_null(strstr(table, "rule: with a 1 ms step"));
+    assert_non_null(strstr(table, "recommended point: "));
+    assert_non_null(strstr(table, "input-bound: stall >= 20% HIGH, >= 5% moderate"));
+    free(table);
+
+    json_t *r = load_result("sweep.json");
+    json_t *points = json_object_get(r, "points");
+    assert_int_equal(json_array_size(points), 4);
+    for (size_t i = 0; i < 4; i++) {
+        json_t *p = json_array_get(points, i);
+        json_t *axes = json_object_get(p, "axes");
+        assert_true(json_is_integer(json_object_get(axes, "loader.workers")));
+        assert_true(json_is_integer(json_object_get(axes, "loader.batch_size")));
+        assert_int_equal(json_array_size(json_object_get(p, "repeats")), 2);
+        assert_true(num(p, "samples_per_s") > 0);
+    }
+    json_t *analysis = json_object_get(r, "analysis");
+    assert_true(json_is_integer(json_object_get(analysis, "recommended")));
+    assert_true(json_is_object(json_object_get(r, "calibration")));
+    assert_true(num(json_object_get(r, "calibration"), "single_core_samples_per_s") > 0);
+    json_decref(r);
+
+    /* The same file renders the same analysis later. */
+    assert_int_equal(pbench("report sweep.json --format markdown", out, sizeof(out)), 0);
+    table = slurp(out);
+    assert_non_null(strstr(table, "## Recommendation"));
+    free(table);
+}
+
+static void test_sweep_interrupt_keeps_finished_points(void **state)
+{
+    (void)state;
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && exec '%s' run '%s/configs/sweep-null.yaml' " FAST
+             "-s run.repeats=20 -s run.min_time_s=0.2 -s run.max_time_s=0.2 --no-calibrate "
+             "-a loader.workers=1,2 -a loader.batch_size=8 -a loader.prefetch_factor=1 "
+             "-o sweep-int.json >'%s/int.txt' 2>'%s/err.txt'",
+             workdir, binary, source_dir, workdir, workdir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    char errpath[512];
+    snprintf(errpath, sizeof(errpath), "%s/err.txt", workdir);
+    for (int i = 0; i < 600; i++) {
+        char *e = slurp(errpath);
+        bool done = strstr(e, "repeat 2/20") != NULL && strstr(e, "workers=2") != NULL;
+        free(e);
+        if (done)
+            break;
+        usleep(50000);
+    }
+    kill(pid, SIGINT);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 130);
+    json_t *r = load_result("sweep-int.json");
+    assert_true(json_is_true(json_object_get(r, "interrupted")));
+    json_t *points = json_object_get(r, "points");
+    assert_int_equal(json_array_size(points), 2);
+    for (size_t i = 0; i < 2; i++) {
+        size_t kept = json_array_size(json_object_get(json_array_get(points, i), "repeats"));
+        assert_true(kept >= 2 && kept < 20);
+    }
+    json_decref(r);
+}
+
 static void test_bad_config_exits_2(void **state)
 {
     (void)state;
@@ -383,6 +473,8 @@ int main(void)
         cmocka_unit_test(test_workers_zero_and_any_order),
         cmocka_unit_test(test_on_error_skip_and_fail),
         cmocka_unit_test(test_interrupt_keeps_results),
+        cmocka_unit_test(test_sweep_table_and_recommendation),
+        cmocka_unit_test(test_sweep_interrupt_keeps_finished_points),
         cmocka_unit_test(test_bad_config_exits_2),
         cmocka_unit_test(test_list_version_help),
     };

@@ -769,7 +769,8 @@ static void test_report_formats(void **state)
     assert_non_null(strstr(table, "Test CPU @ 3.0GHz"));
     assert_non_null(strstr(table, "workers=4"));
     assert_non_null(strstr(table, "pin_memory=true"));
-    assert_non_null(strstr(table, "comparison (2 points)"));
+    assert_non_null(strstr(table, "sweep: 2 points, fastest first"));
+    assert_non_null(strstr(table, "recommendation"));
     assert_non_null(strstr(table, "accelerator")); /* run.step_ms > 0 */
     assert_non_null(strstr(table, "decode"));
     assert_non_null(strstr(table, "normalize"));
@@ -783,8 +784,8 @@ static void test_report_formats(void **state)
 
     char *markdown = render(&result, PB_FORMAT_MARKDOWN);
     assert_non_null(strstr(markdown, "# pbench: image-basic"));
-    assert_non_null(strstr(markdown, "## Comparison"));
-    assert_non_null(strstr(markdown, "## Point 1: loader.workers=4"));
+    assert_non_null(strstr(markdown, "## Sweep: 2 points"));
+    assert_non_null(strstr(markdown, "## Recommended point: loader.workers="));
     assert_non_null(
         strstr(markdown, "| stage | count | mean | p50 | p90 | p99 | max | cpu | share% |"));
     assert_non_null(strstr(markdown, "| samples/s |"));

@@ -1,0 +1,487 @@
+#include "bench/analysis.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/pb.h"
+
+/* ---- settings of a point ------------------------------------------------ */
+
+static const json_t *config_path(const json_t *config, const char *path)
+{
+    char key[128];
+    const json_t *node = config;
+    const char *at = path;
+    while (node && *at) {
+        const char *dot = strchr(at, '.');
+        size_t n = dot ? (size_t)(dot - at) : strlen(at);
+        if (n >= sizeof(key))
+            return NULL;
+        memcpy(key, at, n);
+        key[n] = 0;
+        node = json_is_object(node) ? json_object_get(node, key) : NULL;
+        at = dot ? dot + 1 : at + n;
+    }
+    return node;
+}
+
+static const json_t *setting(const struct pb_result *result, size_t point, const char *path)
+{
+    if (point < result->point_count && result->points[point].axes) {
+        const json_t *v = json_object_get(result->points[point].axes, path);
+        if (v)
+            return v;
+    }
+    return result->config ? config_path(result->config, path) : NULL;
+}
+
+int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const char *path,
+                             int64_t def)
+{
+    const json_t *v = setting(result, point, path);
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    if (json_is_real(v))
+        return (int64_t)json_real_value(v);
+    if (json_is_boolean(v))
+        return json_is_true(v);
+    return def;
+}
+
+double pb_point_setting_double(const struct pb_result *result, size_t point, const char *path,
+                               double def)
+{
+    const json_t *v = setting(result, point, path);
+    return json_is_number(v) ? json_number_value(v) : def;
+}
+
+/* ---- per point ---------------------------------------------------------- */
+
+static void analyze_point(const struct pb_result *result, size_t i, struct pb_point_analysis *a)
+{
+    const struct pb_point_result *p = &result->points[i];
+    memset(a, 0, sizeof(*a));
+    a->top_stage = -1;
+    a->efficiency_pct = -1;
+    a->workers = pb_point_setting_int(result, i, "loader.workers", 0);
+    a->batch_size = pb_point_setting_int(result, i, "loader.batch_size", 0);
+    a->prefetch_factor = pb_point_setting_int(result, i, "loader.prefetch_factor", 0);
+    a->memory_bytes = p->rss_peak_bytes + p->pinned_bytes;
+    a->usable = p->repeat_count > 0 && !p->error[0] && p->samples_per_s > 0;
+    if (!a->usable) {
+        snprintf(a->verdict, sizeof(a->verdict), "%s",
+                 p->error[0] ? "failed" : "not measured");
+        snprintf(a->bottleneck, sizeof(a->bottleneck), "%s", p->error[0] ? p->error : "");
+        return;
+    }
+
+    if (p->stall_pct >= PB_INPUT_BOUND_HIGH_PCT) {
+        a->input_bound = PB_INPUT_BOUND_HIGH;
+        snprintf(a->verdict, sizeof(a->verdict),
+                 "highly input-bound: the loop waits %.1f%% of its time (>= %.0f%%)", p->stall_pct,
+                 PB_INPUT_BOUND_HIGH_PCT);
+    } else if (p->stall_pct >= PB_INPUT_BOUND_MODERATE_PCT) {
+        a->input_bound = PB_INPUT_BOUND_MODERATE;
+        snprintf(a->verdict, sizeof(a->verdict),
+                 "moderately input-bound: the loop waits %.1f%% of its time (>= %.0f%%)",
+                 p->stall_pct, PB_INPUT_BOUND_MODERATE_PCT);
+    } else {
+        a->input_bound = PB_INPUT_BOUND_NO;
+        snprintf(a->verdict, sizeof(a->verdict),
+                 "not input-bound: the loop waits %.1f%% of its time (< %.0f%%)", p->stall_pct,
+                 PB_INPUT_BOUND_MODERATE_PCT);
+    }
+
+    for (size_t s = 0; s < p->stage_count; s++) {
+        if (p->stages[s].parent[0])
+            continue;
+        if (a->top_stage < 0 || p->stages[s].share_pct > a->top_share_pct) {
+            a->top_stage = (int)s;
+            a->top_share_pct = p->stages[s].share_pct;
+        }
+    }
+    a->cpu_bound = p->worker_cpu_pct >= PB_CPU_BOUND_PCT;
+    int pus = result->machine.pus > 0 ? result->machine.pus : 1;
+    a->oversubscribed = a->workers > pus;
+    size_t used = 0;
+    char *b = a->bottleneck;
+    size_t n = sizeof(a->bottleneck);
+    if (a->top_stage >= 0)
+        used += (size_t)snprintf(b + used, n - used, "%s takes %.0f%% of worker time; ",
+                                 p->stages[a->top_stage].name, a->top_share_pct);
+    if (used < n)
+        used += (size_t)snprintf(b + used, n - used,
+                                 a->cpu_bound ? "workers are CPU-bound (on CPU %.0f%% of the time)"
+                                              : "workers wait (on CPU only %.0f%% of the time)",
+                                 p->worker_cpu_pct);
+    if (a->oversubscribed && used < n)
+        snprintf(b + used, n - used, "; %lld workers share %d hardware threads",
+                 (long long)a->workers, pus);
+
+    const struct pb_calibration *cal = &result->calibration;
+    if (cal->measured && cal->single_core_samples_per_s > 0) {
+        double cores = (double)(a->workers > 0 ? a->workers : 1);
+        if (cal->cores > 0 && cores > cal->cores)
+            cores = cal->cores;
+        a->efficiency_pct = 100.0 * p->samples_per_s / (cal->single_core_samples_per_s * cores);
+    }
+}
+
+/* ---- recommendation ----------------------------------------------------- */
+
+/* Cheaper first: fewer workers, then less memory, then a smaller batch. */
+static int cheaper(const struct pb_point_analysis *x, const struct pb_point_analysis *y)
+{
+    if (x->workers != y->workers)
+        return x->workers < y->workers ? -1 : 1;
+    if (x->memory_bytes != y->memory_bytes) {
+        /* Memory differences under 5% are noise in RSS, not a preference. */
+        double ratio = (double)x->memory_bytes / (double)(y->memory_bytes ? y->memory_bytes : 1);
+        if (ratio < 0.95 || ratio > 1.05)
+            return x->memory_bytes < y->memory_bytes ? -1 : 1;
+    }
+    if (x->batch_size != y->batch_size)
+        return x->batch_size < y->batch_size ? -1 : 1;
+    return 0;
+}
+
+static void describe_point(const struct pb_result *result, size_t i, char *buf, size_t buflen)
+{
+    const json_t *axes = result->points[i].axes;
+    size_t used = 0;
+    buf[0] = 0;
+    const char *key;
+    const json_t *v;
+    if (axes && json_object_size(axes) > 0) {
+        json_object_foreach((json_t *)axes, key, v)
+        {
+            char value[64];
+            if (json_is_integer(v))
+                snprintf(value, sizeof(value), "%lld", (long long)json_integer_value(v));
+            else if (json_is_real(v))
+                snprintf(value, sizeof(value), "%g", json_real_value(v));
+            else if (json_is_boolean(v))
+                snprintf(value, sizeof(value), "%s", json_is_true(v) ? "true" : "false");
+            else
+                snprintf(value, sizeof(value), "%s", json_is_string(v) ? json_string_value(v) : "?");
+            if (used < buflen)
+                used += (size_t)snprintf(buf + used, buflen - used, "%s%s=%s", used ? " " : "",
+                                         key, value);
+        }
+    } else {
+        snprintf(buf, buflen, "point %zu", i);
+    }
+}
+
+static void recommend(const struct pb_result *result, struct pb_analysis *an)
+{
+    an->recommended = -1;
+    int best = -1;
+    for (size_t i = 0; i < result->point_count; i++)
+        if (an->points[i].usable &&
+            (best < 0 || result->points[i].samples_per_s > result->points[best].samples_per_s))
+            best = (int)i;
+    if (best < 0) {
+        snprintf(an->rule, sizeof(an->rule), "no point was measured successfully");
+        return;
+    }
+    double step_ms = pb_point_setting_double(result, (size_t)best, "run.step_ms", 0);
+    double best_sps = result->points[best].samples_per_s;
+    double tie_pct = result->points[best].samples_per_s_noise_pct;
+    if (tie_pct < PB_RECOMMEND_TIE_PCT)
+        tie_pct = PB_RECOMMEND_TIE_PCT;
+    char name[256];
+
+    if (step_ms > 0) {
+        int pick = -1;
+        double best_util = -1;
+        int best_util_point = -1;
+        for (size_t i = 0; i < result->point_count; i++) {
+            if (!an->points[i].usable)
+                continue;
+            double util = result->points[i].accel_util_pct;
+            if (util > best_util) {
+                best_util = util;
+                best_util_point = (int)i;
+            }
+            if (util >= PB_ACCEL_UTIL_TARGET_PCT &&
+                (pick < 0 || cheaper(&an->points[i], &an->points[pick]) < 0))
+                pick = (int)i;
+        }
+        snprintf(an->rule, sizeof(an->rule),
+                 "with a %.3g ms step: the cheapest point (fewest workers, then least memory, "
+                 "then smallest batch) that keeps accelerator utilization >= %.0f%%",
+                 step_ms, PB_ACCEL_UTIL_TARGET_PCT);
+        if (pick >= 0) {
+            an->recommended = pick;
+            describe_point(result, (size_t)pick, name, sizeof(name));
+            snprintf(an->reason, sizeof(an->reason),
+                     "%s keeps the accelerator %.1f%% busy at %.1f samples/s with %lld workers "
+                     "and %.0f MiB",
+                     name, result->points[pick].accel_util_pct, result->points[pick].samples_per_s,
+                     (long long)an->points[pick].workers,
+                     (double)an->points[pick].memory_bytes / 1048576.0);
+            return;
+        }
+        describe_point(result, (size_t)best_util_point, name, sizeof(name));
+        snprintf(an->reason, sizeof(an->reason),
+                 "no point keeps the accelerator >= %.0f%% busy (best: %.1f%% at %s); falling "
+                 "back to throughput. ",
+                 PB_ACCEL_UTIL_TARGET_PCT, best_util, name);
+    }
+
+    int pick = -1;
+    for (size_t i = 0; i < result->point_count; i++) {
+        if (!an->points[i].usable)
+            continue;
+        if (result->points[i].samples_per_s < best_sps * (1 - tie_pct / 100))
+            continue;
+        if (pick < 0 || cheaper(&an->points[i], &an->points[pick]) < 0)
+            pick = (int)i;
+    }
+    an->recommended = pick;
+    size_t used = strlen(an->reason);
+    if (step_ms <= 0)
+        snprintf(an->rule, sizeof(an->rule),
+                 "among points within %.1f%% of the best throughput (the larger of %.0f%% and the "
+                 "best point's noise), the fewest workers, then the least memory, then the "
+                 "smallest batch",
+                 tie_pct, PB_RECOMMEND_TIE_PCT);
+    describe_point(result, (size_t)pick, name, sizeof(name));
+    if (used < sizeof(an->reason))
+        snprintf(an->reason + used, sizeof(an->reason) - used,
+                 "%s gives %.1f samples/s, %.1f%% of the best (%.1f) with %lld workers and %.0f MiB",
+                 name, result->points[pick].samples_per_s,
+                 100.0 * result->points[pick].samples_per_s / best_sps, best_sps,
+                 (long long)an->points[pick].workers,
+                 (double)an->points[pick].memory_bytes / 1048576.0);
+}
+
+/* ---- scaling ------------------------------------------------------------ */
+
+/* Points that differ only in loader.workers form a series; the first
+ * series with at least two worker counts is analyzed (others alike). */
+static void scaling(const struct pb_result *result, struct pb_analysis *an)
+{
+    size_t n = result->point_count;
+    for (size_t base = 0; base < n; base++) {
+        if (!an->points[base].usable)
+            continue;
+        int series[64], count = 0;
+        for (size_t j = 0; j < n && count < 64; j++) {
+            if (!an->points[j].usable)
+                continue;
+            bool same = true;
+            const char *key;
+            const json_t *v;
+            json_t *axes = result->points[base].axes;
+            if (!axes)
+                continue;
+            json_object_foreach(axes, key, v)
+            {
+                if (strcmp(key, "loader.workers") == 0)
+                    continue;
+                if (!json_equal((json_t *)v, json_object_get(result->points[j].axes, key)))
+                    same = false;
+            }
+            if (same)
+                series[count++] = (int)j;
+        }
+        if (count < 2)
+            continue;
+        /* Sort by workers (insertion sort: tiny). */
+        for (int a = 1; a < count; a++)
+            for (int b = a; b > 0 && an->points[series[b]].workers < an->points[series[b - 1]].workers;
+                 b--) {
+                int t = series[b];
+                series[b] = series[b - 1];
+                series[b - 1] = t;
+            }
+        if (an->points[series[0]].workers == an->points[series[count - 1]].workers)
+            continue;
+        size_t used = 0;
+        char *out = an->scaling;
+        size_t size = sizeof(an->scaling);
+        used += (size_t)snprintf(out, size, "samples/s per worker:");
+        for (int k = 0; k < count && used < size; k++) {
+            const struct pb_point_result *p = &result->points[series[k]];
+            int64_t w = an->points[series[k]].workers;
+            used += (size_t)snprintf(out + used, size - used, " %lld: %.0f", (long long)w,
+                                     p->samples_per_s / (double)(w > 0 ? w : 1));
+        }
+        int64_t knee = -1;
+        double knee_gain = 0, knee_expected = 0;
+        for (int k = 0; k + 1 < count; k++) {
+            int64_t w1 = an->points[series[k]].workers, w2 = an->points[series[k + 1]].workers;
+            if (w1 <= 0 || w2 <= w1)
+                continue;
+            double gain = result->points[series[k + 1]].samples_per_s /
+                          result->points[series[k]].samples_per_s;
+            /* A doubling should give PB_KNEE_DOUBLING_GAIN; scale the
+             * expectation to the step actually taken (log-linear). */
+            double expected = pow(PB_KNEE_DOUBLING_GAIN, log2((double)w2 / (double)w1));
+            if (gain < expected) {
+                knee = w1;
+                knee_gain = gain;
+                knee_expected = expected;
+                if (used < size)
+                    used += (size_t)snprintf(out + used, size - used,
+                                             ". Knee at %lld workers: going to %lld gives %.2fx, "
+                                             "less than the %.2fx a doubling-gain of %.1fx implies",
+                                             (long long)w1, (long long)w2, gain, expected,
+                                             PB_KNEE_DOUBLING_GAIN);
+                break;
+            }
+        }
+        if (knee < 0 && used < size)
+            snprintf(out + used, size - used,
+                     ". No knee up to %lld workers: each step gained at least %.1fx per doubling",
+                     (long long)an->points[series[count - 1]].workers, PB_KNEE_DOUBLING_GAIN);
+        (void)knee_gain;
+        (void)knee_expected;
+        return;
+    }
+}
+
+/* ---- suggestions -------------------------------------------------------- */
+
+static void suggest(struct pb_analysis *an, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void suggest(struct pb_analysis *an, const char *fmt, ...)
+{
+    if (an->suggestion_count >= (int)PB_ARRAY_LEN(an->suggestions))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(an->suggestions[an->suggestion_count++], sizeof(an->suggestions[0]), fmt, ap);
+    va_end(ap);
+}
+
+static bool name_is(const char *name, const char *const *names)
+{
+    for (; *names; names++)
+        if (strcmp(name, *names) == 0)
+            return true;
+    return false;
+}
+
+static void suggestions(const struct pb_result *result, struct pb_analysis *an)
+{
+    if (an->recommended < 0)
+        return;
+    size_t i = (size_t)an->recommended;
+    const struct pb_point_result *p = &result->points[i];
+    const struct pb_point_analysis *a = &an->points[i];
+    int pus = result->machine.pus > 0 ? result->machine.pus : 1;
+    const char *top = a->top_stage >= 0 ? p->stages[a->top_stage].name : "";
+    static const char *const decode_names[] = {"decode", NULL};
+    static const char *const sizing_names[] = {"resize", "center_crop", "random_crop",
+                                               "random_resized_crop", NULL};
+    static const char *const copy_names[] = {"to_device", NULL};
+
+    if (a->input_bound == PB_INPUT_BOUND_NO)
+        suggest(an,
+                "the loader keeps up: the loop waits %.1f%% of its time (< %.0f%%); a faster "
+                "loader would not speed up training at this step time",
+                p->stall_pct, PB_INPUT_BOUND_MODERATE_PCT);
+    if (a->top_stage >= 0 && a->top_share_pct >= 40 && name_is(top, decode_names))
+        suggest(an,
+                "decode takes %.0f%% of worker time: decode at reduced size (JPEG DCT scaling, "
+                "pipeline.decode.scale: auto), store a smaller source resolution, or decode on "
+                "the GPU",
+                a->top_share_pct);
+    if (a->top_stage >= 0 && a->top_share_pct >= 30 && name_is(top, sizing_names))
+        suggest(an,
+                "%s takes %.0f%% of worker time: crop before resizing (random_resized_crop "
+                "resamples only the crop), or use interpolation: bilinear instead of area",
+                top, a->top_share_pct);
+    if (a->top_stage >= 0 && a->top_share_pct >= 30 && name_is(top, copy_names))
+        suggest(an,
+                "the host-to-device copy takes %.0f%% of the time: pin memory "
+                "(loader.pin_memory: true), copy uint8 and normalize on the GPU (4x fewer bytes)",
+                a->top_share_pct);
+    if (a->input_bound != PB_INPUT_BOUND_NO && a->cpu_bound && a->workers < pus)
+        suggest(an,
+                "workers are busy (%.0f%% on CPU) and the loop still waits %.1f%%: add workers, "
+                "up to the %d hardware threads (now %lld)",
+                p->worker_cpu_pct, p->stall_pct, pus, (long long)a->workers);
+    if (a->input_bound != PB_INPUT_BOUND_NO && !a->cpu_bound && a->workers > 0)
+        suggest(an,
+                "workers are on CPU only %.0f%% of the time while the loop waits %.1f%%: they "
+                "wait on I/O or each other; more workers or a larger prefetch_factor can hide it",
+                p->worker_cpu_pct, p->stall_pct);
+    if (a->oversubscribed)
+        suggest(an, "%lld workers share %d hardware threads: use at most %d", (long long)a->workers,
+                pus, pus);
+    uint64_t machine_bytes = result->machine.memory_bytes;
+    if (machine_bytes > 0 && a->memory_bytes > machine_bytes / 4)
+        suggest(an,
+                "the loader holds %.0f MiB (%.0f%% of the machine's memory): lower "
+                "loader.prefetch_factor (now %lld) or the batch size",
+                (double)a->memory_bytes / 1048576.0,
+                100.0 * (double)a->memory_bytes / (double)machine_bytes,
+                (long long)a->prefetch_factor);
+}
+
+int pb_analyze(const struct pb_result *result, struct pb_analysis *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->recommended = -1;
+    if (result->point_count == 0)
+        return PB_OK;
+    out->points = calloc(result->point_count, sizeof(*out->points));
+    if (!out->points)
+        return PB_ERR_NOMEM;
+    out->point_count = result->point_count;
+    for (size_t i = 0; i < result->point_count; i++)
+        analyze_point(result, i, &out->points[i]);
+    recommend(result, out);
+    scaling(result, out);
+    suggestions(result, out);
+    return PB_OK;
+}
+
+void pb_analysis_free(struct pb_analysis *analysis)
+{
+    free(analysis->points);
+    memset(analysis, 0, sizeof(*analysis));
+}
+
+json_t *pb_analysis_to_json(const struct pb_analysis *an)
+{
+    json_t *root = json_object();
+    json_t *points = json_array();
+    for (size_t i = 0; i < an->point_count; i++) {
+        const struct pb_point_analysis *a = &an->points[i];
+        json_t *obj = json_object();
+        json_object_set_new(obj, "usable", json_boolean(a->usable));
+        static const char *const bound[] = {"no", "moderate", "high"};
+        json_object_set_new(obj, "input_bound", json_string(bound[a->input_bound]));
+        json_object_set_new(obj, "verdict", json_string(a->verdict));
+        json_object_set_new(obj, "bottleneck", json_string(a->bottleneck));
+        json_object_set_new(obj, "cpu_bound", json_boolean(a->cpu_bound));
+        json_object_set_new(obj, "oversubscribed", json_boolean(a->oversubscribed));
+        if (a->efficiency_pct >= 0)
+            json_object_set_new(obj, "efficiency_pct", json_real(a->efficiency_pct));
+        json_array_append_new(points, obj);
+    }
+    json_object_set_new(root, "points", points);
+    json_object_set_new(root, "recommended",
+                        an->recommended >= 0 ? json_integer(an->recommended) : json_null());
+    json_object_set_new(root, "rule", json_string(an->rule));
+    json_object_set_new(root, "reason", json_string(an->reason));
+    json_object_set_new(root, "scaling", json_string(an->scaling));
+    json_t *s = json_array();
+    for (int i = 0; i < an->suggestion_count; i++)
+        json_array_append_new(s, json_string(an->suggestions[i]));
+    json_object_set_new(root, "suggestions", s);
+    json_object_set_new(root, "thresholds",
+                        json_pack("{s f s f s f s f s f}", "input_bound_high_pct",
+                                  PB_INPUT_BOUND_HIGH_PCT, "input_bound_moderate_pct",
+                                  PB_INPUT_BOUND_MODERATE_PCT, "tie_pct", PB_RECOMMEND_TIE_PCT,
+                                  "accel_util_target_pct", PB_ACCEL_UTIL_TARGET_PCT,
+                                  "knee_doubling_gain", PB_KNEE_DOUBLING_GAIN));
+    return root;
+}

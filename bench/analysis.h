@@ -1,0 +1,71 @@
+/* Analysis of a result: per point, how input-bound the training loop is
+ * and where the loader's time goes; across points, how throughput scales
+ * with workers; and which point to use, with the rule that chose it and
+ * suggestions tied to the measured bottleneck. Everything here is computed
+ * from a struct pb_result alone, so `pbench report` on a saved file gives
+ * the same analysis as the run that wrote it. */
+#ifndef PB_ANALYSIS_H
+#define PB_ANALYSIS_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "bench/result.h"
+
+/* Thresholds, as TensorFlow's input-pipeline analyzer states them: the
+ * share of the training loop's time spent waiting for input. */
+#define PB_INPUT_BOUND_HIGH_PCT 20.0
+#define PB_INPUT_BOUND_MODERATE_PCT 5.0
+/* Points within this much of the best throughput (or within the best
+ * point's noise, if larger) count as equally fast. */
+#define PB_RECOMMEND_TIE_PCT 3.0
+/* With a simulated step, the accelerator utilization to keep (MLPerf
+ * Storage's rule). */
+#define PB_ACCEL_UTIL_TARGET_PCT 90.0
+/* Doubling workers should give at least this much more throughput (1.5 =
+ * +50%); the knee is the first worker count after which it does not. */
+#define PB_KNEE_DOUBLING_GAIN 1.5
+#define PB_CPU_BOUND_PCT 80.0
+
+enum pb_input_bound { PB_INPUT_BOUND_NO = 0, PB_INPUT_BOUND_MODERATE, PB_INPUT_BOUND_HIGH };
+
+struct pb_point_analysis {
+    bool usable;              /* has measured repeats and did not fail     */
+    int input_bound;          /* enum pb_input_bound                       */
+    char verdict[200];
+    int top_stage;            /* index in point->stages, -1 when none      */
+    double top_share_pct;
+    bool cpu_bound;           /* workers on CPU most of the wall time      */
+    bool oversubscribed;      /* more workers than hardware threads        */
+    char bottleneck[320];
+    int64_t workers, batch_size, prefetch_factor;
+    uint64_t memory_bytes;    /* peak RSS + pinned                         */
+    double efficiency_pct;    /* vs calibrated single-core rate x workers; <0 unknown */
+};
+
+struct pb_analysis {
+    size_t point_count;
+    struct pb_point_analysis *points;
+    int recommended;          /* point index, -1 when none is usable       */
+    char rule[400];           /* the rule, printed beside the choice       */
+    char reason[400];         /* why this point, with its figures          */
+    char scaling[600];        /* knee and efficiency per worker, or ""     */
+    int suggestion_count;
+    char suggestions[8][360];
+};
+
+/* Analyzes result into out (release with pb_analysis_free). A point whose
+ * repeats failed or that has none is not usable and never recommended. */
+int pb_analyze(const struct pb_result *result, struct pb_analysis *out);
+void pb_analysis_free(struct pb_analysis *analysis);
+json_t *pb_analysis_to_json(const struct pb_analysis *analysis);
+
+/* A setting of point i as it ran: its axis value if swept, else the base
+ * config's value; def when neither has it. */
+int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const char *path,
+                             int64_t def);
+double pb_point_setting_double(const struct pb_result *result, size_t point, const char *path,
+                               double def);
+
+#endif

@@ -1,0 +1,261 @@
+/* The analysis on hand-made results whose right answers are known: the
+ * input-bound verdict thresholds, the recommendation rule (ties within the
+ * noise, the memory and batch tie-breaks, a failed point, the accelerator
+ * utilization rule and its fallback) and the knee of the workers series. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/analysis.h"
+
+struct spec_point {
+    int workers, batch;
+    double sps, noise, stall, accel, cpu;
+    uint64_t rss_mib;
+    const char *error;
+};
+
+/* A result with one point per row, axes loader.workers and loader.batch_size. */
+static void make(struct pb_result *r, const struct spec_point *rows, size_t n, double step_ms)
+{
+    memset(r, 0, sizeof(*r));
+    r->machine.pus = 8;
+    r->machine.cores = 8;
+    r->machine.memory_bytes = 64ull << 30;
+    r->config = json_pack("{s {s i s i s i} s {s f}}", "loader", "workers", 2, "batch_size", 32,
+                          "prefetch_factor", 2, "run", "step_ms", step_ms);
+    r->points = calloc(n, sizeof(*r->points));
+    r->point_count = n;
+    for (size_t i = 0; i < n; i++) {
+        struct pb_point_result *p = &r->points[i];
+        p->axes = json_pack("{s i s i}", "loader.workers", rows[i].workers, "loader.batch_size",
+                            rows[i].batch);
+        p->repeat_count = 3; /* the analysis reads summaries only */
+        p->samples_per_s = rows[i].sps;
+        p->samples_per_s_noise_pct = rows[i].noise;
+        p->stall_pct = rows[i].stall;
+        p->accel_util_pct = rows[i].accel;
+        p->worker_cpu_pct = rows[i].cpu;
+        p->rss_peak_bytes = rows[i].rss_mib << 20;
+        if (rows[i].error)
+            snprintf(p->error, sizeof(p->error), "%s", rows[i].error);
+        p->stages = calloc(2, sizeof(*p->stages));
+        p->stage_count = 2;
+        snprintf(p->stages[0].name, sizeof(p->stages[0].name), "read");
+        p->stages[0].share_pct = 10;
+        snprintf(p->stages[1].name, sizeof(p->stages[1].name), "decode");
+        p->stages[1].share_pct = 90;
+    }
+}
+
+static void release(struct pb_result *r)
+{
+    for (size_t i = 0; i < r->point_count; i++) {
+        json_decref(r->points[i].axes);
+        free(r->points[i].stages);
+    }
+    free(r->points);
+    json_decref(r->config);
+}
+
+static int recommend(const struct spec_point *rows, size_t n, double step_ms, struct pb_analysis *an,
+                     struct pb_result *r)
+{
+    make(r, rows, n, step_ms);
+    assert_int_equal(pb_analyze(r, an), 0);
+    return an->recommended;
+}
+
+static void test_ties_within_three_percent_prefer_fewer_workers(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {
+        {1, 32, 1000, 1, 30, 0, 95, 100, NULL},
+        {2, 32, 1960, 1, 10, 0, 95, 120, NULL}, /* 2% under the best: a tie */
+        {4, 32, 2000, 1, 5, 0, 60, 160, NULL},
+    };
+    struct pb_result r;
+    struct pb_analysis an;
+    assert_int_equal(recommend(rows, 3, 0, &an, &r), 1);
+    assert_non_null(strstr(an.rule, "within 3.0% of the best"));
+    assert_non_null(strstr(an.reason, "98.0% of the best"));
+    pb_analysis_free(&an);
+    release(&r);
+}
+
+static void test_noise_widens_the_tie(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {
+        {1, 32, 1820, 1, 30, 0, 95, 100, NULL},  /* 9% under: a tie at 10% noise */
+        {2, 32, 1700, 1, 10, 0, 95, 120, NULL},  /* 15% under: not a tie */
+        {4, 32, 2000, 10, 5, 0, 60, 160, NULL},
+    };
+    struct pb_result r;
+    struct pb_analysis an;
+    assert_int_equal(recommend(rows, 3, 0, &an, &r), 0);
+    assert_non_null(strstr(an.rule, "within 10.0% of the best"));
+    pb_analysis_free(&an);
+    release(&r);
+}
+
+static void test_memory_then_batch_break_ties(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {
+        {2, 64, 2000, 1, 5, 0, 90, 400, NULL},
+        {2, 32, 1990, 1, 5, 0, 90, 200, NULL}, /* same workers, half the memory */
+        {2, 16, 1985, 1, 5, 0, 90, 205, NULL}, /* memory within 5%: smaller batch wins */
+    };
+    struct pb_result r;
+    struct pb_analysis an;
+    assert_int_equal(recommend(rows, 3, 0, &an, &r), 2);
+    pb_analysis_free(&an);
+    release(&r);
+}
+
+static void test_failed_point_is_never_recommended(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {
+        {1, 32, 9000, 1, 0, 0, 95, 100, "decode: out of memory"},
+        {2, 32, 1000, 1, 10, 0, 95, 100, NULL},
+        {4, 32, 800, 1, 10, 0, 95, 100, NULL},
+    };
+    struct pb_result r;
+    struct pb_analysis an;
+    assert_int_equal(recommend(rows, 3, 0, &an, &r), 1);
+    assert_false(an.points[0].usable);
+    assert_string_equal(an.points[0].verdict, "failed");
+    pb_analysis_free(&an);
+    release(&r);
+
+    const struct spec_point all_failed[] = {{1, 32, 0, 0, 0, 0, 0, 0, "broken"}};
+    assert_int_equal(recommend(all_failed, 1, 0, &an, &r), -1);
+    assert_string_equal(an.rule, "no point was measured successfully");
+    pb_analysis_free(&an);
+    release(&r);
+}
+
+static void test_accelerator_rule_and_fallback(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {
+        {1, 32, 900, 1, 30, 70, 95, 100, NULL},
+        {2, 32, 1500, 1, 8, 91, 95, 150, NULL},  /* cheapest point >= 90% */
+        {4, 32, 1600, 1, 2, 97, 60, 200, NULL},  /* faster, but more workers */
+    };
+    struct pb_result r;
+    struct pb_analysis an;
+    assert_int_equal(recommend(rows, 3, 20, &an, &r), 1);
+    assert_non_null(strstr(an.rule, "accelerator utilization >= 90%"));
+    pb_analysis_free(&an);
+    release(&r);
+
+    const struct spec_point slow[] = {
+        {1, 32, 900, 1, 30, 50, 95, 100, NULL},
+        {2, 32, 1500, 1, 20, 80, 95, 150, NULL},
+    };
+    assert_int_equal(recommend(slow, 2, 20, &an, &r), 1);
+    assert_non_null(strstr(an.reason, "no point keeps the accelerator >= 90% busy (best: 80.0%"));
+    pb_analysis_free(&an);
+    release(&r);
+}
+
+static void test_verdict_thresholds(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {
+        {1, 32, 1000, 1, 20.0, 0, 95, 100, NULL},
+        {2, 32, 1000, 1, 5.0, 0, 95, 100, NULL},
+        {4, 32, 1000, 1, 4.9, 0, 95, 100, NULL},
+    };
+    struct pb_result r;
+    struct pb_analysis an;
+    recommend(rows, 3, 0, &an, &r);
+    assert_int_equal(an.points[0].input_bound, PB_INPUT_BOUND_HIGH);
+    assert_int_equal(an.points[1].input_bound, PB_INPUT_BOUND_MODERATE);
+    assert_int_equal(an.points[2].input_bound, PB_INPUT_BOUND_NO);
+    assert_string_equal(an.points[0].verdict,
+                        "highly input-bound: the loop waits 20.0% of its time (>= 20%)");
+    assert_int_equal(an.points[0].top_stage, 1);
+    assert_true(an.points[0].cpu_bound);
+    assert_non_null(strstr(an.points[0].bottleneck, "decode takes 90% of worker time"));
+    pb_analysis_free(&an);
+    release(&r);
+}
+
+static void test_knee(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {
+        {1, 32, 100, 1, 50, 0, 95, 100, NULL},
+        {2, 32, 190, 1, 40, 0, 95, 100, NULL}, /* 1.9x per doubling: fine */
+        {4, 32, 250, 1, 30, 0, 95, 100, NULL}, /* 1.32x: the knee is at 2 */
+        {8, 32, 260, 1, 30, 0, 95, 100, NULL},
+    };
+    struct pb_result r;
+    struct pb_analysis an;
+    recommend(rows, 4, 0, &an, &r);
+    assert_non_null(strstr(an.scaling, "Knee at 2 workers: going to 4 gives 1.32x"));
+    assert_non_null(strstr(an.scaling, "1: 100 2: 95 4: 62 8: 32"));
+    pb_analysis_free(&an);
+    release(&r);
+
+    const struct spec_point linear[] = {
+        {1, 32, 100, 1, 50, 0, 95, 100, NULL},
+        {2, 32, 190, 1, 40, 0, 95, 100, NULL},
+        {4, 32, 360, 1, 30, 0, 95, 100, NULL},
+    };
+    recommend(linear, 3, 0, &an, &r);
+    assert_non_null(strstr(an.scaling, "No knee up to 4 workers"));
+    pb_analysis_free(&an);
+    release(&r);
+}
+
+static void test_suggestions_quote_their_figures(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {
+        {2, 32, 1000, 1, 30, 0, 95, 100, NULL},
+        {1, 32, 500, 1, 60, 0, 95, 100, NULL},
+    };
+    struct pb_result r;
+    struct pb_analysis an;
+    assert_int_equal(recommend(rows, 2, 0, &an, &r), 0);
+    bool decode = false, workers = false;
+    for (int i = 0; i < an.suggestion_count; i++) {
+        decode = decode || strstr(an.suggestions[i], "decode takes 90% of worker time") != NULL;
+        workers = workers || strstr(an.suggestions[i], "add workers, up to the 8 hardware "
+                                                       "threads (now 2)") != NULL;
+    }
+    assert_true(decode);
+    assert_true(workers);
+    json_t *j = pb_analysis_to_json(&an);
+    assert_int_equal(json_integer_value(json_object_get(j, "recommended")), 0);
+    json_decref(j);
+    pb_analysis_free(&an);
+    release(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ties_within_three_percent_prefer_fewer_workers),
+        cmocka_unit_test(test_noise_widens_the_tie),
+        cmocka_unit_test(test_memory_then_batch_break_ties),
+        cmocka_unit_test(test_failed_point_is_never_recommended),
+        cmocka_unit_test(test_accelerator_rule_and_fallback),
+        cmocka_unit_test(test_verdict_thresholds),
+        cmocka_unit_test(test_knee),
+        cmocka_unit_test(test_suggestions_quote_their_figures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

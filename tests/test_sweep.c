@@ -1,0 +1,142 @@
+/* Sweep axes: parsing with positions in errors, the Cartesian product with
+ * zip groups and exclude rules, -a overrides, and typed axes in JSON. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/pb.h"
+#include "bench/sweep.h"
+
+static struct pb_sweep sweep;
+static struct pb_sweep_point points[PB_SWEEP_MAX_POINTS];
+static char msg[PB_MSG_MAX];
+
+static long load(const char *yaml)
+{
+    if (pb_sweep_load_string(yaml, "s.yaml", &sweep, msg, sizeof(msg)) != PB_OK)
+        fail_msg("load failed: %s", msg);
+    return pb_sweep_points(&sweep, points, PB_SWEEP_MAX_POINTS, msg, sizeof(msg));
+}
+
+static void test_cartesian_product_order(void **state)
+{
+    (void)state;
+    long n = load("name: x\n"
+                  "sweep:\n"
+                  "  loader.workers: [1, 2, 4]\n"
+                  "  loader.batch_size: [32, 64]\n");
+    assert_int_equal(n, 6);
+    assert_int_equal(sweep.axis_count, 2);
+    /* First axis slowest. */
+    char a[256];
+    pb_sweep_assignment(&sweep, &points[0], 0, a, sizeof(a));
+    assert_string_equal(a, "loader.workers=1");
+    pb_sweep_assignment(&sweep, &points[1], 1, a, sizeof(a));
+    assert_string_equal(a, "loader.batch_size=64");
+    pb_sweep_assignment(&sweep, &points[5], 0, a, sizeof(a));
+    assert_string_equal(a, "loader.workers=4");
+    assert_int_equal(sweep.axes[0].line, 3);
+    assert_int_equal(sweep.axes[0].column, 3);
+}
+
+static void test_zip_and_exclude(void **state)
+{
+    (void)state;
+    long n = load("sweep:\n"
+                  "  loader.workers: [1, 2]\n"
+                  "  loader.batch_size: [32, 64, 128]\n"
+                  "  run.step_ms: [10, 20, 40]\n"
+                  "  zip:\n"
+                  "    - [loader.batch_size, run.step_ms]\n"
+                  "  exclude:\n"
+                  "    - {loader.workers: 1, loader.batch_size: 128}\n");
+    assert_int_equal(n, 5); /* 2 x 3, less one */
+    for (long i = 0; i < n; i++) {
+        /* Zipped axes move together. */
+        assert_int_equal(points[i].value[1], points[i].value[2]);
+        assert_false(points[i].value[0] == 0 && points[i].value[1] == 2);
+    }
+    json_t *axes = pb_sweep_axes_json(&sweep, &points[4]);
+    assert_int_equal(json_integer_value(json_object_get(axes, "loader.workers")), 2);
+    assert_int_equal(json_integer_value(json_object_get(axes, "loader.batch_size")), 128);
+    json_decref(axes);
+}
+
+static void test_no_sweep_is_one_point(void **state)
+{
+    (void)state;
+    assert_int_equal(load("name: x\nloader: {workers: 2}\n"), 1);
+    assert_int_equal(sweep.axis_count, 0);
+}
+
+static void test_axis_override_and_drop(void **state)
+{
+    (void)state;
+    load("sweep:\n  loader.workers: [1, 2]\n  loader.pin_memory: [false, true]\n");
+    assert_int_equal(pb_sweep_set_axis(&sweep, "loader.workers=1,2,4,8", msg, sizeof(msg)), PB_OK);
+    assert_int_equal(pb_sweep_set_axis(&sweep, "pipeline.decode.scale=[1, auto]", msg, sizeof(msg)),
+                     PB_OK);
+    pb_sweep_drop_axis(&sweep, "loader.pin_memory");
+    assert_int_equal(pb_sweep_points(&sweep, points, PB_SWEEP_MAX_POINTS, msg, sizeof(msg)), 8);
+    assert_string_equal(sweep.axes[1].path, "pipeline.decode.scale");
+    assert_string_equal(sweep.axes[1].values[1], "auto");
+    json_t *axes = pb_sweep_axes_json(&sweep, &points[1]);
+    assert_string_equal(json_string_value(json_object_get(axes, "pipeline.decode.scale")), "auto");
+    assert_true(json_is_integer(json_object_get(axes, "loader.workers")));
+    json_decref(axes);
+
+    assert_int_equal(pb_sweep_set_axis(&sweep, "workers=1,2", msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_string_equal(msg, "-a workers=1,2: 'workers' is not an option path such as loader.workers");
+    assert_int_equal(pb_sweep_set_axis(&sweep, "loader.workers", msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_string_equal(msg, "-a loader.workers: expected PATH=V1,V2,... (e.g. loader.workers=1,2,4)");
+    assert_int_equal(pb_sweep_set_axis(&sweep, "loader.workers=1,,2", msg, sizeof(msg)),
+                     PB_ERR_CONFIG);
+}
+
+static void expect_error(const char *yaml, const char *expected)
+{
+    int rc = pb_sweep_load_string(yaml, "s.yaml", &sweep, msg, sizeof(msg));
+    if (rc != PB_ERR_CONFIG || strcmp(msg, expected) != 0)
+        fail_msg("yaml:\n%s\n got: %s\nwant: %s", yaml, msg, expected);
+}
+
+static void test_errors_name_line_and_column(void **state)
+{
+    (void)state;
+    expect_error("sweep:\n  loader.workers: 4\n",
+                 "s.yaml:2:19: sweep axis 'loader.workers' must be a list of values, e.g. [1, 2, 4]");
+    expect_error("sweep:\n  workers: [1, 2]\n",
+                 "s.yaml:2:3: sweep key 'workers' is not an option path (section.key, e.g. "
+                 "loader.workers), nor zip or exclude");
+    expect_error("sweep:\n  loader.workers: []\n",
+                 "s.yaml:2:19: sweep axis 'loader.workers' has no values");
+    expect_error("sweep:\n  loader.workers: [1, 2]\n  zip:\n    - [loader.workers, run.step_ms]\n",
+                 "s.yaml:4:24: sweep.zip names 'run.step_ms', which is not a sweep axis");
+    expect_error("sweep:\n  loader.workers: [1, 2]\n  run.step_ms: [1, 2, 3]\n  zip:\n"
+                 "    - [loader.workers, run.step_ms]\n",
+                 "s.yaml:5:24: sweep.zip: axis 'run.step_ms' must have as many values as the "
+                 "group's first (2)");
+    expect_error("sweep:\n  loader.workers: [1, 2]\n  exclude:\n    - {loader.workers: 3}\n",
+                 "s.yaml:4:24: sweep.exclude: '3' is not one of the values of 'loader.workers'");
+    expect_error("sweep: [1, 2]\n",
+                 "s.yaml:1:8: sweep must be a mapping of option paths to lists of values");
+    expect_error("sweep:\n  loader.workers: [1, 2\n",
+                 "s.yaml:3:1: YAML syntax error: did not find expected ',' or ']'");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cartesian_product_order),
+        cmocka_unit_test(test_zip_and_exclude),
+        cmocka_unit_test(test_no_sweep_is_one_point),
+        cmocka_unit_test(test_axis_override_and_drop),
+        cmocka_unit_test(test_errors_name_line_and_column),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
