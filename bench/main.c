@@ -42,6 +42,7 @@ static int cmd_run(int argc, char **argv);
 static int cmd_report(int argc, char **argv);
 static int cmd_list(int argc, char **argv);
 static int cmd_gen(int argc, char **argv);
+static int cmd_calibrate(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 
@@ -67,6 +68,12 @@ static const struct command commands[] = {
      "images or encoded videos of natural-looking, moving content. The options are those of a\n"
      "config's dataset.generate block ('pbench list dataset.generate'), with - for _.",
      cmd_gen},
+    {"calibrate", "pbench calibrate CONFIG [-s key.path=value]...",
+     "Measures what this machine does at best for CONFIG's data: the pipeline on one core\n"
+     "(loading in the training loop's thread, no training step), memcpy bandwidth, and the\n"
+     "cores. A sweep runs the same calibration first (unless --no-calibrate) and states each\n"
+     "point's efficiency against it.",
+     cmd_calibrate},
     {"report", "pbench report RESULT.json [--format table|json|markdown|csv]",
      "Renders a result file written by pbench run again, in any format.", cmd_report},
     {"list", "pbench list [NAME]",
@@ -116,6 +123,7 @@ struct progress {
     uint64_t start_ns;
     char label[256];        /* the current point's axes                  */
     int point, points;      /* 1-based, for the bar                      */
+    int round, rounds;
 };
 
 static void format_duration(double s, char *buf, size_t buflen)
@@ -142,8 +150,9 @@ static void draw_bar(struct progress *p, double samples_per_s, bool live)
         format_duration(elapsed / p->rounds_done * (p->rounds_total - p->rounds_done), eta,
                         sizeof(eta));
     }
-    fprintf(stderr, "\r\033[K[%s] point %d/%d %s · %.0f samples/s%s · ETA %s", bar, p->point,
-            p->points, p->label, samples_per_s, live ? " (running)" : "", eta);
+    fprintf(stderr, "\r\033[K[%s] round %d/%d point %d/%d %s · %.0f samples/s%s · ETA %s", bar,
+            p->round, p->rounds, p->point, p->points, p->label, samples_per_s,
+            live ? " (running)" : "", eta);
     fflush(stderr);
 }
 
@@ -470,7 +479,7 @@ static int cmd_run(int argc, char **argv)
     }
 
     struct progress progress = {.quiet = quiet, .tty = isatty(2) != 0, .points = (int)point_count,
-                                .rounds_total = (int)point_count * repeats,
+                                .rounds_total = (int)point_count * repeats, .rounds = repeats,
                                 .start_ns = pb_now_ns()};
     struct pb_run_hooks hooks = {.progress = on_progress, .tick = on_tick, .user = &progress,
                                  .stop = &interrupt_requested};
@@ -487,6 +496,7 @@ static int cmd_run(int argc, char **argv)
             if (r >= specs[i].run.repeats)
                 continue;
             progress.point = (int)i + 1;
+            progress.round = r + 1;
             char label[256] = "";
             size_t used = 0;
             for (int a = 0; a < sweep.axis_count && used < sizeof(label); a++)
@@ -587,6 +597,58 @@ out_result:
 out_args:
     free(overrides);
     free(axes);
+    return exit_code;
+}
+
+/* ---- calibrate ---------------------------------------------------------- */
+
+static int cmd_calibrate(int argc, char **argv)
+{
+    const char **overrides = calloc((size_t)argc, sizeof(char *));
+    int override_count = 0;
+    const char *config_path = NULL;
+    int exit_code = PB_EXIT_OK;
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--set") == 0) && i + 1 < argc)
+            overrides[override_count++] = argv[++i];
+        else if (argv[i][0] != '-' && !config_path)
+            config_path = argv[i];
+        else {
+            free(overrides);
+            return usage_error("calibrate", "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!config_path) {
+        free(overrides);
+        return usage_error("calibrate", "%s", "expected a CONFIG file");
+    }
+    char msg[PB_MSG_MAX * 2];
+    struct pb_spec spec;
+    int rc = load_point_spec(config_path, overrides, override_count, NULL, NULL, NULL, 0, &spec,
+                             msg, sizeof(msg));
+    struct pb_dataset ds;
+    memset(&ds, 0, sizeof(ds));
+    if (rc == PB_OK)
+        rc = pb_dataset_open(&spec.dataset, &ds, msg, sizeof(msg));
+    struct pb_calibration cal = {0};
+    if (rc == PB_OK)
+        rc = calibrate(config_path, overrides, override_count, &ds, &cal, false, msg, sizeof(msg));
+    if (rc != PB_OK) {
+        fprintf(stderr, "pbench calibrate: %s\n", msg);
+        exit_code = exit_for(rc);
+    } else {
+        printf("%s on this machine, at best:\n", spec.name);
+        printf("  one core        %.1f samples/s  (the whole pipeline in one thread, no step)\n",
+               cal.single_core_samples_per_s);
+        char cores[32];
+        snprintf(cores, sizeof(cores), "all %d cores", cal.cores);
+        printf("  %-15s %.1f samples/s  if the pipeline scaled perfectly\n", cores,
+               cal.single_core_samples_per_s * cal.cores);
+        printf("  memcpy          %.1f GB/s\n", cal.memcpy_gb_per_s);
+    }
+    pb_dataset_free(&ds);
+    pb_spec_free(&spec);
+    free(overrides);
     return exit_code;
 }
 
