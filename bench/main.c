@@ -15,6 +15,8 @@
 #include "bench/pb.h"
 #include "bench/result.h"
 #include "bench/analysis.h"
+#include "bench/compare.h"
+#include "bench/history.h"
 #include "bench/runner.h"
 #include "bench/sweep.h"
 #include "pipelines/dataset.h"
@@ -43,12 +45,24 @@ static int cmd_report(int argc, char **argv);
 static int cmd_list(int argc, char **argv);
 static int cmd_gen(int argc, char **argv);
 static int cmd_calibrate(int argc, char **argv);
+static int cmd_history(int argc, char **argv);
+static int cmd_compare(int argc, char **argv);
+struct compare_options {
+    double threshold_pct;
+    int format;
+    bool force, fail_on_regression;
+};
+static int compare_results(const struct pb_result *base, const struct pb_result *next,
+                           const char *base_name, const char *next_name,
+                           const struct compare_options *o);
+static int parse_threshold(const char *text, double *out);
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
-    {"run", "pbench run CONFIG [-s key.path=value]... [-o results/NAME.json]\n"
-            "                  [--format table|json|markdown|csv] [--quiet] [--overhead]",
+    {"run", "pbench run CONFIG [-s key.path=value]... [-a key.path=v1,v2]... [-o results/NAME.json]\n"
+            "                  [--format table|json|markdown|csv] [--quiet] [--overhead]\n"
+            "                  [--baseline BASE.json [--threshold 5%] [--fail-on-regression]]",
      "Runs the pipeline CONFIG describes under its loader settings, prints a table and writes\n"
      "the complete result as JSON (default results/NAME-YYYYmmdd-HHMMSS.json).\n\n"
      "  -s, --set key.path=value  override one config value, e.g. -s loader.workers=4,\n"
@@ -56,8 +70,14 @@ static const struct command commands[] = {
      "  -o, --output PATH         where to write the JSON result\n"
      "  -f, --format FORMAT       what to print: table (default), json, markdown, csv\n"
      "  -q, --quiet               no progress lines on stderr\n"
+     "  -a, --axis key.path=v1,v2 sweep this option over these values (adds to or replaces\n"
+     "                            the config's sweep: section; repeatable)\n"
      "      --overhead            also measure the instrumentation's own cost: after each\n"
-     "                            repeat, a paired round with stage timing off\n\n"
+     "                            repeat, a paired round with stage timing off\n"
+     "      --no-calibrate        skip the one-core calibration a sweep starts with\n"
+     "      --baseline BASE.json  compare the new result with BASE.json (as pbench compare)\n"
+     "      --threshold PCT       practical threshold of that comparison (default 5%)\n"
+     "      --fail-on-regression  exit 3 when the comparison finds a regression\n\n"
      "Ctrl-C stops after the current batch and still writes what was measured (exit 130).",
      cmd_run},
     {"gen", "pbench gen --kind files|jpeg|video --out DIR [--count N] [--size WxH[-WxH]]\n"
@@ -68,6 +88,27 @@ static const struct command commands[] = {
      "images or encoded videos of natural-looking, moving content. The options are those of a\n"
      "config's dataset.generate block ('pbench list dataset.generate'), with - for _.",
      cmd_gen},
+    {"compare", "pbench compare BASE.json NEW.json [--threshold 5%] [--format table|json|markdown]\n"
+                "                  [--fail-on-regression] [--force]",
+     "Compares two results point by point (matched by their sweep axes): samples/s, batch\n"
+     "assembly p50/p99, stall % and peak RSS, each with the change, a 95% bootstrap confidence\n"
+     "interval over the repeats, a Mann-Whitney U p-value, and a verdict: improved, regressed,\n"
+     "same or ambiguous (not enough data to tell). A change counts only when it is significant\n"
+     "and at least --threshold (default 5%). Results from different machines or configs are\n"
+     "refused, with every difference listed, unless --force. See docs/statistics.md.\n\n"
+     "Exit codes: 0 no regression (or no --fail-on-regression), 3 a regression with\n"
+     "--fail-on-regression, 1 unreadable files, 2 usage error or incompatible results.",
+     cmd_compare},
+    {"history", "pbench history add RESULT.json [--db results/history.db] [--revision REV]\n"
+                "       pbench history show [--db results/history.db] [--config NAME]\n"
+                "                  [--metric samples_per_s|stall_pct|assembly_p99_ns|rss_peak_bytes]\n"
+                "                  [--threshold 5%]",
+     "Keeps each run's summary in an SQLite database (one row per point), keyed by machine,\n"
+     "config and git revision (--revision, else $GITHUB_SHA, else git rev-parse in the current\n"
+     "folder), and prints the trend of a metric per series, flagging a step change: a shift\n"
+     "of the median beyond the threshold that holds for at least 2 runs in a row.\n"
+     "Exit codes: 0, or 3 when show finds a step change; 1 on errors.",
+     cmd_history},
     {"calibrate", "pbench calibrate CONFIG [-s key.path=value]...",
      "Measures what this machine does at best for CONFIG's data: the pipeline on one core\n"
      "(loading in the training loop's thread, no training step), memcpy bandwidth, and the\n"
@@ -294,6 +335,8 @@ static int cmd_run(int argc, char **argv)
         {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'f'},
         {"quiet", no_argument, NULL, 'q'},       {"overhead", no_argument, NULL, 'O'},
         {"no-calibrate", no_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
+        {"baseline", required_argument, NULL, 'B'}, {"threshold", required_argument, NULL, 'T'},
+        {"fail-on-regression", no_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     const char **overrides = calloc((size_t)argc, sizeof(char *));
@@ -301,7 +344,9 @@ static int cmd_run(int argc, char **argv)
     int override_count = 0, axis_count = 0;
     const char *output = NULL;
     enum pb_format format = PB_FORMAT_TABLE;
-    bool quiet = false, overhead = false, no_calibrate = false;
+    bool quiet = false, overhead = false, no_calibrate = false, fail_on_regression = false;
+    const char *baseline = NULL;
+    double threshold_pct = 5;
     int c, exit_code = PB_EXIT_OK;
     optind = 1;
     while ((c = getopt_long(argc, argv, "s:a:o:f:qh", longopts, NULL)) != -1) {
@@ -319,6 +364,15 @@ static int cmd_run(int argc, char **argv)
         case 'q': quiet = true; break;
         case 'O': overhead = true; break;
         case 'C': no_calibrate = true; break;
+        case 'B': baseline = optarg; break;
+        case 'F': fail_on_regression = true; break;
+        case 'T':
+            if (parse_threshold(optarg, &threshold_pct) != PB_OK) {
+                exit_code = usage_error("run", "--threshold takes a percentage such as 5%%, got '%s'",
+                                        optarg);
+                goto out_args;
+            }
+            break;
         case 'h': exit_code = cmd_help(2, (char *[]){"help", "run", NULL}); goto out_args;
         default: exit_code = usage_error("run", "%s", "bad option"); goto out_args;
         }
@@ -583,6 +637,25 @@ static int cmd_run(int argc, char **argv)
             fprintf(stderr, "pbench: result written to %s\n", path);
         }
         pb_report(stdout, &result, format);
+        if (baseline) {
+            struct pb_result base_result;
+            char bmsg[PB_MSG_MAX];
+            if (pb_result_read(baseline, &base_result, bmsg, sizeof(bmsg)) != PB_OK) {
+                fprintf(stderr, "pbench: --baseline: %s\n", bmsg);
+                if (exit_code == PB_EXIT_OK)
+                    exit_code = PB_EXIT_ERROR;
+            } else {
+                struct compare_options o = {
+                    .threshold_pct = threshold_pct,
+                    .format = format == PB_FORMAT_CSV ? (int)PB_FORMAT_TABLE : (int)format,
+                    .fail_on_regression = fail_on_regression};
+                fputc('\n', stdout);
+                int code = compare_results(&base_result, &result, baseline, path, &o);
+                if (exit_code == PB_EXIT_OK)
+                    exit_code = code;
+            }
+            pb_result_free(&base_result);
+        }
     } else if (exit_code == PB_EXIT_OK) {
         exit_code = PB_EXIT_ERROR;
     }
@@ -598,6 +671,176 @@ out_args:
     free(overrides);
     free(axes);
     return exit_code;
+}
+
+/* ---- compare ------------------------------------------------------------ */
+
+/* Compares and prints; returns the exit code. */
+static int compare_results(const struct pb_result *base, const struct pb_result *next,
+                           const char *base_name, const char *next_name,
+                           const struct compare_options *o)
+{
+    struct pb_comparison cmp;
+    if (pb_compare(base, next, o->threshold_pct, &cmp) != PB_OK) {
+        fprintf(stderr, "pbench compare: out of memory\n");
+        return PB_EXIT_ERROR;
+    }
+    int code = PB_EXIT_OK;
+    if (cmp.incompatible && !o->force) {
+        fprintf(stderr, "pbench compare: %s and %s were measured differently:\n", base_name,
+                next_name);
+        for (int i = 0; i < cmp.difference_count; i++)
+            fprintf(stderr, "  %s\n", cmp.differences[i]);
+        fprintf(stderr, "compare them anyway with --force\n");
+        code = PB_EXIT_USAGE;
+    } else {
+        if (cmp.point_count == 0)
+            fprintf(stderr, "pbench compare: no point of %s matches one of %s (points match by "
+                            "their sweep axes)\n",
+                    base_name, next_name);
+        pb_comparison_report(stdout, &cmp, base_name, next_name, o->format);
+        if (o->fail_on_regression && cmp.regressions > 0)
+            code = PB_EXIT_REGRESSION;
+    }
+    pb_comparison_free(&cmp);
+    return code;
+}
+
+static int parse_threshold(const char *text, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || (*end && strcmp(end, "%") != 0) || !(v >= 0 && v < 1000))
+        return PB_ERR_CONFIG;
+    *out = v;
+    return PB_OK;
+}
+
+static int cmd_compare(int argc, char **argv)
+{
+    struct compare_options o = {.threshold_pct = 5, .format = PB_FORMAT_TABLE};
+    const char *files[2] = {NULL, NULL};
+    int nfiles = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--threshold") == 0 && i + 1 < argc) {
+            if (parse_threshold(argv[++i], &o.threshold_pct) != PB_OK)
+                return usage_error("compare", "--threshold takes a percentage such as 5%%, got '%s'",
+                                   argv[i]);
+        } else if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc) {
+            enum pb_format f;
+            if (pb_format_parse(argv[++i], &f) != PB_OK || f == PB_FORMAT_CSV)
+                return usage_error("compare", "unknown format '%s'; allowed: table, json, markdown",
+                                   argv[i]);
+            o.format = (int)f;
+        } else if (strcmp(a, "--force") == 0) {
+            o.force = true;
+        } else if (strcmp(a, "--fail-on-regression") == 0) {
+            o.fail_on_regression = true;
+        } else if (a[0] == '-' || nfiles == 2) {
+            return usage_error("compare", "unexpected argument '%s'", a);
+        } else {
+            files[nfiles++] = a;
+        }
+    }
+    if (nfiles != 2)
+        return usage_error("compare", "%s", "expected BASE.json and NEW.json");
+    struct pb_result base, next;
+    char msg[PB_MSG_MAX];
+    memset(&next, 0, sizeof(next));
+    if (pb_result_read(files[0], &base, msg, sizeof(msg)) != PB_OK ||
+        pb_result_read(files[1], &next, msg, sizeof(msg)) != PB_OK) {
+        fprintf(stderr, "pbench compare: %s\n", msg);
+        pb_result_free(&base);
+        pb_result_free(&next);
+        return PB_EXIT_ERROR;
+    }
+    int code = compare_results(&base, &next, files[0], files[1], &o);
+    pb_result_free(&base);
+    pb_result_free(&next);
+    return code;
+}
+
+/* ---- history ------------------------------------------------------------ */
+
+static void git_revision(char *buf, size_t buflen)
+{
+    buf[0] = 0;
+    const char *env = getenv("GITHUB_SHA");
+    if (env && *env) {
+        pb_strlcpy(buf, env, buflen);
+        return;
+    }
+    FILE *p = popen("git rev-parse --short HEAD 2>/dev/null", "r");
+    if (!p)
+        return;
+    if (fgets(buf, (int)buflen, p))
+        buf[strcspn(buf, "\r\n")] = 0;
+    else
+        buf[0] = 0;
+    pclose(p);
+}
+
+static int cmd_history(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage_error("history", "%s", "expected 'add' or 'show'");
+    const char *db = "results/history.db", *config = NULL, *metric = "samples_per_s";
+    const char *revision = NULL, *file = NULL;
+    double threshold = 5;
+    bool add = strcmp(argv[1], "add") == 0;
+    if (!add && strcmp(argv[1], "show") != 0)
+        return usage_error("history", "expected 'add' or 'show', got '%s'", argv[1]);
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_value = i + 1 < argc;
+        if (strcmp(a, "--db") == 0 && has_value)
+            db = argv[++i];
+        else if (strcmp(a, "--config") == 0 && has_value && !add)
+            config = argv[++i];
+        else if (strcmp(a, "--metric") == 0 && has_value && !add)
+            metric = argv[++i];
+        else if (strcmp(a, "--revision") == 0 && has_value && add)
+            revision = argv[++i];
+        else if (strcmp(a, "--threshold") == 0 && has_value && !add) {
+            if (parse_threshold(argv[++i], &threshold) != PB_OK)
+                return usage_error("history", "--threshold takes a percentage such as 5%%, got '%s'",
+                                   argv[i]);
+        } else if (add && a[0] != '-' && !file)
+            file = a;
+        else
+            return usage_error("history", "unexpected argument '%s'", a);
+    }
+    char msg[PB_MSG_MAX];
+    if (add) {
+        if (!file)
+            return usage_error("history", "%s", "history add needs a RESULT.json");
+        struct pb_result result;
+        if (pb_result_read(file, &result, msg, sizeof(msg)) != PB_OK) {
+            fprintf(stderr, "pbench history: %s\n", msg);
+            pb_result_free(&result);
+            return PB_EXIT_ERROR;
+        }
+        char rev[64];
+        if (revision)
+            pb_strlcpy(rev, revision, sizeof(rev));
+        else
+            git_revision(rev, sizeof(rev));
+        int rc = pb_history_add(db, &result, rev, file, msg, sizeof(msg));
+        if (rc == PB_OK)
+            printf("added %zu point(s) of %s (%s, revision %s) to %s\n", result.point_count,
+                   result.name, result.created, rev[0] ? rev : "unknown", db);
+        else
+            fprintf(stderr, "pbench history: %s\n", msg);
+        pb_result_free(&result);
+        return rc == PB_OK ? PB_EXIT_OK : PB_EXIT_ERROR;
+    }
+    int steps = pb_history_show(db, config, metric, threshold, msg, sizeof(msg));
+    if (steps < 0) {
+        fprintf(stderr, "pbench history: %s\n", msg);
+        return steps == PB_ERR_CONFIG ? PB_EXIT_USAGE : PB_EXIT_ERROR;
+    }
+    return steps > 0 ? PB_EXIT_REGRESSION : PB_EXIT_OK;
 }
 
 /* ---- calibrate ---------------------------------------------------------- */

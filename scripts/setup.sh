@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES="build-essential cmake pkg-config libyaml-dev libturbojpeg0-dev libjpeg-turbo-progs \
 libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libhwloc-dev libcmocka-dev \
-libjansson-dev"
+libjansson-dev libsqlite3-dev"
 
 missing=""
 for p in $PACKAGES; do

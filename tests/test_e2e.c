@@ -400,7 +400,7 @@ static void test_sweep_interrupt_keeps_finished_points(void **state)
     snprintf(errpath, sizeof(errpath), "%s/err.txt", workdir);
     for (int i = 0; i < 600; i++) {
         char *e = slurp(errpath);
-        bool done = strstr(e, "repeat 2/20") != NULL && strstr(e, "workers=2") != NULL;
+        bool done = strstr(e, "workers=2 batch_size=8 prefetch_factor=1 repeat 2/20") != NULL;
         free(e);
         if (done)
             break;
@@ -420,6 +420,84 @@ static void test_sweep_interrupt_keeps_finished_points(void **state)
         assert_true(kept >= 2 && kept < 20);
     }
     json_decref(r);
+}
+
+/* configs/ci.yaml, shortened, with the null decoder's cost changed. */
+static int ci_run(const char *out_name, int cost_us)
+{
+    char out[512], args[2048];
+    snprintf(args, sizeof(args),
+             "run '%s/configs/ci.yaml' -q -s dataset.path=ci-data -s run.min_time_s=0.25 "
+             "-s run.max_time_s=0.5 -s run.warmup_batches=3 -s pipeline.decode.cost_us=%d -o %s",
+             source_dir, cost_us, out_name);
+    return pbench(args, out, sizeof(out));
+}
+
+static const char *samples_verdict(const char *out_path)
+{
+    static char verdict[32];
+    char *text = slurp(out_path);
+    const char *line = strstr(text, "samples_per_s");
+    verdict[0] = 0;
+    if (line) {
+        const char *end = strchr(line, '\n');
+        const char *v = end;
+        while (v > line && v[-1] != ' ')
+            v--;
+        snprintf(verdict, sizeof(verdict), "%.*s", (int)(end - v), v);
+    }
+    free(text);
+    return verdict;
+}
+
+static void test_compare_gate(void **state)
+{
+    (void)state;
+    char out[512];
+    assert_int_equal(ci_run("ci-a.json", 300), 0);
+    assert_int_equal(ci_run("ci-a2.json", 300), 0);
+    assert_int_equal(ci_run("ci-slow.json", 340), 0); /* about 10% slower */
+    assert_int_equal(ci_run("ci-fast.json", 260), 0); /* about 10% faster */
+
+    /* A vs A: no regression, the gate passes. */
+    assert_int_equal(pbench("compare ci-a.json ci-a2.json --fail-on-regression", out, sizeof(out)),
+                     0);
+    const char *aa = samples_verdict(out);
+    assert_true(strcmp(aa, "same") == 0 || strcmp(aa, "ambiguous") == 0);
+
+    /* A different pipeline option is refused without --force, naming it. */
+    assert_int_equal(pbench("compare ci-a.json ci-slow.json", out, sizeof(out)), 2);
+    char *err = err_text();
+    assert_non_null(strstr(err, "config pipeline[1].decode.cost_us: 300.0 -> 340.0"));
+    free(err);
+
+    /* 10% slower: regressed, exit 3; 10% faster: improved, exit 0. */
+    assert_int_equal(
+        pbench("compare ci-a.json ci-slow.json --force --fail-on-regression", out, sizeof(out)), 3);
+    assert_string_equal(samples_verdict(out), "REGRESSED");
+    assert_int_equal(
+        pbench("compare ci-a.json ci-fast.json --force --fail-on-regression", out, sizeof(out)), 0);
+    assert_string_equal(samples_verdict(out), "IMPROVED");
+    assert_int_equal(pbench("compare ci-a.json ci-slow.json --force --format markdown", out,
+                            sizeof(out)),
+                     0);
+    char *md = slurp(out);
+    assert_non_null(strstr(md, "| samples_per_s |"));
+    assert_non_null(strstr(md, "**regressed**"));
+    free(md);
+
+    /* History: two slow runs after two fast ones are a step change; one
+     * slow run is not yet. (The same file twice makes the series exact.) */
+    assert_int_equal(pbench("history add ci-fast.json --db h.db --revision r1", out, sizeof(out)), 0);
+    assert_int_equal(pbench("history add ci-fast.json --db h.db --revision r2", out, sizeof(out)), 0);
+    assert_int_equal(pbench("history add ci-slow.json --db h.db --revision r3", out, sizeof(out)), 0);
+    assert_int_equal(pbench("history show --db h.db --config ci", out, sizeof(out)), 0);
+    assert_int_equal(pbench("history add ci-slow.json --db h.db --revision r4", out, sizeof(out)), 0);
+    assert_int_equal(pbench("history show --db h.db --config ci", out, sizeof(out)), 3);
+    char *text = slurp(out);
+    assert_non_null(strstr(text, "STEP CHANGE"));
+    assert_non_null(strstr(text, "(revision r3)"));
+    free(text);
 }
 
 static void test_bad_config_exits_2(void **state)
@@ -475,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_interrupt_keeps_results),
         cmocka_unit_test(test_sweep_table_and_recommendation),
         cmocka_unit_test(test_sweep_interrupt_keeps_finished_points),
+        cmocka_unit_test(test_compare_gate),
         cmocka_unit_test(test_bad_config_exits_2),
         cmocka_unit_test(test_list_version_help),
     };

@@ -1,0 +1,586 @@
+#include "bench/compare.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/pb.h"
+
+/* ---- statistics ---------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double pb_median(const double *values, size_t n)
+{
+    if (n == 0)
+        return NAN;
+    double small[64], *v = n <= 64 ? small : malloc(n * sizeof(double));
+    if (!v)
+        return NAN;
+    memcpy(v, values, n * sizeof(double));
+    qsort(v, n, sizeof(double), cmp_double);
+    double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    if (v != small)
+        free(v);
+    return m;
+}
+
+/* Number of arrangements of n x's and m y's with U = u, for all u, by the
+ * recurrence f(n, m, u) = f(n-1, m, u-m) + f(n, m-1, u). */
+static double exact_mw_cdf(size_t n, size_t m, double u_obs)
+{
+    size_t max_u = n * m;
+    /* table[i][j][u] computed layer by layer over i + j. */
+    double *prev = NULL;
+    double **layer = calloc((n + 1) * (m + 1), sizeof(double *));
+    if (!layer)
+        return NAN;
+    for (size_t i = 0; i <= n; i++)
+        for (size_t j = 0; j <= m; j++) {
+            double *f = calloc(max_u + 1, sizeof(double));
+            layer[i * (m + 1) + j] = f;
+            if (!f)
+                continue;
+            if (i == 0 || j == 0) {
+                f[0] = 1;
+                continue;
+            }
+            const double *a = layer[(i - 1) * (m + 1) + j], *b = layer[i * (m + 1) + j - 1];
+            for (size_t u = 0; u <= i * j; u++)
+                f[u] = (u >= j ? a[u - j] : 0) + b[u];
+        }
+    (void)prev;
+    const double *f = layer[n * (m + 1) + m];
+    double total = 0, below = 0;
+    for (size_t u = 0; u <= max_u; u++) {
+        total += f ? f[u] : 0;
+        if ((double)u <= u_obs + 1e-9)
+            below += f ? f[u] : 0;
+    }
+    for (size_t k = 0; k < (n + 1) * (m + 1); k++)
+        free(layer[k]);
+    free(layer);
+    return total > 0 ? below / total : NAN;
+}
+
+double pb_mann_whitney(const double *x, size_t n, const double *y, size_t m, double *u_out)
+{
+    if (n == 0 || m == 0) {
+        if (u_out)
+            *u_out = NAN;
+        return NAN;
+    }
+    /* U of x: pairs where x beats y, ties count a half. */
+    double u = 0;
+    bool ties = false;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < m; j++) {
+            if (x[i] > y[j])
+                u += 1;
+            else if (x[i] == y[j]) {
+                u += 0.5;
+                ties = true;
+            }
+        }
+    if (u_out)
+        *u_out = u;
+    double nm = (double)n * (double)m;
+    double u_small = u < nm - u ? u : nm - u;
+    if (!ties && n + m <= 30) {
+        double p = 2 * exact_mw_cdf(n, m, u_small);
+        return p > 1 ? 1 : p;
+    }
+    /* Normal approximation with tie correction. */
+    size_t total = n + m;
+    double *all = malloc(total * sizeof(double));
+    if (!all)
+        return NAN;
+    memcpy(all, x, n * sizeof(double));
+    memcpy(all + n, y, m * sizeof(double));
+    qsort(all, total, sizeof(double), cmp_double);
+    double tie_term = 0;
+    for (size_t i = 0; i < total;) {
+        size_t j = i;
+        while (j < total && all[j] == all[i])
+            j++;
+        double t = (double)(j - i);
+        tie_term += t * t * t - t;
+        i = j;
+    }
+    free(all);
+    double N = (double)total;
+    double sigma = sqrt(nm / 12.0 * ((N + 1) - tie_term / (N * (N - 1))));
+    if (sigma <= 0)
+        return 1;
+    double z = (fabs(u - nm / 2) - 0.5) / sigma;
+    if (z < 0)
+        z = 0;
+    return erfc(z / sqrt(2.0));
+}
+
+static double uniform(uint64_t *state)
+{
+    *state = pb_mix64(*state);
+    return (double)(*state >> 11) / 9007199254740992.0;
+}
+
+static void bootstrap(const double *x, size_t n, const double *y, size_t m, int resamples,
+                      double confidence, uint64_t seed, bool ratio, double *low, double *high)
+{
+    double *stats = malloc((size_t)resamples * sizeof(double));
+    double *bx = malloc(n * sizeof(double)), *by = malloc(m * sizeof(double));
+    if (!stats || !bx || !by) {
+        *low = *high = NAN;
+        free(stats);
+        free(bx);
+        free(by);
+        return;
+    }
+    uint64_t state = seed ? seed : 1;
+    int kept = 0;
+    for (int r = 0; r < resamples; r++) {
+        for (size_t i = 0; i < n; i++)
+            bx[i] = x[(size_t)(uniform(&state) * (double)n) % n];
+        for (size_t j = 0; j < m; j++)
+            by[j] = y[(size_t)(uniform(&state) * (double)m) % m];
+        double mx = pb_median(bx, n), my = pb_median(by, m);
+        if (ratio) {
+            if (mx != 0)
+                stats[kept++] = my / mx;
+        } else {
+            stats[kept++] = my - mx;
+        }
+    }
+    if (kept == 0) {
+        *low = *high = NAN;
+    } else {
+        qsort(stats, (size_t)kept, sizeof(double), cmp_double);
+        double tail = (1 - confidence) / 2;
+        size_t lo = (size_t)floor(tail * (kept - 1)), hi = (size_t)ceil((1 - tail) * (kept - 1));
+        *low = stats[lo];
+        *high = stats[hi];
+    }
+    free(stats);
+    free(bx);
+    free(by);
+}
+
+void pb_bootstrap_ratio_ci(const double *x, size_t n, const double *y, size_t m, int resamples,
+                           double confidence, uint64_t seed, double *low, double *high)
+{
+    bootstrap(x, n, y, m, resamples, confidence, seed, true, low, high);
+}
+
+/* ---- compatibility ------------------------------------------------------- */
+
+static void add_difference(struct pb_comparison *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_difference(struct pb_comparison *c, const char *fmt, ...)
+{
+    if (c->difference_count >= (int)PB_ARRAY_LEN(c->differences))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->differences[c->difference_count++], sizeof(c->differences[0]), fmt, ap);
+    va_end(ap);
+}
+
+static void json_text(const json_t *v, char *buf, size_t n)
+{
+    if (!v) {
+        snprintf(buf, n, "(none)");
+        return;
+    }
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    snprintf(buf, n, "%s", s ? s : "?");
+    free(s);
+}
+
+/* Lists the leaves that differ between two JSON values, as dotted paths. */
+static void diff_json(struct pb_comparison *c, const char *path, const json_t *a, const json_t *b)
+{
+    if (json_equal((json_t *)a, (json_t *)b))
+        return;
+    if (json_is_object(a) && json_is_object(b)) {
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)a, key, v)
+        {
+            char sub[256];
+            snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
+            diff_json(c, sub, v, json_object_get(b, key));
+        }
+        json_object_foreach((json_t *)b, key, v)
+        {
+            if (json_object_get(a, key))
+                continue;
+            char sub[256];
+            snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
+            diff_json(c, sub, NULL, v);
+        }
+        return;
+    }
+    if (json_is_array(a) && json_is_array(b) && json_array_size(a) == json_array_size(b)) {
+        for (size_t i = 0; i < json_array_size(a); i++) {
+            char sub[256];
+            snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+            diff_json(c, sub, json_array_get(a, i), json_array_get(b, i));
+        }
+        return;
+    }
+    char x[120], y[120];
+    json_text(a, x, sizeof(x));
+    json_text(b, y, sizeof(y));
+    add_difference(c, "config %s: %s -> %s", path, x, y);
+    c->incompatible = true;
+}
+
+static void check_compatible(struct pb_comparison *c, const struct pb_result *a,
+                             const struct pb_result *b)
+{
+    const struct pb_machine *x = &a->machine, *y = &b->machine;
+    if (strcmp(x->cpu_model, y->cpu_model) != 0)
+        add_difference(c, "machine CPU model: %s -> %s", x->cpu_model, y->cpu_model);
+    if (x->cores != y->cores || x->pus != y->pus)
+        add_difference(c, "machine cores/PUs: %d/%d -> %d/%d", x->cores, x->pus, y->cores, y->pus);
+    if (strcmp(x->gpu_name, y->gpu_name) != 0)
+        add_difference(c, "GPU: '%s' -> '%s'", x->gpu_name, y->gpu_name);
+    for (int i = 0; i < x->library_count; i++)
+        for (int j = 0; j < y->library_count; j++)
+            if (strcmp(x->libraries[i][0], y->libraries[j][0]) == 0 &&
+                strcmp(x->libraries[i][1], y->libraries[j][1]) != 0)
+                add_difference(c, "library %s: %s -> %s", x->libraries[i][0], x->libraries[i][1],
+                               y->libraries[j][1]);
+    c->incompatible = c->difference_count > 0;
+    /* The measured config: everything but the run section, which only says
+     * how long and how often to measure. */
+    static const char *const sections[] = {"name", "dataset", "pipeline", "loader"};
+    for (size_t s = 0; s < PB_ARRAY_LEN(sections); s++)
+        diff_json(c, sections[s], a->config ? json_object_get(a->config, sections[s]) : NULL,
+                  b->config ? json_object_get(b->config, sections[s]) : NULL);
+}
+
+/* ---- metrics ------------------------------------------------------------- */
+
+enum metric_id { M_SAMPLES, M_ASSEMBLY_P50, M_ASSEMBLY_P99, M_STALL, M_RSS };
+
+static const struct {
+    const char *name, *unit;
+    bool higher_is_better, absolute;
+} metric_info[PB_COMPARE_METRICS] = {
+    {"samples_per_s", "samples/s", true, false},
+    {"assembly_p50_ns", "ns", false, false},
+    {"assembly_p99_ns", "ns", false, false},
+    {"stall_pct", "%", false, true},
+    {"rss_peak_bytes", "bytes", false, false},
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double repeat_assembly_quantile(const struct pb_repeat_result *r, double q)
+{
+    if (r->batch_count == 0)
+        return NAN;
+    uint64_t *v = malloc(r->batch_count * sizeof(uint64_t));
+    if (!v)
+        return NAN;
+    for (size_t i = 0; i < r->batch_count; i++)
+        v[i] = r->batch_records[i].assembly_ns;
+    qsort(v, r->batch_count, sizeof(uint64_t), cmp_u64);
+    size_t rank = (size_t)ceil(q * (double)r->batch_count);
+    double out = (double)v[rank ? rank - 1 : 0];
+    free(v);
+    return out;
+}
+
+static size_t metric_values(const struct pb_point_result *p, int metric, double *out)
+{
+    size_t n = 0;
+    for (size_t r = 0; r < p->repeat_count; r++) {
+        const struct pb_repeat_result *rep = &p->repeats[r];
+        if (rep->interrupted)
+            continue; /* a cut-short repeat is not a replicate */
+        double v = NAN;
+        switch (metric) {
+        case M_SAMPLES: v = rep->samples_per_s; break;
+        case M_ASSEMBLY_P50: v = repeat_assembly_quantile(rep, 0.50); break;
+        case M_ASSEMBLY_P99: v = repeat_assembly_quantile(rep, 0.99); break;
+        case M_STALL: v = rep->stall_pct; break;
+        case M_RSS: v = (double)rep->rss_peak_bytes; break;
+        }
+        if (!isnan(v))
+            out[n++] = v;
+    }
+    return n;
+}
+
+static void compare_metric(int metric, const struct pb_point_result *a,
+                           const struct pb_point_result *b, double threshold_pct, uint64_t seed,
+                           struct pb_metric_cmp *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->name = metric_info[metric].name;
+    m->unit = metric_info[metric].unit;
+    m->higher_is_better = metric_info[metric].higher_is_better;
+    m->absolute = metric_info[metric].absolute;
+    double *x = calloc(a->repeat_count + 1, sizeof(double));
+    double *y = calloc(b->repeat_count + 1, sizeof(double));
+    size_t n = metric_values(a, metric, x), k = metric_values(b, metric, y);
+    m->base_n = (int)n;
+    m->next_n = (int)k;
+    m->base = pb_median(x, n);
+    m->next = pb_median(y, k);
+    m->verdict = PB_VERDICT_AMBIGUOUS;
+    m->p_value = NAN;
+    m->ci_low_pct = m->ci_high_pct = NAN;
+    if (n < 2 || k < 2 || isnan(m->base) || isnan(m->next) || (!m->absolute && m->base == 0)) {
+        free(x);
+        free(y);
+        return; /* not enough data to tell */
+    }
+    double lo, hi;
+    if (m->absolute) {
+        m->change_pct = m->next - m->base;
+        bootstrap(x, n, y, k, PB_BOOTSTRAP_RESAMPLES, 0.95, seed, false, &lo, &hi);
+        m->ci_low_pct = lo;
+        m->ci_high_pct = hi;
+    } else {
+        m->change_pct = 100 * (m->next / m->base - 1);
+        bootstrap(x, n, y, k, PB_BOOTSTRAP_RESAMPLES, 0.95, seed, true, &lo, &hi);
+        m->ci_low_pct = 100 * (lo - 1);
+        m->ci_high_pct = 100 * (hi - 1);
+    }
+    m->p_value = pb_mann_whitney(y, k, x, n, NULL);
+    free(x);
+    free(y);
+
+    /* "Better" is positive from here on. */
+    double sign = m->higher_is_better ? 1 : -1;
+    double better = sign * m->change_pct;
+    double ci_lo = fmin(sign * m->ci_low_pct, sign * m->ci_high_pct);
+    double ci_hi = fmax(sign * m->ci_low_pct, sign * m->ci_high_pct);
+    bool significant = m->p_value < PB_COMPARE_ALPHA && (ci_lo > 0 || ci_hi < 0);
+    if (significant && better >= threshold_pct)
+        m->verdict = PB_VERDICT_IMPROVED;
+    else if (significant && better <= -threshold_pct)
+        m->verdict = PB_VERDICT_REGRESSED;
+    else if (ci_lo > -threshold_pct && ci_hi < threshold_pct)
+        m->verdict = PB_VERDICT_SAME;       /* any change is smaller than matters */
+    else if (significant)
+        m->verdict = PB_VERDICT_SAME;       /* real, but under the threshold */
+    else
+        m->verdict = PB_VERDICT_AMBIGUOUS;  /* could be a change that matters */
+}
+
+static void axes_label(const json_t *axes, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (!axes || json_object_size(axes) == 0) {
+        snprintf(buf, n, "(single point)");
+        return;
+    }
+    size_t used = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)axes, key, v)
+    {
+        char value[64];
+        json_text(v, value, sizeof(value));
+        if (used < n)
+            used += (size_t)snprintf(buf + used, n - used, "%s%s=%s", used ? ", " : "", key, value);
+    }
+}
+
+static bool axes_equal(const json_t *a, const json_t *b)
+{
+    bool empty_a = !a || json_object_size(a) == 0, empty_b = !b || json_object_size(b) == 0;
+    if (empty_a || empty_b)
+        return empty_a && empty_b;
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
+int pb_compare(const struct pb_result *base, const struct pb_result *next, double threshold_pct,
+               struct pb_comparison *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->threshold_pct = threshold_pct;
+    check_compatible(out, base, next);
+    out->points = calloc(base->point_count + 1, sizeof(*out->points));
+    if (!out->points)
+        return PB_ERR_NOMEM;
+    for (size_t i = 0; i < base->point_count; i++) {
+        const struct pb_point_result *a = &base->points[i];
+        size_t j = 0;
+        while (j < next->point_count && !axes_equal(a->axes, next->points[j].axes))
+            j++;
+        if (j == next->point_count) {
+            out->unmatched++;
+            continue;
+        }
+        struct pb_point_cmp *pc = &out->points[out->point_count++];
+        pc->base_index = i;
+        pc->next_index = j;
+        axes_label(a->axes, pc->label, sizeof(pc->label));
+        pc->metric_count = PB_COMPARE_METRICS;
+        for (int m = 0; m < PB_COMPARE_METRICS; m++) {
+            compare_metric(m, a, &next->points[j], threshold_pct, 0x5eed + (uint64_t)i * 131 + (uint64_t)m,
+                           &pc->metrics[m]);
+            switch (pc->metrics[m].verdict) {
+            case PB_VERDICT_REGRESSED: out->regressions++; break;
+            case PB_VERDICT_IMPROVED: out->improvements++; break;
+            case PB_VERDICT_AMBIGUOUS: out->ambiguous++; break;
+            default: break;
+            }
+        }
+    }
+    out->unmatched += (int)(next->point_count > out->point_count ? next->point_count - out->point_count : 0);
+    return PB_OK;
+}
+
+void pb_comparison_free(struct pb_comparison *cmp)
+{
+    free(cmp->points);
+    memset(cmp, 0, sizeof(*cmp));
+}
+
+const char *pb_verdict_name(enum pb_verdict verdict)
+{
+    static const char *const names[] = {"same", "improved", "regressed", "ambiguous"};
+    return names[verdict];
+}
+
+json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "threshold_pct", json_real(cmp->threshold_pct));
+    json_object_set_new(root, "alpha", json_real(PB_COMPARE_ALPHA));
+    json_object_set_new(root, "incompatible", json_boolean(cmp->incompatible));
+    json_t *diffs = json_array();
+    for (int i = 0; i < cmp->difference_count; i++)
+        json_array_append_new(diffs, json_string(cmp->differences[i]));
+    json_object_set_new(root, "differences", diffs);
+    json_object_set_new(root, "regressions", json_integer(cmp->regressions));
+    json_object_set_new(root, "improvements", json_integer(cmp->improvements));
+    json_object_set_new(root, "ambiguous", json_integer(cmp->ambiguous));
+    json_object_set_new(root, "unmatched_points", json_integer(cmp->unmatched));
+    json_t *points = json_array();
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        json_t *p = json_object();
+        json_object_set_new(p, "point", json_string(pc->label));
+        json_t *metrics = json_array();
+        for (int m = 0; m < pc->metric_count; m++) {
+            const struct pb_metric_cmp *mc = &pc->metrics[m];
+            json_t *o = json_object();
+            json_object_set_new(o, "metric", json_string(mc->name));
+            json_object_set_new(o, "base", json_real(mc->base));
+            json_object_set_new(o, "new", json_real(mc->next));
+            json_object_set_new(o, mc->absolute ? "change_pp" : "change_pct",
+                                isnan(mc->change_pct) ? json_null() : json_real(mc->change_pct));
+            json_object_set_new(o, "ci95", isnan(mc->ci_low_pct)
+                                               ? json_null()
+                                               : json_pack("[f f]", mc->ci_low_pct, mc->ci_high_pct));
+            json_object_set_new(o, "p_value", isnan(mc->p_value) ? json_null() : json_real(mc->p_value));
+            json_object_set_new(o, "repeats", json_pack("[i i]", mc->base_n, mc->next_n));
+            json_object_set_new(o, "verdict", json_string(pb_verdict_name(mc->verdict)));
+            json_array_append_new(metrics, o);
+        }
+        json_object_set_new(p, "metrics", metrics);
+        json_array_append_new(points, p);
+    }
+    json_object_set_new(root, "points", points);
+    return root;
+}
+
+static void format_value(const struct pb_metric_cmp *m, double v, char *buf, size_t n)
+{
+    if (isnan(v))
+        snprintf(buf, n, "-");
+    else if (strcmp(m->unit, "ns") == 0)
+        snprintf(buf, n, v >= 1e6 ? "%.2f ms" : "%.1f µs", v >= 1e6 ? v / 1e6 : v / 1e3);
+    else if (strcmp(m->unit, "bytes") == 0)
+        snprintf(buf, n, "%.1f MiB", v / 1048576.0);
+    else if (strcmp(m->unit, "%") == 0)
+        snprintf(buf, n, "%.1f%%", v);
+    else
+        snprintf(buf, n, "%.1f", v);
+}
+
+void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
+                          const char *next_name, int format)
+{
+    if (format == PB_FORMAT_JSON) {
+        json_t *j = pb_comparison_to_json(cmp);
+        json_dumpf(j, out, JSON_INDENT(2));
+        fputc('\n', out);
+        json_decref(j);
+        return;
+    }
+    bool md = format == PB_FORMAT_MARKDOWN;
+    if (md)
+        fprintf(out, "## pbench compare\n\nbase `%s` → new `%s`; a change counts when it is "
+                     "significant (Mann-Whitney p < %.2f, 95%% bootstrap CI excluding 0) and at "
+                     "least %.1f%%\n\n",
+                base_name, next_name, PB_COMPARE_ALPHA, cmp->threshold_pct);
+    else
+        fprintf(out, "base %s -> new %s\na change counts when it is significant (Mann-Whitney p < "
+                     "%.2f, 95%% bootstrap CI excluding 0) and at least %.1f%%\n",
+                base_name, next_name, PB_COMPARE_ALPHA, cmp->threshold_pct);
+    for (int i = 0; i < cmp->difference_count; i++)
+        fprintf(out, md ? "- differs: %s\n" : "differs: %s\n", cmp->differences[i]);
+    if (md)
+        fputs("\n| point | metric | base | new | change | 95% CI | p | verdict |\n"
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n",
+              out);
+    else
+        fprintf(out, "\n%-28s %-16s %12s %12s %9s %19s %7s  %s\n", "point", "metric", "base", "new",
+                "change", "95% CI", "p", "verdict");
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        for (int m = 0; m < pc->metric_count; m++) {
+            const struct pb_metric_cmp *mc = &pc->metrics[m];
+            char a[32], b[32], change[32], ci[48], p[16];
+            format_value(mc, mc->base, a, sizeof(a));
+            format_value(mc, mc->next, b, sizeof(b));
+            const char *unit = mc->absolute ? "pp" : "%";
+            if (isnan(mc->ci_low_pct)) {
+                snprintf(change, sizeof(change), "-");
+                snprintf(ci, sizeof(ci), "(too few repeats)");
+            } else {
+                snprintf(change, sizeof(change), "%+.1f%s", mc->change_pct, unit);
+                snprintf(ci, sizeof(ci), "[%+.1f, %+.1f]%s", mc->ci_low_pct, mc->ci_high_pct, unit);
+            }
+            if (isnan(mc->p_value))
+                snprintf(p, sizeof(p), "-");
+            else
+                snprintf(p, sizeof(p), "%.3f", mc->p_value);
+            const char *verdict = pb_verdict_name(mc->verdict);
+            if (md)
+                fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s |\n", m ? "" : pc->label,
+                        mc->name, a, b, change, ci, p,
+                        mc->verdict == PB_VERDICT_REGRESSED || mc->verdict == PB_VERDICT_IMPROVED ? "**" : "",
+                        verdict,
+                        mc->verdict == PB_VERDICT_REGRESSED || mc->verdict == PB_VERDICT_IMPROVED ? "**" : "");
+            else
+                fprintf(out, "%-28.28s %-16s %12s %12s %9s %19s %7s  %s\n", m ? "" : pc->label,
+                        mc->name, a, b, change, ci, p,
+                        mc->verdict == PB_VERDICT_REGRESSED  ? "REGRESSED"
+                        : mc->verdict == PB_VERDICT_IMPROVED ? "IMPROVED"
+                                                             : verdict);
+        }
+    }
+    fprintf(out, md ? "\n**%d regressed, %d improved, %d ambiguous**%s\n"
+                    : "\n%d regressed, %d improved, %d ambiguous%s\n",
+            cmp->regressions, cmp->improvements, cmp->ambiguous,
+            cmp->unmatched ? "; some points exist in only one result and were not compared" : "");
+}

@@ -1,0 +1,81 @@
+/* Before/after comparison of two results with statistics a reviewer can
+ * trust (docs/statistics.md says why these).
+ *
+ * Points are matched by their axes. For each matched point and metric the
+ * replicates are the repeats (never the batches, which are correlated):
+ * the change is the ratio of the medians, its 95% confidence interval comes
+ * from a bootstrap over the repeats, and significance from a two-sided
+ * Mann-Whitney U test (exact for small samples). A change counts only when
+ * it is significant AND at least the practical threshold. */
+#ifndef PB_COMPARE_H
+#define PB_COMPARE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "bench/result.h"
+
+enum pb_verdict { PB_VERDICT_SAME = 0, PB_VERDICT_IMPROVED, PB_VERDICT_REGRESSED,
+                  PB_VERDICT_AMBIGUOUS };
+
+#define PB_COMPARE_ALPHA 0.05
+#define PB_COMPARE_METRICS 5
+#define PB_BOOTSTRAP_RESAMPLES 4000
+
+struct pb_metric_cmp {
+    const char *name;          /* "samples_per_s", "assembly_p50_ns", ... */
+    const char *unit;
+    bool higher_is_better;
+    bool absolute;             /* change in percentage points (stall)      */
+    double base, next;         /* medians over repeats                     */
+    double change_pct;         /* (next/base - 1) * 100, or next - base     */
+    double ci_low_pct, ci_high_pct;
+    double p_value;
+    int base_n, next_n;
+    enum pb_verdict verdict;
+};
+
+struct pb_point_cmp {
+    char label[256];           /* the axes, "k=v, ..." or "(single point)" */
+    size_t base_index, next_index;
+    int metric_count;
+    struct pb_metric_cmp metrics[PB_COMPARE_METRICS];
+};
+
+struct pb_comparison {
+    double threshold_pct;
+    size_t point_count;
+    struct pb_point_cmp *points;
+    int unmatched;             /* points in one result but not the other   */
+    int difference_count;      /* what differs between the two runs        */
+    char differences[24][300];
+    bool incompatible;         /* machine or config differs (needs --force) */
+    int regressions, improvements, ambiguous;
+};
+
+/* Compares next against base. Returns PB_OK; fills out (release with
+ * pb_comparison_free). out->incompatible says whether the machine or the
+ * measured config differ, with each difference listed. */
+int pb_compare(const struct pb_result *base, const struct pb_result *next, double threshold_pct,
+               struct pb_comparison *out);
+void pb_comparison_free(struct pb_comparison *cmp);
+
+const char *pb_verdict_name(enum pb_verdict verdict);
+json_t *pb_comparison_to_json(const struct pb_comparison *cmp);
+/* Renders as a table, markdown (a pull request comment) or JSON. */
+void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
+                          const char *next_name, int format);
+
+/* Statistics, exposed for tests. */
+double pb_median(const double *values, size_t n);
+/* Two-sided Mann-Whitney U p-value: exact (no ties, n + m <= 30) or the
+ * normal approximation with tie and continuity correction. *u gets U of x. */
+double pb_mann_whitney(const double *x, size_t n, const double *y, size_t m, double *u);
+/* Percentile bootstrap CI of median(y)/median(x), resampling each group
+ * with replacement, seeded so a comparison is reproducible. */
+void pb_bootstrap_ratio_ci(const double *x, size_t n, const double *y, size_t m, int resamples,
+                           double confidence, uint64_t seed, double *low, double *high);
+
+#endif

@@ -1,0 +1,234 @@
+#include "bench/history.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "bench/compare.h"
+#include "bench/pb.h"
+
+static const char *const schema =
+    "CREATE TABLE IF NOT EXISTS runs ("
+    " id INTEGER PRIMARY KEY,"
+    " created TEXT NOT NULL,"      /* when the run was measured (result.created) */
+    " added TEXT NOT NULL,"
+    " config TEXT NOT NULL,"
+    " machine TEXT NOT NULL,"
+    " revision TEXT NOT NULL,"
+    " point TEXT NOT NULL,"        /* the point's axes as JSON */
+    " samples_per_s REAL, noise_pct REAL, stall_pct REAL,"
+    " assembly_p99_ns REAL, rss_peak_bytes REAL,"
+    " source TEXT);"
+    "CREATE INDEX IF NOT EXISTS runs_series ON runs(config, machine, point, created);";
+
+static int open_db(const char *path, sqlite3 **db, char *msg, size_t msglen)
+{
+    if (sqlite3_open(path, db) != SQLITE_OK) {
+        snprintf(msg, msglen, "%s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
+        sqlite3_close(*db);
+        *db = NULL;
+        return PB_ERR;
+    }
+    char *err = NULL;
+    if (sqlite3_exec(*db, schema, NULL, NULL, &err) != SQLITE_OK) {
+        snprintf(msg, msglen, "%s: %s", path, err ? err : "cannot create the schema");
+        sqlite3_free(err);
+        sqlite3_close(*db);
+        *db = NULL;
+        return PB_ERR;
+    }
+    return PB_OK;
+}
+
+int pb_history_add(const char *db_path, const struct pb_result *result, const char *revision,
+                   const char *source, char *msg, size_t msglen)
+{
+    sqlite3 *db;
+    if (open_db(db_path, &db, msg, msglen) != PB_OK)
+        return PB_ERR;
+    char machine[512], added[40];
+    snprintf(machine, sizeof(machine), "%s, %d cores / %d PUs%s%s", result->machine.cpu_model,
+             result->machine.cores, result->machine.pus, result->machine.gpu_name[0] ? ", " : "",
+             result->machine.gpu_name);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(added, sizeof(added), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db,
+                                "INSERT INTO runs (created, added, config, machine, revision, point,"
+                                " samples_per_s, noise_pct, stall_pct, assembly_p99_ns,"
+                                " rss_peak_bytes, source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                                -1, &st, NULL);
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    for (size_t i = 0; rc == SQLITE_OK && i < result->point_count; i++) {
+        const struct pb_point_result *p = &result->points[i];
+        if (p->repeat_count == 0)
+            continue;
+        char *axes = json_dumps(p->axes ? p->axes : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, result->created, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, added, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 3, result->name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 4, machine, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 5, revision ? revision : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 6, axes ? axes : "{}", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(st, 7, p->samples_per_s);
+        sqlite3_bind_double(st, 8, p->samples_per_s_noise_pct);
+        sqlite3_bind_double(st, 9, p->stall_pct);
+        sqlite3_bind_double(st, 10, (double)p->assembly_p99_ns);
+        sqlite3_bind_double(st, 11, (double)p->rss_peak_bytes);
+        sqlite3_bind_text(st, 12, source ? source : "", -1, SQLITE_TRANSIENT);
+        free(axes);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = SQLITE_ERROR;
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    else
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        snprintf(msg, msglen, "%s: %s", db_path, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rc == SQLITE_OK ? PB_OK : PB_ERR;
+}
+
+long pb_history_step(const double *values, size_t n, double threshold_pct, double *change_pct)
+{
+    for (size_t i = 1; i + PB_STEP_MIN_RUNS <= n; i++) {
+        double before = pb_median(values, i);
+        if (!(before > 0) && !(before < 0))
+            continue;
+        int direction = 0;
+        bool all = true;
+        for (size_t j = i; j < n && all; j++) {
+            double d = 100 * (values[j] / before - 1);
+            int dir = d > threshold_pct ? 1 : d < -threshold_pct ? -1 : 0;
+            if (dir == 0 || (direction && dir != direction))
+                all = false;
+            direction = dir;
+        }
+        if (!all)
+            continue;
+        double after = pb_median(values + i, n - i);
+        double shift = 100 * (after / before - 1);
+        if (fabs(shift) > threshold_pct) {
+            if (change_pct)
+                *change_pct = shift;
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+static const char *const metrics[] = {"samples_per_s", "stall_pct", "assembly_p99_ns",
+                                      "rss_peak_bytes", NULL};
+
+int pb_history_show(const char *db_path, const char *config_name, const char *metric,
+                    double threshold_pct, char *msg, size_t msglen)
+{
+    bool known = false;
+    for (const char *const *m = metrics; *m; m++)
+        known = known || strcmp(*m, metric) == 0;
+    if (!known) {
+        snprintf(msg, msglen,
+                 "--metric must be one of: samples_per_s, stall_pct, assembly_p99_ns, "
+                 "rss_peak_bytes; got '%s'",
+                 metric);
+        return PB_ERR_CONFIG;
+    }
+    FILE *probe = fopen(db_path, "rb");
+    if (!probe) {
+        snprintf(msg, msglen, "%s: no history yet (pbench history add RESULT.json creates it)",
+                 db_path);
+        return PB_ERR;
+    }
+    fclose(probe);
+    sqlite3 *db;
+    if (open_db(db_path, &db, msg, msglen) != PB_OK)
+        return PB_ERR;
+    char sql[512];
+    /* metric is one of the fixed names above, never user text in SQL. */
+    snprintf(sql, sizeof(sql),
+             "SELECT config, machine, point, created, revision, %s FROM runs %s"
+             " ORDER BY config, machine, point, created, id",
+             metric, config_name ? "WHERE config = ?" : "");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(msg, msglen, "%s: %s", db_path, sqlite3_errmsg(db));
+        sqlite3_close(db);
+        return PB_ERR;
+    }
+    if (config_name)
+        sqlite3_bind_text(st, 1, config_name, -1, SQLITE_TRANSIENT);
+
+    enum { MAX_RUNS = 4096 };
+    static double values[MAX_RUNS];
+    static char created[MAX_RUNS][32], revision[MAX_RUNS][48];
+    char series[3][256] = {{0}};
+    size_t n = 0;
+    int steps = 0, series_count = 0;
+    bool done = false;
+    while (!done) {
+        int step = sqlite3_step(st);
+        bool row = step == SQLITE_ROW;
+        const char *c = row ? (const char *)sqlite3_column_text(st, 0) : "";
+        const char *m = row ? (const char *)sqlite3_column_text(st, 1) : "";
+        const char *p = row ? (const char *)sqlite3_column_text(st, 2) : "";
+        bool same = row && strcmp(c, series[0]) == 0 && strcmp(m, series[1]) == 0 &&
+                    strcmp(p, series[2]) == 0;
+        if ((!same || !row) && n > 0) {
+            /* Print the finished series. */
+            series_count++;
+            double shift = 0;
+            long at = pb_history_step(values, n, threshold_pct, &shift);
+            printf("%s · %s · point %s · %s\n", series[0], series[1], series[2], metric);
+            printf("  %-22s %-14s %14s %9s\n", "measured", "revision", metric, "vs median");
+            for (size_t i = 0; i < n; i++) {
+                double ref = i ? pb_median(values, i) : values[0];
+                printf("  %-22s %-14.14s %14.1f %+8.1f%%%s\n", created[i], revision[i], values[i],
+                       ref != 0 ? 100 * (values[i] / ref - 1) : 0,
+                       at >= 0 && (size_t)at == i ? "  <- step change" : "");
+            }
+            if (at >= 0) {
+                steps++;
+                printf("  STEP CHANGE: from %s (revision %s) the median moved %+.1f%% (threshold "
+                       "%.1f%%, held for %zu runs)\n",
+                       created[at], revision[at][0] ? revision[at] : "?", shift, threshold_pct,
+                       n - (size_t)at);
+            } else {
+                printf("  no step change beyond %.1f%% (needs %d runs in a row)\n", threshold_pct,
+                       PB_STEP_MIN_RUNS);
+            }
+            n = 0;
+        }
+        if (!row) {
+            done = true;
+            break;
+        }
+        if (!same) {
+            pb_strlcpy(series[0], c, sizeof(series[0]));
+            pb_strlcpy(series[1], m, sizeof(series[1]));
+            pb_strlcpy(series[2], p, sizeof(series[2]));
+        }
+        if (n < MAX_RUNS) {
+            pb_strlcpy(created[n], (const char *)sqlite3_column_text(st, 3), sizeof(created[n]));
+            pb_strlcpy(revision[n], (const char *)sqlite3_column_text(st, 4), sizeof(revision[n]));
+            values[n++] = sqlite3_column_double(st, 5);
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    if (series_count == 0) {
+        snprintf(msg, msglen, "%s: no runs%s%s", db_path, config_name ? " of config " : "",
+                 config_name ? config_name : "");
+        return PB_ERR;
+    }
+    return steps;
+}

@@ -1,0 +1,249 @@
+/* The comparison's statistics against known values and plain reference
+ * implementations, its false-alarm rate and power on synthetic repeats of
+ * known distributions, and the compatibility checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/compare.h"
+#include "bench/pb.h"
+
+static uint64_t rng = 99;
+static double normal(double mean, double sd)
+{
+    rng = pb_mix64(rng);
+    double u1 = ((double)(rng >> 11) + 1) / 9007199254740993.0;
+    rng = pb_mix64(rng);
+    double u2 = (double)(rng >> 11) / 9007199254740992.0;
+    return mean + sd * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+}
+
+/* Reference: the two-sided exact p-value by enumerating every split of the
+ * pooled sample into groups of n and m (fine for n + m <= 12). */
+static double brute_force_p(const double *x, size_t n, const double *y, size_t m)
+{
+    double all[16];
+    memcpy(all, x, n * sizeof(double));
+    memcpy(all + n, y, m * sizeof(double));
+    size_t total = n + m;
+    double u_obs = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < m; j++)
+            u_obs += x[i] > y[j] ? 1 : x[i] == y[j] ? 0.5 : 0;
+    double nm = (double)n * (double)m;
+    double extreme = fabs(u_obs - nm / 2);
+    long hits = 0, splits = 0;
+    for (unsigned mask = 0; mask < (1u << total); mask++) {
+        if ((size_t)__builtin_popcount(mask) != n)
+            continue;
+        double u = 0;
+        for (size_t i = 0; i < total; i++)
+            if (mask & (1u << i))
+                for (size_t j = 0; j < total; j++)
+                    if (!(mask & (1u << j)))
+                        u += all[i] > all[j] ? 1 : all[i] == all[j] ? 0.5 : 0;
+        splits++;
+        if (fabs(u - nm / 2) >= extreme - 1e-9)
+            hits++;
+    }
+    return (double)hits / (double)splits;
+}
+
+static void test_mann_whitney_known_values(void **state)
+{
+    (void)state;
+    const double x[] = {1, 2, 3, 4, 5}, y[] = {6, 7, 8, 9, 10};
+    double u;
+    /* Complete separation of 5 and 5: p = 2 / C(10, 5) = 0.0079365. */
+    assert_true(fabs(pb_mann_whitney(x, 5, y, 5, &u) - 2.0 / 252.0) < 1e-9);
+    assert_true(u == 0);
+    assert_true(fabs(pb_mann_whitney(y, 5, x, 5, &u) - 2.0 / 252.0) < 1e-9);
+    assert_true(u == 25);
+    /* Identical groups: nothing to see. */
+    assert_true(pb_mann_whitney(x, 5, x, 5, NULL) > 0.99);
+    /* 3 vs 4 with U = 2: P(U <= 2) = (1 + 1 + 2) / C(7, 3) = 4/35, so the
+     * two-sided p is 8/35 = 0.2286. */
+    const double a[] = {1.1, 2.2, 3.3}, b[] = {2.0, 4.4, 5.5, 6.6};
+    assert_true(fabs(pb_mann_whitney(a, 3, b, 4, &u) - 8.0 / 35.0) < 1e-9);
+    assert_true(u == 2);
+}
+
+static void test_mann_whitney_against_enumeration(void **state)
+{
+    (void)state;
+    for (int trial = 0; trial < 40; trial++) {
+        size_t n = 2 + (size_t)(trial % 5), m = 2 + (size_t)((trial / 5) % 5);
+        double x[8], y[8];
+        for (size_t i = 0; i < n; i++)
+            x[i] = normal(0, 1);
+        for (size_t j = 0; j < m; j++)
+            y[j] = normal(trial % 3 ? 0.8 : 0, 1);
+        double p = pb_mann_whitney(x, n, y, m, NULL), ref = brute_force_p(x, n, y, m);
+        if (fabs(p - ref) > 1e-9)
+            fail_msg("n=%zu m=%zu: p %.6f, enumeration %.6f", n, m, p, ref);
+    }
+}
+
+static void test_mann_whitney_normal_approximation(void **state)
+{
+    (void)state;
+    /* With ties the normal approximation is used; it must agree with the
+     * enumeration to within 0.03 on moderate samples. */
+    const double x[] = {1, 2, 2, 3, 4, 5}, y[] = {2, 3, 5, 6, 6, 7};
+    double p = pb_mann_whitney(x, 6, y, 6, NULL);
+    double ref = brute_force_p(x, 6, y, 6);
+    assert_true(fabs(p - ref) < 0.03);
+}
+
+static void test_bootstrap_coverage(void **state)
+{
+    (void)state;
+    /* Two normal samples of 8 whose medians' true ratio is 1.1: the 95%
+     * percentile-bootstrap interval must cover it in at least 85% of 300
+     * trials (the percentile bootstrap undercovers a little at n = 8). */
+    int covered = 0, trials = 300;
+    for (int t = 0; t < trials; t++) {
+        double x[8], y[8];
+        for (int i = 0; i < 8; i++) {
+            x[i] = normal(100, 4);
+            y[i] = normal(110, 4.4);
+        }
+        double lo, hi;
+        pb_bootstrap_ratio_ci(x, 8, y, 8, 2000, 0.95, (uint64_t)t + 1, &lo, &hi);
+        assert_true(lo <= hi);
+        covered += lo <= 1.1 && 1.1 <= hi;
+    }
+    double coverage = (double)covered / trials;
+    print_message("bootstrap coverage of a 95%% interval at n = 8: %.1f%%\n", 100 * coverage);
+    assert_true(coverage >= 0.85);
+}
+
+/* A result of one point whose repeats have the given samples/s. */
+static void make_result(struct pb_result *r, const double *sps, size_t n, const char *cpu,
+                        double cost_us)
+{
+    memset(r, 0, sizeof(*r));
+    snprintf(r->machine.cpu_model, sizeof(r->machine.cpu_model), "%s", cpu);
+    r->machine.cores = r->machine.pus = 2;
+    r->config = json_pack("{s s s {s s} s [{s {}} {s {s s s f}}] s {s i} s {s i}}", "name", "ci",
+                          "dataset", "path", "data/ci", "pipeline", "read", "decode", "decoder",
+                          "null", "cost_us", cost_us, "loader", "workers", 1, "run", "repeats",
+                          (int)n);
+    r->points = calloc(1, sizeof(*r->points));
+    r->point_count = 1;
+    r->points[0].axes = json_object();
+    r->points[0].repeats = calloc(n, sizeof(struct pb_repeat_result));
+    r->points[0].repeat_count = n;
+    for (size_t i = 0; i < n; i++) {
+        r->points[0].repeats[i].samples_per_s = sps[i];
+        r->points[0].repeats[i].stall_pct = 10;
+        r->points[0].repeats[i].rss_peak_bytes = 100u << 20;
+    }
+}
+
+static enum pb_verdict verdict_of(double base_mean, double next_mean, double noise, double thr)
+{
+    double a[8], b[8];
+    for (int i = 0; i < 8; i++) {
+        a[i] = normal(base_mean, base_mean * noise);
+        b[i] = normal(next_mean, next_mean * noise);
+    }
+    struct pb_result x, y;
+    make_result(&x, a, 8, "cpu", 300);
+    make_result(&y, b, 8, "cpu", 300);
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare(&x, &y, thr, &cmp), PB_OK);
+    assert_false(cmp.incompatible);
+    assert_int_equal(cmp.point_count, 1);
+    enum pb_verdict v = cmp.points[0].metrics[0].verdict;
+    assert_string_equal(cmp.points[0].metrics[0].name, "samples_per_s");
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+    return v;
+}
+
+static void test_false_alarms_and_power(void **state)
+{
+    (void)state;
+    /* 8 repeats, 2% noise per repeat, threshold 5%. */
+    int trials = 200, alarms = 0, detected_slow = 0, detected_fast = 0, tiny_regressed = 0;
+    int aa_same = 0;
+    for (int t = 0; t < trials; t++) {
+        enum pb_verdict v = verdict_of(1000, 1000, 0.02, 5);
+        alarms += v == PB_VERDICT_REGRESSED || v == PB_VERDICT_IMPROVED;
+        aa_same += v == PB_VERDICT_SAME;
+        detected_slow += verdict_of(1000, 900, 0.02, 5) == PB_VERDICT_REGRESSED;
+        detected_fast += verdict_of(1000, 1100, 0.02, 5) == PB_VERDICT_IMPROVED;
+        tiny_regressed += verdict_of(1000, 990, 0.02, 5) == PB_VERDICT_REGRESSED;
+    }
+    print_message("A/A: %d%% same, %d%% false alarms; 10%% slower detected %d%%; 10%% faster "
+                  "detected %d%%; 1%% slower called regressed %d%%\n",
+                  100 * aa_same / trials, 100 * alarms / trials, 100 * detected_slow / trials,
+                  100 * detected_fast / trials, 100 * tiny_regressed / trials);
+    assert_true(alarms <= trials * 5 / 100);
+    assert_true(aa_same >= trials * 90 / 100);
+    assert_true(detected_slow >= trials * 95 / 100);
+    assert_true(detected_fast >= trials * 95 / 100);
+    assert_int_equal(tiny_regressed, 0);
+}
+
+static void test_too_few_repeats_is_ambiguous(void **state)
+{
+    (void)state;
+    const double a[] = {1000}, b[] = {500};
+    struct pb_result x, y;
+    make_result(&x, a, 1, "cpu", 300);
+    make_result(&y, b, 1, "cpu", 300);
+    struct pb_comparison cmp;
+    pb_compare(&x, &y, 5, &cmp);
+    assert_int_equal(cmp.points[0].metrics[0].verdict, PB_VERDICT_AMBIGUOUS);
+    assert_int_equal(cmp.regressions, 0);
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+}
+
+static void test_differences_are_listed(void **state)
+{
+    (void)state;
+    const double a[] = {1, 2, 3};
+    struct pb_result x, y;
+    make_result(&x, a, 3, "AMD EPYC", 300);
+    make_result(&y, a, 3, "Intel Xeon", 340);
+    json_object_set_new(json_object_get(y.config, "run"), "repeats", json_integer(9));
+    struct pb_comparison cmp;
+    pb_compare(&x, &y, 5, &cmp);
+    assert_true(cmp.incompatible);
+    assert_int_equal(cmp.difference_count, 2); /* run.repeats does not count */
+    assert_string_equal(cmp.differences[0], "machine CPU model: AMD EPYC -> Intel Xeon");
+    assert_string_equal(cmp.differences[1], "config pipeline[1].decode.cost_us: 300.0 -> 340.0");
+    json_t *j = pb_comparison_to_json(&cmp);
+    assert_true(json_is_true(json_object_get(j, "incompatible")));
+    json_decref(j);
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mann_whitney_known_values),
+        cmocka_unit_test(test_mann_whitney_against_enumeration),
+        cmocka_unit_test(test_mann_whitney_normal_approximation),
+        cmocka_unit_test(test_bootstrap_coverage),
+        cmocka_unit_test(test_false_alarms_and_power),
+        cmocka_unit_test(test_too_few_repeats_is_ambiguous),
+        cmocka_unit_test(test_differences_are_listed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,89 @@
+/* History: step-change detection on series whose answer is known, and the
+ * SQLite round trip through add and show. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/history.h"
+#include "bench/pb.h"
+
+static void test_step_detection(void **state)
+{
+    (void)state;
+    double change;
+    /* Flat with noise: no step. */
+    const double flat[] = {100, 101, 99, 100.5, 99.5, 100, 101};
+    assert_int_equal(pb_history_step(flat, 7, 5, &change), -1);
+    /* A drop of 10% that holds for 3 runs: a step at index 4. */
+    const double drop[] = {100, 101, 99, 100, 90, 89.5, 90.5};
+    assert_int_equal(pb_history_step(drop, 7, 5, &change), 4);
+    assert_true(change < -9 && change > -11);
+    /* A single outlier does not make a step (it must persist 2 runs). */
+    const double blip[] = {100, 101, 99, 100, 80, 100, 100};
+    assert_int_equal(pb_history_step(blip, 7, 5, &change), -1);
+    const double last[] = {100, 101, 99, 100, 100, 80};
+    assert_int_equal(pb_history_step(last, 6, 5, &change), -1);
+    /* Two runs in a row are enough; an improvement is a step too. */
+    const double rise[] = {100, 100, 100, 112, 113};
+    assert_int_equal(pb_history_step(rise, 5, 5, &change), 3);
+    assert_true(change > 11);
+    /* A change under the threshold is not a step. */
+    const double small[] = {100, 100, 100, 104, 104, 104};
+    assert_int_equal(pb_history_step(small, 6, 5, &change), -1);
+}
+
+static void test_add_and_show(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    char msg[PB_MSG_MAX];
+    static const double sps[] = {1000, 1010, 990, 1000, 880, 885};
+    for (size_t i = 0; i < PB_ARRAY_LEN(sps); i++) {
+        struct pb_result r;
+        memset(&r, 0, sizeof(r));
+        snprintf(r.name, sizeof(r.name), "ci");
+        snprintf(r.created, sizeof(r.created), "2026-11-%02zuT00:00:00Z", i + 1);
+        snprintf(r.machine.cpu_model, sizeof(r.machine.cpu_model), "Test CPU");
+        struct pb_point_result p;
+        memset(&p, 0, sizeof(p));
+        p.repeat_count = 1;
+        p.samples_per_s = sps[i];
+        r.points = &p;
+        r.point_count = 1;
+        char rev[16];
+        snprintf(rev, sizeof(rev), "r%zu", i);
+        assert_int_equal(pb_history_add(db, &r, rev, "test", msg, sizeof(msg)), PB_OK);
+    }
+    /* show prints the trend; its return value counts series with a step. */
+    fflush(stdout);
+    assert_int_equal(pb_history_show(db, "ci", "samples_per_s", 5, msg, sizeof(msg)), 1);
+    assert_int_equal(pb_history_show(db, "ci", "samples_per_s", 20, msg, sizeof(msg)), 0);
+    assert_int_equal(pb_history_show(db, "other", "samples_per_s", 5, msg, sizeof(msg)), PB_ERR);
+    char expect[400];
+    snprintf(expect, sizeof(expect), "%s: no runs of config other", db);
+    assert_string_equal(msg, expect);
+    assert_int_equal(pb_history_show(db, NULL, "bogus", 5, msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_string_equal(msg, "--metric must be one of: samples_per_s, stall_pct, assembly_p99_ns, "
+                             "rss_peak_bytes; got 'bogus'");
+    unlink(db);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_step_detection),
+        cmocka_unit_test(test_add_and_show),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
