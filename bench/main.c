@@ -295,7 +295,8 @@ static int calibrate(const char *config_path, const char *const *overrides, int 
         fprintf(stderr, "pbench: calibrating: the pipeline on one core, then memory bandwidth\n");
     struct pb_point_result point;
     memset(&point, 0, sizeof(point));
-    rc = pb_run_point(&spec, ds, NULL, false, &point, NULL, NULL, msg, msglen);
+    struct pb_run_hooks hooks = {.stop = &interrupt_requested};
+    rc = pb_run_point(&spec, ds, &hooks, false, &point, NULL, NULL, msg, msglen);
     if (rc == PB_OK) {
         cal->single_core_samples_per_s = point.samples_per_s;
         size_t bytes = 64u << 20;
@@ -315,10 +316,8 @@ static int calibrate(const char *config_path, const char *const *overrides, int 
         cal->cores = pus > 0 ? (int)pus : 1;
         cal->measured = true;
     }
-    free(point.repeats ? point.repeats[0].batch_records : NULL);
-    struct pb_result holder = {.points = &point, .point_count = 1};
-    (void)holder;
     for (size_t r = 0; r < point.repeat_count; r++) {
+        free(point.repeats[r].batch_records);
         free(point.repeats[r].rss);
         free(point.repeats[r].stages);
     }
@@ -527,8 +526,9 @@ static int cmd_run(int argc, char **argv)
 
     if (swept && !no_calibrate) {
         char cmsg[PB_MSG_MAX * 2];
-        if (calibrate(config_path, overrides, override_count, &ds, &result.calibration, quiet, cmsg,
-                      sizeof(cmsg)) != PB_OK)
+        int crc = calibrate(config_path, overrides, override_count, &ds, &result.calibration, quiet,
+                            cmsg, sizeof(cmsg));
+        if (crc != PB_OK && crc != PB_ERR_INTERRUPTED)
             pb_result_warn(&result, "calibration failed: %s", cmsg);
     }
 
@@ -539,7 +539,7 @@ static int cmd_run(int argc, char **argv)
                                  .stop = &interrupt_requested};
     double overhead_sum = 0, *overhead_pairs = calloc((size_t)repeats, sizeof(double));
     int overhead_count = 0;
-    bool interrupted = false;
+    bool interrupted = interrupt_requested != 0;
     /* Rounds interleaved across points: round 1 of every point, then round
      * 2, so a drift in machine speed does not pass for a difference. */
     for (int r = 0; r < repeats && !interrupted; r++) {
@@ -657,7 +657,7 @@ static int cmd_run(int argc, char **argv)
             pb_result_free(&base_result);
         }
     } else if (exit_code == PB_EXIT_OK) {
-        exit_code = PB_EXIT_ERROR;
+        exit_code = interrupted ? PB_EXIT_INTERRUPTED : PB_EXIT_ERROR;
     }
     pb_dataset_free(&ds);
     for (long j = 0; j < point_count; j++)
