@@ -426,6 +426,39 @@ static int check_mapping(const struct loader *ld, const yaml_node_t *node, const
     return PB_OK;
 }
 
+/* A list option's value: a sequence of scalars (`[256, 256]`, or a block
+ * sequence) or one scalar, a one-element list. An error names the file,
+ * line and column of the offending element. */
+static int set_list_option(const struct loader *ld, const struct pb_opt *opt, void *base,
+                           const char *qualified, const yaml_node_t *value)
+{
+    char why[PB_MSG_MAX];
+    const char *items[PB_LIST_MAX + 1];
+    const yaml_node_t *nodes[PB_LIST_MAX + 1];
+    int count = 0;
+    if (value->type == YAML_SCALAR_NODE) {
+        nodes[0] = value;
+        items[0] = scalar_text(value);
+        count = 1;
+    } else {
+        for (const yaml_node_item_t *i = value->data.sequence.items.start;
+             i < value->data.sequence.items.top; i++, count++) {
+            const yaml_node_t *item = get_node(ld, *i);
+            if (count > PB_LIST_MAX)
+                continue; /* counted for the message only */
+            if (item->type != YAML_SCALAR_NODE)
+                return node_error(ld, item, "%s[%d] must be a scalar, got %s", qualified, count,
+                                  node_kind(item));
+            nodes[count] = item;
+            items[count] = scalar_text(item);
+        }
+    }
+    int bad = -1;
+    if (pb_opt_parse_list(opt, items, count, base, qualified, &bad, why, sizeof why) != PB_OK)
+        return node_error(ld, bad >= 0 && bad < count ? nodes[bad] : value, "%s", why);
+    return PB_OK;
+}
+
 /* key: value where the key must be one of the scope's options. */
 static int set_option(const struct loader *ld, const struct scope *scope, const yaml_node_t *key,
                       const yaml_node_t *value)
@@ -439,6 +472,12 @@ static int set_option(const struct loader *ld, const struct scope *scope, const 
         unknown_key(scope, qualified, scalar_text(key), why, sizeof why);
         return node_error(ld, key, "%s", why);
     }
+    bool list = opt->type == PB_OPT_INT_LIST || opt->type == PB_OPT_DOUBLE_LIST;
+    if (list && value->type == YAML_MAPPING_NODE)
+        return node_error(ld, value, "%s must be a scalar or a sequence, got %s", qualified,
+                          node_kind(value));
+    if (list)
+        return set_list_option(ld, opt, base, qualified, value);
     if (value->type != YAML_SCALAR_NODE)
         return node_error(ld, value, "%s must be a scalar, got %s", qualified, node_kind(value));
     if (pb_opt_parse(opt, scalar_text(value), base, qualified, why, sizeof why) != PB_OK)

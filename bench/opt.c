@@ -42,9 +42,19 @@ static void format_double(double v, char *buf, size_t buflen)
         snprintf(buf, buflen, "%.17g", v);
 }
 
+static bool is_int_type(const struct pb_opt *opt)
+{
+    return opt->type == PB_OPT_INT || opt->type == PB_OPT_INT_LIST;
+}
+
+static bool is_list_type(const struct pb_opt *opt)
+{
+    return opt->type == PB_OPT_INT_LIST || opt->type == PB_OPT_DOUBLE_LIST;
+}
+
 static void format_range(const struct pb_opt *opt, char *lo, char *hi, size_t len)
 {
-    if (opt->type == PB_OPT_INT) {
+    if (is_int_type(opt)) {
         snprintf(lo, len, "%lld", (long long)int_bound(opt->min));
         snprintf(hi, len, "%lld", (long long)int_bound(opt->max));
     } else {
@@ -122,10 +132,144 @@ static int parse_shard(const char *text, struct pb_shard *out)
     return 0;
 }
 
+/* One integer of an INT or INT_LIST option, range-checked; qualified
+ * names it in the message. */
+static int parse_int_value(const struct pb_opt *opt, const char *text, int64_t *out,
+                           const char *qualified, char *msg, size_t msglen)
+{
+    char lo[48], hi[48];
+    int64_t v = 0;
+    int rc = parse_int64(text, &v);
+    format_range(opt, lo, hi, sizeof lo);
+    if (rc == 1) {
+        snprintf(msg, msglen, "%s must be an integer between %s and %s, got '%s'", qualified, lo,
+                 hi, text);
+        return PB_ERR_CONFIG;
+    }
+    if (rc == 2 || v < int_bound(opt->min) || v > int_bound(opt->max)) {
+        snprintf(msg, msglen, "%s must be between %s and %s, got %s", qualified, lo, hi, text);
+        return PB_ERR_CONFIG;
+    }
+    *out = v;
+    return PB_OK;
+}
+
+/* One number of a DOUBLE or DOUBLE_LIST option, range-checked. */
+static int parse_double_value(const struct pb_opt *opt, const char *text, double *out,
+                              const char *qualified, char *msg, size_t msglen)
+{
+    char lo[48], hi[48];
+    format_range(opt, lo, hi, sizeof lo);
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    bool blank = text[0] == '\0' || isspace((unsigned char)text[0]);
+    if (blank || *end != '\0' || (isnan(v) || (isinf(v) && errno != ERANGE))) {
+        snprintf(msg, msglen, "%s must be a number between %s and %s, got '%s'", qualified, lo,
+                 hi, text);
+        return PB_ERR_CONFIG;
+    }
+    if (!isfinite(v) || v < opt->min || v > opt->max) {
+        snprintf(msg, msglen, "%s must be between %s and %s, got %s", qualified, lo, hi, text);
+        return PB_ERR_CONFIG;
+    }
+    *out = v;
+    return PB_OK;
+}
+
+int pb_opt_parse_list(const struct pb_opt *opt, const char *const *items, int count, void *base,
+                      const char *qualified, int *bad_index, char *msg, size_t msglen)
+{
+    *bad_index = -1;
+    if (!is_list_type(opt)) {
+        snprintf(msg, msglen, "%s does not take a list of values", qualified);
+        return PB_ERR_CONFIG;
+    }
+    if (count > PB_LIST_MAX) {
+        *bad_index = PB_LIST_MAX;
+        snprintf(msg, msglen, "%s takes at most %d values, got %d", qualified, PB_LIST_MAX,
+                 count);
+        return PB_ERR_CONFIG;
+    }
+    struct pb_int_list ints = {.count = count};
+    struct pb_double_list doubles = {.count = count};
+    for (int i = 0; i < count; i++) {
+        char name[PB_MSG_MAX / 2];
+        if (count > 1)
+            snprintf(name, sizeof name, "%s[%d]", qualified, i);
+        else
+            snprintf(name, sizeof name, "%s", qualified);
+        int rc = opt->type == PB_OPT_INT_LIST
+                     ? parse_int_value(opt, items[i], &ints.v[i], name, msg, msglen)
+                     : parse_double_value(opt, items[i], &doubles.v[i], name, msg, msglen);
+        if (rc != PB_OK) {
+            *bad_index = i;
+            return rc;
+        }
+    }
+    if (opt->type == PB_OPT_INT_LIST)
+        *(struct pb_int_list *)slot(base, opt) = ints;
+    else
+        *(struct pb_double_list *)slot(base, opt) = doubles;
+    return PB_OK;
+}
+
+static char *trim(char *text)
+{
+    while (isspace((unsigned char)*text))
+        text++;
+    size_t len = strlen(text);
+    while (len > 0 && isspace((unsigned char)text[len - 1]))
+        text[--len] = '\0';
+    return text;
+}
+
+/* "256,256", "[256, 256]", "224", "[]": split on commas, then parsed
+ * element by element. */
+static int parse_list_text(const struct pb_opt *opt, const char *text, void *base,
+                           const char *qualified, char *msg, size_t msglen)
+{
+    char copy[PB_MSG_MAX];
+    if (strlen(text) >= sizeof copy) {
+        snprintf(msg, msglen, "%s is too long (at most %zu characters)", qualified,
+                 sizeof copy - 1);
+        return PB_ERR_CONFIG;
+    }
+    memcpy(copy, text, strlen(text) + 1);
+    char *inner = trim(copy);
+    size_t len = strlen(inner);
+    if (inner[0] == '[' || (len > 0 && inner[len - 1] == ']')) {
+        if (len < 2 || inner[0] != '[' || inner[len - 1] != ']') {
+            snprintf(msg, msglen, "%s must be a list such as [1, 2] or 1,2, got '%s'", qualified,
+                     text);
+            return PB_ERR_CONFIG;
+        }
+        inner[len - 1] = '\0';
+        inner = trim(inner + 1);
+    }
+    const char *items[PB_LIST_MAX + 1];
+    int count = 0;
+    if (inner[0] != '\0') {
+        char *p = inner;
+        for (;;) {
+            char *comma = strchr(p, ',');
+            if (comma)
+                *comma = '\0';
+            if (count <= PB_LIST_MAX)
+                items[count] = trim(p);
+            count++;
+            if (!comma)
+                break;
+            p = comma + 1;
+        }
+    }
+    int bad;
+    return pb_opt_parse_list(opt, items, count, base, qualified, &bad, msg, msglen);
+}
+
 int pb_opt_parse(const struct pb_opt *opt, const char *text, void *base,
                  const char *qualified, char *msg, size_t msglen)
 {
-    char lo[48], hi[48];
     switch (opt->type) {
     case PB_OPT_BOOL: {
         bool v;
@@ -136,42 +280,13 @@ int pb_opt_parse(const struct pb_opt *opt, const char *text, void *base,
         *(bool *)slot(base, opt) = v;
         return PB_OK;
     }
-    case PB_OPT_INT: {
-        int64_t v = 0;
-        int rc = parse_int64(text, &v);
-        format_range(opt, lo, hi, sizeof lo);
-        if (rc == 1) {
-            snprintf(msg, msglen, "%s must be an integer between %s and %s, got '%s'",
-                     qualified, lo, hi, text);
-            return PB_ERR_CONFIG;
-        }
-        if (rc == 2 || v < int_bound(opt->min) || v > int_bound(opt->max)) {
-            snprintf(msg, msglen, "%s must be between %s and %s, got %s", qualified, lo, hi,
-                     text);
-            return PB_ERR_CONFIG;
-        }
-        *(int64_t *)slot(base, opt) = v;
-        return PB_OK;
-    }
-    case PB_OPT_DOUBLE: {
-        format_range(opt, lo, hi, sizeof lo);
-        char *end;
-        errno = 0;
-        double v = strtod(text, &end);
-        bool blank = text[0] == '\0' || isspace((unsigned char)text[0]);
-        if (blank || *end != '\0' || (isnan(v) || (isinf(v) && errno != ERANGE))) {
-            snprintf(msg, msglen, "%s must be a number between %s and %s, got '%s'", qualified,
-                     lo, hi, text);
-            return PB_ERR_CONFIG;
-        }
-        if (!isfinite(v) || v < opt->min || v > opt->max) {
-            snprintf(msg, msglen, "%s must be between %s and %s, got %s", qualified, lo, hi,
-                     text);
-            return PB_ERR_CONFIG;
-        }
-        *(double *)slot(base, opt) = v;
-        return PB_OK;
-    }
+    case PB_OPT_INT:
+        return parse_int_value(opt, text, (int64_t *)slot(base, opt), qualified, msg, msglen);
+    case PB_OPT_DOUBLE:
+        return parse_double_value(opt, text, (double *)slot(base, opt), qualified, msg, msglen);
+    case PB_OPT_INT_LIST:
+    case PB_OPT_DOUBLE_LIST:
+        return parse_list_text(opt, text, base, qualified, msg, msglen);
     case PB_OPT_STRING: {
         size_t size = (size_t)opt->max;
         size_t len = strlen(text);
@@ -227,6 +342,10 @@ static size_t slot_size(const struct pb_opt *opt)
         return sizeof(int);
     case PB_OPT_SHARD:
         return sizeof(struct pb_shard);
+    case PB_OPT_INT_LIST:
+        return sizeof(struct pb_int_list);
+    case PB_OPT_DOUBLE_LIST:
+        return sizeof(struct pb_double_list);
     case PB_OPT_END:
         break;
     }
@@ -366,6 +485,14 @@ void pb_opt_describe(const struct pb_opt *opt, char *buf, size_t buflen)
     case PB_OPT_SHARD:
         snprintf(buf, buflen, "RANK/COUNT");
         return;
+    case PB_OPT_INT_LIST:
+        format_range(opt, lo, hi, sizeof lo);
+        snprintf(buf, buflen, "list of up to %d integers %s..%s", PB_LIST_MAX, lo, hi);
+        return;
+    case PB_OPT_DOUBLE_LIST:
+        format_range(opt, lo, hi, sizeof lo);
+        snprintf(buf, buflen, "list of up to %d numbers %s..%s", PB_LIST_MAX, lo, hi);
+        return;
     case PB_OPT_END:
         break;
     }
@@ -407,6 +534,36 @@ void pb_opt_format(const struct pb_opt *opt, const void *base, char *buf, size_t
         snprintf(buf, buflen, "%lld/%lld", (long long)s->rank, (long long)s->count);
         return;
     }
+    case PB_OPT_INT_LIST:
+    case PB_OPT_DOUBLE_LIST: {
+        /* "[256, 256]": reads back through pb_opt_parse. */
+        size_t used = 0;
+        int count = opt->type == PB_OPT_INT_LIST ? ((const struct pb_int_list *)p)->count
+                                                 : ((const struct pb_double_list *)p)->count;
+        if (buflen == 0)
+            return;
+        buf[0] = '\0';
+        for (int i = -1; i <= count; i++) {
+            char item[48];
+            if (i < 0)
+                snprintf(item, sizeof item, "[");
+            else if (i == count)
+                snprintf(item, sizeof item, "]");
+            else if (opt->type == PB_OPT_INT_LIST)
+                snprintf(item, sizeof item, "%s%lld", i ? ", " : "",
+                         (long long)((const struct pb_int_list *)p)->v[i]);
+            else {
+                char number[40];
+                format_double(((const struct pb_double_list *)p)->v[i], number, sizeof number);
+                snprintf(item, sizeof item, "%s%s", i ? ", " : "", number);
+            }
+            int n = snprintf(buf + used, buflen - used, "%s", item);
+            if (n < 0 || (size_t)n >= buflen - used)
+                return;
+            used += (size_t)n;
+        }
+        return;
+    }
     case PB_OPT_END:
         break;
     }
@@ -433,6 +590,20 @@ static json_t *value_to_json(const struct pb_opt *opt, const void *base)
     case PB_OPT_SHARD:
         pb_opt_format(opt, base, text, sizeof text);
         return json_string(text);
+    case PB_OPT_INT_LIST: {
+        const struct pb_int_list *l = p;
+        json_t *a = json_array();
+        for (int i = 0; a && i < l->count && i < PB_LIST_MAX; i++)
+            json_array_append_new(a, json_integer((json_int_t)l->v[i]));
+        return a;
+    }
+    case PB_OPT_DOUBLE_LIST: {
+        const struct pb_double_list *l = p;
+        json_t *a = json_array();
+        for (int i = 0; a && i < l->count && i < PB_LIST_MAX; i++)
+            json_array_append_new(a, json_real(l->v[i]));
+        return a;
+    }
     case PB_OPT_END:
         break;
     }
@@ -474,6 +645,41 @@ static const char *json_kind(const json_t *v)
     return "a value";
 }
 
+/* A list option from a JSON array of numbers (or one number). */
+static int list_from_json(const struct pb_opt *opt, void *base, const json_t *v,
+                          const char *qualified, char *msg, size_t msglen)
+{
+    bool integer = opt->type == PB_OPT_INT_LIST;
+    const char *want = integer ? "an integer" : "a number";
+    size_t count = json_is_array(v) ? json_array_size(v) : 1;
+    if (!json_is_array(v) && !(integer ? json_is_integer(v) : json_is_number(v))) {
+        snprintf(msg, msglen, "%s must be an array of %s, got %s", qualified,
+                 integer ? "integers" : "numbers", json_kind(v));
+        return PB_ERR_CONFIG;
+    }
+    if (count > PB_LIST_MAX) {
+        snprintf(msg, msglen, "%s takes at most %d values, got %zu", qualified, PB_LIST_MAX,
+                 count);
+        return PB_ERR_CONFIG;
+    }
+    char numbers[PB_LIST_MAX][64];
+    const char *items[PB_LIST_MAX];
+    for (size_t i = 0; i < count; i++) {
+        const json_t *e = json_is_array(v) ? json_array_get(v, i) : v;
+        if (integer ? !json_is_integer(e) : !json_is_number(e)) {
+            snprintf(msg, msglen, "%s[%zu] must be %s, got %s", qualified, i, want, json_kind(e));
+            return PB_ERR_CONFIG;
+        }
+        if (integer)
+            snprintf(numbers[i], sizeof numbers[i], "%lld", (long long)json_integer_value(e));
+        else
+            snprintf(numbers[i], sizeof numbers[i], "%.17g", json_number_value(e));
+        items[i] = numbers[i];
+    }
+    int bad;
+    return pb_opt_parse_list(opt, items, (int)count, base, qualified, &bad, msg, msglen);
+}
+
 /* Keys that are not in the table are ignored, so a result written by a
  * build with more options still reads. */
 int pb_opt_from_json(const struct pb_opt *opts, void *base, const json_t *obj,
@@ -494,6 +700,12 @@ int pb_opt_from_json(const struct pb_opt *opts, void *base, const json_t *obj,
         else
             snprintf(qualified, sizeof qualified, "%s", opt->name);
 
+        if (is_list_type(opt)) {
+            int rc = list_from_json(opt, base, v, qualified, msg, msglen);
+            if (rc != PB_OK)
+                return rc;
+            continue;
+        }
         char number[64];
         const char *text = NULL;
         const char *want = "a string";
@@ -525,6 +737,8 @@ int pb_opt_from_json(const struct pb_opt *opts, void *base, const json_t *obj,
             if (json_is_string(v))
                 text = json_string_value(v);
             break;
+        case PB_OPT_INT_LIST:
+        case PB_OPT_DOUBLE_LIST:
         case PB_OPT_END:
             break;
         }

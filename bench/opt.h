@@ -22,6 +22,23 @@ enum pb_opt_type {
     PB_OPT_STRING,  /* char[max]: max is the buffer size, including the NUL  */
     PB_OPT_ENUM,    /* int: index into allowed[]                             */
     PB_OPT_SHARD,   /* struct pb_shard, written "RANK/COUNT", e.g. "0/4"     */
+    PB_OPT_INT_LIST,    /* struct pb_int_list; each element in [min, max]   */
+    PB_OPT_DOUBLE_LIST, /* struct pb_double_list; each element in [min, max] */
+};
+
+/* List values hold up to PB_LIST_MAX elements. As text they are written
+ * "256,256" or "[256, 256]" ("[]" or "" is the empty list, a bare "224"
+ * a one-element list); in YAML a sequence or a scalar; in JSON an array. */
+#define PB_LIST_MAX 8
+
+struct pb_int_list {
+    int count;
+    int64_t v[PB_LIST_MAX];
+};
+
+struct pb_double_list {
+    int count;
+    double v[PB_LIST_MAX];
 };
 
 struct pb_shard {
@@ -52,6 +69,16 @@ const struct pb_opt *pb_opt_find(const struct pb_opt *opts, const char *name);
  * values, e.g. "loader.workers must be between 0 and 1024, got 2000". */
 int pb_opt_parse(const struct pb_opt *opt, const char *text, void *base,
                  const char *qualified, char *msg, size_t msglen);
+
+/* Parses the elements of a list option (PB_OPT_INT_LIST or
+ * PB_OPT_DOUBLE_LIST) given one text each, e.g. a YAML sequence's scalars,
+ * and stores them only if all are valid. On failure returns PB_ERR_CONFIG,
+ * sets *bad_index to the offending element (or -1 when the count is the
+ * problem) and writes a sentence naming it, e.g.
+ * "pipeline.resize.size[1] must be between 1 and 16384, got 0" (the
+ * element is named without [i] when the list has one element). */
+int pb_opt_parse_list(const struct pb_opt *opt, const char *const *items, int count, void *base,
+                      const char *qualified, int *bad_index, char *msg, size_t msglen);
 
 /* The option in the table whose name is nearest to name (edit distance,
  * small enough to be a plausible misspelling), or NULL. */

@@ -6,9 +6,16 @@
 
 #include <string.h>
 
-#define PB_STAGES(X) \
-    X(read)          \
-    X(decode)
+#define PB_STAGES(X)       \
+    X(read)                \
+    X(decode)              \
+    X(resize)              \
+    X(center_crop)         \
+    X(random_crop)         \
+    X(random_resized_crop) \
+    X(flip)                \
+    X(color_jitter)        \
+    X(normalize)
 
 #define PB_DECODERS(X) \
     X(null)

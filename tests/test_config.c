@@ -630,6 +630,85 @@ static void test_short_message_buffer(void **state)
     pb_spec_free(&spec);
 }
 
+/* List options (resize.size, normalize.mean, ...) take a YAML sequence,
+ * flow or block, or a scalar as a one-element list. */
+static void test_list_options(void **state)
+{
+    (void)state;
+    static const char yaml[] = HEAD
+        "  - resize: {size: [256, 320], interpolation: area}\n"
+        "  - random_resized_crop: {size: 224, scale: [0.5, 1], ratio: [0.75, 1.25]}\n"
+        "  - normalize:\n"
+        "      mean:\n"
+        "        - 0.5\n"
+        "        - 0.25\n"
+        "        - 0.125\n"
+        "      std: 0.5\n";
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    if (pb_config_load_string(yaml, "lists.yaml", &spec, msg, sizeof msg) != PB_OK)
+        fail_msg("rejected: %s", msg);
+    assert_int_equal(spec.stage_count, 5);
+    const struct pb_stage_spec *resize = &spec.stages[2], *rrc = &spec.stages[3],
+                               *norm = &spec.stages[4];
+    assert_string_equal(value_of(resize->ops->opts, resize->opts, "size"), "[256, 320]");
+    assert_string_equal(value_of(rrc->ops->opts, rrc->opts, "size"), "[224]");
+    assert_string_equal(value_of(rrc->ops->opts, rrc->opts, "scale"), "[0.5, 1]");
+    assert_string_equal(value_of(rrc->ops->opts, rrc->opts, "ratio"), "[0.75, 1.25]");
+    assert_string_equal(value_of(norm->ops->opts, norm->opts, "mean"), "[0.5, 0.25, 0.125]");
+    assert_string_equal(value_of(norm->ops->opts, norm->opts, "std"), "[0.5]");
+
+    /* -s takes "a,b" or "[a, b]". */
+    override_ok(&spec, "pipeline.resize.size=128,96");
+    assert_string_equal(value_of(resize->ops->opts, resize->opts, "size"), "[128, 96]");
+    override_ok(&spec, "pipeline.2.size=[64, 48]");
+    assert_string_equal(value_of(resize->ops->opts, resize->opts, "size"), "[64, 48]");
+    override_ok(&spec, "pipeline.normalize.std=[0.2,0.3,0.4]");
+    assert_string_equal(value_of(norm->ops->opts, norm->opts, "std"), "[0.2, 0.3, 0.4]");
+    assert_int_equal(pb_config_override(&spec, "pipeline.resize.size=64,0", msg, sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "-s pipeline.resize.size=64,0: pipeline.resize.size[1] must be "
+                             "between 1 and 16384, got 0");
+
+    /* The JSON round trip keeps them, as arrays. */
+    json_t *obj = pb_spec_to_json(&spec);
+    assert_non_null(obj);
+    struct pb_spec back;
+    if (pb_spec_from_json(obj, &back, msg, sizeof msg) != PB_OK)
+        fail_msg("round trip rejected: %s", msg);
+    json_t *again = pb_spec_to_json(&back);
+    assert_true(json_equal(obj, again));
+    const json_t *size = json_object_get(
+        json_object_get(json_array_get(json_object_get(obj, "pipeline"), 2), "resize"), "size");
+    assert_true(json_is_array(size));
+    json_decref(obj);
+    json_decref(again);
+    pb_spec_free(&back);
+    pb_spec_free(&spec);
+}
+
+static void test_bad_list_options(void **state)
+{
+    (void)state;
+    const struct bad_case cases[] = {
+        {HEAD "  - resize: {size: [256, 0]}\n",
+         "bad.yaml:7:26: pipeline.resize.size[1] must be between 1 and 16384, got 0"},
+        {HEAD "  - resize: {size: 0}\n",
+         "bad.yaml:7:20: pipeline.resize.size must be between 1 and 16384, got 0"},
+        {HEAD "  - normalize:\n      mean:\n        - 0.5\n        - abc\n",
+         "bad.yaml:10:11: pipeline.normalize.mean[1] must be a number between -1000000 and "
+         "1000000, got 'abc'"},
+        {HEAD "  - resize: {size: [[1], 2]}\n",
+         "bad.yaml:7:21: pipeline.resize.size[0] must be a scalar, got a sequence"},
+        {HEAD "  - resize: {size: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n",
+         "bad.yaml:7:45: pipeline.resize.size takes at most 8 values, got 9"},
+        {HEAD "  - resize: {size: {h: 1}}\n",
+         "bad.yaml:7:20: pipeline.resize.size must be a scalar or a sequence, got a mapping"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
+        check_bad(&cases[i], i, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -645,6 +724,8 @@ int main(void)
         cmocka_unit_test(test_json_errors),
         cmocka_unit_test(test_files),
         cmocka_unit_test(test_short_message_buffer),
+        cmocka_unit_test(test_list_options),
+        cmocka_unit_test(test_bad_list_options),
     };
     return cmocka_run_group_tests(tests, setup_names, NULL);
 }

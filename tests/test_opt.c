@@ -373,6 +373,175 @@ static void test_json_partial_and_errors(void **state)
     }
 }
 
+/* ---- list options ---- */
+
+struct lists {
+    struct pb_int_list size;
+    struct pb_double_list mean;
+};
+
+static const struct pb_opt list_table[] = {
+    {"size", PB_OPT_INT_LIST, offsetof(struct lists, size), 1, 16384, "[224]", NULL, "A size."},
+    {"mean", PB_OPT_DOUBLE_LIST, offsetof(struct lists, mean), -1, 1, "0.5, 0.25", NULL,
+     "Means."},
+    {0},
+};
+
+static struct lists list_defaults(void)
+{
+    struct lists l;
+    char msg[PB_MSG_MAX] = "";
+    memset(&l, 0x5a, sizeof l);
+    assert_int_equal(pb_opt_set_defaults(list_table, &l, msg, sizeof msg), PB_OK);
+    return l;
+}
+
+static struct pb_int_list parse_sizes(const char *text)
+{
+    struct lists l = list_defaults();
+    char msg[PB_MSG_MAX] = "";
+    if (pb_opt_parse(&list_table[0], text, &l, "size", msg, sizeof msg) != PB_OK)
+        fail_msg("'%s' rejected: %s", text, msg);
+    return l.size;
+}
+
+static void list_bad(int index, const char *text, const char *want)
+{
+    struct lists l = list_defaults(), before = list_defaults();
+    char msg[PB_MSG_MAX] = "";
+    const char *qualified = index == 0 ? "pipeline.resize.size" : "pipeline.normalize.mean";
+    assert_int_equal(pb_opt_parse(&list_table[index], text, &l, qualified, msg, sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, want);
+    assert_memory_equal(&l, &before, sizeof l);
+}
+
+static void test_list_parse(void **state)
+{
+    (void)state;
+    struct lists l = list_defaults();
+    assert_int_equal(l.size.count, 1);
+    assert_int_equal(l.size.v[0], 224);
+    assert_int_equal(l.mean.count, 2);
+    assert_true(l.mean.v[0] == 0.5 && l.mean.v[1] == 0.25);
+
+    struct pb_int_list v = parse_sizes("256,256");
+    assert_int_equal(v.count, 2);
+    assert_int_equal(v.v[0], 256);
+    assert_int_equal(v.v[1], 256);
+    v = parse_sizes(" [ 1 ,2,3 ] ");
+    assert_int_equal(v.count, 3);
+    assert_int_equal(v.v[2], 3);
+    v = parse_sizes("7"); /* a scalar is a one-element list */
+    assert_int_equal(v.count, 1);
+    assert_int_equal(v.v[0], 7);
+    assert_int_equal(parse_sizes("[]").count, 0);
+    assert_int_equal(parse_sizes("").count, 0);
+    assert_int_equal(parse_sizes("1,2,3,4,5,6,7,8").count, PB_LIST_MAX);
+
+    list_bad(0, "[256, 0]", "pipeline.resize.size[1] must be between 1 and 16384, got 0");
+    list_bad(0, "0", "pipeline.resize.size must be between 1 and 16384, got 0");
+    list_bad(0, "1,x",
+             "pipeline.resize.size[1] must be an integer between 1 and 16384, got 'x'");
+    list_bad(0, "1,,2",
+             "pipeline.resize.size[1] must be an integer between 1 and 16384, got ''");
+    list_bad(0, "[1,2", "pipeline.resize.size must be a list such as [1, 2] or 1,2, got '[1,2'");
+    list_bad(0, "1,2,3,4,5,6,7,8,9", "pipeline.resize.size takes at most 8 values, got 9");
+    list_bad(1, "0.5, 2", "pipeline.normalize.mean[1] must be between -1 and 1, got 2");
+    list_bad(1, "[nan]", "pipeline.normalize.mean must be a number between -1 and 1, got 'nan'");
+
+    /* Element by element, as the YAML loader calls it. */
+    const char *items[] = {"3", "4", "-5"};
+    int bad = 0;
+    char msg[PB_MSG_MAX] = "";
+    assert_int_equal(pb_opt_parse_list(&list_table[0], items, 3, &l, "size", &bad, msg,
+                                       sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_int_equal(bad, 2);
+    assert_string_equal(msg, "size[2] must be between 1 and 16384, got -5");
+    assert_int_equal(pb_opt_parse_list(&list_table[0], items, 2, &l, "size", &bad, msg,
+                                       sizeof msg),
+                     PB_OK);
+    assert_int_equal(l.size.count, 2);
+    assert_int_equal(l.size.v[1], 4);
+    assert_int_equal(pb_opt_parse_list(opt("count"), items, 1, &l, "count", &bad, msg,
+                                       sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "count does not take a list of values");
+}
+
+static void test_list_describe_format_json(void **state)
+{
+    (void)state;
+    char buf[128];
+    pb_opt_describe(&list_table[0], buf, sizeof buf);
+    assert_string_equal(buf, "list of up to 8 integers 1..16384");
+    pb_opt_describe(&list_table[1], buf, sizeof buf);
+    assert_string_equal(buf, "list of up to 8 numbers -1..1");
+
+    struct lists l = list_defaults();
+    pb_opt_format(&list_table[0], &l, buf, sizeof buf);
+    assert_string_equal(buf, "[224]");
+    l.mean.count = 3;
+    l.mean.v[2] = 1.0 / 3.0;
+    pb_opt_format(&list_table[1], &l, buf, sizeof buf);
+    assert_string_equal(buf, "[0.5, 0.25, 0.33333333333333331]");
+    struct lists back = list_defaults();
+    char msg[PB_MSG_MAX] = "";
+    assert_int_equal(pb_opt_parse(&list_table[1], buf, &back, "mean", msg, sizeof msg), PB_OK);
+    assert_memory_equal(&back.mean, &l.mean, sizeof l.mean);
+    l.size.count = 0;
+    pb_opt_format(&list_table[0], &l, buf, sizeof buf);
+    assert_string_equal(buf, "[]");
+
+    /* JSON: arrays of numbers, and back. */
+    l.size.count = 2;
+    l.size.v[0] = 256;
+    l.size.v[1] = 320;
+    json_t *obj = pb_opt_to_json(list_table, &l);
+    assert_non_null(obj);
+    const json_t *size = json_object_get(obj, "size");
+    assert_true(json_is_array(size));
+    assert_int_equal(json_array_size(size), 2);
+    assert_int_equal(json_integer_value(json_array_get(size, 1)), 320);
+    assert_true(json_is_real(json_array_get(json_object_get(obj, "mean"), 0)));
+    back = list_defaults();
+    assert_int_equal(pb_opt_from_json(list_table, &back, obj, "sec", msg, sizeof msg), PB_OK);
+    assert_int_equal(back.size.count, 2);
+    assert_memory_equal(back.size.v, l.size.v, 2 * sizeof l.size.v[0]);
+    assert_memory_equal(&back.mean, &l.mean, sizeof l.mean);
+    json_decref(obj);
+
+    /* A bare number is a one-element list. */
+    obj = json_pack("{s:i, s:f}", "size", 5, "mean", 0.75);
+    assert_int_equal(pb_opt_from_json(list_table, &back, obj, "sec", msg, sizeof msg), PB_OK);
+    assert_int_equal(back.size.count, 1);
+    assert_int_equal(back.size.v[0], 5);
+    assert_true(back.mean.count == 1 && back.mean.v[0] == 0.75);
+    json_decref(obj);
+
+    struct {
+        json_t *obj;
+        const char *want;
+    } cases[] = {
+        {json_pack("{s:s}", "size", "256"), "sec.size must be an array of integers, got a string"},
+        {json_pack("{s:[i,s]}", "size", 1, "a"), "sec.size[1] must be an integer, got a string"},
+        {json_pack("{s:[i,f]}", "size", 1, 2.5), "sec.size[1] must be an integer, got a number"},
+        {json_pack("{s:[i,i]}", "size", 1, 0), "sec.size[1] must be between 1 and 16384, got 0"},
+        {json_pack("{s:[i,i,i,i,i,i,i,i,i]}", "size", 1, 1, 1, 1, 1, 1, 1, 1, 1),
+         "sec.size takes at most 8 values, got 9"},
+        {json_pack("{s:[b]}", "mean", 1), "sec.mean[0] must be a number, got a boolean"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        assert_non_null(cases[i].obj);
+        assert_int_equal(pb_opt_from_json(list_table, &back, cases[i].obj, "sec", msg,
+                                          sizeof msg),
+                         PB_ERR_CONFIG);
+        assert_string_equal(msg, cases[i].want);
+        json_decref(cases[i].obj);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +560,8 @@ int main(void)
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_json_partial_and_errors),
+        cmocka_unit_test(test_list_parse),
+        cmocka_unit_test(test_list_describe_format_json),
     };
     return cmocka_run_group_tests(tests, 0, NULL);
 }

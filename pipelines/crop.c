@@ -1,0 +1,290 @@
+/* The crop stages, torchvision's semantics:
+ *
+ *   center_crop          the centre size window (CenterCrop)
+ *   random_crop          a uniformly placed size window (RandomCrop)
+ *   random_resized_crop  a random area and aspect ratio, resampled to size
+ *                        (RandomResizedCrop); crop and resize are fused, so
+ *                        only the crop window is read and resampled
+ *
+ * A crop larger than its input is padded with zeros, centred (torchvision
+ * pads CenterCrop so; RandomCrop would need pad_if_needed). Every frame of
+ * a clip gets the same window, drawn from the sample's seed. Channels pass
+ * through unchanged (any count, 1 and 3 included). */
+#include "bench/pb.h"
+#include "kernels/image.h"
+#include "pipelines/stage.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define SALT_RANDOM_CROP 0x72616e645f63726full         /* "rand_cro" */
+#define SALT_RANDOM_RESIZED_CROP 0x7272635f63726f70ull /* "rrc_crop" */
+
+static const char *const interp_names[] = {"bilinear", "area", "nearest", NULL};
+
+struct crop_opts {
+    struct pb_int_list size;
+    /* random_resized_crop only */
+    struct pb_double_list scale;
+    struct pb_double_list ratio;
+    int interpolation;
+};
+
+#define SIZE_OPT                                                                                \
+    {.name = "size", .type = PB_OPT_INT_LIST, .offset = offsetof(struct crop_opts, size),       \
+     .min = 1, .max = 16384, .def = "[224]",                                                    \
+     .help = "Output size: N for a square or [height, width], pixels."}
+
+static const struct pb_opt crop_opts[] = {
+    SIZE_OPT,
+    {0},
+};
+
+static const struct pb_opt rrc_opts[] = {
+    SIZE_OPT,
+    {.name = "scale", .type = PB_OPT_DOUBLE_LIST, .offset = offsetof(struct crop_opts, scale),
+     .min = 0, .max = 1, .def = "[0.08, 1.0]",
+     .help = "Range [lo, hi] of the crop's area as a fraction of the image's."},
+    {.name = "ratio", .type = PB_OPT_DOUBLE_LIST, .offset = offsetof(struct crop_opts, ratio),
+     .min = 0.001, .max = 1000, .def = "[0.75, 1.3333333333333333]",
+     .help = "Range [lo, hi] of the crop's aspect ratio (width / height), drawn log-uniform."},
+    {.name = "interpolation", .type = PB_OPT_ENUM,
+     .offset = offsetof(struct crop_opts, interpolation), .def = "bilinear",
+     .allowed = interp_names,
+     .help = "bilinear (2x2 taps), area (box filter: antialiased downscaling) or nearest."},
+    {0},
+};
+
+enum crop_kind { CENTER, RANDOM, RANDOM_RESIZED };
+
+struct crop_state {
+    enum crop_kind kind;
+    const char *name;
+    struct crop_opts o;
+    int32_t height, width; /* output */
+    struct pb_resampler resampler;
+};
+
+static void crop_size(const struct crop_opts *o, int32_t *height, int32_t *width)
+{
+    *height = (int32_t)o->size.v[0];
+    *width = (int32_t)(o->size.count > 1 ? o->size.v[1] : o->size.v[0]);
+}
+
+static int check_range(const char *stage, const char *key, const struct pb_double_list *l,
+                       char *msg, size_t msglen)
+{
+    if (l->count != 2) {
+        snprintf(msg, msglen, "pipeline.%s.%s takes [lo, hi], got %d values", stage, key,
+                 l->count);
+        return PB_ERR_CONFIG;
+    }
+    if (l->v[0] > l->v[1]) {
+        snprintf(msg, msglen, "pipeline.%s.%s must be [lo, hi] with lo <= hi, got [%g, %g]",
+                 stage, key, l->v[0], l->v[1]);
+        return PB_ERR_CONFIG;
+    }
+    return PB_OK;
+}
+
+static int crop_init(enum crop_kind kind, const char *name, void **state, const void *opts,
+                     const struct pb_stage_plan *in, struct pb_stage_plan *out, char *msg,
+                     size_t msglen)
+{
+    const struct crop_opts *o = opts;
+    if (o->size.count != 1 && o->size.count != 2) {
+        snprintf(msg, msglen,
+                 "pipeline.%s.size takes N (a square) or [height, width], got %d values", name,
+                 o->size.count);
+        return PB_ERR_CONFIG;
+    }
+    if (kind == RANDOM_RESIZED) {
+        int rc = check_range(name, "scale", &o->scale, msg, msglen);
+        if (rc == PB_OK)
+            rc = check_range(name, "ratio", &o->ratio, msg, msglen);
+        if (rc != PB_OK)
+            return rc;
+    }
+    if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
+        snprintf(msg, msglen,
+                 "stage '%s' needs decoded uint8 pixels; place it after decode and before "
+                 "normalize",
+                 name);
+        return PB_ERR_CONFIG;
+    }
+    struct crop_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return PB_ERR_NOMEM;
+    st->kind = kind;
+    st->name = name;
+    st->o = *o;
+    crop_size(o, &st->height, &st->width);
+    int32_t channels = in->shape.channels > 0 ? in->shape.channels : 3;
+    if (kind == RANDOM_RESIZED) {
+        int32_t max_h = in->shape.height > 0 ? in->shape.height : st->height;
+        int32_t max_w = in->shape.width > 0 ? in->shape.width : st->width;
+        if (pb_resampler_init(&st->resampler, (enum pb_interp)o->interpolation, max_h, max_w,
+                              st->height, st->width, channels) != PB_OK) {
+            free(st);
+            return PB_ERR_NOMEM;
+        }
+    }
+    *out = *in;
+    out->shape.height = st->height;
+    out->shape.width = st->width;
+    out->shape.channels = channels;
+    out->shape.frames = in->shape.frames > 0 ? in->shape.frames : 1;
+    out->max_bytes = pb_shape_bytes(&out->shape);
+    *state = st;
+    return PB_OK;
+}
+
+static void crop_min_input(const void *opts, int32_t *height, int32_t *width)
+{
+    const struct crop_opts *o = opts;
+    if (o->size.count >= 1)
+        crop_size(o, height, width);
+}
+
+/* The window's top-left corner along one axis of in pixels, for a crop of
+ * out pixels; negative when the crop is larger (zero padding, centred). */
+static int center_offset(int in, int out)
+{
+    if (in < out)
+        return -((out - in) / 2);
+    return (int)nearbyint((in - out) / 2.0); /* Python round(): halves to even */
+}
+
+static int crop_process(void *state, struct pb_sample *s)
+{
+    struct crop_state *st = state;
+    const struct pb_shape *in = &s->in_shape;
+    if (in->dtype != PB_DTYPE_U8 || in->layout != PB_LAYOUT_THWC) {
+        snprintf(s->msg, s->msglen, "%s: input is %s, not uint8 pixels", st->name,
+                 pb_dtype_name(in->dtype));
+        return PB_ERR;
+    }
+    if (in->height < 1 || in->width < 1 || in->channels < 1) {
+        snprintf(s->msg, s->msglen, "%s: %s: empty image (%dx%dx%d)",
+                 s->path ? s->path : "(sample)", st->name, in->width, in->height, in->channels);
+        return PB_ERR_DATA;
+    }
+    struct pb_shape shape = *in;
+    shape.frames = in->frames > 0 ? in->frames : 1;
+    shape.height = st->height;
+    shape.width = st->width;
+    size_t bytes = pb_shape_bytes(&shape);
+    if (bytes > s->out_capacity) {
+        s->out_bytes = bytes;
+        return PB_ERR_NOSPACE;
+    }
+    size_t channels = (size_t)in->channels;
+    size_t in_frame = (size_t)in->height * (size_t)in->width * channels;
+    size_t out_frame = (size_t)st->height * (size_t)st->width * channels;
+
+    if (st->kind == RANDOM_RESIZED) {
+        struct pb_rng rng = pb_rng_for(s->seed, SALT_RANDOM_RESIZED_CROP);
+        struct pb_crop_box box;
+        pb_random_resized_crop_box(&rng, in->height, in->width, st->o.scale.v[0],
+                                   st->o.scale.v[1], st->o.ratio.v[0], st->o.ratio.v[1], &box);
+        if (pb_resampler_prepare(&st->resampler, box.height, box.width, st->height, st->width,
+                                 in->channels) != PB_OK) {
+            snprintf(s->msg, s->msglen, "%s: out of memory for a %dx%d crop", st->name,
+                     box.width, box.height);
+            return PB_ERR;
+        }
+        size_t corner = ((size_t)box.top * (size_t)in->width + (size_t)box.left) * channels;
+        for (int t = 0; t < shape.frames; t++)
+            pb_resample_u8(&st->resampler, s->in + (size_t)t * in_frame + corner,
+                           (size_t)in->width * channels, s->out + (size_t)t * out_frame);
+    } else {
+        int top = center_offset(in->height, st->height);
+        int left = center_offset(in->width, st->width);
+        if (st->kind == RANDOM) {
+            struct pb_rng rng = pb_rng_for(s->seed, SALT_RANDOM_CROP);
+            if (in->height >= st->height)
+                top = (int)pb_rng_below(&rng, in->height - st->height + 1);
+            if (in->width >= st->width)
+                left = (int)pb_rng_below(&rng, in->width - st->width + 1);
+        }
+        for (int t = 0; t < shape.frames; t++)
+            pb_crop_u8(s->in + (size_t)t * in_frame, in->height, in->width, in->channels, top,
+                       left, s->out + (size_t)t * out_frame, st->height, st->width);
+    }
+    s->out_bytes = bytes;
+    s->out_shape = shape;
+    return PB_OK;
+}
+
+static void crop_cleanup(void *state)
+{
+    struct crop_state *st = state;
+    if (!st)
+        return;
+    pb_resampler_free(&st->resampler);
+    free(st);
+}
+
+static int center_crop_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                            struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
+                            const void *decoder_opts, char *msg, size_t msglen)
+{
+    (void)decoder;
+    (void)decoder_opts;
+    return crop_init(CENTER, "center_crop", state, opts, in, out, msg, msglen);
+}
+
+static int random_crop_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                            struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
+                            const void *decoder_opts, char *msg, size_t msglen)
+{
+    (void)decoder;
+    (void)decoder_opts;
+    return crop_init(RANDOM, "random_crop", state, opts, in, out, msg, msglen);
+}
+
+static int rrc_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                    struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
+                    const void *decoder_opts, char *msg, size_t msglen)
+{
+    (void)decoder;
+    (void)decoder_opts;
+    return crop_init(RANDOM_RESIZED, "random_resized_crop", state, opts, in, out, msg, msglen);
+}
+
+const struct pb_stage_ops pb_stage_center_crop = {
+    .name = "center_crop",
+    .summary = "Crop the centre window of each image or clip (zero-padded when larger).",
+    .flags = PB_STAGE_WORKER,
+    .opts = crop_opts,
+    .opts_size = sizeof(struct crop_opts),
+    .init = center_crop_init,
+    .min_input = crop_min_input,
+    .process = crop_process,
+    .cleanup = crop_cleanup,
+};
+
+const struct pb_stage_ops pb_stage_random_crop = {
+    .name = "random_crop",
+    .summary = "Crop a uniformly placed window, the same for every frame of a clip.",
+    .flags = PB_STAGE_WORKER,
+    .opts = crop_opts,
+    .opts_size = sizeof(struct crop_opts),
+    .init = random_crop_init,
+    .min_input = crop_min_input,
+    .process = crop_process,
+    .cleanup = crop_cleanup,
+};
+
+const struct pb_stage_ops pb_stage_random_resized_crop = {
+    .name = "random_resized_crop",
+    .summary = "Crop a random area and aspect ratio and resize it (fused), as torchvision.",
+    .flags = PB_STAGE_WORKER,
+    .opts = rrc_opts,
+    .opts_size = sizeof(struct crop_opts),
+    .init = rrc_init,
+    .min_input = crop_min_input,
+    .process = crop_process,
+    .cleanup = crop_cleanup,
+};
