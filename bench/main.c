@@ -1028,7 +1028,7 @@ static int cmd_list(int argc, char **argv)
         if (!wanted(filter, s->name))
             continue;
         shown = true;
-        printf("  %-10s %s [%s%s] %s\n", s->name, s->unavailable_reason ? "unavailable" : "available",
+        printf("  %-20s %s [%s%s] %s\n", s->name, s->unavailable_reason ? "unavailable" : "available",
                s->flags & PB_STAGE_CONSUMER ? "consumer" : "worker",
                s->flags & PB_STAGE_DECODER ? ", takes decoder: NAME" : "", s->summary);
         if (s->unavailable_reason)
@@ -1048,7 +1048,7 @@ static int cmd_list(int argc, char **argv)
         if (!wanted(filter, d->name))
             continue;
         shown = true;
-        printf("  %-10s %s %s\n", d->name, d->unavailable_reason ? "unavailable" : "available",
+        printf("  %-20s %s %s\n", d->name, d->unavailable_reason ? "unavailable" : "available",
                d->summary);
         if (d->unavailable_reason)
             printf("    why unavailable: %s\n", d->unavailable_reason);
