@@ -18,7 +18,8 @@
     X(normalize)
 
 #define PB_DECODERS(X) \
-    X(null)
+    X(null)            \
+    X(video)
 
 #define DECLARE_STAGE(n) extern const struct pb_stage_ops pb_stage_##n;
 #define LIST_STAGE(n) &pb_stage_##n,

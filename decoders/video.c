@@ -1,0 +1,873 @@
+/* The `video` decoder: one clip of a video file per sample, through
+ * libavformat/libavcodec, converted (and optionally resized, in the same
+ * pass) to RGB uint8 THWC by libswscale.
+ *
+ * A sample is one clip: every time the sampler visits a file, the decoder
+ * delivers clip_frames frames of it, frame_stride apart. Where the clip
+ * starts follows `sampling` (see pb_video_clip_indices): random starts come
+ * from the sample's seed; uniform picks one of clips_per_video evenly
+ * spread starts from the seed; sequential continues: when a worker gets the
+ * same file again, it takes the next of clips_per_video back-to-back clips
+ * (and goes on decoding where it stopped, without seeking), otherwise clip
+ * 0. So a dataset holding one long file, sampled sequentially, is decoded
+ * straight through, which is how the sequential decode benchmark runs.
+ *
+ * Frames are numbered on the grid of the stream's average frame rate:
+ * frame i is the frame on screen at start_time + i / avg_fps. For a
+ * constant frame rate that is exactly the i-th frame; for a variable one
+ * it is what a player would show. The frame count is the container's, or
+ * duration x rate. Rotation metadata (display matrix) is applied by default
+ * (90/180/270 degrees; `rotation: ignore` reports it only).
+ *
+ * seek: keyframe seeks to the keyframe before the clip and decodes forward
+ * to the exact frame (re-seeking earlier if the demuxer lands after it);
+ * seek: none decodes from the start. With reopen: reuse the worker keeps
+ * the last file's demuxer and decoder open for the next clip of that file.
+ * discard: nonref asks libavcodec to skip non-reference frames whose
+ * packets carry no frame of the clip. Bounded everywhere: a clip reads at
+ * most frame_count * 2 + 256 packets, and a stream ending early is an
+ * error, so a broken file can never loop. */
+#include "decoders/video.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/display.h>
+#include <libavutil/imgutils.h>
+#include <libswscale/swscale.h>
+
+#include "bench/pb.h"
+#include "decoders/decoder.h"
+
+enum { SEEK_KEYFRAME = 0, SEEK_NONE };
+enum { THREAD_FRAME = 0, THREAD_SLICE };
+enum { REOPEN_REUSE = 0, REOPEN_PER_CLIP };
+enum { DISCARD_NONE = 0, DISCARD_NONREF };
+enum { ROTATION_APPLY = 0, ROTATION_IGNORE };
+enum { CORRUPT_ERROR = 0, CORRUPT_CONCEAL };
+
+enum { SUB_OPEN, SUB_SEEK, SUB_DEMUX, SUB_DECODE, SUB_CONVERT };
+enum { CNT_DECODED, CNT_DELIVERED, CNT_SEEKS, CNT_OPENS };
+
+#define MAX_CLIP_FRAMES 4096
+#define MAX_SEEK_RETRIES 5
+#define MAX_CONSECUTIVE_ERRORS 32
+
+struct video_opts {
+    int64_t clip_frames;
+    int64_t frame_stride;
+    int64_t clips_per_video;
+    int sampling;
+    int seek;
+    int64_t threads;
+    int thread_type;
+    int short_video;
+    int reopen;
+    int discard;
+    struct pb_int_list size;
+    int64_t shorter_side;
+    int rotation;
+    int corrupt_frames;
+};
+
+static const char *const sampling_names[] = {"random", "uniform", "sequential", NULL};
+static const char *const seek_names[] = {"keyframe", "none", NULL};
+static const char *const thread_type_names[] = {"frame", "slice", NULL};
+static const char *const short_names[] = {"pad", "loop", "skip", NULL};
+static const char *const reopen_names[] = {"reuse", "per_clip", NULL};
+static const char *const discard_names[] = {"none", "nonref", NULL};
+static const char *const rotation_names[] = {"apply", "ignore", NULL};
+static const char *const corrupt_names[] = {"error", "conceal", NULL};
+
+#define OPT(f) offsetof(struct video_opts, f)
+static const struct pb_opt video_opts[] = {
+    {"clip_frames", PB_OPT_INT, OPT(clip_frames), 1, MAX_CLIP_FRAMES, "16", NULL,
+     "Frames in a clip; a sample is one clip."},
+    {"frame_stride", PB_OPT_INT, OPT(frame_stride), 1, 1000, "1", NULL,
+     "Distance between a clip's frames, in frames."},
+    {"clips_per_video", PB_OPT_INT, OPT(clips_per_video), 1, 1000000, "1", NULL,
+     "Clip positions per video: uniform spreads this many starts evenly and the sample's seed "
+     "picks one; sequential takes them back to back, the next one each time a worker gets the "
+     "same file again; random ignores it (any start)."},
+    {"sampling", PB_OPT_ENUM, OPT(sampling), 0, 0, "random", sampling_names,
+     "Where clips start: random (seeded per sample), uniform or sequential."},
+    {"seek", PB_OPT_ENUM, OPT(seek), 0, 0, "keyframe", seek_names,
+     "keyframe: seek to the keyframe before the clip, decode forward to the exact frame; none: "
+     "decode from the start of the file."},
+    {"threads", PB_OPT_INT, OPT(threads), 0, 64, "1", NULL,
+     "Decoder threads per worker; 0 lets FFmpeg choose (all cores)."},
+    {"thread_type", PB_OPT_ENUM, OPT(thread_type), 0, 0, "frame", thread_type_names,
+     "How decoder threads split the work: frame (several frames at once) or slice."},
+    {"short_video", PB_OPT_ENUM, OPT(short_video), 0, 0, "pad", short_names,
+     "A video shorter than a clip: pad (repeat its last frame), loop (wrap round) or skip "
+     "(a data error, so run.on_error applies)."},
+    {"reopen", PB_OPT_ENUM, OPT(reopen), 0, 0, "reuse", reopen_names,
+     "reuse: keep the last file's demuxer and decoder open for the next clip of the same file; "
+     "per_clip: open and close the file for every clip."},
+    {"discard", PB_OPT_ENUM, OPT(discard), 0, 0, "none", discard_names,
+     "nonref: skip decoding non-reference frames that are not delivered (before the clip and "
+     "between strided frames); none: decode every frame."},
+    {"size", PB_OPT_INT_LIST, OPT(size), 1, 16384, "[]", NULL,
+     "Output size as [height, width] (or N, square), fused into colour conversion; [] keeps "
+     "the video's. Give this or shorter_side."},
+    {"shorter_side", PB_OPT_INT, OPT(shorter_side), 0, 16384, "0", NULL,
+     "Resize so the shorter side has this many pixels, keeping the aspect ratio, fused into "
+     "colour conversion; 0: off."},
+    {"rotation", PB_OPT_ENUM, OPT(rotation), 0, 0, "apply", rotation_names,
+     "Rotation metadata (display matrix): apply it to the frames, or ignore it."},
+    {"corrupt_frames", PB_OPT_ENUM, OPT(corrupt_frames), 0, 0, "error", corrupt_names,
+     "A bitstream error inside a frame: error (the sample is a data error) or conceal (keep "
+     "the decoder's best guess, as players do)."},
+    {0},
+};
+
+static const char *const video_substages[] = {"open", "seek", "demux", "decode", "convert", NULL};
+static const char *const video_counters[] = {"frames_decoded", "frames_delivered", "seeks",
+                                             "opens", NULL};
+
+/* One wanted frame: its number and the clip slot it goes to. */
+struct target {
+    int64_t frame;
+    int32_t slot;
+};
+
+struct video_state {
+    struct video_opts o;
+    /* The open file (reopen: reuse keeps it between samples). */
+    AVFormatContext *fmt;
+    AVCodecContext *dec;
+    int stream;
+    char path[PB_PATH_MAX];
+    int64_t frame_count;
+    AVRational time_base, fps;
+    int64_t start_pts;
+    bool vfr;
+    int rotation_deg;            /* 0, 90, 180, 270, clockwise          */
+    int src_width, src_height;   /* coded, before rotation              */
+    int64_t decoded_frame;       /* last frame number received, or -1   */
+    int64_t last_keyframe;       /* last keyframe received, or -1       */
+    int64_t keyframe_interval;   /* frames between the last two, or 0   */
+    bool at_eof;                 /* the decoder was drained             */
+    int64_t sequential_clip;     /* sequential: the last clip delivered */
+    int64_t avio_bytes;          /* bytes read so far from this file    */
+    /* Per worker, made at init or grown at open, never per sample. */
+    AVPacket *pkt;
+    AVFrame *frame, *held;       /* held: the last frame before a target */
+    int64_t held_frame;
+    struct SwsContext *sws;
+    int64_t *indices;
+    struct target *targets;
+    uint8_t *rotate_buf;
+    size_t rotate_capacity;
+};
+
+/* ---- clip arithmetic ---------------------------------------------------- */
+
+int pb_video_clip_indices(int64_t frame_count, int64_t clip_frames, int64_t frame_stride,
+                          int64_t clips_per_video, int sampling, int short_video, uint64_t seed,
+                          int64_t clip, int64_t *indices)
+{
+    if (frame_count < 1 || clip_frames < 1 || frame_stride < 1)
+        return PB_ERR_DATA;
+    int64_t span = (clip_frames - 1) * frame_stride + 1;
+    if (span > frame_count) {
+        if (short_video == PB_VIDEO_SKIP)
+            return PB_ERR_DATA;
+        int64_t last = (frame_count - 1) / frame_stride * frame_stride;
+        for (int64_t j = 0; j < clip_frames; j++) {
+            int64_t i = j * frame_stride;
+            indices[j] = i < frame_count ? i : short_video == PB_VIDEO_LOOP ? i % frame_count : last;
+        }
+        return PB_OK;
+    }
+    int64_t max_start = frame_count - span, start = 0;
+    int64_t clips = clips_per_video > 0 ? clips_per_video : 1;
+    switch (sampling) {
+    case PB_VIDEO_RANDOM: start = (int64_t)(pb_mix64(seed) % (uint64_t)(max_start + 1)); break;
+    case PB_VIDEO_UNIFORM: {
+        int64_t k = ((clip % clips) + clips) % clips;
+        start = clips == 1 ? max_start / 2 : k * max_start / (clips - 1);
+        break;
+    }
+    default: {
+        int64_t step = clip_frames * frame_stride;
+        int64_t positions = max_start / step + 1;
+        int64_t k = ((clip % clips) + clips) % clips;
+        start = (k % positions) * step;
+        break;
+    }
+    }
+    for (int64_t j = 0; j < clip_frames; j++)
+        indices[j] = start + j * frame_stride;
+    return PB_OK;
+}
+
+int pb_video_stamp_block_px(int width, int height)
+{
+    int block = width / 8 < height / 4 ? width / 8 : height / 4;
+    if (block > 16)
+        block = 16;
+    if (block < 2)
+        block = 2;
+    return block & ~1;
+}
+
+int64_t pb_video_frame_number(const uint8_t *rgb, int width, int height)
+{
+    int block = pb_video_stamp_block_px(width, height);
+    int64_t number = 0;
+    for (int bit = 0; bit < 16; bit++) {
+        int cx = (bit % 8) * block + block / 2, cy = (bit / 8) * block + block / 2;
+        unsigned sum = 0;
+        for (int dy = -1; dy <= 0; dy++)
+            for (int dx = -1; dx <= 0; dx++) {
+                const uint8_t *p = rgb + ((size_t)(cy + dy) * (size_t)width + (size_t)(cx + dx)) * 3;
+                sum += p[0] + p[1] + p[2];
+            }
+        number = (number << 1) | (sum > 4u * 3u * 128u);
+    }
+    return number;
+}
+
+/* ---- FFmpeg messages ---------------------------------------------------- */
+
+/* FFmpeg's last error line on this thread: the detail av_strerror lacks
+ * ("moov atom not found"). Formatted only when FFmpeg reports an error. */
+static _Thread_local char last_log[160];
+
+static void log_callback(void *avcl, int level, const char *fmt, va_list args)
+{
+    (void)avcl;
+    if (level > AV_LOG_ERROR)
+        return;
+    char line[sizeof(last_log)];
+    vsnprintf(line, sizeof(line), fmt, args);
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        line[--n] = 0;
+    if (n)
+        memcpy(last_log, line, n + 1);
+}
+
+static void install_log_callback(void)
+{
+    static atomic_flag done = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&done))
+        av_log_set_callback(log_callback);
+}
+
+/* "PATH: what: FFmpeg's reason (its last log line)". Returns PB_ERR_DATA. */
+static int data_error(struct pb_sample *s, const char *what, int averr)
+{
+    char why[128] = "";
+    if (averr < 0)
+        av_strerror(averr, why, sizeof(why));
+    const char *sep1 = why[0] ? ": " : "", *sep2 = last_log[0] ? " (" : "";
+    snprintf(s->msg, s->msglen, "%s: %s%s%s%s%s%s", s->path ? s->path : "(no file)", what, sep1,
+             why, sep2, last_log, last_log[0] ? ")" : "");
+    last_log[0] = 0;
+    return PB_ERR_DATA;
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+static void close_file(struct video_state *st)
+{
+    avcodec_free_context(&st->dec);
+    avformat_close_input(&st->fmt);
+    st->path[0] = 0;
+    st->decoded_frame = -1;
+    st->at_eof = false;
+    av_frame_unref(st->held);
+    st->held_frame = -1;
+}
+
+static int64_t rescale_frame_to_pts(const struct video_state *st, int64_t frame)
+{
+    return st->start_pts + av_rescale_q(frame, av_inv_q(st->fps), st->time_base);
+}
+
+static int64_t pts_to_frame(const struct video_state *st, int64_t pts)
+{
+    /* Nearest frame on the average-rate grid. */
+    AVRational frame_tb = av_inv_q(st->fps);
+    return av_rescale_q_rnd(pts - st->start_pts, st->time_base, frame_tb,
+                            AV_ROUND_NEAR_INF | AV_ROUND_PASS_MINMAX);
+}
+
+/* Whether the container's header already says everything needed (MP4 and
+ * MOV: size, rate and frame count from the sample tables), so probing by
+ * decoding frames (avformat_find_stream_info, several ms at 720p) can be
+ * left out of every open. */
+static bool header_is_enough(const AVFormatContext *fmt)
+{
+    if (!strstr(fmt->iformat->name, "mp4"))
+        return false;
+    int video = 0;
+    for (unsigned i = 0; i < fmt->nb_streams; i++) {
+        const AVStream *vs = fmt->streams[i];
+        if (vs->codecpar->codec_type != AVMEDIA_TYPE_VIDEO)
+            continue;
+        if (vs->codecpar->width <= 0 || vs->codecpar->height <= 0 || vs->nb_frames <= 0 ||
+            vs->avg_frame_rate.num <= 0 || vs->avg_frame_rate.den <= 0)
+            return false;
+        video++;
+    }
+    return video > 0;
+}
+
+static int open_file(struct video_state *st, struct pb_sample *s)
+{
+    const struct video_opts *o = &st->o;
+    last_log[0] = 0;
+    int ret = avformat_open_input(&st->fmt, s->path, NULL, NULL);
+    if (ret < 0)
+        return data_error(s, "cannot open", ret);
+    if (!header_is_enough(st->fmt)) {
+        ret = avformat_find_stream_info(st->fmt, NULL);
+        if (ret < 0)
+            return data_error(s, "cannot read stream information", ret);
+    }
+    const AVCodec *codec = NULL;
+    ret = av_find_best_stream(st->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+    if (ret == AVERROR_STREAM_NOT_FOUND)
+        return data_error(s, "no video stream", ret);
+    if (ret == AVERROR_DECODER_NOT_FOUND)
+        return data_error(s, "no decoder for its video codec in this FFmpeg", ret);
+    if (ret < 0)
+        return data_error(s, "cannot pick a video stream", ret);
+    st->stream = ret;
+    AVStream *vs = st->fmt->streams[st->stream];
+    for (unsigned i = 0; i < st->fmt->nb_streams; i++)
+        if ((int)i != st->stream)
+            st->fmt->streams[i]->discard = AVDISCARD_ALL; /* demux our stream only */
+
+    st->dec = avcodec_alloc_context3(codec);
+    if (!st->dec)
+        return data_error(s, "out of memory for a decoder", AVERROR(ENOMEM));
+    ret = avcodec_parameters_to_context(st->dec, vs->codecpar);
+    if (ret < 0)
+        return data_error(s, "bad codec parameters", ret);
+    st->dec->thread_count = (int)o->threads;
+    st->dec->thread_type = o->thread_type == THREAD_SLICE ? FF_THREAD_SLICE : FF_THREAD_FRAME;
+    st->dec->pkt_timebase = vs->time_base;
+    if (o->corrupt_frames == CORRUPT_ERROR)
+        st->dec->err_recognition |= AV_EF_EXPLODE;
+    ret = avcodec_open2(st->dec, codec, NULL);
+    if (ret < 0)
+        return data_error(s, "cannot open the decoder", ret);
+    if (vs->codecpar->width <= 0 || vs->codecpar->height <= 0)
+        return data_error(s, "the video stream has no frame size", AVERROR_INVALIDDATA);
+
+    st->time_base = vs->time_base;
+    st->fps = vs->avg_frame_rate.num > 0 && vs->avg_frame_rate.den > 0 ? vs->avg_frame_rate
+                                                                       : vs->r_frame_rate;
+    if (st->fps.num <= 0 || st->fps.den <= 0)
+        return data_error(s, "the video stream has no frame rate", AVERROR_INVALIDDATA);
+    st->vfr = av_cmp_q(vs->r_frame_rate, vs->avg_frame_rate) != 0;
+    st->start_pts = vs->start_time != AV_NOPTS_VALUE ? vs->start_time : 0;
+    int64_t count = vs->nb_frames;
+    if (count <= 0 || st->vfr) {
+        int64_t duration = vs->duration;
+        if (duration != AV_NOPTS_VALUE && duration > 0)
+            count = av_rescale_q(duration, st->time_base, av_inv_q(st->fps));
+        else if (st->fmt->duration > 0)
+            count = av_rescale_q(st->fmt->duration, AV_TIME_BASE_Q, av_inv_q(st->fps));
+    }
+    if (count <= 0)
+        return data_error(s, "the video has no frames (unknown length)", AVERROR_INVALIDDATA);
+    st->frame_count = count;
+    st->src_width = vs->codecpar->width;
+    st->src_height = vs->codecpar->height;
+    st->rotation_deg = 0;
+    const uint8_t *matrix = av_stream_get_side_data(vs, AV_PKT_DATA_DISPLAYMATRIX, NULL);
+    if (matrix) {
+        double deg = -av_display_rotation_get((const int32_t *)matrix); /* clockwise */
+        int r = (int)((deg < 0 ? deg - 45 : deg + 45) / 90) * 90;
+        st->rotation_deg = ((r % 360) + 360) % 360;
+    }
+    pb_strlcpy(st->path, s->path, sizeof(st->path));
+    st->decoded_frame = -1;
+    st->last_keyframe = -1;
+    st->keyframe_interval = 0;
+    st->at_eof = false;
+    st->sequential_clip = -1;
+    st->avio_bytes = 0;
+    av_frame_unref(st->held);
+    st->held_frame = -1;
+    return PB_OK;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+/* The output size for the current file: options first, else the video's,
+ * with rotation applied. */
+static void output_size(const struct video_state *st, int *height, int *width)
+{
+    const struct video_opts *o = &st->o;
+    bool sideways = o->rotation == ROTATION_APPLY && (st->rotation_deg % 180) != 0;
+    int h = sideways ? st->src_width : st->src_height;
+    int w = sideways ? st->src_height : st->src_width;
+    if (o->size.count > 0) {
+        *height = (int)o->size.v[0];
+        *width = (int)o->size.v[o->size.count > 1 ? 1 : 0];
+    } else if (o->shorter_side > 0) {
+        if (h <= w) {
+            *height = (int)o->shorter_side;
+            *width = (int)(((int64_t)w * o->shorter_side + h / 2) / h);
+        } else {
+            *width = (int)o->shorter_side;
+            *height = (int)(((int64_t)h * o->shorter_side + w / 2) / w);
+        }
+    } else {
+        *height = h;
+        *width = w;
+    }
+    if (*height < 1)
+        *height = 1;
+    if (*width < 1)
+        *width = 1;
+}
+
+/* Rotates src (h x w RGB) clockwise by deg into dst. */
+static void rotate_rgb(const uint8_t *src, int h, int w, int deg, uint8_t *dst)
+{
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            const uint8_t *p = src + ((size_t)y * (size_t)w + (size_t)x) * 3;
+            size_t at;
+            if (deg == 90)
+                at = (size_t)x * (size_t)h + (size_t)(h - 1 - y);
+            else if (deg == 180)
+                at = (size_t)(h - 1 - y) * (size_t)w + (size_t)(w - 1 - x);
+            else
+                at = (size_t)(w - 1 - x) * (size_t)h + (size_t)y;
+            memcpy(dst + at * 3, p, 3);
+        }
+}
+
+/* Converts frame to RGB at out_h x out_w into dst. */
+static int convert_frame(struct video_state *st, const AVFrame *frame, int out_h, int out_w,
+                         uint8_t *dst, struct pb_sample *s)
+{
+    bool rotate = st->o.rotation == ROTATION_APPLY && st->rotation_deg != 0;
+    bool sideways = rotate && st->rotation_deg % 180 != 0;
+    int conv_h = sideways ? out_w : out_h, conv_w = sideways ? out_h : out_w;
+    bool scaled = conv_h != frame->height || conv_w != frame->width;
+    st->sws = sws_getCachedContext(st->sws, frame->width, frame->height, frame->format, conv_w,
+                                   conv_h, AV_PIX_FMT_RGB24, scaled ? SWS_BILINEAR : SWS_POINT,
+                                   NULL, NULL, NULL);
+    if (!st->sws)
+        return data_error(s, "cannot convert its pixel format to RGB", AVERROR(EINVAL));
+    uint8_t *target = rotate ? st->rotate_buf : dst;
+    uint8_t *planes[4] = {target, NULL, NULL, NULL};
+    int strides[4] = {conv_w * 3, 0, 0, 0};
+    sws_scale(st->sws, (const uint8_t *const *)frame->data, frame->linesize, 0, frame->height,
+              planes, strides);
+    if (rotate)
+        rotate_rgb(st->rotate_buf, conv_h, conv_w, st->rotation_deg, dst);
+    return PB_OK;
+}
+
+/* ---- decoding a clip ---------------------------------------------------- */
+
+static void sort_targets(struct target *t, int n)
+{
+    for (int i = 1; i < n; i++) { /* insertion sort: n is a clip, mostly sorted */
+        struct target x = t[i];
+        int j = i - 1;
+        while (j >= 0 && (t[j].frame > x.frame || (t[j].frame == x.frame && t[j].slot > x.slot))) {
+            t[j + 1] = t[j];
+            j--;
+        }
+        t[j + 1] = x;
+    }
+}
+
+static int seek_to(struct video_state *st, int64_t frame, struct pb_sample *s)
+{
+    int64_t ts = frame <= 0 ? st->start_pts : rescale_frame_to_pts(st, frame);
+    int ret = av_seek_frame(st->fmt, st->stream, ts, AVSEEK_FLAG_BACKWARD);
+    if (ret < 0 && frame <= 0)
+        ret = av_seek_frame(st->fmt, st->stream, 0, AVSEEK_FLAG_BYTE | AVSEEK_FLAG_BACKWARD);
+    if (ret < 0)
+        return data_error(s, "cannot seek", ret);
+    avcodec_flush_buffers(st->dec);
+    st->decoded_frame = -1;
+    st->last_keyframe = -1;
+    st->at_eof = false;
+    av_frame_unref(st->held);
+    st->held_frame = -1;
+    s->counters[CNT_SEEKS]++;
+    return PB_OK;
+}
+
+/* Whether packet pts carries a frame of the clip (for discard: nonref). */
+static bool packet_wanted(const struct video_state *st, const struct target *t, int n, int next,
+                          int64_t pts)
+{
+    if (pts == AV_NOPTS_VALUE)
+        return true;
+    int64_t f = pts_to_frame(st, pts);
+    for (int i = next; i < n; i++) {
+        if (t[i].frame == f || (st->vfr && t[i].frame == f + 1))
+            return true;
+        if (t[i].frame > f + 1)
+            break;
+    }
+    return false;
+}
+
+static int video_decode(void *state, struct pb_sample *s)
+{
+    struct video_state *st = state;
+    const struct video_opts *o = &st->o;
+    uint64_t t0 = pb_now_ns(), t1;
+    if (!s->path) {
+        snprintf(s->msg, s->msglen, "video: sample %llu has no file", (unsigned long long)s->index);
+        return PB_ERR;
+    }
+    bool reusing = st->fmt && strcmp(st->path, s->path) == 0;
+    if (!reusing) {
+        close_file(st);
+        int rc = open_file(st, s);
+        s->counters[CNT_OPENS]++;
+        if (rc != PB_OK) {
+            close_file(st);
+            s->substage_ns[SUB_OPEN] += pb_now_ns() - t0;
+            return rc;
+        }
+    }
+    int64_t bytes_before = st->fmt->pb ? st->fmt->pb->bytes_read : 0;
+    if (!reusing)
+        bytes_before = 0;
+    t1 = pb_now_ns();
+    s->substage_ns[SUB_OPEN] += t1 - t0;
+
+    /* Which frames, and where they go. */
+    int n = (int)o->clip_frames;
+    int64_t clip = 0;
+    if (o->sampling == PB_VIDEO_UNIFORM)
+        clip = (int64_t)(pb_mix64(s->seed ^ 0x756e69666f726dull) % (uint64_t)o->clips_per_video);
+    else if (o->sampling == PB_VIDEO_SEQUENTIAL)
+        clip = reusing ? (st->sequential_clip + 1) % o->clips_per_video : 0;
+    int rc = pb_video_clip_indices(st->frame_count, o->clip_frames, o->frame_stride,
+                                   o->clips_per_video, o->sampling, o->short_video, s->seed, clip,
+                                   st->indices);
+    if (rc != PB_OK) {
+        snprintf(s->msg, s->msglen,
+                 "%s: video of %lld frames is shorter than a clip of %lld frames at stride %lld "
+                 "(short_video: skip)",
+                 s->path, (long long)st->frame_count, (long long)o->clip_frames,
+                 (long long)o->frame_stride);
+        return PB_ERR_DATA;
+    }
+    int out_h, out_w;
+    output_size(st, &out_h, &out_w);
+    size_t frame_bytes = (size_t)out_h * (size_t)out_w * 3;
+    if (frame_bytes * (size_t)n > s->out_capacity) {
+        s->out_bytes = frame_bytes * (size_t)n;
+        snprintf(s->msg, s->msglen, "%s: a clip of %d frames of %dx%d needs %zu bytes, have %zu",
+                 s->path, n, out_w, out_h, s->out_bytes, s->out_capacity);
+        return PB_ERR_NOSPACE;
+    }
+    if (st->o.rotation == ROTATION_APPLY && st->rotation_deg != 0 &&
+        frame_bytes > st->rotate_capacity) {
+        free(st->rotate_buf); /* grown once per larger video, not per sample */
+        st->rotate_buf = malloc(frame_bytes);
+        st->rotate_capacity = st->rotate_buf ? frame_bytes : 0;
+        if (!st->rotate_buf)
+            return PB_ERR_NOMEM;
+    }
+    st->sequential_clip = clip;
+    for (int j = 0; j < n; j++)
+        st->targets[j] = (struct target){st->indices[j], j};
+    sort_targets(st->targets, n);
+
+    /* Position the decoder before the first target. */
+    int64_t first = st->targets[0].frame;
+    int64_t span = (o->clip_frames - 1) * o->frame_stride + 1;
+    /* Going on from where the last clip stopped beats seeking when no
+     * keyframe lies between here and the clip (the seek would land behind
+     * us); when the GOP is not known yet, when the gap is within a span. */
+    bool continue_pays = st->last_keyframe >= 0 && st->keyframe_interval > 0
+                             ? first < st->last_keyframe + st->keyframe_interval
+                             : first - st->decoded_frame <= span + 1;
+    bool can_continue = reusing && !st->at_eof && st->decoded_frame < first &&
+                        (o->seek == SEEK_NONE || continue_pays);
+    int retries = 0;
+    int64_t seek_frame = first;
+    if (!can_continue && (reusing || o->seek == SEEK_KEYFRAME)) {
+        if (o->seek == SEEK_NONE)
+            seek_frame = 0;
+        rc = seek_to(st, seek_frame, s);
+        if (rc != PB_OK)
+            return rc;
+    }
+    uint64_t t2 = pb_now_ns();
+    s->substage_ns[SUB_SEEK] += t2 - t1;
+
+    /* Decode forward, delivering each target as it comes. */
+    int next = 0; /* index into targets of the next frame to deliver */
+    int64_t max_packets = st->frame_count * 2 + 256, packets = 0;
+    int consecutive_errors = 0;
+    uint64_t decode_ns = 0, demux_ns = 0, convert_ns = 0, t = t2;
+    bool draining = st->at_eof;
+    bool fresh = st->decoded_frame < 0; /* right after open or seek */
+    rc = PB_OK;
+    while (next < n && rc == PB_OK) {
+        /* Receive whatever the decoder has ready. */
+        int ret = avcodec_receive_frame(st->dec, st->frame);
+        uint64_t now = pb_now_ns();
+        decode_ns += now - t;
+        t = now;
+        if (ret == 0) {
+            consecutive_errors = 0;
+            s->counters[CNT_DECODED]++;
+            int64_t pts = st->frame->best_effort_timestamp;
+            int64_t f = pts == AV_NOPTS_VALUE ? st->decoded_frame + 1 : pts_to_frame(st, pts);
+            st->decoded_frame = f;
+            if (st->frame->key_frame) {
+                if (st->last_keyframe >= 0 && f > st->last_keyframe)
+                    st->keyframe_interval = f - st->last_keyframe;
+                st->last_keyframe = f;
+            }
+            if (fresh && f > st->targets[next].frame && st->held_frame < 0 &&
+                o->seek == SEEK_KEYFRAME && retries < MAX_SEEK_RETRIES) {
+                /* The demuxer landed after the clip start: seek earlier. */
+                retries++;
+                seek_frame = retries == MAX_SEEK_RETRIES
+                                 ? 0
+                                 : seek_frame - ((int64_t)2 << (2 * (retries - 1)));
+                if (seek_frame < 0)
+                    seek_frame = 0;
+                av_frame_unref(st->frame);
+                rc = seek_to(st, seek_frame, s);
+                draining = false;
+                now = pb_now_ns();
+                s->substage_ns[SUB_SEEK] += now - t;
+                t = now;
+                continue;
+            }
+            fresh = false;
+            /* Targets before this frame take the frame on screen then. */
+            while (next < n && st->targets[next].frame < f) {
+                const AVFrame *src = st->held_frame >= 0 ? st->held : st->frame;
+                if (st->held_frame < 0 && st->targets[next].frame < f - 1) {
+                    char what[160];
+                    snprintf(what, sizeof(what),
+                             "cannot decode frame %lld: the first frame decoded is %lld",
+                             (long long)st->targets[next].frame, (long long)f);
+                    rc = data_error(s, what, 0);
+                    break;
+                }
+                int64_t want = st->targets[next].frame;
+                int first_slot = st->targets[next].slot;
+                if (convert_frame(st, src, out_h, out_w, s->out + (size_t)first_slot * frame_bytes,
+                                  s) != PB_OK) {
+                    rc = PB_ERR_DATA;
+                    break;
+                }
+                s->counters[CNT_DELIVERED]++;
+                for (next++; next < n && st->targets[next].frame == want; next++) {
+                    memcpy(s->out + (size_t)st->targets[next].slot * frame_bytes,
+                           s->out + (size_t)first_slot * frame_bytes, frame_bytes);
+                    s->counters[CNT_DELIVERED]++;
+                }
+            }
+            if (rc == PB_OK && next < n && st->targets[next].frame == f) {
+                int first_slot = st->targets[next].slot;
+                rc = convert_frame(st, st->frame, out_h, out_w,
+                                   s->out + (size_t)first_slot * frame_bytes, s);
+                s->counters[CNT_DELIVERED]++;
+                for (next++; rc == PB_OK && next < n && st->targets[next].frame == f; next++) {
+                    memcpy(s->out + (size_t)st->targets[next].slot * frame_bytes,
+                           s->out + (size_t)first_slot * frame_bytes, frame_bytes);
+                    s->counters[CNT_DELIVERED]++;
+                }
+            }
+            /* Keep this frame: a later target may fall before the next. */
+            av_frame_unref(st->held);
+            av_frame_move_ref(st->held, st->frame);
+            st->held_frame = f;
+            now = pb_now_ns();
+            convert_ns += now - t;
+            t = now;
+            continue;
+        }
+        if (ret == AVERROR_EOF) {
+            st->at_eof = true;
+            break;
+        }
+        if (ret != AVERROR(EAGAIN)) {
+            if (o->corrupt_frames == CORRUPT_ERROR || ++consecutive_errors > MAX_CONSECUTIVE_ERRORS) {
+                rc = data_error(s, "corrupt video frame", ret);
+                break;
+            }
+            continue;
+        }
+        if (draining) {
+            st->at_eof = true;
+            break;
+        }
+        /* The decoder wants input: the next packet of our stream. */
+        if (++packets > max_packets) {
+            rc = data_error(s, "no progress decoding (packet limit reached)", AVERROR_INVALIDDATA);
+            break;
+        }
+        ret = av_read_frame(st->fmt, st->pkt);
+        now = pb_now_ns();
+        demux_ns += now - t;
+        t = now;
+        if (ret == AVERROR_EOF) {
+            draining = true;
+            ret = avcodec_send_packet(st->dec, NULL);
+        } else if (ret < 0) {
+            rc = data_error(s, "cannot read a packet", ret);
+            break;
+        } else {
+            if (st->pkt->stream_index != st->stream) {
+                av_packet_unref(st->pkt);
+                continue;
+            }
+            if (o->discard == DISCARD_NONREF)
+                st->dec->skip_frame = packet_wanted(st, st->targets, n, next, st->pkt->pts)
+                                          ? AVDISCARD_DEFAULT
+                                          : AVDISCARD_NONREF;
+            ret = avcodec_send_packet(st->dec, st->pkt);
+            av_packet_unref(st->pkt);
+        }
+        now = pb_now_ns();
+        decode_ns += now - t;
+        t = now;
+        if (ret < 0 && ret != AVERROR(EAGAIN) && ret != AVERROR_EOF) {
+            if (o->corrupt_frames == CORRUPT_ERROR || ++consecutive_errors > MAX_CONSECUTIVE_ERRORS) {
+                rc = data_error(s, "corrupt video packet", ret);
+                break;
+            }
+        }
+    }
+    if (rc == PB_OK && next < n) {
+        /* The stream ended before the clip did. Within one frame of the
+         * container's count that is rounding (variable rate): keep the
+         * last frame; further is a truncated or mislabelled file. */
+        if (st->held_frame >= 0 && st->targets[next].frame <= st->held_frame + 1) {
+            for (; next < n; next++) {
+                if (convert_frame(st, st->held, out_h, out_w,
+                                  s->out + (size_t)st->targets[next].slot * frame_bytes,
+                                  s) != PB_OK) {
+                    rc = PB_ERR_DATA;
+                    break;
+                }
+                s->counters[CNT_DELIVERED]++;
+            }
+        } else {
+            char what[192];
+            snprintf(what, sizeof(what),
+                     "the stream ends at frame %lld, the clip needs frame %lld (%lld frames "
+                     "expected)",
+                     (long long)st->held_frame, (long long)st->targets[next].frame,
+                     (long long)st->frame_count);
+            rc = data_error(s, what, 0);
+        }
+    }
+    if (o->discard == DISCARD_NONREF && st->dec)
+        st->dec->skip_frame = AVDISCARD_DEFAULT;
+    s->substage_ns[SUB_DEMUX] += demux_ns;
+    s->substage_ns[SUB_DECODE] += decode_ns;
+    s->substage_ns[SUB_CONVERT] += convert_ns;
+    if (st->fmt && st->fmt->pb) {
+        int64_t now_bytes = st->fmt->pb->bytes_read;
+        s->bytes_read += (uint64_t)(now_bytes - bytes_before);
+    }
+    if (rc != PB_OK || o->reopen == REOPEN_PER_CLIP) {
+        close_file(st);
+        if (rc != PB_OK)
+            return rc;
+    }
+    s->out_bytes = frame_bytes * (size_t)n;
+    s->out_shape = (struct pb_shape){.dtype = PB_DTYPE_U8, .frames = n, .height = out_h,
+                                     .width = out_w, .channels = 3, .layout = PB_LAYOUT_THWC};
+    return PB_OK;
+}
+
+/* ---- init / cleanup ----------------------------------------------------- */
+
+static void video_cleanup(void *state)
+{
+    struct video_state *st = state;
+    if (!st)
+        return;
+    close_file(st);
+    av_packet_free(&st->pkt);
+    av_frame_free(&st->frame);
+    av_frame_free(&st->held);
+    sws_freeContext(st->sws);
+    free(st->indices);
+    free(st->targets);
+    free(st->rotate_buf);
+    free(st);
+}
+
+static int video_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                      struct pb_stage_plan *out, char *msg, size_t msglen)
+{
+    (void)in;
+    const struct video_opts *o = opts;
+    if (o->size.count > 2 || (o->size.count > 0 && o->shorter_side > 0)) {
+        snprintf(msg, msglen, "video: give size as [height, width] (or N), or shorter_side, not "
+                              "both");
+        return PB_ERR_CONFIG;
+    }
+    install_log_callback();
+    struct video_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return PB_ERR_NOMEM;
+    st->o = *o;
+    st->decoded_frame = -1;
+    st->held_frame = -1;
+    st->pkt = av_packet_alloc();
+    st->frame = av_frame_alloc();
+    st->held = av_frame_alloc();
+    st->indices = calloc((size_t)o->clip_frames, sizeof(*st->indices));
+    st->targets = calloc((size_t)o->clip_frames, sizeof(*st->targets));
+    if (!st->pkt || !st->frame || !st->held || !st->indices || !st->targets) {
+        video_cleanup(st);
+        return PB_ERR_NOMEM;
+    }
+    /* The largest clip: exact with size; otherwise a guess
+     * (landscape 16:9, or 720p at native size) that the pipeline grows
+     * from when a larger video comes (PB_ERR_NOSPACE). */
+    int32_t h = 720, w = 1280;
+    if (o->size.count > 0) {
+        h = (int32_t)o->size.v[0];
+        w = (int32_t)o->size.v[o->size.count > 1 ? 1 : 0];
+    } else if (o->shorter_side > 0) {
+        h = (int32_t)o->shorter_side;
+        w = (int32_t)((o->shorter_side * 16 + 8) / 9);
+    }
+    out->shape = (struct pb_shape){.dtype = PB_DTYPE_U8, .frames = (int32_t)o->clip_frames,
+                                   .height = h, .width = w, .channels = 3,
+                                   .layout = PB_LAYOUT_THWC};
+    out->max_bytes = pb_shape_bytes(&out->shape);
+    *state = st;
+    return PB_OK;
+}
+
+const struct pb_decoder_ops pb_decoder_video = {
+    .name = "video",
+    .summary = "Clips of video files through FFmpeg (libavformat/libavcodec), RGB THWC; opens "
+               "the file itself (no read stage).",
+    .flags = PB_DECODER_OPENS_FILE,
+    .substages = video_substages,
+    .counters = video_counters,
+    .opts = video_opts,
+    .opts_size = sizeof(struct video_opts),
+    .init = video_init,
+    .decode = video_decode,
+    .cleanup = video_cleanup,
+};

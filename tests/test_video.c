@@ -1,0 +1,595 @@
+/* The `video` decoder and video generation: clip index arithmetic (stride,
+ * edges, short videos with pad/loop/skip), seek accuracy (clips decoded at
+ * random positions deliver exactly the frames asked for, read back from the
+ * frame numbers generated videos carry in their pixels, for GOP 1, 12 and
+ * 48, with every way of seeking, reusing, discarding and threading), and
+ * broken files (truncated, zero-length, wrong extension, audio-only,
+ * corrupt packets), each a PB_ERR_DATA naming the file and FFmpeg's reason,
+ * counted under on_error: skip and stopping the run under fail. Test data
+ * is tiny (64x48) and made in a temporary folder. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+
+#include "bench/config.h"
+#include "bench/pb.h"
+#include "decoders/decoder.h"
+#include "decoders/video.h"
+#include "pipelines/dataset.h"
+
+#define W 64
+#define H 48
+#define FRAMES 120
+
+static char workdir[] = "/tmp/pbench-video-XXXXXX";
+static const char *binary;
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void gen_spec(struct pb_generate_spec *g, int64_t count, int64_t frames, int64_t gop)
+{
+    char msg[PB_MSG_MAX];
+    assert_int_equal(pb_opt_set_defaults(pb_generate_opts, g, msg, sizeof(msg)), PB_OK);
+    g->kind = PB_GENERATE_VIDEO;
+    g->count = count;
+    g->frames = frames;
+    g->gop = gop;
+    g->fps = 25;
+    snprintf(g->size, sizeof(g->size), "%dx%d", W, H);
+}
+
+/* Generates count videos into workdir/name (once). */
+static void make_videos(const char *name, int64_t count, int64_t frames, int64_t gop, const char *codec)
+{
+    char dir[512], msg[PB_MSG_MAX];
+    snprintf(dir, sizeof(dir), "%s/%s", workdir, name);
+    struct stat sb;
+    if (stat(dir, &sb) == 0)
+        return;
+    struct pb_generate_spec g;
+    gen_spec(&g, count, frames, gop);
+    if (codec)
+        pb_strlcpy(g.codec, codec, sizeof(g.codec));
+    int rc = pb_dataset_generate(&g, dir, msg, sizeof(msg));
+    if (rc != PB_OK)
+        fprintf(stderr, "generate: %s\n", msg);
+    assert_int_equal(rc, PB_OK);
+}
+
+struct dec {
+    const struct pb_decoder_ops *ops;
+    void *opts;
+    void *state;
+    struct pb_stage_plan out;
+};
+
+/* Makes a video decoder from "key=value key=value" options. */
+static void dec_open(struct dec *d, const char *options)
+{
+    char msg[PB_MSG_MAX];
+    d->ops = pb_decoder_find("video");
+    assert_non_null(d->ops);
+    assert_null(d->ops->unavailable_reason);
+    d->opts = calloc(1, d->ops->opts_size);
+    assert_int_equal(pb_opt_set_defaults(d->ops->opts, d->opts, msg, sizeof(msg)), PB_OK);
+    char buf[512];
+    pb_strlcpy(buf, options, sizeof(buf));
+    for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
+        char *eq = strchr(tok, '=');
+        assert_non_null(eq);
+        *eq = 0;
+        const struct pb_opt *o = pb_opt_find(d->ops->opts, tok);
+        assert_non_null(o);
+        int rc = pb_opt_parse(o, eq + 1, d->opts, tok, msg, sizeof(msg));
+        if (rc != PB_OK)
+            fprintf(stderr, "%s\n", msg);
+        assert_int_equal(rc, PB_OK);
+    }
+    struct pb_stage_plan in = {.shape = {.dtype = PB_DTYPE_BYTES}, .max_bytes = 1, .worker = 0};
+    d->out = in;
+    assert_int_equal(d->ops->init(&d->state, d->opts, &in, &d->out, msg, sizeof(msg)), PB_OK);
+}
+
+static void dec_close(struct dec *d)
+{
+    d->ops->cleanup(d->state);
+    free(d->opts);
+}
+
+static uint8_t out_buf[FRAMES * W * H * 3];
+static char msg_buf[PB_MSG_MAX];
+
+static int dec_run(struct dec *d, const char *path, uint64_t seed, struct pb_sample *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->path = path;
+    s->seed = seed;
+    s->out = out_buf;
+    s->out_capacity = sizeof(out_buf);
+    s->msg = msg_buf;
+    s->msglen = sizeof(msg_buf);
+    msg_buf[0] = 0;
+    return d->ops->decode(d->state, s);
+}
+
+/* ---- clip arithmetic ------------------------------------------------------ */
+
+static void test_clip_indices(void **state)
+{
+    (void)state;
+    int64_t idx[16];
+    /* Stride: 4 frames, 3 apart; every start within [0, N - span]. */
+    bool saw_first = false, saw_last = false;
+    for (uint64_t seed = 0; seed < 2000; seed++) {
+        assert_int_equal(pb_video_clip_indices(20, 4, 3, 1, PB_VIDEO_RANDOM, PB_VIDEO_PAD, seed, 0, idx),
+                         PB_OK);
+        assert_true(idx[0] >= 0 && idx[0] <= 20 - 10);
+        for (int j = 1; j < 4; j++)
+            assert_int_equal(idx[j], idx[0] + 3 * j);
+        saw_first |= idx[0] == 0;
+        saw_last |= idx[3] == 19;
+    }
+    assert_true(saw_first && saw_last); /* both edges are reachable */
+    /* A clip exactly as long as the video: one place only. */
+    assert_int_equal(pb_video_clip_indices(10, 4, 3, 1, PB_VIDEO_RANDOM, PB_VIDEO_SKIP, 77, 0, idx), PB_OK);
+    assert_int_equal(idx[0], 0);
+    assert_int_equal(idx[3], 9);
+    /* Same seed, same clip. */
+    int64_t again[16];
+    pb_video_clip_indices(1000, 16, 2, 1, PB_VIDEO_RANDOM, PB_VIDEO_PAD, 42, 0, idx);
+    pb_video_clip_indices(1000, 16, 2, 1, PB_VIDEO_RANDOM, PB_VIDEO_PAD, 42, 0, again);
+    assert_memory_equal(idx, again, 16 * sizeof(int64_t));
+
+    /* Uniform: 3 clips of span 7 over 100 frames start at 0, 46, 93. */
+    const int64_t starts[3] = {0, 46, 93};
+    for (int k = 0; k < 3; k++) {
+        pb_video_clip_indices(100, 4, 2, 3, PB_VIDEO_UNIFORM, PB_VIDEO_PAD, 0, k, idx);
+        assert_int_equal(idx[0], starts[k]);
+        assert_int_equal(idx[3], starts[k] + 6);
+    }
+    pb_video_clip_indices(100, 4, 2, 1, PB_VIDEO_UNIFORM, PB_VIDEO_PAD, 0, 0, idx);
+    assert_int_equal(idx[0], 46); /* one clip: the middle */
+
+    /* Sequential: back to back on the stride grid, wrapping round. */
+    for (int k = 0; k < 5; k++) {
+        pb_video_clip_indices(50, 4, 2, 100, PB_VIDEO_SEQUENTIAL, PB_VIDEO_PAD, 0, k, idx);
+        /* span 7: starts 0, 8, ..., 40 fit (6 positions) */
+        assert_int_equal(idx[0], (k % 6) * 8);
+        assert_int_equal(idx[1], (k % 6) * 8 + 2);
+    }
+    pb_video_clip_indices(50, 4, 2, 100, PB_VIDEO_SEQUENTIAL, PB_VIDEO_PAD, 0, 6, idx);
+    assert_int_equal(idx[0], 0);
+
+    /* Short video (5 frames, clip of 6 at stride 2 spans 11). */
+    const int64_t pad[6] = {0, 2, 4, 4, 4, 4}, loop[6] = {0, 2, 4, 1, 3, 0};
+    assert_int_equal(pb_video_clip_indices(5, 6, 2, 1, PB_VIDEO_RANDOM, PB_VIDEO_PAD, 9, 0, idx), PB_OK);
+    assert_memory_equal(idx, pad, sizeof(pad));
+    assert_int_equal(pb_video_clip_indices(5, 6, 2, 1, PB_VIDEO_RANDOM, PB_VIDEO_LOOP, 9, 0, idx), PB_OK);
+    assert_memory_equal(idx, loop, sizeof(loop));
+    assert_int_equal(pb_video_clip_indices(5, 6, 2, 1, PB_VIDEO_RANDOM, PB_VIDEO_SKIP, 9, 0, idx),
+                     PB_ERR_DATA);
+    /* Pad with a stride that misses the last frame: repeat the last on the grid. */
+    const int64_t pad3[4] = {0, 3, 3, 3};
+    pb_video_clip_indices(5, 4, 3, 1, PB_VIDEO_RANDOM, PB_VIDEO_PAD, 0, 0, idx);
+    assert_memory_equal(idx, pad3, sizeof(pad3));
+    assert_int_equal(pb_video_clip_indices(0, 4, 1, 1, PB_VIDEO_RANDOM, PB_VIDEO_PAD, 0, 0, idx),
+                     PB_ERR_DATA);
+}
+
+/* ---- seek accuracy ------------------------------------------------------ */
+
+/* Decodes clips with options and checks every delivered frame is the one
+ * pb_video_clip_indices asked for. */
+static void check_clips(const char *path, const char *options, int clips, int64_t frame_count,
+                        uint64_t *decoded, uint64_t *delivered)
+{
+    struct dec d;
+    dec_open(&d, options);
+    const int64_t clip_frames = d.out.shape.frames;
+    const char *at = strstr(options, "frame_stride=");
+    const int64_t stride = at ? atoll(at + strlen("frame_stride=")) : 1;
+    int64_t want[FRAMES];
+    *decoded = *delivered = 0;
+    for (int c = 0; c < clips; c++) {
+        struct pb_sample s;
+        uint64_t seed = pb_mix64((uint64_t)c + 1000);
+        int rc = dec_run(&d, path, seed, &s);
+        if (rc != PB_OK)
+            fprintf(stderr, "%s [%s]: %s\n", path, options, msg_buf);
+        assert_int_equal(rc, PB_OK);
+        assert_int_equal(s.out_shape.frames, clip_frames);
+        assert_int_equal(s.out_shape.height, H);
+        assert_int_equal(s.out_shape.width, W);
+        assert_int_equal(s.out_bytes, (size_t)clip_frames * W * H * 3);
+        pb_video_clip_indices(frame_count, clip_frames, stride, 1, PB_VIDEO_RANDOM, PB_VIDEO_PAD,
+                              seed, 0, want);
+        for (int64_t j = 0; j < clip_frames; j++) {
+            int64_t got = pb_video_frame_number(out_buf + (size_t)j * W * H * 3, W, H);
+            if (got != want[j])
+                fprintf(stderr, "%s [%s] clip %d frame %lld: got %lld, want %lld\n", path, options,
+                        c, (long long)j, (long long)got, (long long)want[j]);
+            assert_int_equal(got, want[j]);
+        }
+        *decoded += s.counters[0];
+        *delivered += s.counters[1];
+        assert_int_equal(s.counters[1], (uint64_t)clip_frames);
+    }
+    dec_close(&d);
+}
+
+static void test_seek_accuracy(void **state)
+{
+    (void)state;
+    const int64_t gops[] = {1, 12, 48};
+    const char *const variants[] = {
+        "clip_frames=8 frame_stride=3",
+        "clip_frames=8 frame_stride=3 reopen=per_clip",
+        "clip_frames=8 frame_stride=3 discard=nonref",
+        "clip_frames=8 frame_stride=2 threads=2 thread_type=frame",
+        "clip_frames=8 frame_stride=2 threads=2 thread_type=slice discard=nonref",
+        "clip_frames=5 frame_stride=1 seek=none",
+    };
+    for (size_t g = 0; g < PB_ARRAY_LEN(gops); g++) {
+        char name[32], path[512];
+        snprintf(name, sizeof(name), "gop%lld", (long long)gops[g]);
+        make_videos(name, 1, FRAMES, gops[g], NULL);
+        snprintf(path, sizeof(path), "%s/%s/video_0000000.mp4", workdir, name);
+        uint64_t keyframe_decoded = 0, plain_decoded = 0, nonref_decoded = 0;
+        for (size_t v = 0; v < PB_ARRAY_LEN(variants); v++) {
+            uint64_t decoded, delivered;
+            check_clips(path, variants[v], 12, FRAMES, &decoded, &delivered);
+            assert_true(decoded >= delivered || strstr(variants[v], "nonref"));
+            if (v == 0)
+                plain_decoded = decoded;
+            if (v == 2)
+                nonref_decoded = decoded;
+            if (v == 1)
+                keyframe_decoded = decoded;
+            fprintf(stderr, "gop %lld [%s]: decoded %llu delivered %llu\n", (long long)gops[g],
+                    variants[v], (unsigned long long)decoded, (unsigned long long)delivered);
+        }
+        /* Skipping non-reference frames decodes fewer (B-frames are on),
+         * except with GOP 1 where every frame is a keyframe. */
+        if (gops[g] > 1)
+            assert_true(nonref_decoded < plain_decoded);
+        /* With every frame a keyframe, a seek lands at most a few frames
+         * before the clip: what is decoded is the clip's span (22 frames
+         * at stride 3) and little more. */
+        if (gops[g] == 1)
+            assert_true(keyframe_decoded <= 12 * (22 + 3));
+    }
+}
+
+static void test_sequential_and_mpeg4(void **state)
+{
+    (void)state;
+    make_videos("mpeg4", 1, 60, 12, "mpeg4");
+    char path[512];
+    snprintf(path, sizeof(path), "%s/mpeg4/video_0000000.mp4", workdir);
+    uint64_t decoded, delivered;
+    check_clips(path, "clip_frames=6 frame_stride=2", 8, 60, &decoded, &delivered);
+
+    /* Sequential, one file: straight through, no seek after the first clip,
+     * every decoded frame delivered. */
+    snprintf(path, sizeof(path), "%s/gop12/video_0000000.mp4", workdir);
+    make_videos("gop12", 1, FRAMES, 12, NULL);
+    struct dec d;
+    dec_open(&d, "clip_frames=10 sampling=sequential clips_per_video=12 seek=none");
+    uint64_t dec_total = 0, del_total = 0, seeks = 0, opens = 0;
+    for (int c = 0; c < 12; c++) {
+        struct pb_sample s;
+        assert_int_equal(dec_run(&d, path, (uint64_t)c, &s), PB_OK);
+        for (int j = 0; j < 10; j++)
+            assert_int_equal(pb_video_frame_number(out_buf + (size_t)j * W * H * 3, W, H), c * 10 + j);
+        dec_total += s.counters[0];
+        del_total += s.counters[1];
+        seeks += s.counters[2];
+        opens += s.counters[3];
+        for (int i = 0; i < 5; i++)
+            assert_true(s.substage_ns[i] < 60ull * 1000000000ull);
+    }
+    assert_int_equal(del_total, FRAMES);
+    assert_true(dec_total <= FRAMES);
+    assert_int_equal(seeks, 0);
+    assert_int_equal(opens, 1);
+    dec_close(&d);
+
+    /* Fused resize: shorter side 24 of 64x48 is 32x24; too small a buffer
+     * asks for more. */
+    dec_open(&d, "clip_frames=4 shorter_side=24");
+    struct pb_sample s;
+    assert_int_equal(dec_run(&d, path, 5, &s), PB_OK);
+    assert_int_equal(s.out_shape.height, 24);
+    assert_int_equal(s.out_shape.width, 32);
+    memset(&s, 0, sizeof(s));
+    s.path = path;
+    s.out = out_buf;
+    s.out_capacity = 100;
+    s.msg = msg_buf;
+    s.msglen = sizeof(msg_buf);
+    assert_int_equal(d.ops->decode(d.state, &s), PB_ERR_NOSPACE);
+    assert_int_equal(s.out_bytes, 4 * 24 * 32 * 3);
+    dec_close(&d);
+
+    /* Short videos: pad repeats the last frame, skip is a data error. */
+    make_videos("short", 1, 5, 12, NULL);
+    snprintf(path, sizeof(path), "%s/short/video_0000000.mp4", workdir);
+    dec_open(&d, "clip_frames=6 frame_stride=2 short_video=pad");
+    assert_int_equal(dec_run(&d, path, 1, &s), PB_OK);
+    const int64_t pad[6] = {0, 2, 4, 4, 4, 4};
+    for (int j = 0; j < 6; j++)
+        assert_int_equal(pb_video_frame_number(out_buf + (size_t)j * W * H * 3, W, H), pad[j]);
+    dec_close(&d);
+    dec_open(&d, "clip_frames=6 frame_stride=2 short_video=loop");
+    assert_int_equal(dec_run(&d, path, 1, &s), PB_OK);
+    const int64_t loop[6] = {0, 2, 4, 1, 3, 0};
+    for (int j = 0; j < 6; j++)
+        assert_int_equal(pb_video_frame_number(out_buf + (size_t)j * W * H * 3, W, H), loop[j]);
+    dec_close(&d);
+    dec_open(&d, "clip_frames=6 frame_stride=2 short_video=skip");
+    assert_int_equal(dec_run(&d, path, 1, &s), PB_ERR_DATA);
+    assert_non_null(strstr(msg_buf, path));
+    assert_non_null(strstr(msg_buf, "shorter than a clip"));
+    dec_close(&d);
+}
+
+/* ---- broken files --------------------------------------------------------- */
+
+/* Writes a short audio-only MP4 (FFmpeg's native AAC encoder). */
+static void write_audio_only(const char *path)
+{
+    const AVCodec *codec = avcodec_find_encoder(AV_CODEC_ID_AAC);
+    assert_non_null(codec);
+    AVFormatContext *fmt = NULL;
+    assert_true(avformat_alloc_output_context2(&fmt, NULL, "mp4", path) >= 0);
+    AVCodecContext *enc = avcodec_alloc_context3(codec);
+    enc->sample_fmt = AV_SAMPLE_FMT_FLTP;
+    enc->sample_rate = 8000;
+    av_channel_layout_default(&enc->ch_layout, 1);
+    enc->bit_rate = 32000;
+    enc->time_base = (AVRational){1, 8000};
+    if (fmt->oformat->flags & AVFMT_GLOBALHEADER)
+        enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+    assert_true(avcodec_open2(enc, codec, NULL) >= 0);
+    AVStream *st = avformat_new_stream(fmt, NULL);
+    avcodec_parameters_from_context(st->codecpar, enc);
+    st->time_base = enc->time_base;
+    assert_true(avio_open(&fmt->pb, path, AVIO_FLAG_WRITE) >= 0);
+    assert_true(avformat_write_header(fmt, NULL) >= 0);
+    AVFrame *frame = av_frame_alloc();
+    frame->nb_samples = enc->frame_size;
+    frame->format = enc->sample_fmt;
+    av_channel_layout_copy(&frame->ch_layout, &enc->ch_layout);
+    assert_true(av_frame_get_buffer(frame, 0) >= 0);
+    AVPacket *pkt = av_packet_alloc();
+    for (int i = 0; i <= 10; i++) {
+        AVFrame *f = NULL;
+        if (i < 10) {
+            av_frame_make_writable(frame);
+            float *x = (float *)frame->data[0];
+            for (int k = 0; k < frame->nb_samples; k++)
+                x[k] = (float)((k * 37 % 100) - 50) / 200.0f;
+            frame->pts = (int64_t)i * frame->nb_samples;
+            f = frame;
+        }
+        avcodec_send_frame(enc, f);
+        while (avcodec_receive_packet(enc, pkt) == 0) {
+            av_packet_rescale_ts(pkt, enc->time_base, st->time_base);
+            pkt->stream_index = 0;
+            av_interleaved_write_frame(fmt, pkt);
+        }
+    }
+    av_write_trailer(fmt);
+    avio_closep(&fmt->pb);
+    avformat_free_context(fmt);
+    av_packet_free(&pkt);
+    av_frame_free(&frame);
+    avcodec_free_context(&enc);
+}
+
+static void copy_file(const char *from, const char *to, long truncate_at, long flip_from, long flip_len)
+{
+    FILE *f = fopen(from, "rb");
+    assert_non_null(f);
+    static uint8_t buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    if (truncate_at >= 0 && (size_t)truncate_at < n)
+        n = (size_t)truncate_at;
+    for (long i = flip_from; i >= 0 && i < flip_from + flip_len && (size_t)i < n; i++)
+        buf[i] ^= 0x5a;
+    f = fopen(to, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    fclose(f);
+}
+
+static long file_size(const char *path)
+{
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    return (long)sb.st_size;
+}
+
+struct broken {
+    const char *file;
+    const char *reason; /* part of the message FFmpeg's reason gives */
+};
+
+static const struct broken broken_files[] = {
+    {"truncated.mp4", "moov atom not found"},
+    {"empty.mp4", "Invalid data found"},
+    {"text.mp4", "Invalid data found"},
+    {"audio.mp4", "no video stream"},
+    {"corrupt.mp4", "corrupt video"},
+};
+
+/* Makes workdir/broken/NAME/ holding two good videos and one broken one. */
+static void make_broken_sets(void)
+{
+    make_videos("good", 2, 30, 6, NULL);
+    char good[512];
+    snprintf(good, sizeof(good), "%s/good/video_0000000.mp4", workdir);
+    long size = file_size(good);
+    for (size_t i = 0; i < PB_ARRAY_LEN(broken_files); i++) {
+        char dir[512], path[600], cmd[1400];
+        snprintf(dir, sizeof(dir), "%s/broken-%zu", workdir, i);
+        snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s'/good/*.mp4 '%s'/", dir, workdir, dir);
+        assert_int_equal(system(cmd), 0);
+        snprintf(path, sizeof(path), "%s/%s", dir, broken_files[i].file);
+        switch (i) {
+        case 0: copy_file(good, path, size * 6 / 10, -1, 0); break;
+        case 1: copy_file(good, path, 0, -1, 0); break;
+        case 2: {
+            FILE *f = fopen(path, "w");
+            fputs("this is not a video, whatever its name says\n", f);
+            fclose(f);
+            break;
+        }
+        case 3: write_audio_only(path); break;
+        default: copy_file(good, path, -1, size / 2, 256); break;
+        }
+    }
+}
+
+static void test_broken_files_decoder(void **state)
+{
+    (void)state;
+    make_broken_sets();
+    for (size_t i = 0; i < PB_ARRAY_LEN(broken_files); i++) {
+        char path[600];
+        snprintf(path, sizeof(path), "%s/broken-%zu/%s", workdir, i, broken_files[i].file);
+        /* The whole video in one clip, so every packet is decoded. */
+        for (int reopen = 0; reopen < 2; reopen++) {
+            struct dec d;
+            dec_open(&d, reopen ? "clip_frames=30 seek=none reopen=per_clip"
+                                : "clip_frames=30 seek=none");
+            struct pb_sample s;
+            int rc = dec_run(&d, path, 3, &s);
+            if (rc != PB_ERR_DATA || !strstr(msg_buf, broken_files[i].reason))
+                fprintf(stderr, "%s: rc %d: %s\n", broken_files[i].file, rc, msg_buf);
+            assert_int_equal(rc, PB_ERR_DATA);
+            assert_non_null(strstr(msg_buf, path));
+            assert_non_null(strstr(msg_buf, broken_files[i].reason));
+            /* The decoder goes on with a good file after a broken one. */
+            char good[512];
+            snprintf(good, sizeof(good), "%s/good/video_0000001.mp4", workdir);
+            assert_int_equal(dec_run(&d, good, 3, &s), PB_OK);
+            dec_close(&d);
+        }
+    }
+}
+
+static int pbench_run(const char *config, const char *extra, char **err)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' run '%s' -q %s >'%s/out.txt' 2>'%s/err.txt'",
+             workdir, binary, config, extra, workdir, workdir);
+    int status = system(cmd);
+    char path[600];
+    snprintf(path, sizeof(path), "%s/err.txt", workdir);
+    FILE *f = fopen(path, "rb");
+    *err = calloc(1, 65536);
+    if (f) {
+        size_t n = fread(*err, 1, 65535, f);
+        (*err)[n] = 0;
+        fclose(f);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_broken_files_policies(void **state)
+{
+    (void)state;
+    if (!binary) {
+        skip();
+        return;
+    }
+    make_broken_sets();
+    for (size_t i = 0; i < PB_ARRAY_LEN(broken_files); i++) {
+        char config[600], dir[512];
+        snprintf(dir, sizeof(dir), "%s/broken-%zu", workdir, i);
+        snprintf(config, sizeof(config), "%s/broken-%zu.yaml", workdir, i);
+        FILE *f = fopen(config, "w");
+        assert_non_null(f);
+        fprintf(f,
+                "name: broken\n"
+                "dataset: {path: '%s', shuffle: false}\n"
+                "pipeline:\n"
+                "  - decode: {decoder: video, clip_frames: 30, seek: none}\n"
+                "loader: {workers: 1, batch_size: 3, prefetch_factor: 1}\n"
+                "run: {warmup_batches: 0, min_time_s: 0, max_time_s: 0.3, repeats: 1, "
+                "step_ms: 0, min_samples: 1}\n",
+                dir);
+        fclose(f);
+        char *err;
+        char extra[700];
+        snprintf(extra, sizeof(extra), "-o '%s/skip-%zu.json'", workdir, i);
+        int rc = pbench_run(config, extra, &err);
+        if (rc != 0)
+            fprintf(stderr, "skip run of %s: exit %d: %s\n", broken_files[i].file, rc, err);
+        assert_int_equal(rc, 0);
+        free(err);
+        char result[600];
+        snprintf(result, sizeof(result), "%s/skip-%zu.json", workdir, i);
+        json_error_t jerr;
+        json_t *r = json_load_file(result, 0, &jerr);
+        assert_non_null(r);
+        json_t *p = json_array_get(json_object_get(r, "points"), 0);
+        json_t *errors = json_object_get(p, "errors");
+        assert_true(json_number_value(json_object_get(errors, "count")) >= 1);
+        const char *first = json_string_value(json_array_get(json_object_get(errors, "files"), 0));
+        assert_non_null(first);
+        assert_non_null(strstr(first, broken_files[i].file));
+        assert_non_null(strstr(first, broken_files[i].reason));
+        json_decref(r);
+
+        snprintf(extra, sizeof(extra), "-s run.on_error=fail -o '%s/fail-%zu.json'", workdir, i);
+        rc = pbench_run(config, extra, &err);
+        assert_int_equal(rc, 1);
+        assert_non_null(strstr(err, broken_files[i].file));
+        assert_non_null(strstr(err, broken_files[i].reason));
+        free(err);
+    }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    binary = getenv("PBENCH_BINARY");
+    return mkdtemp(workdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_clip_indices),
+        cmocka_unit_test(test_seek_accuracy),
+        cmocka_unit_test(test_sequential_and_mpeg4),
+        cmocka_unit_test(test_broken_files_decoder),
+        cmocka_unit_test(test_broken_files_policies),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
