@@ -58,6 +58,53 @@ double pb_point_setting_double(const struct pb_result *result, size_t point, con
     return json_is_number(v) ? json_number_value(v) : def;
 }
 
+/* ---- decode ceiling ------------------------------------------------------ */
+
+static const struct pb_stage_result *find_stage(const struct pb_point_result *p, const char *name)
+{
+    for (size_t i = 0; i < p->stage_count; i++)
+        if (strcmp(p->stages[i].name, name) == 0)
+            return &p->stages[i];
+    return NULL;
+}
+
+static bool counter(const struct pb_stage_result *s, const char *name, double *value)
+{
+    for (int c = 0; c < s->counter_count; c++)
+        if (strcmp(s->counter_names[c], name) == 0) {
+            *value = (double)s->counters[c];
+            return true;
+        }
+    return false;
+}
+
+bool pb_decode_figures(const struct pb_point_result *p, double *amplification,
+                       double *ns_per_decoded_frame, double *frames_per_sample)
+{
+    for (size_t i = 0; i < p->stage_count; i++) {
+        const struct pb_stage_result *s = &p->stages[i];
+        double decoded, delivered;
+        if (s->parent[0] || !counter(s, "frames_decoded", &decoded) ||
+            !counter(s, "frames_delivered", &delivered) || delivered <= 0 || decoded <= 0)
+            continue;
+        char name[160];
+        snprintf(name, sizeof(name), "%s.demux", s->name);
+        const struct pb_stage_result *demux = find_stage(p, name);
+        snprintf(name, sizeof(name), "%s.decode", s->name);
+        const struct pb_stage_result *decode = find_stage(p, name);
+        if (!decode)
+            return false;
+        double ns = (double)decode->hist.sum_ns + (demux ? (double)demux->hist.sum_ns : 0);
+        *amplification = decoded / delivered;
+        *ns_per_decoded_frame = ns / decoded;
+        /* Counters cover every sample the decoder delivered (its row's
+         * count), not only those the training loop consumed. */
+        *frames_per_sample = s->hist.count ? delivered / (double)s->hist.count : 0;
+        return *ns_per_decoded_frame > 0;
+    }
+    return false;
+}
+
 /* ---- per point ---------------------------------------------------------- */
 
 static void analyze_point(const struct pb_result *result, size_t i, struct pb_point_analysis *a)
@@ -120,6 +167,21 @@ static void analyze_point(const struct pb_result *result, size_t i, struct pb_po
     if (a->oversubscribed && used < n)
         snprintf(b + used, n - used, "; %lld workers share %d hardware threads",
                  (long long)a->workers, pus);
+
+    double amp, ns_frame, frames_per_sample;
+    if (pb_decode_figures(p, &amp, &ns_frame, &frames_per_sample)) {
+        const struct pb_calibration *c = &result->calibration;
+        if (c->measured && c->decode_ns_per_frame > 0) {
+            ns_frame = c->decode_ns_per_frame;
+            a->decode_rate_calibrated = true;
+        }
+        double workers = (double)(a->workers > 0 ? a->workers : 1);
+        a->amplification = amp;
+        a->decoded_fps_per_worker = 1e9 / ns_frame;
+        a->ceiling_frames_per_s = workers * a->decoded_fps_per_worker / amp;
+        a->delivered_frames_per_s = p->samples_per_s * frames_per_sample;
+        a->ceiling_pct = 100 * a->delivered_frames_per_s / a->ceiling_frames_per_s;
+    }
 
     const struct pb_calibration *cal = &result->calibration;
     if (cal->measured && cal->single_core_samples_per_s > 0) {
@@ -465,6 +527,15 @@ json_t *pb_analysis_to_json(const struct pb_analysis *an)
         json_object_set_new(obj, "oversubscribed", json_boolean(a->oversubscribed));
         if (a->efficiency_pct >= 0)
             json_object_set_new(obj, "efficiency_pct", json_real(a->efficiency_pct));
+        if (a->amplification > 0)
+            json_object_set_new(
+                obj, "decode",
+                json_pack("{s f s f s b s f s f s f}", "amplification", a->amplification,
+                          "decoded_fps_per_worker", a->decoded_fps_per_worker,
+                          "rate_from_calibration", a->decode_rate_calibrated,
+                          "ceiling_frames_per_s", a->ceiling_frames_per_s,
+                          "delivered_frames_per_s", a->delivered_frames_per_s, "ceiling_pct",
+                          a->ceiling_pct));
         json_array_append_new(points, obj);
     }
     json_object_set_new(root, "points", points);

@@ -42,7 +42,23 @@ struct pb_point_analysis {
     int64_t workers, batch_size, prefetch_factor;
     uint64_t memory_bytes;    /* peak RSS + pinned                         */
     double efficiency_pct;    /* vs calibrated single-core rate x workers; <0 unknown */
+    /* Video: decode amplification (frames decoded / delivered) and the
+     * decode ceiling: the delivered frames/s that decoding alone would
+     * allow, = workers x decoded frames/s of one worker / amplification.
+     * The per-frame decode time (demux + decode) comes from the
+     * calibration when there is one (uncontended), else from this run.
+     * Zero when the pipeline reports no such counters. */
+    double amplification;
+    double decoded_fps_per_worker;
+    bool decode_rate_calibrated;
+    double ceiling_frames_per_s, delivered_frames_per_s, ceiling_pct;
 };
+
+/* Decode amplification and per-frame decode time of a point's stages:
+ * returns false when the stages carry no frames_decoded/frames_delivered
+ * counters or demux/decode sub-stages. */
+bool pb_decode_figures(const struct pb_point_result *p, double *amplification,
+                       double *ns_per_decoded_frame, double *frames_per_sample);
 
 struct pb_analysis {
     size_t point_count;

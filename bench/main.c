@@ -299,6 +299,9 @@ static int calibrate(const char *config_path, const char *const *overrides, int 
     rc = pb_run_point(&spec, ds, &hooks, false, &point, NULL, NULL, msg, msglen);
     if (rc == PB_OK) {
         cal->single_core_samples_per_s = point.samples_per_s;
+        double amp, ns_frame, frames;
+        if (pb_decode_figures(&point, &amp, &ns_frame, &frames))
+            cal->decode_ns_per_frame = ns_frame;
         size_t bytes = 64u << 20;
         char *a = malloc(bytes), *b = malloc(bytes);
         if (a && b) {
@@ -888,6 +891,9 @@ static int cmd_calibrate(int argc, char **argv)
         printf("  %-15s %.1f samples/s  if the pipeline scaled perfectly\n", cores,
                cal.single_core_samples_per_s * cal.cores);
         printf("  memcpy          %.1f GB/s\n", cal.memcpy_gb_per_s);
+        if (cal.decode_ns_per_frame > 0)
+            printf("  video decode    %.1f frames/s on one core (demux + decode, frames decoded)\n",
+                   1e9 / cal.decode_ns_per_frame);
     }
     pb_dataset_free(&ds);
     pb_spec_free(&spec);

@@ -549,6 +549,26 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
     format_ns(b, sizeof(b), (double)p->assembly_p99_ns);
     table_add(&t, "batch assembly");
     table_add(&t, "p50 %s, p99 %s", a, b);
+    double amp, ns_frame, frames_per_sample;
+    if (pb_decode_figures(p, &amp, &ns_frame, &frames_per_sample)) {
+        /* The decode ceiling, computed as the analysis does. */
+        size_t index = (size_t)(p - result->points);
+        struct pb_analysis an;
+        if (pb_analyze(result, &an) == PB_OK && index < an.point_count) {
+            const struct pb_point_analysis *a = &an.points[index];
+            table_add(&t, "decode");
+            table_add(&t, "amplification %.2f (frames decoded / delivered)", a->amplification);
+            table_add(&t, "ceiling");
+            table_add(&t,
+                      "%.0f frames/s = %.0f decoded frames/s per worker (%s) x %lld / %.2f; "
+                      "this run delivers %.0f = %.0f%% of it",
+                      a->ceiling_frames_per_s, a->decoded_fps_per_worker,
+                      a->decode_rate_calibrated ? "calibrated, one core" : "measured in this run",
+                      (long long)(a->workers > 0 ? a->workers : 1), a->amplification,
+                      a->delivered_frames_per_s, a->ceiling_pct);
+        }
+        pb_analysis_free(&an);
+    }
     table_add(&t, "samples");
     table_add(&t, "%llu", (unsigned long long)p->samples);
     table_add(&t, "errors");

@@ -483,10 +483,11 @@ json_t *pb_result_to_json(const struct pb_result *result)
     const struct pb_calibration *cal = &result->calibration;
     if (cal->measured)
         json_object_set_new(root, "calibration",
-                            json_pack("{s o s o s i}", "single_core_samples_per_s",
+                            json_pack("{s o s o s i s o}", "single_core_samples_per_s",
                                       json_number(cal->single_core_samples_per_s),
                                       "memcpy_gb_per_s", json_number(cal->memcpy_gb_per_s),
-                                      "cores", cal->cores));
+                                      "cores", cal->cores, "decode_ns_per_frame",
+                                      json_number(cal->decode_ns_per_frame)));
     json_t *points = json_array();
     for (size_t i = 0; i < result->point_count; i++)
         json_array_append_new(points, point_to_json(&result->points[i]));
@@ -1045,6 +1046,8 @@ static int read_result(struct reader *rd, const json_t *root, struct pb_result *
         result->calibration.memcpy_gb_per_s =
             json_number_value(json_object_get(cal, "memcpy_gb_per_s"));
         result->calibration.cores = (int)json_integer_value(json_object_get(cal, "cores"));
+        result->calibration.decode_ns_per_frame =
+            json_number_value(json_object_get(cal, "decode_ns_per_frame"));
     }
     const json_t *analysis = json_object_get(root, "analysis");
     if (analysis && json_is_object(analysis))

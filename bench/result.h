@@ -130,6 +130,9 @@ struct pb_calibration {
     double single_core_samples_per_s;
     double memcpy_gb_per_s;
     int cores;
+    /* Video: demux + decode time per decoded frame on one uncontended core
+     * (0 when the pipeline has no video decoder). */
+    double decode_ns_per_frame;
 };
 
 struct pb_result {

@@ -456,8 +456,9 @@ static void test_compare_gate(void **state)
     char out[512];
     assert_int_equal(ci_run("ci-a.json", 300), 0);
     assert_int_equal(ci_run("ci-a2.json", 300), 0);
-    assert_int_equal(ci_run("ci-slow.json", 340), 0); /* about 10% slower */
+    /* (fast before slow: history orders runs by when they were measured) */
     assert_int_equal(ci_run("ci-fast.json", 260), 0); /* about 10% faster */
+    assert_int_equal(ci_run("ci-slow.json", 340), 0); /* about 10% slower */
 
     /* A vs A: no regression, the gate passes. */
     assert_int_equal(pbench("compare ci-a.json ci-a2.json --fail-on-regression", out, sizeof(out)),
@@ -498,6 +499,37 @@ static void test_compare_gate(void **state)
     assert_non_null(strstr(text, "STEP CHANGE"));
     assert_non_null(strstr(text, "(revision r3)"));
     free(text);
+}
+
+/* The shipped configs, on tiny generated data. */
+static void test_video_config_runs(void **state)
+{
+    (void)state;
+    char out[512], args[2048];
+    snprintf(args, sizeof(args),
+             "run '%s/configs/video.yaml' -s dataset.path=vdata -s dataset.generate.size=160x96 "
+             "-s dataset.generate.frames=40 -s dataset.generate.count=2 -s dataset.generate.gop=12 "
+             "-s run.min_time_s=0.2 -s run.max_time_s=0.5 -s run.repeats=1 -s run.window_s=0.05 "
+             "-s pipeline.decode.shorter_side=64 -s pipeline.random_crop.size=48 -o video.json",
+             source_dir);
+    int rc = pbench(args, out, sizeof(out));
+    char *err = err_text();
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    free(err);
+    char *table = slurp(out);
+    assert_non_null(strstr(table, "amplification"));
+    assert_non_null(strstr(table, "ceiling"));
+    assert_non_null(strstr(table, "  .decode"));
+    free(table);
+    json_t *r = load_result("video.json");
+    json_t *stages = json_object_get(json_array_get(json_object_get(r, "points"), 0), "stages");
+    json_t *decode = json_array_get(stages, 0);
+    assert_string_equal(json_string_value(json_object_get(decode, "name")), "decode");
+    json_t *counters = json_object_get(decode, "counters");
+    double decoded = num(counters, "frames_decoded"), delivered = num(counters, "frames_delivered");
+    assert_true(delivered > 0 && decoded >= delivered);
+    json_decref(r);
 }
 
 static void test_bad_config_exits_2(void **state)
@@ -554,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_sweep_table_and_recommendation),
         cmocka_unit_test(test_sweep_interrupt_keeps_finished_points),
         cmocka_unit_test(test_compare_gate),
+        cmocka_unit_test(test_video_config_runs),
         cmocka_unit_test(test_bad_config_exits_2),
         cmocka_unit_test(test_list_version_help),
     };
