@@ -421,6 +421,19 @@ static void suggest(struct pb_analysis *an, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The decoder the base config's decode stage uses, or "". */
+static const char *decoder_name(const struct pb_result *result)
+{
+    const json_t *pipeline = result->config ? json_object_get(result->config, "pipeline") : NULL;
+    for (size_t i = 0; i < json_array_size(pipeline); i++) {
+        const json_t *decode = json_object_get(json_array_get(pipeline, i), "decode");
+        const json_t *name = decode ? json_object_get(decode, "decoder") : NULL;
+        if (json_is_string(name))
+            return json_string_value(name);
+    }
+    return "";
+}
+
 static bool name_is(const char *name, const char *const *names)
 {
     for (; *names; names++)
@@ -448,12 +461,27 @@ static void suggestions(const struct pb_result *result, struct pb_analysis *an)
                 "the loader keeps up: the loop waits %.1f%% of its time (< %.0f%%); a faster "
                 "loader would not speed up training at this step time",
                 p->stall_pct, PB_INPUT_BOUND_MODERATE_PCT);
-    if (a->top_stage >= 0 && a->top_share_pct >= 40 && name_is(top, decode_names))
-        suggest(an,
-                "decode takes %.0f%% of worker time: decode at reduced size (JPEG DCT scaling, "
-                "pipeline.decode.scale: auto), store a smaller source resolution, or decode on "
-                "the GPU",
-                a->top_share_pct);
+    if (a->top_stage >= 0 && a->top_share_pct >= 40 && name_is(top, decode_names)) {
+        const char *decoder = decoder_name(result);
+        if (strcmp(decoder, "video") == 0)
+            suggest(an,
+                    "decode takes %.0f%% of worker time and decodes %.2fx the frames it delivers: "
+                    "skip the non-reference frames nobody receives (pipeline.decode.discard: "
+                    "nonref), encode the sources with a shorter GOP, trade workers for decoder "
+                    "threads (pipeline.decode.threads), or decode on the GPU",
+                    a->top_share_pct, a->amplification);
+        else if (strcmp(decoder, "null") == 0)
+            suggest(an,
+                    "decode takes %.0f%% of worker time: the null decoder's cost_us sets it; a "
+                    "real decoder's share is the figure to watch",
+                    a->top_share_pct);
+        else
+            suggest(an,
+                    "decode takes %.0f%% of worker time: decode at reduced size (JPEG DCT "
+                    "scaling, pipeline.decode.scale: auto), store a smaller source resolution, "
+                    "or decode on the GPU",
+                    a->top_share_pct);
+    }
     if (a->top_stage >= 0 && a->top_share_pct >= 30 && name_is(top, sizing_names))
         suggest(an,
                 "%s takes %.0f%% of worker time: crop before resizing (random_resized_crop "

@@ -47,6 +47,7 @@ struct worker {
     struct pb_hist collate_hist;
     uint64_t collate_cpu_ns;
     uint64_t cpu_start_ns, cpu_end_ns; /* thread CPU over measured batches */
+    _Atomic uint64_t exit_cpu_ns;      /* thread CPU when the worker ended  */
     bool cpu_started;
     uint64_t *indices, *seeds;
     char msg[PB_MSG_MAX];
@@ -71,6 +72,7 @@ struct run {
     uint64_t pool_bytes;
     struct pb_queue queue;
     bool queue_live;
+    int started_workers;               /* threads running in this repeat    */
 
     bool stage_timing;
     uint64_t first_measured_seq;
@@ -335,8 +337,31 @@ static void *worker_main(void *arg)
         }
         pb_queue_push(&run->queue, slot);
     }
+    atomic_store(&w->exit_cpu_ns, pb_thread_cpu_ns());
     pb_queue_worker_done(&run->queue, w->index);
     return NULL;
+}
+
+/* CPU time of every loader thread (the consumer's own when it loads), read
+ * from the consumer so the window is exactly the measured part. */
+static uint64_t loader_cpu_ns(const struct run *run)
+{
+    if (run->workers == 0)
+        return pb_thread_cpu_ns();
+    uint64_t total = 0;
+    for (int i = 0; i < run->started_workers; i++) {
+        clockid_t cid;
+        struct timespec ts;
+        uint64_t ended = atomic_load(&run->worker[i].exit_cpu_ns);
+        if (ended)
+            total += ended; /* the thread may be gone: its last reading */
+        else if (pthread_getcpuclockid(run->worker[i].thread, &cid) == 0 &&
+                 clock_gettime(cid, &ts) == 0)
+            total += (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        else
+            total += atomic_load(&run->worker[i].exit_cpu_ns);
+    }
+    return total;
 }
 
 /* ---- system sampler ---------------------------------------------------- */
@@ -637,6 +662,7 @@ static void reset_worker_stats(struct run *run)
         w->cpu_start_ns = w->cpu_end_ns = 0;
         pb_hist_init(&w->collate_hist);
         w->collate_cpu_ns = 0;
+        atomic_store(&w->exit_cpu_ns, 0);
     }
 }
 
@@ -703,6 +729,7 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
             break;
         }
         started++;
+        run->started_workers = started;
     }
 
     size_t windows_cap = (size_t)(rs->max_time_s / rs->window_s) + 16;
@@ -710,7 +737,7 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
                                .cap = windows_cap};
     size_t records_cap = 0;
     uint64_t step_ns = (uint64_t)(rs->step_ms * 1e6);
-    uint64_t t_start = 0, t_end = 0, cpu_start = 0;
+    uint64_t t_start = 0, t_end = 0, cpu_start = 0, loader_cpu_start = 0, loader_cpu_end = 0;
     uint64_t samples = 0, batches = 0, bytes_read = 0, errors = 0;
     uint64_t wait_total = 0, step_total = 0;
     uint64_t min_windows = (uint64_t)(rs->min_time_s / rs->window_s);
@@ -729,6 +756,7 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
             t_start = pb_now_ns();
             atomic_store_explicit(&run->live_samples, 0, memory_order_relaxed);
             atomic_store_explicit(&run->live_start_ns, t_start, memory_order_relaxed);
+            loader_cpu_start = loader_cpu_ns(run);
             cpu_start = process_cpu_ns();
             win.start_ns = t_start;
         }
@@ -806,12 +834,16 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
         }
     }
 
+    if (measuring)
+        loader_cpu_end = loader_cpu_ns(run);
+
     /* Tear down: stop workers, collect their measurements. */
     atomic_store(&run->stop_workers, true);
     if (run->workers > 0)
         pb_queue_close(&run->queue);
     for (int i = 0; i < started; i++)
         pthread_join(run->worker[i].thread, NULL);
+    run->started_workers = 0;
     atomic_store(&run->sampler_stop, true);
     pthread_join(run->sampler_thread, NULL);
     if (run->workers > 0) {
@@ -858,11 +890,8 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
     if (!rep->hit_time_cap && !*interrupted && win.count < min_windows)
         rep->noisy = false; /* data ran out before the noise rule could apply */
 
-    uint64_t worker_cpu = 0;
     int nworkers = run->workers > 0 ? run->workers : 1;
-    for (int i = 0; i < nworkers; i++)
-        if (run->worker[i].cpu_started)
-            worker_cpu += run->worker[i].cpu_end_ns - run->worker[i].cpu_start_ns;
+    uint64_t worker_cpu = loader_cpu_end > loader_cpu_start ? loader_cpu_end - loader_cpu_start : 0;
     rep->worker_cpu_pct = 100.0 * (double)worker_cpu / ((double)nworkers * (double)(t_end - t_start));
 
     rep->rss_peak_bytes = run->rss_peak_bytes;
