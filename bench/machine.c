@@ -13,6 +13,7 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/avutil.h>
+#include <sqlite3.h>
 #include <libswscale/swscale.h>
 #include <yaml.h>
 
@@ -198,6 +199,7 @@ void pb_machine_probe(struct pb_machine *m)
     /* hwloc exposes its API version at run time, not its release number. */
     add_library(m, "hwloc-api", "%u.%u.%u", hwloc >> 16, (hwloc >> 8) & 0xff, hwloc & 0xff);
     add_library(m, "jansson", "%s", jansson_version_str());
+    add_library(m, "sqlite", "%s", sqlite3_libversion());
     probe_gpu(m);
 }
 
