@@ -19,6 +19,9 @@
 
 #define PB_DECODERS(X) \
     X(null)            \
+    X(jpeg)            \
+    X(image)           \
+    X(auto)            \
     X(video)
 
 #define DECLARE_STAGE(n) extern const struct pb_stage_ops pb_stage_##n;

@@ -1,0 +1,46 @@
+/* What the still-image decoders share: `jpeg` (libjpeg-turbo), `image`
+ * (PNG, WebP and BMP through libavcodec) and `auto` (either one, chosen by
+ * the file's magic bytes). They take one options struct, so `auto` hands
+ * its options to both; each decoder's table lists the fields it honours. */
+#ifndef PB_DECODERS_IMAGE_H
+#define PB_DECODERS_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decoders/decoder.h"
+
+enum pb_image_output { PB_IMAGE_RGB = 0, PB_IMAGE_BGR, PB_IMAGE_GRAY };
+enum pb_image_scale { PB_SCALE_1 = 0, PB_SCALE_1_2, PB_SCALE_1_4, PB_SCALE_1_8, PB_SCALE_AUTO };
+enum pb_image_cmyk { PB_CMYK_CONVERT = 0, PB_CMYK_REJECT };
+enum pb_image_dct { PB_DCT_ACCURATE = 0, PB_DCT_FAST };
+
+struct pb_image_opts {
+    int output;            /* enum pb_image_output                        */
+    int scale;             /* enum pb_image_scale (JPEG only)             */
+    int cmyk;              /* enum pb_image_cmyk (JPEG only)              */
+    bool exif_orientation; /* JPEG only                                   */
+    bool strict;           /* JPEG: libjpeg-turbo warnings are errors     */
+    int dct;               /* enum pb_image_dct (JPEG only)               */
+    bool fast_upsample;    /* JPEG only                                   */
+    int64_t max_pixels;    /* width x height of the encoded image, at most */
+    int64_t plan_width;    /* decoded size the buffers start out sized for */
+    int64_t plan_height;
+};
+
+/* The kind of image bytes start with, from their magic numbers. */
+enum pb_image_kind {
+    PB_IMAGE_UNKNOWN = 0,
+    PB_IMAGE_JPEG,
+    PB_IMAGE_PNG,
+    PB_IMAGE_WEBP,
+    PB_IMAGE_BMP,
+};
+enum pb_image_kind pb_image_sniff(const uint8_t *bytes, size_t len);
+
+extern const struct pb_decoder_ops pb_decoder_jpeg;
+extern const struct pb_decoder_ops pb_decoder_image;
+extern const struct pb_decoder_ops pb_decoder_auto;
+
+#endif

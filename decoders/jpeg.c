@@ -1,0 +1,501 @@
+/* The `jpeg` decoder (libjpeg-turbo's TurboJPEG API) and the `auto`
+ * decoder, which sends JPEGs here and PNG, WebP and BMP files to `image`.
+ *
+ * Baseline and progressive, 4:4:4/4:2:2/4:2:0/grayscale input, output RGB,
+ * BGR or gray uint8 HWC (gray input becomes three channels for rgb/bgr).
+ * DCT-domain scaling by 1, 1/2, 1/4, 1/8 or `auto`, the smallest factor that
+ * leaves the image at least as large as the next sizing stage wants. CMYK
+ * and YCCK files are converted to RGB or rejected. The EXIF orientation tag
+ * is read from the APP1 segment and applied while writing the output.
+ *
+ * The markers before the first scan are walked here (cheap, bounds-checked)
+ * for the size, component count, progressive flag, Adobe and EXIF
+ * segments, so the hot path parses the header once, inside tjDecompress2;
+ * tjDecompressHeader3 is the fallback that explains a header we cannot
+ * read. No allocation per sample beyond libjpeg's own: a private buffer for
+ * CMYK and oriented images grows when a larger one comes. */
+#include "decoders/image.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <turbojpeg.h>
+
+#include "bench/pb.h"
+
+static const char *const output_names[] = {"rgb", "bgr", "gray", NULL};
+static const char *const scale_names[] = {"1", "1/2", "1/4", "1/8", "auto", NULL};
+static const char *const cmyk_names[] = {"convert", "reject", NULL};
+static const char *const dct_names[] = {"accurate", "fast", NULL};
+
+#define OPT(f) offsetof(struct pb_image_opts, f)
+static const struct pb_opt jpeg_opts[] = {
+    {"output", PB_OPT_ENUM, OPT(output), 0, 0, "rgb", output_names,
+     "Pixel format written: rgb or bgr (3 channels, gray input expanded) or gray (1 channel)."},
+    {"scale", PB_OPT_ENUM, OPT(scale), 0, 0, "1", scale_names,
+     "DCT-domain downscaling: 1, 1/2, 1/4, 1/8, or auto: the smallest factor that leaves the "
+     "image at least as large as the next resize or crop needs."},
+    {"cmyk", PB_OPT_ENUM, OPT(cmyk), 0, 0, "convert", cmyk_names,
+     "CMYK and YCCK JPEGs: convert to RGB (naive formula, no colour management) or reject them "
+     "as bad samples."},
+    {"exif_orientation", PB_OPT_BOOL, OPT(exif_orientation), 0, 0, "true", NULL,
+     "Rotate and flip the image as its EXIF orientation tag says."},
+    {"strict", PB_OPT_BOOL, OPT(strict), 0, 0, "true", NULL,
+     "Treat libjpeg-turbo warnings (truncated or corrupt data it would fill with grey) as a bad "
+     "sample; false keeps the partly decoded image."},
+    {"dct", PB_OPT_ENUM, OPT(dct), 0, 0, "accurate", dct_names,
+     "Inverse DCT: accurate (libjpeg's islow, the default of PIL and tjbench) or fast (ifast)."},
+    {"fast_upsample", PB_OPT_BOOL, OPT(fast_upsample), 0, 0, "false", NULL,
+     "Nearest-neighbour chroma upsampling instead of libjpeg's smooth (fancy) upsampling."},
+    {"max_pixels", PB_OPT_INT, OPT(max_pixels), 1, 1e12, "89478485", NULL,
+     "Largest image accepted, width x height before scaling (PIL's limit by default); larger "
+     "ones are bad samples, so a decompression bomb cannot exhaust memory."},
+    {"plan_width", PB_OPT_INT, OPT(plan_width), 1, 65535, "640", NULL,
+     "Width of the decoded image the pipeline's buffers start out sized for; larger images "
+     "grow them once, except when decode ends the pipeline (a fixed batch slot)."},
+    {"plan_height", PB_OPT_INT, OPT(plan_height), 1, 65535, "480", NULL,
+     "Height of the decoded image the pipeline's buffers start out sized for."},
+    {0},
+};
+
+static const char *const jpeg_counters[] = {"scaled", "progressive", "grayscale", "cmyk", NULL};
+enum { COUNT_SCALED, COUNT_PROGRESSIVE, COUNT_GRAYSCALE, COUNT_CMYK };
+
+struct jpeg_state {
+    struct pb_image_opts o;
+    tjhandle tj;
+    int32_t want_height, want_width;
+    uint8_t *tmp; /* CMYK pixels, or the image before orientation */
+    size_t tmp_capacity;
+};
+
+/* What the markers before the first scan say. */
+struct jpeg_header {
+    int width, height, components;
+    bool progressive;
+    bool adobe;        /* an Adobe APP14 segment: CMYK is stored inverted */
+    int orientation;   /* EXIF 1..8, 1 when absent                        */
+};
+
+static uint16_t get16(const uint8_t *p, bool big_endian)
+{
+    return big_endian ? (uint16_t)(p[0] << 8 | p[1]) : (uint16_t)(p[1] << 8 | p[0]);
+}
+
+static uint32_t get32(const uint8_t *p, bool big_endian)
+{
+    return big_endian ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
+                      : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+
+/* The orientation tag (0x0112) of IFD0 in an Exif APP1 payload (after its
+ * length), or 1 when absent or malformed. */
+static int exif_orientation(const uint8_t *p, size_t len)
+{
+    if (len < 14 || memcmp(p, "Exif\0\0", 6) != 0)
+        return 1;
+    const uint8_t *tiff = p + 6;
+    size_t tiff_len = len - 6;
+    bool big;
+    if (tiff[0] == 'M' && tiff[1] == 'M')
+        big = true;
+    else if (tiff[0] == 'I' && tiff[1] == 'I')
+        big = false;
+    else
+        return 1;
+    if (get16(tiff + 2, big) != 42)
+        return 1;
+    uint32_t ifd = get32(tiff + 4, big);
+    if (ifd > tiff_len || tiff_len - ifd < 2)
+        return 1;
+    unsigned entries = get16(tiff + ifd, big);
+    const uint8_t *e = tiff + ifd + 2;
+    if ((size_t)entries * 12 > tiff_len - ifd - 2)
+        return 1;
+    for (unsigned i = 0; i < entries; i++, e += 12) {
+        if (get16(e, big) != 0x0112)
+            continue;
+        unsigned type = get16(e + 2, big);
+        unsigned value = type == 3 ? get16(e + 8, big) : type == 4 ? get32(e + 8, big) : 0;
+        return value >= 1 && value <= 8 ? (int)value : 1;
+    }
+    return 1;
+}
+
+/* Walks the segments from SOI to the first SOS. Returns false when no
+ * usable frame header is found (libjpeg then explains what is wrong). */
+static bool read_header(const uint8_t *b, size_t n, struct jpeg_header *h)
+{
+    memset(h, 0, sizeof(*h));
+    h->orientation = 1;
+    if (n < 4 || b[0] != 0xFF || b[1] != 0xD8)
+        return false;
+    size_t i = 2;
+    while (i + 4 <= n) {
+        if (b[i] != 0xFF) {
+            i++; /* garbage between segments: libjpeg warns, we keep looking */
+            continue;
+        }
+        uint8_t m = b[i + 1];
+        if (m == 0xFF) {
+            i++; /* fill byte */
+            continue;
+        }
+        if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+            i += 2;
+            continue;
+        }
+        if (m == 0xD9 || m == 0xDA)
+            break;
+        size_t len = (size_t)(b[i + 2] << 8 | b[i + 3]);
+        if (len < 2 || i + 2 + len > n)
+            break;
+        const uint8_t *p = b + i + 4;
+        size_t plen = len - 2;
+        bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
+        if (sof && plen >= 6 && h->width == 0) {
+            h->height = p[1] << 8 | p[2];
+            h->width = p[3] << 8 | p[4];
+            h->components = p[5];
+            h->progressive = m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE;
+        } else if (m == 0xE1 && h->orientation == 1) {
+            h->orientation = exif_orientation(p, plen);
+        } else if (m == 0xEE && plen >= 5 && memcmp(p, "Adobe", 5) == 0) {
+            h->adobe = true;
+        }
+        i += 2 + len;
+    }
+    return h->width > 0 && h->height > 0 && h->components > 0;
+}
+
+static int grow_tmp(struct jpeg_state *st, size_t bytes)
+{
+    if (bytes <= st->tmp_capacity)
+        return PB_OK;
+    size_t capacity = bytes + bytes / 4;
+    uint8_t *p = malloc(capacity);
+    if (!p)
+        return PB_ERR_NOMEM;
+    free(st->tmp);
+    st->tmp = p;
+    st->tmp_capacity = capacity;
+    return PB_OK;
+}
+
+/* CMYK to RGB (or BGR or gray) in place or forward (dst <= src): the
+ * formula PIL uses, no colour management. Adobe files store inverted ink. */
+static void cmyk_to_output(uint8_t *dst, const uint8_t *src, size_t pixels, int output,
+                           bool inverted)
+{
+    for (size_t i = 0; i < pixels; i++) {
+        unsigned c = src[4 * i], m = src[4 * i + 1], y = src[4 * i + 2], k = src[4 * i + 3];
+        if (!inverted) {
+            c = 255 - c;
+            m = 255 - m;
+            y = 255 - y;
+            k = 255 - k;
+        }
+        unsigned r = (c * k + 127) / 255, g = (m * k + 127) / 255, b = (y * k + 127) / 255;
+        if (output == PB_IMAGE_GRAY) {
+            dst[i] = (uint8_t)((77 * r + 150 * g + 29 * b + 128) >> 8);
+        } else {
+            dst[3 * i] = (uint8_t)(output == PB_IMAGE_BGR ? b : r);
+            dst[3 * i + 1] = (uint8_t)g;
+            dst[3 * i + 2] = (uint8_t)(output == PB_IMAGE_BGR ? r : b);
+        }
+    }
+}
+
+/* Writes src (width x height x ch, as stored) into dst as EXIF orientation
+ * says; dst is height x width for orientations 5..8. */
+static void orient(uint8_t *dst, const uint8_t *src, int width, int height, int ch, int orientation)
+{
+    ptrdiff_t px = ch, row = (ptrdiff_t)width * ch;
+    ptrdiff_t last_x = (ptrdiff_t)(width - 1) * px, last_y = (ptrdiff_t)(height - 1) * row;
+    ptrdiff_t origin = 0, step_x = px, step_y = row; /* source offsets per output x and y */
+    switch (orientation) {
+    case 2: origin = last_x, step_x = -px, step_y = row; break;
+    case 3: origin = last_x + last_y, step_x = -px, step_y = -row; break;
+    case 4: origin = last_y, step_x = px, step_y = -row; break;
+    case 5: origin = 0, step_x = row, step_y = px; break;
+    case 6: origin = last_y, step_x = -row, step_y = px; break;
+    case 7: origin = last_x + last_y, step_x = -row, step_y = -px; break;
+    case 8: origin = last_x, step_x = row, step_y = -px; break;
+    default: break;
+    }
+    int out_w = orientation >= 5 ? height : width, out_h = orientation >= 5 ? width : height;
+    for (int y = 0; y < out_h; y++) {
+        const uint8_t *s = src + origin + (ptrdiff_t)y * step_y;
+        uint8_t *d = dst + (size_t)y * (size_t)out_w * (size_t)ch;
+        if (ch == 3) {
+            for (int x = 0; x < out_w; x++, s += step_x, d += 3) {
+                d[0] = s[0];
+                d[1] = s[1];
+                d[2] = s[2];
+            }
+        } else {
+            for (int x = 0; x < out_w; x++, s += step_x, d += ch)
+                memcpy(d, s, (size_t)ch);
+        }
+    }
+}
+
+static const tjscalingfactor factors[] = {{1, 1}, {1, 2}, {1, 4}, {1, 8}};
+
+static int jpeg_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                     struct pb_stage_plan *out, char *msg, size_t msglen)
+{
+    struct jpeg_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return PB_ERR_NOMEM;
+    st->o = *(const struct pb_image_opts *)opts;
+    st->want_height = in->want_height;
+    st->want_width = in->want_width;
+    st->tj = tjInitDecompress();
+    if (!st->tj) {
+        snprintf(msg, msglen, "jpeg: tjInitDecompress failed: %s", tjGetErrorStr2(NULL));
+        free(st);
+        return PB_ERR;
+    }
+    int channels = st->o.output == PB_IMAGE_GRAY ? 1 : 3;
+    out->shape = (struct pb_shape){.dtype = PB_DTYPE_U8, .frames = 1,
+                                   .height = (int32_t)st->o.plan_height,
+                                   .width = (int32_t)st->o.plan_width, .channels = channels,
+                                   .layout = PB_LAYOUT_THWC};
+    out->max_bytes = pb_shape_bytes(&out->shape);
+    *state = st;
+    return PB_OK;
+}
+
+/* The scaling factor index for an image of width x height (as stored;
+ * transposed when the orientation swaps the axes). */
+static int choose_scale(const struct jpeg_state *st, int width, int height, bool transposed)
+{
+    if (st->o.scale != PB_SCALE_AUTO)
+        return st->o.scale;
+    if (st->want_height <= 0 && st->want_width <= 0)
+        return PB_SCALE_1;
+    for (int i = PB_SCALE_1_8; i > PB_SCALE_1; i--) {
+        int w = TJSCALED(width, factors[i]), h = TJSCALED(height, factors[i]);
+        if (transposed) {
+            int t = w;
+            w = h;
+            h = t;
+        }
+        if (h >= st->want_height && w >= st->want_width)
+            return i;
+    }
+    return PB_SCALE_1;
+}
+
+static const char *name_of(const struct pb_sample *s)
+{
+    return s->path ? s->path : "(sample)";
+}
+
+static int jpeg_decode(void *state, struct pb_sample *s)
+{
+    struct jpeg_state *st = state;
+    const struct pb_image_opts *o = &st->o;
+    if (s->in_bytes == 0) {
+        snprintf(s->msg, s->msglen, "%s: empty file", name_of(s));
+        return PB_ERR_DATA;
+    }
+    struct jpeg_header h;
+    if (!read_header(s->in, s->in_bytes, &h)) {
+        int w, ht, subsamp, cs;
+        if (tjDecompressHeader3(st->tj, s->in, s->in_bytes, &w, &ht, &subsamp, &cs) != 0) {
+            snprintf(s->msg, s->msglen, "%s: %s", name_of(s), tjGetErrorStr2(st->tj));
+            return PB_ERR_DATA;
+        }
+        h.width = w;
+        h.height = ht;
+        h.components = cs == TJCS_GRAY ? 1 : cs == TJCS_CMYK || cs == TJCS_YCCK ? 4 : 3;
+    }
+    if ((int64_t)h.width * h.height > o->max_pixels) {
+        snprintf(s->msg, s->msglen, "%s: %dx%d JPEG is larger than max_pixels (%lld pixels)",
+                 name_of(s), h.width, h.height, (long long)o->max_pixels);
+        return PB_ERR_DATA;
+    }
+    bool cmyk = h.components == 4;
+    if (cmyk && o->cmyk == PB_CMYK_REJECT) {
+        snprintf(s->msg, s->msglen, "%s: CMYK JPEG not supported (decoder option cmyk: reject)",
+                 name_of(s));
+        return PB_ERR_DATA;
+    }
+    int orientation = o->exif_orientation ? h.orientation : 1;
+    int scale = choose_scale(st, h.width, h.height, orientation >= 5);
+    int width = TJSCALED(h.width, factors[scale]), height = TJSCALED(h.height, factors[scale]);
+    int channels = o->output == PB_IMAGE_GRAY ? 1 : 3;
+    size_t pixels = (size_t)width * (size_t)height;
+    size_t need = pixels * (size_t)channels;
+    if (need > s->out_capacity) {
+        s->out_bytes = need;
+        return PB_ERR_NOSPACE;
+    }
+
+    int format = o->output == PB_IMAGE_GRAY ? TJPF_GRAY : o->output == PB_IMAGE_BGR ? TJPF_BGR
+                                                                                 : TJPF_RGB;
+    /* LIMITSCANS: a progressive file of thousands of scans is refused, not
+     * decoded for minutes. */
+    int flags = TJFLAG_LIMITSCANS | (o->strict ? TJFLAG_STOPONWARNING : 0) |
+                (o->dct == PB_DCT_FAST ? TJFLAG_FASTDCT : 0) |
+                (o->fast_upsample ? TJFLAG_FASTUPSAMPLE : 0);
+    uint8_t *target = s->out;
+    if (cmyk || orientation != 1) {
+        if (grow_tmp(st, pixels * (cmyk ? 4u : (size_t)channels)) != PB_OK) {
+            snprintf(s->msg, s->msglen, "%s: out of memory for a %dx%d image", name_of(s), width,
+                     height);
+            return PB_ERR_NOMEM;
+        }
+        target = st->tmp;
+        if (cmyk)
+            format = TJPF_CMYK;
+    }
+    if (tjDecompress2(st->tj, s->in, s->in_bytes, target, width, 0, height, format, flags) != 0) {
+        if (o->strict || tjGetErrorCode(st->tj) != TJERR_WARNING) {
+            snprintf(s->msg, s->msglen, "%s: %s", name_of(s), tjGetErrorStr2(st->tj));
+            return PB_ERR_DATA;
+        }
+    }
+    if (cmyk)
+        cmyk_to_output(orientation == 1 ? s->out : st->tmp, st->tmp, pixels, o->output, h.adobe);
+    if (orientation != 1) {
+        orient(s->out, st->tmp, width, height, channels, orientation);
+        if (orientation >= 5) {
+            int t = width;
+            width = height;
+            height = t;
+        }
+    }
+    s->out_bytes = need;
+    s->out_shape = (struct pb_shape){.dtype = PB_DTYPE_U8, .frames = 1, .height = height,
+                                     .width = width, .channels = channels,
+                                     .layout = PB_LAYOUT_THWC};
+    s->counters[COUNT_SCALED] += scale != PB_SCALE_1;
+    s->counters[COUNT_PROGRESSIVE] += h.progressive;
+    s->counters[COUNT_GRAYSCALE] += h.components == 1;
+    s->counters[COUNT_CMYK] += cmyk;
+    return PB_OK;
+}
+
+static void jpeg_cleanup(void *state)
+{
+    struct jpeg_state *st = state;
+    if (!st)
+        return;
+    if (st->tj)
+        tjDestroy(st->tj);
+    free(st->tmp);
+    free(st);
+}
+
+const struct pb_decoder_ops pb_decoder_jpeg = {
+    .name = "jpeg",
+    .summary = "JPEG through libjpeg-turbo: baseline/progressive, DCT scaling, CMYK, EXIF "
+               "orientation; RGB, BGR or gray.",
+    .counters = jpeg_counters,
+    .opts = jpeg_opts,
+    .opts_size = sizeof(struct pb_image_opts),
+    .init = jpeg_init,
+    .decode = jpeg_decode,
+    .cleanup = jpeg_cleanup,
+};
+
+/* ---- auto: by magic bytes ---------------------------------------------- */
+
+enum pb_image_kind pb_image_sniff(const uint8_t *b, size_t n)
+{
+    if (n >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF)
+        return PB_IMAGE_JPEG;
+    if (n >= 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0)
+        return PB_IMAGE_PNG;
+    if (n >= 12 && memcmp(b, "RIFF", 4) == 0 && memcmp(b + 8, "WEBP", 4) == 0)
+        return PB_IMAGE_WEBP;
+    if (n >= 2 && b[0] == 'B' && b[1] == 'M')
+        return PB_IMAGE_BMP;
+    return PB_IMAGE_UNKNOWN;
+}
+
+struct auto_state {
+    void *jpeg;
+    void *image;
+};
+
+static void auto_cleanup(void *state)
+{
+    struct auto_state *st = state;
+    if (!st)
+        return;
+    if (st->jpeg)
+        pb_decoder_jpeg.cleanup(st->jpeg);
+    if (st->image)
+        pb_decoder_image.cleanup(st->image);
+    free(st);
+}
+
+static int auto_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                     struct pb_stage_plan *out, char *msg, size_t msglen)
+{
+    struct auto_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return PB_ERR_NOMEM;
+    int rc = pb_decoder_jpeg.init(&st->jpeg, opts, in, out, msg, msglen);
+    if (rc == PB_OK && !pb_decoder_image.unavailable_reason) {
+        struct pb_stage_plan image_out = *out;
+        rc = pb_decoder_image.init(&st->image, opts, in, &image_out, msg, msglen);
+    }
+    if (rc != PB_OK) {
+        auto_cleanup(st);
+        return rc;
+    }
+    *state = st;
+    return PB_OK;
+}
+
+/* Formats up to the first four bytes as hex, e.g. "74 65 78 74". */
+static void first_bytes(char *buf, size_t buflen, const uint8_t *b, size_t n)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < n && i < 4 && used + 4 < buflen; i++)
+        used += (size_t)snprintf(buf + used, buflen - used, "%s%02x", i ? " " : "", b[i]);
+}
+
+static int auto_decode(void *state, struct pb_sample *s)
+{
+    struct auto_state *st = state;
+    switch (pb_image_sniff(s->in, s->in_bytes)) {
+    case PB_IMAGE_JPEG: return pb_decoder_jpeg.decode(st->jpeg, s);
+    case PB_IMAGE_PNG:
+    case PB_IMAGE_WEBP:
+    case PB_IMAGE_BMP:
+        if (st->image)
+            return pb_decoder_image.decode(st->image, s);
+        snprintf(s->msg, s->msglen, "%s: decoder 'image' is not available in this build: %s",
+                 name_of(s), pb_decoder_image.unavailable_reason);
+        return PB_ERR_DATA;
+    default: break;
+    }
+    if (s->in_bytes == 0) {
+        snprintf(s->msg, s->msglen, "%s: empty file", name_of(s));
+    } else {
+        char hex[16];
+        first_bytes(hex, sizeof(hex), s->in, s->in_bytes);
+        snprintf(s->msg, s->msglen, "%s: not an image (starts with %s)", name_of(s), hex);
+    }
+    return PB_ERR_DATA;
+}
+
+const struct pb_decoder_ops pb_decoder_auto = {
+    .name = "auto",
+    .summary = "Chooses by magic bytes: JPEG through libjpeg-turbo, PNG/WebP/BMP through "
+               "libavcodec.",
+    .counters = jpeg_counters,
+    .opts = jpeg_opts,
+    .opts_size = sizeof(struct pb_image_opts),
+    .init = auto_init,
+    .decode = auto_decode,
+    .cleanup = auto_cleanup,
+};
