@@ -70,7 +70,7 @@ int pb_history_add(const char *db_path, const struct pb_result *result, const ch
         const struct pb_point_result *p = &result->points[i];
         if (p->repeat_count == 0)
             continue;
-        char *axes = json_dumps(p->axes ? p->axes : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
+        char *axes = p->axes ? json_dumps(p->axes, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         sqlite3_reset(st);
         sqlite3_bind_text(st, 1, result->created, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 2, added, -1, SQLITE_TRANSIENT);
