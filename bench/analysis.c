@@ -150,8 +150,11 @@ static void analyze_point(const struct pb_result *result, size_t i, struct pb_po
             a->top_share_pct = p->stages[s].share_pct;
         }
     }
-    a->cpu_bound = p->worker_cpu_pct >= PB_CPU_BOUND_PCT;
     int pus = result->machine.pus > 0 ? result->machine.pus : 1;
+    /* Workers off CPU are waiting either for I/O and each other, or, when
+     * the process already fills every hardware thread, for a core. */
+    a->saturated = p->cpu_util_pct >= 0.9 * 100.0 * pus;
+    a->cpu_bound = p->worker_cpu_pct >= PB_CPU_BOUND_PCT || a->saturated;
     a->oversubscribed = a->workers > pus;
     size_t used = 0;
     char *b = a->bottleneck;
@@ -159,10 +162,16 @@ static void analyze_point(const struct pb_result *result, size_t i, struct pb_po
     if (a->top_stage >= 0)
         used += (size_t)snprintf(b + used, n - used, "%s takes %.0f%% of worker time; ",
                                  p->stages[a->top_stage].name, a->top_share_pct);
-    if (used < n)
+    if (used < n && a->saturated)
+        used += (size_t)snprintf(b + used, n - used,
+                                 "the machine is CPU-bound: the process keeps all %d hardware "
+                                 "threads busy (%.0f%% CPU)",
+                                 pus, p->cpu_util_pct);
+    else if (used < n)
         used += (size_t)snprintf(b + used, n - used,
                                  a->cpu_bound ? "workers are CPU-bound (on CPU %.0f%% of the time)"
-                                              : "workers wait (on CPU only %.0f%% of the time)",
+                                              : "workers wait (on CPU only %.0f%% of the time, "
+                                                "with cores to spare)",
                                  p->worker_cpu_pct);
     if (a->oversubscribed && used < n)
         snprintf(b + used, n - used, "; %lld workers share %d hardware threads",
@@ -324,12 +333,15 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
 
 /* ---- scaling ------------------------------------------------------------ */
 
-/* Points that differ only in loader.workers form a series; the first
- * series with at least two worker counts is analyzed (others alike). */
+/* Points that differ only in loader.workers form a series; the series of
+ * the recommended point is analyzed (else the first with two or more
+ * worker counts). */
 static void scaling(const struct pb_result *result, struct pb_analysis *an)
 {
     size_t n = result->point_count;
-    for (size_t base = 0; base < n; base++) {
+    size_t first = an->recommended >= 0 ? (size_t)an->recommended : 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t base = (first + k) % n;
         if (!an->points[base].usable)
             continue;
         int series[64], count = 0;
@@ -367,7 +379,20 @@ static void scaling(const struct pb_result *result, struct pb_analysis *an)
         size_t used = 0;
         char *out = an->scaling;
         size_t size = sizeof(an->scaling);
-        used += (size_t)snprintf(out, size, "samples/s per worker:");
+        char others[256] = "";
+        size_t o = 0;
+        const char *key;
+        const json_t *v;
+        json_object_foreach(result->points[base].axes, key, v)
+        {
+            if (strcmp(key, "loader.workers") == 0 || o >= sizeof(others))
+                continue;
+            char *text = json_dumps(v, JSON_ENCODE_ANY);
+            o += (size_t)snprintf(others + o, sizeof(others) - o, "%s%s=%s", o ? ", " : " at ",
+                                  strrchr(key, '.') ? strrchr(key, '.') + 1 : key, text ? text : "?");
+            free(text);
+        }
+        used += (size_t)snprintf(out, size, "samples/s per worker%s:", others);
         for (int k = 0; k < count && used < size; k++) {
             const struct pb_point_result *p = &result->points[series[k]];
             int64_t w = an->points[series[k]].workers;
@@ -492,17 +517,29 @@ static void suggestions(const struct pb_result *result, struct pb_analysis *an)
                 "the host-to-device copy takes %.0f%% of the time: pin memory "
                 "(loader.pin_memory: true), copy uint8 and normalize on the GPU (4x fewer bytes)",
                 a->top_share_pct);
-    if (a->input_bound != PB_INPUT_BOUND_NO && a->cpu_bound && a->workers < pus)
+    if (a->input_bound != PB_INPUT_BOUND_NO && a->saturated)
+        suggest(an,
+                "all %d hardware threads are busy (%.0f%% CPU) and the loop still waits %.1f%%: "
+                "more workers cannot help; cut the work per sample (the largest stage first) or "
+                "add cores",
+                pus, p->cpu_util_pct, p->stall_pct);
+    if (a->input_bound != PB_INPUT_BOUND_NO && a->cpu_bound && !a->saturated && a->workers < pus)
         suggest(an,
                 "workers are busy (%.0f%% on CPU) and the loop still waits %.1f%%: add workers, "
                 "up to the %d hardware threads (now %lld)",
                 p->worker_cpu_pct, p->stall_pct, pus, (long long)a->workers);
-    if (a->input_bound != PB_INPUT_BOUND_NO && !a->cpu_bound && a->workers > 0)
+    if (a->input_bound != PB_INPUT_BOUND_NO && !a->cpu_bound && !a->saturated && a->workers > 0)
         suggest(an,
                 "workers are on CPU only %.0f%% of the time while the loop waits %.1f%%: they "
                 "wait on I/O or each other; more workers or a larger prefetch_factor can hide it",
                 p->worker_cpu_pct, p->stall_pct);
-    if (a->oversubscribed)
+    if (a->oversubscribed && a->saturated)
+        suggest(an,
+                "%lld workers share %d hardware threads: with the cores saturated, a worker beyond "
+                "%d adds only queueing (more batches in flight), not compute; compare the %d-worker "
+                "rows before buying it with memory",
+                (long long)a->workers, pus, pus, pus);
+    else if (a->oversubscribed)
         suggest(an, "%lld workers share %d hardware threads: use at most %d", (long long)a->workers,
                 pus, pus);
     uint64_t machine_bytes = result->machine.memory_bytes;
@@ -552,6 +589,7 @@ json_t *pb_analysis_to_json(const struct pb_analysis *an)
         json_object_set_new(obj, "verdict", json_string(a->verdict));
         json_object_set_new(obj, "bottleneck", json_string(a->bottleneck));
         json_object_set_new(obj, "cpu_bound", json_boolean(a->cpu_bound));
+        json_object_set_new(obj, "saturated", json_boolean(a->saturated));
         json_object_set_new(obj, "oversubscribed", json_boolean(a->oversubscribed));
         if (a->efficiency_pct >= 0)
             json_object_set_new(obj, "efficiency_pct", json_real(a->efficiency_pct));

@@ -37,6 +37,7 @@ struct pb_point_analysis {
     int top_stage;            /* index in point->stages, -1 when none      */
     double top_share_pct;
     bool cpu_bound;           /* workers on CPU most of the wall time      */
+    bool saturated;           /* the process keeps every hardware thread busy */
     bool oversubscribed;      /* more workers than hardware threads        */
     char bottleneck[320];
     int64_t workers, batch_size, prefetch_factor;

@@ -111,7 +111,7 @@ static const struct command commands[] = {
      cmd_history},
     {"calibrate", "pbench calibrate CONFIG [-s key.path=value]...",
      "Measures what this machine does at best for CONFIG's data: the pipeline on one core\n"
-     "(loading in the training loop's thread, no training step), memcpy bandwidth, and the\n"
+     "(one loader worker, no training step), memcpy bandwidth, and the\n"
      "cores. A sweep runs the same calibration first (unless --no-calibrate) and states each\n"
      "point's efficiency against it.",
      cmd_calibrate},
@@ -275,14 +275,14 @@ static int load_point_spec(const char *config_path, const char *const *overrides
     return rc;
 }
 
-/* What this machine does at best for the config's data: the pipeline on one
- * core (loading in the training loop's thread, no step), and memcpy. */
+/* What this machine does at best for the config's data: the pipeline in one
+ * loader worker (one core; the training loop takes no step), and memcpy. */
 static int calibrate(const char *config_path, const char *const *overrides, int override_count,
                      const struct pb_dataset *ds, struct pb_calibration *cal, bool quiet,
                      char *msg, size_t msglen)
 {
     static const char *const settings[] = {
-        "loader.workers=0", "run.step_ms=0", "run.repeats=1", "run.warmup_batches=2",
+        "loader.workers=1", "run.step_ms=0", "run.repeats=1", "run.warmup_batches=2",
     };
     struct pb_spec spec;
     int rc = load_point_spec(config_path, overrides, override_count, NULL, NULL, settings,
@@ -884,7 +884,7 @@ static int cmd_calibrate(int argc, char **argv)
         exit_code = exit_for(rc);
     } else {
         printf("%s on this machine, at best:\n", spec.name);
-        printf("  one core        %.1f samples/s  (the whole pipeline in one thread, no step)\n",
+        printf("  one core        %.1f samples/s  (the whole pipeline in one worker, no step)\n",
                cal.single_core_samples_per_s);
         char cores[32];
         snprintf(cores, sizeof(cores), "all %d cores", cal.cores);
