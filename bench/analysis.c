@@ -284,8 +284,9 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
         }
         snprintf(an->rule, sizeof(an->rule),
                  "with a %.3g ms step: the cheapest point (fewest workers, then least memory, "
-                 "then smallest batch) that keeps accelerator utilization >= %.0f%%",
-                 step_ms, PB_ACCEL_UTIL_TARGET_PCT);
+                 "then smallest batch) that keeps accelerator utilization >= %.0f%%; if none "
+                 "does, the cheapest within %.0f points of the best utilization",
+                 step_ms, PB_ACCEL_UTIL_TARGET_PCT, PB_RECOMMEND_TIE_PCT);
         if (pick >= 0) {
             an->recommended = pick;
             describe_point(result, (size_t)pick, name, sizeof(name));
@@ -297,11 +298,26 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
                      (double)an->points[pick].memory_bytes / 1048576.0);
             return;
         }
-        describe_point(result, (size_t)best_util_point, name, sizeof(name));
+        /* None meets the target: the closest, i.e. the cheapest point
+         * within 3 points of the best utilization. */
+        pick = -1;
+        for (size_t i = 0; i < result->point_count; i++)
+            if (an->points[i].usable &&
+                result->points[i].accel_util_pct >= best_util - PB_RECOMMEND_TIE_PCT &&
+                (pick < 0 || cheaper(&an->points[i], &an->points[pick]) < 0))
+                pick = (int)i;
+        an->recommended = pick;
+        describe_point(result, (size_t)pick, name, sizeof(name));
         snprintf(an->reason, sizeof(an->reason),
-                 "no point keeps the accelerator >= %.0f%% busy (best: %.1f%% at %s); falling "
-                 "back to throughput. ",
-                 PB_ACCEL_UTIL_TARGET_PCT, best_util, name);
+                 "no point keeps the accelerator >= %.0f%% busy; the closest: %s at %.1f%% "
+                 "(the best is %.1f%%; within %.0f points the cheapest wins), %.1f samples/s "
+                 "with %lld workers and %.0f MiB",
+                 PB_ACCEL_UTIL_TARGET_PCT, name, result->points[pick].accel_util_pct, best_util,
+                 PB_RECOMMEND_TIE_PCT, result->points[pick].samples_per_s,
+                 (long long)an->points[pick].workers,
+                 (double)an->points[pick].memory_bytes / 1048576.0);
+        (void)best_util_point;
+        return;
     }
 
     int pick = -1;

@@ -66,7 +66,7 @@ struct pb_analysis {
     struct pb_point_analysis *points;
     int recommended;          /* point index, -1 when none is usable       */
     char rule[400];           /* the rule, printed beside the choice       */
-    char reason[400];         /* why this point, with its figures          */
+    char reason[700];         /* why this point, with its figures          */
     char scaling[600];        /* knee and efficiency per worker, or ""     */
     int suggestion_count;
     char suggestions[8][360];

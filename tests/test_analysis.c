@@ -164,7 +164,17 @@ static void test_accelerator_rule_and_fallback(void **state)
         {2, 32, 1500, 1, 20, 80, 95, 150, NULL},
     };
     assert_int_equal(recommend(slow, 2, 20, &an, &r), 1);
-    assert_non_null(strstr(an.reason, "no point keeps the accelerator >= 90% busy (best: 80.0%"));
+    assert_non_null(strstr(an.reason, "no point keeps the accelerator >= 90% busy; the closest: "
+                                      "loader.workers=2 loader.batch_size=32 at 80.0%"));
+    pb_analysis_free(&an);
+    release(&r);
+
+    /* Within 3 points of the best utilization, the cheaper point wins. */
+    const struct spec_point close[] = {
+        {1, 32, 900, 1, 30, 78, 95, 100, NULL},
+        {2, 32, 1500, 1, 20, 80, 95, 150, NULL},
+    };
+    assert_int_equal(recommend(close, 2, 20, &an, &r), 0);
     pb_analysis_free(&an);
     release(&r);
 }
