@@ -411,7 +411,7 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
         for (size_t q = 0; q < p->repeat_count; q++)
             capped += p->repeats[q].noisy;
         table_add(&t, "%.1f", p->samples_per_s);
-        table_add(&t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " noisy" : "");
+        table_add(&t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " capped" : "");
         table_add(&t, "%s", p50);
         table_add(&t, "%s", p99);
         table_add(&t, "%.1f%%", p->stall_pct);
@@ -438,11 +438,14 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
     table_free(&t);
 
     const char *bullet = s->markdown ? "- " : "  ";
-    fprintf(s->out, "%s%sasm = batch assembly time in a worker; stall = share of the training "
+    fprintf(s->out, "%s%snoise = spread of the repeats (coefficient of variation); capped = a "
+                    "repeat reached run.max_time_s with its windowed throughput still noisier "
+                    "than run.target_noise\n",
+            s->markdown ? "\n" : "", bullet);
+    fprintf(s->out, "%sasm = batch assembly time in a worker; stall = share of the training "
                     "loop's time spent waiting for a batch; input-bound: stall >= %.0f%% HIGH, "
-                    ">= %.0f%% moderate (TensorFlow's input-pipeline thresholds)%s",
-            s->markdown ? "\n" : "", bullet, PB_INPUT_BOUND_HIGH_PCT, PB_INPUT_BOUND_MODERATE_PCT,
-            "\n");
+                    ">= %.0f%% moderate (TensorFlow's input-pipeline thresholds)\n",
+            bullet, PB_INPUT_BOUND_HIGH_PCT, PB_INPUT_BOUND_MODERATE_PCT);
     if (calibrated)
         fprintf(s->out,
                 "%seff = samples/s against the calibrated limit: %.1f samples/s on one core x "
