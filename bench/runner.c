@@ -740,9 +740,14 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
     uint64_t t_start = 0, t_end = 0, cpu_start = 0, loader_cpu_start = 0, loader_cpu_end = 0;
     uint64_t samples = 0, batches = 0, bytes_read = 0, errors = 0;
     uint64_t wait_total = 0, step_total = 0;
-    uint64_t min_windows = (uint64_t)(rs->min_time_s / rs->window_s);
-    if (min_windows < 3)
-        min_windows = 3;
+    /* The noise rule looks at the windows of the last min_time_s (at least
+     * 3); it needs 3 windows in all, however slow the batches (a window
+     * closes only after 2 batches, so with slow batches windows are longer
+     * than window_s and fewer fit in min_time_s). */
+    uint64_t noise_windows = (uint64_t)(rs->min_time_s / rs->window_s);
+    if (noise_windows < 3)
+        noise_windows = 3;
+    const uint64_t min_windows = 3;
     bool measuring = false;
     double noise = INFINITY;
 
@@ -822,7 +827,7 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
             win.start_batches = batches;
         }
         double elapsed_s = (double)(t_done - t_start) / 1e9;
-        size_t last = win.count < min_windows ? win.count : (size_t)min_windows;
+        size_t last = win.count < noise_windows ? win.count : (size_t)noise_windows;
         noise = relative_noise(win.throughput + (win.count - last), last);
         if (elapsed_s >= rs->min_time_s && samples >= (uint64_t)rs->min_samples &&
             win.count >= min_windows && noise <= rs->target_noise)
