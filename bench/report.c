@@ -522,7 +522,12 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
     format_ns(a, sizeof(a), (double)p->wait_p50_ns);
     format_ns(b, sizeof(b), (double)p->wait_p99_ns);
     table_add(&t, "stall");
-    table_add(&t, "%.1f %%  (consumer wait per batch p50 %s, p99 %s)", p->stall_pct, a, b);
+    if (step_ms(result) > 0)
+        table_add(&t, "%.1f %%  (consumer wait per batch p50 %s, p99 %s)", p->stall_pct, a, b);
+    else
+        table_add(&t, "%.1f %%  (run.step_ms is 0: the loop only waits, so samples/s is the "
+                      "loader's ceiling; wait per batch p50 %s, p99 %s)",
+                  p->stall_pct, a, b);
     {
         const json_t *workers = config_get(result->config, "loader.workers");
         const json_t *prefetch = config_get(result->config, "loader.prefetch_factor");
