@@ -994,6 +994,16 @@ static int cmd_report(int argc, char **argv)
         pb_result_free(&result);
         return PB_EXIT_ERROR;
     }
+    /* The analysis is recomputed from the measurements, so a file written
+     * by an older pbench reads with today's rules everywhere. */
+    if (result.point_count > 1) {
+        struct pb_analysis analysis;
+        if (pb_analyze(&result, &analysis) == PB_OK) {
+            json_decref(result.analysis);
+            result.analysis = pb_analysis_to_json(&analysis);
+            pb_analysis_free(&analysis);
+        }
+    }
     pb_report(stdout, &result, format);
     pb_result_free(&result);
     return PB_EXIT_OK;

@@ -763,11 +763,17 @@ static void report_csv(FILE *out, const struct pb_result *result)
 {
     fputs("point,axes,samples_per_s,samples_per_s_noise_pct,batches_per_s,mb_per_s,stall_pct,"
           "accel_util_pct,cpu_util_pct,worker_cpu_pct,wait_p50_ns,wait_p99_ns,assembly_p50_ns,"
-          "assembly_p99_ns,rss_peak_bytes,pinned_bytes,samples,errors,stage,count,mean_ns,"
-          "p50_ns,p90_ns,p99_ns,max_ns,cpu_ns,share_pct\n",
+          "assembly_p99_ns,rss_peak_bytes,pinned_bytes,samples,errors,input_bound,recommended,"
+          "stage,count,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,cpu_ns,share_pct\n",
           out);
+    struct pb_analysis an;
+    bool analyzed = pb_analyze(result, &an) == PB_OK;
+    static const char *const bound[] = {"no", "moderate", "high"};
     for (size_t i = 0; i < result->point_count; i++) {
         const struct pb_point_result *p = &result->points[i];
+        const char *input_bound = analyzed && an.points[i].usable ? bound[an.points[i].input_bound]
+                                                                  : "";
+        bool recommended = analyzed && an.recommended == (int)i;
         char axes[CELL_MAX];
         format_axes(axes, sizeof(axes), p->axes, ";");
         /* A point without stages still gets one row, with empty stage cells. */
@@ -791,6 +797,7 @@ static void report_csv(FILE *out, const struct pb_result *result)
             csv_u64(out, p->pinned_bytes);
             csv_u64(out, p->samples);
             csv_u64(out, p->errors);
+            fprintf(out, "%s,%d,", input_bound, recommended ? 1 : 0);
             if (!p->stage_count) {
                 fputs(",,,,,,,,\n", out);
                 continue;
@@ -811,6 +818,8 @@ static void report_csv(FILE *out, const struct pb_result *result)
                 fputc('\n', out);
         }
     }
+    if (analyzed)
+        pb_analysis_free(&an);
 }
 
 void pb_report(FILE *out, const struct pb_result *result, enum pb_format format)
