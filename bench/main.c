@@ -293,14 +293,19 @@ static int calibrate(const char *config_path, const char *const *overrides, int 
     }
     if (!quiet)
         fprintf(stderr, "pbench: calibrating: the pipeline on one core, then memory bandwidth\n");
-    struct pb_point_result point;
-    memset(&point, 0, sizeof(point));
+    /* A one-point result, so pb_result_free releases what the run made. */
+    struct pb_result holder = {.point_count = 1, .points = calloc(1, sizeof(*holder.points))};
+    if (!holder.points) {
+        pb_spec_free(&spec);
+        return PB_ERR_NOMEM;
+    }
+    struct pb_point_result *point = &holder.points[0];
     struct pb_run_hooks hooks = {.stop = &interrupt_requested};
-    rc = pb_run_point(&spec, ds, &hooks, false, &point, NULL, NULL, msg, msglen);
+    rc = pb_run_point(&spec, ds, &hooks, point, msg, msglen);
     if (rc == PB_OK) {
-        cal->single_core_samples_per_s = point.samples_per_s;
+        cal->single_core_samples_per_s = point->samples_per_s;
         double amp, ns_frame, frames;
-        if (pb_decode_figures(&point, &amp, &ns_frame, &frames))
+        if (pb_decode_figures(point, &amp, &ns_frame, &frames))
             cal->decode_ns_per_frame = ns_frame;
         size_t bytes = 64u << 20;
         char *a = malloc(bytes), *b = malloc(bytes);
@@ -319,13 +324,7 @@ static int calibrate(const char *config_path, const char *const *overrides, int 
         cal->cores = pus > 0 ? (int)pus : 1;
         cal->measured = true;
     }
-    for (size_t r = 0; r < point.repeat_count; r++) {
-        free(point.repeats[r].batch_records);
-        free(point.repeats[r].rss);
-        free(point.repeats[r].stages);
-    }
-    free(point.repeats);
-    free(point.stages);
+    pb_result_free(&holder);
     pb_spec_free(&spec);
     return rc;
 }
@@ -596,19 +595,11 @@ static int cmd_run(int argc, char **argv)
         }
     }
     if (overhead && overhead_count > 0) {
-        double *v = overhead_pairs;
-        for (int i = 1; i < overhead_count; i++)
-            for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-                double t = v[j];
-                v[j] = v[j - 1];
-                v[j - 1] = t;
-            }
         result.overhead_measured = true;
-        result.overhead_pct = overhead_count % 2 ? v[overhead_count / 2]
-                                                 : (v[overhead_count / 2 - 1] + v[overhead_count / 2]) / 2;
+        result.overhead_pct = pb_median(overhead_pairs, (size_t)overhead_count);
         double mean = overhead_sum / overhead_count, m2 = 0;
         for (int i = 0; i < overhead_count; i++)
-            m2 += (v[i] - mean) * (v[i] - mean);
+            m2 += (overhead_pairs[i] - mean) * (overhead_pairs[i] - mean);
         result.overhead_noise_pct = overhead_count > 1 ? sqrt(m2 / (overhead_count - 1)) : 0;
     }
     free(overhead_pairs);

@@ -970,11 +970,6 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
 
 /* ---- a point ------------------------------------------------------------ */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 struct pb_point_run {
     struct run run;
@@ -1072,38 +1067,15 @@ void pb_point_close(struct pb_point_run *pr)
 }
 
 int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
-                 const struct pb_run_hooks *hooks, bool measure_overhead,
-                 struct pb_point_result *point, double *overhead_pct, double *overhead_noise_pct,
-                 char *msg, size_t msglen)
+                 const struct pb_run_hooks *hooks, struct pb_point_result *point, char *msg,
+                 size_t msglen)
 {
     struct pb_point_run *pr;
     int rc = pb_point_open(spec, ds, hooks, point, &pr, msg, msglen);
     if (rc != PB_OK)
         return rc;
-    int repeats = (int)spec->run.repeats;
-    double *ratio = calloc((size_t)repeats, sizeof(double));
-    if (!ratio) {
-        pb_point_close(pr);
-        return PB_ERR_NOMEM;
-    }
-    int pairs = 0;
-    for (int r = 0; r < repeats && rc == PB_OK; r++) {
-        double pair = NAN;
-        rc = pb_point_repeat(pr, r, measure_overhead, &pair, msg, msglen);
-        if (measure_overhead && !isnan(pair))
-            ratio[pairs++] = pair;
-    }
-    if (measure_overhead && overhead_pct && pairs > 0) {
-        qsort(ratio, (size_t)pairs, sizeof(double), cmp_double);
-        *overhead_pct = pairs % 2 ? ratio[pairs / 2] : (ratio[pairs / 2 - 1] + ratio[pairs / 2]) / 2;
-        double mean = 0, m2 = 0;
-        for (int i = 0; i < pairs; i++)
-            mean += ratio[i] / pairs;
-        for (int i = 0; i < pairs; i++)
-            m2 += (ratio[i] - mean) * (ratio[i] - mean);
-        *overhead_noise_pct = pairs > 1 ? sqrt(m2 / (pairs - 1)) : 0;
-    }
-    free(ratio);
+    for (int r = 0; r < (int)spec->run.repeats && rc == PB_OK; r++)
+        rc = pb_point_repeat(pr, r, false, NULL, msg, msglen);
     if (point->repeat_count > 0)
         pb_point_summarize(point);
     pb_point_close(pr);

@@ -35,17 +35,13 @@ struct pb_run_hooks {
 };
 
 /* Runs spec over ds for run.repeats rounds and fills point (repeats and
- * summary; point->axes is left to the caller). With measure_overhead, also
- * runs an interleaved round with stage timing off after each repeat and
- * writes the throughput lost to instrumentation into *overhead_pct and its
- * noise into *overhead_noise_pct.
+ * summary; point->axes is left to the caller).
  * Returns PB_OK, PB_ERR_INTERRUPTED (partial results kept in point), or an
  * error with msg (PB_ERR_DATA under on_error: fail, naming the file; the
  * repeats measured before it are kept in point). */
 int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
-                 const struct pb_run_hooks *hooks, bool measure_overhead,
-                 struct pb_point_result *point, double *overhead_pct,
-                 double *overhead_noise_pct, char *msg, size_t msglen);
+                 const struct pb_run_hooks *hooks, struct pb_point_result *point, char *msg,
+                 size_t msglen);
 
 /* The same in steps, so a sweep can interleave rounds across points: open
  * sets up workers' stages and the batch pool for spec (allocating
