@@ -629,6 +629,12 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
         fputc('\n', s->out);
     emit_table(s, &t);
     table_free(&t);
+    if (p->stages[0].hist.count > p->samples + p->errors)
+        fprintf(s->out,
+                "%sstage counts (%llu) exceed the samples the loop took (%llu): they include the "
+                "batches workers had built ahead when measuring stopped\n",
+                s->markdown ? "\n" : "  ", (unsigned long long)p->stages[0].hist.count,
+                (unsigned long long)(p->samples + p->errors));
     for (size_t i = 0; i < p->stage_count; i++) {
         const struct pb_stage_result *st = &p->stages[i];
         if (st->counter_count == 0)

@@ -737,7 +737,8 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
                                .cap = windows_cap};
     size_t records_cap = 0;
     uint64_t step_ns = (uint64_t)(rs->step_ms * 1e6);
-    uint64_t t_start = 0, t_end = 0, cpu_start = 0, loader_cpu_start = 0, loader_cpu_end = 0;
+    uint64_t t_start = 0, t_end = 0, cpu_start = 0, cpu_end = 0;
+    uint64_t loader_cpu_start = 0, loader_cpu_end = 0;
     uint64_t samples = 0, batches = 0, bytes_read = 0, errors = 0;
     uint64_t wait_total = 0, step_total = 0;
     /* The noise rule looks at the windows of the last min_time_s (at least
@@ -839,8 +840,12 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
         }
     }
 
-    if (measuring)
+    /* CPU clocks are read before the workers are stopped: finishing the
+     * batches they are building is not part of the measured part. */
+    if (measuring) {
         loader_cpu_end = loader_cpu_ns(run);
+        cpu_end = process_cpu_ns();
+    }
 
     /* Tear down: stop workers, collect their measurements. */
     atomic_store(&run->stop_workers, true);
@@ -855,7 +860,6 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
         pb_queue_destroy(&run->queue);
         run->queue_live = false;
     }
-    uint64_t cpu_end = process_cpu_ns();
     double mhz_end = cpu_mhz_now();
     if (mhz_start > 0 && mhz_end > 0 && fabs(mhz_end - mhz_start) > 0.1 * mhz_start)
         pb_point_warn(run->point,
