@@ -63,7 +63,7 @@ double pb_point_setting_double(const struct pb_result *result, size_t point, con
 static const struct pb_stage_result *find_stage(const struct pb_point_result *p, const char *name)
 {
     for (size_t i = 0; i < p->stage_count; i++)
-        if (strcmp(p->stages[i].name, name) == 0)
+        if (!p->stages[i].gpu && strcmp(p->stages[i].name, name) == 0)
             return &p->stages[i];
     return NULL;
 }
@@ -143,7 +143,7 @@ static void analyze_point(const struct pb_result *result, size_t i, struct pb_po
     }
 
     for (size_t s = 0; s < p->stage_count; s++) {
-        if (p->stages[s].parent[0])
+        if (p->stages[s].parent[0] || p->stages[s].gpu)
             continue;
         if (a->top_stage < 0 || p->stages[s].share_pct > a->top_share_pct) {
             a->top_stage = (int)s;

@@ -81,6 +81,9 @@ const struct pb_opt pb_loader_opts[] = {
      "Drop an epoch's last batch when it is smaller than batch_size."},
     {"in_order", PB_OPT_BOOL, LOADER(in_order), 0, 0, "true", NULL,
      "Deliver batches in sampler order even when a later batch is ready first."},
+    {"device_prefetch", PB_OPT_INT, LOADER(device_prefetch), 1, 64, "2", NULL,
+     "Device buffers for batches in flight after to_device: 1 copies a batch only after the "
+     "previous step is done, 2 or more overlap the next copy with the step."},
     {0},
 };
 
@@ -109,11 +112,26 @@ const struct pb_opt pb_run_opts[] = {
     {0},
 };
 
-/* The top-level `name`, as an option of struct pb_spec. */
+static const char *const gpu_policy_names[] = {"required", "optional", NULL};
+static const char *const profile_gpu_names[] = {"events", "cupti", NULL};
+
+/* The top-level scalars `name` and `gpu`, as options of struct pb_spec. */
 static const struct pb_opt name_opts[] = {
     {"name", PB_OPT_STRING, offsetof(struct pb_spec, name), 0,
      sizeof(((struct pb_spec *)0)->name), NULL, NULL,
      "Name of the config in tables and result files; defaults to the file's base name."},
+    {"gpu", PB_OPT_ENUM, offsetof(struct pb_spec, gpu), 0, 0, "required", gpu_policy_names,
+     "With no CUDA device, a pipeline with to_device or GPU stages stops (required) or runs "
+     "its CPU part with those stages skipped and says so (optional)."},
+    {0},
+};
+
+const struct pb_opt pb_profile_opts[] = {
+    {"gpu", PB_OPT_ENUM, offsetof(struct pb_profile_spec, gpu), 0, 0, "events",
+     profile_gpu_names,
+     "GPU measurement: events (CUDA events around every copy, stage and step) or cupti (also "
+     "a CUPTI activity trace of every kernel and copy, summarized and written as a Chrome "
+     "trace beside the result)."},
     {0},
 };
 
@@ -126,7 +144,8 @@ static PB_PRINTF(3, 4) void say(char *buf, size_t buflen, const char *fmt, ...)
     va_end(ap);
 }
 
-static const char *const top_keys[] = {"name", "dataset", "pipeline", "loader", "run", "sweep"};
+static const char *const top_keys[] = {"name",  "dataset", "pipeline", "loader",
+                                       "run",   "sweep",   "gpu",      "profile"};
 
 /* ---- names and messages shared by the YAML loader and `-s` ---- */
 
@@ -323,6 +342,10 @@ static int spec_init(struct pb_spec *spec, const char *source, char *msg, size_t
         rc = pb_opt_set_defaults(pb_loader_opts, &spec->loader, msg, msglen);
     if (rc == PB_OK)
         rc = pb_opt_set_defaults(pb_run_opts, &spec->run, msg, msglen);
+    if (rc == PB_OK)
+        rc = pb_opt_set_defaults(pb_profile_opts, &spec->profile, msg, msglen);
+    if (rc == PB_OK)
+        rc = pb_opt_set_defaults(name_opts + 1, spec, msg, msglen);
     return rc;
 }
 
@@ -642,7 +665,13 @@ static int parse_stage(const struct loader *ld, const yaml_node_t *item)
     }
     struct scope scope;
     stage_scope(st, prefix, &scope);
-    return options ? parse_options(ld, options, &scope) : PB_OK;
+    rc = options ? parse_options(ld, options, &scope) : PB_OK;
+    if (rc == PB_OK)
+        st->ops = pb_stage_for_device(st->ops, st->opts);
+    if (rc == PB_OK && st->ops->unavailable_reason)
+        return node_error(ld, name_node, "stage '%s' with device: gpu is not available in this "
+                          "build: %s", name, st->ops->unavailable_reason);
+    return rc;
 }
 
 static int parse_pipeline(const struct loader *ld, const yaml_node_t *node)
@@ -698,7 +727,11 @@ static int parse_root(struct loader *ld, const yaml_node_t *root)
             const struct scope s = {.prefix = "run", .opts = {pb_run_opts},
                                     .bases = {&ld->spec->run}};
             rc = parse_options(ld, value, &s);
-        } else if (strcmp(k, "name") == 0) {
+        } else if (strcmp(k, "profile") == 0) {
+            const struct scope s = {.prefix = "profile", .opts = {pb_profile_opts},
+                                    .bases = {&ld->spec->profile}};
+            rc = parse_options(ld, value, &s);
+        } else if (strcmp(k, "name") == 0 || strcmp(k, "gpu") == 0) {
             rc = set_option(ld, &top, key, value);
         } else if (strcmp(k, "sweep") == 0) {
             /* Axes to sweep: read and checked by bench/sweep.c. */
@@ -903,7 +936,7 @@ static int apply_override(struct pb_spec *spec, const char *assignment, char *wh
     if (rest)
         *rest++ = '\0';
 
-    if (strcmp(section, "name") == 0 && !rest) {
+    if ((strcmp(section, "name") == 0 || strcmp(section, "gpu") == 0) && !rest) {
         const struct scope s = {.prefix = "", .opts = {name_opts}, .bases = {spec}};
         return set_from_text(&s, full, section, value, why, whylen);
     }
@@ -929,14 +962,18 @@ static int apply_override(struct pb_spec *spec, const char *assignment, char *wh
                                 .opts = {pb_dataset_opts}, .bases = {ds}, .extras_last = true};
         return set_from_text(&s, full, rest, value, why, whylen);
     }
-    if (strcmp(section, "loader") == 0 || strcmp(section, "run") == 0) {
-        bool loader = section[0] == 'l';
-        const struct pb_opt *opts = loader ? pb_loader_opts : pb_run_opts;
+    if (strcmp(section, "loader") == 0 || strcmp(section, "run") == 0 ||
+        strcmp(section, "profile") == 0) {
+        const struct pb_opt *opts = section[0] == 'l'   ? pb_loader_opts
+                                    : section[0] == 'r' ? pb_run_opts
+                                                        : pb_profile_opts;
         if (!rest) {
             section_needs_key(section, opts, NULL, why, whylen);
             return PB_ERR_CONFIG;
         }
-        void *base = loader ? (void *)&spec->loader : (void *)&spec->run;
+        void *base = section[0] == 'l'   ? (void *)&spec->loader
+                     : section[0] == 'r' ? (void *)&spec->run
+                                         : (void *)&spec->profile;
         const struct scope s = {.prefix = section, .opts = {opts}, .bases = {base}};
         return set_from_text(&s, full, rest, value, why, whylen);
     }
@@ -959,7 +996,16 @@ static int apply_override(struct pb_spec *spec, const char *assignment, char *wh
         snprintf(prefix, sizeof prefix, "pipeline.%s", rest);
         struct scope s;
         stage_scope(st, prefix, &s);
-        return set_from_text(&s, full, key, value, why, whylen);
+        int rc = set_from_text(&s, full, key, value, why, whylen);
+        if (rc == PB_OK) {
+            st->ops = pb_stage_for_device(st->ops, st->opts);
+            if (st->ops->unavailable_reason) {
+                snprintf(why, whylen, "stage '%s' with device: gpu is not available in this "
+                         "build: %s", st->ops->name, st->ops->unavailable_reason);
+                return PB_ERR_CONFIG;
+            }
+        }
+        return rc;
     }
     unknown_name("key", full, section, top_keys, PB_ARRAY_LEN(top_keys), "allowed", why, whylen);
     return PB_ERR_CONFIG;
@@ -1002,7 +1048,7 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
     if (spec->stage_count == 0)
         return spec_error(spec, NULL, msg, msglen, "pipeline must list at least one stage");
 
-    const struct pb_stage_spec *reader = NULL, *consumer = NULL;
+    const struct pb_stage_spec *reader = NULL, *consumer = NULL, *to_device = NULL;
     for (int i = 0; i < spec->stage_count; i++) {
         const struct pb_stage_spec *st = &spec->stages[i];
         unsigned flags = st->ops->flags;
@@ -1015,14 +1061,29 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
         if ((flags & PB_STAGE_DECODER) && !st->decoder)
             return spec_error(spec, st, msg, msglen, "stage '%s' has no decoder",
                               st->ops->name);
+        /* to_device marks where batches go to the GPU; a CPU stage after
+         * it (but before any GPU stage) runs before the copy, so a config
+         * can sweep pipeline.STAGE.device=cpu,gpu. */
         if ((flags & PB_STAGE_WORKER) && consumer)
             return spec_error(spec, st, msg, msglen,
                               "stage '%s' runs per sample in a worker, so it must come before "
-                              "'%s', which runs in the training loop",
-                              st->ops->name, consumer->ops->name);
+                              "'%s', which runs %s",
+                              st->ops->name, consumer->ops->name,
+                              (consumer->ops->flags & PB_STAGE_GPU) ? "on the GPU"
+                                                                     : "in the training loop");
+        if ((flags & PB_STAGE_GPU) && !to_device)
+            return spec_error(spec, st, msg, msglen,
+                              "stage '%s' has device: gpu, so it needs a 'to_device' stage "
+                              "before it (the batch must be on the GPU)",
+                              st->ops->name);
+        if ((flags & PB_STAGE_TO_DEVICE) && to_device)
+            return spec_error(spec, st, msg, msglen,
+                              "the pipeline has two 'to_device' stages; keep one");
+        if (flags & PB_STAGE_TO_DEVICE)
+            to_device = st;
         if (flags & PB_STAGE_IO)
             reader = st;
-        if ((flags & PB_STAGE_CONSUMER) && !consumer)
+        if ((flags & PB_STAGE_CONSUMER) && !(flags & PB_STAGE_TO_DEVICE) && !consumer)
             consumer = st;
     }
 
@@ -1113,6 +1174,8 @@ json_t *pb_spec_to_json(const struct pb_spec *spec)
         dataset = pipeline = NULL;
         ok = ok && put(root, "loader", pb_opt_to_json(pb_loader_opts, &spec->loader));
         ok = ok && put(root, "run", pb_opt_to_json(pb_run_opts, &spec->run));
+        ok = ok && put(root, "profile", pb_opt_to_json(pb_profile_opts, &spec->profile));
+        ok = ok && put(root, "gpu", json_string(gpu_policy_names[spec->gpu]));
     }
     json_decref(dataset);
     json_decref(pipeline);
@@ -1172,6 +1235,8 @@ static int stage_from_json(struct pb_spec *spec, size_t index, const json_t *ite
         rc = pb_opt_from_json(ops->opts, st->opts, opts, prefix, msg, msglen);
     if (rc == PB_OK && st->decoder_opts)
         rc = pb_opt_from_json(st->decoder->opts, st->decoder_opts, opts, prefix, msg, msglen);
+    if (rc == PB_OK)
+        st->ops = pb_stage_for_device(st->ops, st->opts);
     return rc;
 }
 
@@ -1217,6 +1282,15 @@ int pb_spec_from_json(const json_t *obj, struct pb_spec *spec, char *msg, size_t
     const json_t *run = json_object_get(obj, "run");
     if (run && (rc = pb_opt_from_json(pb_run_opts, &spec->run, run, "run", msg, msglen)) != PB_OK)
         return rc;
+    const json_t *profile = json_object_get(obj, "profile");
+    if (profile && (rc = pb_opt_from_json(pb_profile_opts, &spec->profile, profile, "profile",
+                                          msg, msglen)) != PB_OK)
+        return rc;
+    const json_t *gpu = json_object_get(obj, "gpu");
+    if (json_is_string(gpu) &&
+        (rc = pb_opt_parse(&name_opts[1], json_string_value(gpu), spec, "gpu", msg, msglen)) !=
+            PB_OK)
+        return rc;
 
     const json_t *pipeline = json_object_get(obj, "pipeline");
     if (!json_is_array(pipeline)) {
@@ -1254,4 +1328,35 @@ int pb_parse_size_range(const char *text, int *min_w, int *min_h, int *max_w, in
     *max_w = c;
     *max_h = d;
     return PB_OK;
+}
+
+bool pb_spec_uses_gpu(const struct pb_spec *spec)
+{
+    for (int i = 0; i < spec->stage_count; i++)
+        if (spec->stages[i].ops->flags & (PB_STAGE_TO_DEVICE | PB_STAGE_GPU))
+            return true;
+    return false;
+}
+
+void pb_spec_drop_gpu(struct pb_spec *spec, char *dropped, size_t droppedlen)
+{
+    size_t used = 0;
+    if (droppedlen)
+        dropped[0] = '\0';
+    int kept = 0;
+    for (int i = 0; i < spec->stage_count; i++) {
+        struct pb_stage_spec *st = &spec->stages[i];
+        if (st->ops->flags & (PB_STAGE_TO_DEVICE | PB_STAGE_GPU)) {
+            if (used < droppedlen)
+                used += (size_t)snprintf(dropped + used, droppedlen - used, "%s%s",
+                                         used ? ", " : "", st->ops->name);
+            free(st->opts);
+            free(st->decoder_opts);
+            continue;
+        }
+        spec->stages[kept++] = *st;
+    }
+    for (int i = kept; i < spec->stage_count; i++)
+        memset(&spec->stages[i], 0, sizeof(spec->stages[i]));
+    spec->stage_count = kept;
 }

@@ -64,6 +64,7 @@ struct pb_loader_spec {
     bool pin_memory;
     bool drop_last;
     bool in_order;
+    int64_t device_prefetch; /* batches in flight on the device (to_device) */
 };
 
 struct pb_run_spec {
@@ -87,8 +88,17 @@ struct pb_stage_spec {
     int line, column;                    /* where the stage was declared */
 };
 
+enum pb_gpu_policy { PB_GPU_REQUIRED = 0, PB_GPU_OPTIONAL = 1 };
+enum pb_profile_gpu { PB_PROFILE_GPU_EVENTS = 0, PB_PROFILE_GPU_CUPTI = 1 };
+
+struct pb_profile_spec {
+    int gpu; /* enum pb_profile_gpu: CUDA events always; cupti adds a trace */
+};
+
 struct pb_spec {
     char name[128];
+    int gpu;                             /* enum pb_gpu_policy            */
+    struct pb_profile_spec profile;
     char source[PB_PATH_MAX];            /* the config file's path        */
     struct pb_dataset_spec dataset;
     struct pb_stage_spec stages[PB_MAX_STAGES];
@@ -101,6 +111,14 @@ extern const struct pb_opt pb_dataset_opts[];
 extern const struct pb_opt pb_generate_opts[];
 extern const struct pb_opt pb_loader_opts[];
 extern const struct pb_opt pb_run_opts[];
+extern const struct pb_opt pb_profile_opts[];
+
+/* Whether the pipeline has a to_device or GPU stage. */
+bool pb_spec_uses_gpu(const struct pb_spec *spec);
+
+/* Drops to_device and the GPU stages (gpu: optional on a machine without
+ * a device), writing their names, comma separated, into dropped. */
+void pb_spec_drop_gpu(struct pb_spec *spec, char *dropped, size_t droppedlen);
 
 /* Loads and validates a YAML config into spec (defaults filled in). On
  * failure returns PB_ERR_CONFIG (or PB_ERR if the file cannot be read) and

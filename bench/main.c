@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench/config.h"
+#include "bench/gpuprof.h"
 #include "bench/pb.h"
 #include "bench/result.h"
 #include "bench/analysis.h"
@@ -109,7 +110,7 @@ static const struct command commands[] = {
      "of the median beyond the threshold that holds for at least 2 runs in a row.\n"
      "Exit codes: 0, or 3 when show finds a step change; 1 on errors.",
      cmd_history},
-    {"calibrate", "pbench calibrate CONFIG [-s key.path=value]...",
+    {"calibrate", "pbench calibrate CONFIG [--gpu] [-s key.path=value]...",
      "Measures what this machine does at best for CONFIG's data: the pipeline on one core\n"
      "(one loader worker, no training step), memcpy bandwidth, and the\n"
      "cores. A sweep runs the same calibration first (unless --no-calibrate) and states each\n"
@@ -278,7 +279,7 @@ static int load_point_spec(const char *config_path, const char *const *overrides
 /* What this machine does at best for the config's data: the pipeline in one
  * loader worker (one core; the training loop takes no step), and memcpy. */
 static int calibrate(const char *config_path, const char *const *overrides, int override_count,
-                     const struct pb_dataset *ds, struct pb_calibration *cal, bool quiet,
+                     const struct pb_dataset *ds, bool gpu, struct pb_calibration *cal, bool quiet,
                      char *msg, size_t msglen)
 {
     static const char *const settings[] = {
@@ -291,8 +292,13 @@ static int calibrate(const char *config_path, const char *const *overrides, int 
         pb_spec_free(&spec);
         return rc;
     }
+    /* The loader's ceiling is the CPU part; the copy is measured apart. */
+    bool uses_gpu = pb_spec_uses_gpu(&spec);
+    char dropped[PB_MSG_MAX];
+    pb_spec_drop_gpu(&spec, dropped, sizeof(dropped));
     if (!quiet)
-        fprintf(stderr, "pbench: calibrating: the pipeline on one core, then memory bandwidth\n");
+        fprintf(stderr, "pbench: calibrating: the pipeline on one core, then memory bandwidth%s\n",
+                uses_gpu || gpu ? " and host-to-device copies" : "");
     /* A one-point result, so pb_result_free releases what the run made. */
     struct pb_result holder = {.point_count = 1, .points = calloc(1, sizeof(*holder.points))};
     if (!holder.points) {
@@ -323,6 +329,21 @@ static int calibrate(const char *config_path, const char *const *overrides, int 
         long pus = sysconf(_SC_NPROCESSORS_ONLN);
         cal->cores = pus > 0 ? (int)pus : 1;
         cal->measured = true;
+        /* Host-to-device copies of one batch of this pipeline, as CUDA's
+         * bandwidthTest measures them (pinned and pageable). */
+        if (uses_gpu || gpu) {
+            struct pb_h2d_bandwidth bw;
+            char why[PB_MSG_MAX];
+            size_t bytes = point->batch_bytes ? point->batch_bytes : (size_t)32 << 20;
+            if (pb_gpu_h2d_bandwidth(bytes, 20, &bw, why, sizeof(why)) == 0) {
+                cal->h2d_bytes = bw.bytes;
+                cal->h2d_pinned_gb_s = bw.pinned_gb_s;
+                cal->h2d_pageable_gb_s = bw.pageable_gb_s;
+            } else if (gpu) {
+                snprintf(msg, msglen, "calibrate --gpu: %s", why);
+                rc = PB_ERR_UNAVAILABLE;
+            }
+        }
     }
     pb_result_free(&holder);
     pb_spec_free(&spec);
@@ -466,6 +487,36 @@ static int cmd_run(int argc, char **argv)
         }
     }
 
+    /* GPU stages need a device: without one, stop (gpu: required) or run
+     * the CPU part and say what was skipped (gpu: optional). */
+    if (pb_spec_uses_gpu(&base)) {
+        char why[PB_MSG_MAX];
+        if (!pb_gpu_available(why, sizeof(why))) {
+            char dropped[PB_MSG_MAX] = "";
+            if (base.gpu == PB_GPU_REQUIRED) {
+                pb_spec_drop_gpu(&base, dropped, sizeof(dropped));
+                fprintf(stderr,
+                        "pbench: %s: %s; the pipeline needs it for %s. Run on a machine with a "
+                        "GPU, or set gpu: optional (-s gpu=optional) to measure the CPU part "
+                        "with those stages skipped\n",
+                        config_path, why, dropped);
+                exit_code = PB_EXIT_USAGE;
+                for (long j = 0; j < point_count; j++)
+                    pb_spec_free(&specs[j]);
+                free(specs);
+                goto out_result;
+            }
+            for (long i = 0; i < point_count; i++)
+                pb_spec_drop_gpu(&specs[i], dropped, sizeof(dropped));
+            snprintf(result.gpu_skipped, sizeof(result.gpu_skipped),
+                     "gpu: optional and %.100s: skipped %.80s; the training step is a host sleep",
+                     why, dropped);
+            pb_result_warn(&result, "%s", result.gpu_skipped);
+            if (!quiet)
+                fprintf(stderr, "pbench: warning: %s\n", result.gpu_skipped);
+        }
+    }
+
     struct pb_dataset ds;
     if (!quiet && base.dataset.has_generate && access(base.dataset.path, F_OK) != 0)
         fprintf(stderr, "pbench: generating %lld %s files into %s (first use)\n",
@@ -528,8 +579,8 @@ static int cmd_run(int argc, char **argv)
 
     if (swept && !no_calibrate) {
         char cmsg[PB_MSG_MAX * 2];
-        int crc = calibrate(config_path, overrides, override_count, &ds, &result.calibration, quiet,
-                            cmsg, sizeof(cmsg));
+        int crc = calibrate(config_path, overrides, override_count, &ds, false,
+                            &result.calibration, quiet, cmsg, sizeof(cmsg));
         if (crc != PB_OK && crc != PB_ERR_INTERRUPTED)
             pb_result_warn(&result, "calibration failed: %s", cmsg);
     }
@@ -539,6 +590,15 @@ static int cmd_run(int argc, char **argv)
                                 .start_ns = pb_now_ns()};
     struct pb_run_hooks hooks = {.progress = on_progress, .tick = on_tick, .user = &progress,
                                  .stop = &interrupt_requested};
+    struct pb_cupti_trace *trace = NULL;
+    if (base.profile.gpu == PB_PROFILE_GPU_CUPTI && !result.gpu_skipped[0] &&
+        pb_spec_uses_gpu(&base)) {
+        char tmsg[PB_MSG_MAX];
+        if (pb_cupti_start(&trace, tmsg, sizeof(tmsg)) != 0) {
+            trace = NULL;
+            pb_result_warn(&result, "profile.gpu: cupti: no trace: %s", tmsg);
+        }
+    }
     double overhead_sum = 0, *overhead_pairs = calloc((size_t)repeats, sizeof(double));
     int overhead_count = 0;
     bool interrupted = interrupt_requested != 0;
@@ -586,6 +646,12 @@ static int cmd_run(int argc, char **argv)
     signal(SIGINT, SIG_DFL);
     if (progress.tty && !quiet)
         fputc('\n', stderr);
+    if (trace) {
+        char tmsg[PB_MSG_MAX];
+        if (pb_cupti_stop(trace, tmsg, sizeof(tmsg)) != 0)
+            pb_result_warn(&result, "profile.gpu: cupti: %s", tmsg);
+        result.gpu_profile = pb_cupti_summary_json(trace);
+    }
 
     size_t measured_points = 0;
     for (long i = 0; i < point_count; i++) {
@@ -624,6 +690,18 @@ static int cmd_run(int argc, char **argv)
         else
             default_result_path(base.name, path, sizeof(path));
         char wmsg[PB_MSG_MAX];
+        if (trace) {
+            /* The Chrome trace beside the result: NAME.json -> NAME.trace.json. */
+            size_t len = strlen(path);
+            size_t stem = len > 5 && strcmp(path + len - 5, ".json") == 0 ? len - 5 : len;
+            snprintf(result.gpu_trace_path, sizeof(result.gpu_trace_path), "%.*s.trace.json",
+                     (int)stem, path);
+            if (pb_cupti_write_chrome_trace(trace, result.gpu_trace_path, wmsg, sizeof(wmsg)) !=
+                0) {
+                pb_result_warn(&result, "profile.gpu: cupti: %s", wmsg);
+                result.gpu_trace_path[0] = '\0';
+            }
+        }
         if (pb_result_write(&result, path, wmsg, sizeof(wmsg)) != PB_OK) {
             fprintf(stderr, "pbench: %s\n", wmsg);
             exit_code = PB_EXIT_ERROR;
@@ -657,6 +735,7 @@ static int cmd_run(int argc, char **argv)
     for (long j = 0; j < point_count; j++)
         pb_spec_free(&specs[j]);
     free(specs);
+    pb_cupti_free(trace);
 out_result:
     free(points);
     pb_result_free(&result);
@@ -845,9 +924,12 @@ static int cmd_calibrate(int argc, char **argv)
     int override_count = 0;
     const char *config_path = NULL;
     int exit_code = PB_EXIT_OK;
+    bool gpu = false;
     for (int i = 1; i < argc; i++) {
         if ((strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--set") == 0) && i + 1 < argc)
             overrides[override_count++] = argv[++i];
+        else if (strcmp(argv[i], "--gpu") == 0)
+            gpu = true;
         else if (argv[i][0] != '-' && !config_path)
             config_path = argv[i];
         else {
@@ -869,7 +951,8 @@ static int cmd_calibrate(int argc, char **argv)
         rc = pb_dataset_open(&spec.dataset, &ds, msg, sizeof(msg));
     struct pb_calibration cal = {0};
     if (rc == PB_OK)
-        rc = calibrate(config_path, overrides, override_count, &ds, &cal, false, msg, sizeof(msg));
+        rc = calibrate(config_path, overrides, override_count, &ds, gpu, &cal, false, msg,
+                       sizeof(msg));
     if (rc != PB_OK) {
         fprintf(stderr, "pbench calibrate: %s\n", msg);
         exit_code = exit_for(rc);
@@ -885,6 +968,10 @@ static int cmd_calibrate(int argc, char **argv)
         if (cal.decode_ns_per_frame > 0)
             printf("  video decode    %.1f frames/s on one core (demux + decode, frames decoded)\n",
                    1e9 / cal.decode_ns_per_frame);
+        if (cal.h2d_bytes)
+            printf("  host-to-device  pinned %.1f GB/s, pageable %.1f GB/s  (cudaMemcpyAsync of "
+                   "one %.1f MiB batch, as bandwidthTest)\n",
+                   cal.h2d_pinned_gb_s, cal.h2d_pageable_gb_s, (double)cal.h2d_bytes / 1048576.0);
     }
     pb_dataset_free(&ds);
     pb_spec_free(&spec);

@@ -357,13 +357,16 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
     axis_count = k;
     bool step = step_ms(result) > 0;
     bool calibrated = result->calibration.measured;
-    static const char *const tail[] = {"samples/s", "noise",  "asm p50", "asm p99", "stall",
-                                       "accel",     "wkr CPU", "RSS MiB", "pinned",  "top stage",
-                                       "eff",       "input-bound"};
+    bool gpu = false;
+    for (size_t i = 0; i < result->point_count; i++)
+        gpu = gpu || result->points[i].gpu.used;
+    static const char *const tail[] = {"samples/s", "noise",   "asm p50",   "asm p99", "stall",
+                                       "accel",     "copy GB/s", "overlap", "wkr CPU", "RSS MiB",
+                                       "pinned",    "top stage", "eff",     "input-bound"};
     bool show[PB_ARRAY_LEN(tail)];
     size_t cols = 1 + axis_count;
     for (size_t c = 0; c < PB_ARRAY_LEN(tail); c++) {
-        show[c] = !(c == 5 && !step) && !(c == 10 && !calibrated);
+        show[c] = !(c == 5 && !step) && !((c == 6 || c == 7) && !gpu) && !(c == 12 && !calibrated);
         cols += show[c];
     }
     unsigned right = 0;
@@ -417,6 +420,10 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
         table_add(&t, "%.1f%%", p->stall_pct);
         if (show[5])
             table_add(&t, "%.1f%%", p->accel_util_pct);
+        if (show[6]) {
+            table_add(&t, p->gpu.used ? "%.2f" : "-", p->gpu.copy_gb_per_s);
+            table_add(&t, p->gpu.used ? "%.0f%%" : "-", p->gpu.overlap_pct);
+        }
         table_add(&t, "%.0f%%", p->worker_cpu_pct);
         table_add(&t, "%.0f", mib(p->rss_peak_bytes));
         table_add(&t, "%.0f", mib(p->pinned_bytes));
@@ -424,7 +431,7 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
             table_add(&t, "%s %.0f%%", p->stages[a->top_stage].name, a->top_share_pct);
         else
             table_add(&t, "-");
-        if (show[10])
+        if (show[12])
             table_add(&t, "%.0f%%", a->efficiency_pct);
         static const char *const bound[] = {"no", "moderate", "HIGH"};
         table_add(&t, "%s", bound[a->input_bound]);
@@ -452,6 +459,16 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
                 "min(workers, %d cores); memcpy %.1f GB/s\n",
                 bullet, result->calibration.single_core_samples_per_s, result->calibration.cores,
                 result->calibration.memcpy_gb_per_s);
+    if (gpu)
+        fprintf(s->out,
+                "%saccel = GPU time in the step kernel / wall time; copy GB/s = bytes / CUDA-event "
+                "copy time; overlap = share of copy time during which the GPU computed\n",
+                bullet);
+    if (gpu && result->calibration.h2d_bytes)
+        fprintf(s->out, "%shost-to-device peak for one %.1f MiB batch: pinned %.1f GB/s, pageable "
+                        "%.1f GB/s (calibrated)\n",
+                bullet, (double)result->calibration.h2d_bytes / 1048576.0,
+                result->calibration.h2d_pinned_gb_s, result->calibration.h2d_pageable_gb_s);
 }
 
 /* The recommendation, the rule beside it, scaling and suggestions. */
@@ -472,6 +489,52 @@ static void emit_analysis(const struct sink *s, const struct pb_analysis *an)
     fprintf(s->out, "%sbottleneck: %s\n", bullet, a->bottleneck);
     for (int i = 0; i < an->suggestion_count; i++)
         fprintf(s->out, "%ssuggestion: %s\n", bullet, an->suggestions[i]);
+}
+
+/* The device side of a point: copy bandwidth against this machine's peak,
+ * overlap, how busy the GPU was, memory and clocks. */
+static void emit_gpu_summary(struct table *t, const struct pb_result *result,
+                             const struct pb_point_result *p)
+{
+    const struct pb_gpu_figures *g = &p->gpu;
+    const struct pb_calibration *cal = &result->calibration;
+    const json_t *ahead = config_get(result->config, "loader.device_prefetch");
+    const json_t *axis_ahead = p->axes ? json_object_get(p->axes, "loader.device_prefetch") : NULL;
+    bool is_pinned = p->pinned_bytes > 0;
+    long long prefetch = json_integer_value(axis_ahead ? axis_ahead : ahead);
+    char a[32], b[32];
+    double batch_mib = g->batches ? (double)g->copy_bytes / (double)g->batches / 1048576.0 : 0;
+    table_add(t, "to_device");
+    double peak = is_pinned ? cal->h2d_pinned_gb_s : cal->h2d_pageable_gb_s;
+    if (peak > 0)
+        table_add(t, "%.2f GB/s %s, %.1f MiB a batch = %.0f%% of this machine's %s peak "
+                     "(%.1f GB/s, calibrate --gpu)",
+                  g->copy_gb_per_s, is_pinned ? "pinned" : "pageable", batch_mib,
+                  100 * g->copy_gb_per_s / peak, is_pinned ? "pinned" : "pageable", peak);
+    else
+        table_add(t, "%.2f GB/s %s, %.1f MiB a batch (pbench calibrate --gpu gives the peak)",
+                  g->copy_gb_per_s, is_pinned ? "pinned" : "pageable", batch_mib);
+    table_add(t, "overlap");
+    table_add(t, "%.0f %% of copy time ran while the GPU computed (device_prefetch %lld)",
+              g->overlap_pct, prefetch);
+    format_ns(a, sizeof(a), g->batches ? g->stage_ns / (double)g->batches : 0);
+    format_ns(b, sizeof(b), g->batches ? g->step_ns / (double)g->batches : 0);
+    table_add(t, "GPU busy");
+    table_add(t, "%.1f %%  (GPU stages %s + step %s per batch)", g->busy_pct, a, b);
+    double wall_ns = g->wall_s * 1e9;
+    table_add(t, "loop blocked");
+    table_add(t, "%.1f %% on a free device buffer, %.1f %% on copies finishing",
+              wall_ns > 0 ? 100 * (double)g->host_blocked_ns / wall_ns : 0,
+              wall_ns > 0 ? 100 * (double)g->copy_wait_ns / wall_ns : 0);
+    const struct pb_gpu_device *d = &p->gpu_device;
+    table_add(t, "GPU memory");
+    table_add(t, "pbench %.1f MiB peak; device in use %.0f MiB before, %.0f MiB during",
+              mib(d->alloc_peak_bytes), mib(d->used_before_bytes), mib(d->used_after_bytes));
+    if (d->sm_mhz_start || d->sm_mhz_end) {
+        table_add(t, "SM clock");
+        table_add(t, "%u MHz at start, %u MHz at end (max %u)%s%s", d->sm_mhz_start,
+                  d->sm_mhz_end, d->sm_mhz_max, d->throttle[0] ? "; slowed: " : "", d->throttle);
+    }
 }
 
 static void emit_point_summary(const struct sink *s, const struct pb_result *result,
@@ -544,6 +607,8 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
         table_add(&t, "accelerator");
         table_add(&t, "%.1f %% utilized  (step %s)", p->accel_util_pct, a);
     }
+    if (p->gpu.used)
+        emit_gpu_summary(&t, result, p);
     table_add(&t, "worker CPU");
     table_add(&t, "%.1f %%  (process %.0f %%, 100 %% = one core)", p->worker_cpu_pct,
               p->cpu_util_pct);
@@ -602,6 +667,8 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
     for (size_t i = 0; i < p->stage_count; i++) {
         const struct pb_stage_result *st = &p->stages[i];
         const struct pb_hist *h = &st->hist;
+        if (st->gpu)
+            continue;
         char mean[32], p50[32], p90[32], p99[32], max[32], cpu[32];
         format_ns(mean, sizeof(mean), h->count ? h->mean_ns : 0);
         format_ns(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
@@ -637,7 +704,7 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
                 (unsigned long long)(p->samples + p->errors));
     for (size_t i = 0; i < p->stage_count; i++) {
         const struct pb_stage_result *st = &p->stages[i];
-        if (st->counter_count == 0)
+        if (st->counter_count == 0 || st->gpu)
             continue;
         fprintf(s->out, s->markdown ? "\n%s counters:" : "  %s counters:", st->name);
         for (int c = 0; c < st->counter_count; c++)
@@ -647,11 +714,55 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
     }
 }
 
+/* The device rows: CUDA event time per batch of the copy, each GPU stage
+ * and the step, and the copy's bandwidth. */
+static void emit_gpu_stages(const struct sink *s, const struct pb_point_result *p)
+{
+    if (!p->gpu.used)
+        return;
+    struct table t;
+    table_init(&t, 8, 0xfeu, false);
+    static const char *const header[] = {"on the GPU", "batches", "mean", "p50",
+                                         "p99",        "max",     "GB/s", "share%"};
+    for (size_t c = 0; c < PB_ARRAY_LEN(header); c++)
+        table_add(&t, "%s", header[c]);
+    for (size_t i = 0; i < p->stage_count; i++) {
+        const struct pb_stage_result *st = &p->stages[i];
+        if (!st->gpu)
+            continue;
+        const struct pb_hist *h = &st->hist;
+        char mean[32], p50[32], p99[32], max[32];
+        format_ns(mean, sizeof(mean), h->count ? h->mean_ns : 0);
+        format_ns(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
+        format_ns(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
+        format_ns(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
+        table_add(&t, "%s", st->name);
+        table_add(&t, "%llu", (unsigned long long)h->count);
+        table_add(&t, "%s", mean);
+        table_add(&t, "%s", p50);
+        table_add(&t, "%s", p99);
+        table_add(&t, "%s", max);
+        if (st->counter_count > 0 && h->sum_ns > 0)
+            table_add(&t, "%.2f", (double)st->counters[0] / (double)h->sum_ns);
+        else
+            table_add(&t, "-");
+        table_add(&t, "%.1f", st->share_pct);
+    }
+    if (!s->markdown)
+        fputc('\n', s->out);
+    emit_table(s, &t);
+    table_free(&t);
+    fprintf(s->out, "%stimes are CUDA events around each copy, stage and step on the device; "
+                    "share%% is of the device time\n",
+            s->markdown ? "\n" : "  ");
+}
+
 static void emit_point(const struct sink *s, const struct pb_result *result,
                        const struct pb_point_result *p)
 {
     emit_point_summary(s, result, p);
     emit_stages(s, p);
+    emit_gpu_stages(s, p);
     if (p->warning_count && !s->markdown)
         fputc('\n', s->out);
     for (int w = 0; w < p->warning_count; w++)
@@ -810,7 +921,9 @@ static void report_csv(FILE *out, const struct pb_result *result)
             }
             const struct pb_stage_result *st = &p->stages[r];
             const struct pb_hist *h = &st->hist;
-            csv_field(out, st->name, false);
+            char row_name[80];
+            snprintf(row_name, sizeof(row_name), "%s%s", st->gpu ? "gpu:" : "", st->name);
+            csv_field(out, row_name, false);
             csv_u64(out, h->count);
             csv_double(out, h->count ? h->mean_ns : 0);
             csv_u64(out, pb_hist_quantile(h, 0.50));

@@ -163,10 +163,11 @@ static void summarize_stages(struct pb_point_result *point)
         for (size_t s = 0; s < rep->stage_count; s++) {
             const struct pb_stage_result *src = &rep->stages[s];
             size_t i = 0;
-            while (i < count && strcmp(merged[i].name, src->name) != 0)
+            while (i < count && (strcmp(merged[i].name, src->name) != 0 || merged[i].gpu != src->gpu))
                 i++;
             if (i == count) {
                 snprintf(merged[i].name, sizeof(merged[i].name), "%s", src->name);
+                merged[i].gpu = src->gpu;
                 snprintf(merged[i].parent, sizeof(merged[i].parent), "%s", src->parent);
                 pb_hist_init(&merged[i].hist);
                 merged[i].counter_count = src->counter_count;
@@ -179,12 +180,15 @@ static void summarize_stages(struct pb_point_result *point)
                 merged[i].counters[c] += src->counters[c];
         }
     }
-    double total_ns = 0;
+    /* Shares are of the host rows' total, or of the device rows' total. */
+    double total_ns[2] = {0, 0};
     for (size_t i = 0; i < count; i++)
         if (!merged[i].parent[0])
-            total_ns += (double)merged[i].hist.sum_ns;
-    for (size_t i = 0; i < count; i++)
-        merged[i].share_pct = total_ns > 0 ? (double)merged[i].hist.sum_ns / total_ns * 100 : 0;
+            total_ns[merged[i].gpu] += (double)merged[i].hist.sum_ns;
+    for (size_t i = 0; i < count; i++) {
+        double total = total_ns[merged[i].gpu];
+        merged[i].share_pct = total > 0 ? (double)merged[i].hist.sum_ns / total * 100 : 0;
+    }
     point->stages = merged;
     point->stage_count = count;
 }
@@ -208,6 +212,13 @@ static void drop_summary_warnings(struct pb_point_result *point)
         kept += !ours;
     }
     point->warning_count = kept;
+}
+
+void pb_gpu_figures_ratios(struct pb_gpu_figures *g)
+{
+    g->copy_gb_per_s = g->copy_ns > 0 ? (double)g->copy_bytes / g->copy_ns : 0;
+    g->overlap_pct = g->copy_ns > 0 ? 100 * g->overlap_ns / g->copy_ns : 0;
+    g->busy_pct = g->wall_s > 0 ? 100 * (g->stage_ns + g->step_ns) / (g->wall_s * 1e9) : 0;
 }
 
 void pb_point_summarize(struct pb_point_result *point)
@@ -245,6 +256,24 @@ void pb_point_summarize(struct pb_point_result *point)
     point->cpu_util_pct = WALL_WEIGHTED(cpu_util_pct);
     point->worker_cpu_pct = WALL_WEIGHTED(worker_cpu_pct);
 #undef WALL_WEIGHTED
+
+    memset(&point->gpu, 0, sizeof(point->gpu));
+    for (size_t i = 0; i < n; i++) {
+        const struct pb_gpu_figures *g = &reps[i].gpu;
+        if (!g->used)
+            continue;
+        point->gpu.used = true;
+        point->gpu.batches += g->batches;
+        point->gpu.copy_bytes += g->copy_bytes;
+        point->gpu.copy_ns += g->copy_ns;
+        point->gpu.stage_ns += g->stage_ns;
+        point->gpu.step_ns += g->step_ns;
+        point->gpu.overlap_ns += g->overlap_ns;
+        point->gpu.wall_s += g->wall_s;
+        point->gpu.host_blocked_ns += g->host_blocked_ns;
+        point->gpu.copy_wait_ns += g->copy_wait_ns;
+    }
+    pb_gpu_figures_ratios(&point->gpu);
 
     size_t capped = 0, noisy = 0;
     double worst_noise = 0;
@@ -317,6 +346,8 @@ static json_t *stages_to_json(const struct pb_stage_result *stages, size_t count
         json_object_set_new(obj, "name", json_string(s->name));
         if (s->parent[0])
             json_object_set_new(obj, "parent", json_string(s->parent));
+        if (s->gpu)
+            json_object_set_new(obj, "device", json_string("gpu"));
         if (s->counter_count > 0) {
             json_t *counters = json_object();
             for (int c = 0; c < s->counter_count && c < PB_STAGE_COUNTERS; c++)
@@ -344,6 +375,42 @@ static json_t *warnings_to_json(const char (*warnings)[256], int count)
     for (int i = 0; i < count; i++)
         json_array_append_new(arr, json_string(warnings[i]));
     return arr;
+}
+
+/* The GPU figures' fields, for writing and reading alike. */
+static const struct {
+    const char *name;
+    size_t offset;
+    bool u64;
+} gpu_fields[] = {
+#define GPU_F(f, u) {#f, offsetof(struct pb_gpu_figures, f), u}
+    GPU_F(batches, true),         GPU_F(copy_bytes, true),      GPU_F(copy_ns, false),
+    GPU_F(stage_ns, false),       GPU_F(step_ns, false),        GPU_F(overlap_ns, false),
+    GPU_F(copy_gb_per_s, false),  GPU_F(overlap_pct, false),    GPU_F(busy_pct, false),
+    GPU_F(wall_s, false),         GPU_F(host_blocked_ns, true), GPU_F(copy_wait_ns, true),
+#undef GPU_F
+};
+
+static json_t *gpu_figures_to_json(const struct pb_gpu_figures *g)
+{
+    json_t *obj = json_object();
+    for (size_t i = 0; i < PB_ARRAY_LEN(gpu_fields); i++) {
+        const char *at = (const char *)g + gpu_fields[i].offset;
+        json_object_set_new(obj, gpu_fields[i].name,
+                            gpu_fields[i].u64 ? json_u64(*(const uint64_t *)at)
+                                              : json_number(*(const double *)at));
+    }
+    return obj;
+}
+
+static json_t *gpu_device_to_json(const struct pb_gpu_device *d)
+{
+    return json_pack("{s o s o s o s i s i s i s s}", "alloc_peak_bytes",
+                     json_u64(d->alloc_peak_bytes), "used_before_bytes",
+                     json_u64(d->used_before_bytes), "used_after_bytes",
+                     json_u64(d->used_after_bytes), "sm_mhz_start", (int)d->sm_mhz_start,
+                     "sm_mhz_end", (int)d->sm_mhz_end, "sm_mhz_max", (int)d->sm_mhz_max,
+                     "throttle", d->throttle);
 }
 
 static json_t *repeat_to_json(const struct pb_repeat_result *r)
@@ -390,6 +457,8 @@ static json_t *repeat_to_json(const struct pb_repeat_result *r)
     json_object_set_new(obj, "rss",
                         json_pack("{s o s o s o}", "t_s", t, "rss_bytes", rss, "cpu_pct", cpu));
     json_object_set_new(obj, "stages", stages_to_json(r->stages, r->stage_count));
+    if (r->gpu.used)
+        json_object_set_new(obj, "gpu", gpu_figures_to_json(&r->gpu));
     return obj;
 }
 
@@ -413,9 +482,11 @@ static json_t *point_to_json(const struct pb_point_result *p)
                         json_pack("{s o s o}", "p50_ns", json_u64(p->wait_p50_ns), "p99_ns",
                                   json_u64(p->wait_p99_ns)));
     json_object_set_new(obj, "memory",
-                        json_pack("{s o s o s o}", "rss_peak_bytes", json_u64(p->rss_peak_bytes),
-                                  "pinned_bytes", json_u64(p->pinned_bytes), "batch_pool_bytes",
-                                  json_u64(p->batch_pool_bytes)));
+                        json_pack("{s o s o s o s o}", "rss_peak_bytes",
+                                  json_u64(p->rss_peak_bytes), "pinned_bytes",
+                                  json_u64(p->pinned_bytes), "batch_pool_bytes",
+                                  json_u64(p->batch_pool_bytes), "batch_bytes",
+                                  json_u64(p->batch_bytes)));
     json_object_set_new(obj, "samples", json_u64(p->samples));
     json_t *files = json_array();
     for (int i = 0; i < p->error_file_count && i < PB_MAX_ERROR_FILES; i++)
@@ -430,6 +501,10 @@ static json_t *point_to_json(const struct pb_point_result *p)
     json_object_set_new(obj, "warnings", warnings_to_json(p->warnings, p->warning_count));
     if (p->error[0])
         json_object_set_new(obj, "error", json_string(p->error));
+    if (p->gpu.used) {
+        json_object_set_new(obj, "gpu", gpu_figures_to_json(&p->gpu));
+        json_object_set_new(obj, "gpu_device", gpu_device_to_json(&p->gpu_device));
+    }
     return obj;
 }
 
@@ -483,11 +558,21 @@ json_t *pb_result_to_json(const struct pb_result *result)
     const struct pb_calibration *cal = &result->calibration;
     if (cal->measured)
         json_object_set_new(root, "calibration",
-                            json_pack("{s o s o s i s o}", "single_core_samples_per_s",
+                            json_pack("{s o s o s i s o s o s o s o}", "single_core_samples_per_s",
                                       json_number(cal->single_core_samples_per_s),
                                       "memcpy_gb_per_s", json_number(cal->memcpy_gb_per_s),
                                       "cores", cal->cores, "decode_ns_per_frame",
-                                      json_number(cal->decode_ns_per_frame)));
+                                      json_number(cal->decode_ns_per_frame), "h2d_bytes",
+                                      json_u64(cal->h2d_bytes), "h2d_pinned_gb_per_s",
+                                      json_number(cal->h2d_pinned_gb_s),
+                                      "h2d_pageable_gb_per_s",
+                                      json_number(cal->h2d_pageable_gb_s)));
+    if (result->gpu_skipped[0])
+        json_object_set_new(root, "gpu_skipped", json_string(result->gpu_skipped));
+    if (result->gpu_profile)
+        json_object_set_new(root, "gpu_profile", json_deep_copy(result->gpu_profile));
+    if (result->gpu_trace_path[0])
+        json_object_set_new(root, "gpu_trace", json_string(result->gpu_trace_path));
     json_t *points = json_array();
     for (size_t i = 0; i < result->point_count; i++)
         json_array_append_new(points, point_to_json(&result->points[i]));
@@ -733,6 +818,8 @@ static int read_stages(struct reader *rd, const json_t *obj, const char *path,
         const json_t *parent = json_object_get(s, "parent");
         if (parent && json_is_string(parent))
             snprintf(stages[i].parent, sizeof(stages[i].parent), "%s", json_string_value(parent));
+        const json_t *device = json_object_get(s, "device");
+        stages[i].gpu = json_is_string(device) && strcmp(json_string_value(device), "gpu") == 0;
         const json_t *counters = json_object_get(s, "counters");
         if (counters && json_is_object(counters)) {
             const char *key;
@@ -846,6 +933,43 @@ static int read_rss(struct reader *rd, const json_t *obj, const char *path,
     return PB_OK;
 }
 
+static int read_gpu_figures(struct reader *rd, const json_t *obj, const char *path,
+                            struct pb_gpu_figures *g)
+{
+    const json_t *gpu = json_object_get(obj, "gpu");
+    if (!gpu || json_is_null(gpu))
+        return PB_OK;
+    char at[PATH_TEXT_MAX];
+    child_path(at, path, "gpu");
+    if (!json_is_object(gpu))
+        return fail(rd, at, "", "expected an object");
+    g->used = true;
+    for (size_t i = 0; i < PB_ARRAY_LEN(gpu_fields); i++) {
+        char *field = (char *)g + gpu_fields[i].offset;
+        int bad = gpu_fields[i].u64 ? get_u64(rd, gpu, at, gpu_fields[i].name, (uint64_t *)field)
+                                    : get_double(rd, gpu, at, gpu_fields[i].name, (double *)field);
+        if (bad)
+            return PB_ERR;
+    }
+    return PB_OK;
+}
+
+static void read_gpu_device(const json_t *obj, struct pb_gpu_device *d)
+{
+    const json_t *dev = json_object_get(obj, "gpu_device");
+    if (!json_is_object(dev))
+        return;
+    d->alloc_peak_bytes = (uint64_t)json_integer_value(json_object_get(dev, "alloc_peak_bytes"));
+    d->used_before_bytes = (uint64_t)json_integer_value(json_object_get(dev, "used_before_bytes"));
+    d->used_after_bytes = (uint64_t)json_integer_value(json_object_get(dev, "used_after_bytes"));
+    d->sm_mhz_start = (unsigned)json_integer_value(json_object_get(dev, "sm_mhz_start"));
+    d->sm_mhz_end = (unsigned)json_integer_value(json_object_get(dev, "sm_mhz_end"));
+    d->sm_mhz_max = (unsigned)json_integer_value(json_object_get(dev, "sm_mhz_max"));
+    const json_t *t = json_object_get(dev, "throttle");
+    if (json_is_string(t))
+        snprintf(d->throttle, sizeof(d->throttle), "%s", json_string_value(t));
+}
+
 static int read_repeat(struct reader *rd, const json_t *obj, const char *path,
                        struct pb_repeat_result *r)
 {
@@ -874,6 +998,8 @@ static int read_repeat(struct reader *rd, const json_t *obj, const char *path,
     if (batches && read_batch_records(rd, batches, child_path(at, path, "batch_records"), r))
         return PB_ERR;
     if (rss && read_rss(rd, rss, child_path(at, path, "rss"), r))
+        return PB_ERR;
+    if (read_gpu_figures(rd, obj, path, &r->gpu))
         return PB_ERR;
     return read_stages(rd, obj, path, &r->stages, &r->stage_count);
 }
@@ -921,7 +1047,8 @@ static int read_point(struct reader *rd, const json_t *obj, const char *path,
         child_path(at, path, "memory");
         if (get_u64(rd, memory, at, "rss_peak_bytes", &p->rss_peak_bytes) ||
             get_u64(rd, memory, at, "pinned_bytes", &p->pinned_bytes) ||
-            get_u64(rd, memory, at, "batch_pool_bytes", &p->batch_pool_bytes))
+            get_u64(rd, memory, at, "batch_pool_bytes", &p->batch_pool_bytes) ||
+            get_u64(rd, memory, at, "batch_bytes", &p->batch_bytes))
             return PB_ERR;
     }
     if (errors) {
@@ -940,6 +1067,9 @@ static int read_point(struct reader *rd, const json_t *obj, const char *path,
     }
     if (read_stages(rd, obj, path, &p->stages, &p->stage_count))
         return PB_ERR;
+    if (read_gpu_figures(rd, obj, path, &p->gpu))
+        return PB_ERR;
+    read_gpu_device(obj, &p->gpu_device);
     size_t count = repeats ? json_array_size(repeats) : 0;
     if (count == 0)
         return PB_OK;
@@ -1048,7 +1178,24 @@ static int read_result(struct reader *rd, const json_t *root, struct pb_result *
         result->calibration.cores = (int)json_integer_value(json_object_get(cal, "cores"));
         result->calibration.decode_ns_per_frame =
             json_number_value(json_object_get(cal, "decode_ns_per_frame"));
+        const json_t *h2d = json_object_get(cal, "h2d_bytes");
+        result->calibration.h2d_bytes = json_is_integer(h2d) ? (uint64_t)json_integer_value(h2d) : 0;
+        result->calibration.h2d_pinned_gb_s =
+            json_number_value(json_object_get(cal, "h2d_pinned_gb_per_s"));
+        result->calibration.h2d_pageable_gb_s =
+            json_number_value(json_object_get(cal, "h2d_pageable_gb_per_s"));
     }
+    const json_t *skipped = json_object_get(root, "gpu_skipped");
+    if (json_is_string(skipped))
+        snprintf(result->gpu_skipped, sizeof(result->gpu_skipped), "%s",
+                 json_string_value(skipped));
+    const json_t *profile = json_object_get(root, "gpu_profile");
+    if (json_is_object(profile))
+        result->gpu_profile = json_deep_copy(profile);
+    const json_t *trace = json_object_get(root, "gpu_trace");
+    if (json_is_string(trace))
+        snprintf(result->gpu_trace_path, sizeof(result->gpu_trace_path), "%s",
+                 json_string_value(trace));
     const json_t *analysis = json_object_get(root, "analysis");
     if (analysis && json_is_object(analysis))
         result->analysis = json_deep_copy(analysis);
@@ -1217,6 +1364,7 @@ void pb_result_free(struct pb_result *result)
     free(result->points);
     json_decref(result->config);
     json_decref(result->analysis);
+    json_decref(result->gpu_profile);
     memset(result, 0, sizeof(*result));
 }
 

@@ -54,6 +54,9 @@ struct pb_machine {
 struct pb_stage_result {
     char name[64];
     char parent[64];            /* "" for a pipeline stage                */
+    /* A device row (to_device, GPU stages, step): hist is CUDA event time
+     * per batch, share_pct is of the summed device rows, cpu_ns is 0. */
+    bool gpu;
     uint64_t cpu_ns;            /* thread CPU time spent in the stage     */
     double share_pct;           /* of the summed wall time of all stages  */
     struct pb_hist hist;        /* wall time per sample, ns               */
@@ -78,6 +81,29 @@ struct pb_rss_sample {
     double cpu_pct;             /* process CPU over the period, 100 = 1 core */
 };
 
+/* The device side of a repeat (or of a point: sums over its repeats), from
+ * CUDA events on the measured batches. used is false without to_device. */
+struct pb_gpu_figures {
+    bool used;
+    uint64_t batches, copy_bytes;
+    double copy_ns, stage_ns, step_ns;  /* event time, summed over batches */
+    double overlap_ns;          /* copy time during which compute ran     */
+    double copy_gb_per_s;       /* copy_bytes / copy_ns                   */
+    double overlap_pct;         /* overlap_ns / copy_ns                   */
+    double busy_pct;            /* (stage + step time) / wall             */
+    double wall_s;
+    uint64_t host_blocked_ns;   /* loop waited for a free device buffer   */
+    uint64_t copy_wait_ns;      /* loop waited for copies to finish       */
+};
+
+/* The device a point ran on, as seen around its measurement. */
+struct pb_gpu_device {
+    uint64_t alloc_peak_bytes;  /* pbench's own device allocations, peak  */
+    uint64_t used_before_bytes, used_after_bytes; /* cudaMemGetInfo total - free */
+    unsigned sm_mhz_start, sm_mhz_end, sm_mhz_max; /* NVML; 0 unknown     */
+    char throttle[128];         /* NVML slowdown reasons at the end, or "" */
+};
+
 struct pb_repeat_result {
     double wall_s;              /* measured part only                     */
     uint64_t samples, batches, bytes_read, errors;
@@ -95,6 +121,7 @@ struct pb_repeat_result {
     struct pb_rss_sample *rss;             /* owned                       */
     size_t stage_count;
     struct pb_stage_result *stages;        /* owned                       */
+    struct pb_gpu_figures gpu;
 };
 
 struct pb_point_result {
@@ -113,6 +140,7 @@ struct pb_point_result {
     uint64_t wait_p50_ns, wait_p99_ns;     /* consumer wait per batch       */
     double queue_depth_mean;    /* ready batches at dequeue, mean over batches */
     uint64_t rss_peak_bytes, pinned_bytes, batch_pool_bytes;
+    uint64_t batch_bytes;       /* one batch buffer: batch_size x slot     */
     uint64_t samples, errors;
     char error_files[PB_MAX_ERROR_FILES][256]; /* first failing files with why */
     int error_file_count;
@@ -121,6 +149,8 @@ struct pb_point_result {
     int warning_count;
     char warnings[PB_MAX_WARNINGS][256];
     char error[256];            /* why the point failed; "" when it ran   */
+    struct pb_gpu_figures gpu;  /* summed over repeats, ratios recomputed */
+    struct pb_gpu_device gpu_device;
 };
 
 /* What this machine does at best for the config's data (pbench calibrate):
@@ -133,6 +163,10 @@ struct pb_calibration {
     /* Video: demux + decode time per decoded frame on one uncontended core
      * (0 when the pipeline has no video decoder). */
     double decode_ns_per_frame;
+    /* pbench calibrate --gpu: host-to-device copy of one batch as
+     * bandwidthTest measures it; 0 when not measured. */
+    uint64_t h2d_bytes;
+    double h2d_pinned_gb_s, h2d_pageable_gb_s;
 };
 
 struct pb_result {
@@ -149,6 +183,13 @@ struct pb_result {
     double overhead_noise_pct;
     struct pb_calibration calibration;
     json_t *analysis;           /* written by the run for readers; owned, may be NULL */
+    /* gpu: optional on a machine without a device: the stages skipped and
+     * why ("" when nothing was skipped). */
+    char gpu_skipped[256];
+    /* profile.gpu: cupti: the trace's summary (owned, may be NULL) and the
+     * Chrome trace file written beside the result. */
+    json_t *gpu_profile;
+    char gpu_trace_path[512];
     size_t point_count;
     struct pb_point_result *points; /* owned */
     int warning_count;
@@ -166,6 +207,9 @@ void pb_result_warn(struct pb_result *result, const char *fmt, ...)
  * name) and warns about repeats that hit the time cap or were noisy.
  * Summarizing again recomputes everything and replaces those warnings. */
 void pb_point_summarize(struct pb_point_result *point);
+
+/* Recomputes copy_gb_per_s, overlap_pct and busy_pct from the sums. */
+void pb_gpu_figures_ratios(struct pb_gpu_figures *g);
 
 /* Fills the machine fingerprint (hwloc, uname, library versions, GPU). */
 void pb_machine_probe(struct pb_machine *machine);

@@ -10,6 +10,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "bench/gpuloop.h"
+#include "bench/gpuprof.h"
 #include "bench/pb.h"
 #include "bench/queue.h"
 
@@ -24,6 +26,16 @@ struct stage_inst {
 };
 
 struct run;
+
+/* The device side of a repeat, filled by the GPU loop's harvest callback
+ * (consumer thread) for the measured batches. */
+struct gpu_acc {
+    struct pb_hist copy_hist, step_hist, stage_hist[PB_GPU_MAX_STAGES];
+    struct pb_gpu_figures fig;
+    double *copy_iv, *compute_iv; /* begin, end pairs, device timeline */
+    size_t iv_count, iv_cap;
+    bool oom;
+};
 
 struct worker {
     struct run *run;
@@ -64,6 +76,12 @@ struct run {
     int worker_stage_spec[PB_MAX_STAGES];
     struct stage_inst consumer_stages[PB_MAX_STAGES];
     int consumer_stage_count;
+    /* The device side (a to_device stage): the loop, its GPU stages (the
+     * consumer stages after to_device) and what a repeat measured. */
+    struct pb_gpu_loop *gpu;
+    struct stage_inst gpu_stages[PB_GPU_MAX_STAGES];
+    int gpu_stage_count;
+    struct gpu_acc gpu_acc;
     size_t scratch_bytes, slot_bytes;
     struct pb_shape sample_shape;
     struct pb_slot *slots;
@@ -217,6 +235,8 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
     const struct pb_dataset *ds = run->ds;
     uint32_t delivered = 0, errors = 0;
     uint64_t bytes_read = 0;
+    bool ragged = false;
+    const struct pb_shape *planned = &run->sample_shape;
     int last = w->stage_count - 1;
     for (uint32_t j = 0; j < n; j++) {
         uint64_t index = w->indices[j];
@@ -302,11 +322,17 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
             fail_run(run, rc, w->msg);
             return rc;
         }
+        ragged |= s.in_shape.height != planned->height || s.in_shape.width != planned->width ||
+                  s.in_shape.channels != planned->channels ||
+                  (s.in_shape.frames > 0 ? s.in_shape.frames : 1) !=
+                      (planned->frames > 0 ? planned->frames : 1);
+        slot->batch.seeds[delivered] = w->seeds[j];
         delivered++;
     }
     slot->batch.seq = seq;
     slot->batch.samples = delivered;
     slot->batch.shape = run->sample_shape;
+    slot->batch.ragged = ragged;
     slot->errors = errors;
     slot->bytes_read = bytes_read;
     slot->assembly_ns = pb_now_ns() - start_ns;
@@ -493,8 +519,16 @@ static void free_run(struct run *run)
     for (int k = 0; k < run->consumer_stage_count; k++)
         if (run->consumer_stages[k].ops->cleanup)
             run->consumer_stages[k].ops->cleanup(run->consumer_stages[k].state);
+    for (int k = 0; k < run->gpu_stage_count; k++)
+        if (run->gpu_stages[k].ops->cleanup)
+            run->gpu_stages[k].ops->cleanup(run->gpu_stages[k].state);
+    pb_gpu_loop_close(run->gpu);
+    run->gpu = NULL;
+    free(run->gpu_acc.copy_iv);
+    free(run->gpu_acc.compute_iv);
     if (run->slots) {
         for (int i = 0; i < run->slot_count; i++) {
+            free(run->slots[i].batch.seeds);
             if (run->pinned)
                 pb_pinned_free(run->slots[i].batch.data);
             else
@@ -504,6 +538,57 @@ static void free_run(struct run *run)
     }
     free(run->rss);
     pthread_mutex_destroy(&run->error_lock);
+}
+
+static void gpu_harvest(void *user, const struct pb_gpu_batch_times *t);
+
+/* Consumer-side stages take the batch as the workers left it. A to_device
+ * stage opens the GPU loop; the stages after it run on the device. */
+static int setup_consumer(struct run *run, const struct pb_spec *spec, size_t buffer_bytes,
+                          char *msg, size_t msglen)
+{
+    struct pb_stage_plan in = {.shape = run->sample_shape, .max_bytes = run->slot_bytes,
+                               .worker = -1, .inflight = (int)spec->loader.device_prefetch,
+                               .max_samples = (int)spec->loader.batch_size};
+    for (int i = 0; i < spec->stage_count; i++) {
+        const struct pb_stage_spec *ss = &spec->stages[i];
+        if (!(ss->ops->flags & PB_STAGE_CONSUMER))
+            continue;
+        if (ss->ops->flags & PB_STAGE_TO_DEVICE) {
+            int gpu_stages = 0;
+            for (int j = i + 1; j < spec->stage_count; j++)
+                gpu_stages += (spec->stages[j].ops->flags & PB_STAGE_GPU) != 0;
+            struct pb_gpu_loop_config cfg = {
+                .inflight = (int)spec->loader.device_prefetch,
+                .max_batch_bytes = buffer_bytes,
+                .copy_on_compute = pb_to_device_on_compute(ss->opts),
+                .stage_count = gpu_stages,
+                .harvest = gpu_harvest,
+                .user = run,
+            };
+            int rc = pb_gpu_loop_open(&run->gpu, &cfg, msg, msglen);
+            if (rc != PB_OK)
+                return rc;
+            continue;
+        }
+        if ((ss->ops->flags & PB_STAGE_GPU) && run->gpu_stage_count >= PB_GPU_MAX_STAGES) {
+            snprintf(msg, msglen, "at most %d stages may run on the GPU", PB_GPU_MAX_STAGES);
+            return PB_ERR_CONFIG;
+        }
+        struct pb_stage_plan out = in;
+        void *state = NULL;
+        int rc = ss->ops->init(&state, ss->opts, &in, &out, ss->decoder, ss->decoder_opts, msg,
+                               msglen);
+        struct stage_inst inst = {ss->ops, state, i};
+        if (ss->ops->flags & PB_STAGE_GPU)
+            run->gpu_stages[run->gpu_stage_count++] = inst;
+        else
+            run->consumer_stages[run->consumer_stage_count++] = inst;
+        if (rc != PB_OK)
+            return rc;
+        in = out;
+    }
+    return PB_OK;
 }
 
 static int setup_run(struct run *run, const struct pb_spec *spec, const struct pb_dataset *ds,
@@ -526,7 +611,9 @@ static int setup_run(struct run *run, const struct pb_spec *spec, const struct p
                      ops->unavailable_reason);
             return PB_ERR_UNAVAILABLE;
         }
-        if (ops->flags & PB_STAGE_CONSUMER) {
+        if (ops->flags & PB_STAGE_TO_DEVICE) {
+            continue; /* the boundary: CPU stages after it run before the copy */
+        } else if (ops->flags & PB_STAGE_CONSUMER) {
             seen_consumer = true;
         } else {
             if (seen_consumer) {
@@ -569,21 +656,6 @@ static int setup_run(struct run *run, const struct pb_spec *spec, const struct p
             return PB_ERR_NOMEM;
         }
     }
-    /* Consumer-side stages take the batch as the workers left it. */
-    for (int i = 0; i < spec->stage_count; i++) {
-        const struct pb_stage_spec *ss = &spec->stages[i];
-        if (!(ss->ops->flags & PB_STAGE_CONSUMER))
-            continue;
-        struct pb_stage_plan in = {.shape = run->sample_shape, .max_bytes = run->slot_bytes,
-                                   .worker = -1};
-        struct pb_stage_plan out = in;
-        void *state = NULL;
-        int rc = ss->ops->init(&state, ss->opts, &in, &out, ss->decoder, ss->decoder_opts, msg,
-                               msglen);
-        if (rc != PB_OK)
-            return rc;
-        run->consumer_stages[run->consumer_stage_count++] = (struct stage_inst){ss->ops, state, i};
-    }
 
     /* The batch pool: workers * prefetch_factor slots (one when loading in
      * the consumer), each batch_size samples of slot_bytes. */
@@ -616,6 +688,16 @@ static int setup_run(struct run *run, const struct pb_spec *spec, const struct p
     run->pool_bytes = (uint64_t)run->slot_count * buffer_bytes;
     point->batch_pool_bytes = run->pool_bytes;
     point->pinned_bytes = run->pinned ? run->pool_bytes : 0;
+    point->batch_bytes = buffer_bytes;
+    for (int i = 0; i < run->slot_count; i++) {
+        run->slots[i].batch.seeds = calloc(batch, sizeof(uint64_t));
+        if (!run->slots[i].batch.seeds)
+            return PB_ERR_NOMEM;
+    }
+
+    int rc = setup_consumer(run, spec, buffer_bytes, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
 
     run->rss = calloc(MAX_RSS_SAMPLES, sizeof(*run->rss));
     if (!run->rss)
@@ -688,6 +770,142 @@ static void sleep_ns(uint64_t ns)
         ;
 }
 
+/* ---- the device side --------------------------------------------------- */
+
+static void gpu_acc_reset(struct gpu_acc *a)
+{
+    pb_hist_init(&a->copy_hist);
+    pb_hist_init(&a->step_hist);
+    for (int k = 0; k < PB_GPU_MAX_STAGES; k++)
+        pb_hist_init(&a->stage_hist[k]);
+    memset(&a->fig, 0, sizeof(a->fig));
+    a->fig.used = true;
+    a->iv_count = 0;
+    a->oom = false;
+}
+
+static void gpu_harvest(void *user, const struct pb_gpu_batch_times *t)
+{
+    struct run *run = user;
+    struct gpu_acc *a = &run->gpu_acc;
+    if (!t->measured)
+        return;
+    pb_hist_add(&a->copy_hist, (uint64_t)t->copy_ns);
+    pb_hist_add(&a->step_hist, (uint64_t)t->step_ns);
+    a->fig.batches++;
+    a->fig.copy_bytes += t->copy_bytes;
+    a->fig.copy_ns += t->copy_ns;
+    a->fig.step_ns += t->step_ns;
+    for (int k = 0; k < run->gpu_stage_count; k++) {
+        pb_hist_add(&a->stage_hist[k], (uint64_t)t->stage_ns[k]);
+        a->fig.stage_ns += t->stage_ns[k];
+    }
+    /* Intervals for the overlap: grown by doubling, like batch records. */
+    if (a->iv_count == a->iv_cap) {
+        size_t next = a->iv_cap ? a->iv_cap * 2 : 4096;
+        double *c = realloc(a->copy_iv, next * 2 * sizeof(double));
+        if (c)
+            a->copy_iv = c;
+        double *k = c ? realloc(a->compute_iv, next * 2 * sizeof(double)) : NULL;
+        if (k)
+            a->compute_iv = k;
+        if (!c || !k) {
+            a->oom = true;
+            return;
+        }
+        a->iv_cap = next;
+    }
+    a->copy_iv[2 * a->iv_count] = t->copy_begin_ns;
+    a->copy_iv[2 * a->iv_count + 1] = t->copy_end_ns;
+    a->compute_iv[2 * a->iv_count] = t->compute_begin_ns;
+    a->compute_iv[2 * a->iv_count + 1] = t->compute_end_ns;
+    a->iv_count++;
+}
+
+static int cmp_interval(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Copy time during which the compute stream was busy: copies against the
+ * union of compute intervals (disjoint on one stream; sorted to be sure). */
+static double gpu_overlap_ns(double *copy, double *compute, size_t n)
+{
+    qsort(copy, n, 2 * sizeof(double), cmp_interval);
+    qsort(compute, n, 2 * sizeof(double), cmp_interval);
+    double total = 0;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        double b = copy[2 * i], e = copy[2 * i + 1];
+        while (j < n && compute[2 * j + 1] <= b)
+            j++;
+        for (size_t k = j; k < n && compute[2 * k] < e; k++) {
+            double lo = b > compute[2 * k] ? b : compute[2 * k];
+            double hi = e < compute[2 * k + 1] ? e : compute[2 * k + 1];
+            if (hi > lo)
+                total += hi - lo;
+        }
+    }
+    return total;
+}
+
+/* One batch through the device: copy, GPU stages, step. */
+static int gpu_batch(struct run *run, struct pb_slot *slot, bool measuring, uint64_t step_ns,
+                     uint64_t *blocked_ns, uint64_t *copy_wait_ns, char *msg, size_t msglen)
+{
+    int rc = pb_gpu_loop_copy(run->gpu, &slot->batch, measuring, blocked_ns, msg, msglen);
+    for (int k = 0; k < run->gpu_stage_count && rc == PB_OK; k++) {
+        rc = pb_gpu_loop_stage_begin(run->gpu, k);
+        if (rc == PB_OK)
+            rc = run->gpu_stages[k].ops->process_batch(run->gpu_stages[k].state, &slot->batch,
+                                                        msg, msglen);
+        if (rc == PB_OK)
+            rc = pb_gpu_loop_stage_end(run->gpu, k);
+    }
+    if (rc == PB_OK)
+        rc = pb_gpu_loop_step(run->gpu, step_ns, copy_wait_ns, msg, msglen);
+    return rc;
+}
+
+/* The repeat's device rows (to_device, GPU stages, step) and figures. */
+static void gpu_repeat_result(struct run *run, struct pb_repeat_result *rep, double wall_s)
+{
+    struct gpu_acc *a = &run->gpu_acc;
+    rep->gpu = a->fig;
+    rep->gpu.wall_s = wall_s;
+    if (!a->oom)
+        rep->gpu.overlap_ns = gpu_overlap_ns(a->copy_iv, a->compute_iv, a->iv_count);
+    pb_gpu_figures_ratios(&rep->gpu);
+    size_t rows = (size_t)run->gpu_stage_count + 2;
+    struct pb_stage_result *grown =
+        realloc(rep->stages, (rep->stage_count + rows) * sizeof(*rep->stages));
+    if (!grown)
+        return;
+    rep->stages = grown;
+    struct pb_stage_result *r = rep->stages + rep->stage_count;
+    memset(r, 0, rows * sizeof(*r));
+    snprintf(r[0].name, sizeof(r[0].name), "to_device");
+    r[0].hist = a->copy_hist;
+    r[0].counter_count = 1;
+    snprintf(r[0].counter_names[0], sizeof(r[0].counter_names[0]), "bytes");
+    r[0].counters[0] = a->fig.copy_bytes;
+    for (int k = 0; k < run->gpu_stage_count; k++) {
+        snprintf(r[1 + k].name, sizeof(r[1 + k].name), "%s", run->gpu_stages[k].ops->name);
+        r[1 + k].hist = a->stage_hist[k];
+    }
+    snprintf(r[rows - 1].name, sizeof(r[rows - 1].name), "step");
+    r[rows - 1].hist = a->step_hist;
+    double total = 0;
+    for (size_t i = 0; i < rows; i++) {
+        r[i].gpu = true;
+        total += (double)r[i].hist.sum_ns;
+    }
+    for (size_t i = 0; i < rows; i++)
+        r[i].share_pct = total > 0 ? 100.0 * (double)r[i].hist.sum_ns / total : 0;
+    rep->stage_count += rows;
+}
+
 static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_repeat_result *rep,
                       bool *interrupted, char *msg, size_t msglen)
 {
@@ -720,6 +938,17 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
         if (rc != PB_OK)
             return rc;
         run->queue_live = true;
+    }
+    if (run->gpu) {
+        gpu_acc_reset(&run->gpu_acc);
+        rc = pb_gpu_loop_begin(run->gpu, msg, msglen);
+        if (rc != PB_OK) {
+            if (run->queue_live) {
+                pb_queue_destroy(&run->queue);
+                run->queue_live = false;
+            }
+            return rc;
+        }
     }
     pthread_create(&run->sampler_thread, NULL, sampler_main, run);
     int started = 0;
@@ -788,8 +1017,22 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
             if (src != PB_OK)
                 fail_run(run, src, stage_msg);
         }
-        if (step_ns)
+        if (run->gpu && run->fatal_rc == PB_OK) {
+            /* The step is a busy kernel on the device; the loop goes on
+             * as soon as the batch's copy is done. */
+            char gpu_msg[PB_MSG_MAX];
+            uint64_t blocked = 0, copy_wait = 0;
+            int grc = gpu_batch(run, slot, measuring, step_ns, &blocked, &copy_wait, gpu_msg,
+                                sizeof(gpu_msg));
+            if (grc != PB_OK)
+                fail_run(run, grc, gpu_msg);
+            if (measuring) {
+                run->gpu_acc.fig.host_blocked_ns += blocked;
+                run->gpu_acc.fig.copy_wait_ns += copy_wait;
+            }
+        } else if (step_ns) {
             sleep_ns(step_ns);
+        }
         uint64_t t_done = pb_now_ns();
 
         if (measuring) {
@@ -847,6 +1090,15 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
         cpu_end = process_cpu_ns();
     }
 
+    /* Batches still on the device are harvested (the measured ones among
+     * them count in the device figures). */
+    if (run->gpu) {
+        char gpu_msg[PB_MSG_MAX];
+        int grc = pb_gpu_loop_drain(run->gpu, gpu_msg, sizeof(gpu_msg));
+        if (grc != PB_OK)
+            fail_run(run, grc, gpu_msg);
+    }
+
     /* Tear down: stop workers, collect their measurements. */
     atomic_store(&run->stop_workers, true);
     if (run->workers > 0)
@@ -893,6 +1145,7 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
     rep->mb_per_s = (double)bytes_read / 1e6 / wall_s;
     rep->stall_pct = 100.0 * (double)wait_total / (double)(t_end - t_start);
     rep->accel_util_pct = step_ns ? 100.0 * (double)step_total / (double)(t_end - t_start) : 0;
+
     rep->cpu_util_pct = 100.0 * (double)(cpu_end - cpu_start) / (double)(t_end - t_start);
     rep->window_noise = isfinite(noise) ? noise : 0;
     rep->interrupted = *interrupted;
@@ -963,6 +1216,11 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
                     total_ns ? 100.0 * (double)rep->stages[k].hist.sum_ns / (double)total_ns : 0;
         }
     }
+    if (run->gpu) {
+        gpu_repeat_result(run, rep, wall_s);
+        /* The step ran on the device: its utilization is kernel time. */
+        rep->accel_util_pct = step_ns ? 100.0 * rep->gpu.step_ns / (wall_s * 1e9) : 0;
+    }
     free(win.throughput);
 
     if (run->fatal_rc != PB_OK) {
@@ -980,6 +1238,29 @@ struct pb_point_run {
     const struct pb_run_hooks *hooks;
 };
 
+/* Device memory and clocks after a repeat; warns when the SM clock fell or
+ * NVML reports a slowdown (power cap, thermal), as results shift then. */
+static void note_gpu_device(struct pb_point_result *point)
+{
+    struct pb_gpu_device *d = &point->gpu_device;
+    uint64_t used = pb_gpu_mem_used();
+    if (used > d->used_after_bytes)
+        d->used_after_bytes = used;
+    d->alloc_peak_bytes = pb_gpu_alloc_peak();
+    struct pb_gpu_clocks clocks;
+    if (pb_gpu_clocks_read(0, &clocks) != 0)
+        return;
+    d->sm_mhz_end = clocks.sm_mhz;
+    snprintf(d->throttle, sizeof(d->throttle), "%s", clocks.throttle_text);
+    if (clocks.throttle_text[0])
+        pb_point_warn(point, "the GPU was slowed down during the run (%s): its figures are "
+                             "lower than the card can give",
+                      clocks.throttle_text);
+    else if (d->sm_mhz_start && clocks.sm_mhz < 0.9 * d->sm_mhz_start)
+        pb_point_warn(point, "the GPU's SM clock fell from %u to %u MHz during the run",
+                      d->sm_mhz_start, clocks.sm_mhz);
+}
+
 int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
                   const struct pb_run_hooks *hooks, struct pb_point_result *point,
                   struct pb_point_run **out, char *msg, size_t msglen)
@@ -994,6 +1275,14 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     struct pb_point_run *pr = calloc(1, sizeof(*pr));
     if (!pr)
         return PB_ERR_NOMEM;
+    if (pb_spec_uses_gpu(spec) && point->gpu_device.sm_mhz_start == 0) {
+        struct pb_gpu_clocks clocks;
+        point->gpu_device.used_before_bytes = pb_gpu_mem_used();
+        if (pb_gpu_clocks_read(0, &clocks) == 0) {
+            point->gpu_device.sm_mhz_start = clocks.sm_mhz;
+            point->gpu_device.sm_mhz_max = clocks.max_sm_mhz;
+        }
+    }
     int rc = setup_run(&pr->run, spec, ds, point, msg, msglen);
     if (rc != PB_OK) {
         free_run(&pr->run);
@@ -1035,6 +1324,8 @@ int pb_point_repeat(struct pb_point_run *pr, int repeat, bool measure_overhead,
     bool interrupted = false;
     struct pb_repeat_result *rep = &point->repeats[point->repeat_count];
     int rc = run_repeat(run, repeat, spec->run.stage_timing, rep, &interrupted, msg, msglen);
+    if (run->gpu)
+        note_gpu_device(point);
     if (rep->wall_s > 0) {
         point->repeat_count++;
         if (pr->hooks && pr->hooks->progress)

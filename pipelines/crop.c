@@ -12,6 +12,7 @@
  * through unchanged (any count, 1 and 3 included). */
 #include "bench/pb.h"
 #include "kernels/image.h"
+#include "pipelines/gpu_stage.h"
 #include "pipelines/stage.h"
 
 #include <math.h>
@@ -29,6 +30,7 @@ struct crop_opts {
     struct pb_double_list scale;
     struct pb_double_list ratio;
     int interpolation;
+    int device; /* enum pb_device; center_crop and random_crop */
 };
 
 #define SIZE_OPT                                                                                \
@@ -38,6 +40,8 @@ struct crop_opts {
 
 static const struct pb_opt crop_opts[] = {
     SIZE_OPT,
+    {.name = "device", .type = PB_OPT_ENUM, .offset = offsetof(struct crop_opts, device),
+     .def = "cpu", .allowed = pb_device_names, .help = PB_DEVICE_HELP},
     {0},
 };
 
@@ -156,6 +160,21 @@ static int center_offset(int in, int out)
     return (int)nearbyint((in - out) / 2.0); /* Python round(): halves to even */
 }
 
+/* The window of a center or random crop of an in_h x in_w image. */
+static void crop_corner(const struct crop_state *st, int in_h, int in_w, uint64_t seed, int *top,
+                        int *left)
+{
+    *top = center_offset(in_h, st->height);
+    *left = center_offset(in_w, st->width);
+    if (st->kind == RANDOM) {
+        struct pb_rng rng = pb_rng_for(seed, SALT_RANDOM_CROP);
+        if (in_h >= st->height)
+            *top = (int)pb_rng_below(&rng, in_h - st->height + 1);
+        if (in_w >= st->width)
+            *left = (int)pb_rng_below(&rng, in_w - st->width + 1);
+    }
+}
+
 static int crop_process(void *state, struct pb_sample *s)
 {
     struct crop_state *st = state;
@@ -199,15 +218,8 @@ static int crop_process(void *state, struct pb_sample *s)
             pb_resample_u8(&st->resampler, s->in + (size_t)t * in_frame + corner,
                            (size_t)in->width * channels, s->out + (size_t)t * out_frame);
     } else {
-        int top = center_offset(in->height, st->height);
-        int left = center_offset(in->width, st->width);
-        if (st->kind == RANDOM) {
-            struct pb_rng rng = pb_rng_for(s->seed, SALT_RANDOM_CROP);
-            if (in->height >= st->height)
-                top = (int)pb_rng_below(&rng, in->height - st->height + 1);
-            if (in->width >= st->width)
-                left = (int)pb_rng_below(&rng, in->width - st->width + 1);
-        }
+        int top, left;
+        crop_corner(st, in->height, in->width, s->seed, &top, &left);
         for (int t = 0; t < shape.frames; t++)
             pb_crop_u8(s->in + (size_t)t * in_frame, in->height, in->width, in->channels, top,
                        left, s->out + (size_t)t * out_frame, st->height, st->width);
@@ -253,12 +265,155 @@ static int rrc_init(void **state, const void *opts, const struct pb_stage_plan *
     return crop_init(RANDOM_RESIZED, "random_resized_crop", state, opts, in, out, msg, msglen);
 }
 
+/* ---- device: gpu ------------------------------------------------------ */
+
+/* Windows are the CPU stage's (crop_corner on each sample's seed), chosen
+ * on the host per batch and staged per batch in flight. */
+struct crop_gpu_state {
+    struct crop_state *cpu;
+    int max_samples, inflight;
+    int32_t *box_host; /* pinned, inflight x max_samples x {top, left} */
+    int32_t *box_dev;
+    struct pb_gpu_out out;
+};
+
+static size_t crop_gpu_box_bytes(const struct crop_gpu_state *g)
+{
+    return (size_t)g->inflight * (size_t)g->max_samples * 2 * sizeof(int32_t);
+}
+
+static void crop_gpu_cleanup(void *state)
+{
+    struct crop_gpu_state *g = state;
+    if (!g)
+        return;
+    crop_cleanup(g->cpu);
+    pb_gpu_host_free(g->box_host);
+    pb_gpu_free(g->box_dev, crop_gpu_box_bytes(g));
+    pb_gpu_out_free(&g->out);
+    free(g);
+}
+
+static int crop_gpu_init(enum crop_kind kind, const char *name, void **state, const void *opts,
+                         const struct pb_stage_plan *in, struct pb_stage_plan *out, char *msg,
+                         size_t msglen)
+{
+    struct crop_gpu_state *g = calloc(1, sizeof(*g));
+    if (!g)
+        return PB_ERR_NOMEM;
+    *state = g;
+    void *cpu = NULL;
+    int rc = crop_init(kind, name, &cpu, opts, in, out, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    g->cpu = cpu;
+    g->max_samples = in->max_samples > 0 ? in->max_samples : 1;
+    g->inflight = in->inflight > 0 ? in->inflight : 1;
+    g->box_host = pb_gpu_host_alloc(crop_gpu_box_bytes(g));
+    g->box_dev = pb_gpu_alloc(crop_gpu_box_bytes(g));
+    if (!g->box_host || !g->box_dev) {
+        snprintf(msg, msglen, "%s (device: gpu): cannot allocate its windows", name);
+        return PB_ERR_NOMEM;
+    }
+    return pb_gpu_out_init(&g->out, out, name, msg, msglen);
+}
+
+static int crop_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t msglen)
+{
+    struct crop_gpu_state *g = state;
+    const struct crop_state *st = g->cpu;
+    int rc = pb_gpu_batch_check(b, st->name, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    const struct pb_shape *in = &b->dev_shape;
+    struct pb_shape shape = *in;
+    shape.frames = in->frames > 0 ? in->frames : 1;
+    shape.height = st->height;
+    shape.width = st->width;
+    size_t sample_bytes = pb_shape_bytes(&shape);
+    if ((int)b->samples > g->max_samples || (size_t)b->samples * sample_bytes > g->out.bytes) {
+        snprintf(msg, msglen, "%s (device: gpu): batch larger than planned", st->name);
+        return PB_ERR;
+    }
+    size_t base = (size_t)b->inflight * (size_t)g->max_samples * 2;
+    for (uint32_t i = 0; i < b->samples; i++) {
+        int top, left;
+        crop_corner(st, in->height, in->width, b->seeds[i], &top, &left);
+        g->box_host[base + 2 * i] = top;
+        g->box_host[base + 2 * i + 1] = left;
+    }
+    rc = pb_gpu_upload(g->box_dev + base, g->box_host + base,
+                       (size_t)b->samples * 2 * sizeof(int32_t), b->stream, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+#if PB_HAVE_CUDA
+    rc = pb_gpu_check(pb_gpu_crop_u8(b->dev_data, b->dev_slot_bytes, (int)b->samples,
+                                     shape.frames, in->height, in->width, in->channels,
+                                     g->box_dev + base, g->out.dev, sample_bytes, st->height,
+                                     st->width, b->stream),
+                      st->name, msg, msglen);
+#else
+    rc = pb_gpu_check(1, st->name, msg, msglen);
+#endif
+    b->dev_data = g->out.dev;
+    b->dev_slot_bytes = sample_bytes;
+    b->dev_shape = shape;
+    return rc;
+}
+
+static int center_crop_gpu_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                                struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
+                                const void *decoder_opts, char *msg, size_t msglen)
+{
+    (void)decoder;
+    (void)decoder_opts;
+    return crop_gpu_init(CENTER, "center_crop", state, opts, in, out, msg, msglen);
+}
+
+static int random_crop_gpu_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                                struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
+                                const void *decoder_opts, char *msg, size_t msglen)
+{
+    (void)decoder;
+    (void)decoder_opts;
+    return crop_gpu_init(RANDOM, "random_crop", state, opts, in, out, msg, msglen);
+}
+
+static const struct pb_stage_ops center_crop_gpu = {
+    .name = "center_crop",
+    .summary = "center_crop on the GPU, per batch after to_device.",
+    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
+    .opts = crop_opts,
+    .opts_size = sizeof(struct crop_opts),
+    .has_device = true,
+    .device_offset = offsetof(struct crop_opts, device),
+    .init = center_crop_gpu_init,
+    .process_batch = crop_gpu_batch,
+    .cleanup = crop_gpu_cleanup,
+};
+
+static const struct pb_stage_ops random_crop_gpu = {
+    .name = "random_crop",
+    .summary = "random_crop on the GPU, per batch after to_device.",
+    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
+    .opts = crop_opts,
+    .opts_size = sizeof(struct crop_opts),
+    .has_device = true,
+    .device_offset = offsetof(struct crop_opts, device),
+    .init = random_crop_gpu_init,
+    .process_batch = crop_gpu_batch,
+    .cleanup = crop_gpu_cleanup,
+};
+
 const struct pb_stage_ops pb_stage_center_crop = {
     .name = "center_crop",
     .summary = "Crop the centre window of each image or clip (zero-padded when larger).",
     .flags = PB_STAGE_WORKER,
     .opts = crop_opts,
     .opts_size = sizeof(struct crop_opts),
+    .has_device = true,
+    .device_offset = offsetof(struct crop_opts, device),
+    .gpu = &center_crop_gpu,
     .init = center_crop_init,
     .min_input = crop_min_input,
     .process = crop_process,
@@ -271,6 +426,9 @@ const struct pb_stage_ops pb_stage_random_crop = {
     .flags = PB_STAGE_WORKER,
     .opts = crop_opts,
     .opts_size = sizeof(struct crop_opts),
+    .has_device = true,
+    .device_offset = offsetof(struct crop_opts, device),
+    .gpu = &random_crop_gpu,
     .init = random_crop_init,
     .min_input = crop_min_input,
     .process = crop_process,

@@ -4,6 +4,7 @@
  * planned gets PB_ERR_NOSPACE with the size it needs. */
 #include "bench/pb.h"
 #include "kernels/image.h"
+#include "pipelines/gpu_stage.h"
 #include "pipelines/stage.h"
 
 #include <stdio.h>
@@ -14,12 +15,15 @@
 
 struct flip_opts {
     double p;
+    int device; /* enum pb_device */
 };
 
 static const struct pb_opt flip_opts[] = {
     {.name = "p", .type = PB_OPT_DOUBLE, .offset = offsetof(struct flip_opts, p), .min = 0,
      .max = 1, .def = "0.5",
      .help = "Probability that a sample (all frames of a clip alike) is mirrored left to right."},
+    {.name = "device", .type = PB_OPT_ENUM, .offset = offsetof(struct flip_opts, device),
+     .def = "cpu", .allowed = pb_device_names, .help = PB_DEVICE_HELP},
     {0},
 };
 
@@ -93,12 +97,110 @@ static void flip_cleanup(void *state)
     free(state);
 }
 
+/* ---- device: gpu ------------------------------------------------------ */
+
+/* The decisions are the CPU stage's (flip_drawn on each sample's seed),
+ * made on the host per batch and staged per batch in flight. */
+struct flip_gpu_state {
+    double p;
+    int max_samples, inflight;
+    uint8_t *flags_host; /* pinned, inflight x max_samples */
+    uint8_t *flags_dev;
+    struct pb_gpu_out out;
+};
+
+static void flip_gpu_cleanup(void *state)
+{
+    struct flip_gpu_state *g = state;
+    if (!g)
+        return;
+    pb_gpu_host_free(g->flags_host);
+    pb_gpu_free(g->flags_dev, (size_t)g->inflight * (size_t)g->max_samples);
+    pb_gpu_out_free(&g->out);
+    free(g);
+}
+
+static int flip_gpu_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                         struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
+                         const void *decoder_opts, char *msg, size_t msglen)
+{
+    void *cpu = NULL;
+    int rc = flip_init(&cpu, opts, in, out, decoder, decoder_opts, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    free(cpu);
+    struct flip_gpu_state *g = calloc(1, sizeof(*g));
+    if (!g)
+        return PB_ERR_NOMEM;
+    *state = g;
+    g->p = ((const struct flip_opts *)opts)->p;
+    g->max_samples = in->max_samples > 0 ? in->max_samples : 1;
+    g->inflight = in->inflight > 0 ? in->inflight : 1;
+    size_t n = (size_t)g->inflight * (size_t)g->max_samples;
+    g->flags_host = pb_gpu_host_alloc(n);
+    g->flags_dev = pb_gpu_alloc(n);
+    if (!g->flags_host || !g->flags_dev) {
+        snprintf(msg, msglen, "flip (device: gpu): cannot allocate its flags");
+        return PB_ERR_NOMEM;
+    }
+    return pb_gpu_out_init(&g->out, out, "flip", msg, msglen);
+}
+
+static int flip_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t msglen)
+{
+    struct flip_gpu_state *g = state;
+    int rc = pb_gpu_batch_check(b, "flip", msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    const struct pb_shape *in = &b->dev_shape;
+    size_t sample_bytes = pb_shape_bytes(in);
+    if ((int)b->samples > g->max_samples || (size_t)b->samples * sample_bytes > g->out.bytes) {
+        snprintf(msg, msglen, "flip (device: gpu): batch larger than planned");
+        return PB_ERR;
+    }
+    size_t base = (size_t)b->inflight * (size_t)g->max_samples;
+    for (uint32_t i = 0; i < b->samples; i++)
+        g->flags_host[base + i] = flip_drawn(g->p, b->seeds[i]);
+    rc = pb_gpu_upload(g->flags_dev + base, g->flags_host + base, b->samples, b->stream, msg,
+                       msglen);
+    if (rc != PB_OK)
+        return rc;
+#if PB_HAVE_CUDA
+    rc = pb_gpu_check(pb_gpu_flip_h_u8(b->dev_data, b->dev_slot_bytes, g->out.dev, sample_bytes,
+                                       (int)b->samples, in->frames > 0 ? in->frames : 1,
+                                       in->height, in->width, in->channels, g->flags_dev + base,
+                                       b->stream),
+                      "flip", msg, msglen);
+#else
+    rc = pb_gpu_check(1, "flip", msg, msglen);
+#endif
+    b->dev_data = g->out.dev;
+    b->dev_slot_bytes = sample_bytes;
+    return rc;
+}
+
+static const struct pb_stage_ops flip_gpu = {
+    .name = "flip",
+    .summary = "flip on the GPU, per batch after to_device.",
+    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
+    .opts = flip_opts,
+    .opts_size = sizeof(struct flip_opts),
+    .has_device = true,
+    .device_offset = offsetof(struct flip_opts, device),
+    .init = flip_gpu_init,
+    .process_batch = flip_gpu_batch,
+    .cleanup = flip_gpu_cleanup,
+};
+
 const struct pb_stage_ops pb_stage_flip = {
     .name = "flip",
     .summary = "Mirror images or clips left to right with probability p.",
     .flags = PB_STAGE_WORKER,
     .opts = flip_opts,
     .opts_size = sizeof(struct flip_opts),
+    .has_device = true,
+    .device_offset = offsetof(struct flip_opts, device),
+    .gpu = &flip_gpu,
     .init = flip_init,
     .process = flip_process,
     .cleanup = flip_cleanup,

@@ -15,6 +15,7 @@
  * would, so a batch keeps one shape. */
 #include "bench/pb.h"
 #include "kernels/image.h"
+#include "pipelines/gpu_stage.h"
 #include "pipelines/stage.h"
 
 #include <stdio.h>
@@ -32,6 +33,7 @@ struct normalize_opts {
     double pixel_scale;
     int dtype;  /* index into dtype_names  */
     int layout; /* index into layout_names */
+    int device; /* enum pb_device */
 };
 
 static const struct pb_opt normalize_opts[] = {
@@ -54,6 +56,8 @@ static const struct pb_opt normalize_opts[] = {
      .def = "chw", .allowed = layout_names,
      .help = "Output layout: hwc or chw per image (and per frame of a clip: thwc, tchw), or "
              "cthw for clips channel-first."},
+    {.name = "device", .type = PB_OPT_ENUM, .offset = offsetof(struct normalize_opts, device),
+     .def = "cpu", .allowed = pb_device_names, .help = PB_DEVICE_HELP},
     {0},
 };
 
@@ -151,12 +155,112 @@ static void normalize_cleanup(void *state)
     free(state);
 }
 
+/* ---- device: gpu ------------------------------------------------------ */
+
+/* The same table on the device: the GPU output is bit-exact with the CPU's. */
+struct normalize_gpu_state {
+    struct normalize_state cpu;
+    struct pb_normalize_lut *lut_dev;
+    struct pb_gpu_out out;
+};
+
+static void normalize_gpu_cleanup(void *state)
+{
+    struct normalize_gpu_state *g = state;
+    if (!g)
+        return;
+    pb_gpu_free(g->lut_dev, sizeof(*g->lut_dev));
+    pb_gpu_out_free(&g->out);
+    free(g);
+}
+
+static int normalize_gpu_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                              struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
+                              const void *decoder_opts, char *msg, size_t msglen)
+{
+    void *cpu = NULL;
+    int rc = normalize_init(&cpu, opts, in, out, decoder, decoder_opts, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    struct normalize_gpu_state *g = calloc(1, sizeof(*g));
+    if (!g) {
+        free(cpu);
+        return PB_ERR_NOMEM;
+    }
+    g->cpu = *(struct normalize_state *)cpu;
+    free(cpu);
+    *state = g;
+    g->lut_dev = pb_gpu_alloc(sizeof(*g->lut_dev));
+    if (!g->lut_dev) {
+        snprintf(msg, msglen, "normalize (device: gpu): cannot allocate its table on the GPU");
+        return PB_ERR_NOMEM;
+    }
+    rc = pb_gpu_upload_sync(g->lut_dev, &g->cpu.lut, sizeof(g->cpu.lut), msg, msglen);
+    if (rc == PB_OK)
+        rc = pb_gpu_out_init(&g->out, out, "normalize", msg, msglen);
+    return rc;
+}
+
+static int normalize_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t msglen)
+{
+    struct normalize_gpu_state *g = state;
+    int rc = pb_gpu_batch_check(b, "normalize", msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    const struct pb_shape *in = &b->dev_shape;
+    int out_channels = g->cpu.channels > 1 ? g->cpu.channels : in->channels;
+    if (in->channels != out_channels && in->channels != 1) {
+        snprintf(msg, msglen, "normalize (device: gpu): %d mean/std values but %d channels",
+                 g->cpu.channels, in->channels);
+        return PB_ERR;
+    }
+    struct pb_shape shape = *in;
+    shape.frames = in->frames > 0 ? in->frames : 1;
+    shape.dtype = g->cpu.dtype;
+    shape.layout = g->cpu.layout;
+    shape.channels = out_channels;
+    size_t sample_bytes = pb_shape_bytes(&shape);
+    if ((size_t)b->samples * sample_bytes > g->out.bytes) {
+        snprintf(msg, msglen, "normalize (device: gpu): batch larger than planned");
+        return PB_ERR;
+    }
+#if PB_HAVE_CUDA
+    rc = pb_gpu_check(pb_gpu_normalize_u8(b->dev_data, b->dev_slot_bytes, g->out.dev,
+                                          sample_bytes, (int)b->samples, shape.frames,
+                                          in->height, in->width, in->channels, out_channels,
+                                          g->lut_dev, g->cpu.dtype, g->cpu.layout, b->stream),
+                      "normalize", msg, msglen);
+#else
+    rc = pb_gpu_check(1, "normalize", msg, msglen);
+#endif
+    b->dev_data = g->out.dev;
+    b->dev_slot_bytes = sample_bytes;
+    b->dev_shape = shape;
+    return rc;
+}
+
+static const struct pb_stage_ops normalize_gpu = {
+    .name = "normalize",
+    .summary = "normalize on the GPU, per batch after to_device.",
+    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
+    .opts = normalize_opts,
+    .opts_size = sizeof(struct normalize_opts),
+    .has_device = true,
+    .device_offset = offsetof(struct normalize_opts, device),
+    .init = normalize_gpu_init,
+    .process_batch = normalize_gpu_batch,
+    .cleanup = normalize_gpu_cleanup,
+};
+
 const struct pb_stage_ops pb_stage_normalize = {
     .name = "normalize",
     .summary = "Per-channel (x/255 - mean) / std to float32, float16 or uint8, HWC/CHW/CTHW.",
     .flags = PB_STAGE_WORKER,
     .opts = normalize_opts,
     .opts_size = sizeof(struct normalize_opts),
+    .has_device = true,
+    .device_offset = offsetof(struct normalize_opts, device),
+    .gpu = &normalize_gpu,
     .init = normalize_init,
     .process = normalize_process,
     .cleanup = normalize_cleanup,

@@ -15,7 +15,8 @@
     X(random_resized_crop) \
     X(flip)                \
     X(color_jitter)        \
-    X(normalize)
+    X(normalize)           \
+    X(to_device)
 
 #define PB_DECODERS(X) \
     X(null)            \
@@ -41,6 +42,20 @@ const struct pb_stage_ops *pb_stage_find(const char *name)
         if (strcmp(stages[i]->name, name) == 0)
             return stages[i];
     return NULL;
+}
+
+const char *const pb_device_names[] = {"cpu", "gpu", NULL};
+
+const struct pb_stage_ops *pb_stage_for_device(const struct pb_stage_ops *ops, const void *opts)
+{
+    if (!ops || !ops->has_device || !opts)
+        return ops;
+    int device = *(const int *)((const char *)opts + ops->device_offset);
+    if (device == PB_DEVICE_GPU && ops->gpu)
+        return ops->gpu;
+    if (device == PB_DEVICE_CPU)
+        return pb_stage_find(ops->name);
+    return ops;
 }
 
 const struct pb_stage_ops *const *pb_stage_all(size_t *count)

@@ -4,6 +4,7 @@
  * Channels pass through unchanged (any count, 1 and 3 included). */
 #include "bench/pb.h"
 #include "kernels/image.h"
+#include "pipelines/gpu_stage.h"
 #include "pipelines/stage.h"
 
 #include <stdio.h>
@@ -15,6 +16,7 @@ struct resize_opts {
     struct pb_int_list size;
     int64_t shorter_side;
     int interpolation; /* enum pb_interp */
+    int device;        /* enum pb_device */
 };
 
 static const struct pb_opt resize_opts[] = {
@@ -29,6 +31,8 @@ static const struct pb_opt resize_opts[] = {
      .offset = offsetof(struct resize_opts, interpolation), .def = "bilinear",
      .allowed = interp_names,
      .help = "bilinear (2x2 taps), area (box filter: antialiased downscaling) or nearest."},
+    {.name = "device", .type = PB_OPT_ENUM, .offset = offsetof(struct resize_opts, device),
+     .def = "cpu", .allowed = pb_device_names, .help = PB_DEVICE_HELP},
     {0},
 };
 
@@ -193,12 +197,118 @@ static void resize_cleanup(void *state)
     free(st);
 }
 
+/* ---- device: gpu ------------------------------------------------------ */
+
+/* The CPU resampler's tables, prepared for the batch's size on the host and
+ * uploaded when that size changes, so the GPU computes the CPU's result. */
+struct resize_gpu_state {
+    struct resize_state *cpu;
+    struct {
+        int in_h, in_w, channels;
+    } held;
+#if PB_HAVE_CUDA
+    struct pb_gpu_resampler dev;
+#endif
+    struct pb_gpu_out out;
+};
+
+static void resize_gpu_cleanup(void *state)
+{
+    struct resize_gpu_state *g = state;
+    if (!g)
+        return;
+    resize_cleanup(g->cpu);
+#if PB_HAVE_CUDA
+    pb_gpu_resampler_free(&g->dev);
+#endif
+    pb_gpu_out_free(&g->out);
+    free(g);
+}
+
+static int resize_gpu_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                           struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
+                           const void *decoder_opts, char *msg, size_t msglen)
+{
+    struct resize_gpu_state *g = calloc(1, sizeof(*g));
+    if (!g)
+        return PB_ERR_NOMEM;
+    *state = g;
+    void *cpu = NULL;
+    int rc = resize_init(&cpu, opts, in, out, decoder, decoder_opts, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    g->cpu = cpu;
+    return pb_gpu_out_init(&g->out, out, "resize", msg, msglen);
+}
+
+static int resize_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t msglen)
+{
+    struct resize_gpu_state *g = state;
+    int rc = pb_gpu_batch_check(b, "resize", msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    const struct pb_shape *in = &b->dev_shape;
+    int32_t out_h, out_w;
+    output_size(&g->cpu->o, in->height, in->width, &out_h, &out_w);
+    struct pb_shape shape = *in;
+    shape.frames = in->frames > 0 ? in->frames : 1;
+    shape.height = out_h;
+    shape.width = out_w;
+    size_t sample_bytes = pb_shape_bytes(&shape);
+    if ((size_t)b->samples * sample_bytes > g->out.bytes) {
+        snprintf(msg, msglen, "resize (device: gpu): batch larger than planned");
+        return PB_ERR;
+    }
+#if PB_HAVE_CUDA
+    if (g->held.in_h != in->height || g->held.in_w != in->width ||
+        g->held.channels != in->channels) {
+        struct pb_resampler *r = &g->cpu->resampler;
+        if (pb_resampler_prepare(r, in->height, in->width, out_h, out_w, in->channels) != PB_OK) {
+            snprintf(msg, msglen, "resize (device: gpu): out of memory for its tables");
+            return PB_ERR_NOMEM;
+        }
+        rc = pb_gpu_check(pb_gpu_resampler_upload(&g->dev, r), "resize tables", msg, msglen);
+        if (rc != PB_OK)
+            return rc;
+        g->held.in_h = in->height;
+        g->held.in_w = in->width;
+        g->held.channels = in->channels;
+    }
+    rc = pb_gpu_check(pb_gpu_resample_u8(&g->dev, b->dev_data, b->dev_slot_bytes,
+                                         (int)b->samples, shape.frames, g->out.dev, sample_bytes,
+                                         b->stream),
+                      "resize", msg, msglen);
+#else
+    rc = pb_gpu_check(1, "resize", msg, msglen);
+#endif
+    b->dev_data = g->out.dev;
+    b->dev_slot_bytes = sample_bytes;
+    b->dev_shape = shape;
+    return rc;
+}
+
+static const struct pb_stage_ops resize_gpu = {
+    .name = "resize",
+    .summary = "resize on the GPU, per batch after to_device.",
+    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
+    .opts = resize_opts,
+    .opts_size = sizeof(struct resize_opts),
+    .has_device = true,
+    .device_offset = offsetof(struct resize_opts, device),
+    .init = resize_gpu_init,
+    .process_batch = resize_gpu_batch,
+    .cleanup = resize_gpu_cleanup,
+};
+
 const struct pb_stage_ops pb_stage_resize = {
     .name = "resize",
     .summary = "Resize images or clip frames to [height, width] or a shorter side.",
     .flags = PB_STAGE_WORKER,
     .opts = resize_opts,
     .opts_size = sizeof(struct resize_opts),
+    .has_device = true,
+    .device_offset = offsetof(struct resize_opts, device),
+    .gpu = &resize_gpu,
     .init = resize_init,
     .min_input = resize_min_input,
     .process = resize_process,

@@ -66,14 +66,29 @@ struct pb_sample {
     size_t msglen;
 };
 
+struct CUstream_st;
+
 /* A batch as the consumer sees it. */
 struct pb_batch {
     uint64_t seq;          /* position in the run's batch sequence      */
     uint8_t *data;         /* samples back to back, slot_bytes apart    */
     size_t slot_bytes;
     uint32_t samples;      /* samples delivered (errors skipped)        */
-    struct pb_shape shape; /* per-sample shape                          */
+    struct pb_shape shape; /* per-sample shape (the plan's maximum)     */
     bool pinned;
+    bool ragged;           /* some sample's shape differs from shape    */
+    uint64_t *seeds;       /* per delivered sample, for GPU stages'
+                              random draws (the CPU stages' draws)      */
+    /* On the device, after to_device: the batch as the next GPU stage
+     * reads it. A GPU stage writes its own device buffer and points these
+     * at it. inflight is which of the device_prefetch buffers the batch
+     * occupies: per-batch staging a stage keeps (crop windows, flip
+     * flags) is indexed by it, so batches in flight do not share it. */
+    uint8_t *dev_data;
+    size_t dev_slot_bytes;
+    struct pb_shape dev_shape;
+    struct CUstream_st *stream; /* compute stream, in order after the copy */
+    int inflight;
 };
 
 /* What a stage is told at init and what it answers: the maximum input it
@@ -86,6 +101,10 @@ struct pb_stage_plan {
      * needs, from its min_input; 0 when nothing downstream says. A JPEG
      * decoder's `scale: auto` decodes no smaller than this. */
     int32_t want_height, want_width;
+    /* GPU stages: how many batches can be in flight on the device at once
+     * (loader.device_prefetch), and a batch size bound for staging. */
+    int inflight;
+    int max_samples;
 };
 
 enum pb_stage_flags {
@@ -93,7 +112,16 @@ enum pb_stage_flags {
     PB_STAGE_CONSUMER = 1u << 1, /* runs per batch in the training loop  */
     PB_STAGE_DECODER = 1u << 2,  /* dispatches to a decoder (options too) */
     PB_STAGE_IO = 1u << 3,       /* reads files (reports bytes_read)     */
+    PB_STAGE_TO_DEVICE = 1u << 4,/* the host-to-device copy (the runner's) */
+    PB_STAGE_GPU = 1u << 5,      /* runs on the device, after to_device   */
 };
+
+/* The `device` option of stages that have a GPU version. */
+enum pb_device { PB_DEVICE_CPU = 0, PB_DEVICE_GPU = 1 };
+extern const char *const pb_device_names[];
+#define PB_DEVICE_HELP                                                                   \
+    "Where the stage runs: cpu (per sample in the loader workers) or gpu (per batch in the " \
+    "training loop, on the device after to_device)."
 
 struct pb_stage_ops {
     const char *name;
@@ -104,6 +132,11 @@ struct pb_stage_ops {
     /* NULL when available in this build, else why not (e.g. "built
      * without CUDA"). The entry is listed either way. */
     const char *unavailable_reason;
+    /* Stages with a `device` option: where its int sits in the options,
+     * and the GPU version (same name and options, PB_STAGE_GPU). */
+    bool has_device;
+    size_t device_offset;
+    const struct pb_stage_ops *gpu;
 
     /* Creates per-worker state from the resolved options. in describes the
      * largest input; the stage fills out with its largest output.
@@ -129,6 +162,11 @@ struct pb_stage_ops {
 
 /* The registry: every stage pbench knows, available or not. */
 const struct pb_stage_ops *pb_stage_find(const char *name);
+/* The version of ops that its options' `device` selects (ops itself for
+ * stages without one). */
+const struct pb_stage_ops *pb_stage_for_device(const struct pb_stage_ops *ops, const void *opts);
+/* to_device's `stream: compute` (copies on the compute stream). */
+bool pb_to_device_on_compute(const void *opts);
 const struct pb_stage_ops *const *pb_stage_all(size_t *count);
 
 #endif

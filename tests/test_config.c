@@ -268,15 +268,15 @@ static void test_bad_overrides(void **state)
          "-s loader.workers=5000: loader.workers must be between 0 and 1024, got 5000"},
         {"loader.wrkers=4",
          "-s loader.wrkers=4: unknown key 'loader.wrkers'; did you mean 'workers'? allowed: "
-         "workers, batch_size, prefetch_factor, pin_memory, drop_last, in_order"},
+         "workers, batch_size, prefetch_factor, pin_memory, drop_last, in_order, device_prefetch"},
         {"workers", "-s workers: expected KEY=VALUE"},
         {"=4", "-s =4: expected KEY=VALUE"},
         {"lodaer.workers=4",
          "-s lodaer.workers=4: unknown key 'lodaer.workers'; did you mean 'loader'? allowed: "
-         "name, dataset, pipeline, loader, run, sweep"},
+         "name, dataset, pipeline, loader, run, sweep, gpu, profile"},
         {"loader=4",
          "-s loader=4: expected loader.KEY=VALUE; keys: workers, batch_size, prefetch_factor, "
-         "pin_memory, drop_last, in_order"},
+         "pin_memory, drop_last, in_order, device_prefetch"},
         {"run.on_error=ignore",
          "-s run.on_error=ignore: run.on_error must be one of: skip, fail; got 'ignore'"},
         {"dataset.shard=2/2",
@@ -377,10 +377,10 @@ static void test_bad_configs(void **state)
         /* Unknown keys, with and without a suggestion. */
         {HEAD "loadr:\n  workers: 4\n",
          "bad.yaml:7:1: unknown key 'loadr'; did you mean 'loader'? allowed: name, dataset, "
-         "pipeline, loader, run, sweep"},
+         "pipeline, loader, run, sweep, gpu, profile"},
         {HEAD "loader:\n  worker: 4\n",
          "bad.yaml:8:3: unknown key 'loader.worker'; did you mean 'workers'? allowed: workers, "
-         "batch_size, prefetch_factor, pin_memory, drop_last, in_order"},
+         "batch_size, prefetch_factor, pin_memory, drop_last, in_order, device_prefetch"},
         {HEAD "run:\n  threads: 4\n",
          "bad.yaml:8:3: unknown key 'run.threads'; allowed: warmup_batches, min_time_s, "
          "max_time_s, min_samples, target_noise, window_s, repeats, step_ms, on_error, "
@@ -403,7 +403,7 @@ static void test_bad_configs(void **state)
         {"pipeline:\n  - read: 5\n",
          "bad.yaml:2:11: pipeline.read must be a mapping of options, got a scalar"},
         {"- read\n", "bad.yaml:1:1: the config must be a mapping with keys name, dataset, "
-                     "pipeline, loader, run, sweep, got a sequence"},
+                     "pipeline, loader, run, sweep, gpu, profile, got a sequence"},
         /* Duplicates. */
         {HEAD "loader:\n  workers: 4\n  workers: 8\n",
          "bad.yaml:9:3: duplicate key 'loader.workers' (first set on line 8)"},
@@ -430,7 +430,7 @@ static void test_bad_configs(void **state)
         {"pipeline: [read, {decode: {decoder: null}}\n",
          "bad.yaml:2:1: YAML syntax error: did not find expected ',' or ']'"},
         {"", "bad.yaml: the config is empty; expected a mapping with keys name, dataset, "
-             "pipeline, loader, run, sweep"},
+             "pipeline, loader, run, sweep, gpu, profile"},
         {"dataset: {path: /a}\npipeline: [read]\n---\nloader: {}\n",
          "bad.yaml:3:1: the file holds more than one YAML document"},
     };
@@ -459,6 +459,81 @@ static void test_invalid_configs(void **state)
     };
     for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
         check_bad(&cases[i], i, true);
+}
+
+/* The GPU side: `device: gpu` selects a stage's GPU version, which needs a
+ * to_device before it; a CPU stage listed after to_device (but before any
+ * GPU stage) runs before the copy; gpu and profile are top-level keys. */
+#define GPU_HEAD                                                                              \
+    "dataset:\n  path: /data\npipeline:\n  - read:\n  - decode:\n      decoder: null\n"
+
+static void test_gpu_configs(void **state)
+{
+    (void)state;
+    const struct bad_case invalid[] = {
+        {GPU_HEAD "  - normalize:\n      device: gpu\n",
+         "bad.yaml:7:5: stage 'normalize' has device: gpu, so it needs a 'to_device' stage "
+         "before it (the batch must be on the GPU)"},
+        {GPU_HEAD "  - to_device:\n  - normalize: {device: gpu}\n  - flip:\n",
+         "bad.yaml:9:5: stage 'flip' runs per sample in a worker, so it must come before "
+         "'normalize', which runs on the GPU"},
+        {GPU_HEAD "  - to_device:\n  - to_device:\n",
+         "bad.yaml:8:5: the pipeline has two 'to_device' stages; keep one"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(invalid); i++)
+        check_bad(&invalid[i], i, true);
+    const struct bad_case bad[] = {
+        {GPU_HEAD "  - flip: {device: tpu}\n",
+         "bad.yaml:7:20: pipeline.flip.device must be one of: cpu, gpu; got 'tpu'"},
+        {GPU_HEAD "gpu: maybe\n",
+         "bad.yaml:7:6: gpu must be one of: required, optional; got 'maybe'"},
+        {GPU_HEAD "profile: {gpu: nsight}\n",
+         "bad.yaml:7:16: profile.gpu must be one of: events, cupti; got 'nsight'"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(bad); i++)
+        check_bad(&bad[i], i, false);
+
+    /* A valid GPU pipeline: device resolution, overrides and the JSON form. */
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    const char *yaml = GPU_HEAD "  - flip:\n  - to_device: {stream: compute}\n"
+                                "  - normalize: {device: gpu, dtype: float16}\n"
+                                "gpu: optional\nprofile: {gpu: cupti}\n"
+                                "loader: {device_prefetch: 3}\n";
+    assert_int_equal(pb_config_load_string(yaml, "gpu.yaml", &spec, msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_OK);
+    assert_true(pb_spec_uses_gpu(&spec));
+    assert_int_equal(spec.gpu, PB_GPU_OPTIONAL);
+    assert_int_equal(spec.profile.gpu, PB_PROFILE_GPU_CUPTI);
+    assert_int_equal(spec.loader.device_prefetch, 3);
+    assert_true(spec.stages[2].ops->flags & PB_STAGE_WORKER);       /* flip on the CPU */
+    assert_true(spec.stages[3].ops->flags & PB_STAGE_TO_DEVICE);
+    assert_true(spec.stages[4].ops->flags & PB_STAGE_GPU);          /* normalize on the GPU */
+    assert_true(pb_to_device_on_compute(spec.stages[3].opts));
+    /* -s moves a stage between devices; a CPU stage after to_device is fine. */
+    assert_int_equal(pb_config_override(&spec, "pipeline.normalize.device=cpu", msg, sizeof msg),
+                     PB_OK);
+    assert_true(spec.stages[4].ops->flags & PB_STAGE_WORKER);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_config_override(&spec, "pipeline.normalize.device=gpu", msg, sizeof msg),
+                     PB_OK);
+    assert_int_equal(pb_config_override(&spec, "gpu=required", msg, sizeof msg), PB_OK);
+    assert_int_equal(spec.gpu, PB_GPU_REQUIRED);
+    json_t *j = pb_spec_to_json(&spec);
+    struct pb_spec back;
+    assert_int_equal(pb_spec_from_json(j, &back, msg, sizeof msg), PB_OK);
+    assert_true(back.stages[4].ops->flags & PB_STAGE_GPU);
+    assert_int_equal(back.profile.gpu, PB_PROFILE_GPU_CUPTI);
+    assert_int_equal(back.loader.device_prefetch, 3);
+    json_decref(j);
+    pb_spec_free(&back);
+    /* gpu: optional without a device drops to_device and the GPU stages. */
+    char dropped[128];
+    pb_spec_drop_gpu(&spec, dropped, sizeof dropped);
+    assert_string_equal(dropped, "to_device, normalize");
+    assert_int_equal(spec.stage_count, 3);
+    assert_false(pb_spec_uses_gpu(&spec));
+    pb_spec_free(&spec);
 }
 
 /* Messages that list the registry's names: built from the registry, so a
@@ -719,6 +794,7 @@ int main(void)
         cmocka_unit_test(test_bad_overrides),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_invalid_configs),
+        cmocka_unit_test(test_gpu_configs),
         cmocka_unit_test(test_bad_registry_names),
         cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_json_errors),

@@ -21,6 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/result.h"
+
 static const char *binary;
 static const char *source_dir;
 static char workdir[] = "/tmp/pbench-e2e-XXXXXX";
@@ -582,6 +584,90 @@ static void test_bad_config_exits_2(void **state)
     assert_int_equal(pbench("frobnicate", out, sizeof(out)), 2);
 }
 
+/* A pipeline with to_device and GPU stages. Without a device: exit 2 with
+ * the reason, or (gpu: optional) the CPU part measured and the skip said.
+ * With one: device rows and figures that agree with each other. */
+static void test_gpu_pipeline(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof(path), "%s/gpu.yaml", workdir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("name: gpu-smoke\n"
+          "dataset: {path: data-gpu, generate: {kind: files, count: 64, size_bytes: 2048}}\n"
+          "pipeline:\n"
+          "  - read:\n"
+          "  - decode: {decoder: null, width: 40, height: 30, cost_us: 50}\n"
+          "  - to_device:\n"
+          "  - center_crop: {size: [24, 32], device: gpu}\n"
+          "  - flip: {device: gpu}\n"
+          "  - normalize: {device: gpu}\n"
+          "loader: {workers: 1, batch_size: 8, pin_memory: true, device_prefetch: 2}\n"
+          "run: {warmup_batches: 2, min_time_s: 0.2, max_time_s: 0.6, window_s: 0.05, repeats: 2,"
+          " step_ms: 1}\n",
+          f);
+    fclose(f);
+    char out[512];
+    char why[256];
+    if (!pb_gpu_available(why, sizeof(why))) {
+        assert_int_equal(pbench("run gpu.yaml -o g.json", out, sizeof(out)), 2);
+        char *err = err_text();
+        assert_non_null(strstr(err, why));
+        assert_non_null(strstr(err, "to_device, center_crop, flip, normalize"));
+        assert_non_null(strstr(err, "gpu: optional"));
+        free(err);
+        assert_int_equal(pbench("run gpu.yaml -s gpu=optional -o g.json", out, sizeof(out)), 0);
+        json_t *r = load_result("g.json");
+        const char *skipped = json_string_value(json_object_get(r, "gpu_skipped"));
+        assert_non_null(skipped);
+        assert_non_null(strstr(skipped, "skipped to_device, center_crop, flip, normalize"));
+        json_t *p0 = json_array_get(json_object_get(r, "points"), 0);
+        assert_null(json_object_get(p0, "gpu"));
+        assert_true(num(p0, "samples") > 0);
+        json_decref(r);
+        return;
+    }
+    int rc = pbench("run gpu.yaml -o g.json", out, sizeof(out));
+    char *err = err_text();
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    free(err);
+    json_t *r = load_result("g.json");
+    json_t *p0 = json_array_get(json_object_get(r, "points"), 0);
+    json_t *gpu = json_object_get(p0, "gpu");
+    assert_non_null(gpu);
+    double batches = num(gpu, "batches");
+    assert_true(batches > 0);
+    /* Every measured batch is copied whole: 8 samples of 40x30x3 bytes. */
+    assert_true(num(gpu, "copy_bytes") <= batches * 8 * 40 * 30 * 3);
+    assert_true(num(gpu, "copy_bytes") >= batches * 40 * 30 * 3);
+    assert_true(num(gpu, "copy_gb_per_s") > 0);
+    assert_true(num(gpu, "overlap_pct") >= 0 && num(gpu, "overlap_pct") <= 100);
+    assert_true(num(gpu, "busy_pct") > 0 && num(gpu, "busy_pct") <= 100.5);
+    /* The step kernel runs about step_ms per batch. */
+    assert_true(num(gpu, "step_ns") / batches >= 0.9e6);
+    const char *rows[] = {"to_device", "center_crop", "flip", "normalize", "step"};
+    json_t *stages = json_object_get(p0, "stages");
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        bool found = false;
+        for (size_t k = 0; k < json_array_size(stages); k++) {
+            json_t *st = json_array_get(stages, k);
+            const char *dev = json_string_value(json_object_get(st, "device"));
+            if (dev && strcmp(dev, "gpu") == 0 &&
+                strcmp(json_string_value(json_object_get(st, "name")), rows[i]) == 0) {
+                found = true;
+                assert_true(num(st, "count") == batches);
+            }
+        }
+        if (!found)
+            fail_msg("no device row '%s'", rows[i]);
+    }
+    json_t *dev = json_object_get(p0, "gpu_device");
+    assert_true(num(dev, "alloc_peak_bytes") >= 2 * 8 * 40 * 30 * 3);
+    json_decref(r);
+}
+
 static void test_list_version_help(void **state)
 {
     (void)state;
@@ -621,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_compare_gate),
         cmocka_unit_test(test_video_config_runs),
         cmocka_unit_test(test_bad_config_exits_2),
+        cmocka_unit_test(test_gpu_pipeline),
         cmocka_unit_test(test_list_version_help),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
