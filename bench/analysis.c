@@ -495,7 +495,6 @@ static void suggestions(const struct pb_result *result, struct pb_analysis *an)
     static const char *const decode_names[] = {"decode", NULL};
     static const char *const sizing_names[] = {"resize", "center_crop", "random_crop",
                                                "random_resized_crop", NULL};
-    static const char *const copy_names[] = {"to_device", NULL};
 
     if (a->input_bound == PB_INPUT_BOUND_NO)
         suggest(an,
@@ -528,11 +527,36 @@ static void suggestions(const struct pb_result *result, struct pb_analysis *an)
                 "%s takes %.0f%% of worker time: crop before resizing (random_resized_crop "
                 "resamples only the crop), or use interpolation: bilinear instead of area",
                 top, a->top_share_pct);
-    if (a->top_stage >= 0 && a->top_share_pct >= 30 && name_is(top, copy_names))
-        suggest(an,
-                "the host-to-device copy takes %.0f%% of the time: pin memory "
-                "(loader.pin_memory: true), copy uint8 and normalize on the GPU (4x fewer bytes)",
-                a->top_share_pct);
+    if (p->gpu.used) {
+        /* The device side: what the copy costs the loop and the GPU. */
+        const struct pb_gpu_figures *g = &p->gpu;
+        double wall_ns = g->wall_s * 1e9;
+        double copy_wait_pct = wall_ns > 0 ? 100 * (double)g->copy_wait_ns / wall_ns : 0;
+        double copy_pct = wall_ns > 0 ? 100 * g->copy_ns / wall_ns : 0;
+        double peak = result->calibration.h2d_pinned_gb_s;
+        if (p->pinned_bytes == 0 && copy_wait_pct >= 5)
+            suggest(an,
+                    "the loop waits %.1f%% of its time on pageable copies (%.2f GB/s): pin the "
+                    "batch buffers (loader.pin_memory: true) so copies are asynchronous DMA",
+                    copy_wait_pct, g->copy_gb_per_s);
+        if (copy_pct >= 5 && g->overlap_pct < 50 && g->step_ns > 0)
+            suggest(an,
+                    "copies take %.1f%% of wall time and only %.0f%% of it overlaps the step: "
+                    "loader.device_prefetch >= 2 with to_device.stream: copy runs the next copy "
+                    "during the step",
+                    copy_pct, g->overlap_pct);
+        if (copy_pct >= 10)
+            suggest(an,
+                    "copies take %.1f%% of wall time: copy uint8 and normalize on the GPU "
+                    "(pipeline.normalize.device: gpu) to move 4x fewer bytes than float32",
+                    copy_pct);
+        if (p->pinned_bytes > 0 && peak > 0 && g->copy_gb_per_s < 0.5 * peak)
+            suggest(an,
+                    "pinned copies reach %.2f GB/s, %.0f%% of this machine's calibrated %.1f GB/s: "
+                    "other traffic shares the link, or the GPU is not on the CPU's nearest PCIe "
+                    "root (check nvidia-smi topo -m)",
+                    g->copy_gb_per_s, 100 * g->copy_gb_per_s / peak, peak);
+    }
     if (a->input_bound != PB_INPUT_BOUND_NO && a->saturated)
         suggest(an,
                 "all %d hardware threads are busy (%.0f%% CPU) and the loop still waits %.1f%%: "

@@ -293,11 +293,16 @@ void pb_point_summarize(struct pb_point_result *point)
         pb_point_warn(point,
                       "%zu of %zu repeats hit run.max_time_s before the noise target was met",
                       capped, n);
-    if (noisy)
+    if (noisy && worst_noise > 0)
         pb_point_warn(point,
                       "%zu of %zu repeats were noisy: windowed throughput varied by up to %.1f%%, "
                       "above run.target_noise",
                       noisy, n, 100 * worst_noise);
+    else if (noisy)
+        pb_point_warn(point,
+                      "%zu of %zu repeats were noisy: too few throughput windows to judge the "
+                      "noise; raise run.max_time_s or lower run.window_s",
+                      noisy, n);
 }
 
 /* ------------------------------------------------------------ JSON write */

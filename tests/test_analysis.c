@@ -230,6 +230,43 @@ static void test_knee(void **state)
     release(&r);
 }
 
+/* A GPU point: the device figures drive their own suggestions, and device
+ * rows (share of GPU time) never pass for the top worker stage. */
+static void test_gpu_suggestions(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {{2, 32, 1000, 1, 30, 50, 95, 100, NULL}};
+    struct pb_result r;
+    make(&r, rows, 1, 20);
+    struct pb_point_result *p = &r.points[0];
+    p->stages = realloc(p->stages, 3 * sizeof(*p->stages));
+    memset(&p->stages[2], 0, sizeof(p->stages[2]));
+    snprintf(p->stages[2].name, sizeof(p->stages[2].name), "step");
+    p->stages[2].gpu = true;
+    p->stages[2].share_pct = 95;
+    p->stage_count = 3;
+    p->gpu = (struct pb_gpu_figures){.used = true, .batches = 100, .copy_bytes = 2000000000,
+                                     .copy_ns = 0.2e9, .step_ns = 0.5e9, .overlap_ns = 0.02e9,
+                                     .wall_s = 1, .copy_wait_ns = 100000000};
+    pb_gpu_figures_ratios(&p->gpu);
+    struct pb_analysis an;
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    assert_int_equal(an.points[0].top_stage, 1); /* decode, not the GPU step */
+    bool pin = false, overlap = false, uint8 = false;
+    for (int i = 0; i < an.suggestion_count; i++) {
+        pin = pin || strstr(an.suggestions[i], "waits 10.0% of its time on pageable copies "
+                                               "(10.00 GB/s)") != NULL;
+        overlap = overlap || strstr(an.suggestions[i], "copies take 20.0% of wall time and only "
+                                                       "10% of it overlaps the step") != NULL;
+        uint8 = uint8 || strstr(an.suggestions[i], "normalize on the GPU") != NULL;
+    }
+    assert_true(pin);
+    assert_true(overlap);
+    assert_true(uint8);
+    pb_analysis_free(&an);
+    release(&r);
+}
+
 static void test_suggestions_quote_their_figures(void **state)
 {
     (void)state;
@@ -266,6 +303,7 @@ int main(void)
         cmocka_unit_test(test_verdict_thresholds),
         cmocka_unit_test(test_knee),
         cmocka_unit_test(test_suggestions_quote_their_figures),
+        cmocka_unit_test(test_gpu_suggestions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
