@@ -515,8 +515,11 @@ static void emit_gpu_summary(struct table *t, const struct pb_result *result,
         table_add(t, "%.2f GB/s %s, %.1f MiB a batch (pbench calibrate --gpu gives the peak)",
                   g->copy_gb_per_s, is_pinned ? "pinned" : "pageable", batch_mib);
     table_add(t, "overlap");
-    table_add(t, "%.0f %% of copy time ran while the GPU computed (device_prefetch %lld)",
-              g->overlap_pct, prefetch);
+    if (prefetch > 0)
+        table_add(t, "%.0f %% of copy time ran while the GPU computed (device_prefetch %lld)",
+                  g->overlap_pct, prefetch);
+    else
+        table_add(t, "%.0f %% of copy time ran while the GPU computed", g->overlap_pct);
     format_ns(a, sizeof(a), g->batches ? g->stage_ns / (double)g->batches : 0);
     format_ns(b, sizeof(b), g->batches ? g->step_ns / (double)g->batches : 0);
     table_add(t, "GPU busy");
@@ -790,6 +793,7 @@ static void report_human(FILE *out, const struct pb_result *result, bool markdow
                 fprintf(out, "\nrecommended point: %s\n", axes);
             emit_point_summary(&s, result, p);
             emit_stages(&s, p);
+            emit_gpu_stages(&s, p);
         }
         /* Warnings once each, however many points share them. */
         bool any = false;

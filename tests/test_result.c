@@ -828,6 +828,95 @@ static void test_report_formats(void **state)
     pb_result_free(&result);
 }
 
+/* The device side of a result: figures, device rows, device info, the
+ * calibrated peak and a skip survive the JSON round trip, and the table
+ * shows them (the GPU run itself needs a device; this is its rendering). */
+static void test_gpu_result(void **state)
+{
+    (void)state;
+    struct pb_result result;
+    make_result(&result, 5);
+    result.calibration.measured = true;
+    result.calibration.h2d_bytes = 38535168;
+    result.calibration.h2d_pinned_gb_s = 24.5;
+    result.calibration.h2d_pageable_gb_s = 9.5;
+    snprintf(result.gpu_skipped, sizeof(result.gpu_skipped), "nothing skipped (test)");
+    for (size_t i = 0; i < result.point_count; i++) {
+        struct pb_point_result *p = &result.points[i];
+        p->pinned_bytes = 1 << 20;
+        p->gpu = (struct pb_gpu_figures){.used = true, .batches = 50,
+                                         .copy_bytes = 50ull * 38535168, .copy_ns = 50 * 2e6,
+                                         .stage_ns = 50 * 1e5, .step_ns = 50 * 2e7,
+                                         .overlap_ns = 50 * 1.5e6, .wall_s = 1.1,
+                                         .host_blocked_ns = 11000000, .copy_wait_ns = 22000000};
+        pb_gpu_figures_ratios(&p->gpu);
+        p->gpu_device = (struct pb_gpu_device){.alloc_peak_bytes = 3ull << 30,
+                                               .used_before_bytes = 1ull << 29,
+                                               .used_after_bytes = 4ull << 30,
+                                               .sm_mhz_start = 1980, .sm_mhz_end = 1755,
+                                               .sm_mhz_max = 1980};
+        snprintf(p->gpu_device.throttle, sizeof(p->gpu_device.throttle), "power cap");
+        p->stages = realloc(p->stages, (p->stage_count + 2) * sizeof(*p->stages));
+        assert_non_null(p->stages);
+        memset(&p->stages[p->stage_count], 0, 2 * sizeof(*p->stages));
+        struct pb_stage_result *copy = &p->stages[p->stage_count], *step = copy + 1;
+        snprintf(copy->name, sizeof(copy->name), "to_device");
+        snprintf(step->name, sizeof(step->name), "step");
+        pb_hist_init(&copy->hist);
+        pb_hist_init(&step->hist);
+        for (int b = 0; b < 50; b++) {
+            pb_hist_add(&copy->hist, 2000000);
+            pb_hist_add(&step->hist, 20000000);
+        }
+        copy->gpu = step->gpu = true;
+        copy->counter_count = 1;
+        snprintf(copy->counter_names[0], sizeof(copy->counter_names[0]), "bytes");
+        copy->counters[0] = p->gpu.copy_bytes;
+        p->stage_count += 2;
+    }
+    const struct pb_point_result *p = &result.points[0];
+    assert_true(p->gpu.copy_gb_per_s > 19.26 && p->gpu.copy_gb_per_s < 19.27);
+    assert_true(p->gpu.overlap_pct > 74.99 && p->gpu.overlap_pct < 75.01);
+
+    json_t *root = pb_result_to_json(&result);
+    struct pb_result back;
+    char msg[PB_MSG_MAX] = "";
+    if (pb_result_from_json(root, &back, msg, sizeof(msg)) != PB_OK)
+        fail_msg("from_json: %s", msg);
+    json_decref(root);
+    const struct pb_point_result *q = &back.points[0];
+    assert_true(q->gpu.used);
+    assert_int_equal(q->gpu.copy_bytes, p->gpu.copy_bytes);
+    assert_int_equal(q->gpu.copy_wait_ns, p->gpu.copy_wait_ns);
+    assert_true(q->gpu.overlap_pct == p->gpu.overlap_pct);
+    assert_int_equal(q->gpu_device.alloc_peak_bytes, 3ull << 30);
+    assert_int_equal(q->gpu_device.sm_mhz_end, 1755);
+    assert_string_equal(q->gpu_device.throttle, "power cap");
+    assert_true(q->stages[q->stage_count - 1].gpu);
+    assert_false(q->stages[0].gpu);
+    assert_int_equal(back.calibration.h2d_bytes, 38535168);
+    assert_true(back.calibration.h2d_pinned_gb_s == 24.5);
+    assert_string_equal(back.gpu_skipped, "nothing skipped (test)");
+
+    char *table = render(&back, PB_FORMAT_TABLE);
+    assert_non_null(strstr(table, "19.27 GB/s pinned, 36.8 MiB a batch = 79% of this machine's "
+                                  "pinned peak (24.5 GB/s, calibrate --gpu)"));
+    assert_non_null(strstr(table, "75 % of copy time ran while the GPU computed"));
+    assert_non_null(strstr(table, "GPU busy"));
+    assert_non_null(strstr(table, "2.0 % on copies finishing"));
+    assert_non_null(
+        strstr(table, "1980 MHz at start, 1755 MHz at end (max 1980); slowed: power cap"));
+    assert_non_null(strstr(table, "on the GPU"));
+    assert_non_null(strstr(table, "copy GB/s"));
+    assert_non_null(strstr(table, "pinned 24.5 GB/s, pageable 9.5 GB/s (calibrated)"));
+    free(table);
+    char *csv = render(&back, PB_FORMAT_CSV);
+    assert_non_null(strstr(csv, "gpu:to_device"));
+    free(csv);
+    pb_result_free(&back);
+    pb_result_free(&result);
+}
+
 static void test_format_parse(void **state)
 {
     (void)state;
@@ -889,6 +978,7 @@ int main(void)
         cmocka_unit_test(test_write_and_read),
         cmocka_unit_test(test_reader_messages),
         cmocka_unit_test(test_report_formats),
+        cmocka_unit_test(test_gpu_result),
         cmocka_unit_test(test_format_parse),
         cmocka_unit_test(test_machine_probe),
     };
