@@ -202,11 +202,6 @@ void pb_gpu_loop_close(struct pb_gpu_loop *l)
     free(l);
 }
 
-struct CUstream_st *pb_gpu_loop_stream(const struct pb_gpu_loop *l)
-{
-    return l->compute;
-}
-
 static double since_base(const struct pb_gpu_loop *l, cudaEvent_t ev)
 {
     float ms = 0;
@@ -443,11 +438,6 @@ int pb_gpu_loop_drain(struct pb_gpu_loop *loop, char *msg, size_t msglen)
 {
     (void)loop, (void)msg, (void)msglen;
     return PB_OK;
-}
-struct CUstream_st *pb_gpu_loop_stream(const struct pb_gpu_loop *loop)
-{
-    (void)loop;
-    return NULL;
 }
 
 #endif

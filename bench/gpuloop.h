@@ -85,9 +85,6 @@ int pb_gpu_loop_step(struct pb_gpu_loop *loop, uint64_t step_ns, uint64_t *copy_
 /* Waits for every batch in flight and harvests them. */
 int pb_gpu_loop_drain(struct pb_gpu_loop *loop, char *msg, size_t msglen);
 
-/* The compute stream, for GPU stages. */
-struct CUstream_st *pb_gpu_loop_stream(const struct pb_gpu_loop *loop);
-
 /* ---- device memory pbench allocates, tracked ----------------------- */
 
 /* cudaMalloc that counts bytes (and the peak) of pbench's own device

@@ -3,6 +3,7 @@
  * trace's aggregation and its Chrome trace writer are plain C over an
  * array of records, built with or without CUDA. */
 #include "bench/gpuprof.h"
+#include "bench/result.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -441,21 +442,13 @@ static int write_event(FILE *f, const struct pb_cupti_record *r, uint64_t origin
     return rc;
 }
 
-int pb_cupti_write_chrome_trace(const struct pb_cupti_trace *trace, const char *path, char *msg,
-                                size_t msglen)
+/* Times are microseconds from the earliest record; records CUPTI could
+ * not time have no place on the timeline and are left out. */
+static int fill_chrome_trace(FILE *f, void *user)
 {
-    char tmp[PB_PATH_MAX + 32];
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(msg, msglen, "cannot write %s: %s", tmp, strerror(errno));
-        return PB_ERR;
-    }
-    /* Times are microseconds from the earliest record; records CUPTI could
-     * not time have no place on the timeline and are left out. */
+    const struct pb_cupti_trace *trace = user;
     uint64_t origin_ns = 0;
     first_start(trace, &origin_ns);
-    errno = 0;
     int rc = fputs("{\"traceEvents\":[", f) == EOF ? -1 : 0;
     bool first = true;
     for (size_t i = 0; rc == 0 && i < trace->count; i++) {
@@ -467,25 +460,13 @@ int pb_cupti_write_chrome_trace(const struct pb_cupti_trace *trace, const char *
     }
     if (rc == 0 && fputs("],\"displayTimeUnit\":\"ms\"}\n", f) == EOF)
         rc = -1;
-    if (rc == 0 && fflush(f) != 0)
-        rc = -1;
-    if (rc == 0 && fsync(fileno(f)) != 0)
-        rc = -1;
-    int saved = errno;
-    if (fclose(f) != 0 && rc == 0) {
-        rc = -1;
-        saved = errno;
-    }
-    if (rc == 0 && rename(tmp, path) != 0) {
-        rc = -1;
-        saved = errno;
-    }
-    if (rc != 0) {
-        snprintf(msg, msglen, "cannot write %s: %s", path, strerror(saved ? saved : EIO));
-        unlink(tmp);
-        return PB_ERR;
-    }
-    return PB_OK;
+    return rc;
+}
+
+int pb_cupti_write_chrome_trace(const struct pb_cupti_trace *trace, const char *path, char *msg,
+                                size_t msglen)
+{
+    return pb_write_atomic(path, fill_chrome_trace, (void *)trace, msg, msglen);
 }
 
 /* ---- activity trace: recording (CUPTI) ------------------------------- */

@@ -696,8 +696,9 @@ static int cmd_run(int argc, char **argv)
             size_t stem = len > 5 && strcmp(path + len - 5, ".json") == 0 ? len - 5 : len;
             snprintf(result.gpu_trace_path, sizeof(result.gpu_trace_path), "%.*s.trace.json",
                      (int)stem, path);
-            if (pb_cupti_write_chrome_trace(trace, result.gpu_trace_path, wmsg, sizeof(wmsg)) !=
-                0) {
+            if (pb_make_parent_dirs(path, wmsg, sizeof(wmsg)) != PB_OK ||
+                pb_cupti_write_chrome_trace(trace, result.gpu_trace_path, wmsg, sizeof(wmsg)) !=
+                    0) {
                 pb_result_warn(&result, "profile.gpu: cupti: %s", wmsg);
                 result.gpu_trace_path[0] = '\0';
             }

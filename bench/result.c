@@ -1242,7 +1242,7 @@ int pb_result_from_json(const json_t *root, struct pb_result *result, char *msg,
 /* ----------------------------------------------------------------- files */
 
 /* mkdir -p for the folder holding path; the file name itself is skipped. */
-static int make_parent_dirs(const char *path, char *msg, size_t msglen)
+int pb_make_parent_dirs(const char *path, char *msg, size_t msglen)
 {
     char dir[PB_PATH_MAX];
     if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
@@ -1287,28 +1287,18 @@ static void fsync_parent_dir(const char *path)
     }
 }
 
-int pb_result_write(const struct pb_result *result, const char *path, char *msg, size_t msglen)
+int pb_write_atomic(const char *path, int (*fill)(FILE *f, void *user), void *user, char *msg,
+                    size_t msglen)
 {
     char tmp[PB_PATH_MAX + 32];
-    if (make_parent_dirs(path, msg, msglen))
-        return PB_ERR;
-    json_t *root = pb_result_to_json(result);
-    if (!root) {
-        snprintf(msg, msglen, "cannot write %s: out of memory", path);
-        return PB_ERR_NOMEM;
-    }
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) {
         snprintf(msg, msglen, "cannot write %s: %s", tmp, strerror(errno));
-        json_decref(root);
         return PB_ERR;
     }
     errno = 0;
-    int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-    json_decref(root);
-    if (rc == 0 && fputc('\n', f) == EOF)
-        rc = -1;
+    int rc = fill(f, user);
     if (rc == 0 && fflush(f) != 0)
         rc = -1;
     if (rc == 0 && fsync(fileno(f)) != 0)
@@ -1329,6 +1319,28 @@ int pb_result_write(const struct pb_result *result, const char *path, char *msg,
     }
     fsync_parent_dir(path);
     return PB_OK;
+}
+
+static int fill_json(FILE *f, void *root)
+{
+    int rc = json_dumpf(root, f, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    if (rc == 0 && fputc('\n', f) == EOF)
+        rc = -1;
+    return rc;
+}
+
+int pb_result_write(const struct pb_result *result, const char *path, char *msg, size_t msglen)
+{
+    if (pb_make_parent_dirs(path, msg, msglen))
+        return PB_ERR;
+    json_t *root = pb_result_to_json(result);
+    if (!root) {
+        snprintf(msg, msglen, "cannot write %s: out of memory", path);
+        return PB_ERR_NOMEM;
+    }
+    int rc = pb_write_atomic(path, fill_json, root, msg, msglen);
+    json_decref(root);
+    return rc;
 }
 
 int pb_result_read(const char *path, struct pb_result *result, char *msg, size_t msglen)

@@ -231,6 +231,16 @@ int pb_result_from_json(const json_t *root, struct pb_result *result, char *msg,
 /* Writes the JSON to path atomically: a temporary file in the same folder,
  * fsync, then rename. Creates the folder if needed. */
 int pb_result_write(const struct pb_result *result, const char *path, char *msg, size_t msglen);
+
+/* Creates the folders above path; PB_OK or PB_ERR with msg. */
+int pb_make_parent_dirs(const char *path, char *msg, size_t msglen);
+
+/* The same for any file whose folder exists: fill writes the contents
+ * (returns 0, or -1 with errno set) into a temporary file beside path,
+ * which is fsynced and renamed over path; on failure path is untouched
+ * and msg says why. */
+int pb_write_atomic(const char *path, int (*fill)(FILE *f, void *user), void *user, char *msg,
+                    size_t msglen);
 int pb_result_read(const char *path, struct pb_result *result, char *msg, size_t msglen);
 
 void pb_result_free(struct pb_result *result);
