@@ -7,175 +7,8 @@
 #include <string.h>
 
 #include "bench/pb.h"
-
-/* ---- statistics ---------------------------------------------------------- */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double pb_median(const double *values, size_t n)
-{
-    if (n == 0)
-        return NAN;
-    double small[64], *v = n <= 64 ? small : malloc(n * sizeof(double));
-    if (!v)
-        return NAN;
-    memcpy(v, values, n * sizeof(double));
-    qsort(v, n, sizeof(double), cmp_double);
-    double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    if (v != small)
-        free(v);
-    return m;
-}
-
-/* Number of arrangements of n x's and m y's with U = u, for all u, by the
- * recurrence f(n, m, u) = f(n-1, m, u-m) + f(n, m-1, u). */
-static double exact_mw_cdf(size_t n, size_t m, double u_obs)
-{
-    size_t max_u = n * m;
-    /* table[i][j][u] computed layer by layer over i + j. */
-    double *prev = NULL;
-    double **layer = calloc((n + 1) * (m + 1), sizeof(double *));
-    if (!layer)
-        return NAN;
-    for (size_t i = 0; i <= n; i++)
-        for (size_t j = 0; j <= m; j++) {
-            double *f = calloc(max_u + 1, sizeof(double));
-            layer[i * (m + 1) + j] = f;
-            if (!f)
-                continue;
-            if (i == 0 || j == 0) {
-                f[0] = 1;
-                continue;
-            }
-            const double *a = layer[(i - 1) * (m + 1) + j], *b = layer[i * (m + 1) + j - 1];
-            for (size_t u = 0; u <= i * j; u++)
-                f[u] = (u >= j ? a[u - j] : 0) + b[u];
-        }
-    (void)prev;
-    const double *f = layer[n * (m + 1) + m];
-    double total = 0, below = 0;
-    for (size_t u = 0; u <= max_u; u++) {
-        total += f ? f[u] : 0;
-        if ((double)u <= u_obs + 1e-9)
-            below += f ? f[u] : 0;
-    }
-    for (size_t k = 0; k < (n + 1) * (m + 1); k++)
-        free(layer[k]);
-    free(layer);
-    return total > 0 ? below / total : NAN;
-}
-
-double pb_mann_whitney(const double *x, size_t n, const double *y, size_t m, double *u_out)
-{
-    if (n == 0 || m == 0) {
-        if (u_out)
-            *u_out = NAN;
-        return NAN;
-    }
-    /* U of x: pairs where x beats y, ties count a half. */
-    double u = 0;
-    bool ties = false;
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < m; j++) {
-            if (x[i] > y[j])
-                u += 1;
-            else if (x[i] == y[j]) {
-                u += 0.5;
-                ties = true;
-            }
-        }
-    if (u_out)
-        *u_out = u;
-    double nm = (double)n * (double)m;
-    double u_small = u < nm - u ? u : nm - u;
-    if (!ties && n + m <= 30) {
-        double p = 2 * exact_mw_cdf(n, m, u_small);
-        return p > 1 ? 1 : p;
-    }
-    /* Normal approximation with tie correction. */
-    size_t total = n + m;
-    double *all = malloc(total * sizeof(double));
-    if (!all)
-        return NAN;
-    memcpy(all, x, n * sizeof(double));
-    memcpy(all + n, y, m * sizeof(double));
-    qsort(all, total, sizeof(double), cmp_double);
-    double tie_term = 0;
-    for (size_t i = 0; i < total;) {
-        size_t j = i;
-        while (j < total && all[j] == all[i])
-            j++;
-        double t = (double)(j - i);
-        tie_term += t * t * t - t;
-        i = j;
-    }
-    free(all);
-    double N = (double)total;
-    double sigma = sqrt(nm / 12.0 * ((N + 1) - tie_term / (N * (N - 1))));
-    if (sigma <= 0)
-        return 1;
-    double z = (fabs(u - nm / 2) - 0.5) / sigma;
-    if (z < 0)
-        z = 0;
-    return erfc(z / sqrt(2.0));
-}
-
-static double uniform(uint64_t *state)
-{
-    *state = pb_mix64(*state);
-    return (double)(*state >> 11) / 9007199254740992.0;
-}
-
-static void bootstrap(const double *x, size_t n, const double *y, size_t m, int resamples,
-                      double confidence, uint64_t seed, bool ratio, double *low, double *high)
-{
-    double *stats = malloc((size_t)resamples * sizeof(double));
-    double *bx = malloc(n * sizeof(double)), *by = malloc(m * sizeof(double));
-    if (!stats || !bx || !by) {
-        *low = *high = NAN;
-        free(stats);
-        free(bx);
-        free(by);
-        return;
-    }
-    uint64_t state = seed ? seed : 1;
-    int kept = 0;
-    for (int r = 0; r < resamples; r++) {
-        for (size_t i = 0; i < n; i++)
-            bx[i] = x[(size_t)(uniform(&state) * (double)n) % n];
-        for (size_t j = 0; j < m; j++)
-            by[j] = y[(size_t)(uniform(&state) * (double)m) % m];
-        double mx = pb_median(bx, n), my = pb_median(by, m);
-        if (ratio) {
-            if (mx != 0)
-                stats[kept++] = my / mx;
-        } else {
-            stats[kept++] = my - mx;
-        }
-    }
-    if (kept == 0) {
-        *low = *high = NAN;
-    } else {
-        qsort(stats, (size_t)kept, sizeof(double), cmp_double);
-        double tail = (1 - confidence) / 2;
-        size_t lo = (size_t)floor(tail * (kept - 1)), hi = (size_t)ceil((1 - tail) * (kept - 1));
-        *low = stats[lo];
-        *high = stats[hi];
-    }
-    free(stats);
-    free(bx);
-    free(by);
-}
-
-void pb_bootstrap_ratio_ci(const double *x, size_t n, const double *y, size_t m, int resamples,
-                           double confidence, uint64_t seed, double *low, double *high)
-{
-    bootstrap(x, n, y, m, resamples, confidence, seed, true, low, high);
-}
+#include "bench/report.h"
+#include "bench/stats.h"
 
 /* ---- compatibility ------------------------------------------------------- */
 
@@ -281,12 +114,8 @@ static const struct {
     {"rss_peak_bytes", "bytes", false, false},
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
+/* A repeat's nearest-rank quantile of batch assembly time; NAN without
+ * batches. */
 static double repeat_assembly_quantile(const struct pb_repeat_result *r, double q)
 {
     if (r->batch_count == 0)
@@ -296,9 +125,8 @@ static double repeat_assembly_quantile(const struct pb_repeat_result *r, double 
         return NAN;
     for (size_t i = 0; i < r->batch_count; i++)
         v[i] = r->batch_records[i].assembly_ns;
-    qsort(v, r->batch_count, sizeof(uint64_t), cmp_u64);
-    size_t rank = (size_t)ceil(q * (double)r->batch_count);
-    double out = (double)v[rank ? rank - 1 : 0];
+    pb_sort_u64(v, r->batch_count);
+    double out = (double)pb_quantile_sorted_u64(v, r->batch_count, q);
     free(v);
     return out;
 }
@@ -351,12 +179,12 @@ static void compare_metric(int metric, const struct pb_point_result *a,
     double lo, hi;
     if (m->absolute) {
         m->change_pct = m->next - m->base;
-        bootstrap(x, n, y, k, PB_BOOTSTRAP_RESAMPLES, 0.95, seed, false, &lo, &hi);
+        pb_bootstrap_diff_ci(x, n, y, k, PB_BOOTSTRAP_RESAMPLES, 0.95, seed, &lo, &hi);
         m->ci_low_pct = lo;
         m->ci_high_pct = hi;
     } else {
         m->change_pct = 100 * (m->next / m->base - 1);
-        bootstrap(x, n, y, k, PB_BOOTSTRAP_RESAMPLES, 0.95, seed, true, &lo, &hi);
+        pb_bootstrap_ratio_ci(x, n, y, k, PB_BOOTSTRAP_RESAMPLES, 0.95, seed, &lo, &hi);
         m->ci_low_pct = 100 * (lo - 1);
         m->ci_high_pct = 100 * (hi - 1);
     }

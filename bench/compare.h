@@ -68,14 +68,4 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp);
 void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
                           const char *next_name, int format);
 
-/* Statistics, exposed for tests. */
-double pb_median(const double *values, size_t n);
-/* Two-sided Mann-Whitney U p-value: exact (no ties, n + m <= 30) or the
- * normal approximation with tie and continuity correction. *u gets U of x. */
-double pb_mann_whitney(const double *x, size_t n, const double *y, size_t m, double *u);
-/* Percentile bootstrap CI of median(y)/median(x), resampling each group
- * with replacement, seeded so a comparison is reproducible. */
-void pb_bootstrap_ratio_ci(const double *x, size_t n, const double *y, size_t m, int resamples,
-                           double confidence, uint64_t seed, double *low, double *high);
-
 #endif

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "bench/pb.h"
-#include "bench/result.h"
+#include "bench/machine.h"
 
 #if PB_HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -3,7 +3,7 @@
  * trace's aggregation and its Chrome trace writer are plain C over an
  * array of records, built with or without CUDA. */
 #include "bench/gpuprof.h"
-#include "bench/result.h"
+#include "bench/fileio.h"
 
 #include <dlfcn.h>
 #include <errno.h>

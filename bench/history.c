@@ -9,7 +9,7 @@
 
 #include <sqlite3.h>
 
-#include "bench/compare.h"
+#include "bench/stats.h"
 #include "bench/pb.h"
 
 static const char *const schema =

@@ -1,7 +1,7 @@
 /* The machine fingerprint written into every result (hwloc, uname, the
  * build and the linked libraries' versions) and the small GPU helpers the
  * runner needs (device check, pinned host memory). */
-#include "bench/result.h"
+#include "bench/machine.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <hwloc.h>
+#include <jansson.h>
 #include <jconfig.h>
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>

@@ -17,8 +17,12 @@
 #include "bench/result.h"
 #include "bench/analysis.h"
 #include "bench/compare.h"
+#include "bench/fileio.h"
 #include "bench/history.h"
+#include "bench/machine.h"
+#include "bench/report.h"
 #include "bench/runner.h"
+#include "bench/stats.h"
 #include "bench/sweep.h"
 #include "pipelines/dataset.h"
 

@@ -3,9 +3,7 @@
  * The table and markdown forms share one shape: the report is built as a
  * sequence of small tables (struct table), and each table is rendered
  * either as aligned text or as a GitHub table. Nothing here measures. */
-#include "bench/result.h"
-
-#include "bench/analysis.h"
+#include "bench/report.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -967,4 +965,24 @@ void pb_report(FILE *out, const struct pb_result *result, enum pb_format format)
         break;
     }
     }
+}
+
+int pb_format_parse(const char *text, enum pb_format *format)
+{
+    static const struct {
+        const char *name;
+        enum pb_format format;
+    } formats[] = {
+        {"table", PB_FORMAT_TABLE},
+        {"json", PB_FORMAT_JSON},
+        {"markdown", PB_FORMAT_MARKDOWN},
+        {"csv", PB_FORMAT_CSV},
+    };
+    for (size_t i = 0; text && i < PB_ARRAY_LEN(formats); i++) {
+        if (strcmp(text, formats[i].name) == 0) {
+            *format = formats[i].format;
+            return PB_OK;
+        }
+    }
+    return PB_ERR_CONFIG;
 }

@@ -1,7 +1,8 @@
-/* The result of a run as plain data, its JSON form and its renderings.
+/* The result of a run as plain data, its summary over repeats and its JSON
+ * form (bench/result.c: warnings, summary, lifecycle; bench/result_json.c:
+ * JSON both ways and the file).
  *
- * Measurement fills these structs; sinks render them (terminal table,
- * markdown, CSV, JSON). A result file holds enough raw data (per-repeat and
+ * Measurement fills these structs; sinks render them (bench/report.h). A result file holds enough raw data (per-repeat and
  * per-batch samples, histogram bins, machine, resolved config, versions)
  * that every table can be recomputed later from the file alone. The file
  * format is documented in docs/results.md. */
@@ -10,40 +11,15 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include <jansson.h>
 
 #include "bench/hist.h"
+#include "bench/machine.h"
 
 #define PB_SCHEMA_VERSION 1
 #define PB_MAX_WARNINGS 32
 #define PB_MAX_ERROR_FILES 8
-
-/* Where the machine's fingerprint comes from: hwloc, uname, the compiler
- * and the libraries linked into this build. */
-struct pb_machine {
-    char hostname[128];
-    char cpu_model[160];
-    int packages, cores, pus, numa_nodes;
-    uint64_t l3_bytes;          /* total L3 across packages              */
-    uint64_t memory_bytes;
-    char os[128];               /* PRETTY_NAME from /etc/os-release       */
-    char kernel[128];           /* uname -sr                              */
-    char arch[32];
-    char compiler[64];
-    char build_type[32];
-    char sanitize[64];
-    /* Library versions, "name version" pairs. */
-    int library_count;
-    char libraries[12][2][48];
-    /* GPU: gpu_count is 0 when none; gpu_status says why. */
-    int gpu_count;
-    char gpu_name[128];
-    char gpu_status[160];       /* "no CUDA device: ..." or "ok"          */
-    int cuda_runtime_version;   /* e.g. 13000; 0 when not built with CUDA */
-    int cuda_driver_version;
-};
 
 #define PB_STAGE_COUNTERS 4
 
@@ -211,18 +187,6 @@ void pb_point_summarize(struct pb_point_result *point);
 /* Recomputes copy_gb_per_s, overlap_pct and busy_pct from the sums. */
 void pb_gpu_figures_ratios(struct pb_gpu_figures *g);
 
-/* Fills the machine fingerprint (hwloc, uname, library versions, GPU). */
-void pb_machine_probe(struct pb_machine *machine);
-
-/* GPU helpers (bench/machine.c). pb_gpu_available returns 1 when a CUDA
- * device is usable; otherwise 0 with the reason in why ("built without
- * CUDA", "no CUDA device: ..."). pb_pinned_alloc returns page-locked host
- * memory from cudaHostAlloc, or NULL when there is no CUDA or the call
- * fails; release it with pb_pinned_free (NULL is ignored). */
-int pb_gpu_available(char *why, size_t n);
-void *pb_pinned_alloc(size_t bytes);
-void pb_pinned_free(void *p);
-
 /* JSON form. to_json returns a new reference; from_json fills result
  * (release with pb_result_free) and returns PB_OK or PB_ERR with a message. */
 json_t *pb_result_to_json(const struct pb_result *result);
@@ -232,22 +196,11 @@ int pb_result_from_json(const json_t *root, struct pb_result *result, char *msg,
  * fsync, then rename. Creates the folder if needed. */
 int pb_result_write(const struct pb_result *result, const char *path, char *msg, size_t msglen);
 
-/* Creates the folders above path; PB_OK or PB_ERR with msg. */
-int pb_make_parent_dirs(const char *path, char *msg, size_t msglen);
-
-/* The same for any file whose folder exists: fill writes the contents
- * (returns 0, or -1 with errno set) into a temporary file beside path,
- * which is fsynced and renamed over path; on failure path is untouched
- * and msg says why. */
-int pb_write_atomic(const char *path, int (*fill)(FILE *f, void *user), void *user, char *msg,
-                    size_t msglen);
+/* Reads a result file written by pb_result_write (or an older pbench of
+ * the same schema version); release with pb_result_free. PB_OK, or PB_ERR
+ * with a message naming the file and the offending key or JSON position. */
 int pb_result_read(const char *path, struct pb_result *result, char *msg, size_t msglen);
 
 void pb_result_free(struct pb_result *result);
-
-/* Renderings of a result for people and tools. */
-enum pb_format { PB_FORMAT_TABLE, PB_FORMAT_JSON, PB_FORMAT_MARKDOWN, PB_FORMAT_CSV };
-int pb_format_parse(const char *text, enum pb_format *format);
-void pb_report(FILE *out, const struct pb_result *result, enum pb_format format);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "bench/gpuloop.h"
 #include "bench/gpuprof.h"
+#include "bench/machine.h"
 #include "bench/pb.h"
 #include "bench/queue.h"
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bench/compare.h"
+#include "bench/stats.h"
 #include "bench/pb.h"
 
 static uint64_t rng = 99;

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/machine.h"
 #include "bench/result.h"
 
 static const char *binary;

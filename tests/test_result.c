@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "bench/pb.h"
+#include "bench/machine.h"
+#include "bench/report.h"
 #include "bench/result.h"
 
 /* ------------------------------------------------------------- helpers */

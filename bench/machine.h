@@ -1,0 +1,47 @@
+/* The machine a result was measured on: its fingerprint (hwloc, uname, the
+ * build and the linked libraries' versions) and the small GPU helpers the
+ * runner needs (device check, pinned host memory). */
+#ifndef PB_MACHINE_H
+#define PB_MACHINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where the machine's fingerprint comes from: hwloc, uname, the compiler
+ * and the libraries linked into this build. */
+struct pb_machine {
+    char hostname[128];
+    char cpu_model[160];
+    int packages, cores, pus, numa_nodes;
+    uint64_t l3_bytes;          /* total L3 across packages              */
+    uint64_t memory_bytes;
+    char os[128];               /* PRETTY_NAME from /etc/os-release       */
+    char kernel[128];           /* uname -sr                              */
+    char arch[32];
+    char compiler[64];
+    char build_type[32];
+    char sanitize[64];
+    /* Library versions, "name version" pairs. */
+    int library_count;
+    char libraries[12][2][48];
+    /* GPU: gpu_count is 0 when none; gpu_status says why. */
+    int gpu_count;
+    char gpu_name[128];
+    char gpu_status[160];       /* "no CUDA device: ..." or "ok"          */
+    int cuda_runtime_version;   /* e.g. 13000; 0 when not built with CUDA */
+    int cuda_driver_version;
+};
+
+/* Fills the machine fingerprint (hwloc, uname, library versions, GPU). */
+void pb_machine_probe(struct pb_machine *machine);
+
+/* pb_gpu_available returns 1 when a CUDA device is usable; otherwise 0 with
+ * the reason in why ("built without CUDA", "no CUDA device: ..."). */
+int pb_gpu_available(char *why, size_t n);
+
+/* Page-locked host memory from cudaHostAlloc, or NULL when there is no CUDA
+ * or the call fails; release it with pb_pinned_free (NULL is ignored). */
+void *pb_pinned_alloc(size_t bytes);
+void pb_pinned_free(void *p);
+
+#endif
