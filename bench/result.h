@@ -2,9 +2,10 @@
  * form (bench/result.c: warnings, summary, lifecycle; bench/result_json.c:
  * JSON both ways and the file).
  *
- * Measurement fills these structs; sinks render them (bench/report.h). A result file holds enough raw data (per-repeat and
- * per-batch samples, histogram bins, machine, resolved config, versions)
- * that every table can be recomputed later from the file alone. The file
+ * Measurement fills these structs; sinks render them (bench/report.h). A
+ * result file holds enough raw data (per-repeat and per-batch samples,
+ * histogram bins, machine, resolved config, versions) that every table can
+ * be recomputed later from the file alone. The file
  * format is documented in docs/results.md. */
 #ifndef PB_RESULT_H
 #define PB_RESULT_H
