@@ -28,20 +28,25 @@ static const json_t *config_path(const json_t *config, const char *path)
     return node;
 }
 
-static const json_t *setting(const struct pb_result *result, size_t point, const char *path)
+const json_t *pb_result_config_value(const struct pb_result *result, const char *path)
+{
+    return result->config ? config_path(result->config, path) : NULL;
+}
+
+const json_t *pb_point_setting(const struct pb_result *result, size_t point, const char *path)
 {
     if (point < result->point_count && result->points[point].axes) {
         const json_t *v = json_object_get(result->points[point].axes, path);
         if (v)
             return v;
     }
-    return result->config ? config_path(result->config, path) : NULL;
+    return pb_result_config_value(result, path);
 }
 
 int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const char *path,
                              int64_t def)
 {
-    const json_t *v = setting(result, point, path);
+    const json_t *v = pb_point_setting(result, point, path);
     if (json_is_integer(v))
         return json_integer_value(v);
     if (json_is_real(v))
@@ -54,7 +59,7 @@ int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const
 double pb_point_setting_double(const struct pb_result *result, size_t point, const char *path,
                                double def)
 {
-    const json_t *v = setting(result, point, path);
+    const json_t *v = pb_point_setting(result, point, path);
     return json_is_number(v) ? json_number_value(v) : def;
 }
 

@@ -1079,15 +1079,15 @@ static int cmd_report(int argc, char **argv)
     }
     /* The analysis is recomputed from the measurements, so a file written
      * by an older pbench reads with today's rules everywhere. */
-    if (result.point_count > 1) {
-        struct pb_analysis analysis;
-        if (pb_analyze(&result, &analysis) == PB_OK) {
-            json_decref(result.analysis);
-            result.analysis = pb_analysis_to_json(&analysis);
-            pb_analysis_free(&analysis);
-        }
+    struct pb_analysis analysis;
+    bool analyzed = pb_analyze(&result, &analysis) == PB_OK;
+    if (analyzed && result.point_count > 1) {
+        json_decref(result.analysis);
+        result.analysis = pb_analysis_to_json(&analysis);
     }
-    pb_report(stdout, &result, format);
+    pb_report_analyzed(stdout, &result, analyzed ? &analysis : NULL, format);
+    if (analyzed)
+        pb_analysis_free(&analysis);
     pb_result_free(&result);
     return PB_EXIT_OK;
 }

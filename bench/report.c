@@ -44,26 +44,6 @@ static double mib(uint64_t bytes)
     return (double)bytes / (1024.0 * 1024.0);
 }
 
-/* A config value by dotted path ("loader.workers"); NULL when absent. */
-static const json_t *config_get(const json_t *config, const char *dotted)
-{
-    char key[128];
-    const json_t *node = config;
-    const char *p = dotted;
-    while (node && *p) {
-        size_t n = strcspn(p, ".");
-        if (n >= sizeof(key) || !json_is_object(node))
-            return NULL;
-        memcpy(key, p, n);
-        key[n] = '\0';
-        node = json_object_get(node, key);
-        p += n;
-        if (*p == '.')
-            p++;
-    }
-    return node;
-}
-
 /* A JSON scalar as a user would type it; other values as compact JSON. */
 static void format_json_value(char *buf, size_t size, const json_t *v)
 {
@@ -105,10 +85,10 @@ static void format_axes(char *buf, size_t size, const json_t *axes, const char *
     }
 }
 
-static double step_ms(const struct pb_result *result)
+/* The simulated training step of point i, in ms; 0 without one. */
+static double step_ms(const struct pb_result *result, size_t point)
 {
-    const json_t *v = config_get(result->config, "run.step_ms");
-    return json_is_number(v) ? json_number_value(v) : 0;
+    return pb_point_setting_double(result, point, "run.step_ms", 0);
 }
 
 /* ---------------------------------------------------------------- tables */
@@ -255,6 +235,7 @@ static void table_print_markdown(FILE *out, const struct table *t)
 struct sink {
     FILE *out;
     bool markdown;
+    const struct pb_analysis *analysis; /* of the result rendered; may be NULL */
 };
 
 static void emit_table(const struct sink *s, const struct table *t)
@@ -297,7 +278,7 @@ static void emit_header(const struct sink *s, const struct pb_result *result)
     for (size_t i = 0; i < PB_ARRAY_LEN(loader_keys); i++) {
         char path[64], value[64];
         snprintf(path, sizeof(path), "loader.%s", loader_keys[i]);
-        format_json_value(value, sizeof(value), config_get(result->config, path));
+        format_json_value(value, sizeof(value), pb_result_config_value(result, path));
         fprintf(s->out, "%s%s=%s", i ? "  " : " ", loader_keys[i], value);
     }
     fputs(s->markdown ? "\n\n" : "\n", s->out);
@@ -353,7 +334,9 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
                 axis_keys[k++] = key;
         }
     axis_count = k;
-    bool step = step_ms(result) > 0;
+    bool step = false;
+    for (size_t i = 0; i < result->point_count; i++)
+        step = step || step_ms(result, i) > 0;
     bool calibrated = result->calibration.measured;
     bool gpu = false;
     for (size_t i = 0; i < result->point_count; i++)
@@ -496,10 +479,10 @@ static void emit_gpu_summary(struct table *t, const struct pb_result *result,
 {
     const struct pb_gpu_figures *g = &p->gpu;
     const struct pb_calibration *cal = &result->calibration;
-    const json_t *ahead = config_get(result->config, "loader.device_prefetch");
-    const json_t *axis_ahead = p->axes ? json_object_get(p->axes, "loader.device_prefetch") : NULL;
+    size_t index = (size_t)(p - result->points);
     bool is_pinned = p->pinned_bytes > 0;
-    long long prefetch = json_integer_value(axis_ahead ? axis_ahead : ahead);
+    long long prefetch =
+        json_integer_value(pb_point_setting(result, index, "loader.device_prefetch"));
     char a[32], b[32];
     double batch_mib = g->batches ? (double)g->copy_bytes / (double)g->batches / 1048576.0 : 0;
     table_add(t, "to_device");
@@ -543,6 +526,7 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
 {
     struct table t;
     char a[32], b[32];
+    size_t index = (size_t)(p - result->points);
     table_init(&t, 2, 0, true);
     table_add(&t, "metric");
     table_add(&t, "value");
@@ -586,23 +570,23 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
     format_ns(a, sizeof(a), (double)p->wait_p50_ns);
     format_ns(b, sizeof(b), (double)p->wait_p99_ns);
     table_add(&t, "stall");
-    if (step_ms(result) > 0)
+    if (step_ms(result, index) > 0)
         table_add(&t, "%.1f %%  (consumer wait per batch p50 %s, p99 %s)", p->stall_pct, a, b);
     else
         table_add(&t, "%.1f %%  (run.step_ms is 0: the loop only waits, so samples/s is the "
                       "loader's ceiling; wait per batch p50 %s, p99 %s)",
                   p->stall_pct, a, b);
     {
-        const json_t *workers = config_get(result->config, "loader.workers");
-        const json_t *prefetch = config_get(result->config, "loader.prefetch_factor");
-        long long ahead = json_integer_value(workers) * json_integer_value(prefetch);
+        int64_t workers = pb_point_setting_int(result, index, "loader.workers", 0);
+        int64_t prefetch = pb_point_setting_int(result, index, "loader.prefetch_factor", 0);
+        long long ahead = (long long)(workers * prefetch);
         table_add(&t, "queue depth");
         if (ahead > 0)
             table_add(&t, "%.2f of %lld batches ready at dequeue, mean", p->queue_depth_mean, ahead);
         else
             table_add(&t, "none: loader.workers is 0, batches load in the training loop");
     }
-    double step = step_ms(result);
+    double step = step_ms(result, index);
     if (step > 0) {
         format_ns(a, sizeof(a), step * 1e6);
         table_add(&t, "accelerator");
@@ -625,11 +609,10 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
     table_add(&t, "p50 %s, p99 %s", a, b);
     double amp, ns_frame, frames_per_sample;
     if (pb_decode_figures(p, &amp, &ns_frame, &frames_per_sample)) {
-        /* The decode ceiling, computed as the analysis does. */
-        size_t index = (size_t)(p - result->points);
-        struct pb_analysis an;
-        if (pb_analyze(result, &an) == PB_OK && index < an.point_count) {
-            const struct pb_point_analysis *a = &an.points[index];
+        /* The decode ceiling, as the analysis computed it. */
+        const struct pb_analysis *an = s->analysis;
+        if (an && index < an->point_count) {
+            const struct pb_point_analysis *a = &an->points[index];
             table_add(&t, "decode");
             table_add(&t, "amplification %.2f (frames decoded / delivered)", a->amplification);
             table_add(&t, "ceiling");
@@ -641,7 +624,6 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
                       (long long)(a->workers > 0 ? a->workers : 1), a->amplification,
                       a->delivered_frames_per_s, a->ceiling_pct);
         }
-        pb_analysis_free(&an);
     }
     table_add(&t, "samples");
     table_add(&t, "%llu", (unsigned long long)p->samples);
@@ -772,17 +754,16 @@ static void emit_point(const struct sink *s, const struct pb_result *result,
         fputc('\n', s->out);
 }
 
-static void report_human(FILE *out, const struct pb_result *result, bool markdown)
+static void report_human(FILE *out, const struct pb_result *result,
+                         const struct pb_analysis *an, bool markdown)
 {
-    struct sink s = {out, markdown};
+    struct sink s = {out, markdown, an};
     emit_header(&s, result);
-    if (result->point_count > 1) {
-        struct pb_analysis an;
-        pb_analyze(result, &an);
-        emit_comparison(&s, result, &an);
-        emit_analysis(&s, &an);
-        if (an.recommended >= 0) {
-            const struct pb_point_result *p = &result->points[an.recommended];
+    if (result->point_count > 1 && an) {
+        emit_comparison(&s, result, an);
+        emit_analysis(&s, an);
+        if (an->recommended >= 0) {
+            const struct pb_point_result *p = &result->points[an->recommended];
             char axes[CELL_MAX];
             format_axes(axes, sizeof(axes), p->axes, ", ");
             if (markdown)
@@ -819,7 +800,6 @@ static void report_human(FILE *out, const struct pb_result *result, bool markdow
                 emit_warning(&s, text);
             }
         }
-        pb_analysis_free(&an);
     } else {
         for (size_t i = 0; i < result->point_count; i++) {
             const struct pb_point_result *p = &result->points[i];
@@ -878,21 +858,20 @@ static void csv_u64(FILE *out, uint64_t v)
     fprintf(out, "%llu,", (unsigned long long)v);
 }
 
-static void report_csv(FILE *out, const struct pb_result *result)
+static void report_csv(FILE *out, const struct pb_result *result, const struct pb_analysis *an)
 {
     fputs("point,axes,samples_per_s,samples_per_s_noise_pct,batches_per_s,mb_per_s,stall_pct,"
           "accel_util_pct,cpu_util_pct,worker_cpu_pct,wait_p50_ns,wait_p99_ns,assembly_p50_ns,"
           "assembly_p99_ns,rss_peak_bytes,pinned_bytes,samples,errors,input_bound,recommended,"
           "stage,count,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,cpu_ns,share_pct\n",
           out);
-    struct pb_analysis an;
-    bool analyzed = pb_analyze(result, &an) == PB_OK;
     static const char *const bound[] = {"no", "moderate", "high"};
     for (size_t i = 0; i < result->point_count; i++) {
         const struct pb_point_result *p = &result->points[i];
-        const char *input_bound = analyzed && an.points[i].usable ? bound[an.points[i].input_bound]
-                                                                  : "";
-        bool recommended = analyzed && an.recommended == (int)i;
+        bool analyzed = an && i < an->point_count;
+        const char *input_bound =
+            analyzed && an->points[i].usable ? bound[an->points[i].input_bound] : "";
+        bool recommended = analyzed && an->recommended == (int)i;
         char axes[CELL_MAX];
         format_axes(axes, sizeof(axes), p->axes, ";");
         /* A point without stages still gets one row, with empty stage cells. */
@@ -939,21 +918,20 @@ static void report_csv(FILE *out, const struct pb_result *result)
                 fputc('\n', out);
         }
     }
-    if (analyzed)
-        pb_analysis_free(&an);
 }
 
-void pb_report(FILE *out, const struct pb_result *result, enum pb_format format)
+void pb_report_analyzed(FILE *out, const struct pb_result *result,
+                        const struct pb_analysis *analysis, enum pb_format format)
 {
     switch (format) {
     case PB_FORMAT_TABLE:
-        report_human(out, result, false);
+        report_human(out, result, analysis, false);
         break;
     case PB_FORMAT_MARKDOWN:
-        report_human(out, result, true);
+        report_human(out, result, analysis, true);
         break;
     case PB_FORMAT_CSV:
-        report_csv(out, result);
+        report_csv(out, result, analysis);
         break;
     case PB_FORMAT_JSON: {
         json_t *root = pb_result_to_json(result);
@@ -965,6 +943,17 @@ void pb_report(FILE *out, const struct pb_result *result, enum pb_format format)
         break;
     }
     }
+}
+
+void pb_report(FILE *out, const struct pb_result *result, enum pb_format format)
+{
+    /* The JSON form carries the result as it is; the others show the
+     * analysis beside the points. */
+    struct pb_analysis analysis;
+    bool analyzed = format != PB_FORMAT_JSON && pb_analyze(result, &analysis) == PB_OK;
+    pb_report_analyzed(out, result, analyzed ? &analysis : NULL, format);
+    if (analyzed)
+        pb_analysis_free(&analysis);
 }
 
 int pb_format_parse(const char *text, enum pb_format *format)
