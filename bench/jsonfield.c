@@ -156,27 +156,28 @@ int pb_json_get_string(struct pb_json_reader *rd, const json_t *obj, const char 
     return PB_OK;
 }
 
-/* Optional object/array members: *out is NULL when the key is missing. */
-int pb_json_get_object(struct pb_json_reader *rd, const json_t *obj, const char *path,
-                       const char *key, const json_t **out)
+/* An optional member of one JSON type: *out is NULL when key is missing. */
+static int get_member(struct pb_json_reader *rd, const json_t *obj, const char *path,
+                      const char *key, json_type type, const char *expected, const json_t **out)
 {
     const json_t *v = json_object_get(obj, key);
     *out = NULL;
-    if (v && !json_is_object(v))
-        return pb_json_fail(rd, path, key, "expected an object");
+    if (v && json_typeof(v) != type)
+        return pb_json_fail(rd, path, key, "expected %s", expected);
     *out = v;
     return PB_OK;
+}
+
+int pb_json_get_object(struct pb_json_reader *rd, const json_t *obj, const char *path,
+                       const char *key, const json_t **out)
+{
+    return get_member(rd, obj, path, key, JSON_OBJECT, "an object", out);
 }
 
 int pb_json_get_array(struct pb_json_reader *rd, const json_t *obj, const char *path,
                       const char *key, const json_t **out)
 {
-    const json_t *v = json_object_get(obj, key);
-    *out = NULL;
-    if (v && !json_is_array(v))
-        return pb_json_fail(rd, path, key, "expected an array");
-    *out = v;
-    return PB_OK;
+    return get_member(rd, obj, path, key, JSON_ARRAY, "an array", out);
 }
 
 int pb_json_get_uint(struct pb_json_reader *rd, const json_t *obj, const char *path,

@@ -52,16 +52,12 @@ uint64_t pb_quantile_sorted_u64(const uint64_t *sorted, size_t n, double q)
 {
     if (n == 0)
         return 0;
-    if (q <= 0)
+    double rank = ceil(q * (double)n); /* 1-based */
+    if (!(rank > 1))
         return sorted[0];
-    if (q >= 1)
+    if (rank >= (double)n)
         return sorted[n - 1];
-    size_t rank = (size_t)ceil(q * (double)n);
-    if (rank < 1)
-        rank = 1;
-    if (rank > n)
-        rank = n;
-    return sorted[rank - 1];
+    return sorted[(size_t)rank - 1];
 }
 
 uint64_t pb_quantile_u64(const uint64_t *values, size_t n, double q)
