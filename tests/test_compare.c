@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "bench/compare.h"
-#include "bench/stats.h"
 #include "bench/pb.h"
+#include "bench/stats.h"
 
 static uint64_t rng = 99;
 static double normal(double mean, double sd)

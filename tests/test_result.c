@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/pb.h"
 #include "bench/machine.h"
+#include "bench/pb.h"
 #include "bench/report.h"
 #include "bench/result.h"
 
