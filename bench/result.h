@@ -214,15 +214,6 @@ void pb_gpu_figures_ratios(struct pb_gpu_figures *g);
 /* Fills the machine fingerprint (hwloc, uname, library versions, GPU). */
 void pb_machine_probe(struct pb_machine *machine);
 
-/* GPU helpers (bench/machine.c). pb_gpu_available returns 1 when a CUDA
- * device is usable; otherwise 0 with the reason in why ("built without
- * CUDA", "no CUDA device: ..."). pb_pinned_alloc returns page-locked host
- * memory from cudaHostAlloc, or NULL when there is no CUDA or the call
- * fails; release it with pb_pinned_free (NULL is ignored). */
-int pb_gpu_available(char *why, size_t n);
-void *pb_pinned_alloc(size_t bytes);
-void pb_pinned_free(void *p);
-
 /* JSON form. to_json returns a new reference; from_json fills result
  * (release with pb_result_free) and returns PB_OK or PB_ERR with a message. */
 json_t *pb_result_to_json(const struct pb_result *result);

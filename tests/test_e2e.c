@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bench/result.h"
+#include "kernels/gpu_rt.h"
 
 static const char *binary;
 static const char *source_dir;

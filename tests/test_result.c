@@ -17,6 +17,7 @@
 
 #include "bench/pb.h"
 #include "bench/result.h"
+#include "kernels/gpu_rt.h"
 
 /* ------------------------------------------------------------- helpers */
 
