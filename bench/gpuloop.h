@@ -16,7 +16,7 @@
  * complete) and handed to the caller's harvest callback: per batch copy,
  * per-stage and step kernel times, and their positions on a common clock
  * so copy/compute overlap can be computed exactly. Nothing here allocates
- * per batch. */
+ * per batch. Device memory and the device check are kernels/gpu_rt.h's. */
 #ifndef PB_GPULOOP_H
 #define PB_GPULOOP_H
 

@@ -109,7 +109,6 @@ static void describe_throttle(unsigned long long reasons, char *text, size_t siz
 
 #endif /* PB_HAVE_CUDA */
 
-
 int pb_gpu_clocks_read(int device, struct pb_gpu_clocks *c)
 {
     memset(c, 0, sizeof(*c));
