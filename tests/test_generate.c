@@ -17,8 +17,6 @@
 #include "bench/pb.h"
 #include "pipelines/generate.h"
 
-static char workdir[] = "/tmp/pbench-generate-XXXXXX";
-
 static void test_size_range(void **state)
 {
     (void)state;
@@ -80,6 +78,8 @@ static void test_generate_files(void **state)
     (void)state;
     struct pb_generate_spec spec = {.kind = PB_GENERATE_FILES, .count = 40, .size_bytes = 999,
                                     .seed = 11, .corrupt_fraction = 0.3};
+    char workdir[] = "/tmp/pbench-generate-XXXXXX";
+    assert_non_null(mkdtemp(workdir));
     char dir[PB_PATH_MAX], msg[PB_MSG_MAX];
     snprintf(dir, sizeof(dir), "%s/deep/er/data", workdir);
     assert_int_equal(pb_dataset_generate(&spec, dir, msg, sizeof(msg)), PB_OK);
@@ -104,20 +104,10 @@ static void test_generate_files(void **state)
     snprintf(dir, sizeof(dir), "%s/file/data", workdir);
     assert_int_equal(pb_dataset_generate(&spec, dir, msg, sizeof(msg)), PB_ERR);
     assert_non_null(strstr(msg, "cannot create"));
-}
 
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(workdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[600];
+    char cmd[PB_PATH_MAX + 16];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
+    assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
@@ -127,5 +117,5 @@ int main(void)
         cmocka_unit_test(test_corrupt_pick),
         cmocka_unit_test(test_generate_files),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }
