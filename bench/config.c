@@ -1305,31 +1305,6 @@ int pb_spec_from_json(const json_t *obj, struct pb_spec *spec, char *msg, size_t
     return PB_OK;
 }
 
-int pb_parse_size_range(const char *text, int *min_w, int *min_h, int *max_w, int *max_h,
-                        char *msg, size_t msglen)
-{
-    int a = 0, b = 0, c = 0, d = 0, used = 0;
-    if (sscanf(text, "%dx%d%n", &a, &b, &used) == 2 && text[used] == 0) {
-        c = a;
-        d = b;
-    } else if (sscanf(text, "%dx%d-%dx%d%n", &a, &b, &c, &d, &used) != 4 || text[used] != 0) {
-        snprintf(msg, msglen, "size must be WxH or WxH-WxH, got '%s'", text);
-        return PB_ERR_CONFIG;
-    }
-    if (a < 1 || b < 1 || c < a || d < b || c > 16384 || d > 16384) {
-        snprintf(msg, msglen,
-                 "size '%s' must have sides between 1 and 16384, the second size no smaller than "
-                 "the first",
-                 text);
-        return PB_ERR_CONFIG;
-    }
-    *min_w = a;
-    *min_h = b;
-    *max_w = c;
-    *max_h = d;
-    return PB_OK;
-}
-
 bool pb_spec_uses_gpu(const struct pb_spec *spec)
 {
     for (int i = 0; i < spec->stage_count; i++)

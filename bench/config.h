@@ -15,47 +15,12 @@
 #include "bench/opt.h"
 #include "bench/pb.h"
 #include "decoders/decoder.h"
+#include "pipelines/dataset.h"
 #include "pipelines/stage.h"
 
 #define PB_MAX_STAGES 16
 
 enum pb_on_error { PB_ON_ERROR_SKIP = 0, PB_ON_ERROR_FAIL = 1 };
-enum pb_generate_kind { PB_GENERATE_FILES = 0, PB_GENERATE_JPEG = 1, PB_GENERATE_VIDEO = 2 };
-
-/* dataset.generate: data pbench makes on first use when dataset.path is
- * missing or empty, so a config runs on a fresh machine. */
-struct pb_generate_spec {
-    int kind;            /* enum pb_generate_kind                        */
-    int64_t count;       /* number of files                              */
-    int64_t size_bytes;  /* bytes per file (kind files)                  */
-    int64_t seed;
-    char size[64];       /* images/videos: "WxH" or a range "WxH-WxH"    */
-    int64_t quality;     /* jpeg: 1..100                                 */
-    double progressive_fraction; /* jpeg: share of progressive files     */
-    double grayscale_fraction;   /* jpeg: share of grayscale files       */
-    int64_t frames;      /* video: frames per file                       */
-    double fps;          /* video: frame rate                            */
-    char codec[32];      /* video: h264, hevc, mpeg4, vp9, mjpeg, ...    */
-    int64_t gop;         /* video: keyframe interval, frames             */
-    double corrupt_fraction; /* share of files written truncated, to
-                                exercise run.on_error                    */
-};
-
-/* Parses "WxH" or "WxH-WxH" (a range, sizes spread between the two).
- * Returns PB_OK or PB_ERR_CONFIG with a message naming the text. */
-int pb_parse_size_range(const char *text, int *min_w, int *min_h, int *max_w, int *max_h,
-                        char *msg, size_t msglen);
-
-struct pb_dataset_spec {
-    char path[PB_PATH_MAX]; /* directory (walked recursively) or glob    */
-    bool shuffle;
-    int64_t seed;
-    int64_t epochs;         /* 0: as many as the run's stopping rule wants */
-    int64_t max_samples;    /* 0: no cap                                 */
-    struct pb_shard shard;  /* this process's rank/count                 */
-    bool has_generate;
-    struct pb_generate_spec generate;
-};
 
 struct pb_loader_spec {
     int64_t workers;         /* 0: load in the consumer thread           */

@@ -1,83 +1,16 @@
 #include "bench/gpuloop.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/pb.h"
-#include "bench/machine.h"
+#include "kernels/gpu_rt.h"
 
 #if PB_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
 #include "kernels/gpu.h"
-
-static _Atomic uint64_t alloc_now, alloc_peak;
-
-void *pb_gpu_alloc(size_t bytes)
-{
-    void *p = NULL;
-    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess)
-        return NULL;
-    uint64_t now = atomic_fetch_add(&alloc_now, bytes) + bytes;
-    uint64_t peak = atomic_load(&alloc_peak);
-    while (now > peak && !atomic_compare_exchange_weak(&alloc_peak, &peak, now)) {
-    }
-    return p;
-}
-
-void pb_gpu_free(void *p, size_t bytes)
-{
-    if (!p)
-        return;
-    cudaFree(p);
-    atomic_fetch_sub(&alloc_now, bytes);
-}
-
-uint64_t pb_gpu_alloc_peak(void)
-{
-    return atomic_load(&alloc_peak);
-}
-
-uint64_t pb_gpu_mem_used(void)
-{
-    size_t free_bytes = 0, total = 0;
-    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess)
-        return 0;
-    return (uint64_t)(total - free_bytes);
-}
-
-void *pb_gpu_host_alloc(size_t bytes)
-{
-    return pb_pinned_alloc(bytes ? bytes : 1);
-}
-
-void pb_gpu_host_free(void *p)
-{
-    pb_pinned_free(p);
-}
-
-int pb_gpu_check(int err, const char *what, char *msg, size_t msglen)
-{
-    if (err == 0)
-        return PB_OK;
-    snprintf(msg, msglen, "%s on GPU: %s", what, cudaGetErrorString((cudaError_t)err));
-    return PB_ERR;
-}
-
-int pb_gpu_upload(void *dst, const void *src, size_t bytes, struct CUstream_st *stream, char *msg,
-                  size_t msglen)
-{
-    return pb_gpu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
-                        "copying stage parameters", msg, msglen);
-}
-
-int pb_gpu_upload_sync(void *dst, const void *src, size_t bytes, char *msg, size_t msglen)
-{
-    return pb_gpu_check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice),
-                        "copying stage tables", msg, msglen);
-}
 
 /* Events of one device buffer's batch. */
 struct flight {
@@ -343,53 +276,6 @@ int pb_gpu_loop_drain(struct pb_gpu_loop *l, char *msg, size_t msglen)
 
 #else /* !PB_HAVE_CUDA */
 
-void *pb_gpu_alloc(size_t bytes)
-{
-    (void)bytes;
-    return NULL;
-}
-void pb_gpu_free(void *p, size_t bytes)
-{
-    (void)p;
-    (void)bytes;
-}
-uint64_t pb_gpu_alloc_peak(void)
-{
-    return 0;
-}
-uint64_t pb_gpu_mem_used(void)
-{
-    return 0;
-}
-void *pb_gpu_host_alloc(size_t bytes)
-{
-    (void)bytes;
-    return NULL;
-}
-void pb_gpu_host_free(void *p)
-{
-    (void)p;
-}
-int pb_gpu_check(int err, const char *what, char *msg, size_t msglen)
-{
-    if (err == 0)
-        return PB_OK;
-    snprintf(msg, msglen, "%s: built without CUDA", what);
-    return PB_ERR;
-}
-int pb_gpu_upload(void *dst, const void *src, size_t bytes, struct CUstream_st *stream, char *msg,
-                  size_t msglen)
-{
-    (void)dst, (void)src, (void)bytes, (void)stream;
-    snprintf(msg, msglen, "built without CUDA");
-    return PB_ERR_UNAVAILABLE;
-}
-int pb_gpu_upload_sync(void *dst, const void *src, size_t bytes, char *msg, size_t msglen)
-{
-    (void)dst, (void)src, (void)bytes;
-    snprintf(msg, msglen, "built without CUDA");
-    return PB_ERR_UNAVAILABLE;
-}
 int pb_gpu_loop_open(struct pb_gpu_loop **loop, const struct pb_gpu_loop_config *config,
                      char *msg, size_t msglen)
 {

@@ -16,7 +16,7 @@
  * complete) and handed to the caller's harvest callback: per batch copy,
  * per-stage and step kernel times, and their positions on a common clock
  * so copy/compute overlap can be computed exactly. Nothing here allocates
- * per batch. */
+ * per batch. Device memory and the device check are kernels/gpu_rt.h's. */
 #ifndef PB_GPULOOP_H
 #define PB_GPULOOP_H
 
@@ -84,28 +84,5 @@ int pb_gpu_loop_step(struct pb_gpu_loop *loop, uint64_t step_ns, uint64_t *copy_
 
 /* Waits for every batch in flight and harvests them. */
 int pb_gpu_loop_drain(struct pb_gpu_loop *loop, char *msg, size_t msglen);
-
-/* ---- device memory pbench allocates, tracked ----------------------- */
-
-/* cudaMalloc that counts bytes (and the peak) of pbench's own device
- * allocations; NULL on failure (or without CUDA). */
-void *pb_gpu_alloc(size_t bytes);
-void pb_gpu_free(void *p, size_t bytes);
-uint64_t pb_gpu_alloc_peak(void);
-/* Device memory in use on device 0 by every process (total - free), or 0. */
-uint64_t pb_gpu_mem_used(void);
-/* Pinned staging for GPU stages' per-batch parameters. */
-void *pb_gpu_host_alloc(size_t bytes);
-void pb_gpu_host_free(void *p);
-/* Asynchronous host-to-device copy of small per-batch parameters on
- * stream (from pb_gpu_host_alloc memory). Returns PB_OK or PB_ERR with
- * msg. */
-int pb_gpu_upload(void *dst, const void *src, size_t bytes, struct CUstream_st *stream, char *msg,
-                  size_t msglen);
-/* Synchronous copy to the device (stage init: tables, lookup values). */
-int pb_gpu_upload_sync(void *dst, const void *src, size_t bytes, char *msg, size_t msglen);
-/* Turns a kernel launcher's cudaError_t into PB_OK or PB_ERR with
- * "STAGE on GPU: text". */
-int pb_gpu_check(int err, const char *what, char *msg, size_t msglen);
 
 #endif

@@ -1,6 +1,5 @@
 /* The machine a result was measured on: its fingerprint (hwloc, uname, the
- * build and the linked libraries' versions) and the small GPU helpers the
- * runner needs (device check, pinned host memory). */
+ * build, the linked libraries' versions and the GPU status). */
 #ifndef PB_MACHINE_H
 #define PB_MACHINE_H
 
@@ -34,14 +33,5 @@ struct pb_machine {
 
 /* Fills the machine fingerprint (hwloc, uname, library versions, GPU). */
 void pb_machine_probe(struct pb_machine *machine);
-
-/* pb_gpu_available returns 1 when a CUDA device is usable; otherwise 0 with
- * the reason in why ("built without CUDA", "no CUDA device: ..."). */
-int pb_gpu_available(char *why, size_t n);
-
-/* Page-locked host memory from cudaHostAlloc, or NULL when there is no CUDA
- * or the call fails; release it with pb_pinned_free (NULL is ignored). */
-void *pb_pinned_alloc(size_t bytes);
-void pb_pinned_free(void *p);
 
 #endif

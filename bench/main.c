@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "bench/config.h"
-#include "bench/gpuprof.h"
+#include "bench/cupti.h"
+#include "bench/h2d_bandwidth.h"
 #include "bench/pb.h"
 #include "bench/result.h"
 #include "bench/analysis.h"
@@ -24,6 +25,7 @@
 #include "bench/runner.h"
 #include "bench/stats.h"
 #include "bench/sweep.h"
+#include "kernels/gpu_rt.h"
 #include "pipelines/dataset.h"
 
 #define PB_EXIT_INTERRUPTED 130

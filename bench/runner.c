@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include "bench/gpuloop.h"
-#include "bench/gpuprof.h"
-#include "bench/machine.h"
+#include "bench/nvml.h"
 #include "bench/pb.h"
 #include "bench/queue.h"
+#include "kernels/gpu_rt.h"
 
 #define SAMPLER_PERIOD_NS 50000000ull /* RSS/CPU sampling: 20 Hz */
 #define MAX_RSS_SAMPLES 8192
@@ -918,7 +918,8 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
     /* Each repeat is a fresh iterator over the data with its own shuffle. */
     struct pb_dataset_spec ds_spec = spec->dataset;
     ds_spec.seed = (int64_t)(pb_mix64((uint64_t)spec->dataset.seed + (uint64_t)repeat) >> 2);
-    int rc = pb_sampler_init(&run->sampler, run->ds->count, &ds_spec, &spec->loader, msg, msglen);
+    int rc = pb_sampler_init(&run->sampler, run->ds->count, &ds_spec, spec->loader.batch_size,
+                             spec->loader.drop_last, msg, msglen);
     if (rc != PB_OK)
         return rc;
     run->stage_timing = stage_timing;

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "kernels/image.h"
-#include "pipelines/stage.h"
+#include "kernels/tensor.h"
 
 struct CUstream_st; /* cudaStream_t is struct CUstream_st * */
 

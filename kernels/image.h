@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "bench/pb.h"
-#include "pipelines/stage.h"
+#include "kernels/tensor.h"
 
 /* ---- seeded randomness for per-sample transform parameters ---------- */
 

@@ -184,103 +184,10 @@ void pb_dataset_free(struct pb_dataset *ds)
     memset(ds, 0, sizeof(*ds));
 }
 
-static int mkdir_parents(const char *path)
-{
-    char buf[PB_PATH_MAX];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return 0;
-}
-
-static int remove_tree_visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    return remove(path);
-}
-
-/* Kind files: random bytes, some truncated when corrupt_fraction asks. */
-static int generate_files(const struct pb_generate_spec *spec, const char *tmp, char *msg,
-                          size_t msglen)
-{
-    size_t bytes = (size_t)spec->size_bytes;
-    uint8_t *buf = malloc(bytes);
-    if (!buf) {
-        snprintf(msg, msglen, "out of memory generating %zu-byte files", bytes);
-        return PB_ERR_NOMEM;
-    }
-    int rc = PB_OK;
-    for (int64_t i = 0; i < spec->count && rc == PB_OK; i++) {
-        uint64_t x = pb_mix64((uint64_t)spec->seed * 0x100000001b3ull + (uint64_t)i);
-        for (size_t b = 0; b < bytes; b += 8) {
-            x = pb_mix64(x);
-            size_t n = bytes - b < 8 ? bytes - b : 8;
-            memcpy(buf + b, &x, n);
-        }
-        size_t length = pb_generate_is_corrupt(spec, i) ? bytes / 3 : bytes;
-        char path[PB_PATH_MAX + 32];
-        snprintf(path, sizeof(path), "%s/sample_%07lld.bin", tmp, (long long)i);
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(buf, 1, length, f) != length) {
-            snprintf(msg, msglen, "cannot write '%s': %s", path, strerror(errno));
-            rc = PB_ERR;
-        }
-        if (f && fclose(f) != 0 && rc == PB_OK) {
-            snprintf(msg, msglen, "cannot write '%s': %s", path, strerror(errno));
-            rc = PB_ERR;
-        }
-    }
-    free(buf);
-    return rc;
-}
-
-bool pb_generate_is_corrupt(const struct pb_generate_spec *spec, int64_t index)
-{
-    if (spec->corrupt_fraction <= 0)
-        return false;
-    uint64_t h = pb_mix64((uint64_t)spec->seed ^ pb_mix64((uint64_t)index + 0xc0ffee));
-    return (double)(h >> 11) / 9007199254740992.0 < spec->corrupt_fraction;
-}
-
-int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, char *msg,
-                        size_t msglen)
-{
-    char tmp[PB_PATH_MAX];
-    snprintf(tmp, sizeof(tmp), "%s.tmp-%d", dir, (int)getpid());
-    if (mkdir_parents(tmp) != 0 || (mkdir(tmp, 0755) != 0 && errno != EEXIST)) {
-        snprintf(msg, msglen, "cannot create '%s': %s", tmp, strerror(errno));
-        return PB_ERR;
-    }
-    int rc;
-    switch (spec->kind) {
-    case PB_GENERATE_JPEG: rc = pb_generate_jpeg(spec, tmp, msg, msglen); break;
-    case PB_GENERATE_VIDEO: rc = pb_generate_video(spec, tmp, msg, msglen); break;
-    default: rc = generate_files(spec, tmp, msg, msglen); break;
-    }
-    if (rc == PB_OK) {
-        rmdir(dir); /* an empty folder may already be there */
-        if (rename(tmp, dir) != 0) {
-            snprintf(msg, msglen, "cannot rename '%s' to '%s': %s", tmp, dir, strerror(errno));
-            rc = PB_ERR;
-        }
-    }
-    if (rc != PB_OK)
-        nftw(tmp, remove_tree_visit, 16, FTW_DEPTH | FTW_PHYS);
-    return rc;
-}
-
 /* ---- sampler ---------------------------------------------------------- */
 
 int pb_sampler_init(struct pb_sampler *s, uint64_t dataset_count, const struct pb_dataset_spec *ds,
-                    const struct pb_loader_spec *loader, char *msg, size_t msglen)
+                    int64_t batch_size, bool drop_last, char *msg, size_t msglen)
 {
     memset(s, 0, sizeof(*s));
     if (dataset_count == 0) {
@@ -293,8 +200,8 @@ int pb_sampler_init(struct pb_sampler *s, uint64_t dataset_count, const struct p
     s->shard_len = dataset_count > s->shard_rank
                        ? (dataset_count - s->shard_rank + s->shard_count - 1) / s->shard_count
                        : 0;
-    s->batch_size = (uint64_t)loader->batch_size;
-    s->drop_last = loader->drop_last;
+    s->batch_size = (uint64_t)batch_size;
+    s->drop_last = drop_last;
     s->shuffle = ds->shuffle;
     s->seed = (uint64_t)ds->seed;
     s->max_samples = (uint64_t)ds->max_samples;

@@ -14,7 +14,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bench/config.h"
+#include "bench/opt.h"
+#include "bench/pb.h"
+#include "pipelines/generate.h"
+
+/* The dataset section: where the samples are, how they are ordered and
+ * sharded, and the data to generate when the folder is missing or empty. */
+struct pb_dataset_spec {
+    char path[PB_PATH_MAX]; /* directory (walked recursively) or glob    */
+    bool shuffle;
+    int64_t seed;
+    int64_t epochs;         /* 0: as many as the run's stopping rule wants */
+    int64_t max_samples;    /* 0: no cap                                 */
+    struct pb_shard shard;  /* this process's rank/count                 */
+    bool has_generate;
+    struct pb_generate_spec generate;
+};
 
 struct pb_dataset {
     size_t count;
@@ -33,25 +48,6 @@ int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, c
                     size_t msglen);
 void pb_dataset_free(struct pb_dataset *ds);
 
-/* Generates the dataset spec describes into dir: spec->count files of
- * random bytes (kind files), JPEG images (jpeg) or videos (video). Atomic
- * per folder: everything is written to dir.tmp-PID, then renamed to dir, so
- * an interrupted generation never leaves a half-made dataset. */
-int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, char *msg,
-                        size_t msglen);
-
-/* The generators behind pb_dataset_generate, writing into an existing
- * (temporary) folder. A share corrupt_fraction of the files is written
- * truncated. Return PB_OK or an error with a message. */
-/* Whether generated file index is one of the corrupt_fraction written
- * truncated (seeded, so the same files every time). */
-bool pb_generate_is_corrupt(const struct pb_generate_spec *spec, int64_t index);
-
-int pb_generate_jpeg(const struct pb_generate_spec *spec, const char *dir, char *msg,
-                     size_t msglen);
-int pb_generate_video(const struct pb_generate_spec *spec, const char *dir, char *msg,
-                      size_t msglen);
-
 struct pb_sampler {
     uint64_t dataset_count;
     uint64_t shard_rank, shard_count, shard_len;
@@ -64,10 +60,12 @@ struct pb_sampler {
     unsigned perm_half_bits;  /* Feistel domain: 2 * half bits           */
 };
 
-/* Sets up a sampler. Fails (PB_ERR_CONFIG) when the shard holds fewer
+/* Sets up a sampler over dataset_count samples for the dataset spec ds
+ * (shuffle, seed, epochs, max_samples, shard) and the loader's batch_size
+ * and drop_last. Fails (PB_ERR_CONFIG) when the shard holds fewer
  * samples than one batch with drop_last, or the dataset is empty. */
 int pb_sampler_init(struct pb_sampler *s, uint64_t dataset_count, const struct pb_dataset_spec *ds,
-                    const struct pb_loader_spec *loader, char *msg, size_t msglen);
+                    int64_t batch_size, bool drop_last, char *msg, size_t msglen);
 
 /* Fills indices[0..*count) with the dataset indices of batch number batch
  * (0-based over all epochs) and seeds[] with their per-sample seeds.

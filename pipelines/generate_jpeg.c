@@ -21,7 +21,7 @@
 
 #include "bench/pb.h"
 #include "kernels/scene.h"
-#include "pipelines/dataset.h"
+#include "pipelines/generate.h"
 
 #define MAX_THREADS 16
 

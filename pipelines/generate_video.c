@@ -24,11 +24,10 @@
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
-#include "bench/config.h"
 #include "bench/pb.h"
 #include "decoders/video.h"
 #include "kernels/scene.h"
-#include "pipelines/dataset.h"
+#include "pipelines/generate.h"
 
 /* The encoder for a codec name: well-known external encoders first (they
  * are what people ship), then FFmpeg's own by name or codec id. */

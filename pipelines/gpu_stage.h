@@ -9,8 +9,8 @@
 
 #include <stdio.h>
 
-#include "bench/gpuloop.h"
 #include "bench/pb.h"
+#include "kernels/gpu_rt.h"
 #include "pipelines/stage.h"
 
 #if PB_HAVE_CUDA

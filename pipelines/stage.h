@@ -13,31 +13,12 @@
 #include <stdint.h>
 
 #include "bench/opt.h"
+#include "kernels/tensor.h"
 
 struct pb_decoder_ops;
 
-enum pb_dtype { PB_DTYPE_BYTES = 0, PB_DTYPE_U8, PB_DTYPE_F16, PB_DTYPE_F32 };
-
-/* Memory order of a tensor: T frames, H rows, W columns, C channels.
- * Decoders produce THWC (HWC for an image, T = 1); normalize may reorder. */
-enum pb_layout { PB_LAYOUT_THWC = 0, PB_LAYOUT_TCHW, PB_LAYOUT_CTHW };
-
 #define PB_MAX_SUBSTAGES 6
 #define PB_MAX_COUNTERS 4
-
-/* What flows between stages: raw bytes (before decode) or a pixel tensor.
- * Dimensions are maxima at plan time and actual values per sample. */
-struct pb_shape {
-    enum pb_dtype dtype;
-    int32_t frames;   /* 1 for images */
-    int32_t height;
-    int32_t width;
-    int32_t channels;
-    enum pb_layout layout;
-};
-
-size_t pb_shape_bytes(const struct pb_shape *shape);
-const char *pb_dtype_name(enum pb_dtype dtype);
 
 /* One sample on its way through a worker's pipeline. The pipeline owns all
  * buffers: a stage reads in/in_bytes and writes at most out_capacity bytes

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench/config.h"
 #include "bench/pb.h"
 #include "pipelines/dataset.h"
 
@@ -58,7 +59,8 @@ static void test_permutation_properties(void **state)
         make_specs(&ds, &loader, 16, false, true, 42);
         struct pb_sampler s;
         char msg[256];
-        assert_int_equal(pb_sampler_init(&s, n, &ds, &loader, msg, sizeof(msg)), 0);
+        assert_int_equal(
+            pb_sampler_init(&s, n, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)), 0);
         uint64_t *e0 = calloc(n, sizeof(uint64_t)), *e1 = calloc(n, sizeof(uint64_t));
         char *seen = calloc(n, 1);
         assert_int_equal(collect_epoch(&s, 0, e0), n);
@@ -77,9 +79,13 @@ static void test_permutation_properties(void **state)
         }
         /* Same seed, same order; another seed, another order. */
         struct pb_sampler again, other;
-        assert_int_equal(pb_sampler_init(&again, n, &ds, &loader, msg, sizeof(msg)), 0);
+        assert_int_equal(
+            pb_sampler_init(&again, n, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)),
+            0);
         ds.seed = 43;
-        assert_int_equal(pb_sampler_init(&other, n, &ds, &loader, msg, sizeof(msg)), 0);
+        assert_int_equal(
+            pb_sampler_init(&other, n, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)),
+            0);
         uint64_t *a = calloc(n, sizeof(uint64_t)), *o = calloc(n, sizeof(uint64_t));
         collect_epoch(&again, 0, a);
         collect_epoch(&other, 0, o);
@@ -102,7 +108,8 @@ static void test_no_shuffle_is_identity(void **state)
     make_specs(&ds, &loader, 4, false, false, 9);
     struct pb_sampler s;
     char msg[256];
-    assert_int_equal(pb_sampler_init(&s, 10, &ds, &loader, msg, sizeof(msg)), 0);
+    assert_int_equal(
+        pb_sampler_init(&s, 10, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)), 0);
     uint64_t out[10];
     assert_int_equal(collect_epoch(&s, 3, out), 10);
     for (uint64_t i = 0; i < 10; i++)
@@ -128,7 +135,9 @@ static void test_shards_disjoint_and_complete(void **state)
                 ds.shard.count = count;
                 struct pb_sampler s;
                 char msg[256];
-                assert_int_equal(pb_sampler_init(&s, n, &ds, &loader, msg, sizeof(msg)), 0);
+                assert_int_equal(pb_sampler_init(&s, n, &ds, loader.batch_size, loader.drop_last,
+                                                 msg, sizeof(msg)),
+                                 0);
                 uint64_t *out = calloc(n, sizeof(uint64_t));
                 uint64_t got = collect_epoch(&s, 2, out);
                 assert_int_equal(got, s.shard_len);
@@ -155,7 +164,8 @@ static void test_drop_last_epochs_max_samples(void **state)
 
     make_specs(&ds, &loader, 8, true, true, 1);
     ds.epochs = 2;
-    assert_int_equal(pb_sampler_init(&s, 20, &ds, &loader, msg, sizeof(msg)), 0);
+    assert_int_equal(
+        pb_sampler_init(&s, 20, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)), 0);
     assert_int_equal(s.batches_per_epoch, 2); /* 20 / 8, remainder dropped */
     assert_true(pb_sampler_batch(&s, 3, idx, seeds, &count));
     assert_int_equal(count, 8);
@@ -163,7 +173,8 @@ static void test_drop_last_epochs_max_samples(void **state)
 
     make_specs(&ds, &loader, 8, false, true, 1);
     ds.max_samples = 21;
-    assert_int_equal(pb_sampler_init(&s, 20, &ds, &loader, msg, sizeof(msg)), 0);
+    assert_int_equal(
+        pb_sampler_init(&s, 20, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)), 0);
     assert_int_equal(s.batches_per_epoch, 3);
     uint64_t total = 0;
     for (uint64_t b = 0; pb_sampler_batch(&s, b, idx, seeds, &count); b++)
@@ -171,10 +182,14 @@ static void test_drop_last_epochs_max_samples(void **state)
     assert_int_equal(total, 21);
 
     make_specs(&ds, &loader, 8, true, true, 1);
-    assert_int_equal(pb_sampler_init(&s, 5, &ds, &loader, msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_int_equal(
+        pb_sampler_init(&s, 5, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)),
+        PB_ERR_CONFIG);
     assert_string_equal(msg, "shard 0/1 holds 5 samples, fewer than one batch of 8 with "
                              "loader.drop_last");
-    assert_int_equal(pb_sampler_init(&s, 0, &ds, &loader, msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_int_equal(
+        pb_sampler_init(&s, 0, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)),
+        PB_ERR_CONFIG);
     assert_string_equal(msg, "the dataset is empty");
 }
 
@@ -186,7 +201,8 @@ static void test_seeds_differ_per_sample(void **state)
     make_specs(&ds, &loader, 8, false, true, 5);
     struct pb_sampler s;
     char msg[256];
-    assert_int_equal(pb_sampler_init(&s, 100, &ds, &loader, msg, sizeof(msg)), 0);
+    assert_int_equal(
+        pb_sampler_init(&s, 100, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)), 0);
     uint64_t idx[8], seeds[8], idx2[8], seeds2[8];
     uint32_t count, count2;
     assert_true(pb_sampler_batch(&s, 1, idx, seeds, &count));

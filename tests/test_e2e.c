@@ -23,6 +23,7 @@
 
 #include "bench/machine.h"
 #include "bench/result.h"
+#include "kernels/gpu_rt.h"
 
 static const char *binary;
 static const char *source_dir;

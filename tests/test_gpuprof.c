@@ -16,7 +16,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bench/gpuprof.h"
+#include "bench/cupti.h"
+#include "bench/h2d_bandwidth.h"
+#include "bench/nvml.h"
 #include "bench/pb.h"
 
 #if PB_HAVE_CUDA

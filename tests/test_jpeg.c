@@ -36,7 +36,7 @@
 #include "bench/pb.h"
 #include "decoders/image.h"
 #include "kernels/scene.h"
-#include "pipelines/dataset.h"
+#include "pipelines/generate.h"
 
 static char workdir[] = "/tmp/pbench-jpeg-XXXXXX";
 

@@ -19,6 +19,7 @@
 #include "bench/pb.h"
 #include "bench/report.h"
 #include "bench/result.h"
+#include "kernels/gpu_rt.h"
 
 /* ------------------------------------------------------------- helpers */
 

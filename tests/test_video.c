@@ -29,7 +29,7 @@
 #include "bench/pb.h"
 #include "decoders/decoder.h"
 #include "decoders/video.h"
-#include "pipelines/dataset.h"
+#include "pipelines/generate.h"
 
 #define W 64
 #define H 48

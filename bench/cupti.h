@@ -1,38 +1,19 @@
-/* GPU observation that is not a kernel: SM clocks through NVML, an activity
- * trace of kernels and copies through CUPTI, and host-to-device bandwidth
- * as CUDA's bandwidthTest measures it (pbench calibrate --gpu).
+/* An activity trace of the kernels, copies and memsets the process runs
+ * on the GPU, recorded through CUPTI, aggregated per kernel name and copy
+ * kind, and written as a Chrome trace (pbench's profile.gpu: cupti).
  *
- * NVML (libnvidia-ml.so.1, part of the driver) and CUPTI (libcupti.so,
- * part of the toolkit) are opened with dlopen when first needed, so
- * neither is a link dependency: pbench starts on machines without them and
- * says why a figure is missing. Everything here answers "not available"
- * (with the reason) in a build without CUDA or on a machine without a
- * device. */
-#ifndef PB_GPUPROF_H
-#define PB_GPUPROF_H
+ * CUPTI (libcupti.so, part of the toolkit) is opened with dlopen when
+ * first needed, so it is not a link dependency: pbench starts on machines
+ * without it and says why there is no trace. The summary and the trace
+ * writer work on records from anywhere, so they are tested without CUPTI. */
+#ifndef PB_CUPTI_H
+#define PB_CUPTI_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
-
-/* ---- clocks (NVML) --------------------------------------------------- */
-
-struct pb_gpu_clocks {
-    bool available;               /* false: why says why                 */
-    unsigned sm_mhz, mem_mhz;     /* current clocks                       */
-    unsigned max_sm_mhz;          /* the SM clock's maximum               */
-    unsigned long long throttle;  /* nvmlClocksThrottleReasons bit mask   */
-    char throttle_text[128];      /* "power cap, thermal" or ""          */
-    char why[160];
-};
-
-/* Reads the clocks of CUDA device `device` (matched to NVML by PCI bus
- * id). Returns 0 with c filled, or -1 with c->why set. */
-int pb_gpu_clocks_read(int device, struct pb_gpu_clocks *c);
-
-/* ---- activity trace (CUPTI) ------------------------------------------ */
 
 enum pb_cupti_kind { PB_CUPTI_KERNEL = 0, PB_CUPTI_MEMCPY, PB_CUPTI_MEMSET };
 
@@ -80,20 +61,5 @@ void pb_cupti_free(struct pb_cupti_trace *trace);
  * for tests of the summary and the trace writer without CUPTI. Free with
  * pb_cupti_free. Returns NULL when out of memory. */
 struct pb_cupti_trace *pb_cupti_trace_from_records(const struct pb_cupti_record *records, size_t n);
-
-/* ---- host-to-device bandwidth ---------------------------------------- */
-
-struct pb_h2d_bandwidth {
-    size_t bytes;           /* transfer size measured                     */
-    double pinned_gb_s;     /* cudaHostAlloc source, cudaMemcpyAsync       */
-    double pageable_gb_s;   /* malloc source, cudaMemcpyAsync              */
-};
-
-/* Measures host-to-device copies of `bytes` as bandwidthTest does: a
- * warm-up copy, then `iterations` back-to-back async copies timed with
- * CUDA events on one stream, GB/s = bytes * iterations / time (1 GB =
- * 1e9 bytes). Returns 0, or -1 with msg ("no CUDA device: ..."). */
-int pb_gpu_h2d_bandwidth(size_t bytes, int iterations, struct pb_h2d_bandwidth *out, char *msg,
-                         size_t msglen);
 
 #endif

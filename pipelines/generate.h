@@ -1,0 +1,58 @@
+/* Generated datasets: the dataset.generate spec and the generators that
+ * make random files, JPEG images (pipelines/generate_jpeg.c) or videos
+ * (pipelines/generate_video.c) from it, so a config runs on a fresh
+ * machine. Every file derives from (seed, index): the same spec makes the
+ * same files everywhere. */
+#ifndef PB_GENERATE_H
+#define PB_GENERATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum pb_generate_kind { PB_GENERATE_FILES = 0, PB_GENERATE_JPEG = 1, PB_GENERATE_VIDEO = 2 };
+
+/* dataset.generate: data pbench makes on first use when dataset.path is
+ * missing or empty, so a config runs on a fresh machine. */
+struct pb_generate_spec {
+    int kind;            /* enum pb_generate_kind                        */
+    int64_t count;       /* number of files                              */
+    int64_t size_bytes;  /* bytes per file (kind files)                  */
+    int64_t seed;
+    char size[64];       /* images/videos: "WxH" or a range "WxH-WxH"    */
+    int64_t quality;     /* jpeg: 1..100                                 */
+    double progressive_fraction; /* jpeg: share of progressive files     */
+    double grayscale_fraction;   /* jpeg: share of grayscale files       */
+    int64_t frames;      /* video: frames per file                       */
+    double fps;          /* video: frame rate                            */
+    char codec[32];      /* video: h264, hevc, mpeg4, vp9, mjpeg, ...    */
+    int64_t gop;         /* video: keyframe interval, frames             */
+    double corrupt_fraction; /* share of files written truncated, to
+                                exercise run.on_error                    */
+};
+
+/* Parses "WxH" or "WxH-WxH" (a range, sizes spread between the two).
+ * Returns PB_OK or PB_ERR_CONFIG with a message naming the text. */
+int pb_parse_size_range(const char *text, int *min_w, int *min_h, int *max_w, int *max_h,
+                        char *msg, size_t msglen);
+
+/* Generates the dataset spec describes into dir: spec->count files of
+ * random bytes (kind files), JPEG images (jpeg) or videos (video). Atomic
+ * per folder: everything is written to dir.tmp-PID, then renamed to dir, so
+ * an interrupted generation never leaves a half-made dataset. */
+int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, char *msg,
+                        size_t msglen);
+
+/* Whether generated file index is one of the corrupt_fraction written
+ * truncated (seeded, so the same files every time). */
+bool pb_generate_is_corrupt(const struct pb_generate_spec *spec, int64_t index);
+
+/* The generators behind pb_dataset_generate, writing into an existing
+ * (temporary) folder. A share corrupt_fraction of the files is written
+ * truncated. Return PB_OK or an error with a message. */
+int pb_generate_jpeg(const struct pb_generate_spec *spec, const char *dir, char *msg,
+                     size_t msglen);
+int pb_generate_video(const struct pb_generate_spec *spec, const char *dir, char *msg,
+                      size_t msglen);
+
+#endif
