@@ -12,11 +12,14 @@
 #define KEY_WIDTH 28
 #define HELP_WIDTH 96
 
-/* Writes text as lines of at most HELP_WIDTH columns, each indented. */
-static void print_wrapped(FILE *out, const char *text, int indent)
+/* Writes text as lines of at most HELP_WIDTH columns, each indented
+ * (the first by first_indent, as far as the caller has already written). */
+static void print_wrapped_from(FILE *out, const char *text, int first_indent, int indent)
 {
+    bool first = true;
     while (*text) {
-        size_t room = HELP_WIDTH - (size_t)indent, len = strlen(text);
+        int at = first ? first_indent : indent;
+        size_t room = HELP_WIDTH - (size_t)(at > indent ? at : indent), len = strlen(text);
         size_t cut = len;
         if (len > room) {
             cut = room;
@@ -25,11 +28,27 @@ static void print_wrapped(FILE *out, const char *text, int indent)
             if (cut == 0)
                 cut = strcspn(text, " ");
         }
-        fprintf(out, "%*s%.*s\n", indent, "", (int)cut, text);
+        fprintf(out, "%*s%.*s\n", first ? 0 : indent, "", (int)cut, text);
+        first = false;
         text += cut;
         while (*text == ' ')
             text++;
     }
+}
+
+static void print_wrapped(FILE *out, const char *text, int indent)
+{
+    fprintf(out, "%*s", indent, "");
+    print_wrapped_from(out, text, indent, indent);
+}
+
+/* An entry's name in a column, then its tags and sentence, wrapped. */
+static void print_entry(FILE *out, const char *name, const char *tags, const char *text)
+{
+    char line[PB_MSG_MAX * 2];
+    snprintf(line, sizeof(line), "%s%s%s", tags, tags[0] ? " " : "", text ? text : "");
+    int width = fprintf(out, "  %-20s ", name);
+    print_wrapped_from(out, line, width, 23);
 }
 
 /* One key: "    prefix.key   what, default D" and its help below. */
@@ -39,7 +58,7 @@ static void print_option(FILE *out, const struct pb_opt *opt, const char *prefix
     snprintf(key, sizeof(key), "%s%s%s", prefix, prefix[0] ? "." : "", opt->name);
     pb_opt_describe(opt, what, sizeof(what));
     if (opt->def)
-        snprintf(def, sizeof(def), ", default %s", opt->def[0] ? opt->def : "\"\"");
+        snprintf(def, sizeof(def), "; default %s", opt->def[0] ? opt->def : "\"\"");
     int width = (int)strlen(key) < KEY_WIDTH ? KEY_WIDTH : (int)strlen(key) + 2;
     fprintf(out, "%*s%-*s%s%s\n", indent, "", width, key, what, def);
     if (opt->help)
@@ -56,8 +75,7 @@ static void print_options(FILE *out, const struct pb_opt *opts, const char *pref
 
 static void print_section(FILE *out, const struct pb_section *s)
 {
-    fprintf(out, "  %s\n", s->name);
-    print_wrapped(out, s->help, 6);
+    print_entry(out, s->name, "", s->help);
     if (s->kind == PB_SECTION_VALUE)
         print_option(out, &s->opts[0], "", 4);
     else if (s->kind == PB_SECTION_OPTIONS)
@@ -75,34 +93,35 @@ static void decoder_list(char *buf, size_t buflen)
         used += (size_t)snprintf(buf + used, buflen - used, "%s%s", i ? ", " : "", all[i]->name);
 }
 
-static void print_decoder_key(FILE *out, int indent)
+static void print_decoder_key(FILE *out, const char *key, int indent)
 {
     char names[PB_MSG_MAX / 2], line[PB_MSG_MAX];
     decoder_list(names, sizeof(names));
     snprintf(line, sizeof(line), "one of: %s", names);
-    fprintf(out, "%*s%-*s%s\n", indent, "", KEY_WIDTH, "decoder", line);
+    fprintf(out, "%*s%-*s%s\n", indent, "", KEY_WIDTH, key, line);
     print_wrapped(out, "The decoder (listed under Decoders); its options go beside this key.",
                   indent + 4);
 }
 
 static void print_stage(FILE *out, const struct pb_stage_ops *s)
 {
-    fprintf(out, "  %-20s [%s%s%s] %s\n", s->name,
-            s->flags & PB_STAGE_CONSUMER ? "per batch, training loop" : "per sample, worker",
-            s->flags & PB_STAGE_DECODER ? ", takes decoder: NAME" : "",
-            s->unavailable_reason ? ", unavailable" : "", s->summary);
+    char tags[PB_MSG_MAX];
+    snprintf(tags, sizeof(tags), "[%s%s%s]",
+             s->flags & PB_STAGE_CONSUMER ? "per batch, training loop" : "per sample, worker",
+             s->flags & PB_STAGE_DECODER ? ", takes decoder: NAME" : "",
+             s->unavailable_reason ? ", unavailable" : "");
+    print_entry(out, s->name, tags, s->summary);
     if (s->unavailable_reason)
         fprintf(out, "      why unavailable: %s\n", s->unavailable_reason);
     if (s->flags & PB_STAGE_DECODER)
-        print_decoder_key(out, 4);
+        print_decoder_key(out, "decoder", 4);
     if (s->opts || !(s->flags & PB_STAGE_DECODER))
         print_options(out, s->opts, "", 4);
 }
 
 static void print_decoder(FILE *out, const struct pb_decoder_ops *d)
 {
-    fprintf(out, "  %-20s %s%s\n", d->name, d->unavailable_reason ? "[unavailable] " : "",
-            d->summary);
+    print_entry(out, d->name, d->unavailable_reason ? "[unavailable]" : "", d->summary);
     if (d->unavailable_reason)
         fprintf(out, "      why unavailable: %s\n", d->unavailable_reason);
     print_options(out, d->opts, "", 4);
@@ -201,8 +220,11 @@ static bool print_key(FILE *out, const char *owner, const char *key, struct name
         const struct pb_opt *opt = pb_opt_find(stage->opts, key);
         if (opt)
             print_option(out, opt, owner, 0);
-        else if ((stage->flags & PB_STAGE_DECODER) && strcmp(key, "decoder") == 0)
-            print_decoder_key(out, 0);
+        else if ((stage->flags & PB_STAGE_DECODER) && strcmp(key, "decoder") == 0) {
+            char label[PB_NAME_MAX * 2 + 16];
+            snprintf(label, sizeof(label), "%s.decoder", owner);
+            print_decoder_key(out, label, 0);
+        }
         shown = shown || opt || ((stage->flags & PB_STAGE_DECODER) && !strcmp(key, "decoder"));
         add_table(near, stage->opts);
     }
