@@ -201,41 +201,38 @@ static bool print_named(FILE *out, const char *name)
     return shown;
 }
 
-/* "OWNER.KEY": one key of a section, stage or decoder; the owner's keys go
- * into near for a suggestion when there is no such key. */
+/* The key of one table, printed as prefix.key; the table's names go into
+ * near for a suggestion. Returns whether it has the key. */
+static bool print_table_key(FILE *out, const struct pb_opt *opts, const char *prefix,
+                            const char *key, struct names *near)
+{
+    const struct pb_opt *opt = pb_opt_find(opts, key);
+    if (opt)
+        print_option(out, opt, prefix, 0);
+    add_table(near, opts);
+    return opt != NULL;
+}
+
+/* "OWNER.KEY": one key of a section, stage or decoder. */
 static bool print_key(FILE *out, const char *owner, const char *key, struct names *near)
 {
     bool shown = false;
     const struct pb_section *s = pb_section_find(owner);
-    if (s && s->opts) {
-        const struct pb_opt *opt = pb_opt_find(s->opts, key);
-        if (opt) {
-            print_option(out, opt, s->kind == PB_SECTION_VALUE ? "" : s->name, 0);
-            shown = true;
-        }
-        add_table(near, s->opts);
-    }
+    if (s && s->opts)
+        shown = print_table_key(out, s->opts, s->kind == PB_SECTION_VALUE ? "" : s->name, key,
+                                near);
     const struct pb_stage_ops *stage = pb_stage_find(owner);
-    if (stage) {
-        const struct pb_opt *opt = pb_opt_find(stage->opts, key);
-        if (opt)
-            print_option(out, opt, owner, 0);
-        else if ((stage->flags & PB_STAGE_DECODER) && strcmp(key, "decoder") == 0) {
-            char label[PB_NAME_MAX * 2 + 16];
-            snprintf(label, sizeof(label), "%s.decoder", owner);
-            print_decoder_key(out, label, 0);
-        }
-        shown = shown || opt || ((stage->flags & PB_STAGE_DECODER) && !strcmp(key, "decoder"));
-        add_table(near, stage->opts);
+    if (stage && (stage->flags & PB_STAGE_DECODER) && strcmp(key, "decoder") == 0) {
+        char label[PB_NAME_MAX * 2 + 16];
+        snprintf(label, sizeof(label), "%s.decoder", owner);
+        print_decoder_key(out, label, 0);
+        shown = true;
+    } else if (stage) {
+        shown = print_table_key(out, stage->opts, owner, key, near) || shown;
     }
     const struct pb_decoder_ops *decoder = pb_decoder_find(owner);
-    if (decoder) {
-        const struct pb_opt *opt = pb_opt_find(decoder->opts, key);
-        if (opt)
-            print_option(out, opt, owner, 0);
-        shown = shown || opt;
-        add_table(near, decoder->opts);
-    }
+    if (decoder)
+        shown = print_table_key(out, decoder->opts, owner, key, near) || shown;
     return shown;
 }
 

@@ -101,49 +101,46 @@ static void test_decode_lists_decoders(void **state)
     free(text);
 }
 
+/* Lists filter and checks the entries it must and must not show. */
+static void expect_listing(const char *filter, const char *const *shown, size_t shown_count,
+                           const char *absent)
+{
+    int rc;
+    char *text = list(filter, &rc);
+    assert_int_equal(rc, PB_OK);
+    for (size_t i = 0; i < shown_count; i++)
+        if (!has_entry(text, shown[i]) && !strstr(text, shown[i]))
+            fail_msg("pbench list %s does not show '%s':\n%s", filter, shown[i], text);
+    if (absent && strstr(text, absent))
+        fail_msg("pbench list %s shows '%s':\n%s", filter, absent, text);
+    free(text);
+}
+
 static void test_one_section_and_one_key(void **state)
 {
     (void)state;
-    int rc;
-    char *text = list("loader", &rc);
-    assert_int_equal(rc, PB_OK);
-    assert_true(has_entry(text, "loader"));
-    assert_true(has_entry(text, "loader.batch_size"));
-    assert_false(has_entry(text, "run.repeats"));
-    free(text);
-
-    text = list("loader.workers", &rc);
-    assert_int_equal(rc, PB_OK);
-    assert_non_null(strstr(text, "loader.workers"));
-    assert_non_null(strstr(text, "integer 0..1024; default 2"));
-    assert_non_null(strstr(text, "Worker threads"));
-    assert_null(strstr(text, "batch_size"));
-    free(text);
-
-    text = list("dataset", &rc); /* with the section inside it */
-    assert_int_equal(rc, PB_OK);
-    assert_true(has_entry(text, "dataset.generate.count"));
-    free(text);
-
-    text = list("gpu", &rc);
-    assert_int_equal(rc, PB_OK);
-    assert_non_null(strstr(text, "one of: required, optional"));
-    free(text);
-
-    text = list("resize.size", &rc);
-    assert_int_equal(rc, PB_OK);
-    assert_true(has_entry(text, "resize.size"));
-    free(text);
-
-    text = list("pipeline.resize", &rc);
-    assert_int_equal(rc, PB_OK);
-    assert_true(has_entry(text, "shorter_side"));
-    free(text);
-
-    text = list("null.cost_us", &rc);
-    assert_int_equal(rc, PB_OK);
-    assert_true(has_entry(text, "null.cost_us"));
-    free(text);
+    static const struct {
+        const char *filter;
+        const char *shown[3];
+        const char *absent;
+    } cases[] = {
+        {"loader", {"loader", "loader.batch_size"}, "run.repeats"},
+        {"loader.workers",
+         {"loader.workers", "integer 0..1024; default 2", "Worker threads"},
+         "batch_size"},
+        {"dataset", {"dataset.shuffle", "dataset.generate.count"}, "loader"},
+        {"gpu", {"one of: required, optional"}, "profile"},
+        {"resize.size", {"resize.size"}, "interpolation"},
+        {"pipeline.resize", {"shorter_side"}, "cost_us"},
+        {"null.cost_us", {"null.cost_us"}, "width"},
+        {"decode.decoder", {"decode.decoder"}, "cost_us"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        size_t n = 0;
+        while (n < PB_ARRAY_LEN(cases[i].shown) && cases[i].shown[n])
+            n++;
+        expect_listing(cases[i].filter, cases[i].shown, n, cases[i].absent);
+    }
 }
 
 static void test_unknown_names(void **state)

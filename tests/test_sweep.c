@@ -131,13 +131,8 @@ static void test_errors_name_line_and_column(void **state)
 }
 
 
-#define BASE                                                                                  \
-    "dataset:\n"                                                                              \
-    "  path: /data\n"                                                                         \
-    "pipeline:\n"                                                                             \
-    "  - read:\n"                                                                             \
-    "  - decode:\n"                                                                           \
-    "      decoder: null\n"
+/* A valid dataset and pipeline on two lines. */
+#define BASE "dataset: {path: /data}\npipeline: [read, {decode: {decoder: null}}]\n"
 
 static void load_spec(const char *yaml, struct pb_spec *spec)
 {
@@ -220,7 +215,7 @@ static void test_apply_decoder_axis(void **state)
     assert_int_equal(pb_spec_copy(&point, &base, msg, sizeof(msg)), PB_OK);
     assert_int_equal(pb_sweep_apply(&point, base.sweep, &points[0], msg, sizeof(msg)),
                      PB_ERR_CONFIG);
-    assert_non_null(strstr(msg, "s.yaml:9:27: sweep value pipeline.decode.width=32: unknown key "
+    assert_non_null(strstr(msg, "s.yaml:5:27: sweep value pipeline.decode.width=32: unknown key "
                                 "'pipeline.decode.width'"));
     pb_spec_free(&point);
     pb_spec_free(&base);
