@@ -311,9 +311,8 @@ int pb_spec_copy(struct pb_spec *dst, const struct pb_spec *src, char *msg, size
 {
     *dst = *src;
     dst->sweep = NULL;
-    for (int i = 0; i < src->stage_count; i++) {
+    for (int i = 0; i < src->stage_count; i++)
         dst->stages[i].opts = dst->stages[i].decoder_opts = NULL;
-    }
     int rc = PB_OK;
     for (int i = 0; i < src->stage_count && rc == PB_OK; i++) {
         const struct pb_stage_spec *from = &src->stages[i];
@@ -324,16 +323,17 @@ int pb_spec_copy(struct pb_spec *dst, const struct pb_spec *src, char *msg, size
             rc = new_opts(NULL, from->decoder->opts_size, from->decoder_opts, &to->decoder_opts,
                           msg, msglen);
     }
-    if (rc == PB_OK && src->sweep) {
-        dst->sweep = malloc(sizeof(*dst->sweep));
-        if (dst->sweep)
-            *dst->sweep = *src->sweep;
-        else
-            rc = PB_ERR_NOMEM;
-    }
-    if (rc == PB_ERR_NOMEM)
-        snprintf(msg, msglen, "out of memory");
     return rc;
+}
+
+int pb_config_sweep_axis(struct pb_spec *spec, const char *assignment, char *msg, size_t msglen)
+{
+    if (!spec->sweep && !(spec->sweep = calloc(1, sizeof(*spec->sweep)))) {
+        snprintf(msg, msglen, "out of memory");
+        return PB_ERR_NOMEM;
+    }
+    int rc = pb_sweep_set_axis(spec->sweep, assignment, msg, msglen);
+    return rc == PB_OK ? pb_sweep_resolve(spec->sweep, spec, msg, msglen) : rc;
 }
 
 void pb_spec_free(struct pb_spec *spec)

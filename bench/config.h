@@ -11,9 +11,9 @@
  *
  *   pb_config_load(path, &base, ...);              // sweep: too, typed
  *   for each -s:  pb_config_override(&base, "loader.workers=4", ...);
- *   for each -a:  pb_sweep_set_axis(base.sweep, ...), then
- *                 pb_sweep_resolve(base.sweep, &base, ...);
- *   for each point of pb_sweep_points(base.sweep, ...):
+ *   for each -a:  pb_config_sweep_axis(&base, "loader.workers=1,2,4", ...);
+ *   for each point of pb_sweep_points(base.sweep, ...) (one point, all
+ *   defaults, when base.sweep is NULL):
  *       pb_spec_copy(&point, &base, ...);
  *       pb_sweep_apply(&point, base.sweep, &points[i], ...);
  *       pb_config_validate(&point, ...);
@@ -200,11 +200,18 @@ int pb_spec_from_json(const json_t *obj, struct pb_spec *spec, char *msg, size_t
  * the extension). Does not free: spec is overwritten. */
 int pb_spec_init(struct pb_spec *spec, const char *source, char *msg, size_t msglen);
 
-/* Makes dst a deep copy of src: stage and decoder option blocks and the
- * sweep are allocations of dst's own, so changing one never changes the
- * other. dst is overwritten (not freed first) and must be released with
- * pb_spec_free() whatever the result. Returns PB_OK or PB_ERR_NOMEM. */
+/* Makes dst a deep copy of src for one run: stage and decoder option
+ * blocks are allocations of dst's own, so changing one spec never changes
+ * the other. The sweep is not copied (dst->sweep is NULL): a copy is one
+ * point, and the sweep stays with the base it was made from. dst is
+ * overwritten (not freed first) and must be released with pb_spec_free()
+ * whatever the result. Returns PB_OK or PB_ERR_NOMEM. */
 int pb_spec_copy(struct pb_spec *dst, const struct pb_spec *src, char *msg, size_t msglen);
+
+/* Applies `-a path=v1,v2,...` to the spec's sweep (made when the config
+ * has none) and types the axis against spec at once. Errors read
+ * "-a path=v1,v2: sentence"; PB_OK, PB_ERR_CONFIG or PB_ERR_NOMEM. */
+int pb_config_sweep_axis(struct pb_spec *spec, const char *assignment, char *msg, size_t msglen);
 
 /* Frees what the spec owns (option blocks, the sweep); safe twice. */
 void pb_spec_free(struct pb_spec *spec);

@@ -268,6 +268,27 @@ int pb_sweep_load_string(const char *yaml, const char *name, struct pb_sweep *sw
     return rc;
 }
 
+/* "FILE:LINE:COL: sweep value PATH=VALUE: why" at the value (or its axis),
+ * "-a PATH=VALUE: why" for an axis from the command line; value < 0: the
+ * axis as a whole. */
+static int axis_error(const char *file, const struct pb_sweep_axis *axis, int value,
+                      const char *why, char *msg, size_t msglen)
+{
+    char what[PB_MSG_MAX];
+    if (value >= 0)
+        snprintf(what, sizeof(what), "%s=%s", axis->path, axis->values[value]);
+    else
+        snprintf(what, sizeof(what), "%s", axis->path);
+    int line = value >= 0 && axis->value_line[value] ? axis->value_line[value] : axis->line;
+    int column = value >= 0 && axis->value_line[value] ? axis->value_column[value] : axis->column;
+    if (line > 0)
+        snprintf(msg, msglen, "%s:%d:%d: sweep %s %s: %s", file, line, column,
+                 value >= 0 ? "value" : "axis", what, why);
+    else
+        snprintf(msg, msglen, "-a %s: %s", what, why);
+    return PB_ERR_CONFIG;
+}
+
 int pb_sweep_set_axis(struct pb_sweep *sweep, const char *assignment, char *msg, size_t msglen)
 {
     const char *eq = strchr(assignment, '=');
@@ -321,10 +342,8 @@ int pb_sweep_set_axis(struct pb_sweep *sweep, const char *assignment, char *msg,
             for (int i = 0; i < fresh.value_count; i++) {
                 char why[PB_MSG_MAX];
                 if (pb_opt_parse_value(axis->opt, fresh.values[i], &fresh.typed[i], path, why,
-                                       sizeof(why)) != PB_OK) {
-                    snprintf(msg, msglen, "-a %s: %s", assignment, why);
-                    return PB_ERR_CONFIG;
-                }
+                                       sizeof(why)) != PB_OK)
+                    return axis_error("", &fresh, i, why, msg, msglen);
             }
             fresh.resolved = true;
             fresh.opt = axis->opt;
@@ -470,27 +489,6 @@ json_t *pb_sweep_axes_json(const struct pb_sweep *sweep, const struct pb_sweep_p
         json_object_set_new(obj, sweep->axes[a].path,
                             typed_value(sweep->axes[a].values[point->value[a]]));
     return obj;
-}
-
-/* "FILE:LINE:COL: sweep value PATH=VALUE: why" at the value (or its axis),
- * "-a PATH=VALUE: why" for an axis from the command line; value < 0: the
- * axis as a whole. */
-static int axis_error(const char *file, const struct pb_sweep_axis *axis, int value,
-                      const char *why, char *msg, size_t msglen)
-{
-    char what[PB_MSG_MAX];
-    if (value >= 0)
-        snprintf(what, sizeof(what), "%s=%s", axis->path, axis->values[value]);
-    else
-        snprintf(what, sizeof(what), "%s", axis->path);
-    int line = value >= 0 && axis->value_line[value] ? axis->value_line[value] : axis->line;
-    int column = value >= 0 && axis->value_line[value] ? axis->value_column[value] : axis->column;
-    if (line > 0)
-        snprintf(msg, msglen, "%s:%d:%d: sweep %s %s: %s", file, line, column,
-                 value >= 0 ? "value" : "axis", what, why);
-    else
-        snprintf(msg, msglen, "-a %s: %s", what, why);
-    return PB_ERR_CONFIG;
 }
 
 /* Whether path is "pipeline.REF.KEY" and the sweep also switches the

@@ -229,7 +229,7 @@ static void test_axis_from_command_line(void **state)
     load_spec(BASE "sweep:\n  loader.workers: [1, 2]\n", &base);
     assert_int_equal(pb_sweep_set_axis(base.sweep, "loader.workers=1,x", msg, sizeof(msg)),
                      PB_ERR_CONFIG);
-    assert_string_equal(msg, "-a loader.workers=1,x: loader.workers must be an integer between "
+    assert_string_equal(msg, "-a loader.workers=x: loader.workers must be an integer between "
                              "0 and 1024, got 'x'");
     assert_int_equal(pb_sweep_set_axis(base.sweep, "loader.workers=6", msg, sizeof(msg)), PB_OK);
     assert_int_equal(base.sweep->axes[0].typed[0].i, 6);
@@ -246,6 +246,20 @@ static void test_axis_from_command_line(void **state)
     assert_int_equal(point.loader.workers, 6);
     assert_true(point.run.step_ms == 2);
     pb_spec_free(&point);
+    pb_spec_free(&base);
+
+    /* A config without a sweep gets one from -a. */
+    load_spec(BASE, &base);
+    assert_null(base.sweep);
+    assert_int_equal(pb_config_sweep_axis(&base, "pipeline.decode.cost_us=1,x", msg, sizeof(msg)),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "-a pipeline.decode.cost_us=x: pipeline.decode.cost_us must be a "
+                             "number between 0 and 10000000, got 'x'");
+    assert_int_equal(pb_config_sweep_axis(&base, "pipeline.decode.cost_us=1,2", msg, sizeof(msg)),
+                     PB_OK);
+    assert_non_null(base.sweep);
+    assert_true(base.sweep->axes[0].resolved);
+    assert_true(base.sweep->axes[0].typed[1].d == 2);
     pb_spec_free(&base);
 }
 
