@@ -174,7 +174,8 @@ void pb_spec_drop_gpu(struct pb_spec *spec, char *dropped, size_t droppedlen);
  * writes "FILE:LINE:COL: sentence" to msg. spec must be released with
  * pb_spec_free() whatever the result. Keys, types and ranges are checked
  * here; cross-field rules (a dataset.path, read before decode, ...) are
- * left to pb_config_validate(), run after the `-s` overrides. */
+ * left to pb_config_validate(), run after the `-s` overrides. The `sweep:`
+ * section is read too, typed against the spec, into spec->sweep. */
 int pb_config_load(const char *path, struct pb_spec *spec, char *msg, size_t msglen);
 
 /* The same, from a string; name is used in messages in place of a path. */

@@ -395,6 +395,9 @@ static bool excluded(const struct pb_sweep *sw, const struct pb_sweep_point *pt)
 long pb_sweep_points(const struct pb_sweep *sw, struct pb_sweep_point *points, size_t max, char *msg,
                      size_t msglen)
 {
+    static const struct pb_sweep none;
+    if (!sw)
+        sw = &none;
     /* Dimensions: each free axis, and each zip group (led by its first axis). */
     int dim_axis[PB_SWEEP_MAX_AXES], dims = 0;
     for (int a = 0; a < sw->axis_count; a++) {
@@ -485,7 +488,7 @@ static json_t *typed_value(const char *text)
 json_t *pb_sweep_axes_json(const struct pb_sweep *sweep, const struct pb_sweep_point *point)
 {
     json_t *obj = json_object();
-    for (int a = 0; a < sweep->axis_count; a++)
+    for (int a = 0; sweep && a < sweep->axis_count; a++)
         json_object_set_new(obj, sweep->axes[a].path,
                             typed_value(sweep->axes[a].values[point->value[a]]));
     return obj;
@@ -575,7 +578,7 @@ int pb_sweep_apply(struct pb_spec *spec, const struct pb_sweep *sweep,
                    const struct pb_sweep_point *point, char *msg, size_t msglen)
 {
     /* Decoder switches first: a decoder's options go into the new one. */
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; sweep && pass < 2; pass++) {
         for (int a = 0; a < sweep->axis_count; a++) {
             const struct pb_sweep_axis *axis = &sweep->axes[a];
             const char *key = strrchr(axis->path, '.');

@@ -93,7 +93,7 @@ int pb_sweep_resolve(struct pb_sweep *sweep, const struct pb_spec *spec, char *m
  * typed values straight into their option's slot; decoder switches (and
  * axes not resolved yet) through the `-s` path, decoders first. Errors read
  * as pb_sweep_resolve's; PB_OK or PB_ERR_CONFIG. Run pb_config_validate on
- * the result. */
+ * the result. A NULL sweep applies nothing. */
 int pb_sweep_apply(struct pb_spec *spec, const struct pb_sweep *sweep,
                    const struct pb_sweep_point *point, char *msg, size_t msglen);
 
@@ -119,7 +119,7 @@ void pb_sweep_drop_axis(struct pb_sweep *sweep, const char *path);
  * that exceeds max it is returned at once (exclusions not subtracted,
  * nothing written), so a huge sweep is refused without enumerating it.
  * Fails with -1 and a message when a zip group's axes have different value
- * counts. */
+ * counts. A NULL sweep (a config without one) is one point. */
 long pb_sweep_points(const struct pb_sweep *sweep, struct pb_sweep_point *points, size_t max,
                      char *msg, size_t msglen);
 
@@ -128,7 +128,8 @@ void pb_sweep_assignment(const struct pb_sweep *sweep, const struct pb_sweep_poi
                          char *buf, size_t buflen);
 
 /* The point's axes as a JSON object, values typed (numbers, booleans,
- * strings) as a reader of the result would want them. New reference. */
+ * strings) as a reader of the result would want them (a NULL sweep: {}).
+ * New reference. */
 json_t *pb_sweep_axes_json(const struct pb_sweep *sweep, const struct pb_sweep_point *point);
 
 #endif

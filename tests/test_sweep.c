@@ -179,6 +179,17 @@ static void test_apply_typed_values(void **state)
     assert_int_equal(base.loader.workers, 2);
     assert_false(base.dataset.has_generate);
     pb_spec_free(&base);
+
+    /* A config without a sweep is one point with nothing to apply. */
+    load_spec(BASE, &base);
+    assert_null(base.sweep);
+    assert_int_equal(pb_sweep_points(base.sweep, points, PB_SWEEP_MAX_POINTS, msg, sizeof(msg)),
+                     1);
+    assert_int_equal(pb_sweep_apply(&base, base.sweep, &points[0], msg, sizeof(msg)), PB_OK);
+    json_t *axes = pb_sweep_axes_json(base.sweep, &points[0]);
+    assert_int_equal(json_object_size(axes), 0);
+    json_decref(axes);
+    pb_spec_free(&base);
 }
 
 /* A decoder axis goes through the -s path, before the decoder's options;
