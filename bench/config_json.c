@@ -81,8 +81,8 @@ json_t *pb_spec_to_json(const struct pb_spec *spec)
         }
         if (s->kind == PB_SECTION_SWEEP)
             continue; /* a result records each point's axes instead */
-        value = s->kind == PB_SECTION_PIPELINE ? pipeline_to_json(spec)
-                                               : pb_opt_to_json(s->opts, base);
+        value =
+            s->kind == PB_SECTION_PIPELINE ? pipeline_to_json(spec) : pb_opt_to_json(s->opts, base);
         json_t *parent = parent_object(root, s->name);
         const char *key = strrchr(s->name, '.') ? strrchr(s->name, '.') + 1 : s->name;
         /* put() takes over the value it is given, even when it fails. */

@@ -97,8 +97,7 @@ void pb_scope_of_section(const struct pb_spec *spec, const struct pb_section *se
     }
 }
 
-void pb_scope_of_stage(const struct pb_stage_spec *st, const char *prefix,
-                       struct pb_scope *scope)
+void pb_scope_of_stage(const struct pb_stage_spec *st, const char *prefix, struct pb_scope *scope)
 {
     memset(scope, 0, sizeof(*scope));
     scope->prefix = prefix;

@@ -29,8 +29,7 @@ void pb_scope_of_section(const struct pb_spec *spec, const struct pb_section *se
 
 /* The scope of a stage: `decoder` (decoder stages), its own options and
  * its decoder's. */
-void pb_scope_of_stage(const struct pb_stage_spec *st, const char *prefix,
-                       struct pb_scope *scope);
+void pb_scope_of_stage(const struct pb_stage_spec *st, const char *prefix, struct pb_scope *scope);
 
 /* Whether key is one of the scope's extras. */
 bool pb_scope_is_extra(const struct pb_scope *scope, const char *key);

@@ -219,8 +219,8 @@ static bool print_key(FILE *out, const char *owner, const char *key, struct name
     bool shown = false;
     const struct pb_section *s = pb_section_find(owner);
     if (s && s->opts)
-        shown = print_table_key(out, s->opts, s->kind == PB_SECTION_VALUE ? "" : s->name, key,
-                                near);
+        shown =
+            print_table_key(out, s->opts, s->kind == PB_SECTION_VALUE ? "" : s->name, key, near);
     const struct pb_stage_ops *stage = pb_stage_find(owner);
     if (stage && (stage->flags & PB_STAGE_DECODER) && strcmp(key, "decoder") == 0) {
         char label[PB_NAME_MAX * 2 + 16];
@@ -268,11 +268,15 @@ int pb_list_print(FILE *out, const char *filter, char *msg, size_t msglen)
     }
     const char *suggestion = pb_nearest_name(near.v, near.count, bare);
     if (suggestion && dot && bare != filter)
-        snprintf(msg, msglen, "nothing is called '%s'; did you mean '%.*s.%s'? run 'pbench list' "
-                 "for every entry", filter, (int)(dot - filter), filter, suggestion);
+        snprintf(msg, msglen,
+                 "nothing is called '%s'; did you mean '%.*s.%s'? run 'pbench list' "
+                 "for every entry",
+                 filter, (int)(dot - filter), filter, suggestion);
     else if (suggestion)
-        snprintf(msg, msglen, "nothing is called '%s'; did you mean '%s'? run 'pbench list' for "
-                 "every entry", filter, suggestion);
+        snprintf(msg, msglen,
+                 "nothing is called '%s'; did you mean '%s'? run 'pbench list' for "
+                 "every entry",
+                 filter, suggestion);
     else
         snprintf(msg, msglen, "nothing is called '%s'; run 'pbench list' for every entry", filter);
     return PB_ERR_CONFIG;

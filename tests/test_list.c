@@ -51,8 +51,9 @@ static void test_everything(void **state)
     int rc;
     char *text = list(NULL, &rc);
     assert_int_equal(rc, PB_OK);
-    static const char *const sections[] = {"name", "dataset", "dataset.generate", "pipeline",
-                                           "loader", "run", "sweep", "gpu", "profile"};
+    static const char *const sections[] = {"name",     "dataset", "dataset.generate",
+                                           "pipeline", "loader",  "run",
+                                           "sweep",    "gpu",     "profile"};
     for (size_t i = 0; i < PB_ARRAY_LEN(sections); i++)
         if (!has_entry(text, sections[i]))
             fail_msg("section %s is not listed", sections[i]);
