@@ -1,6 +1,8 @@
-/* The YAML config loader, `-s` overrides, cross-field validation and the
- * resolved spec's JSON form. Every key is looked up in an option table
- * (bench/opt.h), so messages, `pbench list` and result files agree. */
+/* The config's shape (the section table and the option tables), the
+ * spec's life cycle (defaults, copy, free), `-s` overrides and cross-field
+ * validation. The YAML loader is config_yaml.c, the JSON form
+ * config_json.c; every key is looked up in an option table (bench/opt.h),
+ * so messages, `pbench list` and result files agree. */
 #include "bench/config.h"
 
 #include <errno.h>
@@ -11,7 +13,9 @@
 
 #include <yaml.h>
 
+#include "bench/config_scope.h"
 #include "bench/pb.h"
+#include "bench/sweep.h"
 
 #define PB_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
@@ -112,19 +116,7 @@ const struct pb_opt pb_run_opts[] = {
     {0},
 };
 
-static const char *const gpu_policy_names[] = {"required", "optional", NULL};
 static const char *const profile_gpu_names[] = {"events", "cupti", NULL};
-
-/* The top-level scalars `name` and `gpu`, as options of struct pb_spec. */
-static const struct pb_opt name_opts[] = {
-    {"name", PB_OPT_STRING, offsetof(struct pb_spec, name), 0,
-     sizeof(((struct pb_spec *)0)->name), NULL, NULL,
-     "Name of the config in tables and result files; defaults to the file's base name."},
-    {"gpu", PB_OPT_ENUM, offsetof(struct pb_spec, gpu), 0, 0, "required", gpu_policy_names,
-     "With no CUDA device, a pipeline with to_device or GPU stages stops (required) or runs "
-     "its CPU part with those stages skipped and says so (optional)."},
-    {0},
-};
 
 const struct pb_opt pb_profile_opts[] = {
     {"gpu", PB_OPT_ENUM, offsetof(struct pb_profile_spec, gpu), 0, 0, "events",
@@ -135,6 +127,84 @@ const struct pb_opt pb_profile_opts[] = {
     {0},
 };
 
+
+static const char *const gpu_policy_names[] = {"required", "optional", NULL};
+
+/* The top-level scalars, each a one-entry table over its own value. */
+static const struct pb_opt name_opts[] = {
+    {"name", PB_OPT_STRING, 0, 0, sizeof(((struct pb_spec *)0)->name), NULL, NULL,
+     "Name of the config in tables and result files; defaults to the file's base name."},
+    {0},
+};
+
+static const struct pb_opt gpu_opts[] = {
+    {"gpu", PB_OPT_ENUM, 0, 0, 0, "required", gpu_policy_names,
+     "With no CUDA device, a pipeline with to_device or GPU stages stops (required) or runs "
+     "its CPU part with those stages skipped and says so (optional)."},
+    {0},
+};
+
+#define SPEC(f) offsetof(struct pb_spec, f)
+const struct pb_section pb_sections[] = {
+    {"name", PB_SECTION_VALUE, name_opts, SPEC(name), 0,
+     "The config's name in tables and result files.", NULL},
+    {"dataset", PB_SECTION_OPTIONS, pb_dataset_opts, SPEC(dataset), 0,
+     "The samples: where they are, their order, and this process's shard.", NULL},
+    {"dataset.generate", PB_SECTION_OPTIONS, pb_generate_opts, SPEC(dataset.generate),
+     SPEC(dataset.has_generate),
+     "Data pbench makes on first use when dataset.path is missing or empty "
+     "(also 'pbench generate').",
+     NULL},
+    {"pipeline", PB_SECTION_PIPELINE, NULL, 0, 0,
+     "The stages each sample and batch go through, in order.",
+     "a list of '- STAGE: {KEY: VALUE}' (see the stages below); a decode stage also takes "
+     "'decoder: NAME' and that decoder's options"},
+    {"loader", PB_SECTION_OPTIONS, pb_loader_opts, SPEC(loader), 0,
+     "How batches are made, as PyTorch's DataLoader: workers, batch size, prefetch, pinning.",
+     NULL},
+    {"run", PB_SECTION_OPTIONS, pb_run_opts, SPEC(run), 0,
+     "How long each point is measured and repeated, the simulated step, corrupt samples.",
+     NULL},
+    {"sweep", PB_SECTION_SWEEP, NULL, 0, 0,
+     "Settings to try: every combination of the axes' values is a point (also '-a').",
+     "'SECTION.KEY: [V1, V2, ...]' for any key -s can set (pipeline.STAGE.KEY too); "
+     "'zip: [[AXIS, AXIS]]' moves axes together; 'exclude: [{AXIS: VALUE, ...}]' leaves "
+     "points out"},
+    {"gpu", PB_SECTION_VALUE, gpu_opts, SPEC(gpu), 0,
+     "What a GPU pipeline does on a machine without a CUDA device.", NULL},
+    {"profile", PB_SECTION_OPTIONS, pb_profile_opts, SPEC(profile), 0,
+     "How the GPU side is measured.", NULL},
+};
+const size_t pb_section_count = PB_ARRAY_LEN(pb_sections);
+
+const struct pb_section *pb_section_find(const char *name)
+{
+    for (size_t i = 0; i < pb_section_count; i++)
+        if (strcmp(pb_sections[i].name, name) == 0)
+            return &pb_sections[i];
+    return NULL;
+}
+
+/* The section a dotted path starts with, the longest that matches
+ * ("dataset.generate.count": dataset.generate); *rest is what follows its
+ * dot, or NULL when the path is the section's name alone. */
+static const struct pb_section *section_of_path(const char *path, const char **rest)
+{
+    const struct pb_section *best = NULL;
+    size_t best_len = 0;
+    for (size_t i = 0; i < pb_section_count; i++) {
+        size_t len = strlen(pb_sections[i].name);
+        if (strncmp(path, pb_sections[i].name, len) == 0 && (!path[len] || path[len] == '.') &&
+            len > best_len) {
+            best = &pb_sections[i];
+            best_len = len;
+        }
+    }
+    if (best)
+        *rest = path[best_len] ? path + best_len + 1 : NULL;
+    return best;
+}
+
 /* snprintf for message sentences, where cutting a long list short is fine. */
 static PB_PRINTF(3, 4) void say(char *buf, size_t buflen, const char *fmt, ...)
 {
@@ -144,147 +214,43 @@ static PB_PRINTF(3, 4) void say(char *buf, size_t buflen, const char *fmt, ...)
     va_end(ap);
 }
 
-static const char *const top_keys[] = {"name",  "dataset", "pipeline", "loader",
-                                       "run",   "sweep",   "gpu",      "profile"};
-
-/* ---- names and messages shared by the YAML loader and `-s` ---- */
-
-/* The keys a mapping accepts: keys the caller handles itself (extras) and
- * up to two option tables with the structs their values go into. */
-struct scope {
-    const char *prefix; /* "loader", "pipeline.decode"; "" at the top */
-    const char *extras[3];
-    const struct pb_opt *opts[2];
-    void *bases[2];
-    bool extras_last; /* list extras after the tables' names in messages */
-};
-
-static size_t scope_names(const struct scope *scope, const char **names, size_t cap)
-{
-    size_t n = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == (scope->extras_last ? 1 : 0)) {
-            for (size_t i = 0; i < PB_ARRAY_LEN(scope->extras) && n < cap; i++) {
-                if (scope->extras[i])
-                    names[n++] = scope->extras[i];
-            }
-            continue;
-        }
-        for (size_t t = 0; t < 2; t++) {
-            for (const struct pb_opt *o = scope->opts[t]; o && o->name && n < cap; o++)
-                names[n++] = o->name;
-        }
-    }
-    return n;
-}
-
-static bool scope_is_extra(const struct scope *scope, const char *key)
-{
-    for (size_t i = 0; i < PB_ARRAY_LEN(scope->extras) && scope->extras[i]; i++) {
-        if (strcmp(scope->extras[i], key) == 0)
-            return true;
-    }
-    return false;
-}
-
-static const struct pb_opt *scope_find(const struct scope *scope, const char *key, void **base)
-{
-    for (size_t t = 0; t < 2; t++) {
-        const struct pb_opt *opt = pb_opt_find(scope->opts[t], key);
-        if (opt) {
-            *base = scope->bases[t];
-            return opt;
-        }
-    }
-    return NULL;
-}
-
-static void join_names(const char *const *names, size_t count, char *buf, size_t buflen)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < count; i++) {
-        int n = snprintf(buf + used, buflen - used, "%s%s", i ? ", " : "", names[i]);
-        if (n < 0 || (size_t)n >= buflen - used)
-            return;
-        used += (size_t)n;
-    }
-}
-
-/* "unknown KIND 'qualified'; did you mean 'x'? LIST_LABEL: a, b, c". The
- * suggestion is looked for with the bare name the user typed. */
-static void unknown_name(const char *kind, const char *qualified, const char *bare,
-                         const char *const *names, size_t count, const char *list_label,
-                         char *buf, size_t buflen)
-{
-    char list[PB_MSG_MAX / 2];
-    join_names(names, count, list, sizeof list);
-    const char *near = pb_nearest_name(names, count, bare);
-    if (near)
-        snprintf(buf, buflen, "unknown %s '%s'; did you mean '%s'? %s: %s", kind, qualified, near,
-                 list_label, list);
-    else
-        snprintf(buf, buflen, "unknown %s '%s'; %s: %s", kind, qualified, list_label, list);
-}
-
-static void unknown_key(const struct scope *scope, const char *qualified, const char *bare,
-                        char *buf, size_t buflen)
-{
-    const char *names[64];
-    size_t count = scope_names(scope, names, PB_ARRAY_LEN(names));
-    unknown_name("key", qualified, bare, names, count, "allowed", buf, buflen);
-}
-
 #define REGISTRY_NAMES_MAX 64
 
-/* The registry's stage names, in registry order. */
-static size_t stage_names(const char **names)
+const struct pb_stage_ops *pb_config_stage(const char *name, char *why, size_t whylen)
 {
+    const struct pb_stage_ops *ops = pb_stage_find(name);
+    if (ops)
+        return ops;
+    const char *names[REGISTRY_NAMES_MAX];
     size_t count, n = 0;
     const struct pb_stage_ops *const *all = pb_stage_all(&count);
     for (size_t i = 0; i < count && n < REGISTRY_NAMES_MAX; i++)
         names[n++] = all[i]->name;
-    return n;
+    pb_unknown_name("stage", name, name, names, n, "known stages", why, whylen);
+    return NULL;
 }
 
-static size_t decoder_names(const char **names)
-{
-    size_t count, n = 0;
-    const struct pb_decoder_ops *const *all = pb_decoder_all(&count);
-    for (size_t i = 0; i < count && n < REGISTRY_NAMES_MAX; i++)
-        names[n++] = all[i]->name;
-    return n;
-}
-
-static void unknown_stage(const char *name, char *buf, size_t buflen)
-{
-    const char *names[REGISTRY_NAMES_MAX];
-    size_t n = stage_names(names);
-    unknown_name("stage", name, name, names, n, "known stages", buf, buflen);
-}
-
-/* Finds a decoder by name, or explains why it cannot be used. */
-static const struct pb_decoder_ops *choose_decoder(const char *name, char *buf, size_t buflen)
+const struct pb_decoder_ops *pb_config_decoder(const char *name, char *why, size_t whylen)
 {
     const struct pb_decoder_ops *dec = pb_decoder_find(name);
     if (!dec) {
         const char *names[REGISTRY_NAMES_MAX];
-        size_t n = decoder_names(names);
-        unknown_name("decoder", name, name, names, n, "known decoders", buf, buflen);
+        size_t n = pb_decoder_names(names, REGISTRY_NAMES_MAX);
+        pb_unknown_name("decoder", name, name, names, n, "known decoders", why, whylen);
         return NULL;
     }
     if (dec->unavailable_reason) {
-        snprintf(buf, buflen, "decoder '%s' is not available in this build: %s", name,
+        snprintf(why, whylen, "decoder '%s' is not available in this build: %s", name,
                  dec->unavailable_reason);
         return NULL;
     }
     return dec;
 }
 
-/* A zeroed options struct of size bytes with the table's defaults; NULL
- * (and PB_OK) when the table has no options. */
-static int new_opts(const struct pb_opt *table, size_t size, void **out, char *msg,
-                    size_t msglen)
+/* A new options block of size bytes holding a copy of from, or the table's
+ * defaults when from is NULL; NULL (and PB_OK) when size is 0. */
+static int new_opts(const struct pb_opt *table, size_t size, const void *from, void **out,
+                    char *msg, size_t msglen)
 {
     *out = NULL;
     if (size == 0)
@@ -294,7 +260,8 @@ static int new_opts(const struct pb_opt *table, size_t size, void **out, char *m
         snprintf(msg, msglen, "out of memory");
         return PB_ERR_NOMEM;
     }
-    int rc = pb_opt_set_defaults(table, opts, msg, msglen);
+    int rc = from ? (memcpy(opts, from, size), PB_OK)
+                  : pb_opt_set_defaults(table, opts, msg, msglen);
     if (rc != PB_OK) {
         free(opts);
         return rc;
@@ -303,28 +270,31 @@ static int new_opts(const struct pb_opt *table, size_t size, void **out, char *m
     return PB_OK;
 }
 
-/* The options a stage accepts: its own table, and its decoder's. */
-static void stage_scope(const struct pb_stage_spec *st, const char *prefix, struct scope *scope)
+int pb_spec_add_stage(struct pb_spec *spec, const struct pb_stage_ops *ops,
+                      const struct pb_decoder_ops *decoder, char *msg, size_t msglen)
 {
-    memset(scope, 0, sizeof(*scope));
-    scope->prefix = prefix;
-    if (st->ops->flags & PB_STAGE_DECODER)
-        scope->extras[0] = "decoder";
-    if (st->opts) {
-        scope->opts[0] = st->ops->opts;
-        scope->bases[0] = st->opts;
+    if (spec->stage_count >= PB_MAX_STAGES) {
+        snprintf(msg, msglen, "pipeline has more than %d stages", PB_MAX_STAGES);
+        return PB_ERR_CONFIG;
     }
-    if (st->decoder && st->decoder_opts) {
-        scope->opts[1] = st->decoder->opts;
-        scope->bases[1] = st->decoder_opts;
-    }
+    struct pb_stage_spec *st = &spec->stages[spec->stage_count++];
+    memset(st, 0, sizeof(*st));
+    st->ops = ops;
+    st->decoder = decoder;
+    int rc = new_opts(ops->opts, ops->opts_size, NULL, &st->opts, msg, msglen);
+    if (rc == PB_OK && decoder)
+        rc = new_opts(decoder->opts, decoder->opts_size, NULL, &st->decoder_opts, msg, msglen);
+    return rc;
 }
 
-/* Resets spec to defaults; source names it in messages and gives the
- * default name (the base name without its extension). */
-static int spec_init(struct pb_spec *spec, const char *source, char *msg, size_t msglen)
+int pb_spec_init(struct pb_spec *spec, const char *source, char *msg, size_t msglen)
 {
     memset(spec, 0, sizeof(*spec));
+    int rc = PB_OK;
+    for (size_t i = 0; i < pb_section_count && rc == PB_OK; i++)
+        if (pb_sections[i].opts)
+            rc = pb_opt_set_defaults(pb_sections[i].opts, (char *)spec + pb_sections[i].offset,
+                                     msg, msglen);
     snprintf(spec->source, sizeof spec->source, "%s", source);
     const char *base = strrchr(source, '/');
     base = base ? base + 1 : source;
@@ -334,19 +304,36 @@ static int spec_init(struct pb_spec *spec, const char *source, char *msg, size_t
         len = sizeof spec->name - 1;
     memcpy(spec->name, base, len);
     spec->name[len] = '\0';
-
-    int rc = pb_opt_set_defaults(pb_dataset_opts, &spec->dataset, msg, msglen);
-    if (rc == PB_OK)
-        rc = pb_opt_set_defaults(pb_generate_opts, &spec->dataset.generate, msg, msglen);
-    if (rc == PB_OK)
-        rc = pb_opt_set_defaults(pb_loader_opts, &spec->loader, msg, msglen);
-    if (rc == PB_OK)
-        rc = pb_opt_set_defaults(pb_run_opts, &spec->run, msg, msglen);
-    if (rc == PB_OK)
-        rc = pb_opt_set_defaults(pb_profile_opts, &spec->profile, msg, msglen);
-    if (rc == PB_OK)
-        rc = pb_opt_set_defaults(name_opts + 1, spec, msg, msglen);
     return rc;
+}
+
+int pb_spec_copy(struct pb_spec *dst, const struct pb_spec *src, char *msg, size_t msglen)
+{
+    *dst = *src;
+    dst->sweep = NULL;
+    for (int i = 0; i < src->stage_count; i++)
+        dst->stages[i].opts = dst->stages[i].decoder_opts = NULL;
+    int rc = PB_OK;
+    for (int i = 0; i < src->stage_count && rc == PB_OK; i++) {
+        const struct pb_stage_spec *from = &src->stages[i];
+        struct pb_stage_spec *to = &dst->stages[i];
+        rc = new_opts(NULL, from->opts ? from->ops->opts_size : 0, from->opts, &to->opts, msg,
+                      msglen);
+        if (rc == PB_OK && from->decoder_opts)
+            rc = new_opts(NULL, from->decoder->opts_size, from->decoder_opts, &to->decoder_opts,
+                          msg, msglen);
+    }
+    return rc;
+}
+
+int pb_config_sweep_axis(struct pb_spec *spec, const char *assignment, char *msg, size_t msglen)
+{
+    if (!spec->sweep && !(spec->sweep = calloc(1, sizeof(*spec->sweep)))) {
+        snprintf(msg, msglen, "out of memory");
+        return PB_ERR_NOMEM;
+    }
+    int rc = pb_sweep_set_axis(spec->sweep, assignment, msg, msglen);
+    return rc == PB_OK ? pb_sweep_resolve(spec->sweep, spec, msg, msglen) : rc;
 }
 
 void pb_spec_free(struct pb_spec *spec)
@@ -357,489 +344,13 @@ void pb_spec_free(struct pb_spec *spec)
         memset(&spec->stages[i], 0, sizeof(spec->stages[i]));
     }
     spec->stage_count = 0;
+    free(spec->sweep);
+    spec->sweep = NULL;
 }
 
-/* ---- YAML ---- */
+/* ---- option paths: `-s key.path=value` and sweep axes ---- */
 
-struct loader {
-    const char *file; /* name used in messages */
-    yaml_document_t *doc;
-    struct pb_spec *spec;
-    char *msg;
-    size_t msglen;
-    bool have_pipeline;
-};
-
-static PB_PRINTF(3, 4) int node_error(const struct loader *ld, const yaml_node_t *node,
-                                      const char *fmt, ...)
-{
-    char sentence[PB_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sentence, sizeof sentence, fmt, ap);
-    va_end(ap);
-    snprintf(ld->msg, ld->msglen, "%s:%zu:%zu: %s", ld->file, node->start_mark.line + 1,
-             node->start_mark.column + 1, sentence);
-    return PB_ERR_CONFIG;
-}
-
-static const char *node_kind(const yaml_node_t *node)
-{
-    switch (node->type) {
-    case YAML_SCALAR_NODE:
-        return "a scalar";
-    case YAML_SEQUENCE_NODE:
-        return "a sequence";
-    case YAML_MAPPING_NODE:
-        return "a mapping";
-    case YAML_NO_NODE:
-        break;
-    }
-    return "nothing";
-}
-
-static const char *scalar_text(const yaml_node_t *node)
-{
-    return (const char *)node->data.scalar.value;
-}
-
-/* A plain empty, `~` or `null` scalar: where a mapping or sequence is
- * expected, it means "nothing given". Option values are never nulls: a
- * string option may well be "null" (the null decoder). */
-static bool is_null(const yaml_node_t *node)
-{
-    if (node->type != YAML_SCALAR_NODE || node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return false;
-    const char *v = scalar_text(node);
-    return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
-           strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
-}
-
-static yaml_node_t *get_node(const struct loader *ld, int index)
-{
-    return yaml_document_get_node(ld->doc, index);
-}
-
-static void qualify(const char *prefix, const char *key, char *buf, size_t buflen)
-{
-    if (prefix && prefix[0])
-        snprintf(buf, buflen, "%s.%s", prefix, key);
-    else
-        snprintf(buf, buflen, "%s", key);
-}
-
-/* Every key of a mapping is a scalar and appears once. */
-static int check_mapping(const struct loader *ld, const yaml_node_t *node, const char *prefix)
-{
-    const yaml_node_pair_t *start = node->data.mapping.pairs.start;
-    for (const yaml_node_pair_t *p = start; p < node->data.mapping.pairs.top; p++) {
-        const yaml_node_t *key = get_node(ld, p->key);
-        if (key->type != YAML_SCALAR_NODE)
-            return node_error(ld, key, "keys must be names, got %s", node_kind(key));
-        for (const yaml_node_pair_t *q = start; q < p; q++) {
-            const yaml_node_t *earlier = get_node(ld, q->key);
-            if (strcmp(scalar_text(earlier), scalar_text(key)) == 0) {
-                char qualified[PB_MSG_MAX / 2];
-                qualify(prefix, scalar_text(key), qualified, sizeof qualified);
-                return node_error(ld, key, "duplicate key '%s' (first set on line %zu)",
-                                  qualified, earlier->start_mark.line + 1);
-            }
-        }
-    }
-    return PB_OK;
-}
-
-/* A list option's value: a sequence of scalars (`[256, 256]`, or a block
- * sequence) or one scalar, a one-element list. An error names the file,
- * line and column of the offending element. */
-static int set_list_option(const struct loader *ld, const struct pb_opt *opt, void *base,
-                           const char *qualified, const yaml_node_t *value)
-{
-    char why[PB_MSG_MAX];
-    const char *items[PB_LIST_MAX + 1];
-    const yaml_node_t *nodes[PB_LIST_MAX + 1];
-    int count = 0;
-    if (value->type == YAML_SCALAR_NODE) {
-        nodes[0] = value;
-        items[0] = scalar_text(value);
-        count = 1;
-    } else {
-        for (const yaml_node_item_t *i = value->data.sequence.items.start;
-             i < value->data.sequence.items.top; i++, count++) {
-            const yaml_node_t *item = get_node(ld, *i);
-            if (count > PB_LIST_MAX)
-                continue; /* counted for the message only */
-            if (item->type != YAML_SCALAR_NODE)
-                return node_error(ld, item, "%s[%d] must be a scalar, got %s", qualified, count,
-                                  node_kind(item));
-            nodes[count] = item;
-            items[count] = scalar_text(item);
-        }
-    }
-    int bad = -1;
-    if (pb_opt_parse_list(opt, items, count, base, qualified, &bad, why, sizeof why) != PB_OK)
-        return node_error(ld, bad >= 0 && bad < count ? nodes[bad] : value, "%s", why);
-    return PB_OK;
-}
-
-/* key: value where the key must be one of the scope's options. */
-static int set_option(const struct loader *ld, const struct scope *scope, const yaml_node_t *key,
-                      const yaml_node_t *value)
-{
-    char qualified[PB_MSG_MAX / 2];
-    char why[PB_MSG_MAX];
-    qualify(scope->prefix, scalar_text(key), qualified, sizeof qualified);
-    void *base = NULL;
-    const struct pb_opt *opt = scope_find(scope, scalar_text(key), &base);
-    if (!opt) {
-        unknown_key(scope, qualified, scalar_text(key), why, sizeof why);
-        return node_error(ld, key, "%s", why);
-    }
-    bool list = opt->type == PB_OPT_INT_LIST || opt->type == PB_OPT_DOUBLE_LIST;
-    if (list && value->type == YAML_MAPPING_NODE)
-        return node_error(ld, value, "%s must be a scalar or a sequence, got %s", qualified,
-                          node_kind(value));
-    if (list)
-        return set_list_option(ld, opt, base, qualified, value);
-    if (value->type != YAML_SCALAR_NODE)
-        return node_error(ld, value, "%s must be a scalar, got %s", qualified, node_kind(value));
-    if (pb_opt_parse(opt, scalar_text(value), base, qualified, why, sizeof why) != PB_OK)
-        return node_error(ld, value, "%s", why);
-    return PB_OK;
-}
-
-/* Applies a mapping of options; keys in scope->extras are skipped (the
- * caller handles them). A null value means "all defaults". */
-static int parse_options(const struct loader *ld, const yaml_node_t *node,
-                         const struct scope *scope)
-{
-    if (is_null(node))
-        return PB_OK;
-    if (node->type != YAML_MAPPING_NODE)
-        return node_error(ld, node, "%s must be a mapping, got %s", scope->prefix,
-                          node_kind(node));
-    int rc = check_mapping(ld, node, scope->prefix);
-    if (rc != PB_OK)
-        return rc;
-    for (const yaml_node_pair_t *p = node->data.mapping.pairs.start;
-         p < node->data.mapping.pairs.top; p++) {
-        const yaml_node_t *key = get_node(ld, p->key);
-        if (scope_is_extra(scope, scalar_text(key)))
-            continue;
-        rc = set_option(ld, scope, key, get_node(ld, p->value));
-        if (rc != PB_OK)
-            return rc;
-    }
-    return PB_OK;
-}
-
-/* The value of key `name` in a mapping node, or NULL. */
-static const yaml_node_t *mapping_get(const struct loader *ld, const yaml_node_t *node,
-                                      const char *name)
-{
-    if (!node || node->type != YAML_MAPPING_NODE)
-        return NULL;
-    for (const yaml_node_pair_t *p = node->data.mapping.pairs.start;
-         p < node->data.mapping.pairs.top; p++) {
-        const yaml_node_t *key = get_node(ld, p->key);
-        if (key->type == YAML_SCALAR_NODE && strcmp(scalar_text(key), name) == 0)
-            return get_node(ld, p->value);
-    }
-    return NULL;
-}
-
-static int parse_dataset(const struct loader *ld, const yaml_node_t *node)
-{
-    struct pb_dataset_spec *ds = &ld->spec->dataset;
-    const struct scope scope = {.prefix = "dataset", .extras = {"generate"},
-                                .opts = {pb_dataset_opts}, .bases = {ds}, .extras_last = true};
-    int rc = parse_options(ld, node, &scope);
-    if (rc != PB_OK)
-        return rc;
-    const yaml_node_t *gen = mapping_get(ld, node, "generate");
-    if (!gen)
-        return PB_OK;
-    const struct scope gen_scope = {.prefix = "dataset.generate", .opts = {pb_generate_opts},
-                                    .bases = {&ds->generate}};
-    rc = parse_options(ld, gen, &gen_scope);
-    if (rc == PB_OK)
-        ds->has_generate = true;
-    return rc;
-}
-
-/* Chooses a decoder stage's decoder from its `decoder` key. */
-static int parse_decoder(const struct loader *ld, struct pb_stage_spec *st, const char *prefix,
-                         const yaml_node_t *name_node, const yaml_node_t *options)
-{
-    char why[PB_MSG_MAX];
-    const yaml_node_t *value = mapping_get(ld, options, "decoder");
-    if (!value) {
-        const char *names[REGISTRY_NAMES_MAX];
-        char list[PB_MSG_MAX / 2];
-        join_names(names, decoder_names(names), list, sizeof list);
-        return node_error(ld, name_node, "%s.decoder is required; known decoders: %s", prefix,
-                          list);
-    }
-    if (value->type != YAML_SCALAR_NODE)
-        return node_error(ld, value, "%s.decoder must be a scalar, got %s", prefix,
-                          node_kind(value));
-    st->decoder = choose_decoder(scalar_text(value), why, sizeof why);
-    if (!st->decoder)
-        return node_error(ld, value, "%s", why);
-    int rc = new_opts(st->decoder->opts, st->decoder->opts_size, &st->decoder_opts, why,
-                      sizeof why);
-    if (rc != PB_OK)
-        return node_error(ld, value, "%s", why);
-    return PB_OK;
-}
-
-/* One pipeline item: `STAGE: {options}`, `STAGE:` or just `STAGE`. */
-static int parse_stage(const struct loader *ld, const yaml_node_t *item)
-{
-    struct pb_spec *spec = ld->spec;
-    char why[PB_MSG_MAX];
-    const yaml_node_t *name_node = NULL, *options = NULL;
-    if (item->type == YAML_SCALAR_NODE && !is_null(item)) {
-        name_node = item;
-    } else if (item->type == YAML_MAPPING_NODE) {
-        const yaml_node_pair_t *pairs = item->data.mapping.pairs.start;
-        long count = item->data.mapping.pairs.top - pairs;
-        if (count == 1) {
-            name_node = get_node(ld, pairs[0].key);
-            options = get_node(ld, pairs[0].value);
-            if (name_node->type != YAML_SCALAR_NODE)
-                return node_error(ld, name_node, "a stage name must be a scalar, got %s",
-                                  node_kind(name_node));
-        } else if (count > 1) {
-            const yaml_node_t *first = get_node(ld, pairs[0].key);
-            const yaml_node_t *second = get_node(ld, pairs[1].key);
-            return node_error(ld, item,
-                              "a pipeline item must name one stage, got %ld keys ('%s', '%s'%s); "
-                              "indent a stage's options under its name",
-                              count,
-                              first->type == YAML_SCALAR_NODE ? scalar_text(first) : "?",
-                              second->type == YAML_SCALAR_NODE ? scalar_text(second) : "?",
-                              count > 2 ? ", ..." : "");
-        }
-    }
-    if (!name_node)
-        return node_error(ld, item,
-                          "a pipeline item must be a stage name with its options "
-                          "('- STAGE:' or '- STAGE: {KEY: VALUE}'), got %s",
-                          is_null(item) ? "nothing" : node_kind(item));
-
-    if (spec->stage_count >= PB_MAX_STAGES)
-        return node_error(ld, item, "pipeline has more than %d stages", PB_MAX_STAGES);
-    const char *name = scalar_text(name_node);
-    const struct pb_stage_ops *ops = pb_stage_find(name);
-    if (!ops) {
-        unknown_stage(name, why, sizeof why);
-        return node_error(ld, name_node, "%s", why);
-    }
-    if (ops->unavailable_reason)
-        return node_error(ld, name_node, "stage '%s' is not available in this build: %s", name,
-                          ops->unavailable_reason);
-
-    char prefix[PB_NAME_MAX + 16];
-    snprintf(prefix, sizeof prefix, "pipeline.%s", name);
-    if (options && !is_null(options)) {
-        if (options->type != YAML_MAPPING_NODE)
-            return node_error(ld, options, "%s must be a mapping of options, got %s", prefix,
-                              node_kind(options));
-        int rc = check_mapping(ld, options, prefix);
-        if (rc != PB_OK)
-            return rc;
-    }
-
-    struct pb_stage_spec *st = &spec->stages[spec->stage_count++];
-    st->ops = ops;
-    st->line = (int)name_node->start_mark.line + 1;
-    st->column = (int)name_node->start_mark.column + 1;
-    int rc = new_opts(ops->opts, ops->opts_size, &st->opts, why, sizeof why);
-    if (rc != PB_OK)
-        return node_error(ld, name_node, "%s", why);
-    if (ops->flags & PB_STAGE_DECODER) {
-        rc = parse_decoder(ld, st, prefix, name_node, options);
-        if (rc != PB_OK)
-            return rc;
-    }
-    struct scope scope;
-    stage_scope(st, prefix, &scope);
-    rc = options ? parse_options(ld, options, &scope) : PB_OK;
-    if (rc == PB_OK)
-        st->ops = pb_stage_for_device(st->ops, st->opts);
-    if (rc == PB_OK && st->ops->unavailable_reason)
-        return node_error(ld, name_node, "stage '%s' with device: gpu is not available in this "
-                          "build: %s", name, st->ops->unavailable_reason);
-    return rc;
-}
-
-static int parse_pipeline(const struct loader *ld, const yaml_node_t *node)
-{
-    if (is_null(node) ||
-        (node->type == YAML_SEQUENCE_NODE &&
-         node->data.sequence.items.top == node->data.sequence.items.start))
-        return node_error(ld, node, "pipeline must list at least one stage");
-    if (node->type != YAML_SEQUENCE_NODE)
-        return node_error(ld, node, "pipeline must be a sequence of stages, got %s",
-                          node_kind(node));
-    for (const yaml_node_item_t *i = node->data.sequence.items.start;
-         i < node->data.sequence.items.top; i++) {
-        int rc = parse_stage(ld, get_node(ld, *i));
-        if (rc != PB_OK)
-            return rc;
-    }
-    return PB_OK;
-}
-
-static int parse_root(struct loader *ld, const yaml_node_t *root)
-{
-    char list[PB_MSG_MAX / 2];
-    join_names(top_keys, PB_ARRAY_LEN(top_keys), list, sizeof list);
-    if (!root) {
-        snprintf(ld->msg, ld->msglen, "%s: the config is empty; expected a mapping with keys %s",
-                 ld->file, list);
-        return PB_ERR_CONFIG;
-    }
-    if (root->type != YAML_MAPPING_NODE)
-        return node_error(ld, root, "the config must be a mapping with keys %s, got %s", list,
-                          node_kind(root));
-    int rc = check_mapping(ld, root, "");
-    if (rc != PB_OK)
-        return rc;
-
-    const struct scope top = {.prefix = "", .opts = {name_opts}, .bases = {ld->spec}};
-    for (const yaml_node_pair_t *p = root->data.mapping.pairs.start;
-         p < root->data.mapping.pairs.top && rc == PB_OK; p++) {
-        const yaml_node_t *key = get_node(ld, p->key);
-        const yaml_node_t *value = get_node(ld, p->value);
-        const char *k = scalar_text(key);
-        if (strcmp(k, "dataset") == 0) {
-            rc = parse_dataset(ld, value);
-        } else if (strcmp(k, "pipeline") == 0) {
-            ld->have_pipeline = true;
-            rc = parse_pipeline(ld, value);
-        } else if (strcmp(k, "loader") == 0) {
-            const struct scope s = {.prefix = "loader", .opts = {pb_loader_opts},
-                                    .bases = {&ld->spec->loader}};
-            rc = parse_options(ld, value, &s);
-        } else if (strcmp(k, "run") == 0) {
-            const struct scope s = {.prefix = "run", .opts = {pb_run_opts},
-                                    .bases = {&ld->spec->run}};
-            rc = parse_options(ld, value, &s);
-        } else if (strcmp(k, "profile") == 0) {
-            const struct scope s = {.prefix = "profile", .opts = {pb_profile_opts},
-                                    .bases = {&ld->spec->profile}};
-            rc = parse_options(ld, value, &s);
-        } else if (strcmp(k, "name") == 0 || strcmp(k, "gpu") == 0) {
-            rc = set_option(ld, &top, key, value);
-        } else if (strcmp(k, "sweep") == 0) {
-            /* Axes to sweep: read and checked by bench/sweep.c. */
-        } else {
-            char why[PB_MSG_MAX];
-            unknown_name("key", k, k, top_keys, PB_ARRAY_LEN(top_keys), "allowed", why,
-                         sizeof why);
-            rc = node_error(ld, key, "%s", why);
-        }
-    }
-    if (rc == PB_OK && !ld->have_pipeline) {
-        snprintf(ld->msg, ld->msglen,
-                 "%s: pipeline is required (a list of stages, e.g. '- read:' then '- decode:')",
-                 ld->file);
-        rc = PB_ERR_CONFIG;
-    }
-    return rc;
-}
-
-static int yaml_error(const yaml_parser_t *parser, const char *file, char *msg, size_t msglen)
-{
-    const char *problem = parser->problem ? parser->problem : "unknown problem";
-    switch (parser->error) {
-    case YAML_MEMORY_ERROR:
-        snprintf(msg, msglen, "%s: out of memory while reading YAML", file);
-        return PB_ERR_NOMEM;
-    case YAML_READER_ERROR:
-        snprintf(msg, msglen, "%s: cannot read YAML: %s at byte %zu", file, problem,
-                 parser->problem_offset);
-        return PB_ERR_CONFIG;
-    default:
-        snprintf(msg, msglen, "%s:%zu:%zu: YAML syntax error: %s", file,
-                 parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem);
-        return PB_ERR_CONFIG;
-    }
-}
-
-/* Loads the one document the parser holds into spec. */
-static int load_parser(yaml_parser_t *parser, const char *file, struct pb_spec *spec, char *msg,
-                       size_t msglen)
-{
-    yaml_document_t doc, extra;
-    if (!yaml_parser_load(parser, &doc))
-        return yaml_error(parser, file, msg, msglen);
-    int rc = PB_OK;
-    if (!yaml_parser_load(parser, &extra)) {
-        rc = yaml_error(parser, file, msg, msglen);
-    } else {
-        const yaml_node_t *second = yaml_document_get_root_node(&extra);
-        if (second)
-            snprintf(msg, msglen, "%s:%zu:%zu: the file holds more than one YAML document",
-                     file, extra.start_mark.line + 1, extra.start_mark.column + 1);
-        rc = second ? PB_ERR_CONFIG : PB_OK;
-        yaml_document_delete(&extra);
-    }
-    if (rc == PB_OK) {
-        struct loader ld = {.file = file, .doc = &doc, .spec = spec, .msg = msg, .msglen = msglen};
-        rc = parse_root(&ld, yaml_document_get_root_node(&doc));
-    }
-    yaml_document_delete(&doc);
-    return rc;
-}
-
-/* Cross-field rules are left to pb_config_validate(), which the caller
- * runs after applying `-s` overrides. */
-int pb_config_load(const char *path, struct pb_spec *spec, char *msg, size_t msglen)
-{
-    int rc = spec_init(spec, path, msg, msglen);
-    if (rc != PB_OK)
-        return rc;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(msg, msglen, "cannot open '%s': %s", path, strerror(errno));
-        return PB_ERR;
-    }
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        fclose(f);
-        snprintf(msg, msglen, "%s: out of memory", path);
-        return PB_ERR_NOMEM;
-    }
-    yaml_parser_set_input_file(&parser, f);
-    rc = load_parser(&parser, path, spec, msg, msglen);
-    yaml_parser_delete(&parser);
-    fclose(f);
-    return rc;
-}
-
-int pb_config_load_string(const char *yaml, const char *name, struct pb_spec *spec, char *msg,
-                          size_t msglen)
-{
-    int rc = spec_init(spec, name, msg, msglen);
-    if (rc != PB_OK)
-        return rc;
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        snprintf(msg, msglen, "%s: out of memory", name);
-        return PB_ERR_NOMEM;
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, strlen(yaml));
-    rc = load_parser(&parser, name, spec, msg, msglen);
-    yaml_parser_delete(&parser);
-    return rc;
-}
-
-/* ---- `-s key.path=value` ---- */
-
-/* The stage a `pipeline.REF.key` override names: a position or a name. */
+/* The stage a `pipeline.REF.key` path names: a position or a name. */
 static int find_stage(const struct pb_spec *spec, const char *ref, char *why, size_t whylen)
 {
     if (ref[0] >= '0' && ref[0] <= '9' && strspn(ref, "0123456789") == strlen(ref)) {
@@ -872,45 +383,120 @@ static int find_stage(const struct pb_spec *spec, const char *ref, char *why, si
     for (int i = 0; i < spec->stage_count; i++)
         names[i] = spec->stages[i].ops->name;
     char list[PB_MSG_MAX / 2];
-    join_names(names, (size_t)spec->stage_count, list, sizeof list);
+    pb_join_names(names, (size_t)spec->stage_count, list, sizeof list);
     snprintf(why, whylen, "the pipeline has no stage '%s'; its stages: %s", ref, list);
     return -1;
 }
 
+/* "expected SECTION.KEY=VALUE; keys: a, b, generate.KEY". */
+static void section_needs_key(const struct pb_section *section, char *why, size_t whylen)
+{
+    char names[PB_MSG_MAX / 2];
+    pb_opt_names(section->opts, names, sizeof names);
+    size_t len = strlen(section->name);
+    for (size_t i = 0; i < pb_section_count; i++) {
+        const char *name = pb_sections[i].name;
+        if (strncmp(name, section->name, len) == 0 && name[len] == '.') {
+            size_t used = strlen(names);
+            snprintf(names + used, sizeof names - used, ", %s.KEY", name + len + 1);
+        }
+    }
+    say(why, whylen, "expected %s.KEY=VALUE; keys: %s", section->name, names);
+}
+
+static int find_in_pipeline(const struct pb_spec *spec, const char *path, const char *rest,
+                            struct pb_config_target *t, char *why, size_t whylen)
+{
+    const char *key = rest ? strchr(rest, '.') : NULL;
+    if (!key) {
+        snprintf(why, whylen,
+                 "expected pipeline.STAGE.KEY=VALUE, where STAGE is a stage's name or "
+                 "position (0 is the first)");
+        return PB_ERR_CONFIG;
+    }
+    char ref[PB_NAME_MAX];
+    snprintf(ref, sizeof ref, "%.*s", (int)(key - rest), rest);
+    key++;
+    int index = find_stage(spec, ref, why, whylen);
+    if (index < 0)
+        return PB_ERR_CONFIG;
+    t->stage = (struct pb_stage_spec *)&spec->stages[index];
+    if ((t->stage->ops->flags & PB_STAGE_DECODER) && strcmp(key, "decoder") == 0)
+        return PB_OK; /* t->opt stays NULL: the decoder itself */
+    char prefix[PB_NAME_MAX + 16];
+    snprintf(prefix, sizeof prefix, "pipeline.%s", ref);
+    struct pb_scope scope;
+    pb_scope_of_stage(t->stage, prefix, &scope);
+    t->opt = pb_scope_find(&scope, key, &t->base);
+    if (!t->opt) {
+        pb_scope_unknown_key(&scope, path, key, why, whylen);
+        return PB_ERR_CONFIG;
+    }
+    return PB_OK;
+}
+
+int pb_config_find(const struct pb_spec *spec, const char *path, struct pb_config_target *t,
+                   char *why, size_t whylen)
+{
+    memset(t, 0, sizeof(*t));
+    const char *rest = NULL;
+    const struct pb_section *section = section_of_path(path, &rest);
+    bool value = section && section->kind == PB_SECTION_VALUE;
+    if (!section || (value && rest) || section->kind == PB_SECTION_SWEEP) {
+        const char *names[16];
+        size_t n = pb_top_section_names(names, PB_ARRAY_LEN(names));
+        char top[PB_NAME_MAX];
+        snprintf(top, sizeof top, "%.*s", (int)strcspn(path, "."), path);
+        pb_unknown_name("key", path, top, names, n, "allowed", why, whylen);
+        return PB_ERR_CONFIG;
+    }
+    if (section->kind == PB_SECTION_PIPELINE)
+        return find_in_pipeline(spec, path, rest, t, why, whylen);
+    if (!value && !rest) {
+        section_needs_key(section, why, whylen);
+        return PB_ERR_CONFIG;
+    }
+    struct pb_scope scope;
+    pb_scope_of_section(spec, section, &scope);
+    t->section = section;
+    t->opt = pb_scope_find(&scope, value ? section->name : rest, &t->base);
+    if (!t->opt) {
+        pb_scope_unknown_key(&scope, path, rest, why, whylen);
+        return PB_ERR_CONFIG;
+    }
+    return PB_OK;
+}
+
+int pb_config_touched(struct pb_spec *spec, const struct pb_config_target *t, char *why,
+                      size_t whylen)
+{
+    if (t->section && t->section->present_offset)
+        *(bool *)((char *)spec + t->section->present_offset) = true;
+    struct pb_stage_spec *st = t->stage;
+    if (!st || !t->opt)
+        return PB_OK;
+    st->ops = pb_stage_for_device(st->ops, st->opts);
+    if (st->ops->unavailable_reason) {
+        snprintf(why, whylen, "stage '%s' with device: gpu is not available in this build: %s",
+                 st->ops->name, st->ops->unavailable_reason);
+        return PB_ERR_CONFIG;
+    }
+    return PB_OK;
+}
+
 static int switch_decoder(struct pb_stage_spec *st, const char *name, char *why, size_t whylen)
 {
-    const struct pb_decoder_ops *dec = choose_decoder(name, why, whylen);
+    const struct pb_decoder_ops *dec = pb_config_decoder(name, why, whylen);
     if (!dec)
         return PB_ERR_CONFIG;
     void *opts;
-    int rc = new_opts(dec->opts, dec->opts_size, &opts, why, whylen);
+    int rc = new_opts(dec->opts, dec->opts_size, NULL, &opts, why, whylen);
     if (rc != PB_OK)
         return rc;
     free(st->decoder_opts);
     st->decoder = dec;
     st->decoder_opts = opts;
     return PB_OK;
-}
-
-static int set_from_text(const struct scope *scope, const char *qualified, const char *key,
-                         const char *value, char *why, size_t whylen)
-{
-    void *base = NULL;
-    const struct pb_opt *opt = scope_find(scope, key, &base);
-    if (!opt) {
-        unknown_key(scope, qualified, key, why, whylen);
-        return PB_ERR_CONFIG;
-    }
-    return pb_opt_parse(opt, value, base, qualified, why, whylen);
-}
-
-static void section_needs_key(const char *section, const struct pb_opt *opts, const char *extra,
-                              char *why, size_t whylen)
-{
-    char names[PB_MSG_MAX / 2];
-    pb_opt_names(opts, names, sizeof names);
-    say(why, whylen, "expected %s.KEY=VALUE; keys: %s%s%s", section, names,
-             extra ? ", " : "", extra ? extra : "");
 }
 
 static int apply_override(struct pb_spec *spec, const char *assignment, char *why, size_t whylen)
@@ -920,95 +506,22 @@ static int apply_override(struct pb_spec *spec, const char *assignment, char *wh
         snprintf(why, whylen, "expected KEY=VALUE");
         return PB_ERR_CONFIG;
     }
-    char full[256], path[256];
+    char path[256];
     size_t keylen = (size_t)(eq - assignment);
-    if (keylen >= sizeof full) {
+    if (keylen >= sizeof path) {
         snprintf(why, whylen, "the key is too long");
         return PB_ERR_CONFIG;
     }
-    memcpy(full, assignment, keylen);
-    full[keylen] = '\0';
-    memcpy(path, full, keylen + 1);
-    const char *value = eq + 1;
-
-    char *section = path;
-    char *rest = strchr(path, '.');
-    if (rest)
-        *rest++ = '\0';
-
-    if ((strcmp(section, "name") == 0 || strcmp(section, "gpu") == 0) && !rest) {
-        const struct scope s = {.prefix = "", .opts = {name_opts}, .bases = {spec}};
-        return set_from_text(&s, full, section, value, why, whylen);
-    }
-    if (strcmp(section, "dataset") == 0) {
-        struct pb_dataset_spec *ds = &spec->dataset;
-        if (!rest) {
-            section_needs_key("dataset", pb_dataset_opts, "generate.KEY", why, whylen);
-            return PB_ERR_CONFIG;
-        }
-        if (strncmp(rest, "generate", 8) == 0 && (rest[8] == '\0' || rest[8] == '.')) {
-            if (rest[8] == '\0') {
-                section_needs_key("dataset.generate", pb_generate_opts, NULL, why, whylen);
-                return PB_ERR_CONFIG;
-            }
-            const struct scope s = {.prefix = "dataset.generate", .opts = {pb_generate_opts},
-                                    .bases = {&ds->generate}};
-            int rc = set_from_text(&s, full, rest + 9, value, why, whylen);
-            if (rc == PB_OK)
-                ds->has_generate = true;
-            return rc;
-        }
-        const struct scope s = {.prefix = "dataset", .extras = {"generate"},
-                                .opts = {pb_dataset_opts}, .bases = {ds}, .extras_last = true};
-        return set_from_text(&s, full, rest, value, why, whylen);
-    }
-    if (strcmp(section, "loader") == 0 || strcmp(section, "run") == 0 ||
-        strcmp(section, "profile") == 0) {
-        const struct pb_opt *opts = section[0] == 'l'   ? pb_loader_opts
-                                    : section[0] == 'r' ? pb_run_opts
-                                                        : pb_profile_opts;
-        if (!rest) {
-            section_needs_key(section, opts, NULL, why, whylen);
-            return PB_ERR_CONFIG;
-        }
-        void *base = section[0] == 'l'   ? (void *)&spec->loader
-                     : section[0] == 'r' ? (void *)&spec->run
-                                         : (void *)&spec->profile;
-        const struct scope s = {.prefix = section, .opts = {opts}, .bases = {base}};
-        return set_from_text(&s, full, rest, value, why, whylen);
-    }
-    if (strcmp(section, "pipeline") == 0) {
-        char *key = rest ? strchr(rest, '.') : NULL;
-        if (!key) {
-            snprintf(why, whylen,
-                     "expected pipeline.STAGE.KEY=VALUE, where STAGE is a stage's name or "
-                     "position (0 is the first)");
-            return PB_ERR_CONFIG;
-        }
-        *key++ = '\0';
-        int index = find_stage(spec, rest, why, whylen);
-        if (index < 0)
-            return PB_ERR_CONFIG;
-        struct pb_stage_spec *st = &spec->stages[index];
-        if ((st->ops->flags & PB_STAGE_DECODER) && strcmp(key, "decoder") == 0)
-            return switch_decoder(st, value, why, whylen);
-        char prefix[PB_NAME_MAX + 16];
-        snprintf(prefix, sizeof prefix, "pipeline.%s", rest);
-        struct scope s;
-        stage_scope(st, prefix, &s);
-        int rc = set_from_text(&s, full, key, value, why, whylen);
-        if (rc == PB_OK) {
-            st->ops = pb_stage_for_device(st->ops, st->opts);
-            if (st->ops->unavailable_reason) {
-                snprintf(why, whylen, "stage '%s' with device: gpu is not available in this "
-                         "build: %s", st->ops->name, st->ops->unavailable_reason);
-                return PB_ERR_CONFIG;
-            }
-        }
+    memcpy(path, assignment, keylen);
+    path[keylen] = '\0';
+    struct pb_config_target t;
+    int rc = pb_config_find(spec, path, &t, why, whylen);
+    if (rc != PB_OK)
         return rc;
-    }
-    unknown_name("key", full, section, top_keys, PB_ARRAY_LEN(top_keys), "allowed", why, whylen);
-    return PB_ERR_CONFIG;
+    if (!t.opt)
+        return switch_decoder(t.stage, eq + 1, why, whylen);
+    rc = pb_opt_parse(t.opt, eq + 1, t.base, path, why, whylen);
+    return rc == PB_OK ? pb_config_touched(spec, &t, why, whylen) : rc;
 }
 
 int pb_config_override(struct pb_spec *spec, const char *assignment, char *msg, size_t msglen)
@@ -1115,193 +628,6 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
                           "dataset.max_samples (%lld) is less than loader.batch_size (%lld) and "
                           "loader.drop_last is on, so no batch would ever be delivered",
                           (long long)ds->max_samples, (long long)spec->loader.batch_size);
-    return PB_OK;
-}
-
-/* ---- JSON ---- */
-
-/* Sets obj[key] = value, taking over value (NULL means it failed). */
-static bool put(json_t *obj, const char *key, json_t *value)
-{
-    return json_object_set_new(obj, key, value) == 0;
-}
-
-static json_t *stage_to_json(const struct pb_stage_spec *st)
-{
-    json_t *opts = json_object();
-    if (!opts)
-        return NULL;
-    bool ok = true;
-    if (st->decoder)
-        ok = put(opts, "decoder", json_string(st->decoder->name));
-    const struct pb_opt *tables[2] = {st->opts ? st->ops->opts : NULL,
-                                      st->decoder_opts ? st->decoder->opts : NULL};
-    const void *bases[2] = {st->opts, st->decoder_opts};
-    for (int t = 0; t < 2 && ok; t++) {
-        if (!tables[t])
-            continue;
-        json_t *part = pb_opt_to_json(tables[t], bases[t]);
-        ok = part && json_object_update(opts, part) == 0;
-        json_decref(part);
-    }
-    if (!ok) {
-        json_decref(opts);
-        return NULL;
-    }
-    json_t *item = json_object();
-    if (!item) {
-        json_decref(opts);
-        return NULL;
-    }
-    return put(item, st->ops->name, opts) ? item : (json_decref(item), NULL);
-}
-
-json_t *pb_spec_to_json(const struct pb_spec *spec)
-{
-    json_t *root = json_object();
-    json_t *dataset = pb_opt_to_json(pb_dataset_opts, &spec->dataset);
-    json_t *pipeline = json_array();
-    bool ok = root && dataset && pipeline;
-    if (ok && spec->dataset.has_generate)
-        ok = put(dataset, "generate", pb_opt_to_json(pb_generate_opts, &spec->dataset.generate));
-    for (int i = 0; ok && i < spec->stage_count; i++)
-        ok = json_array_append_new(pipeline, stage_to_json(&spec->stages[i])) == 0;
-    /* put() takes over the value it is given, even when it fails. */
-    if (ok) {
-        ok = put(root, "name", json_string(spec->name));
-        ok = put(root, "dataset", dataset) && ok;
-        ok = put(root, "pipeline", pipeline) && ok;
-        dataset = pipeline = NULL;
-        ok = ok && put(root, "loader", pb_opt_to_json(pb_loader_opts, &spec->loader));
-        ok = ok && put(root, "run", pb_opt_to_json(pb_run_opts, &spec->run));
-        ok = ok && put(root, "profile", pb_opt_to_json(pb_profile_opts, &spec->profile));
-        ok = ok && put(root, "gpu", json_string(gpu_policy_names[spec->gpu]));
-    }
-    json_decref(dataset);
-    json_decref(pipeline);
-    if (!ok) {
-        json_decref(root);
-        return NULL;
-    }
-    return root;
-}
-
-static int stage_from_json(struct pb_spec *spec, size_t index, const json_t *item, char *msg,
-                           size_t msglen)
-{
-    if (!json_is_object(item) || json_object_size(item) != 1) {
-        snprintf(msg, msglen, "pipeline item %zu must be an object with one key, the stage name",
-                 index);
-        return PB_ERR_CONFIG;
-    }
-    if (spec->stage_count >= PB_MAX_STAGES) {
-        snprintf(msg, msglen, "pipeline has more than %d stages", PB_MAX_STAGES);
-        return PB_ERR_CONFIG;
-    }
-    const char *name = json_object_iter_key(json_object_iter((json_t *)item));
-    const json_t *opts = json_object_iter_value(json_object_iter((json_t *)item));
-    const struct pb_stage_ops *ops = pb_stage_find(name);
-    if (!ops) {
-        unknown_stage(name, msg, msglen);
-        return PB_ERR_CONFIG;
-    }
-    struct pb_stage_spec *st = &spec->stages[spec->stage_count++];
-    st->ops = ops;
-    int rc = new_opts(ops->opts, ops->opts_size, &st->opts, msg, msglen);
-    if (rc != PB_OK)
-        return rc;
-    char prefix[PB_NAME_MAX + 16];
-    snprintf(prefix, sizeof prefix, "pipeline.%s", name);
-    if (json_is_null(opts))
-        opts = NULL;
-    if (ops->flags & PB_STAGE_DECODER) {
-        const json_t *dec = opts ? json_object_get(opts, "decoder") : NULL;
-        if (!json_is_string(dec)) {
-            snprintf(msg, msglen, "%s.decoder is required", prefix);
-            return PB_ERR_CONFIG;
-        }
-        st->decoder = pb_decoder_find(json_string_value(dec));
-        if (!st->decoder) {
-            snprintf(msg, msglen, "unknown decoder '%s'", json_string_value(dec));
-            return PB_ERR_CONFIG;
-        }
-        rc = new_opts(st->decoder->opts, st->decoder->opts_size, &st->decoder_opts, msg, msglen);
-        if (rc != PB_OK)
-            return rc;
-    }
-    if (!opts)
-        return PB_OK;
-    if (st->opts)
-        rc = pb_opt_from_json(ops->opts, st->opts, opts, prefix, msg, msglen);
-    if (rc == PB_OK && st->decoder_opts)
-        rc = pb_opt_from_json(st->decoder->opts, st->decoder_opts, opts, prefix, msg, msglen);
-    if (rc == PB_OK)
-        st->ops = pb_stage_for_device(st->ops, st->opts);
-    return rc;
-}
-
-/* Unknown keys are ignored (a newer build may have written them); types,
- * ranges, stage and decoder names are checked. */
-int pb_spec_from_json(const json_t *obj, struct pb_spec *spec, char *msg, size_t msglen)
-{
-    int rc = spec_init(spec, "", msg, msglen);
-    if (rc != PB_OK)
-        return rc;
-    if (!json_is_object(obj)) {
-        snprintf(msg, msglen, "the config must be a JSON object");
-        return PB_ERR_CONFIG;
-    }
-    const json_t *name = json_object_get(obj, "name");
-    if (name) {
-        if (!json_is_string(name)) {
-            snprintf(msg, msglen, "name must be a string");
-            return PB_ERR_CONFIG;
-        }
-        rc = pb_opt_parse(&name_opts[0], json_string_value(name), spec, "name", msg, msglen);
-        if (rc != PB_OK)
-            return rc;
-    }
-    const json_t *dataset = json_object_get(obj, "dataset");
-    if (dataset) {
-        rc = pb_opt_from_json(pb_dataset_opts, &spec->dataset, dataset, "dataset", msg, msglen);
-        if (rc != PB_OK)
-            return rc;
-        const json_t *gen = json_object_get(dataset, "generate");
-        if (gen && !json_is_null(gen)) {
-            rc = pb_opt_from_json(pb_generate_opts, &spec->dataset.generate, gen,
-                                  "dataset.generate", msg, msglen);
-            if (rc != PB_OK)
-                return rc;
-            spec->dataset.has_generate = true;
-        }
-    }
-    const json_t *loader = json_object_get(obj, "loader");
-    if (loader && (rc = pb_opt_from_json(pb_loader_opts, &spec->loader, loader, "loader", msg,
-                                         msglen)) != PB_OK)
-        return rc;
-    const json_t *run = json_object_get(obj, "run");
-    if (run && (rc = pb_opt_from_json(pb_run_opts, &spec->run, run, "run", msg, msglen)) != PB_OK)
-        return rc;
-    const json_t *profile = json_object_get(obj, "profile");
-    if (profile && (rc = pb_opt_from_json(pb_profile_opts, &spec->profile, profile, "profile",
-                                          msg, msglen)) != PB_OK)
-        return rc;
-    const json_t *gpu = json_object_get(obj, "gpu");
-    if (json_is_string(gpu) &&
-        (rc = pb_opt_parse(&name_opts[1], json_string_value(gpu), spec, "gpu", msg, msglen)) !=
-            PB_OK)
-        return rc;
-
-    const json_t *pipeline = json_object_get(obj, "pipeline");
-    if (!json_is_array(pipeline)) {
-        snprintf(msg, msglen, "pipeline must be an array of stages");
-        return PB_ERR_CONFIG;
-    }
-    for (size_t i = 0; i < json_array_size(pipeline); i++) {
-        rc = stage_from_json(spec, i, json_array_get(pipeline, i), msg, msglen);
-        if (rc != PB_OK)
-            return rc;
-    }
     return PB_OK;
 }
 

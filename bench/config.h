@@ -1,9 +1,23 @@
 /* The typed run specification and the YAML config loader.
  *
- * A config file has the sections name, dataset, pipeline, loader and run
- * (see configs/ and README.md). Each section's keys are declared once in an
- * option table (bench/opt.h) exposed below, so `pbench list`, `-s`
- * overrides and the result file all see the same names. */
+ * A config file has the sections name, gpu, profile, dataset (with
+ * dataset.generate), pipeline, loader, run and sweep (see configs/ and
+ * README.md). They are listed once, in pb_sections[], and each section's
+ * keys once, in an option table (bench/opt.h), so the YAML loader, `-s`
+ * overrides, the result file's JSON and `pbench list` all see the same
+ * names.
+ *
+ * A run or sweep reads its config once:
+ *
+ *   pb_config_load(path, &base, ...);              // sweep: too, typed
+ *   for each -s:  pb_config_override(&base, "loader.workers=4", ...);
+ *   for each -a:  pb_config_sweep_axis(&base, "loader.workers=1,2,4", ...);
+ *   for each point of pb_sweep_points(base.sweep, ...) (one point, all
+ *   defaults, when base.sweep is NULL):
+ *       pb_spec_copy(&point, &base, ...);
+ *       pb_sweep_apply(&point, base.sweep, &points[i], ...);
+ *       pb_config_validate(&point, ...);
+ */
 #ifndef PB_CONFIG_H
 #define PB_CONFIG_H
 
@@ -60,6 +74,8 @@ struct pb_profile_spec {
     int gpu; /* enum pb_profile_gpu: CUDA events always; cupti adds a trace */
 };
 
+struct pb_sweep; /* bench/sweep.h */
+
 struct pb_spec {
     char name[128];
     int gpu;                             /* enum pb_gpu_policy            */
@@ -70,8 +86,41 @@ struct pb_spec {
     int stage_count;
     struct pb_loader_spec loader;
     struct pb_run_spec run;
+    /* The config's `sweep:` section, typed against this spec; owned, NULL
+     * when the config has none. Not part of pb_spec_to_json (a result
+     * records each point's axes instead). */
+    struct pb_sweep *sweep;
 };
 
+/* How a section's value is written and read. */
+enum pb_section_kind {
+    PB_SECTION_VALUE,    /* a top-level scalar; opts is its one-entry table */
+    PB_SECTION_OPTIONS,  /* a mapping of the keys in opts                    */
+    PB_SECTION_PIPELINE, /* the list of stages, parsed by the stage registry */
+    PB_SECTION_SWEEP,    /* sweep axes, parsed by bench/sweep.c              */
+};
+
+/* One entry of the config's shape. A section named "a.b" sits inside the
+ * section "a" (dataset.generate is the key `generate` of dataset). */
+struct pb_section {
+    const char *name;          /* dotted path, e.g. "loader", "dataset.generate" */
+    enum pb_section_kind kind;
+    const struct pb_opt *opts; /* VALUE and OPTIONS; NULL otherwise            */
+    size_t offset;             /* of the section's struct (or value) in struct pb_spec */
+    size_t present_offset;     /* a bool in struct pb_spec set once the section is
+                                  given, or 0 when it is always present        */
+    const char *help;          /* one sentence for `pbench list`               */
+    const char *keys;          /* PIPELINE and SWEEP: what goes inside, for `pbench list` */
+};
+
+/* Every section, in the order messages list them. */
+extern const struct pb_section pb_sections[];
+extern const size_t pb_section_count;
+
+/* The section with this dotted name, or NULL. */
+const struct pb_section *pb_section_find(const char *name);
+
+/* The sections' option tables (pb_generate_opts is dataset.generate). */
 extern const struct pb_opt pb_dataset_opts[];
 extern const struct pb_opt pb_generate_opts[];
 extern const struct pb_opt pb_loader_opts[];
@@ -90,7 +139,8 @@ void pb_spec_drop_gpu(struct pb_spec *spec, char *dropped, size_t droppedlen);
  * writes "FILE:LINE:COL: sentence" to msg. spec must be released with
  * pb_spec_free() whatever the result. Keys, types and ranges are checked
  * here; cross-field rules (a dataset.path, read before decode, ...) are
- * left to pb_config_validate(), run after the `-s` overrides. */
+ * left to pb_config_validate(), run after the `-s` overrides. The `sweep:`
+ * section is read too, typed against the spec, into spec->sweep. */
 int pb_config_load(const char *path, struct pb_spec *spec, char *msg, size_t msglen);
 
 /* The same, from a string; name is used in messages in place of a path. */
@@ -111,6 +161,60 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen);
 json_t *pb_spec_to_json(const struct pb_spec *spec);
 int pb_spec_from_json(const json_t *obj, struct pb_spec *spec, char *msg, size_t msglen);
 
+/* Resets spec to every section's defaults (no stages, no sweep); source
+ * names it in messages and gives the default name (its base name without
+ * the extension). Does not free: spec is overwritten. */
+int pb_spec_init(struct pb_spec *spec, const char *source, char *msg, size_t msglen);
+
+/* Makes dst a deep copy of src for one run: stage and decoder option
+ * blocks are allocations of dst's own, so changing one spec never changes
+ * the other. The sweep is not copied (dst->sweep is NULL): a copy is one
+ * point, and the sweep stays with the base it was made from. dst is
+ * overwritten (not freed first) and must be released with pb_spec_free()
+ * whatever the result. Returns PB_OK or PB_ERR_NOMEM. */
+int pb_spec_copy(struct pb_spec *dst, const struct pb_spec *src, char *msg, size_t msglen);
+
+/* Applies `-a path=v1,v2,...` to the spec's sweep (made when the config
+ * has none) and types the axis against spec at once. Errors read
+ * "-a path=v1,v2: sentence"; PB_OK, PB_ERR_CONFIG or PB_ERR_NOMEM. */
+int pb_config_sweep_axis(struct pb_spec *spec, const char *assignment, char *msg, size_t msglen);
+
+/* Frees what the spec owns (option blocks, the sweep); safe twice. */
 void pb_spec_free(struct pb_spec *spec);
+
+/* Where an option path lives in a spec. */
+struct pb_config_target {
+    const struct pb_section *section; /* NULL for a pipeline stage           */
+    struct pb_stage_spec *stage;      /* pipeline paths                       */
+    const struct pb_opt *opt;         /* NULL: a decoder stage's `decoder`   */
+    void *base;                       /* the struct opt's offset is within   */
+};
+
+/* Finds the option a dotted path ("loader.workers", "gpu",
+ * "dataset.generate.count", "pipeline.decode.scale", "pipeline.1.size")
+ * names in spec, as `-s` does. On failure returns PB_ERR_CONFIG and writes
+ * the sentence `-s` would print after "-s ASSIGNMENT: ". The target
+ * points into spec (which is why a const spec gives a writable base: only
+ * write through it when spec is yours to change). */
+int pb_config_find(const struct pb_spec *spec, const char *path, struct pb_config_target *target,
+                   char *why, size_t whylen);
+
+/* Call after writing a value through a target: marks an optional section
+ * present and switches a stage to its GPU version (or back) after its
+ * `device` changed. PB_ERR_CONFIG when that version is unavailable. */
+int pb_config_touched(struct pb_spec *spec, const struct pb_config_target *target, char *why,
+                      size_t whylen);
+
+/* The stage or decoder of that name, or NULL with "unknown stage 'x'; did
+ * you mean ...? known stages: ..." (decoders: also "not available in this
+ * build: why") in why. */
+const struct pb_stage_ops *pb_config_stage(const char *name, char *why, size_t whylen);
+const struct pb_decoder_ops *pb_config_decoder(const char *name, char *why, size_t whylen);
+
+/* Adds a stage with its default options (and, for a decoder stage, the
+ * decoder's) at the end of the pipeline. PB_ERR_CONFIG when the pipeline
+ * is full, PB_ERR_NOMEM. */
+int pb_spec_add_stage(struct pb_spec *spec, const struct pb_stage_ops *ops,
+                      const struct pb_decoder_ops *decoder, char *msg, size_t msglen);
 
 #endif

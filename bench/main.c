@@ -22,6 +22,7 @@
 #include "bench/history.h"
 #include "bench/machine.h"
 #include "bench/report.h"
+#include "bench/list.h"
 #include "bench/runner.h"
 #include "bench/stats.h"
 #include "bench/sweep.h"
@@ -1096,86 +1097,11 @@ static int cmd_report(int argc, char **argv)
 
 /* ---- list --------------------------------------------------------------- */
 
-static void list_options(const struct pb_opt *opts, const char *prefix)
-{
-    if (!opts || !opts[0].name) {
-        printf("    (no options)\n");
-        return;
-    }
-    for (const struct pb_opt *o = opts; o->name; o++) {
-        char what[256], key[128];
-        pb_opt_describe(o, what, sizeof(what));
-        snprintf(key, sizeof(key), "%s%s", prefix, o->name);
-        printf("    %-26s %-24s default %-8s %s\n", key, what, o->def && o->def[0] ? o->def : "\"\"",
-               o->help ? o->help : "");
-    }
-}
-
-static bool wanted(const char *filter, const char *name)
-{
-    return !filter || strcmp(filter, name) == 0;
-}
-
 static int cmd_list(int argc, char **argv)
 {
-    const char *filter = argc > 1 ? argv[1] : NULL;
-    bool shown = false;
-    size_t n;
-    const struct pb_stage_ops *const *stages = pb_stage_all(&n);
-    if (!filter)
-        printf("Stages (pipeline: - NAME: {options}):\n");
-    for (size_t i = 0; i < n; i++) {
-        const struct pb_stage_ops *s = stages[i];
-        if (!wanted(filter, s->name))
-            continue;
-        shown = true;
-        printf("  %-20s %s [%s%s] %s\n", s->name, s->unavailable_reason ? "unavailable" : "available",
-               s->flags & PB_STAGE_CONSUMER ? "consumer" : "worker",
-               s->flags & PB_STAGE_DECODER ? ", takes decoder: NAME" : "", s->summary);
-        if (s->unavailable_reason)
-            printf("    why unavailable: %s\n", s->unavailable_reason);
-        if (s->flags & PB_STAGE_DECODER)
-            printf("    decoder                    one of the decoders below; its options go here too\n");
-        if (s->opts)
-            list_options(s->opts, "");
-        else if (!(s->flags & PB_STAGE_DECODER))
-            list_options(NULL, "");
-    }
-    const struct pb_decoder_ops *const *decoders = pb_decoder_all(&n);
-    if (!filter)
-        printf("\nDecoders (pipeline: - decode: {decoder: NAME, options}):\n");
-    for (size_t i = 0; i < n; i++) {
-        const struct pb_decoder_ops *d = decoders[i];
-        if (!wanted(filter, d->name))
-            continue;
-        shown = true;
-        printf("  %-20s %s %s\n", d->name, d->unavailable_reason ? "unavailable" : "available",
-               d->summary);
-        if (d->unavailable_reason)
-            printf("    why unavailable: %s\n", d->unavailable_reason);
-        list_options(d->opts, "");
-    }
-    static const struct {
-        const char *name;
-        const struct pb_opt *opts;
-    } sections[] = {{"dataset", pb_dataset_opts},
-                    {"dataset.generate", pb_generate_opts},
-                    {"loader", pb_loader_opts},
-                    {"run", pb_run_opts}};
-    if (!filter)
-        printf("\nConfig sections:\n");
-    for (size_t i = 0; i < PB_ARRAY_LEN(sections); i++) {
-        if (!wanted(filter, sections[i].name))
-            continue;
-        shown = true;
-        printf("  %s\n", sections[i].name);
-        char prefix[64];
-        snprintf(prefix, sizeof(prefix), "%s.", sections[i].name);
-        list_options(sections[i].opts, prefix);
-    }
-    if (!shown) {
-        fprintf(stderr, "pbench list: nothing is called '%s'; run 'pbench list' for every entry\n",
-                filter);
+    char msg[PB_MSG_MAX];
+    if (pb_list_print(stdout, argc > 1 ? argv[1] : NULL, msg, sizeof(msg)) != PB_OK) {
+        fprintf(stderr, "pbench list: %s\n", msg);
         return PB_EXIT_USAGE;
     }
     return PB_EXIT_OK;

@@ -352,6 +352,43 @@ static size_t slot_size(const struct pb_opt *opt)
     return 0;
 }
 
+/* A one-option table whose slot is the value itself, so pb_opt_parse
+ * can fill a stand-alone value; STRING is capped at the value's size. */
+static struct pb_opt value_opt(const struct pb_opt *opt)
+{
+    struct pb_opt v = *opt;
+    v.offset = 0;
+    if (v.type == PB_OPT_STRING && (v.max <= 0 || v.max > PB_OPT_VALUE_TEXT))
+        v.max = PB_OPT_VALUE_TEXT;
+    return v;
+}
+
+int pb_opt_parse_value(const struct pb_opt *opt, const char *text, union pb_opt_value *value,
+                       const char *qualified, char *msg, size_t msglen)
+{
+    const struct pb_opt v = value_opt(opt);
+    memset(value, 0, sizeof(*value));
+    return pb_opt_parse(&v, text, value, qualified, msg, msglen);
+}
+
+void pb_opt_store_value(const struct pb_opt *opt, const union pb_opt_value *value, void *base)
+{
+    if (opt->type == PB_OPT_STRING) {
+        /* Checked against the option's own size when it was parsed. */
+        memcpy(slot(base, opt), value->text, strlen(value->text) + 1);
+        return;
+    }
+    memcpy(slot(base, opt), value, slot_size(opt));
+}
+
+bool pb_opt_in_table(const struct pb_opt *opts, const struct pb_opt *opt)
+{
+    for (const struct pb_opt *o = opts; opts && o->name; o++)
+        if (o == opt)
+            return true;
+    return false;
+}
+
 int pb_opt_set_defaults(const struct pb_opt *opts, void *base, char *msg, size_t msglen)
 {
     for (const struct pb_opt *opt = opts; opts && opt->name; opt++) {

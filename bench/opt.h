@@ -56,6 +56,21 @@ struct pb_opt {
     const char *help;            /* one sentence for `pbench list`         */
 };
 
+/* One option's value on its own, outside any struct: what a sweep axis
+ * holds for each of its values once they are parsed (a STRING value is at
+ * most PB_OPT_VALUE_TEXT bytes here, its NUL included). */
+#define PB_OPT_VALUE_TEXT 64
+union pb_opt_value {
+    bool b;
+    int64_t i;
+    double d;
+    int e; /* ENUM index */
+    struct pb_shard shard;
+    struct pb_int_list ints;
+    struct pb_double_list doubles;
+    char text[PB_OPT_VALUE_TEXT];
+};
+
 /* Writes every option's default into base. Returns PB_OK, or PB_ERR with a
  * message if a default fails its own validation (a bug in the table). */
 int pb_opt_set_defaults(const struct pb_opt *opts, void *base, char *msg, size_t msglen);
@@ -69,6 +84,19 @@ const struct pb_opt *pb_opt_find(const struct pb_opt *opts, const char *name);
  * values, e.g. "loader.workers must be between 0 and 1024, got 2000". */
 int pb_opt_parse(const struct pb_opt *opt, const char *text, void *base,
                  const char *qualified, char *msg, size_t msglen);
+
+/* Parses text as pb_opt_parse does, into a stand-alone value. Returns
+ * PB_OK or PB_ERR_CONFIG with the same sentences (a STRING longer than
+ * the option or PB_OPT_VALUE_TEXT allows is "too long"). */
+int pb_opt_parse_value(const struct pb_opt *opt, const char *text, union pb_opt_value *value,
+                       const char *qualified, char *msg, size_t msglen);
+
+/* Writes a value parsed by pb_opt_parse_value into the option's slot in
+ * base. It was checked when it was parsed, so this cannot fail. */
+void pb_opt_store_value(const struct pb_opt *opt, const union pb_opt_value *value, void *base);
+
+/* Whether opt is an entry of the table opts (the same descriptor). */
+bool pb_opt_in_table(const struct pb_opt *opts, const struct pb_opt *opt);
 
 /* Parses the elements of a list option (PB_OPT_INT_LIST or
  * PB_OPT_DOUBLE_LIST) given one text each, e.g. a YAML sequence's scalars,

@@ -15,6 +15,7 @@
 
 #include "bench/config.h"
 #include "bench/pb.h"
+#include "bench/sweep.h"
 
 /* A valid dataset and pipeline, 6 lines; cases append from line 7. */
 #define HEAD                                                                                  \
@@ -784,6 +785,112 @@ static void test_bad_list_options(void **state)
         check_bad(&cases[i], i, false);
 }
 
+
+/* A copy owns its option blocks and sweep: changing it leaves the source
+ * as it was, and both free on their own. */
+static void test_spec_copy_is_independent(void **state)
+{
+    (void)state;
+    static const char yaml[] = "name: smoke\n" HEAD "sweep:\n  loader.workers: [1, 2]\n";
+    struct pb_spec spec, copy;
+    char msg[PB_MSG_MAX] = "";
+    if (pb_config_load_string(yaml, "copy.yaml", &spec, msg, sizeof msg) != PB_OK)
+        fail_msg("rejected: %s", msg);
+    json_t *before = pb_spec_to_json(&spec);
+    assert_int_equal(pb_spec_copy(&copy, &spec, msg, sizeof msg), PB_OK);
+    json_t *copied = pb_spec_to_json(&copy);
+    assert_true(json_equal(before, copied));
+    assert_ptr_not_equal(copy.stages[1].decoder_opts, spec.stages[1].decoder_opts);
+    assert_null(copy.sweep); /* a copy is one point; the sweep stays with the base */
+
+    override_ok(&copy, "loader.workers=9");
+    override_ok(&copy, "pipeline.decode.width=17");
+    override_ok(&copy, "dataset.generate.count=5");
+    override_ok(&copy, "name=other");
+    json_t *after = pb_spec_to_json(&spec);
+    assert_true(json_equal(before, after));
+    assert_int_equal(spec.sweep->axis_count, 1);
+    assert_false(spec.dataset.has_generate);
+    assert_string_equal(value_of(copy.stages[1].decoder->opts, copy.stages[1].decoder_opts,
+                                 "width"),
+                        "17");
+
+    /* A decoder switched in the copy frees only the copy's block. */
+    override_ok(&copy, "pipeline.decode.decoder=jpeg");
+    assert_ptr_equal(spec.stages[1].decoder, pb_decoder_find("null"));
+    json_decref(before);
+    json_decref(copied);
+    json_decref(after);
+    pb_spec_free(&copy);
+    pb_spec_free(&spec);
+}
+
+/* The sweep is read with the config, once, and typed against it. */
+static void test_sweep_loads_with_config(void **state)
+{
+    (void)state;
+    static const char yaml[] = "sweep:\n"
+                               "  loader.workers: [1, 4]\n"
+                               "  pipeline.decode.cost_us: [0, 2.5]\n"
+                               "  dataset.shard: [0/2, 1/2]\n" HEAD;
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    if (pb_config_load_string(yaml, "sweep.yaml", &spec, msg, sizeof msg) != PB_OK)
+        fail_msg("rejected: %s", msg);
+    assert_non_null(spec.sweep);
+    assert_int_equal(spec.sweep->axis_count, 3);
+    const struct pb_sweep_axis *workers = &spec.sweep->axes[0], *cost = &spec.sweep->axes[1],
+                               *shard = &spec.sweep->axes[2];
+    assert_true(workers->resolved);
+    assert_ptr_equal(workers->opt, pb_opt_find(pb_loader_opts, "workers"));
+    assert_int_equal(workers->typed[1].i, 4);
+    assert_true(cost->typed[1].d == 2.5);
+    assert_int_equal(shard->typed[1].shard.rank, 1);
+    assert_int_equal(shard->typed[1].shard.count, 2);
+    /* The resolved config's JSON has no sweep: points carry their axes. */
+    json_t *obj = pb_spec_to_json(&spec);
+    assert_null(json_object_get(obj, "sweep"));
+    json_decref(obj);
+    pb_spec_free(&spec);
+
+    /* No sweep section: no sweep. */
+    assert_int_equal(pb_config_load_string(HEAD, "plain.yaml", &spec, msg, sizeof msg), PB_OK);
+    assert_null(spec.sweep);
+    pb_spec_free(&spec);
+}
+
+/* A bad sweep value is reported at its own line and column at load. */
+static void test_sweep_errors_at_load(void **state)
+{
+    (void)state;
+    char unknown_decoder[PB_MSG_MAX * 2];
+    snprintf(unknown_decoder, sizeof unknown_decoder,
+             "bad.yaml:8:35: sweep value pipeline.decode.decoder=xyzzy: unknown decoder 'xyzzy'; "
+             "known decoders: %s",
+             decoder_list);
+    char unknown_null_key[PB_MSG_MAX * 2];
+    snprintf(unknown_null_key, sizeof unknown_null_key,
+             "bad.yaml:8:3: sweep axis pipeline.decode.widht: unknown key "
+             "'pipeline.decode.widht'; did you mean 'width'? allowed: %s",
+             null_keys);
+    const struct bad_case cases[] = {
+        {HEAD "sweep:\n  loader.workers: [1, abc]\n",
+         "bad.yaml:8:23: sweep value loader.workers=abc: loader.workers must be an integer "
+         "between 0 and 1024, got 'abc'"},
+        {HEAD "sweep:\n  run.on_error:\n    - skip\n    - ignore\n",
+         "bad.yaml:10:7: sweep value run.on_error=ignore: run.on_error must be one of: skip, "
+         "fail; got 'ignore'"},
+        {HEAD "sweep:\n  loader.wrkers: [1, 2]\n",
+         "bad.yaml:8:3: sweep axis loader.wrkers: unknown key 'loader.wrkers'; did you mean "
+         "'workers'? allowed: workers, batch_size, prefetch_factor, pin_memory, drop_last, "
+         "in_order, device_prefetch"},
+        {HEAD "sweep:\n  pipeline.decode.widht: [1, 2]\n", unknown_null_key},
+        {HEAD "sweep:\n  pipeline.decode.decoder: [null, xyzzy]\n", unknown_decoder},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
+        check_bad(&cases[i], i, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -802,6 +909,9 @@ int main(void)
         cmocka_unit_test(test_short_message_buffer),
         cmocka_unit_test(test_list_options),
         cmocka_unit_test(test_bad_list_options),
+        cmocka_unit_test(test_spec_copy_is_independent),
+        cmocka_unit_test(test_sweep_loads_with_config),
+        cmocka_unit_test(test_sweep_errors_at_load),
     };
     return cmocka_run_group_tests(tests, setup_names, NULL);
 }

@@ -542,6 +542,57 @@ static void test_list_describe_format_json(void **state)
     }
 }
 
+
+/* Stand-alone values: parsed with the descriptor, stored into a struct
+ * later, the same as pb_opt_parse would have written. */
+static void test_values(void **state)
+{
+    (void)state;
+    char msg[PB_MSG_MAX] = "";
+    static const char *const cases[][2] = {
+        {"flag", "off"}, {"count", "17"}, {"ratio", "0.5"}, {"label", "xyz"},
+        {"mode", "fail"}, {"shard", "2/4"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        const struct pb_opt *o = opt(cases[i][0]);
+        union pb_opt_value value;
+        if (pb_opt_parse_value(o, cases[i][1], &value, o->name, msg, sizeof msg) != PB_OK)
+            fail_msg("%s=%s rejected: %s", cases[i][0], cases[i][1], msg);
+        struct sample stored, parsed;
+        assert_int_equal(pb_opt_set_defaults(table, &stored, msg, sizeof msg), PB_OK);
+        parsed = stored;
+        pb_opt_store_value(o, &value, &stored);
+        assert_int_equal(pb_opt_parse(o, cases[i][1], &parsed, o->name, msg, sizeof msg), PB_OK);
+        char a[64], b[64];
+        pb_opt_format(o, &stored, a, sizeof a);
+        pb_opt_format(o, &parsed, b, sizeof b);
+        assert_string_equal(a, b);
+        assert_true(pb_opt_in_table(table, o));
+        assert_false(pb_opt_in_table(list_table, o));
+    }
+    union pb_opt_value value;
+    assert_int_equal(pb_opt_parse_value(opt("count"), "2000", &value, "loader.workers", msg,
+                                        sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "loader.workers must be between 0 and 1024, got 2000");
+    assert_int_equal(pb_opt_parse_value(opt("label"), "toolong", &value, "label", msg,
+                                        sizeof msg),
+                     PB_OK);
+    assert_int_equal(pb_opt_parse_value(opt("label"), "much too long", &value, "label", msg,
+                                        sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "label is too long (at most 7 characters)");
+
+    struct lists l = list_defaults();
+    assert_int_equal(pb_opt_parse_value(&list_table[0], "[64, 48]", &value, "size", msg,
+                                        sizeof msg),
+                     PB_OK);
+    pb_opt_store_value(&list_table[0], &value, &l);
+    assert_int_equal(l.size.count, 2);
+    assert_int_equal(l.size.v[1], 48);
+    assert_true(l.mean.v[1] == 0.25); /* its neighbour is untouched */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -562,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_json_partial_and_errors),
         cmocka_unit_test(test_list_parse),
         cmocka_unit_test(test_list_describe_format_json),
+        cmocka_unit_test(test_values),
     };
     return cmocka_run_group_tests(tests, 0, NULL);
 }

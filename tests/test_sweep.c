@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/config.h"
 #include "bench/pb.h"
 #include "bench/sweep.h"
 
@@ -129,6 +130,173 @@ static void test_errors_name_line_and_column(void **state)
                  "s.yaml:3:1: YAML syntax error: did not find expected ',' or ']'");
 }
 
+
+/* A valid dataset and pipeline on two lines. */
+#define BASE "dataset: {path: /data}\npipeline: [read, {decode: {decoder: null}}]\n"
+
+static void load_spec(const char *yaml, struct pb_spec *spec)
+{
+    if (pb_config_load_string(yaml, "s.yaml", spec, msg, sizeof(msg)) != PB_OK)
+        fail_msg("load failed: %s", msg);
+}
+
+/* Each point is a copy of the base with the typed values written in. */
+static void test_apply_typed_values(void **state)
+{
+    (void)state;
+    struct pb_spec base, point;
+    load_spec(BASE "sweep:\n"
+                   "  loader.workers: [1, 3]\n"
+                   "  loader.pin_memory: [false, true]\n"
+                   "  pipeline.decode.cost_us: [0, 7.5]\n"
+                   "  dataset.generate.count: [16]\n"
+                   "  run.on_error: [fail]\n"
+                   "  zip:\n"
+                   "    - [loader.workers, loader.pin_memory]\n",
+              &base);
+    assert_int_equal(pb_config_override(&base, "loader.batch_size=8", msg, sizeof(msg)), PB_OK);
+    const struct pb_sweep *sw = base.sweep;
+    long n = pb_sweep_points(sw, points, PB_SWEEP_MAX_POINTS, msg, sizeof(msg));
+    assert_int_equal(n, 4);
+    for (long i = 0; i < n; i++) {
+        assert_int_equal(pb_spec_copy(&point, &base, msg, sizeof(msg)), PB_OK);
+        if (pb_sweep_apply(&point, sw, &points[i], msg, sizeof(msg)) != PB_OK)
+            fail_msg("point %ld: %s", i, msg);
+        assert_int_equal(pb_config_validate(&point, msg, sizeof(msg)), PB_OK);
+        int zip = points[i].value[0], cost = points[i].value[2];
+        assert_int_equal(point.loader.workers, zip ? 3 : 1);
+        assert_int_equal(point.loader.pin_memory, zip == 1);
+        assert_int_equal(point.loader.batch_size, 8); /* the -s override stays */
+        assert_true(*(const double *)((const char *)point.stages[1].decoder_opts +
+                                      pb_opt_find(point.stages[1].decoder->opts, "cost_us")
+                                          ->offset) == (cost ? 7.5 : 0));
+        assert_true(point.dataset.has_generate);
+        assert_int_equal(point.dataset.generate.count, 16);
+        assert_int_equal(point.run.on_error, PB_ON_ERROR_FAIL);
+        pb_spec_free(&point);
+    }
+    /* The base is untouched. */
+    assert_int_equal(base.loader.workers, 2);
+    assert_false(base.dataset.has_generate);
+    pb_spec_free(&base);
+
+    /* A config without a sweep is one point with nothing to apply. */
+    load_spec(BASE, &base);
+    assert_null(base.sweep);
+    assert_int_equal(pb_sweep_points(base.sweep, points, PB_SWEEP_MAX_POINTS, msg, sizeof(msg)),
+                     1);
+    assert_int_equal(pb_sweep_apply(&base, base.sweep, &points[0], msg, sizeof(msg)), PB_OK);
+    json_t *axes = pb_sweep_axes_json(base.sweep, &points[0]);
+    assert_int_equal(json_object_size(axes), 0);
+    json_decref(axes);
+    pb_spec_free(&base);
+}
+
+/* A decoder axis goes through the -s path, before the decoder's options;
+ * options of a swept decoder are applied as text once it is chosen. */
+static void test_apply_decoder_axis(void **state)
+{
+    (void)state;
+    struct pb_spec base, point;
+    load_spec(BASE "sweep:\n"
+                   "  pipeline.decode.width: [32]\n"
+                   "  pipeline.decode.decoder: [null, null]\n",
+              &base);
+    assert_true(base.sweep->axes[0].resolved);
+    assert_null(base.sweep->axes[0].opt);
+    long n = pb_sweep_points(base.sweep, points, PB_SWEEP_MAX_POINTS, msg, sizeof(msg));
+    assert_int_equal(n, 2);
+    assert_int_equal(pb_spec_copy(&point, &base, msg, sizeof(msg)), PB_OK);
+    if (pb_sweep_apply(&point, base.sweep, &points[1], msg, sizeof(msg)) != PB_OK)
+        fail_msg("apply: %s", msg);
+    const struct pb_opt *width = pb_opt_find(point.stages[1].decoder->opts, "width");
+    assert_int_equal(*(const int64_t *)((const char *)point.stages[1].decoder_opts +
+                                        width->offset),
+                     32);
+    pb_spec_free(&point);
+    pb_spec_free(&base);
+
+    /* jpeg has no width: the point fails, at the value's position. */
+    load_spec(BASE "sweep:\n"
+                   "  pipeline.decode.decoder: [jpeg]\n"
+                   "  pipeline.decode.width: [32]\n",
+              &base);
+    assert_int_equal(pb_sweep_points(base.sweep, points, PB_SWEEP_MAX_POINTS, msg, sizeof(msg)),
+                     1);
+    assert_int_equal(pb_spec_copy(&point, &base, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(pb_sweep_apply(&point, base.sweep, &points[0], msg, sizeof(msg)),
+                     PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "s.yaml:5:27: sweep value pipeline.decode.width=32: unknown key "
+                                "'pipeline.decode.width'"));
+    pb_spec_free(&point);
+    pb_spec_free(&base);
+}
+
+/* -a axes: a replaced axis is typed at once, a new one by resolve. */
+static void test_axis_from_command_line(void **state)
+{
+    (void)state;
+    struct pb_spec base, point;
+    load_spec(BASE "sweep:\n  loader.workers: [1, 2]\n", &base);
+    assert_int_equal(pb_sweep_set_axis(base.sweep, "loader.workers=1,x", msg, sizeof(msg)),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "-a loader.workers=x: loader.workers must be an integer between "
+                             "0 and 1024, got 'x'");
+    assert_int_equal(pb_sweep_set_axis(base.sweep, "loader.workers=6", msg, sizeof(msg)), PB_OK);
+    assert_int_equal(base.sweep->axes[0].typed[0].i, 6);
+    assert_int_equal(pb_sweep_set_axis(base.sweep, "run.step_ms=1,-1", msg, sizeof(msg)), PB_OK);
+    assert_int_equal(pb_sweep_resolve(base.sweep, &base, msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_string_equal(msg, "-a run.step_ms=-1: run.step_ms must be between 0 and 1000000, "
+                             "got -1");
+    assert_int_equal(pb_sweep_set_axis(base.sweep, "run.step_ms=1,2", msg, sizeof(msg)), PB_OK);
+    assert_int_equal(pb_sweep_resolve(base.sweep, &base, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(pb_sweep_points(base.sweep, points, PB_SWEEP_MAX_POINTS, msg, sizeof(msg)),
+                     2);
+    assert_int_equal(pb_spec_copy(&point, &base, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(pb_sweep_apply(&point, base.sweep, &points[1], msg, sizeof(msg)), PB_OK);
+    assert_int_equal(point.loader.workers, 6);
+    assert_true(point.run.step_ms == 2);
+    pb_spec_free(&point);
+    pb_spec_free(&base);
+
+    /* A config without a sweep gets one from -a. */
+    load_spec(BASE, &base);
+    assert_null(base.sweep);
+    assert_int_equal(pb_config_sweep_axis(&base, "pipeline.decode.cost_us=1,x", msg, sizeof(msg)),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "-a pipeline.decode.cost_us=x: pipeline.decode.cost_us must be a "
+                             "number between 0 and 10000000, got 'x'");
+    assert_int_equal(pb_config_sweep_axis(&base, "pipeline.decode.cost_us=1,2", msg, sizeof(msg)),
+                     PB_OK);
+    assert_non_null(base.sweep);
+    assert_true(base.sweep->axes[0].resolved);
+    assert_true(base.sweep->axes[0].typed[1].d == 2);
+    pb_spec_free(&base);
+}
+
+/* The point count is a product: a sweep of 32^12 points is refused at
+ * once, not enumerated. */
+static void test_huge_sweep_counted_not_enumerated(void **state)
+{
+    (void)state;
+    char yaml[8192] = "sweep:\n";
+    for (int a = 0; a < PB_SWEEP_MAX_AXES; a++) {
+        char line[256];
+        int used = snprintf(line, sizeof(line), "  axis.a%d: [", a);
+        for (int v = 0; v < PB_SWEEP_MAX_VALUES; v++)
+            used += snprintf(line + used, sizeof(line) - (size_t)used, "%s%d", v ? ", " : "", v);
+        snprintf(line + used, sizeof(line) - (size_t)used, "]\n");
+        strcat(yaml, line);
+    }
+    strcat(yaml, "  exclude:\n    - {axis.a0: 0}\n");
+    if (pb_sweep_load_string(yaml, "s.yaml", &sweep, msg, sizeof(msg)) != PB_OK)
+        fail_msg("load failed: %s", msg);
+    uint64_t start = pb_now_ns();
+    long n = pb_sweep_points(&sweep, points, PB_SWEEP_MAX_POINTS, msg, sizeof(msg));
+    assert_int_equal(n, 1L << 60); /* 32^12, exclusions not subtracted */
+    assert_true(pb_now_ns() - start < 1000000000ull);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -137,6 +305,10 @@ int main(void)
         cmocka_unit_test(test_no_sweep_is_one_point),
         cmocka_unit_test(test_axis_override_and_drop),
         cmocka_unit_test(test_errors_name_line_and_column),
+        cmocka_unit_test(test_apply_typed_values),
+        cmocka_unit_test(test_apply_decoder_axis),
+        cmocka_unit_test(test_axis_from_command_line),
+        cmocka_unit_test(test_huge_sweep_counted_not_enumerated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,179 @@
+/* `pbench list`, rendered in-process: every section, stage and decoder is
+ * listed, one entry or one key on request, and a clear error otherwise. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/config.h"
+#include "bench/list.h"
+#include "bench/pb.h"
+#include "decoders/decoder.h"
+#include "pipelines/stage.h"
+
+static char msg[PB_MSG_MAX];
+
+/* The listing for filter, as a string the caller frees; rc its result. */
+static char *list(const char *filter, int *rc)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    assert_non_null(out);
+    msg[0] = '\0';
+    *rc = pb_list_print(out, filter, msg, sizeof(msg));
+    fclose(out);
+    return text;
+}
+
+/* A line of text that starts (after its indent) with word and a space. */
+static bool has_entry(const char *text, const char *word)
+{
+    size_t len = strlen(word);
+    for (const char *line = text; line && *line; line = strchr(line, '\n')) {
+        line += *line == '\n';
+        const char *at = line + strspn(line, " ");
+        if (strncmp(at, word, len) == 0 && (at[len] == ' ' || at[len] == '\n'))
+            return true;
+    }
+    return false;
+}
+
+static void test_everything(void **state)
+{
+    (void)state;
+    int rc;
+    char *text = list(NULL, &rc);
+    assert_int_equal(rc, PB_OK);
+    static const char *const sections[] = {"name",     "dataset", "dataset.generate",
+                                           "pipeline", "loader",  "run",
+                                           "sweep",    "gpu",     "profile"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(sections); i++)
+        if (!has_entry(text, sections[i]))
+            fail_msg("section %s is not listed", sections[i]);
+    for (size_t i = 0; i < pb_section_count; i++)
+        assert_true(has_entry(text, pb_sections[i].name));
+    size_t count;
+    const struct pb_stage_ops *const *stages = pb_stage_all(&count);
+    for (size_t i = 0; i < count; i++)
+        if (!has_entry(text, stages[i]->name))
+            fail_msg("stage %s is not listed", stages[i]->name);
+    const struct pb_decoder_ops *const *decoders = pb_decoder_all(&count);
+    for (size_t i = 0; i < count; i++)
+        if (!has_entry(text, decoders[i]->name))
+            fail_msg("decoder %s is not listed", decoders[i]->name);
+    assert_true(has_entry(text, "loader.workers"));
+    assert_non_null(strstr(text, "integer 0..1024; default 2"));
+    assert_true(has_entry(text, "profile.gpu"));
+    assert_true(has_entry(text, "dataset.generate.count"));
+    /* Lines stay readable: no help runs on past the wrap width by much. */
+    for (const char *line = text; *line;) {
+        size_t len = strcspn(line, "\n");
+        if (len > 110 && !strstr(line, "default ["))
+            fail_msg("line of %zu characters: %.*s", len, (int)len, line);
+        line += len + (line[len] == '\n');
+    }
+    free(text);
+}
+
+static void test_decode_lists_decoders(void **state)
+{
+    (void)state;
+    int rc;
+    char *text = list("decode", &rc);
+    assert_int_equal(rc, PB_OK);
+    static const char *const names[] = {"jpeg", "image", "auto", "video", "null"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(names); i++) {
+        if (!pb_decoder_find(names[i]))
+            continue;
+        if (!has_entry(text, names[i]))
+            fail_msg("decoder %s is not listed under decode:\n%s", names[i], text);
+    }
+    assert_true(has_entry(text, "decoder"));
+    assert_true(has_entry(text, "cost_us")); /* the null decoder's options */
+    assert_null(strstr(text, "one of the decoders below"));
+    assert_false(has_entry(text, "resize"));
+    free(text);
+}
+
+/* Lists filter and checks the entries it must and must not show. */
+static void expect_listing(const char *filter, const char *const *shown, size_t shown_count,
+                           const char *absent)
+{
+    int rc;
+    char *text = list(filter, &rc);
+    assert_int_equal(rc, PB_OK);
+    for (size_t i = 0; i < shown_count; i++)
+        if (!has_entry(text, shown[i]) && !strstr(text, shown[i]))
+            fail_msg("pbench list %s does not show '%s':\n%s", filter, shown[i], text);
+    if (absent && strstr(text, absent))
+        fail_msg("pbench list %s shows '%s':\n%s", filter, absent, text);
+    free(text);
+}
+
+static void test_one_section_and_one_key(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *filter;
+        const char *shown[3];
+        const char *absent;
+    } cases[] = {
+        {"loader", {"loader", "loader.batch_size"}, "run.repeats"},
+        {"loader.workers",
+         {"loader.workers", "integer 0..1024; default 2", "Worker threads"},
+         "batch_size"},
+        {"dataset", {"dataset.shuffle", "dataset.generate.count"}, "loader"},
+        {"gpu", {"one of: required, optional"}, "profile"},
+        {"resize.size", {"resize.size"}, "interpolation"},
+        {"pipeline.resize", {"shorter_side"}, "cost_us"},
+        {"null.cost_us", {"null.cost_us"}, "width"},
+        {"decode.decoder", {"decode.decoder"}, "cost_us"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        size_t n = 0;
+        while (n < PB_ARRAY_LEN(cases[i].shown) && cases[i].shown[n])
+            n++;
+        expect_listing(cases[i].filter, cases[i].shown, n, cases[i].absent);
+    }
+}
+
+static void test_unknown_names(void **state)
+{
+    (void)state;
+    int rc;
+    char *text = list("lodaer", &rc);
+    assert_int_equal(rc, PB_ERR_CONFIG);
+    assert_string_equal(msg, "nothing is called 'lodaer'; did you mean 'loader'? run 'pbench "
+                             "list' for every entry");
+    assert_string_equal(text, "");
+    free(text);
+
+    text = list("loader.wrkers", &rc);
+    assert_int_equal(rc, PB_ERR_CONFIG);
+    assert_string_equal(msg, "nothing is called 'loader.wrkers'; did you mean 'loader.workers'? "
+                             "run 'pbench list' for every entry");
+    free(text);
+
+    text = list("xyzzy", &rc);
+    assert_int_equal(rc, PB_ERR_CONFIG);
+    assert_string_equal(msg, "nothing is called 'xyzzy'; run 'pbench list' for every entry");
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_everything),
+        cmocka_unit_test(test_decode_lists_decoders),
+        cmocka_unit_test(test_one_section_and_one_key),
+        cmocka_unit_test(test_unknown_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
