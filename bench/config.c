@@ -666,11 +666,10 @@ static int parse_stage(const struct loader *ld, const yaml_node_t *item)
     struct scope scope;
     stage_scope(st, prefix, &scope);
     rc = options ? parse_options(ld, options, &scope) : PB_OK;
+    /* A GPU version missing from this build is the run's gpu policy to
+     * explain (gpu: required fails with the reason, optional drops it). */
     if (rc == PB_OK)
         st->ops = pb_stage_for_device(st->ops, st->opts);
-    if (rc == PB_OK && st->ops->unavailable_reason)
-        return node_error(ld, name_node, "stage '%s' with device: gpu is not available in this "
-                          "build: %s", name, st->ops->unavailable_reason);
     return rc;
 }
 
@@ -997,14 +996,8 @@ static int apply_override(struct pb_spec *spec, const char *assignment, char *wh
         struct scope s;
         stage_scope(st, prefix, &s);
         int rc = set_from_text(&s, full, key, value, why, whylen);
-        if (rc == PB_OK) {
+        if (rc == PB_OK)
             st->ops = pb_stage_for_device(st->ops, st->opts);
-            if (st->ops->unavailable_reason) {
-                snprintf(why, whylen, "stage '%s' with device: gpu is not available in this "
-                         "build: %s", st->ops->name, st->ops->unavailable_reason);
-                return PB_ERR_CONFIG;
-            }
-        }
         return rc;
     }
     unknown_name("key", full, section, top_keys, PB_ARRAY_LEN(top_keys), "allowed", why, whylen);
@@ -1052,6 +1045,13 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
     for (int i = 0; i < spec->stage_count; i++) {
         const struct pb_stage_spec *st = &spec->stages[i];
         unsigned flags = st->ops->flags;
+        /* The rules between a stage's (and its decoder's) options. */
+        char why[PB_MSG_MAX];
+        if (st->ops->validate && st->ops->validate(st->opts, why, sizeof why) != PB_OK)
+            return spec_error(spec, st, msg, msglen, "%s", why);
+        if (st->decoder && st->decoder->validate &&
+            st->decoder->validate(st->decoder_opts, why, sizeof why) != PB_OK)
+            return spec_error(spec, st, msg, msglen, "%s", why);
         if ((flags & PB_STAGE_DECODER) && st->decoder &&
             !(st->decoder->flags & PB_DECODER_OPENS_FILE) && !reader)
             return spec_error(spec, st, msg, msglen,

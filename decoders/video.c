@@ -813,16 +813,33 @@ static void video_cleanup(void *state)
     free(st);
 }
 
+/* The rules of size and shorter_side: one of them, size of one or two
+ * values. */
+static int video_validate(const void *opts, char *msg, size_t msglen)
+{
+    const struct video_opts *o = opts;
+    if (o->size.count > 2) {
+        snprintf(msg, msglen,
+                 "pipeline.decode.size takes N (a square) or [height, width], got %d values",
+                 o->size.count);
+        return PB_ERR_CONFIG;
+    }
+    if (o->size.count > 0 && o->shorter_side > 0) {
+        snprintf(msg, msglen,
+                 "pipeline.decode (decoder: video) takes size or shorter_side, not both");
+        return PB_ERR_CONFIG;
+    }
+    return PB_OK;
+}
+
 static int video_init(void **state, const void *opts, const struct pb_stage_plan *in,
                       struct pb_stage_plan *out, char *msg, size_t msglen)
 {
     (void)in;
     const struct video_opts *o = opts;
-    if (o->size.count > 2 || (o->size.count > 0 && o->shorter_side > 0)) {
-        snprintf(msg, msglen, "video: give size as [height, width] (or N), or shorter_side, not "
-                              "both");
-        return PB_ERR_CONFIG;
-    }
+    int rc = video_validate(o, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     install_log_callback();
     struct video_state *st = calloc(1, sizeof(*st));
     if (!st)
@@ -867,6 +884,7 @@ const struct pb_decoder_ops pb_decoder_video = {
     .counters = video_counters,
     .opts = video_opts,
     .opts_size = sizeof(struct video_opts),
+    .validate = video_validate,
     .init = video_init,
     .decode = video_decode,
     .cleanup = video_cleanup,

@@ -123,6 +123,11 @@ extern const char *const pb_device_names[];
     "Where the stage runs: cpu (per sample in the loader workers) or gpu (per batch in the " \
     "training loop, on the device after to_device)."
 
+/* The unavailable_reason of a stage's GPU version in a build without CUDA. */
+#define PB_NO_CUDA_REASON                                                                  \
+    "pbench was built without CUDA (no CUDA toolkit was found at build time, or it was "   \
+    "turned off with -DPBENCH_CUDA=OFF)"
+
 struct pb_stage_ops {
     const char *name;
     const char *summary;         /* one line for `pbench list`           */
@@ -138,6 +143,14 @@ struct pb_stage_ops {
     size_t device_offset;
     const struct pb_stage_ops *gpu;
 
+    /* Optional: the rules between the stage's options (e.g. resize takes
+     * size or shorter_side, not both), checked from the options alone, so
+     * pb_config_validate rejects a bad config at its line and column before
+     * any data is made. Writes the sentence to msg (e.g. "pipeline.resize
+     * takes size or shorter_side, not both") and returns PB_ERR_CONFIG, or
+     * returns PB_OK. init calls it too and keeps only the checks that need
+     * the plan (the input's shape). */
+    int (*validate)(const void *opts, char *msg, size_t msglen);
     /* Creates per-worker state from the resolved options. in describes the
      * largest input; the stage fills out with its largest output.
      * decoder/decoder_opts are set for PB_STAGE_DECODER stages. */
