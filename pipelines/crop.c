@@ -412,13 +412,7 @@ static const struct pb_stage_ops center_crop_gpu = {
     .has_device = true,
     .device_offset = offsetof(struct crop_opts, device),
     .validate = center_crop_validate,
-#if PB_HAVE_CUDA
-    .init = center_crop_gpu_init,
-    .process_batch = crop_gpu_batch,
-    .cleanup = crop_gpu_cleanup,
-#else
-    .unavailable_reason = PB_NO_CUDA_REASON,
-#endif
+    PB_GPU_CALLBACKS(center_crop_gpu_init, crop_gpu_batch, crop_gpu_cleanup),
 };
 
 static const struct pb_stage_ops random_crop_gpu = {
@@ -430,13 +424,7 @@ static const struct pb_stage_ops random_crop_gpu = {
     .has_device = true,
     .device_offset = offsetof(struct crop_opts, device),
     .validate = random_crop_validate,
-#if PB_HAVE_CUDA
-    .init = random_crop_gpu_init,
-    .process_batch = crop_gpu_batch,
-    .cleanup = crop_gpu_cleanup,
-#else
-    .unavailable_reason = PB_NO_CUDA_REASON,
-#endif
+    PB_GPU_CALLBACKS(random_crop_gpu_init, crop_gpu_batch, crop_gpu_cleanup),
 };
 
 const struct pb_stage_ops pb_stage_center_crop = {

@@ -187,13 +187,7 @@ static const struct pb_stage_ops flip_gpu = {
     .opts_size = sizeof(struct flip_opts),
     .has_device = true,
     .device_offset = offsetof(struct flip_opts, device),
-#if PB_HAVE_CUDA
-    .init = flip_gpu_init,
-    .process_batch = flip_gpu_batch,
-    .cleanup = flip_gpu_cleanup,
-#else
-    .unavailable_reason = PB_NO_CUDA_REASON,
-#endif
+    PB_GPU_CALLBACKS(flip_gpu_init, flip_gpu_batch, flip_gpu_cleanup),
 };
 
 const struct pb_stage_ops pb_stage_flip = {

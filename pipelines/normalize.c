@@ -261,13 +261,7 @@ static const struct pb_stage_ops normalize_gpu = {
     .has_device = true,
     .device_offset = offsetof(struct normalize_opts, device),
     .validate = normalize_validate,
-#if PB_HAVE_CUDA
-    .init = normalize_gpu_init,
-    .process_batch = normalize_gpu_batch,
-    .cleanup = normalize_gpu_cleanup,
-#else
-    .unavailable_reason = PB_NO_CUDA_REASON,
-#endif
+    PB_GPU_CALLBACKS(normalize_gpu_init, normalize_gpu_batch, normalize_gpu_cleanup),
 };
 
 const struct pb_stage_ops pb_stage_normalize = {

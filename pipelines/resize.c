@@ -294,13 +294,7 @@ static const struct pb_stage_ops resize_gpu = {
     .has_device = true,
     .device_offset = offsetof(struct resize_opts, device),
     .validate = resize_validate,
-#if PB_HAVE_CUDA
-    .init = resize_gpu_init,
-    .process_batch = resize_gpu_batch,
-    .cleanup = resize_gpu_cleanup,
-#else
-    .unavailable_reason = PB_NO_CUDA_REASON,
-#endif
+    PB_GPU_CALLBACKS(resize_gpu_init, resize_gpu_batch, resize_gpu_cleanup),
 };
 
 const struct pb_stage_ops pb_stage_resize = {

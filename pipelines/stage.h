@@ -128,6 +128,15 @@ extern const char *const pb_device_names[];
     "pbench was built without CUDA (no CUDA toolkit was found at build time, or it was "   \
     "turned off with -DPBENCH_CUDA=OFF)"
 
+/* In a GPU version's ops table: its callbacks in a build with CUDA, else
+ * the reason it is unavailable (the callbacks are then not compiled). */
+#if PB_HAVE_CUDA
+#define PB_GPU_CALLBACKS(init_fn, batch_fn, cleanup_fn)                                    \
+    .init = (init_fn), .process_batch = (batch_fn), .cleanup = (cleanup_fn)
+#else
+#define PB_GPU_CALLBACKS(init_fn, batch_fn, cleanup_fn) .unavailable_reason = PB_NO_CUDA_REASON
+#endif
+
 struct pb_stage_ops {
     const char *name;
     const char *summary;         /* one line for `pbench list`           */
