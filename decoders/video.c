@@ -869,9 +869,9 @@ static int finish_clip(struct video_state *st, struct pb_sample *s, const struct
     return PB_OK;
 }
 
-/* One clip of the sample's file into sample->out. A failure before
- * decoding starts leaves the file open for the next clip; one after it
- * closes the file. */
+/* One clip of the sample's file into sample->out: open, plan, position,
+ * decode, finish. A clip that cannot be planned or positioned leaves the
+ * file open for the next one; a failure to open or decode closes it. */
 static int video_decode(void *state, struct pb_sample *s)
 {
     struct video_state *st = state;

@@ -160,6 +160,7 @@ struct pb_stage_ops {
      * returns PB_OK. init calls it too and keeps only the checks that need
      * the plan (the input's shape). */
     int (*validate)(const void *opts, char *msg, size_t msglen);
+
     /* Creates per-worker state from the resolved options. in describes the
      * largest input; the stage fills out with its largest output.
      * decoder/decoder_opts are set for PB_STAGE_DECODER stages. */
