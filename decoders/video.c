@@ -525,20 +525,23 @@ static bool packet_wanted(const struct video_state *st, const struct target *t, 
 /* One clip's decoding, kept on video_decode's stack: what its steps share.
  * Nothing here is allocated. */
 struct clip {
-    bool reusing;           /* the worker had this file open already        */
-    int64_t bytes_before;   /* the file's bytes read before this clip       */
-    int n;                  /* frames in the clip                           */
-    int out_h, out_w;       /* output frame size                            */
-    size_t frame_bytes;     /* one output frame, RGB                        */
-    int next;               /* index into targets of the next to deliver    */
-    int64_t seek_frame;     /* where the last seek aimed                    */
-    int retries;            /* seeks further back after landing past the clip */
-    int64_t packets, max_packets;
-    int consecutive_errors;
-    bool draining;          /* the demuxer reached the end of the file      */
-    bool fresh;             /* no frame decoded since the open or seek      */
-    uint64_t t;             /* when the current timing lap began            */
-    uint64_t demux_ns, decode_ns, convert_ns;
+    bool reusing;           /* the worker had this file open already     */
+    int64_t bytes_before;   /* the file's bytes read before this clip    */
+    int n;                  /* frames in the clip                        */
+    int out_h, out_w;       /* output frame size                         */
+    size_t frame_bytes;     /* one output frame, RGB                     */
+    int next;               /* index into targets of the next to deliver */
+    int64_t seek_frame;     /* where the last seek aimed                 */
+    int retries;            /* seeks further back, after landing past it */
+    int64_t packets;        /* packets read for this clip                */
+    int64_t max_packets;    /* the bound on them: no endless loop        */
+    int consecutive_errors; /* decoding errors in a row                  */
+    bool draining;          /* the demuxer reached the end of the file   */
+    bool fresh;             /* no frame decoded since the open or seek   */
+    uint64_t t;             /* when the current timing lap began         */
+    uint64_t demux_ns;      /* sub-stage times of this clip              */
+    uint64_t decode_ns;
+    uint64_t convert_ns;
 };
 
 /* Adds the time since the lap began to *ns and begins the next lap. */
@@ -673,9 +676,8 @@ static int position_decoder(struct video_state *st, struct pb_sample *s, struct 
 static int seek_earlier(struct video_state *st, struct pb_sample *s, struct clip *c)
 {
     c->retries++;
-    c->seek_frame = c->retries == MAX_SEEK_RETRIES
-                        ? 0
-                        : c->seek_frame - ((int64_t)2 << (2 * (c->retries - 1)));
+    c->seek_frame =
+        c->retries == MAX_SEEK_RETRIES ? 0 : c->seek_frame - ((int64_t)2 << (2 * (c->retries - 1)));
     if (c->seek_frame < 0)
         c->seek_frame = 0;
     av_frame_unref(st->frame);
@@ -705,8 +707,7 @@ static int deliver(struct video_state *st, struct pb_sample *s, struct clip *c, 
 
 /* Delivers the targets up to decoded frame f: those before it take the
  * frame on screen then (the held one), those at f take st->frame. */
-static int deliver_through(struct video_state *st, struct pb_sample *s, struct clip *c,
-                           int64_t f)
+static int deliver_through(struct video_state *st, struct pb_sample *s, struct clip *c, int64_t f)
 {
     const struct target *t = st->targets;
     while (c->next < c->n && t[c->next].frame < f) {

@@ -62,14 +62,14 @@ static int factor_range(const char *key, const struct pb_double_list *l, double 
 static int factor_ranges(const struct jitter_opts *o, struct jitter_state *ranges, char *msg,
                          size_t msglen)
 {
-    int rc = factor_range("brightness", &o->brightness, &ranges->lo[0], &ranges->hi[0], msg,
-                          msglen);
-    if (rc == PB_OK)
-        rc = factor_range("contrast", &o->contrast, &ranges->lo[1], &ranges->hi[1], msg, msglen);
-    if (rc == PB_OK)
-        rc = factor_range("saturation", &o->saturation, &ranges->lo[2], &ranges->hi[2], msg,
-                          msglen);
-    return rc;
+    const struct pb_double_list *lists[3] = {&o->brightness, &o->contrast, &o->saturation};
+    static const char *const keys[3] = {"brightness", "contrast", "saturation"};
+    for (int i = 0; i < 3; i++) {
+        int rc = factor_range(keys[i], lists[i], &ranges->lo[i], &ranges->hi[i], msg, msglen);
+        if (rc != PB_OK)
+            return rc;
+    }
+    return PB_OK;
 }
 
 static int jitter_validate(const void *opts, char *msg, size_t msglen)

@@ -94,8 +94,8 @@ static int check_range(const char *stage, const char *key, const struct pb_doubl
 
 /* The rules of a crop's options: size is N or [height, width], and for
  * random_resized_crop, scale and ratio are [lo, hi] ranges. */
-static int check_opts(enum crop_kind kind, const char *name, const struct crop_opts *o,
-                      char *msg, size_t msglen)
+static int check_opts(enum crop_kind kind, const char *name, const struct crop_opts *o, char *msg,
+                      size_t msglen)
 {
     if (o->size.count != 1 && o->size.count != 2) {
         snprintf(msg, msglen,

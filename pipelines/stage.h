@@ -124,14 +124,14 @@ extern const char *const pb_device_names[];
     "training loop, on the device after to_device)."
 
 /* The unavailable_reason of a stage's GPU version in a build without CUDA. */
-#define PB_NO_CUDA_REASON                                                                  \
-    "pbench was built without CUDA (no CUDA toolkit was found at build time, or it was "   \
+#define PB_NO_CUDA_REASON                                                                          \
+    "pbench was built without CUDA (no CUDA toolkit was found at build time, or it was "           \
     "turned off with -DPBENCH_CUDA=OFF)"
 
 /* In a GPU version's ops table: its callbacks in a build with CUDA, else
  * the reason it is unavailable (the callbacks are then not compiled). */
 #if PB_HAVE_CUDA
-#define PB_GPU_CALLBACKS(init_fn, batch_fn, cleanup_fn)                                    \
+#define PB_GPU_CALLBACKS(init_fn, batch_fn, cleanup_fn)                                            \
     .init = (init_fn), .process_batch = (batch_fn), .cleanup = (cleanup_fn)
 #else
 #define PB_GPU_CALLBACKS(init_fn, batch_fn, cleanup_fn) .unavailable_reason = PB_NO_CUDA_REASON
