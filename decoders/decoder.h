@@ -30,6 +30,11 @@ struct pb_decoder_ops {
     size_t opts_size;
     const char *unavailable_reason;
 
+    /* Optional: the rules between the decoder's options, as the stages'
+     * validate (pipelines/stage.h): PB_OK, or PB_ERR_CONFIG with the
+     * sentence in msg. pb_config_validate calls it before any data is made. */
+    int (*validate)(const void *opts, char *msg, size_t msglen);
+
     /* Per-worker state; out receives the largest decoded shape and bytes
      * (in->max_bytes is the largest encoded input). */
     int (*init)(void **state, const void *opts, const struct pb_stage_plan *in,

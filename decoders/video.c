@@ -522,17 +522,55 @@ static bool packet_wanted(const struct video_state *st, const struct target *t, 
     return false;
 }
 
-static int video_decode(void *state, struct pb_sample *s)
+/* One clip's decoding, kept on video_decode's stack: what its steps share.
+ * Nothing here is allocated. */
+struct clip {
+    bool reusing;           /* the worker had this file open already     */
+    int64_t bytes_before;   /* the file's bytes read before this clip    */
+    int n;                  /* frames in the clip                        */
+    int out_h, out_w;       /* output frame size                         */
+    size_t frame_bytes;     /* one output frame, RGB                     */
+    int next;               /* index into targets of the next to deliver */
+    int64_t seek_frame;     /* where the last seek aimed                 */
+    int retries;            /* seeks further back, after landing past it */
+    int64_t packets;        /* packets read for this clip                */
+    int64_t max_packets;    /* the bound on them: no endless loop        */
+    int consecutive_errors; /* decoding errors in a row                  */
+    bool draining;          /* the demuxer reached the end of the file   */
+    bool fresh;             /* no frame decoded since the open or seek   */
+    uint64_t t;             /* when the current timing lap began         */
+    uint64_t demux_ns;      /* sub-stage times of this clip              */
+    uint64_t decode_ns;
+    uint64_t convert_ns;
+};
+
+/* Adds the time since the lap began to *ns and begins the next lap. */
+static void lap(struct clip *c, uint64_t *ns)
 {
-    struct video_state *st = state;
-    const struct video_opts *o = &st->o;
-    uint64_t t0 = pb_now_ns(), t1;
+    uint64_t now = pb_now_ns();
+    *ns += now - c->t;
+    c->t = now;
+}
+
+/* Whether a decoding error ends the clip: always with corrupt_frames:
+ * error, else after MAX_CONSECUTIVE_ERRORS in a row. */
+static bool error_ends_clip(const struct video_opts *o, struct clip *c)
+{
+    return o->corrupt_frames == CORRUPT_ERROR || ++c->consecutive_errors > MAX_CONSECUTIVE_ERRORS;
+}
+
+/* Opens and probes the sample's file unless the worker has it open
+ * (reopen: reuse); adds the time to the open sub-stage. On failure the
+ * file is closed. */
+static int open_clip_file(struct video_state *st, struct pb_sample *s, struct clip *c)
+{
+    uint64_t t0 = pb_now_ns();
     if (!s->path) {
         snprintf(s->msg, s->msglen, "video: sample %llu has no file", (unsigned long long)s->index);
         return PB_ERR;
     }
-    bool reusing = st->fmt && strcmp(st->path, s->path) == 0;
-    if (!reusing) {
+    c->reusing = st->fmt && strcmp(st->path, s->path) == 0;
+    if (!c->reusing) {
         close_file(st);
         int rc = open_file(st, s);
         s->counters[CNT_OPENS]++;
@@ -542,19 +580,38 @@ static int video_decode(void *state, struct pb_sample *s)
             return rc;
         }
     }
-    int64_t bytes_before = st->fmt->pb ? st->fmt->pb->bytes_read : 0;
-    if (!reusing)
-        bytes_before = 0;
-    t1 = pb_now_ns();
-    s->substage_ns[SUB_OPEN] += t1 - t0;
+    c->bytes_before = c->reusing && st->fmt->pb ? st->fmt->pb->bytes_read : 0;
+    c->t = pb_now_ns();
+    s->substage_ns[SUB_OPEN] += c->t - t0;
+    return PB_OK;
+}
 
-    /* Which frames, and where they go. */
-    int n = (int)o->clip_frames;
+/* Grows the buffer frames are converted into before rotation to
+ * frame_bytes: once per larger video, not per sample. */
+static int grow_rotate_buffer(struct video_state *st, size_t frame_bytes)
+{
+    if (st->o.rotation != ROTATION_APPLY || st->rotation_deg == 0 ||
+        frame_bytes <= st->rotate_capacity)
+        return PB_OK;
+    free(st->rotate_buf);
+    st->rotate_buf = malloc(frame_bytes);
+    st->rotate_capacity = st->rotate_buf ? frame_bytes : 0;
+    return st->rotate_buf ? PB_OK : PB_ERR_NOMEM;
+}
+
+/* Plans the clip: which frames (st->targets, sorted by frame) go to which
+ * slot, and the output size. PB_ERR_DATA for a video shorter than a clip
+ * with short_video: skip, PB_ERR_NOSPACE (out_bytes set) when the output
+ * does not fit. */
+static int plan_clip(struct video_state *st, struct pb_sample *s, struct clip *c)
+{
+    const struct video_opts *o = &st->o;
+    c->n = (int)o->clip_frames;
     int64_t clip = 0;
     if (o->sampling == PB_VIDEO_UNIFORM)
         clip = (int64_t)(pb_mix64(s->seed ^ 0x756e69666f726dull) % (uint64_t)o->clips_per_video);
     else if (o->sampling == PB_VIDEO_SEQUENTIAL)
-        clip = reusing ? (st->sequential_clip + 1) % o->clips_per_video : 0;
+        clip = c->reusing ? (st->sequential_clip + 1) % o->clips_per_video : 0;
     int rc = pb_video_clip_indices(st->frame_count, o->clip_frames, o->frame_stride,
                                    o->clips_per_video, o->sampling, o->short_video, s->seed, clip,
                                    st->indices);
@@ -566,29 +623,31 @@ static int video_decode(void *state, struct pb_sample *s)
                  (long long)o->frame_stride);
         return PB_ERR_DATA;
     }
-    int out_h, out_w;
-    output_size(st, &out_h, &out_w);
-    size_t frame_bytes = (size_t)out_h * (size_t)out_w * 3;
-    if (frame_bytes * (size_t)n > s->out_capacity) {
-        s->out_bytes = frame_bytes * (size_t)n;
+    output_size(st, &c->out_h, &c->out_w);
+    c->frame_bytes = (size_t)c->out_h * (size_t)c->out_w * 3;
+    if (c->frame_bytes * (size_t)c->n > s->out_capacity) {
+        s->out_bytes = c->frame_bytes * (size_t)c->n;
         snprintf(s->msg, s->msglen, "%s: a clip of %d frames of %dx%d needs %zu bytes, have %zu",
-                 s->path, n, out_w, out_h, s->out_bytes, s->out_capacity);
+                 s->path, c->n, c->out_w, c->out_h, s->out_bytes, s->out_capacity);
         return PB_ERR_NOSPACE;
     }
-    if (st->o.rotation == ROTATION_APPLY && st->rotation_deg != 0 &&
-        frame_bytes > st->rotate_capacity) {
-        free(st->rotate_buf); /* grown once per larger video, not per sample */
-        st->rotate_buf = malloc(frame_bytes);
-        st->rotate_capacity = st->rotate_buf ? frame_bytes : 0;
-        if (!st->rotate_buf)
-            return PB_ERR_NOMEM;
-    }
+    rc = grow_rotate_buffer(st, c->frame_bytes);
+    if (rc != PB_OK)
+        return rc;
     st->sequential_clip = clip;
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < c->n; j++)
         st->targets[j] = (struct target){st->indices[j], j};
-    sort_targets(st->targets, n);
+    sort_targets(st->targets, c->n);
+    return PB_OK;
+}
 
-    /* Position the decoder before the first target. */
+/* Positions the decoder before the clip's first frame: goes on from where
+ * the last clip stopped when that beats seeking, else seeks (seek:
+ * keyframe) or rewinds (seek: none). Adds the time since the open to the
+ * seek sub-stage. */
+static int position_decoder(struct video_state *st, struct pb_sample *s, struct clip *c)
+{
+    const struct video_opts *o = &st->o;
     int64_t first = st->targets[0].frame;
     int64_t span = (o->clip_frames - 1) * o->frame_stride + 1;
     /* Going on from where the last clip stopped beats seeking when no
@@ -597,202 +656,238 @@ static int video_decode(void *state, struct pb_sample *s)
     bool continue_pays = st->last_keyframe >= 0 && st->keyframe_interval > 0
                              ? first < st->last_keyframe + st->keyframe_interval
                              : first - st->decoded_frame <= span + 1;
-    bool can_continue = reusing && !st->at_eof && st->decoded_frame < first &&
+    bool can_continue = c->reusing && !st->at_eof && st->decoded_frame < first &&
                         (o->seek == SEEK_NONE || continue_pays);
-    int retries = 0;
-    int64_t seek_frame = first;
-    if (!can_continue && (reusing || o->seek == SEEK_KEYFRAME)) {
+    c->retries = 0;
+    c->seek_frame = first;
+    if (!can_continue && (c->reusing || o->seek == SEEK_KEYFRAME)) {
         if (o->seek == SEEK_NONE)
-            seek_frame = 0;
-        rc = seek_to(st, seek_frame, s);
+            c->seek_frame = 0;
+        int rc = seek_to(st, c->seek_frame, s);
         if (rc != PB_OK)
             return rc;
     }
-    uint64_t t2 = pb_now_ns();
-    s->substage_ns[SUB_SEEK] += t2 - t1;
+    lap(c, &s->substage_ns[SUB_SEEK]);
+    return PB_OK;
+}
 
-    /* Decode forward, delivering each target as it comes. */
-    int next = 0; /* index into targets of the next frame to deliver */
-    int64_t max_packets = st->frame_count * 2 + 256, packets = 0;
-    int consecutive_errors = 0;
-    uint64_t decode_ns = 0, demux_ns = 0, convert_ns = 0, t = t2;
-    bool draining = st->at_eof;
-    bool fresh = st->decoded_frame < 0; /* right after open or seek */
-    rc = PB_OK;
-    while (next < n && rc == PB_OK) {
+/* The demuxer landed after the clip's start: seeks further back (to the
+ * start of the file on the last try). */
+static int seek_earlier(struct video_state *st, struct pb_sample *s, struct clip *c)
+{
+    c->retries++;
+    c->seek_frame =
+        c->retries == MAX_SEEK_RETRIES ? 0 : c->seek_frame - ((int64_t)2 << (2 * (c->retries - 1)));
+    if (c->seek_frame < 0)
+        c->seek_frame = 0;
+    av_frame_unref(st->frame);
+    int rc = seek_to(st, c->seek_frame, s);
+    c->draining = false;
+    lap(c, &s->substage_ns[SUB_SEEK]);
+    return rc;
+}
+
+/* Converts src into the next target's slot and copies it to the targets
+ * after it that want the same frame. */
+static int deliver(struct video_state *st, struct pb_sample *s, struct clip *c, const AVFrame *src)
+{
+    const struct target *t = st->targets;
+    int64_t want = t[c->next].frame;
+    uint8_t *first = s->out + (size_t)t[c->next].slot * c->frame_bytes;
+    int rc = convert_frame(st, src, c->out_h, c->out_w, first, s);
+    if (rc != PB_OK)
+        return rc;
+    s->counters[CNT_DELIVERED]++;
+    for (c->next++; c->next < c->n && t[c->next].frame == want; c->next++) {
+        memcpy(s->out + (size_t)t[c->next].slot * c->frame_bytes, first, c->frame_bytes);
+        s->counters[CNT_DELIVERED]++;
+    }
+    return PB_OK;
+}
+
+/* Delivers the targets up to decoded frame f: those before it take the
+ * frame on screen then (the held one), those at f take st->frame. */
+static int deliver_through(struct video_state *st, struct pb_sample *s, struct clip *c, int64_t f)
+{
+    const struct target *t = st->targets;
+    while (c->next < c->n && t[c->next].frame < f) {
+        if (st->held_frame < 0 && t[c->next].frame < f - 1) {
+            char what[160];
+            snprintf(what, sizeof(what),
+                     "cannot decode frame %lld: the first frame decoded is %lld",
+                     (long long)t[c->next].frame, (long long)f);
+            return data_error(s, what, 0);
+        }
+        int rc = deliver(st, s, c, st->held_frame >= 0 ? st->held : st->frame);
+        if (rc != PB_OK)
+            return rc;
+    }
+    if (c->next < c->n && t[c->next].frame == f)
+        return deliver(st, s, c, st->frame);
+    return PB_OK;
+}
+
+/* Takes the frame the decoder returned in st->frame: numbers it, tracks
+ * keyframes, seeks back if it lies past the clip's start, delivers the
+ * targets it settles and keeps it as the held frame. */
+static int take_frame(struct video_state *st, struct pb_sample *s, struct clip *c)
+{
+    const struct video_opts *o = &st->o;
+    c->consecutive_errors = 0;
+    s->counters[CNT_DECODED]++;
+    int64_t pts = st->frame->best_effort_timestamp;
+    int64_t f = pts == AV_NOPTS_VALUE ? st->decoded_frame + 1 : pts_to_frame(st, pts);
+    st->decoded_frame = f;
+    if (st->frame->key_frame) {
+        if (st->last_keyframe >= 0 && f > st->last_keyframe)
+            st->keyframe_interval = f - st->last_keyframe;
+        st->last_keyframe = f;
+    }
+    if (c->fresh && f > st->targets[c->next].frame && st->held_frame < 0 &&
+        o->seek == SEEK_KEYFRAME && c->retries < MAX_SEEK_RETRIES)
+        return seek_earlier(st, s, c);
+    c->fresh = false;
+    int rc = deliver_through(st, s, c, f);
+    /* Keep this frame: a later target may fall before the next. */
+    av_frame_unref(st->held);
+    av_frame_move_ref(st->held, st->frame);
+    st->held_frame = f;
+    lap(c, &c->convert_ns);
+    return rc;
+}
+
+/* Reads the next packet of the video stream and sends it to the decoder
+ * (at the end of the file, the drain signal). PB_ERR_DATA when the packet
+ * limit is reached, reading fails, or a corrupt packet ends the clip. */
+static int feed_packet(struct video_state *st, struct pb_sample *s, struct clip *c)
+{
+    const struct video_opts *o = &st->o;
+    if (++c->packets > c->max_packets)
+        return data_error(s, "no progress decoding (packet limit reached)", AVERROR_INVALIDDATA);
+    int ret = av_read_frame(st->fmt, st->pkt);
+    lap(c, &c->demux_ns);
+    if (ret == AVERROR_EOF) {
+        c->draining = true;
+        ret = avcodec_send_packet(st->dec, NULL);
+    } else if (ret < 0) {
+        return data_error(s, "cannot read a packet", ret);
+    } else {
+        if (st->pkt->stream_index != st->stream) {
+            av_packet_unref(st->pkt);
+            return PB_OK;
+        }
+        if (o->discard == DISCARD_NONREF)
+            st->dec->skip_frame = packet_wanted(st, st->targets, c->n, c->next, st->pkt->pts)
+                                      ? AVDISCARD_DEFAULT
+                                      : AVDISCARD_NONREF;
+        ret = avcodec_send_packet(st->dec, st->pkt);
+        av_packet_unref(st->pkt);
+    }
+    lap(c, &c->decode_ns);
+    if (ret < 0 && ret != AVERROR(EAGAIN) && ret != AVERROR_EOF && error_ends_clip(o, c))
+        return data_error(s, "corrupt video packet", ret);
+    return PB_OK;
+}
+
+/* Demuxes and decodes forward, delivering each target as it comes, until
+ * the clip is complete, the stream ends (st->at_eof) or an error. */
+static int decode_clip(struct video_state *st, struct pb_sample *s, struct clip *c)
+{
+    const struct video_opts *o = &st->o;
+    c->next = 0;
+    c->max_packets = st->frame_count * 2 + 256;
+    c->packets = 0;
+    c->consecutive_errors = 0;
+    c->draining = st->at_eof;
+    c->fresh = st->decoded_frame < 0; /* right after open or seek */
+    int rc = PB_OK;
+    while (c->next < c->n && rc == PB_OK) {
         /* Receive whatever the decoder has ready. */
         int ret = avcodec_receive_frame(st->dec, st->frame);
-        uint64_t now = pb_now_ns();
-        decode_ns += now - t;
-        t = now;
+        lap(c, &c->decode_ns);
         if (ret == 0) {
-            consecutive_errors = 0;
-            s->counters[CNT_DECODED]++;
-            int64_t pts = st->frame->best_effort_timestamp;
-            int64_t f = pts == AV_NOPTS_VALUE ? st->decoded_frame + 1 : pts_to_frame(st, pts);
-            st->decoded_frame = f;
-            if (st->frame->key_frame) {
-                if (st->last_keyframe >= 0 && f > st->last_keyframe)
-                    st->keyframe_interval = f - st->last_keyframe;
-                st->last_keyframe = f;
-            }
-            if (fresh && f > st->targets[next].frame && st->held_frame < 0 &&
-                o->seek == SEEK_KEYFRAME && retries < MAX_SEEK_RETRIES) {
-                /* The demuxer landed after the clip start: seek earlier. */
-                retries++;
-                seek_frame = retries == MAX_SEEK_RETRIES
-                                 ? 0
-                                 : seek_frame - ((int64_t)2 << (2 * (retries - 1)));
-                if (seek_frame < 0)
-                    seek_frame = 0;
-                av_frame_unref(st->frame);
-                rc = seek_to(st, seek_frame, s);
-                draining = false;
-                now = pb_now_ns();
-                s->substage_ns[SUB_SEEK] += now - t;
-                t = now;
-                continue;
-            }
-            fresh = false;
-            /* Targets before this frame take the frame on screen then. */
-            while (next < n && st->targets[next].frame < f) {
-                const AVFrame *src = st->held_frame >= 0 ? st->held : st->frame;
-                if (st->held_frame < 0 && st->targets[next].frame < f - 1) {
-                    char what[160];
-                    snprintf(what, sizeof(what),
-                             "cannot decode frame %lld: the first frame decoded is %lld",
-                             (long long)st->targets[next].frame, (long long)f);
-                    rc = data_error(s, what, 0);
-                    break;
-                }
-                int64_t want = st->targets[next].frame;
-                int first_slot = st->targets[next].slot;
-                if (convert_frame(st, src, out_h, out_w, s->out + (size_t)first_slot * frame_bytes,
-                                  s) != PB_OK) {
-                    rc = PB_ERR_DATA;
-                    break;
-                }
-                s->counters[CNT_DELIVERED]++;
-                for (next++; next < n && st->targets[next].frame == want; next++) {
-                    memcpy(s->out + (size_t)st->targets[next].slot * frame_bytes,
-                           s->out + (size_t)first_slot * frame_bytes, frame_bytes);
-                    s->counters[CNT_DELIVERED]++;
-                }
-            }
-            if (rc == PB_OK && next < n && st->targets[next].frame == f) {
-                int first_slot = st->targets[next].slot;
-                rc = convert_frame(st, st->frame, out_h, out_w,
-                                   s->out + (size_t)first_slot * frame_bytes, s);
-                s->counters[CNT_DELIVERED]++;
-                for (next++; rc == PB_OK && next < n && st->targets[next].frame == f; next++) {
-                    memcpy(s->out + (size_t)st->targets[next].slot * frame_bytes,
-                           s->out + (size_t)first_slot * frame_bytes, frame_bytes);
-                    s->counters[CNT_DELIVERED]++;
-                }
-            }
-            /* Keep this frame: a later target may fall before the next. */
-            av_frame_unref(st->held);
-            av_frame_move_ref(st->held, st->frame);
-            st->held_frame = f;
-            now = pb_now_ns();
-            convert_ns += now - t;
-            t = now;
-            continue;
-        }
-        if (ret == AVERROR_EOF) {
+            rc = take_frame(st, s, c);
+        } else if (ret == AVERROR_EOF) {
             st->at_eof = true;
             break;
-        }
-        if (ret != AVERROR(EAGAIN)) {
-            if (o->corrupt_frames == CORRUPT_ERROR || ++consecutive_errors > MAX_CONSECUTIVE_ERRORS) {
+        } else if (ret != AVERROR(EAGAIN)) {
+            if (error_ends_clip(o, c))
                 rc = data_error(s, "corrupt video frame", ret);
-                break;
-            }
-            continue;
-        }
-        if (draining) {
+        } else if (c->draining) {
             st->at_eof = true;
             break;
-        }
-        /* The decoder wants input: the next packet of our stream. */
-        if (++packets > max_packets) {
-            rc = data_error(s, "no progress decoding (packet limit reached)", AVERROR_INVALIDDATA);
-            break;
-        }
-        ret = av_read_frame(st->fmt, st->pkt);
-        now = pb_now_ns();
-        demux_ns += now - t;
-        t = now;
-        if (ret == AVERROR_EOF) {
-            draining = true;
-            ret = avcodec_send_packet(st->dec, NULL);
-        } else if (ret < 0) {
-            rc = data_error(s, "cannot read a packet", ret);
-            break;
         } else {
-            if (st->pkt->stream_index != st->stream) {
-                av_packet_unref(st->pkt);
-                continue;
-            }
-            if (o->discard == DISCARD_NONREF)
-                st->dec->skip_frame = packet_wanted(st, st->targets, n, next, st->pkt->pts)
-                                          ? AVDISCARD_DEFAULT
-                                          : AVDISCARD_NONREF;
-            ret = avcodec_send_packet(st->dec, st->pkt);
-            av_packet_unref(st->pkt);
-        }
-        now = pb_now_ns();
-        decode_ns += now - t;
-        t = now;
-        if (ret < 0 && ret != AVERROR(EAGAIN) && ret != AVERROR_EOF) {
-            if (o->corrupt_frames == CORRUPT_ERROR || ++consecutive_errors > MAX_CONSECUTIVE_ERRORS) {
-                rc = data_error(s, "corrupt video packet", ret);
-                break;
-            }
+            rc = feed_packet(st, s, c); /* the decoder wants input */
         }
     }
-    if (rc == PB_OK && next < n) {
-        /* The stream ended before the clip did. Within one frame of the
-         * container's count that is rounding (variable rate): keep the
-         * last frame; further is a truncated or mislabelled file. */
-        if (st->held_frame >= 0 && st->targets[next].frame <= st->held_frame + 1) {
-            for (; next < n; next++) {
-                if (convert_frame(st, st->held, out_h, out_w,
-                                  s->out + (size_t)st->targets[next].slot * frame_bytes,
-                                  s) != PB_OK) {
-                    rc = PB_ERR_DATA;
-                    break;
-                }
-                s->counters[CNT_DELIVERED]++;
-            }
-        } else {
-            char what[192];
-            snprintf(what, sizeof(what),
-                     "the stream ends at frame %lld, the clip needs frame %lld (%lld frames "
-                     "expected)",
-                     (long long)st->held_frame, (long long)st->targets[next].frame,
-                     (long long)st->frame_count);
-            rc = data_error(s, what, 0);
-        }
+    return rc;
+}
+
+/* The stream ended before the clip did. Within one frame of the
+ * container's count that is rounding (variable rate): the last frame fills
+ * the rest. Further is a truncated or mislabelled file: PB_ERR_DATA. */
+static int deliver_past_end(struct video_state *st, struct pb_sample *s, struct clip *c)
+{
+    const struct target *t = st->targets;
+    if (st->held_frame < 0 || t[c->next].frame > st->held_frame + 1) {
+        char what[192];
+        snprintf(what, sizeof(what),
+                 "the stream ends at frame %lld, the clip needs frame %lld (%lld frames "
+                 "expected)",
+                 (long long)st->held_frame, (long long)t[c->next].frame,
+                 (long long)st->frame_count);
+        return data_error(s, what, 0);
     }
+    for (; c->next < c->n; c->next++) {
+        if (convert_frame(st, st->held, c->out_h, c->out_w,
+                          s->out + (size_t)t[c->next].slot * c->frame_bytes, s) != PB_OK)
+            return PB_ERR_DATA;
+        s->counters[CNT_DELIVERED]++;
+    }
+    return PB_OK;
+}
+
+/* Ends the clip with rc: adds its sub-stage times and bytes read to the
+ * sample, closes the file after an error or with reopen: per_clip, and on
+ * success sets the output's size and shape. Returns rc. */
+static int finish_clip(struct video_state *st, struct pb_sample *s, const struct clip *c, int rc)
+{
+    const struct video_opts *o = &st->o;
     if (o->discard == DISCARD_NONREF && st->dec)
         st->dec->skip_frame = AVDISCARD_DEFAULT;
-    s->substage_ns[SUB_DEMUX] += demux_ns;
-    s->substage_ns[SUB_DECODE] += decode_ns;
-    s->substage_ns[SUB_CONVERT] += convert_ns;
-    if (st->fmt && st->fmt->pb) {
-        int64_t now_bytes = st->fmt->pb->bytes_read;
-        s->bytes_read += (uint64_t)(now_bytes - bytes_before);
-    }
-    if (rc != PB_OK || o->reopen == REOPEN_PER_CLIP) {
+    s->substage_ns[SUB_DEMUX] += c->demux_ns;
+    s->substage_ns[SUB_DECODE] += c->decode_ns;
+    s->substage_ns[SUB_CONVERT] += c->convert_ns;
+    if (st->fmt && st->fmt->pb)
+        s->bytes_read += (uint64_t)(st->fmt->pb->bytes_read - c->bytes_before);
+    if (rc != PB_OK || o->reopen == REOPEN_PER_CLIP)
         close_file(st);
-        if (rc != PB_OK)
-            return rc;
-    }
-    s->out_bytes = frame_bytes * (size_t)n;
-    s->out_shape = (struct pb_shape){.dtype = PB_DTYPE_U8, .frames = n, .height = out_h,
-                                     .width = out_w, .channels = 3, .layout = PB_LAYOUT_THWC};
+    if (rc != PB_OK)
+        return rc;
+    s->out_bytes = c->frame_bytes * (size_t)c->n;
+    s->out_shape = (struct pb_shape){.dtype = PB_DTYPE_U8, .frames = c->n, .height = c->out_h,
+                                     .width = c->out_w, .channels = 3, .layout = PB_LAYOUT_THWC};
     return PB_OK;
+}
+
+/* One clip of the sample's file into sample->out: open, plan, position,
+ * decode, finish. A clip that cannot be planned or positioned leaves the
+ * file open for the next one; a failure to open or decode closes it. */
+static int video_decode(void *state, struct pb_sample *s)
+{
+    struct video_state *st = state;
+    struct clip c = {0};
+    int rc = open_clip_file(st, s, &c);
+    if (rc == PB_OK)
+        rc = plan_clip(st, s, &c);
+    if (rc == PB_OK)
+        rc = position_decoder(st, s, &c);
+    if (rc != PB_OK)
+        return rc;
+    rc = decode_clip(st, s, &c);
+    if (rc == PB_OK && c.next < c.n)
+        rc = deliver_past_end(st, s, &c);
+    return finish_clip(st, s, &c, rc);
 }
 
 /* ---- init / cleanup ----------------------------------------------------- */
@@ -813,16 +908,33 @@ static void video_cleanup(void *state)
     free(st);
 }
 
+/* The rules of size and shorter_side: one of them, size of one or two
+ * values. */
+static int video_validate(const void *opts, char *msg, size_t msglen)
+{
+    const struct video_opts *o = opts;
+    if (o->size.count > 2) {
+        snprintf(msg, msglen,
+                 "pipeline.decode.size takes N (a square) or [height, width], got %d values",
+                 o->size.count);
+        return PB_ERR_CONFIG;
+    }
+    if (o->size.count > 0 && o->shorter_side > 0) {
+        snprintf(msg, msglen,
+                 "pipeline.decode (decoder: video) takes size or shorter_side, not both");
+        return PB_ERR_CONFIG;
+    }
+    return PB_OK;
+}
+
 static int video_init(void **state, const void *opts, const struct pb_stage_plan *in,
                       struct pb_stage_plan *out, char *msg, size_t msglen)
 {
     (void)in;
     const struct video_opts *o = opts;
-    if (o->size.count > 2 || (o->size.count > 0 && o->shorter_side > 0)) {
-        snprintf(msg, msglen, "video: give size as [height, width] (or N), or shorter_side, not "
-                              "both");
-        return PB_ERR_CONFIG;
-    }
+    int rc = video_validate(o, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     install_log_callback();
     struct video_state *st = calloc(1, sizeof(*st));
     if (!st)
@@ -867,6 +979,7 @@ const struct pb_decoder_ops pb_decoder_video = {
     .counters = video_counters,
     .opts = video_opts,
     .opts_size = sizeof(struct video_opts),
+    .validate = video_validate,
     .init = video_init,
     .decode = video_decode,
     .cleanup = video_cleanup,

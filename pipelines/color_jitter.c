@@ -57,19 +57,35 @@ static int factor_range(const char *key, const struct pb_double_list *l, double 
     return PB_ERR_CONFIG;
 }
 
+/* The three factor ranges of the options, or PB_ERR_CONFIG for one that is
+ * neither J nor [lo, hi] with lo <= hi. */
+static int factor_ranges(const struct jitter_opts *o, struct jitter_state *ranges, char *msg,
+                         size_t msglen)
+{
+    const struct pb_double_list *lists[3] = {&o->brightness, &o->contrast, &o->saturation};
+    static const char *const keys[3] = {"brightness", "contrast", "saturation"};
+    for (int i = 0; i < 3; i++) {
+        int rc = factor_range(keys[i], lists[i], &ranges->lo[i], &ranges->hi[i], msg, msglen);
+        if (rc != PB_OK)
+            return rc;
+    }
+    return PB_OK;
+}
+
+static int jitter_validate(const void *opts, char *msg, size_t msglen)
+{
+    struct jitter_state ranges;
+    return factor_ranges(opts, &ranges, msg, msglen);
+}
+
 static int jitter_init(void **state, const void *opts, const struct pb_stage_plan *in,
                        struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
                        const void *decoder_opts, char *msg, size_t msglen)
 {
     (void)decoder;
     (void)decoder_opts;
-    const struct jitter_opts *o = opts;
     struct jitter_state tmp;
-    int rc = factor_range("brightness", &o->brightness, &tmp.lo[0], &tmp.hi[0], msg, msglen);
-    if (rc == PB_OK)
-        rc = factor_range("contrast", &o->contrast, &tmp.lo[1], &tmp.hi[1], msg, msglen);
-    if (rc == PB_OK)
-        rc = factor_range("saturation", &o->saturation, &tmp.lo[2], &tmp.hi[2], msg, msglen);
+    int rc = factor_ranges(opts, &tmp, msg, msglen);
     if (rc != PB_OK)
         return rc;
     if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
@@ -135,6 +151,7 @@ const struct pb_stage_ops pb_stage_color_jitter = {
     .flags = PB_STAGE_WORKER,
     .opts = jitter_opts,
     .opts_size = sizeof(struct jitter_opts),
+    .validate = jitter_validate,
     .init = jitter_init,
     .process = jitter_process,
     .cleanup = jitter_cleanup,

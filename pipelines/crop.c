@@ -92,24 +92,33 @@ static int check_range(const char *stage, const char *key, const struct pb_doubl
     return PB_OK;
 }
 
-static int crop_init(enum crop_kind kind, const char *name, void **state, const void *opts,
-                     const struct pb_stage_plan *in, struct pb_stage_plan *out, char *msg,
-                     size_t msglen)
+/* The rules of a crop's options: size is N or [height, width], and for
+ * random_resized_crop, scale and ratio are [lo, hi] ranges. */
+static int check_opts(enum crop_kind kind, const char *name, const struct crop_opts *o, char *msg,
+                      size_t msglen)
 {
-    const struct crop_opts *o = opts;
     if (o->size.count != 1 && o->size.count != 2) {
         snprintf(msg, msglen,
                  "pipeline.%s.size takes N (a square) or [height, width], got %d values", name,
                  o->size.count);
         return PB_ERR_CONFIG;
     }
-    if (kind == RANDOM_RESIZED) {
-        int rc = check_range(name, "scale", &o->scale, msg, msglen);
-        if (rc == PB_OK)
-            rc = check_range(name, "ratio", &o->ratio, msg, msglen);
-        if (rc != PB_OK)
-            return rc;
-    }
+    if (kind != RANDOM_RESIZED)
+        return PB_OK;
+    int rc = check_range(name, "scale", &o->scale, msg, msglen);
+    if (rc == PB_OK)
+        rc = check_range(name, "ratio", &o->ratio, msg, msglen);
+    return rc;
+}
+
+static int crop_init(enum crop_kind kind, const char *name, void **state, const void *opts,
+                     const struct pb_stage_plan *in, struct pb_stage_plan *out, char *msg,
+                     size_t msglen)
+{
+    const struct crop_opts *o = opts;
+    int rc = check_opts(kind, name, o, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
         snprintf(msg, msglen,
                  "stage '%s' needs decoded uint8 pixels; place it after decode and before "
@@ -238,6 +247,21 @@ static void crop_cleanup(void *state)
     free(st);
 }
 
+static int center_crop_validate(const void *opts, char *msg, size_t msglen)
+{
+    return check_opts(CENTER, "center_crop", opts, msg, msglen);
+}
+
+static int random_crop_validate(const void *opts, char *msg, size_t msglen)
+{
+    return check_opts(RANDOM, "random_crop", opts, msg, msglen);
+}
+
+static int rrc_validate(const void *opts, char *msg, size_t msglen)
+{
+    return check_opts(RANDOM_RESIZED, "random_resized_crop", opts, msg, msglen);
+}
+
 static int center_crop_init(void **state, const void *opts, const struct pb_stage_plan *in,
                             struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
                             const void *decoder_opts, char *msg, size_t msglen)
@@ -266,6 +290,8 @@ static int rrc_init(void **state, const void *opts, const struct pb_stage_plan *
 }
 
 /* ---- device: gpu ------------------------------------------------------ */
+
+#if PB_HAVE_CUDA
 
 /* Windows are the CPU stage's (crop_corner on each sample's seed), chosen
  * on the host per batch and staged per batch in flight. */
@@ -346,15 +372,11 @@ static int crop_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t msg
                        (size_t)b->samples * 2 * sizeof(int32_t), b->stream, msg, msglen);
     if (rc != PB_OK)
         return rc;
-#if PB_HAVE_CUDA
     rc = pb_gpu_check(pb_gpu_crop_u8(b->dev_data, b->dev_slot_bytes, (int)b->samples,
                                      shape.frames, in->height, in->width, in->channels,
                                      g->box_dev + base, g->out.dev, sample_bytes, st->height,
                                      st->width, b->stream),
                       st->name, msg, msglen);
-#else
-    rc = pb_gpu_check(1, st->name, msg, msglen);
-#endif
     b->dev_data = g->out.dev;
     b->dev_slot_bytes = sample_bytes;
     b->dev_shape = shape;
@@ -379,6 +401,8 @@ static int random_crop_gpu_init(void **state, const void *opts, const struct pb_
     return crop_gpu_init(RANDOM, "random_crop", state, opts, in, out, msg, msglen);
 }
 
+#endif /* PB_HAVE_CUDA */
+
 static const struct pb_stage_ops center_crop_gpu = {
     .name = "center_crop",
     .summary = "center_crop on the GPU, per batch after to_device.",
@@ -387,9 +411,8 @@ static const struct pb_stage_ops center_crop_gpu = {
     .opts_size = sizeof(struct crop_opts),
     .has_device = true,
     .device_offset = offsetof(struct crop_opts, device),
-    .init = center_crop_gpu_init,
-    .process_batch = crop_gpu_batch,
-    .cleanup = crop_gpu_cleanup,
+    .validate = center_crop_validate,
+    PB_GPU_CALLBACKS(center_crop_gpu_init, crop_gpu_batch, crop_gpu_cleanup),
 };
 
 static const struct pb_stage_ops random_crop_gpu = {
@@ -400,9 +423,8 @@ static const struct pb_stage_ops random_crop_gpu = {
     .opts_size = sizeof(struct crop_opts),
     .has_device = true,
     .device_offset = offsetof(struct crop_opts, device),
-    .init = random_crop_gpu_init,
-    .process_batch = crop_gpu_batch,
-    .cleanup = crop_gpu_cleanup,
+    .validate = random_crop_validate,
+    PB_GPU_CALLBACKS(random_crop_gpu_init, crop_gpu_batch, crop_gpu_cleanup),
 };
 
 const struct pb_stage_ops pb_stage_center_crop = {
@@ -414,6 +436,7 @@ const struct pb_stage_ops pb_stage_center_crop = {
     .has_device = true,
     .device_offset = offsetof(struct crop_opts, device),
     .gpu = &center_crop_gpu,
+    .validate = center_crop_validate,
     .init = center_crop_init,
     .min_input = crop_min_input,
     .process = crop_process,
@@ -429,6 +452,7 @@ const struct pb_stage_ops pb_stage_random_crop = {
     .has_device = true,
     .device_offset = offsetof(struct crop_opts, device),
     .gpu = &random_crop_gpu,
+    .validate = random_crop_validate,
     .init = random_crop_init,
     .min_input = crop_min_input,
     .process = crop_process,
@@ -441,6 +465,7 @@ const struct pb_stage_ops pb_stage_random_resized_crop = {
     .flags = PB_STAGE_WORKER,
     .opts = rrc_opts,
     .opts_size = sizeof(struct crop_opts),
+    .validate = rrc_validate,
     .init = rrc_init,
     .min_input = crop_min_input,
     .process = crop_process,

@@ -99,6 +99,8 @@ static void flip_cleanup(void *state)
 
 /* ---- device: gpu ------------------------------------------------------ */
 
+#if PB_HAVE_CUDA
+
 /* The decisions are the CPU stage's (flip_drawn on each sample's seed),
  * made on the host per batch and staged per batch in flight. */
 struct flip_gpu_state {
@@ -165,19 +167,17 @@ static int flip_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t msg
                        msglen);
     if (rc != PB_OK)
         return rc;
-#if PB_HAVE_CUDA
     rc = pb_gpu_check(pb_gpu_flip_h_u8(b->dev_data, b->dev_slot_bytes, g->out.dev, sample_bytes,
                                        (int)b->samples, in->frames > 0 ? in->frames : 1,
                                        in->height, in->width, in->channels, g->flags_dev + base,
                                        b->stream),
                       "flip", msg, msglen);
-#else
-    rc = pb_gpu_check(1, "flip", msg, msglen);
-#endif
     b->dev_data = g->out.dev;
     b->dev_slot_bytes = sample_bytes;
     return rc;
 }
+
+#endif /* PB_HAVE_CUDA */
 
 static const struct pb_stage_ops flip_gpu = {
     .name = "flip",
@@ -187,9 +187,7 @@ static const struct pb_stage_ops flip_gpu = {
     .opts_size = sizeof(struct flip_opts),
     .has_device = true,
     .device_offset = offsetof(struct flip_opts, device),
-    .init = flip_gpu_init,
-    .process_batch = flip_gpu_batch,
-    .cleanup = flip_gpu_cleanup,
+    PB_GPU_CALLBACKS(flip_gpu_init, flip_gpu_batch, flip_gpu_cleanup),
 };
 
 const struct pb_stage_ops pb_stage_flip = {

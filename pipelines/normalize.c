@@ -68,12 +68,10 @@ struct normalize_state {
     struct pb_normalize_lut lut;
 };
 
-static int normalize_init(void **state, const void *opts, const struct pb_stage_plan *in,
-                          struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
-                          const void *decoder_opts, char *msg, size_t msglen)
+/* The rules between mean and std: one value each or one per channel, for
+ * at most PB_NORMALIZE_MAX_CHANNELS channels. */
+static int normalize_validate(const void *opts, char *msg, size_t msglen)
 {
-    (void)decoder;
-    (void)decoder_opts;
     const struct normalize_opts *o = opts;
     int n_mean = o->mean.count, n_std = o->std.count;
     if (n_mean < 1 || n_std < 1 || (n_mean > 1 && n_std > 1 && n_mean != n_std)) {
@@ -89,6 +87,21 @@ static int normalize_init(void **state, const void *opts, const struct pb_stage_
                  PB_NORMALIZE_MAX_CHANNELS, n);
         return PB_ERR_CONFIG;
     }
+    return PB_OK;
+}
+
+static int normalize_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                          struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
+                          const void *decoder_opts, char *msg, size_t msglen)
+{
+    (void)decoder;
+    (void)decoder_opts;
+    const struct normalize_opts *o = opts;
+    int rc = normalize_validate(o, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    int n_mean = o->mean.count, n_std = o->std.count;
+    int n = n_mean > n_std ? n_mean : n_std;
     if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
         snprintf(msg, msglen, "stage 'normalize' needs decoded uint8 pixels; place it after decode");
         return PB_ERR_CONFIG;
@@ -157,6 +170,8 @@ static void normalize_cleanup(void *state)
 
 /* ---- device: gpu ------------------------------------------------------ */
 
+#if PB_HAVE_CUDA
+
 /* The same table on the device: the GPU output is bit-exact with the CPU's. */
 struct normalize_gpu_state {
     struct normalize_state cpu;
@@ -224,20 +239,18 @@ static int normalize_gpu_batch(void *state, struct pb_batch *b, char *msg, size_
         snprintf(msg, msglen, "normalize (device: gpu): batch larger than planned");
         return PB_ERR;
     }
-#if PB_HAVE_CUDA
     rc = pb_gpu_check(pb_gpu_normalize_u8(b->dev_data, b->dev_slot_bytes, g->out.dev,
                                           sample_bytes, (int)b->samples, shape.frames,
                                           in->height, in->width, in->channels, out_channels,
                                           g->lut_dev, g->cpu.dtype, g->cpu.layout, b->stream),
                       "normalize", msg, msglen);
-#else
-    rc = pb_gpu_check(1, "normalize", msg, msglen);
-#endif
     b->dev_data = g->out.dev;
     b->dev_slot_bytes = sample_bytes;
     b->dev_shape = shape;
     return rc;
 }
+
+#endif /* PB_HAVE_CUDA */
 
 static const struct pb_stage_ops normalize_gpu = {
     .name = "normalize",
@@ -247,9 +260,8 @@ static const struct pb_stage_ops normalize_gpu = {
     .opts_size = sizeof(struct normalize_opts),
     .has_device = true,
     .device_offset = offsetof(struct normalize_opts, device),
-    .init = normalize_gpu_init,
-    .process_batch = normalize_gpu_batch,
-    .cleanup = normalize_gpu_cleanup,
+    .validate = normalize_validate,
+    PB_GPU_CALLBACKS(normalize_gpu_init, normalize_gpu_batch, normalize_gpu_cleanup),
 };
 
 const struct pb_stage_ops pb_stage_normalize = {
@@ -261,6 +273,7 @@ const struct pb_stage_ops pb_stage_normalize = {
     .has_device = true,
     .device_offset = offsetof(struct normalize_opts, device),
     .gpu = &normalize_gpu,
+    .validate = normalize_validate,
     .init = normalize_init,
     .process = normalize_process,
     .cleanup = normalize_cleanup,

@@ -65,8 +65,10 @@ static void output_size(const struct resize_opts *o, int32_t in_h, int32_t in_w,
         *out_w = 1;
 }
 
-static int check_opts(const struct resize_opts *o, char *msg, size_t msglen)
+/* The rules between size and shorter_side. */
+static int resize_validate(const void *opts, char *msg, size_t msglen)
 {
+    const struct resize_opts *o = opts;
     bool sized = o->size.count > 0, shorter = o->shorter_side > 0;
     if (sized && shorter) {
         snprintf(msg, msglen,
@@ -100,7 +102,7 @@ static int resize_init(void **state, const void *opts, const struct pb_stage_pla
     (void)decoder;
     (void)decoder_opts;
     const struct resize_opts *o = opts;
-    int rc = check_opts(o, msg, msglen);
+    int rc = resize_validate(o, msg, msglen);
     if (rc != PB_OK)
         return rc;
     if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
@@ -199,6 +201,8 @@ static void resize_cleanup(void *state)
 
 /* ---- device: gpu ------------------------------------------------------ */
 
+#if PB_HAVE_CUDA
+
 /* The CPU resampler's tables, prepared for the batch's size on the host and
  * uploaded when that size changes, so the GPU computes the CPU's result. */
 struct resize_gpu_state {
@@ -206,9 +210,7 @@ struct resize_gpu_state {
     struct {
         int in_h, in_w, channels;
     } held;
-#if PB_HAVE_CUDA
     struct pb_gpu_resampler dev;
-#endif
     struct pb_gpu_out out;
 };
 
@@ -218,9 +220,7 @@ static void resize_gpu_cleanup(void *state)
     if (!g)
         return;
     resize_cleanup(g->cpu);
-#if PB_HAVE_CUDA
     pb_gpu_resampler_free(&g->dev);
-#endif
     pb_gpu_out_free(&g->out);
     free(g);
 }
@@ -259,7 +259,6 @@ static int resize_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t m
         snprintf(msg, msglen, "resize (device: gpu): batch larger than planned");
         return PB_ERR;
     }
-#if PB_HAVE_CUDA
     if (g->held.in_h != in->height || g->held.in_w != in->width ||
         g->held.channels != in->channels) {
         struct pb_resampler *r = &g->cpu->resampler;
@@ -278,14 +277,13 @@ static int resize_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t m
                                          (int)b->samples, shape.frames, g->out.dev, sample_bytes,
                                          b->stream),
                       "resize", msg, msglen);
-#else
-    rc = pb_gpu_check(1, "resize", msg, msglen);
-#endif
     b->dev_data = g->out.dev;
     b->dev_slot_bytes = sample_bytes;
     b->dev_shape = shape;
     return rc;
 }
+
+#endif /* PB_HAVE_CUDA */
 
 static const struct pb_stage_ops resize_gpu = {
     .name = "resize",
@@ -295,9 +293,8 @@ static const struct pb_stage_ops resize_gpu = {
     .opts_size = sizeof(struct resize_opts),
     .has_device = true,
     .device_offset = offsetof(struct resize_opts, device),
-    .init = resize_gpu_init,
-    .process_batch = resize_gpu_batch,
-    .cleanup = resize_gpu_cleanup,
+    .validate = resize_validate,
+    PB_GPU_CALLBACKS(resize_gpu_init, resize_gpu_batch, resize_gpu_cleanup),
 };
 
 const struct pb_stage_ops pb_stage_resize = {
@@ -309,6 +306,7 @@ const struct pb_stage_ops pb_stage_resize = {
     .has_device = true,
     .device_offset = offsetof(struct resize_opts, device),
     .gpu = &resize_gpu,
+    .validate = resize_validate,
     .init = resize_init,
     .min_input = resize_min_input,
     .process = resize_process,

@@ -104,6 +104,20 @@ extern const char *const pb_device_names[];
     "Where the stage runs: cpu (per sample in the loader workers) or gpu (per batch in the " \
     "training loop, on the device after to_device)."
 
+/* The unavailable_reason of a stage's GPU version in a build without CUDA. */
+#define PB_NO_CUDA_REASON                                                                          \
+    "pbench was built without CUDA (no CUDA toolkit was found at build time, or it was "           \
+    "turned off with -DPBENCH_CUDA=OFF)"
+
+/* In a GPU version's ops table: its callbacks in a build with CUDA, else
+ * the reason it is unavailable (the callbacks are then not compiled). */
+#if PB_HAVE_CUDA
+#define PB_GPU_CALLBACKS(init_fn, batch_fn, cleanup_fn)                                            \
+    .init = (init_fn), .process_batch = (batch_fn), .cleanup = (cleanup_fn)
+#else
+#define PB_GPU_CALLBACKS(init_fn, batch_fn, cleanup_fn) .unavailable_reason = PB_NO_CUDA_REASON
+#endif
+
 struct pb_stage_ops {
     const char *name;
     const char *summary;         /* one line for `pbench list`           */
@@ -118,6 +132,15 @@ struct pb_stage_ops {
     bool has_device;
     size_t device_offset;
     const struct pb_stage_ops *gpu;
+
+    /* Optional: the rules between the stage's options (e.g. resize takes
+     * size or shorter_side, not both), checked from the options alone, so
+     * pb_config_validate rejects a bad config at its line and column before
+     * any data is made. Writes the sentence to msg (e.g. "pipeline.resize
+     * takes size or shorter_side, not both") and returns PB_ERR_CONFIG, or
+     * returns PB_OK. init calls it too and keeps only the checks that need
+     * the plan (the input's shape). */
+    int (*validate)(const void *opts, char *msg, size_t msglen);
 
     /* Creates per-worker state from the resolved options. in describes the
      * largest input; the stage fills out with its largest output.

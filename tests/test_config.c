@@ -891,6 +891,129 @@ static void test_sweep_errors_at_load(void **state)
         check_bad(&cases[i], i, false);
 }
 
+/* ---- stage and decoder rules (validate callbacks) ---------------------- */
+
+/* The rules between a stage's options run in pb_config_validate, before
+ * any data is made, and name the stage's line and column. */
+static void test_stage_rule_before_data(void **state)
+{
+    (void)state;
+    static const char yaml[] = "name: rrc\n"
+                               "dataset:\n"
+                               "  path: data/rrc-never\n"
+                               "  generate: {kind: jpeg, count: 8, size: 64x64}\n"
+                               "pipeline:\n"
+                               "  - read:\n"
+                               "  - decode: {decoder: jpeg}\n"
+                               "  - random_resized_crop: {size: 224, scale: [0.9, 0.1]}\n";
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    assert_int_equal(pb_config_load_string(yaml, "rrc.yaml", &spec, msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_true(strncmp(msg, "rrc.yaml:8:", strlen("rrc.yaml:8:")) == 0);
+    assert_string_equal(msg, "rrc.yaml:8:5: pipeline.random_resized_crop.scale must be [lo, hi] "
+                             "with lo <= hi, got [0.9, 0.1]");
+    pb_spec_free(&spec);
+    assert_int_not_equal(access("data/rrc-never", F_OK), 0);
+}
+
+/* One case per rule moved out of the stages' and decoders' init. */
+static void test_stage_rules(void **state)
+{
+    (void)state;
+    const struct bad_case cases[] = {
+        {HEAD "  - resize:\n",
+         "bad.yaml:7:5: pipeline.resize needs size: [height, width] or shorter_side: N"},
+        {HEAD "  - resize: {size: [256, 320], shorter_side: 256}\n",
+         "bad.yaml:7:5: pipeline.resize takes size or shorter_side, not both (size: [height, "
+         "width] for an exact size, shorter_side: N to keep the aspect ratio)"},
+        {HEAD "  - resize: {size: 256}\n",
+         "bad.yaml:7:5: pipeline.resize.size takes [height, width]; for torchvision's "
+         "Resize(256), which sizes the shorter side, write shorter_side: 256"},
+        {HEAD "  - resize: {size: [1, 2, 3]}\n",
+         "bad.yaml:7:5: pipeline.resize.size takes [height, width], got 3 values"},
+        {HEAD "  - center_crop: {size: []}\n",
+         "bad.yaml:7:5: pipeline.center_crop.size takes N (a square) or [height, width], got 0 "
+         "values"},
+        {HEAD "  - random_crop: {size: [1, 2, 3]}\n",
+         "bad.yaml:7:5: pipeline.random_crop.size takes N (a square) or [height, width], got 3 "
+         "values"},
+        {HEAD "  - random_resized_crop: {scale: [0.5]}\n",
+         "bad.yaml:7:5: pipeline.random_resized_crop.scale takes [lo, hi], got 1 values"},
+        {HEAD "  - random_resized_crop: {ratio: [2, 1]}\n",
+         "bad.yaml:7:5: pipeline.random_resized_crop.ratio must be [lo, hi] with lo <= hi, got "
+         "[2, 1]"},
+        {HEAD "  - color_jitter: {brightness: [0.1, 0.2, 0.3]}\n",
+         "bad.yaml:7:5: pipeline.color_jitter.brightness takes J (a factor in [1 - J, 1 + J]) "
+         "or [lo, hi] with lo <= hi"},
+        {HEAD "  - color_jitter: {saturation: [2, 1]}\n",
+         "bad.yaml:7:5: pipeline.color_jitter.saturation takes J (a factor in [1 - J, 1 + J]) "
+         "or [lo, hi] with lo <= hi"},
+        {HEAD "  - normalize: {mean: [0.5, 0.5, 0.5], std: [0.5, 0.5]}\n",
+         "bad.yaml:7:5: pipeline.normalize: mean and std need one value each, or one per "
+         "channel (got 3 and 2)"},
+        {HEAD "  - normalize: {mean: [0, 0, 0, 0, 0], std: 1}\n",
+         "bad.yaml:7:5: pipeline.normalize: at most 4 channels, got 5 values"},
+        /* The GPU version checks the same rules. */
+        {HEAD "  - to_device:\n  - normalize: {device: gpu, mean: [1, 2], std: [1, 2, 3]}\n",
+         "bad.yaml:8:5: pipeline.normalize: mean and std need one value each, or one per "
+         "channel (got 2 and 3)"},
+        /* A decoder's rules, at its decode stage. */
+        {"dataset:\n  path: /data\npipeline:\n"
+         "  - decode: {decoder: video, size: [64, 48], shorter_side: 32}\n",
+         "bad.yaml:4:5: pipeline.decode (decoder: video) takes size or shorter_side, not both"},
+        {"dataset:\n  path: /data\npipeline:\n  - decode: {decoder: video, size: [1, 2, 3]}\n",
+         "bad.yaml:4:5: pipeline.decode.size takes N (a square) or [height, width], got 3 "
+         "values"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
+        check_bad(&cases[i], i, true);
+}
+
+/* -s can break a rule that the file kept: validation after the overrides
+ * catches it at the stage's line. */
+static void test_stage_rule_after_override(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    assert_int_equal(pb_config_load_string(HEAD "  - resize: {size: [256, 320]}\n", "ov.yaml",
+                                           &spec, msg, sizeof msg),
+                     PB_OK);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_OK);
+    override_ok(&spec, "pipeline.resize.shorter_side=128");
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_string_equal(msg, "ov.yaml:7:5: pipeline.resize takes size or shorter_side, not both "
+                             "(size: [height, width] for an exact size, shorter_side: N to keep "
+                             "the aspect ratio)");
+    override_ok(&spec, "pipeline.resize.size=[]");
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_OK);
+    pb_spec_free(&spec);
+}
+
+/* device: gpu in a build without CUDA still loads and validates (the run's
+ * gpu policy explains it, or drops the stage with gpu: optional); the
+ * GPU version says why it is unavailable. */
+static void test_gpu_version_without_cuda(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    assert_int_equal(pb_config_load_string(HEAD "  - to_device:\n  - flip: {device: gpu}\n",
+                                           "gpu.yaml", &spec, msg, sizeof msg),
+                     PB_OK);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_OK);
+    const struct pb_stage_ops *flip = spec.stages[3].ops;
+    assert_true(flip->flags & PB_STAGE_GPU);
+#if PB_HAVE_CUDA
+    assert_null(flip->unavailable_reason);
+#else
+    assert_non_null(flip->unavailable_reason);
+    assert_non_null(strstr(flip->unavailable_reason, "without CUDA"));
+#endif
+    pb_spec_free(&spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -912,6 +1035,10 @@ int main(void)
         cmocka_unit_test(test_spec_copy_is_independent),
         cmocka_unit_test(test_sweep_loads_with_config),
         cmocka_unit_test(test_sweep_errors_at_load),
+        cmocka_unit_test(test_stage_rule_before_data),
+        cmocka_unit_test(test_stage_rules),
+        cmocka_unit_test(test_stage_rule_after_override),
+        cmocka_unit_test(test_gpu_version_without_cuda),
     };
     return cmocka_run_group_tests(tests, setup_names, NULL);
 }

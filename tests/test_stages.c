@@ -577,6 +577,95 @@ static void test_normalize(void **state)
     free(img);
 }
 
+/* ---- validate callbacks and GPU versions -------------------------------- */
+
+/* validate holds a stage's option rules and needs no plan: the same
+ * sentence init gives, with the option values alone. */
+static void test_validate(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *stage;
+        const char *settings[3];
+        const char *want;
+    } cases[] = {
+        {"resize", {"size=[64, 48]"}, NULL},
+        {"resize", {"shorter_side=64"}, NULL},
+        {"resize", {"size=[64, 48]", "shorter_side=64"},
+         "pipeline.resize takes size or shorter_side, not both (size: [height, width] for an "
+         "exact size, shorter_side: N to keep the aspect ratio)"},
+        {"center_crop", {"size=[]"},
+         "pipeline.center_crop.size takes N (a square) or [height, width], got 0 values"},
+        {"random_crop", {"size=[1, 2, 3]"},
+         "pipeline.random_crop.size takes N (a square) or [height, width], got 3 values"},
+        {"random_resized_crop", {NULL}, NULL},
+        {"random_resized_crop", {"scale=[0.9, 0.1]"},
+         "pipeline.random_resized_crop.scale must be [lo, hi] with lo <= hi, got [0.9, 0.1]"},
+        {"random_resized_crop", {"ratio=[1, 2, 3]"},
+         "pipeline.random_resized_crop.ratio takes [lo, hi], got 3 values"},
+        {"color_jitter", {"brightness=[0.5, 0.25]"},
+         "pipeline.color_jitter.brightness takes J (a factor in [1 - J, 1 + J]) or [lo, hi] "
+         "with lo <= hi"},
+        {"color_jitter", {"brightness=0.5", "contrast=[0.5, 1.5]"}, NULL},
+        {"normalize", {"mean=[0.5]", "std=[0.5, 0.5, 0.5]"}, NULL},
+        {"normalize", {"mean=[0, 0, 0, 0, 0]", "std=1"},
+         "pipeline.normalize: at most 4 channels, got 5 values"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        const struct pb_stage_ops *ops = pb_stage_find(cases[i].stage);
+        assert_non_null(ops);
+        assert_non_null(ops->validate);
+        void *opts = make_opts(ops, cases[i].settings);
+        char msg[PB_MSG_MAX] = "";
+        int rc = ops->validate(opts, msg, sizeof msg);
+        if (cases[i].want) {
+            assert_int_equal(rc, PB_ERR_CONFIG);
+            assert_string_equal(msg, cases[i].want);
+            init_fails(cases[i].stage, cases[i].settings, cases[i].want);
+        } else if (rc != PB_OK) {
+            fail_msg("case %zu (%s): %s", i, cases[i].stage, msg);
+        }
+        free(opts);
+    }
+}
+
+/* Stages with device: gpu have a GPU version in every build: with the
+ * same name, options and rules, and, built without CUDA, the reason it is
+ * unavailable instead of callbacks. */
+static void test_gpu_versions(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"resize", "center_crop", "random_crop", "flip",
+                                        "normalize"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(names); i++) {
+        const struct pb_stage_ops *cpu = pb_stage_find(names[i]);
+        assert_non_null(cpu);
+        assert_true(cpu->has_device);
+        const struct pb_stage_ops *gpu = cpu->gpu;
+        assert_non_null(gpu);
+        assert_string_equal(gpu->name, cpu->name);
+        assert_true(gpu->flags & PB_STAGE_GPU);
+        assert_ptr_equal(gpu->opts, cpu->opts);
+        assert_ptr_equal(gpu->validate, cpu->validate);
+        void *opts = make_opts(cpu, (const char *const[]){"device=gpu", NULL});
+        assert_ptr_equal(pb_stage_for_device(cpu, opts), gpu);
+        free(opts);
+#if PB_HAVE_CUDA
+        assert_null(gpu->unavailable_reason);
+        assert_non_null(gpu->init);
+        assert_non_null(gpu->process_batch);
+        assert_non_null(gpu->cleanup);
+#else
+        assert_non_null(gpu->unavailable_reason);
+        assert_non_null(strstr(gpu->unavailable_reason, "built without CUDA"));
+        assert_null(gpu->init);
+        assert_null(gpu->process_batch);
+#endif
+    }
+    assert_null(pb_stage_find("random_resized_crop")->gpu);
+    assert_null(pb_stage_find("color_jitter")->gpu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -591,6 +680,8 @@ int main(void)
         cmocka_unit_test(test_flip),
         cmocka_unit_test(test_color_jitter),
         cmocka_unit_test(test_normalize),
+        cmocka_unit_test(test_validate),
+        cmocka_unit_test(test_gpu_versions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -582,6 +582,55 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* The decoder's option rules, from the options alone (pb_config_validate
+ * runs them before any data is made); init keeps refusing them too. */
+static void test_validate_rules(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *size, *shorter_side, *want;
+    } cases[] = {
+        {"[64, 48]", "0", NULL},
+        {"[]", "32", NULL},
+        {"64", "0", NULL},
+        {"[64, 48]", "32",
+         "pipeline.decode (decoder: video) takes size or shorter_side, not both"},
+        {"[1, 2, 3]", "0",
+         "pipeline.decode.size takes N (a square) or [height, width], got 3 values"},
+    };
+    const struct pb_decoder_ops *ops = pb_decoder_find("video");
+    assert_non_null(ops);
+    assert_non_null(ops->validate);
+    char msg[PB_MSG_MAX];
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        void *opts = calloc(1, ops->opts_size);
+        assert_non_null(opts);
+        assert_int_equal(pb_opt_set_defaults(ops->opts, opts, msg, sizeof(msg)), PB_OK);
+        assert_int_equal(pb_opt_parse(pb_opt_find(ops->opts, "size"), cases[i].size, opts,
+                                      "size", msg, sizeof(msg)),
+                         PB_OK);
+        assert_int_equal(pb_opt_parse(pb_opt_find(ops->opts, "shorter_side"),
+                                      cases[i].shorter_side, opts, "shorter_side", msg,
+                                      sizeof(msg)),
+                         PB_OK);
+        msg[0] = 0;
+        int rc = ops->validate(opts, msg, sizeof(msg));
+        if (!cases[i].want) {
+            assert_int_equal(rc, PB_OK);
+        } else {
+            assert_int_equal(rc, PB_ERR_CONFIG);
+            assert_string_equal(msg, cases[i].want);
+            struct pb_stage_plan in = {.shape = {.dtype = PB_DTYPE_BYTES}, .max_bytes = 1};
+            struct pb_stage_plan out = in;
+            void *dec = NULL;
+            assert_int_equal(ops->init(&dec, opts, &in, &out, msg, sizeof(msg)), PB_ERR_CONFIG);
+            assert_string_equal(msg, cases[i].want);
+            assert_null(dec);
+        }
+        free(opts);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -590,6 +639,7 @@ int main(void)
         cmocka_unit_test(test_sequential_and_mpeg4),
         cmocka_unit_test(test_broken_files_decoder),
         cmocka_unit_test(test_broken_files_policies),
+        cmocka_unit_test(test_validate_rules),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
