@@ -153,7 +153,7 @@ const struct pb_section pb_sections[] = {
     {"dataset.generate", PB_SECTION_OPTIONS, pb_generate_opts, SPEC(dataset.generate),
      SPEC(dataset.has_generate),
      "Data pbench makes on first use when dataset.path is missing or empty "
-     "(also 'pbench generate').",
+     "(also 'pbench gen').",
      NULL},
     {"pipeline", PB_SECTION_PIPELINE, NULL, 0, 0,
      "The stages each sample and batch go through, in order.",

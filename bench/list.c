@@ -113,6 +113,10 @@ static void print_stage(FILE *out, const struct pb_stage_ops *s)
     print_entry(out, s->name, tags, s->summary);
     if (s->unavailable_reason)
         fprintf(out, "      why unavailable: %s\n", s->unavailable_reason);
+    if (s->gpu && s->gpu->unavailable_reason)
+        fprintf(out, "      device: gpu is unavailable: %s\n", s->gpu->unavailable_reason);
+    else if (s->gpu)
+        fprintf(out, "      device: gpu is built in: per batch on the GPU, after to_device\n");
     if (s->flags & PB_STAGE_DECODER)
         print_decoder_key(out, "decoder", 4);
     if (s->opts || !(s->flags & PB_STAGE_DECODER))
