@@ -16,6 +16,7 @@
 
 #include "bench/config.h"
 #include "bench/result.h"
+#include "bench/stoprule.h"
 #include "pipelines/dataset.h"
 
 /* Progress of a run, for the terminal. Called by the consumer thread
@@ -32,6 +33,10 @@ struct pb_run_hooks {
     /* Set asynchronously (SIGINT): the run stops after the current batch
      * and keeps what it measured, marked interrupted. */
     volatile sig_atomic_t *stop;
+    /* Called by the consumer thread when a repeat's measured part has
+     * ended and the repeat is kept, with why it ended (before progress);
+     * may be NULL. */
+    void (*stopped)(void *user, int repeat, enum pb_stop_reason reason);
 };
 
 /* Runs spec over ds for run.repeats rounds and fills point (repeats and
