@@ -90,6 +90,39 @@ int pb_chain_init_loader(struct pb_chain *chain, const struct pb_spec *spec, con
     return PB_OK;
 }
 
+int pb_chain_init_consumer(struct pb_chain *cpu, struct pb_chain *gpu, int gpu_max,
+                           const struct pb_spec *spec, const struct pb_stage_plan *plan,
+                           pb_chain_device_fn to_device, void *user, char *msg, size_t msglen)
+{
+    struct pb_stage_plan in = *plan;
+    for (int i = 0; i < spec->stage_count; i++) {
+        const struct pb_stage_spec *ss = &spec->stages[i];
+        if (!(ss->ops->flags & PB_STAGE_CONSUMER))
+            continue;
+        if (ss->ops->flags & PB_STAGE_TO_DEVICE) {
+            int rc = to_device(user, ss, msg, msglen);
+            if (rc != PB_OK)
+                return rc;
+            continue;
+        }
+        bool on_gpu = (ss->ops->flags & PB_STAGE_GPU) != 0;
+        if (on_gpu && gpu->count >= gpu_max) {
+            snprintf(msg, msglen, "at most %d stages may run on the GPU", gpu_max);
+            return PB_ERR_CONFIG;
+        }
+        struct pb_stage_plan out = in;
+        void *state = NULL;
+        int rc =
+            ss->ops->init(&state, ss->opts, &in, &out, ss->decoder, ss->decoder_opts, msg, msglen);
+        struct pb_chain *chain = on_gpu ? gpu : cpu;
+        chain->stages[chain->count++] = (struct pb_stage_inst){ss->ops, state, i};
+        if (rc != PB_OK)
+            return rc;
+        in = out;
+    }
+    return PB_OK;
+}
+
 void pb_chain_cleanup(struct pb_chain *chain)
 {
     for (int k = 0; k < chain->count; k++)

@@ -52,6 +52,21 @@ int pb_chain_init_loader(struct pb_chain *chain, const struct pb_spec *spec, con
                          struct pb_stage_stats *stats, struct pb_chain_sizes *sizes, char *msg,
                          size_t msglen);
 
+/* Opens the device side when the consumer chain reaches a to_device stage
+ * ss; returns PB_OK or an error with msg. */
+typedef int (*pb_chain_device_fn)(void *user, const struct pb_stage_spec *ss, char *msg,
+                                  size_t msglen);
+
+/* Instantiates spec's consumer-side stages in order, each on batches as
+ * the one before leaves them (the first as plan describes the loaders'
+ * batches): CPU stages into cpu, the stages after to_device into gpu (at
+ * most gpu_max, else PB_ERR_CONFIG), calling to_device(user, ...) at the
+ * to_device stage. A stage whose init fails is kept in its chain, so
+ * pb_chain_cleanup sees it. Returns PB_OK or the first error with msg. */
+int pb_chain_init_consumer(struct pb_chain *cpu, struct pb_chain *gpu, int gpu_max,
+                           const struct pb_spec *spec, const struct pb_stage_plan *plan,
+                           pb_chain_device_fn to_device, void *user, char *msg, size_t msglen);
+
 /* Cleans up every stage instance and empties the chain. */
 void pb_chain_cleanup(struct pb_chain *chain);
 

@@ -352,71 +352,47 @@ static void free_run(struct run *run)
     pthread_mutex_destroy(&run->error_lock);
 }
 
+/* The device side, opened at the to_device stage: the GPU loop, whose
+ * per-batch timings go to the run's accumulator. */
+static int open_device(void *user, const struct pb_stage_spec *ss, char *msg, size_t msglen)
+{
+    struct run *run = user;
+    const struct pb_spec *spec = run->spec;
+    int gpu_stages = 0;
+    for (int j = (int)(ss - spec->stages) + 1; j < spec->stage_count; j++)
+        gpu_stages += (spec->stages[j].ops->flags & PB_STAGE_GPU) != 0;
+    struct pb_gpu_loop_config cfg = {
+        .inflight = (int)spec->loader.device_prefetch,
+        .max_batch_bytes = run->point->batch_bytes,
+        .copy_on_compute = pb_to_device_on_compute(ss->opts),
+        .stage_count = gpu_stages,
+        .harvest = pb_gpu_acc_harvest,
+        .user = &run->gpu_acc,
+    };
+    return pb_gpu_loop_open(&run->gpu, &cfg, msg, msglen);
+}
+
 /* Consumer-side stages take the batch as the workers left it. A to_device
  * stage opens the GPU loop; the stages after it run on the device. */
-static int setup_consumer(struct run *run, const struct pb_spec *spec, size_t buffer_bytes,
-                          char *msg, size_t msglen)
+static int setup_consumer(struct run *run, const struct pb_spec *spec, char *msg, size_t msglen)
 {
     struct pb_stage_plan in = {.shape = run->sizes.sample_shape,
                                .max_bytes = run->sizes.slot_bytes,
                                .worker = -1,
                                .inflight = (int)spec->loader.device_prefetch,
                                .max_samples = (int)spec->loader.batch_size};
-    for (int i = 0; i < spec->stage_count; i++) {
-        const struct pb_stage_spec *ss = &spec->stages[i];
-        if (!(ss->ops->flags & PB_STAGE_CONSUMER))
-            continue;
-        if (ss->ops->flags & PB_STAGE_TO_DEVICE) {
-            int gpu_stages = 0;
-            for (int j = i + 1; j < spec->stage_count; j++)
-                gpu_stages += (spec->stages[j].ops->flags & PB_STAGE_GPU) != 0;
-            struct pb_gpu_loop_config cfg = {
-                .inflight = (int)spec->loader.device_prefetch,
-                .max_batch_bytes = buffer_bytes,
-                .copy_on_compute = pb_to_device_on_compute(ss->opts),
-                .stage_count = gpu_stages,
-                .harvest = pb_gpu_acc_harvest,
-                .user = &run->gpu_acc,
-            };
-            int rc = pb_gpu_loop_open(&run->gpu, &cfg, msg, msglen);
-            if (rc != PB_OK)
-                return rc;
-            continue;
-        }
-        if ((ss->ops->flags & PB_STAGE_GPU) && run->gpu_stages.count >= PB_GPU_MAX_STAGES) {
-            snprintf(msg, msglen, "at most %d stages may run on the GPU", PB_GPU_MAX_STAGES);
-            return PB_ERR_CONFIG;
-        }
-        struct pb_stage_plan out = in;
-        void *state = NULL;
-        int rc =
-            ss->ops->init(&state, ss->opts, &in, &out, ss->decoder, ss->decoder_opts, msg, msglen);
-        struct pb_stage_inst inst = {ss->ops, state, i};
-        if (ss->ops->flags & PB_STAGE_GPU) {
-            run->gpu_acc.stage_names[run->gpu_stages.count] = ss->ops->name;
-            run->gpu_stages.stages[run->gpu_stages.count++] = inst;
-            run->gpu_acc.stage_count = run->gpu_stages.count;
-        } else {
-            run->consumer.stages[run->consumer.count++] = inst;
-        }
-        if (rc != PB_OK)
-            return rc;
-        in = out;
-    }
-    return PB_OK;
+    int rc = pb_chain_init_consumer(&run->consumer, &run->gpu_stages, PB_GPU_MAX_STAGES, spec, &in,
+                                    open_device, run, msg, msglen);
+    run->gpu_acc.stage_count = run->gpu_stages.count;
+    for (int k = 0; k < run->gpu_stages.count; k++)
+        run->gpu_acc.stage_names[k] = run->gpu_stages.stages[k].ops->name;
+    return rc;
 }
 
-static int setup_run(struct run *run, const struct pb_spec *spec, const struct pb_dataset *ds,
-                     struct pb_point_result *point, char *msg, size_t msglen)
+/* The loader threads: each with its own instances of the worker-side
+ * stages, stage measurements, sampler buffers and scratch buffers. */
+static int setup_loaders(struct run *run, const struct pb_spec *spec, char *msg, size_t msglen)
 {
-    memset(run, 0, sizeof(*run));
-    pthread_mutex_init(&run->error_lock, NULL);
-    run->spec = spec;
-    run->ds = ds;
-    run->point = point;
-    run->workers = (int)spec->loader.workers;
-    run->prefetch_factor = (int)spec->loader.prefetch_factor;
-
     int rc = pb_chain_split(spec, run->worker_stage_spec, &run->worker_stage_count, msg, msglen);
     if (rc != PB_OK)
         return rc;
@@ -431,7 +407,7 @@ static int setup_run(struct run *run, const struct pb_spec *spec, const struct p
         w->index = run->workers > 0 ? i : -1;
         w->stats = &run->stats[i];
         rc = pb_chain_init_loader(&w->chain, spec, run->worker_stage_spec, run->worker_stage_count,
-                                  ds->max_bytes, w->index, w->stats, &run->sizes, msg, msglen);
+                                  run->ds->max_bytes, w->index, w->stats, &run->sizes, msg, msglen);
         if (rc != PB_OK)
             return rc;
         w->indices = calloc(batch, sizeof(*w->indices));
@@ -446,9 +422,16 @@ static int setup_run(struct run *run, const struct pb_spec *spec, const struct p
             return PB_ERR_NOMEM;
         }
     }
+    return PB_OK;
+}
 
-    /* The batch pool: workers * prefetch_factor slots (one when loading in
-     * the consumer), each batch_size samples of slot_bytes. */
+/* The batch pool: workers * prefetch_factor slots (one when loading in the
+ * consumer), each batch_size samples of slot_bytes, pinned when asked and
+ * a device is there. */
+static int setup_pool(struct run *run, const struct pb_spec *spec, char *msg, size_t msglen)
+{
+    struct pb_point_result *point = run->point;
+    size_t batch = (size_t)spec->loader.batch_size;
     run->slot_count = run->workers > 0 ? run->workers * run->prefetch_factor : 1;
     if (run->sizes.slot_bytes == 0)
         run->sizes.slot_bytes = 1;
@@ -466,16 +449,30 @@ static int setup_run(struct run *run, const struct pb_spec *spec, const struct p
         pb_slots_alloc(run->slot_count, batch, run->sizes.slot_bytes, run->pinned, msg, msglen);
     if (!run->slots)
         return PB_ERR_NOMEM;
-    size_t buffer_bytes = batch * run->sizes.slot_bytes;
-    run->pool_bytes = (uint64_t)run->slot_count * buffer_bytes;
+    point->batch_bytes = batch * run->sizes.slot_bytes;
+    run->pool_bytes = (uint64_t)run->slot_count * point->batch_bytes;
     point->batch_pool_bytes = run->pool_bytes;
     point->pinned_bytes = run->pinned ? run->pool_bytes : 0;
-    point->batch_bytes = buffer_bytes;
+    return PB_OK;
+}
 
-    rc = setup_consumer(run, spec, buffer_bytes, msg, msglen);
+static int setup_run(struct run *run, const struct pb_spec *spec, const struct pb_dataset *ds,
+                     struct pb_point_result *point, char *msg, size_t msglen)
+{
+    memset(run, 0, sizeof(*run));
+    pthread_mutex_init(&run->error_lock, NULL);
+    run->spec = spec;
+    run->ds = ds;
+    run->point = point;
+    run->workers = (int)spec->loader.workers;
+    run->prefetch_factor = (int)spec->loader.prefetch_factor;
+    int rc = setup_loaders(run, spec, msg, msglen);
+    if (rc == PB_OK)
+        rc = setup_pool(run, spec, msg, msglen);
+    if (rc == PB_OK)
+        rc = setup_consumer(run, spec, msg, msglen);
     if (rc != PB_OK)
         return rc;
-
     if (pb_sysmon_init(&run->sysmon) != PB_OK || pb_stoprule_init(&run->rule, &spec->run) != PB_OK)
         return PB_ERR_NOMEM;
     run->sysmon.wake = wake_consumer;
@@ -546,6 +543,7 @@ static int start_repeat(struct run *run, int repeat, bool stage_timing, char *ms
         w->cpu_start_ns = w->cpu_end_ns = 0;
         atomic_store(&w->exit_cpu_ns, 0);
     }
+    pb_stoprule_start(&run->rule, pb_now_ns()); /* no reason yet; restarted when measuring */
     run->mhz_start = pb_cpu_mhz_now();
 
     if (run->workers > 0) {
@@ -849,8 +847,6 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     pr->run.sysmon.tick_user = hooks ? hooks->user : NULL;
 
     warn_point_setup(spec, ds, point);
-    point->batch_pool_bytes = pr->run.pool_bytes;
-    point->pinned_bytes = pr->run.pinned ? pr->run.pool_bytes : 0;
     *out = pr;
     return PB_OK;
 }

@@ -431,6 +431,13 @@ static void test_sweep_interrupt_keeps_finished_points(void **state)
  * and everything else as BASE measured it: a result whose comparison is
  * known in advance. The compare gate on real, noisy runs is
  * scripts/bench-gate.sh; the statistics are tested in test_compare.c. */
+/* configs/ci.yaml's settings made short for a run whose figures do not
+ * matter. */
+#define CI_SHORT                                                                              \
+    "-s dataset.path=ci-data -s dataset.generate.size_bytes=1024 -s run.min_time_s=0.1 "      \
+    "-s run.max_time_s=0.2 -s run.warmup_batches=3 -s run.repeats=2 "                        \
+    "-s pipeline.decode.width=16 -s pipeline.decode.height=16"
+
 static void synthetic_result(const char *base, const char *name, double factor, double cost_us,
                              const char *created)
 {
@@ -490,11 +497,7 @@ static void test_compare_gate(void **state)
     (void)state;
     char out[512], args[2048];
     /* configs/ci.yaml, shortened: a real result to derive the others from. */
-    snprintf(args, sizeof(args),
-             "run '%s/configs/ci.yaml' -q -s dataset.path=ci-data -s run.min_time_s=0.1 "
-             "-s run.max_time_s=0.2 -s run.warmup_batches=3 -s dataset.generate.size_bytes=1024 "
-             "-s pipeline.decode.width=16 -s pipeline.decode.height=16 -s run.repeats=2 "
-             "-o ci-run.json",
+    snprintf(args, sizeof(args), "run '%s/configs/ci.yaml' -q " CI_SHORT " -o ci-run.json",
              source_dir);
     assert_int_equal(pbench(args, out, sizeof(out)), 0);
     synthetic_result("ci-run.json", "ci-a", 1.0, 300, "2026-01-01T10:00:00Z");

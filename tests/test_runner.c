@@ -91,14 +91,18 @@ static void on_progress(void *user, int repeat, int repeats, const struct pb_rep
     s->progress++;
 }
 
-/* Runs spec and checks what holds for any repeat. Returns the time the
- * call took, ns. */
-static uint64_t run_point(const struct pb_spec *spec, struct pb_point_result *point,
-                          struct stops *stops)
+/* Runs spec as the one point of result (release with pb_result_free) and
+ * checks what holds for any repeat. Returns the point. */
+static struct pb_point_result *run_point(const struct pb_spec *spec, struct pb_result *result,
+                                         struct stops *stops)
 {
     struct pb_dataset ds;
     char msg[PB_MSG_MAX];
-    memset(point, 0, sizeof(*point));
+    memset(result, 0, sizeof(*result));
+    result->points = calloc(1, sizeof(*result->points));
+    assert_non_null(result->points);
+    result->point_count = 1;
+    struct pb_point_result *point = result->points;
     memset(stops, 0, sizeof(*stops));
     if (pb_dataset_open(&spec->dataset, &ds, msg, sizeof(msg)) != PB_OK)
         fail_msg("%s", msg);
@@ -150,19 +154,7 @@ static uint64_t run_point(const struct pb_spec *spec, struct pb_point_result *po
         assert_true((double)decode->hist.sum_ns >=
                     COST_US * 1000 * 0.9 * (double)decode->hist.count);
     }
-    return elapsed_ns;
-}
-
-static void free_point(struct pb_point_result *point)
-{
-    for (size_t r = 0; r < point->repeat_count; r++) {
-        free(point->repeats[r].batch_records);
-        free(point->repeats[r].rss);
-        free(point->repeats[r].stages);
-    }
-    free(point->repeats);
-    free(point->stages);
-    json_decref(point->axes);
+    return point;
 }
 
 /* One epoch of FILES samples, one warm-up batch: the data runs out before
@@ -173,14 +165,14 @@ static void check_one_epoch(const char *loader, bool drop_last)
     char ldr[256];
     snprintf(ldr, sizeof(ldr), "%s, drop_last: %s", loader, drop_last ? "true" : "false");
     load_spec(&spec, ldr, "warmup_batches: 1, min_time_s: 30, max_time_s: 60", "epochs: 1");
-    struct pb_point_result point;
+    struct pb_result result;
     struct stops stops;
-    run_point(&spec, &point, &stops);
+    const struct pb_point_result *point = run_point(&spec, &result, &stops);
     /* 50 files in batches of 8: 6 full batches and one of 2. */
     uint64_t batches = drop_last ? FILES / BATCH - 1 : FILES / BATCH;
     uint64_t samples = drop_last ? batches * BATCH : (batches - 1) * BATCH + FILES % BATCH;
-    for (size_t r = 0; r < point.repeat_count; r++) {
-        const struct pb_repeat_result *rep = &point.repeats[r];
+    for (size_t r = 0; r < point->repeat_count; r++) {
+        const struct pb_repeat_result *rep = &point->repeats[r];
         assert_int_equal(stops.reason[r], PB_STOP_DATA_END);
         assert_false(rep->hit_time_cap);
         assert_false(rep->noisy);
@@ -195,8 +187,8 @@ static void check_one_epoch(const char *loader, bool drop_last)
         assert_int_equal(rep->stages[1].hist.count, samples);
         assert_int_equal(rep->stages[2].hist.count, batches);
     }
-    assert_int_equal(point.samples, samples * REPEATS);
-    free_point(&point);
+    assert_int_equal(point->samples, samples * REPEATS);
+    pb_result_free(&result);
     pb_spec_free(&spec);
 }
 
@@ -224,11 +216,11 @@ static void test_time_cap_is_recorded(void **state)
     load_spec(&spec, "workers: 2, prefetch_factor: 2, in_order: true, drop_last: false",
               "warmup_batches: 2, min_time_s: 0.02, max_time_s: 0.1, min_samples: 1000000000",
               "epochs: 0");
-    struct pb_point_result point;
+    struct pb_result result;
     struct stops stops;
-    run_point(&spec, &point, &stops);
-    for (size_t r = 0; r < point.repeat_count; r++) {
-        const struct pb_repeat_result *rep = &point.repeats[r];
+    const struct pb_point_result *point = run_point(&spec, &result, &stops);
+    for (size_t r = 0; r < point->repeat_count; r++) {
+        const struct pb_repeat_result *rep = &point->repeats[r];
         assert_int_equal(stops.reason[r], PB_STOP_TIME_CAP);
         assert_true(rep->hit_time_cap);
         assert_true(rep->wall_s >= 0.1);
@@ -240,7 +232,7 @@ static void test_time_cap_is_recorded(void **state)
         assert_true(rep->stages[0].hist.count >= rep->samples);
         assert_true(rep->stages[1].hist.count >= rep->samples);
     }
-    free_point(&point);
+    pb_result_free(&result);
     pb_spec_free(&spec);
 }
 
@@ -257,18 +249,6 @@ static struct pb_run_spec rule_spec(double min_time_s, double max_time_s, double
                                 .min_samples = 0};
 }
 
-/* Feeds batches of samples(i) every period_ns from t0 until the rule
- * stops (or limit batches); returns the batches fed. */
-static uint64_t drive(struct pb_stoprule *rule, uint64_t t0, uint64_t period_ns,
-                      uint64_t (*samples)(uint64_t i), uint64_t limit)
-{
-    pb_stoprule_start(rule, t0);
-    for (uint64_t i = 1; i <= limit; i++)
-        if (pb_stoprule_batch(rule, t0 + i * period_ns, samples(i)))
-            return i;
-    return limit;
-}
-
 static uint64_t steady(uint64_t i)
 {
     (void)i;
@@ -281,28 +261,40 @@ static uint64_t swinging(uint64_t i)
     return ((i - 1) / 10) % 2 ? 30 : 10;
 }
 
+/* Sets up rule for rs, starts it at t0 and feeds it batches of samples(i)
+ * every period_ns until it stops; checks that it stopped after batches,
+ * for reason, noisy or not. The caller frees rule. */
+static void expect_stop(struct pb_stoprule *rule, const struct pb_run_spec *rs, uint64_t t0,
+                        uint64_t period_ns, uint64_t (*samples)(uint64_t i), uint64_t batches,
+                        enum pb_stop_reason reason, bool noisy)
+{
+    assert_int_equal(pb_stoprule_init(rule, rs), PB_OK);
+    pb_stoprule_start(rule, t0);
+    uint64_t i = 1;
+    while (!pb_stoprule_batch(rule, t0 + i * period_ns, samples(i)) && i < 100000)
+        i++;
+    assert_int_equal(i, batches);
+    assert_int_equal(rule->batches, batches);
+    assert_int_equal(rule->reason, reason);
+    assert_int_equal(pb_stoprule_noisy(rule), noisy);
+}
+
 static void test_rule_stops_after_min_time_when_steady(void **state)
 {
     (void)state;
     struct pb_run_spec rs = rule_spec(1.0, 10.0, 0.1);
     struct pb_stoprule rule;
-    assert_int_equal(pb_stoprule_init(&rule, &rs), PB_OK);
     /* A batch of 10 every 10 ms: noise 0 from the second window on, but
-     * the rule waits for min_time_s. */
-    uint64_t fed = drive(&rule, 5000 * MS, 10 * MS, steady, 100000);
-    assert_int_equal(fed, 100);
-    assert_int_equal(rule.reason, PB_STOP_STABLE);
+     * the rule waits for min_time_s (1 s: 100 batches). */
+    expect_stop(&rule, &rs, 5000 * MS, 10 * MS, steady, 100, PB_STOP_STABLE, false);
     assert_true(rule.count >= PB_STOPRULE_MIN_WINDOWS);
-    assert_false(pb_stoprule_noisy(&rule));
     assert_true(pb_stoprule_noise(&rule) < 1e-9);
     assert_int_equal(rule.samples, 1000);
+    pb_stoprule_free(&rule);
 
     /* min_samples holds it longer. */
     rs.min_samples = 1500;
-    pb_stoprule_free(&rule);
-    assert_int_equal(pb_stoprule_init(&rule, &rs), PB_OK);
-    assert_int_equal(drive(&rule, 0, 10 * MS, steady, 100000), 150);
-    assert_int_equal(rule.reason, PB_STOP_STABLE);
+    expect_stop(&rule, &rs, 0, 10 * MS, steady, 150, PB_STOP_STABLE, false);
     pb_stoprule_free(&rule);
 }
 
@@ -311,21 +303,14 @@ static void test_rule_hits_cap_when_noisy(void **state)
     (void)state;
     struct pb_run_spec rs = rule_spec(0.5, 2.0, 0.1);
     struct pb_stoprule rule;
-    assert_int_equal(pb_stoprule_init(&rule, &rs), PB_OK);
-    uint64_t fed = drive(&rule, 0, 10 * MS, swinging, 100000);
-    assert_int_equal(fed, 200);
-    assert_int_equal(rule.reason, PB_STOP_TIME_CAP);
-    assert_true(pb_stoprule_noisy(&rule));
+    expect_stop(&rule, &rs, 0, 10 * MS, swinging, 200, PB_STOP_TIME_CAP, true);
     assert_true(pb_stoprule_noise(&rule) > rs.target_noise);
     assert_string_equal(pb_stop_reason_name(rule.reason), "time_cap");
+    pb_stoprule_free(&rule);
 
     /* Steady but held by min_samples: the cap, not noisy. */
     rs.min_samples = 1000000;
-    pb_stoprule_free(&rule);
-    assert_int_equal(pb_stoprule_init(&rule, &rs), PB_OK);
-    assert_int_equal(drive(&rule, 0, 10 * MS, steady, 100000), 200);
-    assert_int_equal(rule.reason, PB_STOP_TIME_CAP);
-    assert_false(pb_stoprule_noisy(&rule));
+    expect_stop(&rule, &rs, 0, 10 * MS, steady, 200, PB_STOP_TIME_CAP, false);
     pb_stoprule_free(&rule);
 }
 
@@ -337,12 +322,9 @@ static void test_rule_three_windows_suffice_for_slow_batches(void **state)
      * windows: after 6 batches, not at min_time_s with 1 window. */
     struct pb_run_spec rs = rule_spec(1.0, 60.0, 0.1);
     struct pb_stoprule rule;
-    assert_int_equal(pb_stoprule_init(&rule, &rs), PB_OK);
+    expect_stop(&rule, &rs, 0, 500 * MS, steady, 6, PB_STOP_STABLE, false);
     assert_int_equal(rule.noise_windows, 10);
-    uint64_t fed = drive(&rule, 0, 500 * MS, steady, 1000);
-    assert_int_equal(fed, 6);
     assert_int_equal(rule.count, 3);
-    assert_int_equal(rule.reason, PB_STOP_STABLE);
     pb_stoprule_free(&rule);
 }
 
