@@ -7,7 +7,14 @@
  * consumer thread is the training loop: it waits for the next batch (the
  * stall), runs consumer-side stages, simulates a step of run.step_ms and
  * returns the buffer. Each repeat is a separate round: warm-up batches,
- * then a measured part that ends on the stopping rule. */
+ * then a measured part that ends on the stopping rule.
+ *
+ * The runner's parts: the stage instances per thread (bench/chain.h), the
+ * batch pool and ready queue (bench/queue.h), per-thread stage measurements
+ * merged into stage rows (bench/stagestats.h), the stopping rule
+ * (bench/stoprule.h), the system sampler (bench/sysmon.h) and the device
+ * side's accounting (bench/gpu_acc.h). runner.c holds the hot path
+ * (build_batch), the worker threads, set-up and the repeat's steps. */
 #ifndef PB_RUNNER_H
 #define PB_RUNNER_H
 
