@@ -19,7 +19,7 @@
 struct pb_stage_inst {
     const struct pb_stage_ops *ops;
     void *state;    /* from ops->init, released by ops->cleanup */
-    int spec_index; /* its place in spec->stages                */
+    int spec_index; /* its place in spec->stages */
 };
 
 struct pb_chain {

@@ -24,7 +24,7 @@ struct pb_stage_stats {
     const struct pb_decoder_ops *decoder[PB_MAX_STAGES]; /* NULL: no decoder */
     int substage_count[PB_MAX_STAGES];
     int counter_count[PB_MAX_STAGES];
-    struct pb_hist *hist[PB_MAX_STAGES];          /* one each, owned        */
+    struct pb_hist *hist[PB_MAX_STAGES];          /* one each, owned */
     uint64_t cpu_ns[PB_MAX_STAGES];               /* thread CPU in the stage */
     struct pb_hist *substage_hist[PB_MAX_STAGES]; /* substage_count each, owned */
     uint64_t counters[PB_MAX_STAGES][PB_MAX_COUNTERS];

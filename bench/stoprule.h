@@ -22,25 +22,25 @@
 
 /* Why a repeat's measured part ended. */
 enum pb_stop_reason {
-    PB_STOP_NONE = 0,    /* still running                                  */
+    PB_STOP_NONE = 0,    /* still running */
     PB_STOP_STABLE,      /* min time and samples reached, noise under target */
-    PB_STOP_TIME_CAP,    /* run.max_time_s reached                         */
+    PB_STOP_TIME_CAP,    /* run.max_time_s reached */
     PB_STOP_DATA_END,    /* the sampler ran out of batches (epochs, max_samples) */
-    PB_STOP_INTERRUPTED, /* the user stopped the run (SIGINT)              */
-    PB_STOP_FAILED,      /* a stage or the device failed                   */
+    PB_STOP_INTERRUPTED, /* the user stopped the run (SIGINT) */
+    PB_STOP_FAILED,      /* a stage or the device failed */
 };
 
 struct pb_stoprule {
     /* From run: the rule's settings. */
     double min_time_s, max_time_s, target_noise;
     uint64_t window_ns, min_samples;
-    uint64_t noise_windows; /* windows the noise is computed over       */
+    uint64_t noise_windows; /* windows the noise is computed over */
     /* Windowed throughput, samples/s per closed window. */
     double *throughput;
     size_t count, cap;
-    uint64_t start_ns; /* start of the measured part               */
+    uint64_t start_ns; /* start of the measured part */
     uint64_t window_start_ns, window_start_samples, window_start_batches;
-    uint64_t samples, batches; /* measured so far                          */
+    uint64_t samples, batches; /* measured so far */
     double noise;              /* of the last noise_windows; INFINITY below 2 */
     enum pb_stop_reason reason;
 };

@@ -38,8 +38,8 @@ struct pb_sysmon {
     atomic_bool stop;
     _Atomic uint64_t live_samples;
     _Atomic uint64_t live_start_ns; /* 0 until the measured part starts */
-    uint64_t start_ns;              /* the repeat's start: series times   */
-    struct pb_rss_sample *rss;      /* PB_SYSMON_MAX_SAMPLES, owned       */
+    uint64_t start_ns;              /* the repeat's start: series times */
+    struct pb_rss_sample *rss;      /* PB_SYSMON_MAX_SAMPLES, owned */
     size_t rss_count;
     uint64_t rss_peak_bytes;
 };
