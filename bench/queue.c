@@ -1,9 +1,60 @@
 #include "bench/queue.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/pb.h"
+#include "kernels/gpu_rt.h"
+
+static void *alloc_batch_buffer(size_t bytes, bool pinned)
+{
+    if (pinned)
+        return pb_pinned_alloc(bytes);
+    size_t rounded = pb_batch_align(bytes);
+    void *p = aligned_alloc(PB_BATCH_ALIGN, rounded ? rounded : PB_BATCH_ALIGN);
+    if (p)
+        memset(p, 0, rounded);
+    return p;
+}
+
+struct pb_slot *pb_slots_alloc(int count, size_t batch_size, size_t slot_bytes, bool pinned,
+                               char *msg, size_t msglen)
+{
+    struct pb_slot *slots = calloc((size_t)count, sizeof(*slots));
+    if (!slots) {
+        snprintf(msg, msglen, "out of memory allocating %d batch slots", count);
+        return NULL;
+    }
+    size_t buffer_bytes = batch_size * slot_bytes;
+    for (int i = 0; i < count; i++) {
+        slots[i].batch.data = alloc_batch_buffer(buffer_bytes, pinned);
+        slots[i].batch.slot_bytes = slot_bytes;
+        slots[i].batch.pinned = pinned;
+        slots[i].batch.seeds = calloc(batch_size, sizeof(uint64_t));
+        if (!slots[i].batch.data || !slots[i].batch.seeds) {
+            snprintf(msg, msglen, "cannot allocate %d batch buffers of %zu bytes%s", count,
+                     buffer_bytes, pinned ? " (pinned)" : "");
+            pb_slots_free(slots, count);
+            return NULL;
+        }
+    }
+    return slots;
+}
+
+void pb_slots_free(struct pb_slot *slots, int count)
+{
+    if (!slots)
+        return;
+    for (int i = 0; i < count; i++) {
+        free(slots[i].batch.seeds);
+        if (slots[i].batch.pinned)
+            pb_pinned_free(slots[i].batch.data);
+        else
+            free(slots[i].batch.data);
+    }
+    free(slots);
+}
 
 int pb_queue_init(struct pb_queue *q, int workers, int prefetch_factor, struct pb_slot *slots)
 {

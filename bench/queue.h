@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pipelines/stage.h"
@@ -26,6 +27,24 @@ struct pb_slot {
     uint32_t errors;          /* samples skipped under on_error: skip      */
     bool ready;
 };
+
+/* Alignment of batch buffers and the loaders' scratch buffers, bytes. */
+#define PB_BATCH_ALIGN 64
+
+/* Rounds bytes up to a multiple of PB_BATCH_ALIGN. */
+static inline size_t pb_batch_align(size_t bytes)
+{
+    return (bytes + PB_BATCH_ALIGN - 1) / PB_BATCH_ALIGN * PB_BATCH_ALIGN;
+}
+
+/* The batch pool: count slots, each with a buffer for batch_size samples
+ * of slot_bytes (PB_BATCH_ALIGN aligned and faulted in now, not in the
+ * measured part; page-locked when pinned) and batch_size seeds. Returns
+ * the slots, or NULL with msg saying what could not be allocated.
+ * Release with pb_slots_free. */
+struct pb_slot *pb_slots_alloc(int count, size_t batch_size, size_t slot_bytes, bool pinned,
+                               char *msg, size_t msglen);
+void pb_slots_free(struct pb_slot *slots, int count);
 
 struct pb_queue {
     pthread_mutex_t lock;

@@ -7,7 +7,14 @@
  * consumer thread is the training loop: it waits for the next batch (the
  * stall), runs consumer-side stages, simulates a step of run.step_ms and
  * returns the buffer. Each repeat is a separate round: warm-up batches,
- * then a measured part that ends on the stopping rule. */
+ * then a measured part that ends on the stopping rule.
+ *
+ * The runner's parts: the stage instances per thread (bench/chain.h), the
+ * batch pool and ready queue (bench/queue.h), per-thread stage measurements
+ * merged into stage rows (bench/stagestats.h), the stopping rule
+ * (bench/stoprule.h), the system sampler (bench/sysmon.h) and the device
+ * side's accounting (bench/gpu_acc.h). runner.c holds the hot path
+ * (build_batch), the worker threads, set-up and the repeat's steps. */
 #ifndef PB_RUNNER_H
 #define PB_RUNNER_H
 
@@ -16,6 +23,7 @@
 
 #include "bench/config.h"
 #include "bench/result.h"
+#include "bench/stoprule.h"
 #include "pipelines/dataset.h"
 
 /* Progress of a run, for the terminal. Called by the consumer thread
@@ -32,6 +40,10 @@ struct pb_run_hooks {
     /* Set asynchronously (SIGINT): the run stops after the current batch
      * and keeps what it measured, marked interrupted. */
     volatile sig_atomic_t *stop;
+    /* Called by the consumer thread when a repeat's measured part has
+     * ended and the repeat is kept, with why it ended (before progress);
+     * may be NULL. */
+    void (*stopped)(void *user, int repeat, enum pb_stop_reason reason);
 };
 
 /* Runs spec over ds for run.repeats rounds and fills point (repeats and

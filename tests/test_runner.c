@@ -1,0 +1,365 @@
+/* The runner in-process, with the null decoder (a known CPU cost per
+ * sample) on a few dozen generated files: sample and batch counts agree
+ * (drop_last on and off), every stage's histogram counts the samples
+ * processed, stage times are sane against the null decoder's cost and the
+ * time the call took, each point has run.repeats repeats and the reason
+ * each repeat stopped is reported. And the stopping rule on its own,
+ * driven with synthetic timings. No test asserts a wall-clock time. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/config.h"
+#include "bench/pb.h"
+#include "bench/runner.h"
+#include "bench/stoprule.h"
+#include "pipelines/dataset.h"
+
+#define COST_US 200
+#define FILES 50
+#define BATCH 8
+#define REPEATS 3
+
+static char workdir[] = "/tmp/pbench-runner-XXXXXX";
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(workdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A tiny null pipeline over FILES generated files; loader, run and ds are
+ * YAML for the keys of those sections a test sets. */
+static void load_spec(struct pb_spec *spec, const char *loader, const char *run, const char *ds)
+{
+    char yaml[2048], msg[PB_MSG_MAX];
+    snprintf(yaml, sizeof(yaml),
+             "name: runner-test\n"
+             "dataset:\n"
+             "  path: %s/data\n"
+             "  generate: {kind: files, count: %d, size_bytes: 2048, seed: 3}\n"
+             "  %s\n"
+             "pipeline:\n"
+             "  - read:\n"
+             "  - decode: {decoder: null, width: 16, height: 16, channels: 3, cost_us: %d}\n"
+             "loader: {batch_size: %d, %s}\n"
+             "run: {repeats: %d, step_ms: 0, window_s: 0.01, %s}\n",
+             workdir, FILES, ds, COST_US, BATCH, loader, REPEATS, run);
+    int rc = pb_config_load_string(yaml, "runner-test.yaml", spec, msg, sizeof(msg));
+    if (rc == PB_OK)
+        rc = pb_config_validate(spec, msg, sizeof(msg));
+    if (rc != PB_OK)
+        fail_msg("%s", msg);
+}
+
+struct stops {
+    int count;
+    enum pb_stop_reason reason[REPEATS];
+    int progress;
+};
+
+static void on_stopped(void *user, int repeat, enum pb_stop_reason reason)
+{
+    struct stops *s = user;
+    assert_int_equal(repeat, s->count);
+    s->reason[s->count++] = reason;
+}
+
+static void on_progress(void *user, int repeat, int repeats, const struct pb_repeat_result *done)
+{
+    struct stops *s = user;
+    (void)done;
+    assert_int_equal(repeats, REPEATS);
+    assert_int_equal(repeat, s->progress);
+    s->progress++;
+}
+
+/* Runs spec as the one point of result (release with pb_result_free) and
+ * checks what holds for any repeat. Returns the point. */
+static struct pb_point_result *run_point(const struct pb_spec *spec, struct pb_result *result,
+                                         struct stops *stops)
+{
+    struct pb_dataset ds;
+    char msg[PB_MSG_MAX];
+    memset(result, 0, sizeof(*result));
+    result->points = calloc(1, sizeof(*result->points));
+    assert_non_null(result->points);
+    result->point_count = 1;
+    struct pb_point_result *point = result->points;
+    memset(stops, 0, sizeof(*stops));
+    if (pb_dataset_open(&spec->dataset, &ds, msg, sizeof(msg)) != PB_OK)
+        fail_msg("%s", msg);
+    assert_int_equal(ds.count, FILES);
+    struct pb_run_hooks hooks = {.progress = on_progress, .stopped = on_stopped, .user = stops};
+    uint64_t t0 = pb_now_ns();
+    int rc = pb_run_point(spec, &ds, &hooks, point, msg, sizeof(msg));
+    uint64_t elapsed_ns = pb_now_ns() - t0;
+    if (rc != PB_OK)
+        fail_msg("pb_run_point: %s", msg);
+    pb_dataset_free(&ds);
+
+    assert_int_equal(point->repeat_count, (size_t)spec->run.repeats);
+    assert_int_equal(stops->count, REPEATS);
+    assert_int_equal(stops->progress, REPEATS);
+    int workers = spec->loader.workers > 0 ? (int)spec->loader.workers : 1;
+    for (size_t r = 0; r < point->repeat_count; r++) {
+        const struct pb_repeat_result *rep = &point->repeats[r];
+        assert_int_equal(rep->batch_count, rep->batches);
+        uint64_t samples = 0;
+        for (size_t b = 0; b < rep->batch_count; b++) {
+            assert_true(rep->batch_records[b].samples <= BATCH);
+            samples += rep->batch_records[b].samples;
+        }
+        assert_int_equal(samples, rep->samples);
+        assert_int_equal(rep->errors, 0);
+        assert_true(rep->wall_s > 0 && rep->wall_s * 1e9 <= (double)elapsed_ns);
+        assert_true(fabs(rep->samples_per_s * rep->wall_s - (double)rep->samples) <
+                    1e-6 * rep->samples + 1e-9);
+
+        /* Rows: read, decode, collate; shares of the top-level rows add up. */
+        assert_int_equal(rep->stage_count, 3);
+        assert_string_equal(rep->stages[0].name, "read");
+        assert_string_equal(rep->stages[1].name, "decode");
+        assert_string_equal(rep->stages[2].name, "collate");
+        double share = 0, stage_ns = 0;
+        for (size_t k = 0; k < rep->stage_count; k++) {
+            share += rep->stages[k].share_pct;
+            stage_ns += (double)rep->stages[k].hist.sum_ns;
+        }
+        assert_true(fabs(share - 100) < 1e-6);
+        /* Every stage's time lies inside the call, on each loader thread. */
+        assert_true(stage_ns <= (double)workers * (double)elapsed_ns);
+        /* The null decoder spins cost_us of thread CPU per sample, so its
+         * wall time and CPU time per sample are at least that. */
+        const struct pb_stage_result *decode = &rep->stages[1];
+        assert_true(decode->hist.mean_ns >= COST_US * 1000 * 0.9);
+        assert_true((double)decode->cpu_ns >= COST_US * 1000 * 0.9 * (double)decode->hist.count);
+        assert_true((double)decode->hist.sum_ns >=
+                    COST_US * 1000 * 0.9 * (double)decode->hist.count);
+    }
+    return point;
+}
+
+/* One epoch of FILES samples, one warm-up batch: the data runs out before
+ * the stopping rule can end the measured part, so the counts are exact. */
+static void check_one_epoch(const char *loader, bool drop_last)
+{
+    struct pb_spec spec;
+    char ldr[256];
+    snprintf(ldr, sizeof(ldr), "%s, drop_last: %s", loader, drop_last ? "true" : "false");
+    load_spec(&spec, ldr, "warmup_batches: 1, min_time_s: 30, max_time_s: 60", "epochs: 1");
+    struct pb_result result;
+    struct stops stops;
+    const struct pb_point_result *point = run_point(&spec, &result, &stops);
+    /* 50 files in batches of 8: 6 full batches and one of 2. */
+    uint64_t batches = drop_last ? FILES / BATCH - 1 : FILES / BATCH;
+    uint64_t samples = drop_last ? batches * BATCH : (batches - 1) * BATCH + FILES % BATCH;
+    for (size_t r = 0; r < point->repeat_count; r++) {
+        const struct pb_repeat_result *rep = &point->repeats[r];
+        assert_int_equal(stops.reason[r], PB_STOP_DATA_END);
+        assert_false(rep->hit_time_cap);
+        assert_false(rep->noisy);
+        assert_false(rep->interrupted);
+        assert_int_equal(rep->batches, batches);
+        assert_int_equal(rep->samples, samples);
+        for (size_t b = 0; b + 1 < rep->batch_count; b++)
+            assert_int_equal(rep->batch_records[b].samples, BATCH);
+        /* Nothing is built past the end of the data: every stage saw
+         * exactly the measured samples, collate every measured batch. */
+        assert_int_equal(rep->stages[0].hist.count, samples);
+        assert_int_equal(rep->stages[1].hist.count, samples);
+        assert_int_equal(rep->stages[2].hist.count, batches);
+    }
+    assert_int_equal(point->samples, samples * REPEATS);
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+}
+
+static void test_counts_with_workers(void **state)
+{
+    (void)state;
+    check_one_epoch("workers: 2, prefetch_factor: 2, in_order: true", true);
+    check_one_epoch("workers: 3, prefetch_factor: 1, in_order: true", false);
+}
+
+static void test_counts_in_the_consumer(void **state)
+{
+    (void)state;
+    check_one_epoch("workers: 0", false);
+    check_one_epoch("workers: 0", true);
+}
+
+/* Unbounded epochs and a min_samples the run cannot reach: every repeat
+ * ends on the time cap and says so. Workers build ahead of the consumer,
+ * so the stages may have seen more samples than were measured. */
+static void test_time_cap_is_recorded(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    load_spec(&spec, "workers: 2, prefetch_factor: 2, in_order: true, drop_last: false",
+              "warmup_batches: 2, min_time_s: 0.02, max_time_s: 0.1, min_samples: 1000000000",
+              "epochs: 0");
+    struct pb_result result;
+    struct stops stops;
+    const struct pb_point_result *point = run_point(&spec, &result, &stops);
+    for (size_t r = 0; r < point->repeat_count; r++) {
+        const struct pb_repeat_result *rep = &point->repeats[r];
+        assert_int_equal(stops.reason[r], PB_STOP_TIME_CAP);
+        assert_true(rep->hit_time_cap);
+        assert_true(rep->wall_s >= 0.1);
+        assert_true(rep->batches > 0);
+        /* Epochs wrap: of every 7 batches, 6 are full and one has 2. */
+        uint64_t short_batches = rep->batches / (FILES / BATCH + 1) + 1;
+        assert_true(rep->samples <= rep->batches * BATCH);
+        assert_true(rep->samples + short_batches * (BATCH - FILES % BATCH) >= rep->batches * BATCH);
+        assert_true(rep->stages[0].hist.count >= rep->samples);
+        assert_true(rep->stages[1].hist.count >= rep->samples);
+    }
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+}
+
+/* ---- the stopping rule, synthetic timings ------------------------------ */
+
+#define MS 1000000ull
+
+static struct pb_run_spec rule_spec(double min_time_s, double max_time_s, double window_s)
+{
+    return (struct pb_run_spec){.min_time_s = min_time_s,
+                                .max_time_s = max_time_s,
+                                .window_s = window_s,
+                                .target_noise = 0.05,
+                                .min_samples = 0};
+}
+
+static uint64_t steady(uint64_t i)
+{
+    (void)i;
+    return 10;
+}
+
+/* Throughput that swings by 2x from one 100 ms window to the next. */
+static uint64_t swinging(uint64_t i)
+{
+    return ((i - 1) / 10) % 2 ? 30 : 10;
+}
+
+/* Sets up rule for rs, starts it at t0 and feeds it batches of samples(i)
+ * every period_ns until it stops; checks that it stopped after batches,
+ * for reason, noisy or not. The caller frees rule. */
+static void expect_stop(struct pb_stoprule *rule, const struct pb_run_spec *rs, uint64_t t0,
+                        uint64_t period_ns, uint64_t (*samples)(uint64_t i), uint64_t batches,
+                        enum pb_stop_reason reason, bool noisy)
+{
+    assert_int_equal(pb_stoprule_init(rule, rs), PB_OK);
+    pb_stoprule_start(rule, t0);
+    uint64_t i = 1;
+    while (!pb_stoprule_batch(rule, t0 + i * period_ns, samples(i)) && i < 100000)
+        i++;
+    assert_int_equal(i, batches);
+    assert_int_equal(rule->batches, batches);
+    assert_int_equal(rule->reason, reason);
+    assert_int_equal(pb_stoprule_noisy(rule), noisy);
+}
+
+static void test_rule_stops_after_min_time_when_steady(void **state)
+{
+    (void)state;
+    struct pb_run_spec rs = rule_spec(1.0, 10.0, 0.1);
+    struct pb_stoprule rule;
+    /* A batch of 10 every 10 ms: noise 0 from the second window on, but
+     * the rule waits for min_time_s (1 s: 100 batches). */
+    expect_stop(&rule, &rs, 5000 * MS, 10 * MS, steady, 100, PB_STOP_STABLE, false);
+    assert_true(rule.count >= PB_STOPRULE_MIN_WINDOWS);
+    assert_true(pb_stoprule_noise(&rule) < 1e-9);
+    assert_int_equal(rule.samples, 1000);
+    pb_stoprule_free(&rule);
+
+    /* min_samples holds it longer. */
+    rs.min_samples = 1500;
+    expect_stop(&rule, &rs, 0, 10 * MS, steady, 150, PB_STOP_STABLE, false);
+    pb_stoprule_free(&rule);
+}
+
+static void test_rule_hits_cap_when_noisy(void **state)
+{
+    (void)state;
+    struct pb_run_spec rs = rule_spec(0.5, 2.0, 0.1);
+    struct pb_stoprule rule;
+    expect_stop(&rule, &rs, 0, 10 * MS, swinging, 200, PB_STOP_TIME_CAP, true);
+    assert_true(pb_stoprule_noise(&rule) > rs.target_noise);
+    assert_string_equal(pb_stop_reason_name(rule.reason), "time_cap");
+    pb_stoprule_free(&rule);
+
+    /* Steady but held by min_samples: the cap, not noisy. */
+    rs.min_samples = 1000000;
+    expect_stop(&rule, &rs, 0, 10 * MS, steady, 200, PB_STOP_TIME_CAP, false);
+    pb_stoprule_free(&rule);
+}
+
+static void test_rule_three_windows_suffice_for_slow_batches(void **state)
+{
+    (void)state;
+    /* min_time_s / window_s = 10 windows of noise, but batches of 500 ms:
+     * a window closes only every 2 batches (1 s). The rule decides on 3
+     * windows: after 6 batches, not at min_time_s with 1 window. */
+    struct pb_run_spec rs = rule_spec(1.0, 60.0, 0.1);
+    struct pb_stoprule rule;
+    expect_stop(&rule, &rs, 0, 500 * MS, steady, 6, PB_STOP_STABLE, false);
+    assert_int_equal(rule.noise_windows, 10);
+    assert_int_equal(rule.count, 3);
+    pb_stoprule_free(&rule);
+}
+
+static void test_rule_other_reasons(void **state)
+{
+    (void)state;
+    struct pb_run_spec rs = rule_spec(1.0, 2.0, 0.1);
+    struct pb_stoprule rule;
+    assert_int_equal(pb_stoprule_init(&rule, &rs), PB_OK);
+    pb_stoprule_start(&rule, 0);
+    assert_false(pb_stoprule_batch(&rule, 10 * MS, 10));
+    assert_int_equal(rule.reason, PB_STOP_NONE);
+    assert_true(pb_stoprule_noise(&rule) == 0); /* too few windows: reported as 0 */
+    pb_stoprule_end(&rule, PB_STOP_DATA_END);
+    pb_stoprule_end(&rule, PB_STOP_INTERRUPTED); /* the first reason is kept */
+    assert_int_equal(rule.reason, PB_STOP_DATA_END);
+    assert_false(pb_stoprule_noisy(&rule));
+    assert_string_equal(pb_stop_reason_name(PB_STOP_DATA_END), "data_end");
+    /* A new start forgets the last repeat. */
+    pb_stoprule_start(&rule, 0);
+    assert_int_equal(rule.reason, PB_STOP_NONE);
+    assert_int_equal(rule.samples, 0);
+    pb_stoprule_free(&rule);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rule_stops_after_min_time_when_steady),
+        cmocka_unit_test(test_rule_hits_cap_when_noisy),
+        cmocka_unit_test(test_rule_three_windows_suffice_for_slow_batches),
+        cmocka_unit_test(test_rule_other_reasons),
+        cmocka_unit_test(test_counts_with_workers),
+        cmocka_unit_test(test_counts_in_the_consumer),
+        cmocka_unit_test(test_time_cap_is_recorded),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

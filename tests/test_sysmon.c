@@ -1,0 +1,111 @@
+/* The system sampler on this process: the series fills while the thread
+ * runs, the tick reports the consumer's published throughput, a user stop
+ * wakes the consumer, and the one-shot readings are plausible. Waits are
+ * for progress (with a generous limit), never for a time. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "bench/pb.h"
+#include "bench/sysmon.h"
+
+static atomic_int ticks, wakes;
+static _Atomic double last_rate;
+
+static void on_tick(void *user, double samples_per_s)
+{
+    (void)user;
+    atomic_store(&last_rate, samples_per_s);
+    atomic_fetch_add(&ticks, 1);
+}
+
+static void on_wake(void *user)
+{
+    (void)user;
+    atomic_fetch_add(&wakes, 1);
+}
+
+/* Waits until *counter reaches at least n; fails after a minute. */
+static void wait_for(atomic_int *counter, int n)
+{
+    for (int i = 0; i < 60000 && atomic_load(counter) < n; i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    assert_true(atomic_load(counter) >= n);
+}
+
+static void test_series_and_tick(void **state)
+{
+    (void)state;
+    struct pb_sysmon mon = {.tick = on_tick};
+    assert_int_equal(pb_sysmon_init(&mon), PB_OK);
+    for (int round = 0; round < 2; round++) {
+        atomic_store(&ticks, 0);
+        assert_int_equal(pb_sysmon_start(&mon), PB_OK);
+        pb_sysmon_measuring(&mon, pb_now_ns());
+        pb_sysmon_publish(&mon, 1000);
+        wait_for(&ticks, 2);
+        pb_sysmon_stop(&mon);
+        pb_sysmon_stop(&mon); /* stopping twice is harmless */
+        /* A tick comes every 5 samples. */
+        assert_true(mon.rss_count >= 10);
+        assert_true(mon.rss_peak_bytes > 0);
+        assert_true(atomic_load(&last_rate) > 0);
+        for (size_t i = 0; i < mon.rss_count; i++) {
+            assert_true(mon.rss[i].rss_bytes > 0 && mon.rss[i].rss_bytes <= mon.rss_peak_bytes);
+            assert_true(mon.rss[i].cpu_pct >= 0);
+            if (i > 0)
+                assert_true(mon.rss[i].t_s > mon.rss[i - 1].t_s);
+        }
+        struct pb_rss_sample *copy;
+        size_t count;
+        pb_sysmon_copy(&mon, &copy, &count);
+        assert_int_equal(count, mon.rss_count);
+        assert_true(copy[count - 1].t_s == mon.rss[count - 1].t_s);
+        free(copy);
+    }
+    pb_sysmon_free(&mon);
+}
+
+static void test_user_stop_wakes(void **state)
+{
+    (void)state;
+    volatile sig_atomic_t stop = 0;
+    struct pb_sysmon mon = {.user_stop = &stop, .wake = on_wake};
+    assert_int_equal(pb_sysmon_init(&mon), PB_OK);
+    assert_int_equal(pb_sysmon_start(&mon), PB_OK);
+    stop = 1;
+    wait_for(&wakes, 1);
+    pb_sysmon_stop(&mon);
+    pb_sysmon_free(&mon);
+}
+
+static void test_readings(void **state)
+{
+    (void)state;
+    uint64_t before = pb_process_cpu_ns();
+    volatile uint64_t sink = 0;
+    for (uint64_t i = 0; i < 50000000; i++)
+        sink += i;
+    assert_true(pb_process_cpu_ns() > before);
+    assert_true(pb_mem_available_bytes() > 0);
+    assert_true(pb_cpu_mhz_now() >= 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_series_and_tick),
+        cmocka_unit_test(test_user_stop_wakes),
+        cmocka_unit_test(test_readings),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
