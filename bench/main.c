@@ -1,38 +1,28 @@
-/* pbench: the command line. Sub-commands: run, report, list, version, help.
+/* pbench: the command line. Sub-commands: run, compare, history, calibrate,
+ * gen, report, list, version, help. This file parses arguments and renders;
+ * a run or sweep is a session (bench/session.h), drawn on the terminal by
+ * bench/progress.h.
  * Exit codes: 0 success, 1 error, 2 usage or config error, 3 regression
- * (compare, later), 130 interrupted (partial results written). */
-#include <errno.h>
-#include <math.h>
+ * (compare, run --baseline, history show), 130 interrupted (partial results
+ * written). */
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "bench/config.h"
-#include "bench/gpuprof.h"
-#include "bench/pb.h"
-#include "bench/result.h"
 #include "bench/analysis.h"
+#include "bench/calibrate.h"
 #include "bench/compare.h"
+#include "bench/config.h"
 #include "bench/history.h"
-#include "bench/runner.h"
-#include "bench/sweep.h"
+#include "bench/pb.h"
+#include "bench/progress.h"
+#include "bench/result.h"
+#include "bench/session.h"
 #include "pipelines/dataset.h"
 
 #define PB_EXIT_INTERRUPTED 130
-
-static volatile sig_atomic_t interrupt_requested;
-
-static void on_sigint(int sig)
-{
-    (void)sig;
-    interrupt_requested = 1;
-    /* A second Ctrl-C ends the process at once. */
-    signal(SIGINT, SIG_DFL);
-}
 
 struct command {
     const char *name;
@@ -53,9 +43,8 @@ struct compare_options {
     int format;
     bool force, fail_on_regression;
 };
-static int compare_results(const struct pb_result *base, const struct pb_result *next,
-                           const char *base_name, const char *next_name,
-                           const struct compare_options *o);
+static int render_comparison(const struct pb_comparison *cmp, const char *base_name,
+                             const char *next_name, const struct compare_options *o);
 static int parse_threshold(const char *text, double *out);
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
@@ -156,198 +145,14 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
 
 /* ---- run ---------------------------------------------------------------- */
 
-/* Progress on stderr: a bar redrawn in place on a terminal, plain lines
- * otherwise (logs, CI), nothing with --quiet. */
-struct progress {
-    bool quiet;
-    bool tty;
-    int rounds_total, rounds_done;
-    uint64_t start_ns;
-    char label[256];        /* the current point's axes                  */
-    int point, points;      /* 1-based, for the bar                      */
-    int round, rounds;
-};
-
-static void format_duration(double s, char *buf, size_t buflen)
-{
-    if (s < 60)
-        snprintf(buf, buflen, "%.0fs", s);
-    else if (s < 3600)
-        snprintf(buf, buflen, "%dm%02ds", (int)s / 60, (int)s % 60);
-    else
-        snprintf(buf, buflen, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
-}
-
-static void draw_bar(struct progress *p, double samples_per_s, bool live)
-{
-    if (p->quiet || !p->tty)
-        return;
-    int width = 24, filled = p->rounds_total ? width * p->rounds_done / p->rounds_total : 0;
-    char bar[32], eta[32] = "?";
-    for (int i = 0; i < width; i++)
-        bar[i] = i < filled ? '#' : '.';
-    bar[width] = 0;
-    if (p->rounds_done > 0) {
-        double elapsed = (double)(pb_now_ns() - p->start_ns) / 1e9;
-        format_duration(elapsed / p->rounds_done * (p->rounds_total - p->rounds_done), eta,
-                        sizeof(eta));
-    }
-    fprintf(stderr, "\r\033[K[%s] round %d/%d point %d/%d %s · %.0f samples/s%s · ETA %s", bar,
-            p->round, p->rounds, p->point, p->points, p->label, samples_per_s,
-            live ? " (running)" : "", eta);
-    fflush(stderr);
-}
-
-static void on_progress(void *user, int repeat, int repeats, const struct pb_repeat_result *r)
-{
-    struct progress *p = user;
-    p->rounds_done++;
-    if (p->quiet)
-        return;
-    if (p->tty) {
-        draw_bar(p, r->samples_per_s, false);
-        return;
-    }
-    fprintf(stderr, "  %s%s%srepeat %d/%d: %.1f samples/s, stall %.1f%%, %.2f s measured, %llu "
-                    "batches%s%s\n",
-            p->points > 1 ? "point " : "", p->points > 1 ? p->label : "", p->points > 1 ? " " : "",
-            repeat + 1, repeats, r->samples_per_s, r->stall_pct, r->wall_s,
-            (unsigned long long)r->batches, r->hit_time_cap ? ", hit run.max_time_s" : "",
-            r->interrupted ? ", interrupted" : "");
-}
-
-static void on_tick(void *user, double samples_per_s)
-{
-    draw_bar(user, samples_per_s, true);
-}
-
-static void default_result_path(const char *name, char *buf, size_t buflen)
-{
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    char stamp[32];
-    strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-    snprintf(buf, buflen, "results/%s-%s.json", name, stamp);
-}
-
 static int exit_for(int rc)
 {
     switch (rc) {
     case PB_OK: return PB_EXIT_OK;
     case PB_ERR_CONFIG: return PB_EXIT_USAGE;
     case PB_ERR_INTERRUPTED: return PB_EXIT_INTERRUPTED;
-    case PB_ERR_UNAVAILABLE: return PB_EXIT_ERROR;
     default: return PB_EXIT_ERROR;
     }
-}
-
-/* The spec of one point: the config, then the user's -s overrides, then the
- * point's sweep values (extra, e.g. calibration settings, last). */
-static int load_point_spec(const char *config_path, const char *const *overrides,
-                           int override_count, const struct pb_sweep *sweep,
-                           const struct pb_sweep_point *point, const char *const *extra,
-                           int extra_count, struct pb_spec *spec, char *msg, size_t msglen)
-{
-    int rc = pb_config_load(config_path, spec, msg, msglen);
-    for (int i = 0; rc == PB_OK && i < override_count; i++)
-        rc = pb_config_override(spec, overrides[i], msg, msglen);
-    for (int a = 0; rc == PB_OK && sweep && point && a < sweep->axis_count; a++) {
-        char assignment[256];
-        pb_sweep_assignment(sweep, point, a, assignment, sizeof(assignment));
-        rc = pb_config_override(spec, assignment, msg, msglen);
-        if (rc != PB_OK) {
-            /* "-s path=v: sentence" reads better as a sweep error. */
-            char inner[PB_MSG_MAX * 2];
-            const char *colon = strstr(msg, ": ");
-            pb_strlcpy(inner, colon ? colon + 2 : msg, sizeof(inner));
-            int n = sweep->axes[a].line
-                        ? snprintf(msg, msglen, "%s:%d:%d: sweep value %s: ", config_path,
-                                   sweep->axes[a].line, sweep->axes[a].column, assignment)
-                        : snprintf(msg, msglen, "-a %s: ", assignment);
-            if (n > 0 && (size_t)n < msglen)
-                pb_strlcpy(msg + n, inner, msglen - (size_t)n);
-        }
-    }
-    for (int i = 0; rc == PB_OK && i < extra_count; i++)
-        rc = pb_config_override(spec, extra[i], msg, msglen);
-    if (rc == PB_OK)
-        rc = pb_config_validate(spec, msg, msglen);
-    return rc;
-}
-
-/* What this machine does at best for the config's data: the pipeline in one
- * loader worker (one core; the training loop takes no step), and memcpy. */
-static int calibrate(const char *config_path, const char *const *overrides, int override_count,
-                     const struct pb_dataset *ds, bool gpu, struct pb_calibration *cal, bool quiet,
-                     char *msg, size_t msglen)
-{
-    static const char *const settings[] = {
-        "loader.workers=1", "run.step_ms=0", "run.repeats=1", "run.warmup_batches=2",
-    };
-    struct pb_spec spec;
-    int rc = load_point_spec(config_path, overrides, override_count, NULL, NULL, settings,
-                             (int)PB_ARRAY_LEN(settings), &spec, msg, msglen);
-    if (rc != PB_OK) {
-        pb_spec_free(&spec);
-        return rc;
-    }
-    /* The loader's ceiling is the CPU part; the copy is measured apart. */
-    bool uses_gpu = pb_spec_uses_gpu(&spec);
-    char dropped[PB_MSG_MAX];
-    pb_spec_drop_gpu(&spec, dropped, sizeof(dropped));
-    if (!quiet)
-        fprintf(stderr, "pbench: calibrating: the pipeline on one core, then memory bandwidth%s\n",
-                uses_gpu || gpu ? " and host-to-device copies" : "");
-    /* A one-point result, so pb_result_free releases what the run made. */
-    struct pb_result holder = {.point_count = 1, .points = calloc(1, sizeof(*holder.points))};
-    if (!holder.points) {
-        pb_spec_free(&spec);
-        return PB_ERR_NOMEM;
-    }
-    struct pb_point_result *point = &holder.points[0];
-    struct pb_run_hooks hooks = {.stop = &interrupt_requested};
-    rc = pb_run_point(&spec, ds, &hooks, point, msg, msglen);
-    if (rc == PB_OK) {
-        cal->single_core_samples_per_s = point->samples_per_s;
-        double amp, ns_frame, frames;
-        if (pb_decode_figures(point, &amp, &ns_frame, &frames))
-            cal->decode_ns_per_frame = ns_frame;
-        size_t bytes = 64u << 20;
-        char *a = malloc(bytes), *b = malloc(bytes);
-        if (a && b) {
-            memset(a, 1, bytes);
-            memset(b, 2, bytes);
-            uint64_t t0 = pb_now_ns();
-            for (int i = 0; i < 8; i++)
-                memcpy(i % 2 ? a : b, i % 2 ? b : a, bytes);
-            double s = (double)(pb_now_ns() - t0) / 1e9;
-            cal->memcpy_gb_per_s = 8.0 * (double)bytes / 1e9 / s;
-        }
-        free(a);
-        free(b);
-        long pus = sysconf(_SC_NPROCESSORS_ONLN);
-        cal->cores = pus > 0 ? (int)pus : 1;
-        cal->measured = true;
-        /* Host-to-device copies of one batch of this pipeline, as CUDA's
-         * bandwidthTest measures them (pinned and pageable). */
-        if (uses_gpu || gpu) {
-            struct pb_h2d_bandwidth bw;
-            char why[PB_MSG_MAX];
-            size_t bytes = point->batch_bytes ? point->batch_bytes : (size_t)32 << 20;
-            if (pb_gpu_h2d_bandwidth(bytes, 20, &bw, why, sizeof(why)) == 0) {
-                cal->h2d_bytes = bw.bytes;
-                cal->h2d_pinned_gb_s = bw.pinned_gb_s;
-                cal->h2d_pageable_gb_s = bw.pageable_gb_s;
-            } else if (gpu) {
-                snprintf(msg, msglen, "calibrate --gpu: %s", why);
-                rc = PB_ERR_UNAVAILABLE;
-            }
-        }
-    }
-    pb_result_free(&holder);
-    pb_spec_free(&spec);
-    return rc;
 }
 
 static int cmd_run(int argc, char **argv)
@@ -363,385 +168,63 @@ static int cmd_run(int argc, char **argv)
     };
     const char **overrides = calloc((size_t)argc, sizeof(char *));
     const char **axes = calloc((size_t)argc, sizeof(char *));
-    int override_count = 0, axis_count = 0;
-    const char *output = NULL;
+    struct pb_session_opts opts = {.overrides = overrides, .axes = axes, .calibrate = true,
+                                   .threshold_pct = 5};
+    struct compare_options compare = {.threshold_pct = 5};
     enum pb_format format = PB_FORMAT_TABLE;
-    bool quiet = false, overhead = false, no_calibrate = false, fail_on_regression = false;
-    const char *baseline = NULL;
-    double threshold_pct = 5;
-    int c, exit_code = PB_EXIT_OK;
+    bool quiet = false;
+    int c, exit_code = -1;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "s:a:o:f:qh", longopts, NULL)) != -1) {
+    while (exit_code < 0 && (c = getopt_long(argc, argv, "s:a:o:f:qh", longopts, NULL)) != -1) {
         switch (c) {
-        case 's': overrides[override_count++] = optarg; break;
-        case 'a': axes[axis_count++] = optarg; break;
-        case 'o': output = optarg; break;
+        case 's': overrides[opts.override_count++] = optarg; break;
+        case 'a': axes[opts.axis_count++] = optarg; break;
+        case 'o': opts.output_path = optarg; break;
         case 'f':
-            if (pb_format_parse(optarg, &format) != PB_OK) {
+            if (pb_format_parse(optarg, &format) != PB_OK)
                 exit_code = usage_error("run", "unknown format '%s'; allowed: table, json, markdown, csv",
                                         optarg);
-                goto out_args;
-            }
             break;
         case 'q': quiet = true; break;
-        case 'O': overhead = true; break;
-        case 'C': no_calibrate = true; break;
-        case 'B': baseline = optarg; break;
-        case 'F': fail_on_regression = true; break;
+        case 'O': opts.overhead = true; break;
+        case 'C': opts.calibrate = false; break;
+        case 'B': opts.baseline_path = optarg; break;
+        case 'F': compare.fail_on_regression = true; break;
         case 'T':
-            if (parse_threshold(optarg, &threshold_pct) != PB_OK) {
+            if (parse_threshold(optarg, &opts.threshold_pct) != PB_OK)
                 exit_code = usage_error("run", "--threshold takes a percentage such as 5%%, got '%s'",
                                         optarg);
-                goto out_args;
-            }
             break;
-        case 'h': exit_code = cmd_help(2, (char *[]){"help", "run", NULL}); goto out_args;
-        default: exit_code = usage_error("run", "%s", "bad option"); goto out_args;
+        case 'h': exit_code = cmd_help(2, (char *[]){"help", "run", NULL}); break;
+        default: exit_code = usage_error("run", "%s", "bad option"); break;
         }
     }
-    if (optind != argc - 1) {
+    if (exit_code < 0 && optind != argc - 1)
         exit_code = usage_error("run", "%s",
                                 optind >= argc ? "expected one CONFIG file"
                                                : "expected one CONFIG file, got more");
-        goto out_args;
-    }
-    const char *config_path = argv[optind];
-    char msg[PB_MSG_MAX * 2];
-
-    /* The base config and the sweep, checked in full before anything runs. */
-    struct pb_spec base;
-    int rc = load_point_spec(config_path, overrides, override_count, NULL, NULL, NULL, 0, &base,
-                             msg, sizeof(msg));
-    static struct pb_sweep sweep;
-    if (rc == PB_OK)
-        rc = pb_sweep_load(config_path, &sweep, msg, sizeof(msg));
-    for (int i = 0; rc == PB_OK && i < axis_count; i++)
-        rc = pb_sweep_set_axis(&sweep, axes[i], msg, sizeof(msg));
-    if (rc != PB_OK) {
-        fprintf(stderr, "pbench: %s\n", msg);
-        pb_spec_free(&base);
-        exit_code = rc == PB_ERR_CONFIG ? PB_EXIT_USAGE : PB_EXIT_ERROR;
-        goto out_args;
-    }
-
-    struct pb_result result;
-    memset(&result, 0, sizeof(result));
-    result.schema_version = PB_SCHEMA_VERSION;
-    snprintf(result.pbench_version, sizeof(result.pbench_version), "%s", PB_VERSION);
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(result.created, sizeof(result.created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(result.name, sizeof(result.name), "%s", base.name);
-    pb_machine_probe(&result.machine);
-    result.config = pb_spec_to_json(&base);
-
-    for (int a = 0; a < sweep.axis_count; a++) {
-        if (strcmp(sweep.axes[a].path, "loader.pin_memory") != 0)
-            continue;
-        char why[PB_MSG_MAX];
-        if (!pb_gpu_available(why, sizeof(why))) {
-            pb_sweep_drop_axis(&sweep, "loader.pin_memory");
-            pb_result_warn(&result, "sweep axis loader.pin_memory dropped: %s", why);
-            if (!quiet)
-                fprintf(stderr, "pbench: warning: sweep axis loader.pin_memory dropped: %s\n", why);
+    if (exit_code < 0) {
+        opts.config_path = argv[optind];
+        struct pb_progress progress;
+        struct pb_session_hooks hooks;
+        pb_progress_init(&progress, "pbench", quiet, &hooks);
+        struct pb_result result;
+        struct pb_session_outcome outcome;
+        char msg[PB_MSG_MAX * 2];
+        exit_code = exit_for(pb_session_run(&opts, &hooks, &result, &outcome, msg, sizeof(msg)));
+        if (outcome.measured)
+            pb_report(stdout, &result, format);
+        if (outcome.compared) {
+            compare.format = format == PB_FORMAT_CSV ? (int)PB_FORMAT_TABLE : (int)format;
+            fputc('\n', stdout);
+            int code = render_comparison(&outcome.comparison, opts.baseline_path,
+                                         outcome.result_path, &compare);
+            if (exit_code == PB_EXIT_OK)
+                exit_code = code;
         }
-        break;
+        pb_session_outcome_free(&outcome);
+        pb_result_free(&result);
     }
-    struct pb_sweep_point *points = calloc(PB_SWEEP_MAX_POINTS, sizeof(*points));
-    long point_count = points ? pb_sweep_points(&sweep, points, PB_SWEEP_MAX_POINTS, msg, sizeof(msg))
-                              : -1;
-    if (point_count < 0 || point_count > PB_SWEEP_MAX_POINTS || point_count == 0) {
-        if (point_count > PB_SWEEP_MAX_POINTS)
-            snprintf(msg, sizeof(msg), "the sweep has %ld points, more than %d: narrow it",
-                     point_count, PB_SWEEP_MAX_POINTS);
-        else if (point_count == 0)
-            snprintf(msg, sizeof(msg), "sweep.exclude leaves no point to run");
-        fprintf(stderr, "pbench: %s\n", msg);
-        exit_code = PB_EXIT_USAGE;
-        goto out_result;
-    }
-    bool swept = sweep.axis_count > 0;
-    if (overhead && point_count > 1) {
-        fprintf(stderr, "pbench: --overhead measures one point; run it without a sweep (or pin "
-                        "the axes with -a)\n");
-        exit_code = PB_EXIT_USAGE;
-        goto out_result;
-    }
-
-    /* Every point's spec, validated before the first measurement. */
-    struct pb_spec *specs = calloc((size_t)point_count, sizeof(*specs));
-    result.points = calloc((size_t)point_count, sizeof(*result.points));
-    result.point_count = (size_t)point_count;
-    for (long i = 0; i < point_count; i++) {
-        rc = load_point_spec(config_path, overrides, override_count, swept ? &sweep : NULL,
-                             &points[i], NULL, 0, &specs[i], msg, sizeof(msg));
-        result.points[i].axes = swept ? pb_sweep_axes_json(&sweep, &points[i]) : json_object();
-        if (rc != PB_OK) {
-            fprintf(stderr, "pbench: %s\n", msg);
-            exit_code = rc == PB_ERR_CONFIG ? PB_EXIT_USAGE : PB_EXIT_ERROR;
-            for (long j = 0; j <= i; j++)
-                pb_spec_free(&specs[j]);
-            free(specs);
-            goto out_result;
-        }
-    }
-
-    /* GPU stages need a device: without one, stop (gpu: required) or run
-     * the CPU part and say what was skipped (gpu: optional). */
-    if (pb_spec_uses_gpu(&base)) {
-        char why[PB_MSG_MAX];
-        if (!pb_gpu_available(why, sizeof(why))) {
-            char dropped[PB_MSG_MAX] = "";
-            if (base.gpu == PB_GPU_REQUIRED) {
-                pb_spec_drop_gpu(&base, dropped, sizeof(dropped));
-                fprintf(stderr,
-                        "pbench: %s: %s; the pipeline needs it for %s. Run on a machine with a "
-                        "GPU, or set gpu: optional (-s gpu=optional) to measure the CPU part "
-                        "with those stages skipped\n",
-                        config_path, why, dropped);
-                exit_code = PB_EXIT_USAGE;
-                for (long j = 0; j < point_count; j++)
-                    pb_spec_free(&specs[j]);
-                free(specs);
-                goto out_result;
-            }
-            for (long i = 0; i < point_count; i++)
-                pb_spec_drop_gpu(&specs[i], dropped, sizeof(dropped));
-            snprintf(result.gpu_skipped, sizeof(result.gpu_skipped),
-                     "gpu: optional and %.100s: skipped %.80s; the training step is a host sleep",
-                     why, dropped);
-            pb_result_warn(&result, "%s", result.gpu_skipped);
-            if (!quiet)
-                fprintf(stderr, "pbench: warning: %s\n", result.gpu_skipped);
-        }
-    }
-
-    struct pb_dataset ds;
-    if (!quiet && base.dataset.has_generate && access(base.dataset.path, F_OK) != 0)
-        fprintf(stderr, "pbench: generating %lld %s files into %s (first use)\n",
-                (long long)base.dataset.generate.count,
-                base.dataset.generate.kind == PB_GENERATE_JPEG    ? "JPEG"
-                : base.dataset.generate.kind == PB_GENERATE_VIDEO ? "video"
-                                                                  : "random-byte",
-                base.dataset.path);
-    rc = pb_dataset_open(&base.dataset, &ds, msg, sizeof(msg));
-    if (rc != PB_OK) {
-        fprintf(stderr, "pbench: %s: %s\n", config_path, msg);
-        exit_code = exit_for(rc);
-        for (long j = 0; j < point_count; j++)
-            pb_spec_free(&specs[j]);
-        free(specs);
-        goto out_result;
-    }
-    for (long i = 0; i < point_count; i++)
-        if (strcmp(specs[i].dataset.path, base.dataset.path) != 0) {
-            fprintf(stderr, "pbench: sweeping dataset.path is not supported: run one sweep per "
-                            "dataset\n");
-            exit_code = PB_EXIT_USAGE;
-            pb_dataset_free(&ds);
-            for (long j = 0; j < point_count; j++)
-                pb_spec_free(&specs[j]);
-            free(specs);
-            goto out_result;
-        }
-
-    int repeats = (int)base.run.repeats;
-    if (!quiet) {
-        fprintf(stderr, "pbench: %s: %zu files (%.1f MiB)", base.name, ds.count,
-                (double)ds.total_bytes / 1048576.0);
-        if (swept) {
-            double lo = 0, hi = 0;
-            for (long i = 0; i < point_count; i++) {
-                lo += (double)specs[i].run.repeats * specs[i].run.min_time_s;
-                hi += (double)specs[i].run.repeats * specs[i].run.max_time_s;
-            }
-            char a[32], b[32];
-            format_duration(lo, a, sizeof(a));
-            format_duration(hi, b, sizeof(b));
-            fprintf(stderr, "; sweep of %ld points x %d repeats, interleaved: %s to %s measured, "
-                            "plus warm-up\n",
-                    point_count, repeats, a, b);
-            if (hi > 3600)
-                fprintf(stderr, "pbench: warning: this sweep may take over an hour; narrow it "
-                                "with -a PATH=V1,V2 or lower run.max_time_s\n");
-        } else {
-            fprintf(stderr, ", %lld workers, batch %lld, prefetch %lld, %d repeats\n",
-                    (long long)base.loader.workers, (long long)base.loader.batch_size,
-                    (long long)base.loader.prefetch_factor, repeats);
-        }
-    }
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_sigint;
-    sigaction(SIGINT, &sa, NULL);
-
-    if (swept && !no_calibrate) {
-        char cmsg[PB_MSG_MAX * 2];
-        int crc = calibrate(config_path, overrides, override_count, &ds, false,
-                            &result.calibration, quiet, cmsg, sizeof(cmsg));
-        if (crc != PB_OK && crc != PB_ERR_INTERRUPTED)
-            pb_result_warn(&result, "calibration failed: %s", cmsg);
-    }
-
-    struct progress progress = {.quiet = quiet, .tty = isatty(2) != 0, .points = (int)point_count,
-                                .rounds_total = (int)point_count * repeats, .rounds = repeats,
-                                .start_ns = pb_now_ns()};
-    struct pb_run_hooks hooks = {.progress = on_progress, .tick = on_tick, .user = &progress,
-                                 .stop = &interrupt_requested};
-    struct pb_cupti_trace *trace = NULL;
-    if (base.profile.gpu == PB_PROFILE_GPU_CUPTI && !result.gpu_skipped[0] &&
-        pb_spec_uses_gpu(&base)) {
-        char tmsg[PB_MSG_MAX];
-        if (pb_cupti_start(&trace, tmsg, sizeof(tmsg)) != 0) {
-            trace = NULL;
-            pb_result_warn(&result, "profile.gpu: cupti: no trace: %s", tmsg);
-        }
-    }
-    double overhead_sum = 0, *overhead_pairs = calloc((size_t)repeats, sizeof(double));
-    int overhead_count = 0;
-    bool interrupted = interrupt_requested != 0;
-    /* Rounds interleaved across points: round 1 of every point, then round
-     * 2, so a drift in machine speed does not pass for a difference. */
-    for (int r = 0; r < repeats && !interrupted; r++) {
-        for (long i = 0; i < point_count && !interrupted; i++) {
-            struct pb_point_result *pt = &result.points[i];
-            if (pt->error[0])
-                continue;
-            if (r >= specs[i].run.repeats)
-                continue;
-            progress.point = (int)i + 1;
-            progress.round = r + 1;
-            char label[256] = "";
-            size_t used = 0;
-            for (int a = 0; a < sweep.axis_count && used < sizeof(label); a++)
-                used += (size_t)snprintf(label + used, sizeof(label) - used, "%s%s=%s",
-                                         a ? " " : "", strrchr(sweep.axes[a].path, '.') + 1,
-                                         sweep.axes[a].values[points[i].value[a]]);
-            snprintf(progress.label, sizeof(progress.label), "%s", label);
-            struct pb_point_run *run;
-            rc = pb_point_open(&specs[i], &ds, &hooks, pt, &run, msg, sizeof(msg));
-            if (rc == PB_OK) {
-                double pair = NAN;
-                rc = pb_point_repeat(run, r, overhead, &pair, msg, sizeof(msg));
-                if (overhead && !isnan(pair)) {
-                    overhead_pairs[overhead_count++] = pair;
-                    overhead_sum += pair;
-                }
-                pb_point_close(run);
-            }
-            if (rc == PB_ERR_INTERRUPTED) {
-                interrupted = true;
-            } else if (rc != PB_OK) {
-                pb_strlcpy(pt->error, msg, sizeof(pt->error));
-                if (progress.tty && !quiet)
-                    fputc('\n', stderr);
-                fprintf(stderr, "pbench: %s%s%s\n", swept ? label : "", swept ? ": " : "", msg);
-                if (!swept)
-                    exit_code = exit_for(rc);
-            }
-        }
-    }
-    signal(SIGINT, SIG_DFL);
-    if (progress.tty && !quiet)
-        fputc('\n', stderr);
-    if (trace) {
-        char tmsg[PB_MSG_MAX];
-        if (pb_cupti_stop(trace, tmsg, sizeof(tmsg)) != 0)
-            pb_result_warn(&result, "profile.gpu: cupti: %s", tmsg);
-        result.gpu_profile = pb_cupti_summary_json(trace);
-    }
-
-    size_t measured_points = 0;
-    for (long i = 0; i < point_count; i++) {
-        if (result.points[i].repeat_count > 0) {
-            pb_point_summarize(&result.points[i]);
-            measured_points++;
-        }
-    }
-    if (overhead && overhead_count > 0) {
-        result.overhead_measured = true;
-        result.overhead_pct = pb_median(overhead_pairs, (size_t)overhead_count);
-        double mean = overhead_sum / overhead_count, m2 = 0;
-        for (int i = 0; i < overhead_count; i++)
-            m2 += (overhead_pairs[i] - mean) * (overhead_pairs[i] - mean);
-        result.overhead_noise_pct = overhead_count > 1 ? sqrt(m2 / (overhead_count - 1)) : 0;
-    }
-    free(overhead_pairs);
-    if (interrupted) {
-        result.interrupted = true;
-        exit_code = PB_EXIT_INTERRUPTED;
-        pb_result_warn(&result, "interrupted by the user: the result holds every repeat finished "
-                                "before Ctrl-C");
-    } else if (!swept && result.points[0].error[0] && result.points[0].repeat_count > 0) {
-        pb_result_warn(&result, "stopped by an error: %s", result.points[0].error);
-    }
-
-    if (measured_points > 0) {
-        struct pb_analysis analysis;
-        if (swept && pb_analyze(&result, &analysis) == PB_OK) {
-            result.analysis = pb_analysis_to_json(&analysis);
-            pb_analysis_free(&analysis);
-        }
-        char path[PB_PATH_MAX];
-        if (output)
-            snprintf(path, sizeof(path), "%s", output);
-        else
-            default_result_path(base.name, path, sizeof(path));
-        char wmsg[PB_MSG_MAX];
-        if (trace) {
-            /* The Chrome trace beside the result: NAME.json -> NAME.trace.json. */
-            size_t len = strlen(path);
-            size_t stem = len > 5 && strcmp(path + len - 5, ".json") == 0 ? len - 5 : len;
-            snprintf(result.gpu_trace_path, sizeof(result.gpu_trace_path), "%.*s.trace.json",
-                     (int)stem, path);
-            if (pb_make_parent_dirs(path, wmsg, sizeof(wmsg)) != PB_OK ||
-                pb_cupti_write_chrome_trace(trace, result.gpu_trace_path, wmsg, sizeof(wmsg)) !=
-                    0) {
-                pb_result_warn(&result, "profile.gpu: cupti: %s", wmsg);
-                result.gpu_trace_path[0] = '\0';
-            }
-        }
-        if (pb_result_write(&result, path, wmsg, sizeof(wmsg)) != PB_OK) {
-            fprintf(stderr, "pbench: %s\n", wmsg);
-            exit_code = PB_EXIT_ERROR;
-        } else if (!quiet) {
-            fprintf(stderr, "pbench: result written to %s\n", path);
-        }
-        pb_report(stdout, &result, format);
-        if (baseline) {
-            struct pb_result base_result;
-            char bmsg[PB_MSG_MAX];
-            if (pb_result_read(baseline, &base_result, bmsg, sizeof(bmsg)) != PB_OK) {
-                fprintf(stderr, "pbench: --baseline: %s\n", bmsg);
-                if (exit_code == PB_EXIT_OK)
-                    exit_code = PB_EXIT_ERROR;
-            } else {
-                struct compare_options o = {
-                    .threshold_pct = threshold_pct,
-                    .format = format == PB_FORMAT_CSV ? (int)PB_FORMAT_TABLE : (int)format,
-                    .fail_on_regression = fail_on_regression};
-                fputc('\n', stdout);
-                int code = compare_results(&base_result, &result, baseline, path, &o);
-                if (exit_code == PB_EXIT_OK)
-                    exit_code = code;
-            }
-            pb_result_free(&base_result);
-        }
-    } else if (exit_code == PB_EXIT_OK) {
-        exit_code = interrupted ? PB_EXIT_INTERRUPTED : PB_EXIT_ERROR;
-    }
-    pb_dataset_free(&ds);
-    for (long j = 0; j < point_count; j++)
-        pb_spec_free(&specs[j]);
-    free(specs);
-    pb_cupti_free(trace);
-out_result:
-    free(points);
-    pb_result_free(&result);
-    pb_spec_free(&base);
-out_args:
     free(overrides);
     free(axes);
     return exit_code;
@@ -749,35 +232,24 @@ out_args:
 
 /* ---- compare ------------------------------------------------------------ */
 
-/* Compares and prints; returns the exit code. */
-static int compare_results(const struct pb_result *base, const struct pb_result *next,
-                           const char *base_name, const char *next_name,
-                           const struct compare_options *o)
+/* Prints a comparison; returns the exit code. */
+static int render_comparison(const struct pb_comparison *cmp, const char *base_name,
+                             const char *next_name, const struct compare_options *o)
 {
-    struct pb_comparison cmp;
-    if (pb_compare(base, next, o->threshold_pct, &cmp) != PB_OK) {
-        fprintf(stderr, "pbench compare: out of memory\n");
-        return PB_EXIT_ERROR;
-    }
-    int code = PB_EXIT_OK;
-    if (cmp.incompatible && !o->force) {
+    if (cmp->incompatible && !o->force) {
         fprintf(stderr, "pbench compare: %s and %s were measured differently:\n", base_name,
                 next_name);
-        for (int i = 0; i < cmp.difference_count; i++)
-            fprintf(stderr, "  %s\n", cmp.differences[i]);
+        for (int i = 0; i < cmp->difference_count; i++)
+            fprintf(stderr, "  %s\n", cmp->differences[i]);
         fprintf(stderr, "compare them anyway with --force\n");
-        code = PB_EXIT_USAGE;
-    } else {
-        if (cmp.point_count == 0)
-            fprintf(stderr, "pbench compare: no point of %s matches one of %s (points match by "
-                            "their sweep axes)\n",
-                    base_name, next_name);
-        pb_comparison_report(stdout, &cmp, base_name, next_name, o->format);
-        if (o->fail_on_regression && cmp.regressions > 0)
-            code = PB_EXIT_REGRESSION;
+        return PB_EXIT_USAGE;
     }
-    pb_comparison_free(&cmp);
-    return code;
+    if (cmp->point_count == 0)
+        fprintf(stderr, "pbench compare: no point of %s matches one of %s (points match by "
+                        "their sweep axes)\n",
+                base_name, next_name);
+    pb_comparison_report(stdout, cmp, base_name, next_name, o->format);
+    return o->fail_on_regression && cmp->regressions > 0 ? PB_EXIT_REGRESSION : PB_EXIT_OK;
 }
 
 static int parse_threshold(const char *text, double *out)
@@ -829,7 +301,14 @@ static int cmd_compare(int argc, char **argv)
         pb_result_free(&next);
         return PB_EXIT_ERROR;
     }
-    int code = compare_results(&base, &next, files[0], files[1], &o);
+    struct pb_comparison cmp;
+    int code = PB_EXIT_ERROR;
+    if (pb_compare(&base, &next, o.threshold_pct, &cmp) != PB_OK) {
+        fprintf(stderr, "pbench compare: out of memory\n");
+    } else {
+        code = render_comparison(&cmp, files[0], files[1], &o);
+        pb_comparison_free(&cmp);
+    }
     pb_result_free(&base);
     pb_result_free(&next);
     return code;
@@ -922,60 +401,31 @@ static int cmd_history(int argc, char **argv)
 static int cmd_calibrate(int argc, char **argv)
 {
     const char **overrides = calloc((size_t)argc, sizeof(char *));
-    int override_count = 0;
-    const char *config_path = NULL;
-    int exit_code = PB_EXIT_OK;
-    bool gpu = false;
-    for (int i = 1; i < argc; i++) {
+    struct pb_session_opts opts = {.overrides = overrides};
+    int exit_code = -1;
+    for (int i = 1; i < argc && exit_code < 0; i++) {
         if ((strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--set") == 0) && i + 1 < argc)
-            overrides[override_count++] = argv[++i];
+            overrides[opts.override_count++] = argv[++i];
         else if (strcmp(argv[i], "--gpu") == 0)
-            gpu = true;
-        else if (argv[i][0] != '-' && !config_path)
-            config_path = argv[i];
-        else {
-            free(overrides);
-            return usage_error("calibrate", "unexpected argument '%s'", argv[i]);
-        }
+            opts.calibrate_gpu = true;
+        else if (argv[i][0] != '-' && !opts.config_path)
+            opts.config_path = argv[i];
+        else
+            exit_code = usage_error("calibrate", "unexpected argument '%s'", argv[i]);
     }
-    if (!config_path) {
-        free(overrides);
-        return usage_error("calibrate", "%s", "expected a CONFIG file");
-    }
-    char msg[PB_MSG_MAX * 2];
-    struct pb_spec spec;
-    int rc = load_point_spec(config_path, overrides, override_count, NULL, NULL, NULL, 0, &spec,
-                             msg, sizeof(msg));
-    struct pb_dataset ds;
-    memset(&ds, 0, sizeof(ds));
-    if (rc == PB_OK)
-        rc = pb_dataset_open(&spec.dataset, &ds, msg, sizeof(msg));
-    struct pb_calibration cal = {0};
-    if (rc == PB_OK)
-        rc = calibrate(config_path, overrides, override_count, &ds, gpu, &cal, false, msg,
-                       sizeof(msg));
-    if (rc != PB_OK) {
-        fprintf(stderr, "pbench calibrate: %s\n", msg);
+    if (exit_code < 0 && !opts.config_path)
+        exit_code = usage_error("calibrate", "%s", "expected a CONFIG file");
+    if (exit_code < 0) {
+        struct pb_progress progress;
+        struct pb_session_hooks hooks;
+        pb_progress_init(&progress, "pbench calibrate", false, &hooks);
+        struct pb_calibration cal;
+        char name[128], msg[PB_MSG_MAX * 2];
+        int rc = pb_session_calibrate(&opts, &hooks, &cal, name, sizeof(name), msg, sizeof(msg));
+        if (rc == PB_OK)
+            pb_calibration_print(stdout, name, &cal);
         exit_code = exit_for(rc);
-    } else {
-        printf("%s on this machine, at best:\n", spec.name);
-        printf("  one core        %.1f samples/s  (the whole pipeline in one worker, no step)\n",
-               cal.single_core_samples_per_s);
-        char cores[32];
-        snprintf(cores, sizeof(cores), "all %d cores", cal.cores);
-        printf("  %-15s %.1f samples/s  if the pipeline scaled perfectly\n", cores,
-               cal.single_core_samples_per_s * cal.cores);
-        printf("  memcpy          %.1f GB/s\n", cal.memcpy_gb_per_s);
-        if (cal.decode_ns_per_frame > 0)
-            printf("  video decode    %.1f frames/s on one core (demux + decode, frames decoded)\n",
-                   1e9 / cal.decode_ns_per_frame);
-        if (cal.h2d_bytes)
-            printf("  host-to-device  pinned %.1f GB/s, pageable %.1f GB/s  (cudaMemcpyAsync of "
-                   "one %.1f MiB batch, as bandwidthTest)\n",
-                   cal.h2d_pinned_gb_s, cal.h2d_pageable_gb_s, (double)cal.h2d_bytes / 1048576.0);
     }
-    pb_dataset_free(&ds);
-    pb_spec_free(&spec);
     free(overrides);
     return exit_code;
 }
