@@ -85,4 +85,8 @@ int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const
 double pb_point_setting_double(const struct pb_result *result, size_t point, const char *path,
                                double def);
 
+/* Analyzes result and stores the analysis's JSON in result->analysis,
+ * replacing what was there; leaves it as it was when the analysis fails. */
+void pb_analysis_attach(struct pb_result *result);
+
 #endif

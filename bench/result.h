@@ -214,6 +214,10 @@ void pb_gpu_figures_ratios(struct pb_gpu_figures *g);
 /* Fills the machine fingerprint (hwloc, uname, library versions, GPU). */
 void pb_machine_probe(struct pb_machine *machine);
 
+/* `pbench version`: pbench and its build options, every library version,
+ * the CUDA runtime and driver, the GPU and the machine, from machine. */
+void pb_machine_print_versions(FILE *out, const struct pb_machine *machine);
+
 /* GPU helpers (bench/machine.c). pb_gpu_available returns 1 when a CUDA
  * device is usable; otherwise 0 with the reason in why ("built without
  * CUDA", "no CUDA device: ..."). pb_pinned_alloc returns page-locked host

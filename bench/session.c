@@ -486,11 +486,8 @@ static void write_trace(struct session *s, const char *path)
 static int write_result(struct session *s)
 {
     struct pb_result *r = s->result;
-    struct pb_analysis analysis;
-    if (s->swept && pb_analyze(r, &analysis) == PB_OK) {
-        r->analysis = pb_analysis_to_json(&analysis);
-        pb_analysis_free(&analysis);
-    }
+    if (s->swept)
+        pb_analysis_attach(r);
     char path[PB_PATH_MAX];
     if (s->opts->output_path)
         snprintf(path, sizeof(path), "%s", s->opts->output_path);

@@ -40,6 +40,12 @@ void pb_dataset_free(struct pb_dataset *ds);
 int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, char *msg,
                         size_t msglen);
 
+/* `pbench gen`: generates into dir, which must not exist yet or be an
+ * empty folder (PB_ERR_CONFIG otherwise), then indexes what it made into
+ * index (release with pb_dataset_free). PB_OK or an error with msg. */
+int pb_dataset_generate_new(const struct pb_generate_spec *spec, const char *dir,
+                            struct pb_dataset *index, char *msg, size_t msglen);
+
 /* The generators behind pb_dataset_generate, writing into an existing
  * (temporary) folder. A share corrupt_fraction of the files is written
  * truncated. Return PB_OK or an error with a message. */
