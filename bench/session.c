@@ -536,12 +536,8 @@ static int run_measured(struct session *s)
     if (s->interrupted)
         rc = PB_ERR_INTERRUPTED;
     if (measured_points == 0) {
-        if (rc == PB_OK) {
-            rc = s->interrupted ? PB_ERR_INTERRUPTED : PB_ERR;
-            if (!s->msg[0])
-                snprintf(s->msg, s->msglen, "no point was measured");
-        }
-        return rc;
+        /* Every point failed: each said why (msg holds the last). */
+        return rc == PB_OK ? PB_ERR : rc;
     }
     s->outcome->measured = true;
     int wrc = write_result(s);
