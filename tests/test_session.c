@@ -97,6 +97,56 @@ static void test_single_point(void **state)
     pb_result_free(&result);
 }
 
+/* What the hooks saw of a session. */
+struct seen {
+    int points, repeats, rounds, progress, measuring_on, measuring_off, infos, errors;
+    char labels[8][64];
+    char last_info[PB_MSG_MAX * 3];
+};
+
+static void on_message(void *user, enum pb_session_level level, const char *text)
+{
+    struct seen *seen = user;
+    if (level == PB_SESSION_ERROR)
+        seen->errors++;
+    if (level == PB_SESSION_INFO) {
+        seen->infos++;
+        snprintf(seen->last_info, sizeof(seen->last_info), "%s", text);
+    }
+}
+
+static void on_measuring(void *user, bool on)
+{
+    struct seen *seen = user;
+    if (on)
+        seen->measuring_on++;
+    else
+        seen->measuring_off++;
+}
+
+static void on_rounds(void *user, int points, int repeats)
+{
+    struct seen *seen = user;
+    seen->points = points;
+    seen->repeats = repeats;
+}
+
+static void on_round(void *user, int point, int round, const char *label)
+{
+    struct seen *seen = user;
+    assert_true(point >= 1 && point <= seen->points && round >= 1 && round <= seen->repeats);
+    if (seen->rounds < 8)
+        snprintf(seen->labels[seen->rounds], sizeof(seen->labels[0]), "%s", label);
+    seen->rounds++;
+}
+
+static void on_progress(void *user, int repeat, int repeats, const struct pb_repeat_result *done)
+{
+    struct seen *seen = user;
+    assert_true(repeat >= 0 && repeat < repeats && done->samples > 0);
+    seen->progress++;
+}
+
 static void test_sweep_axis_and_baseline(void **state)
 {
     (void)state;
@@ -114,11 +164,27 @@ static void test_sweep_axis_and_baseline(void **state)
         opts.baseline_path = base;
         opts.threshold_pct = 5;
     }
+    struct seen seen = {0};
+    struct pb_session_hooks hooks = {.user = &seen, .message = on_message,
+                                     .measuring = on_measuring, .rounds = on_rounds,
+                                     .round = on_round, .progress = on_progress};
     struct pb_result result;
     struct pb_session_outcome outcome;
-    int rc = pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg));
+    int rc = pb_session_run(&opts, &hooks, &result, &outcome, msg, sizeof(msg));
     if (rc != PB_OK)
         fail_msg("session failed: %s", msg);
+    /* Rounds interleave across points: point 1, point 2, point 1, point 2. */
+    assert_int_equal(seen.points, 2);
+    assert_int_equal(seen.repeats, 2);
+    assert_int_equal(seen.rounds, 4);
+    assert_int_equal(seen.progress, 4);
+    assert_string_equal(seen.labels[0], "workers=1");
+    assert_string_equal(seen.labels[1], "workers=2");
+    assert_string_equal(seen.labels[2], "workers=1");
+    assert_int_equal(seen.measuring_on, 1);
+    assert_int_equal(seen.measuring_off, 1);
+    assert_int_equal(seen.errors, 0);
+    assert_non_null(strstr(seen.last_info, "result written to"));
     assert_int_equal(result.point_count, 2);
     for (size_t i = 0; i < 2; i++) {
         assert_int_equal(result.points[i].repeat_count, 2);
