@@ -74,21 +74,24 @@ struct pb_session_outcome {
  * pb_result_free whatever the return) and outcome (release it with
  * pb_session_outcome_free). Returns PB_OK; PB_ERR_CONFIG for a config,
  * sweep or command-line error, found before any data is generated, with
- * "FILE:LINE:COL: sentence" in msg; PB_ERR_INTERRUPTED when the stop flag
- * was raised (the result holds every finished repeat and is written); the
- * error of a failed single point (its result is still written); PB_ERR when
- * the result or the baseline cannot be written or read. msg holds the last
- * error's sentence, which was also given to the message hook. */
+ * "FILE:LINE:COL: sentence" in msg where the config has a position (the
+ * dataset's own errors come later and name the config file and the path);
+ * PB_ERR_INTERRUPTED when the stop flag was raised (the result holds every
+ * finished repeat and is written); the error of a failed single point (its
+ * result is still written); PB_ERR when the result or the baseline cannot
+ * be written or read. msg holds the last error's sentence, which was also
+ * given to the message hook. */
 int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_hooks *hooks,
                    struct pb_result *result, struct pb_session_outcome *outcome, char *msg,
                    size_t msglen);
 
 void pb_session_outcome_free(struct pb_session_outcome *outcome);
 
-/* `pbench calibrate`: the config with opts' overrides, validated, then its
- * dataset (generated on first use), then pb_calibrate (bench/calibrate.h)
- * with opts->calibrate_gpu. Writes the config's name into name. Returns PB_OK
- * or an error with msg (also given to the message hook). */
+/* `pbench calibrate`: the config with opts' overrides (not its axes) and
+ * the calibration's settings, validated, then its dataset (generated on
+ * first use), then pb_calibrate (bench/calibrate.h) with
+ * opts->calibrate_gpu. Writes the config's name into name. Returns PB_OK or
+ * an error with msg (also given to the message hook). */
 int pb_session_calibrate(const struct pb_session_opts *opts, const struct pb_session_hooks *hooks,
                          struct pb_calibration *cal, char *name, size_t namelen, char *msg,
                          size_t msglen);
