@@ -412,3 +412,49 @@ void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char
             cmp->regressions, cmp->improvements, cmp->ambiguous,
             cmp->unmatched ? "; some points exist in only one result and were not compared" : "");
 }
+
+int pb_threshold_parse(const char *text, double *threshold_pct)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || (*end && strcmp(end, "%") != 0) || !(v >= 0 && v < 1000))
+        return PB_ERR_CONFIG;
+    *threshold_pct = v;
+    return PB_OK;
+}
+
+int pb_compare_files(const char *base_path, const char *next_path, double threshold_pct,
+                     struct pb_comparison *out, char *msg, size_t msglen)
+{
+    struct pb_result base, next;
+    memset(&next, 0, sizeof(next));
+    int rc = pb_result_read(base_path, &base, msg, msglen);
+    if (rc == PB_OK)
+        rc = pb_result_read(next_path, &next, msg, msglen);
+    if (rc == PB_OK && pb_compare(&base, &next, threshold_pct, out) != PB_OK) {
+        snprintf(msg, msglen, "out of memory");
+        rc = PB_ERR_NOMEM;
+    }
+    pb_result_free(&base);
+    pb_result_free(&next);
+    return rc == PB_OK ? PB_OK : rc == PB_ERR_NOMEM ? rc : PB_ERR;
+}
+
+int pb_comparison_print(FILE *out, FILE *err, const struct pb_comparison *cmp,
+                        const char *base_name, const char *next_name, int format, bool force)
+{
+    if (cmp->incompatible && !force) {
+        fprintf(err, "pbench compare: %s and %s were measured differently:\n", base_name,
+                next_name);
+        for (int i = 0; i < cmp->difference_count; i++)
+            fprintf(err, "  %s\n", cmp->differences[i]);
+        fprintf(err, "compare them anyway with --force\n");
+        return PB_ERR_CONFIG;
+    }
+    if (cmp->point_count == 0)
+        fprintf(err, "pbench compare: no point of %s matches one of %s (points match by their "
+                     "sweep axes)\n",
+                base_name, next_name);
+    pb_comparison_report(out, cmp, base_name, next_name, format);
+    return PB_OK;
+}

@@ -68,4 +68,20 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp);
 void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
                           const char *next_name, int format);
 
+/* Parses a practical threshold, "5%" or "5", into percent (0 <= t < 1000).
+ * Returns PB_OK or PB_ERR_CONFIG. */
+int pb_threshold_parse(const char *text, double *threshold_pct);
+
+/* Reads the result files at base_path and next_path and compares them into
+ * out (release with pb_comparison_free). Returns PB_OK, or PB_ERR with msg
+ * naming the unreadable file, or PB_ERR_NOMEM ("out of memory"). */
+int pb_compare_files(const char *base_path, const char *next_path, double threshold_pct,
+                     struct pb_comparison *out, char *msg, size_t msglen);
+
+/* Prints cmp as pbench compare does. When the machine or config differ and
+ * not force: every difference on err and PB_ERR_CONFIG. Else the report on
+ * out (with a note on err when no point matched) and PB_OK. */
+int pb_comparison_print(FILE *out, FILE *err, const struct pb_comparison *cmp,
+                        const char *base_name, const char *next_name, int format, bool force);
+
 #endif

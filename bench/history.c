@@ -232,3 +232,42 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
     }
     return steps;
 }
+
+void pb_history_revision(char *buf, size_t buflen)
+{
+    buf[0] = 0;
+    const char *env = getenv("GITHUB_SHA");
+    if (env && *env) {
+        pb_strlcpy(buf, env, buflen);
+        return;
+    }
+    FILE *p = popen("git rev-parse --short HEAD 2>/dev/null", "r");
+    if (!p)
+        return;
+    if (fgets(buf, (int)buflen, p))
+        buf[strcspn(buf, "\r\n")] = 0;
+    else
+        buf[0] = 0;
+    pclose(p);
+}
+
+int pb_history_add_file(const char *db_path, const char *path, const char *revision,
+                        char *summary, size_t summarylen, char *msg, size_t msglen)
+{
+    struct pb_result result;
+    int rc = pb_result_read(path, &result, msg, msglen);
+    if (rc == PB_OK) {
+        char rev[64];
+        if (revision)
+            pb_strlcpy(rev, revision, sizeof(rev));
+        else
+            pb_history_revision(rev, sizeof(rev));
+        rc = pb_history_add(db_path, &result, rev, path, msg, msglen);
+        if (rc == PB_OK)
+            snprintf(summary, summarylen, "added %zu point(s) of %s (%s, revision %s) to %s",
+                     result.point_count, result.name, result.created, rev[0] ? rev : "unknown",
+                     db_path);
+    }
+    pb_result_free(&result);
+    return rc == PB_OK ? PB_OK : PB_ERR;
+}

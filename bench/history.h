@@ -30,4 +30,15 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
  * *change_pct gets the shift of the median. */
 long pb_history_step(const double *values, size_t n, double threshold_pct, double *change_pct);
 
+/* The revision a run is filed under when none is given: $GITHUB_SHA, else
+ * `git rev-parse --short HEAD` in the current folder, else "". */
+void pb_history_revision(char *buf, size_t buflen);
+
+/* `pbench history add`: reads the result file at path and adds it (as
+ * pb_history_add) under revision, or pb_history_revision()'s when NULL. On
+ * success writes "added N point(s) of NAME (CREATED, revision REV) to DB"
+ * into summary. Returns PB_OK or PB_ERR with msg. */
+int pb_history_add_file(const char *db_path, const char *path, const char *revision,
+                        char *summary, size_t summarylen, char *msg, size_t msglen);
+
 #endif

@@ -203,3 +203,27 @@ void pb_machine_probe(struct pb_machine *m)
     add_library(m, "sqlite", "%s", sqlite3_libversion());
     probe_gpu(m);
 }
+
+void pb_machine_print_versions(FILE *out, const struct pb_machine *m)
+{
+    fprintf(out, "pbench %s (%s build, %s%s%s)\n", PB_VERSION, PB_BUILD_TYPE, m->compiler,
+            strcmp(PB_SANITIZE, "OFF") ? ", sanitize=" : "",
+            strcmp(PB_SANITIZE, "OFF") ? PB_SANITIZE : "");
+    fprintf(out, "  CUDA support: %s; MPI support: %s\n", PB_HAVE_CUDA ? "built" : "not built",
+            PB_HAVE_MPI ? "built" : "not built");
+    for (int i = 0; i < m->library_count; i++)
+        fprintf(out, "  %-14s %s\n", m->libraries[i][0], m->libraries[i][1]);
+    if (m->cuda_runtime_version) {
+        fprintf(out, "  CUDA runtime %d.%d, ", m->cuda_runtime_version / 1000,
+                (m->cuda_runtime_version % 1000) / 10);
+        if (m->cuda_driver_version)
+            fprintf(out, "driver %d.%d\n", m->cuda_driver_version / 1000,
+                    (m->cuda_driver_version % 1000) / 10);
+        else
+            fprintf(out, "no CUDA driver\n");
+    }
+    fprintf(out, "  GPU: %s%s%s\n", m->gpu_count ? m->gpu_name : "", m->gpu_count ? ", " : "",
+            m->gpu_status);
+    fprintf(out, "  machine: %s, %d cores / %d threads, %s\n", m->cpu_model, m->cores, m->pus,
+            m->kernel);
+}

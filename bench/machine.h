@@ -4,6 +4,7 @@
 #define PB_MACHINE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 /* Where the machine's fingerprint comes from: hwloc, uname, the compiler
@@ -33,5 +34,9 @@ struct pb_machine {
 
 /* Fills the machine fingerprint (hwloc, uname, library versions, GPU). */
 void pb_machine_probe(struct pb_machine *machine);
+
+/* `pbench version`: pbench and its build options, every library version,
+ * the CUDA runtime and driver, the GPU and the machine, from machine. */
+void pb_machine_print_versions(FILE *out, const struct pb_machine *machine);
 
 #endif

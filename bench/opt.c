@@ -789,3 +789,22 @@ int pb_opt_from_json(const struct pb_opt *opts, void *base, const json_t *obj,
     }
     return PB_OK;
 }
+
+const struct pb_opt *pb_opt_find_flag(const struct pb_opt *opts, const char *flag, char *msg,
+                                      size_t msglen)
+{
+    char name[64];
+    pb_strlcpy(name, strncmp(flag, "--", 2) == 0 ? flag + 2 : flag, sizeof(name));
+    for (char *c = name; *c; c++)
+        if (*c == '-')
+            *c = '_';
+    const struct pb_opt *opt = pb_opt_find(opts, name);
+    if (!opt) {
+        const char *near = pb_opt_nearest(opts, name);
+        char all[512];
+        pb_opt_names(opts, all, sizeof(all));
+        snprintf(msg, msglen, "unknown option '%s'%s%s%s; options: %s", flag,
+                 near ? "; did you mean '--" : "", near ? near : "", near ? "'?" : "", all);
+    }
+    return opt;
+}

@@ -135,4 +135,10 @@ json_t *pb_opt_to_json(const struct pb_opt *opts, const void *base);
 int pb_opt_from_json(const struct pb_opt *opts, void *base, const json_t *obj,
                      const char *section, char *msg, size_t msglen);
 
+/* The option a command-line flag names: "--size-bytes" is size_bytes.
+ * NULL when the table has none, with "unknown option '--x'; did you mean
+ * '--y'?; options: a, b" in msg. */
+const struct pb_opt *pb_opt_find_flag(const struct pb_opt *opts, const char *flag, char *msg,
+                                      size_t msglen);
+
 #endif

@@ -184,6 +184,22 @@ void pb_dataset_free(struct pb_dataset *ds)
     memset(ds, 0, sizeof(*ds));
 }
 
+int pb_dataset_generate_new(const struct pb_generate_spec *spec, const char *dir,
+                            struct pb_dataset *index, char *msg, size_t msglen)
+{
+    if (access(dir, F_OK) == 0 && rmdir(dir) != 0) {
+        snprintf(msg, msglen, "'%s' already exists and is not an empty folder; choose a new one",
+                 dir);
+        return PB_ERR_CONFIG;
+    }
+    int rc = pb_dataset_generate(spec, dir, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    struct pb_dataset_spec made = {.shard = {0, 1}};
+    pb_strlcpy(made.path, dir, sizeof(made.path));
+    return pb_dataset_open(&made, index, msg, msglen);
+}
+
 /* ---- sampler ---------------------------------------------------------- */
 
 int pb_sampler_init(struct pb_sampler *s, uint64_t dataset_count, const struct pb_dataset_spec *ds,

@@ -48,6 +48,12 @@ int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, c
                     size_t msglen);
 void pb_dataset_free(struct pb_dataset *ds);
 
+/* `pbench gen`: generates into dir, which must not exist yet or be an
+ * empty folder (PB_ERR_CONFIG otherwise), then indexes what it made into
+ * index (release with pb_dataset_free). PB_OK or an error with msg. */
+int pb_dataset_generate_new(const struct pb_generate_spec *spec, const char *dir,
+                            struct pb_dataset *index, char *msg, size_t msglen);
+
 struct pb_sampler {
     uint64_t dataset_count;
     uint64_t shard_rank, shard_count, shard_len;

@@ -1,0 +1,78 @@
+/* The sub-commands of pbench, in the order `pbench help` lists them, as a
+ * compile-time list X(NAME, USAGE, HELP): bench/main.c binds each NAME to
+ * its cmd_NAME function, so a command is declared once with its help. */
+#ifndef PB_COMMANDS_H
+#define PB_COMMANDS_H
+
+#define PB_COMMANDS(X) \
+    X(run, \
+      "pbench run CONFIG [-s key.path=value]... [-a key.path=v1,v2]... [-o results/NAME.json]\n" \
+      "                  [--format table|json|markdown|csv] [--quiet] [--overhead]\n" \
+      "                  [--baseline BASE.json [--threshold 5%] [--fail-on-regression]]", \
+      "Runs the pipeline CONFIG describes under its loader settings, prints a table and writes\n" \
+      "the complete result as JSON (default results/NAME-YYYYmmdd-HHMMSS.json).\n\n" \
+      "  -s, --set key.path=value  override one config value, e.g. -s loader.workers=4,\n" \
+      "                            -s pipeline.decode.cost_us=500 (repeatable)\n" \
+      "  -o, --output PATH         where to write the JSON result\n" \
+      "  -f, --format FORMAT       what to print: table (default), json, markdown, csv\n" \
+      "  -q, --quiet               no progress lines on stderr\n" \
+      "  -a, --axis key.path=v1,v2 sweep this option over these values (adds to or replaces\n" \
+      "                            the config's sweep: section; repeatable)\n" \
+      "      --overhead            also measure the instrumentation's own cost: after each\n" \
+      "                            repeat, a paired round with stage timing off\n" \
+      "      --no-calibrate        skip the one-core calibration a sweep starts with\n" \
+      "      --baseline BASE.json  compare the new result with BASE.json (as pbench compare)\n" \
+      "      --threshold PCT       practical threshold of that comparison (default 5%)\n" \
+      "      --fail-on-regression  exit 3 when the comparison finds a regression\n\n" \
+      "Ctrl-C stops after the current batch and still writes what was measured (exit 130).") \
+    X(gen, \
+      "pbench gen --kind files|jpeg|video --out DIR [--count N] [--size WxH[-WxH]]\n" \
+      "                  [--quality Q] [--progressive-fraction F] [--grayscale-fraction F]\n" \
+      "                  [--frames F] [--fps R] [--codec NAME] [--gop G] [--size-bytes B]\n" \
+      "                  [--corrupt-fraction F] [--seed S]", \
+      "Generates a dataset into DIR (which must not hold files yet): random-byte files, JPEG\n" \
+      "images or encoded videos of natural-looking, moving content. The options are those of a\n" \
+      "config's dataset.generate block ('pbench list dataset.generate'), with - for _.") \
+    X(compare, \
+      "pbench compare BASE.json NEW.json [--threshold 5%] [--format table|json|markdown]\n" \
+      "                  [--fail-on-regression] [--force]", \
+      "Compares two results point by point (matched by their sweep axes): samples/s, batch\n" \
+      "assembly p50/p99, stall % and peak RSS, each with the change, a 95% bootstrap confidence\n" \
+      "interval over the repeats, a Mann-Whitney U p-value, and a verdict: improved, regressed,\n" \
+      "same or ambiguous (not enough data to tell). A change counts only when it is significant\n" \
+      "and at least --threshold (default 5%). Results from different machines or configs are\n" \
+      "refused, with every difference listed, unless --force. See docs/statistics.md.\n\n" \
+      "Exit codes: 0 no regression (or no --fail-on-regression), 3 a regression with\n" \
+      "--fail-on-regression, 1 unreadable files, 2 usage error or incompatible results.") \
+    X(history, \
+      "pbench history add RESULT.json [--db results/history.db] [--revision REV]\n" \
+      "       pbench history show [--db results/history.db] [--config NAME]\n" \
+      "                  [--metric samples_per_s|stall_pct|assembly_p99_ns|rss_peak_bytes]\n" \
+      "                  [--threshold 5%]", \
+      "Keeps each run's summary in an SQLite database (one row per point), keyed by machine,\n" \
+      "config and git revision (--revision, else $GITHUB_SHA, else git rev-parse in the current\n" \
+      "folder), and prints the trend of a metric per series, flagging a step change: a shift\n" \
+      "of the median beyond the threshold that holds for at least 2 runs in a row.\n" \
+      "Exit codes: 0, or 3 when show finds a step change; 1 on errors.") \
+    X(calibrate, \
+      "pbench calibrate CONFIG [--gpu] [-s key.path=value]...", \
+      "Measures what this machine does at best for CONFIG's data: the pipeline on one core\n" \
+      "(one loader worker, no training step), memcpy bandwidth, and the\n" \
+      "cores. A sweep runs the same calibration first (unless --no-calibrate) and states each\n" \
+      "point's efficiency against it.") \
+    X(report, \
+      "pbench report RESULT.json [--format table|json|markdown|csv]", \
+      "Renders a result file written by pbench run again, in any format.") \
+    X(list, \
+      "pbench list [NAME]", \
+      "Lists every stage, decoder and config section with its options, defaults and ranges,\n" \
+      "and whether it is available in this build (with the reason when not). NAME shows one.") \
+    X(version, \
+      "pbench version", \
+      "Prints the pbench version, the build options and every library version, and the\n" \
+      "CUDA runtime and driver when built with CUDA.") \
+    X(help, \
+      "pbench help [COMMAND]", \
+      "Shows help for a command.")
+
+#endif

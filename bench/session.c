@@ -1,0 +1,634 @@
+/* A run or sweep session as a library call (see session.h). The steps of
+ * pb_session_run follow one another in this file in the order they run. */
+#include "bench/session.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/analysis.h"
+#include "bench/calibrate.h"
+#include "bench/config.h"
+#include "bench/cupti.h"
+#include "bench/fileio.h"
+#include "bench/stats.h"
+#include "kernels/gpu_rt.h"
+#include "bench/pb.h"
+#include "bench/sweep.h"
+#include "pipelines/dataset.h"
+
+/* Everything one pb_session_run holds. */
+struct session {
+    const struct pb_session_opts *opts;
+    const struct pb_session_hooks *hooks;
+    struct pb_result *result;
+    struct pb_session_outcome *outcome;
+    char *msg;
+    size_t msglen;
+
+    struct pb_spec base;
+    struct pb_sweep sweep;
+    bool swept;
+    struct pb_sweep_point *points;
+    long point_count;
+    struct pb_spec *specs;          /* point_count, each validated          */
+    struct pb_spec calibration;     /* valid when has_calibration, else zero or partly loaded */
+    bool has_calibration;
+    struct pb_dataset ds;
+    bool ds_open;
+    struct pb_cupti_trace *trace;
+    double overhead_sum, *overhead_pairs;
+    int overhead_count;
+    bool interrupted;
+};
+
+static const struct pb_session_hooks no_hooks;
+
+static void say(const struct pb_session_hooks *hooks, enum pb_session_level level,
+                const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(const struct pb_session_hooks *hooks, enum pb_session_level level,
+                const char *fmt, ...)
+{
+    if (!hooks->message)
+        return;
+    char text[PB_MSG_MAX * 3];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    hooks->message(hooks->user, level, text);
+}
+
+/* The session stops with rc: msg is its sentence, given to the hook too. */
+static int fail(struct session *s, int rc)
+{
+    say(s->hooks, PB_SESSION_ERROR, "%s", s->msg);
+    return rc;
+}
+
+/* Also a warning in the result. */
+static void warn(struct session *s, const char *text)
+{
+    pb_result_warn(s->result, "%s", text);
+    say(s->hooks, PB_SESSION_WARNING, "%s", text);
+}
+
+void pb_format_duration(double s, char *buf, size_t buflen)
+{
+    if (s < 60)
+        snprintf(buf, buflen, "%.0fs", s);
+    else if (s < 3600)
+        snprintf(buf, buflen, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else
+        snprintf(buf, buflen, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+/* The spec of one point: the config, then the user's -s overrides, then the
+ * point's sweep values (extra, e.g. calibration settings, last), validated.
+ * Every spec of a session is built here. It reloads the config file for
+ * each point; the sweep is to become a copy of the base spec with typed
+ * values (pb_spec_copy + pb_sweep_apply), parsed once. */
+static int load_point_spec(const char *config_path, const char *const *overrides,
+                           int override_count, const struct pb_sweep *sweep,
+                           const struct pb_sweep_point *point, const char *const *extra,
+                           int extra_count, struct pb_spec *spec, char *msg, size_t msglen)
+{
+    int rc = pb_config_load(config_path, spec, msg, msglen);
+    for (int i = 0; rc == PB_OK && i < override_count; i++)
+        rc = pb_config_override(spec, overrides[i], msg, msglen);
+    for (int a = 0; rc == PB_OK && sweep && point && a < sweep->axis_count; a++) {
+        char assignment[256];
+        pb_sweep_assignment(sweep, point, a, assignment, sizeof(assignment));
+        rc = pb_config_override(spec, assignment, msg, msglen);
+        if (rc != PB_OK) {
+            /* "-s path=v: sentence" reads better as a sweep error. */
+            char inner[PB_MSG_MAX * 2];
+            const char *colon = strstr(msg, ": ");
+            pb_strlcpy(inner, colon ? colon + 2 : msg, sizeof(inner));
+            int n = sweep->axes[a].line
+                        ? snprintf(msg, msglen, "%s:%d:%d: sweep value %s: ", config_path,
+                                   sweep->axes[a].line, sweep->axes[a].column, assignment)
+                        : snprintf(msg, msglen, "-a %s: ", assignment);
+            if (n > 0 && (size_t)n < msglen)
+                pb_strlcpy(msg + n, inner, msglen - (size_t)n);
+        }
+    }
+    for (int i = 0; rc == PB_OK && i < extra_count; i++)
+        rc = pb_config_override(spec, extra[i], msg, msglen);
+    if (rc == PB_OK)
+        rc = pb_config_validate(spec, msg, msglen);
+    return rc;
+}
+
+/* The config with the user's overrides and the calibration settings. */
+static int load_calibration_spec(const struct pb_session_opts *opts, struct pb_spec *spec,
+                                 char *msg, size_t msglen)
+{
+    int count = 0;
+    while (pb_calibration_overrides[count])
+        count++;
+    return load_point_spec(opts->config_path, opts->overrides, opts->override_count, NULL, NULL,
+                           pb_calibration_overrides, count, spec, msg, msglen);
+}
+
+/* Opens the dataset the spec names, saying so when it is generated. */
+static int open_dataset(const struct pb_session_opts *opts, const struct pb_session_hooks *hooks,
+                        const struct pb_spec *spec, struct pb_dataset *ds, char *msg,
+                        size_t msglen)
+{
+    const struct pb_dataset_spec *d = &spec->dataset;
+    if (d->has_generate && access(d->path, F_OK) != 0)
+        say(hooks, PB_SESSION_INFO, "generating %lld %s files into %s (first use)",
+            (long long)d->generate.count,
+            d->generate.kind == PB_GENERATE_JPEG    ? "JPEG"
+            : d->generate.kind == PB_GENERATE_VIDEO ? "video"
+                                                    : "random-byte",
+            d->path);
+    char inner[PB_MSG_MAX * 2];
+    int rc = pb_dataset_open(d, ds, inner, sizeof(inner));
+    if (rc != PB_OK)
+        snprintf(msg, msglen, "%s: %s", opts->config_path, inner);
+    return rc;
+}
+
+/* Runs the calibration spec, saying what it measures. */
+static int run_calibration(const struct pb_session_hooks *hooks, struct pb_spec *spec,
+                           const struct pb_dataset *ds, bool gpu, struct pb_calibration *cal,
+                           char *msg, size_t msglen)
+{
+    say(hooks, PB_SESSION_INFO, "calibrating: the pipeline on one core, then memory bandwidth%s",
+        pb_spec_uses_gpu(spec) || gpu ? " and host-to-device copies" : "");
+    return pb_calibrate(spec, ds, gpu, hooks->stop, cal, msg, msglen);
+}
+
+/* ---- the steps of a session ---- */
+
+/* The base config and the sweep, checked in full before anything runs. */
+static int load_config(struct session *s)
+{
+    const struct pb_session_opts *o = s->opts;
+    int rc = load_point_spec(o->config_path, o->overrides, o->override_count, NULL, NULL, NULL,
+                             0, &s->base, s->msg, s->msglen);
+    if (rc == PB_OK)
+        rc = pb_sweep_load(o->config_path, &s->sweep, s->msg, s->msglen);
+    for (int i = 0; rc == PB_OK && i < o->axis_count; i++)
+        rc = pb_sweep_set_axis(&s->sweep, o->axes[i], s->msg, s->msglen);
+    return rc == PB_OK ? PB_OK : fail(s, rc);
+}
+
+static void start_result(struct session *s)
+{
+    struct pb_result *r = s->result;
+    r->schema_version = PB_SCHEMA_VERSION;
+    snprintf(r->pbench_version, sizeof(r->pbench_version), "%s", PB_VERSION);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(r->created, sizeof(r->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(r->name, sizeof(r->name), "%s", s->base.name);
+    pb_machine_probe(&r->machine);
+    r->config = pb_spec_to_json(&s->base);
+}
+
+/* The sweep's points (loader.pin_memory dropped without a device). */
+static int plan_points(struct session *s)
+{
+    for (int a = 0; a < s->sweep.axis_count; a++) {
+        if (strcmp(s->sweep.axes[a].path, "loader.pin_memory") != 0)
+            continue;
+        char why[PB_MSG_MAX], text[PB_MSG_MAX * 2];
+        if (!pb_gpu_available(why, sizeof(why))) {
+            pb_sweep_drop_axis(&s->sweep, "loader.pin_memory");
+            snprintf(text, sizeof(text), "sweep axis loader.pin_memory dropped: %s", why);
+            warn(s, text);
+        }
+        break;
+    }
+    s->points = calloc(PB_SWEEP_MAX_POINTS, sizeof(*s->points));
+    if (!s->points) {
+        snprintf(s->msg, s->msglen, "out of memory");
+        return fail(s, PB_ERR_NOMEM);
+    }
+    long count = pb_sweep_points(&s->sweep, s->points, PB_SWEEP_MAX_POINTS, s->msg, s->msglen);
+    if (count > PB_SWEEP_MAX_POINTS)
+        snprintf(s->msg, s->msglen, "the sweep has %ld points, more than %d: narrow it", count,
+                 PB_SWEEP_MAX_POINTS);
+    else if (count == 0)
+        snprintf(s->msg, s->msglen, "sweep.exclude leaves no point to run");
+    if (count <= 0 || count > PB_SWEEP_MAX_POINTS)
+        return fail(s, PB_ERR_CONFIG);
+    s->point_count = count;
+    s->swept = s->sweep.axis_count > 0;
+    if (s->opts->overhead && count > 1) {
+        snprintf(s->msg, s->msglen, "--overhead measures one point; run it without a sweep (or "
+                                    "pin the axes with -a)");
+        return fail(s, PB_ERR_CONFIG);
+    }
+    return PB_OK;
+}
+
+/* Every point's spec (and the calibration's), validated before the first
+ * piece of data is made. */
+static int build_specs(struct session *s)
+{
+    const struct pb_session_opts *o = s->opts;
+    s->specs = calloc((size_t)s->point_count, sizeof(*s->specs));
+    s->result->points = calloc((size_t)s->point_count, sizeof(*s->result->points));
+    if (!s->specs || !s->result->points) {
+        snprintf(s->msg, s->msglen, "out of memory");
+        return fail(s, PB_ERR_NOMEM);
+    }
+    s->result->point_count = (size_t)s->point_count;
+    for (long i = 0; i < s->point_count; i++) {
+        int rc = load_point_spec(o->config_path, o->overrides, o->override_count,
+                                 s->swept ? &s->sweep : NULL, &s->points[i], NULL, 0, &s->specs[i],
+                                 s->msg, s->msglen);
+        s->result->points[i].axes =
+            s->swept ? pb_sweep_axes_json(&s->sweep, &s->points[i]) : json_object();
+        if (rc != PB_OK)
+            return fail(s, rc);
+        if (strcmp(s->specs[i].dataset.path, s->base.dataset.path) != 0) {
+            snprintf(s->msg, s->msglen,
+                     "sweeping dataset.path is not supported: run one sweep per dataset");
+            return fail(s, PB_ERR_CONFIG);
+        }
+    }
+    if (s->swept && o->calibrate) {
+        char cmsg[PB_MSG_MAX * 2];
+        s->has_calibration = true;
+        if (load_calibration_spec(o, &s->calibration, cmsg, sizeof(cmsg)) != PB_OK) {
+            s->has_calibration = false;
+            pb_result_warn(s->result, "calibration failed: %s", cmsg);
+        }
+    }
+    return PB_OK;
+}
+
+/* GPU stages need a device: without one, stop (gpu: required) or run the
+ * CPU part and say what was skipped (gpu: optional). */
+static int apply_gpu_policy(struct session *s)
+{
+    char why[PB_MSG_MAX];
+    if (!pb_spec_uses_gpu(&s->base) || pb_gpu_available(why, sizeof(why)))
+        return PB_OK;
+    char dropped[PB_MSG_MAX] = "";
+    if (s->base.gpu == PB_GPU_REQUIRED) {
+        pb_spec_drop_gpu(&s->base, dropped, sizeof(dropped));
+        snprintf(s->msg, s->msglen,
+                 "%s: %s; the pipeline needs it for %s. Run on a machine with a GPU, or set gpu: "
+                 "optional (-s gpu=optional) to measure the CPU part with those stages skipped",
+                 s->opts->config_path, why, dropped);
+        return fail(s, PB_ERR_CONFIG);
+    }
+    for (long i = 0; i < s->point_count; i++)
+        pb_spec_drop_gpu(&s->specs[i], dropped, sizeof(dropped));
+    struct pb_result *r = s->result;
+    snprintf(r->gpu_skipped, sizeof(r->gpu_skipped),
+             "gpu: optional and %.100s: skipped %.80s; the training step is a host sleep", why,
+             dropped);
+    warn(s, r->gpu_skipped);
+    return PB_OK;
+}
+
+/* What is about to run, and for how long a sweep may take. */
+static void announce(struct session *s)
+{
+    const struct pb_spec *b = &s->base;
+    char text[PB_MSG_MAX * 2];
+    int n = snprintf(text, sizeof(text), "%s: %zu files (%.1f MiB)", b->name, s->ds.count,
+                     (double)s->ds.total_bytes / 1048576.0);
+    size_t used = n > 0 && (size_t)n < sizeof(text) ? (size_t)n : 0;
+    if (!s->swept) {
+        snprintf(text + used, sizeof(text) - used,
+                 ", %lld workers, batch %lld, prefetch %lld, %d repeats",
+                 (long long)b->loader.workers, (long long)b->loader.batch_size,
+                 (long long)b->loader.prefetch_factor, (int)b->run.repeats);
+        say(s->hooks, PB_SESSION_INFO, "%s", text);
+        return;
+    }
+    double lo = 0, hi = 0;
+    for (long i = 0; i < s->point_count; i++) {
+        lo += (double)s->specs[i].run.repeats * s->specs[i].run.min_time_s;
+        hi += (double)s->specs[i].run.repeats * s->specs[i].run.max_time_s;
+    }
+    char a[32], z[32];
+    pb_format_duration(lo, a, sizeof(a));
+    pb_format_duration(hi, z, sizeof(z));
+    snprintf(text + used, sizeof(text) - used,
+             "; sweep of %ld points x %d repeats, interleaved: %s to %s measured, plus warm-up",
+             s->point_count, (int)b->run.repeats, a, z);
+    say(s->hooks, PB_SESSION_INFO, "%s", text);
+    if (hi > 3600)
+        say(s->hooks, PB_SESSION_WARNING, "this sweep may take over an hour; narrow it with -a "
+                                          "PATH=V1,V2 or lower run.max_time_s");
+}
+
+static void calibrate_sweep(struct session *s)
+{
+    if (!s->has_calibration)
+        return;
+    char cmsg[PB_MSG_MAX * 2];
+    int rc = run_calibration(s->hooks, &s->calibration, &s->ds, false, &s->result->calibration,
+                             cmsg, sizeof(cmsg));
+    if (rc != PB_OK && rc != PB_ERR_INTERRUPTED)
+        pb_result_warn(s->result, "calibration failed: %s", cmsg);
+}
+
+static void start_cupti(struct session *s)
+{
+    if (s->base.profile.gpu != PB_PROFILE_GPU_CUPTI || s->result->gpu_skipped[0] ||
+        !pb_spec_uses_gpu(&s->base))
+        return;
+    char tmsg[PB_MSG_MAX];
+    if (pb_cupti_start(&s->trace, tmsg, sizeof(tmsg)) != 0) {
+        s->trace = NULL;
+        pb_result_warn(s->result, "profile.gpu: cupti: no trace: %s", tmsg);
+    }
+}
+
+static void stop_cupti(struct session *s)
+{
+    if (!s->trace)
+        return;
+    char tmsg[PB_MSG_MAX];
+    if (pb_cupti_stop(s->trace, tmsg, sizeof(tmsg)) != 0)
+        pb_result_warn(s->result, "profile.gpu: cupti: %s", tmsg);
+    s->result->gpu_profile = pb_cupti_summary_json(s->trace);
+}
+
+/* "workers=2 batch_size=32": the point's axes by their last name. */
+static void point_label(const struct session *s, long i, char *label, size_t labellen)
+{
+    size_t used = 0;
+    label[0] = '\0';
+    for (int a = 0; a < s->sweep.axis_count && used < labellen; a++)
+        used += (size_t)snprintf(label + used, labellen - used, "%s%s=%s", a ? " " : "",
+                                 strrchr(s->sweep.axes[a].path, '.') + 1,
+                                 s->sweep.axes[a].values[s->points[i].value[a]]);
+}
+
+/* One round of point i; returns the runner's code. */
+static int run_round(struct session *s, long i, int round, const struct pb_run_hooks *run_hooks)
+{
+    struct pb_point_result *pt = &s->result->points[i];
+    struct pb_point_run *run;
+    int rc = pb_point_open(&s->specs[i], &s->ds, run_hooks, pt, &run, s->msg, s->msglen);
+    if (rc != PB_OK)
+        return rc;
+    double pair = NAN;
+    rc = pb_point_repeat(run, round, s->opts->overhead, &pair, s->msg, s->msglen);
+    if (s->opts->overhead && !isnan(pair)) {
+        s->overhead_pairs[s->overhead_count++] = pair;
+        s->overhead_sum += pair;
+    }
+    pb_point_close(run);
+    return rc;
+}
+
+/* Rounds interleaved across points: round 1 of every point, then round 2,
+ * so a drift in machine speed does not pass for a difference. Returns the
+ * error of a failed single point, else PB_OK. */
+static int measure(struct session *s)
+{
+    const struct pb_session_hooks *h = s->hooks;
+    int repeats = (int)s->base.run.repeats, point_rc = PB_OK;
+    if (h->rounds)
+        h->rounds(h->user, (int)s->point_count, repeats);
+    struct pb_run_hooks run_hooks = {
+        .progress = h->progress, .tick = h->tick, .user = h->user, .stop = h->stop};
+    start_cupti(s);
+    s->overhead_pairs = calloc((size_t)repeats, sizeof(double));
+    s->interrupted = h->stop && *h->stop;
+    for (int r = 0; r < repeats && !s->interrupted; r++) {
+        for (long i = 0; i < s->point_count && !s->interrupted; i++) {
+            struct pb_point_result *pt = &s->result->points[i];
+            if (pt->error[0] || r >= s->specs[i].run.repeats)
+                continue;
+            char label[256];
+            point_label(s, i, label, sizeof(label));
+            if (h->round)
+                h->round(h->user, (int)i + 1, r + 1, label);
+            int rc = run_round(s, i, r, &run_hooks);
+            if (rc == PB_ERR_INTERRUPTED) {
+                s->interrupted = true;
+            } else if (rc != PB_OK) {
+                pb_strlcpy(pt->error, s->msg, sizeof(pt->error));
+                say(h, PB_SESSION_ERROR, "%s%s%s", s->swept ? label : "", s->swept ? ": " : "",
+                    s->msg);
+                if (!s->swept)
+                    point_rc = rc;
+            }
+        }
+    }
+    stop_cupti(s);
+    return point_rc;
+}
+
+/* Point summaries, the overhead figure and the run's own warnings; returns
+ * how many points have a repeat. */
+static size_t summarize(struct session *s)
+{
+    struct pb_result *r = s->result;
+    size_t measured_points = 0;
+    for (long i = 0; i < s->point_count; i++) {
+        if (r->points[i].repeat_count > 0) {
+            pb_point_summarize(&r->points[i]);
+            measured_points++;
+        }
+    }
+    int overhead_count = s->overhead_count;
+    double *overhead_pairs = s->overhead_pairs;
+    if (s->opts->overhead && overhead_count > 0) {
+        r->overhead_measured = true;
+        r->overhead_pct = pb_median(overhead_pairs, (size_t)overhead_count);
+        double mean = s->overhead_sum / overhead_count, m2 = 0;
+        for (int i = 0; i < overhead_count; i++)
+            m2 += (overhead_pairs[i] - mean) * (overhead_pairs[i] - mean);
+        r->overhead_noise_pct = overhead_count > 1 ? sqrt(m2 / (overhead_count - 1)) : 0;
+    }
+    if (s->interrupted) {
+        r->interrupted = true;
+        pb_result_warn(r, "interrupted by the user: the result holds every repeat finished "
+                          "before Ctrl-C");
+    } else if (!s->swept && r->points[0].error[0] && r->points[0].repeat_count > 0) {
+        pb_result_warn(r, "stopped by an error: %s", r->points[0].error);
+    }
+    return measured_points;
+}
+
+static void default_result_path(const char *name, char *buf, size_t buflen)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+    snprintf(buf, buflen, "results/%s-%s.json", name, stamp);
+}
+
+/* The Chrome trace beside the result: NAME.json -> NAME.trace.json. */
+static void write_trace(struct session *s, const char *path)
+{
+    struct pb_result *r = s->result;
+    char wmsg[PB_MSG_MAX];
+    size_t len = strlen(path);
+    size_t stem = len > 5 && strcmp(path + len - 5, ".json") == 0 ? len - 5 : len;
+    snprintf(r->gpu_trace_path, sizeof(r->gpu_trace_path), "%.*s.trace.json", (int)stem, path);
+    if (pb_make_parent_dirs(path, wmsg, sizeof(wmsg)) != PB_OK ||
+        pb_cupti_write_chrome_trace(s->trace, r->gpu_trace_path, wmsg, sizeof(wmsg)) != 0) {
+        pb_result_warn(r, "profile.gpu: cupti: %s", wmsg);
+        r->gpu_trace_path[0] = '\0';
+    }
+}
+
+/* The analysis (a sweep), the trace and the result file. */
+static int write_result(struct session *s)
+{
+    struct pb_result *r = s->result;
+    if (s->swept)
+        pb_analysis_attach(r);
+    char path[PB_PATH_MAX];
+    if (s->opts->output_path)
+        snprintf(path, sizeof(path), "%s", s->opts->output_path);
+    else
+        default_result_path(s->base.name, path, sizeof(path));
+    pb_strlcpy(s->outcome->result_path, path, sizeof(s->outcome->result_path));
+    if (s->trace)
+        write_trace(s, path);
+    if (pb_result_write(r, path, s->msg, s->msglen) != PB_OK)
+        return fail(s, PB_ERR);
+    say(s->hooks, PB_SESSION_INFO, "result written to %s", path);
+    return PB_OK;
+}
+
+static int compare_baseline(struct session *s)
+{
+    struct pb_result base;
+    char bmsg[PB_MSG_MAX];
+    int rc = pb_result_read(s->opts->baseline_path, &base, bmsg, sizeof(bmsg));
+    if (rc != PB_OK) {
+        snprintf(s->msg, s->msglen, "--baseline: %s", bmsg);
+        rc = fail(s, PB_ERR);
+    } else if (pb_compare(&base, s->result, s->opts->threshold_pct, &s->outcome->comparison) !=
+               PB_OK) {
+        snprintf(s->msg, s->msglen, "--baseline: out of memory");
+        rc = fail(s, PB_ERR_NOMEM);
+    } else {
+        s->outcome->compared = true;
+    }
+    pb_result_free(&base);
+    return rc;
+}
+
+/* The measured part: from the open dataset to the written result. */
+static int run_measured(struct session *s)
+{
+    const struct pb_session_hooks *h = s->hooks;
+    announce(s);
+    if (h->measuring)
+        h->measuring(h->user, true);
+    calibrate_sweep(s);
+    int rc = measure(s);
+    if (h->measuring)
+        h->measuring(h->user, false);
+    size_t measured_points = summarize(s);
+    if (s->interrupted)
+        rc = PB_ERR_INTERRUPTED;
+    if (measured_points == 0) {
+        /* Every point failed: each said why (msg holds the last). */
+        return rc == PB_OK ? PB_ERR : rc;
+    }
+    s->outcome->measured = true;
+    int wrc = write_result(s);
+    if (wrc != PB_OK)
+        rc = wrc;
+    if (s->opts->baseline_path) {
+        int brc = compare_baseline(s);
+        if (rc == PB_OK)
+            rc = brc;
+    }
+    return rc;
+}
+
+int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_hooks *hooks,
+                   struct pb_result *result, struct pb_session_outcome *outcome, char *msg,
+                   size_t msglen)
+{
+    memset(result, 0, sizeof(*result));
+    memset(outcome, 0, sizeof(*outcome));
+    msg[0] = '\0';
+    struct session *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(msg, msglen, "out of memory");
+        return PB_ERR_NOMEM;
+    }
+    *s = (struct session){.opts = opts, .hooks = hooks ? hooks : &no_hooks, .result = result,
+                          .outcome = outcome, .msg = msg, .msglen = msglen};
+    int rc = load_config(s);
+    if (rc == PB_OK) {
+        start_result(s);
+        rc = plan_points(s);
+    }
+    if (rc == PB_OK)
+        rc = build_specs(s);
+    if (rc == PB_OK)
+        rc = apply_gpu_policy(s);
+    if (rc == PB_OK) {
+        rc = open_dataset(opts, s->hooks, &s->base, &s->ds, msg, msglen);
+        if (rc == PB_OK)
+            s->ds_open = true;
+        else
+            fail(s, rc);
+    }
+    if (rc == PB_OK)
+        rc = run_measured(s);
+
+    if (s->ds_open)
+        pb_dataset_free(&s->ds);
+    for (long i = 0; s->specs && i < s->point_count; i++)
+        pb_spec_free(&s->specs[i]);
+    pb_spec_free(&s->calibration);
+    pb_cupti_free(s->trace);
+    pb_spec_free(&s->base);
+    free(s->specs);
+    free(s->points);
+    free(s->overhead_pairs);
+    free(s);
+    return rc;
+}
+
+void pb_session_outcome_free(struct pb_session_outcome *outcome)
+{
+    if (outcome->compared)
+        pb_comparison_free(&outcome->comparison);
+    outcome->compared = false;
+}
+
+int pb_session_calibrate(const struct pb_session_opts *opts, const struct pb_session_hooks *hooks,
+                         struct pb_calibration *cal, char *name, size_t namelen, char *msg,
+                         size_t msglen)
+{
+    hooks = hooks ? hooks : &no_hooks;
+    memset(cal, 0, sizeof(*cal));
+    struct pb_spec spec;
+    struct pb_dataset ds;
+    memset(&ds, 0, sizeof(ds));
+    /* The calibration spec is the config's, validated, with a few settings
+     * on top: checked in full before the dataset is made. */
+    int rc = load_calibration_spec(opts, &spec, msg, msglen);
+    if (rc == PB_OK) {
+        pb_strlcpy(name, spec.name, namelen);
+        rc = open_dataset(opts, hooks, &spec, &ds, msg, msglen);
+    }
+    if (rc == PB_OK)
+        rc = run_calibration(hooks, &spec, &ds, opts->calibrate_gpu, cal, msg, msglen);
+    if (rc != PB_OK)
+        say(hooks, PB_SESSION_ERROR, "%s", msg);
+    pb_dataset_free(&ds);
+    pb_spec_free(&spec);
+    return rc;
+}

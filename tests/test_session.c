@@ -1,0 +1,271 @@
+/* The session in-process: a tiny null-decoder run on generated files
+ * (points, repeats, the result file), a sweep through -a, and config errors
+ * that stop the session, with FILE:LINE:COL, before any data is made. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/pb.h"
+#include "bench/result.h"
+#include "bench/session.h"
+
+static char workdir[] = "/tmp/pbench-session-XXXXXX";
+
+/* The harness alone on a small files dataset: short measured parts, two
+ * repeats, no training step. DATA is replaced by the dataset's folder. */
+static const char *const config_text =
+    "name: session-test\n"
+    "dataset:\n"
+    "  path: DATA\n"
+    "  generate: {kind: files, count: 48, size_bytes: 4096, seed: 1}\n"
+    "pipeline:\n"
+    "  - read:\n"
+    "  - decode: {decoder: null, width: 16, height: 16, channels: 3, cost_us: 20}\n"
+    "loader: {workers: 2, batch_size: 8, prefetch_factor: 2}\n"
+    "run: {warmup_batches: 2, min_time_s: 0.05, max_time_s: 0.2, window_s: 0.02, repeats: 2,\n"
+    "      step_ms: 0}\n";
+
+/* Writes text (with DATA replaced by workdir/data_dir) to workdir/name. */
+static void write_config(const char *name, const char *text, const char *data_dir, char *path,
+                         size_t pathlen)
+{
+    char data[512];
+    snprintf(data, sizeof(data), "%s/%s", workdir, data_dir);
+    snprintf(path, pathlen, "%s/%s", workdir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    const char *at = strstr(text, "DATA");
+    if (at)
+        fprintf(f, "%.*s%s%s", (int)(at - text), text, data, at + 4);
+    else
+        fputs(text, f);
+    fclose(f);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(workdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_single_point(void **state)
+{
+    (void)state;
+    char config[512], output[512], msg[PB_MSG_MAX * 2];
+    write_config("single.yaml", config_text, "data", config, sizeof(config));
+    snprintf(output, sizeof(output), "%s/out/single.json", workdir);
+    struct pb_session_opts opts = {.config_path = config, .output_path = output};
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    int rc = pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg));
+    if (rc != PB_OK)
+        fail_msg("session failed: %s", msg);
+    assert_true(outcome.measured);
+    assert_false(outcome.compared);
+    assert_string_equal(outcome.result_path, output);
+    assert_string_equal(result.name, "session-test");
+    assert_int_equal(result.point_count, 1);
+    assert_int_equal(result.points[0].repeat_count, 2);
+    assert_true(result.points[0].samples_per_s > 0);
+    assert_int_equal(json_object_size(result.points[0].axes), 0);
+    assert_false(result.calibration.measured);
+    assert_false(result.interrupted);
+
+    struct pb_result back;
+    if (pb_result_read(output, &back, msg, sizeof(msg)) != PB_OK)
+        fail_msg("cannot read the result back: %s", msg);
+    assert_int_equal(back.point_count, 1);
+    assert_int_equal(back.points[0].repeat_count, 2);
+    assert_int_equal(back.points[0].samples, result.points[0].samples);
+    pb_result_free(&back);
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+}
+
+/* What the hooks saw of a session. */
+struct seen {
+    int points, repeats, rounds, progress, measuring_on, measuring_off, infos, errors;
+    char labels[8][64];
+    char last_info[PB_MSG_MAX * 3];
+};
+
+static void on_message(void *user, enum pb_session_level level, const char *text)
+{
+    struct seen *seen = user;
+    if (level == PB_SESSION_ERROR)
+        seen->errors++;
+    if (level == PB_SESSION_INFO) {
+        seen->infos++;
+        snprintf(seen->last_info, sizeof(seen->last_info), "%s", text);
+    }
+}
+
+static void on_measuring(void *user, bool on)
+{
+    struct seen *seen = user;
+    if (on)
+        seen->measuring_on++;
+    else
+        seen->measuring_off++;
+}
+
+static void on_rounds(void *user, int points, int repeats)
+{
+    struct seen *seen = user;
+    seen->points = points;
+    seen->repeats = repeats;
+}
+
+static void on_round(void *user, int point, int round, const char *label)
+{
+    struct seen *seen = user;
+    assert_true(point >= 1 && point <= seen->points && round >= 1 && round <= seen->repeats);
+    if (seen->rounds < 8)
+        snprintf(seen->labels[seen->rounds], sizeof(seen->labels[0]), "%s", label);
+    seen->rounds++;
+}
+
+static void on_progress(void *user, int repeat, int repeats, const struct pb_repeat_result *done)
+{
+    struct seen *seen = user;
+    assert_true(repeat >= 0 && repeat < repeats && done->samples > 0);
+    seen->progress++;
+}
+
+static void test_sweep_axis_and_baseline(void **state)
+{
+    (void)state;
+    char config[512], output[512], base[512], msg[PB_MSG_MAX * 2];
+    write_config("sweep.yaml", config_text, "data", config, sizeof(config));
+    snprintf(output, sizeof(output), "%s/sweep.json", workdir);
+    snprintf(base, sizeof(base), "%s/out/single.json", workdir);
+    const char *axes[] = {"loader.workers=1,2"};
+    const char *overrides[] = {"run.repeats=2"};
+    struct pb_session_opts opts = {.config_path = config, .output_path = output,
+                                   .overrides = overrides, .override_count = 1, .axes = axes,
+                                   .axis_count = 1};
+    /* The single point's result, when that test ran first, is the baseline. */
+    if (access(base, F_OK) == 0) {
+        opts.baseline_path = base;
+        opts.threshold_pct = 5;
+    }
+    struct seen seen = {0};
+    struct pb_session_hooks hooks = {.user = &seen, .message = on_message,
+                                     .measuring = on_measuring, .rounds = on_rounds,
+                                     .round = on_round, .progress = on_progress};
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    int rc = pb_session_run(&opts, &hooks, &result, &outcome, msg, sizeof(msg));
+    if (rc != PB_OK)
+        fail_msg("session failed: %s", msg);
+    /* Rounds interleave across points: point 1, point 2, point 1, point 2. */
+    assert_int_equal(seen.points, 2);
+    assert_int_equal(seen.repeats, 2);
+    assert_int_equal(seen.rounds, 4);
+    assert_int_equal(seen.progress, 4);
+    assert_string_equal(seen.labels[0], "workers=1");
+    assert_string_equal(seen.labels[1], "workers=2");
+    assert_string_equal(seen.labels[2], "workers=1");
+    assert_int_equal(seen.measuring_on, 1);
+    assert_int_equal(seen.measuring_off, 1);
+    assert_int_equal(seen.errors, 0);
+    assert_non_null(strstr(seen.last_info, "result written to"));
+    assert_int_equal(result.point_count, 2);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(result.points[i].repeat_count, 2);
+        json_t *workers = json_object_get(result.points[i].axes, "loader.workers");
+        assert_true(json_is_integer(workers));
+        assert_int_equal(json_integer_value(workers), (json_int_t)i + 1);
+    }
+    assert_non_null(result.analysis);
+    assert_int_equal(outcome.compared, opts.baseline_path != NULL);
+
+    struct pb_result back;
+    if (pb_result_read(output, &back, msg, sizeof(msg)) != PB_OK)
+        fail_msg("cannot read the result back: %s", msg);
+    assert_int_equal(back.point_count, 2);
+    assert_int_equal(json_integer_value(json_object_get(back.points[1].axes, "loader.workers")),
+                     2);
+    pb_result_free(&back);
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+}
+
+/* A config error stops the session before the dataset is generated; where
+ * is the "LINE:" the message gives after the file's name (NULL: no check). */
+static void expect_config_error(const char *name, const char *text, const char *const *axes,
+                                int axis_count, const char *where)
+{
+    char config[512], data_dir[128], data[512], msg[PB_MSG_MAX * 2];
+    snprintf(data_dir, sizeof(data_dir), "%s.data", name);
+    write_config(name, text, data_dir, config, sizeof(config));
+    snprintf(data, sizeof(data), "%s/%s", workdir, data_dir);
+    struct pb_session_opts opts = {.config_path = config, .axes = axes, .axis_count = axis_count,
+                                   .calibrate = true};
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    int rc = pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg));
+    assert_int_equal(rc, PB_ERR_CONFIG);
+    char prefix[600];
+    snprintf(prefix, sizeof(prefix), "%s:%s", config, where ? where : "");
+    if (where && strncmp(msg, prefix, strlen(prefix)) != 0)
+        fail_msg("expected '%s...', got '%s'", prefix, msg);
+    assert_false(outcome.measured);
+    assert_int_equal(access(data, F_OK), -1);
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+}
+
+static void test_config_errors_make_no_data(void **state)
+{
+    (void)state;
+    /* A decoder that needs the samples' bytes, with no read stage. */
+    expect_config_error("no-read.yaml",
+                        "name: no-read\n"
+                        "dataset:\n"
+                        "  path: DATA\n"
+                        "  generate: {kind: files, count: 8, size_bytes: 1024}\n"
+                        "pipeline:\n"
+                        "  - decode: {decoder: null}\n",
+                        NULL, 0, "6:");
+    /* One point of a sweep out of range. */
+    expect_config_error("bad-point.yaml",
+                        "name: bad-point\n"
+                        "dataset:\n"
+                        "  path: DATA\n"
+                        "  generate: {kind: files, count: 8, size_bytes: 1024}\n"
+                        "pipeline:\n"
+                        "  - read:\n"
+                        "  - decode: {decoder: null}\n"
+                        "sweep:\n"
+                        "  loader.workers: [1, 5000]\n",
+                        NULL, 0, "9:");
+    /* Sweeping the dataset's folder, from the command line. */
+    const char *axes[] = {"dataset.path=a,b"};
+    expect_config_error("swept-path.yaml", config_text, axes, 1, NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_single_point),
+        cmocka_unit_test(test_sweep_axis_and_baseline),
+        cmocka_unit_test(test_config_errors_make_no_data),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
