@@ -31,7 +31,7 @@ struct session {
     size_t msglen;
 
     struct pb_spec base;
-    struct pb_sweep sweep;
+    struct pb_sweep *sweep;         /* the base's, owned by it             */
     bool swept;
     struct pb_sweep_point *points;
     long point_count;
@@ -41,7 +41,7 @@ struct session {
     struct pb_dataset ds;
     bool ds_open;
     struct pb_cupti_trace *trace;
-    double overhead_sum, *overhead_pairs;
+    double *overhead_pairs;
     int overhead_count;
     bool interrupted;
 };
@@ -87,52 +87,41 @@ void pb_format_duration(double s, char *buf, size_t buflen)
         snprintf(buf, buflen, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
 }
 
-/* The spec of one point: the config, then the user's -s overrides, then the
- * point's sweep values (extra, e.g. calibration settings, last), validated.
- * Every spec of a session is built here. It reloads the config file for
- * each point; the sweep is to become a copy of the base spec with typed
- * values (pb_spec_copy + pb_sweep_apply), parsed once. */
-static int load_point_spec(const char *config_path, const char *const *overrides,
-                           int override_count, const struct pb_sweep *sweep,
-                           const struct pb_sweep_point *point, const char *const *extra,
-                           int extra_count, struct pb_spec *spec, char *msg, size_t msglen)
+/* The base spec: the config file, parsed once (its sweep: section too,
+ * typed), the user's -s overrides, the -a axes, validated. base always
+ * owns a sweep afterwards (with no axis when nothing is swept). */
+static int load_base(const struct pb_session_opts *opts, struct pb_spec *base, char *msg,
+                     size_t msglen)
 {
-    int rc = pb_config_load(config_path, spec, msg, msglen);
-    for (int i = 0; rc == PB_OK && i < override_count; i++)
-        rc = pb_config_override(spec, overrides[i], msg, msglen);
-    for (int a = 0; rc == PB_OK && sweep && point && a < sweep->axis_count; a++) {
-        char assignment[256];
-        pb_sweep_assignment(sweep, point, a, assignment, sizeof(assignment));
-        rc = pb_config_override(spec, assignment, msg, msglen);
-        if (rc != PB_OK) {
-            /* "-s path=v: sentence" reads better as a sweep error. */
-            char inner[PB_MSG_MAX * 2];
-            const char *colon = strstr(msg, ": ");
-            pb_strlcpy(inner, colon ? colon + 2 : msg, sizeof(inner));
-            int n = sweep->axes[a].line
-                        ? snprintf(msg, msglen, "%s:%d:%d: sweep value %s: ", config_path,
-                                   sweep->axes[a].line, sweep->axes[a].column, assignment)
-                        : snprintf(msg, msglen, "-a %s: ", assignment);
-            if (n > 0 && (size_t)n < msglen)
-                pb_strlcpy(msg + n, inner, msglen - (size_t)n);
-        }
+    int rc = pb_config_load(opts->config_path, base, msg, msglen);
+    for (int i = 0; rc == PB_OK && i < opts->override_count; i++)
+        rc = pb_config_override(base, opts->overrides[i], msg, msglen);
+    for (int i = 0; rc == PB_OK && i < opts->axis_count; i++)
+        rc = pb_config_sweep_axis(base, opts->axes[i], msg, msglen);
+    if (rc == PB_OK && !base->sweep && !(base->sweep = calloc(1, sizeof(*base->sweep)))) {
+        snprintf(msg, msglen, "out of memory");
+        rc = PB_ERR_NOMEM;
     }
-    for (int i = 0; rc == PB_OK && i < extra_count; i++)
+    if (rc == PB_OK)
+        rc = pb_config_validate(base, msg, msglen);
+    return rc;
+}
+
+/* The spec of one point: a copy of the base with the point's typed sweep
+ * values (none when point is NULL), then extra settings (calibration's),
+ * validated. Every spec of a session is built here; the config file is
+ * not read again. */
+static int point_spec(const struct pb_spec *base, const struct pb_sweep_point *point,
+                      const char *const *extra, struct pb_spec *spec, char *msg, size_t msglen)
+{
+    int rc = pb_spec_copy(spec, base, msg, msglen);
+    if (rc == PB_OK && point)
+        rc = pb_sweep_apply(spec, base->sweep, point, msg, msglen);
+    for (int i = 0; rc == PB_OK && extra && extra[i]; i++)
         rc = pb_config_override(spec, extra[i], msg, msglen);
     if (rc == PB_OK)
         rc = pb_config_validate(spec, msg, msglen);
     return rc;
-}
-
-/* The config with the user's overrides and the calibration settings. */
-static int load_calibration_spec(const struct pb_session_opts *opts, struct pb_spec *spec,
-                                 char *msg, size_t msglen)
-{
-    int count = 0;
-    while (pb_calibration_overrides[count])
-        count++;
-    return load_point_spec(opts->config_path, opts->overrides, opts->override_count, NULL, NULL,
-                           pb_calibration_overrides, count, spec, msg, msglen);
 }
 
 /* Opens the dataset the spec names, saying so when it is generated. */
@@ -170,13 +159,8 @@ static int run_calibration(const struct pb_session_hooks *hooks, struct pb_spec 
 /* The base config and the sweep, checked in full before anything runs. */
 static int load_config(struct session *s)
 {
-    const struct pb_session_opts *o = s->opts;
-    int rc = load_point_spec(o->config_path, o->overrides, o->override_count, NULL, NULL, NULL,
-                             0, &s->base, s->msg, s->msglen);
-    if (rc == PB_OK)
-        rc = pb_sweep_load(o->config_path, &s->sweep, s->msg, s->msglen);
-    for (int i = 0; rc == PB_OK && i < o->axis_count; i++)
-        rc = pb_sweep_set_axis(&s->sweep, o->axes[i], s->msg, s->msglen);
+    int rc = load_base(s->opts, &s->base, s->msg, s->msglen);
+    s->sweep = s->base.sweep;
     return rc == PB_OK ? PB_OK : fail(s, rc);
 }
 
@@ -197,12 +181,12 @@ static void start_result(struct session *s)
 /* The sweep's points (loader.pin_memory dropped without a device). */
 static int plan_points(struct session *s)
 {
-    for (int a = 0; a < s->sweep.axis_count; a++) {
-        if (strcmp(s->sweep.axes[a].path, "loader.pin_memory") != 0)
+    for (int a = 0; a < s->sweep->axis_count; a++) {
+        if (strcmp(s->sweep->axes[a].path, "loader.pin_memory") != 0)
             continue;
         char why[PB_MSG_MAX], text[PB_MSG_MAX * 2];
         if (!pb_gpu_available(why, sizeof(why))) {
-            pb_sweep_drop_axis(&s->sweep, "loader.pin_memory");
+            pb_sweep_drop_axis(s->sweep, "loader.pin_memory");
             snprintf(text, sizeof(text), "sweep axis loader.pin_memory dropped: %s", why);
             warn(s, text);
         }
@@ -213,7 +197,7 @@ static int plan_points(struct session *s)
         snprintf(s->msg, s->msglen, "out of memory");
         return fail(s, PB_ERR_NOMEM);
     }
-    long count = pb_sweep_points(&s->sweep, s->points, PB_SWEEP_MAX_POINTS, s->msg, s->msglen);
+    long count = pb_sweep_points(s->sweep, s->points, PB_SWEEP_MAX_POINTS, s->msg, s->msglen);
     if (count > PB_SWEEP_MAX_POINTS)
         snprintf(s->msg, s->msglen, "the sweep has %ld points, more than %d: narrow it", count,
                  PB_SWEEP_MAX_POINTS);
@@ -222,7 +206,7 @@ static int plan_points(struct session *s)
     if (count <= 0 || count > PB_SWEEP_MAX_POINTS)
         return fail(s, PB_ERR_CONFIG);
     s->point_count = count;
-    s->swept = s->sweep.axis_count > 0;
+    s->swept = s->sweep->axis_count > 0;
     if (s->opts->overhead && count > 1) {
         snprintf(s->msg, s->msglen, "--overhead measures one point; run it without a sweep (or "
                                     "pin the axes with -a)");
@@ -244,11 +228,9 @@ static int build_specs(struct session *s)
     }
     s->result->point_count = (size_t)s->point_count;
     for (long i = 0; i < s->point_count; i++) {
-        int rc = load_point_spec(o->config_path, o->overrides, o->override_count,
-                                 s->swept ? &s->sweep : NULL, &s->points[i], NULL, 0, &s->specs[i],
-                                 s->msg, s->msglen);
+        int rc = point_spec(&s->base, &s->points[i], NULL, &s->specs[i], s->msg, s->msglen);
         s->result->points[i].axes =
-            s->swept ? pb_sweep_axes_json(&s->sweep, &s->points[i]) : json_object();
+            s->swept ? pb_sweep_axes_json(s->sweep, &s->points[i]) : json_object();
         if (rc != PB_OK)
             return fail(s, rc);
         if (strcmp(s->specs[i].dataset.path, s->base.dataset.path) != 0) {
@@ -260,7 +242,8 @@ static int build_specs(struct session *s)
     if (s->swept && o->calibrate) {
         char cmsg[PB_MSG_MAX * 2];
         s->has_calibration = true;
-        if (load_calibration_spec(o, &s->calibration, cmsg, sizeof(cmsg)) != PB_OK) {
+        if (point_spec(&s->base, NULL, pb_calibration_overrides, &s->calibration, cmsg,
+                       sizeof(cmsg)) != PB_OK) {
             s->has_calibration = false;
             pb_result_warn(s->result, "calibration failed: %s", cmsg);
         }
@@ -365,10 +348,10 @@ static void point_label(const struct session *s, long i, char *label, size_t lab
 {
     size_t used = 0;
     label[0] = '\0';
-    for (int a = 0; a < s->sweep.axis_count && used < labellen; a++)
+    for (int a = 0; a < s->sweep->axis_count && used < labellen; a++)
         used += (size_t)snprintf(label + used, labellen - used, "%s%s=%s", a ? " " : "",
-                                 strrchr(s->sweep.axes[a].path, '.') + 1,
-                                 s->sweep.axes[a].values[s->points[i].value[a]]);
+                                 strrchr(s->sweep->axes[a].path, '.') + 1,
+                                 s->sweep->axes[a].values[s->points[i].value[a]]);
 }
 
 /* One round of point i; returns the runner's code. */
@@ -381,10 +364,8 @@ static int run_round(struct session *s, long i, int round, const struct pb_run_h
         return rc;
     double pair = NAN;
     rc = pb_point_repeat(run, round, s->opts->overhead, &pair, s->msg, s->msglen);
-    if (s->opts->overhead && !isnan(pair)) {
+    if (s->opts->overhead && !isnan(pair))
         s->overhead_pairs[s->overhead_count++] = pair;
-        s->overhead_sum += pair;
-    }
     pb_point_close(run);
     return rc;
 }
@@ -445,10 +426,7 @@ static size_t summarize(struct session *s)
     if (s->opts->overhead && overhead_count > 0) {
         r->overhead_measured = true;
         r->overhead_pct = pb_median(overhead_pairs, (size_t)overhead_count);
-        double mean = s->overhead_sum / overhead_count, m2 = 0;
-        for (int i = 0; i < overhead_count; i++)
-            m2 += (overhead_pairs[i] - mean) * (overhead_pairs[i] - mean);
-        r->overhead_noise_pct = overhead_count > 1 ? sqrt(m2 / (overhead_count - 1)) : 0;
+        r->overhead_noise_pct = pb_stddev(overhead_pairs, (size_t)overhead_count);
     }
     if (s->interrupted) {
         r->interrupted = true;
@@ -616,10 +594,15 @@ int pb_session_calibrate(const struct pb_session_opts *opts, const struct pb_ses
     memset(cal, 0, sizeof(*cal));
     struct pb_spec spec;
     struct pb_dataset ds;
+    memset(&spec, 0, sizeof(spec));
     memset(&ds, 0, sizeof(ds));
     /* The calibration spec is the config's, validated, with a few settings
      * on top: checked in full before the dataset is made. */
-    int rc = load_calibration_spec(opts, &spec, msg, msglen);
+    struct pb_spec base;
+    int rc = load_base(opts, &base, msg, msglen);
+    if (rc == PB_OK)
+        rc = point_spec(&base, NULL, pb_calibration_overrides, &spec, msg, msglen);
+    pb_spec_free(&base);
     if (rc == PB_OK) {
         pb_strlcpy(name, spec.name, namelen);
         rc = open_dataset(opts, hooks, &spec, &ds, msg, msglen);

@@ -5,21 +5,7 @@
 #include <string.h>
 
 #include "bench/pb.h"
-
-static double relative_noise(const double *x, size_t n)
-{
-    if (n < 2)
-        return INFINITY;
-    double mean = 0, m2 = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = x[i] - mean;
-        mean += d / (double)(i + 1);
-        m2 += d * (x[i] - mean);
-    }
-    if (mean <= 0)
-        return INFINITY;
-    return sqrt(m2 / (double)(n - 1)) / mean;
-}
+#include "bench/stats.h"
 
 int pb_stoprule_init(struct pb_stoprule *rule, const struct pb_run_spec *run)
 {
@@ -70,7 +56,7 @@ bool pb_stoprule_batch(struct pb_stoprule *rule, uint64_t done_ns, uint64_t samp
     }
     double elapsed_s = (double)(done_ns - rule->start_ns) / 1e9;
     size_t last = rule->count < rule->noise_windows ? rule->count : (size_t)rule->noise_windows;
-    rule->noise = relative_noise(rule->throughput + (rule->count - last), last);
+    rule->noise = pb_cv(rule->throughput + (rule->count - last), last);
     if (elapsed_s >= rule->min_time_s && rule->samples >= rule->min_samples &&
         rule->count >= PB_STOPRULE_MIN_WINDOWS && rule->noise <= rule->target_noise) {
         rule->reason = PB_STOP_STABLE;
