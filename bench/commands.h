@@ -64,9 +64,11 @@
       "pbench report RESULT.json [--format table|json|markdown|csv]", \
       "Renders a result file written by pbench run again, in any format.") \
     X(list, \
-      "pbench list [NAME]", \
-      "Lists every stage, decoder and config section with its options, defaults and ranges,\n" \
-      "and whether it is available in this build (with the reason when not). NAME shows one.") \
+      "pbench list [NAME | SECTION.KEY]", \
+      "Lists every config section, stage and decoder with its options, defaults and ranges,\n" \
+      "and whether it is available in this build (with the reason when not). NAME shows one\n" \
+      "section, stage or decoder ('pbench list decode' lists the decoders); SECTION.KEY one\n" \
+      "key, e.g. 'pbench list loader.workers' or 'pbench list resize.size'.") \
     X(version, \
       "pbench version", \
       "Prints the pbench version, the build options and every library version, and the\n" \
