@@ -667,13 +667,3 @@ json_t *pb_analysis_to_json(const struct pb_analysis *an)
                                   "knee_doubling_gain", PB_KNEE_DOUBLING_GAIN));
     return root;
 }
-
-void pb_analysis_attach(struct pb_result *result)
-{
-    struct pb_analysis analysis;
-    if (pb_analyze(result, &analysis) != PB_OK)
-        return;
-    json_decref(result->analysis);
-    result->analysis = pb_analysis_to_json(&analysis);
-    pb_analysis_free(&analysis);
-}

@@ -94,8 +94,5 @@ double pb_point_setting_double(const struct pb_result *result, size_t point, con
  * NULL when absent. */
 const json_t *pb_result_config_value(const struct pb_result *result, const char *path);
 
-/* Analyzes result and stores the analysis's JSON in result->analysis,
- * replacing what was there; leaves it as it was when the analysis fails. */
-void pb_analysis_attach(struct pb_result *result);
 
 #endif

@@ -107,7 +107,8 @@ static int cmd_run(int argc, char **argv)
         char msg[PB_MSG_MAX * 2];
         exit_code = exit_for(pb_session_run(&opts, &hooks, &result, &outcome, msg, sizeof(msg)));
         if (outcome.measured)
-            pb_report(stdout, &result, format);
+            pb_report_analyzed(stdout, &result, outcome.analyzed ? &outcome.analysis : NULL,
+                               format);
         if (outcome.compared) {
             fputc('\n', stdout);
             const struct pb_comparison *cmp = &outcome.comparison;

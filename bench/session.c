@@ -463,12 +463,17 @@ static void write_trace(struct session *s, const char *path)
     }
 }
 
-/* The analysis (a sweep), the trace and the result file. */
+/* The analysis (kept for rendering; a sweep's goes into the file too),
+ * the trace and the result file. */
 static int write_result(struct session *s)
 {
     struct pb_result *r = s->result;
-    if (s->swept)
-        pb_analysis_attach(r);
+    struct pb_session_outcome *out = s->outcome;
+    out->analyzed = pb_analyze(r, &out->analysis) == PB_OK;
+    if (out->analyzed && s->swept) {
+        json_decref(r->analysis);
+        r->analysis = pb_analysis_to_json(&out->analysis);
+    }
     char path[PB_PATH_MAX];
     if (s->opts->output_path)
         snprintf(path, sizeof(path), "%s", s->opts->output_path);
@@ -584,6 +589,9 @@ void pb_session_outcome_free(struct pb_session_outcome *outcome)
     if (outcome->compared)
         pb_comparison_free(&outcome->comparison);
     outcome->compared = false;
+    if (outcome->analyzed)
+        pb_analysis_free(&outcome->analysis);
+    outcome->analyzed = false;
 }
 
 int pb_session_calibrate(const struct pb_session_opts *opts, const struct pb_session_hooks *hooks,

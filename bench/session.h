@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "bench/analysis.h"
 #include "bench/compare.h"
 #include "bench/result.h"
 #include "bench/runner.h"
@@ -68,6 +69,8 @@ struct pb_session_outcome {
     char result_path[PB_PATH_MAX];   /* the result file (unwritten when writing failed)     */
     bool compared;                   /* the baseline was read and compared                  */
     struct pb_comparison comparison; /* valid when compared                                 */
+    bool analyzed;                   /* the analysis of the result, what the table shows    */
+    struct pb_analysis analysis;     /* valid when analyzed                                 */
 };
 
 /* Runs the session opts describes and fills result (release it with
