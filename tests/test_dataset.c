@@ -17,6 +17,7 @@
 #include "bench/config.h"
 #include "bench/pb.h"
 #include "pipelines/dataset.h"
+#include "tests/testutil.h"
 
 static void make_specs(struct pb_dataset_spec *ds, struct pb_loader_spec *loader, uint64_t batch,
                        bool drop_last, bool shuffle, int64_t seed)
@@ -225,7 +226,7 @@ static void test_index_folder_glob_and_generate(void **state)
 {
     (void)state;
     char root[] = "/tmp/pbench-test-dataset-XXXXXX";
-    assert_non_null(mkdtemp(root));
+    assert_int_equal(pb_test_tmpdir_make(root), 0);
     char path[512], sub[512];
     snprintf(sub, sizeof(sub), "%s/data/sub", root);
     snprintf(path, sizeof(path), "%s/data", root);
@@ -282,9 +283,7 @@ static void test_index_folder_glob_and_generate(void **state)
     assert_int_equal(ds.total_bytes, 12000);
     pb_dataset_free(&ds);
 
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(pb_test_tmpdir_remove(root), 0);
 }
 
 int main(void)

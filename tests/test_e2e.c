@@ -25,6 +25,7 @@
 #include "bench/machine.h"
 #include "bench/result.h"
 #include "kernels/gpu_rt.h"
+#include "tests/testutil.h"
 
 static const char *binary;
 static const char *source_dir;
@@ -42,19 +43,10 @@ static int pbench(const char *args, char *out_path, size_t out_len)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* The file at path as a string (empty when it cannot be read). */
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = calloc(1, (size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-        buf[0] = 0;
-    fclose(f);
-    return buf;
+    return pb_test_read_file(path, NULL, false);
 }
 
 static char *err_text(void)
@@ -73,35 +65,18 @@ static char *err_text(void)
 
 static int setup(void **state)
 {
-    (void)state;
     binary = getenv("PBENCH_BINARY");
     source_dir = getenv("PBENCH_SOURCE_DIR");
     if (!binary || !source_dir) {
         fprintf(stderr, "PBENCH_BINARY and PBENCH_SOURCE_DIR must be set (ctest sets them)\n");
         return -1;
     }
-    if (!mkdtemp(workdir))
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return pb_test_tmpdir_setup(state);
 }
 
 static json_t *load_result(const char *name)
 {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s", workdir, name);
-    json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
-    if (!root)
-        fail_msg("cannot load %s: %s (line %d)", path, err.text, err.line);
-    return root;
+    return pb_test_load_json(workdir, name);
 }
 
 static double num(const json_t *obj, const char *key)
@@ -722,5 +697,6 @@ int main(void)
         cmocka_unit_test(test_gpu_pipeline),
         cmocka_unit_test(test_list_version_help),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    pb_test_tmpdir_use(workdir);
+    return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }

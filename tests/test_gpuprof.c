@@ -20,6 +20,7 @@
 #include "bench/h2d_bandwidth.h"
 #include "bench/nvml.h"
 #include "bench/pb.h"
+#include "tests/testutil.h"
 
 #if PB_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -527,20 +528,6 @@ static void test_cupti_trace_on_device(void **state)
 }
 #endif
 
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(workdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -555,5 +542,6 @@ int main(void)
         cmocka_unit_test(test_bandwidth_on_device),
         cmocka_unit_test(test_cupti_trace_on_device),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    pb_test_tmpdir_use(workdir);
+    return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);
 }

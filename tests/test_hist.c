@@ -14,6 +14,7 @@
 
 #include "bench/hist.h"
 #include "bench/pb.h"
+#include "tests/testutil.h"
 
 static uint64_t rng_state = 12345;
 static uint64_t rnd(void)

@@ -37,6 +37,7 @@
 #include "decoders/image.h"
 #include "kernels/scene.h"
 #include "pipelines/generate.h"
+#include "tests/testutil.h"
 
 static char workdir[] = "/tmp/pbench-jpeg-XXXXXX";
 
@@ -141,23 +142,8 @@ static struct decoded decode(const char *decoder, const char *const *opts, const
 static struct bytes read_file(const char *path)
 {
     struct bytes b = {0};
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    b.len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    b.data = malloc(b.len ? b.len : 1);
-    assert_int_equal(fread(b.data, 1, b.len, f), b.len);
-    fclose(f);
+    b.data = (uint8_t *)pb_test_read_file(path, &b.len, true);
     return b;
-}
-
-static void write_file(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    fclose(f);
 }
 
 /* Encodes one frame with a libavcodec image encoder; .data NULL when this
@@ -812,9 +798,7 @@ static int run_pbench(const char *args, char **err)
     int status = system(cmd);
     char path[600];
     snprintf(path, sizeof(path), "%s/err.txt", workdir);
-    struct bytes e = read_file(path);
-    *err = realloc(e.data, e.len + 1);
-    (*err)[e.len] = 0;
+    *err = pb_test_read_file(path, NULL, true);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -830,11 +814,11 @@ static void test_broken_folder_end_to_end(void **state)
     for (int i = 0; i < 4; i++) { /* good files */
         struct bytes b = encode_jpeg(rgb, 96, 64, TJPF_RGB, TJSAMP_420, 80 + i, 0);
         snprintf(path, sizeof(path), "%s/good_%d.jpg", dir, i);
-        write_file(path, b.data, b.len);
+        pb_test_write_file(path, b.data, b.len);
         if (i == 0) {
             struct bytes cut = {b.data, b.len / 2};
             snprintf(path, sizeof(path), "%s/truncated.jpg", dir);
-            write_file(path, cut.data, cut.len);
+            pb_test_write_file(path, cut.data, cut.len);
             /* Corrupt: the Huffman tables overwritten. */
             for (size_t k = 0; k + 1 < b.len; k++)
                 if (b.data[k] == 0xFF && b.data[k + 1] == 0xC4) {
@@ -842,7 +826,7 @@ static void test_broken_folder_end_to_end(void **state)
                     break;
                 }
             snprintf(path, sizeof(path), "%s/corrupt.jpg", dir);
-            write_file(path, b.data, b.len);
+            pb_test_write_file(path, b.data, b.len);
         }
         if (i == 1) {
             /* Huge: the frame header says 8000x6000 (over max_pixels below);
@@ -852,11 +836,11 @@ static void test_broken_folder_end_to_end(void **state)
                     b.data[k + 5] = 6000 >> 8, b.data[k + 6] = 6000 & 0xff;
                     b.data[k + 7] = 8000 >> 8, b.data[k + 8] = 8000 & 0xff;
                     snprintf(path, sizeof(path), "%s/huge.jpg", dir);
-                    write_file(path, b.data, b.len);
+                    pb_test_write_file(path, b.data, b.len);
                     b.data[k + 5] = 30000 >> 8, b.data[k + 6] = 30000 & 0xff;
                     b.data[k + 7] = 30000 >> 8, b.data[k + 8] = 30000 & 0xff;
                     snprintf(path, sizeof(path), "%s/bomb.jpg", dir);
-                    write_file(path, b.data, b.len);
+                    pb_test_write_file(path, b.data, b.len);
                     break;
                 }
         }
@@ -867,19 +851,19 @@ static void test_broken_folder_end_to_end(void **state)
         cmyk[k] = (uint8_t)(k * 7);
     struct bytes c = encode_jpeg(cmyk, 32, 16, TJPF_CMYK, TJSAMP_444, 90, 0);
     snprintf(path, sizeof(path), "%s/cmyk.jpg", dir);
-    write_file(path, c.data, c.len);
+    pb_test_write_file(path, c.data, c.len);
     free(c.data);
     snprintf(path, sizeof(path), "%s/empty.jpg", dir);
-    write_file(path, "", 0);
+    pb_test_write_file(path, "", 0);
     snprintf(path, sizeof(path), "%s/notes.txt", dir);
-    write_file(path, "not an image\n", 13);
+    pb_test_write_file(path, "not an image\n", 13);
     uint8_t *bgr = scene(50, 30, 3, 42);
     struct bytes png = encode_av(AV_CODEC_ID_PNG, NULL, AV_PIX_FMT_RGB24, bgr, 50, 30, 3);
     struct bytes bmp = encode_av(AV_CODEC_ID_BMP, NULL, AV_PIX_FMT_BGR24, bgr, 50, 30, 3);
     snprintf(path, sizeof(path), "%s/picture.png", dir);
-    write_file(path, png.data, png.len);
+    pb_test_write_file(path, png.data, png.len);
     snprintf(path, sizeof(path), "%s/picture.bmp", dir);
-    write_file(path, bmp.data, bmp.len);
+    pb_test_write_file(path, bmp.data, bmp.len);
     free(png.data);
     free(bmp.data);
     free(bgr);
@@ -944,13 +928,7 @@ static void test_broken_folder_end_to_end(void **state)
 
 static json_t *load_json(const char *name)
 {
-    char path[600];
-    snprintf(path, sizeof(path), "%s/%s", workdir, name);
-    json_error_t jerr;
-    json_t *r = json_load_file(path, 0, &jerr);
-    if (!r)
-        fail_msg("cannot load %s: %s", path, jerr.text);
-    return r;
+    return pb_test_load_json(workdir, name);
 }
 
 static const json_t *stage_named(const json_t *point, const char *name)
@@ -1018,20 +996,6 @@ static void test_image_config_end_to_end(void **state)
     json_decref(r);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(workdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1045,5 +1009,6 @@ int main(void)
         cmocka_unit_test(test_broken_folder_end_to_end),
         cmocka_unit_test(test_image_config_end_to_end),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    pb_test_tmpdir_use(workdir);
+    return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);
 }

@@ -20,6 +20,7 @@
 #include "bench/report.h"
 #include "bench/result.h"
 #include "kernels/gpu_rt.h"
+#include "tests/testutil.h"
 
 /* ------------------------------------------------------------- helpers */
 
@@ -568,31 +569,8 @@ static char *make_temp_dir(void)
 {
     char *dir = strdup("/tmp/pbench-test-result-XXXXXX");
     assert_non_null(dir);
-    assert_non_null(mkdtemp(dir));
+    assert_int_equal(pb_test_tmpdir_make(dir), 0);
     return dir;
-}
-
-static void remove_tree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char child[PB_PATH_MAX];
-            snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
-            remove_tree(child);
-        }
-        if (d)
-            closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
 }
 
 static size_t count_entries(const char *dir)
@@ -609,17 +587,7 @@ static size_t count_entries(const char *dir)
 
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)size + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)size, f), (size_t)size);
-    text[size] = '\0';
-    fclose(f);
-    return text;
+    return pb_test_read_file(path, NULL, true);
 }
 
 static void test_write_and_read(void **state)
@@ -687,7 +655,7 @@ static void test_write_and_read(void **state)
     assert_memory_equal(msg, prefix, strlen(prefix));
 
     pb_result_free(&result);
-    remove_tree(dir);
+    pb_test_tmpdir_remove(dir);
     free(dir);
 }
 

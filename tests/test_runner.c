@@ -23,6 +23,7 @@
 #include "bench/runner.h"
 #include "bench/stoprule.h"
 #include "pipelines/dataset.h"
+#include "tests/testutil.h"
 
 #define COST_US 200
 #define FILES 50
@@ -30,20 +31,6 @@
 #define REPEATS 3
 
 static char workdir[] = "/tmp/pbench-runner-XXXXXX";
-
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(workdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
 
 /* A tiny null pipeline over FILES generated files; loader, run and ds are
  * YAML for the keys of those sections a test sets. */
@@ -361,5 +348,6 @@ int main(void)
         cmocka_unit_test(test_counts_in_the_consumer),
         cmocka_unit_test(test_time_cap_is_recorded),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    pb_test_tmpdir_use(workdir);
+    return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);
 }

@@ -30,6 +30,7 @@
 #include "decoders/decoder.h"
 #include "decoders/video.h"
 #include "pipelines/generate.h"
+#include "tests/testutil.h"
 
 #define W 64
 #define H 48
@@ -403,19 +404,14 @@ static void write_audio_only(const char *path)
 
 static void copy_file(const char *from, const char *to, long truncate_at, long flip_from, long flip_len)
 {
-    FILE *f = fopen(from, "rb");
-    assert_non_null(f);
-    static uint8_t buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof(buf), f);
-    fclose(f);
+    size_t n;
+    uint8_t *buf = (uint8_t *)pb_test_read_file(from, &n, true);
     if (truncate_at >= 0 && (size_t)truncate_at < n)
         n = (size_t)truncate_at;
     for (long i = flip_from; i >= 0 && i < flip_from + flip_len && (size_t)i < n; i++)
         buf[i] ^= 0x5a;
-    f = fopen(to, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(buf, 1, n, f), n);
-    fclose(f);
+    pb_test_write_file(to, buf, n);
+    free(buf);
 }
 
 static long file_size(const char *path)
@@ -502,13 +498,7 @@ static int pbench_run(const char *config, const char *extra, char **err)
     int status = system(cmd);
     char path[600];
     snprintf(path, sizeof(path), "%s/err.txt", workdir);
-    FILE *f = fopen(path, "rb");
-    *err = calloc(1, 65536);
-    if (f) {
-        size_t n = fread(*err, 1, 65535, f);
-        (*err)[n] = 0;
-        fclose(f);
-    }
+    *err = pb_test_read_file(path, NULL, false);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -569,17 +559,8 @@ static void test_broken_files_policies(void **state)
 
 static int setup(void **state)
 {
-    (void)state;
     binary = getenv("PBENCH_BINARY");
-    return mkdtemp(workdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return pb_test_tmpdir_setup(state);
 }
 
 /* The decoder's option rules, from the options alone (pb_config_validate
@@ -641,5 +622,6 @@ int main(void)
         cmocka_unit_test(test_broken_files_policies),
         cmocka_unit_test(test_validate_rules),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    pb_test_tmpdir_use(workdir);
+    return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }
