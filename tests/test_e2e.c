@@ -35,12 +35,11 @@ static char workdir[] = "/tmp/pbench-e2e-XXXXXX";
  * and stderr into files there and returns the exit code. */
 static int pbench(const char *args, char *out_path, size_t out_len)
 {
-    char cmd[4096];
     snprintf(out_path, out_len, "%s/out.txt", workdir);
-    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s >'%s/out.txt' 2>'%s/err.txt'", workdir, binary,
-             args, workdir, workdir);
-    int status = system(cmd);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    char *err;
+    int rc = pb_test_run_pbench(workdir, args, &err);
+    free(err);
+    return rc;
 }
 
 /* The file at path as a string (empty when it cannot be read). */
@@ -54,6 +53,17 @@ static char *err_text(void)
     char path[512];
     snprintf(path, sizeof(path), "%s/err.txt", workdir);
     return slurp(path);
+}
+
+/* Runs pbench as pbench() does and fails the test, with its stderr, when
+ * it exits other than 0. */
+static void pbench_ok(const char *args, char *out_path, size_t out_len)
+{
+    int rc = pbench(args, out_path, out_len);
+    if (rc != 0) {
+        char *err = err_text();
+        fail_msg("exit %d: %s", rc, err);
+    }
 }
 
 /* Fast settings for every run: short measured parts, small dataset. */
@@ -93,16 +103,10 @@ static void test_run_writes_complete_result(void **state)
     char out[512], args[2048];
     snprintf(args, sizeof(args), "run '%s/configs/null.yaml' " FAST "-s run.repeats=2 -o r1.json",
              source_dir);
-    int rc = pbench(args, out, sizeof(out));
-    char *err = err_text();
-    if (rc != 0)
-        fail_msg("exit %d: %s", rc, err);
-    free(err);
+    pbench_ok(args, out, sizeof(out));
 
     char *table = slurp(out);
-    assert_non_null(strstr(table, "samples/s"));
-    assert_non_null(strstr(table, "stall"));
-    assert_non_null(strstr(table, "decode"));
+    pb_test_assert_contains(table, (const char *const[]){"samples/s", "stall", "decode", NULL});
     free(table);
 
     json_t *r = load_result("r1.json");
@@ -272,28 +276,29 @@ static void test_on_error_skip_and_fail(void **state)
     free(err);
 }
 
-static void test_interrupt_keeps_results(void **state)
+/* Runs pbench run on configs/CONFIG with FAST and args in the background,
+ * presses Ctrl-C once its stderr shows wait_for (or after 30 s), checks
+ * that it exits 130 with an interrupted result in workdir/out_name and
+ * returns that result. */
+static json_t *interrupted_run(const char *config, const char *args, const char *wait_for,
+                               const char *out_name)
 {
-    (void)state;
     char cmd[4096];
-    /* A run that would take minutes, interrupted after the first repeat. */
     snprintf(cmd, sizeof(cmd),
-             "cd '%s' && exec '%s' run '%s/configs/null.yaml' " FAST
-             "-s run.repeats=50 -s run.min_time_s=0.3 -s run.max_time_s=0.3 -o int.json "
+             "cd '%s' && exec '%s' run '%s/configs/%s' " FAST "%s -o %s "
              ">'%s/int.txt' 2>'%s/err.txt'",
-             workdir, binary, source_dir, workdir, workdir);
+             workdir, binary, source_dir, config, args, out_name, workdir, workdir);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
-    /* Wait until a repeat has finished, then press Ctrl-C. */
     char errpath[512];
     snprintf(errpath, sizeof(errpath), "%s/err.txt", workdir);
     for (int i = 0; i < 600; i++) {
         char *e = slurp(errpath);
-        bool done = strstr(e, "repeat 2/50") != NULL;
+        bool done = strstr(e, wait_for) != NULL;
         free(e);
         if (done)
             break;
@@ -304,8 +309,19 @@ static void test_interrupt_keeps_results(void **state)
     waitpid(pid, &status, 0);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 130);
-    json_t *r = load_result("int.json");
+    json_t *r = load_result(out_name);
     assert_true(json_is_true(json_object_get(r, "interrupted")));
+    return r;
+}
+
+static void test_interrupt_keeps_results(void **state)
+{
+    (void)state;
+    /* A run that would take minutes, interrupted after the first repeat:
+     * Ctrl-C once a repeat has finished. */
+    json_t *r = interrupted_run("null.yaml",
+                                "-s run.repeats=50 -s run.min_time_s=0.3 -s run.max_time_s=0.3",
+                                "repeat 2/50", "int.json");
     json_t *p = json_array_get(json_object_get(r, "points"), 0);
     size_t kept = json_array_size(json_object_get(p, "repeats"));
     assert_true(kept >= 2 && kept < 50);
@@ -321,19 +337,15 @@ static void test_sweep_table_and_recommendation(void **state)
              "-s run.repeats=2 -a loader.workers=1,2 -a loader.batch_size=4,8 "
              "-a loader.prefetch_factor=1 -o sweep.json",
              source_dir);
-    int rc = pbench(args, out, sizeof(out));
-    char *err = err_text();
-    if (rc != 0)
-        fail_msg("exit %d: %s", rc, err);
     /* No GPU here: the pin_memory axis is dropped with a warning (with a
      * GPU it stays); either way the run says what it did. */
-    free(err);
+    pbench_ok(args, out, sizeof(out));
     char *table = slurp(out);
-    assert_non_null(strstr(table, "sweep: 4 points, fastest first (* = recommended)"));
-    assert_non_null(strstr(table, "recommendation"));
-    assert_non_null(strstr(table, "rule: with a 1 ms step"));
-    assert_non_null(strstr(table, "recommended point: "));
-    assert_non_null(strstr(table, "input-bound: stall >= 20% HIGH, >= 5% moderate"));
+    pb_test_assert_contains(
+        table, (const char *const[]){
+                   "sweep: 4 points, fastest first (* = recommended)", "recommendation",
+                   "rule: with a 1 ms step",
+                   "recommended point: ", "input-bound: stall >= 20% HIGH, >= 5% moderate", NULL});
     free(table);
 
     json_t *r = load_result("sweep.json");
@@ -363,36 +375,12 @@ static void test_sweep_table_and_recommendation(void **state)
 static void test_sweep_interrupt_keeps_finished_points(void **state)
 {
     (void)state;
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd),
-             "cd '%s' && exec '%s' run '%s/configs/sweep-null.yaml' " FAST
-             "-s run.repeats=20 -s run.min_time_s=0.2 -s run.max_time_s=0.2 --no-calibrate "
-             "-a loader.workers=1,2 -a loader.batch_size=8 -a loader.prefetch_factor=1 "
-             "-o sweep-int.json >'%s/int.txt' 2>'%s/err.txt'",
-             workdir, binary, source_dir, workdir, workdir);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    char errpath[512];
-    snprintf(errpath, sizeof(errpath), "%s/err.txt", workdir);
-    for (int i = 0; i < 600; i++) {
-        char *e = slurp(errpath);
-        bool done = strstr(e, "workers=2 batch_size=8 prefetch_factor=1 repeat 2/20") != NULL;
-        free(e);
-        if (done)
-            break;
-        usleep(50000);
-    }
-    kill(pid, SIGINT);
-    int status;
-    waitpid(pid, &status, 0);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 130);
-    json_t *r = load_result("sweep-int.json");
-    assert_true(json_is_true(json_object_get(r, "interrupted")));
+    json_t *r = interrupted_run("sweep-null.yaml",
+                                "-s run.repeats=20 -s run.min_time_s=0.2 -s run.max_time_s=0.2 "
+                                "--no-calibrate -a loader.workers=1,2 -a loader.batch_size=8 "
+                                "-a loader.prefetch_factor=1",
+                                "workers=2 batch_size=8 prefetch_factor=1 repeat 2/20",
+                                "sweep-int.json");
     json_t *points = json_object_get(r, "points");
     assert_int_equal(json_array_size(points), 2);
     for (size_t i = 0; i < 2; i++) {
@@ -503,10 +491,12 @@ static void test_compare_gate(void **state)
                             sizeof(out)),
                      0);
     char *md = slurp(out);
-    assert_non_null(strstr(md, "## pbench compare"));
-    assert_non_null(strstr(md, "| point | metric | base | new | change | 95% CI | p | verdict |"));
-    assert_non_null(strstr(md, "| samples_per_s |"));
-    assert_non_null(strstr(md, "- differs: config pipeline[1].decode.cost_us: 300.0 -> 340.0"));
+    pb_test_assert_contains(
+        md, (const char *const[]){"## pbench compare",
+                                  "| point | metric | base | new | change | 95% CI | p | verdict |",
+                                  "| samples_per_s |",
+                                  "- differs: config pipeline[1].decode.cost_us: 300.0 -> 340.0",
+                                  NULL});
     free(md);
 
     /* History: two slow runs after two fast ones are a step change; one
@@ -534,15 +524,10 @@ static void test_video_config_runs(void **state)
              "-s run.min_time_s=0.2 -s run.max_time_s=0.5 -s run.repeats=1 -s run.window_s=0.05 "
              "-s pipeline.decode.shorter_side=64 -s pipeline.random_crop.size=48 -o video.json",
              source_dir);
-    int rc = pbench(args, out, sizeof(out));
-    char *err = err_text();
-    if (rc != 0)
-        fail_msg("exit %d: %s", rc, err);
-    free(err);
+    pbench_ok(args, out, sizeof(out));
     char *table = slurp(out);
-    assert_non_null(strstr(table, "amplification"));
-    assert_non_null(strstr(table, "ceiling"));
-    assert_non_null(strstr(table, "  .decode"));
+    pb_test_assert_contains(table,
+                            (const char *const[]){"amplification", "ceiling", "  .decode", NULL});
     free(table);
     json_t *r = load_result("video.json");
     json_t *stages = json_object_get(json_array_get(json_object_get(r, "points"), 0), "stages");
@@ -615,11 +600,7 @@ static void test_gpu_pipeline(void **state)
         json_decref(r);
         return;
     }
-    int rc = pbench("run gpu.yaml -o g.json", out, sizeof(out));
-    char *err = err_text();
-    if (rc != 0)
-        fail_msg("exit %d: %s", rc, err);
-    free(err);
+    pbench_ok("run gpu.yaml -o g.json", out, sizeof(out));
     json_t *r = load_result("g.json");
     json_t *p0 = json_array_get(json_object_get(r, "points"), 0);
     json_t *gpu = json_object_get(p0, "gpu");
@@ -661,20 +642,14 @@ static void test_list_version_help(void **state)
     char out[512];
     assert_int_equal(pbench("list", out, sizeof(out)), 0);
     char *text = slurp(out);
-    assert_non_null(strstr(text, "read"));
-    assert_non_null(strstr(text, "decode"));
-    assert_non_null(strstr(text, "null"));
-    assert_non_null(strstr(text, "cost_us"));
-    assert_non_null(strstr(text, "loader.workers"));
-    assert_non_null(strstr(text, "integer 0..1024"));
+    pb_test_assert_contains(text, (const char *const[]){"read", "decode", "null", "cost_us",
+                                                        "loader.workers", "integer 0..1024", NULL});
     free(text);
     assert_int_equal(pbench("list null", out, sizeof(out)), 0);
     assert_int_equal(pbench("list nosuch", out, sizeof(out)), 2);
     assert_int_equal(pbench("version", out, sizeof(out)), 0);
     text = slurp(out);
-    assert_non_null(strstr(text, "pbench 0."));
-    assert_non_null(strstr(text, "libavcodec"));
-    assert_non_null(strstr(text, "GPU:"));
+    pb_test_assert_contains(text, (const char *const[]){"pbench 0.", "libavcodec", "GPU:", NULL});
     free(text);
     assert_int_equal(pbench("help run", out, sizeof(out)), 0);
     text = slurp(out);

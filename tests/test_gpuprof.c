@@ -187,14 +187,7 @@ static void test_summary_of_empty_trace(void **state)
 static uint64_t rng_state = 4242;
 static uint64_t rnd(void)
 {
-    rng_state = pb_mix64(rng_state);
-    return rng_state;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    return pb_test_rnd(&rng_state);
 }
 
 /* Random records against sums, medians and maxima computed name by name
@@ -239,7 +232,7 @@ static void test_summary_matches_reference_on_random_records(void **state)
                 total += records[i].end_ns - records[i].start_ns;
             }
         assert_true(count > 0);
-        qsort(durations, count, sizeof(*durations), cmp_u64);
+        qsort(durations, count, sizeof(*durations), pb_test_cmp_u64);
         assert_int_equal(get_u64(k, "count"), count);
         assert_int_equal(get_u64(k, "total_ns"), total);
         assert_int_equal(get_u64(k, "p50_ns"), durations[(count + 1) / 2 - 1]);

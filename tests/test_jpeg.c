@@ -139,6 +139,22 @@ static struct decoded decode(const char *decoder, const char *const *opts, const
     return decode_opts(decoder, opts, in, 0, 0, 64u << 20);
 }
 
+/* Decodes in with decoder and at most one option (opt, or NULL for none)
+ * and checks for a data error whose message is want, or contains want
+ * when exact is false. */
+static void expect_data_error(const char *decoder, const char *opt, const struct bytes *in,
+                              const char *want, bool exact)
+{
+    const char *const opts[] = {opt, NULL};
+    struct decoded d = decode(decoder, opt ? opts : NULL, in);
+    assert_int_equal(d.rc, PB_ERR_DATA);
+    if (exact)
+        assert_string_equal(d.msg, want);
+    else
+        assert_non_null(strstr(d.msg, want));
+    free(d.pixels);
+}
+
 static struct bytes read_file(const char *path)
 {
     struct bytes b = {0};
@@ -519,11 +535,8 @@ static void test_cmyk_convert_and_reject(void **state)
             assert_int_equal(d.pixels[i * 3 + c], (ink[i * 4 + c] * k + 127) / 255);
     }
     free(d.pixels);
-    static const char *const reject[] = {"cmyk=reject", NULL};
-    d = decode("jpeg", reject, &b);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_string_equal(d.msg, "test.img: CMYK JPEG not supported (decoder option cmyk: reject)");
-    free(d.pixels);
+    expect_data_error("jpeg", "cmyk=reject", &b,
+                      "test.img: CMYK JPEG not supported (decoder option cmyk: reject)", true);
     free(ink);
     free(rgb);
     free(b.data);
@@ -535,29 +548,19 @@ static void test_bad_input_and_buffers(void **state)
 {
     (void)state;
     struct bytes empty = {(uint8_t *)"", 0};
-    struct decoded d = decode("jpeg", NULL, &empty);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_string_equal(d.msg, "test.img: empty file");
-    free(d.pixels);
+    struct decoded d;
+    expect_data_error("jpeg", NULL, &empty, "test.img: empty file", true);
 
     struct bytes text = {(uint8_t *)"hello, world\n", 13};
-    d = decode("jpeg", NULL, &text);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_non_null(strstr(d.msg, "test.img: Not a JPEG file"));
-    free(d.pixels);
-    d = decode("auto", NULL, &text);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_string_equal(d.msg, "test.img: not an image (starts with 68 65 6c 6c)");
-    free(d.pixels);
+    expect_data_error("jpeg", NULL, &text, "test.img: Not a JPEG file", false);
+    expect_data_error("auto", NULL, &text, "test.img: not an image (starts with 68 65 6c 6c)",
+                      true);
 
     uint8_t *rgb = scene(120, 90, 3, 2);
     struct bytes b = encode_jpeg(rgb, 120, 90, TJPF_RGB, TJSAMP_420, 90, 0);
     /* Truncated: an error under strict, a grey-filled image without. */
     struct bytes cut = {b.data, b.len * 2 / 3};
-    d = decode("jpeg", NULL, &cut);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_non_null(strstr(d.msg, "test.img: "));
-    free(d.pixels);
+    expect_data_error("jpeg", NULL, &cut, "test.img: ", false);
     static const char *const lenient[] = {"strict=false", NULL};
     d = decode("jpeg", lenient, &cut);
     assert_int_equal(d.rc, PB_OK);
@@ -570,11 +573,8 @@ static void test_bad_input_and_buffers(void **state)
     free(d.pixels);
 
     /* max_pixels, and a bomb: a header that claims 30000x30000. */
-    static const char *const small[] = {"max_pixels=10000", NULL};
-    d = decode("jpeg", small, &b);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_string_equal(d.msg, "test.img: 120x90 JPEG is larger than max_pixels (10000 pixels)");
-    free(d.pixels);
+    expect_data_error("jpeg", "max_pixels=10000", &b,
+                      "test.img: 120x90 JPEG is larger than max_pixels (10000 pixels)", true);
     struct bytes bomb = {malloc(b.len), b.len};
     memcpy(bomb.data, b.data, b.len);
     for (size_t i = 2; i + 9 < bomb.len; i++)
@@ -583,10 +583,7 @@ static void test_bad_input_and_buffers(void **state)
             bomb.data[i + 7] = 30000 >> 8, bomb.data[i + 8] = 30000 & 0xff;
             break;
         }
-    d = decode("jpeg", NULL, &bomb);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_non_null(strstr(d.msg, "30000x30000 JPEG is larger than max_pixels"));
-    free(d.pixels);
+    expect_data_error("jpeg", NULL, &bomb, "30000x30000 JPEG is larger than max_pixels", false);
     free(bomb.data);
 
     /* Too small a buffer: PB_ERR_NOSPACE with the size needed. */
@@ -745,17 +742,12 @@ static void test_png_bmp_webp(void **state)
     memcpy(bomb.data, png.data, png.len);
     bomb.data[16] = 0, bomb.data[17] = 1, bomb.data[18] = 0, bomb.data[19] = 0; /* 65536 wide */
     bomb.data[20] = 0, bomb.data[21] = 1, bomb.data[22] = 0, bomb.data[23] = 0;
-    d = decode("auto", NULL, &bomb);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_string_equal(d.msg,
-                        "test.img: 65536x65536 PNG is larger than max_pixels (89478485 pixels)");
-    free(d.pixels);
+    expect_data_error("auto", NULL, &bomb,
+                      "test.img: 65536x65536 PNG is larger than max_pixels (89478485 pixels)",
+                      true);
     /* A truncated PNG is a data error, then the next good one decodes. */
     struct bytes cut = {png.data, png.len / 2};
-    d = decode("image", NULL, &cut);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_non_null(strstr(d.msg, "test.img: libavcodec PNG decoder: "));
-    free(d.pixels);
+    expect_data_error("image", NULL, &cut, "test.img: libavcodec PNG decoder: ", false);
     /* Random byte flips in a PNG and a BMP never crash. */
     uint64_t x = 5;
     const struct bytes *sources[] = {&png, &bmp};
@@ -792,14 +784,7 @@ static void test_png_bmp_webp(void **state)
 
 static int run_pbench(const char *args, char **err)
 {
-    const char *binary = getenv("PBENCH_BINARY");
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s >out.txt 2>err.txt", workdir, binary, args);
-    int status = system(cmd);
-    char path[600];
-    snprintf(path, sizeof(path), "%s/err.txt", workdir);
-    *err = pb_test_read_file(path, NULL, true);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return pb_test_run_pbench(workdir, args, err);
 }
 
 static void test_broken_folder_end_to_end(void **state)

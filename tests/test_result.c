@@ -734,23 +734,14 @@ static void test_report_formats(void **state)
     make_result(&result, 11);
 
     char *table = render(&result, PB_FORMAT_TABLE);
-    assert_non_null(strstr(table, "image-basic"));
-    assert_non_null(strstr(table, "samples/s"));
-    assert_non_null(strstr(table, "(median of 3 repeats)"));
-    assert_non_null(strstr(table, "Test CPU @ 3.0GHz"));
-    assert_non_null(strstr(table, "workers=4"));
-    assert_non_null(strstr(table, "pin_memory=true"));
-    assert_non_null(strstr(table, "sweep: 2 points, fastest first"));
-    assert_non_null(strstr(table, "recommendation"));
-    assert_non_null(strstr(table, "accelerator")); /* run.step_ms > 0 */
-    assert_non_null(strstr(table, "decode"));
-    assert_non_null(strstr(table, "normalize"));
-    assert_non_null(strstr(table, "share%"));
-    assert_non_null(strstr(table, "data/a.jpg: corrupt JPEG data"));
-    assert_non_null(strstr(table, "warning: custom warning 1"));
-    assert_non_null(strstr(table, "warning: dataset (512 MiB) fits in the page cache"));
-    assert_non_null(strstr(table, "interrupted: partial results"));
-    assert_non_null(strstr(table, "instrumentation overhead: 1.2 %"));
+    pb_test_assert_contains(
+        table, (const char *const[]){
+                   "image-basic", "samples/s", "(median of 3 repeats)", "Test CPU @ 3.0GHz",
+                   "workers=4", "pin_memory=true", "sweep: 2 points, fastest first",
+                   "recommendation", "accelerator" /* run.step_ms > 0 */, "decode", "normalize",
+                   "share%", "data/a.jpg: corrupt JPEG data", "warning: custom warning 1",
+                   "warning: dataset (512 MiB) fits in the page cache",
+                   "interrupted: partial results", "instrumentation overhead: 1.2 %", NULL});
     free(table);
 
     char *markdown = render(&result, PB_FORMAT_MARKDOWN);

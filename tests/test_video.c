@@ -275,6 +275,19 @@ static void test_seek_accuracy(void **state)
     }
 }
 
+/* Decodes the short video at path with options and checks the frame
+ * numbers of its six-frame clip against want. */
+static void expect_short_clip(const char *path, const char *options, const int64_t want[6])
+{
+    struct dec d;
+    struct pb_sample s;
+    dec_open(&d, options);
+    assert_int_equal(dec_run(&d, path, 1, &s), PB_OK);
+    for (int j = 0; j < 6; j++)
+        assert_int_equal(pb_video_frame_number(out_buf + (size_t)j * W * H * 3, W, H), want[j]);
+    dec_close(&d);
+}
+
 static void test_sequential_and_mpeg4(void **state)
 {
     (void)state;
@@ -329,18 +342,10 @@ static void test_sequential_and_mpeg4(void **state)
     /* Short videos: pad repeats the last frame, skip is a data error. */
     make_videos("short", 1, 5, 12, NULL);
     snprintf(path, sizeof(path), "%s/short/video_0000000.mp4", workdir);
-    dec_open(&d, "clip_frames=6 frame_stride=2 short_video=pad");
-    assert_int_equal(dec_run(&d, path, 1, &s), PB_OK);
-    const int64_t pad[6] = {0, 2, 4, 4, 4, 4};
-    for (int j = 0; j < 6; j++)
-        assert_int_equal(pb_video_frame_number(out_buf + (size_t)j * W * H * 3, W, H), pad[j]);
-    dec_close(&d);
-    dec_open(&d, "clip_frames=6 frame_stride=2 short_video=loop");
-    assert_int_equal(dec_run(&d, path, 1, &s), PB_OK);
-    const int64_t loop[6] = {0, 2, 4, 1, 3, 0};
-    for (int j = 0; j < 6; j++)
-        assert_int_equal(pb_video_frame_number(out_buf + (size_t)j * W * H * 3, W, H), loop[j]);
-    dec_close(&d);
+    expect_short_clip(path, "clip_frames=6 frame_stride=2 short_video=pad",
+                      (const int64_t[6]){0, 2, 4, 4, 4, 4});
+    expect_short_clip(path, "clip_frames=6 frame_stride=2 short_video=loop",
+                      (const int64_t[6]){0, 2, 4, 1, 3, 0});
     dec_open(&d, "clip_frames=6 frame_stride=2 short_video=skip");
     assert_int_equal(dec_run(&d, path, 1, &s), PB_ERR_DATA);
     assert_non_null(strstr(msg_buf, path));
@@ -492,14 +497,9 @@ static void test_broken_files_decoder(void **state)
 
 static int pbench_run(const char *config, const char *extra, char **err)
 {
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' run '%s' -q %s >'%s/out.txt' 2>'%s/err.txt'",
-             workdir, binary, config, extra, workdir, workdir);
-    int status = system(cmd);
-    char path[600];
-    snprintf(path, sizeof(path), "%s/err.txt", workdir);
-    *err = pb_test_read_file(path, NULL, false);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    char args[4096];
+    snprintf(args, sizeof(args), "run '%s' -q %s", config, extra);
+    return pb_test_run_pbench(workdir, args, err);
 }
 
 static void test_broken_files_policies(void **state)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "bench/pb.h"
 
@@ -116,6 +117,22 @@ static inline char *pb_test_read_file(const char *path, size_t *len_bytes, bool 
     if (len_bytes)
         *len_bytes = n;
     return buf;
+}
+
+/* Runs the pbench binary named by $PBENCH_BINARY with args (a shell
+ * fragment) in the folder dir, its stdout going to dir/out.txt and its
+ * stderr to dir/err.txt. Stores that stderr in *err (a new string: free
+ * it) and returns the exit code, -1 when pbench did not exit. */
+static inline int pb_test_run_pbench(const char *dir, const char *args, char **err)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s >'%s/out.txt' 2>'%s/err.txt'", dir,
+             getenv("PBENCH_BINARY"), args, dir, dir);
+    int status = system(cmd);
+    char path[PB_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/err.txt", dir);
+    *err = pb_test_read_file(path, NULL, false);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* Loads the JSON document dir/name; fails the running test with the parser's
