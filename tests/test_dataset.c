@@ -32,6 +32,19 @@ static void make_specs(struct pb_dataset_spec *ds, struct pb_loader_spec *loader
     loader->drop_last = drop_last;
 }
 
+/* Sets up s over n samples with the specs make_specs makes; the set-up
+ * must succeed. */
+static void make_sampler(struct pb_sampler *s, uint64_t n, uint64_t batch, bool drop_last,
+                         bool shuffle, int64_t seed)
+{
+    struct pb_dataset_spec ds;
+    struct pb_loader_spec loader;
+    make_specs(&ds, &loader, batch, drop_last, shuffle, seed);
+    char msg[256];
+    assert_int_equal(
+        pb_sampler_init(s, n, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)), 0);
+}
+
 /* Collects one epoch of a sampler into out (returns count). */
 static uint64_t collect_epoch(const struct pb_sampler *s, uint64_t epoch, uint64_t *out)
 {
@@ -104,13 +117,8 @@ static void test_permutation_properties(void **state)
 static void test_no_shuffle_is_identity(void **state)
 {
     (void)state;
-    struct pb_dataset_spec ds;
-    struct pb_loader_spec loader;
-    make_specs(&ds, &loader, 4, false, false, 9);
     struct pb_sampler s;
-    char msg[256];
-    assert_int_equal(
-        pb_sampler_init(&s, 10, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)), 0);
+    make_sampler(&s, 10, 4, false, false, 9);
     uint64_t out[10];
     assert_int_equal(collect_epoch(&s, 3, out), 10);
     for (uint64_t i = 0; i < 10; i++)
@@ -197,13 +205,8 @@ static void test_drop_last_epochs_max_samples(void **state)
 static void test_seeds_differ_per_sample(void **state)
 {
     (void)state;
-    struct pb_dataset_spec ds;
-    struct pb_loader_spec loader;
-    make_specs(&ds, &loader, 8, false, true, 5);
     struct pb_sampler s;
-    char msg[256];
-    assert_int_equal(
-        pb_sampler_init(&s, 100, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)), 0);
+    make_sampler(&s, 100, 8, false, true, 5);
     uint64_t idx[8], seeds[8], idx2[8], seeds2[8];
     uint32_t count, count2;
     assert_true(pb_sampler_batch(&s, 1, idx, seeds, &count));
