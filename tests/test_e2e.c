@@ -66,6 +66,24 @@ static void pbench_ok(const char *args, char *out_path, size_t out_len)
     }
 }
 
+/* Runs pbench with args, checks that it exits with code and that its
+ * stdout (or its stderr, when from_stderr) contains each string of the
+ * NULL-terminated list wants. */
+static void expect_run(const char *args, int code, bool from_stderr, const char *const *wants)
+{
+    char out[512];
+    assert_int_equal(pbench(args, out, sizeof(out)), code);
+    char *text = from_stderr ? err_text() : slurp(out);
+    pb_test_assert_contains(text, wants);
+    free(text);
+}
+
+/* expect_run on stdout and on stderr, the wanted strings listed inline. */
+#define EXPECT_OUT(args, code, ...)                                                                \
+    expect_run(args, code, false, (const char *const[]){__VA_ARGS__, NULL})
+#define EXPECT_ERR(args, code, ...)                                                                \
+    expect_run(args, code, true, (const char *const[]){__VA_ARGS__, NULL})
+
 /* Fast settings for every run: short measured parts, small dataset. */
 #define FAST                                                                              \
     "-s dataset.path=data -s dataset.generate.count=64 -s dataset.generate.size_bytes=4096 " \
@@ -203,10 +221,7 @@ static void test_run_writes_complete_result(void **state)
     json_decref(r);
 
     /* report renders the file again, in every format. */
-    assert_int_equal(pbench("report r1.json --format markdown", out, sizeof(out)), 0);
-    table = slurp(out);
-    assert_non_null(strstr(table, "| decode"));
-    free(table);
+    EXPECT_OUT("report r1.json --format markdown", 0, "| decode");
     assert_int_equal(pbench("report r1.json --format csv", out, sizeof(out)), 0);
     assert_int_equal(pbench("report r1.json --format json", out, sizeof(out)), 0);
 }
@@ -269,11 +284,7 @@ static void test_on_error_skip_and_fail(void **state)
              "run '%s/configs/null.yaml' " FAST
              "-s run.repeats=1 -s pipeline.decode.fail_every=10 -s run.on_error=fail -o fail.json -q",
              source_dir);
-    assert_int_equal(pbench(args, out, sizeof(out)), 1);
-    char *err = err_text();
-    assert_non_null(strstr(err, "marked corrupt"));
-    assert_non_null(strstr(err, "/sample_"));
-    free(err);
+    EXPECT_ERR(args, 1, "marked corrupt", "/sample_");
 }
 
 /* Runs pbench run on configs/CONFIG with FAST and args in the background,
@@ -366,10 +377,7 @@ static void test_sweep_table_and_recommendation(void **state)
     json_decref(r);
 
     /* The same file renders the same analysis later. */
-    assert_int_equal(pbench("report sweep.json --format markdown", out, sizeof(out)), 0);
-    table = slurp(out);
-    assert_non_null(strstr(table, "## Recommendation"));
-    free(table);
+    EXPECT_OUT("report sweep.json --format markdown", 0, "## Recommendation");
 }
 
 static void test_sweep_interrupt_keeps_finished_points(void **state)
@@ -476,10 +484,8 @@ static void test_compare_gate(void **state)
     assert_string_equal(samples_verdict(out), "same");
 
     /* A different pipeline option is refused without --force, naming it. */
-    assert_int_equal(pbench("compare ci-a.json ci-slow.json", out, sizeof(out)), 2);
-    char *err = err_text();
-    assert_non_null(strstr(err, "config pipeline[1].decode.cost_us: 300.0 -> 340.0"));
-    free(err);
+    EXPECT_ERR("compare ci-a.json ci-slow.json", 2,
+               "config pipeline[1].decode.cost_us: 300.0 -> 340.0");
 
     /* 10% slower: regressed, exit 3; 10% faster: improved, exit 0. */
     char verdict[32];
@@ -506,11 +512,7 @@ static void test_compare_gate(void **state)
     assert_int_equal(pbench("history add ci-slow.json --db h.db --revision r3", out, sizeof(out)), 0);
     assert_int_equal(pbench("history show --db h.db --config ci", out, sizeof(out)), 0);
     assert_int_equal(pbench("history add ci-slow.json --db h.db --revision r4", out, sizeof(out)), 0);
-    assert_int_equal(pbench("history show --db h.db --config ci", out, sizeof(out)), 3);
-    char *text = slurp(out);
-    assert_non_null(strstr(text, "STEP CHANGE"));
-    assert_non_null(strstr(text, "(revision r3)"));
-    free(text);
+    EXPECT_OUT("history show --db h.db --config ci", 3, "STEP CHANGE", "(revision r3)");
 }
 
 /* The shipped configs, on tiny generated data. */
@@ -544,14 +546,8 @@ static void test_bad_config_exits_2(void **state)
     (void)state;
     char out[512], args[2048];
     snprintf(args, sizeof(args), "run '%s/configs/null.yaml' -s loader.workers=-1", source_dir);
-    assert_int_equal(pbench(args, out, sizeof(out)), 2);
-    char *err = err_text();
-    assert_non_null(strstr(err, "loader.workers must be between 0 and 1024, got -1"));
-    free(err);
-    assert_int_equal(pbench("run missing.yaml", out, sizeof(out)), 1);
-    err = err_text();
-    assert_non_null(strstr(err, "missing.yaml"));
-    free(err);
+    EXPECT_ERR(args, 2, "loader.workers must be between 0 and 1024, got -1");
+    EXPECT_ERR("run missing.yaml", 1, "missing.yaml");
     assert_int_equal(pbench("run", out, sizeof(out)), 2);
     assert_int_equal(pbench("frobnicate", out, sizeof(out)), 2);
 }
@@ -583,12 +579,8 @@ static void test_gpu_pipeline(void **state)
     char out[512];
     char why[256];
     if (!pb_gpu_available(why, sizeof(why))) {
-        assert_int_equal(pbench("run gpu.yaml -o g.json", out, sizeof(out)), 2);
-        char *err = err_text();
-        assert_non_null(strstr(err, why));
-        assert_non_null(strstr(err, "to_device, center_crop, flip, normalize"));
-        assert_non_null(strstr(err, "gpu: optional"));
-        free(err);
+        EXPECT_ERR("run gpu.yaml -o g.json", 2, why, "to_device, center_crop, flip, normalize",
+                   "gpu: optional");
         assert_int_equal(pbench("run gpu.yaml -s gpu=optional -o g.json", out, sizeof(out)), 0);
         json_t *r = load_result("g.json");
         const char *skipped = json_string_value(json_object_get(r, "gpu_skipped"));
@@ -640,21 +632,11 @@ static void test_list_version_help(void **state)
 {
     (void)state;
     char out[512];
-    assert_int_equal(pbench("list", out, sizeof(out)), 0);
-    char *text = slurp(out);
-    pb_test_assert_contains(text, (const char *const[]){"read", "decode", "null", "cost_us",
-                                                        "loader.workers", "integer 0..1024", NULL});
-    free(text);
+    EXPECT_OUT("list", 0, "read", "decode", "null", "cost_us", "loader.workers", "integer 0..1024");
     assert_int_equal(pbench("list null", out, sizeof(out)), 0);
     assert_int_equal(pbench("list nosuch", out, sizeof(out)), 2);
-    assert_int_equal(pbench("version", out, sizeof(out)), 0);
-    text = slurp(out);
-    pb_test_assert_contains(text, (const char *const[]){"pbench 0.", "libavcodec", "GPU:", NULL});
-    free(text);
-    assert_int_equal(pbench("help run", out, sizeof(out)), 0);
-    text = slurp(out);
-    assert_non_null(strstr(text, "--format"));
-    free(text);
+    EXPECT_OUT("version", 0, "pbench 0.", "libavcodec", "GPU:");
+    EXPECT_OUT("help run", 0, "--format");
 }
 
 int main(void)
