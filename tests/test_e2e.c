@@ -91,6 +91,13 @@ static void expect_run(const char *args, int code, bool from_stderr, const char 
     "-s run.window_s=0.05 -s pipeline.decode.cost_us=100 -s pipeline.decode.width=32 "      \
     "-s pipeline.decode.height=32 -s run.step_ms=1 -s loader.batch_size=8 "
 
+/* Writes into args the pbench arguments that run configs/config with FAST
+ * and then extra. */
+static void run_args(char args[2048], const char *config, const char *extra)
+{
+    snprintf(args, 2048, "run '%s/configs/%s' " FAST "%s", source_dir, config, extra);
+}
+
 static int setup(void **state)
 {
     binary = getenv("PBENCH_BINARY");
@@ -119,8 +126,7 @@ static void test_run_writes_complete_result(void **state)
 {
     (void)state;
     char out[512], args[2048];
-    snprintf(args, sizeof(args), "run '%s/configs/null.yaml' " FAST "-s run.repeats=2 -o r1.json",
-             source_dir);
+    run_args(args, "null.yaml", "-s run.repeats=2 -o r1.json");
     pbench_ok(args, out, sizeof(out));
 
     char *table = slurp(out);
@@ -230,9 +236,7 @@ static void test_workers_zero_and_any_order(void **state)
 {
     (void)state;
     char out[512], args[2048];
-    snprintf(args, sizeof(args),
-             "run '%s/configs/null.yaml' " FAST "-s run.repeats=1 -s loader.workers=0 -o w0.json -q",
-             source_dir);
+    run_args(args, "null.yaml", "-s run.repeats=1 -s loader.workers=0 -o w0.json -q");
     assert_int_equal(pbench(args, out, sizeof(out)), 0);
     json_t *r = load_result("w0.json");
     json_t *p = json_array_get(json_object_get(r, "points"), 0);
@@ -248,10 +252,8 @@ static void test_workers_zero_and_any_order(void **state)
                     json_integer_value(json_array_get(assembly, i)));
     json_decref(r);
 
-    snprintf(args, sizeof(args),
-             "run '%s/configs/null.yaml' " FAST
-             "-s run.repeats=1 -s loader.in_order=false -s loader.workers=3 -o any.json -q",
-             source_dir);
+    run_args(args, "null.yaml",
+             "-s run.repeats=1 -s loader.in_order=false -s loader.workers=3 -o any.json -q");
     assert_int_equal(pbench(args, out, sizeof(out)), 0);
     r = load_result("any.json");
     assert_true(num(json_array_get(json_object_get(r, "points"), 0), "samples_per_s") > 0);
@@ -262,10 +264,8 @@ static void test_on_error_skip_and_fail(void **state)
 {
     (void)state;
     char out[512], args[2048];
-    snprintf(args, sizeof(args),
-             "run '%s/configs/null.yaml' " FAST
-             "-s run.repeats=1 -s pipeline.decode.fail_every=10 -o skip.json -q",
-             source_dir);
+    run_args(args, "null.yaml",
+             "-s run.repeats=1 -s pipeline.decode.fail_every=10 -o skip.json -q");
     assert_int_equal(pbench(args, out, sizeof(out)), 0);
     json_t *r = load_result("skip.json");
     json_t *p = json_array_get(json_object_get(r, "points"), 0);
@@ -280,10 +280,9 @@ static void test_on_error_skip_and_fail(void **state)
     assert_non_null(strstr(json_string_value(json_array_get(files, 0)), "sample_"));
     json_decref(r);
 
-    snprintf(args, sizeof(args),
-             "run '%s/configs/null.yaml' " FAST
-             "-s run.repeats=1 -s pipeline.decode.fail_every=10 -s run.on_error=fail -o fail.json -q",
-             source_dir);
+    run_args(
+        args, "null.yaml",
+        "-s run.repeats=1 -s pipeline.decode.fail_every=10 -s run.on_error=fail -o fail.json -q");
     EXPECT_ERR(args, 1, "marked corrupt", "/sample_");
 }
 
@@ -343,11 +342,9 @@ static void test_sweep_table_and_recommendation(void **state)
 {
     (void)state;
     char out[512], args[2048];
-    snprintf(args, sizeof(args),
-             "run '%s/configs/sweep-null.yaml' " FAST
+    run_args(args, "sweep-null.yaml",
              "-s run.repeats=2 -a loader.workers=1,2 -a loader.batch_size=4,8 "
-             "-a loader.prefetch_factor=1 -o sweep.json",
-             source_dir);
+             "-a loader.prefetch_factor=1 -o sweep.json");
     /* No GPU here: the pin_memory axis is dropped with a warning (with a
      * GPU it stays); either way the run says what it did. */
     pbench_ok(args, out, sizeof(out));
