@@ -1,7 +1,7 @@
 /* Helpers the CMocka tests share: a temporary folder per test program,
- * small files written and read back, JSON results loaded with a failing
- * assertion when they cannot be, substring checks and a seeded random
- * source. Header only: every function is static inline, so a test uses
+ * small files written and read back, the pbench binary run in a folder,
+ * JSON results loaded with a failing assertion when they cannot be,
+ * substring checks and a seeded random source. Header only: every function is static inline, so a test uses
  * what it needs and nothing is linked twice. */
 #ifndef PB_TESTS_TESTUTIL_H
 #define PB_TESTS_TESTUTIL_H
@@ -30,6 +30,7 @@ static inline int pb_test_tmpdir_make(char *tmpl)
     return mkdtemp(tmpl) ? 0 : -1;
 }
 
+/* The nftw callback of pb_test_tmpdir_remove: removes one entry. */
 static inline int pb_test_remove_entry(const char *path, const struct stat *st, int flag,
                                        struct FTW *ftw)
 {
