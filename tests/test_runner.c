@@ -266,6 +266,17 @@ static void expect_stop(struct pb_stoprule *rule, const struct pb_run_spec *rs, 
     assert_int_equal(pb_stoprule_noisy(rule), noisy);
 }
 
+/* expect_stop, not noisy, on rs with min_samples set, fed steady batches
+ * every 10 ms from time 0; frees its rule. */
+static void expect_held_by_min_samples(struct pb_run_spec rs, int64_t min_samples,
+                                       uint64_t batches, enum pb_stop_reason reason)
+{
+    struct pb_stoprule rule;
+    rs.min_samples = min_samples;
+    expect_stop(&rule, &rs, 0, 10 * MS, steady, batches, reason, false);
+    pb_stoprule_free(&rule);
+}
+
 static void test_rule_stops_after_min_time_when_steady(void **state)
 {
     (void)state;
@@ -280,9 +291,7 @@ static void test_rule_stops_after_min_time_when_steady(void **state)
     pb_stoprule_free(&rule);
 
     /* min_samples holds it longer. */
-    rs.min_samples = 1500;
-    expect_stop(&rule, &rs, 0, 10 * MS, steady, 150, PB_STOP_STABLE, false);
-    pb_stoprule_free(&rule);
+    expect_held_by_min_samples(rs, 1500, 150, PB_STOP_STABLE);
 }
 
 static void test_rule_hits_cap_when_noisy(void **state)
@@ -296,9 +305,7 @@ static void test_rule_hits_cap_when_noisy(void **state)
     pb_stoprule_free(&rule);
 
     /* Steady but held by min_samples: the cap, not noisy. */
-    rs.min_samples = 1000000;
-    expect_stop(&rule, &rs, 0, 10 * MS, steady, 200, PB_STOP_TIME_CAP, false);
-    pb_stoprule_free(&rule);
+    expect_held_by_min_samples(rs, 1000000, 200, PB_STOP_TIME_CAP);
 }
 
 static void test_rule_three_windows_suffice_for_slow_batches(void **state)
