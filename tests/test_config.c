@@ -342,6 +342,13 @@ static void check_bad(const struct bad_case *c, size_t index, bool at_validate)
                  c->yaml);
 }
 
+/* check_bad on each of the count cases. */
+static void check_bad_cases(const struct bad_case *cases, size_t count, bool at_validate)
+{
+    for (size_t i = 0; i < count; i++)
+        check_bad(&cases[i], i, at_validate);
+}
+
 static void test_bad_configs(void **state)
 {
     (void)state;
@@ -435,8 +442,7 @@ static void test_bad_configs(void **state)
         {"dataset: {path: /a}\npipeline: [read]\n---\nloader: {}\n",
          "bad.yaml:3:1: the file holds more than one YAML document"},
     };
-    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
-        check_bad(&cases[i], i, false);
+    check_bad_cases(cases, PB_ARRAY_LEN(cases), false);
 }
 
 static void test_invalid_configs(void **state)
@@ -458,8 +464,7 @@ static void test_invalid_configs(void **state)
          "bad.yaml: dataset.max_samples (10) is less than loader.batch_size (32) and "
          "loader.drop_last is on, so no batch would ever be delivered"},
     };
-    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
-        check_bad(&cases[i], i, true);
+    check_bad_cases(cases, PB_ARRAY_LEN(cases), true);
 }
 
 /* The GPU side: `device: gpu` selects a stage's GPU version, which needs a
@@ -562,8 +567,7 @@ static void test_bad_registry_names(void **state)
          want[2]},
         {"dataset:\n  path: /data\npipeline:\n  - read:\n  - decode:\n", want[3]},
     };
-    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
-        check_bad(&cases[i], i, false);
+    check_bad_cases(cases, PB_ARRAY_LEN(cases), false);
 }
 
 static void test_json_round_trip(void **state)
@@ -781,8 +785,7 @@ static void test_bad_list_options(void **state)
         {HEAD "  - resize: {size: {h: 1}}\n",
          "bad.yaml:7:20: pipeline.resize.size must be a scalar or a sequence, got a mapping"},
     };
-    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
-        check_bad(&cases[i], i, false);
+    check_bad_cases(cases, PB_ARRAY_LEN(cases), false);
 }
 
 
@@ -887,8 +890,7 @@ static void test_sweep_errors_at_load(void **state)
         {HEAD "sweep:\n  pipeline.decode.widht: [1, 2]\n", unknown_null_key},
         {HEAD "sweep:\n  pipeline.decode.decoder: [null, xyzzy]\n", unknown_decoder},
     };
-    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
-        check_bad(&cases[i], i, false);
+    check_bad_cases(cases, PB_ARRAY_LEN(cases), false);
 }
 
 /* ---- stage and decoder rules (validate callbacks) ---------------------- */
@@ -966,8 +968,7 @@ static void test_stage_rules(void **state)
          "bad.yaml:4:5: pipeline.decode.size takes N (a square) or [height, width], got 3 "
          "values"},
     };
-    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++)
-        check_bad(&cases[i], i, true);
+    check_bad_cases(cases, PB_ARRAY_LEN(cases), true);
 }
 
 /* -s can break a rule that the file kept: validation after the overrides

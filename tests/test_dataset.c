@@ -17,6 +17,7 @@
 #include "bench/config.h"
 #include "bench/pb.h"
 #include "pipelines/dataset.h"
+#include "tests/testutil.h"
 
 static void make_specs(struct pb_dataset_spec *ds, struct pb_loader_spec *loader, uint64_t batch,
                        bool drop_last, bool shuffle, int64_t seed)
@@ -29,6 +30,19 @@ static void make_specs(struct pb_dataset_spec *ds, struct pb_loader_spec *loader
     ds->shard.count = 1;
     loader->batch_size = (int64_t)batch;
     loader->drop_last = drop_last;
+}
+
+/* Sets up s over n samples with the specs make_specs makes; the set-up
+ * must succeed. */
+static void make_sampler(struct pb_sampler *s, uint64_t n, uint64_t batch, bool drop_last,
+                         bool shuffle, int64_t seed)
+{
+    struct pb_dataset_spec ds;
+    struct pb_loader_spec loader;
+    make_specs(&ds, &loader, batch, drop_last, shuffle, seed);
+    char msg[256];
+    assert_int_equal(
+        pb_sampler_init(s, n, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)), 0);
 }
 
 /* Collects one epoch of a sampler into out (returns count). */
@@ -103,13 +117,8 @@ static void test_permutation_properties(void **state)
 static void test_no_shuffle_is_identity(void **state)
 {
     (void)state;
-    struct pb_dataset_spec ds;
-    struct pb_loader_spec loader;
-    make_specs(&ds, &loader, 4, false, false, 9);
     struct pb_sampler s;
-    char msg[256];
-    assert_int_equal(
-        pb_sampler_init(&s, 10, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)), 0);
+    make_sampler(&s, 10, 4, false, false, 9);
     uint64_t out[10];
     assert_int_equal(collect_epoch(&s, 3, out), 10);
     for (uint64_t i = 0; i < 10; i++)
@@ -196,13 +205,8 @@ static void test_drop_last_epochs_max_samples(void **state)
 static void test_seeds_differ_per_sample(void **state)
 {
     (void)state;
-    struct pb_dataset_spec ds;
-    struct pb_loader_spec loader;
-    make_specs(&ds, &loader, 8, false, true, 5);
     struct pb_sampler s;
-    char msg[256];
-    assert_int_equal(
-        pb_sampler_init(&s, 100, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)), 0);
+    make_sampler(&s, 100, 8, false, true, 5);
     uint64_t idx[8], seeds[8], idx2[8], seeds2[8];
     uint32_t count, count2;
     assert_true(pb_sampler_batch(&s, 1, idx, seeds, &count));
@@ -225,7 +229,7 @@ static void test_index_folder_glob_and_generate(void **state)
 {
     (void)state;
     char root[] = "/tmp/pbench-test-dataset-XXXXXX";
-    assert_non_null(mkdtemp(root));
+    assert_int_equal(pb_test_tmpdir_make(root), 0);
     char path[512], sub[512];
     snprintf(sub, sizeof(sub), "%s/data/sub", root);
     snprintf(path, sizeof(path), "%s/data", root);
@@ -282,9 +286,7 @@ static void test_index_folder_glob_and_generate(void **state)
     assert_int_equal(ds.total_bytes, 12000);
     pb_dataset_free(&ds);
 
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(pb_test_tmpdir_remove(root), 0);
 }
 
 int main(void)

@@ -25,6 +25,7 @@
 #include "bench/machine.h"
 #include "bench/result.h"
 #include "kernels/gpu_rt.h"
+#include "tests/testutil.h"
 
 static const char *binary;
 static const char *source_dir;
@@ -34,27 +35,17 @@ static char workdir[] = "/tmp/pbench-e2e-XXXXXX";
  * and stderr into files there and returns the exit code. */
 static int pbench(const char *args, char *out_path, size_t out_len)
 {
-    char cmd[4096];
     snprintf(out_path, out_len, "%s/out.txt", workdir);
-    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s >'%s/out.txt' 2>'%s/err.txt'", workdir, binary,
-             args, workdir, workdir);
-    int status = system(cmd);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    char *err;
+    int rc = pb_test_run_pbench(workdir, args, &err);
+    free(err);
+    return rc;
 }
 
+/* The file at path as a string (empty when it cannot be read). */
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = calloc(1, (size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-        buf[0] = 0;
-    fclose(f);
-    return buf;
+    return pb_test_read_file(path, NULL, false);
 }
 
 static char *err_text(void)
@@ -64,6 +55,35 @@ static char *err_text(void)
     return slurp(path);
 }
 
+/* Runs pbench as pbench() does and fails the test, with its stderr, when
+ * it exits other than 0. */
+static void pbench_ok(const char *args, char *out_path, size_t out_len)
+{
+    int rc = pbench(args, out_path, out_len);
+    if (rc != 0) {
+        char *err = err_text();
+        fail_msg("exit %d: %s", rc, err);
+    }
+}
+
+/* Runs pbench with args, checks that it exits with code and that its
+ * stdout (or its stderr, when from_stderr) contains each string of the
+ * NULL-terminated list wants. */
+static void expect_run(const char *args, int code, bool from_stderr, const char *const *wants)
+{
+    char out[512];
+    assert_int_equal(pbench(args, out, sizeof(out)), code);
+    char *text = from_stderr ? err_text() : slurp(out);
+    pb_test_assert_contains(text, wants);
+    free(text);
+}
+
+/* expect_run on stdout and on stderr, the wanted strings listed inline. */
+#define EXPECT_OUT(args, code, ...)                                                                \
+    expect_run(args, code, false, (const char *const[]){__VA_ARGS__, NULL})
+#define EXPECT_ERR(args, code, ...)                                                                \
+    expect_run(args, code, true, (const char *const[]){__VA_ARGS__, NULL})
+
 /* Fast settings for every run: short measured parts, small dataset. */
 #define FAST                                                                              \
     "-s dataset.path=data -s dataset.generate.count=64 -s dataset.generate.size_bytes=4096 " \
@@ -71,37 +91,27 @@ static char *err_text(void)
     "-s run.window_s=0.05 -s pipeline.decode.cost_us=100 -s pipeline.decode.width=32 "      \
     "-s pipeline.decode.height=32 -s run.step_ms=1 -s loader.batch_size=8 "
 
+/* Writes into args the pbench arguments that run configs/config with FAST
+ * and then extra. */
+static void run_args(char args[2048], const char *config, const char *extra)
+{
+    snprintf(args, 2048, "run '%s/configs/%s' " FAST "%s", source_dir, config, extra);
+}
+
 static int setup(void **state)
 {
-    (void)state;
     binary = getenv("PBENCH_BINARY");
     source_dir = getenv("PBENCH_SOURCE_DIR");
     if (!binary || !source_dir) {
         fprintf(stderr, "PBENCH_BINARY and PBENCH_SOURCE_DIR must be set (ctest sets them)\n");
         return -1;
     }
-    if (!mkdtemp(workdir))
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return pb_test_tmpdir_setup(state);
 }
 
 static json_t *load_result(const char *name)
 {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s", workdir, name);
-    json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
-    if (!root)
-        fail_msg("cannot load %s: %s (line %d)", path, err.text, err.line);
-    return root;
+    return pb_test_load_json(workdir, name);
 }
 
 static double num(const json_t *obj, const char *key)
@@ -116,18 +126,11 @@ static void test_run_writes_complete_result(void **state)
 {
     (void)state;
     char out[512], args[2048];
-    snprintf(args, sizeof(args), "run '%s/configs/null.yaml' " FAST "-s run.repeats=2 -o r1.json",
-             source_dir);
-    int rc = pbench(args, out, sizeof(out));
-    char *err = err_text();
-    if (rc != 0)
-        fail_msg("exit %d: %s", rc, err);
-    free(err);
+    run_args(args, "null.yaml", "-s run.repeats=2 -o r1.json");
+    pbench_ok(args, out, sizeof(out));
 
     char *table = slurp(out);
-    assert_non_null(strstr(table, "samples/s"));
-    assert_non_null(strstr(table, "stall"));
-    assert_non_null(strstr(table, "decode"));
+    pb_test_assert_contains(table, (const char *const[]){"samples/s", "stall", "decode", NULL});
     free(table);
 
     json_t *r = load_result("r1.json");
@@ -224,10 +227,7 @@ static void test_run_writes_complete_result(void **state)
     json_decref(r);
 
     /* report renders the file again, in every format. */
-    assert_int_equal(pbench("report r1.json --format markdown", out, sizeof(out)), 0);
-    table = slurp(out);
-    assert_non_null(strstr(table, "| decode"));
-    free(table);
+    EXPECT_OUT("report r1.json --format markdown", 0, "| decode");
     assert_int_equal(pbench("report r1.json --format csv", out, sizeof(out)), 0);
     assert_int_equal(pbench("report r1.json --format json", out, sizeof(out)), 0);
 }
@@ -236,9 +236,7 @@ static void test_workers_zero_and_any_order(void **state)
 {
     (void)state;
     char out[512], args[2048];
-    snprintf(args, sizeof(args),
-             "run '%s/configs/null.yaml' " FAST "-s run.repeats=1 -s loader.workers=0 -o w0.json -q",
-             source_dir);
+    run_args(args, "null.yaml", "-s run.repeats=1 -s loader.workers=0 -o w0.json -q");
     assert_int_equal(pbench(args, out, sizeof(out)), 0);
     json_t *r = load_result("w0.json");
     json_t *p = json_array_get(json_object_get(r, "points"), 0);
@@ -254,10 +252,8 @@ static void test_workers_zero_and_any_order(void **state)
                     json_integer_value(json_array_get(assembly, i)));
     json_decref(r);
 
-    snprintf(args, sizeof(args),
-             "run '%s/configs/null.yaml' " FAST
-             "-s run.repeats=1 -s loader.in_order=false -s loader.workers=3 -o any.json -q",
-             source_dir);
+    run_args(args, "null.yaml",
+             "-s run.repeats=1 -s loader.in_order=false -s loader.workers=3 -o any.json -q");
     assert_int_equal(pbench(args, out, sizeof(out)), 0);
     r = load_result("any.json");
     assert_true(num(json_array_get(json_object_get(r, "points"), 0), "samples_per_s") > 0);
@@ -268,10 +264,8 @@ static void test_on_error_skip_and_fail(void **state)
 {
     (void)state;
     char out[512], args[2048];
-    snprintf(args, sizeof(args),
-             "run '%s/configs/null.yaml' " FAST
-             "-s run.repeats=1 -s pipeline.decode.fail_every=10 -o skip.json -q",
-             source_dir);
+    run_args(args, "null.yaml",
+             "-s run.repeats=1 -s pipeline.decode.fail_every=10 -o skip.json -q");
     assert_int_equal(pbench(args, out, sizeof(out)), 0);
     json_t *r = load_result("skip.json");
     json_t *p = json_array_get(json_object_get(r, "points"), 0);
@@ -286,39 +280,35 @@ static void test_on_error_skip_and_fail(void **state)
     assert_non_null(strstr(json_string_value(json_array_get(files, 0)), "sample_"));
     json_decref(r);
 
-    snprintf(args, sizeof(args),
-             "run '%s/configs/null.yaml' " FAST
-             "-s run.repeats=1 -s pipeline.decode.fail_every=10 -s run.on_error=fail -o fail.json -q",
-             source_dir);
-    assert_int_equal(pbench(args, out, sizeof(out)), 1);
-    char *err = err_text();
-    assert_non_null(strstr(err, "marked corrupt"));
-    assert_non_null(strstr(err, "/sample_"));
-    free(err);
+    run_args(
+        args, "null.yaml",
+        "-s run.repeats=1 -s pipeline.decode.fail_every=10 -s run.on_error=fail -o fail.json -q");
+    EXPECT_ERR(args, 1, "marked corrupt", "/sample_");
 }
 
-static void test_interrupt_keeps_results(void **state)
+/* Runs pbench run on configs/CONFIG with FAST and args in the background,
+ * presses Ctrl-C once its stderr shows wait_for (or after 30 s), checks
+ * that it exits 130 with an interrupted result in workdir/out_name and
+ * returns that result. */
+static json_t *interrupted_run(const char *config, const char *args, const char *wait_for,
+                               const char *out_name)
 {
-    (void)state;
     char cmd[4096];
-    /* A run that would take minutes, interrupted after the first repeat. */
     snprintf(cmd, sizeof(cmd),
-             "cd '%s' && exec '%s' run '%s/configs/null.yaml' " FAST
-             "-s run.repeats=50 -s run.min_time_s=0.3 -s run.max_time_s=0.3 -o int.json "
+             "cd '%s' && exec '%s' run '%s/configs/%s' " FAST "%s -o %s "
              ">'%s/int.txt' 2>'%s/err.txt'",
-             workdir, binary, source_dir, workdir, workdir);
+             workdir, binary, source_dir, config, args, out_name, workdir, workdir);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
-    /* Wait until a repeat has finished, then press Ctrl-C. */
     char errpath[512];
     snprintf(errpath, sizeof(errpath), "%s/err.txt", workdir);
     for (int i = 0; i < 600; i++) {
         char *e = slurp(errpath);
-        bool done = strstr(e, "repeat 2/50") != NULL;
+        bool done = strstr(e, wait_for) != NULL;
         free(e);
         if (done)
             break;
@@ -329,8 +319,19 @@ static void test_interrupt_keeps_results(void **state)
     waitpid(pid, &status, 0);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 130);
-    json_t *r = load_result("int.json");
+    json_t *r = load_result(out_name);
     assert_true(json_is_true(json_object_get(r, "interrupted")));
+    return r;
+}
+
+static void test_interrupt_keeps_results(void **state)
+{
+    (void)state;
+    /* A run that would take minutes, interrupted after the first repeat:
+     * Ctrl-C once a repeat has finished. */
+    json_t *r = interrupted_run("null.yaml",
+                                "-s run.repeats=50 -s run.min_time_s=0.3 -s run.max_time_s=0.3",
+                                "repeat 2/50", "int.json");
     json_t *p = json_array_get(json_object_get(r, "points"), 0);
     size_t kept = json_array_size(json_object_get(p, "repeats"));
     assert_true(kept >= 2 && kept < 50);
@@ -341,24 +342,18 @@ static void test_sweep_table_and_recommendation(void **state)
 {
     (void)state;
     char out[512], args[2048];
-    snprintf(args, sizeof(args),
-             "run '%s/configs/sweep-null.yaml' " FAST
+    run_args(args, "sweep-null.yaml",
              "-s run.repeats=2 -a loader.workers=1,2 -a loader.batch_size=4,8 "
-             "-a loader.prefetch_factor=1 -o sweep.json",
-             source_dir);
-    int rc = pbench(args, out, sizeof(out));
-    char *err = err_text();
-    if (rc != 0)
-        fail_msg("exit %d: %s", rc, err);
+             "-a loader.prefetch_factor=1 -o sweep.json");
     /* No GPU here: the pin_memory axis is dropped with a warning (with a
      * GPU it stays); either way the run says what it did. */
-    free(err);
+    pbench_ok(args, out, sizeof(out));
     char *table = slurp(out);
-    assert_non_null(strstr(table, "sweep: 4 points, fastest first (* = recommended)"));
-    assert_non_null(strstr(table, "recommendation"));
-    assert_non_null(strstr(table, "rule: with a 1 ms step"));
-    assert_non_null(strstr(table, "recommended point: "));
-    assert_non_null(strstr(table, "input-bound: stall >= 20% HIGH, >= 5% moderate"));
+    pb_test_assert_contains(
+        table, (const char *const[]){
+                   "sweep: 4 points, fastest first (* = recommended)", "recommendation",
+                   "rule: with a 1 ms step",
+                   "recommended point: ", "input-bound: stall >= 20% HIGH, >= 5% moderate", NULL});
     free(table);
 
     json_t *r = load_result("sweep.json");
@@ -379,45 +374,18 @@ static void test_sweep_table_and_recommendation(void **state)
     json_decref(r);
 
     /* The same file renders the same analysis later. */
-    assert_int_equal(pbench("report sweep.json --format markdown", out, sizeof(out)), 0);
-    table = slurp(out);
-    assert_non_null(strstr(table, "## Recommendation"));
-    free(table);
+    EXPECT_OUT("report sweep.json --format markdown", 0, "## Recommendation");
 }
 
 static void test_sweep_interrupt_keeps_finished_points(void **state)
 {
     (void)state;
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd),
-             "cd '%s' && exec '%s' run '%s/configs/sweep-null.yaml' " FAST
-             "-s run.repeats=20 -s run.min_time_s=0.2 -s run.max_time_s=0.2 --no-calibrate "
-             "-a loader.workers=1,2 -a loader.batch_size=8 -a loader.prefetch_factor=1 "
-             "-o sweep-int.json >'%s/int.txt' 2>'%s/err.txt'",
-             workdir, binary, source_dir, workdir, workdir);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    char errpath[512];
-    snprintf(errpath, sizeof(errpath), "%s/err.txt", workdir);
-    for (int i = 0; i < 600; i++) {
-        char *e = slurp(errpath);
-        bool done = strstr(e, "workers=2 batch_size=8 prefetch_factor=1 repeat 2/20") != NULL;
-        free(e);
-        if (done)
-            break;
-        usleep(50000);
-    }
-    kill(pid, SIGINT);
-    int status;
-    waitpid(pid, &status, 0);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 130);
-    json_t *r = load_result("sweep-int.json");
-    assert_true(json_is_true(json_object_get(r, "interrupted")));
+    json_t *r = interrupted_run("sweep-null.yaml",
+                                "-s run.repeats=20 -s run.min_time_s=0.2 -s run.max_time_s=0.2 "
+                                "--no-calibrate -a loader.workers=1,2 -a loader.batch_size=8 "
+                                "-a loader.prefetch_factor=1",
+                                "workers=2 batch_size=8 prefetch_factor=1 repeat 2/20",
+                                "sweep-int.json");
     json_t *points = json_object_get(r, "points");
     assert_int_equal(json_array_size(points), 2);
     for (size_t i = 0; i < 2; i++) {
@@ -513,10 +481,8 @@ static void test_compare_gate(void **state)
     assert_string_equal(samples_verdict(out), "same");
 
     /* A different pipeline option is refused without --force, naming it. */
-    assert_int_equal(pbench("compare ci-a.json ci-slow.json", out, sizeof(out)), 2);
-    char *err = err_text();
-    assert_non_null(strstr(err, "config pipeline[1].decode.cost_us: 300.0 -> 340.0"));
-    free(err);
+    EXPECT_ERR("compare ci-a.json ci-slow.json", 2,
+               "config pipeline[1].decode.cost_us: 300.0 -> 340.0");
 
     /* 10% slower: regressed, exit 3; 10% faster: improved, exit 0. */
     char verdict[32];
@@ -528,10 +494,12 @@ static void test_compare_gate(void **state)
                             sizeof(out)),
                      0);
     char *md = slurp(out);
-    assert_non_null(strstr(md, "## pbench compare"));
-    assert_non_null(strstr(md, "| point | metric | base | new | change | 95% CI | p | verdict |"));
-    assert_non_null(strstr(md, "| samples_per_s |"));
-    assert_non_null(strstr(md, "- differs: config pipeline[1].decode.cost_us: 300.0 -> 340.0"));
+    pb_test_assert_contains(
+        md, (const char *const[]){"## pbench compare",
+                                  "| point | metric | base | new | change | 95% CI | p | verdict |",
+                                  "| samples_per_s |",
+                                  "- differs: config pipeline[1].decode.cost_us: 300.0 -> 340.0",
+                                  NULL});
     free(md);
 
     /* History: two slow runs after two fast ones are a step change; one
@@ -541,11 +509,7 @@ static void test_compare_gate(void **state)
     assert_int_equal(pbench("history add ci-slow.json --db h.db --revision r3", out, sizeof(out)), 0);
     assert_int_equal(pbench("history show --db h.db --config ci", out, sizeof(out)), 0);
     assert_int_equal(pbench("history add ci-slow.json --db h.db --revision r4", out, sizeof(out)), 0);
-    assert_int_equal(pbench("history show --db h.db --config ci", out, sizeof(out)), 3);
-    char *text = slurp(out);
-    assert_non_null(strstr(text, "STEP CHANGE"));
-    assert_non_null(strstr(text, "(revision r3)"));
-    free(text);
+    EXPECT_OUT("history show --db h.db --config ci", 3, "STEP CHANGE", "(revision r3)");
 }
 
 /* The shipped configs, on tiny generated data. */
@@ -559,15 +523,10 @@ static void test_video_config_runs(void **state)
              "-s run.min_time_s=0.2 -s run.max_time_s=0.5 -s run.repeats=1 -s run.window_s=0.05 "
              "-s pipeline.decode.shorter_side=64 -s pipeline.random_crop.size=48 -o video.json",
              source_dir);
-    int rc = pbench(args, out, sizeof(out));
-    char *err = err_text();
-    if (rc != 0)
-        fail_msg("exit %d: %s", rc, err);
-    free(err);
+    pbench_ok(args, out, sizeof(out));
     char *table = slurp(out);
-    assert_non_null(strstr(table, "amplification"));
-    assert_non_null(strstr(table, "ceiling"));
-    assert_non_null(strstr(table, "  .decode"));
+    pb_test_assert_contains(table,
+                            (const char *const[]){"amplification", "ceiling", "  .decode", NULL});
     free(table);
     json_t *r = load_result("video.json");
     json_t *stages = json_object_get(json_array_get(json_object_get(r, "points"), 0), "stages");
@@ -584,14 +543,8 @@ static void test_bad_config_exits_2(void **state)
     (void)state;
     char out[512], args[2048];
     snprintf(args, sizeof(args), "run '%s/configs/null.yaml' -s loader.workers=-1", source_dir);
-    assert_int_equal(pbench(args, out, sizeof(out)), 2);
-    char *err = err_text();
-    assert_non_null(strstr(err, "loader.workers must be between 0 and 1024, got -1"));
-    free(err);
-    assert_int_equal(pbench("run missing.yaml", out, sizeof(out)), 1);
-    err = err_text();
-    assert_non_null(strstr(err, "missing.yaml"));
-    free(err);
+    EXPECT_ERR(args, 2, "loader.workers must be between 0 and 1024, got -1");
+    EXPECT_ERR("run missing.yaml", 1, "missing.yaml");
     assert_int_equal(pbench("run", out, sizeof(out)), 2);
     assert_int_equal(pbench("frobnicate", out, sizeof(out)), 2);
 }
@@ -623,12 +576,8 @@ static void test_gpu_pipeline(void **state)
     char out[512];
     char why[256];
     if (!pb_gpu_available(why, sizeof(why))) {
-        assert_int_equal(pbench("run gpu.yaml -o g.json", out, sizeof(out)), 2);
-        char *err = err_text();
-        assert_non_null(strstr(err, why));
-        assert_non_null(strstr(err, "to_device, center_crop, flip, normalize"));
-        assert_non_null(strstr(err, "gpu: optional"));
-        free(err);
+        EXPECT_ERR("run gpu.yaml -o g.json", 2, why, "to_device, center_crop, flip, normalize",
+                   "gpu: optional");
         assert_int_equal(pbench("run gpu.yaml -s gpu=optional -o g.json", out, sizeof(out)), 0);
         json_t *r = load_result("g.json");
         const char *skipped = json_string_value(json_object_get(r, "gpu_skipped"));
@@ -640,11 +589,7 @@ static void test_gpu_pipeline(void **state)
         json_decref(r);
         return;
     }
-    int rc = pbench("run gpu.yaml -o g.json", out, sizeof(out));
-    char *err = err_text();
-    if (rc != 0)
-        fail_msg("exit %d: %s", rc, err);
-    free(err);
+    pbench_ok("run gpu.yaml -o g.json", out, sizeof(out));
     json_t *r = load_result("g.json");
     json_t *p0 = json_array_get(json_object_get(r, "points"), 0);
     json_t *gpu = json_object_get(p0, "gpu");
@@ -684,27 +629,11 @@ static void test_list_version_help(void **state)
 {
     (void)state;
     char out[512];
-    assert_int_equal(pbench("list", out, sizeof(out)), 0);
-    char *text = slurp(out);
-    assert_non_null(strstr(text, "read"));
-    assert_non_null(strstr(text, "decode"));
-    assert_non_null(strstr(text, "null"));
-    assert_non_null(strstr(text, "cost_us"));
-    assert_non_null(strstr(text, "loader.workers"));
-    assert_non_null(strstr(text, "integer 0..1024"));
-    free(text);
+    EXPECT_OUT("list", 0, "read", "decode", "null", "cost_us", "loader.workers", "integer 0..1024");
     assert_int_equal(pbench("list null", out, sizeof(out)), 0);
     assert_int_equal(pbench("list nosuch", out, sizeof(out)), 2);
-    assert_int_equal(pbench("version", out, sizeof(out)), 0);
-    text = slurp(out);
-    assert_non_null(strstr(text, "pbench 0."));
-    assert_non_null(strstr(text, "libavcodec"));
-    assert_non_null(strstr(text, "GPU:"));
-    free(text);
-    assert_int_equal(pbench("help run", out, sizeof(out)), 0);
-    text = slurp(out);
-    assert_non_null(strstr(text, "--format"));
-    free(text);
+    EXPECT_OUT("version", 0, "pbench 0.", "libavcodec", "GPU:");
+    EXPECT_OUT("help run", 0, "--format");
 }
 
 int main(void)
@@ -722,5 +651,6 @@ int main(void)
         cmocka_unit_test(test_gpu_pipeline),
         cmocka_unit_test(test_list_version_help),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    pb_test_tmpdir_use(workdir);
+    return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }

@@ -16,6 +16,7 @@
 
 #include "bench/pb.h"
 #include "pipelines/generate.h"
+#include "tests/testutil.h"
 
 static void test_size_range(void **state)
 {
@@ -79,7 +80,7 @@ static void test_generate_files(void **state)
     struct pb_generate_spec spec = {.kind = PB_GENERATE_FILES, .count = 40, .size_bytes = 999,
                                     .seed = 11, .corrupt_fraction = 0.3};
     char workdir[] = "/tmp/pbench-generate-XXXXXX";
-    assert_non_null(mkdtemp(workdir));
+    assert_int_equal(pb_test_tmpdir_make(workdir), 0);
     char dir[PB_PATH_MAX], msg[PB_MSG_MAX];
     snprintf(dir, sizeof(dir), "%s/deep/er/data", workdir);
     assert_int_equal(pb_dataset_generate(&spec, dir, msg, sizeof(msg)), PB_OK);
@@ -98,16 +99,12 @@ static void test_generate_files(void **state)
     /* A folder that cannot be made: an error naming it, and nothing left. */
     char blocker[PB_PATH_MAX];
     snprintf(blocker, sizeof(blocker), "%s/file", workdir);
-    FILE *f = fopen(blocker, "w");
-    assert_non_null(f);
-    fclose(f);
+    pb_test_write_file(blocker, "", 0);
     snprintf(dir, sizeof(dir), "%s/file/data", workdir);
     assert_int_equal(pb_dataset_generate(&spec, dir, msg, sizeof(msg)), PB_ERR);
     assert_non_null(strstr(msg, "cannot create"));
 
-    char cmd[PB_PATH_MAX + 16];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(pb_test_tmpdir_remove(workdir), 0);
 }
 
 int main(void)

@@ -20,6 +20,7 @@
 #include "bench/h2d_bandwidth.h"
 #include "bench/nvml.h"
 #include "bench/pb.h"
+#include "tests/testutil.h"
 
 #if PB_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -186,14 +187,7 @@ static void test_summary_of_empty_trace(void **state)
 static uint64_t rng_state = 4242;
 static uint64_t rnd(void)
 {
-    rng_state = pb_mix64(rng_state);
-    return rng_state;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    return pb_test_rnd(&rng_state);
 }
 
 /* Random records against sums, medians and maxima computed name by name
@@ -238,7 +232,7 @@ static void test_summary_matches_reference_on_random_records(void **state)
                 total += records[i].end_ns - records[i].start_ns;
             }
         assert_true(count > 0);
-        qsort(durations, count, sizeof(*durations), cmp_u64);
+        qsort(durations, count, sizeof(*durations), pb_test_cmp_u64);
         assert_int_equal(get_u64(k, "count"), count);
         assert_int_equal(get_u64(k, "total_ns"), total);
         assert_int_equal(get_u64(k, "p50_ns"), durations[(count + 1) / 2 - 1]);
@@ -527,20 +521,6 @@ static void test_cupti_trace_on_device(void **state)
 }
 #endif
 
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(workdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -555,5 +535,6 @@ int main(void)
         cmocka_unit_test(test_bandwidth_on_device),
         cmocka_unit_test(test_cupti_trace_on_device),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    pb_test_tmpdir_use(workdir);
+    return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);
 }

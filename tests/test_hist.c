@@ -14,18 +14,12 @@
 
 #include "bench/hist.h"
 #include "bench/pb.h"
+#include "tests/testutil.h"
 
 static uint64_t rng_state = 12345;
 static uint64_t rnd(void)
 {
-    rng_state = pb_mix64(rng_state);
-    return rng_state;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    return pb_test_rnd(&rng_state);
 }
 
 /* The nearest-rank quantile of a sorted array, as pb_hist_quantile defines it. */
@@ -52,7 +46,7 @@ static void check_distribution(uint64_t (*draw)(void), size_t n)
         sum += (double)values[i];
         pb_hist_add(h, values[i]);
     }
-    qsort(values, n, sizeof(*values), cmp_u64);
+    qsort(values, n, sizeof(*values), pb_test_cmp_u64);
     static const double qs[] = {0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1.0};
     for (size_t i = 0; i < PB_ARRAY_LEN(qs); i++) {
         uint64_t exact = reference_quantile(values, n, qs[i]);

@@ -37,6 +37,7 @@
 #include "decoders/image.h"
 #include "kernels/scene.h"
 #include "pipelines/generate.h"
+#include "tests/testutil.h"
 
 static char workdir[] = "/tmp/pbench-jpeg-XXXXXX";
 
@@ -138,26 +139,27 @@ static struct decoded decode(const char *decoder, const char *const *opts, const
     return decode_opts(decoder, opts, in, 0, 0, 64u << 20);
 }
 
+/* Decodes in with decoder and at most one option (opt, or NULL for none)
+ * and checks for a data error whose message is want, or contains want
+ * when exact is false. */
+static void expect_data_error(const char *decoder, const char *opt, const struct bytes *in,
+                              const char *want, bool exact)
+{
+    const char *const opts[] = {opt, NULL};
+    struct decoded d = decode(decoder, opt ? opts : NULL, in);
+    assert_int_equal(d.rc, PB_ERR_DATA);
+    if (exact)
+        assert_string_equal(d.msg, want);
+    else
+        assert_non_null(strstr(d.msg, want));
+    free(d.pixels);
+}
+
 static struct bytes read_file(const char *path)
 {
     struct bytes b = {0};
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    b.len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    b.data = malloc(b.len ? b.len : 1);
-    assert_int_equal(fread(b.data, 1, b.len, f), b.len);
-    fclose(f);
+    b.data = (uint8_t *)pb_test_read_file(path, &b.len, true);
     return b;
-}
-
-static void write_file(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    fclose(f);
 }
 
 /* Encodes one frame with a libavcodec image encoder; .data NULL when this
@@ -533,11 +535,8 @@ static void test_cmyk_convert_and_reject(void **state)
             assert_int_equal(d.pixels[i * 3 + c], (ink[i * 4 + c] * k + 127) / 255);
     }
     free(d.pixels);
-    static const char *const reject[] = {"cmyk=reject", NULL};
-    d = decode("jpeg", reject, &b);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_string_equal(d.msg, "test.img: CMYK JPEG not supported (decoder option cmyk: reject)");
-    free(d.pixels);
+    expect_data_error("jpeg", "cmyk=reject", &b,
+                      "test.img: CMYK JPEG not supported (decoder option cmyk: reject)", true);
     free(ink);
     free(rgb);
     free(b.data);
@@ -549,29 +548,19 @@ static void test_bad_input_and_buffers(void **state)
 {
     (void)state;
     struct bytes empty = {(uint8_t *)"", 0};
-    struct decoded d = decode("jpeg", NULL, &empty);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_string_equal(d.msg, "test.img: empty file");
-    free(d.pixels);
+    struct decoded d;
+    expect_data_error("jpeg", NULL, &empty, "test.img: empty file", true);
 
     struct bytes text = {(uint8_t *)"hello, world\n", 13};
-    d = decode("jpeg", NULL, &text);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_non_null(strstr(d.msg, "test.img: Not a JPEG file"));
-    free(d.pixels);
-    d = decode("auto", NULL, &text);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_string_equal(d.msg, "test.img: not an image (starts with 68 65 6c 6c)");
-    free(d.pixels);
+    expect_data_error("jpeg", NULL, &text, "test.img: Not a JPEG file", false);
+    expect_data_error("auto", NULL, &text, "test.img: not an image (starts with 68 65 6c 6c)",
+                      true);
 
     uint8_t *rgb = scene(120, 90, 3, 2);
     struct bytes b = encode_jpeg(rgb, 120, 90, TJPF_RGB, TJSAMP_420, 90, 0);
     /* Truncated: an error under strict, a grey-filled image without. */
     struct bytes cut = {b.data, b.len * 2 / 3};
-    d = decode("jpeg", NULL, &cut);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_non_null(strstr(d.msg, "test.img: "));
-    free(d.pixels);
+    expect_data_error("jpeg", NULL, &cut, "test.img: ", false);
     static const char *const lenient[] = {"strict=false", NULL};
     d = decode("jpeg", lenient, &cut);
     assert_int_equal(d.rc, PB_OK);
@@ -584,11 +573,8 @@ static void test_bad_input_and_buffers(void **state)
     free(d.pixels);
 
     /* max_pixels, and a bomb: a header that claims 30000x30000. */
-    static const char *const small[] = {"max_pixels=10000", NULL};
-    d = decode("jpeg", small, &b);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_string_equal(d.msg, "test.img: 120x90 JPEG is larger than max_pixels (10000 pixels)");
-    free(d.pixels);
+    expect_data_error("jpeg", "max_pixels=10000", &b,
+                      "test.img: 120x90 JPEG is larger than max_pixels (10000 pixels)", true);
     struct bytes bomb = {malloc(b.len), b.len};
     memcpy(bomb.data, b.data, b.len);
     for (size_t i = 2; i + 9 < bomb.len; i++)
@@ -597,10 +583,7 @@ static void test_bad_input_and_buffers(void **state)
             bomb.data[i + 7] = 30000 >> 8, bomb.data[i + 8] = 30000 & 0xff;
             break;
         }
-    d = decode("jpeg", NULL, &bomb);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_non_null(strstr(d.msg, "30000x30000 JPEG is larger than max_pixels"));
-    free(d.pixels);
+    expect_data_error("jpeg", NULL, &bomb, "30000x30000 JPEG is larger than max_pixels", false);
     free(bomb.data);
 
     /* Too small a buffer: PB_ERR_NOSPACE with the size needed. */
@@ -759,17 +742,12 @@ static void test_png_bmp_webp(void **state)
     memcpy(bomb.data, png.data, png.len);
     bomb.data[16] = 0, bomb.data[17] = 1, bomb.data[18] = 0, bomb.data[19] = 0; /* 65536 wide */
     bomb.data[20] = 0, bomb.data[21] = 1, bomb.data[22] = 0, bomb.data[23] = 0;
-    d = decode("auto", NULL, &bomb);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_string_equal(d.msg,
-                        "test.img: 65536x65536 PNG is larger than max_pixels (89478485 pixels)");
-    free(d.pixels);
+    expect_data_error("auto", NULL, &bomb,
+                      "test.img: 65536x65536 PNG is larger than max_pixels (89478485 pixels)",
+                      true);
     /* A truncated PNG is a data error, then the next good one decodes. */
     struct bytes cut = {png.data, png.len / 2};
-    d = decode("image", NULL, &cut);
-    assert_int_equal(d.rc, PB_ERR_DATA);
-    assert_non_null(strstr(d.msg, "test.img: libavcodec PNG decoder: "));
-    free(d.pixels);
+    expect_data_error("image", NULL, &cut, "test.img: libavcodec PNG decoder: ", false);
     /* Random byte flips in a PNG and a BMP never crash. */
     uint64_t x = 5;
     const struct bytes *sources[] = {&png, &bmp};
@@ -806,16 +784,7 @@ static void test_png_bmp_webp(void **state)
 
 static int run_pbench(const char *args, char **err)
 {
-    const char *binary = getenv("PBENCH_BINARY");
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s >out.txt 2>err.txt", workdir, binary, args);
-    int status = system(cmd);
-    char path[600];
-    snprintf(path, sizeof(path), "%s/err.txt", workdir);
-    struct bytes e = read_file(path);
-    *err = realloc(e.data, e.len + 1);
-    (*err)[e.len] = 0;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return pb_test_run_pbench(workdir, args, err);
 }
 
 static void test_broken_folder_end_to_end(void **state)
@@ -830,11 +799,11 @@ static void test_broken_folder_end_to_end(void **state)
     for (int i = 0; i < 4; i++) { /* good files */
         struct bytes b = encode_jpeg(rgb, 96, 64, TJPF_RGB, TJSAMP_420, 80 + i, 0);
         snprintf(path, sizeof(path), "%s/good_%d.jpg", dir, i);
-        write_file(path, b.data, b.len);
+        pb_test_write_file(path, b.data, b.len);
         if (i == 0) {
             struct bytes cut = {b.data, b.len / 2};
             snprintf(path, sizeof(path), "%s/truncated.jpg", dir);
-            write_file(path, cut.data, cut.len);
+            pb_test_write_file(path, cut.data, cut.len);
             /* Corrupt: the Huffman tables overwritten. */
             for (size_t k = 0; k + 1 < b.len; k++)
                 if (b.data[k] == 0xFF && b.data[k + 1] == 0xC4) {
@@ -842,7 +811,7 @@ static void test_broken_folder_end_to_end(void **state)
                     break;
                 }
             snprintf(path, sizeof(path), "%s/corrupt.jpg", dir);
-            write_file(path, b.data, b.len);
+            pb_test_write_file(path, b.data, b.len);
         }
         if (i == 1) {
             /* Huge: the frame header says 8000x6000 (over max_pixels below);
@@ -852,11 +821,11 @@ static void test_broken_folder_end_to_end(void **state)
                     b.data[k + 5] = 6000 >> 8, b.data[k + 6] = 6000 & 0xff;
                     b.data[k + 7] = 8000 >> 8, b.data[k + 8] = 8000 & 0xff;
                     snprintf(path, sizeof(path), "%s/huge.jpg", dir);
-                    write_file(path, b.data, b.len);
+                    pb_test_write_file(path, b.data, b.len);
                     b.data[k + 5] = 30000 >> 8, b.data[k + 6] = 30000 & 0xff;
                     b.data[k + 7] = 30000 >> 8, b.data[k + 8] = 30000 & 0xff;
                     snprintf(path, sizeof(path), "%s/bomb.jpg", dir);
-                    write_file(path, b.data, b.len);
+                    pb_test_write_file(path, b.data, b.len);
                     break;
                 }
         }
@@ -867,19 +836,19 @@ static void test_broken_folder_end_to_end(void **state)
         cmyk[k] = (uint8_t)(k * 7);
     struct bytes c = encode_jpeg(cmyk, 32, 16, TJPF_CMYK, TJSAMP_444, 90, 0);
     snprintf(path, sizeof(path), "%s/cmyk.jpg", dir);
-    write_file(path, c.data, c.len);
+    pb_test_write_file(path, c.data, c.len);
     free(c.data);
     snprintf(path, sizeof(path), "%s/empty.jpg", dir);
-    write_file(path, "", 0);
+    pb_test_write_file(path, "", 0);
     snprintf(path, sizeof(path), "%s/notes.txt", dir);
-    write_file(path, "not an image\n", 13);
+    pb_test_write_file(path, "not an image\n", 13);
     uint8_t *bgr = scene(50, 30, 3, 42);
     struct bytes png = encode_av(AV_CODEC_ID_PNG, NULL, AV_PIX_FMT_RGB24, bgr, 50, 30, 3);
     struct bytes bmp = encode_av(AV_CODEC_ID_BMP, NULL, AV_PIX_FMT_BGR24, bgr, 50, 30, 3);
     snprintf(path, sizeof(path), "%s/picture.png", dir);
-    write_file(path, png.data, png.len);
+    pb_test_write_file(path, png.data, png.len);
     snprintf(path, sizeof(path), "%s/picture.bmp", dir);
-    write_file(path, bmp.data, bmp.len);
+    pb_test_write_file(path, bmp.data, bmp.len);
     free(png.data);
     free(bmp.data);
     free(bgr);
@@ -944,13 +913,7 @@ static void test_broken_folder_end_to_end(void **state)
 
 static json_t *load_json(const char *name)
 {
-    char path[600];
-    snprintf(path, sizeof(path), "%s/%s", workdir, name);
-    json_error_t jerr;
-    json_t *r = json_load_file(path, 0, &jerr);
-    if (!r)
-        fail_msg("cannot load %s: %s", path, jerr.text);
-    return r;
+    return pb_test_load_json(workdir, name);
 }
 
 static const json_t *stage_named(const json_t *point, const char *name)
@@ -1018,20 +981,6 @@ static void test_image_config_end_to_end(void **state)
     json_decref(r);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(workdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1045,5 +994,6 @@ int main(void)
         cmocka_unit_test(test_broken_folder_end_to_end),
         cmocka_unit_test(test_image_config_end_to_end),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    pb_test_tmpdir_use(workdir);
+    return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);
 }

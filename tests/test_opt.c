@@ -40,12 +40,38 @@ static const struct pb_opt *opt(const char *name)
     return o;
 }
 
+/* Fills the record dst (size bytes) with a pattern, then with the defaults
+ * of its option table. */
+static void fill_defaults(const struct pb_opt *options, void *dst, size_t size)
+{
+    char msg[PB_MSG_MAX] = "";
+    memset(dst, 0x5a, size);
+    assert_int_equal(pb_opt_set_defaults(options, dst, msg, sizeof msg), PB_OK);
+}
+
+/* Expects option o of the table options to reject text with exactly want,
+ * leaving a default record of size bytes as it was. */
+static void expect_rejected(const struct pb_opt *options, const struct pb_opt *o, size_t size,
+                            const char *text, const char *qualified, const char *want)
+{
+    union {
+        max_align_t align;
+        unsigned char bytes[1024];
+    } rec, before;
+    assert_true(size <= sizeof rec.bytes);
+    fill_defaults(options, rec.bytes, size);
+    fill_defaults(options, before.bytes, size);
+    char msg[PB_MSG_MAX] = "";
+    assert_int_equal(pb_opt_parse(o, text, rec.bytes, qualified, msg, sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, want);
+    assert_memory_equal(rec.bytes, before.bytes, size);
+}
+
 static struct sample defaults(void)
 {
     struct sample s;
-    char msg[PB_MSG_MAX] = "";
-    memset(&s, 0x5a, sizeof s);
-    assert_int_equal(pb_opt_set_defaults(table, &s, msg, sizeof msg), PB_OK);
+    fill_defaults(table, &s, sizeof s);
     return s;
 }
 
@@ -64,12 +90,7 @@ static struct sample parse_ok(const char *name, const char *text)
 static void parse_bad(const char *name, const char *text, const char *qualified,
                       const char *want)
 {
-    struct sample s = defaults(), before = defaults();
-    char msg[PB_MSG_MAX] = "";
-    assert_int_equal(pb_opt_parse(opt(name), text, &s, qualified, msg, sizeof msg),
-                     PB_ERR_CONFIG);
-    assert_string_equal(msg, want);
-    assert_memory_equal(&s, &before, sizeof s);
+    expect_rejected(table, opt(name), sizeof(struct sample), text, qualified, want);
 }
 
 static void test_defaults(void **state)
@@ -97,6 +118,18 @@ static void test_bad_default_is_reported(void **state)
     assert_int_equal(pb_opt_set_defaults(broken, &value, msg, sizeof msg), PB_ERR);
     assert_string_equal(msg,
                         "bad default in option table: workers must be between 0 and 10, got 11");
+}
+
+/* parse_bad on each of values under the key qualified, the message being
+ * want_format with the value in place of its %s. */
+static void parse_bad_each(const char *name, const char *const *values, size_t count,
+                           const char *qualified, const char *want_format)
+{
+    for (size_t i = 0; i < count; i++) {
+        char want[PB_MSG_MAX];
+        snprintf(want, sizeof want, want_format, values[i]);
+        parse_bad(name, values[i], qualified, want);
+    }
 }
 
 static void test_bool(void **state)
@@ -133,12 +166,9 @@ static void test_int(void **state)
               "c must be between 0 and 1024, got 99999999999999999999");
     parse_bad("count", "four", "loader.workers",
               "loader.workers must be an integer between 0 and 1024, got 'four'");
-    parse_bad("count", "4x", "c", "c must be an integer between 0 and 1024, got '4x'");
-    parse_bad("count", "1.5", "c", "c must be an integer between 0 and 1024, got '1.5'");
-    parse_bad("count", "1e3", "c", "c must be an integer between 0 and 1024, got '1e3'");
-    parse_bad("count", " 4", "c", "c must be an integer between 0 and 1024, got ' 4'");
-    parse_bad("count", "", "c", "c must be an integer between 0 and 1024, got ''");
-    parse_bad("count", "0x10", "c", "c must be an integer between 0 and 1024, got '0x10'");
+    static const char *const not_integers[] = {"4x", "1.5", "1e3", " 4", "", "0x10"};
+    parse_bad_each("count", not_integers, PB_ARRAY_LEN(not_integers), "c",
+                   "c must be an integer between 0 and 1024, got '%s'");
 }
 
 static void test_int_extreme_bounds(void **state)
@@ -172,10 +202,9 @@ static void test_double(void **state)
               "run.target_noise must be between 0.001 and 1, got 2");
     parse_bad("ratio", "0", "r", "r must be between 0.001 and 1, got 0");
     parse_bad("ratio", "1e999", "r", "r must be between 0.001 and 1, got 1e999");
-    parse_bad("ratio", "nan", "r", "r must be a number between 0.001 and 1, got 'nan'");
-    parse_bad("ratio", "inf", "r", "r must be a number between 0.001 and 1, got 'inf'");
-    parse_bad("ratio", "0.5s", "r", "r must be a number between 0.001 and 1, got '0.5s'");
-    parse_bad("ratio", "", "r", "r must be a number between 0.001 and 1, got ''");
+    static const char *const not_numbers[] = {"nan", "inf", "0.5s", ""};
+    parse_bad_each("ratio", not_numbers, PB_ARRAY_LEN(not_numbers), "r",
+                   "r must be a number between 0.001 and 1, got '%s'");
 }
 
 static void test_string(void **state)
@@ -390,9 +419,7 @@ static const struct pb_opt list_table[] = {
 static struct lists list_defaults(void)
 {
     struct lists l;
-    char msg[PB_MSG_MAX] = "";
-    memset(&l, 0x5a, sizeof l);
-    assert_int_equal(pb_opt_set_defaults(list_table, &l, msg, sizeof msg), PB_OK);
+    fill_defaults(list_table, &l, sizeof l);
     return l;
 }
 
@@ -407,13 +434,8 @@ static struct pb_int_list parse_sizes(const char *text)
 
 static void list_bad(int index, const char *text, const char *want)
 {
-    struct lists l = list_defaults(), before = list_defaults();
-    char msg[PB_MSG_MAX] = "";
     const char *qualified = index == 0 ? "pipeline.resize.size" : "pipeline.normalize.mean";
-    assert_int_equal(pb_opt_parse(&list_table[index], text, &l, qualified, msg, sizeof msg),
-                     PB_ERR_CONFIG);
-    assert_string_equal(msg, want);
-    assert_memory_equal(&l, &before, sizeof l);
+    expect_rejected(list_table, &list_table[index], sizeof(struct lists), text, qualified, want);
 }
 
 static void test_list_parse(void **state)

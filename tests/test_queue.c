@@ -119,42 +119,48 @@ static void run_harness(int workers, int prefetch, uint64_t batches, bool in_ord
     free(h.slots);
 }
 
-static void test_in_order_many_workers(void **state)
+/* One run of the harness. */
+struct harness_run {
+    int workers, prefetch;
+    uint64_t batches;
+    bool in_order, jitter, slow_consumer;
+};
+
+/* The runs of the harness tests, each list ended by a run with no workers.
+ * In the slow-consumer one, workers fill their slots and must block. */
+static struct harness_run in_order_many_workers[] = {
+    {4, 2, 2000, true, true, false}, {8, 1, 1001, true, true, false}, {0}};
+static struct harness_run in_order_slow_consumer_backpressure[] = {
+    {3, 2, 300, true, false, true}, {0}};
+static struct harness_run any_order[] = {
+    {4, 3, 2000, false, true, false}, {2, 1, 500, false, false, true}, {0}};
+static struct harness_run single_worker[] = {
+    {1, 4, 500, true, true, false}, {1, 1, 7, false, false, false}, {0}};
+
+/* Runs the harness once for each run of the list *state points to. */
+static void test_harness_runs(void **state)
 {
-    (void)state;
-    run_harness(4, 2, 2000, true, true, false);
-    run_harness(8, 1, 1001, true, true, false);
+    for (const struct harness_run *r = *state; r->workers; r++)
+        run_harness(r->workers, r->prefetch, r->batches, r->in_order, r->jitter, r->slow_consumer);
 }
 
-static void test_in_order_slow_consumer_backpressure(void **state)
-{
-    (void)state;
-    /* With a slow consumer, workers fill their slots and must block. */
-    run_harness(3, 2, 300, true, false, true);
-}
+/* A harness test named after its list of runs. */
+#define HARNESS_TEST(runs) {"test_" #runs, test_harness_runs, NULL, NULL, runs}
 
-static void test_any_order(void **state)
+/* Sets up q for workers x prefetch slots (two in all) on slots, cleared. */
+static void init_queue(struct pb_queue *q, int workers, int prefetch, struct pb_slot slots[2])
 {
-    (void)state;
-    run_harness(4, 3, 2000, false, true, false);
-    run_harness(2, 1, 500, false, false, true);
-}
-
-static void test_single_worker(void **state)
-{
-    (void)state;
-    run_harness(1, 4, 500, true, true, false);
-    run_harness(1, 1, 7, false, false, false);
+    memset(slots, 0, 2 * sizeof(slots[0]));
+    assert_int_equal(pb_queue_init(q, workers, prefetch, slots), PB_OK);
 }
 
 static void test_close_wakes_everyone(void **state)
 {
     (void)state;
-    struct pb_slot slots[2];
-    memset(slots, 0, sizeof(slots));
-    struct pb_queue q;
-    assert_int_equal(pb_queue_init(&q, 1, 2, slots), PB_OK);
     /* Take both slots, so the next acquire would block. */
+    struct pb_slot slots[2];
+    struct pb_queue q;
+    init_queue(&q, 1, 2, slots);
     assert_non_null(pb_queue_acquire(&q, 0));
     assert_non_null(pb_queue_acquire(&q, 0));
     pb_queue_close(&q);
@@ -168,9 +174,8 @@ static void test_pop_ends_when_owner_done(void **state)
 {
     (void)state;
     struct pb_slot slots[2];
-    memset(slots, 0, sizeof(slots));
     struct pb_queue q;
-    assert_int_equal(pb_queue_init(&q, 2, 1, slots), PB_OK);
+    init_queue(&q, 2, 1, slots);
     struct pb_slot *s = pb_queue_acquire(&q, 0);
     s->batch.seq = 0;
     pb_queue_push(&q, s);
@@ -188,10 +193,10 @@ static void test_pop_ends_when_owner_done(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_in_order_many_workers),
-        cmocka_unit_test(test_in_order_slow_consumer_backpressure),
-        cmocka_unit_test(test_any_order),
-        cmocka_unit_test(test_single_worker),
+        HARNESS_TEST(in_order_many_workers),
+        HARNESS_TEST(in_order_slow_consumer_backpressure),
+        HARNESS_TEST(any_order),
+        HARNESS_TEST(single_worker),
         cmocka_unit_test(test_close_wakes_everyone),
         cmocka_unit_test(test_pop_ends_when_owner_done),
     };

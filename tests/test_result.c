@@ -20,6 +20,7 @@
 #include "bench/report.h"
 #include "bench/result.h"
 #include "kernels/gpu_rt.h"
+#include "tests/testutil.h"
 
 /* ------------------------------------------------------------- helpers */
 
@@ -182,6 +183,33 @@ static void make_result(struct pb_result *result, uint64_t seed)
     }
 }
 
+/* Asserts that a->count equals b->count and that check passes on each pair
+ * of a->items[i] and b->items[i], given by address. */
+#define ASSERT_EACH_EQUAL(check, count, items)                                                     \
+    do {                                                                                           \
+        assert_int_equal(a->count, b->count);                                                      \
+        for (size_t i_ = 0; i_ < (size_t)a->count; i_++)                                           \
+            check(&a->items[i_], &b->items[i_]);                                                   \
+    } while (0)
+
+/* Compares the rates that a repeat and a point both carry. */
+#define ASSERT_RATES_EQUAL()                                                                       \
+    do {                                                                                           \
+        assert_close(a->samples_per_s, b->samples_per_s);                                          \
+        assert_close(a->batches_per_s, b->batches_per_s);                                          \
+        assert_close(a->mb_per_s, b->mb_per_s);                                                    \
+        assert_close(a->stall_pct, b->stall_pct);                                                  \
+        assert_close(a->accel_util_pct, b->accel_util_pct);                                        \
+        assert_close(a->cpu_util_pct, b->cpu_util_pct);                                            \
+        assert_close(a->worker_cpu_pct, b->worker_cpu_pct);                                        \
+    } while (0)
+
+/* One line of a warning or error-file list. */
+static void assert_line_equal(const char (*a)[256], const char (*b)[256])
+{
+    assert_string_equal(*a, *b);
+}
+
 static void assert_stage_equal(const struct pb_stage_result *a, const struct pb_stage_result *b)
 {
     assert_string_equal(a->name, b->name);
@@ -203,13 +231,7 @@ static void assert_repeat_equal(const struct pb_repeat_result *a, const struct p
     assert_int_equal(a->batches, b->batches);
     assert_int_equal(a->bytes_read, b->bytes_read);
     assert_int_equal(a->errors, b->errors);
-    assert_close(a->samples_per_s, b->samples_per_s);
-    assert_close(a->batches_per_s, b->batches_per_s);
-    assert_close(a->mb_per_s, b->mb_per_s);
-    assert_close(a->stall_pct, b->stall_pct);
-    assert_close(a->accel_util_pct, b->accel_util_pct);
-    assert_close(a->cpu_util_pct, b->cpu_util_pct);
-    assert_close(a->worker_cpu_pct, b->worker_cpu_pct);
+    ASSERT_RATES_EQUAL();
     assert_close(a->window_noise, b->window_noise);
     assert_int_equal(a->hit_time_cap, b->hit_time_cap);
     assert_int_equal(a->noisy, b->noisy);
@@ -229,22 +251,14 @@ static void assert_repeat_equal(const struct pb_repeat_result *a, const struct p
         assert_int_equal(a->rss[i].rss_bytes, b->rss[i].rss_bytes);
         assert_close(a->rss[i].cpu_pct, b->rss[i].cpu_pct);
     }
-    assert_int_equal(a->stage_count, b->stage_count);
-    for (size_t i = 0; i < a->stage_count; i++)
-        assert_stage_equal(&a->stages[i], &b->stages[i]);
+    ASSERT_EACH_EQUAL(assert_stage_equal, stage_count, stages);
 }
 
 static void assert_point_equal(const struct pb_point_result *a, const struct pb_point_result *b)
 {
     assert_true(json_equal(a->axes, b->axes));
-    assert_close(a->samples_per_s, b->samples_per_s);
+    ASSERT_RATES_EQUAL();
     assert_close(a->samples_per_s_noise_pct, b->samples_per_s_noise_pct);
-    assert_close(a->batches_per_s, b->batches_per_s);
-    assert_close(a->mb_per_s, b->mb_per_s);
-    assert_close(a->stall_pct, b->stall_pct);
-    assert_close(a->accel_util_pct, b->accel_util_pct);
-    assert_close(a->cpu_util_pct, b->cpu_util_pct);
-    assert_close(a->worker_cpu_pct, b->worker_cpu_pct);
     assert_int_equal(a->assembly_p50_ns, b->assembly_p50_ns);
     assert_int_equal(a->assembly_p99_ns, b->assembly_p99_ns);
     assert_int_equal(a->wait_p50_ns, b->wait_p50_ns);
@@ -254,18 +268,10 @@ static void assert_point_equal(const struct pb_point_result *a, const struct pb_
     assert_int_equal(a->batch_pool_bytes, b->batch_pool_bytes);
     assert_int_equal(a->samples, b->samples);
     assert_int_equal(a->errors, b->errors);
-    assert_int_equal(a->error_file_count, b->error_file_count);
-    for (int i = 0; i < a->error_file_count; i++)
-        assert_string_equal(a->error_files[i], b->error_files[i]);
-    assert_int_equal(a->stage_count, b->stage_count);
-    for (size_t i = 0; i < a->stage_count; i++)
-        assert_stage_equal(&a->stages[i], &b->stages[i]);
-    assert_int_equal(a->warning_count, b->warning_count);
-    for (int i = 0; i < a->warning_count; i++)
-        assert_string_equal(a->warnings[i], b->warnings[i]);
-    assert_int_equal(a->repeat_count, b->repeat_count);
-    for (size_t i = 0; i < a->repeat_count; i++)
-        assert_repeat_equal(&a->repeats[i], &b->repeats[i]);
+    ASSERT_EACH_EQUAL(assert_line_equal, error_file_count, error_files);
+    ASSERT_EACH_EQUAL(assert_stage_equal, stage_count, stages);
+    ASSERT_EACH_EQUAL(assert_line_equal, warning_count, warnings);
+    ASSERT_EACH_EQUAL(assert_repeat_equal, repeat_count, repeats);
 }
 
 static void assert_result_equal(const struct pb_result *a, const struct pb_result *b)
@@ -304,12 +310,8 @@ static void assert_result_equal(const struct pb_result *a, const struct pb_resul
     assert_int_equal(a->overhead_measured, b->overhead_measured);
     assert_close(a->overhead_pct, b->overhead_pct);
     assert_close(a->overhead_noise_pct, b->overhead_noise_pct);
-    assert_int_equal(a->warning_count, b->warning_count);
-    for (int i = 0; i < a->warning_count; i++)
-        assert_string_equal(a->warnings[i], b->warnings[i]);
-    assert_int_equal(a->point_count, b->point_count);
-    for (size_t i = 0; i < a->point_count; i++)
-        assert_point_equal(&a->points[i], &b->points[i]);
+    ASSERT_EACH_EQUAL(assert_line_equal, warning_count, warnings);
+    ASSERT_EACH_EQUAL(assert_point_equal, point_count, points);
 }
 
 /* Renders into a string with open_memstream; the caller frees it. */
@@ -568,31 +570,8 @@ static char *make_temp_dir(void)
 {
     char *dir = strdup("/tmp/pbench-test-result-XXXXXX");
     assert_non_null(dir);
-    assert_non_null(mkdtemp(dir));
+    assert_int_equal(pb_test_tmpdir_make(dir), 0);
     return dir;
-}
-
-static void remove_tree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char child[PB_PATH_MAX];
-            snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
-            remove_tree(child);
-        }
-        if (d)
-            closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
 }
 
 static size_t count_entries(const char *dir)
@@ -609,17 +588,7 @@ static size_t count_entries(const char *dir)
 
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)size + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)size, f), (size_t)size);
-    text[size] = '\0';
-    fclose(f);
-    return text;
+    return pb_test_read_file(path, NULL, true);
 }
 
 static void test_write_and_read(void **state)
@@ -687,7 +656,7 @@ static void test_write_and_read(void **state)
     assert_memory_equal(msg, prefix, strlen(prefix));
 
     pb_result_free(&result);
-    remove_tree(dir);
+    pb_test_tmpdir_remove(dir);
     free(dir);
 }
 
@@ -766,34 +735,23 @@ static void test_report_formats(void **state)
     make_result(&result, 11);
 
     char *table = render(&result, PB_FORMAT_TABLE);
-    assert_non_null(strstr(table, "image-basic"));
-    assert_non_null(strstr(table, "samples/s"));
-    assert_non_null(strstr(table, "(median of 3 repeats)"));
-    assert_non_null(strstr(table, "Test CPU @ 3.0GHz"));
-    assert_non_null(strstr(table, "workers=4"));
-    assert_non_null(strstr(table, "pin_memory=true"));
-    assert_non_null(strstr(table, "sweep: 2 points, fastest first"));
-    assert_non_null(strstr(table, "recommendation"));
-    assert_non_null(strstr(table, "accelerator")); /* run.step_ms > 0 */
-    assert_non_null(strstr(table, "decode"));
-    assert_non_null(strstr(table, "normalize"));
-    assert_non_null(strstr(table, "share%"));
-    assert_non_null(strstr(table, "data/a.jpg: corrupt JPEG data"));
-    assert_non_null(strstr(table, "warning: custom warning 1"));
-    assert_non_null(strstr(table, "warning: dataset (512 MiB) fits in the page cache"));
-    assert_non_null(strstr(table, "interrupted: partial results"));
-    assert_non_null(strstr(table, "instrumentation overhead: 1.2 %"));
+    pb_test_assert_contains(
+        table, (const char *const[]){
+                   "image-basic", "samples/s", "(median of 3 repeats)", "Test CPU @ 3.0GHz",
+                   "workers=4", "pin_memory=true", "sweep: 2 points, fastest first",
+                   "recommendation", "accelerator" /* run.step_ms > 0 */, "decode", "normalize",
+                   "share%", "data/a.jpg: corrupt JPEG data", "warning: custom warning 1",
+                   "warning: dataset (512 MiB) fits in the page cache",
+                   "interrupted: partial results", "instrumentation overhead: 1.2 %", NULL});
     free(table);
 
     char *markdown = render(&result, PB_FORMAT_MARKDOWN);
-    assert_non_null(strstr(markdown, "# pbench: image-basic"));
-    assert_non_null(strstr(markdown, "## Sweep: 2 points"));
-    assert_non_null(strstr(markdown, "## Recommended point: loader.workers="));
-    assert_non_null(
-        strstr(markdown, "| stage | count | mean | p50 | p90 | p99 | max | cpu | share% |"));
-    assert_non_null(strstr(markdown, "| samples/s |"));
-    assert_non_null(strstr(markdown, "| resize |"));
-    assert_non_null(strstr(markdown, "- warning: custom warning 0"));
+    pb_test_assert_contains(
+        markdown,
+        (const char *const[]){"# pbench: image-basic", "## Sweep: 2 points",
+                              "## Recommended point: loader.workers=",
+                              "| stage | count | mean | p50 | p90 | p99 | max | cpu | share% |",
+                              "| samples/s |", "| resize |", "- warning: custom warning 0", NULL});
     free(markdown);
 
     char *csv = render(&result, PB_FORMAT_CSV);
@@ -902,16 +860,14 @@ static void test_gpu_result(void **state)
     assert_string_equal(back.gpu_skipped, "nothing skipped (test)");
 
     char *table = render(&back, PB_FORMAT_TABLE);
-    assert_non_null(strstr(table, "19.27 GB/s pinned, 36.8 MiB a batch = 79% of this machine's "
-                                  "pinned peak (24.5 GB/s, calibrate --gpu)"));
-    assert_non_null(strstr(table, "75 % of copy time ran while the GPU computed"));
-    assert_non_null(strstr(table, "GPU busy"));
-    assert_non_null(strstr(table, "2.0 % on copies finishing"));
-    assert_non_null(
-        strstr(table, "1980 MHz at start, 1755 MHz at end (max 1980); slowed: power cap"));
-    assert_non_null(strstr(table, "on the GPU"));
-    assert_non_null(strstr(table, "copy GB/s"));
-    assert_non_null(strstr(table, "pinned 24.5 GB/s, pageable 9.5 GB/s (calibrated)"));
+    pb_test_assert_contains(
+        table,
+        (const char *const[]){
+            "19.27 GB/s pinned, 36.8 MiB a batch = 79% of this machine's "
+            "pinned peak (24.5 GB/s, calibrate --gpu)",
+            "75 % of copy time ran while the GPU computed", "GPU busy", "2.0 % on copies finishing",
+            "1980 MHz at start, 1755 MHz at end (max 1980); slowed: power cap", "on the GPU",
+            "copy GB/s", "pinned 24.5 GB/s, pageable 9.5 GB/s (calibrated)", NULL});
     free(table);
     char *csv = render(&back, PB_FORMAT_CSV);
     assert_non_null(strstr(csv, "gpu:to_device"));

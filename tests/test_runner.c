@@ -23,6 +23,7 @@
 #include "bench/runner.h"
 #include "bench/stoprule.h"
 #include "pipelines/dataset.h"
+#include "tests/testutil.h"
 
 #define COST_US 200
 #define FILES 50
@@ -30,20 +31,6 @@
 #define REPEATS 3
 
 static char workdir[] = "/tmp/pbench-runner-XXXXXX";
-
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(workdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
 
 /* A tiny null pipeline over FILES generated files; loader, run and ds are
  * YAML for the keys of those sections a test sets. */
@@ -279,6 +266,17 @@ static void expect_stop(struct pb_stoprule *rule, const struct pb_run_spec *rs, 
     assert_int_equal(pb_stoprule_noisy(rule), noisy);
 }
 
+/* expect_stop, not noisy, on rs with min_samples set, fed steady batches
+ * every 10 ms from time 0; frees its rule. */
+static void expect_held_by_min_samples(struct pb_run_spec rs, int64_t min_samples,
+                                       uint64_t batches, enum pb_stop_reason reason)
+{
+    struct pb_stoprule rule;
+    rs.min_samples = min_samples;
+    expect_stop(&rule, &rs, 0, 10 * MS, steady, batches, reason, false);
+    pb_stoprule_free(&rule);
+}
+
 static void test_rule_stops_after_min_time_when_steady(void **state)
 {
     (void)state;
@@ -293,9 +291,7 @@ static void test_rule_stops_after_min_time_when_steady(void **state)
     pb_stoprule_free(&rule);
 
     /* min_samples holds it longer. */
-    rs.min_samples = 1500;
-    expect_stop(&rule, &rs, 0, 10 * MS, steady, 150, PB_STOP_STABLE, false);
-    pb_stoprule_free(&rule);
+    expect_held_by_min_samples(rs, 1500, 150, PB_STOP_STABLE);
 }
 
 static void test_rule_hits_cap_when_noisy(void **state)
@@ -309,9 +305,7 @@ static void test_rule_hits_cap_when_noisy(void **state)
     pb_stoprule_free(&rule);
 
     /* Steady but held by min_samples: the cap, not noisy. */
-    rs.min_samples = 1000000;
-    expect_stop(&rule, &rs, 0, 10 * MS, steady, 200, PB_STOP_TIME_CAP, false);
-    pb_stoprule_free(&rule);
+    expect_held_by_min_samples(rs, 1000000, 200, PB_STOP_TIME_CAP);
 }
 
 static void test_rule_three_windows_suffice_for_slow_batches(void **state)
@@ -361,5 +355,6 @@ int main(void)
         cmocka_unit_test(test_counts_in_the_consumer),
         cmocka_unit_test(test_time_cap_is_recorded),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    pb_test_tmpdir_use(workdir);
+    return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);
 }

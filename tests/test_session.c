@@ -15,6 +15,7 @@
 #include "bench/pb.h"
 #include "bench/result.h"
 #include "bench/session.h"
+#include "tests/testutil.h"
 
 static char workdir[] = "/tmp/pbench-session-XXXXXX";
 
@@ -47,20 +48,6 @@ static void write_config(const char *name, const char *text, const char *data_di
     else
         fputs(text, f);
     fclose(f);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(workdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
 }
 
 static void test_single_point(void **state)
@@ -267,5 +254,6 @@ int main(void)
         cmocka_unit_test(test_sweep_axis_and_baseline),
         cmocka_unit_test(test_config_errors_make_no_data),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    pb_test_tmpdir_use(workdir);
+    return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);
 }

@@ -30,6 +30,7 @@
 #include "decoders/decoder.h"
 #include "decoders/video.h"
 #include "pipelines/generate.h"
+#include "tests/testutil.h"
 
 #define W 64
 #define H 48
@@ -274,6 +275,19 @@ static void test_seek_accuracy(void **state)
     }
 }
 
+/* Decodes the short video at path with options and checks the frame
+ * numbers of its six-frame clip against want. */
+static void expect_short_clip(const char *path, const char *options, const int64_t want[6])
+{
+    struct dec d;
+    struct pb_sample s;
+    dec_open(&d, options);
+    assert_int_equal(dec_run(&d, path, 1, &s), PB_OK);
+    for (int j = 0; j < 6; j++)
+        assert_int_equal(pb_video_frame_number(out_buf + (size_t)j * W * H * 3, W, H), want[j]);
+    dec_close(&d);
+}
+
 static void test_sequential_and_mpeg4(void **state)
 {
     (void)state;
@@ -328,18 +342,10 @@ static void test_sequential_and_mpeg4(void **state)
     /* Short videos: pad repeats the last frame, skip is a data error. */
     make_videos("short", 1, 5, 12, NULL);
     snprintf(path, sizeof(path), "%s/short/video_0000000.mp4", workdir);
-    dec_open(&d, "clip_frames=6 frame_stride=2 short_video=pad");
-    assert_int_equal(dec_run(&d, path, 1, &s), PB_OK);
-    const int64_t pad[6] = {0, 2, 4, 4, 4, 4};
-    for (int j = 0; j < 6; j++)
-        assert_int_equal(pb_video_frame_number(out_buf + (size_t)j * W * H * 3, W, H), pad[j]);
-    dec_close(&d);
-    dec_open(&d, "clip_frames=6 frame_stride=2 short_video=loop");
-    assert_int_equal(dec_run(&d, path, 1, &s), PB_OK);
-    const int64_t loop[6] = {0, 2, 4, 1, 3, 0};
-    for (int j = 0; j < 6; j++)
-        assert_int_equal(pb_video_frame_number(out_buf + (size_t)j * W * H * 3, W, H), loop[j]);
-    dec_close(&d);
+    expect_short_clip(path, "clip_frames=6 frame_stride=2 short_video=pad",
+                      (const int64_t[6]){0, 2, 4, 4, 4, 4});
+    expect_short_clip(path, "clip_frames=6 frame_stride=2 short_video=loop",
+                      (const int64_t[6]){0, 2, 4, 1, 3, 0});
     dec_open(&d, "clip_frames=6 frame_stride=2 short_video=skip");
     assert_int_equal(dec_run(&d, path, 1, &s), PB_ERR_DATA);
     assert_non_null(strstr(msg_buf, path));
@@ -403,19 +409,14 @@ static void write_audio_only(const char *path)
 
 static void copy_file(const char *from, const char *to, long truncate_at, long flip_from, long flip_len)
 {
-    FILE *f = fopen(from, "rb");
-    assert_non_null(f);
-    static uint8_t buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof(buf), f);
-    fclose(f);
+    size_t n;
+    uint8_t *buf = (uint8_t *)pb_test_read_file(from, &n, true);
     if (truncate_at >= 0 && (size_t)truncate_at < n)
         n = (size_t)truncate_at;
     for (long i = flip_from; i >= 0 && i < flip_from + flip_len && (size_t)i < n; i++)
         buf[i] ^= 0x5a;
-    f = fopen(to, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(buf, 1, n, f), n);
-    fclose(f);
+    pb_test_write_file(to, buf, n);
+    free(buf);
 }
 
 static long file_size(const char *path)
@@ -496,20 +497,9 @@ static void test_broken_files_decoder(void **state)
 
 static int pbench_run(const char *config, const char *extra, char **err)
 {
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' run '%s' -q %s >'%s/out.txt' 2>'%s/err.txt'",
-             workdir, binary, config, extra, workdir, workdir);
-    int status = system(cmd);
-    char path[600];
-    snprintf(path, sizeof(path), "%s/err.txt", workdir);
-    FILE *f = fopen(path, "rb");
-    *err = calloc(1, 65536);
-    if (f) {
-        size_t n = fread(*err, 1, 65535, f);
-        (*err)[n] = 0;
-        fclose(f);
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    char args[4096];
+    snprintf(args, sizeof(args), "run '%s' -q %s", config, extra);
+    return pb_test_run_pbench(workdir, args, err);
 }
 
 static void test_broken_files_policies(void **state)
@@ -569,17 +559,8 @@ static void test_broken_files_policies(void **state)
 
 static int setup(void **state)
 {
-    (void)state;
     binary = getenv("PBENCH_BINARY");
-    return mkdtemp(workdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return pb_test_tmpdir_setup(state);
 }
 
 /* The decoder's option rules, from the options alone (pb_config_validate
@@ -641,5 +622,6 @@ int main(void)
         cmocka_unit_test(test_broken_files_policies),
         cmocka_unit_test(test_validate_rules),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    pb_test_tmpdir_use(workdir);
+    return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }
