@@ -395,12 +395,6 @@ static void test_sweep_interrupt_keeps_finished_points(void **state)
     json_decref(r);
 }
 
-/* Writes NAME.json: a copy of the result BASE.json as if measured at
- * created (history orders runs by it) with the null decoder at cost_us,
- * with 8 repeats of a fixed set of samples/s (within 1% of 1000 x factor)
- * and everything else as BASE measured it: a result whose comparison is
- * known in advance. The compare gate on real, noisy runs is
- * scripts/bench-gate.sh; the statistics are tested in test_compare.c. */
 /* configs/ci.yaml's settings made short for a run whose figures do not
  * matter. */
 #define CI_SHORT                                                                              \
@@ -408,6 +402,12 @@ static void test_sweep_interrupt_keeps_finished_points(void **state)
     "-s run.max_time_s=0.2 -s run.warmup_batches=3 -s run.repeats=2 "                        \
     "-s pipeline.decode.width=16 -s pipeline.decode.height=16"
 
+/* Writes NAME.json: a copy of the result BASE.json as if measured at
+ * created (history orders runs by it) with the null decoder at cost_us,
+ * with 8 repeats of a fixed set of samples/s (within 1% of 1000 x factor)
+ * and everything else as BASE measured it: a result whose comparison is
+ * known in advance. The compare gate on real, noisy runs is
+ * scripts/bench-gate.sh; the statistics are tested in test_compare.c. */
 static void synthetic_result(const char *base, const char *name, double factor, double cost_us,
                              const char *created)
 {

@@ -242,6 +242,31 @@ static void test_config_errors_make_no_data(void **state)
                         "sweep:\n"
                         "  loader.workers: [1, 5000]\n",
                         NULL, 0, "9:");
+    /* A rule between a stage's options (its validate callback): named at
+     * the stage's line and column. */
+    expect_config_error("rrc.yaml",
+                        "name: rrc\n"
+                        "dataset:\n"
+                        "  path: DATA\n"
+                        "  generate: {kind: jpeg, count: 8, size: 64x64}\n"
+                        "pipeline:\n"
+                        "  - read:\n"
+                        "  - decode: {decoder: jpeg}\n"
+                        "  - random_resized_crop: {size: 224, scale: [0.9, 0.1]}\n",
+                        NULL, 0, "8:5:");
+    /* A stage rule broken by one point of a sweep. */
+    expect_config_error("rrc-point.yaml",
+                        "name: rrc-point\n"
+                        "dataset:\n"
+                        "  path: DATA\n"
+                        "  generate: {kind: jpeg, count: 8, size: 64x64}\n"
+                        "pipeline:\n"
+                        "  - read:\n"
+                        "  - decode: {decoder: jpeg}\n"
+                        "  - resize: {size: [64, 64]}\n"
+                        "sweep:\n"
+                        "  pipeline.resize.shorter_side: [0, 32]\n",
+                        NULL, 0, "8:5:");
     /* Sweeping the dataset's folder, from the command line. */
     const char *axes[] = {"dataset.path=a,b"};
     expect_config_error("swept-path.yaml", config_text, axes, 1, NULL);
