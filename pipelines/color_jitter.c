@@ -140,11 +140,6 @@ static int jitter_process(void *state, struct pb_sample *s)
     return PB_OK;
 }
 
-static void jitter_cleanup(void *state)
-{
-    free(state);
-}
-
 const struct pb_stage_ops pb_stage_color_jitter = {
     .name = "color_jitter",
     .summary = "Random brightness, contrast and saturation (torchvision ColorJitter, no hue).",
@@ -154,5 +149,5 @@ const struct pb_stage_ops pb_stage_color_jitter = {
     .validate = jitter_validate,
     .init = jitter_init,
     .process = jitter_process,
-    .cleanup = jitter_cleanup,
+    .cleanup = free,
 };

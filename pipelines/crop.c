@@ -377,9 +377,7 @@ static int crop_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t msg
                                      g->box_dev + base, g->out.dev, sample_bytes, st->height,
                                      st->width, b->stream),
                       st->name, msg, msglen);
-    b->dev_data = g->out.dev;
-    b->dev_slot_bytes = sample_bytes;
-    b->dev_shape = shape;
+    pb_gpu_out_publish(&g->out, b, sample_bytes, shape);
     return rc;
 }
 
@@ -403,38 +401,17 @@ static int random_crop_gpu_init(void **state, const void *opts, const struct pb_
 
 #endif /* PB_HAVE_CUDA */
 
-static const struct pb_stage_ops center_crop_gpu = {
-    .name = "center_crop",
-    .summary = "center_crop on the GPU, per batch after to_device.",
-    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
-    .opts = crop_opts,
-    .opts_size = sizeof(struct crop_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct crop_opts, device),
-    .validate = center_crop_validate,
-    PB_GPU_CALLBACKS(center_crop_gpu_init, crop_gpu_batch, crop_gpu_cleanup),
-};
+PB_GPU_STAGE(center_crop_gpu, "center_crop", crop_opts, struct crop_opts, center_crop_validate,
+             center_crop_gpu_init, crop_gpu_batch, crop_gpu_cleanup);
 
-static const struct pb_stage_ops random_crop_gpu = {
-    .name = "random_crop",
-    .summary = "random_crop on the GPU, per batch after to_device.",
-    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
-    .opts = crop_opts,
-    .opts_size = sizeof(struct crop_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct crop_opts, device),
-    .validate = random_crop_validate,
-    PB_GPU_CALLBACKS(random_crop_gpu_init, crop_gpu_batch, crop_gpu_cleanup),
-};
+PB_GPU_STAGE(random_crop_gpu, "random_crop", crop_opts, struct crop_opts, random_crop_validate,
+             random_crop_gpu_init, crop_gpu_batch, crop_gpu_cleanup);
 
 const struct pb_stage_ops pb_stage_center_crop = {
     .name = "center_crop",
     .summary = "Crop the centre window of each image or clip (zero-padded when larger).",
     .flags = PB_STAGE_WORKER,
-    .opts = crop_opts,
-    .opts_size = sizeof(struct crop_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct crop_opts, device),
+    PB_DEVICE_OPTS(crop_opts, struct crop_opts),
     .gpu = &center_crop_gpu,
     .validate = center_crop_validate,
     .init = center_crop_init,
@@ -447,10 +424,7 @@ const struct pb_stage_ops pb_stage_random_crop = {
     .name = "random_crop",
     .summary = "Crop a uniformly placed window, the same for every frame of a clip.",
     .flags = PB_STAGE_WORKER,
-    .opts = crop_opts,
-    .opts_size = sizeof(struct crop_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct crop_opts, device),
+    PB_DEVICE_OPTS(crop_opts, struct crop_opts),
     .gpu = &random_crop_gpu,
     .validate = random_crop_validate,
     .init = random_crop_init,

@@ -92,11 +92,6 @@ static int flip_process(void *state, struct pb_sample *s)
     return PB_OK;
 }
 
-static void flip_cleanup(void *state)
-{
-    free(state);
-}
-
 /* ---- device: gpu ------------------------------------------------------ */
 
 #if PB_HAVE_CUDA
@@ -172,34 +167,22 @@ static int flip_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t msg
                                        in->height, in->width, in->channels, g->flags_dev + base,
                                        b->stream),
                       "flip", msg, msglen);
-    b->dev_data = g->out.dev;
-    b->dev_slot_bytes = sample_bytes;
+    pb_gpu_out_publish(&g->out, b, sample_bytes, b->dev_shape);
     return rc;
 }
 
 #endif /* PB_HAVE_CUDA */
 
-static const struct pb_stage_ops flip_gpu = {
-    .name = "flip",
-    .summary = "flip on the GPU, per batch after to_device.",
-    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
-    .opts = flip_opts,
-    .opts_size = sizeof(struct flip_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct flip_opts, device),
-    PB_GPU_CALLBACKS(flip_gpu_init, flip_gpu_batch, flip_gpu_cleanup),
-};
+PB_GPU_STAGE(flip_gpu, "flip", flip_opts, struct flip_opts, NULL,
+             flip_gpu_init, flip_gpu_batch, flip_gpu_cleanup);
 
 const struct pb_stage_ops pb_stage_flip = {
     .name = "flip",
     .summary = "Mirror images or clips left to right with probability p.",
     .flags = PB_STAGE_WORKER,
-    .opts = flip_opts,
-    .opts_size = sizeof(struct flip_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct flip_opts, device),
+    PB_DEVICE_OPTS(flip_opts, struct flip_opts),
     .gpu = &flip_gpu,
     .init = flip_init,
     .process = flip_process,
-    .cleanup = flip_cleanup,
+    .cleanup = free,
 };

@@ -163,11 +163,6 @@ static int normalize_process(void *state, struct pb_sample *s)
     return PB_OK;
 }
 
-static void normalize_cleanup(void *state)
-{
-    free(state);
-}
-
 /* ---- device: gpu ------------------------------------------------------ */
 
 #if PB_HAVE_CUDA
@@ -244,37 +239,23 @@ static int normalize_gpu_batch(void *state, struct pb_batch *b, char *msg, size_
                                           in->height, in->width, in->channels, out_channels,
                                           g->lut_dev, g->cpu.dtype, g->cpu.layout, b->stream),
                       "normalize", msg, msglen);
-    b->dev_data = g->out.dev;
-    b->dev_slot_bytes = sample_bytes;
-    b->dev_shape = shape;
+    pb_gpu_out_publish(&g->out, b, sample_bytes, shape);
     return rc;
 }
 
 #endif /* PB_HAVE_CUDA */
 
-static const struct pb_stage_ops normalize_gpu = {
-    .name = "normalize",
-    .summary = "normalize on the GPU, per batch after to_device.",
-    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
-    .opts = normalize_opts,
-    .opts_size = sizeof(struct normalize_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct normalize_opts, device),
-    .validate = normalize_validate,
-    PB_GPU_CALLBACKS(normalize_gpu_init, normalize_gpu_batch, normalize_gpu_cleanup),
-};
+PB_GPU_STAGE(normalize_gpu, "normalize", normalize_opts, struct normalize_opts, normalize_validate,
+             normalize_gpu_init, normalize_gpu_batch, normalize_gpu_cleanup);
 
 const struct pb_stage_ops pb_stage_normalize = {
     .name = "normalize",
     .summary = "Per-channel (x/255 - mean) / std to float32, float16 or uint8, HWC/CHW/CTHW.",
     .flags = PB_STAGE_WORKER,
-    .opts = normalize_opts,
-    .opts_size = sizeof(struct normalize_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct normalize_opts, device),
+    PB_DEVICE_OPTS(normalize_opts, struct normalize_opts),
     .gpu = &normalize_gpu,
     .validate = normalize_validate,
     .init = normalize_init,
     .process = normalize_process,
-    .cleanup = normalize_cleanup,
+    .cleanup = free,
 };

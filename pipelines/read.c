@@ -91,11 +91,6 @@ static int read_process(void *state, struct pb_sample *s)
     return rc;
 }
 
-static void read_cleanup(void *state)
-{
-    free(state);
-}
-
 const struct pb_stage_ops pb_stage_read = {
     .name = "read",
     .summary = "Read each sample's file into memory (the dataset's I/O).",
@@ -104,5 +99,5 @@ const struct pb_stage_ops pb_stage_read = {
     .opts_size = sizeof(struct read_opts),
     .init = read_init,
     .process = read_process,
-    .cleanup = read_cleanup,
+    .cleanup = free,
 };

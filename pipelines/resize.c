@@ -277,34 +277,20 @@ static int resize_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t m
                                          (int)b->samples, shape.frames, g->out.dev, sample_bytes,
                                          b->stream),
                       "resize", msg, msglen);
-    b->dev_data = g->out.dev;
-    b->dev_slot_bytes = sample_bytes;
-    b->dev_shape = shape;
+    pb_gpu_out_publish(&g->out, b, sample_bytes, shape);
     return rc;
 }
 
 #endif /* PB_HAVE_CUDA */
 
-static const struct pb_stage_ops resize_gpu = {
-    .name = "resize",
-    .summary = "resize on the GPU, per batch after to_device.",
-    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
-    .opts = resize_opts,
-    .opts_size = sizeof(struct resize_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct resize_opts, device),
-    .validate = resize_validate,
-    PB_GPU_CALLBACKS(resize_gpu_init, resize_gpu_batch, resize_gpu_cleanup),
-};
+PB_GPU_STAGE(resize_gpu, "resize", resize_opts, struct resize_opts, resize_validate,
+             resize_gpu_init, resize_gpu_batch, resize_gpu_cleanup);
 
 const struct pb_stage_ops pb_stage_resize = {
     .name = "resize",
     .summary = "Resize images or clip frames to [height, width] or a shorter side.",
     .flags = PB_STAGE_WORKER,
-    .opts = resize_opts,
-    .opts_size = sizeof(struct resize_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct resize_opts, device),
+    PB_DEVICE_OPTS(resize_opts, struct resize_opts),
     .gpu = &resize_gpu,
     .validate = resize_validate,
     .init = resize_init,
