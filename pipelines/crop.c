@@ -13,6 +13,7 @@
 #include "bench/pb.h"
 #include "kernels/image.h"
 #include "pipelines/gpu_stage.h"
+#include "pipelines/pixel_stage.h"
 #include "pipelines/stage.h"
 
 #include <math.h>
@@ -119,13 +120,9 @@ static int crop_init(enum crop_kind kind, const char *name, void **state, const 
     int rc = check_opts(kind, name, o, msg, msglen);
     if (rc != PB_OK)
         return rc;
-    if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
-        snprintf(msg, msglen,
-                 "stage '%s' needs decoded uint8 pixels; place it after decode and before "
-                 "normalize",
-                 name);
-        return PB_ERR_CONFIG;
-    }
+    rc = pb_pixel_plan_check(in, name, "after decode and before normalize", msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     struct crop_state *st = calloc(1, sizeof(*st));
     if (!st)
         return PB_ERR_NOMEM;
@@ -188,11 +185,9 @@ static int crop_process(void *state, struct pb_sample *s)
 {
     struct crop_state *st = state;
     const struct pb_shape *in = &s->in_shape;
-    if (in->dtype != PB_DTYPE_U8 || in->layout != PB_LAYOUT_THWC) {
-        snprintf(s->msg, s->msglen, "%s: input is %s, not uint8 pixels", st->name,
-                 pb_dtype_name(in->dtype));
-        return PB_ERR;
-    }
+    int rc = pb_pixel_sample_check(s, st->name);
+    if (rc != PB_OK)
+        return rc;
     if (in->height < 1 || in->width < 1 || in->channels < 1) {
         snprintf(s->msg, s->msglen, "%s: %s: empty image (%dx%dx%d)",
                  s->path ? s->path : "(sample)", st->name, in->width, in->height, in->channels);

@@ -16,6 +16,7 @@
 #include "bench/pb.h"
 #include "kernels/image.h"
 #include "pipelines/gpu_stage.h"
+#include "pipelines/pixel_stage.h"
 #include "pipelines/stage.h"
 
 #include <stdio.h>
@@ -102,10 +103,9 @@ static int normalize_init(void **state, const void *opts, const struct pb_stage_
         return rc;
     int n_mean = o->mean.count, n_std = o->std.count;
     int n = n_mean > n_std ? n_mean : n_std;
-    if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
-        snprintf(msg, msglen, "stage 'normalize' needs decoded uint8 pixels; place it after decode");
-        return PB_ERR_CONFIG;
-    }
+    rc = pb_pixel_plan_check(in, "normalize", "after decode", msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     struct normalize_state *st = calloc(1, sizeof(*st));
     if (!st)
         return PB_ERR_NOMEM;
@@ -134,11 +134,9 @@ static int normalize_process(void *state, struct pb_sample *s)
 {
     const struct normalize_state *st = state;
     const struct pb_shape *in = &s->in_shape;
-    if (in->dtype != PB_DTYPE_U8 || in->layout != PB_LAYOUT_THWC) {
-        snprintf(s->msg, s->msglen, "normalize: input is %s, not uint8 pixels",
-                 pb_dtype_name(in->dtype));
-        return PB_ERR;
-    }
+    int rc = pb_pixel_sample_check(s, "normalize");
+    if (rc != PB_OK)
+        return rc;
     int out_channels = st->channels > 1 ? st->channels : in->channels;
     if (in->channels < 1 || in->channels > PB_NORMALIZE_MAX_CHANNELS ||
         (in->channels != out_channels && in->channels != 1)) {

@@ -5,6 +5,7 @@
 #include "bench/pb.h"
 #include "kernels/image.h"
 #include "pipelines/gpu_stage.h"
+#include "pipelines/pixel_stage.h"
 #include "pipelines/stage.h"
 
 #include <stdio.h>
@@ -105,12 +106,9 @@ static int resize_init(void **state, const void *opts, const struct pb_stage_pla
     int rc = resize_validate(o, msg, msglen);
     if (rc != PB_OK)
         return rc;
-    if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
-        snprintf(msg, msglen,
-                 "stage 'resize' needs decoded uint8 pixels; place it after decode and before "
-                 "normalize");
-        return PB_ERR_CONFIG;
-    }
+    rc = pb_pixel_plan_check(in, "resize", "after decode and before normalize", msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     struct resize_state *st = calloc(1, sizeof(*st));
     if (!st)
         return PB_ERR_NOMEM;
@@ -152,11 +150,9 @@ static int resize_process(void *state, struct pb_sample *s)
 {
     struct resize_state *st = state;
     const struct pb_shape *in = &s->in_shape;
-    if (in->dtype != PB_DTYPE_U8 || in->layout != PB_LAYOUT_THWC) {
-        snprintf(s->msg, s->msglen, "resize: input is %s, not uint8 pixels",
-                 pb_dtype_name(in->dtype));
-        return PB_ERR;
-    }
+    int rc = pb_pixel_sample_check(s, "resize");
+    if (rc != PB_OK)
+        return rc;
     if (in->height < 1 || in->width < 1 || in->channels < 1) {
         snprintf(s->msg, s->msglen, "%s: resize: empty image (%dx%dx%d)",
                  s->path ? s->path : "(sample)", in->width, in->height, in->channels);
