@@ -97,8 +97,8 @@ static int parse_list(struct parse *p, const yaml_node_t *list, const char *must
 {
     if (list->type != YAML_SEQUENCE_NODE)
         return node_error(p, list, "%s", must_be);
-    for (yaml_node_item_t *it = list->data.sequence.items.start;
-         it < list->data.sequence.items.top; it++) {
+    for (yaml_node_item_t *it = list->data.sequence.items.start; it < list->data.sequence.items.top;
+         it++) {
         int rc = parse_item(p, yaml_document_get_node(p->doc, *it));
         if (rc != PB_OK)
             return rc;
@@ -144,11 +144,12 @@ static int parse_exclude_rule(struct parse *p, const yaml_node_t *rule)
     if (rule->type != YAML_MAPPING_NODE)
         return node_error(p, rule, "a sweep.exclude rule must be a mapping of axis: value");
     if (sw->rule_count == PB_SWEEP_MAX_RULES)
-        return node_error(p, rule, "sweep.exclude has too many rules (at most %d)", PB_SWEEP_MAX_RULES);
+        return node_error(p, rule, "sweep.exclude has too many rules (at most %d)",
+                          PB_SWEEP_MAX_RULES);
     struct pb_sweep_rule *out = &sw->rules[sw->rule_count];
     memset(out, 0, sizeof(*out));
-    for (yaml_node_pair_t *kv = rule->data.mapping.pairs.start;
-         kv < rule->data.mapping.pairs.top; kv++) {
+    for (yaml_node_pair_t *kv = rule->data.mapping.pairs.start; kv < rule->data.mapping.pairs.top;
+         kv++) {
         const yaml_node_t *k = yaml_document_get_node(p->doc, kv->key);
         const yaml_node_t *v = yaml_document_get_node(p->doc, kv->value);
         const char *path = scalar(k), *text = scalar(v);
@@ -162,8 +163,8 @@ static int parse_exclude_rule(struct parse *p, const yaml_node_t *rule)
         for (int i = 0; i < axis->value_count; i++)
             known = known || strcmp(axis->values[i], text) == 0;
         if (!known)
-            return node_error(p, v, "sweep.exclude: '%s' is not one of the values of '%s'",
-                              text, path);
+            return node_error(p, v, "sweep.exclude: '%s' is not one of the values of '%s'", text,
+                              path);
         if (out->count == PB_SWEEP_MAX_AXES)
             break;
         snprintf(out->paths[out->count], sizeof(out->paths[0]), "%s", path);

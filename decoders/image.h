@@ -34,9 +34,11 @@ struct pb_image_opts {
 static inline void pb_image_plan_output(const struct pb_image_opts *o, struct pb_stage_plan *out)
 {
     int channels = o->output == PB_IMAGE_GRAY ? 1 : 3;
-    out->shape = (struct pb_shape){.dtype = PB_DTYPE_U8, .frames = 1,
+    out->shape = (struct pb_shape){.dtype = PB_DTYPE_U8,
+                                   .frames = 1,
                                    .height = (int32_t)o->plan_height,
-                                   .width = (int32_t)o->plan_width, .channels = channels,
+                                   .width = (int32_t)o->plan_width,
+                                   .channels = channels,
                                    .layout = PB_LAYOUT_THWC};
     out->max_bytes = pb_shape_bytes(&out->shape);
 }

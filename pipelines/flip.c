@@ -160,8 +160,8 @@ static int flip_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t msg
 
 #endif /* PB_HAVE_CUDA */
 
-PB_GPU_STAGE(flip_gpu, "flip", flip_opts, struct flip_opts, NULL,
-             flip_gpu_init, flip_gpu_batch, flip_gpu_cleanup);
+PB_GPU_STAGE(flip_gpu, "flip", flip_opts, struct flip_opts, NULL, flip_gpu_init, flip_gpu_batch,
+             flip_gpu_cleanup);
 
 const struct pb_stage_ops pb_stage_flip = {
     .name = "flip",

@@ -21,15 +21,15 @@
  * version's name, options and validate (NULL for none), run per batch after
  * to_device with the given callbacks (see PB_GPU_CALLBACKS for a build
  * without CUDA). The CPU version's table points at it with .gpu = &var. */
-#define PB_GPU_STAGE(var, stage_name, opt_table, opts_type, validate_fn, init_fn, batch_fn,      \
-                     cleanup_fn)                                                                 \
-    static const struct pb_stage_ops var = {                                                     \
-        .name = stage_name,                                                                      \
-        .summary = stage_name " on the GPU, per batch after to_device.",                         \
-        .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,                                               \
-        PB_DEVICE_OPTS(opt_table, opts_type),                                                    \
-        .validate = (validate_fn),                                                               \
-        PB_GPU_CALLBACKS(init_fn, batch_fn, cleanup_fn),                                         \
+#define PB_GPU_STAGE(var, stage_name, opt_table, opts_type, validate_fn, init_fn, batch_fn,        \
+                     cleanup_fn)                                                                   \
+    static const struct pb_stage_ops var = {                                                       \
+        .name = stage_name,                                                                        \
+        .summary = stage_name " on the GPU, per batch after to_device.",                           \
+        .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,                                                 \
+        PB_DEVICE_OPTS(opt_table, opts_type),                                                      \
+        .validate = (validate_fn),                                                                 \
+        PB_GPU_CALLBACKS(init_fn, batch_fn, cleanup_fn),                                           \
     }
 
 /* A GPU stage's device output: batch samples of sample_bytes each. */
