@@ -1,7 +1,6 @@
 #include "bench/analysis.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,16 +455,8 @@ static void scaling(const struct pb_result *result, struct pb_analysis *an)
 
 /* ---- suggestions -------------------------------------------------------- */
 
-static void suggest(struct pb_analysis *an, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void suggest(struct pb_analysis *an, const char *fmt, ...)
-{
-    if (an->suggestion_count >= (int)PB_ARRAY_LEN(an->suggestions))
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(an->suggestions[an->suggestion_count++], sizeof(an->suggestions[0]), fmt, ap);
-    va_end(ap);
-}
+/* Adds a suggestion; past the last slot, drops it. */
+#define SUGGEST(an, ...) PB_LINES_ADD((an)->suggestions, &(an)->suggestion_count, __VA_ARGS__)
 
 /* The decoder the base config's decode stage uses, or "". */
 static const char *decoder_name(const struct pb_result *result)
@@ -502,33 +493,33 @@ static void suggestions(const struct pb_result *result, struct pb_analysis *an)
                                                "random_resized_crop", NULL};
 
     if (a->input_bound == PB_INPUT_BOUND_NO)
-        suggest(an,
+        SUGGEST(an,
                 "the loader keeps up: the loop waits %.1f%% of its time (< %.0f%%); a faster "
                 "loader would not speed up training at this step time",
                 p->stall_pct, PB_INPUT_BOUND_MODERATE_PCT);
     if (a->top_stage >= 0 && a->top_share_pct >= 40 && name_is(top, decode_names)) {
         const char *decoder = decoder_name(result);
         if (strcmp(decoder, "video") == 0)
-            suggest(an,
+            SUGGEST(an,
                     "decode takes %.0f%% of worker time and decodes %.2fx the frames it delivers: "
                     "skip the non-reference frames nobody receives (pipeline.decode.discard: "
                     "nonref), encode the sources with a shorter GOP, trade workers for decoder "
                     "threads (pipeline.decode.threads), or decode on the GPU",
                     a->top_share_pct, a->amplification);
         else if (strcmp(decoder, "null") == 0)
-            suggest(an,
+            SUGGEST(an,
                     "decode takes %.0f%% of worker time: the null decoder's cost_us sets it; a "
                     "real decoder's share is the figure to watch",
                     a->top_share_pct);
         else
-            suggest(an,
+            SUGGEST(an,
                     "decode takes %.0f%% of worker time: decode at reduced size (JPEG DCT "
                     "scaling, pipeline.decode.scale: auto), store a smaller source resolution, "
                     "or decode on the GPU",
                     a->top_share_pct);
     }
     if (a->top_stage >= 0 && a->top_share_pct >= 30 && name_is(top, sizing_names))
-        suggest(an,
+        SUGGEST(an,
                 "%s takes %.0f%% of worker time: crop before resizing (random_resized_crop "
                 "resamples only the crop), or use interpolation: bilinear instead of area",
                 top, a->top_share_pct);
@@ -540,56 +531,56 @@ static void suggestions(const struct pb_result *result, struct pb_analysis *an)
         double copy_pct = wall_ns > 0 ? 100 * g->copy_ns / wall_ns : 0;
         double peak = result->calibration.h2d_pinned_gb_s;
         if (p->pinned_bytes == 0 && copy_wait_pct >= 5)
-            suggest(an,
+            SUGGEST(an,
                     "the loop waits %.1f%% of its time on pageable copies (%.2f GB/s): pin the "
                     "batch buffers (loader.pin_memory: true) so copies are asynchronous DMA",
                     copy_wait_pct, g->copy_gb_per_s);
         if (copy_pct >= 5 && g->overlap_pct < 50 && g->step_ns > 0)
-            suggest(an,
+            SUGGEST(an,
                     "copies take %.1f%% of wall time and only %.0f%% of it overlaps the step: "
                     "loader.device_prefetch >= 2 with to_device.stream: copy runs the next copy "
                     "during the step",
                     copy_pct, g->overlap_pct);
         if (copy_pct >= 10)
-            suggest(an,
+            SUGGEST(an,
                     "copies take %.1f%% of wall time: copy uint8 and normalize on the GPU "
                     "(pipeline.normalize.device: gpu) to move 4x fewer bytes than float32",
                     copy_pct);
         if (p->pinned_bytes > 0 && peak > 0 && g->copy_gb_per_s < 0.5 * peak)
-            suggest(an,
+            SUGGEST(an,
                     "pinned copies reach %.2f GB/s, %.0f%% of this machine's calibrated %.1f GB/s: "
                     "other traffic shares the link, or the GPU is not on the CPU's nearest PCIe "
                     "root (check nvidia-smi topo -m)",
                     g->copy_gb_per_s, 100 * g->copy_gb_per_s / peak, peak);
     }
     if (a->input_bound != PB_INPUT_BOUND_NO && a->saturated)
-        suggest(an,
+        SUGGEST(an,
                 "all %d hardware threads are busy (%.0f%% CPU) and the loop still waits %.1f%%: "
                 "more workers cannot help; cut the work per sample (the largest stage first) or "
                 "add cores",
                 pus, p->cpu_util_pct, p->stall_pct);
     if (a->input_bound != PB_INPUT_BOUND_NO && a->cpu_bound && !a->saturated && a->workers < pus)
-        suggest(an,
+        SUGGEST(an,
                 "workers are busy (%.0f%% on CPU) and the loop still waits %.1f%%: add workers, "
                 "up to the %d hardware threads (now %lld)",
                 p->worker_cpu_pct, p->stall_pct, pus, (long long)a->workers);
     if (a->input_bound != PB_INPUT_BOUND_NO && !a->cpu_bound && !a->saturated && a->workers > 0)
-        suggest(an,
+        SUGGEST(an,
                 "workers are on CPU only %.0f%% of the time while the loop waits %.1f%%: they "
                 "wait on I/O or each other; more workers or a larger prefetch_factor can hide it",
                 p->worker_cpu_pct, p->stall_pct);
     if (a->oversubscribed && a->saturated)
-        suggest(an,
+        SUGGEST(an,
                 "%lld workers share %d hardware threads: with the cores saturated, a worker beyond "
                 "%d adds only queueing (more batches in flight), not compute; compare the %d-worker "
                 "rows before buying it with memory",
                 (long long)a->workers, pus, pus, pus);
     else if (a->oversubscribed)
-        suggest(an, "%lld workers share %d hardware threads: use at most %d", (long long)a->workers,
+        SUGGEST(an, "%lld workers share %d hardware threads: use at most %d", (long long)a->workers,
                 pus, pus);
     uint64_t machine_bytes = result->machine.memory_bytes;
     if (machine_bytes > 0 && a->memory_bytes > machine_bytes / 4)
-        suggest(an,
+        SUGGEST(an,
                 "the loader holds %.0f MiB (%.0f%% of the machine's memory): lower "
                 "loader.prefetch_factor (now %lld) or the batch size",
                 (double)a->memory_bytes / 1048576.0,

@@ -1,7 +1,6 @@
 #include "bench/compare.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,17 +11,8 @@
 
 /* ---- compatibility ------------------------------------------------------- */
 
-static void add_difference(struct pb_comparison *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void add_difference(struct pb_comparison *c, const char *fmt, ...)
-{
-    if (c->difference_count >= (int)PB_ARRAY_LEN(c->differences))
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->differences[c->difference_count++], sizeof(c->differences[0]), fmt, ap);
-    va_end(ap);
-}
+/* Adds a difference; past the last slot, drops it. */
+#define ADD_DIFFERENCE(c, ...) PB_LINES_ADD((c)->differences, &(c)->difference_count, __VA_ARGS__)
 
 static void json_text(const json_t *v, char *buf, size_t n)
 {
@@ -70,7 +60,7 @@ static void diff_json(struct pb_comparison *c, const char *path, const json_t *a
     char x[120], y[120];
     json_text(a, x, sizeof(x));
     json_text(b, y, sizeof(y));
-    add_difference(c, "config %s: %s -> %s", path, x, y);
+    ADD_DIFFERENCE(c, "config %s: %s -> %s", path, x, y);
     c->incompatible = true;
 }
 
@@ -79,16 +69,16 @@ static void check_compatible(struct pb_comparison *c, const struct pb_result *a,
 {
     const struct pb_machine *x = &a->machine, *y = &b->machine;
     if (strcmp(x->cpu_model, y->cpu_model) != 0)
-        add_difference(c, "machine CPU model: %s -> %s", x->cpu_model, y->cpu_model);
+        ADD_DIFFERENCE(c, "machine CPU model: %s -> %s", x->cpu_model, y->cpu_model);
     if (x->cores != y->cores || x->pus != y->pus)
-        add_difference(c, "machine cores/PUs: %d/%d -> %d/%d", x->cores, x->pus, y->cores, y->pus);
+        ADD_DIFFERENCE(c, "machine cores/PUs: %d/%d -> %d/%d", x->cores, x->pus, y->cores, y->pus);
     if (strcmp(x->gpu_name, y->gpu_name) != 0)
-        add_difference(c, "GPU: '%s' -> '%s'", x->gpu_name, y->gpu_name);
+        ADD_DIFFERENCE(c, "GPU: '%s' -> '%s'", x->gpu_name, y->gpu_name);
     for (int i = 0; i < x->library_count; i++)
         for (int j = 0; j < y->library_count; j++)
             if (strcmp(x->libraries[i][0], y->libraries[j][0]) == 0 &&
                 strcmp(x->libraries[i][1], y->libraries[j][1]) != 0)
-                add_difference(c, "library %s: %s -> %s", x->libraries[i][0], x->libraries[i][1],
+                ADD_DIFFERENCE(c, "library %s: %s -> %s", x->libraries[i][0], x->libraries[i][1],
                                y->libraries[j][1]);
     c->incompatible = c->difference_count > 0;
     /* The measured config: everything but the run section, which only says

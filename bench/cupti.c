@@ -118,20 +118,17 @@ static int cmp_kernel(const void *a, const void *b)
     const struct pb_cupti_record *x = *(const struct pb_cupti_record *const *)a;
     const struct pb_cupti_record *y = *(const struct pb_cupti_record *const *)b;
     int by_name = strcmp(x->name, y->name);
-    if (by_name)
-        return by_name;
     uint64_t dx = duration_ns(x), dy = duration_ns(y);
-    return (dx > dy) - (dx < dy);
+    return by_name ? by_name : (dx > dy) - (dx < dy);
 }
 
+/* Copies by name, then pageable before pinned. */
 static int cmp_copy(const void *a, const void *b)
 {
     const struct pb_cupti_record *x = *(const struct pb_cupti_record *const *)a;
     const struct pb_cupti_record *y = *(const struct pb_cupti_record *const *)b;
     int by_name = strcmp(x->name, y->name);
-    if (by_name)
-        return by_name;
-    return (int)x->pinned - (int)y->pinned;
+    return by_name ? by_name : (int)x->pinned - (int)y->pinned;
 }
 
 struct group {

@@ -3,8 +3,10 @@
 #ifndef PB_H
 #define PB_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 /* Return codes. Functions return PB_OK or one of the negative codes below;
@@ -63,6 +65,22 @@ static inline size_t pb_strlcpy(char *dst, const char *src, size_t size)
     dst[n] = 0;
     return len;
 }
+
+/* Formats one more line into lines, an array of capacity lines of
+ * line_size bytes each of which *count are taken, and counts it; a full
+ * array keeps what it has. PB_LINES_ADD passes a char[N][M] array's sizes. */
+static inline __attribute__((format(printf, 5, 6))) void
+pb_lines_add(char *lines, size_t line_size, size_t capacity, int *count, const char *fmt, ...)
+{
+    if (*count >= (int)capacity)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(lines + (size_t)(*count)++ * line_size, line_size, fmt, ap);
+    va_end(ap);
+}
+#define PB_LINES_ADD(array, count, ...)                                                            \
+    pb_lines_add((array)[0], sizeof((array)[0]), PB_ARRAY_LEN(array), (count), __VA_ARGS__)
 
 /* splitmix64: a fast, well-mixed 64-bit hash used to derive seeds. */
 static inline uint64_t pb_mix64(uint64_t x)

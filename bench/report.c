@@ -131,6 +131,16 @@ static void table_add(struct table *t, const char *fmt, ...)
         t->cells[t->cell_count++] = copy;
 }
 
+/* Adds a latency row's cells after its name: the count, then the given
+ * formatted times. */
+static void add_count_and_cells(struct table *t, uint64_t count, const char *const cells[],
+                                size_t cell_count)
+{
+    table_add(t, "%llu", (unsigned long long)count);
+    for (size_t c = 0; c < cell_count; c++)
+        table_add(t, "%s", cells[c]);
+}
+
 static void table_free(struct table *t)
 {
     for (size_t i = 0; i < t->cell_count; i++)
@@ -666,13 +676,8 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
             table_add(&t, "  %s", st->name + strlen(st->parent)); /* "  .seek" under decode */
         else
             table_add(&t, "%s", st->name);
-        table_add(&t, "%llu", (unsigned long long)h->count);
-        table_add(&t, "%s", mean);
-        table_add(&t, "%s", p50);
-        table_add(&t, "%s", p90);
-        table_add(&t, "%s", p99);
-        table_add(&t, "%s", max);
-        table_add(&t, "%s", cpu);
+        const char *const cells[] = {mean, p50, p90, p99, max, cpu};
+        add_count_and_cells(&t, h->count, cells, PB_ARRAY_LEN(cells));
         table_add(&t, "%.1f", st->share_pct);
     }
     if (!s->markdown)
@@ -720,11 +725,8 @@ static void emit_gpu_stages(const struct sink *s, const struct pb_point_result *
         format_ns(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
         format_ns(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
         table_add(&t, "%s", st->name);
-        table_add(&t, "%llu", (unsigned long long)h->count);
-        table_add(&t, "%s", mean);
-        table_add(&t, "%s", p50);
-        table_add(&t, "%s", p99);
-        table_add(&t, "%s", max);
+        const char *const cells[] = {mean, p50, p99, max};
+        add_count_and_cells(&t, h->count, cells, PB_ARRAY_LEN(cells));
         if (st->counter_count > 0 && h->sum_ns > 0)
             table_add(&t, "%.2f", (double)st->counters[0] / (double)h->sum_ns);
         else

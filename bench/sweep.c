@@ -90,83 +90,88 @@ static int parse_axis(struct parse *p, const yaml_node_t *key, const yaml_node_t
     return PB_OK;
 }
 
-static int parse_zip(struct parse *p, const yaml_node_t *value)
+/* Parses each item of list with parse_item; list must be a sequence, else
+ * the error says must_be. */
+static int parse_list(struct parse *p, const yaml_node_t *list, const char *must_be,
+                      int (*parse_item)(struct parse *p, const yaml_node_t *item))
 {
-    struct pb_sweep *sw = p->sweep;
-    if (value->type != YAML_SEQUENCE_NODE)
-        return node_error(p, value, "sweep.zip must be a list of groups, e.g. [[%s, %s]]",
-                          "loader.batch_size", "run.step_ms");
-    for (yaml_node_item_t *g = value->data.sequence.items.start; g < value->data.sequence.items.top;
-         g++) {
-        const yaml_node_t *group = yaml_document_get_node(p->doc, *g);
-        if (group->type != YAML_SEQUENCE_NODE ||
-            group->data.sequence.items.top - group->data.sequence.items.start < 2)
-            return node_error(p, group, "a sweep.zip group must list two or more axes");
-        int count = -1;
-        for (yaml_node_item_t *it = group->data.sequence.items.start;
-             it < group->data.sequence.items.top; it++) {
-            const yaml_node_t *item = yaml_document_get_node(p->doc, *it);
-            const char *path = scalar(item);
-            struct pb_sweep_axis *axis = path ? find_axis(sw, path) : NULL;
-            if (!axis)
-                return node_error(p, item, "sweep.zip names '%s', which is not a sweep axis",
-                                  path ? path : "?");
-            if (axis->zip_group >= 0)
-                return node_error(p, item, "sweep axis '%s' is in two zip groups", path);
-            if (count >= 0 && axis->value_count != count) {
-                return node_error(p, item,
-                                  "sweep.zip: axis '%s' must have as many values as the group's "
-                                  "first (%d)",
-                                  path, count);
-            }
-            count = axis->value_count;
-            axis->zip_group = sw->zip_count;
-        }
-        sw->zip_count++;
+    if (list->type != YAML_SEQUENCE_NODE)
+        return node_error(p, list, "%s", must_be);
+    for (yaml_node_item_t *it = list->data.sequence.items.start; it < list->data.sequence.items.top;
+         it++) {
+        int rc = parse_item(p, yaml_document_get_node(p->doc, *it));
+        if (rc != PB_OK)
+            return rc;
     }
     return PB_OK;
 }
 
-static int parse_exclude(struct parse *p, const yaml_node_t *value)
+/* One sweep.zip group: two or more axes with as many values each. */
+static int parse_zip_group(struct parse *p, const yaml_node_t *group)
 {
     struct pb_sweep *sw = p->sweep;
-    if (value->type != YAML_SEQUENCE_NODE)
-        return node_error(p, value, "sweep.exclude must be a list of rules, e.g. [{%s: %s}]",
-                          "loader.workers", "1");
-    for (yaml_node_item_t *r = value->data.sequence.items.start; r < value->data.sequence.items.top;
-         r++) {
-        const yaml_node_t *rule = yaml_document_get_node(p->doc, *r);
-        if (rule->type != YAML_MAPPING_NODE)
-            return node_error(p, rule, "a sweep.exclude rule must be a mapping of axis: value");
-        if (sw->rule_count == PB_SWEEP_MAX_RULES)
-            return node_error(p, rule, "sweep.exclude has too many rules (at most %d)", PB_SWEEP_MAX_RULES);
-        struct pb_sweep_rule *out = &sw->rules[sw->rule_count];
-        memset(out, 0, sizeof(*out));
-        for (yaml_node_pair_t *kv = rule->data.mapping.pairs.start;
-             kv < rule->data.mapping.pairs.top; kv++) {
-            const yaml_node_t *k = yaml_document_get_node(p->doc, kv->key);
-            const yaml_node_t *v = yaml_document_get_node(p->doc, kv->value);
-            const char *path = scalar(k), *text = scalar(v);
-            struct pb_sweep_axis *axis = path ? find_axis(sw, path) : NULL;
-            if (!axis)
-                return node_error(p, k, "sweep.exclude names '%s', which is not a sweep axis",
-                                  path ? path : "?");
-            if (!text)
-                return node_error(p, v, "sweep.exclude: the value of '%s' must be a scalar", path);
-            bool known = false;
-            for (int i = 0; i < axis->value_count; i++)
-                known = known || strcmp(axis->values[i], text) == 0;
-            if (!known)
-                return node_error(p, v, "sweep.exclude: '%s' is not one of the values of '%s'",
-                                  text, path);
-            if (out->count == PB_SWEEP_MAX_AXES)
-                break;
-            snprintf(out->paths[out->count], sizeof(out->paths[0]), "%s", path);
-            snprintf(out->values[out->count], sizeof(out->values[0]), "%s", text);
-            out->count++;
+    if (group->type != YAML_SEQUENCE_NODE ||
+        group->data.sequence.items.top - group->data.sequence.items.start < 2)
+        return node_error(p, group, "a sweep.zip group must list two or more axes");
+    int count = -1;
+    for (yaml_node_item_t *it = group->data.sequence.items.start;
+         it < group->data.sequence.items.top; it++) {
+        const yaml_node_t *item = yaml_document_get_node(p->doc, *it);
+        const char *path = scalar(item);
+        struct pb_sweep_axis *axis = path ? find_axis(sw, path) : NULL;
+        if (!axis)
+            return node_error(p, item, "sweep.zip names '%s', which is not a sweep axis",
+                              path ? path : "?");
+        if (axis->zip_group >= 0)
+            return node_error(p, item, "sweep axis '%s' is in two zip groups", path);
+        if (count >= 0 && axis->value_count != count) {
+            return node_error(p, item,
+                              "sweep.zip: axis '%s' must have as many values as the group's "
+                              "first (%d)",
+                              path, count);
         }
-        sw->rule_count++;
+        count = axis->value_count;
+        axis->zip_group = sw->zip_count;
     }
+    sw->zip_count++;
+    return PB_OK;
+}
+
+/* One sweep.exclude rule: a mapping of axes to one of their values. */
+static int parse_exclude_rule(struct parse *p, const yaml_node_t *rule)
+{
+    struct pb_sweep *sw = p->sweep;
+    if (rule->type != YAML_MAPPING_NODE)
+        return node_error(p, rule, "a sweep.exclude rule must be a mapping of axis: value");
+    if (sw->rule_count == PB_SWEEP_MAX_RULES)
+        return node_error(p, rule, "sweep.exclude has too many rules (at most %d)",
+                          PB_SWEEP_MAX_RULES);
+    struct pb_sweep_rule *out = &sw->rules[sw->rule_count];
+    memset(out, 0, sizeof(*out));
+    for (yaml_node_pair_t *kv = rule->data.mapping.pairs.start; kv < rule->data.mapping.pairs.top;
+         kv++) {
+        const yaml_node_t *k = yaml_document_get_node(p->doc, kv->key);
+        const yaml_node_t *v = yaml_document_get_node(p->doc, kv->value);
+        const char *path = scalar(k), *text = scalar(v);
+        struct pb_sweep_axis *axis = path ? find_axis(sw, path) : NULL;
+        if (!axis)
+            return node_error(p, k, "sweep.exclude names '%s', which is not a sweep axis",
+                              path ? path : "?");
+        if (!text)
+            return node_error(p, v, "sweep.exclude: the value of '%s' must be a scalar", path);
+        bool known = false;
+        for (int i = 0; i < axis->value_count; i++)
+            known = known || strcmp(axis->values[i], text) == 0;
+        if (!known)
+            return node_error(p, v, "sweep.exclude: '%s' is not one of the values of '%s'", text,
+                              path);
+        if (out->count == PB_SWEEP_MAX_AXES)
+            break;
+        snprintf(out->paths[out->count], sizeof(out->paths[0]), "%s", path);
+        snprintf(out->values[out->count], sizeof(out->values[0]), "%s", text);
+        out->count++;
+    }
+    sw->rule_count++;
     return PB_OK;
 }
 
@@ -199,9 +204,14 @@ static int parse_sweep(struct parse *p, const yaml_node_t *node)
     }
     int rc = PB_OK;
     if (zip)
-        rc = parse_zip(p, zip);
+        rc = parse_list(p, zip,
+                        "sweep.zip must be a list of groups, e.g. "
+                        "[[loader.batch_size, run.step_ms]]",
+                        parse_zip_group);
     if (rc == PB_OK && exclude)
-        rc = parse_exclude(p, exclude);
+        rc = parse_list(p, exclude,
+                        "sweep.exclude must be a list of rules, e.g. [{loader.workers: 1}]",
+                        parse_exclude_rule);
     return rc;
 }
 

@@ -29,6 +29,20 @@ struct pb_image_opts {
     int64_t plan_height;
 };
 
+/* The output a still-image decoder plans for before it has seen an image:
+ * plan_height x plan_width pixels with the channels o->output asks for. */
+static inline void pb_image_plan_output(const struct pb_image_opts *o, struct pb_stage_plan *out)
+{
+    int channels = o->output == PB_IMAGE_GRAY ? 1 : 3;
+    out->shape = (struct pb_shape){.dtype = PB_DTYPE_U8,
+                                   .frames = 1,
+                                   .height = (int32_t)o->plan_height,
+                                   .width = (int32_t)o->plan_width,
+                                   .channels = channels,
+                                   .layout = PB_LAYOUT_THWC};
+    out->max_bytes = pb_shape_bytes(&out->shape);
+}
+
 /* The kind of image bytes start with, from their magic numbers. */
 enum pb_image_kind {
     PB_IMAGE_UNKNOWN = 0,

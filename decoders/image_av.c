@@ -107,12 +107,7 @@ static int image_init(void **state, const void *opts, const struct pb_stage_plan
         image_cleanup(st);
         return PB_ERR_NOMEM;
     }
-    int channels = st->o.output == PB_IMAGE_GRAY ? 1 : 3;
-    out->shape = (struct pb_shape){.dtype = PB_DTYPE_U8, .frames = 1,
-                                   .height = (int32_t)st->o.plan_height,
-                                   .width = (int32_t)st->o.plan_width, .channels = channels,
-                                   .layout = PB_LAYOUT_THWC};
-    out->max_bytes = pb_shape_bytes(&out->shape);
+    pb_image_plan_output(&st->o, out);
     *state = st;
     return PB_OK;
 }

@@ -98,11 +98,6 @@ static int null_decode(void *state, struct pb_sample *s)
     return PB_OK;
 }
 
-static void null_cleanup(void *state)
-{
-    free(state);
-}
-
 const struct pb_decoder_ops pb_decoder_null = {
     .name = "null",
     .summary = "Synthetic image of a set size and CPU cost; tests and calibrates the harness.",
@@ -110,5 +105,5 @@ const struct pb_decoder_ops pb_decoder_null = {
     .opts_size = sizeof(struct null_opts),
     .init = null_init,
     .decode = null_decode,
-    .cleanup = null_cleanup,
+    .cleanup = free,
 };

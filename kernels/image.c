@@ -30,25 +30,27 @@ static int reserve(void **p, size_t *cap, size_t need, size_t size)
     return PB_OK;
 }
 
+/* One axis's tables: start and weight share a capacity (cap), each grown
+ * to need entries of its own type. */
+static int reserve_axis(int32_t **start, float **weight, size_t *cap, size_t need)
+{
+    size_t start_cap = *cap, weight_cap = *cap;
+    if (reserve((void **)start, &start_cap, need, sizeof(int32_t)) != PB_OK)
+        return PB_ERR_NOMEM;
+    if (reserve((void **)weight, &weight_cap, need, sizeof(float)) != PB_OK)
+        return PB_ERR_NOMEM;
+    *cap = weight_cap;
+    return PB_OK;
+}
+
 static int reserve_tables(struct pb_resampler *r, int in_h, int in_w, int out_h, int out_w,
                           int channels)
 {
     size_t need_x = (size_t)out_w * (size_t)taps_for(r->interp, in_w, out_w);
     size_t need_y = (size_t)out_h * (size_t)taps_for(r->interp, in_h, out_h);
-    size_t cap_x = r->cap_x, cap_y = r->cap_y;
-    /* start_* and weight_* share a capacity: starts need only out of it. */
-    if (reserve((void **)&r->start_x, &cap_x, need_x, sizeof(int32_t)) != PB_OK)
+    if (reserve_axis(&r->start_x, &r->weight_x, &r->cap_x, need_x) != PB_OK ||
+        reserve_axis(&r->start_y, &r->weight_y, &r->cap_y, need_y) != PB_OK)
         return PB_ERR_NOMEM;
-    cap_x = r->cap_x;
-    if (reserve((void **)&r->weight_x, &cap_x, need_x, sizeof(float)) != PB_OK)
-        return PB_ERR_NOMEM;
-    r->cap_x = cap_x;
-    if (reserve((void **)&r->start_y, &cap_y, need_y, sizeof(int32_t)) != PB_OK)
-        return PB_ERR_NOMEM;
-    cap_y = r->cap_y;
-    if (reserve((void **)&r->weight_y, &cap_y, need_y, sizeof(float)) != PB_OK)
-        return PB_ERR_NOMEM;
-    r->cap_y = cap_y;
     if (reserve((void **)&r->out_row, &r->cap_out_row, (size_t)out_w * (size_t)channels,
                 sizeof(float)) != PB_OK)
         return PB_ERR_NOMEM;

@@ -8,6 +8,7 @@
  * other channel counts pass through unchanged. */
 #include "bench/pb.h"
 #include "kernels/image.h"
+#include "pipelines/pixel_stage.h"
 #include "pipelines/stage.h"
 
 #include <stdio.h>
@@ -88,12 +89,9 @@ static int jitter_init(void **state, const void *opts, const struct pb_stage_pla
     int rc = factor_ranges(opts, &tmp, msg, msglen);
     if (rc != PB_OK)
         return rc;
-    if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
-        snprintf(msg, msglen,
-                 "stage 'color_jitter' needs decoded uint8 pixels; place it after decode and "
-                 "before normalize");
-        return PB_ERR_CONFIG;
-    }
+    rc = pb_pixel_plan_check(in, "color_jitter", "after decode and before normalize", msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     struct jitter_state *st = malloc(sizeof(*st));
     if (!st)
         return PB_ERR_NOMEM;
@@ -105,24 +103,12 @@ static int jitter_init(void **state, const void *opts, const struct pb_stage_pla
 
 static int jitter_process(void *state, struct pb_sample *s)
 {
+    size_t bytes;
+    int rc = pb_pixel_same_size_check(s, "color_jitter", &bytes);
+    if (rc != PB_OK)
+        return rc;
     const struct jitter_state *st = state;
     const struct pb_shape *in = &s->in_shape;
-    if (in->dtype != PB_DTYPE_U8 || in->layout != PB_LAYOUT_THWC) {
-        snprintf(s->msg, s->msglen, "color_jitter: input is %s, not uint8 pixels",
-                 pb_dtype_name(in->dtype));
-        return PB_ERR;
-    }
-    size_t bytes = pb_shape_bytes(in);
-    if (bytes > s->in_bytes) {
-        snprintf(s->msg, s->msglen,
-                 "color_jitter: input of %zu bytes is smaller than its shape says (%zu)",
-                 s->in_bytes, bytes);
-        return PB_ERR;
-    }
-    if (bytes > s->out_capacity) {
-        s->out_bytes = bytes;
-        return PB_ERR_NOSPACE;
-    }
     struct pb_rng rng = pb_rng_for(s->seed, SALT_JITTER);
     struct pb_jitter j = {
         .brightness = (float)pb_rng_uniform(&rng, st->lo[0], st->hi[0]),
@@ -140,11 +126,6 @@ static int jitter_process(void *state, struct pb_sample *s)
     return PB_OK;
 }
 
-static void jitter_cleanup(void *state)
-{
-    free(state);
-}
-
 const struct pb_stage_ops pb_stage_color_jitter = {
     .name = "color_jitter",
     .summary = "Random brightness, contrast and saturation (torchvision ColorJitter, no hue).",
@@ -154,5 +135,5 @@ const struct pb_stage_ops pb_stage_color_jitter = {
     .validate = jitter_validate,
     .init = jitter_init,
     .process = jitter_process,
-    .cleanup = jitter_cleanup,
+    .cleanup = free,
 };

@@ -13,6 +13,7 @@
 #include "bench/pb.h"
 #include "kernels/image.h"
 #include "pipelines/gpu_stage.h"
+#include "pipelines/pixel_stage.h"
 #include "pipelines/stage.h"
 
 #include <math.h>
@@ -119,13 +120,9 @@ static int crop_init(enum crop_kind kind, const char *name, void **state, const 
     int rc = check_opts(kind, name, o, msg, msglen);
     if (rc != PB_OK)
         return rc;
-    if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
-        snprintf(msg, msglen,
-                 "stage '%s' needs decoded uint8 pixels; place it after decode and before "
-                 "normalize",
-                 name);
-        return PB_ERR_CONFIG;
-    }
+    rc = pb_pixel_plan_check(in, name, "after decode and before normalize", msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     struct crop_state *st = calloc(1, sizeof(*st));
     if (!st)
         return PB_ERR_NOMEM;
@@ -188,11 +185,9 @@ static int crop_process(void *state, struct pb_sample *s)
 {
     struct crop_state *st = state;
     const struct pb_shape *in = &s->in_shape;
-    if (in->dtype != PB_DTYPE_U8 || in->layout != PB_LAYOUT_THWC) {
-        snprintf(s->msg, s->msglen, "%s: input is %s, not uint8 pixels", st->name,
-                 pb_dtype_name(in->dtype));
-        return PB_ERR;
-    }
+    int rc = pb_pixel_sample_check(s, st->name);
+    if (rc != PB_OK)
+        return rc;
     if (in->height < 1 || in->width < 1 || in->channels < 1) {
         snprintf(s->msg, s->msglen, "%s: %s: empty image (%dx%dx%d)",
                  s->path ? s->path : "(sample)", st->name, in->width, in->height, in->channels);
@@ -377,9 +372,7 @@ static int crop_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t msg
                                      g->box_dev + base, g->out.dev, sample_bytes, st->height,
                                      st->width, b->stream),
                       st->name, msg, msglen);
-    b->dev_data = g->out.dev;
-    b->dev_slot_bytes = sample_bytes;
-    b->dev_shape = shape;
+    pb_gpu_out_publish(&g->out, b, sample_bytes, shape);
     return rc;
 }
 
@@ -403,38 +396,17 @@ static int random_crop_gpu_init(void **state, const void *opts, const struct pb_
 
 #endif /* PB_HAVE_CUDA */
 
-static const struct pb_stage_ops center_crop_gpu = {
-    .name = "center_crop",
-    .summary = "center_crop on the GPU, per batch after to_device.",
-    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
-    .opts = crop_opts,
-    .opts_size = sizeof(struct crop_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct crop_opts, device),
-    .validate = center_crop_validate,
-    PB_GPU_CALLBACKS(center_crop_gpu_init, crop_gpu_batch, crop_gpu_cleanup),
-};
+PB_GPU_STAGE(center_crop_gpu, "center_crop", crop_opts, struct crop_opts, center_crop_validate,
+             center_crop_gpu_init, crop_gpu_batch, crop_gpu_cleanup);
 
-static const struct pb_stage_ops random_crop_gpu = {
-    .name = "random_crop",
-    .summary = "random_crop on the GPU, per batch after to_device.",
-    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
-    .opts = crop_opts,
-    .opts_size = sizeof(struct crop_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct crop_opts, device),
-    .validate = random_crop_validate,
-    PB_GPU_CALLBACKS(random_crop_gpu_init, crop_gpu_batch, crop_gpu_cleanup),
-};
+PB_GPU_STAGE(random_crop_gpu, "random_crop", crop_opts, struct crop_opts, random_crop_validate,
+             random_crop_gpu_init, crop_gpu_batch, crop_gpu_cleanup);
 
 const struct pb_stage_ops pb_stage_center_crop = {
     .name = "center_crop",
     .summary = "Crop the centre window of each image or clip (zero-padded when larger).",
     .flags = PB_STAGE_WORKER,
-    .opts = crop_opts,
-    .opts_size = sizeof(struct crop_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct crop_opts, device),
+    PB_DEVICE_OPTS(crop_opts, struct crop_opts),
     .gpu = &center_crop_gpu,
     .validate = center_crop_validate,
     .init = center_crop_init,
@@ -447,10 +419,7 @@ const struct pb_stage_ops pb_stage_random_crop = {
     .name = "random_crop",
     .summary = "Crop a uniformly placed window, the same for every frame of a clip.",
     .flags = PB_STAGE_WORKER,
-    .opts = crop_opts,
-    .opts_size = sizeof(struct crop_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct crop_opts, device),
+    PB_DEVICE_OPTS(crop_opts, struct crop_opts),
     .gpu = &random_crop_gpu,
     .validate = random_crop_validate,
     .init = random_crop_init,

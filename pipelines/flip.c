@@ -5,6 +5,7 @@
 #include "bench/pb.h"
 #include "kernels/image.h"
 #include "pipelines/gpu_stage.h"
+#include "pipelines/pixel_stage.h"
 #include "pipelines/stage.h"
 
 #include <stdio.h>
@@ -37,12 +38,9 @@ static int flip_init(void **state, const void *opts, const struct pb_stage_plan 
 {
     (void)decoder;
     (void)decoder_opts;
-    if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
-        snprintf(msg, msglen,
-                 "stage 'flip' needs decoded uint8 pixels; place it after decode and before "
-                 "normalize");
-        return PB_ERR_CONFIG;
-    }
+    int rc = pb_pixel_plan_check(in, "flip", "after decode and before normalize", msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     struct flip_state *st = calloc(1, sizeof(*st));
     if (!st)
         return PB_ERR_NOMEM;
@@ -63,21 +61,10 @@ static int flip_process(void *state, struct pb_sample *s)
 {
     const struct flip_state *st = state;
     const struct pb_shape *in = &s->in_shape;
-    if (in->dtype != PB_DTYPE_U8 || in->layout != PB_LAYOUT_THWC) {
-        snprintf(s->msg, s->msglen, "flip: input is %s, not uint8 pixels",
-                 pb_dtype_name(in->dtype));
-        return PB_ERR;
-    }
-    size_t bytes = pb_shape_bytes(in);
-    if (bytes > s->in_bytes) {
-        snprintf(s->msg, s->msglen, "flip: input of %zu bytes is smaller than its shape says (%zu)",
-                 s->in_bytes, bytes);
-        return PB_ERR;
-    }
-    if (bytes > s->out_capacity) {
-        s->out_bytes = bytes;
-        return PB_ERR_NOSPACE;
-    }
+    size_t bytes;
+    int rc = pb_pixel_same_size_check(s, "flip", &bytes);
+    if (rc != PB_OK)
+        return rc;
     int frames = in->frames > 0 ? in->frames : 1;
     if (flip_drawn(st->p, s->seed)) {
         size_t frame = (size_t)in->height * (size_t)in->width * (size_t)in->channels;
@@ -90,11 +77,6 @@ static int flip_process(void *state, struct pb_sample *s)
     s->out_bytes = bytes;
     s->out_shape = *in;
     return PB_OK;
-}
-
-static void flip_cleanup(void *state)
-{
-    free(state);
 }
 
 /* ---- device: gpu ------------------------------------------------------ */
@@ -172,34 +154,22 @@ static int flip_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t msg
                                        in->height, in->width, in->channels, g->flags_dev + base,
                                        b->stream),
                       "flip", msg, msglen);
-    b->dev_data = g->out.dev;
-    b->dev_slot_bytes = sample_bytes;
+    pb_gpu_out_publish(&g->out, b, sample_bytes, b->dev_shape);
     return rc;
 }
 
 #endif /* PB_HAVE_CUDA */
 
-static const struct pb_stage_ops flip_gpu = {
-    .name = "flip",
-    .summary = "flip on the GPU, per batch after to_device.",
-    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
-    .opts = flip_opts,
-    .opts_size = sizeof(struct flip_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct flip_opts, device),
-    PB_GPU_CALLBACKS(flip_gpu_init, flip_gpu_batch, flip_gpu_cleanup),
-};
+PB_GPU_STAGE(flip_gpu, "flip", flip_opts, struct flip_opts, NULL, flip_gpu_init, flip_gpu_batch,
+             flip_gpu_cleanup);
 
 const struct pb_stage_ops pb_stage_flip = {
     .name = "flip",
     .summary = "Mirror images or clips left to right with probability p.",
     .flags = PB_STAGE_WORKER,
-    .opts = flip_opts,
-    .opts_size = sizeof(struct flip_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct flip_opts, device),
+    PB_DEVICE_OPTS(flip_opts, struct flip_opts),
     .gpu = &flip_gpu,
     .init = flip_init,
     .process = flip_process,
-    .cleanup = flip_cleanup,
+    .cleanup = free,
 };

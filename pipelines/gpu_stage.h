@@ -17,6 +17,21 @@
 #include "kernels/gpu.h"
 #endif
 
+/* Defines var, the GPU version of a stage with a `device` option: the CPU
+ * version's name, options and validate (NULL for none), run per batch after
+ * to_device with the given callbacks (see PB_GPU_CALLBACKS for a build
+ * without CUDA). The CPU version's table points at it with .gpu = &var. */
+#define PB_GPU_STAGE(var, stage_name, opt_table, opts_type, validate_fn, init_fn, batch_fn,        \
+                     cleanup_fn)                                                                   \
+    static const struct pb_stage_ops var = {                                                       \
+        .name = stage_name,                                                                        \
+        .summary = stage_name " on the GPU, per batch after to_device.",                           \
+        .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,                                                 \
+        PB_DEVICE_OPTS(opt_table, opts_type),                                                      \
+        .validate = (validate_fn),                                                                 \
+        PB_GPU_CALLBACKS(init_fn, batch_fn, cleanup_fn),                                           \
+    }
+
 /* A GPU stage's device output: batch samples of sample_bytes each. */
 struct pb_gpu_out {
     uint8_t *dev;
@@ -41,6 +56,15 @@ static inline void pb_gpu_out_free(struct pb_gpu_out *o)
 {
     pb_gpu_free(o->dev, o->bytes);
     o->dev = NULL;
+}
+
+/* Hands the batch on as o holds it: samples of sample_bytes each, of shape. */
+static inline void pb_gpu_out_publish(const struct pb_gpu_out *o, struct pb_batch *b,
+                                      size_t sample_bytes, struct pb_shape shape)
+{
+    b->dev_data = o->dev;
+    b->dev_slot_bytes = sample_bytes;
+    b->dev_shape = shape;
 }
 
 /* The checks every GPU stage makes on its input batch. */

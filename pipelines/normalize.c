@@ -16,6 +16,7 @@
 #include "bench/pb.h"
 #include "kernels/image.h"
 #include "pipelines/gpu_stage.h"
+#include "pipelines/pixel_stage.h"
 #include "pipelines/stage.h"
 
 #include <stdio.h>
@@ -102,10 +103,9 @@ static int normalize_init(void **state, const void *opts, const struct pb_stage_
         return rc;
     int n_mean = o->mean.count, n_std = o->std.count;
     int n = n_mean > n_std ? n_mean : n_std;
-    if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
-        snprintf(msg, msglen, "stage 'normalize' needs decoded uint8 pixels; place it after decode");
-        return PB_ERR_CONFIG;
-    }
+    rc = pb_pixel_plan_check(in, "normalize", "after decode", msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     struct normalize_state *st = calloc(1, sizeof(*st));
     if (!st)
         return PB_ERR_NOMEM;
@@ -134,11 +134,9 @@ static int normalize_process(void *state, struct pb_sample *s)
 {
     const struct normalize_state *st = state;
     const struct pb_shape *in = &s->in_shape;
-    if (in->dtype != PB_DTYPE_U8 || in->layout != PB_LAYOUT_THWC) {
-        snprintf(s->msg, s->msglen, "normalize: input is %s, not uint8 pixels",
-                 pb_dtype_name(in->dtype));
-        return PB_ERR;
-    }
+    int rc = pb_pixel_sample_check(s, "normalize");
+    if (rc != PB_OK)
+        return rc;
     int out_channels = st->channels > 1 ? st->channels : in->channels;
     if (in->channels < 1 || in->channels > PB_NORMALIZE_MAX_CHANNELS ||
         (in->channels != out_channels && in->channels != 1)) {
@@ -161,11 +159,6 @@ static int normalize_process(void *state, struct pb_sample *s)
     s->out_bytes = bytes;
     s->out_shape = shape;
     return PB_OK;
-}
-
-static void normalize_cleanup(void *state)
-{
-    free(state);
 }
 
 /* ---- device: gpu ------------------------------------------------------ */
@@ -244,37 +237,23 @@ static int normalize_gpu_batch(void *state, struct pb_batch *b, char *msg, size_
                                           in->height, in->width, in->channels, out_channels,
                                           g->lut_dev, g->cpu.dtype, g->cpu.layout, b->stream),
                       "normalize", msg, msglen);
-    b->dev_data = g->out.dev;
-    b->dev_slot_bytes = sample_bytes;
-    b->dev_shape = shape;
+    pb_gpu_out_publish(&g->out, b, sample_bytes, shape);
     return rc;
 }
 
 #endif /* PB_HAVE_CUDA */
 
-static const struct pb_stage_ops normalize_gpu = {
-    .name = "normalize",
-    .summary = "normalize on the GPU, per batch after to_device.",
-    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
-    .opts = normalize_opts,
-    .opts_size = sizeof(struct normalize_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct normalize_opts, device),
-    .validate = normalize_validate,
-    PB_GPU_CALLBACKS(normalize_gpu_init, normalize_gpu_batch, normalize_gpu_cleanup),
-};
+PB_GPU_STAGE(normalize_gpu, "normalize", normalize_opts, struct normalize_opts, normalize_validate,
+             normalize_gpu_init, normalize_gpu_batch, normalize_gpu_cleanup);
 
 const struct pb_stage_ops pb_stage_normalize = {
     .name = "normalize",
     .summary = "Per-channel (x/255 - mean) / std to float32, float16 or uint8, HWC/CHW/CTHW.",
     .flags = PB_STAGE_WORKER,
-    .opts = normalize_opts,
-    .opts_size = sizeof(struct normalize_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct normalize_opts, device),
+    PB_DEVICE_OPTS(normalize_opts, struct normalize_opts),
     .gpu = &normalize_gpu,
     .validate = normalize_validate,
     .init = normalize_init,
     .process = normalize_process,
-    .cleanup = normalize_cleanup,
+    .cleanup = free,
 };

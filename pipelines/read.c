@@ -22,23 +22,16 @@ static const struct pb_opt read_opts[] = {
     {0},
 };
 
-struct read_state {
-    bool drop_cache;
-};
-
+/* The state is a copy of the options. */
 static int read_init(void **state, const void *opts, const struct pb_stage_plan *in,
                      struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
                      const void *decoder_opts, char *msg, size_t msglen)
 {
-    (void)decoder;
-    (void)decoder_opts;
-    (void)msg;
-    (void)msglen;
-    const struct read_opts *o = opts;
-    struct read_state *st = calloc(1, sizeof(*st));
+    (void)decoder, (void)decoder_opts, (void)msg, (void)msglen;
+    struct read_opts *st = malloc(sizeof(*st));
     if (!st)
         return PB_ERR_NOMEM;
-    st->drop_cache = o->drop_cache;
+    *st = *(const struct read_opts *)opts;
     *state = st;
     *out = *in; /* in.max_bytes is the largest file in the dataset */
     out->shape.dtype = PB_DTYPE_BYTES;
@@ -47,7 +40,7 @@ static int read_init(void **state, const void *opts, const struct pb_stage_plan 
 
 static int read_process(void *state, struct pb_sample *s)
 {
-    const struct read_state *st = state;
+    const struct read_opts *st = state;
     if (!s->path) {
         snprintf(s->msg, s->msglen, "read: sample %llu has no file", (unsigned long long)s->index);
         return PB_ERR;
@@ -91,11 +84,6 @@ static int read_process(void *state, struct pb_sample *s)
     return rc;
 }
 
-static void read_cleanup(void *state)
-{
-    free(state);
-}
-
 const struct pb_stage_ops pb_stage_read = {
     .name = "read",
     .summary = "Read each sample's file into memory (the dataset's I/O).",
@@ -104,5 +92,5 @@ const struct pb_stage_ops pb_stage_read = {
     .opts_size = sizeof(struct read_opts),
     .init = read_init,
     .process = read_process,
-    .cleanup = read_cleanup,
+    .cleanup = free,
 };

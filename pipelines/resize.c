@@ -5,6 +5,7 @@
 #include "bench/pb.h"
 #include "kernels/image.h"
 #include "pipelines/gpu_stage.h"
+#include "pipelines/pixel_stage.h"
 #include "pipelines/stage.h"
 
 #include <stdio.h>
@@ -105,12 +106,9 @@ static int resize_init(void **state, const void *opts, const struct pb_stage_pla
     int rc = resize_validate(o, msg, msglen);
     if (rc != PB_OK)
         return rc;
-    if (in->shape.dtype != PB_DTYPE_U8 || in->shape.layout != PB_LAYOUT_THWC) {
-        snprintf(msg, msglen,
-                 "stage 'resize' needs decoded uint8 pixels; place it after decode and before "
-                 "normalize");
-        return PB_ERR_CONFIG;
-    }
+    rc = pb_pixel_plan_check(in, "resize", "after decode and before normalize", msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     struct resize_state *st = calloc(1, sizeof(*st));
     if (!st)
         return PB_ERR_NOMEM;
@@ -152,11 +150,9 @@ static int resize_process(void *state, struct pb_sample *s)
 {
     struct resize_state *st = state;
     const struct pb_shape *in = &s->in_shape;
-    if (in->dtype != PB_DTYPE_U8 || in->layout != PB_LAYOUT_THWC) {
-        snprintf(s->msg, s->msglen, "resize: input is %s, not uint8 pixels",
-                 pb_dtype_name(in->dtype));
-        return PB_ERR;
-    }
+    int rc = pb_pixel_sample_check(s, "resize");
+    if (rc != PB_OK)
+        return rc;
     if (in->height < 1 || in->width < 1 || in->channels < 1) {
         snprintf(s->msg, s->msglen, "%s: resize: empty image (%dx%dx%d)",
                  s->path ? s->path : "(sample)", in->width, in->height, in->channels);
@@ -277,34 +273,20 @@ static int resize_gpu_batch(void *state, struct pb_batch *b, char *msg, size_t m
                                          (int)b->samples, shape.frames, g->out.dev, sample_bytes,
                                          b->stream),
                       "resize", msg, msglen);
-    b->dev_data = g->out.dev;
-    b->dev_slot_bytes = sample_bytes;
-    b->dev_shape = shape;
+    pb_gpu_out_publish(&g->out, b, sample_bytes, shape);
     return rc;
 }
 
 #endif /* PB_HAVE_CUDA */
 
-static const struct pb_stage_ops resize_gpu = {
-    .name = "resize",
-    .summary = "resize on the GPU, per batch after to_device.",
-    .flags = PB_STAGE_CONSUMER | PB_STAGE_GPU,
-    .opts = resize_opts,
-    .opts_size = sizeof(struct resize_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct resize_opts, device),
-    .validate = resize_validate,
-    PB_GPU_CALLBACKS(resize_gpu_init, resize_gpu_batch, resize_gpu_cleanup),
-};
+PB_GPU_STAGE(resize_gpu, "resize", resize_opts, struct resize_opts, resize_validate,
+             resize_gpu_init, resize_gpu_batch, resize_gpu_cleanup);
 
 const struct pb_stage_ops pb_stage_resize = {
     .name = "resize",
     .summary = "Resize images or clip frames to [height, width] or a shorter side.",
     .flags = PB_STAGE_WORKER,
-    .opts = resize_opts,
-    .opts_size = sizeof(struct resize_opts),
-    .has_device = true,
-    .device_offset = offsetof(struct resize_opts, device),
+    PB_DEVICE_OPTS(resize_opts, struct resize_opts),
     .gpu = &resize_gpu,
     .validate = resize_validate,
     .init = resize_init,

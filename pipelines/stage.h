@@ -104,6 +104,13 @@ extern const char *const pb_device_names[];
     "Where the stage runs: cpu (per sample in the loader workers) or gpu (per batch in the " \
     "training loop, on the device after to_device)."
 
+/* In the ops tables of a stage with a `device` option, its CPU and GPU
+ * versions alike: the option table, the struct it fills (opts_type) and
+ * where the `device` int sits in that struct. */
+#define PB_DEVICE_OPTS(opt_table, opts_type)                                                       \
+    .opts = (opt_table), .opts_size = sizeof(opts_type), .has_device = true,                       \
+    .device_offset = offsetof(opts_type, device)
+
 /* The unavailable_reason of a stage's GPU version in a build without CUDA. */
 #define PB_NO_CUDA_REASON                                                                          \
     "pbench was built without CUDA (no CUDA toolkit was found at build time, or it was "           \
