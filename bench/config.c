@@ -467,20 +467,13 @@ int pb_config_find(const struct pb_spec *spec, const char *path, struct pb_confi
     return PB_OK;
 }
 
-int pb_config_touched(struct pb_spec *spec, const struct pb_config_target *t, char *why,
-                      size_t whylen)
+void pb_config_touched(struct pb_spec *spec, const struct pb_config_target *t)
 {
     if (t->section && t->section->present_offset)
         *(bool *)((char *)spec + t->section->present_offset) = true;
     struct pb_stage_spec *st = t->stage;
-    if (!st || !t->opt)
-        return PB_OK;
-    /* A GPU version missing from this build is the run's gpu policy to
-     * explain (gpu: required fails with the reason, optional drops it). */
-    st->ops = pb_stage_for_device(st->ops, st->opts);
-    (void)why;
-    (void)whylen;
-    return PB_OK;
+    if (st && t->opt)
+        st->ops = pb_stage_for_device(st->ops, st->opts);
 }
 
 static int switch_decoder(struct pb_stage_spec *st, const char *name, char *why, size_t whylen)
@@ -520,7 +513,9 @@ static int apply_override(struct pb_spec *spec, const char *assignment, char *wh
     if (!t.opt)
         return switch_decoder(t.stage, eq + 1, why, whylen);
     rc = pb_opt_parse(t.opt, eq + 1, t.base, path, why, whylen);
-    return rc == PB_OK ? pb_config_touched(spec, &t, why, whylen) : rc;
+    if (rc == PB_OK)
+        pb_config_touched(spec, &t);
+    return rc;
 }
 
 int pb_config_override(struct pb_spec *spec, const char *assignment, char *msg, size_t msglen)

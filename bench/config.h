@@ -201,9 +201,10 @@ int pb_config_find(const struct pb_spec *spec, const char *path, struct pb_confi
 
 /* Call after writing a value through a target: marks an optional section
  * present and switches a stage to its GPU version (or back) after its
- * `device` changed. PB_ERR_CONFIG when that version is unavailable. */
-int pb_config_touched(struct pb_spec *spec, const struct pb_config_target *target, char *why,
-                      size_t whylen);
+ * `device` changed. A GPU version missing from this build is left to the
+ * run's gpu policy to explain (gpu: required fails with the reason,
+ * optional drops the stage). */
+void pb_config_touched(struct pb_spec *spec, const struct pb_config_target *target);
 
 /* The stage or decoder of that name, or NULL with "unknown stage 'x'; did
  * you mean ...? known stages: ..." (decoders: also "not available in this

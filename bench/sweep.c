@@ -570,8 +570,7 @@ static int apply_axis(struct pb_spec *spec, const struct pb_sweep_axis *axis, in
         pb_config_find(spec, axis->path, &target, why, sizeof(why)) == PB_OK &&
         target.opt == axis->opt) {
         pb_opt_store_value(target.opt, &axis->typed[value], target.base);
-        if (pb_config_touched(spec, &target, why, sizeof(why)) != PB_OK)
-            return axis_error(file, axis, value, why, msg, msglen);
+        pb_config_touched(spec, &target);
         return PB_OK;
     }
     char assignment[256];
