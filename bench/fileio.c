@@ -22,7 +22,7 @@ int pb_make_parent_dirs(const char *path, char *msg, size_t msglen)
     if (!slash || slash == dir)
         return PB_OK;
     *slash = '\0';
-    for (char *p = dir + 1; ; p++) {
+    for (char *p = dir + 1;; p++) {
         if (*p != '/' && *p != '\0')
             continue;
         char saved = *p;
@@ -71,8 +71,7 @@ static const char *file_kind(mode_t mode)
  * limit). */
 #define MAX_LINKS 40
 
-int pb_output_target(const char *path, char *target, size_t targetlen, char *msg,
-                     size_t msglen)
+int pb_output_target(const char *path, char *target, size_t targetlen, char *msg, size_t msglen)
 {
     size_t len = strlen(path);
     if (len == 0 || path[len - 1] == '/') {
@@ -116,8 +115,8 @@ int pb_output_target(const char *path, char *target, size_t targetlen, char *msg
         int dir_len = link[0] == '/' || !slash ? 0 : (int)(slash - cur + 1);
         char next[PB_PATH_MAX];
         if (snprintf(next, sizeof(next), "%.*s%s", dir_len, cur, link) >= (int)sizeof(next)) {
-            snprintf(msg, msglen, "%s: the file it links to has a path longer than %d bytes",
-                     path, PB_PATH_MAX - 1);
+            snprintf(msg, msglen, "%s: the file it links to has a path longer than %d bytes", path,
+                     PB_PATH_MAX - 1);
             return PB_ERR_CONFIG;
         }
         memcpy(cur, next, sizeof(cur));

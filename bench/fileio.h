@@ -17,8 +17,7 @@ int pb_make_parent_dirs(const char *path, char *msg, size_t msglen);
  * not a file; give a file path" in msg, for a directory, a device, a FIFO,
  * a socket, a path ending in '/' or a loop of links; PB_ERR when the path
  * cannot be looked up. Nothing is created. */
-int pb_output_target(const char *path, char *target, size_t targetlen, char *msg,
-                     size_t msglen);
+int pb_output_target(const char *path, char *target, size_t targetlen, char *msg, size_t msglen);
 
 /* Writes a file whose folder exists atomically: fill writes the contents
  * (returns 0, or -1 with errno set) into a temporary file beside the file
