@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -286,6 +287,60 @@ static void test_on_error_skip_and_fail(void **state)
     EXPECT_ERR(args, 1, "marked corrupt", "/sample_");
 }
 
+/* Starts pbench run on configs/CONFIG with FAST and args in the
+ * background, writing its result to workdir/out_name and its stderr to
+ * workdir/err.txt; with SIGINT ignored when ignore_sigint, as `&` in a
+ * script starts it. Returns its process id. */
+static pid_t start_run(const char *config, const char *args, const char *out_name,
+                       bool ignore_sigint)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && exec '%s' run '%s/configs/%s' " FAST "%s -o %s "
+             ">'%s/int.txt' 2>'%s/err.txt'",
+             workdir, binary, source_dir, config, args, out_name, workdir, workdir);
+    /* An earlier run's stderr must not pass for this one's. */
+    char errpath[512];
+    snprintf(errpath, sizeof(errpath), "%s/err.txt", workdir);
+    unlink(errpath);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (ignore_sigint)
+            signal(SIGINT, SIG_IGN);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits until workdir/err.txt shows text, for 30 s at most; whether it did. */
+static bool wait_for_err(const char *text)
+{
+    char errpath[512];
+    snprintf(errpath, sizeof(errpath), "%s/err.txt", workdir);
+    for (int i = 0; i < 600; i++) {
+        char *e = slurp(errpath);
+        bool done = strstr(e, text) != NULL;
+        free(e);
+        if (done)
+            return true;
+        usleep(50000);
+    }
+    return false;
+}
+
+/* Waits for pid to end and returns its exit code; fails the test when it
+ * did not exit (a signal killed it). */
+static int wait_exit(pid_t pid)
+{
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status))
+        fail_msg("pbench did not exit: killed by signal %d", WTERMSIG(status));
+    return WEXITSTATUS(status);
+}
+
 /* Runs pbench run on configs/CONFIG with FAST and args in the background,
  * presses Ctrl-C once its stderr shows wait_for (or after 30 s), checks
  * that it exits 130 with an interrupted result in workdir/out_name and
@@ -293,32 +348,10 @@ static void test_on_error_skip_and_fail(void **state)
 static json_t *interrupted_run(const char *config, const char *args, const char *wait_for,
                                const char *out_name)
 {
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd),
-             "cd '%s' && exec '%s' run '%s/configs/%s' " FAST "%s -o %s "
-             ">'%s/int.txt' 2>'%s/err.txt'",
-             workdir, binary, source_dir, config, args, out_name, workdir, workdir);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    char errpath[512];
-    snprintf(errpath, sizeof(errpath), "%s/err.txt", workdir);
-    for (int i = 0; i < 600; i++) {
-        char *e = slurp(errpath);
-        bool done = strstr(e, wait_for) != NULL;
-        free(e);
-        if (done)
-            break;
-        usleep(50000);
-    }
+    pid_t pid = start_run(config, args, out_name, false);
+    wait_for_err(wait_for);
     kill(pid, SIGINT);
-    int status;
-    waitpid(pid, &status, 0);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 130);
+    assert_int_equal(wait_exit(pid), 130);
     json_t *r = load_result(out_name);
     assert_true(json_is_true(json_object_get(r, "interrupted")));
     return r;
@@ -636,6 +669,103 @@ static void test_list_version_help(void **state)
     EXPECT_OUT("help run", 0, "--format");
 }
 
+/* -o never replaces what is not a file: a device is refused before the
+ * run (exit 2) and stays a device; a link keeps being a link and its target
+ * gets the result. */
+static void test_output_not_a_file(void **state)
+{
+    (void)state;
+    char args[2048];
+    run_args(args, "null.yaml", "-s run.repeats=1 -o /dev/null");
+    EXPECT_ERR(args, 2, "-o /dev/null: is a character device, not a file; give a file path");
+    char *err = err_text();
+    assert_null(strstr(err, "repeat 1/")); /* refused before measuring */
+    free(err);
+    struct stat st;
+    assert_int_equal(stat("/dev/null", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+
+    char link[600], target[600];
+    snprintf(link, sizeof(link), "%s/link.json", workdir);
+    snprintf(target, sizeof(target), "%s/linked-result.json", workdir);
+    assert_int_equal(symlink("linked-result.json", link), 0);
+    char out[512];
+    run_args(args, "null.yaml", "-s run.repeats=1 -q -o link.json");
+    pbench_ok(args, out, sizeof(out));
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    json_decref(load_result("linked-result.json"));
+}
+
+/* A baseline that cannot be read stops the run before it measures. */
+static void test_bad_baseline_stops_first(void **state)
+{
+    (void)state;
+    char args[2048];
+    run_args(args, "null.yaml", "-s run.repeats=1 --baseline no-such-base.json");
+    EXPECT_ERR(args, 1, "--baseline no-such-base.json: ");
+    char *err = err_text();
+    assert_null(strstr(err, "repeat 1/"));
+    free(err);
+}
+
+/* SIGTERM (what timeout, CI job limits and docker stop send) and SIGHUP
+ * stop a run as Ctrl-C does: every finished repeat kept, the result marked
+ * interrupted, exit 128 + the signal. Started with SIGINT ignored, as `&`
+ * in a script starts it, the run ignores Ctrl-C and still stops on
+ * SIGTERM. */
+static void test_sigterm_and_sighup_keep_results(void **state)
+{
+    (void)state;
+    const char *slow = "-s run.repeats=50 -s run.min_time_s=0.3 -s run.max_time_s=0.3";
+    const struct {
+        int sig, code;
+        bool ignore_sigint;
+        const char *out_name;
+    } cases[] = {
+        {SIGTERM, 143, false, "term.json"},
+        {SIGHUP, 129, false, "hup.json"},
+        {SIGTERM, 143, true, "term-bg.json"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        pid_t pid = start_run("null.yaml", slow, cases[i].out_name, cases[i].ignore_sigint);
+        assert_true(wait_for_err("repeat 1/50"));
+        if (cases[i].ignore_sigint) {
+            kill(pid, SIGINT); /* ignored: the run goes on */
+            assert_true(wait_for_err("repeat 3/50"));
+        }
+        kill(pid, cases[i].sig);
+        assert_int_equal(wait_exit(pid), cases[i].code);
+        json_t *r = load_result(cases[i].out_name);
+        assert_true(json_is_true(json_object_get(r, "interrupted")));
+        json_t *p = json_array_get(json_object_get(r, "points"), 0);
+        size_t kept = json_array_size(json_object_get(p, "repeats"));
+        assert_true(kept >= 1 && kept < 50);
+        json_decref(r);
+    }
+}
+
+/* SIGTERM while the data is generated on first use: no temporary folder
+ * is left behind, and the exit code says why. */
+static void test_sigterm_during_generation(void **state)
+{
+    (void)state;
+    pid_t pid = start_run("null.yaml",
+                          "-s dataset.path=gen-stop -s dataset.generate.count=400000 "
+                          "-s dataset.generate.size_bytes=64",
+                          "gen-stop.json", false);
+    assert_true(wait_for_err("generating 400000"));
+    usleep(200000);
+    kill(pid, SIGTERM);
+    assert_int_equal(wait_exit(pid), 143);
+    char *err = err_text();
+    pb_test_assert_contains(err, (const char *const[]){"interrupted while generating", NULL});
+    free(err);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "ls -d '%s'/gen-stop* 2>/dev/null | grep -q .", workdir);
+    assert_int_not_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -650,6 +780,10 @@ int main(void)
         cmocka_unit_test(test_bad_config_exits_2),
         cmocka_unit_test(test_gpu_pipeline),
         cmocka_unit_test(test_list_version_help),
+        cmocka_unit_test(test_output_not_a_file),
+        cmocka_unit_test(test_bad_baseline_stops_first),
+        cmocka_unit_test(test_sigterm_and_sighup_keep_results),
+        cmocka_unit_test(test_sigterm_during_generation),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
