@@ -342,33 +342,52 @@ static int wait_exit(pid_t pid)
 }
 
 /* Runs pbench run on configs/CONFIG with FAST and args in the background,
- * presses Ctrl-C once its stderr shows wait_for (or after 30 s), checks
- * that it exits 130 with an interrupted result in workdir/out_name and
- * returns that result. */
-static json_t *interrupted_run(const char *config, const char *args, const char *wait_for,
-                               const char *out_name)
+ * sends sig once its stderr shows wait_for (or after 30 s), checks that it
+ * exits with code and an interrupted result in workdir/out_name and returns
+ * that result. With go_on, the run starts with SIGINT ignored (as `&` in a
+ * script starts it), is sent a Ctrl-C first and must go on to show go_on. */
+static json_t *signalled_run(const char *config, const char *args, const char *wait_for,
+                             const char *go_on, const char *out_name, int sig, int code)
 {
-    pid_t pid = start_run(config, args, out_name, false);
+    pid_t pid = start_run(config, args, out_name, go_on != NULL);
     wait_for_err(wait_for);
-    kill(pid, SIGINT);
-    assert_int_equal(wait_exit(pid), 130);
+    if (go_on) {
+        kill(pid, SIGINT);
+        assert_true(wait_for_err(go_on));
+    }
+    kill(pid, sig);
+    assert_int_equal(wait_exit(pid), code);
     json_t *r = load_result(out_name);
     assert_true(json_is_true(json_object_get(r, "interrupted")));
     return r;
 }
+
+/* signalled_run with Ctrl-C: exit 130. */
+static json_t *interrupted_run(const char *config, const char *args, const char *wait_for,
+                               const char *out_name)
+{
+    return signalled_run(config, args, wait_for, NULL, out_name, SIGINT, 130);
+}
+
+/* How many repeats the first point of result r kept; releases r. */
+static size_t repeats_kept(json_t *r)
+{
+    json_t *p = json_array_get(json_object_get(r, "points"), 0);
+    size_t kept = json_array_size(json_object_get(p, "repeats"));
+    json_decref(r);
+    return kept;
+}
+
+/* A run that would take minutes: 50 repeats of 0.3 s. */
+#define SLOW_RUN "-s run.repeats=50 -s run.min_time_s=0.3 -s run.max_time_s=0.3"
 
 static void test_interrupt_keeps_results(void **state)
 {
     (void)state;
     /* A run that would take minutes, interrupted after the first repeat:
      * Ctrl-C once a repeat has finished. */
-    json_t *r = interrupted_run("null.yaml",
-                                "-s run.repeats=50 -s run.min_time_s=0.3 -s run.max_time_s=0.3",
-                                "repeat 2/50", "int.json");
-    json_t *p = json_array_get(json_object_get(r, "points"), 0);
-    size_t kept = json_array_size(json_object_get(p, "repeats"));
+    size_t kept = repeats_kept(interrupted_run("null.yaml", SLOW_RUN, "repeat 2/50", "int.json"));
     assert_true(kept >= 2 && kept < 50);
-    json_decref(r);
 }
 
 static void test_sweep_table_and_recommendation(void **state)
@@ -669,18 +688,27 @@ static void test_list_version_help(void **state)
     EXPECT_OUT("help run", 0, "--format");
 }
 
+/* Runs configs/null.yaml with extra and checks that it stops with code
+ * and says want before it measures a repeat. */
+static void expect_stop_before_measuring(const char *extra, int code, const char *want)
+{
+    char args[2048];
+    run_args(args, "null.yaml", extra);
+    EXPECT_ERR(args, code, want);
+    char *err = err_text();
+    assert_null(strstr(err, "repeat 1/"));
+    free(err);
+}
+
 /* -o never replaces what is not a file: a device is refused before the
  * run (exit 2) and stays a device; a link keeps being a link and its target
  * gets the result. */
 static void test_output_not_a_file(void **state)
 {
     (void)state;
-    char args[2048];
-    run_args(args, "null.yaml", "-s run.repeats=1 -o /dev/null");
-    EXPECT_ERR(args, 2, "-o /dev/null: is a character device, not a file; give a file path");
-    char *err = err_text();
-    assert_null(strstr(err, "repeat 1/")); /* refused before measuring */
-    free(err);
+    expect_stop_before_measuring("-s run.repeats=1 -o /dev/null", 2,
+                                 "-o /dev/null: is a character device, not a file; give a file "
+                                 "path");
     struct stat st;
     assert_int_equal(stat("/dev/null", &st), 0);
     assert_true(S_ISCHR(st.st_mode));
@@ -689,7 +717,7 @@ static void test_output_not_a_file(void **state)
     snprintf(link, sizeof(link), "%s/link.json", workdir);
     snprintf(target, sizeof(target), "%s/linked-result.json", workdir);
     assert_int_equal(symlink("linked-result.json", link), 0);
-    char out[512];
+    char args[2048], out[512];
     run_args(args, "null.yaml", "-s run.repeats=1 -q -o link.json");
     pbench_ok(args, out, sizeof(out));
     assert_int_equal(lstat(link, &st), 0);
@@ -701,12 +729,8 @@ static void test_output_not_a_file(void **state)
 static void test_bad_baseline_stops_first(void **state)
 {
     (void)state;
-    char args[2048];
-    run_args(args, "null.yaml", "-s run.repeats=1 --baseline no-such-base.json");
-    EXPECT_ERR(args, 1, "--baseline no-such-base.json: ");
-    char *err = err_text();
-    assert_null(strstr(err, "repeat 1/"));
-    free(err);
+    expect_stop_before_measuring("-s run.repeats=1 --baseline no-such-base.json", 1,
+                                 "--baseline no-such-base.json: ");
 }
 
 /* SIGTERM (what timeout, CI job limits and docker stop send) and SIGHUP
@@ -717,31 +741,19 @@ static void test_bad_baseline_stops_first(void **state)
 static void test_sigterm_and_sighup_keep_results(void **state)
 {
     (void)state;
-    const char *slow = "-s run.repeats=50 -s run.min_time_s=0.3 -s run.max_time_s=0.3";
     const struct {
         int sig, code;
-        bool ignore_sigint;
-        const char *out_name;
+        const char *go_on, *out_name;
     } cases[] = {
-        {SIGTERM, 143, false, "term.json"},
-        {SIGHUP, 129, false, "hup.json"},
-        {SIGTERM, 143, true, "term-bg.json"},
+        {SIGTERM, 143, NULL, "term.json"},
+        {SIGHUP, 129, NULL, "hup.json"},
+        {SIGTERM, 143, "repeat 3/50", "term-bg.json"},
     };
     for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
-        pid_t pid = start_run("null.yaml", slow, cases[i].out_name, cases[i].ignore_sigint);
-        assert_true(wait_for_err("repeat 1/50"));
-        if (cases[i].ignore_sigint) {
-            kill(pid, SIGINT); /* ignored: the run goes on */
-            assert_true(wait_for_err("repeat 3/50"));
-        }
-        kill(pid, cases[i].sig);
-        assert_int_equal(wait_exit(pid), cases[i].code);
-        json_t *r = load_result(cases[i].out_name);
-        assert_true(json_is_true(json_object_get(r, "interrupted")));
-        json_t *p = json_array_get(json_object_get(r, "points"), 0);
-        size_t kept = json_array_size(json_object_get(p, "repeats"));
+        size_t kept = repeats_kept(signalled_run("null.yaml", SLOW_RUN, "repeat 1/50",
+                                                 cases[i].go_on, cases[i].out_name, cases[i].sig,
+                                                 cases[i].code));
         assert_true(kept >= 1 && kept < 50);
-        json_decref(r);
     }
 }
 

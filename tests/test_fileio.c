@@ -51,43 +51,48 @@ static void test_regular_file_replaced(void **state)
     assert_false(temp_left());
 }
 
+/* Makes workdir/name a symbolic link to to and writes its path into path. */
+static void make_link(const char *to, const char *name, char *path, size_t pathlen)
+{
+    at(name, path, pathlen);
+    assert_int_equal(symlink(to, path), 0);
+}
+
+/* Writes contents through link, which stays a link, into workdir/file. */
+static void expect_written_through(const char *link, const char *file, const char *contents)
+{
+    char msg[PB_MSG_MAX], path[512];
+    assert_int_equal(pb_write_atomic(link, fill_hello, (void *)contents, msg, sizeof(msg)), PB_OK);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    at(file, path, sizeof(path));
+    char *text = pb_test_read_file(path, NULL, true);
+    assert_string_equal(text, contents);
+    free(text);
+}
+
 static void test_symlink_writes_its_target(void **state)
 {
     (void)state;
     char target[512], link[512], chain[512], msg[PB_MSG_MAX];
     at("target.json", target, sizeof(target));
-    at("link.json", link, sizeof(link));
-    at("chain.json", chain, sizeof(chain));
     pb_test_write_file(target, "old", 3);
     /* A relative link, resolved from the link's own folder, and a chain. */
-    assert_int_equal(symlink("target.json", link), 0);
-    assert_int_equal(symlink(link, chain), 0);
-    assert_int_equal(pb_write_atomic(chain, fill_hello, "through", msg, sizeof(msg)), PB_OK);
+    make_link("target.json", "link.json", link, sizeof(link));
+    make_link(link, "chain.json", chain, sizeof(chain));
+    expect_written_through(chain, "target.json", "through");
     struct stat st;
     assert_int_equal(lstat(link, &st), 0);
     assert_true(S_ISLNK(st.st_mode));
-    assert_int_equal(lstat(chain, &st), 0);
-    assert_true(S_ISLNK(st.st_mode));
-    char *text = pb_test_read_file(target, NULL, true);
-    assert_string_equal(text, "through");
-    free(text);
     /* A dangling link: the file it names is created. */
-    char dangling[512], made[512];
-    at("dangling.json", dangling, sizeof(dangling));
-    at("made.json", made, sizeof(made));
-    assert_int_equal(symlink("made.json", dangling), 0);
-    assert_int_equal(pb_write_atomic(dangling, fill_hello, "made", msg, sizeof(msg)), PB_OK);
-    assert_int_equal(lstat(dangling, &st), 0);
-    assert_true(S_ISLNK(st.st_mode));
-    text = pb_test_read_file(made, NULL, true);
-    assert_string_equal(text, "made");
-    free(text);
+    char dangling[512];
+    make_link("made.json", "dangling.json", dangling, sizeof(dangling));
+    expect_written_through(dangling, "made.json", "made");
     /* A loop of links is refused. */
     char loop_a[512], loop_b[512];
-    at("loop-a", loop_a, sizeof(loop_a));
-    at("loop-b", loop_b, sizeof(loop_b));
-    assert_int_equal(symlink("loop-b", loop_a), 0);
-    assert_int_equal(symlink("loop-a", loop_b), 0);
+    make_link("loop-b", "loop-a", loop_a, sizeof(loop_a));
+    make_link("loop-a", "loop-b", loop_b, sizeof(loop_b));
     assert_int_equal(pb_write_atomic(loop_a, fill_hello, "x", msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_non_null(strstr(msg, "symbolic links"));
     assert_false(temp_left());
@@ -120,8 +125,7 @@ static void test_fifo_directory_device_refused(void **state)
     expect_refused(dir, "a directory", S_IFDIR);
     expect_refused("/dev/null", "a character device", S_IFCHR);
     /* A link to a device names both. */
-    at("to-null", link, sizeof(link));
-    assert_int_equal(symlink("/dev/null", link), 0);
+    make_link("/dev/null", "to-null", link, sizeof(link));
     assert_int_equal(pb_write_atomic(link, fill_hello, "x", msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_non_null(strstr(msg, "links to /dev/null, which is a character device"));
     /* A path ending in '/' names a folder. */

@@ -198,29 +198,40 @@ static void test_sweep_axis_and_baseline(void **state)
     pb_result_free(&result);
 }
 
+/* Runs the session opts describe on text, written to workdir/name (its
+ * path into config), and checks that it stops with rc_want before the
+ * dataset (name.data) is generated; msg gets its message. */
+static void expect_stop_before_data(const char *name, const char *text,
+                                    struct pb_session_opts *opts, int rc_want, char *config,
+                                    size_t configlen, char *msg, size_t msglen)
+{
+    char data_dir[128], data[512];
+    snprintf(data_dir, sizeof(data_dir), "%s.data", name);
+    write_config(name, text, data_dir, config, configlen);
+    snprintf(data, sizeof(data), "%s/%s", workdir, data_dir);
+    opts->config_path = config;
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    assert_int_equal(pb_session_run(opts, NULL, &result, &outcome, msg, msglen), rc_want);
+    assert_false(outcome.measured);
+    assert_int_equal(access(data, F_OK), -1);
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+}
+
 /* A config error stops the session before the dataset is generated; where
  * is the "LINE:" the message gives after the file's name (NULL: no check). */
 static void expect_config_error(const char *name, const char *text, const char *const *axes,
                                 int axis_count, const char *where)
 {
-    char config[512], data_dir[128], data[512], msg[PB_MSG_MAX * 2];
-    snprintf(data_dir, sizeof(data_dir), "%s.data", name);
-    write_config(name, text, data_dir, config, sizeof(config));
-    snprintf(data, sizeof(data), "%s/%s", workdir, data_dir);
-    struct pb_session_opts opts = {.config_path = config, .axes = axes, .axis_count = axis_count,
-                                   .calibrate = true};
-    struct pb_result result;
-    struct pb_session_outcome outcome;
-    int rc = pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg));
-    assert_int_equal(rc, PB_ERR_CONFIG);
+    char config[512], msg[PB_MSG_MAX * 2];
+    struct pb_session_opts opts = {.axes = axes, .axis_count = axis_count, .calibrate = true};
+    expect_stop_before_data(name, text, &opts, PB_ERR_CONFIG, config, sizeof(config), msg,
+                            sizeof(msg));
     char prefix[600];
     snprintf(prefix, sizeof(prefix), "%s:%s", config, where ? where : "");
     if (where && strncmp(msg, prefix, strlen(prefix)) != 0)
         fail_msg("expected '%s...', got '%s'", prefix, msg);
-    assert_false(outcome.measured);
-    assert_int_equal(access(data, F_OK), -1);
-    pb_session_outcome_free(&outcome);
-    pb_result_free(&result);
 }
 
 static void test_config_errors_make_no_data(void **state)
@@ -277,23 +288,14 @@ static void test_config_errors_make_no_data(void **state)
     expect_config_error("swept-path.yaml", config_text, axes, 1, NULL);
 }
 
-/* A session stops before any data is made with rc and a message holding
- * each of wants. */
-static void expect_stop_before_data(struct pb_session_opts *opts, const char *data_dir, int rc_want,
-                                    const char *const *wants)
+/* The session of config_text with opts stops before any data is made
+ * with rc_want and a message holding each of wants. */
+static void expect_early_stop(struct pb_session_opts *opts, int rc_want, const char *const *wants)
 {
-    char config[512], data[512], msg[PB_MSG_MAX * 2];
-    write_config("early.yaml", config_text, data_dir, config, sizeof(config));
-    snprintf(data, sizeof(data), "%s/%s", workdir, data_dir);
-    opts->config_path = config;
-    struct pb_result result;
-    struct pb_session_outcome outcome;
-    assert_int_equal(pb_session_run(opts, NULL, &result, &outcome, msg, sizeof(msg)), rc_want);
+    char config[512], msg[PB_MSG_MAX * 2];
+    expect_stop_before_data("early.yaml", config_text, opts, rc_want, config, sizeof(config), msg,
+                            sizeof(msg));
     pb_test_assert_contains(msg, wants);
-    assert_false(outcome.measured);
-    assert_int_equal(access(data, F_OK), -1);
-    pb_session_outcome_free(&outcome);
-    pb_result_free(&result);
 }
 
 static void test_bad_output_and_baseline_stop_first(void **state)
@@ -303,22 +305,20 @@ static void test_bad_output_and_baseline_stop_first(void **state)
     /* -o naming a folder or a device. */
     struct pb_session_opts opts = {.output_path = workdir};
     snprintf(want, sizeof(want), "-o %s: is a directory, not a file; give a file path", workdir);
-    expect_stop_before_data(&opts, "early.data", PB_ERR_CONFIG, (const char *const[]){want, NULL});
+    expect_early_stop(&opts, PB_ERR_CONFIG, (const char *const[]){want, NULL});
     opts.output_path = "/dev/null";
-    expect_stop_before_data(&opts, "early.data", PB_ERR_CONFIG,
-                            (const char *const[]){"-o /dev/null: is a character device", NULL});
+    expect_early_stop(&opts, PB_ERR_CONFIG,
+                      (const char *const[]){"-o /dev/null: is a character device", NULL});
     struct stat st;
     assert_int_equal(stat("/dev/null", &st), 0);
     assert_true(S_ISCHR(st.st_mode));
     /* A baseline that is missing, or is not a result. */
     snprintf(path, sizeof(path), "%s/missing-base.json", workdir);
     opts = (struct pb_session_opts){.baseline_path = path, .threshold_pct = 5};
-    expect_stop_before_data(&opts, "early.data", PB_ERR,
-                            (const char *const[]){"--baseline ", path, NULL});
+    expect_early_stop(&opts, PB_ERR, (const char *const[]){"--baseline ", path, NULL});
     snprintf(path, sizeof(path), "%s/bad-base.json", workdir);
     pb_test_write_file(path, "{\"points\": [", 12);
-    expect_stop_before_data(&opts, "early.data", PB_ERR,
-                            (const char *const[]){"--baseline ", path, NULL});
+    expect_early_stop(&opts, PB_ERR, (const char *const[]){"--baseline ", path, NULL});
 }
 
 static void test_name_stays_in_results(void **state)
