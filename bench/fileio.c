@@ -152,12 +152,12 @@ int pb_write_atomic(const char *path, int (*fill)(FILE *f, void *user), void *us
     /* Checked again at write time: the path may have changed since the
      * session checked it. */
     char target[PB_PATH_MAX];
-    int rc = pb_output_target(path, target, sizeof(target), msg, msglen);
-    if (rc != PB_OK)
-        return rc;
+    if (pb_output_target(path, target, sizeof(target), msg, msglen) != PB_OK)
+        return PB_ERR;
     char tmp[PB_PATH_MAX + 32];
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", target, (long)getpid());
     FILE *f = create_temp(tmp);
+    int rc;
     if (!f) {
         snprintf(msg, msglen, "cannot write %s: %s", tmp, strerror(errno));
         return PB_ERR;

@@ -23,9 +23,9 @@ int pb_output_target(const char *path, char *target, size_t targetlen, char *msg
  * (returns 0, or -1 with errno set) into a temporary file beside the file
  * path names (pb_output_target: a link's target), which is fsynced and
  * renamed over that file, and the folder is fsynced. Never replaces
- * something that is not a regular file. PB_OK; on failure PB_ERR (or
- * pb_output_target's error), path is untouched, the temporary file is
- * removed and msg says why. */
+ * something that is not a regular file. PB_OK; on failure PB_ERR, path
+ * is untouched, the temporary file is removed and msg says why (for a
+ * path pb_output_target refuses, its sentence). */
 int pb_write_atomic(const char *path, int (*fill)(FILE *f, void *user), void *user, char *msg,
                     size_t msglen);
 
