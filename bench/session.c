@@ -562,7 +562,7 @@ static int read_baseline(struct session *s)
     char bmsg[PB_MSG_MAX];
     if (pb_result_read(s->opts->baseline_path, &s->baseline, bmsg, sizeof(bmsg)) != PB_OK) {
         pb_result_free(&s->baseline);
-        snprintf(s->msg, s->msglen, "--baseline %s: %s", s->opts->baseline_path, bmsg);
+        snprintf(s->msg, s->msglen, "--baseline: %s", bmsg); /* it names the file */
         return fail(s, PB_ERR);
     }
     s->has_baseline = true;

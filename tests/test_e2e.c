@@ -730,7 +730,7 @@ static void test_bad_baseline_stops_first(void **state)
 {
     (void)state;
     expect_stop_before_measuring("-s run.repeats=1 --baseline no-such-base.json", 1,
-                                 "--baseline no-such-base.json: ");
+                                 "--baseline: no-such-base.json: ");
 }
 
 /* SIGTERM (what timeout, CI job limits and docker stop send) and SIGHUP

@@ -315,10 +315,10 @@ static void test_bad_output_and_baseline_stop_first(void **state)
     /* A baseline that is missing, or is not a result. */
     snprintf(path, sizeof(path), "%s/missing-base.json", workdir);
     opts = (struct pb_session_opts){.baseline_path = path, .threshold_pct = 5};
-    expect_early_stop(&opts, PB_ERR, (const char *const[]){"--baseline ", path, NULL});
+    expect_early_stop(&opts, PB_ERR, (const char *const[]){"--baseline: ", path, NULL});
     snprintf(path, sizeof(path), "%s/bad-base.json", workdir);
     pb_test_write_file(path, "{\"points\": [", 12);
-    expect_early_stop(&opts, PB_ERR, (const char *const[]){"--baseline ", path, NULL});
+    expect_early_stop(&opts, PB_ERR, (const char *const[]){"--baseline: ", path, NULL});
 }
 
 static void test_name_stays_in_results(void **state)
