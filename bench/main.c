@@ -3,9 +3,11 @@
  * parses arguments and renders; a run or sweep is a session
  * (bench/session.h), drawn on the terminal by bench/progress.h.
  * Exit codes: 0 success, 1 error, 2 usage or config error, 3 regression
- * (compare, run --baseline, history show), 130 interrupted (partial results
- * written). */
+ * (compare, run --baseline, history show), 128 + the signal when
+ * interrupted: 130 SIGINT (Ctrl-C), 143 SIGTERM, 129 SIGHUP (partial
+ * results written). */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,17 +28,17 @@
 #include "bench/machine.h"
 #include "pipelines/dataset.h"
 
-#define PB_EXIT_INTERRUPTED 130
-
 static int usage_error(const char *cmd, const char *fmt, const char *arg);
 static int cmd_help(int argc, char **argv);
 
-/* A library return code as the process's exit code. */
+/* A library return code as the process's exit code: an interrupted
+ * command exits as shells report a death by that signal, 128 + its number. */
 static int exit_for(int rc)
 {
+    int sig = pb_progress_stop_signal();
     return rc == PB_OK                ? PB_EXIT_OK
            : rc == PB_ERR_CONFIG      ? PB_EXIT_USAGE
-           : rc == PB_ERR_INTERRUPTED ? PB_EXIT_INTERRUPTED
+           : rc == PB_ERR_INTERRUPTED ? 128 + (sig ? sig : SIGINT)
                                       : PB_EXIT_ERROR;
 }
 
@@ -384,7 +386,8 @@ static void print_usage(FILE *out)
     fprintf(out, "pbench %s: benchmark ML data-loading pipelines\n\nUsage:\n", PB_VERSION);
     for (size_t i = 0; i < PB_ARRAY_LEN(commands); i++)
         fprintf(out, "  %s\n", commands[i].usage);
-    fprintf(out, "\nExit codes: 0 success, 1 error, 2 usage or config error, 130 interrupted.\n"
+    fprintf(out, "\nExit codes: 0 success, 1 error, 2 usage or config error, 3 regression,\n"
+                 "130 interrupted by Ctrl-C (143 SIGTERM, 129 SIGHUP).\n"
                  "Run 'pbench help COMMAND' for details.\n");
 }
 

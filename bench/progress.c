@@ -8,14 +8,24 @@
 
 #include "bench/pb.h"
 
-static volatile sig_atomic_t interrupt_requested;
+/* The session's stop flag: the number of the signal that raised it. */
+static volatile sig_atomic_t stop_signal;
 
-static void on_sigint(int sig)
+/* The signals that stop a session politely, and what they did before. */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction saved_actions[PB_ARRAY_LEN(stop_signals)];
+static bool handled[PB_ARRAY_LEN(stop_signals)];
+
+static void on_stop_signal(int sig)
 {
-    (void)sig;
-    interrupt_requested = 1;
-    /* A second Ctrl-C ends the process at once. */
-    signal(SIGINT, SIG_DFL);
+    stop_signal = sig;
+    /* A second one ends the process at once. */
+    signal(sig, SIG_DFL);
+}
+
+int pb_progress_stop_signal(void)
+{
+    return stop_signal;
 }
 
 static void draw_bar(struct pb_progress *p, double samples_per_s, bool live)
@@ -76,15 +86,25 @@ static void on_message(void *user, enum pb_session_level level, const char *text
 static void on_measuring(void *user, bool on)
 {
     struct pb_progress *p = user;
-    if (on) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_sigint;
-        sigaction(SIGINT, &sa, NULL);
-        return;
+    for (size_t i = 0; i < PB_ARRAY_LEN(stop_signals); i++) {
+        if (on && !handled[i]) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof(sa));
+            sa.sa_handler = on_stop_signal;
+            sigemptyset(&sa.sa_mask);
+            /* A signal inherited ignored stays ignored: whoever started
+             * pbench asked for that. */
+            if (sigaction(stop_signals[i], NULL, &saved_actions[i]) == 0 &&
+                saved_actions[i].sa_handler != SIG_IGN)
+                handled[i] = sigaction(stop_signals[i], &sa, NULL) == 0;
+        } else if (!on && handled[i]) {
+            sigaction(stop_signals[i], &saved_actions[i], NULL);
+            handled[i] = false;
+        }
     }
-    signal(SIGINT, SIG_DFL);
-    if (p->tty && !p->quiet)
+    if (on)
+        return;
+    if (p->in_rounds && p->tty && !p->quiet)
         fputc('\n', stderr);
     p->in_rounds = false;
 }
@@ -114,6 +134,6 @@ void pb_progress_init(struct pb_progress *p, const char *command, bool quiet,
     *hooks = (struct pb_session_hooks){
         .user = p,           .message = on_message, .measuring = on_measuring,
         .rounds = on_rounds, .round = on_round,     .progress = on_progress,
-        .tick = on_tick,     .stop = &interrupt_requested,
+        .tick = on_tick,     .stop = &stop_signal,
     };
 }

@@ -1,7 +1,10 @@
 /* The terminal side of a session: a progress bar redrawn in place on a
  * terminal, a line per repeat otherwise (logs, CI), the session's messages
- * as "pbench: ..." lines, all on stderr, and Ctrl-C raising the session's
- * stop flag while it measures (a second Ctrl-C ends the process). */
+ * as "pbench: ..." lines, all on stderr, and SIGINT (Ctrl-C), SIGTERM or
+ * SIGHUP raising the session's stop flag while it generates data or
+ * measures (a second one ends the process). A signal the process inherited
+ * ignored (SIGINT under `&` in a script, SIGHUP under nohup) stays
+ * ignored. */
 #ifndef PB_PROGRESS_H
 #define PB_PROGRESS_H
 
@@ -22,8 +25,12 @@ struct pb_progress {
     int round, rounds;
 };
 
-/* Sets p up and points hooks at it: messages, progress, Ctrl-C. */
+/* Sets p up and points hooks at it: messages, progress, the stop signals. */
 void pb_progress_init(struct pb_progress *p, const char *command, bool quiet,
                       struct pb_session_hooks *hooks);
+
+/* The signal that raised the stop flag (SIGINT, SIGTERM or SIGHUP); 0 when
+ * none did. An interrupted command exits 128 + that number. */
+int pb_progress_stop_signal(void);
 
 #endif

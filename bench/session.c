@@ -2,6 +2,8 @@
  * pb_session_run follow one another in this file in the order they run. */
 #include "bench/session.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +22,7 @@
 #include "bench/pb.h"
 #include "bench/sweep.h"
 #include "pipelines/dataset.h"
+#include "pipelines/generate.h"
 
 /* Everything one pb_session_run holds. */
 struct session {
@@ -44,6 +47,9 @@ struct session {
     double *overhead_pairs;
     int overhead_count;
     bool interrupted;
+    bool measuring;                 /* between the measuring hook's on and off */
+    struct pb_result baseline;      /* read before measuring when opts ask     */
+    bool has_baseline;
 };
 
 static const struct pb_session_hooks no_hooks;
@@ -124,24 +130,56 @@ static int point_spec(const struct pb_spec *base, const struct pb_sweep_point *p
     return rc;
 }
 
-/* Opens the dataset the spec names, saying so when it is generated. */
+/* Whether dataset.path is a folder still to be made: missing or empty,
+ * and not a glob (a glob names files, never a folder to fill). */
+static bool needs_generating(const char *path)
+{
+    if (strpbrk(path, "*?["))
+        return false;
+    DIR *d = opendir(path);
+    if (!d)
+        return errno == ENOENT;
+    bool empty = true;
+    for (struct dirent *e; empty && (e = readdir(d));)
+        empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+    closedir(d);
+    return empty;
+}
+
+/* Opens the dataset the spec names, generating it first when it is
+ * missing, saying so; the stop flag stops the generation. */
 static int open_dataset(const struct pb_session_opts *opts, const struct pb_session_hooks *hooks,
                         const struct pb_spec *spec, struct pb_dataset *ds, char *msg,
                         size_t msglen)
 {
     const struct pb_dataset_spec *d = &spec->dataset;
-    if (d->has_generate && access(d->path, F_OK) != 0)
+    char inner[PB_MSG_MAX * 2];
+    int rc = PB_OK;
+    memset(ds, 0, sizeof(*ds));
+    if (d->has_generate && needs_generating(d->path)) {
         say(hooks, PB_SESSION_INFO, "generating %lld %s files into %s (first use)",
             (long long)d->generate.count,
             d->generate.kind == PB_GENERATE_JPEG    ? "JPEG"
             : d->generate.kind == PB_GENERATE_VIDEO ? "video"
                                                     : "random-byte",
             d->path);
-    char inner[PB_MSG_MAX * 2];
-    int rc = pb_dataset_open(d, ds, inner, sizeof(inner));
+        rc = pb_dataset_generate_stoppable(&d->generate, d->path, hooks->stop, inner,
+                                           sizeof(inner));
+    }
+    if (rc == PB_OK)
+        rc = pb_dataset_open(d, ds, inner, sizeof(inner));
     if (rc != PB_OK)
         snprintf(msg, msglen, "%s: %s", opts->config_path, inner);
     return rc;
+}
+
+/* The session enters (on) or leaves the part a stop signal ends politely:
+ * data generation, calibration and the measured rounds. */
+static void set_measuring(const struct pb_session_hooks *hooks, bool *measuring, bool on)
+{
+    if (*measuring != on && hooks->measuring)
+        hooks->measuring(hooks->user, on);
+    *measuring = on;
 }
 
 /* Runs the calibration spec, saying what it measures. */
@@ -409,15 +447,38 @@ static int measure(struct session *s)
     return point_rc;
 }
 
+/* What raised the stop flag, in a user's words. */
+static const char *stop_cause(int sig)
+{
+    return sig == SIGINT ? "Ctrl-C" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP"
+                                                                                 : "the user";
+}
+
+/* Summarizes a point over its finished repeats: the one a stop cut short
+ * (the last, marked interrupted) stays in the result but counts only when
+ * no repeat finished. Returns whether one was left out. */
+static bool summarize_finished(struct pb_point_result *point)
+{
+    size_t count = point->repeat_count;
+    bool cut_short = count > 1 && point->repeats[count - 1].interrupted;
+    point->repeat_count = count - cut_short;
+    pb_point_summarize(point);
+    point->repeat_count = count;
+    return cut_short;
+}
+
 /* Point summaries, the overhead figure and the run's own warnings; returns
  * how many points have a repeat. */
 static size_t summarize(struct session *s)
 {
     struct pb_result *r = s->result;
     size_t measured_points = 0;
+    bool left_out = false, only_partial = false;
     for (long i = 0; i < s->point_count; i++) {
-        if (r->points[i].repeat_count > 0) {
-            pb_point_summarize(&r->points[i]);
+        struct pb_point_result *pt = &r->points[i];
+        if (pt->repeat_count > 0) {
+            left_out |= summarize_finished(pt);
+            only_partial |= pt->repeat_count == 1 && pt->repeats[0].interrupted;
             measured_points++;
         }
     }
@@ -430,12 +491,39 @@ static size_t summarize(struct session *s)
     }
     if (s->interrupted) {
         r->interrupted = true;
-        pb_result_warn(r, "interrupted by the user: the result holds every repeat finished "
-                          "before Ctrl-C");
+        pb_result_warn(r,
+                       "interrupted by %s: the result holds every repeat finished before the "
+                       "stop%s%s",
+                       stop_cause(s->hooks->stop ? (int)*s->hooks->stop : 0),
+                       left_out ? "; the repeat cut short is kept, marked interrupted, and left "
+                                  "out of the summary"
+                                : "",
+                       only_partial ? "; a point whose only repeat was cut short is summarized "
+                                      "from it"
+                                    : "");
     } else if (!s->swept && r->points[0].error[0] && r->points[0].repeat_count > 0) {
         pb_result_warn(r, "stopped by an error: %s", r->points[0].error);
     }
     return measured_points;
+}
+
+/* The longest config name a default result file name keeps. */
+#define SAFE_NAME_MAX 64
+
+/* name as a file name: letters, digits, '.', '_' and '-' kept, anything
+ * else (a '/', a space, a control character) '_', no leading '.', at most
+ * SAFE_NAME_MAX bytes, "result" when nothing is left. */
+static void safe_file_name(const char *name, char *buf, size_t buflen)
+{
+    size_t n = 0;
+    for (const char *c = name; *c && n + 1 < buflen && n < SAFE_NAME_MAX; c++) {
+        bool keep = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                    (*c >= '0' && *c <= '9') || *c == '_' || *c == '-' || (*c == '.' && n > 0);
+        buf[n++] = keep ? *c : '_';
+    }
+    buf[n] = '\0';
+    if (n == 0)
+        snprintf(buf, buflen, "result");
 }
 
 static void default_result_path(const char *name, char *buf, size_t buflen)
@@ -443,9 +531,42 @@ static void default_result_path(const char *name, char *buf, size_t buflen)
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
-    char stamp[32];
+    char stamp[32], file_name[SAFE_NAME_MAX + 1];
     strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-    snprintf(buf, buflen, "results/%s-%s.json", name, stamp);
+    safe_file_name(name, file_name, sizeof(file_name));
+    snprintf(buf, buflen, "results/%s-%s.json", file_name, stamp);
+}
+
+/* Where the result goes (-o, or results/NAME-DATE.json), decided and
+ * checked before any data is made: a directory, device, FIFO or socket is
+ * refused there rather than after the run. */
+static int decide_output(struct session *s)
+{
+    char path[PB_PATH_MAX], target[PB_PATH_MAX], why[PB_MSG_MAX * 2];
+    if (s->opts->output_path)
+        pb_strlcpy(path, s->opts->output_path, sizeof(path));
+    else
+        default_result_path(s->base.name, path, sizeof(path));
+    pb_strlcpy(s->outcome->result_path, path, sizeof(s->outcome->result_path));
+    int rc = pb_output_target(path, target, sizeof(target), why, sizeof(why));
+    if (rc == PB_OK)
+        return PB_OK;
+    snprintf(s->msg, s->msglen, "%s%s", s->opts->output_path ? "-o " : "", why);
+    return fail(s, rc);
+}
+
+/* The baseline, read before measuring so that a missing or malformed file
+ * stops the session at once. */
+static int read_baseline(struct session *s)
+{
+    char bmsg[PB_MSG_MAX];
+    if (pb_result_read(s->opts->baseline_path, &s->baseline, bmsg, sizeof(bmsg)) != PB_OK) {
+        pb_result_free(&s->baseline);
+        snprintf(s->msg, s->msglen, "--baseline: %s", bmsg); /* it names the file */
+        return fail(s, PB_ERR);
+    }
+    s->has_baseline = true;
+    return PB_OK;
 }
 
 /* The Chrome trace beside the result: NAME.json -> NAME.trace.json. */
@@ -474,12 +595,7 @@ static int write_result(struct session *s)
         json_decref(r->analysis);
         r->analysis = pb_analysis_to_json(&out->analysis);
     }
-    char path[PB_PATH_MAX];
-    if (s->opts->output_path)
-        snprintf(path, sizeof(path), "%s", s->opts->output_path);
-    else
-        default_result_path(s->base.name, path, sizeof(path));
-    pb_strlcpy(s->outcome->result_path, path, sizeof(s->outcome->result_path));
+    const char *path = s->outcome->result_path;
     if (s->trace)
         write_trace(s, path);
     if (pb_result_write(r, path, s->msg, s->msglen) != PB_OK)
@@ -490,34 +606,22 @@ static int write_result(struct session *s)
 
 static int compare_baseline(struct session *s)
 {
-    struct pb_result base;
-    char bmsg[PB_MSG_MAX];
-    int rc = pb_result_read(s->opts->baseline_path, &base, bmsg, sizeof(bmsg));
-    if (rc != PB_OK) {
-        snprintf(s->msg, s->msglen, "--baseline: %s", bmsg);
-        rc = fail(s, PB_ERR);
-    } else if (pb_compare(&base, s->result, s->opts->threshold_pct, &s->outcome->comparison) !=
-               PB_OK) {
+    if (pb_compare(&s->baseline, s->result, s->opts->threshold_pct, &s->outcome->comparison) !=
+        PB_OK) {
         snprintf(s->msg, s->msglen, "--baseline: out of memory");
-        rc = fail(s, PB_ERR_NOMEM);
-    } else {
-        s->outcome->compared = true;
+        return fail(s, PB_ERR_NOMEM);
     }
-    pb_result_free(&base);
-    return rc;
+    s->outcome->compared = true;
+    return PB_OK;
 }
 
 /* The measured part: from the open dataset to the written result. */
 static int run_measured(struct session *s)
 {
-    const struct pb_session_hooks *h = s->hooks;
     announce(s);
-    if (h->measuring)
-        h->measuring(h->user, true);
     calibrate_sweep(s);
     int rc = measure(s);
-    if (h->measuring)
-        h->measuring(h->user, false);
+    set_measuring(s->hooks, &s->measuring, false);
     size_t measured_points = summarize(s);
     if (s->interrupted)
         rc = PB_ERR_INTERRUPTED;
@@ -529,7 +633,7 @@ static int run_measured(struct session *s)
     int wrc = write_result(s);
     if (wrc != PB_OK)
         rc = wrc;
-    if (s->opts->baseline_path) {
+    if (s->has_baseline) {
         int brc = compare_baseline(s);
         if (rc == PB_OK)
             rc = brc;
@@ -560,6 +664,14 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
         rc = build_specs(s);
     if (rc == PB_OK)
         rc = apply_gpu_policy(s);
+    if (rc == PB_OK)
+        rc = decide_output(s);
+    if (rc == PB_OK && opts->baseline_path)
+        rc = read_baseline(s);
+    /* The stop signals are caught from here on: generating the data can
+     * take minutes too. */
+    if (rc == PB_OK)
+        set_measuring(s->hooks, &s->measuring, true);
     if (rc == PB_OK) {
         rc = open_dataset(opts, s->hooks, &s->base, &s->ds, msg, msglen);
         if (rc == PB_OK)
@@ -569,7 +681,10 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
     }
     if (rc == PB_OK)
         rc = run_measured(s);
+    set_measuring(s->hooks, &s->measuring, false);
 
+    if (s->has_baseline)
+        pb_result_free(&s->baseline);
     if (s->ds_open)
         pb_dataset_free(&s->ds);
     for (long i = 0; s->specs && i < s->point_count; i++)
@@ -611,12 +726,15 @@ int pb_session_calibrate(const struct pb_session_opts *opts, const struct pb_ses
     if (rc == PB_OK)
         rc = point_spec(&base, NULL, pb_calibration_overrides, &spec, msg, msglen);
     pb_spec_free(&base);
+    bool measuring = false;
     if (rc == PB_OK) {
         pb_strlcpy(name, spec.name, namelen);
+        set_measuring(hooks, &measuring, true);
         rc = open_dataset(opts, hooks, &spec, &ds, msg, msglen);
     }
     if (rc == PB_OK)
         rc = run_calibration(hooks, &spec, &ds, opts->calibrate_gpu, cal, msg, msglen);
+    set_measuring(hooks, &measuring, false);
     if (rc != PB_OK)
         say(hooks, PB_SESSION_ERROR, "%s", msg);
     pb_dataset_free(&ds);

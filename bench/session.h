@@ -29,7 +29,8 @@ struct pb_session_opts {
     int override_count;
     const char *const *axes;        /* "-a key.path=v1,v2", over the sweep: section */
     int axis_count;
-    const char *output_path;        /* NULL: results/NAME-YYYYmmdd-HHMMSS.json */
+    const char *output_path;        /* NULL: results/NAME-YYYYmmdd-HHMMSS.json; a link
+                                       is followed to the file it names */
     bool overhead;                  /* paired rounds with stage timing off       */
     bool calibrate;                 /* a sweep starts with the one-core calibration */
     bool calibrate_gpu;             /* pb_session_calibrate: host-to-device copies too,
@@ -49,8 +50,9 @@ struct pb_session_hooks {
     void *user;
     /* One sentence for the user, without a prefix or a newline. */
     void (*message)(void *user, enum pb_session_level level, const char *text);
-    /* The session enters (on) and leaves (off) the part that Ctrl-C should
-     * stop politely: calibration and the measured rounds. */
+    /* The session enters (on) and leaves (off) the part that a stop signal
+     * (Ctrl-C, SIGTERM, SIGHUP) should end politely: data generation,
+     * calibration and the measured rounds. */
     void (*measuring)(void *user, bool on);
     /* The interleaved rounds start: points x repeats rounds in all. */
     void (*rounds)(void *user, int points, int repeats);
@@ -78,12 +80,19 @@ struct pb_session_outcome {
  * pb_session_outcome_free). Returns PB_OK; PB_ERR_CONFIG for a config,
  * sweep or command-line error, found before any data is generated, with
  * "FILE:LINE:COL: sentence" in msg where the config has a position (the
- * dataset's own errors come later and name the config file and the path);
- * PB_ERR_INTERRUPTED when the stop flag was raised (the result holds every
- * finished repeat and is written); the error of a failed single point (its
- * result is still written); PB_ERR when the result or the baseline cannot
- * be written or read. msg holds the last error's sentence, which was also
- * given to the message hook. */
+ * dataset's own errors come later and name the config file and the path),
+ * and for a result path that is a directory, device, FIFO or socket
+ * ("-o PATH: is a character device, not a file; give a file path"), also
+ * found first; PB_ERR_INTERRUPTED when the stop flag was raised (while the
+ * data was generated: its temporary folder is removed; while measuring: the
+ * result holds every finished repeat, is marked interrupted and written,
+ * and a repeat cut short stays out of the summary); the error of a failed
+ * single point (its result is still written); PB_ERR when the baseline
+ * cannot be read (found before measuring, the message naming it) or the
+ * result cannot be written. The default result path is
+ * results/NAME-YYYYmmdd-HHMMSS.json with the config's name reduced to
+ * letters, digits, '.', '_' and '-'. msg holds the last error's sentence,
+ * which was also given to the message hook. */
 int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_hooks *hooks,
                    struct pb_result *result, struct pb_session_outcome *outcome, char *msg,
                    size_t msglen);

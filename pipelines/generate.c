@@ -3,11 +3,13 @@
  * range all generators read. JPEG and video have files of their own. */
 #include "pipelines/generate.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,8 +64,8 @@ static int remove_tree_visit(const char *path, const struct stat *st, int type, 
 }
 
 /* Kind files: random bytes, some truncated when corrupt_fraction asks. */
-static int generate_files(const struct pb_generate_spec *spec, const char *tmp, char *msg,
-                          size_t msglen)
+static int generate_files(const struct pb_generate_spec *spec, const char *tmp,
+                          volatile sig_atomic_t *stop, char *msg, size_t msglen)
 {
     size_t bytes = (size_t)spec->size_bytes;
     uint8_t *buf = malloc(bytes);
@@ -73,6 +75,10 @@ static int generate_files(const struct pb_generate_spec *spec, const char *tmp, 
     }
     int rc = PB_OK;
     for (int64_t i = 0; i < spec->count && rc == PB_OK; i++) {
+        if (pb_generate_stopped(stop)) {
+            rc = PB_ERR_INTERRUPTED;
+            break;
+        }
         uint64_t x = pb_mix64((uint64_t)spec->seed * 0x100000001b3ull + (uint64_t)i);
         for (size_t b = 0; b < bytes; b += 8) {
             x = pb_mix64(x);
@@ -104,8 +110,58 @@ bool pb_generate_is_corrupt(const struct pb_generate_spec *spec, int64_t index)
     return (double)(h >> 11) / 9007199254740992.0 < spec->corrupt_fraction;
 }
 
+/* The process id of a temporary folder name "BASE.tmp-PID" made for the
+ * folder whose last name is base; 0 when name is not one. */
+static long temp_folder_pid(const char *name, const char *base)
+{
+    size_t len = strlen(base);
+    if (strncmp(name, base, len) != 0 || strncmp(name + len, ".tmp-", 5) != 0)
+        return 0;
+    const char *digits = name + len + 5;
+    char *end;
+    errno = 0;
+    long pid = strtol(digits, &end, 10);
+    bool valid = digits[0] >= '1' && digits[0] <= '9' && *end == '\0' && errno == 0;
+    return valid ? pid : 0;
+}
+
+/* Removes the folders dir.tmp-PID that generations by processes no longer
+ * running left behind (killed before they could clean up). */
+static void remove_stale_temp_folders(const char *dir)
+{
+    char parent[PB_PATH_MAX];
+    snprintf(parent, sizeof(parent), "%s", dir);
+    char *slash = strrchr(parent, '/');
+    const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    if (slash == parent)
+        snprintf(parent, sizeof(parent), "/");
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(parent, sizeof(parent), ".");
+    DIR *d = opendir(parent);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long pid = temp_folder_pid(e->d_name, base);
+        if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char stale[PB_PATH_MAX * 2];
+        snprintf(stale, sizeof(stale), "%s/%s", parent, e->d_name);
+        nftw(stale, remove_tree_visit, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    closedir(d);
+}
+
 int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, char *msg,
                         size_t msglen)
+{
+    return pb_dataset_generate_stoppable(spec, dir, NULL, msg, msglen);
+}
+
+int pb_dataset_generate_stoppable(const struct pb_generate_spec *spec, const char *dir,
+                                  volatile sig_atomic_t *stop, char *msg, size_t msglen)
 {
     char tmp[PB_PATH_MAX];
     snprintf(tmp, sizeof(tmp), "%s.tmp-%d", dir, (int)getpid());
@@ -113,11 +169,12 @@ int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, ch
         snprintf(msg, msglen, "cannot create '%s': %s", tmp, strerror(errno));
         return PB_ERR;
     }
+    remove_stale_temp_folders(dir);
     int rc;
     switch (spec->kind) {
-    case PB_GENERATE_JPEG: rc = pb_generate_jpeg(spec, tmp, msg, msglen); break;
-    case PB_GENERATE_VIDEO: rc = pb_generate_video(spec, tmp, msg, msglen); break;
-    default: rc = generate_files(spec, tmp, msg, msglen); break;
+    case PB_GENERATE_JPEG: rc = pb_generate_jpeg(spec, tmp, stop, msg, msglen); break;
+    case PB_GENERATE_VIDEO: rc = pb_generate_video(spec, tmp, stop, msg, msglen); break;
+    default: rc = generate_files(spec, tmp, stop, msg, msglen); break;
     }
     if (rc == PB_OK) {
         rmdir(dir); /* an empty folder may already be there */
@@ -126,6 +183,9 @@ int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, ch
             rc = PB_ERR;
         }
     }
+    if (rc == PB_ERR_INTERRUPTED)
+        snprintf(msg, msglen, "interrupted while generating '%s'; the partial data was removed",
+                 dir);
     if (rc != PB_OK)
         nftw(tmp, remove_tree_visit, 16, FTW_DEPTH | FTW_PHYS);
     return rc;

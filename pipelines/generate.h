@@ -6,6 +6,7 @@
 #ifndef PB_GENERATE_H
 #define PB_GENERATE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,9 +40,17 @@ int pb_parse_size_range(const char *text, int *min_w, int *min_h, int *max_w, in
 /* Generates the dataset spec describes into dir: spec->count files of
  * random bytes (kind files), JPEG images (jpeg) or videos (video). Atomic
  * per folder: everything is written to dir.tmp-PID, then renamed to dir, so
- * an interrupted generation never leaves a half-made dataset. */
+ * an interrupted generation never leaves a half-made dataset; folders
+ * dir.tmp-PID of processes that no longer exist are removed first. Same as
+ * pb_dataset_generate_stoppable with no stop flag. */
 int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, char *msg,
                         size_t msglen);
+
+/* pb_dataset_generate, checking *stop (raised by a signal handler; NULL:
+ * never) between files: once it is raised the temporary folder is removed
+ * and PB_ERR_INTERRUPTED returned, with msg saying so. */
+int pb_dataset_generate_stoppable(const struct pb_generate_spec *spec, const char *dir,
+                                  volatile sig_atomic_t *stop, char *msg, size_t msglen);
 
 /* Whether generated file index is one of the corrupt_fraction written
  * truncated (seeded, so the same files every time). */
@@ -49,10 +58,18 @@ bool pb_generate_is_corrupt(const struct pb_generate_spec *spec, int64_t index);
 
 /* The generators behind pb_dataset_generate, writing into an existing
  * (temporary) folder. A share corrupt_fraction of the files is written
- * truncated. Return PB_OK or an error with a message. */
-int pb_generate_jpeg(const struct pb_generate_spec *spec, const char *dir, char *msg,
-                     size_t msglen);
-int pb_generate_video(const struct pb_generate_spec *spec, const char *dir, char *msg,
-                      size_t msglen);
+ * truncated. They check *stop (may be NULL) before each file. Return PB_OK,
+ * PB_ERR_INTERRUPTED once *stop was raised (files already written stay), or
+ * an error with a message. */
+int pb_generate_jpeg(const struct pb_generate_spec *spec, const char *dir,
+                     volatile sig_atomic_t *stop, char *msg, size_t msglen);
+int pb_generate_video(const struct pb_generate_spec *spec, const char *dir,
+                      volatile sig_atomic_t *stop, char *msg, size_t msglen);
+
+/* Whether *stop (may be NULL) has been raised. */
+static inline bool pb_generate_stopped(volatile sig_atomic_t *stop)
+{
+    return stop && *stop;
+}
 
 #endif

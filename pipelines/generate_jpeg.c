@@ -27,6 +27,7 @@
 
 struct gen_job {
     const struct pb_generate_spec *spec;
+    volatile sig_atomic_t *stop;
     const char *dir;
     int min_w, min_h, max_w, max_h;
     int thread, threads;
@@ -83,6 +84,10 @@ static void *gen_thread(void *arg)
         job->rc = PB_ERR_NOMEM;
     }
     for (int64_t i = job->thread; job->rc == PB_OK && i < spec->count; i += job->threads) {
+        if (pb_generate_stopped(job->stop)) {
+            job->rc = PB_ERR_INTERRUPTED;
+            break;
+        }
         int width = spread(job->min_w, job->max_w, unit(spec, i, 0x5157));
         int height = spread(job->min_h, job->max_h, unit(spec, i, 0x4e16));
         bool progressive = unit(spec, i, 0x9a0c) < spec->progressive_fraction;
@@ -114,8 +119,8 @@ static void *gen_thread(void *arg)
     return NULL;
 }
 
-int pb_generate_jpeg(const struct pb_generate_spec *spec, const char *dir, char *msg,
-                     size_t msglen)
+int pb_generate_jpeg(const struct pb_generate_spec *spec, const char *dir,
+                     volatile sig_atomic_t *stop, char *msg, size_t msglen)
 {
     struct gen_job jobs[MAX_THREADS];
     int min_w, min_h, max_w, max_h;
@@ -128,8 +133,9 @@ int pb_generate_jpeg(const struct pb_generate_spec *spec, const char *dir, char 
         threads = (int)spec->count;
     pthread_t tid[MAX_THREADS];
     for (int t = 0; t < threads; t++)
-        jobs[t] = (struct gen_job){.spec = spec, .dir = dir, .min_w = min_w, .min_h = min_h,
-                                   .max_w = max_w, .max_h = max_h, .thread = t, .threads = threads};
+        jobs[t] = (struct gen_job){.spec = spec, .stop = stop, .dir = dir, .min_w = min_w,
+                                   .min_h = min_h, .max_w = max_w, .max_h = max_h, .thread = t,
+                                   .threads = threads};
     int started = 1;
     while (started < threads &&
            pthread_create(&tid[started], NULL, gen_thread, &jobs[started]) == 0)

@@ -256,8 +256,8 @@ out:
     return rc;
 }
 
-int pb_generate_video(const struct pb_generate_spec *spec, const char *dir, char *msg,
-                      size_t msglen)
+int pb_generate_video(const struct pb_generate_spec *spec, const char *dir,
+                      volatile sig_atomic_t *stop, char *msg, size_t msglen)
 {
     int min_w, min_h, max_w, max_h;
     int rc = pb_parse_size_range(spec->size, &min_w, &min_h, &max_w, &max_h, msg, msglen);
@@ -271,6 +271,10 @@ int pb_generate_video(const struct pb_generate_spec *spec, const char *dir, char
     }
     av_log_set_level(AV_LOG_ERROR);
     for (int64_t i = 0; i < spec->count && rc == PB_OK; i++) {
+        if (pb_generate_stopped(stop)) {
+            rc = PB_ERR_INTERRUPTED;
+            break;
+        }
         /* Sizes spread evenly over the range; even, as 4:2:0 wants. */
         double f = spec->count > 1 ? (double)i / (double)(spec->count - 1) : 0;
         int w = (min_w + (int)((max_w - min_w) * f + 0.5)) & ~1;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -286,56 +287,107 @@ static void test_on_error_skip_and_fail(void **state)
     EXPECT_ERR(args, 1, "marked corrupt", "/sample_");
 }
 
-/* Runs pbench run on configs/CONFIG with FAST and args in the background,
- * presses Ctrl-C once its stderr shows wait_for (or after 30 s), checks
- * that it exits 130 with an interrupted result in workdir/out_name and
- * returns that result. */
-static json_t *interrupted_run(const char *config, const char *args, const char *wait_for,
-                               const char *out_name)
+/* Starts pbench run on configs/CONFIG with FAST and args in the
+ * background, writing its result to workdir/out_name and its stderr to
+ * workdir/err.txt; with SIGINT ignored when ignore_sigint, as `&` in a
+ * script starts it. Returns its process id. */
+static pid_t start_run(const char *config, const char *args, const char *out_name,
+                       bool ignore_sigint)
 {
     char cmd[4096];
     snprintf(cmd, sizeof(cmd),
              "cd '%s' && exec '%s' run '%s/configs/%s' " FAST "%s -o %s "
              ">'%s/int.txt' 2>'%s/err.txt'",
              workdir, binary, source_dir, config, args, out_name, workdir, workdir);
+    /* An earlier run's stderr must not pass for this one's. */
+    char errpath[512];
+    snprintf(errpath, sizeof(errpath), "%s/err.txt", workdir);
+    unlink(errpath);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        if (ignore_sigint)
+            signal(SIGINT, SIG_IGN);
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
+    return pid;
+}
+
+/* Waits until workdir/err.txt shows text, for 30 s at most; whether it did. */
+static bool wait_for_err(const char *text)
+{
     char errpath[512];
     snprintf(errpath, sizeof(errpath), "%s/err.txt", workdir);
     for (int i = 0; i < 600; i++) {
         char *e = slurp(errpath);
-        bool done = strstr(e, wait_for) != NULL;
+        bool done = strstr(e, text) != NULL;
         free(e);
         if (done)
-            break;
+            return true;
         usleep(50000);
     }
-    kill(pid, SIGINT);
+    return false;
+}
+
+/* Waits for pid to end and returns its exit code; fails the test when it
+ * did not exit (a signal killed it). */
+static int wait_exit(pid_t pid)
+{
     int status;
-    waitpid(pid, &status, 0);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 130);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status))
+        fail_msg("pbench did not exit: killed by signal %d", WTERMSIG(status));
+    return WEXITSTATUS(status);
+}
+
+/* Runs pbench run on configs/CONFIG with FAST and args in the background,
+ * sends sig once its stderr shows wait_for (or after 30 s), checks that it
+ * exits with code and an interrupted result in workdir/out_name and returns
+ * that result. With go_on, the run starts with SIGINT ignored (as `&` in a
+ * script starts it), is sent a Ctrl-C first and must go on to show go_on. */
+static json_t *signalled_run(const char *config, const char *args, const char *wait_for,
+                             const char *go_on, const char *out_name, int sig, int code)
+{
+    pid_t pid = start_run(config, args, out_name, go_on != NULL);
+    wait_for_err(wait_for);
+    if (go_on) {
+        kill(pid, SIGINT);
+        assert_true(wait_for_err(go_on));
+    }
+    kill(pid, sig);
+    assert_int_equal(wait_exit(pid), code);
     json_t *r = load_result(out_name);
     assert_true(json_is_true(json_object_get(r, "interrupted")));
     return r;
 }
+
+/* signalled_run with Ctrl-C: exit 130. */
+static json_t *interrupted_run(const char *config, const char *args, const char *wait_for,
+                               const char *out_name)
+{
+    return signalled_run(config, args, wait_for, NULL, out_name, SIGINT, 130);
+}
+
+/* How many repeats the first point of result r kept; releases r. */
+static size_t repeats_kept(json_t *r)
+{
+    json_t *p = json_array_get(json_object_get(r, "points"), 0);
+    size_t kept = json_array_size(json_object_get(p, "repeats"));
+    json_decref(r);
+    return kept;
+}
+
+/* A run that would take minutes: 50 repeats of 0.3 s. */
+#define SLOW_RUN "-s run.repeats=50 -s run.min_time_s=0.3 -s run.max_time_s=0.3"
 
 static void test_interrupt_keeps_results(void **state)
 {
     (void)state;
     /* A run that would take minutes, interrupted after the first repeat:
      * Ctrl-C once a repeat has finished. */
-    json_t *r = interrupted_run("null.yaml",
-                                "-s run.repeats=50 -s run.min_time_s=0.3 -s run.max_time_s=0.3",
-                                "repeat 2/50", "int.json");
-    json_t *p = json_array_get(json_object_get(r, "points"), 0);
-    size_t kept = json_array_size(json_object_get(p, "repeats"));
+    size_t kept = repeats_kept(interrupted_run("null.yaml", SLOW_RUN, "repeat 2/50", "int.json"));
     assert_true(kept >= 2 && kept < 50);
-    json_decref(r);
 }
 
 static void test_sweep_table_and_recommendation(void **state)
@@ -636,6 +688,96 @@ static void test_list_version_help(void **state)
     EXPECT_OUT("help run", 0, "--format");
 }
 
+/* Runs configs/null.yaml with extra and checks that it stops with code
+ * and says want before it measures a repeat. */
+static void expect_stop_before_measuring(const char *extra, int code, const char *want)
+{
+    char args[2048];
+    run_args(args, "null.yaml", extra);
+    EXPECT_ERR(args, code, want);
+    char *err = err_text();
+    assert_null(strstr(err, "repeat 1/"));
+    free(err);
+}
+
+/* -o never replaces what is not a file: a device is refused before the
+ * run (exit 2) and stays a device; a link keeps being a link and its target
+ * gets the result. */
+static void test_output_not_a_file(void **state)
+{
+    (void)state;
+    expect_stop_before_measuring("-s run.repeats=1 -o /dev/null", 2,
+                                 "-o /dev/null: is a character device, not a file; give a file "
+                                 "path");
+    struct stat st;
+    assert_int_equal(stat("/dev/null", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+
+    char link[600], target[600];
+    snprintf(link, sizeof(link), "%s/link.json", workdir);
+    snprintf(target, sizeof(target), "%s/linked-result.json", workdir);
+    assert_int_equal(symlink("linked-result.json", link), 0);
+    char args[2048], out[512];
+    run_args(args, "null.yaml", "-s run.repeats=1 -q -o link.json");
+    pbench_ok(args, out, sizeof(out));
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    json_decref(load_result("linked-result.json"));
+}
+
+/* A baseline that cannot be read stops the run before it measures. */
+static void test_bad_baseline_stops_first(void **state)
+{
+    (void)state;
+    expect_stop_before_measuring("-s run.repeats=1 --baseline no-such-base.json", 1,
+                                 "--baseline: no-such-base.json: ");
+}
+
+/* SIGTERM (what timeout, CI job limits and docker stop send) and SIGHUP
+ * stop a run as Ctrl-C does: every finished repeat kept, the result marked
+ * interrupted, exit 128 + the signal. Started with SIGINT ignored, as `&`
+ * in a script starts it, the run ignores Ctrl-C and still stops on
+ * SIGTERM. */
+static void test_sigterm_and_sighup_keep_results(void **state)
+{
+    (void)state;
+    const struct {
+        int sig, code;
+        const char *go_on, *out_name;
+    } cases[] = {
+        {SIGTERM, 143, NULL, "term.json"},
+        {SIGHUP, 129, NULL, "hup.json"},
+        {SIGTERM, 143, "repeat 3/50", "term-bg.json"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        size_t kept = repeats_kept(signalled_run("null.yaml", SLOW_RUN, "repeat 1/50",
+                                                 cases[i].go_on, cases[i].out_name, cases[i].sig,
+                                                 cases[i].code));
+        assert_true(kept >= 1 && kept < 50);
+    }
+}
+
+/* SIGTERM while the data is generated on first use: no temporary folder
+ * is left behind, and the exit code says why. */
+static void test_sigterm_during_generation(void **state)
+{
+    (void)state;
+    pid_t pid = start_run("null.yaml",
+                          "-s dataset.path=gen-stop -s dataset.generate.count=400000 "
+                          "-s dataset.generate.size_bytes=64",
+                          "gen-stop.json", false);
+    assert_true(wait_for_err("generating 400000"));
+    usleep(200000);
+    kill(pid, SIGTERM);
+    assert_int_equal(wait_exit(pid), 143);
+    char *err = err_text();
+    pb_test_assert_contains(err, (const char *const[]){"interrupted while generating", NULL});
+    free(err);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "ls -d '%s'/gen-stop* 2>/dev/null | grep -q .", workdir);
+    assert_int_not_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -650,6 +792,10 @@ int main(void)
         cmocka_unit_test(test_bad_config_exits_2),
         cmocka_unit_test(test_gpu_pipeline),
         cmocka_unit_test(test_list_version_help),
+        cmocka_unit_test(test_output_not_a_file),
+        cmocka_unit_test(test_bad_baseline_stops_first),
+        cmocka_unit_test(test_sigterm_and_sighup_keep_results),
+        cmocka_unit_test(test_sigterm_during_generation),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);

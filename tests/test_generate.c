@@ -1,6 +1,8 @@
 /* pipelines/generate: the size range every generator reads, the seeded
- * corrupt-file pick, and the random-bytes generator writing a whole folder
- * or none. JPEG and video generation are tested with their decoders
+ * corrupt-file pick, the random-bytes generator writing a whole folder
+ * or none, generation stopped by the stop flag leaving no temporary
+ * folder, and stale temporary folders of dead processes removed. JPEG and
+ * video generation are tested with their decoders
  * (test_jpeg, test_video). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,10 +11,14 @@
 
 #include <cmocka.h>
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench/pb.h"
 #include "pipelines/generate.h"
@@ -29,8 +35,7 @@ static void test_size_range(void **state)
                      PB_OK);
     assert_true(a == 400 && b == 300 && c == 600 && d == 450);
 
-    assert_int_equal(pb_parse_size_range("640", &a, &b, &c, &d, msg, sizeof(msg)),
-                     PB_ERR_CONFIG);
+    assert_int_equal(pb_parse_size_range("640", &a, &b, &c, &d, msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_string_equal(msg, "size must be WxH or WxH-WxH, got '640'");
     assert_int_equal(pb_parse_size_range("64x48 ", &a, &b, &c, &d, msg, sizeof(msg)),
                      PB_ERR_CONFIG);
@@ -77,8 +82,11 @@ static size_t count_entries(const char *dir, const char *prefix)
 static void test_generate_files(void **state)
 {
     (void)state;
-    struct pb_generate_spec spec = {.kind = PB_GENERATE_FILES, .count = 40, .size_bytes = 999,
-                                    .seed = 11, .corrupt_fraction = 0.3};
+    struct pb_generate_spec spec = {.kind = PB_GENERATE_FILES,
+                                    .count = 40,
+                                    .size_bytes = 999,
+                                    .seed = 11,
+                                    .corrupt_fraction = 0.3};
     char workdir[] = "/tmp/pbench-generate-XXXXXX";
     assert_int_equal(pb_test_tmpdir_make(workdir), 0);
     char dir[PB_PATH_MAX], msg[PB_MSG_MAX];
@@ -107,12 +115,109 @@ static void test_generate_files(void **state)
     assert_int_equal(pb_test_tmpdir_remove(workdir), 0);
 }
 
+/* Raises *stop once the temporary folder holds some files, as a signal
+ * handler would in the middle of a generation. */
+struct stop_watch {
+    char parent[PB_PATH_MAX];
+    char tmp[PB_PATH_MAX + 32];
+    volatile sig_atomic_t stop;
+    size_t files_seen;
+};
+
+static void *raise_stop_after_files(void *arg)
+{
+    struct stop_watch *w = arg;
+    for (int i = 0; i < 20000 && !w->stop; i++) {
+        w->files_seen = count_entries(w->tmp, "sample_");
+        if (w->files_seen >= 5)
+            w->stop = SIGTERM;
+        else
+            usleep(200);
+    }
+    return NULL;
+}
+
+static void test_generation_stops_and_cleans_up(void **state)
+{
+    (void)state;
+    char workdir[] = "/tmp/pbench-generate-XXXXXX";
+    assert_int_equal(pb_test_tmpdir_make(workdir), 0);
+    char dir[PB_PATH_MAX], msg[PB_MSG_MAX];
+    snprintf(dir, sizeof(dir), "%s/data", workdir);
+    /* Far more files than can be written before the watcher sees five. */
+    struct pb_generate_spec spec = {
+        .kind = PB_GENERATE_FILES, .count = 200000, .size_bytes = 64, .seed = 3};
+    struct stop_watch w = {0};
+    snprintf(w.parent, sizeof(w.parent), "%s", workdir);
+    snprintf(w.tmp, sizeof(w.tmp), "%s.tmp-%d", dir, (int)getpid());
+    pthread_t watcher;
+    assert_int_equal(pthread_create(&watcher, NULL, raise_stop_after_files, &w), 0);
+    int rc = pb_dataset_generate_stoppable(&spec, dir, &w.stop, msg, sizeof(msg));
+    pthread_join(watcher, NULL);
+    assert_int_equal(rc, PB_ERR_INTERRUPTED);
+    assert_true(w.files_seen >= 5);
+    assert_non_null(strstr(msg, "interrupted while generating"));
+    assert_int_equal(count_entries(workdir, "data"), 0); /* neither data nor data.tmp-PID */
+
+    /* Every generator checks the flag, JPEG and video too. */
+    volatile sig_atomic_t raised = SIGINT;
+    spec =
+        (struct pb_generate_spec){.kind = PB_GENERATE_JPEG, .count = 8, .seed = 1, .quality = 90};
+    snprintf(spec.size, sizeof(spec.size), "32x32");
+    assert_int_equal(pb_dataset_generate_stoppable(&spec, dir, &raised, msg, sizeof(msg)),
+                     PB_ERR_INTERRUPTED);
+    spec.kind = PB_GENERATE_VIDEO;
+    spec.frames = 4;
+    spec.fps = 25;
+    spec.gop = 4;
+    snprintf(spec.codec, sizeof(spec.codec), "mpeg4");
+    assert_int_equal(pb_dataset_generate_stoppable(&spec, dir, &raised, msg, sizeof(msg)),
+                     PB_ERR_INTERRUPTED);
+    assert_int_equal(count_entries(workdir, "data"), 0);
+    assert_int_equal(pb_test_tmpdir_remove(workdir), 0);
+}
+
+static void test_stale_temp_folders_removed(void **state)
+{
+    (void)state;
+    char workdir[] = "/tmp/pbench-generate-XXXXXX";
+    assert_int_equal(pb_test_tmpdir_make(workdir), 0);
+    /* The id of a process that has ended and been reaped. */
+    pid_t dead = fork();
+    assert_true(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    char stale[PB_PATH_MAX], live[PB_PATH_MAX], other[PB_PATH_MAX], file[PB_PATH_MAX + 16];
+    snprintf(stale, sizeof(stale), "%s/data.tmp-%d", workdir, (int)dead);
+    snprintf(live, sizeof(live), "%s/data.tmp-%d", workdir, (int)getppid());
+    snprintf(other, sizeof(other), "%s/other.tmp-%d", workdir, (int)dead);
+    const char *const made[] = {stale, live, other};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(mkdir(made[i], 0755), 0);
+        snprintf(file, sizeof(file), "%s/sample_0000000.bin", made[i]);
+        pb_test_write_file(file, "half", 4);
+    }
+    char dir[PB_PATH_MAX], msg[PB_MSG_MAX];
+    snprintf(dir, sizeof(dir), "%s/data", workdir);
+    struct pb_generate_spec spec = {.kind = PB_GENERATE_FILES, .count = 4, .size_bytes = 16};
+    assert_int_equal(pb_dataset_generate(&spec, dir, msg, sizeof(msg)), PB_OK);
+    struct stat st;
+    assert_int_equal(stat(stale, &st), -1); /* its process is gone */
+    assert_int_equal(stat(live, &st), 0);   /* its process may still be writing */
+    assert_int_equal(stat(other, &st), 0);  /* another dataset's folder */
+    assert_int_equal(count_entries(dir, "sample_"), 4);
+    assert_int_equal(pb_test_tmpdir_remove(workdir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_range),
         cmocka_unit_test(test_corrupt_pick),
         cmocka_unit_test(test_generate_files),
+        cmocka_unit_test(test_generation_stops_and_cleans_up),
+        cmocka_unit_test(test_stale_temp_folders_removed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,9 @@
 /* The session in-process: a tiny null-decoder run on generated files
  * (points, repeats, the result file), a sweep through -a, and config errors
- * that stop the session, with FILE:LINE:COL, before any data is made. */
+ * that stop the session, with FILE:LINE:COL, before any data is made; so do
+ * an output path that is not a file and an unreadable baseline. A config
+ * name never leads the default result file out of results/, and a stop
+ * keeps the repeat it cut short out of the summary. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +12,9 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench/pb.h"
@@ -193,29 +198,40 @@ static void test_sweep_axis_and_baseline(void **state)
     pb_result_free(&result);
 }
 
+/* Runs the session opts describe on text, written to workdir/name (its
+ * path into config), and checks that it stops with rc_want before the
+ * dataset (name.data) is generated; msg gets its message. */
+static void expect_stop_before_data(const char *name, const char *text,
+                                    struct pb_session_opts *opts, int rc_want, char *config,
+                                    size_t configlen, char *msg, size_t msglen)
+{
+    char data_dir[128], data[512];
+    snprintf(data_dir, sizeof(data_dir), "%s.data", name);
+    write_config(name, text, data_dir, config, configlen);
+    snprintf(data, sizeof(data), "%s/%s", workdir, data_dir);
+    opts->config_path = config;
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    assert_int_equal(pb_session_run(opts, NULL, &result, &outcome, msg, msglen), rc_want);
+    assert_false(outcome.measured);
+    assert_int_equal(access(data, F_OK), -1);
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+}
+
 /* A config error stops the session before the dataset is generated; where
  * is the "LINE:" the message gives after the file's name (NULL: no check). */
 static void expect_config_error(const char *name, const char *text, const char *const *axes,
                                 int axis_count, const char *where)
 {
-    char config[512], data_dir[128], data[512], msg[PB_MSG_MAX * 2];
-    snprintf(data_dir, sizeof(data_dir), "%s.data", name);
-    write_config(name, text, data_dir, config, sizeof(config));
-    snprintf(data, sizeof(data), "%s/%s", workdir, data_dir);
-    struct pb_session_opts opts = {.config_path = config, .axes = axes, .axis_count = axis_count,
-                                   .calibrate = true};
-    struct pb_result result;
-    struct pb_session_outcome outcome;
-    int rc = pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg));
-    assert_int_equal(rc, PB_ERR_CONFIG);
+    char config[512], msg[PB_MSG_MAX * 2];
+    struct pb_session_opts opts = {.axes = axes, .axis_count = axis_count, .calibrate = true};
+    expect_stop_before_data(name, text, &opts, PB_ERR_CONFIG, config, sizeof(config), msg,
+                            sizeof(msg));
     char prefix[600];
     snprintf(prefix, sizeof(prefix), "%s:%s", config, where ? where : "");
     if (where && strncmp(msg, prefix, strlen(prefix)) != 0)
         fail_msg("expected '%s...', got '%s'", prefix, msg);
-    assert_false(outcome.measured);
-    assert_int_equal(access(data, F_OK), -1);
-    pb_session_outcome_free(&outcome);
-    pb_result_free(&result);
 }
 
 static void test_config_errors_make_no_data(void **state)
@@ -272,12 +288,143 @@ static void test_config_errors_make_no_data(void **state)
     expect_config_error("swept-path.yaml", config_text, axes, 1, NULL);
 }
 
+/* The session of config_text with opts stops before any data is made
+ * with rc_want and a message holding each of wants. */
+static void expect_early_stop(struct pb_session_opts *opts, int rc_want, const char *const *wants)
+{
+    char config[512], msg[PB_MSG_MAX * 2];
+    expect_stop_before_data("early.yaml", config_text, opts, rc_want, config, sizeof(config), msg,
+                            sizeof(msg));
+    pb_test_assert_contains(msg, wants);
+}
+
+static void test_bad_output_and_baseline_stop_first(void **state)
+{
+    (void)state;
+    char path[600], want[700];
+    /* -o naming a folder or a device. */
+    struct pb_session_opts opts = {.output_path = workdir};
+    snprintf(want, sizeof(want), "-o %s: is a directory, not a file; give a file path", workdir);
+    expect_early_stop(&opts, PB_ERR_CONFIG, (const char *const[]){want, NULL});
+    opts.output_path = "/dev/null";
+    expect_early_stop(&opts, PB_ERR_CONFIG,
+                      (const char *const[]){"-o /dev/null: is a character device", NULL});
+    struct stat st;
+    assert_int_equal(stat("/dev/null", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    /* A baseline that is missing, or is not a result. */
+    snprintf(path, sizeof(path), "%s/missing-base.json", workdir);
+    opts = (struct pb_session_opts){.baseline_path = path, .threshold_pct = 5};
+    expect_early_stop(&opts, PB_ERR, (const char *const[]){"--baseline: ", path, NULL});
+    snprintf(path, sizeof(path), "%s/bad-base.json", workdir);
+    pb_test_write_file(path, "{\"points\": [", 12);
+    expect_early_stop(&opts, PB_ERR, (const char *const[]){"--baseline: ", path, NULL});
+}
+
+static void test_name_stays_in_results(void **state)
+{
+    (void)state;
+    char config[512], cwd[512], old_cwd[512], msg[PB_MSG_MAX * 2];
+    const char *hostile = "name: \"../../escaped/.evil name\"\n";
+    char text[2048];
+    snprintf(text, sizeof(text), "%s%s", hostile, strchr(config_text, '\n') + 1);
+    write_config("hostile.yaml", text, "data", config, sizeof(config));
+    snprintf(cwd, sizeof(cwd), "%s/a", workdir);
+    assert_int_equal(mkdir(cwd, 0755), 0);
+    snprintf(cwd, sizeof(cwd), "%s/a/b", workdir);
+    assert_int_equal(mkdir(cwd, 0755), 0);
+    assert_non_null(getcwd(old_cwd, sizeof(old_cwd)));
+    assert_int_equal(chdir(cwd), 0);
+    const char *overrides[] = {"run.repeats=1"};
+    struct pb_session_opts opts = {.config_path = config, .overrides = overrides,
+                                   .override_count = 1};
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    int rc = pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg));
+    assert_int_equal(chdir(old_cwd), 0);
+    if (rc != PB_OK)
+        fail_msg("session failed: %s", msg);
+    /* results/ + a safe name: no '/', no leading '.', the spaces replaced. */
+    const char *file = outcome.result_path;
+    assert_int_equal(strncmp(file, "results/", 8), 0);
+    assert_null(strchr(file + 8, '/'));
+    assert_int_equal(strncmp(file + 8, "_._.._escaped_.evil_name-", 25), 0);
+    char written[PB_PATH_MAX + 600], escaped[600];
+    snprintf(written, sizeof(written), "%s/%s", cwd, file);
+    assert_int_equal(access(written, F_OK), 0);
+    snprintf(escaped, sizeof(escaped), "%s/escaped", workdir);
+    assert_int_equal(access(escaped, F_OK), -1);
+    /* The result keeps the name as written. */
+    assert_string_equal(result.name, "../../escaped/.evil name");
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+}
+
+/* Raises the stop flag at the first progress tick of the second repeat
+ * (a quarter second in, well inside its 0.8 s), as a signal would. */
+struct stopper {
+    volatile sig_atomic_t stop;
+    int finished, ticks_after;
+};
+
+static void stop_progress(void *user, int repeat, int repeats, const struct pb_repeat_result *done)
+{
+    (void)repeat;
+    (void)repeats;
+    (void)done;
+    ((struct stopper *)user)->finished++;
+}
+
+static void stop_tick(void *user, double samples_per_s)
+{
+    (void)samples_per_s;
+    struct stopper *st = user;
+    if (st->finished >= 1 && ++st->ticks_after >= 1)
+        st->stop = SIGTERM;
+}
+
+static void test_stop_leaves_partial_repeat_out(void **state)
+{
+    (void)state;
+    char config[512], output[512], msg[PB_MSG_MAX * 2];
+    write_config("partial.yaml", config_text, "data", config, sizeof(config));
+    snprintf(output, sizeof(output), "%s/partial.json", workdir);
+    const char *overrides[] = {"run.repeats=3", "run.min_time_s=0.8", "run.max_time_s=0.8"};
+    struct pb_session_opts opts = {.config_path = config, .output_path = output,
+                                   .overrides = overrides, .override_count = 3};
+    struct stopper st = {0};
+    struct pb_session_hooks hooks = {
+        .user = &st, .progress = stop_progress, .tick = stop_tick, .stop = &st.stop};
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    int rc = pb_session_run(&opts, &hooks, &result, &outcome, msg, sizeof(msg));
+    assert_int_equal(rc, PB_ERR_INTERRUPTED);
+    assert_true(result.interrupted);
+    const struct pb_point_result *p = &result.points[0];
+    assert_int_equal(p->repeat_count, 2);
+    assert_false(p->repeats[0].interrupted);
+    assert_true(p->repeats[1].interrupted);
+    /* The summary is the finished repeat's alone, and the warning says so. */
+    assert_true(p->samples_per_s == p->repeats[0].samples_per_s);
+    assert_int_equal(p->samples, p->repeats[0].samples);
+    bool said = false;
+    for (int i = 0; i < result.warning_count; i++)
+        said = said || (strstr(result.warnings[i], "interrupted by SIGTERM") &&
+                        strstr(result.warnings[i], "left out of the summary"));
+    assert_true(said);
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_single_point),
         cmocka_unit_test(test_sweep_axis_and_baseline),
         cmocka_unit_test(test_config_errors_make_no_data),
+        cmocka_unit_test(test_bad_output_and_baseline_stop_first),
+        cmocka_unit_test(test_name_stays_in_results),
+        cmocka_unit_test(test_stop_leaves_partial_repeat_out),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);

@@ -1,0 +1,148 @@
+/* Atomic file writing (bench/fileio.c): a regular file is replaced whole;
+ * a symbolic link keeps being a link and its target gets the contents; a
+ * FIFO, a directory or a device is refused and left as it was. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench/fileio.h"
+#include "bench/pb.h"
+#include "tests/testutil.h"
+
+static char workdir[] = "/tmp/pbench-fileio-XXXXXX";
+
+static int fill_hello(FILE *f, void *user)
+{
+    return fputs((const char *)user, f) == EOF ? -1 : 0;
+}
+
+/* workdir/name into path. */
+static void at(const char *name, char *path, size_t pathlen)
+{
+    snprintf(path, pathlen, "%s/%s", workdir, name);
+}
+
+/* Whether the folder holding path has a leftover temporary file. */
+static bool temp_left(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "ls '%s' | grep -q '\\.tmp\\.'", workdir);
+    return system(cmd) == 0;
+}
+
+static void test_regular_file_replaced(void **state)
+{
+    (void)state;
+    char path[512], msg[PB_MSG_MAX];
+    at("plain.json", path, sizeof(path));
+    pb_test_write_file(path, "old contents, longer than the new", 33);
+    assert_int_equal(pb_write_atomic(path, fill_hello, "new", msg, sizeof(msg)), PB_OK);
+    char *text = pb_test_read_file(path, NULL, true);
+    assert_string_equal(text, "new");
+    free(text);
+    assert_false(temp_left());
+}
+
+/* Makes workdir/name a symbolic link to to and writes its path into path. */
+static void make_link(const char *to, const char *name, char *path, size_t pathlen)
+{
+    at(name, path, pathlen);
+    assert_int_equal(symlink(to, path), 0);
+}
+
+/* Writes contents through link, which stays a link, into workdir/file. */
+static void expect_written_through(const char *link, const char *file, const char *contents)
+{
+    char msg[PB_MSG_MAX], path[512];
+    assert_int_equal(pb_write_atomic(link, fill_hello, (void *)contents, msg, sizeof(msg)), PB_OK);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    at(file, path, sizeof(path));
+    char *text = pb_test_read_file(path, NULL, true);
+    assert_string_equal(text, contents);
+    free(text);
+}
+
+static void test_symlink_writes_its_target(void **state)
+{
+    (void)state;
+    char target[512], link[512], chain[512], msg[PB_MSG_MAX];
+    at("target.json", target, sizeof(target));
+    pb_test_write_file(target, "old", 3);
+    /* A relative link, resolved from the link's own folder, and a chain. */
+    make_link("target.json", "link.json", link, sizeof(link));
+    make_link(link, "chain.json", chain, sizeof(chain));
+    expect_written_through(chain, "target.json", "through");
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    /* A dangling link: the file it names is created. */
+    char dangling[512];
+    make_link("made.json", "dangling.json", dangling, sizeof(dangling));
+    expect_written_through(dangling, "made.json", "made");
+    /* A loop of links is refused. */
+    char loop_a[512], loop_b[512];
+    make_link("loop-b", "loop-a", loop_a, sizeof(loop_a));
+    make_link("loop-a", "loop-b", loop_b, sizeof(loop_b));
+    assert_int_equal(pb_write_atomic(loop_a, fill_hello, "x", msg, sizeof(msg)), PB_ERR);
+    assert_non_null(strstr(msg, "symbolic links"));
+    assert_false(temp_left());
+}
+
+/* path is refused with "is KIND, not a file" and left as it was. */
+static void expect_refused(const char *path, const char *kind, mode_t type)
+{
+    char msg[PB_MSG_MAX], want[256];
+    assert_int_equal(pb_write_atomic(path, fill_hello, "x", msg, sizeof(msg)), PB_ERR);
+    snprintf(want, sizeof(want), "%s: is %s, not a file; give a file path", path, kind);
+    assert_string_equal(msg, want);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_int_equal(st.st_mode & S_IFMT, type);
+    char target[PB_PATH_MAX];
+    assert_int_equal(pb_output_target(path, target, sizeof(target), msg, sizeof(msg)),
+                     PB_ERR_CONFIG);
+}
+
+static void test_fifo_directory_device_refused(void **state)
+{
+    (void)state;
+    char fifo[512], dir[512], link[512], msg[PB_MSG_MAX];
+    at("fifo", fifo, sizeof(fifo));
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    expect_refused(fifo, "a FIFO", S_IFIFO);
+    at("folder", dir, sizeof(dir));
+    assert_int_equal(mkdir(dir, 0700), 0);
+    expect_refused(dir, "a directory", S_IFDIR);
+    expect_refused("/dev/null", "a character device", S_IFCHR);
+    /* A link to a device names both. */
+    make_link("/dev/null", "to-null", link, sizeof(link));
+    assert_int_equal(pb_write_atomic(link, fill_hello, "x", msg, sizeof(msg)), PB_ERR);
+    assert_non_null(strstr(msg, "links to /dev/null, which is a character device"));
+    /* A path ending in '/' names a folder. */
+    char slash[512];
+    at("new-folder/", slash, sizeof(slash));
+    assert_int_equal(pb_write_atomic(slash, fill_hello, "x", msg, sizeof(msg)), PB_ERR);
+    assert_non_null(strstr(msg, "names a folder"));
+    assert_false(temp_left());
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_regular_file_replaced),
+        cmocka_unit_test(test_symlink_writes_its_target),
+        cmocka_unit_test(test_fifo_directory_device_refused),
+    };
+    pb_test_tmpdir_use(workdir);
+    return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);
+}
