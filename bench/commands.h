@@ -24,7 +24,8 @@
       "      --baseline BASE.json  compare the new result with BASE.json (as pbench compare)\n" \
       "      --threshold PCT       practical threshold of that comparison (default 5%)\n" \
       "      --fail-on-regression  exit 3 when the comparison finds a regression\n\n" \
-      "Ctrl-C stops after the current batch and still writes what was measured (exit 130).") \
+      "Ctrl-C, SIGTERM or SIGHUP stops after the current batch and still writes what was\n" \
+      "measured (exit 130, 143 or 129).") \
     X(gen, \
       "pbench gen --kind files|jpeg|video --out DIR [--count N] [--size WxH[-WxH]]\n" \
       "                  [--quality Q] [--progressive-fraction F] [--grayscale-fraction F]\n" \
