@@ -11,6 +11,7 @@
 
 #include "bench/stats.h"
 #include "bench/pb.h"
+#include "bench/printable.h"
 
 static const char *const schema =
     "CREATE TABLE IF NOT EXISTS runs ("
@@ -248,11 +249,17 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
             series_count++;
             double shift = 0;
             long at = pb_history_step(values, n, threshold_pct, &shift);
-            printf("%s · %s · point %s · %s\n", series[0], series[1], series[2], metric);
+            char shown[3][PB_PRINTABLE_SIZE(256)], when[PB_PRINTABLE_SIZE(32)];
+            char rev[PB_PRINTABLE_SIZE(48)];
+            for (int k = 0; k < 3; k++)
+                pb_printable(shown[k], sizeof(shown[k]), series[k]);
+            printf("%s · %s · point %s · %s\n", shown[0], shown[1], shown[2], metric);
             printf("  %-22s %-14s %14s %9s\n", "measured", "revision", metric, "vs median");
             for (size_t i = 0; i < n; i++) {
                 double ref = i ? pb_median(values, i) : values[0];
-                printf("  %-22s %-14.14s %14.1f %+8.1f%%%s\n", created[i], revision[i], values[i],
+                printf("  %-22s %-14.14s %14.1f %+8.1f%%%s\n",
+                       pb_printable(when, sizeof(when), created[i]),
+                       pb_printable(rev, sizeof(rev), revision[i]), values[i],
                        ref != 0 ? 100 * (values[i] / ref - 1) : 0,
                        at >= 0 && (size_t)at == i ? "  <- step change" : "");
             }
@@ -260,8 +267,9 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
                 steps++;
                 printf("  STEP CHANGE: from %s (revision %s) the median moved %+.1f%% (threshold "
                        "%.1f%%, held for %zu runs)\n",
-                       created[at], revision[at][0] ? revision[at] : "?", shift, threshold_pct,
-                       n - (size_t)at);
+                       pb_printable(when, sizeof(when), created[at]),
+                       revision[at][0] ? pb_printable(rev, sizeof(rev), revision[at]) : "?", shift,
+                       threshold_pct, n - (size_t)at);
             } else {
                 printf("  no step change beyond %.1f%% (needs %d runs in a row)\n", threshold_pct,
                        PB_STEP_MIN_RUNS);

@@ -944,7 +944,8 @@ static void test_impossible_values_rejected(void **state)
         const char *want;
     } cases[] = {
         {"wall_s", -3, "points[0].repeats[1].wall_s must be >= 0, got -3"},
-        {"samples_per_s", NAN, "points[0].repeats[1].samples_per_s must be a number >= 0, got null"},
+        {"samples_per_s", NAN,
+         "points[0].repeats[1].samples_per_s must be a number >= 0, got null"},
         {"samples_per_s", -0.5, "points[0].repeats[1].samples_per_s must be >= 0, got -0.5"},
         {"stall_pct", -1, "points[0].repeats[1].stall_pct must be >= 0, got -1"},
     };
@@ -999,6 +1000,46 @@ static void test_read_what_is_not_a_result(void **state)
     free(dir);
 }
 
+/* Names from the result (its name, machine, stages, axes, error files,
+ * warnings) are printed without control characters in the table, markdown
+ * and CSV: an escape or a newline shows as \xNN. JSON keeps them exact. */
+static void test_report_names_without_control_characters(void **state)
+{
+    (void)state;
+    static const char hostile[] = "\x1b[31mred\nline";
+    static const char shown[] = "\\x1b[31mred\\x0aline";
+    struct pb_result result;
+    make_result(&result, 11);
+    snprintf(result.name, sizeof(result.name), "%s", hostile);
+    snprintf(result.machine.hostname, sizeof(result.machine.hostname), "%s", hostile);
+    struct pb_point_result *p = &result.points[0];
+    snprintf(p->stages[0].name, sizeof(p->stages[0].name), "%s", hostile);
+    snprintf(p->error_files[0], sizeof(p->error_files[0]), "%s", hostile);
+    p->error_file_count = p->error_file_count ? p->error_file_count : 1;
+    snprintf(p->warnings[0], sizeof(p->warnings[0]), "%s", hostile);
+    p->warning_count = p->warning_count ? p->warning_count : 1;
+    snprintf(result.warnings[0], sizeof(result.warnings[0]), "%s", hostile);
+    result.warning_count = result.warning_count ? result.warning_count : 1;
+    for (size_t i = 0; i < result.point_count; i++)
+        json_object_set_new(result.points[i].axes, "\x1b[2Jaxis", json_string(hostile));
+    for (int f = PB_FORMAT_TABLE; f <= PB_FORMAT_CSV; f++) {
+        char *text = render(&result, (enum pb_format)f);
+        if (f == PB_FORMAT_JSON) {
+            json_t *root = json_loads(text, 0, NULL);
+            assert_non_null(root);
+            assert_string_equal(json_string_value(json_object_get(root, "name")), hostile);
+            json_decref(root);
+        } else {
+            if (strchr(text, '\x1b'))
+                fail_msg("format %d prints an escape:\n%s", f, text);
+            assert_null(strstr(text, "red\nline"));
+            assert_non_null(strstr(text, shown));
+        }
+        free(text);
+    }
+    pb_result_free(&result);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1014,6 +1055,7 @@ int main(void)
         cmocka_unit_test(test_machine_probe),
         cmocka_unit_test(test_impossible_values_rejected),
         cmocka_unit_test(test_read_what_is_not_a_result),
+        cmocka_unit_test(test_report_names_without_control_characters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
