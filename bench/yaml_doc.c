@@ -64,20 +64,14 @@ static int check_depth(const char *text, size_t len, const char *name, char *msg
         case YAML_MAPPING_START_EVENT:
             if (++depth > PB_YAML_MAX_DEPTH) {
                 snprintf(msg, msglen, "%s:%zu:%zu: the YAML nests deeper than %d levels", name,
-                         event.start_mark.line + 1, event.start_mark.column + 1,
-                         PB_YAML_MAX_DEPTH);
+                         event.start_mark.line + 1, event.start_mark.column + 1, PB_YAML_MAX_DEPTH);
                 rc = PB_ERR_CONFIG;
             }
             break;
         case YAML_SEQUENCE_END_EVENT:
-        case YAML_MAPPING_END_EVENT:
-            depth--;
-            break;
-        case YAML_STREAM_END_EVENT:
-            done = true;
-            break;
-        default:
-            break;
+        case YAML_MAPPING_END_EVENT: depth--; break;
+        case YAML_STREAM_END_EVENT: done = true; break;
+        default: break;
         }
         yaml_event_delete(&event);
     }
@@ -101,8 +95,8 @@ static int load_document(const char *text, size_t len, const char *name, yaml_do
         yaml_document_delete(doc);
     } else {
         if (yaml_document_get_root_node(&extra)) {
-            snprintf(msg, msglen, "%s:%zu:%zu: the file holds more than one YAML document",
-                     name, extra.start_mark.line + 1, extra.start_mark.column + 1);
+            snprintf(msg, msglen, "%s:%zu:%zu: the file holds more than one YAML document", name,
+                     extra.start_mark.line + 1, extra.start_mark.column + 1);
             rc = PB_ERR_CONFIG;
             yaml_document_delete(doc);
         }
