@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench/pb.h"
+#include "bench/printable.h"
 #include "bench/report.h"
 #include "bench/stats.h"
 
@@ -28,8 +29,8 @@ static void json_text(const json_t *v, char *buf, size_t n)
 /* Lists the leaves that differ between two JSON values, as dotted paths. */
 static void diff_json(struct pb_comparison *c, const char *path, const json_t *a, const json_t *b)
 {
-    if (json_equal((json_t *)a, (json_t *)b))
-        return;
+    if ((!a && !b) || json_equal((json_t *)a, (json_t *)b))
+        return; /* json_equal calls two missing values different */
     if (json_is_object(a) && json_is_object(b)) {
         const char *key;
         json_t *v;
@@ -345,17 +346,22 @@ void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char
         return;
     }
     bool md = format == PB_FORMAT_MARKDOWN;
+    char base[PB_PRINTABLE_SIZE(256)], next[PB_PRINTABLE_SIZE(256)];
+    char text[PB_PRINTABLE_SIZE(sizeof(cmp->differences[0]))];
+    pb_printable(base, sizeof(base), base_name);
+    pb_printable(next, sizeof(next), next_name);
     if (md)
         fprintf(out, "## pbench compare\n\nbase `%s` → new `%s`; a change counts when it is "
                      "significant (Mann-Whitney p < %.2f, 95%% bootstrap CI excluding 0) and at "
                      "least %.1f%%\n\n",
-                base_name, next_name, PB_COMPARE_ALPHA, cmp->threshold_pct);
+                base, next, PB_COMPARE_ALPHA, cmp->threshold_pct);
     else
         fprintf(out, "base %s -> new %s\na change counts when it is significant (Mann-Whitney p < "
                      "%.2f, 95%% bootstrap CI excluding 0) and at least %.1f%%\n",
-                base_name, next_name, PB_COMPARE_ALPHA, cmp->threshold_pct);
+                base, next, PB_COMPARE_ALPHA, cmp->threshold_pct);
     for (int i = 0; i < cmp->difference_count; i++)
-        fprintf(out, md ? "- differs: %s\n" : "differs: %s\n", cmp->differences[i]);
+        fprintf(out, md ? "- differs: %s\n" : "differs: %s\n",
+                pb_printable(text, sizeof(text), cmp->differences[i]));
     if (md)
         fputs("\n| point | metric | base | new | change | 95% CI | p | verdict |\n"
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n",
@@ -365,6 +371,8 @@ void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char
                 "change", "95% CI", "p", "verdict");
     for (size_t i = 0; i < cmp->point_count; i++) {
         const struct pb_point_cmp *pc = &cmp->points[i];
+        char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
+        pb_printable(label, sizeof(label), pc->label);
         for (int m = 0; m < pc->metric_count; m++) {
             const struct pb_metric_cmp *mc = &pc->metrics[m];
             char a[32], b[32], change[32], ci[48], p[16];
@@ -384,13 +392,13 @@ void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char
                 snprintf(p, sizeof(p), "%.3f", mc->p_value);
             const char *verdict = pb_verdict_name(mc->verdict);
             if (md)
-                fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s |\n", m ? "" : pc->label,
+                fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s |\n", m ? "" : label,
                         mc->name, a, b, change, ci, p,
                         mc->verdict == PB_VERDICT_REGRESSED || mc->verdict == PB_VERDICT_IMPROVED ? "**" : "",
                         verdict,
                         mc->verdict == PB_VERDICT_REGRESSED || mc->verdict == PB_VERDICT_IMPROVED ? "**" : "");
             else
-                fprintf(out, "%-28.28s %-16s %12s %12s %9s %19s %7s  %s\n", m ? "" : pc->label,
+                fprintf(out, "%-28.28s %-16s %12s %12s %9s %19s %7s  %s\n", m ? "" : label,
                         mc->name, a, b, change, ci, p,
                         mc->verdict == PB_VERDICT_REGRESSED  ? "REGRESSED"
                         : mc->verdict == PB_VERDICT_IMPROVED ? "IMPROVED"
@@ -433,18 +441,24 @@ int pb_compare_files(const char *base_path, const char *next_path, double thresh
 int pb_comparison_print(FILE *out, FILE *err, const struct pb_comparison *cmp,
                         const char *base_name, const char *next_name, int format, bool force)
 {
+    char base[PB_PRINTABLE_SIZE(256)], next[PB_PRINTABLE_SIZE(256)];
+    char text[PB_PRINTABLE_SIZE(sizeof(cmp->differences[0]))];
+    pb_printable(base, sizeof(base), base_name);
+    pb_printable(next, sizeof(next), next_name);
     if (cmp->incompatible && !force) {
-        fprintf(err, "pbench compare: %s and %s were measured differently:\n", base_name,
-                next_name);
+        fprintf(err, "pbench compare: %s and %s were measured differently:\n", base, next);
         for (int i = 0; i < cmp->difference_count; i++)
-            fprintf(err, "  %s\n", cmp->differences[i]);
+            fprintf(err, "  %s\n", pb_printable(text, sizeof(text), cmp->differences[i]));
         fprintf(err, "compare them anyway with --force\n");
         return PB_ERR_CONFIG;
     }
-    if (cmp->point_count == 0)
-        fprintf(err, "pbench compare: no point of %s matches one of %s (points match by their "
-                     "sweep axes)\n",
-                base_name, next_name);
+    if (cmp->point_count == 0) {
+        fprintf(err,
+                "pbench compare: no point of %s matches one of %s (points match by their sweep "
+                "axes), so nothing was compared; compare results of the same sweep\n",
+                base, next);
+        return PB_ERR_CONFIG;
+    }
     pb_comparison_report(out, cmp, base_name, next_name, format);
     return PB_OK;
 }

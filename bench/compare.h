@@ -64,7 +64,8 @@ void pb_comparison_free(struct pb_comparison *cmp);
 
 const char *pb_verdict_name(enum pb_verdict verdict);
 json_t *pb_comparison_to_json(const struct pb_comparison *cmp);
-/* Renders as a table, markdown (a pull request comment) or JSON. */
+/* Renders as a table, markdown (a pull request comment) or JSON; the first
+ * two print names without control characters, JSON keeps them exact. */
 void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
                           const char *next_name, int format);
 
@@ -78,9 +79,10 @@ int pb_threshold_parse(const char *text, double *threshold_pct);
 int pb_compare_files(const char *base_path, const char *next_path, double threshold_pct,
                      struct pb_comparison *out, char *msg, size_t msglen);
 
-/* Prints cmp as pbench compare does. When the machine or config differ and
- * not force: every difference on err and PB_ERR_CONFIG. Else the report on
- * out (with a note on err when no point matched) and PB_OK. */
+/* Prints cmp as pbench compare does, names without control characters
+ * (bench/printable.h). When the machine or config differ and not force:
+ * every difference on err and PB_ERR_CONFIG. When no point matched: a note
+ * on err and PB_ERR_CONFIG. Else the report on out and PB_OK. */
 int pb_comparison_print(FILE *out, FILE *err, const struct pb_comparison *cmp,
                         const char *base_name, const char *next_name, int format, bool force);
 

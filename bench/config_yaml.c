@@ -1,7 +1,6 @@
 /* The YAML config loader: a file's one document, walked by the section
  * table, every value parsed with its option's descriptor, every error at
  * its FILE:LINE:COL. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include "bench/config_scope.h"
 #include "bench/pb.h"
 #include "bench/sweep.h"
+#include "bench/yaml_doc.h"
 
 #define PB_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
@@ -413,46 +413,18 @@ static int parse_root(struct loader *ld, const yaml_node_t *root)
     return rc;
 }
 
-static int yaml_error(const yaml_parser_t *parser, const char *file, char *msg, size_t msglen)
+/* Loads the file at path (text == NULL) or text into spec. */
+static int load(const char *path, const char *text, const char *name, struct pb_spec *spec,
+                char *msg, size_t msglen)
 {
-    const char *problem = parser->problem ? parser->problem : "unknown problem";
-    switch (parser->error) {
-    case YAML_MEMORY_ERROR:
-        snprintf(msg, msglen, "%s: out of memory while reading YAML", file);
-        return PB_ERR_NOMEM;
-    case YAML_READER_ERROR:
-        snprintf(msg, msglen, "%s: cannot read YAML: %s at byte %zu", file, problem,
-                 parser->problem_offset);
-        return PB_ERR_CONFIG;
-    default:
-        snprintf(msg, msglen, "%s:%zu:%zu: YAML syntax error: %s", file,
-                 parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem);
-        return PB_ERR_CONFIG;
-    }
-}
-
-/* Loads the one document the parser holds into spec. */
-static int load_parser(yaml_parser_t *parser, const char *file, struct pb_spec *spec, char *msg,
-                       size_t msglen)
-{
-    yaml_document_t doc, extra;
-    if (!yaml_parser_load(parser, &doc))
-        return yaml_error(parser, file, msg, msglen);
-    int rc = PB_OK;
-    if (!yaml_parser_load(parser, &extra)) {
-        rc = yaml_error(parser, file, msg, msglen);
-    } else {
-        const yaml_node_t *second = yaml_document_get_root_node(&extra);
-        if (second)
-            snprintf(msg, msglen, "%s:%zu:%zu: the file holds more than one YAML document",
-                     file, extra.start_mark.line + 1, extra.start_mark.column + 1);
-        rc = second ? PB_ERR_CONFIG : PB_OK;
-        yaml_document_delete(&extra);
-    }
-    if (rc == PB_OK) {
-        struct loader ld = {.file = file, .doc = &doc, .spec = spec, .msg = msg, .msglen = msglen};
-        rc = parse_root(&ld, yaml_document_get_root_node(&doc));
-    }
+    int rc = pb_spec_init(spec, name, msg, msglen);
+    yaml_document_t doc;
+    if (rc == PB_OK)
+        rc = pb_yaml_load(path, text, name, &doc, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    struct loader ld = {.file = name, .doc = &doc, .spec = spec, .msg = msg, .msglen = msglen};
+    rc = parse_root(&ld, yaml_document_get_root_node(&doc));
     yaml_document_delete(&doc);
     return rc;
 }
@@ -461,40 +433,11 @@ static int load_parser(yaml_parser_t *parser, const char *file, struct pb_spec *
  * runs after applying `-s` overrides. */
 int pb_config_load(const char *path, struct pb_spec *spec, char *msg, size_t msglen)
 {
-    int rc = pb_spec_init(spec, path, msg, msglen);
-    if (rc != PB_OK)
-        return rc;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(msg, msglen, "cannot open '%s': %s", path, strerror(errno));
-        return PB_ERR;
-    }
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        fclose(f);
-        snprintf(msg, msglen, "%s: out of memory", path);
-        return PB_ERR_NOMEM;
-    }
-    yaml_parser_set_input_file(&parser, f);
-    rc = load_parser(&parser, path, spec, msg, msglen);
-    yaml_parser_delete(&parser);
-    fclose(f);
-    return rc;
+    return load(path, NULL, path, spec, msg, msglen);
 }
 
 int pb_config_load_string(const char *yaml, const char *name, struct pb_spec *spec, char *msg,
                           size_t msglen)
 {
-    int rc = pb_spec_init(spec, name, msg, msglen);
-    if (rc != PB_OK)
-        return rc;
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        snprintf(msg, msglen, "%s: out of memory", name);
-        return PB_ERR_NOMEM;
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, strlen(yaml));
-    rc = load_parser(&parser, name, spec, msg, msglen);
-    yaml_parser_delete(&parser);
-    return rc;
+    return load(NULL, yaml, name, spec, msg, msglen);
 }

@@ -11,6 +11,7 @@
 
 #include "bench/stats.h"
 #include "bench/pb.h"
+#include "bench/printable.h"
 
 static const char *const schema =
     "CREATE TABLE IF NOT EXISTS runs ("
@@ -23,20 +24,37 @@ static const char *const schema =
     " point TEXT NOT NULL,"        /* the point's axes as JSON */
     " samples_per_s REAL, noise_pct REAL, stall_pct REAL,"
     " assembly_p99_ns REAL, rss_peak_bytes REAL,"
-    " source TEXT);"
+    " source TEXT,"
+    " identity TEXT);"             /* the row's measurement, see row_identity() */
     "CREATE INDEX IF NOT EXISTS runs_series ON runs(config, machine, point, created);";
+/* Made after the column exists (databases from before it get it added). */
+static const char *const identity_index =
+    "CREATE UNIQUE INDEX IF NOT EXISTS runs_identity ON runs(identity);";
 
+/* Opens (creating when missing) the database at path, a file name or a
+ * SQLite "file:" URI, and brings its schema up to date: databases made
+ * before results had an identity get the column and its unique index. */
 static int open_db(const char *path, sqlite3 **db, char *msg, size_t msglen)
 {
-    if (sqlite3_open(path, db) != SQLITE_OK) {
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI;
+    if (sqlite3_open_v2(path, db, flags, NULL) != SQLITE_OK) {
         snprintf(msg, msglen, "%s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
         sqlite3_close(*db);
         *db = NULL;
         return PB_ERR;
     }
     char *err = NULL;
-    if (sqlite3_exec(*db, schema, NULL, NULL, &err) != SQLITE_OK) {
-        snprintf(msg, msglen, "%s: %s", path, err ? err : "cannot create the schema");
+    int rc = sqlite3_exec(*db, schema, NULL, NULL, &err);
+    sqlite3_stmt *probe = NULL;
+    bool has_identity = rc == SQLITE_OK && sqlite3_prepare_v2(*db, "SELECT identity FROM runs",
+                                                              -1, &probe, NULL) == SQLITE_OK;
+    sqlite3_finalize(probe);
+    if (rc == SQLITE_OK && !has_identity)
+        rc = sqlite3_exec(*db, "ALTER TABLE runs ADD COLUMN identity TEXT", NULL, NULL, &err);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(*db, identity_index, NULL, NULL, &err);
+    if (rc != SQLITE_OK) {
+        snprintf(msg, msglen, "%s: %s", path, err ? err : sqlite3_errmsg(*db));
         sqlite3_free(err);
         sqlite3_close(*db);
         *db = NULL;
@@ -45,38 +63,67 @@ static int open_db(const char *path, sqlite3 **db, char *msg, size_t msglen)
     return PB_OK;
 }
 
-int pb_history_add(const char *db_path, const struct pb_result *result, const char *revision,
-                   const char *source, char *msg, size_t msglen)
+/* What makes a row the same measurement: the result (when, what, where,
+ * measured how fast), the point and the revision it is filed under, as a
+ * 64-bit FNV-1a hash in hex. The same file added again under the same
+ * revision has the same identity; another revision files it anew. */
+static void row_identity(const struct pb_result *result, const char *machine, const char *axes,
+                         const char *revision, const struct pb_point_result *p, char *buf,
+                         size_t buflen)
 {
+    char text[2048];
+    snprintf(text, sizeof(text), "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%.17g %.17g %.17g %llu %llu",
+             result->created, result->name, machine, result->machine.hostname, axes, revision,
+             p->samples_per_s, p->samples_per_s_noise_pct, p->stall_pct,
+             (unsigned long long)p->assembly_p99_ns, (unsigned long long)p->rss_peak_bytes);
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        hash = (hash ^ *c) * 0x100000001b3ull;
+    snprintf(buf, buflen, "%016llx", (unsigned long long)hash);
+}
+
+/* Adds result's points; *added counts the rows that were new (a point
+ * already in the history is left as it is). */
+static int add_points(const char *db_path, const struct pb_result *result, const char *revision,
+                      const char *source, size_t *added, char *msg, size_t msglen)
+{
+    *added = 0;
     sqlite3 *db;
     if (open_db(db_path, &db, msg, msglen) != PB_OK)
         return PB_ERR;
-    char machine[512], added[40];
+    char machine[512], added_at[40];
     snprintf(machine, sizeof(machine), "%s, %d cores / %d PUs%s%s", result->machine.cpu_model,
              result->machine.cores, result->machine.pus, result->machine.gpu_name[0] ? ", " : "",
              result->machine.gpu_name);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
-    strftime(added, sizeof(added), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    strftime(added_at, sizeof(added_at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (!revision)
+        revision = "";
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db,
-                                "INSERT INTO runs (created, added, config, machine, revision, point,"
-                                " samples_per_s, noise_pct, stall_pct, assembly_p99_ns,"
-                                " rss_peak_bytes, source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                                "INSERT OR IGNORE INTO runs (created, added, config, machine,"
+                                " revision, point, samples_per_s, noise_pct, stall_pct,"
+                                " assembly_p99_ns, rss_peak_bytes, source, identity)"
+                                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                 -1, &st, NULL);
-    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     for (size_t i = 0; rc == SQLITE_OK && i < result->point_count; i++) {
         const struct pb_point_result *p = &result->points[i];
         if (p->repeat_count == 0)
             continue;
         char *axes = p->axes ? json_dumps(p->axes, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        char identity[32];
+        row_identity(result, machine, axes ? axes : "{}", revision, p, identity,
+                     sizeof(identity));
         sqlite3_reset(st);
         sqlite3_bind_text(st, 1, result->created, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 2, added, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, added_at, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 3, result->name, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 4, machine, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 5, revision ? revision : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 5, revision, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 6, axes ? axes : "{}", -1, SQLITE_TRANSIENT);
         sqlite3_bind_double(st, 7, p->samples_per_s);
         sqlite3_bind_double(st, 8, p->samples_per_s_noise_pct);
@@ -84,19 +131,33 @@ int pb_history_add(const char *db_path, const struct pb_result *result, const ch
         sqlite3_bind_double(st, 10, (double)p->assembly_p99_ns);
         sqlite3_bind_double(st, 11, (double)p->rss_peak_bytes);
         sqlite3_bind_text(st, 12, source ? source : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 13, identity, -1, SQLITE_TRANSIENT);
         free(axes);
-        if (sqlite3_step(st) != SQLITE_DONE)
-            rc = SQLITE_ERROR;
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+            *added += (size_t)sqlite3_changes(db);
+            rc = SQLITE_OK;
+        }
     }
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    else
+    if (rc != SQLITE_OK) {
+        /* The message before ROLLBACK, which would replace it. */
+        snprintf(msg, msglen, "cannot add to the history database %s: %s", db_path,
+                 sqlite3_errmsg(db));
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-    if (rc != SQLITE_OK)
-        snprintf(msg, msglen, "%s: %s", db_path, sqlite3_errmsg(db));
+        *added = 0;
+    }
     sqlite3_finalize(st);
     sqlite3_close(db);
     return rc == SQLITE_OK ? PB_OK : PB_ERR;
+}
+
+int pb_history_add(const char *db_path, const struct pb_result *result, const char *revision,
+                   const char *source, char *msg, size_t msglen)
+{
+    size_t added;
+    return add_points(db_path, result, revision, source, &added, msg, msglen);
 }
 
 long pb_history_step(const double *values, size_t n, double threshold_pct, double *change_pct)
@@ -188,11 +249,17 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
             series_count++;
             double shift = 0;
             long at = pb_history_step(values, n, threshold_pct, &shift);
-            printf("%s · %s · point %s · %s\n", series[0], series[1], series[2], metric);
+            char shown[3][PB_PRINTABLE_SIZE(256)], when[PB_PRINTABLE_SIZE(32)];
+            char rev[PB_PRINTABLE_SIZE(48)];
+            for (int k = 0; k < 3; k++)
+                pb_printable(shown[k], sizeof(shown[k]), series[k]);
+            printf("%s · %s · point %s · %s\n", shown[0], shown[1], shown[2], metric);
             printf("  %-22s %-14s %14s %9s\n", "measured", "revision", metric, "vs median");
             for (size_t i = 0; i < n; i++) {
                 double ref = i ? pb_median(values, i) : values[0];
-                printf("  %-22s %-14.14s %14.1f %+8.1f%%%s\n", created[i], revision[i], values[i],
+                printf("  %-22s %-14.14s %14.1f %+8.1f%%%s\n",
+                       pb_printable(when, sizeof(when), created[i]),
+                       pb_printable(rev, sizeof(rev), revision[i]), values[i],
                        ref != 0 ? 100 * (values[i] / ref - 1) : 0,
                        at >= 0 && (size_t)at == i ? "  <- step change" : "");
             }
@@ -200,8 +267,9 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
                 steps++;
                 printf("  STEP CHANGE: from %s (revision %s) the median moved %+.1f%% (threshold "
                        "%.1f%%, held for %zu runs)\n",
-                       created[at], revision[at][0] ? revision[at] : "?", shift, threshold_pct,
-                       n - (size_t)at);
+                       pb_printable(when, sizeof(when), created[at]),
+                       revision[at][0] ? pb_printable(rev, sizeof(rev), revision[at]) : "?", shift,
+                       threshold_pct, n - (size_t)at);
             } else {
                 printf("  no step change beyond %.1f%% (needs %d runs in a row)\n", threshold_pct,
                        PB_STEP_MIN_RUNS);
@@ -262,11 +330,17 @@ int pb_history_add_file(const char *db_path, const char *path, const char *revis
             pb_strlcpy(rev, revision, sizeof(rev));
         else
             pb_history_revision(rev, sizeof(rev));
-        rc = pb_history_add(db_path, &result, rev, path, msg, msglen);
-        if (rc == PB_OK)
+        size_t added, measured = 0;
+        for (size_t i = 0; i < result.point_count; i++)
+            measured += result.points[i].repeat_count > 0;
+        rc = add_points(db_path, &result, rev, path, &added, msg, msglen);
+        if (rc == PB_OK && added == 0 && measured > 0)
+            snprintf(summary, summarylen,
+                     "%s (%s, revision %s) is already in the history %s; nothing added",
+                     result.name, result.created, rev[0] ? rev : "unknown", db_path);
+        else if (rc == PB_OK)
             snprintf(summary, summarylen, "added %zu point(s) of %s (%s, revision %s) to %s",
-                     result.point_count, result.name, result.created, rev[0] ? rev : "unknown",
-                     db_path);
+                     added, result.name, result.created, rev[0] ? rev : "unknown", db_path);
     }
     pb_result_free(&result);
     return rc == PB_OK ? PB_OK : PB_ERR;

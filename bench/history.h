@@ -11,8 +11,11 @@
 
 #define PB_STEP_MIN_RUNS 2
 
-/* Adds every point of result to the database at db_path (created when
- * missing). revision may be NULL. Returns PB_OK or PB_ERR with a message. */
+/* Adds every point of result to the database at db_path, a file name or a
+ * SQLite "file:" URI (created when missing). revision may be NULL. A point
+ * already there under the same revision (the same result added again) is
+ * not added twice. Returns PB_OK, or PB_ERR with SQLite's message and the
+ * database. */
 int pb_history_add(const char *db_path, const struct pb_result *result, const char *revision,
                    const char *source, char *msg, size_t msglen);
 
@@ -37,7 +40,8 @@ void pb_history_revision(char *buf, size_t buflen);
 /* `pbench history add`: reads the result file at path and adds it (as
  * pb_history_add) under revision, or pb_history_revision()'s when NULL. On
  * success writes "added N point(s) of NAME (CREATED, revision REV) to DB"
- * into summary. Returns PB_OK or PB_ERR with msg. */
+ * into summary, or "NAME (CREATED, revision REV) is already in the history
+ * DB; nothing added". Returns PB_OK or PB_ERR with msg. */
 int pb_history_add_file(const char *db_path, const char *path, const char *revision,
                         char *summary, size_t summarylen, char *msg, size_t msglen);
 

@@ -52,17 +52,49 @@ json_t *pb_fields_to_json(const void *base, const struct pb_field *fields)
     return obj;
 }
 
-int pb_json_fail(struct pb_json_reader *rd, const char *path, const char *key, const char *fmt, ...)
+/* "PATH.KEY" then sep then the sentence into the reader's message. */
+static int vfail(struct pb_json_reader *rd, const char *path, const char *key, const char *sep,
+                 const char *fmt, va_list ap)
 {
     if (rd->msg && rd->msglen) {
         char what[256];
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(what, sizeof(what), fmt, ap);
-        va_end(ap);
-        snprintf(rd->msg, rd->msglen, "%s%s%s: %s", path, *path && *key ? "." : "", key, what);
+        snprintf(rd->msg, rd->msglen, "%s%s%s%s%s", path, *path && *key ? "." : "", key, sep,
+                 what);
     }
     return PB_ERR;
+}
+
+int pb_json_fail(struct pb_json_reader *rd, const char *path, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail(rd, path, key, ": ", fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* "PATH.KEY must ..., got ...": a value of the right type out of range. */
+static __attribute__((format(printf, 4, 5))) int
+range_fail(struct pb_json_reader *rd, const char *path, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail(rd, path, key, " ", fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* A double field's flags, checked after it was read as v. */
+static int check_double(struct pb_json_reader *rd, const char *path, const char *key,
+                        unsigned flags, double v)
+{
+    if ((flags & PB_FIELD_FINITE) && !isfinite(v))
+        return range_fail(rd, path, key, "must be a number%s, got null",
+                          flags & PB_FIELD_NONNEG ? " >= 0" : "");
+    if ((flags & PB_FIELD_NONNEG) && v < 0)
+        return range_fail(rd, path, key, "must be >= 0, got %g", v);
+    return PB_OK;
 }
 
 /* Key paths longer than PB_JSON_PATH_MAX are cut; they only feed messages. */
@@ -206,6 +238,8 @@ int pb_fields_read(struct pb_json_reader *rd, const json_t *obj, const char *pat
         case PB_FIELD_U64: rc = pb_json_get_u64(rd, obj, path, f->key, (uint64_t *)field); break;
         case PB_FIELD_DOUBLE:
             rc = pb_json_get_double(rd, obj, path, f->key, (double *)field);
+            if (rc == PB_OK && json_object_get(obj, f->key))
+                rc = check_double(rd, path, f->key, f->flags, *(double *)field);
             break;
         case PB_FIELD_INT: rc = pb_json_get_int(rd, obj, path, f->key, (int *)field); break;
         case PB_FIELD_UINT: rc = pb_json_get_uint(rd, obj, path, f->key, (unsigned *)field); break;

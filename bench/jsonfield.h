@@ -28,17 +28,25 @@ enum pb_field_type {
     PB_FIELD_OBJECT,   /* the sub-table's fields as a JSON object            */
 };
 
+/* What the reader checks of a number beyond its type (flags of a field). */
+enum {
+    PB_FIELD_NONNEG = 1u << 0, /* >= 0 (a double may still be null: not finite) */
+    PB_FIELD_FINITE = 1u << 1, /* a double must be a number, never null         */
+};
+
 struct pb_field {
     const char *key;            /* NULL ends a table                      */
     enum pb_field_type type;
     size_t offset, size;
     const struct pb_field *sub;    /* PB_FIELD_OBJECT only                      */
+    unsigned flags;             /* PB_FIELD_NONNEG, PB_FIELD_FINITE       */
 };
 
-#define PB_FIELD(type, key, member, kind)                                                        \
-    {key, kind, offsetof(type, member), sizeof(((type *)0)->member), NULL}
-#define PB_FIELD_GROUP(key, sub) {key, PB_FIELD_OBJECT, 0, 0, sub}
-#define PB_FIELD_END {NULL, PB_FIELD_U64, 0, 0, NULL}
+#define PB_FIELD_CHECKED(type, key, member, kind, flags)                                         \
+    {key, kind, offsetof(type, member), sizeof(((type *)0)->member), NULL, flags}
+#define PB_FIELD(type, key, member, kind) PB_FIELD_CHECKED(type, key, member, kind, 0)
+#define PB_FIELD_GROUP(key, sub) {key, PB_FIELD_OBJECT, 0, 0, sub, 0}
+#define PB_FIELD_END {NULL, PB_FIELD_U64, 0, 0, NULL, 0}
 
 
 /* ---- writing ------------------------------------------------------------- */
@@ -103,7 +111,9 @@ int pb_json_get_double_value(struct pb_json_reader *rd, const json_t *v, const c
                              const char *key, double *out);
 
 /* Reads the table's fields from obj into the struct at base, in table
- * order, with the typed getters above; stops at the first bad value. */
+ * order, with the typed getters above; stops at the first bad value. A
+ * double field's flags are checked too: "PATH.KEY must be >= 0, got -3",
+ * "PATH.KEY must be a number >= 0, got null". */
 int pb_fields_read(struct pb_json_reader *rd, const json_t *obj, const char *path, void *base,
                    const struct pb_field *fields);
 /* The same for parts read leniently: a missing key or a value of another

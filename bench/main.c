@@ -20,6 +20,7 @@
 #include "bench/config.h"
 #include "bench/history.h"
 #include "bench/pb.h"
+#include "bench/printable.h"
 #include "bench/progress.h"
 #include "bench/result.h"
 #include "bench/session.h"
@@ -131,6 +132,15 @@ static int cmd_run(int argc, char **argv)
 
 /* ---- compare ------------------------------------------------------------ */
 
+/* "pbench CMD: MESSAGE" on stderr; the message names files from the
+ * command line or a result, printed without control characters. */
+static void print_error(const char *cmd, const char *msg)
+{
+    char shown[PB_PRINTABLE_SIZE(PB_MSG_MAX * 2)];
+    fprintf(stderr, "pbench%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "",
+            pb_printable(shown, sizeof(shown), msg));
+}
+
 static int cmd_compare(int argc, char **argv)
 {
     double threshold_pct = 5;
@@ -165,7 +175,7 @@ static int cmd_compare(int argc, char **argv)
     struct pb_comparison cmp;
     char msg[PB_MSG_MAX];
     if (pb_compare_files(files[0], files[1], threshold_pct, &cmp, msg, sizeof(msg)) != PB_OK) {
-        fprintf(stderr, "pbench compare: %s\n", msg);
+        print_error("compare", msg);
         return PB_EXIT_ERROR;
     }
     int rc = pb_comparison_print(stdout, stderr, &cmp, files[0], files[1], format, force);
@@ -212,10 +222,12 @@ static int cmd_history(int argc, char **argv)
     int rc = add ? pb_history_add_file(db, file, revision, summary, sizeof(summary), msg,
                                        sizeof(msg))
                  : pb_history_show(db, config, metric, threshold, msg, sizeof(msg));
-    if (rc < 0)
-        fprintf(stderr, "pbench history: %s\n", msg);
-    else if (add)
-        printf("%s\n", summary);
+    if (rc < 0) {
+        print_error("history", msg);
+    } else if (add) {
+        char shown[PB_PRINTABLE_SIZE(sizeof(summary))];
+        printf("%s\n", pb_printable(shown, sizeof(shown), summary));
+    }
     return rc < 0 ? exit_for(rc) : rc > 0 ? PB_EXIT_REGRESSION : PB_EXIT_OK;
 }
 
@@ -319,7 +331,7 @@ static int cmd_report(int argc, char **argv)
     struct pb_result result;
     char msg[PB_MSG_MAX];
     if (pb_result_read(path, &result, msg, sizeof(msg)) != PB_OK) {
-        fprintf(stderr, "pbench: %s\n", msg);
+        print_error(NULL, msg);
         pb_result_free(&result);
         return PB_EXIT_ERROR;
     }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench/pb.h"
+#include "bench/printable.h"
 
 #define CELL_MAX 512
 
@@ -66,23 +67,26 @@ static void format_json_value(char *buf, size_t size, const json_t *v)
     }
 }
 
-/* Axes as "key=value" joined by sep; empty when the point has none. */
+/* Axes as "key=value" joined by sep, printable; empty without axes. */
 static void format_axes(char *buf, size_t size, const json_t *axes, const char *sep)
 {
     const char *key;
     const json_t *value;
     size_t used = 0;
-    buf[0] = '\0';
+    char joined[CELL_MAX];
+    buf[0] = joined[0] = '\0';
     if (!json_is_object(axes))
         return;
     json_object_foreach ((json_t *)axes, key, value) {
         char text[256];
         format_json_value(text, sizeof(text), value);
-        int n = snprintf(buf + used, size - used, "%s%s=%s", used ? sep : "", key, text);
-        if (n < 0 || (size_t)n >= size - used)
-            return;
+        int n = snprintf(joined + used, sizeof(joined) - used, "%s%s=%s", used ? sep : "", key,
+                         text);
+        if (n < 0 || (size_t)n >= sizeof(joined) - used)
+            break;
         used += (size_t)n;
     }
+    pb_printable(buf, size, joined);
 }
 
 /* The simulated training step of point i, in ms; 0 without one. */
@@ -113,11 +117,12 @@ static void table_add(struct table *t, const char *fmt, ...) __attribute__((form
 
 static void table_add(struct table *t, const char *fmt, ...)
 {
-    char text[CELL_MAX];
+    char raw[CELL_MAX], text[PB_PRINTABLE_SIZE(CELL_MAX)];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    pb_printable(text, sizeof(text), raw); /* cells hold names from the result */
     if (t->cell_count == t->capacity) {
         size_t capacity = t->capacity ? 2 * t->capacity : 64;
         char **cells = realloc(t->cells, capacity * sizeof(*cells));
@@ -256,31 +261,41 @@ static void emit_table(const struct sink *s, const struct table *t)
         table_print_text(s->out, t, "  ");
 }
 
+/* "BULLET LABEL TEXT", text without control characters; NULL: "- "/"  ". */
+static void emit_item(const struct sink *s, const char *bullet, const char *label,
+                      const char *text)
+{
+    char printable[PB_PRINTABLE_SIZE(CELL_MAX + 300)];
+    fprintf(s->out, "%s%s%s\n", bullet ? bullet : s->markdown ? "- " : "  ", label,
+            pb_printable(printable, sizeof(printable), text));
+}
+
 static void emit_warning(const struct sink *s, const char *text)
 {
-    fprintf(s->out, s->markdown ? "- warning: %s\n" : "  warning: %s\n", text);
+    emit_item(s, NULL, "warning: ", text);
 }
 
 static void emit_header(const struct sink *s, const struct pb_result *result)
 {
     const struct pb_machine *m = &result->machine;
-    char gpu[200];
+    char gpu[200], raw[600], line[PB_PRINTABLE_SIZE(600)];
     if (m->gpu_count > 0)
         snprintf(gpu, sizeof(gpu), "%d × %s", m->gpu_count, m->gpu_name);
     else
         snprintf(gpu, sizeof(gpu), "none (%s)", m->gpu_status[0] ? m->gpu_status : "unknown");
     const char *name = result->name[0] ? result->name : "(unnamed)";
     const char *line_end = s->markdown ? "  \n" : "\n"; /* markdown hard break */
-    if (s->markdown)
-        fprintf(s->out, "# pbench: %s\n\npbench", name);
-    else
-        fprintf(s->out, "%s · pbench", name);
-    fprintf(s->out, " %s · %s · %d cores / %d PUs%s",
-            result->pbench_version[0] ? result->pbench_version : "?",
-            m->cpu_model[0] ? m->cpu_model : "unknown CPU", m->cores, m->pus, line_end);
-    fprintf(s->out, "created %s on %s · %s · GPU: %s%s",
-            result->created[0] ? result->created : "?", m->hostname[0] ? m->hostname : "?",
-            m->os[0] ? m->os : "unknown OS", gpu, line_end);
+    snprintf(raw, sizeof(raw), s->markdown ? "# pbench: %s" : "%s ·", name);
+    fprintf(s->out, s->markdown ? "%s\n\npbench" : "%s pbench",
+            pb_printable(line, sizeof(line), raw));
+    snprintf(raw, sizeof(raw), " %s · %s · %d cores / %d PUs",
+             result->pbench_version[0] ? result->pbench_version : "?",
+             m->cpu_model[0] ? m->cpu_model : "unknown CPU", m->cores, m->pus);
+    fprintf(s->out, "%s%s", pb_printable(line, sizeof(line), raw), line_end);
+    snprintf(raw, sizeof(raw), "created %s on %s · %s · GPU: %s",
+             result->created[0] ? result->created : "?", m->hostname[0] ? m->hostname : "?",
+             m->os[0] ? m->os : "unknown OS", gpu);
+    fprintf(s->out, "%s%s", pb_printable(line, sizeof(line), raw), line_end);
 
     static const char *const loader_keys[] = {"workers", "batch_size", "prefetch_factor",
                                               "pin_memory"};
@@ -468,18 +483,18 @@ static void emit_analysis(const struct sink *s, const struct pb_analysis *an)
     const char *bullet = s->markdown ? "- " : "  ";
     fputs(s->markdown ? "\n## Recommendation\n\n" : "\nrecommendation\n", s->out);
     if (an->recommended < 0) {
-        fprintf(s->out, "%snone: %s\n", bullet, an->rule);
+        emit_item(s, bullet, "none: ", an->rule);
         return;
     }
-    fprintf(s->out, "%s%s\n", bullet, an->reason);
-    fprintf(s->out, "%srule: %s\n", bullet, an->rule);
+    emit_item(s, bullet, "", an->reason);
+    emit_item(s, bullet, "rule: ", an->rule);
     if (an->scaling[0])
-        fprintf(s->out, "%sscaling: %s\n", bullet, an->scaling);
+        emit_item(s, bullet, "scaling: ", an->scaling);
     const struct pb_point_analysis *a = &an->points[an->recommended];
-    fprintf(s->out, "%sverdict: %s\n", bullet, a->verdict);
-    fprintf(s->out, "%sbottleneck: %s\n", bullet, a->bottleneck);
+    emit_item(s, bullet, "verdict: ", a->verdict);
+    emit_item(s, bullet, "bottleneck: ", a->bottleneck);
     for (int i = 0; i < an->suggestion_count; i++)
-        fprintf(s->out, "%ssuggestion: %s\n", bullet, an->suggestions[i]);
+        emit_item(s, bullet, "suggestion: ", an->suggestions[i]);
 }
 
 /* The device side of a point: copy bandwidth against this machine's peak,
@@ -694,9 +709,12 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
         const struct pb_stage_result *st = &p->stages[i];
         if (st->counter_count == 0 || st->gpu)
             continue;
-        fprintf(s->out, s->markdown ? "\n%s counters:" : "  %s counters:", st->name);
+        char name[PB_PRINTABLE_SIZE(sizeof(st->name))];
+        fprintf(s->out, s->markdown ? "\n%s counters:" : "  %s counters:",
+                pb_printable(name, sizeof(name), st->name));
         for (int c = 0; c < st->counter_count; c++)
-            fprintf(s->out, "%s %s %llu", c ? "," : "", st->counter_names[c],
+            fprintf(s->out, "%s %s %llu", c ? "," : "",
+                    pb_printable(name, sizeof(name), st->counter_names[c]),
                     (unsigned long long)st->counters[c]);
         fputc('\n', s->out);
     }
@@ -819,7 +837,7 @@ static void report_human(FILE *out, const struct pb_result *result,
     if (result->warning_count || result->interrupted || result->overhead_measured)
         fputs(markdown ? "\n## Notes\n\n" : "\n", out);
     for (int w = 0; w < result->warning_count; w++)
-        fprintf(out, markdown ? "- warning: %s\n" : "warning: %s\n", result->warnings[w]);
+        emit_item(&s, markdown ? "- " : "", "warning: ", result->warnings[w]);
     if (result->interrupted)
         fprintf(out, "%sinterrupted: partial results\n", markdown ? "- " : "");
     if (result->overhead_measured)
@@ -831,8 +849,10 @@ static void report_human(FILE *out, const struct pb_result *result,
 
 /* RFC 4180: a field with a comma, quote or line break is quoted, and its
  * quotes are doubled. */
-static void csv_field(FILE *out, const char *text, bool last)
+static void csv_field(FILE *out, const char *raw, bool last)
 {
+    char text[PB_PRINTABLE_SIZE(CELL_MAX)];
+    pb_printable(text, sizeof(text), raw); /* no control characters, as everywhere */
     if (strpbrk(text, ",\"\r\n")) {
         fputc('"', out);
         for (const char *p = text; *p; p++) {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bench/fileio.h"
 #include "bench/jsonfield.h"
@@ -18,17 +19,24 @@
 /* ------------------------------------------------------------ field tables */
 
 #define R(member, kind) PB_FIELD(struct pb_repeat_result, #member, member, kind)
+/* A repeat always measured for some time, so its rates are numbers. */
+#define RATE(member) PB_FIELD_CHECKED(struct pb_repeat_result, #member, member, PB_FIELD_DOUBLE, \
+                                      PB_FIELD_NONNEG | PB_FIELD_FINITE)
+#define SHARE(member) PB_FIELD_CHECKED(struct pb_repeat_result, #member, member, PB_FIELD_DOUBLE, \
+                                       PB_FIELD_NONNEG)
 static const struct pb_field repeat_fields[] = {
-    R(wall_s, PB_FIELD_DOUBLE),        R(samples, PB_FIELD_U64),
+    RATE(wall_s),                      R(samples, PB_FIELD_U64),
     R(batches, PB_FIELD_U64),          R(bytes_read, PB_FIELD_U64),
-    R(errors, PB_FIELD_U64),           R(samples_per_s, PB_FIELD_DOUBLE),
-    R(batches_per_s, PB_FIELD_DOUBLE), R(mb_per_s, PB_FIELD_DOUBLE),
-    R(stall_pct, PB_FIELD_DOUBLE),     R(accel_util_pct, PB_FIELD_DOUBLE),
-    R(cpu_util_pct, PB_FIELD_DOUBLE),  R(worker_cpu_pct, PB_FIELD_DOUBLE),
+    R(errors, PB_FIELD_U64),           RATE(samples_per_s),
+    RATE(batches_per_s),               RATE(mb_per_s),
+    SHARE(stall_pct),                  SHARE(accel_util_pct),
+    SHARE(cpu_util_pct),               SHARE(worker_cpu_pct),
     R(window_noise, PB_FIELD_DOUBLE),  R(hit_time_cap, PB_FIELD_BOOL),
     R(noisy, PB_FIELD_BOOL),           R(interrupted, PB_FIELD_BOOL),
     R(rss_peak_bytes, PB_FIELD_U64),   PB_FIELD_END,
 };
+#undef RATE
+#undef SHARE
 #undef R
 
 #define P(key, member, kind) PB_FIELD(struct pb_point_result, key, member, kind)
@@ -49,22 +57,26 @@ static const struct pb_field point_memory_fields[] = {
     P("batch_bytes", batch_bytes, PB_FIELD_U64),
     PB_FIELD_END,
 };
+/* A point's figures are medians and shares of its repeats'. */
+#define PN(key, member)                                                                          \
+    PB_FIELD_CHECKED(struct pb_point_result, key, member, PB_FIELD_DOUBLE, PB_FIELD_NONNEG)
 static const struct pb_field point_fields[] = {
-    P("samples_per_s", samples_per_s, PB_FIELD_DOUBLE),
-    P("samples_per_s_noise_pct", samples_per_s_noise_pct, PB_FIELD_DOUBLE),
-    P("batches_per_s", batches_per_s, PB_FIELD_DOUBLE),
-    P("mb_per_s", mb_per_s, PB_FIELD_DOUBLE),
-    P("stall_pct", stall_pct, PB_FIELD_DOUBLE),
-    P("accel_util_pct", accel_util_pct, PB_FIELD_DOUBLE),
-    P("cpu_util_pct", cpu_util_pct, PB_FIELD_DOUBLE),
-    P("worker_cpu_pct", worker_cpu_pct, PB_FIELD_DOUBLE),
-    P("queue_depth_mean", queue_depth_mean, PB_FIELD_DOUBLE),
+    PN("samples_per_s", samples_per_s),
+    PN("samples_per_s_noise_pct", samples_per_s_noise_pct),
+    PN("batches_per_s", batches_per_s),
+    PN("mb_per_s", mb_per_s),
+    PN("stall_pct", stall_pct),
+    PN("accel_util_pct", accel_util_pct),
+    PN("cpu_util_pct", cpu_util_pct),
+    PN("worker_cpu_pct", worker_cpu_pct),
+    PN("queue_depth_mean", queue_depth_mean),
     PB_FIELD_GROUP("batch_assembly", point_assembly_fields),
     PB_FIELD_GROUP("consumer_wait", point_wait_fields),
     PB_FIELD_GROUP("memory", point_memory_fields),
     P("samples", samples, PB_FIELD_U64),
     PB_FIELD_END,
 };
+#undef PN
 #undef P
 
 #define M(key, member, kind) PB_FIELD(struct pb_machine, key, member, kind)
@@ -727,16 +739,47 @@ int pb_result_write(const struct pb_result *result, const char *path, char *msg,
     return rc;
 }
 
+/* Why the file at path gave no JSON: a folder, an empty file, a file that
+ * is not JSON at all (a YAML config), or the parser's message at its line
+ * and column. */
+static void unreadable(const char *path, const json_error_t *error, char *msg, size_t msglen)
+{
+    struct stat st;
+    FILE *f = NULL;
+    int first = EOF;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(msg, msglen, "%s is a directory, not a result file", path);
+        return;
+    }
+    if ((f = fopen(path, "rb"))) {
+        while ((first = getc(f)) == ' ' || first == '\t' || first == '\n' || first == '\r')
+            ;
+        bool failed = ferror(f);
+        fclose(f);
+        if (first == EOF && !failed) {
+            snprintf(msg, msglen, "%s is empty, not a pbench result (JSON expected)", path);
+            return;
+        }
+        if (first != EOF && first != '{' && first != '[') {
+            snprintf(msg, msglen,
+                     "%s is not a pbench result (JSON expected; for a config use pbench run)",
+                     path);
+            return;
+        }
+    }
+    if (error->line > 0)
+        snprintf(msg, msglen, "%s:%d:%d: %s", path, error->line, error->column, error->text);
+    else
+        snprintf(msg, msglen, "%s: %s", path, error->text);
+}
+
 int pb_result_read(const char *path, struct pb_result *result, char *msg, size_t msglen)
 {
     json_error_t error;
     memset(result, 0, sizeof(*result));
     json_t *root = json_load_file(path, 0, &error);
     if (!root) {
-        if (error.line > 0)
-            snprintf(msg, msglen, "%s:%d:%d: %s", path, error.line, error.column, error.text);
-        else
-            snprintf(msg, msglen, "%s: %s", path, error.text);
+        unreadable(path, &error, msg, msglen);
         return PB_ERR;
     }
     char why[PB_MSG_MAX];

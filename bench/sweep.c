@@ -14,6 +14,7 @@
 
 #include "bench/config.h"
 #include "bench/pb.h"
+#include "bench/yaml_doc.h"
 
 struct parse {
     yaml_document_t *doc;
@@ -223,19 +224,15 @@ int pb_sweep_parse(struct pb_sweep *sweep, yaml_document_t *doc, const yaml_node
     return parse_sweep(&p, node);
 }
 
-/* The untyped sweep of the one document the parser holds. */
-static int load(yaml_parser_t *parser, const char *name, struct pb_sweep *sweep, char *msg,
-                size_t msglen)
+/* The untyped sweep of the file at path (text == NULL) or of text. */
+static int load(const char *path, const char *text, const char *name, struct pb_sweep *sweep,
+                char *msg, size_t msglen)
 {
     memset(sweep, 0, sizeof(*sweep));
     yaml_document_t doc;
-    if (!yaml_parser_load(parser, &doc)) {
-        snprintf(msg, msglen, "%s:%zu:%zu: YAML syntax error: %s", name,
-                 parser->problem_mark.line + 1, parser->problem_mark.column + 1,
-                 parser->problem ? parser->problem : "unknown");
-        return PB_ERR_CONFIG;
-    }
-    int rc = PB_OK;
+    int rc = pb_yaml_load(path, text, name, &doc, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     if (root && root->type == YAML_MAPPING_NODE) {
         for (yaml_node_pair_t *kv = root->data.mapping.pairs.start;
@@ -252,30 +249,13 @@ static int load(yaml_parser_t *parser, const char *name, struct pb_sweep *sweep,
 
 int pb_sweep_load(const char *path, struct pb_sweep *sweep, char *msg, size_t msglen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        memset(sweep, 0, sizeof(*sweep));
-        snprintf(msg, msglen, "cannot open '%s': %s", path, strerror(errno));
-        return PB_ERR;
-    }
-    yaml_parser_t parser;
-    yaml_parser_initialize(&parser);
-    yaml_parser_set_input_file(&parser, f);
-    int rc = load(&parser, path, sweep, msg, msglen);
-    yaml_parser_delete(&parser);
-    fclose(f);
-    return rc;
+    return load(path, NULL, path, sweep, msg, msglen);
 }
 
 int pb_sweep_load_string(const char *yaml, const char *name, struct pb_sweep *sweep, char *msg,
                          size_t msglen)
 {
-    yaml_parser_t parser;
-    yaml_parser_initialize(&parser);
-    yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, strlen(yaml));
-    int rc = load(&parser, name, sweep, msg, msglen);
-    yaml_parser_delete(&parser);
-    return rc;
+    return load(NULL, yaml, name, sweep, msg, msglen);
 }
 
 /* "FILE:LINE:COL: sweep value PATH=VALUE: why" at the value (or its axis),

@@ -235,6 +235,77 @@ static void test_differences_are_listed(void **state)
     pb_result_free(&y);
 }
 
+/* Runs pb_comparison_print into strings: out gets the report, err the
+ * notes; returns its code. The caller frees both. */
+static int print_to_strings(const struct pb_comparison *cmp, const char *base_name,
+                            const char *next_name, bool force, char **out, char **err)
+{
+    size_t out_size = 0, err_size = 0;
+    FILE *o = open_memstream(out, &out_size), *e = open_memstream(err, &err_size);
+    assert_non_null(o);
+    assert_non_null(e);
+    int rc = pb_comparison_print(o, e, cmp, base_name, next_name, 0, force);
+    fclose(o);
+    fclose(e);
+    return rc;
+}
+
+/* Two results none of whose points match: nothing was compared, which is
+ * an error (pbench compare exits 2), not an empty report. */
+static void test_no_matching_point_is_an_error(void **state)
+{
+    (void)state;
+    const double a[] = {1000, 1010, 990};
+    struct pb_result x, y;
+    make_result(&x, a, 3, "cpu", 300);
+    make_result(&y, a, 3, "cpu", 300);
+    json_object_set_new(y.points[0].axes, "loader.workers", json_integer(4));
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare(&x, &y, 5, &cmp), PB_OK);
+    assert_int_equal(cmp.point_count, 0);
+    char *out, *err;
+    assert_int_equal(print_to_strings(&cmp, "a.json", "b.json", false, &out, &err),
+                     PB_ERR_CONFIG);
+    assert_non_null(strstr(err, "no point of a.json matches one of b.json"));
+    assert_null(strstr(out, "samples_per_s"));
+    free(out);
+    free(err);
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+}
+
+/* Names from the files (CPU models, axes, file names) are printed without
+ * control characters: an escape or a newline shows as \xNN. */
+static void test_names_printed_without_control_characters(void **state)
+{
+    (void)state;
+    const double a[] = {1000, 1010, 990};
+    struct pb_result x, y;
+    make_result(&x, a, 3, "\x1b[31mred\nline", 300);
+    make_result(&y, a, 3, "cpu", 300);
+    json_object_set_new(x.points[0].axes, "\x1b[2Jkey", json_integer(1));
+    json_object_set_new(y.points[0].axes, "\x1b[2Jkey", json_integer(1));
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare(&x, &y, 5, &cmp), PB_OK);
+    char *out, *err;
+    assert_int_equal(print_to_strings(&cmp, "a\x1b[31m.json", "b.json", false, &out, &err),
+                     PB_ERR_CONFIG);
+    assert_null(strchr(err, '\x1b'));
+    assert_non_null(strstr(err, "machine CPU model: \\x1b[31mred\\x0aline -> cpu"));
+    assert_non_null(strstr(err, "a\\x1b[31m.json"));
+    free(out);
+    free(err);
+    assert_int_equal(print_to_strings(&cmp, "a\x1b[31m.json", "b.json", true, &out, &err), PB_OK);
+    assert_null(strchr(out, '\x1b'));
+    assert_non_null(strstr(out, "\\x1b[2Jkey=1"));
+    free(out);
+    free(err);
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +316,8 @@ int main(void)
         cmocka_unit_test(test_false_alarms_and_power),
         cmocka_unit_test(test_too_few_repeats_is_ambiguous),
         cmocka_unit_test(test_differences_are_listed),
+        cmocka_unit_test(test_no_matching_point_is_an_error),
+        cmocka_unit_test(test_names_printed_without_control_characters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1015,6 +1015,43 @@ static void test_gpu_version_without_cuda(void **state)
     pb_spec_free(&spec);
 }
 
+/* Nesting is capped while parsing (libyaml is quadratic in depth): a
+ * 100000-deep flow sequence fails at the collection that crossed the cap,
+ * in the file and in a string, long before the whole input is read. */
+static void test_deep_nesting_fails_fast(void **state)
+{
+    (void)state;
+    enum { DEPTH = 100000 };
+    static const char prefix[] = "name: deep\npipeline: ";
+    char *yaml = malloc(sizeof prefix + 2 * DEPTH);
+    assert_non_null(yaml);
+    char *end = yaml + sprintf(yaml, "%s", prefix);
+    memset(end, '[', DEPTH);
+    memset(end + DEPTH, ']', DEPTH);
+    end[2 * DEPTH] = '\0';
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    /* The root mapping is level 1, the first '[' (column 11) level 2: the
+     * 65th level opens at column 11 + 63. */
+    assert_int_equal(pb_config_load_string(yaml, "deep.yaml", &spec, msg, sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "deep.yaml:2:74: the YAML nests deeper than 64 levels");
+    pb_spec_free(&spec);
+
+    char path[] = "/tmp/pbench-deep-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, yaml, strlen(yaml)), (ssize_t)strlen(yaml));
+    close(fd);
+    assert_int_equal(pb_config_load(path, &spec, msg, sizeof msg), PB_ERR_CONFIG);
+    char want[PB_MSG_MAX];
+    snprintf(want, sizeof want, "%s:2:74: the YAML nests deeper than 64 levels", path);
+    assert_string_equal(msg, want);
+    pb_spec_free(&spec);
+    unlink(path);
+    free(yaml);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1040,6 +1077,7 @@ int main(void)
         cmocka_unit_test(test_stage_rules),
         cmocka_unit_test(test_stage_rule_after_override),
         cmocka_unit_test(test_gpu_version_without_cuda),
+        cmocka_unit_test(test_deep_nesting_fails_fast),
     };
     return cmocka_run_group_tests(tests, setup_names, NULL);
 }

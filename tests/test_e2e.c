@@ -778,6 +778,159 @@ static void test_sigterm_during_generation(void **state)
     assert_int_not_equal(system(cmd), 0);
 }
 
+/* ---- bad input and hostile names (issue 16) ------------------------------
+ * Result files made in the test with pb_result_write: one point (workers=N
+ * on its axes when N > 0) of three repeats, named name. */
+static void write_small_result(const char *file, const char *name, int workers, double wall_s)
+{
+    struct pb_result r;
+    memset(&r, 0, sizeof(r));
+    r.schema_version = 1;
+    snprintf(r.name, sizeof(r.name), "%s", name);
+    snprintf(r.created, sizeof(r.created), "2026-11-23T10:00:0%dZ", workers);
+    snprintf(r.machine.cpu_model, sizeof(r.machine.cpu_model), "Test CPU");
+    r.machine.cores = r.machine.pus = 2;
+    r.config = json_pack("{s s}", "name", name);
+    r.points = calloc(1, sizeof(*r.points));
+    assert_non_null(r.points);
+    r.point_count = 1;
+    struct pb_point_result *p = &r.points[0];
+    p->axes = workers > 0 ? json_pack("{s i}", "loader.workers", workers) : json_object();
+    p->repeats = calloc(3, sizeof(*p->repeats));
+    assert_non_null(p->repeats);
+    p->repeat_count = 3;
+    for (int i = 0; i < 3; i++) {
+        p->repeats[i].wall_s = i == 1 ? wall_s : 1;
+        p->repeats[i].samples = 1000;
+        p->repeats[i].samples_per_s = 1000 + i;
+    }
+    p->samples_per_s = 1001;
+    p->stage_count = 1;
+    p->stages = calloc(1, sizeof(*p->stages));
+    assert_non_null(p->stages);
+    snprintf(p->stages[0].name, sizeof(p->stages[0].name), "%s", name);
+    pb_hist_init(&p->stages[0].hist);
+    snprintf(p->error_files[0], sizeof(p->error_files[0]), "%s.jpg: corrupt", name);
+    p->error_file_count = 1;
+    char path[512], msg[PB_MSG_MAX];
+    snprintf(path, sizeof(path), "%s/%s", workdir, file);
+    if (pb_result_write(&r, path, msg, sizeof(msg)) != PB_OK)
+        fail_msg("%s", msg);
+    pb_result_free(&r);
+}
+
+/* A 100000-deep config fails at once, at the line and column where the
+ * nesting crossed 64 levels. */
+static void test_deep_yaml_fails_at_its_line(void **state)
+{
+    (void)state;
+    enum { DEPTH = 100000 };
+    char *yaml = malloc(2 * DEPTH + 64);
+    assert_non_null(yaml);
+    int n = sprintf(yaml, "name: deep\npipeline: ");
+    memset(yaml + n, '[', DEPTH);
+    memset(yaml + n + DEPTH, ']', DEPTH);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/deep.yaml", workdir);
+    pb_test_write_file(path, yaml, (size_t)n + 2 * DEPTH);
+    free(yaml);
+    EXPECT_ERR("run deep.yaml", 2, "deep.yaml:2:74: the YAML nests deeper than 64 levels");
+}
+
+/* 12 axes of 32 values from -a: refused at once, with the product. */
+static void test_huge_axis_sweep_refused_with_its_size(void **state)
+{
+    (void)state;
+    static const char *const options[] = {
+        "loader.workers",  "loader.batch_size", "loader.prefetch_factor", "run.warmup_batches",
+        "run.min_time_s",  "run.max_time_s",    "run.repeats",            "run.step_ms",
+        "run.window_s",    "dataset.epochs",    "dataset.max_samples",    "pipeline.decode.cost_us"};
+    char args[4096];
+    int used = snprintf(args, sizeof(args), "run '%s/configs/null.yaml'", source_dir);
+    for (size_t o = 0; o < PB_ARRAY_LEN(options); o++) {
+        used += snprintf(args + used, sizeof(args) - (size_t)used, " -a %s=", options[o]);
+        for (int v = 1; v <= 32; v++)
+            used += snprintf(args + used, sizeof(args) - (size_t)used, "%s%d", v > 1 ? "," : "", v);
+    }
+    EXPECT_ERR(args, 2, "the sweep has 1152921504606846976 points, more than 4096");
+}
+
+/* compare with no matching point exits 2; report refuses a negative time,
+ * a folder and a config, each saying what it got. */
+static void test_bad_results_and_no_match(void **state)
+{
+    (void)state;
+    write_small_result("one.json", "small", 0, 1);
+    write_small_result("two.json", "small", 4, 1);
+    EXPECT_ERR("compare one.json two.json", 2, "no point of one.json matches one of two.json");
+    EXPECT_OUT("compare one.json one.json", 0, "samples_per_s");
+
+    write_small_result("negative.json", "small", 0, -3);
+    EXPECT_ERR("report negative.json", 1,
+               "negative.json: points[0].repeats[1].wall_s must be >= 0, got -3");
+    EXPECT_ERR("compare one.json negative.json", 1, "wall_s must be >= 0, got -3");
+    char args[1024];
+    snprintf(args, sizeof(args), "%s/folder.json", workdir);
+    assert_int_equal(mkdir(args, 0755), 0);
+    EXPECT_ERR("report folder.json", 1, "folder.json is a directory, not a result file");
+    snprintf(args, sizeof(args), "report '%s/configs/null.yaml'", source_dir);
+    EXPECT_ERR(args, 1, "null.yaml is not a pbench result (JSON expected; for a config use "
+                        "pbench run)");
+}
+
+/* A name with an escape sequence and a newline is printed as \xNN in the
+ * table, markdown, CSV, compare and history; JSON keeps it exact. */
+static void test_hostile_names_printed_plainly(void **state)
+{
+    (void)state;
+    static const char *const shown = "\\x1b[31mred\\x0aline";
+    write_small_result("hostile.json", "\x1b[31mred\nline", 0, 1);
+    static const char *const commands[] = {
+        "report hostile.json", "report hostile.json -f markdown", "report hostile.json -f csv",
+        "history add hostile.json --db hostile.db --revision r1",
+        "history show --db hostile.db"};
+    char out[512];
+    for (size_t c = 0; c < PB_ARRAY_LEN(commands); c++) {
+        int rc = pbench(commands[c], out, sizeof(out));
+        assert_int_equal(rc, 0);
+        char *text = slurp(out);
+        if (strchr(text, '\x1b') || strstr(text, "red\nline"))
+            fail_msg("'%s' prints the name raw:\n%s", commands[c], text);
+        if (!strstr(text, shown))
+            fail_msg("'%s' does not show %s:\n%s", commands[c], shown, text);
+        free(text);
+    }
+    /* A file name with an escape, in compare's header. */
+    write_small_result("e\x1b[31m.json", "plain", 0, 1);
+    write_small_result("plain.json", "plain", 0, 1);
+    assert_int_equal(pbench("compare \"$(printf 'e\\033[31m.json')\" plain.json", out, sizeof(out)),
+                     0);
+    char *text = slurp(out);
+    assert_null(strchr(text, '\x1b'));
+    assert_non_null(strstr(text, "base e\\x1b[31m.json -> new plain.json"));
+    free(text);
+    assert_int_equal(pbench("report hostile.json -f json", out, sizeof(out)), 0);
+    char *json = slurp(out);
+    json_t *root = json_loads(json, 0, NULL);
+    assert_non_null(root);
+    assert_string_equal(json_string_value(json_object_get(root, "name")), "\x1b[31mred\nline");
+    json_decref(root);
+    free(json);
+}
+
+/* history add: the same file twice under one revision is stored once; a
+ * database opened read-only gives SQLite's own error. */
+static void test_history_add_idempotent_and_read_only(void **state)
+{
+    (void)state;
+    write_small_result("h1.json", "hist", 0, 1);
+    EXPECT_OUT("history add h1.json --db once.db --revision r1", 0, "added 1 point(s) of hist");
+    EXPECT_OUT("history add h1.json --db once.db --revision r1", 0,
+               "is already in the history once.db; nothing added");
+    EXPECT_ERR("history add h1.json --db 'file:once.db?mode=ro' --revision r2", 1,
+               "file:once.db?mode=ro: attempt to write a readonly database");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -796,6 +949,11 @@ int main(void)
         cmocka_unit_test(test_bad_baseline_stops_first),
         cmocka_unit_test(test_sigterm_and_sighup_keep_results),
         cmocka_unit_test(test_sigterm_during_generation),
+        cmocka_unit_test(test_deep_yaml_fails_at_its_line),
+        cmocka_unit_test(test_huge_axis_sweep_refused_with_its_size),
+        cmocka_unit_test(test_bad_results_and_no_match),
+        cmocka_unit_test(test_hostile_names_printed_plainly),
+        cmocka_unit_test(test_history_add_idempotent_and_read_only),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);

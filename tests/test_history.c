@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "bench/history.h"
 #include "bench/pb.h"
 
@@ -79,11 +81,104 @@ static void test_add_and_show(void **state)
     rmdir(dir);
 }
 
+/* A result of one point and one repeat measured at created, owned by the
+ * caller (pb_result_free). */
+static void one_point_result(struct pb_result *r, const char *created, double samples_per_s)
+{
+    memset(r, 0, sizeof(*r));
+    r->schema_version = 1;
+    snprintf(r->name, sizeof(r->name), "ci");
+    snprintf(r->created, sizeof(r->created), "%s", created);
+    snprintf(r->machine.cpu_model, sizeof(r->machine.cpu_model), "Test CPU");
+    r->points = calloc(1, sizeof(*r->points));
+    assert_non_null(r->points);
+    r->point_count = 1;
+    r->points[0].repeats = calloc(1, sizeof(*r->points[0].repeats));
+    assert_non_null(r->points[0].repeats);
+    r->points[0].repeat_count = 1;
+    r->points[0].repeats[0].wall_s = 1;
+    r->points[0].repeats[0].samples_per_s = samples_per_s;
+    r->points[0].samples_per_s = samples_per_s;
+}
+
+static long count_rows(const char *db_path)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM runs", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    long n = (long)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* A database that cannot be written (opened read-only through a SQLite
+ * URI, which stops root too) gives SQLite's own error with the database,
+ * not what the rollback left ("not an error"). */
+static void test_add_to_read_only_database(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], uri[300], msg[PB_MSG_MAX];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    struct pb_result r;
+    one_point_result(&r, "2026-11-01T00:00:00Z", 1000);
+    assert_int_equal(pb_history_add(db, &r, "r1", "test", msg, sizeof(msg)), PB_OK);
+    pb_result_free(&r);
+
+    one_point_result(&r, "2026-11-02T00:00:00Z", 900);
+    snprintf(uri, sizeof(uri), "file:%s?mode=ro", db);
+    assert_int_equal(pb_history_add(uri, &r, "r2", "test", msg, sizeof(msg)), PB_ERR);
+    assert_non_null(strstr(msg, uri));
+    assert_non_null(strstr(msg, "attempt to write a readonly database"));
+    assert_null(strstr(msg, "not an error"));
+    assert_int_equal(count_rows(db), 1);
+    pb_result_free(&r);
+    unlink(db);
+    rmdir(dir);
+}
+
+/* The same result added twice is stored once; the second add says so. */
+static void test_add_twice_keeps_one_row(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], file[256], msg[PB_MSG_MAX], summary[PB_MSG_MAX * 2];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    snprintf(file, sizeof(file), "%s/r.json", dir);
+    struct pb_result r;
+    one_point_result(&r, "2026-11-01T00:00:00Z", 1000);
+    assert_int_equal(pb_history_add(db, &r, "r1", "test", msg, sizeof(msg)), PB_OK);
+    assert_int_equal(pb_history_add(db, &r, "r1", "test", msg, sizeof(msg)), PB_OK);
+    assert_int_equal(count_rows(db), 1);
+
+    assert_int_equal(pb_result_write(&r, file, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(
+        pb_history_add_file(db, file, "r2", summary, sizeof(summary), msg, sizeof(msg)), PB_OK);
+    assert_non_null(strstr(summary, "added 1 point(s) of ci"));
+    assert_int_equal(count_rows(db), 2); /* filed under another revision */
+    assert_int_equal(
+        pb_history_add_file(db, file, "r2", summary, sizeof(summary), msg, sizeof(msg)), PB_OK);
+    assert_non_null(strstr(summary, "already in the history"));
+    assert_int_equal(count_rows(db), 2);
+    pb_result_free(&r);
+    unlink(db);
+    unlink(file);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_step_detection),
         cmocka_unit_test(test_add_and_show),
+        cmocka_unit_test(test_add_to_read_only_database),
+        cmocka_unit_test(test_add_twice_keeps_one_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

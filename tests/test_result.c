@@ -927,6 +927,119 @@ static void test_machine_probe(void **state)
     }
 }
 
+/* Values no run can produce are refused on read with their key path: a
+ * negative time or rate, a rate that is not a number. */
+static void test_impossible_values_rejected(void **state)
+{
+    (void)state;
+    struct pb_result result, back;
+    char msg[PB_MSG_MAX];
+    make_result(&result, 7);
+    json_t *root = pb_result_to_json(&result);
+    json_t *point = json_array_get(json_object_get(root, "points"), 0);
+    json_t *repeat = json_array_get(json_object_get(point, "repeats"), 1);
+    static const struct {
+        const char *key;
+        double value; /* NAN: null */
+        const char *want;
+    } cases[] = {
+        {"wall_s", -3, "points[0].repeats[1].wall_s must be >= 0, got -3"},
+        {"samples_per_s", NAN,
+         "points[0].repeats[1].samples_per_s must be a number >= 0, got null"},
+        {"samples_per_s", -0.5, "points[0].repeats[1].samples_per_s must be >= 0, got -0.5"},
+        {"stall_pct", -1, "points[0].repeats[1].stall_pct must be >= 0, got -1"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        json_t *saved = json_deep_copy(json_object_get(repeat, cases[i].key));
+        json_object_set_new(repeat, cases[i].key,
+                            isnan(cases[i].value) ? json_null() : json_real(cases[i].value));
+        assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_ERR);
+        assert_string_equal(msg, cases[i].want);
+        json_object_set_new(repeat, cases[i].key, saved);
+    }
+    json_object_set_new(point, "samples_per_s", json_real(-2));
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_ERR);
+    assert_string_equal(msg, "points[0].samples_per_s must be >= 0, got -2");
+    json_object_set_new(point, "samples_per_s", json_real(10));
+    json_object_set_new(repeat, "samples", json_integer(-3));
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_ERR);
+    assert_string_equal(msg, "points[0].repeats[1].samples: expected a non-negative integer");
+    json_object_set_new(repeat, "samples", json_integer(3));
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_OK);
+    pb_result_free(&back);
+    json_decref(root);
+    pb_result_free(&result);
+}
+
+/* A folder, a YAML config or an empty file given as a result says what it
+ * is, not what the JSON parser expected. */
+static void test_read_what_is_not_a_result(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    char path[PB_PATH_MAX], want[PB_PATH_MAX + 128], msg[PB_MSG_MAX * 2];
+    struct pb_result back;
+    assert_int_equal(pb_result_read(dir, &back, msg, sizeof(msg)), PB_ERR);
+    snprintf(want, sizeof(want), "%s is a directory, not a result file", dir);
+    assert_string_equal(msg, want);
+
+    snprintf(path, sizeof(path), "%s/image.yaml", dir);
+    static const char yaml[] = "# a config\nname: x\npipeline:\n  - read:\n";
+    pb_test_write_file(path, yaml, strlen(yaml));
+    assert_int_equal(pb_result_read(path, &back, msg, sizeof(msg)), PB_ERR);
+    snprintf(want, sizeof(want),
+             "%s is not a pbench result (JSON expected; for a config use pbench run)", path);
+    assert_string_equal(msg, want);
+
+    snprintf(path, sizeof(path), "%s/empty.json", dir);
+    pb_test_write_file(path, "\n", 1);
+    assert_int_equal(pb_result_read(path, &back, msg, sizeof(msg)), PB_ERR);
+    snprintf(want, sizeof(want), "%s is empty, not a pbench result (JSON expected)", path);
+    assert_string_equal(msg, want);
+    pb_test_tmpdir_remove(dir);
+    free(dir);
+}
+
+/* Names from the result (its name, machine, stages, axes, error files,
+ * warnings) are printed without control characters in the table, markdown
+ * and CSV: an escape or a newline shows as \xNN. JSON keeps them exact. */
+static void test_report_names_without_control_characters(void **state)
+{
+    (void)state;
+    static const char hostile[] = "\x1b[31mred\nline";
+    static const char shown[] = "\\x1b[31mred\\x0aline";
+    struct pb_result result;
+    make_result(&result, 11);
+    snprintf(result.name, sizeof(result.name), "%s", hostile);
+    snprintf(result.machine.hostname, sizeof(result.machine.hostname), "%s", hostile);
+    struct pb_point_result *p = &result.points[0];
+    snprintf(p->stages[0].name, sizeof(p->stages[0].name), "%s", hostile);
+    snprintf(p->error_files[0], sizeof(p->error_files[0]), "%s", hostile);
+    p->error_file_count = p->error_file_count ? p->error_file_count : 1;
+    snprintf(p->warnings[0], sizeof(p->warnings[0]), "%s", hostile);
+    p->warning_count = p->warning_count ? p->warning_count : 1;
+    snprintf(result.warnings[0], sizeof(result.warnings[0]), "%s", hostile);
+    result.warning_count = result.warning_count ? result.warning_count : 1;
+    for (size_t i = 0; i < result.point_count; i++)
+        json_object_set_new(result.points[i].axes, "\x1b[2Jaxis", json_string(hostile));
+    for (int f = PB_FORMAT_TABLE; f <= PB_FORMAT_CSV; f++) {
+        char *text = render(&result, (enum pb_format)f);
+        if (f == PB_FORMAT_JSON) {
+            json_t *root = json_loads(text, 0, NULL);
+            assert_non_null(root);
+            assert_string_equal(json_string_value(json_object_get(root, "name")), hostile);
+            json_decref(root);
+        } else {
+            if (strchr(text, '\x1b'))
+                fail_msg("format %d prints an escape:\n%s", f, text);
+            assert_null(strstr(text, "red\nline"));
+            assert_non_null(strstr(text, shown));
+        }
+        free(text);
+    }
+    pb_result_free(&result);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -940,6 +1053,9 @@ int main(void)
         cmocka_unit_test(test_gpu_result),
         cmocka_unit_test(test_format_parse),
         cmocka_unit_test(test_machine_probe),
+        cmocka_unit_test(test_impossible_values_rejected),
+        cmocka_unit_test(test_read_what_is_not_a_result),
+        cmocka_unit_test(test_report_names_without_control_characters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

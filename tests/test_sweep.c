@@ -297,6 +297,24 @@ static void test_huge_sweep_counted_not_enumerated(void **state)
     assert_true(pb_now_ns() - start < 1000000000ull);
 }
 
+/* The sweep's own loader caps nesting depth too, at the line and column
+ * of the collection that crossed it. */
+static void test_deep_sweep_fails_fast(void **state)
+{
+    (void)state;
+    enum { DEPTH = 100000 };
+    char *yaml = malloc(2 * DEPTH + 16);
+    assert_non_null(yaml);
+    char *end = yaml + sprintf(yaml, "sweep: ");
+    memset(end, '[', DEPTH);
+    memset(end + DEPTH, ']', DEPTH);
+    end[2 * DEPTH] = '\0';
+    assert_int_equal(pb_sweep_load_string(yaml, "s.yaml", &sweep, msg, sizeof(msg)),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "s.yaml:1:71: the YAML nests deeper than 64 levels");
+    free(yaml);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -309,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_apply_decoder_axis),
         cmocka_unit_test(test_axis_from_command_line),
         cmocka_unit_test(test_huge_sweep_counted_not_enumerated),
+        cmocka_unit_test(test_deep_sweep_fails_fast),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
