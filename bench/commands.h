@@ -44,7 +44,8 @@
       "and at least --threshold (default 5%). Results from different machines or configs are\n" \
       "refused, with every difference listed, unless --force. See docs/statistics.md.\n\n" \
       "Exit codes: 0 no regression (or no --fail-on-regression), 3 a regression with\n" \
-      "--fail-on-regression, 1 unreadable files, 2 usage error or incompatible results.") \
+      "--fail-on-regression, 1 unreadable files, 2 usage error, incompatible results or no\n" \
+      "point of one result matching a point of the other.") \
     X(history, \
       "pbench history add RESULT.json [--db results/history.db] [--revision REV]\n" \
       "       pbench history show [--db results/history.db] [--config NAME]\n" \
@@ -53,7 +54,9 @@
       "Keeps each run's summary in an SQLite database (one row per point), keyed by machine,\n" \
       "config and git revision (--revision, else $GITHUB_SHA, else git rev-parse in the current\n" \
       "folder), and prints the trend of a metric per series, flagging a step change: a shift\n" \
-      "of the median beyond the threshold that holds for at least 2 runs in a row.\n" \
+      "of the median beyond the threshold that holds for at least 2 runs in a row. Adding the\n" \
+      "same result under the same revision twice stores it once. --db also takes an SQLite\n" \
+      "URI (file:PATH?mode=ro).\n" \
       "Exit codes: 0, or 3 when show finds a step change; 1 on errors.") \
     X(calibrate, \
       "pbench calibrate CONFIG [--gpu] [-s key.path=value]...", \
