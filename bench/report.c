@@ -1,19 +1,19 @@
 /* Renderings of a result: terminal table, GitHub markdown, CSV and JSON.
  *
  * The table and markdown forms share one shape: the report is built as a
- * sequence of small tables (struct table), and each table is rendered
+ * sequence of small tables (struct pb_table), and each table is rendered
  * either as aligned text or as a GitHub table. Nothing here measures. */
 #include "bench/report.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/pb.h"
 #include "bench/printable.h"
+#include "bench/table.h"
 
-#define CELL_MAX 512
+#define CELL_MAX PB_TABLE_CELL_MAX
 
 /* ------------------------------------------------------------ formatting */
 
@@ -95,154 +95,14 @@ static double step_ms(const struct pb_result *result, size_t point)
     return pb_point_setting_double(result, point, "run.step_ms", 0);
 }
 
-/* ---------------------------------------------------------------- tables */
-
-struct table {
-    size_t cols;
-    size_t cell_count, capacity;
-    char **cells;        /* row-major; the first row is the header        */
-    unsigned right_mask; /* bit c set: column c is right-aligned          */
-    bool plain_header;   /* text form: print no header (key/value lists)  */
-};
-
-static void table_init(struct table *t, size_t cols, unsigned right_mask, bool plain_header)
-{
-    memset(t, 0, sizeof(*t));
-    t->cols = cols;
-    t->right_mask = right_mask;
-    t->plain_header = plain_header;
-}
-
-static void table_add(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void table_add(struct table *t, const char *fmt, ...)
-{
-    char raw[CELL_MAX], text[PB_PRINTABLE_SIZE(CELL_MAX)];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(raw, sizeof(raw), fmt, ap);
-    va_end(ap);
-    pb_printable(text, sizeof(text), raw); /* cells hold names from the result */
-    if (t->cell_count == t->capacity) {
-        size_t capacity = t->capacity ? 2 * t->capacity : 64;
-        char **cells = realloc(t->cells, capacity * sizeof(*cells));
-        if (!cells)
-            return;
-        t->cells = cells;
-        t->capacity = capacity;
-    }
-    char *copy = strdup(text);
-    if (copy)
-        t->cells[t->cell_count++] = copy;
-}
-
 /* Adds a latency row's cells after its name: the count, then the given
  * formatted times. */
-static void add_count_and_cells(struct table *t, uint64_t count, const char *const cells[],
+static void add_count_and_cells(struct pb_table *t, uint64_t count, const char *const cells[],
                                 size_t cell_count)
 {
-    table_add(t, "%llu", (unsigned long long)count);
+    pb_table_add(t, "%llu", (unsigned long long)count);
     for (size_t c = 0; c < cell_count; c++)
-        table_add(t, "%s", cells[c]);
-}
-
-static void table_free(struct table *t)
-{
-    for (size_t i = 0; i < t->cell_count; i++)
-        free(t->cells[i]);
-    free(t->cells);
-    memset(t, 0, sizeof(*t));
-}
-
-/* Display width of UTF-8 text: code points, not bytes ("µs" is 2). */
-static size_t text_width(const char *s)
-{
-    size_t width = 0;
-    for (; *s; s++)
-        width += ((unsigned char)*s & 0xC0) != 0x80;
-    return width;
-}
-
-static void put_spaces(FILE *out, size_t n)
-{
-    while (n--)
-        fputc(' ', out);
-}
-
-static void table_print_text(FILE *out, const struct table *t, const char *indent)
-{
-    size_t rows = t->cell_count / t->cols;
-    size_t first = t->plain_header ? 1 : 0;
-    size_t widths[16] = {0};
-    if (t->cols > PB_ARRAY_LEN(widths) || rows <= first)
-        return;
-    for (size_t r = first; r < rows; r++)
-        for (size_t c = 0; c < t->cols; c++) {
-            size_t w = text_width(t->cells[r * t->cols + c]);
-            if (w > widths[c])
-                widths[c] = w;
-        }
-    for (size_t r = first; r < rows; r++) {
-        fputs(indent, out);
-        for (size_t c = 0; c < t->cols; c++) {
-            const char *cell = t->cells[r * t->cols + c];
-            size_t pad = widths[c] - text_width(cell);
-            bool right = (t->right_mask >> c) & 1u;
-            bool last = c + 1 == t->cols;
-            if (right)
-                put_spaces(out, pad);
-            fputs(cell, out);
-            if (!right && !last)
-                put_spaces(out, pad);
-            if (!last)
-                fputs("  ", out);
-        }
-        fputc('\n', out);
-        if (r == 0) {
-            size_t total = 0;
-            for (size_t c = 0; c < t->cols; c++)
-                total += widths[c] + (c + 1 < t->cols ? 2 : 0);
-            fputs(indent, out);
-            for (size_t i = 0; i < total; i++)
-                fputc('-', out);
-            fputc('\n', out);
-        }
-    }
-}
-
-static void put_markdown_cell(FILE *out, const char *cell)
-{
-    for (; *cell; cell++) {
-        if (*cell == '|')
-            fputs("\\|", out);
-        else if (*cell == '\n' || *cell == '\r')
-            fputc(' ', out);
-        else
-            fputc(*cell, out);
-    }
-}
-
-static void table_print_markdown(FILE *out, const struct table *t)
-{
-    size_t rows = t->cell_count / t->cols;
-    if (rows < 1)
-        return;
-    for (size_t r = 0; r < rows; r++) {
-        fputs("|", out);
-        for (size_t c = 0; c < t->cols; c++) {
-            fputc(' ', out);
-            put_markdown_cell(out, t->cells[r * t->cols + c]);
-            fputs(" |", out);
-        }
-        fputc('\n', out);
-        if (r == 0) {
-            fputs("|", out);
-            for (size_t c = 0; c < t->cols; c++)
-                fputs((t->right_mask >> c) & 1u ? " ---: |" : " --- |", out);
-            fputc('\n', out);
-        }
-    }
-    fputc('\n', out);
+        pb_table_add(t, "%s", cells[c]);
 }
 
 /* ------------------------------------------------------- report sections */
@@ -253,12 +113,12 @@ struct sink {
     const struct pb_analysis *analysis; /* of the result rendered; may be NULL */
 };
 
-static void emit_table(const struct sink *s, const struct table *t)
+static void emit_table(const struct sink *s, const struct pb_table *t)
 {
     if (s->markdown)
-        table_print_markdown(s->out, t);
+        pb_table_print_markdown(s->out, t);
     else
-        table_print_text(s->out, t, "  ");
+        pb_table_print_text(s->out, t, "  ");
 }
 
 /* "BULLET LABEL TEXT", text without control characters; NULL: "- "/"  ". */
@@ -382,14 +242,14 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
     right &= ~(1u << (cols - 2)); /* top stage or eff */
     if (calibrated)
         right |= 1u << (cols - 2);
-    struct table t;
-    table_init(&t, cols, right, false);
-    table_add(&t, " ");
+    struct pb_table t;
+    pb_table_init(&t, cols, right, false);
+    pb_table_add(&t, " ");
     for (size_t a = 0; a < axis_count; a++)
-        table_add(&t, "%s", short_axis(axis_keys[a]));
+        pb_table_add(&t, "%s", short_axis(axis_keys[a]));
     for (size_t c = 0; c < PB_ARRAY_LEN(tail); c++)
         if (show[c])
-            table_add(&t, "%s", tail[c]);
+            pb_table_add(&t, "%s", tail[c]);
 
     size_t *order = calloc(result->point_count, sizeof(size_t));
     for (size_t i = 0; i < result->point_count; i++)
@@ -401,16 +261,18 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
         size_t i = order[r];
         const struct pb_point_result *p = &result->points[i];
         const struct pb_point_analysis *a = &an->points[i];
-        table_add(&t, "%s", (int)i == an->recommended ? "*" : "");
+        pb_table_add(&t, "%s", (int)i == an->recommended ? "*" : "");
         for (size_t x = 0; x < axis_count; x++) {
             char text[64];
             format_json_value(text, sizeof(text), p->axes ? json_object_get(p->axes, axis_keys[x]) : NULL);
-            table_add(&t, "%s", text);
+            pb_table_add(&t, "%s", text);
         }
         if (!a->usable) {
             for (size_t c = 0; c < PB_ARRAY_LEN(tail); c++)
                 if (show[c])
-                    table_add(&t, "%s", c == PB_ARRAY_LEN(tail) - 1 ? (p->error[0] ? "FAILED" : "not run") : "-");
+                    pb_table_add(&t, "%s",
+                                 c == PB_ARRAY_LEN(tail) - 1 ? (p->error[0] ? "FAILED" : "not run")
+                                                             : "-");
             continue;
         }
         char p50[32], p99[32];
@@ -419,28 +281,28 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
         int capped = 0;
         for (size_t q = 0; q < p->repeat_count; q++)
             capped += p->repeats[q].noisy;
-        table_add(&t, "%.1f", p->samples_per_s);
-        table_add(&t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " capped" : "");
-        table_add(&t, "%s", p50);
-        table_add(&t, "%s", p99);
-        table_add(&t, "%.1f%%", p->stall_pct);
+        pb_table_add(&t, "%.1f", p->samples_per_s);
+        pb_table_add(&t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " capped" : "");
+        pb_table_add(&t, "%s", p50);
+        pb_table_add(&t, "%s", p99);
+        pb_table_add(&t, "%.1f%%", p->stall_pct);
         if (show[5])
-            table_add(&t, "%.1f%%", p->accel_util_pct);
+            pb_table_add(&t, "%.1f%%", p->accel_util_pct);
         if (show[6]) {
-            table_add(&t, p->gpu.used ? "%.2f" : "-", p->gpu.copy_gb_per_s);
-            table_add(&t, p->gpu.used ? "%.0f%%" : "-", p->gpu.overlap_pct);
+            pb_table_add(&t, p->gpu.used ? "%.2f" : "-", p->gpu.copy_gb_per_s);
+            pb_table_add(&t, p->gpu.used ? "%.0f%%" : "-", p->gpu.overlap_pct);
         }
-        table_add(&t, "%.0f%%", p->worker_cpu_pct);
-        table_add(&t, "%.0f", mib(p->rss_peak_bytes));
-        table_add(&t, "%.0f", mib(p->pinned_bytes));
+        pb_table_add(&t, "%.0f%%", p->worker_cpu_pct);
+        pb_table_add(&t, "%.0f", mib(p->rss_peak_bytes));
+        pb_table_add(&t, "%.0f", mib(p->pinned_bytes));
         if (a->top_stage >= 0)
-            table_add(&t, "%s %.0f%%", p->stages[a->top_stage].name, a->top_share_pct);
+            pb_table_add(&t, "%s %.0f%%", p->stages[a->top_stage].name, a->top_share_pct);
         else
-            table_add(&t, "-");
+            pb_table_add(&t, "-");
         if (show[12])
-            table_add(&t, "%.0f%%", a->efficiency_pct);
+            pb_table_add(&t, "%.0f%%", a->efficiency_pct);
         static const char *const bound[] = {"no", "moderate", "HIGH"};
-        table_add(&t, "%s", bound[a->input_bound]);
+        pb_table_add(&t, "%s", bound[a->input_bound]);
     }
     free(order);
     if (s->markdown)
@@ -448,7 +310,7 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
     else
         fprintf(s->out, "\nsweep: %zu points, fastest first (* = recommended)\n", result->point_count);
     emit_table(s, &t);
-    table_free(&t);
+    pb_table_free(&t);
 
     const char *bullet = s->markdown ? "- " : "  ";
     fprintf(s->out, "%s%snoise = spread of the repeats (coefficient of variation); capped = a "
@@ -499,7 +361,7 @@ static void emit_analysis(const struct sink *s, const struct pb_analysis *an)
 
 /* The device side of a point: copy bandwidth against this machine's peak,
  * overlap, how busy the GPU was, memory and clocks. */
-static void emit_gpu_summary(struct table *t, const struct pb_result *result,
+static void emit_gpu_summary(struct pb_table *t, const struct pb_result *result,
                              const struct pb_point_result *p)
 {
     const struct pb_gpu_figures *g = &p->gpu;
@@ -510,69 +372,79 @@ static void emit_gpu_summary(struct table *t, const struct pb_result *result,
         json_integer_value(pb_point_setting(result, index, "loader.device_prefetch"));
     char a[32], b[32];
     double batch_mib = g->batches ? (double)g->copy_bytes / (double)g->batches / 1048576.0 : 0;
-    table_add(t, "to_device");
+    pb_table_add(t, "to_device");
     double peak = is_pinned ? cal->h2d_pinned_gb_s : cal->h2d_pageable_gb_s;
     if (peak > 0)
-        table_add(t, "%.2f GB/s %s, %.1f MiB a batch = %.0f%% of this machine's %s peak "
+        pb_table_add(t,
+                     "%.2f GB/s %s, %.1f MiB a batch = %.0f%% of this machine's %s peak "
                      "(%.1f GB/s, calibrate --gpu)",
-                  g->copy_gb_per_s, is_pinned ? "pinned" : "pageable", batch_mib,
-                  100 * g->copy_gb_per_s / peak, is_pinned ? "pinned" : "pageable", peak);
+                     g->copy_gb_per_s, is_pinned ? "pinned" : "pageable", batch_mib,
+                     100 * g->copy_gb_per_s / peak, is_pinned ? "pinned" : "pageable", peak);
     else
-        table_add(t, "%.2f GB/s %s, %.1f MiB a batch (pbench calibrate --gpu gives the peak)",
-                  g->copy_gb_per_s, is_pinned ? "pinned" : "pageable", batch_mib);
-    table_add(t, "overlap");
+        pb_table_add(t, "%.2f GB/s %s, %.1f MiB a batch (pbench calibrate --gpu gives the peak)",
+                     g->copy_gb_per_s, is_pinned ? "pinned" : "pageable", batch_mib);
+    pb_table_add(t, "overlap");
     if (prefetch > 0)
-        table_add(t, "%.0f %% of copy time ran while the GPU computed (device_prefetch %lld)",
-                  g->overlap_pct, prefetch);
+        pb_table_add(t, "%.0f %% of copy time ran while the GPU computed (device_prefetch %lld)",
+                     g->overlap_pct, prefetch);
     else
-        table_add(t, "%.0f %% of copy time ran while the GPU computed", g->overlap_pct);
+        pb_table_add(t, "%.0f %% of copy time ran while the GPU computed", g->overlap_pct);
     format_ns(a, sizeof(a), g->batches ? g->stage_ns / (double)g->batches : 0);
     format_ns(b, sizeof(b), g->batches ? g->step_ns / (double)g->batches : 0);
-    table_add(t, "GPU busy");
-    table_add(t, "%.1f %%  (GPU stages %s + step %s per batch)", g->busy_pct, a, b);
+    pb_table_add(t, "GPU busy");
+    pb_table_add(t, "%.1f %%  (GPU stages %s + step %s per batch)", g->busy_pct, a, b);
     double wall_ns = g->wall_s * 1e9;
-    table_add(t, "loop blocked");
-    table_add(t, "%.1f %% on a free device buffer, %.1f %% on copies finishing",
-              wall_ns > 0 ? 100 * (double)g->host_blocked_ns / wall_ns : 0,
-              wall_ns > 0 ? 100 * (double)g->copy_wait_ns / wall_ns : 0);
+    pb_table_add(t, "loop blocked");
+    pb_table_add(t, "%.1f %% on a free device buffer, %.1f %% on copies finishing",
+                 wall_ns > 0 ? 100 * (double)g->host_blocked_ns / wall_ns : 0,
+                 wall_ns > 0 ? 100 * (double)g->copy_wait_ns / wall_ns : 0);
     const struct pb_gpu_device *d = &p->gpu_device;
-    table_add(t, "GPU memory");
-    table_add(t, "pbench %.1f MiB peak; device in use %.0f MiB before, %.0f MiB during",
-              mib(d->alloc_peak_bytes), mib(d->used_before_bytes), mib(d->used_after_bytes));
+    pb_table_add(t, "GPU memory");
+    pb_table_add(t, "pbench %.1f MiB peak; device in use %.0f MiB before, %.0f MiB during",
+                 mib(d->alloc_peak_bytes), mib(d->used_before_bytes), mib(d->used_after_bytes));
     if (d->sm_mhz_start || d->sm_mhz_end) {
-        table_add(t, "SM clock");
-        table_add(t, "%u MHz at start, %u MHz at end (max %u)%s%s", d->sm_mhz_start,
-                  d->sm_mhz_end, d->sm_mhz_max, d->throttle[0] ? "; slowed: " : "", d->throttle);
+        pb_table_add(t, "SM clock");
+        pb_table_add(t, "%u MHz at start, %u MHz at end (max %u)%s%s", d->sm_mhz_start,
+                     d->sm_mhz_end, d->sm_mhz_max, d->throttle[0] ? "; slowed: " : "", d->throttle);
     }
 }
 
 static void emit_point_summary(const struct sink *s, const struct pb_result *result,
                                const struct pb_point_result *p)
 {
-    struct table t;
+    struct pb_table t;
     char a[32], b[32];
     size_t index = (size_t)(p - result->points);
-    table_init(&t, 2, 0, true);
-    table_add(&t, "metric");
-    table_add(&t, "value");
+    pb_table_init(&t, 2, 0, true);
+    pb_table_add(&t, "metric");
+    pb_table_add(&t, "value");
 
-    table_add(&t, "samples/s");
-    if (p->repeat_count >= 2)
-        table_add(&t, "%.1f ± %.1f%%  (median of %zu repeats)", p->samples_per_s,
-                  p->samples_per_s_noise_pct, p->repeat_count);
+    /* A repeat cut short by a signal is kept in the file but left out of
+     * the point's summary. */
+    size_t complete = pb_point_finished_repeats(p);
+    pb_table_add(&t, "samples/s");
+    if (complete < p->repeat_count)
+        pb_table_add(&t,
+                     "%.1f ± %.1f%%  (median of %zu complete repeat%s; %zu cut short, left out)",
+                     p->samples_per_s, p->samples_per_s_noise_pct, complete,
+                     complete == 1 ? "" : "s", p->repeat_count - complete);
+    else if (p->repeat_count >= 2)
+        pb_table_add(&t, "%.1f ± %.1f%%  (median of %zu repeats)", p->samples_per_s,
+                     p->samples_per_s_noise_pct, p->repeat_count);
     else if (p->repeat_count == 1)
-        table_add(&t, "%.1f ± %.1f%%  (1 repeat; ± is windowed noise)", p->samples_per_s,
-                  p->samples_per_s_noise_pct);
+        pb_table_add(&t, "%.1f ± %.1f%%  (1 repeat; ± is windowed noise)", p->samples_per_s,
+                     p->samples_per_s_noise_pct);
     else
-        table_add(&t, "%.1f  (no repeats)", p->samples_per_s);
-    table_add(&t, "measured");
+        pb_table_add(&t, "%.1f  (no repeats)", p->samples_per_s);
+    pb_table_add(&t, "measured");
     {
         char line[CELL_MAX];
         size_t used = 0;
         int capped = 0, noisy = 0;
         for (size_t r = 0; r < p->repeat_count && used < sizeof(line); r++) {
-            used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%.2f s", r ? ", " : "",
-                                     p->repeats[r].wall_s);
+            used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%.2f s%s", r ? ", " : "",
+                                     p->repeats[r].wall_s,
+                                     r >= complete ? " (cut short)" : "");
             capped += p->repeats[r].hit_time_cap;
             noisy += p->repeats[r].noisy;
         }
@@ -585,93 +457,96 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
                 snprintf(line + used, sizeof(line) - used, "; %d of %zu repeats hit run.max_time_s",
                          capped, p->repeat_count);
         }
-        table_add(&t, "%s", line);
+        pb_table_add(&t, "%s", line);
     }
-    table_add(&t, "batches/s");
-    table_add(&t, "%.2f", p->batches_per_s);
-    table_add(&t, "MB/s read");
-    table_add(&t, "%.1f", p->mb_per_s);
+    pb_table_add(&t, "batches/s");
+    pb_table_add(&t, "%.2f", p->batches_per_s);
+    pb_table_add(&t, "MB/s read");
+    pb_table_add(&t, "%.1f", p->mb_per_s);
 
     format_ns(a, sizeof(a), (double)p->wait_p50_ns);
     format_ns(b, sizeof(b), (double)p->wait_p99_ns);
-    table_add(&t, "stall");
+    pb_table_add(&t, "stall");
     if (step_ms(result, index) > 0)
-        table_add(&t, "%.1f %%  (consumer wait per batch p50 %s, p99 %s)", p->stall_pct, a, b);
+        pb_table_add(&t, "%.1f %%  (consumer wait per batch p50 %s, p99 %s)", p->stall_pct, a, b);
     else
-        table_add(&t, "%.1f %%  (run.step_ms is 0: the loop only waits, so samples/s is the "
-                      "loader's ceiling; wait per batch p50 %s, p99 %s)",
-                  p->stall_pct, a, b);
+        pb_table_add(&t,
+                     "%.1f %%  (run.step_ms is 0: the loop only waits, so samples/s is the "
+                     "loader's ceiling; wait per batch p50 %s, p99 %s)",
+                     p->stall_pct, a, b);
     {
         int64_t workers = pb_point_setting_int(result, index, "loader.workers", 0);
         int64_t prefetch = pb_point_setting_int(result, index, "loader.prefetch_factor", 0);
         long long ahead = (long long)(workers * prefetch);
-        table_add(&t, "queue depth");
+        pb_table_add(&t, "queue depth");
         if (ahead > 0)
-            table_add(&t, "%.2f of %lld batches ready at dequeue, mean", p->queue_depth_mean, ahead);
+            pb_table_add(&t, "%.2f of %lld batches ready at dequeue, mean", p->queue_depth_mean,
+                         ahead);
         else
-            table_add(&t, "none: loader.workers is 0, batches load in the training loop");
+            pb_table_add(&t, "none: loader.workers is 0, batches load in the training loop");
     }
     double step = step_ms(result, index);
     if (step > 0) {
         format_ns(a, sizeof(a), step * 1e6);
-        table_add(&t, "accelerator");
-        table_add(&t, "%.1f %% utilized  (step %s)", p->accel_util_pct, a);
+        pb_table_add(&t, "accelerator");
+        pb_table_add(&t, "%.1f %% utilized  (step %s)", p->accel_util_pct, a);
     }
     if (p->gpu.used)
         emit_gpu_summary(&t, result, p);
-    table_add(&t, "worker CPU");
-    table_add(&t, "%.1f %%  (process %.0f %%, 100 %% = one core)", p->worker_cpu_pct,
-              p->cpu_util_pct);
-    table_add(&t, "peak RSS");
-    table_add(&t, "%.1f MiB", mib(p->rss_peak_bytes));
-    table_add(&t, "pinned");
-    table_add(&t, "%.1f MiB  (batch pool %.1f MiB)", mib(p->pinned_bytes),
-              mib(p->batch_pool_bytes));
+    pb_table_add(&t, "worker CPU");
+    pb_table_add(&t, "%.1f %%  (process %.0f %%, 100 %% = one core)", p->worker_cpu_pct,
+                 p->cpu_util_pct);
+    pb_table_add(&t, "peak RSS");
+    pb_table_add(&t, "%.1f MiB", mib(p->rss_peak_bytes));
+    pb_table_add(&t, "pinned");
+    pb_table_add(&t, "%.1f MiB  (batch pool %.1f MiB)", mib(p->pinned_bytes),
+                 mib(p->batch_pool_bytes));
 
     format_ns(a, sizeof(a), (double)p->assembly_p50_ns);
     format_ns(b, sizeof(b), (double)p->assembly_p99_ns);
-    table_add(&t, "batch assembly");
-    table_add(&t, "p50 %s, p99 %s", a, b);
+    pb_table_add(&t, "batch assembly");
+    pb_table_add(&t, "p50 %s, p99 %s", a, b);
     double amp, ns_frame, frames_per_sample;
     if (pb_decode_figures(p, &amp, &ns_frame, &frames_per_sample)) {
         /* The decode ceiling, as the analysis computed it. */
         const struct pb_analysis *an = s->analysis;
         if (an && index < an->point_count) {
             const struct pb_point_analysis *a = &an->points[index];
-            table_add(&t, "decode");
-            table_add(&t, "amplification %.2f (frames decoded / delivered)", a->amplification);
-            table_add(&t, "ceiling");
-            table_add(&t,
-                      "%.0f frames/s = %.0f decoded frames/s per worker (%s) x %lld / %.2f; "
-                      "this run delivers %.0f = %.0f%% of it",
-                      a->ceiling_frames_per_s, a->decoded_fps_per_worker,
-                      a->decode_rate_calibrated ? "calibrated, one core" : "measured in this run",
-                      (long long)(a->workers > 0 ? a->workers : 1), a->amplification,
-                      a->delivered_frames_per_s, a->ceiling_pct);
+            pb_table_add(&t, "decode");
+            pb_table_add(&t, "amplification %.2f (frames decoded / delivered)", a->amplification);
+            pb_table_add(&t, "ceiling");
+            pb_table_add(&t,
+                         "%.0f frames/s = %.0f decoded frames/s per worker (%s) x %lld / %.2f; "
+                         "this run delivers %.0f = %.0f%% of it",
+                         a->ceiling_frames_per_s, a->decoded_fps_per_worker,
+                         a->decode_rate_calibrated ? "calibrated, one core"
+                                                   : "measured in this run",
+                         (long long)(a->workers > 0 ? a->workers : 1), a->amplification,
+                         a->delivered_frames_per_s, a->ceiling_pct);
         }
     }
-    table_add(&t, "samples");
-    table_add(&t, "%llu", (unsigned long long)p->samples);
-    table_add(&t, "errors");
-    table_add(&t, "%llu", (unsigned long long)p->errors);
+    pb_table_add(&t, "samples");
+    pb_table_add(&t, "%llu", (unsigned long long)p->samples);
+    pb_table_add(&t, "errors");
+    pb_table_add(&t, "%llu", (unsigned long long)p->errors);
     for (int i = 0; i < p->error_file_count && i < PB_MAX_ERROR_FILES; i++) {
-        table_add(&t, "%s", i == 0 ? "error files" : "");
-        table_add(&t, "%s", p->error_files[i]);
+        pb_table_add(&t, "%s", i == 0 ? "error files" : "");
+        pb_table_add(&t, "%s", p->error_files[i]);
     }
     emit_table(s, &t);
-    table_free(&t);
+    pb_table_free(&t);
 }
 
 static void emit_stages(const struct sink *s, const struct pb_point_result *p)
 {
     if (p->stage_count == 0)
         return;
-    struct table t;
-    table_init(&t, 9, 0x1feu, false); /* all but the name right-aligned */
+    struct pb_table t;
+    pb_table_init(&t, 9, 0x1feu, false); /* all but the name right-aligned */
     static const char *const header[] = {"stage", "count", "mean", "p50",   "p90",
                                          "p99",   "max",   "cpu",  "share%"};
     for (size_t c = 0; c < PB_ARRAY_LEN(header); c++)
-        table_add(&t, "%s", header[c]);
+        pb_table_add(&t, "%s", header[c]);
     for (size_t i = 0; i < p->stage_count; i++) {
         const struct pb_stage_result *st = &p->stages[i];
         const struct pb_hist *h = &st->hist;
@@ -688,17 +563,17 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
         else
             format_ns(cpu, sizeof(cpu), (double)st->cpu_ns);
         if (st->parent[0])
-            table_add(&t, "  %s", st->name + strlen(st->parent)); /* "  .seek" under decode */
+            pb_table_add(&t, "  %s", st->name + strlen(st->parent)); /* "  .seek" under decode */
         else
-            table_add(&t, "%s", st->name);
+            pb_table_add(&t, "%s", st->name);
         const char *const cells[] = {mean, p50, p90, p99, max, cpu};
         add_count_and_cells(&t, h->count, cells, PB_ARRAY_LEN(cells));
-        table_add(&t, "%.1f", st->share_pct);
+        pb_table_add(&t, "%.1f", st->share_pct);
     }
     if (!s->markdown)
         fputc('\n', s->out);
     emit_table(s, &t);
-    table_free(&t);
+    pb_table_free(&t);
     if (p->stages[0].hist.count > p->samples + p->errors)
         fprintf(s->out,
                 "%sstage counts (%llu) exceed the samples the loop took (%llu): they include the "
@@ -726,12 +601,12 @@ static void emit_gpu_stages(const struct sink *s, const struct pb_point_result *
 {
     if (!p->gpu.used)
         return;
-    struct table t;
-    table_init(&t, 8, 0xfeu, false);
+    struct pb_table t;
+    pb_table_init(&t, 8, 0xfeu, false);
     static const char *const header[] = {"on the GPU", "batches", "mean", "p50",
                                          "p99",        "max",     "GB/s", "share%"};
     for (size_t c = 0; c < PB_ARRAY_LEN(header); c++)
-        table_add(&t, "%s", header[c]);
+        pb_table_add(&t, "%s", header[c]);
     for (size_t i = 0; i < p->stage_count; i++) {
         const struct pb_stage_result *st = &p->stages[i];
         if (!st->gpu)
@@ -742,19 +617,19 @@ static void emit_gpu_stages(const struct sink *s, const struct pb_point_result *
         format_ns(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
         format_ns(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
         format_ns(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
-        table_add(&t, "%s", st->name);
+        pb_table_add(&t, "%s", st->name);
         const char *const cells[] = {mean, p50, p99, max};
         add_count_and_cells(&t, h->count, cells, PB_ARRAY_LEN(cells));
         if (st->counter_count > 0 && h->sum_ns > 0)
-            table_add(&t, "%.2f", (double)st->counters[0] / (double)h->sum_ns);
+            pb_table_add(&t, "%.2f", (double)st->counters[0] / (double)h->sum_ns);
         else
-            table_add(&t, "-");
-        table_add(&t, "%.1f", st->share_pct);
+            pb_table_add(&t, "-");
+        pb_table_add(&t, "%.1f", st->share_pct);
     }
     if (!s->markdown)
         fputc('\n', s->out);
     emit_table(s, &t);
-    table_free(&t);
+    pb_table_free(&t);
     fprintf(s->out, "%stimes are CUDA events around each copy, stage and step on the device; "
                     "share%% is of the device time\n",
             s->markdown ? "\n" : "  ");

@@ -296,3 +296,8 @@ void pb_result_free(struct pb_result *result)
     memset(result, 0, sizeof(*result));
 }
 
+size_t pb_point_finished_repeats(const struct pb_point_result *point)
+{
+    size_t count = point->repeat_count;
+    return count > 1 && point->repeats[count - 1].interrupted ? count - 1 : count;
+}

@@ -185,6 +185,11 @@ void pb_result_warn(struct pb_result *result, const char *fmt, ...)
  * Summarizing again recomputes everything and replaces those warnings. */
 void pb_point_summarize(struct pb_point_result *point);
 
+/* The repeats a point's summary stands on: all of them, less the last when
+ * a stop cut it short (it stays in the result, marked interrupted) and an
+ * earlier repeat finished. */
+size_t pb_point_finished_repeats(const struct pb_point_result *point);
+
 /* Recomputes copy_gb_per_s, overlap_pct and busy_pct from the sums. */
 void pb_gpu_figures_ratios(struct pb_gpu_figures *g);
 

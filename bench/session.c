@@ -460,9 +460,9 @@ static const char *stop_cause(int sig)
 static bool summarize_finished(struct pb_point_result *point)
 {
     size_t count = point->repeat_count;
-    bool cut_short = count > 1 && point->repeats[count - 1].interrupted;
-    point->repeat_count = count - cut_short;
+    point->repeat_count = pb_point_finished_repeats(point);
     pb_point_summarize(point);
+    bool cut_short = point->repeat_count < count;
     point->repeat_count = count;
     return cut_short;
 }

@@ -737,7 +737,9 @@ static void test_report_formats(void **state)
     char *table = render(&result, PB_FORMAT_TABLE);
     pb_test_assert_contains(
         table, (const char *const[]){
-                   "image-basic", "samples/s", "(median of 3 repeats)", "Test CPU @ 3.0GHz",
+                   /* the last of the 3 repeats is marked interrupted: cut short */
+                   "image-basic", "samples/s", "(median of 2 complete repeats; 1 cut short",
+                   "Test CPU @ 3.0GHz",
                    "workers=4", "pin_memory=true", "sweep: 2 points, fastest first",
                    "recommendation", "accelerator" /* run.step_ms > 0 */, "decode", "normalize",
                    "share%", "data/a.jpg: corrupt JPEG data", "warning: custom warning 1",
@@ -1040,6 +1042,25 @@ static void test_report_names_without_control_characters(void **state)
     pb_result_free(&result);
 }
 
+/* A repeat cut short by a signal stays in the result, marked, but the
+ * table says the point's figures leave it out. */
+static void test_report_repeat_cut_short(void **state)
+{
+    (void)state;
+    struct pb_result result;
+    make_result(&result, 12);
+    struct pb_point_result *p = &result.points[0];
+    assert_true(p->repeat_count >= 2);
+    p->repeats[p->repeat_count - 1].interrupted = true;
+    char *text = render(&result, PB_FORMAT_TABLE);
+    char expected[64];
+    snprintf(expected, sizeof(expected), "median of %zu complete repeat", p->repeat_count - 1);
+    pb_test_assert_contains(text, (const char *const[]){expected, "1 cut short, left out",
+                                                        "s (cut short)", NULL});
+    free(text);
+    pb_result_free(&result);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1056,6 +1077,7 @@ int main(void)
         cmocka_unit_test(test_impossible_values_rejected),
         cmocka_unit_test(test_read_what_is_not_a_result),
         cmocka_unit_test(test_report_names_without_control_characters),
+        cmocka_unit_test(test_report_repeat_cut_short),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
