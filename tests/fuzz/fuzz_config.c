@@ -21,8 +21,8 @@
 #include "bench/sweep.h"
 #include "tests/fuzz/fuzzutil.h"
 
-#define MAX_LINES 4     /* of each kind, "#s" and "#a"            */
-#define MAX_POINTS 16   /* pb_sweep_points' cap                   */
+#define MAX_LINES 4   /* of each kind, "#s" and "#a"            */
+#define MAX_POINTS 16 /* pb_sweep_points' cap                   */
 #define CHECKED_POINTS 3
 
 static const char *const table_overrides[] = {
@@ -54,13 +54,14 @@ static int collect(const char *text, char kind, const char *picked, char lines[]
                    const char **out)
 {
     int count = 0;
-    for (const char *p = text; p && *p && count < MAX_LINES; p = strchr(p, '\n'), p = p ? p + 1 : p) {
-        if (p[0] != '#' || p[1] != kind || p[2] != ' ')
-            continue;
-        size_t len = strcspn(p + 3, "\n");
-        snprintf(lines[count], 256, "%.*s", (int)(len < 255 ? len : 255), p + 3);
-        out[count] = lines[count];
-        count++;
+    for (const char *p = text; *p && count < MAX_LINES;) {
+        size_t len = strcspn(p, "\n");
+        if (len >= 3 && p[0] == '#' && p[1] == kind && p[2] == ' ') {
+            snprintf(lines[count], 256, "%.*s", (int)(len - 3 < 255 ? len - 3 : 255), p + 3);
+            out[count] = lines[count];
+            count++;
+        }
+        p += p[len] ? len + 1 : len;
     }
     if (picked)
         out[count++] = picked;
@@ -131,7 +132,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_json_round_trip(&base);
 
     struct pb_sweep_point points[MAX_POINTS];
-    long count = rc == PB_OK ? pb_sweep_points(base.sweep, points, MAX_POINTS, msg, sizeof(msg)) : 0;
+    long count =
+        rc == PB_OK ? pb_sweep_points(base.sweep, points, MAX_POINTS, msg, sizeof(msg)) : 0;
     FUZZ_CHECK(count >= -1, "pb_sweep_points returned %ld", count);
     check_failure(count < 0 ? PB_ERR_CONFIG : PB_OK, msg, "pb_sweep_points");
     for (long i = 0; i < count && i < CHECKED_POINTS && count <= MAX_POINTS; i++) {

@@ -38,8 +38,8 @@ static void make_good_images(void)
     FUZZ_CHECK(tj != NULL, "tjInitCompress");
     unsigned char *jpeg = NULL;
     unsigned long size = 0;
-    int rc = tjCompress2(tj, pixels, GOOD_SIDE, 0, GOOD_SIDE, TJPF_RGB, &jpeg, &size, TJSAMP_420,
-                         90, 0);
+    int rc =
+        tjCompress2(tj, pixels, GOOD_SIDE, 0, GOOD_SIDE, TJPF_RGB, &jpeg, &size, TJSAMP_420, 90, 0);
     FUZZ_CHECK(rc == 0, "tjCompress2: %s", tjGetErrorStr2(tj));
     good_jpeg = malloc(size);
     FUZZ_CHECK(good_jpeg != NULL, "out of memory");
@@ -100,8 +100,8 @@ static void decode_then_good(const char *decoder, const char *const *options, co
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* Small planned buffers, so larger images take the grow-once path. */
-    static const char *const jpeg_options[] = {
-        "max_pixels=4000000", "plan_width=64", "plan_height=48", "strict=false", NULL};
+    static const char *const jpeg_options[] = {"max_pixels=4000000", "plan_width=64",
+                                               "plan_height=48", "strict=false", NULL};
     static const char *const auto_options[] = {
         "max_pixels=4000000", "plan_width=64", "plan_height=48", "output=gray", "scale=1/2", NULL};
     decode_then_good("jpeg", jpeg_options, data, size, false);

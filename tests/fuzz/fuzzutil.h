@@ -134,8 +134,8 @@ static inline int fuzz_decode_run(struct fuzz_decode *d, const char *path, const
         fuzz_poison_stack(fuzz_hash(in, in_bytes, seed));
         int rc = d->stage->process(d->state, s);
         if (rc == PB_OK) {
-            FUZZ_CHECK(s->out_bytes <= d->out_capacity, "out_bytes %zu, capacity %zu",
-                       s->out_bytes, d->out_capacity);
+            FUZZ_CHECK(s->out_bytes <= d->out_capacity, "out_bytes %zu, capacity %zu", s->out_bytes,
+                       d->out_capacity);
             FUZZ_CHECK(pb_shape_bytes(&s->out_shape) == s->out_bytes,
                        "shape of %zu bytes, out_bytes %zu", pb_shape_bytes(&s->out_shape),
                        s->out_bytes);
