@@ -13,6 +13,8 @@
 # build-fuzz/corpus/NAME between runs (remove the folder to start over).
 set -eu
 cd "$(dirname "$0")/.."
+# Byte-wise text tools: libFuzzer's logs hold the inputs' raw bytes.
+export LC_ALL=C
 
 seconds="${1:-}"
 case "$seconds" in
