@@ -52,6 +52,17 @@ crashes="$BUILD_DIR/crashes"
 pbench="$BUILD_DIR/pbench"
 rm -rf "$seeds"
 mkdir -p "$corpus" "$seeds" "$crashes"
+# fuzz_video's private folders (left behind when it crashes), on tmpfs
+# where there is one.
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    PBENCH_FUZZ_TMPDIR="/dev/shm/pbench-fuzz-$$"
+else
+    PBENCH_FUZZ_TMPDIR="$PWD/$BUILD_DIR/tmp-$$"
+fi
+export PBENCH_FUZZ_TMPDIR
+mkdir -p "$PBENCH_FUZZ_TMPDIR"
+trap 'rm -rf "$PBENCH_FUZZ_TMPDIR"' EXIT
+trap 'exit 130' INT TERM
 # The generators run in the instrumented build: leaks there are the tests'
 # business, not the seeds'.
 gen_env="ASAN_OPTIONS=detect_leaks=0"

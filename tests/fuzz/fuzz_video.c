@@ -1,11 +1,12 @@
 /* Fuzz target: the video open/seek/decode path. The input is a video
  * file's bytes. The `video` decoder opens files itself
  * (PB_DECODER_OPENS_FILE), so each input is written to one reused file in
- * a private folder (in /dev/shm when there is one), then the `decode`
- * stage takes two clips of 2 frames from it (two seeds: a seek, then the
- * reused demuxer) and one clip of a valid video generated at start-up, which
- * must still decode after whatever the input did to the decoder.
- * Seeds: `pbench gen --kind video` (scripts/fuzz.sh). */
+ * a private folder (under $PBENCH_FUZZ_TMPDIR, else in /dev/shm when there
+ * is one; a crash leaves the folder behind, scripts/fuzz.sh removes it),
+ * then the `decode` stage takes two clips of 2 frames from it (two seeds:
+ * a seek, then the reused demuxer) and one clip of a valid video generated
+ * at start-up, which must still decode after whatever the input did to the
+ * decoder. Seeds: `pbench gen --kind video` (scripts/fuzz.sh). */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,7 +34,9 @@ static void remove_files(void)
 /* Makes the private folder and a valid 8-frame video in it. */
 static void make_folder(void)
 {
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
+    const char *base = getenv("PBENCH_FUZZ_TMPDIR");
+    if (!base)
+        base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
     snprintf(folder, sizeof(folder), "%s/pbench-fuzz-video-XXXXXX", base ? base : "/tmp");
     FUZZ_CHECK(mkdtemp(folder) != NULL, "mkdtemp %s", folder);
     snprintf(input_path, sizeof(input_path), "%s/input.mp4", folder);
