@@ -5,11 +5,11 @@
 # exec/s, coverage and whether it crashed. docs/fuzzing.md says more.
 #   scripts/fuzz.sh 60                      every target for 60 s
 #   FUZZ_TARGETS="config jpeg" scripts/fuzz.sh 30
-# First each reproducer kept in tests/fuzz/crashes/NAME-* runs once. Exits 1
-# when one of them or a target crashed (a new reproducer's path is
-# printed), 2 on a usage or build error. A target that crashes early is started again for
-# the rest of its time (at most FUZZ_RESTARTS times), so one known crash
-# does not cut the others' search short. Corpora are kept in
+# First each reproducer kept in tests/fuzz/crashes/NAME-* runs once.
+# Exits 1 when one of them or a target crashed (a new reproducer's path is
+# printed), 2 on a usage or build error. A target that crashes is started
+# again for the rest of its time (at most FUZZ_RESTARTS times, default
+# 1000), so one known crash does not end its search. Corpora are kept in
 # build-fuzz/corpus/NAME between runs (remove the folder to start over).
 set -eu
 cd "$(dirname "$0")/.."
@@ -27,7 +27,7 @@ BUILD_DIR="${BUILD_DIR:-build-fuzz}"
 targets="${FUZZ_TARGETS:-config result jpeg video}"
 restarts_max="${FUZZ_RESTARTS:-1000}"
 # The line that says why a target stopped.
-reasons='check failed|SUMMARY: [A-Za-z]+Sanitizer|runtime error|ERROR: libFuzzer: (timeout|out-of-memory|fuzz target exited)|ERROR: LeakSanitizer' 
+reasons='check failed|SUMMARY: [A-Za-z]+Sanitizer|runtime error|ERROR: libFuzzer: (timeout|out-of-memory|fuzz target exited)|ERROR: LeakSanitizer'
 CC_FUZZ="${CC_FUZZ:-clang}"
 
 if ! command -v "$CC_FUZZ" >/dev/null 2>&1; then
