@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what pbench needs from Debian's packages, then configures and
 # builds it into build/. Safe to run again: installed packages are skipped.
+# clang and libclang-rt-dev (libFuzzer) are for scripts/fuzz.sh.
 #   scripts/setup.sh            install + build (Release with debug info)
 #   BUILD_DIR=build-asan CMAKE_ARGS=-DPBENCH_SANITIZE=address,undefined scripts/setup.sh
 set -eu
@@ -9,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES="build-essential cmake pkg-config libyaml-dev libturbojpeg0-dev libjpeg-turbo-progs \
 libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libhwloc-dev libcmocka-dev \
-libjansson-dev libsqlite3-dev"
+libjansson-dev libsqlite3-dev clang libclang-rt-dev"
 
 missing=""
 for p in $PACKAGES; do
