@@ -170,11 +170,6 @@ static inline float max_f(float a, float b)
     return a > b ? a : b;
 }
 
-static inline uint8_t round_u8(float v)
-{
-    return (uint8_t)(int32_t)min_f(max_f(v + 0.5f, 0.0f), 255.0f);
-}
-
 /* row[i] = sum_k w[k] * src_row_k[i], over n elements. */
 static void vertical_pass(const uint8_t *src, size_t stride, const float *w, int taps,
                           size_t n, float *restrict row)
