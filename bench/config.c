@@ -113,6 +113,13 @@ const struct pb_opt pb_run_opts[] = {
      "What a corrupt sample does: skip it (counted and reported) or fail the run."},
     {"stage_timing", PB_OPT_BOOL, RUN(stage_timing), 0, 0, "true", NULL,
      "Time every stage of every sample (per-stage histograms and CPU time)."},
+    {"max_error_pct", PB_OPT_DOUBLE, RUN(max_error_pct), 0, 100, "50", NULL,
+     "A repeat fails (exit 1) when more than this share of its samples, in percent, are bad "
+     "(skipped under on_error: skip); one that delivers no sample at all always fails."},
+    {"max_memory_mib", PB_OPT_INT, RUN(max_memory_mib), 0, 1e9, "0", NULL,
+     "Largest batch pool and worker buffers a point may allocate, in MiB; 0 allows what the "
+     "machine has available (MemAvailable). A point needing more is refused before it "
+     "allocates."},
     {0},
 };
 

@@ -269,7 +269,8 @@ static int image_decode(void *state, struct pb_sample *s)
     int ch = st->o.output == PB_IMAGE_GRAY ? 1 : 3;
     int64_t width = 0, height = 0;
     if (probe_size(format, s->in, s->in_bytes, &width, &height)) {
-        if (width * height > st->o.max_pixels) {
+        /* In double: 32-bit sizes from a corrupt header overflow int64. */
+        if ((double)width * (double)height > (double)st->o.max_pixels) {
             snprintf(s->msg, s->msglen, "%s: %lldx%lld %s is larger than max_pixels (%lld pixels)",
                      name, (long long)width, (long long)height, format_names[format],
                      (long long)st->o.max_pixels);

@@ -289,6 +289,29 @@ static const char *name_of(const struct pb_sample *s)
     return s->path ? s->path : "(sample)";
 }
 
+/* A failed libjpeg call leaves the decompressor mid-stream, so the next
+ * file would be read as its continuation ("Bogus marker length" on a valid
+ * file): starts a fresh decompressor after s->msg says why the sample
+ * failed. Returns PB_ERR_DATA, or PB_ERR when no new one can be made. */
+static int reset_after_failure(struct jpeg_state *st, struct pb_sample *s)
+{
+    tjDestroy(st->tj);
+    st->tj = tjInitDecompress();
+    if (!st->tj) {
+        snprintf(s->msg, s->msglen, "jpeg: tjInitDecompress failed after a corrupt file (%s)",
+                 name_of(s));
+        return PB_ERR;
+    }
+    return PB_ERR_DATA;
+}
+
+/* libjpeg's reason for the failure, then a fresh decompressor. */
+static int libjpeg_failure(struct jpeg_state *st, struct pb_sample *s)
+{
+    snprintf(s->msg, s->msglen, "%s: %s", name_of(s), tjGetErrorStr2(st->tj));
+    return reset_after_failure(st, s);
+}
+
 static int jpeg_decode(void *state, struct pb_sample *s)
 {
     struct jpeg_state *st = state;
@@ -300,9 +323,15 @@ static int jpeg_decode(void *state, struct pb_sample *s)
     struct jpeg_header h;
     if (!read_header(s->in, s->in_bytes, &h)) {
         int w, ht, subsamp, cs;
-        if (tjDecompressHeader3(st->tj, s->in, s->in_bytes, &w, &ht, &subsamp, &cs) != 0) {
-            snprintf(s->msg, s->msglen, "%s: %s", name_of(s), tjGetErrorStr2(st->tj));
-            return PB_ERR_DATA;
+        if (tjDecompressHeader3(st->tj, s->in, s->in_bytes, &w, &ht, &subsamp, &cs) != 0)
+            return libjpeg_failure(st, s);
+        /* JPEG sizes are 16-bit and not 0: anything else is a header
+         * libjpeg could not read to the end. */
+        if (w < 1 || w > 65535 || ht < 1 || ht > 65535) {
+            snprintf(s->msg, s->msglen,
+                     "%s: corrupt or truncated JPEG header: no valid frame size (read %dx%d)",
+                     name_of(s), w, ht);
+            return reset_after_failure(st, s);
         }
         h.width = w;
         h.height = ht;
@@ -349,10 +378,8 @@ static int jpeg_decode(void *state, struct pb_sample *s)
             format = TJPF_CMYK;
     }
     if (tjDecompress2(st->tj, s->in, s->in_bytes, target, width, 0, height, format, flags) != 0) {
-        if (o->strict || tjGetErrorCode(st->tj) != TJERR_WARNING) {
-            snprintf(s->msg, s->msglen, "%s: %s", name_of(s), tjGetErrorStr2(st->tj));
-            return PB_ERR_DATA;
-        }
+        if (o->strict || tjGetErrorCode(st->tj) != TJERR_WARNING)
+            return libjpeg_failure(st, s);
     }
     if (cmyk)
         cmyk_to_output(orientation == 1 ? s->out : st->tmp, st->tmp, pixels, o->output, h.adobe);

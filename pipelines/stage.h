@@ -20,6 +20,11 @@ struct pb_decoder_ops;
 #define PB_MAX_SUBSTAGES 6
 #define PB_MAX_COUNTERS 4
 
+/* The most bytes one sample may take at any stage (4 GiB): a stage asking
+ * for more (PB_ERR_NOSPACE with out_bytes above it) has read a corrupt
+ * size, and the sample is a data error, not an allocation. */
+#define PB_SAMPLE_MAX_BYTES ((size_t)1 << 32)
+
 /* One sample on its way through a worker's pipeline. The pipeline owns all
  * buffers: a stage reads in/in_bytes and writes at most out_capacity bytes
  * to out, then sets out_bytes and out_shape. */
