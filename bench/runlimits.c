@@ -101,9 +101,12 @@ void pb_error_files_add(struct pb_point_result *point, const char *path, const c
         size_t len = note ? (size_t)(note - entry) : strlen(entry);
         char text[32];
         size_t text_len = (size_t)snprintf(text, sizeof(text), " (failed %d times)", times + 1);
-        if (len + text_len >= sizeof(point->error_files[i]))
-            len = sizeof(point->error_files[i]) - 1 - text_len;
-        memcpy(entry + len, text, text_len + 1);
+        /* Shorten the reason for the note, never the "PATH:" it is found by. */
+        size_t room = sizeof(point->error_files[i]) - 1 - text_len;
+        if (len > room)
+            len = room > path_len + 1 ? room : path_len + 1;
+        if (len + text_len < sizeof(point->error_files[i]))
+            memcpy(entry + len, text, text_len + 1);
         return;
     }
     if (point->error_file_count < PB_MAX_ERROR_FILES)
