@@ -568,6 +568,8 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
         return spec_error(spec, NULL, msg, msglen, "pipeline must list at least one stage");
 
     const struct pb_stage_spec *reader = NULL, *consumer = NULL, *to_device = NULL;
+    const struct pb_decoder_ops *decoder = NULL; /* the last decode stage's */
+    int channels = 0; /* as that decoder declares them; 0: the files decide */
     for (int i = 0; i < spec->stage_count; i++) {
         const struct pb_stage_spec *st = &spec->stages[i];
         unsigned flags = st->ops->flags;
@@ -587,6 +589,15 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
         if ((flags & PB_STAGE_DECODER) && !st->decoder)
             return spec_error(spec, st, msg, msglen, "stage '%s' has no decoder",
                               st->ops->name);
+        if (st->decoder) {
+            decoder = st->decoder;
+            channels = decoder->output_channels ? decoder->output_channels(st->decoder_opts) : 0;
+        }
+        /* The registry's entry: a GPU version shares the CPU's rules. */
+        const struct pb_stage_ops *cpu = pb_stage_find(st->ops->name);
+        if (channels > 0 && cpu && cpu->validate_channels &&
+            cpu->validate_channels(st->opts, channels, why, sizeof why) != PB_OK)
+            return spec_error(spec, st, msg, msglen, "%s (decoder '%s')", why, decoder->name);
         /* to_device marks where batches go to the GPU; a CPU stage after
          * it (but before any GPU stage) runs before the copy, so a config
          * can sweep pipeline.STAGE.device=cpu,gpu. */

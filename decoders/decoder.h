@@ -34,6 +34,10 @@ struct pb_decoder_ops {
      * validate (pipelines/stage.h): PB_OK, or PB_ERR_CONFIG with the
      * sentence in msg. pb_config_validate calls it before any data is made. */
     int (*validate)(const void *opts, char *msg, size_t msglen);
+    /* Optional: the channels of every decoded sample, from the options
+     * alone (output: gray gives 1), or 0 when the files decide. The stages
+     * after decode check it with their validate_channels. */
+    int (*output_channels)(const void *opts);
 
     /* Per-worker state; out receives the largest decoded shape and bytes
      * (in->max_bytes is the largest encoded input). */

@@ -339,6 +339,7 @@ const struct pb_decoder_ops pb_decoder_image = {
     .summary = "PNG, WebP and BMP through libavcodec's image decoders; RGB, BGR or gray.",
     .opts = image_opts,
     .opts_size = sizeof(struct pb_image_opts),
+    .output_channels = pb_image_output_channels,
     .init = image_init,
     .decode = image_decode,
     .cleanup = image_cleanup,

@@ -241,6 +241,11 @@ static void orient(uint8_t *dst, const uint8_t *src, int width, int height, int 
     }
 }
 
+int pb_image_output_channels(const void *opts)
+{
+    return ((const struct pb_image_opts *)opts)->output == PB_IMAGE_GRAY ? 1 : 3;
+}
+
 static const tjscalingfactor factors[] = {{1, 1}, {1, 2}, {1, 4}, {1, 8}};
 
 static int jpeg_init(void **state, const void *opts, const struct pb_stage_plan *in,
@@ -420,6 +425,7 @@ const struct pb_decoder_ops pb_decoder_jpeg = {
     .counters = jpeg_counters,
     .opts = jpeg_opts,
     .opts_size = sizeof(struct pb_image_opts),
+    .output_channels = pb_image_output_channels,
     .init = jpeg_init,
     .decode = jpeg_decode,
     .cleanup = jpeg_cleanup,
@@ -517,6 +523,7 @@ const struct pb_decoder_ops pb_decoder_auto = {
     .counters = jpeg_counters,
     .opts = jpeg_opts,
     .opts_size = sizeof(struct pb_image_opts),
+    .output_channels = pb_image_output_channels,
     .init = auto_init,
     .decode = auto_decode,
     .cleanup = auto_cleanup,

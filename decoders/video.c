@@ -970,6 +970,13 @@ static int video_init(void **state, const void *opts, const struct pb_stage_plan
     return PB_OK;
 }
 
+/* Clips are RGB whatever the file holds. */
+static int video_output_channels(const void *opts)
+{
+    (void)opts;
+    return 3;
+}
+
 const struct pb_decoder_ops pb_decoder_video = {
     .name = "video",
     .summary = "Clips of video files through FFmpeg (libavformat/libavcodec), RGB THWC; opens "
@@ -980,6 +987,7 @@ const struct pb_decoder_ops pb_decoder_video = {
     .opts = video_opts,
     .opts_size = sizeof(struct video_opts),
     .validate = video_validate,
+    .output_channels = video_output_channels,
     .init = video_init,
     .decode = video_decode,
     .cleanup = video_cleanup,

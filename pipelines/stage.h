@@ -153,6 +153,12 @@ struct pb_stage_ops {
      * returns PB_OK. init calls it too and keeps only the checks that need
      * the plan (the input's shape). */
     int (*validate)(const void *opts, char *msg, size_t msglen);
+    /* Optional: whether the stage takes images of `channels` channels, as
+     * the decoder before it declares them from its options alone (e.g.
+     * normalize's count of mean and std values). PB_OK, or PB_ERR_CONFIG
+     * with the sentence in msg; pb_config_validate reports it at the
+     * stage's line and column. Set on the CPU version (the registry's). */
+    int (*validate_channels)(const void *opts, int channels, char *msg, size_t msglen);
 
     /* Creates per-worker state from the resolved options. in describes the
      * largest input; the stage fills out with its largest output.
