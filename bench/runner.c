@@ -852,6 +852,8 @@ static void warn_point_setup(const struct pb_spec *spec, const struct pb_dataset
         pb_point_warn(point,
                       "loader.workers (%lld) exceeds the %ld hardware threads: workers share cores",
                       (long long)spec->loader.workers, pus);
+    if (ds->skipped[0])
+        pb_point_warn(point, "dataset.path '%s': %s", spec->dataset.path, ds->skipped);
     uint64_t available = pb_mem_available_bytes();
     if (available && ds->total_bytes < available)
         pb_point_warn(point,
