@@ -488,6 +488,25 @@ static void sort_targets(struct target *t, int n)
     }
 }
 
+/* A failed seek says what is wrong with the file, not FFmpeg's errno: a
+ * demuxer that finds no position in its index returns -1, which reads as
+ * "Operation not permitted". Returns PB_ERR_DATA. */
+static int seek_error(const struct video_state *st, struct pb_sample *s, int64_t frame, int averr)
+{
+    char why[128] = "";
+    if (averr == AVERROR(EPERM))
+        snprintf(why, sizeof(why), "no position for it in the file's index");
+    else
+        av_strerror(averr, why, sizeof(why));
+    snprintf(s->msg, s->msglen,
+             "%s: corrupt or truncated video data: cannot seek to frame %lld of %lld (FFmpeg: "
+             "%s%s%s)",
+             s->path ? s->path : "(no file)", (long long)frame, (long long)st->frame_count, why,
+             last_log[0] ? "; " : "", last_log);
+    last_log[0] = 0;
+    return PB_ERR_DATA;
+}
+
 static int seek_to(struct video_state *st, int64_t frame, struct pb_sample *s)
 {
     int64_t ts = frame <= 0 ? st->start_pts : rescale_frame_to_pts(st, frame);
@@ -495,7 +514,7 @@ static int seek_to(struct video_state *st, int64_t frame, struct pb_sample *s)
     if (ret < 0 && frame <= 0)
         ret = av_seek_frame(st->fmt, st->stream, 0, AVSEEK_FLAG_BYTE | AVSEEK_FLAG_BACKWARD);
     if (ret < 0)
-        return data_error(s, "cannot seek", ret);
+        return seek_error(st, s, frame, ret);
     avcodec_flush_buffers(st->dec);
     st->decoded_frame = -1;
     st->last_keyframe = -1;

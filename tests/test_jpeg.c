@@ -866,7 +866,7 @@ static void test_broken_folder_end_to_end(void **state)
                "             plan_width: 96, plan_height: 64}\n"
                "loader: {workers: 2, batch_size: 2, prefetch_factor: 2}\n"
                "run: {warmup_batches: 0, min_time_s: 0, max_time_s: 30, repeats: 1,\n"
-               "      step_ms: 0, on_error: skip}\n");
+               "      step_ms: 0, on_error: skip, max_error_pct: 100}\n");
     fclose(f);
 
     char *err = NULL;
