@@ -24,16 +24,12 @@
 #include "bench/config.h"
 #include "decoders/decoder.h"
 #include "pipelines/generate.h"
+#include "tests/testimage.h"
 #include "tests/testutil.h"
 
 #define OUT_CAPACITY (16u << 20)
 
 static char workdir[] = "/tmp/pbench-decoders-XXXXXX";
-
-struct bytes {
-    uint8_t *data;
-    size_t len;
-};
 
 struct dec {
     const struct pb_decoder_ops *ops;
@@ -244,37 +240,9 @@ static void bmp_bad_set(const struct bytes *good, struct bytes bad[BMP_BAD])
 /* A PNG through libavcodec's encoder; .data NULL when it has none. */
 static struct bytes make_png(int width, int height)
 {
-    struct bytes b = {0};
-    const AVCodec *codec = avcodec_find_encoder(AV_CODEC_ID_PNG);
-    if (!codec)
-        return b;
-    AVCodecContext *ctx = avcodec_alloc_context3(codec);
-    ctx->width = width;
-    ctx->height = height;
-    ctx->pix_fmt = AV_PIX_FMT_RGB24;
-    ctx->time_base = (AVRational){1, 25};
-    assert_true(avcodec_open2(ctx, codec, NULL) >= 0);
-    AVFrame *frame = av_frame_alloc();
-    frame->width = width;
-    frame->height = height;
-    frame->format = AV_PIX_FMT_RGB24;
-    assert_true(av_frame_get_buffer(frame, 0) >= 0);
     uint8_t *rgb = pixels(width, height);
-    for (int y = 0; y < height; y++)
-        memcpy(frame->data[0] + (ptrdiff_t)y * frame->linesize[0], rgb + (size_t)y * (size_t)width * 3,
-               (size_t)width * 3);
+    struct bytes b = encode_av(AV_CODEC_ID_PNG, NULL, AV_PIX_FMT_RGB24, rgb, width, height, 3);
     free(rgb);
-    AVPacket *pkt = av_packet_alloc();
-    assert_true(avcodec_send_frame(ctx, frame) >= 0);
-    avcodec_send_frame(ctx, NULL);
-    if (avcodec_receive_packet(ctx, pkt) >= 0) {
-        b.data = malloc((size_t)pkt->size);
-        b.len = (size_t)pkt->size;
-        memcpy(b.data, pkt->data, b.len);
-    }
-    av_packet_free(&pkt);
-    av_frame_free(&frame);
-    avcodec_free_context(&ctx);
     return b;
 }
 
