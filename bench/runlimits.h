@@ -17,12 +17,12 @@
  * slot_bytes each (the pool), and scratch_buffers buffers of scratch_bytes
  * (the workers' scratch, as allocated: with headroom and alignment). */
 struct pb_pool_plan {
-    int workers;         /* 0: the consumer loads, one batch buffer */
+    int workers; /* 0: the consumer loads, one batch buffer */
     int prefetch_factor;
     int64_t batch_size;
     size_t slot_bytes;
-    size_t scratch_bytes;   /* one scratch buffer, 0 for none */
-    int scratch_buffers;    /* all workers' together          */
+    size_t scratch_bytes; /* one scratch buffer, 0 for none */
+    int scratch_buffers;  /* all workers' together          */
 };
 
 /* Compares the plan with available_bytes (MemAvailable; 0: unknown, no

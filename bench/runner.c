@@ -68,7 +68,7 @@ struct run {
     pthread_mutex_t error_lock; /* rare path: data errors, failure */
     int fatal_rc;
     char fatal_msg[PB_MSG_MAX];
-    char first_error[PB_MSG_MAX]; /* the repeat's first bad sample, why */
+    char first_error[PB_MSG_MAX];  /* the repeat's first bad sample, why */
     struct pb_point_result *point; /* error_files go here */
 
     volatile sig_atomic_t *user_stop;
@@ -405,8 +405,7 @@ static int setup_consumer(struct run *run, const struct pb_spec *spec, char *msg
 
 /* The batch pool and every worker's two scratch buffers (as grow_scratch
  * sizes them), from the plan, before any of it is allocated. */
-static int check_memory(const struct run *run, const struct pb_spec *spec, char *msg,
-                        size_t msglen)
+static int check_memory(const struct run *run, const struct pb_spec *spec, char *msg, size_t msglen)
 {
     size_t scratch = run->sizes.scratch_bytes;
     struct pb_pool_plan plan = {

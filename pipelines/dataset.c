@@ -53,7 +53,7 @@ struct collect {
     struct entry *items;
     size_t count, cap;
     int error;
-    char path[PB_PATH_MAX]; /* the walk's current path, grown and cut */
+    char path[PB_PATH_MAX];   /* the walk's current path, grown and cut */
     struct folder_id *walked; /* open-addressing set, walked_cap a power of 2 */
     size_t walked_count, walked_cap;
     uint64_t skipped[SKIP_REASONS];
@@ -242,8 +242,8 @@ static bool dir_is_empty_or_missing(const char *path)
 }
 
 /* Finds the files at spec->path into c, then lays them out in ds, sorted. */
-static int index_files(const struct pb_dataset_spec *spec, struct pb_dataset *ds,
-                       struct collect *c, char *msg, size_t msglen)
+static int index_files(const struct pb_dataset_spec *spec, struct pb_dataset *ds, struct collect *c,
+                       char *msg, size_t msglen)
 {
     if (is_glob(spec->path)) {
         glob_t g;

@@ -1015,7 +1015,6 @@ static void test_gpu_version_without_cuda(void **state)
     pb_spec_free(&spec);
 }
 
-
 /* ---- issue 16: channels known from the config, run limits ------------- */
 
 /* Loads yaml as "ok.yaml" and validates it; fails the test unless both

@@ -289,7 +289,6 @@ static void test_index_folder_glob_and_generate(void **state)
     assert_int_equal(pb_test_tmpdir_remove(root), 0);
 }
 
-
 /* ---- issue 16: symlinks followed, skipped entries reported ------------ */
 
 /* Opens path (a folder or glob) into ds; returns the code, msg the reason. */

@@ -97,10 +97,9 @@ static struct decoded dec_run(struct dec *d, const char *path, uint64_t index,
 /* The sequence under test: good, then each bad sample followed by good
  * again; every bad one is a data error with the sample named, and every
  * good one decodes to what the first did. */
-static void check_bad_then_good(const char *name, const char *const *options,
-                                const char *good_path, const struct bytes *good,
-                                const char *const *bad_paths, const struct bytes *bad,
-                                size_t bad_count)
+static void check_bad_then_good(const char *name, const char *const *options, const char *good_path,
+                                const struct bytes *good, const char *const *bad_paths,
+                                const struct bytes *bad, size_t bad_count)
 {
     uint8_t *reference = malloc(OUT_CAPACITY), *out = malloc(OUT_CAPACITY);
     struct dec d;
@@ -121,7 +120,9 @@ static void check_bad_then_good(const char *name, const char *const *options,
         assert_memory_equal(&again.shape, &first.shape, sizeof(first.shape));
         if (memcmp(out, reference, first.bytes) != 0)
             fail_msg("%s: the good sample after bad sample %zu (%s) decodes differently "
-                     "(%02x %02x %02x / %02x %02x %02x, %zu bytes)", name, i, path, out[0], out[1], out[2], reference[0], reference[1], reference[2], first.bytes);
+                     "(%02x %02x %02x / %02x %02x %02x, %zu bytes)",
+                     name, i, path, out[0], out[1], out[2], reference[0], reference[1],
+                     reference[2], first.bytes);
     }
     dec_close(&d);
     free(reference);
@@ -144,9 +145,8 @@ static struct bytes encode_jpeg(int width, int height)
     tjhandle tj = tjInitCompress();
     unsigned char *jpeg = NULL;
     unsigned long size = 0;
-    assert_int_equal(tjCompress2(tj, rgb, width, 0, height, TJPF_RGB, &jpeg, &size, TJSAMP_420,
-                                 90, 0),
-                     0);
+    assert_int_equal(
+        tjCompress2(tj, rgb, width, 0, height, TJPF_RGB, &jpeg, &size, TJSAMP_420, 90, 0), 0);
     tjDestroy(tj);
     struct bytes b = {malloc(size), size};
     memcpy(b.data, jpeg, size);
@@ -216,9 +216,10 @@ static struct bytes make_bmp(int width, int height)
     p[26] = 1, p[28] = 24;
     put_le32(p + 34, (uint32_t)(row * (size_t)height));
     uint8_t *rgb = pixels(width, height);
-    memcpy(p + 54, rgb, row * (size_t)height < (size_t)width * (size_t)height * 3
-                            ? row * (size_t)height
-                            : (size_t)width * (size_t)height * 3);
+    memcpy(p + 54, rgb,
+           row * (size_t)height < (size_t)width * (size_t)height * 3
+               ? row * (size_t)height
+               : (size_t)width * (size_t)height * 3);
     free(rgb);
     return b;
 }

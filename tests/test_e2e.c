@@ -637,7 +637,6 @@ static void test_list_version_help(void **state)
     EXPECT_OUT("help run", 0, "--format");
 }
 
-
 /* ---- issue 16: bad samples, memory, symlinked datasets ------------------ */
 
 /* A run in which every sample is bad exits 1 and says why, with no rate of
@@ -670,8 +669,8 @@ static void test_issue16_bad_sample_share_exits_1(void **state)
         const char *entry = json_string_value(json_array_get(files, i));
         size_t path_len = strcspn(entry, ":");
         for (size_t j = 0; j < i; j++)
-            assert_false(strncmp(entry, json_string_value(json_array_get(files, j)),
-                                 path_len + 1) == 0);
+            assert_false(
+                strncmp(entry, json_string_value(json_array_get(files, j)), path_len + 1) == 0);
     }
     json_decref(r);
 }
@@ -716,8 +715,9 @@ static void test_issue16_symlinked_dataset(void **state)
     char *text = slurp(out);
     char *err = err_text();
     pb_test_assert_contains(err, (const char *const[]){"16 files", NULL});
-    pb_test_assert_contains(text, (const char *const[]){
-        "skipped 1 entry: 1 broken symlink (first: links16/gone.bin)", NULL});
+    pb_test_assert_contains(
+        text,
+        (const char *const[]){"skipped 1 entry: 1 broken symlink (first: links16/gone.bin)", NULL});
     free(text);
     free(err);
 }

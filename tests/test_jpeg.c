@@ -158,7 +158,6 @@ static struct bytes read_file(const char *path)
     return b;
 }
 
-
 /* ---- generation -------------------------------------------------------- */
 
 static bool is_progressive(const struct bytes *b)

@@ -32,8 +32,8 @@ static void test_pool_check(void **state)
     struct pb_run_spec run = {.max_memory_mib = 0};
     char msg[PB_MSG_MAX];
     /* 1024 x 1024 x 24.6 KiB batches (8 samples of 3150 bytes). */
-    struct pb_pool_plan plan = {.workers = 1024, .prefetch_factor = 1024, .batch_size = 8,
-                                .slot_bytes = 3150};
+    struct pb_pool_plan plan = {
+        .workers = 1024, .prefetch_factor = 1024, .batch_size = 8, .slot_bytes = 3150};
     uint64_t gib = 1ull << 30;
     assert_int_equal(pb_pool_check(&plan, &run, 21 * gib, msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_string_equal(msg, "the batch pool needs 24.6 GiB (1024 workers x 1024 prefetch x "
@@ -48,8 +48,11 @@ static void test_pool_check(void **state)
     assert_non_null(strstr(msg, "but 1.0 GiB is allowed by run.max_memory_mib"));
     /* A product past 64 bits is still refused, not wrapped round. */
     run.max_memory_mib = 0;
-    struct pb_pool_plan huge = {.workers = 1024, .prefetch_factor = 1024, .batch_size = 65536,
-                                .slot_bytes = (size_t)1 << 32, .scratch_bytes = 4096,
+    struct pb_pool_plan huge = {.workers = 1024,
+                                .prefetch_factor = 1024,
+                                .batch_size = 65536,
+                                .slot_bytes = (size_t)1 << 32,
+                                .scratch_bytes = 4096,
                                 .scratch_buffers = 2048};
     assert_int_equal(pb_pool_check(&huge, &run, 30 * gib, msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_non_null(strstr(msg, ", plus 2048 scratch buffers of 4.0 KiB) but"));

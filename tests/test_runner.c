@@ -344,7 +344,6 @@ static void test_rule_other_reasons(void **state)
     pb_stoprule_free(&rule);
 }
 
-
 /* ---- bad samples, huge samples and the memory check (issue 16) ------- */
 
 /* Runs spec (with the -s style overrides, NULL-terminated) as one point;
@@ -455,8 +454,7 @@ static void test_sample_over_the_bound_is_a_data_error(void **state)
     char msg[PB_MSG_MAX];
     /* Between read and decode (a scratch buffer), then last (a batch slot). */
     for (int last = 0; last < 2; last++) {
-        load_spec(&spec, "workers: 1", "min_time_s: 0.05, max_time_s: 0.3, warmup_batches: 0",
-                  "");
+        load_spec(&spec, "workers: 1", "min_time_s: 0.05, max_time_s: 0.3, warmup_batches: 0", "");
         assert_int_equal(pb_spec_add_stage(&spec, &huge_stage, NULL, msg, sizeof(msg)), PB_OK);
         if (!last) {
             struct pb_stage_spec decode = spec.stages[1];
@@ -482,8 +480,7 @@ static void test_pool_over_memory_is_refused_first(void **state)
     struct pb_result result;
     char msg[PB_MSG_MAX];
     load_spec(&spec, "workers: 1024, prefetch_factor: 1024", "warmup_batches: 0", "");
-    static const char *const big[] = {"pipeline.decode.width=16384",
-                                      "pipeline.decode.height=16384",
+    static const char *const big[] = {"pipeline.decode.width=16384", "pipeline.decode.height=16384",
                                       "pipeline.decode.channels=4", NULL};
     assert_int_equal(run_overridden(&spec, big, &result, msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_non_null(strstr(msg, "the batch pool needs 8.0 PiB (1024 workers x 1024 prefetch x "
@@ -494,8 +491,7 @@ static void test_pool_over_memory_is_refused_first(void **state)
     pb_spec_free(&spec);
 
     load_spec(&spec, "workers: 2", "warmup_batches: 0", "");
-    static const char *const limited[] = {"run.max_memory_mib=1", "loader.batch_size=4096",
-                                          NULL};
+    static const char *const limited[] = {"run.max_memory_mib=1", "loader.batch_size=4096", NULL};
     assert_int_equal(run_overridden(&spec, limited, &result, msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_non_null(strstr(msg, "the batch pool needs 12.0 MiB (2 workers x 2 prefetch x "
                                 "3.0 MiB, plus 4 scratch buffers of 2.5 KiB) but 1.0 MiB is "

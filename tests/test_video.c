@@ -612,7 +612,6 @@ static void test_validate_rules(void **state)
     }
 }
 
-
 /* ---- issue 16: a corrupt index says what is wrong ----------------------- */
 
 /* A file whose sample-to-chunk table is garbage cannot be seeked in: the

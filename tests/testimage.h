@@ -22,8 +22,9 @@ struct bytes {
 
 /* Encodes one frame with a libavcodec image encoder; .data NULL when this
  * libavcodec has no such encoder. */
-static inline struct bytes encode_av(enum AVCodecID id, const char *encoder_name, enum AVPixelFormat fmt,
-                                     const uint8_t *pixels, int width, int height, int bytes_per_pixel)
+static inline struct bytes encode_av(enum AVCodecID id, const char *encoder_name,
+                                     enum AVPixelFormat fmt, const uint8_t *pixels, int width,
+                                     int height, int bytes_per_pixel)
 {
     struct bytes b = {0};
     const AVCodec *codec =
