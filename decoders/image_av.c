@@ -291,6 +291,8 @@ static int image_decode(void *state, struct pb_sample *s)
                      (long long)st->o.max_pixels);
             return PB_ERR_DATA;
         }
+        if (pb_decoded_size_check(s, (double)width * (double)height * ch, width, height) != PB_OK)
+            return PB_ERR_DATA;
         if ((size_t)(width * height) * (size_t)ch > s->out_capacity) {
             s->out_bytes = (size_t)(width * height) * (size_t)ch;
             return PB_ERR_NOSPACE;
@@ -341,6 +343,10 @@ static int image_decode(void *state, struct pb_sample *s)
     }
     AVFrame *f = st->frame;
     size_t need = (size_t)f->width * (size_t)f->height * (size_t)ch;
+    if (pb_decoded_size_check(s, (double)need, f->width, f->height) != PB_OK) {
+        av_frame_unref(f);
+        return PB_ERR_DATA;
+    }
     if (need > s->out_capacity) {
         av_frame_unref(f);
         s->out_bytes = need;

@@ -359,6 +359,8 @@ static int jpeg_decode(void *state, struct pb_sample *s)
     int channels = o->output == PB_IMAGE_GRAY ? 1 : 3;
     size_t pixels = (size_t)width * (size_t)height;
     size_t need = pixels * (size_t)channels;
+    if (pb_decoded_size_check(s, (double)need, width, height) != PB_OK)
+        return PB_ERR_DATA;
     if (need > s->out_capacity) {
         s->out_bytes = need;
         return PB_ERR_NOSPACE;

@@ -644,6 +644,8 @@ static int plan_clip(struct video_state *st, struct pb_sample *s, struct clip *c
     }
     output_size(st, &c->out_h, &c->out_w);
     c->frame_bytes = (size_t)c->out_h * (size_t)c->out_w * 3;
+    if (pb_decoded_size_check(s, (double)c->frame_bytes * c->n, c->out_w, c->out_h) != PB_OK)
+        return PB_ERR_DATA;
     if (c->frame_bytes * (size_t)c->n > s->out_capacity) {
         s->out_bytes = c->frame_bytes * (size_t)c->n;
         snprintf(s->msg, s->msglen, "%s: a clip of %d frames of %dx%d needs %zu bytes, have %zu",

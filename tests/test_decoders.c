@@ -331,8 +331,20 @@ static void test_overflowing_sizes_are_data_errors(void **state)
     bmp_bad_set(&bmp, bad);
     uint8_t *out = malloc(OUT_CAPACITY);
     struct dec d;
+    /* A JPEG claiming 65535x65535 with max_pixels raised: 12.9 GB decoded. */
+    static const char *const no_pixel_limit[] = {"max_pixels=1000000000000", NULL};
+    struct bytes jpeg = encode_jpeg(32, 16);
+    struct bytes huge = jpeg_claiming(&jpeg, 65535, 65535);
+    dec_open(&d, "jpeg", no_pixel_limit);
+    struct decoded r = dec_run(&d, "huge.jpg", 0, &huge, out);
+    assert_int_equal(r.rc, PB_ERR_DATA);
+    assert_non_null(strstr(r.msg, "huge.jpg: a 65535x65535 image would take 12884508675 bytes "
+                                  "decoded, more than the 4294967296 bytes a sample may take"));
+    dec_close(&d);
+    free(huge.data);
+    free(jpeg.data);
     dec_open(&d, "image", NULL);
-    struct decoded r = dec_run(&d, "huge.bmp", 0, &bad[3], out);
+    r = dec_run(&d, "huge.bmp", 0, &bad[3], out);
     assert_int_equal(r.rc, PB_ERR_DATA);
     assert_non_null(strstr(r.msg, "huge.bmp: 2147483647x2147483647 BMP is larger than "
                                   "max_pixels"));
