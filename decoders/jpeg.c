@@ -327,15 +327,14 @@ static int jpeg_decode(void *state, struct pb_sample *s)
     }
     struct jpeg_header h;
     if (!read_header(s->in, s->in_bytes, &h)) {
-        int w, ht, subsamp, cs;
+        int w = 0, ht = 0, subsamp = 0, cs = 0; /* not always set on success */
         if (tjDecompressHeader3(st->tj, s->in, s->in_bytes, &w, &ht, &subsamp, &cs) != 0)
             return libjpeg_failure(st, s);
         /* JPEG sizes are 16-bit and not 0: anything else is a header
          * libjpeg could not read to the end. */
         if (w < 1 || w > 65535 || ht < 1 || ht > 65535) {
             snprintf(s->msg, s->msglen,
-                     "%s: corrupt or truncated JPEG header: no valid frame size (read %dx%d)",
-                     name_of(s), w, ht);
+                     "%s: corrupt or truncated JPEG header: no valid frame size", name_of(s));
             return reset_after_failure(st, s);
         }
         h.width = w;
