@@ -17,14 +17,20 @@ void pb_format_bytes(double bytes, char *buf, size_t buflen)
     snprintf(buf, buflen, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
 }
 
-int pb_pool_check(const struct pb_pool_plan *plan, const struct pb_run_spec *run,
-                  uint64_t available_bytes, char *msg, size_t msglen)
+double pb_pool_bytes(const struct pb_pool_plan *plan)
 {
     /* In double: a hostile config's product overflows 64 bits. */
     double slots = plan->workers > 0 ? (double)plan->workers * plan->prefetch_factor : 1;
+    return slots * (double)plan->batch_size * (double)plan->slot_bytes +
+           (double)plan->scratch_buffers * (double)plan->scratch_bytes;
+}
+
+int pb_pool_check(const struct pb_pool_plan *plan, const struct pb_run_spec *run,
+                  uint64_t available_bytes, char *msg, size_t msglen)
+{
     double batch_bytes = (double)plan->batch_size * (double)plan->slot_bytes;
     double scratch_bytes = (double)plan->scratch_buffers * (double)plan->scratch_bytes;
-    double need = slots * batch_bytes + scratch_bytes;
+    double need = pb_pool_bytes(plan);
     double limit = (double)available_bytes, allowed = (double)run->max_memory_mib * 1048576.0;
     bool by_option = run->max_memory_mib > 0 && (limit == 0 || allowed < limit);
     if (by_option)

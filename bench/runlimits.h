@@ -25,6 +25,9 @@ struct pb_pool_plan {
     int scratch_buffers;  /* all workers' together          */
 };
 
+/* The bytes the plan takes: the pool and the scratch buffers. */
+double pb_pool_bytes(const struct pb_pool_plan *plan);
+
 /* Compares the plan with available_bytes (MemAvailable; 0: unknown, no
  * limit) or run->max_memory_mib when that is lower. Returns PB_OK, or
  * PB_ERR_CONFIG with the sentence in msg ("the batch pool needs 25.8 GiB

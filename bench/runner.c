@@ -416,7 +416,19 @@ static int check_memory(const struct run *run, const struct pb_spec *spec, char 
         .scratch_bytes = scratch ? pb_batch_align(scratch + scratch / 4) : 0,
         .scratch_buffers = scratch ? 2 * nworkers(run) : 0,
     };
-    return pb_pool_check(&plan, &spec->run, pb_mem_available_bytes(), msg, msglen);
+    uint64_t available = pb_mem_available_bytes();
+    int rc = pb_pool_check(&plan, &spec->run, available, msg, msglen);
+    double need = pb_pool_bytes(&plan);
+    if (rc == PB_OK && available && need > 0.5 * (double)available) {
+        char need_s[32], available_s[32];
+        pb_format_bytes(need, need_s, sizeof(need_s));
+        pb_format_bytes((double)available, available_s, sizeof(available_s));
+        pb_point_warn(run->point,
+                      "the batch pool takes %s, more than half of the %s available: the page "
+                      "cache and other processes are squeezed",
+                      need_s, available_s);
+    }
+    return rc;
 }
 
 /* The loader threads: each with its own instances of the worker-side

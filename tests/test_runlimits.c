@@ -35,6 +35,7 @@ static void test_pool_check(void **state)
     struct pb_pool_plan plan = {
         .workers = 1024, .prefetch_factor = 1024, .batch_size = 8, .slot_bytes = 3150};
     uint64_t gib = 1ull << 30;
+    assert_true(pb_pool_bytes(&plan) == 1024.0 * 1024 * 8 * 3150);
     assert_int_equal(pb_pool_check(&plan, &run, 21 * gib, msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_string_equal(msg, "the batch pool needs 24.6 GiB (1024 workers x 1024 prefetch x "
                              "24.6 KiB) but 21.0 GiB is available; lower "
@@ -54,6 +55,7 @@ static void test_pool_check(void **state)
                                 .slot_bytes = (size_t)1 << 32,
                                 .scratch_bytes = 4096,
                                 .scratch_buffers = 2048};
+    assert_true(pb_pool_bytes(&huge) > 1e20);
     assert_int_equal(pb_pool_check(&huge, &run, 30 * gib, msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_non_null(strstr(msg, ", plus 2048 scratch buffers of 4.0 KiB) but"));
     /* Loading in the consumer: one batch. */
