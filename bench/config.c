@@ -113,6 +113,13 @@ const struct pb_opt pb_run_opts[] = {
      "What a corrupt sample does: skip it (counted and reported) or fail the run."},
     {"stage_timing", PB_OPT_BOOL, RUN(stage_timing), 0, 0, "true", NULL,
      "Time every stage of every sample (per-stage histograms and CPU time)."},
+    {"max_error_pct", PB_OPT_DOUBLE, RUN(max_error_pct), 0, 100, "50", NULL,
+     "A repeat fails (exit 1) when more than this share of its samples, in percent, are bad "
+     "(skipped under on_error: skip); one that delivers no sample at all always fails."},
+    {"max_memory_mib", PB_OPT_INT, RUN(max_memory_mib), 0, 1e9, "0", NULL,
+     "Largest batch pool and worker buffers a point may allocate, in MiB; 0 allows what the "
+     "machine has available (MemAvailable). A point needing more is refused before it "
+     "allocates."},
     {0},
 };
 
@@ -556,6 +563,8 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
         return spec_error(spec, NULL, msg, msglen, "pipeline must list at least one stage");
 
     const struct pb_stage_spec *reader = NULL, *consumer = NULL, *to_device = NULL;
+    const struct pb_decoder_ops *decoder = NULL; /* the last decode stage's */
+    int channels = 0; /* as that decoder declares them; 0: the files decide */
     for (int i = 0; i < spec->stage_count; i++) {
         const struct pb_stage_spec *st = &spec->stages[i];
         unsigned flags = st->ops->flags;
@@ -575,6 +584,15 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
         if ((flags & PB_STAGE_DECODER) && !st->decoder)
             return spec_error(spec, st, msg, msglen, "stage '%s' has no decoder",
                               st->ops->name);
+        if (st->decoder) {
+            decoder = st->decoder;
+            channels = decoder->output_channels ? decoder->output_channels(st->decoder_opts) : 0;
+        }
+        /* The registry's entry: a GPU version shares the CPU's rules. */
+        const struct pb_stage_ops *cpu = pb_stage_find(st->ops->name);
+        if (channels > 0 && cpu && cpu->validate_channels &&
+            cpu->validate_channels(st->opts, channels, why, sizeof why) != PB_OK)
+            return spec_error(spec, st, msg, msglen, "%s (decoder '%s')", why, decoder->name);
         /* to_device marks where batches go to the GPU; a CPU stage after
          * it (but before any GPU stage) runs before the copy, so a config
          * can sweep pipeline.STAGE.device=cpu,gpu. */

@@ -57,6 +57,8 @@ struct pb_run_spec {
     double step_ms;          /* simulated training step                  */
     int on_error;            /* enum pb_on_error                         */
     bool stage_timing;       /* per-stage histograms and CPU time        */
+    double max_error_pct;    /* a repeat with more bad samples fails     */
+    int64_t max_memory_mib;  /* the batch pool's limit; 0: available memory */
 };
 
 struct pb_stage_spec {

@@ -14,6 +14,7 @@
 #include "bench/gpuloop.h"
 #include "bench/pb.h"
 #include "bench/queue.h"
+#include "bench/runlimits.h"
 #include "bench/stagestats.h"
 #include "bench/sysmon.h"
 #include "kernels/gpu_rt.h"
@@ -67,6 +68,7 @@ struct run {
     pthread_mutex_t error_lock; /* rare path: data errors, failure */
     int fatal_rc;
     char fatal_msg[PB_MSG_MAX];
+    char first_error[PB_MSG_MAX];  /* the repeat's first bad sample, why */
     struct pb_point_result *point; /* error_files go here */
 
     volatile sig_atomic_t *user_stop;
@@ -95,12 +97,13 @@ static int nworkers(const struct run *run)
     return run->workers > 0 ? run->workers : 1;
 }
 
-static void record_data_error(struct run *run, const char *what)
+/* A bad sample under on_error: skip, into the point's list of files. */
+static void record_data_error(struct run *run, const char *path, const char *what)
 {
     pthread_mutex_lock(&run->error_lock);
-    struct pb_point_result *p = run->point;
-    if (p->error_file_count < PB_MAX_ERROR_FILES)
-        pb_strlcpy(p->error_files[p->error_file_count++], what, sizeof(p->error_files[0]));
+    if (!run->first_error[0])
+        pb_strlcpy(run->first_error, what, sizeof(run->first_error));
+    pb_error_files_add(run->point, path, what);
     pthread_mutex_unlock(&run->error_lock);
 }
 
@@ -196,6 +199,16 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
             }
             s.out_bytes = 0;
             rc = w->chain.stages[k].ops->process(w->chain.stages[k].state, &s);
+            if (rc == PB_ERR_NOSPACE && s.out_bytes > PB_SAMPLE_MAX_BYTES) {
+                /* A size read from a corrupt header: never allocated. */
+                snprintf(w->msg, sizeof(w->msg),
+                         "%s: stage '%s' asks for %zu bytes for one sample, more than the %zu "
+                         "bytes pbench accepts: the file's size fields are corrupt or it is far "
+                         "too large",
+                         s.path ? s.path : "(sample)", w->chain.stages[k].ops->name, s.out_bytes,
+                         (size_t)PB_SAMPLE_MAX_BYTES);
+                rc = PB_ERR_DATA;
+            }
             if (rc == PB_ERR_NOSPACE && k != last && s.out_bytes > s.out_capacity) {
                 /* A larger image than any before: grow once, then go on
                  * without allocating until an even larger one comes. */
@@ -244,7 +257,7 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
         bytes_read += s.bytes_read;
         if (rc == PB_ERR_DATA && run->spec->run.on_error == PB_ON_ERROR_SKIP) {
             errors++;
-            record_data_error(run, w->msg);
+            record_data_error(run, s.path, w->msg);
             continue;
         }
         if (rc != PB_OK) {
@@ -390,6 +403,34 @@ static int setup_consumer(struct run *run, const struct pb_spec *spec, char *msg
     return rc;
 }
 
+/* The batch pool and every worker's two scratch buffers (as grow_scratch
+ * sizes them), from the plan, before any of it is allocated. */
+static int check_memory(const struct run *run, const struct pb_spec *spec, char *msg, size_t msglen)
+{
+    size_t scratch = run->sizes.scratch_bytes;
+    struct pb_pool_plan plan = {
+        .workers = run->workers,
+        .prefetch_factor = run->prefetch_factor,
+        .batch_size = spec->loader.batch_size,
+        .slot_bytes = run->sizes.slot_bytes,
+        .scratch_bytes = scratch ? pb_batch_align(scratch + scratch / 4) : 0,
+        .scratch_buffers = scratch ? 2 * nworkers(run) : 0,
+    };
+    uint64_t available = pb_mem_available_bytes();
+    int rc = pb_pool_check(&plan, &spec->run, available, msg, msglen);
+    double need = pb_pool_bytes(&plan);
+    if (rc == PB_OK && available && need > 0.5 * (double)available) {
+        char need_s[32], available_s[32];
+        pb_format_bytes(need, need_s, sizeof(need_s));
+        pb_format_bytes((double)available, available_s, sizeof(available_s));
+        pb_point_warn(run->point,
+                      "the batch pool takes %s, more than half of the %s available: the page "
+                      "cache and other processes are squeezed",
+                      need_s, available_s);
+    }
+    return rc;
+}
+
 /* The loader threads: each with its own instances of the worker-side
  * stages, stage measurements, sampler buffers and scratch buffers. */
 static int setup_loaders(struct run *run, const struct pb_spec *spec, char *msg, size_t msglen)
@@ -409,6 +450,8 @@ static int setup_loaders(struct run *run, const struct pb_spec *spec, char *msg,
         w->stats = &run->stats[i];
         rc = pb_chain_init_loader(&w->chain, spec, run->worker_stage_spec, run->worker_stage_count,
                                   run->ds->max_bytes, w->index, w->stats, &run->sizes, msg, msglen);
+        if (rc == PB_OK && i == 0) /* the plan is known: nothing big is allocated yet */
+            rc = check_memory(run, spec, msg, msglen);
         if (rc != PB_OK)
             return rc;
         w->indices = calloc(batch, sizeof(*w->indices));
@@ -536,6 +579,7 @@ static int start_repeat(struct run *run, int repeat, bool stage_timing, char *ms
     if (rc != PB_OK)
         return rc;
     run->stage_timing = stage_timing;
+    run->first_error[0] = '\0';
     run->first_measured_seq = (uint64_t)spec->run.warmup_batches;
     atomic_store(&run->stop_workers, false);
     for (int i = 0; i < nworkers(run); i++) {
@@ -779,6 +823,11 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
     *interrupted = c.interrupted;
     if (!c.measuring || c.t_end <= c.t_start)
         return nothing_measured(run, c.interrupted, msg, msglen);
+    if (c.samples == 0) /* not kept: a rate of no samples is no figure */
+        return run->fatal_rc != PB_OK || c.interrupted
+                   ? nothing_measured(run, c.interrupted, msg, msglen)
+                   : pb_error_share_check(&run->spec->run, 0, c.errors, run->first_error, msg,
+                                          msglen);
 
     fill_totals(run, &c, rep);
     if (stage_timing)
@@ -792,7 +841,10 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
         snprintf(msg, msglen, "%s", run->fatal_msg);
         return run->fatal_rc;
     }
-    return c.interrupted ? PB_ERR_INTERRUPTED : PB_OK;
+    if (c.interrupted)
+        return PB_ERR_INTERRUPTED;
+    return pb_error_share_check(&run->spec->run, c.samples, c.errors, run->first_error, msg,
+                                msglen);
 }
 
 /* ---- a point ------------------------------------------------------------ */
@@ -811,6 +863,8 @@ static void warn_point_setup(const struct pb_spec *spec, const struct pb_dataset
         pb_point_warn(point,
                       "loader.workers (%lld) exceeds the %ld hardware threads: workers share cores",
                       (long long)spec->loader.workers, pus);
+    if (ds->skipped[0])
+        pb_point_warn(point, "dataset.path '%s': %s", spec->dataset.path, ds->skipped);
     uint64_t available = pb_mem_available_bytes();
     if (available && ds->total_bytes < available)
         pb_point_warn(point,

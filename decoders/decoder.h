@@ -4,6 +4,9 @@
 #ifndef PB_DECODER_H
 #define PB_DECODER_H
 
+#include <stdio.h>
+
+#include "bench/pb.h"
 #include "pipelines/stage.h"
 
 enum pb_decoder_flags {
@@ -34,6 +37,10 @@ struct pb_decoder_ops {
      * validate (pipelines/stage.h): PB_OK, or PB_ERR_CONFIG with the
      * sentence in msg. pb_config_validate calls it before any data is made. */
     int (*validate)(const void *opts, char *msg, size_t msglen);
+    /* Optional: the channels of every decoded sample, from the options
+     * alone (output: gray gives 1), or 0 when the files decide. The stages
+     * after decode check it with their validate_channels. */
+    int (*output_channels)(const void *opts);
 
     /* Per-worker state; out receives the largest decoded shape and bytes
      * (in->max_bytes is the largest encoded input). */
@@ -44,6 +51,23 @@ struct pb_decoder_ops {
     int (*decode)(void *state, struct pb_sample *sample);
     void (*cleanup)(void *state);
 };
+
+/* Whether a decoded sample of bytes (width x height pixels, each frame) may
+ * be made: PB_OK, or PB_ERR_DATA with the sentence in s->msg when it is over
+ * PB_SAMPLE_MAX_BYTES, which only a corrupt header or a decompression bomb
+ * asks for. Decoders call it before asking for a larger buffer
+ * (PB_ERR_NOSPACE); bytes is a double so that no product overflows. */
+static inline int pb_decoded_size_check(struct pb_sample *s, double bytes, long long width,
+                                        long long height)
+{
+    if (bytes <= (double)PB_SAMPLE_MAX_BYTES)
+        return PB_OK;
+    snprintf(s->msg, s->msglen,
+             "%s: a %lldx%lld image would take %.0f bytes decoded, more than the %zu bytes a "
+             "sample may take: its header is corrupt or it is far too large",
+             s->path ? s->path : "(sample)", width, height, bytes, (size_t)PB_SAMPLE_MAX_BYTES);
+    return PB_ERR_DATA;
+}
 
 const struct pb_decoder_ops *pb_decoder_find(const char *name);
 const struct pb_decoder_ops *const *pb_decoder_all(size_t *count);

@@ -29,11 +29,14 @@ struct pb_image_opts {
     int64_t plan_height;
 };
 
+/* The decoders' output_channels: 1 for output: gray, else 3. */
+int pb_image_output_channels(const void *opts);
+
 /* The output a still-image decoder plans for before it has seen an image:
  * plan_height x plan_width pixels with the channels o->output asks for. */
 static inline void pb_image_plan_output(const struct pb_image_opts *o, struct pb_stage_plan *out)
 {
-    int channels = o->output == PB_IMAGE_GRAY ? 1 : 3;
+    int channels = pb_image_output_channels(o);
     out->shape = (struct pb_shape){.dtype = PB_DTYPE_U8,
                                    .frames = 1,
                                    .height = (int32_t)o->plan_height,

@@ -47,6 +47,10 @@ static const char *const format_names[FORMATS] = {"PNG", "WebP", "BMP"};
 struct image_state {
     struct pb_image_opts o;
     AVCodecContext *ctx[FORMATS];
+    /* The context must be opened anew before its next file: after a failed
+     * one, and after every PNG (libavcodec 5's PNG decoder carries rows of
+     * the last image into the next: a second PNG decodes wrong). */
+    bool stale[FORMATS];
     AVPacket *packet;
     AVFrame *frame;
     struct SwsContext *sws;  /* only for formats without a loop below   */
@@ -68,6 +72,35 @@ static void image_cleanup(void *state)
     free(st);
 }
 
+/* Opens (or, after a failure, opens anew) the decoder of format i: a fresh
+ * context, since a failed header can leave libavcodec's (PNG's) state
+ * behind for the next file. Returns PB_OK or an error with msg. */
+static int open_format(struct image_state *st, int i, char *msg, size_t msglen)
+{
+    avcodec_free_context(&st->ctx[i]);
+    st->stale[i] = false;
+    const AVCodec *codec = avcodec_find_decoder(codec_ids[i]);
+    if (!codec) {
+        snprintf(msg, msglen, "image: this libavcodec has no %s decoder", format_names[i]);
+        return PB_ERR_UNAVAILABLE;
+    }
+    st->ctx[i] = avcodec_alloc_context3(codec);
+    if (!st->ctx[i])
+        return PB_ERR_NOMEM;
+    st->ctx[i]->thread_count = 1;
+    st->ctx[i]->max_pixels = st->o.max_pixels;
+    /* Corrupt files are counted and reported by pbench, with the file
+     * name; keep libavcodec's own lines about them off the terminal. */
+    st->ctx[i]->log_level_offset = AV_LOG_DEBUG - AV_LOG_ERROR;
+    int rc = avcodec_open2(st->ctx[i], codec, NULL);
+    if (rc < 0) {
+        snprintf(msg, msglen, "image: cannot open the %s decoder: %s", format_names[i],
+                 av_err2str(rc));
+        return PB_ERR;
+    }
+    return PB_OK;
+}
+
 static int image_init(void **state, const void *opts, const struct pb_stage_plan *in,
                       struct pb_stage_plan *out, char *msg, size_t msglen)
 {
@@ -77,28 +110,10 @@ static int image_init(void **state, const void *opts, const struct pb_stage_plan
         return PB_ERR_NOMEM;
     st->o = *(const struct pb_image_opts *)opts;
     for (int i = 0; i < FORMATS; i++) {
-        const AVCodec *codec = avcodec_find_decoder(codec_ids[i]);
-        if (!codec) {
-            snprintf(msg, msglen, "image: this libavcodec has no %s decoder", format_names[i]);
+        int rc = open_format(st, i, msg, msglen);
+        if (rc != PB_OK) {
             image_cleanup(st);
-            return PB_ERR_UNAVAILABLE;
-        }
-        st->ctx[i] = avcodec_alloc_context3(codec);
-        if (!st->ctx[i]) {
-            image_cleanup(st);
-            return PB_ERR_NOMEM;
-        }
-        st->ctx[i]->thread_count = 1;
-        st->ctx[i]->max_pixels = st->o.max_pixels;
-        /* Corrupt files are counted and reported by pbench, with the file
-         * name; keep libavcodec's own lines about them off the terminal. */
-        st->ctx[i]->log_level_offset = AV_LOG_DEBUG - AV_LOG_ERROR;
-        int rc = avcodec_open2(st->ctx[i], codec, NULL);
-        if (rc < 0) {
-            snprintf(msg, msglen, "image: cannot open the %s decoder: %s", format_names[i],
-                     av_err2str(rc));
-            image_cleanup(st);
-            return PB_ERR;
+            return rc;
         }
     }
     st->packet = av_packet_alloc();
@@ -269,12 +284,15 @@ static int image_decode(void *state, struct pb_sample *s)
     int ch = st->o.output == PB_IMAGE_GRAY ? 1 : 3;
     int64_t width = 0, height = 0;
     if (probe_size(format, s->in, s->in_bytes, &width, &height)) {
-        if (width * height > st->o.max_pixels) {
+        /* In double: 32-bit sizes from a corrupt header overflow int64. */
+        if ((double)width * (double)height > (double)st->o.max_pixels) {
             snprintf(s->msg, s->msglen, "%s: %lldx%lld %s is larger than max_pixels (%lld pixels)",
                      name, (long long)width, (long long)height, format_names[format],
                      (long long)st->o.max_pixels);
             return PB_ERR_DATA;
         }
+        if (pb_decoded_size_check(s, (double)width * (double)height * ch, width, height) != PB_OK)
+            return PB_ERR_DATA;
         if ((size_t)(width * height) * (size_t)ch > s->out_capacity) {
             s->out_bytes = (size_t)(width * height) * (size_t)ch;
             return PB_ERR_NOSPACE;
@@ -295,7 +313,15 @@ static int image_decode(void *state, struct pb_sample *s)
     memcpy(st->padded, s->in, s->in_bytes);
     memset(st->padded + s->in_bytes, 0, AV_INPUT_BUFFER_PADDING_SIZE);
 
+    if (st->stale[format]) {
+        char why[PB_MSG_MAX];
+        if (open_format(st, format, why, sizeof(why)) != PB_OK) {
+            snprintf(s->msg, s->msglen, "%s (before %s)", why, name);
+            return PB_ERR;
+        }
+    }
     AVCodecContext *ctx = st->ctx[format];
+    st->stale[format] = format == FORMAT_PNG;
     st->packet->data = st->padded;
     st->packet->size = (int)s->in_bytes;
     int rc = avcodec_send_packet(ctx, st->packet);
@@ -310,13 +336,17 @@ static int image_decode(void *state, struct pb_sample *s)
     st->packet->data = NULL;
     st->packet->size = 0;
     if (rc < 0) {
-        avcodec_flush_buffers(ctx);
         snprintf(s->msg, s->msglen, "%s: libavcodec %s decoder: %s", name, format_names[format],
                  av_err2str(rc));
+        st->stale[format] = true;
         return PB_ERR_DATA;
     }
     AVFrame *f = st->frame;
     size_t need = (size_t)f->width * (size_t)f->height * (size_t)ch;
+    if (pb_decoded_size_check(s, (double)need, f->width, f->height) != PB_OK) {
+        av_frame_unref(f);
+        return PB_ERR_DATA;
+    }
     if (need > s->out_capacity) {
         av_frame_unref(f);
         s->out_bytes = need;
@@ -338,6 +368,7 @@ const struct pb_decoder_ops pb_decoder_image = {
     .summary = "PNG, WebP and BMP through libavcodec's image decoders; RGB, BGR or gray.",
     .opts = image_opts,
     .opts_size = sizeof(struct pb_image_opts),
+    .output_channels = pb_image_output_channels,
     .init = image_init,
     .decode = image_decode,
     .cleanup = image_cleanup,

@@ -241,6 +241,11 @@ static void orient(uint8_t *dst, const uint8_t *src, int width, int height, int 
     }
 }
 
+int pb_image_output_channels(const void *opts)
+{
+    return ((const struct pb_image_opts *)opts)->output == PB_IMAGE_GRAY ? 1 : 3;
+}
+
 static const tjscalingfactor factors[] = {{1, 1}, {1, 2}, {1, 4}, {1, 8}};
 
 static int jpeg_init(void **state, const void *opts, const struct pb_stage_plan *in,
@@ -289,6 +294,29 @@ static const char *name_of(const struct pb_sample *s)
     return s->path ? s->path : "(sample)";
 }
 
+/* A failed libjpeg call leaves the decompressor mid-stream, so the next
+ * file would be read as its continuation ("Bogus marker length" on a valid
+ * file): starts a fresh decompressor after s->msg says why the sample
+ * failed. Returns PB_ERR_DATA, or PB_ERR when no new one can be made. */
+static int reset_after_failure(struct jpeg_state *st, struct pb_sample *s)
+{
+    tjDestroy(st->tj);
+    st->tj = tjInitDecompress();
+    if (!st->tj) {
+        snprintf(s->msg, s->msglen, "jpeg: tjInitDecompress failed after a corrupt file (%s)",
+                 name_of(s));
+        return PB_ERR;
+    }
+    return PB_ERR_DATA;
+}
+
+/* libjpeg's reason for the failure, then a fresh decompressor. */
+static int libjpeg_failure(struct jpeg_state *st, struct pb_sample *s)
+{
+    snprintf(s->msg, s->msglen, "%s: %s", name_of(s), tjGetErrorStr2(st->tj));
+    return reset_after_failure(st, s);
+}
+
 static int jpeg_decode(void *state, struct pb_sample *s)
 {
     struct jpeg_state *st = state;
@@ -299,10 +327,15 @@ static int jpeg_decode(void *state, struct pb_sample *s)
     }
     struct jpeg_header h;
     if (!read_header(s->in, s->in_bytes, &h)) {
-        int w, ht, subsamp, cs;
-        if (tjDecompressHeader3(st->tj, s->in, s->in_bytes, &w, &ht, &subsamp, &cs) != 0) {
-            snprintf(s->msg, s->msglen, "%s: %s", name_of(s), tjGetErrorStr2(st->tj));
-            return PB_ERR_DATA;
+        int w = 0, ht = 0, subsamp = 0, cs = 0; /* not always set on success */
+        if (tjDecompressHeader3(st->tj, s->in, s->in_bytes, &w, &ht, &subsamp, &cs) != 0)
+            return libjpeg_failure(st, s);
+        /* JPEG sizes are 16-bit and not 0: anything else is a header
+         * libjpeg could not read to the end. */
+        if (w < 1 || w > 65535 || ht < 1 || ht > 65535) {
+            snprintf(s->msg, s->msglen,
+                     "%s: corrupt or truncated JPEG header: no valid frame size", name_of(s));
+            return reset_after_failure(st, s);
         }
         h.width = w;
         h.height = ht;
@@ -325,6 +358,8 @@ static int jpeg_decode(void *state, struct pb_sample *s)
     int channels = o->output == PB_IMAGE_GRAY ? 1 : 3;
     size_t pixels = (size_t)width * (size_t)height;
     size_t need = pixels * (size_t)channels;
+    if (pb_decoded_size_check(s, (double)need, width, height) != PB_OK)
+        return PB_ERR_DATA;
     if (need > s->out_capacity) {
         s->out_bytes = need;
         return PB_ERR_NOSPACE;
@@ -349,10 +384,8 @@ static int jpeg_decode(void *state, struct pb_sample *s)
             format = TJPF_CMYK;
     }
     if (tjDecompress2(st->tj, s->in, s->in_bytes, target, width, 0, height, format, flags) != 0) {
-        if (o->strict || tjGetErrorCode(st->tj) != TJERR_WARNING) {
-            snprintf(s->msg, s->msglen, "%s: %s", name_of(s), tjGetErrorStr2(st->tj));
-            return PB_ERR_DATA;
-        }
+        if (o->strict || tjGetErrorCode(st->tj) != TJERR_WARNING)
+            return libjpeg_failure(st, s);
     }
     if (cmyk)
         cmyk_to_output(orientation == 1 ? s->out : st->tmp, st->tmp, pixels, o->output, h.adobe);
@@ -393,6 +426,7 @@ const struct pb_decoder_ops pb_decoder_jpeg = {
     .counters = jpeg_counters,
     .opts = jpeg_opts,
     .opts_size = sizeof(struct pb_image_opts),
+    .output_channels = pb_image_output_channels,
     .init = jpeg_init,
     .decode = jpeg_decode,
     .cleanup = jpeg_cleanup,
@@ -490,6 +524,7 @@ const struct pb_decoder_ops pb_decoder_auto = {
     .counters = jpeg_counters,
     .opts = jpeg_opts,
     .opts_size = sizeof(struct pb_image_opts),
+    .output_channels = pb_image_output_channels,
     .init = auto_init,
     .decode = auto_decode,
     .cleanup = auto_cleanup,

@@ -98,11 +98,17 @@ static int null_decode(void *state, struct pb_sample *s)
     return PB_OK;
 }
 
+static int null_output_channels(const void *opts)
+{
+    return (int)((const struct null_opts *)opts)->channels;
+}
+
 const struct pb_decoder_ops pb_decoder_null = {
     .name = "null",
     .summary = "Synthetic image of a set size and CPU cost; tests and calibrates the harness.",
     .opts = null_opts,
     .opts_size = sizeof(struct null_opts),
+    .output_channels = null_output_channels,
     .init = null_init,
     .decode = null_decode,
     .cleanup = free,

@@ -165,74 +165,6 @@ struct video_state {
     size_t rotate_capacity;
 };
 
-/* ---- clip arithmetic ---------------------------------------------------- */
-
-int pb_video_clip_indices(int64_t frame_count, int64_t clip_frames, int64_t frame_stride,
-                          int64_t clips_per_video, int sampling, int short_video, uint64_t seed,
-                          int64_t clip, int64_t *indices)
-{
-    if (frame_count < 1 || clip_frames < 1 || frame_stride < 1)
-        return PB_ERR_DATA;
-    int64_t span = (clip_frames - 1) * frame_stride + 1;
-    if (span > frame_count) {
-        if (short_video == PB_VIDEO_SKIP)
-            return PB_ERR_DATA;
-        int64_t last = (frame_count - 1) / frame_stride * frame_stride;
-        for (int64_t j = 0; j < clip_frames; j++) {
-            int64_t i = j * frame_stride;
-            indices[j] = i < frame_count ? i : short_video == PB_VIDEO_LOOP ? i % frame_count : last;
-        }
-        return PB_OK;
-    }
-    int64_t max_start = frame_count - span, start = 0;
-    int64_t clips = clips_per_video > 0 ? clips_per_video : 1;
-    switch (sampling) {
-    case PB_VIDEO_RANDOM: start = (int64_t)(pb_mix64(seed) % (uint64_t)(max_start + 1)); break;
-    case PB_VIDEO_UNIFORM: {
-        int64_t k = ((clip % clips) + clips) % clips;
-        start = clips == 1 ? max_start / 2 : k * max_start / (clips - 1);
-        break;
-    }
-    default: {
-        int64_t step = clip_frames * frame_stride;
-        int64_t positions = max_start / step + 1;
-        int64_t k = ((clip % clips) + clips) % clips;
-        start = (k % positions) * step;
-        break;
-    }
-    }
-    for (int64_t j = 0; j < clip_frames; j++)
-        indices[j] = start + j * frame_stride;
-    return PB_OK;
-}
-
-int pb_video_stamp_block_px(int width, int height)
-{
-    int block = width / 8 < height / 4 ? width / 8 : height / 4;
-    if (block > 16)
-        block = 16;
-    if (block < 2)
-        block = 2;
-    return block & ~1;
-}
-
-int64_t pb_video_frame_number(const uint8_t *rgb, int width, int height)
-{
-    int block = pb_video_stamp_block_px(width, height);
-    int64_t number = 0;
-    for (int bit = 0; bit < 16; bit++) {
-        int cx = (bit % 8) * block + block / 2, cy = (bit / 8) * block + block / 2;
-        unsigned sum = 0;
-        for (int dy = -1; dy <= 0; dy++)
-            for (int dx = -1; dx <= 0; dx++) {
-                const uint8_t *p = rgb + ((size_t)(cy + dy) * (size_t)width + (size_t)(cx + dx)) * 3;
-                sum += p[0] + p[1] + p[2];
-            }
-        number = (number << 1) | (sum > 4u * 3u * 128u);
-    }
-    return number;
-}
-
 /* ---- FFmpeg messages ---------------------------------------------------- */
 
 /* FFmpeg's last error line on this thread: the detail av_strerror lacks
@@ -488,6 +420,25 @@ static void sort_targets(struct target *t, int n)
     }
 }
 
+/* A failed seek says what is wrong with the file, not FFmpeg's errno: a
+ * demuxer that finds no position in its index returns -1, which reads as
+ * "Operation not permitted". Returns PB_ERR_DATA. */
+static int seek_error(const struct video_state *st, struct pb_sample *s, int64_t frame, int averr)
+{
+    char why[128] = "";
+    if (averr == AVERROR(EPERM))
+        snprintf(why, sizeof(why), "no position for it in the file's index");
+    else
+        av_strerror(averr, why, sizeof(why));
+    snprintf(s->msg, s->msglen,
+             "%s: corrupt or truncated video data: cannot seek to frame %lld of %lld (FFmpeg: "
+             "%s%s%s)",
+             s->path ? s->path : "(no file)", (long long)frame, (long long)st->frame_count, why,
+             last_log[0] ? "; " : "", last_log);
+    last_log[0] = 0;
+    return PB_ERR_DATA;
+}
+
 static int seek_to(struct video_state *st, int64_t frame, struct pb_sample *s)
 {
     int64_t ts = frame <= 0 ? st->start_pts : rescale_frame_to_pts(st, frame);
@@ -495,7 +446,7 @@ static int seek_to(struct video_state *st, int64_t frame, struct pb_sample *s)
     if (ret < 0 && frame <= 0)
         ret = av_seek_frame(st->fmt, st->stream, 0, AVSEEK_FLAG_BYTE | AVSEEK_FLAG_BACKWARD);
     if (ret < 0)
-        return data_error(s, "cannot seek", ret);
+        return seek_error(st, s, frame, ret);
     avcodec_flush_buffers(st->dec);
     st->decoded_frame = -1;
     st->last_keyframe = -1;
@@ -625,6 +576,8 @@ static int plan_clip(struct video_state *st, struct pb_sample *s, struct clip *c
     }
     output_size(st, &c->out_h, &c->out_w);
     c->frame_bytes = (size_t)c->out_h * (size_t)c->out_w * 3;
+    if (pb_decoded_size_check(s, (double)c->frame_bytes * c->n, c->out_w, c->out_h) != PB_OK)
+        return PB_ERR_DATA;
     if (c->frame_bytes * (size_t)c->n > s->out_capacity) {
         s->out_bytes = c->frame_bytes * (size_t)c->n;
         snprintf(s->msg, s->msglen, "%s: a clip of %d frames of %dx%d needs %zu bytes, have %zu",
@@ -970,6 +923,13 @@ static int video_init(void **state, const void *opts, const struct pb_stage_plan
     return PB_OK;
 }
 
+/* Clips are RGB whatever the file holds. */
+static int video_output_channels(const void *opts)
+{
+    (void)opts;
+    return 3;
+}
+
 const struct pb_decoder_ops pb_decoder_video = {
     .name = "video",
     .summary = "Clips of video files through FFmpeg (libavformat/libavcodec), RGB THWC; opens "
@@ -980,6 +940,7 @@ const struct pb_decoder_ops pb_decoder_video = {
     .opts = video_opts,
     .opts_size = sizeof(struct video_opts),
     .validate = video_validate,
+    .output_channels = video_output_channels,
     .init = video_init,
     .decode = video_decode,
     .cleanup = video_cleanup,

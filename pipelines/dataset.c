@@ -2,8 +2,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
 #include <glob.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,13 +20,45 @@ struct entry {
     uint64_t size;
 };
 
+/* Why the walk left an entry out; hidden files are left out on purpose and
+ * are not counted. */
+enum skip_reason {
+    SKIP_UNREADABLE_FOLDER,
+    SKIP_BROKEN_LINK,
+    SKIP_LINK_LOOP,
+    SKIP_WALKED_FOLDER,
+    SKIP_UNREADABLE_ENTRY,
+    SKIP_NOT_REGULAR,
+    SKIP_REASONS
+};
+
+static const char *const skip_names[SKIP_REASONS][2] = {
+    {"unreadable folder", "unreadable folders"},
+    {"broken symlink", "broken symlinks"},
+    {"symlink loop", "symlink loops"},
+    {"folder already walked through another symlink", "folders already walked through another "
+                                                      "symlink"},
+    {"unreadable entry", "unreadable entries"},
+    {"entry that is not a regular file", "entries that are not regular files"},
+};
+
+/* A folder by device and inode, so one reached again (a symlink loop, or a
+ * second link to it) is walked once. */
+struct folder_id {
+    dev_t dev;
+    ino_t ino;
+};
+
 struct collect {
     struct entry *items;
     size_t count, cap;
     int error;
+    char path[PB_PATH_MAX];   /* the walk's current path, grown and cut */
+    struct folder_id *walked; /* open-addressing set, walked_cap a power of 2 */
+    size_t walked_count, walked_cap;
+    uint64_t skipped[SKIP_REASONS];
+    char first[SKIP_REASONS][PB_MSG_MAX / 2]; /* smallest path per reason, why */
 };
-
-static struct collect *walk_target; /* nftw has no user pointer */
 
 static int collect_add(struct collect *c, const char *path, uint64_t size)
 {
@@ -45,20 +78,142 @@ static int collect_add(struct collect *c, const char *path, uint64_t size)
     return 0;
 }
 
-static int walk_visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
+/* Counts a skipped entry; keeps the smallest path per reason (the walk's
+ * order is the file system's), with errno's sentence when err is set. */
+static void skip(struct collect *c, enum skip_reason reason, const char *path, int err)
 {
-    (void)ftw;
-    if (type != FTW_F || !S_ISREG(st->st_mode))
-        return 0;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    if (base[0] == '.') /* hidden files: editor droppings, our own markers */
-        return 0;
-    if (collect_add(walk_target, path, (uint64_t)st->st_size) != 0) {
-        walk_target->error = ENOMEM;
-        return 1;
+    char text[sizeof(c->first[0])];
+    if (err)
+        snprintf(text, sizeof(text), "%s: %s", path, strerror(err));
+    else
+        snprintf(text, sizeof(text), "%s", path);
+    if (c->skipped[reason]++ == 0 || strcmp(text, c->first[reason]) < 0)
+        memcpy(c->first[reason], text, sizeof(text));
+}
+
+static size_t folder_slot(const struct folder_id *id, size_t cap)
+{
+    return (size_t)pb_mix64((uint64_t)id->dev * 0x9e3779b97f4a7c15ull ^ (uint64_t)id->ino) &
+           (cap - 1);
+}
+
+/* Adds the folder to the walked set: 1 when it is new, 0 when it was
+ * walked already, -1 out of memory. */
+static int walk_once(struct collect *c, const struct stat *st)
+{
+    struct folder_id id = {st->st_dev, st->st_ino};
+    if (c->walked_cap && c->walked_count * 2 >= c->walked_cap) {
+        size_t cap = c->walked_cap * 2;
+        struct folder_id *grown = calloc(cap, sizeof(*grown));
+        if (!grown)
+            return -1;
+        for (size_t i = 0; i < c->walked_cap; i++) {
+            if (c->walked[i].ino == 0 && c->walked[i].dev == 0)
+                continue;
+            size_t at = folder_slot(&c->walked[i], cap);
+            while (grown[at].ino || grown[at].dev)
+                at = (at + 1) & (cap - 1);
+            grown[at] = c->walked[i];
+        }
+        free(c->walked);
+        c->walked = grown;
+        c->walked_cap = cap;
+    } else if (!c->walked_cap) {
+        c->walked = calloc(64, sizeof(*c->walked));
+        if (!c->walked)
+            return -1;
+        c->walked_cap = 64;
     }
-    return 0;
+    size_t at = folder_slot(&id, c->walked_cap);
+    for (; c->walked[at].ino || c->walked[at].dev; at = (at + 1) & (c->walked_cap - 1))
+        if (c->walked[at].dev == id.dev && c->walked[at].ino == id.ino)
+            return 0;
+    c->walked[at] = id;
+    c->walked_count++;
+    return 1;
+}
+
+/* Why stat failed on c->path: a broken symlink, a loop of them, or another
+ * error (err). */
+static void skip_unstatable(struct collect *c, int err)
+{
+    struct stat link;
+    bool is_link = lstat(c->path, &link) == 0 && S_ISLNK(link.st_mode);
+    if (is_link && err == ENOENT)
+        skip(c, SKIP_BROKEN_LINK, c->path, 0);
+    else if (is_link && err == ELOOP)
+        skip(c, SKIP_LINK_LOOP, c->path, 0);
+    else
+        skip(c, SKIP_UNREADABLE_ENTRY, c->path, err);
+}
+
+/* Walks the folder at c->path (st its stat), following symlinks to files
+ * and folders; every folder once. Returns 0, or -1 with c->error set. */
+static int walk_folder(struct collect *c, const struct stat *st)
+{
+    int fresh = walk_once(c, st);
+    if (fresh <= 0) {
+        if (fresh < 0)
+            c->error = ENOMEM;
+        else
+            skip(c, SKIP_WALKED_FOLDER, c->path, 0);
+        return fresh;
+    }
+    DIR *dir = opendir(c->path);
+    if (!dir) {
+        skip(c, SKIP_UNREADABLE_FOLDER, c->path, errno);
+        return 0;
+    }
+    size_t len = strlen(c->path);
+    struct dirent *d;
+    int rc = 0;
+    while (rc == 0 && (errno = 0, d = readdir(dir)) != NULL) {
+        if (d->d_name[0] == '.') /* ., .., hidden files: editor droppings, our markers */
+            continue;
+        int n = snprintf(c->path + len, sizeof(c->path) - len, "/%s", d->d_name);
+        if (n < 0 || (size_t)n >= sizeof(c->path) - len) {
+            c->path[len] = '\0';
+            skip(c, SKIP_UNREADABLE_ENTRY, c->path, ENAMETOOLONG);
+            continue;
+        }
+        struct stat entry;
+        if (stat(c->path, &entry) != 0)
+            skip_unstatable(c, errno);
+        else if (S_ISDIR(entry.st_mode))
+            rc = walk_folder(c, &entry);
+        else if (!S_ISREG(entry.st_mode))
+            skip(c, SKIP_NOT_REGULAR, c->path, 0);
+        else if (collect_add(c, c->path, (uint64_t)entry.st_size) != 0)
+            c->error = ENOMEM, rc = -1;
+        c->path[len] = '\0';
+    }
+    if (rc == 0 && errno != 0) /* readdir failed part way */
+        skip(c, SKIP_UNREADABLE_FOLDER, c->path, errno);
+    closedir(dir);
+    return rc;
+}
+
+/* "skipped 3 entries: 2 unreadable folders (first: data/x: Permission
+ * denied), 1 broken symlink (first: data/y)", or "" when none was. */
+static void describe_skips(const struct collect *c, char *out, size_t outlen)
+{
+    uint64_t total = 0;
+    for (int r = 0; r < SKIP_REASONS; r++)
+        total += c->skipped[r];
+    out[0] = '\0';
+    if (!total)
+        return;
+    size_t used = (size_t)snprintf(out, outlen, "skipped %llu %s:", (unsigned long long)total,
+                                   total == 1 ? "entry" : "entries");
+    const char *sep = " ";
+    for (int r = 0; r < SKIP_REASONS && used < outlen; r++) {
+        if (!c->skipped[r])
+            continue;
+        used += (size_t)snprintf(out + used, outlen - used, "%s%llu %s (first: %s)", sep,
+                                 (unsigned long long)c->skipped[r],
+                                 skip_names[r][c->skipped[r] != 1], c->first[r]);
+        sep = ", ";
+    }
 }
 
 static int entry_cmp(const void *a, const void *b)
@@ -86,6 +241,79 @@ static bool dir_is_empty_or_missing(const char *path)
     return rc == GLOB_NOMATCH;
 }
 
+/* Finds the files at spec->path into c, then lays them out in ds, sorted. */
+static int index_files(const struct pb_dataset_spec *spec, struct pb_dataset *ds, struct collect *c,
+                       char *msg, size_t msglen)
+{
+    if (is_glob(spec->path)) {
+        glob_t g;
+        int rc = glob(spec->path, 0, NULL, &g);
+        if (rc == 0) {
+            for (size_t i = 0; i < g.gl_pathc && !c->error; i++) {
+                struct stat st;
+                pb_strlcpy(c->path, g.gl_pathv[i], sizeof(c->path));
+                if (stat(c->path, &st) != 0)
+                    skip_unstatable(c, errno);
+                else if (S_ISREG(st.st_mode) && collect_add(c, c->path, (uint64_t)st.st_size) != 0)
+                    c->error = ENOMEM;
+            }
+        }
+        globfree(&g);
+    } else {
+        struct stat st;
+        if (stat(spec->path, &st) != 0) {
+            snprintf(msg, msglen, "dataset.path '%s': %s%s", spec->path, strerror(errno),
+                     spec->has_generate ? "" : " (add a dataset.generate block to make data)");
+            return PB_ERR_CONFIG;
+        }
+        if (S_ISREG(st.st_mode)) {
+            if (collect_add(c, spec->path, (uint64_t)st.st_size) != 0)
+                c->error = ENOMEM;
+        } else {
+            pb_strlcpy(c->path, spec->path, sizeof(c->path));
+            size_t len = strlen(c->path);
+            while (len > 1 && c->path[len - 1] == '/')
+                c->path[--len] = '\0';
+            walk_folder(c, &st);
+        }
+    }
+    describe_skips(c, ds->skipped, sizeof(ds->skipped));
+    if (c->error) {
+        snprintf(msg, msglen, "dataset.path '%s': %s", spec->path, strerror(c->error));
+        return PB_ERR;
+    }
+    if (c->count == 0) {
+        snprintf(msg, msglen, "dataset.path '%s' matches no files%s%s%s", spec->path,
+                 ds->skipped[0] ? " (" : "", ds->skipped, ds->skipped[0] ? ")" : "");
+        return PB_ERR_CONFIG;
+    }
+    qsort(c->items, c->count, sizeof(*c->items), entry_cmp);
+
+    size_t arena_bytes = 0;
+    for (size_t i = 0; i < c->count; i++)
+        arena_bytes += strlen(c->items[i].path) + 1;
+    ds->arena = malloc(arena_bytes);
+    ds->paths = malloc(c->count * sizeof(*ds->paths));
+    ds->sizes = malloc(c->count * sizeof(*ds->sizes));
+    if (!ds->arena || !ds->paths || !ds->sizes) {
+        snprintf(msg, msglen, "out of memory indexing %zu files", c->count);
+        return PB_ERR_NOMEM;
+    }
+    char *at = ds->arena;
+    for (size_t i = 0; i < c->count; i++) {
+        size_t len = strlen(c->items[i].path) + 1;
+        memcpy(at, c->items[i].path, len);
+        ds->paths[i] = at;
+        at += len;
+        ds->sizes[i] = c->items[i].size;
+        ds->total_bytes += c->items[i].size;
+        if (c->items[i].size > ds->max_bytes)
+            ds->max_bytes = c->items[i].size;
+    }
+    ds->count = c->count;
+    return PB_OK;
+}
+
 int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, char *msg,
                     size_t msglen)
 {
@@ -100,77 +328,17 @@ int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, c
             return rc;
     }
 
-    struct collect c = {0};
-    if (is_glob(spec->path)) {
-        glob_t g;
-        int rc = glob(spec->path, 0, NULL, &g);
-        if (rc == 0) {
-            for (size_t i = 0; i < g.gl_pathc && !c.error; i++) {
-                struct stat st;
-                if (stat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode))
-                    if (collect_add(&c, g.gl_pathv[i], (uint64_t)st.st_size) != 0)
-                        c.error = ENOMEM;
-            }
-        }
-        globfree(&g);
-    } else {
-        struct stat st;
-        if (stat(spec->path, &st) != 0) {
-            snprintf(msg, msglen, "dataset.path '%s': %s%s", spec->path, strerror(errno),
-                     spec->has_generate ? "" : " (add a dataset.generate block to make data)");
-            return PB_ERR_CONFIG;
-        }
-        if (S_ISREG(st.st_mode)) {
-            if (collect_add(&c, spec->path, (uint64_t)st.st_size) != 0)
-                c.error = ENOMEM;
-        } else {
-            walk_target = &c;
-            if (nftw(spec->path, walk_visit, 32, FTW_PHYS) != 0 && !c.error)
-                c.error = errno ? errno : EIO;
-            walk_target = NULL;
-        }
+    struct collect *c = calloc(1, sizeof(*c));
+    if (!c) {
+        snprintf(msg, msglen, "out of memory indexing dataset.path '%s'", spec->path);
+        return PB_ERR_NOMEM;
     }
-    if (c.error) {
-        snprintf(msg, msglen, "dataset.path '%s': %s", spec->path, strerror(c.error));
-        for (size_t i = 0; i < c.count; i++)
-            free(c.items[i].path);
-        free(c.items);
-        return PB_ERR;
-    }
-    if (c.count == 0) {
-        snprintf(msg, msglen, "dataset.path '%s' matches no files", spec->path);
-        free(c.items);
-        return PB_ERR_CONFIG;
-    }
-    qsort(c.items, c.count, sizeof(*c.items), entry_cmp);
-
-    size_t arena_bytes = 0;
-    for (size_t i = 0; i < c.count; i++)
-        arena_bytes += strlen(c.items[i].path) + 1;
-    ds->arena = malloc(arena_bytes);
-    ds->paths = malloc(c.count * sizeof(*ds->paths));
-    ds->sizes = malloc(c.count * sizeof(*ds->sizes));
-    int rc = PB_OK;
-    if (!ds->arena || !ds->paths || !ds->sizes) {
-        snprintf(msg, msglen, "out of memory indexing %zu files", c.count);
-        rc = PB_ERR_NOMEM;
-    } else {
-        char *at = ds->arena;
-        for (size_t i = 0; i < c.count; i++) {
-            size_t len = strlen(c.items[i].path) + 1;
-            memcpy(at, c.items[i].path, len);
-            ds->paths[i] = at;
-            at += len;
-            ds->sizes[i] = c.items[i].size;
-            ds->total_bytes += c.items[i].size;
-            if (c.items[i].size > ds->max_bytes)
-                ds->max_bytes = c.items[i].size;
-        }
-        ds->count = c.count;
-    }
-    for (size_t i = 0; i < c.count; i++)
-        free(c.items[i].path);
-    free(c.items);
+    int rc = index_files(spec, ds, c, msg, msglen);
+    for (size_t i = 0; i < c->count; i++)
+        free(c->items[i].path);
+    free(c->items);
+    free(c->walked);
+    free(c);
     if (rc != PB_OK)
         pb_dataset_free(ds);
     return rc;

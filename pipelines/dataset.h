@@ -38,10 +38,18 @@ struct pb_dataset {
     uint64_t max_bytes;    /* largest file                               */
     uint64_t total_bytes;
     char *arena;
+    /* What the walk left out and why, for a warning: "skipped 3 entries: 2
+     * unreadable folders (first: data/x: Permission denied), 1 broken
+     * symlink (first: data/y)"; "" when nothing was. */
+    char skipped[PB_MSG_MAX];
 };
 
 /* Indexes the files at spec->path (generating them first when the spec has
- * a generate block and the folder is missing or empty). Returns PB_OK, or
+ * a generate block and the folder is missing or empty). A folder is walked
+ * recursively, following symlinks to files and folders (each folder once,
+ * by device and inode, so a symlink loop ends); hidden entries are left
+ * out, and what else is left out (unreadable folders, broken symlinks, ...)
+ * is counted in ds->skipped. Returns PB_OK, or
  * PB_ERR_CONFIG / PB_ERR with a message naming the path. Release with
  * pb_dataset_free(). */
 int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, char *msg,

@@ -91,6 +91,21 @@ static int normalize_validate(const void *opts, char *msg, size_t msglen)
     return PB_OK;
 }
 
+/* N mean/std values need N channels, or 1 (a gray image is repeated into
+ * the N); one value fits any. */
+static int normalize_validate_channels(const void *opts, int channels, char *msg, size_t msglen)
+{
+    const struct normalize_opts *o = opts;
+    int n = o->mean.count > o->std.count ? o->mean.count : o->std.count;
+    if (n <= 1 || channels == n || channels == 1)
+        return PB_OK;
+    snprintf(msg, msglen,
+             "pipeline.normalize has %d mean/std values but the decoder writes %d channels; give "
+             "%d values (one per channel) or one for all",
+             n, channels, channels);
+    return PB_ERR_CONFIG;
+}
+
 static int normalize_init(void **state, const void *opts, const struct pb_stage_plan *in,
                           struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
                           const void *decoder_opts, char *msg, size_t msglen)
@@ -253,6 +268,7 @@ const struct pb_stage_ops pb_stage_normalize = {
     PB_DEVICE_OPTS(normalize_opts, struct normalize_opts),
     .gpu = &normalize_gpu,
     .validate = normalize_validate,
+    .validate_channels = normalize_validate_channels,
     .init = normalize_init,
     .process = normalize_process,
     .cleanup = free,

@@ -20,6 +20,11 @@ struct pb_decoder_ops;
 #define PB_MAX_SUBSTAGES 6
 #define PB_MAX_COUNTERS 4
 
+/* The most bytes one sample may take at any stage (4 GiB): a stage asking
+ * for more (PB_ERR_NOSPACE with out_bytes above it) has read a corrupt
+ * size, and the sample is a data error, not an allocation. */
+#define PB_SAMPLE_MAX_BYTES ((size_t)1 << 32)
+
 /* One sample on its way through a worker's pipeline. The pipeline owns all
  * buffers: a stage reads in/in_bytes and writes at most out_capacity bytes
  * to out, then sets out_bytes and out_shape. */
@@ -148,6 +153,12 @@ struct pb_stage_ops {
      * returns PB_OK. init calls it too and keeps only the checks that need
      * the plan (the input's shape). */
     int (*validate)(const void *opts, char *msg, size_t msglen);
+    /* Optional: whether the stage takes images of `channels` channels, as
+     * the decoder before it declares them from its options alone (e.g.
+     * normalize's count of mean and std values). PB_OK, or PB_ERR_CONFIG
+     * with the sentence in msg; pb_config_validate reports it at the
+     * stage's line and column. Set on the CPU version (the registry's). */
+    int (*validate_channels)(const void *opts, int channels, char *msg, size_t msglen);
 
     /* Creates per-worker state from the resolved options. in describes the
      * largest input; the stage fills out with its largest output.

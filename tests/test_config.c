@@ -392,7 +392,7 @@ static void test_bad_configs(void **state)
         {HEAD "run:\n  threads: 4\n",
          "bad.yaml:8:3: unknown key 'run.threads'; allowed: warmup_batches, min_time_s, "
          "max_time_s, min_samples, target_noise, window_s, repeats, step_ms, on_error, "
-         "stage_timing"},
+         "stage_timing, max_error_pct, max_memory_mib"},
         {"dataset:\n  path: /data\n  generat: {count: 4}\npipeline: [read]\n",
          "bad.yaml:3:3: unknown key 'dataset.generat'; did you mean 'generate'? allowed: path, "
          "shuffle, seed, epochs, max_samples, shard, generate"},
@@ -1052,6 +1052,78 @@ static void test_deep_nesting_fails_fast(void **state)
     free(yaml);
 }
 
+/* ---- issue 16: channels known from the config, run limits ------------- */
+
+/* Loads yaml as "ok.yaml" and validates it; fails the test unless both
+ * succeed. */
+static void expect_valid(const char *yaml)
+{
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    int rc = pb_config_load_string(yaml, "ok.yaml", &spec, msg, sizeof msg);
+    if (rc == PB_OK)
+        rc = pb_config_validate(&spec, msg, sizeof msg);
+    pb_spec_free(&spec);
+    if (rc != PB_OK)
+        fail_msg("%s\nyaml:\n%s", msg, yaml);
+}
+
+/* normalize's mean/std count against the channels a decoder declares from
+ * its options, at the normalize stage's line and column (both devices);
+ * one value fits any image, and a gray image is repeated into N. */
+static void test_channel_mismatch_at_validate(void **state)
+{
+    (void)state;
+    const struct bad_case cases[] = {
+        {"dataset:\n  path: /data\npipeline:\n  - read:\n"
+         "  - decode: {decoder: null, channels: 4}\n"
+         "  - normalize: {mean: [0.5, 0.5, 0.5], std: [0.2, 0.2, 0.2]}\n",
+         "bad.yaml:6:5: pipeline.normalize has 3 mean/std values but the decoder writes 4 "
+         "channels; give 4 values (one per channel) or one for all (decoder 'null')"},
+        {"dataset:\n  path: /data\npipeline:\n  - read:\n  - decode: {decoder: jpeg}\n"
+         "  - resize: {size: [32, 32]}\n"
+         "  - normalize: {mean: [0.5, 0.5, 0.5, 0.5], std: 0.2}\n",
+         "bad.yaml:7:5: pipeline.normalize has 4 mean/std values but the decoder writes 3 "
+         "channels; give 3 values (one per channel) or one for all (decoder 'jpeg')"},
+        {"dataset:\n  path: /data\npipeline:\n  - decode: {decoder: video}\n"
+         "  - to_device:\n  - normalize: {device: gpu, mean: [0.5, 0.5], std: [1, 1]}\n",
+         "bad.yaml:6:5: pipeline.normalize has 2 mean/std values but the decoder writes 3 "
+         "channels; give 3 values (one per channel) or one for all (decoder 'video')"},
+    };
+    check_bad_cases(cases, PB_ARRAY_LEN(cases), true);
+    expect_valid("dataset:\n  path: /data\npipeline:\n  - read:\n"
+                 "  - decode: {decoder: jpeg, output: gray}\n"
+                 "  - normalize: {mean: [0.5, 0.5, 0.5], std: [0.2, 0.2, 0.2]}\n");
+    expect_valid("dataset:\n  path: /data\npipeline:\n  - read:\n"
+                 "  - decode: {decoder: null, channels: 4}\n"
+                 "  - normalize: {mean: 0.5, std: 0.2}\n");
+    expect_valid("dataset:\n  path: /data\npipeline:\n  - read:\n"
+                 "  - decode: {decoder: auto}\n"
+                 "  - normalize: {mean: [0.5, 0.5, 0.5], std: [0.2, 0.2, 0.2]}\n");
+}
+
+/* run.max_error_pct (0..100, default 50) and run.max_memory_mib (default
+ * 0: no limit beyond what is available). */
+static void test_run_limit_options(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX];
+    assert_int_equal(pb_config_load_string(HEAD, "ok.yaml", &spec, msg, sizeof msg), PB_OK);
+    assert_true(spec.run.max_error_pct == 50);
+    assert_int_equal(spec.run.max_memory_mib, 0);
+    assert_int_equal(pb_config_override(&spec, "run.max_error_pct=12.5", msg, sizeof msg), PB_OK);
+    assert_true(spec.run.max_error_pct == 12.5);
+    assert_int_equal(pb_config_override(&spec, "run.max_memory_mib=2048", msg, sizeof msg), PB_OK);
+    assert_int_equal(spec.run.max_memory_mib, 2048);
+    assert_int_equal(pb_config_override(&spec, "run.max_error_pct=101", msg, sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "run.max_error_pct"));
+    assert_int_equal(pb_config_override(&spec, "run.max_memory_mib=-1", msg, sizeof msg),
+                     PB_ERR_CONFIG);
+    pb_spec_free(&spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1078,6 +1150,8 @@ int main(void)
         cmocka_unit_test(test_stage_rule_after_override),
         cmocka_unit_test(test_gpu_version_without_cuda),
         cmocka_unit_test(test_deep_nesting_fails_fast),
+        cmocka_unit_test(test_channel_mismatch_at_validate),
+        cmocka_unit_test(test_run_limit_options),
     };
     return cmocka_run_group_tests(tests, setup_names, NULL);
 }

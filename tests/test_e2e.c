@@ -931,6 +931,91 @@ static void test_history_add_idempotent_and_read_only(void **state)
                "file:once.db?mode=ro: attempt to write a readonly database");
 }
 
+/* ---- issue 16: bad samples, memory, symlinked datasets ------------------ */
+
+/* A run in which every sample is bad exits 1 and says why, with no rate of
+ * it shown; one whose bad share is above run.max_error_pct exits 1 too,
+ * keeps its result, and lists each failing file once with a count. */
+static void test_issue16_bad_sample_share_exits_1(void **state)
+{
+    (void)state;
+    char out[512], args[2048];
+    run_args(args, "null.yaml", "-s run.repeats=1 -s pipeline.decode.fail_every=1 -o none.json");
+    EXPECT_ERR(args, 1, "every one of the ", " samples failed: first error ",
+               "null decoder: sample ");
+    char *err = err_text();
+    assert_null(strstr(err, "samples/s"));
+    assert_null(strstr(err, "batches/s"));
+    free(err);
+    char *text = slurp(out);
+    assert_null(strstr(text, "batches/s"));
+    free(text);
+
+    run_args(args, "null.yaml",
+             "-s run.repeats=1 -s pipeline.decode.fail_every=2 -s run.max_error_pct=30 "
+             "-s dataset.epochs=4 -s dataset.shuffle=false -o half.json -q");
+    EXPECT_ERR(args, 1, "% of samples failed (", "above run.max_error_pct 30: first error ");
+    json_t *r = load_result("half.json");
+    json_t *files = json_object_get(
+        json_object_get(json_array_get(json_object_get(r, "points"), 0), "errors"), "files");
+    assert_true(json_array_size(files) >= 2);
+    for (size_t i = 0; i < json_array_size(files); i++) {
+        const char *entry = json_string_value(json_array_get(files, i));
+        size_t path_len = strcspn(entry, ":");
+        for (size_t j = 0; j < i; j++)
+            assert_false(
+                strncmp(entry, json_string_value(json_array_get(files, j)), path_len + 1) == 0);
+    }
+    json_decref(r);
+}
+
+/* A batch pool far beyond the machine's memory is refused with the figures
+ * and exit 2, before anything is allocated. */
+static void test_issue16_pool_over_memory_exits_2(void **state)
+{
+    (void)state;
+    char args[2048];
+    run_args(args, "null.yaml",
+             "-s loader.workers=1024 -s loader.prefetch_factor=1024 "
+             "-s pipeline.decode.width=16384 -s pipeline.decode.height=16384");
+    EXPECT_ERR(args, 2, "the batch pool needs ", "(1024 workers x 1024 prefetch x ",
+               "is available; lower loader.prefetch_factor");
+    run_args(args, "null.yaml", "-s run.max_memory_mib=1 -s loader.batch_size=4096");
+    EXPECT_ERR(args, 2, "is allowed by run.max_memory_mib");
+}
+
+/* A folder of symlinks to files is a dataset; a broken link in it is
+ * reported as a warning of the run. */
+static void test_issue16_symlinked_dataset(void **state)
+{
+    (void)state;
+    char dir[600], path[700], target[700], out[512], args[2048];
+    snprintf(dir, sizeof(dir), "%s/real16", workdir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(dir, sizeof(dir), "%s/links16", workdir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    for (int i = 0; i < 16; i++) {
+        snprintf(target, sizeof(target), "%s/real16/f%02d.bin", workdir, i);
+        pb_test_write_file(target, "0123456789abcdef", 16);
+        snprintf(path, sizeof(path), "%s/f%02d.bin", dir, i);
+        assert_int_equal(symlink(target, path), 0);
+    }
+    snprintf(path, sizeof(path), "%s/gone.bin", dir);
+    assert_int_equal(symlink("/nonexistent/pbench/gone.bin", path), 0);
+    snprintf(args, sizeof(args),
+             "run '%s/configs/null.yaml' " FAST "-s dataset.path=links16 -s run.repeats=1",
+             source_dir);
+    pbench_ok(args, out, sizeof(out));
+    char *text = slurp(out);
+    char *err = err_text();
+    pb_test_assert_contains(err, (const char *const[]){"16 files", NULL});
+    pb_test_assert_contains(
+        text,
+        (const char *const[]){"skipped 1 entry: 1 broken symlink (first: links16/gone.bin)", NULL});
+    free(text);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -954,6 +1039,9 @@ int main(void)
         cmocka_unit_test(test_bad_results_and_no_match),
         cmocka_unit_test(test_hostile_names_printed_plainly),
         cmocka_unit_test(test_history_add_idempotent_and_read_only),
+        cmocka_unit_test(test_issue16_bad_sample_share_exits_1),
+        cmocka_unit_test(test_issue16_pool_over_memory_exits_2),
+        cmocka_unit_test(test_issue16_symlinked_dataset),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);

@@ -344,6 +344,162 @@ static void test_rule_other_reasons(void **state)
     pb_stoprule_free(&rule);
 }
 
+/* ---- bad samples, huge samples and the memory check (issue 16) ------- */
+
+/* Runs spec (with the -s style overrides, NULL-terminated) as one point;
+ * returns the runner's code, msg its sentence. */
+static int run_overridden(struct pb_spec *spec, const char *const *overrides,
+                          struct pb_result *result, char *msg, size_t msglen)
+{
+    for (int i = 0; overrides && overrides[i]; i++)
+        if (pb_config_override(spec, overrides[i], msg, msglen) != PB_OK)
+            fail_msg("%s", msg);
+    if (pb_config_validate(spec, msg, msglen) != PB_OK)
+        fail_msg("%s", msg);
+    memset(result, 0, sizeof(*result));
+    result->points = calloc(1, sizeof(*result->points));
+    result->point_count = 1;
+    struct pb_dataset ds;
+    if (pb_dataset_open(&spec->dataset, &ds, msg, msglen) != PB_OK)
+        fail_msg("%s", msg);
+    msg[0] = '\0';
+    int rc = pb_run_point(spec, &ds, NULL, result->points, msg, msglen);
+    pb_dataset_free(&ds);
+    return rc;
+}
+
+/* Every sample bad: the repeat fails and is not kept (so no rate of it is
+ * shown), and the message says why with the first bad file. */
+static void test_no_sample_delivered_fails(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    struct pb_result result;
+    char msg[PB_MSG_MAX];
+    load_spec(&spec, "workers: 2", "min_time_s: 0.05, max_time_s: 0.3, warmup_batches: 1", "");
+    static const char *const all_bad[] = {"pipeline.decode.fail_every=1", NULL};
+    assert_int_equal(run_overridden(&spec, all_bad, &result, msg, sizeof(msg)), PB_ERR_DATA);
+    assert_non_null(strstr(msg, "every one of the "));
+    assert_non_null(strstr(msg, " samples failed: first error "));
+    assert_non_null(strstr(msg, "null decoder: sample"));
+    assert_int_equal(result.points[0].repeat_count, 0);
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+}
+
+/* Half the samples bad: above run.max_error_pct 30 the repeat fails (and
+ * is kept, with its figures); a quarter bad passes the default of 50. Each
+ * failing file is listed once, with how often it failed. */
+static void test_error_share_and_error_files(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    struct pb_result result;
+    char msg[PB_MSG_MAX];
+    load_spec(&spec, "workers: 2", "min_time_s: 0.05, max_time_s: 0.3, warmup_batches: 0", "");
+    static const char *const half_bad[] = {"pipeline.decode.fail_every=2", "run.max_error_pct=30",
+                                           NULL};
+    assert_int_equal(run_overridden(&spec, half_bad, &result, msg, sizeof(msg)), PB_ERR_DATA);
+    assert_non_null(strstr(msg, "% of samples failed ("));
+    assert_non_null(strstr(msg, "above run.max_error_pct 30: first error "));
+    assert_int_equal(result.points[0].repeat_count, 1);
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+
+    load_spec(&spec, "workers: 2", "min_time_s: 0.05, max_time_s: 0.3, warmup_batches: 0",
+              "epochs: 3");
+    static const char *const quarter_bad[] = {"pipeline.decode.fail_every=4", NULL};
+    assert_int_equal(run_overridden(&spec, quarter_bad, &result, msg, sizeof(msg)), PB_OK);
+    const struct pb_point_result *p = &result.points[0];
+    assert_int_equal(p->error_file_count, PB_MAX_ERROR_FILES);
+    for (int i = 0; i < p->error_file_count; i++) {
+        const char *path_end = strchr(p->error_files[i], ':');
+        assert_non_null(path_end);
+        for (int j = 0; j < i; j++)
+            assert_false(strncmp(p->error_files[i], p->error_files[j],
+                                 (size_t)(path_end - p->error_files[i]) + 1) == 0);
+        assert_non_null(strstr(p->error_files[i], " times)"));
+    }
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+}
+
+/* A stage that asks for 1 TiB of output, as a corrupt header makes a
+ * decoder do: the sample is a data error and nothing is allocated. */
+static int huge_init(void **state, const void *opts, const struct pb_stage_plan *in,
+                     struct pb_stage_plan *out, const struct pb_decoder_ops *decoder,
+                     const void *decoder_opts, char *msg, size_t msglen)
+{
+    (void)opts, (void)decoder, (void)decoder_opts, (void)msg, (void)msglen;
+    *out = *in;
+    *state = NULL;
+    return PB_OK;
+}
+
+static int huge_process(void *state, struct pb_sample *s)
+{
+    (void)state;
+    s->out_bytes = (size_t)1 << 40;
+    return PB_ERR_NOSPACE;
+}
+
+static const struct pb_stage_ops huge_stage = {
+    .name = "huge", .flags = PB_STAGE_WORKER, .init = huge_init, .process = huge_process};
+
+static void test_sample_over_the_bound_is_a_data_error(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    struct pb_result result;
+    char msg[PB_MSG_MAX];
+    /* Between read and decode (a scratch buffer), then last (a batch slot). */
+    for (int last = 0; last < 2; last++) {
+        load_spec(&spec, "workers: 1", "min_time_s: 0.05, max_time_s: 0.3, warmup_batches: 0", "");
+        assert_int_equal(pb_spec_add_stage(&spec, &huge_stage, NULL, msg, sizeof(msg)), PB_OK);
+        if (!last) {
+            struct pb_stage_spec decode = spec.stages[1];
+            spec.stages[1] = spec.stages[2];
+            spec.stages[2] = decode;
+        }
+        assert_int_equal(run_overridden(&spec, NULL, &result, msg, sizeof(msg)), PB_ERR_DATA);
+        assert_non_null(strstr(msg, "every one of the "));
+        assert_non_null(strstr(msg, "stage 'huge' asks for 1099511627776 bytes for one sample, "
+                                    "more than the 4294967296 bytes pbench accepts"));
+        pb_result_free(&result);
+        pb_spec_free(&spec);
+    }
+}
+
+/* A pool far beyond any machine's memory is refused with its figures
+ * before anything is allocated (allocating first would fail differently
+ * or exhaust memory); run.max_memory_mib refuses a small one. */
+static void test_pool_over_memory_is_refused_first(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    struct pb_result result;
+    char msg[PB_MSG_MAX];
+    load_spec(&spec, "workers: 1024, prefetch_factor: 1024", "warmup_batches: 0", "");
+    static const char *const big[] = {"pipeline.decode.width=16384", "pipeline.decode.height=16384",
+                                      "pipeline.decode.channels=4", NULL};
+    assert_int_equal(run_overridden(&spec, big, &result, msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "the batch pool needs 8.0 PiB (1024 workers x 1024 prefetch x "
+                                "8.0 GiB"));
+    assert_non_null(strstr(msg, "is available; lower loader.prefetch_factor"));
+    assert_int_equal(result.points[0].batch_pool_bytes, 0);
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+
+    load_spec(&spec, "workers: 2", "warmup_batches: 0", "");
+    static const char *const limited[] = {"run.max_memory_mib=1", "loader.batch_size=4096", NULL};
+    assert_int_equal(run_overridden(&spec, limited, &result, msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "the batch pool needs 12.0 MiB (2 workers x 2 prefetch x "
+                                "3.0 MiB, plus 4 scratch buffers of 2.5 KiB) but 1.0 MiB is "
+                                "allowed by run.max_memory_mib"));
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +510,10 @@ int main(void)
         cmocka_unit_test(test_counts_with_workers),
         cmocka_unit_test(test_counts_in_the_consumer),
         cmocka_unit_test(test_time_cap_is_recorded),
+        cmocka_unit_test(test_no_sample_delivered_fails),
+        cmocka_unit_test(test_error_share_and_error_files),
+        cmocka_unit_test(test_sample_over_the_bound_is_a_data_error),
+        cmocka_unit_test(test_pool_over_memory_is_refused_first),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);

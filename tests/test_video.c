@@ -612,6 +612,44 @@ static void test_validate_rules(void **state)
     }
 }
 
+/* ---- issue 16: a corrupt index says what is wrong ----------------------- */
+
+/* A file whose sample-to-chunk table is garbage cannot be seeked in: the
+ * message says the data is corrupt and which frame, not FFmpeg's errno
+ * ("Operation not permitted"). */
+static void test_corrupt_index_says_what_is_wrong(void **state)
+{
+    (void)state;
+    make_videos("good", 2, 30, 6, NULL);
+    char good[512], bad[512];
+    snprintf(good, sizeof(good), "%s/good/video_0000000.mp4", workdir);
+    snprintf(bad, sizeof(bad), "%s/bad-index.mp4", workdir);
+    size_t n;
+    uint8_t *buf = (uint8_t *)pb_test_read_file(good, &n, true);
+    uint8_t *stsc = memmem(buf, n, "stsc", 4);
+    assert_non_null(stsc);
+    for (int i = -4; i < 12; i++)
+        stsc[i] ^= 0x5a;
+    pb_test_write_file(bad, buf, n);
+    free(buf);
+    struct dec d;
+    dec_open(&d, "clip_frames=4");
+    int seek_errors = 0;
+    for (uint64_t seed = 0; seed < 8; seed++) {
+        struct pb_sample s;
+        int rc = dec_run(&d, bad, seed, &s);
+        assert_true(rc == PB_OK || rc == PB_ERR_DATA);
+        assert_null(strstr(msg_buf, "Operation not permitted"));
+        if (strstr(msg_buf, "corrupt or truncated video data: cannot seek to frame ")) {
+            assert_non_null(strstr(msg_buf, bad));
+            assert_non_null(strstr(msg_buf, "(FFmpeg: "));
+            seek_errors++;
+        }
+    }
+    assert_true(seek_errors > 0);
+    dec_close(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -621,6 +659,7 @@ int main(void)
         cmocka_unit_test(test_broken_files_decoder),
         cmocka_unit_test(test_broken_files_policies),
         cmocka_unit_test(test_validate_rules),
+        cmocka_unit_test(test_corrupt_index_says_what_is_wrong),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
