@@ -29,6 +29,7 @@
  * error, so a broken file can never loop. */
 #include "decoders/video.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,9 +319,13 @@ static int open_file(struct video_state *st, struct pb_sample *s)
     st->rotation_deg = 0;
     const uint8_t *matrix = av_stream_get_side_data(vs, AV_PKT_DATA_DISPLAYMATRIX, NULL);
     if (matrix) {
-        double deg = -av_display_rotation_get((const int32_t *)matrix); /* clockwise */
-        int r = (int)((deg < 0 ? deg - 45 : deg + 45) / 90) * 90;
-        st->rotation_deg = ((r % 360) + 360) % 360;
+        /* Clockwise degrees; a degenerate matrix (NaN, infinite) means no
+         * rotation rather than an undefined cast. */
+        double deg = -av_display_rotation_get((const int32_t *)matrix);
+        if (isfinite(deg)) {
+            int r = (int)(fmod(deg < 0 ? deg - 45 : deg + 45, 360.0) / 90) * 90;
+            st->rotation_deg = ((r % 360) + 360) % 360;
+        }
     }
     pb_strlcpy(st->path, s->path, sizeof(st->path));
     st->decoded_frame = -1;
