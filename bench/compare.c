@@ -75,12 +75,20 @@ static void check_compatible(struct pb_comparison *c, const struct pb_result *a,
         ADD_DIFFERENCE(c, "machine cores/PUs: %d/%d -> %d/%d", x->cores, x->pus, y->cores, y->pus);
     if (strcmp(x->gpu_name, y->gpu_name) != 0)
         ADD_DIFFERENCE(c, "GPU: '%s' -> '%s'", x->gpu_name, y->gpu_name);
-    for (int i = 0; i < x->library_count; i++)
-        for (int j = 0; j < y->library_count; j++)
-            if (strcmp(x->libraries[i][0], y->libraries[j][0]) == 0 &&
-                strcmp(x->libraries[i][1], y->libraries[j][1]) != 0)
-                ADD_DIFFERENCE(c, "library %s: %s -> %s", x->libraries[i][0], x->libraries[i][1],
-                               y->libraries[j][1]);
+    /* By name, each name's first entry on either side (a hand-edited file
+     * may list a name twice). */
+    for (int i = 0; i < x->library_count; i++) {
+        int first = 0;
+        while (strcmp(x->libraries[first][0], x->libraries[i][0]) != 0)
+            first++;
+        int j = 0;
+        while (j < y->library_count && strcmp(x->libraries[i][0], y->libraries[j][0]) != 0)
+            j++;
+        if (first == i && j < y->library_count &&
+            strcmp(x->libraries[i][1], y->libraries[j][1]) != 0)
+            ADD_DIFFERENCE(c, "library %s: %s -> %s", x->libraries[i][0], x->libraries[i][1],
+                           y->libraries[j][1]);
+    }
     c->incompatible = c->difference_count > 0;
     /* The measured config: everything but the run section, which only says
      * how long and how often to measure. */

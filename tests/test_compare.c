@@ -235,6 +235,39 @@ static void test_differences_are_listed(void **state)
     pb_result_free(&y);
 }
 
+/* Libraries are matched by name: a file that lists a name twice compared
+ * with itself shows no difference, and a changed version shows one. */
+static void test_libraries_matched_by_name(void **state)
+{
+    (void)state;
+    const double a[] = {1, 2, 3};
+    struct pb_result x, y;
+    make_result(&x, a, 3, "cpu", 300);
+    make_result(&y, a, 3, "cpu", 300);
+    static const char *const libs[][2] = {
+        {"libswscale", "6.7.100"}, {"libyaml", "0.2.5"}, {"libswscale", "59.37.100"}};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 2; k++) {
+            snprintf(x.machine.libraries[i][k], sizeof(x.machine.libraries[i][k]), "%s",
+                     libs[i][k]);
+            snprintf(y.machine.libraries[i][k], sizeof(y.machine.libraries[i][k]), "%s",
+                     libs[i][k]);
+        }
+    x.machine.library_count = y.machine.library_count = 3;
+    struct pb_comparison cmp;
+    pb_compare(&x, &y, 5, &cmp);
+    assert_false(cmp.incompatible);
+    assert_int_equal(cmp.difference_count, 0);
+    pb_comparison_free(&cmp);
+    snprintf(y.machine.libraries[1][1], sizeof(y.machine.libraries[1][1]), "0.2.6");
+    pb_compare(&x, &y, 5, &cmp);
+    assert_int_equal(cmp.difference_count, 1);
+    assert_string_equal(cmp.differences[0], "library libyaml: 0.2.5 -> 0.2.6");
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+}
+
 /* Runs pb_comparison_print into strings: out gets the report, err the
  * notes; returns its code. The caller frees both. */
 static int print_to_strings(const struct pb_comparison *cmp, const char *base_name,
@@ -316,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_false_alarms_and_power),
         cmocka_unit_test(test_too_few_repeats_is_ambiguous),
         cmocka_unit_test(test_differences_are_listed),
+        cmocka_unit_test(test_libraries_matched_by_name),
         cmocka_unit_test(test_no_matching_point_is_an_error),
         cmocka_unit_test(test_names_printed_without_control_characters),
     };
