@@ -396,8 +396,17 @@ static const struct command *find_command(const char *name)
 static void print_usage(FILE *out)
 {
     fprintf(out, "pbench %s: benchmark ML data-loading pipelines\n\nUsage:\n", PB_VERSION);
+    /* A usage's second form ("       pbench history show") is indented to
+     * follow "usage: "; here it lines up with the first. */
     for (size_t i = 0; i < PB_ARRAY_LEN(commands); i++)
-        fprintf(out, "  %s\n", commands[i].usage);
+        for (const char *line = commands[i].usage; *line;) {
+            size_t len = strcspn(line, "\n");
+            bool second_form = strncmp(line, "       pbench ", 14) == 0;
+            bool first = line == commands[i].usage;
+            fprintf(out, "%s%.*s\n", first || second_form ? "  " : "",
+                    (int)(len - (second_form ? 7 : 0)), line + (second_form ? 7 : 0));
+            line += len + (line[len] == '\n');
+        }
     fprintf(out, "\nExit codes: 0 success, 1 error, 2 usage or config error, 3 regression,\n"
                  "130 interrupted by Ctrl-C (143 SIGTERM, 129 SIGHUP).\n"
                  "Run 'pbench help COMMAND' for details.\n");
