@@ -86,7 +86,7 @@ struct consumed {
     uint64_t loader_cpu_start, loader_cpu_end;
     uint64_t samples, batches, bytes_read, errors;
     uint64_t wait_total, step_total;
-    uint64_t step_wall_total, stages_total, first_batch_ns; /* the loop's time */
+    uint64_t step_wall_total, stages_total, first_batch_ns;
     uint64_t step_ns; /* run.step_ms */
     size_t records_cap;
 };

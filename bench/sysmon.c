@@ -74,8 +74,8 @@ int pb_proc_stat_parse(const char *text, struct pb_machine_cpu *out)
     /* user nice system idle iowait irq softirq steal; older kernels stop
      * before steal, which then stays 0. */
     unsigned long long v[8] = {0};
-    int n = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-                   &v[3], &v[4], &v[5], &v[6], &v[7]);
+    int n = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]);
     if (n < 4)
         return PB_ERR;
     out->steal_ticks = v[7];

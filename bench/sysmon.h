@@ -47,10 +47,11 @@ struct pb_sysmon {
     _Atomic uint64_t live_samples;
     _Atomic uint64_t live_start_ns; /* 0 until the measured part starts */
     uint64_t start_ns;              /* the repeat's start: series times */
-    struct pb_machine_cpu machine_start; /* when the measured part began */
     struct pb_rss_sample *rss;      /* PB_SYSMON_MAX_SAMPLES, owned */
     size_t rss_count;
     uint64_t rss_peak_bytes;
+    /* The machine's CPU time when the measured part started. */
+    struct pb_machine_cpu machine_start;
 };
 
 /* Allocates the series. Returns PB_OK or PB_ERR_NOMEM; release with
@@ -87,7 +88,6 @@ void pb_sysmon_copy(const struct pb_sysmon *mon, struct pb_rss_sample **rss, siz
 uint64_t pb_process_cpu_ns(void);
 uint64_t pb_mem_available_bytes(void);
 double pb_cpu_mhz_now(void);
-
 
 /* Parses the text of /proc/stat (only its first "cpu " line is read).
  * Returns PB_OK, or PB_ERR when the line is missing or malformed. */

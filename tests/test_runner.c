@@ -516,15 +516,17 @@ static void test_loop_time_and_first_batch(void **state)
     double elapsed_s = (double)(pb_now_ns() - t0) / 1e9;
     for (size_t r = 0; r < point->repeat_count; r++) {
         const struct pb_repeat_result *rep = &point->repeats[r];
-        double sum = rep->stall_pct + rep->loop_step_pct + rep->loop_stages_pct + rep->loop_other_pct;
+        double sum =
+            rep->stall_pct + rep->loop_step_pct + rep->loop_stages_pct + rep->loop_other_pct;
         assert_true(fabs(sum - 100) < 0.01);
-        assert_true(rep->loop_step_pct > 0 && rep->loop_stages_pct >= 0 && rep->loop_other_pct >= 0);
+        assert_true(rep->loop_step_pct > 0 && rep->loop_stages_pct >= 0 &&
+                    rep->loop_other_pct >= 0);
         assert_true(rep->first_batch_s > 0 && rep->first_batch_s < elapsed_s);
         assert_true(rep->other_cpu_pct >= 0 && rep->other_cpu_pct <= 100);
         assert_true(rep->steal_pct >= 0 && rep->steal_pct <= 100);
     }
-    double sum = point->stall_pct + point->loop_step_pct + point->loop_stages_pct +
-                 point->loop_other_pct;
+    double sum =
+        point->stall_pct + point->loop_step_pct + point->loop_stages_pct + point->loop_other_pct;
     assert_true(fabs(sum - 100) < 0.01);
     assert_true(point->first_batch_s > 0 && point->first_batch_s < elapsed_s);
     pb_result_free(&result);
