@@ -496,6 +496,18 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
     pb_table_add(&t, "worker CPU");
     pb_table_add(&t, "%.1f %%  (process %.0f %%, 100 %% = one core)", p->worker_cpu_pct,
                  p->cpu_util_pct);
+    if (p->first_batch_s > 0) { /* 0 in results from before these figures */
+        pb_table_add(&t, "loop time");
+        pb_table_add(&t, "wait %.1f%%, step %.1f%%, stages %.1f%%, other %.1f%%", p->stall_pct,
+                     p->loop_step_pct, p->loop_stages_pct, p->loop_other_pct);
+        format_ns(a, sizeof(a), p->first_batch_s * 1e9);
+        pb_table_add(&t, "first batch");
+        pb_table_add(&t, "%s after the workers start, median over repeats (paid at every epoch "
+                         "start without persistent workers)", a);
+        pb_table_add(&t, "other processes");
+        pb_table_add(&t, "%.0f %% of the machine's CPU, steal %.0f %%  (median over repeats)",
+                     p->other_cpu_pct, p->steal_pct);
+    }
     pb_table_add(&t, "peak RSS");
     pb_table_add(&t, "%.1f MiB", mib(p->rss_peak_bytes));
     pb_table_add(&t, "pinned");

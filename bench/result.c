@@ -171,6 +171,7 @@ static void summarize_stages(struct pb_point_result *point)
 static const char *const summary_warning_marks[] = {
     " repeats hit run.max_time_s before the noise target was met",
     " repeats were noisy: ",
+    " of the machine's CPU while this point was measured",
 };
 
 static void drop_summary_warnings(struct pb_point_result *point)
@@ -187,6 +188,15 @@ static void drop_summary_warnings(struct pb_point_result *point)
     point->warning_count = kept;
 }
 
+void pb_repeat_loop_shares(struct pb_repeat_result *rep, uint64_t step_ns, uint64_t stages_ns)
+{
+    double wall_ns = rep->wall_s * 1e9;
+    rep->loop_step_pct = wall_ns > 0 ? 100.0 * (double)step_ns / wall_ns : 0;
+    rep->loop_stages_pct = wall_ns > 0 ? 100.0 * (double)stages_ns / wall_ns : 0;
+    double rest = 100.0 - rep->stall_pct - rep->loop_step_pct - rep->loop_stages_pct;
+    rep->loop_other_pct = rest > 0 ? rest : 0;
+}
+
 void pb_gpu_figures_ratios(struct pb_gpu_figures *g)
 {
     g->copy_gb_per_s = g->copy_ns > 0 ? (double)g->copy_bytes / g->copy_ns : 0;
@@ -201,6 +211,8 @@ void pb_point_summarize(struct pb_point_result *point)
     point->samples_per_s = point->samples_per_s_noise_pct = 0;
     point->batches_per_s = point->mb_per_s = 0;
     point->stall_pct = point->accel_util_pct = point->cpu_util_pct = point->worker_cpu_pct = 0;
+    point->loop_step_pct = point->loop_stages_pct = point->loop_other_pct = 0;
+    point->other_cpu_pct = point->steal_pct = point->first_batch_s = 0;
     point->rss_peak_bytes = point->samples = point->errors = 0;
     drop_summary_warnings(point);
     summarize_batches(point);
@@ -208,9 +220,10 @@ void pb_point_summarize(struct pb_point_result *point)
     if (n == 0)
         return;
 
-    point->samples_per_s = median_of(reps, n, offsetof(struct pb_repeat_result, samples_per_s));
-    point->batches_per_s = median_of(reps, n, offsetof(struct pb_repeat_result, batches_per_s));
-    point->mb_per_s = median_of(reps, n, offsetof(struct pb_repeat_result, mb_per_s));
+#define MEDIAN(field) median_of(reps, n, offsetof(struct pb_repeat_result, field))
+    point->samples_per_s = MEDIAN(samples_per_s);
+    point->batches_per_s = MEDIAN(batches_per_s);
+    point->mb_per_s = MEDIAN(mb_per_s);
     if (n >= 2) {
         double *rates = repeat_values(reps, n, offsetof(struct pb_repeat_result, samples_per_s));
         double mean = rates ? pb_mean(rates, n) : 0, stddev = rates ? pb_stddev(rates, n) : 0;
@@ -224,7 +237,20 @@ void pb_point_summarize(struct pb_point_result *point)
     point->accel_util_pct = WALL_WEIGHTED(accel_util_pct);
     point->cpu_util_pct = WALL_WEIGHTED(cpu_util_pct);
     point->worker_cpu_pct = WALL_WEIGHTED(worker_cpu_pct);
+    point->loop_step_pct = WALL_WEIGHTED(loop_step_pct);
+    point->loop_stages_pct = WALL_WEIGHTED(loop_stages_pct);
+    point->loop_other_pct = WALL_WEIGHTED(loop_other_pct);
 #undef WALL_WEIGHTED
+    point->other_cpu_pct = MEDIAN(other_cpu_pct);
+    point->steal_pct = MEDIAN(steal_pct);
+    point->first_batch_s = MEDIAN(first_batch_s);
+#undef MEDIAN
+    if (point->other_cpu_pct >= PB_BUSY_MACHINE_PCT || point->steal_pct >= PB_STEAL_PCT)
+        pb_point_warn(point,
+                      "other processes used %.0f%% of the machine's CPU while this point was "
+                      "measured (steal %.0f%%): the figures are lower than this machine can do "
+                      "alone; rerun on a quiet machine",
+                      point->other_cpu_pct, point->steal_pct);
 
     memset(&point->gpu, 0, sizeof(point->gpu));
     for (size_t i = 0; i < n; i++) {

@@ -24,6 +24,10 @@
 
 #define PB_STAGE_COUNTERS 4
 
+/* Interference that makes a point's figures lower than the machine alone. */
+#define PB_BUSY_MACHINE_PCT 10.0
+#define PB_STEAL_PCT 5.0
+
 /* Per stage, merged over workers (and over repeats in the point summary).
  * A decoder's sub-stages ("decode.seek") are rows of their own with parent
  * set; their time is part of the parent's, so share_pct of a sub-stage is
@@ -90,6 +94,18 @@ struct pb_repeat_result {
     double cpu_util_pct;        /* process CPU / wall, 100 = one core     */
     double worker_cpu_pct;      /* worker thread CPU / (workers * wall)   */
     double window_noise;        /* relative noise of windowed throughput  */
+    /* The loop's wall time besides the wait (stall_pct): the step as the
+     * loop spent it (the sleep, or the host's part of a device step),
+     * consumer-side stages (to_device, GPU stages), and the rest
+     * (bookkeeping, returning buffers, scheduling delays); the four add up
+     * to 100. */
+    double loop_step_pct, loop_stages_pct, loop_other_pct;
+    /* Other processes' CPU time over the measured part, % of the machine
+     * (100 = every CPU busy), from /proc/stat less this process; and steal. */
+    double other_cpu_pct, steal_pct;
+    /* From the workers' start to the first batch the loop received (what
+     * an epoch start costs without persistent workers). */
+    double first_batch_s;
     bool hit_time_cap, noisy, interrupted;
     uint64_t rss_peak_bytes;
     size_t batch_count;
@@ -113,6 +129,8 @@ struct pb_point_result {
     double samples_per_s_noise_pct;
     double batches_per_s, mb_per_s;
     double stall_pct, accel_util_pct, cpu_util_pct, worker_cpu_pct;
+    double loop_step_pct, loop_stages_pct, loop_other_pct; /* wall-weighted */
+    double other_cpu_pct, steal_pct, first_batch_s;        /* medians       */
     uint64_t assembly_p50_ns, assembly_p99_ns; /* worker time to build a batch */
     uint64_t wait_p50_ns, wait_p99_ns;     /* consumer wait per batch       */
     double queue_depth_mean;    /* ready batches at dequeue, mean over batches */
@@ -181,7 +199,9 @@ void pb_result_warn(struct pb_result *result, const char *fmt, ...)
 
 /* Fills the point's summary fields from its repeats (medians, noise,
  * wall-weighted percentages, exact batch percentiles, stages merged by
- * name) and warns about repeats that hit the time cap or were noisy.
+ * name) and warns about repeats that hit the time cap or were noisy, and
+ * when other processes took PB_BUSY_MACHINE_PCT of the machine or more
+ * (or steal PB_STEAL_PCT), medians over the repeats.
  * Summarizing again recomputes everything and replaces those warnings. */
 void pb_point_summarize(struct pb_point_result *point);
 
@@ -189,6 +209,11 @@ void pb_point_summarize(struct pb_point_result *point);
  * a stop cut it short (it stays in the result, marked interrupted) and an
  * earlier repeat finished. */
 size_t pb_point_finished_repeats(const struct pb_point_result *point);
+
+/* Fills a repeat's loop_step_pct, loop_stages_pct and loop_other_pct from
+ * the loop's time in the step and in consumer-side stages over the measured
+ * part; wall_s and stall_pct must be set. The rest is clamped at 0. */
+void pb_repeat_loop_shares(struct pb_repeat_result *rep, uint64_t step_ns, uint64_t stages_ns);
 
 /* Recomputes copy_gb_per_s, overlap_pct and busy_pct from the sums. */
 void pb_gpu_figures_ratios(struct pb_gpu_figures *g);

@@ -86,6 +86,7 @@ struct consumed {
     uint64_t loader_cpu_start, loader_cpu_end;
     uint64_t samples, batches, bytes_read, errors;
     uint64_t wait_total, step_total;
+    uint64_t step_wall_total, stages_total, first_batch_ns;
     uint64_t step_ns; /* run.step_ms */
     size_t records_cap;
 };
@@ -541,16 +542,19 @@ static int push_batch_record(struct pb_repeat_result *rep, size_t *cap,
     return PB_OK;
 }
 
-static void sleep_ns(uint64_t ns)
+static uint64_t sleep_ns(uint64_t ns)
 {
+    uint64_t start_ns = pb_now_ns();
     struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
     while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
         ;
+    return pb_now_ns() - start_ns;
 }
 
 /* One batch through the device: copy, GPU stages, step. */
 static int gpu_batch(struct run *run, struct pb_slot *slot, bool measuring, uint64_t step_ns,
-                     uint64_t *blocked_ns, uint64_t *copy_wait_ns, char *msg, size_t msglen)
+                     uint64_t *blocked_ns, uint64_t *copy_wait_ns, uint64_t *step_wall_ns,
+                     char *msg, size_t msglen)
 {
     int rc = pb_gpu_loop_copy(run->gpu, &slot->batch, measuring, blocked_ns, msg, msglen);
     for (int k = 0; k < run->gpu_stages.count && rc == PB_OK; k++) {
@@ -561,8 +565,10 @@ static int gpu_batch(struct run *run, struct pb_slot *slot, bool measuring, uint
         if (rc == PB_OK)
             rc = pb_gpu_loop_stage_end(run->gpu, k);
     }
+    uint64_t t_step = pb_now_ns();
     if (rc == PB_OK)
         rc = pb_gpu_loop_step(run->gpu, step_ns, copy_wait_ns, msg, msglen);
+    *step_wall_ns = pb_now_ns() - t_step;
     return rc;
 }
 
@@ -632,9 +638,12 @@ static struct pb_slot *next_batch(struct run *run, uint64_t seq, uint32_t *depth
 
 /* The training loop's part of a batch: consumer-side stages, then the
  * device (where the step is a busy kernel and the loop goes on as soon as
- * the batch's copy is done) or a sleep of the step time. */
-static void train_on_batch(struct run *run, struct pb_slot *slot, bool measuring, uint64_t step_ns)
+ * the batch's copy is done) or a sleep of the step time. Returns the wall
+ * time the loop spent in the step. */
+static uint64_t train_on_batch(struct run *run, struct pb_slot *slot, bool measuring,
+                               uint64_t step_ns)
 {
+    uint64_t step_wall_ns = 0;
     for (int k = 0; k < run->consumer.count && run->fatal_rc == PB_OK; k++) {
         char stage_msg[PB_MSG_MAX];
         int src = run->consumer.stages[k].ops->process_batch(
@@ -645,8 +654,8 @@ static void train_on_batch(struct run *run, struct pb_slot *slot, bool measuring
     if (run->gpu && run->fatal_rc == PB_OK) {
         char gpu_msg[PB_MSG_MAX];
         uint64_t blocked = 0, copy_wait = 0;
-        int grc = gpu_batch(run, slot, measuring, step_ns, &blocked, &copy_wait, gpu_msg,
-                            sizeof(gpu_msg));
+        int grc = gpu_batch(run, slot, measuring, step_ns, &blocked, &copy_wait, &step_wall_ns,
+                            gpu_msg, sizeof(gpu_msg));
         if (grc != PB_OK)
             fail_run(run, grc, gpu_msg);
         if (measuring) {
@@ -654,8 +663,9 @@ static void train_on_batch(struct run *run, struct pb_slot *slot, bool measuring
             run->gpu_acc.fig.copy_wait_ns += copy_wait;
         }
     } else if (step_ns) {
-        sleep_ns(step_ns);
+        step_wall_ns = sleep_ns(step_ns);
     }
+    return step_wall_ns;
 }
 
 static void start_measuring(struct run *run, struct consumed *c)
@@ -670,13 +680,13 @@ static void start_measuring(struct run *run, struct consumed *c)
 
 /* Adds a measured batch to the repeat's records and totals. */
 static void record_batch(struct run *run, struct consumed *c, struct pb_repeat_result *rep,
-                         const struct pb_slot *slot, uint64_t wait_ns, uint64_t step_wall_ns,
-                         uint64_t t_done, uint32_t depth)
+                         const struct pb_slot *slot, uint64_t wait_ns, uint64_t train_ns,
+                         uint64_t step_wall_ns, uint64_t t_done, uint32_t depth)
 {
     struct pb_batch_record rec = {
         .assembly_ns = slot->assembly_ns,
         .wait_ns = wait_ns,
-        .step_ns = step_wall_ns,
+        .step_ns = train_ns,
         .queue_depth = depth,
         .samples = slot->batch.samples,
     };
@@ -689,6 +699,8 @@ static void record_batch(struct run *run, struct consumed *c, struct pb_repeat_r
     c->errors += slot->errors;
     c->wait_total += wait_ns;
     c->step_total += c->step_ns;
+    c->step_wall_total += step_wall_ns;
+    c->stages_total += train_ns - step_wall_ns;
     c->t_end = t_done;
 }
 
@@ -716,11 +728,14 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
                                                                             : PB_STOP_DATA_END);
             break;
         }
-        train_on_batch(run, slot, c->measuring, c->step_ns);
+        if (seq == 0)
+            c->first_batch_ns = t_wait1 - run->sysmon.start_ns; /* just before the workers */
+        uint64_t step_wall_ns = train_on_batch(run, slot, c->measuring, c->step_ns);
         uint64_t t_done = pb_now_ns();
         uint32_t samples = slot->batch.samples;
         if (c->measuring)
-            record_batch(run, c, rep, slot, t_wait1 - t_wait0, t_done - t_wait1, t_done, depth);
+            record_batch(run, c, rep, slot, t_wait1 - t_wait0, t_done - t_wait1, step_wall_ns,
+                         t_done, depth);
         if (run->workers > 0)
             pb_queue_release(&run->queue, slot);
         if (run->fatal_rc != PB_OK) {
@@ -733,6 +748,8 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
     if (c->measuring) {
         c->loader_cpu_end = loader_cpu_ns(run);
         c->cpu_end = pb_process_cpu_ns();
+        pb_sysmon_interference(&run->sysmon, c->cpu_end - c->cpu_start, &rep->other_cpu_pct,
+                               &rep->steal_pct);
     }
 }
 
@@ -807,6 +824,8 @@ static void fill_totals(struct run *run, const struct consumed *c, struct pb_rep
     rep->worker_cpu_pct = 100.0 * (double)worker_cpu / ((double)nworkers(run) * span_ns);
     rep->rss_peak_bytes = run->sysmon.rss_peak_bytes;
     pb_sysmon_copy(&run->sysmon, &rep->rss, &rep->rss_count);
+    pb_repeat_loop_shares(rep, c->step_wall_total, c->stages_total);
+    rep->first_batch_s = (double)c->first_batch_ns / 1e9;
 }
 
 static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_repeat_result *rep,

@@ -61,6 +61,55 @@ double pb_cpu_mhz_now(void)
     return n ? sum / n : 0;
 }
 
+int pb_proc_stat_parse(const char *text, struct pb_machine_cpu *out)
+{
+    memset(out, 0, sizeof(*out));
+    const char *line = text;
+    while (line && strncmp(line, "cpu ", 4) != 0) {
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
+    }
+    if (!line)
+        return PB_ERR;
+    /* user nice system idle iowait irq softirq steal; older kernels stop
+     * before steal, which then stays 0. */
+    unsigned long long v[8] = {0};
+    int n = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]);
+    if (n < 4)
+        return PB_ERR;
+    out->steal_ticks = v[7];
+    out->busy_ticks = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+    out->total_ticks = out->busy_ticks + v[3] + v[4];
+    return PB_OK;
+}
+
+int pb_machine_cpu_now(struct pb_machine_cpu *out)
+{
+    char text[1024];
+    FILE *f = fopen("/proc/stat", "r");
+    size_t len = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    text[len] = '\0';
+    return pb_proc_stat_parse(text, out);
+}
+
+void pb_interference(const struct pb_machine_cpu *start, const struct pb_machine_cpu *end,
+                     uint64_t own_cpu_ns, long ticks_per_s, double *other_cpu_pct,
+                     double *steal_pct)
+{
+    *other_cpu_pct = *steal_pct = 0;
+    if (!start->total_ticks || end->total_ticks <= start->total_ticks || ticks_per_s <= 0)
+        return;
+    double total = (double)(end->total_ticks - start->total_ticks);
+    double steal = (double)(end->steal_ticks - start->steal_ticks);
+    double own = (double)own_cpu_ns * (double)ticks_per_s / 1e9;
+    double other = (double)(end->busy_ticks - start->busy_ticks) - steal - own;
+    *other_cpu_pct = other <= 0 ? 0 : other >= total ? 100 : 100 * other / total;
+    *steal_pct = 100 * steal / total;
+}
+
 static void *sampler_main(void *arg)
 {
     struct pb_sysmon *mon = arg;
@@ -122,6 +171,16 @@ void pb_sysmon_measuring(struct pb_sysmon *mon, uint64_t start_ns)
 {
     atomic_store_explicit(&mon->live_samples, 0, memory_order_relaxed);
     atomic_store_explicit(&mon->live_start_ns, start_ns, memory_order_relaxed);
+    pb_machine_cpu_now(&mon->machine_start);
+}
+
+void pb_sysmon_interference(struct pb_sysmon *mon, uint64_t own_cpu_ns, double *other_cpu_pct,
+                            double *steal_pct)
+{
+    struct pb_machine_cpu end;
+    pb_machine_cpu_now(&end);
+    pb_interference(&mon->machine_start, &end, own_cpu_ns, sysconf(_SC_CLK_TCK), other_cpu_pct,
+                    steal_pct);
 }
 
 void pb_sysmon_publish(struct pb_sysmon *mon, uint64_t samples)

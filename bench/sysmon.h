@@ -23,6 +23,14 @@
 #define PB_SYSMON_PERIOD_NS 50000000ull /* 20 Hz */
 #define PB_SYSMON_MAX_SAMPLES 8192
 
+/* The whole machine's CPU time, all CPUs together, in clock ticks
+ * (sysconf(_SC_CLK_TCK) a second), from the "cpu" line of /proc/stat.
+ * busy is user + nice + system + irq + softirq + steal (guest time is
+ * already inside user); total is busy + idle + iowait, the capacity. */
+struct pb_machine_cpu {
+    uint64_t busy_ticks, steal_ticks, total_ticks;
+};
+
 struct pb_sysmon {
     /* Set by the caller before pb_sysmon_start; any may be NULL. */
     void (*tick)(void *user, double samples_per_s);
@@ -42,6 +50,8 @@ struct pb_sysmon {
     struct pb_rss_sample *rss;      /* PB_SYSMON_MAX_SAMPLES, owned */
     size_t rss_count;
     uint64_t rss_peak_bytes;
+    /* The machine's CPU time when the measured part started. */
+    struct pb_machine_cpu machine_start;
 };
 
 /* Allocates the series. Returns PB_OK or PB_ERR_NOMEM; release with
@@ -54,9 +64,16 @@ void pb_sysmon_free(struct pb_sysmon *mon);
 int pb_sysmon_start(struct pb_sysmon *mon);
 
 /* Consumer side: the measured part starts at start_ns (the tick's
- * throughput counts from there), and samples measured so far. */
+ * throughput counts from there; the machine's CPU time is read), and
+ * samples measured so far. */
 void pb_sysmon_measuring(struct pb_sysmon *mon, uint64_t start_ns);
 void pb_sysmon_publish(struct pb_sysmon *mon, uint64_t samples);
+
+/* Consumer side, at the end of the measured part: what other processes
+ * and steal took of the machine since pb_sysmon_measuring, given this
+ * process's CPU time over it (pb_interference). */
+void pb_sysmon_interference(struct pb_sysmon *mon, uint64_t own_cpu_ns, double *other_cpu_pct,
+                            double *steal_pct);
 
 /* Stops and joins the sampler thread (no-op if it is not running). */
 void pb_sysmon_stop(struct pb_sysmon *mon);
@@ -71,5 +88,22 @@ void pb_sysmon_copy(const struct pb_sysmon *mon, struct pb_rss_sample **rss, siz
 uint64_t pb_process_cpu_ns(void);
 uint64_t pb_mem_available_bytes(void);
 double pb_cpu_mhz_now(void);
+
+/* Parses the text of /proc/stat (only its first "cpu " line is read).
+ * Returns PB_OK, or PB_ERR when the line is missing or malformed. */
+int pb_proc_stat_parse(const char *text, struct pb_machine_cpu *out);
+
+/* Reads /proc/stat now. PB_OK, or PB_ERR (out zeroed) where it cannot be
+ * read, e.g. off Linux. */
+int pb_machine_cpu_now(struct pb_machine_cpu *out);
+
+/* What other processes took of the machine between two readings: the busy
+ * time less steal and less own_cpu_ns (this process's CPU time over the
+ * same window), as % of the machine's capacity (100 = every CPU), and the
+ * steal time as %. Both 0 when no time passed; other_cpu_pct is clamped to
+ * 0..100. */
+void pb_interference(const struct pb_machine_cpu *start, const struct pb_machine_cpu *end,
+                     uint64_t own_cpu_ns, long ticks_per_s, double *other_cpu_pct,
+                     double *steal_pct);
 
 #endif

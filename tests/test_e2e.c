@@ -1016,6 +1016,39 @@ static void test_issue16_symlinked_dataset(void **state)
     free(err);
 }
 
+/* The loop's time, the first batch and other processes' share: rows in
+ * the point summary and fields of every repeat, the loop's parts adding up
+ * to 100%. No figure is asserted against a time. */
+static void test_loop_time_first_batch_and_interference(void **state)
+{
+    (void)state;
+    char out[512], args[2048];
+    run_args(args, "null.yaml", "-s run.repeats=2 -o loop.json");
+    pbench_ok(args, out, sizeof(out));
+    char *table = slurp(out);
+    pb_test_assert_contains(table, (const char *const[]){"loop time", "wait ", ", other ",
+                                                         "first batch", "after the workers start",
+                                                         "other processes", "of the machine's CPU",
+                                                         NULL});
+    free(table);
+    json_t *r = load_result("loop.json");
+    json_t *p = json_array_get(json_object_get(r, "points"), 0);
+    json_t *repeats = json_object_get(p, "repeats");
+    assert_int_equal(json_array_size(repeats), 2);
+    for (size_t i = 0; i < json_array_size(repeats); i++) {
+        json_t *rep = json_array_get(repeats, i);
+        double sum = num(rep, "stall_pct") + num(rep, "loop_step_pct") +
+                     num(rep, "loop_stages_pct") + num(rep, "loop_other_pct");
+        assert_true(fabs(sum - 100) < 0.01);
+        assert_true(num(rep, "first_batch_s") > 0);
+        assert_true(num(rep, "other_cpu_pct") >= 0 && num(rep, "other_cpu_pct") <= 100);
+        assert_true(num(rep, "steal_pct") >= 0);
+    }
+    assert_true(num(p, "first_batch_s") > 0);
+    assert_non_null(json_object_get(p, "other_cpu_pct"));
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1042,6 +1075,7 @@ int main(void)
         cmocka_unit_test(test_issue16_bad_sample_share_exits_1),
         cmocka_unit_test(test_issue16_pool_over_memory_exits_2),
         cmocka_unit_test(test_issue16_symlinked_dataset),
+        cmocka_unit_test(test_loop_time_first_batch_and_interference),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);

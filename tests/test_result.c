@@ -82,6 +82,12 @@ static void fill_repeat(struct rng *r, struct pb_repeat_result *rep)
     rep->cpu_util_pct = 800 * rng_unit(r);
     rep->worker_cpu_pct = 100 * rng_unit(r);
     rep->window_noise = 0.1 * rng_unit(r);
+    rep->loop_step_pct = 30 * rng_unit(r);
+    rep->loop_stages_pct = 10 * rng_unit(r);
+    rep->loop_other_pct = 10 * rng_unit(r);
+    rep->other_cpu_pct = 5 * rng_unit(r); /* under the warning's threshold */
+    rep->steal_pct = 2 * rng_unit(r);
+    rep->first_batch_s = rng_unit(r);
     rep->hit_time_cap = rng_next(r) % 2;
     rep->noisy = rng_next(r) % 2;
     rep->interrupted = rng_next(r) % 2;
@@ -202,6 +208,12 @@ static void make_result(struct pb_result *result, uint64_t seed)
         assert_close(a->accel_util_pct, b->accel_util_pct);                                        \
         assert_close(a->cpu_util_pct, b->cpu_util_pct);                                            \
         assert_close(a->worker_cpu_pct, b->worker_cpu_pct);                                        \
+        assert_close(a->loop_step_pct, b->loop_step_pct);                                          \
+        assert_close(a->loop_stages_pct, b->loop_stages_pct);                                      \
+        assert_close(a->loop_other_pct, b->loop_other_pct);                                        \
+        assert_close(a->other_cpu_pct, b->other_cpu_pct);                                          \
+        assert_close(a->steal_pct, b->steal_pct);                                                  \
+        assert_close(a->first_batch_s, b->first_batch_s);                                          \
     } while (0)
 
 /* One line of a warning or error-file list. */
@@ -492,6 +504,61 @@ static void test_summarize_fixed_inputs(void **state)
         free(reps[i].batch_records);
         free(reps[i].stages);
     }
+    free(point.stages);
+}
+
+/* Interference: medians over the repeats; a warning with the figure when
+ * others took 10% of the machine or more, or steal 5%, replaced (not
+ * stacked) when summarized again, none on a quiet machine. The loop's
+ * shares are wall-weighted. */
+static void test_summarize_interference(void **state)
+{
+    (void)state;
+    struct pb_repeat_result reps[3] = {0};
+    const double other_pct[3] = {48, 2, 50};
+    for (int i = 0; i < 3; i++) {
+        reps[i].wall_s = i + 1;
+        reps[i].samples_per_s = 100;
+        reps[i].other_cpu_pct = other_pct[i];
+        reps[i].first_batch_s = 0.1 * (i + 1);
+        reps[i].stall_pct = 10 * (i + 1);
+        pb_repeat_loop_shares(&reps[i], (uint64_t)(0.5e9 * (i + 1)), 0);
+    }
+    assert_close(reps[0].loop_step_pct, 50);
+    assert_close(reps[0].loop_other_pct, 40);
+    reps[2].stall_pct = 60;
+    pb_repeat_loop_shares(&reps[2], (uint64_t)1.5e9, (uint64_t)0.3e9);
+    assert_close(reps[2].loop_stages_pct, 10);
+    assert_close(reps[2].loop_other_pct, 0); /* 60 + 50 + 10: the rest clamps at 0 */
+    struct pb_point_result point = {0};
+    point.repeats = reps;
+    point.repeat_count = 3;
+    pb_point_summarize(&point);
+    assert_close(point.other_cpu_pct, 48);
+    assert_close(point.first_batch_s, 0.2);
+    assert_close(point.loop_step_pct, 50);
+    assert_close(point.stall_pct + point.loop_step_pct + point.loop_stages_pct +
+                     point.loop_other_pct,
+                 (100.0 * 1 + 100 * 2 + 120 * 3) / 6);
+    assert_int_equal(point.warning_count, 1);
+    assert_string_equal(point.warnings[0],
+                        "other processes used 48% of the machine's CPU while this point was "
+                        "measured (steal 0%): the figures are lower than this machine can do "
+                        "alone; rerun on a quiet machine");
+    pb_point_summarize(&point);
+    assert_int_equal(point.warning_count, 1);
+    /* Steal alone warns too. */
+    for (int i = 0; i < 3; i++) {
+        reps[i].other_cpu_pct = 1;
+        reps[i].steal_pct = 6;
+    }
+    pb_point_summarize(&point);
+    assert_int_equal(point.warning_count, 1);
+    assert_non_null(strstr(point.warnings[0], "used 1% of the machine's CPU while this point was "
+                                              "measured (steal 6%)"));
+    reps[0].steal_pct = reps[1].steal_pct = 0;
+    pb_point_summarize(&point);
+    assert_int_equal(point.warning_count, 0);
     free(point.stages);
 }
 
@@ -1066,6 +1133,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_warnings_dedupe_and_cap),
         cmocka_unit_test(test_summarize_fixed_inputs),
+        cmocka_unit_test(test_summarize_interference),
         cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_empty_result_round_trip),
         cmocka_unit_test(test_write_and_read),

@@ -500,6 +500,39 @@ static void test_pool_over_memory_is_refused_first(void **state)
     pb_spec_free(&spec);
 }
 
+/* The loop's time accounted to 100%: wait, step, consumer stages and the
+ * rest; the first batch came after the repeat started and within the call;
+ * the interference figures are shares of the machine. */
+static void test_loop_time_and_first_batch(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    load_spec(&spec, "workers: 2, prefetch_factor: 2", "warmup_batches: 1", "epochs: 1");
+    spec.run.step_ms = 1;
+    struct pb_result result;
+    struct stops stops;
+    uint64_t t0 = pb_now_ns();
+    const struct pb_point_result *point = run_point(&spec, &result, &stops);
+    double elapsed_s = (double)(pb_now_ns() - t0) / 1e9;
+    for (size_t r = 0; r < point->repeat_count; r++) {
+        const struct pb_repeat_result *rep = &point->repeats[r];
+        double sum =
+            rep->stall_pct + rep->loop_step_pct + rep->loop_stages_pct + rep->loop_other_pct;
+        assert_true(fabs(sum - 100) < 0.01);
+        assert_true(rep->loop_step_pct > 0 && rep->loop_stages_pct >= 0 &&
+                    rep->loop_other_pct >= 0);
+        assert_true(rep->first_batch_s > 0 && rep->first_batch_s < elapsed_s);
+        assert_true(rep->other_cpu_pct >= 0 && rep->other_cpu_pct <= 100);
+        assert_true(rep->steal_pct >= 0 && rep->steal_pct <= 100);
+    }
+    double sum =
+        point->stall_pct + point->loop_step_pct + point->loop_stages_pct + point->loop_other_pct;
+    assert_true(fabs(sum - 100) < 0.01);
+    assert_true(point->first_batch_s > 0 && point->first_batch_s < elapsed_s);
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -514,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_error_share_and_error_files),
         cmocka_unit_test(test_sample_over_the_bound_is_a_data_error),
         cmocka_unit_test(test_pool_over_memory_is_refused_first),
+        cmocka_unit_test(test_loop_time_and_first_batch),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);

@@ -100,12 +100,59 @@ static void test_readings(void **state)
     assert_true(pb_cpu_mhz_now() >= 0);
 }
 
+/* /proc/stat's first "cpu" line, parsed from a sample text: busy is user,
+ * nice, system, irq, softirq and steal; guest is not counted twice. */
+static void test_proc_stat_parse(void **state)
+{
+    (void)state;
+    const char *text = "cpu  100 20 30 800 50 5 6 7 40 0\n"
+                       "cpu0 50 10 15 400 25 2 3 3 20 0\n"
+                       "intr 12345\n";
+    struct pb_machine_cpu cpu;
+    assert_int_equal(pb_proc_stat_parse(text, &cpu), PB_OK);
+    assert_int_equal(cpu.busy_ticks, 100 + 20 + 30 + 5 + 6 + 7);
+    assert_int_equal(cpu.steal_ticks, 7);
+    assert_int_equal(cpu.total_ticks, 100 + 20 + 30 + 5 + 6 + 7 + 800 + 50);
+    /* An old kernel without steal. */
+    assert_int_equal(pb_proc_stat_parse("cpu 1 2 3 4\n", &cpu), PB_OK);
+    assert_int_equal(cpu.busy_ticks, 6);
+    assert_int_equal(cpu.total_ticks, 10);
+    assert_int_equal(pb_proc_stat_parse("intr 1 2 3\ncpu0 1 2 3 4\n", &cpu), PB_ERR);
+    assert_int_equal(pb_proc_stat_parse("cpu 1 2\n", &cpu), PB_ERR);
+    assert_int_equal(pb_machine_cpu_now(&cpu), PB_OK);
+    assert_true(cpu.total_ticks >= cpu.busy_ticks);
+}
+
+/* Other processes' share with synthetic readings, 100 ticks a second. */
+static void test_interference(void **state)
+{
+    (void)state;
+    struct pb_machine_cpu a = {.busy_ticks = 1000, .steal_ticks = 10, .total_ticks = 5000};
+    /* 400 ticks of capacity (2 CPUs for 2 s): 250 busy, of which 20 steal
+     * and 1 s (100 ticks) this process: others took 130 = 32.5%. */
+    struct pb_machine_cpu b = {.busy_ticks = 1250, .steal_ticks = 30, .total_ticks = 5400};
+    double other, steal;
+    pb_interference(&a, &b, 1000000000ull, 100, &other, &steal);
+    assert_float_equal(other, 32.5, 1e-9);
+    assert_float_equal(steal, 5.0, 1e-9);
+    /* This process's own time measured a little above the machine's busy
+     * time (different clocks): never below 0. */
+    pb_interference(&a, &b, 3000000000ull, 100, &other, &steal);
+    assert_float_equal(other, 0, 1e-9);
+    /* No time passed: no figure. */
+    pb_interference(&a, &a, 0, 100, &other, &steal);
+    assert_float_equal(other, 0, 1e-9);
+    assert_float_equal(steal, 0, 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_series_and_tick),
         cmocka_unit_test(test_user_stop_wakes),
         cmocka_unit_test(test_readings),
+        cmocka_unit_test(test_proc_stat_parse),
+        cmocka_unit_test(test_interference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
