@@ -281,8 +281,13 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
         int capped = 0;
         for (size_t q = 0; q < p->repeat_count; q++)
             capped += p->repeats[q].noisy;
+        int windows;
         pb_table_add(&t, "%.1f", p->samples_per_s);
-        pb_table_add(&t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " capped" : "");
+        if (pb_point_noise_known(result, i, &windows))
+            pb_table_add(&t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " capped" : "");
+        else
+            pb_table_add(&t, "noise unknown (%d window%s)%s", windows, windows == 1 ? "" : "s",
+                         capped ? " capped" : "");
         pb_table_add(&t, "%s", p50);
         pb_table_add(&t, "%s", p99);
         pb_table_add(&t, "%.1f%%", p->stall_pct);
@@ -299,7 +304,10 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
             pb_table_add(&t, "%s %.0f%%", p->stages[a->top_stage].name, a->top_share_pct);
         else
             pb_table_add(&t, "-");
-        if (show[12])
+        if (show[12] && a->at_step_cap)
+            pb_table_add(&t, "at the step-time cap (%.0f samples/s max)",
+                         a->step_cap_samples_per_s);
+        else if (show[12])
             pb_table_add(&t, "%.0f%%", a->efficiency_pct);
         static const char *const bound[] = {"no", "moderate", "HIGH"};
         pb_table_add(&t, "%s", bound[a->input_bound]);
@@ -353,10 +361,25 @@ static void emit_analysis(const struct sink *s, const struct pb_analysis *an)
     if (an->scaling[0])
         emit_item(s, bullet, "scaling: ", an->scaling);
     const struct pb_point_analysis *a = &an->points[an->recommended];
-    emit_item(s, bullet, "verdict: ", a->verdict);
     emit_item(s, bullet, "bottleneck: ", a->bottleneck);
+}
+
+/* The last block of every run: the verdict line, then the suggestions,
+ * each with the command that tests it. */
+static void emit_verdict(const struct sink *s, const struct pb_analysis *an)
+{
+    fputs("\n", s->out);
+    if (!an || an->recommended < 0) {
+        emit_item(s, "", "verdict: ",
+                  an ? "no point was measured successfully: nothing to judge"
+                     : "not analyzed");
+        return;
+    }
+    emit_item(s, "", "verdict: ", an->verdict);
+    if (s->markdown && an->suggestion_count)
+        fputc('\n', s->out);
     for (int i = 0; i < an->suggestion_count; i++)
-        emit_item(s, bullet, "suggestion: ", an->suggestions[i]);
+        emit_item(s, NULL, "try: ", an->suggestions[i]);
 }
 
 /* The device side of a point: copy bandwidth against this machine's peak,
@@ -422,8 +445,15 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
     /* A repeat cut short by a signal is kept in the file but left out of
      * the point's summary. */
     size_t complete = pb_point_finished_repeats(p);
+    int windows;
+    bool noise_known = pb_point_noise_known(result, index, &windows);
     pb_table_add(&t, "samples/s");
-    if (complete < p->repeat_count)
+    if (!noise_known && p->repeat_count > 0)
+        pb_table_add(&t, "%.1f, noise unknown (%d window%s)  (1 repeat: noise unknown; raise "
+                         "run.repeats, or run.min_time_s for more windows)%s",
+                     p->samples_per_s, windows, windows == 1 ? "" : "s",
+                     complete < p->repeat_count ? "; 1 repeat cut short, left out" : "");
+    else if (complete < p->repeat_count)
         pb_table_add(&t,
                      "%.1f ± %.1f%%  (median of %zu complete repeat%s; %zu cut short, left out)",
                      p->samples_per_s, p->samples_per_s_noise_pct, complete,
@@ -515,14 +545,19 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
             pb_table_add(&t, "decode");
             pb_table_add(&t, "amplification %.2f (frames decoded / delivered)", a->amplification);
             pb_table_add(&t, "ceiling");
+            char per[80];
+            if (a->workers > 0)
+                snprintf(per, sizeof(per), "per worker (%s) x %lld",
+                         a->decode_rate_calibrated ? "calibrated, one core" : "measured in this run",
+                         (long long)a->workers);
+            else
+                snprintf(per, sizeof(per), "in the training loop's thread (%s)",
+                         a->decode_rate_calibrated ? "calibrated, one core" : "measured in this run");
             pb_table_add(&t,
-                         "%.0f frames/s = %.0f decoded frames/s per worker (%s) x %lld / %.2f; "
-                         "this run delivers %.0f = %.0f%% of it",
-                         a->ceiling_frames_per_s, a->decoded_fps_per_worker,
-                         a->decode_rate_calibrated ? "calibrated, one core"
-                                                   : "measured in this run",
-                         (long long)(a->workers > 0 ? a->workers : 1), a->amplification,
-                         a->delivered_frames_per_s, a->ceiling_pct);
+                         "%.0f frames/s = %.0f decoded frames/s %s / %.2f; this run delivers "
+                         "%.0f = %.0f%% of it",
+                         a->ceiling_frames_per_s, a->decoded_fps_per_worker, per,
+                         a->amplification, a->delivered_frames_per_s, a->ceiling_pct);
         }
     }
     pb_table_add(&t, "samples");
@@ -649,6 +684,23 @@ static void emit_point(const struct sink *s, const struct pb_result *result,
         fputc('\n', s->out);
 }
 
+/* The instrumentation overhead: throughput lost to stage timing, between
+ * 0 and 100 %. A figure whose interval reaches outside that range, or
+ * whose size is under its noise, is noise and is said to be. */
+static void emit_overhead(const struct sink *s, const struct pb_result *result)
+{
+    double pct = result->overhead_pct, noise = result->overhead_noise_pct;
+    const char *bullet = s->markdown ? "- " : "";
+    if (pct - noise < 0 || pct + noise > 100)
+        fprintf(s->out,
+                "%sinstrumentation overhead: below the noise (± %.1f %%; measured %.1f %%, "
+                "an interval that holds figures timing cannot cause)\n",
+                bullet, noise, pct);
+    else
+        fprintf(s->out, "%sinstrumentation overhead: %.1f %% of throughput (± %.1f %%)\n",
+                bullet, pct, noise);
+}
+
 static void report_human(FILE *out, const struct pb_result *result,
                          const struct pb_analysis *an, bool markdown)
 {
@@ -716,8 +768,8 @@ static void report_human(FILE *out, const struct pb_result *result,
     if (result->interrupted)
         fprintf(out, "%sinterrupted: partial results\n", markdown ? "- " : "");
     if (result->overhead_measured)
-        fprintf(out, "%sinstrumentation overhead: %.1f %% of throughput (± %.1f %%)\n",
-                markdown ? "- " : "", result->overhead_pct, result->overhead_noise_pct);
+        emit_overhead(&s, result);
+    emit_verdict(&s, an);
 }
 
 /* ------------------------------------------------------------------- CSV */
@@ -777,7 +829,9 @@ static void report_csv(FILE *out, const struct pb_result *result, const struct p
             fprintf(out, "%zu,", i);
             csv_field(out, axes, false);
             csv_double(out, p->samples_per_s);
-            csv_double(out, p->samples_per_s_noise_pct);
+            int windows;
+            csv_double(out, pb_point_noise_known(result, i, &windows) ? p->samples_per_s_noise_pct
+                                                                      : NAN);
             csv_double(out, p->batches_per_s);
             csv_double(out, p->mb_per_s);
             csv_double(out, p->stall_pct);
