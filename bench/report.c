@@ -577,9 +577,9 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
     if (p->stage_count == 0)
         return;
     struct pb_table t;
-    pb_table_init(&t, 9, 0x1feu, false); /* all but the name right-aligned */
-    static const char *const header[] = {"stage", "count", "mean", "p50",   "p90",
-                                         "p99",   "max",   "cpu",  "share%"};
+    pb_table_init(&t, 10, 0x3feu, false); /* all but the name right-aligned */
+    static const char *const header[] = {"stage", "count", "mean", "p50", "p90",
+                                         "p95",   "p99",   "max",  "cpu", "share%"};
     for (size_t c = 0; c < PB_ARRAY_LEN(header); c++)
         pb_table_add(&t, "%s", header[c]);
     for (size_t i = 0; i < p->stage_count; i++) {
@@ -587,10 +587,11 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
         const struct pb_hist *h = &st->hist;
         if (st->gpu)
             continue;
-        char mean[32], p50[32], p90[32], p99[32], max[32], cpu[32];
+        char mean[32], p50[32], p90[32], p95[32], p99[32], max[32], cpu[32];
         format_ns(mean, sizeof(mean), h->count ? h->mean_ns : 0);
         format_ns(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
         format_ns(p90, sizeof(p90), (double)pb_hist_quantile(h, 0.90));
+        format_ns(p95, sizeof(p95), (double)pb_hist_quantile(h, 0.95));
         format_ns(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
         format_ns(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
         if (st->parent[0])
@@ -601,7 +602,7 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
             pb_table_add(&t, "  %s", st->name + strlen(st->parent)); /* "  .seek" under decode */
         else
             pb_table_add(&t, "%s", st->name);
-        const char *const cells[] = {mean, p50, p90, p99, max, cpu};
+        const char *const cells[] = {mean, p50, p90, p95, p99, max, cpu};
         add_count_and_cells(&t, h->count, cells, PB_ARRAY_LEN(cells));
         pb_table_add(&t, "%.1f", st->share_pct);
     }
@@ -812,7 +813,7 @@ static void report_csv(FILE *out, const struct pb_result *result, const struct p
     fputs("point,axes,samples_per_s,samples_per_s_noise_pct,batches_per_s,mb_per_s,stall_pct,"
           "accel_util_pct,cpu_util_pct,worker_cpu_pct,wait_p50_ns,wait_p99_ns,assembly_p50_ns,"
           "assembly_p99_ns,rss_peak_bytes,pinned_bytes,samples,errors,input_bound,recommended,"
-          "stage,count,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,cpu_ns,share_pct\n",
+          "stage,count,mean_ns,p50_ns,p90_ns,p95_ns,p99_ns,max_ns,cpu_ns,share_pct\n",
           out);
     static const char *const bound[] = {"no", "moderate", "high"};
     for (size_t i = 0; i < result->point_count; i++) {
@@ -848,7 +849,7 @@ static void report_csv(FILE *out, const struct pb_result *result, const struct p
             csv_u64(out, p->errors);
             fprintf(out, "%s,%d,", input_bound, recommended ? 1 : 0);
             if (!p->stage_count) {
-                fputs(",,,,,,,,\n", out);
+                fputs(",,,,,,,,,\n", out);
                 continue;
             }
             const struct pb_stage_result *st = &p->stages[r];
@@ -860,6 +861,7 @@ static void report_csv(FILE *out, const struct pb_result *result, const struct p
             csv_double(out, h->count ? h->mean_ns : 0);
             csv_u64(out, pb_hist_quantile(h, 0.50));
             csv_u64(out, pb_hist_quantile(h, 0.90));
+            csv_u64(out, pb_hist_quantile(h, 0.95));
             csv_u64(out, pb_hist_quantile(h, 0.99));
             csv_u64(out, h->count ? h->max_ns : 0);
             csv_u64(out, st->cpu_ns);

@@ -752,7 +752,7 @@ static void test_report_formats(void **state)
         markdown,
         (const char *const[]){"# pbench: image-basic", "## Sweep: 2 points",
                               "## Recommended point: loader.workers=",
-                              "| stage | count | mean | p50 | p90 | p99 | max | cpu | share% |",
+                              "| stage | count | mean | p50 | p90 | p95 | p99 | max | cpu | share% |",
                               "| samples/s |", "| resize |", "- warning: custom warning 0", NULL});
     free(markdown);
 
@@ -1170,6 +1170,27 @@ static void test_report_ends_with_verdict(void **state)
     pb_result_free(&result);
 }
 
+/* Stage tables carry p95 beside p50, p90 and p99, from the merged
+ * histograms. */
+static void test_report_p95_column(void **state)
+{
+    (void)state;
+    struct pb_result result;
+    make_result(&result, 17);
+    char *csv = render(&result, PB_FORMAT_CSV);
+    const struct pb_hist *h = &result.points[0].stages[0].hist;
+    char cells[128];
+    snprintf(cells, sizeof(cells), ",%llu,%llu,%llu,", (unsigned long long)pb_hist_quantile(h, 0.90),
+             (unsigned long long)pb_hist_quantile(h, 0.95),
+             (unsigned long long)pb_hist_quantile(h, 0.99));
+    pb_test_assert_contains(csv, (const char *const[]){"p50_ns,p90_ns,p95_ns,p99_ns,", cells, NULL});
+    free(csv);
+    char *markdown = render(&result, PB_FORMAT_MARKDOWN);
+    pb_test_assert_contains(markdown, (const char *const[]){"| p90 | p95 | p99 |", NULL});
+    free(markdown);
+    pb_result_free(&result);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1191,6 +1212,7 @@ int main(void)
         cmocka_unit_test(test_report_overhead_below_noise),
         cmocka_unit_test(test_report_step_time_cap),
         cmocka_unit_test(test_report_ends_with_verdict),
+        cmocka_unit_test(test_report_p95_column),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
