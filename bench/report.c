@@ -327,7 +327,8 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
             s->markdown ? "\n" : "", bullet);
     fprintf(s->out, "%sasm = batch assembly time in a worker; stall = share of the training "
                     "loop's time spent waiting for a batch; input-bound: stall >= %.0f%% HIGH, "
-                    ">= %.0f%% moderate (TensorFlow's input-pipeline thresholds)\n",
+                    ">= %.0f%% moderate (TensorFlow's input-pipeline thresholds); top stage = "
+                    "largest share of the workers' stage CPU time\n",
             bullet, PB_INPUT_BOUND_HIGH_PCT, PB_INPUT_BOUND_MODERATE_PCT);
     if (calibrated)
         fprintf(s->out,
