@@ -62,6 +62,32 @@ double pb_point_setting_double(const struct pb_result *result, size_t point, con
     return json_is_number(v) ? json_number_value(v) : def;
 }
 
+static double step_ms_of(const struct pb_result *result, size_t point)
+{
+    return pb_point_setting_double(result, point, "run.step_ms", 0);
+}
+
+bool pb_point_noise_known(const struct pb_result *result, size_t point, int *windows)
+{
+    const struct pb_point_result *p = &result->points[point];
+    *windows = 0;
+    if (p->repeat_count == 0)
+        return false;
+    if (pb_point_finished_repeats(p) >= 2)
+        return true;
+    /* One repeat: its windowed noise, which the stopping rule leaves at 0
+     * when fewer than 2 windows closed. Windows close at batch boundaries,
+     * at least run.window_s long and 2 batches each; their count here is
+     * an estimate from the repeat's length. */
+    const struct pb_repeat_result *rep = &p->repeats[0];
+    double window_s = pb_point_setting_double(result, point, "run.window_s", 0.25);
+    double count = window_s > 0 ? floor(rep->wall_s / window_s) : 0;
+    if (rep->batches > 0 && (double)(rep->batches / 2) < count)
+        count = (double)(rep->batches / 2);
+    *windows = (int)count;
+    return rep->window_noise > 0;
+}
+
 /* ---- decode ceiling ------------------------------------------------------ */
 
 static const struct pb_stage_result *find_stage(const struct pb_point_result *p, const char *name)
@@ -146,13 +172,28 @@ static void analyze_point(const struct pb_result *result, size_t i, struct pb_po
                  PB_INPUT_BOUND_MODERATE_PCT);
     }
 
+    /* The dominant stage by its share of the workers' CPU time: wall time
+     * inflates under contention (a stage waiting for a core looks slow).
+     * Without CPU times (an older result), by wall share. */
+    double cpu_total_ns = 0;
+    for (size_t s = 0; s < p->stage_count; s++)
+        if (!p->stages[s].parent[0] && !p->stages[s].gpu)
+            cpu_total_ns += (double)p->stages[s].cpu_ns;
+    a->top_share_of_cpu = cpu_total_ns > 0;
     for (size_t s = 0; s < p->stage_count; s++) {
         if (p->stages[s].parent[0] || p->stages[s].gpu)
             continue;
-        if (a->top_stage < 0 || p->stages[s].share_pct > a->top_share_pct) {
+        double share = a->top_share_of_cpu ? 100.0 * (double)p->stages[s].cpu_ns / cpu_total_ns
+                                           : p->stages[s].share_pct;
+        if (a->top_stage < 0 || share > a->top_share_pct) {
             a->top_stage = (int)s;
-            a->top_share_pct = p->stages[s].share_pct;
+            a->top_share_pct = share;
         }
+    }
+    double step = step_ms_of(result, i);
+    if (step > 0 && a->batch_size > 0) {
+        a->step_cap_samples_per_s = (double)a->batch_size * 1000.0 / step;
+        a->at_step_cap = p->accel_util_pct >= PB_ACCEL_UTIL_TARGET_PCT;
     }
     int pus = result->machine.pus > 0 ? result->machine.pus : 1;
     /* Workers off CPU are waiting either for I/O and each other, or, when
@@ -164,8 +205,9 @@ static void analyze_point(const struct pb_result *result, size_t i, struct pb_po
     char *b = a->bottleneck;
     size_t n = sizeof(a->bottleneck);
     if (a->top_stage >= 0)
-        used += (size_t)snprintf(b + used, n - used, "%s takes %.0f%% of worker time; ",
-                                 p->stages[a->top_stage].name, a->top_share_pct);
+        used += (size_t)snprintf(b + used, n - used, "%s takes %.0f%% of worker %s; ",
+                                 p->stages[a->top_stage].name, a->top_share_pct,
+                                 a->top_share_of_cpu ? "CPU time" : "time");
     if (used < n && a->saturated)
         used += (size_t)snprintf(b + used, n - used,
                                  "the machine is CPU-bound: the process keeps all %d hardware "
@@ -206,6 +248,16 @@ static void analyze_point(const struct pb_result *result, size_t i, struct pb_po
 }
 
 /* ---- recommendation ----------------------------------------------------- */
+
+/* "1 worker", "4 workers", or what 0 workers means. */
+static const char *workers_phrase(char *buf, size_t size, int64_t workers)
+{
+    if (workers == 0)
+        snprintf(buf, size, "0 workers (batches load in the training loop's thread)");
+    else
+        snprintf(buf, size, "%lld worker%s", (long long)workers, workers == 1 ? "" : "s");
+    return buf;
+}
 
 /* Cheaper first: fewer workers, then less memory, then a smaller batch. */
 static int cheaper(const struct pb_point_analysis *x, const struct pb_point_analysis *y)
@@ -268,7 +320,7 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
     double tie_pct = result->points[best].samples_per_s_noise_pct;
     if (tie_pct < PB_RECOMMEND_TIE_PCT)
         tie_pct = PB_RECOMMEND_TIE_PCT;
-    char name[256];
+    char name[256], workers[64];
 
     if (step_ms > 0) {
         int pick = -1;
@@ -295,10 +347,9 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
             an->recommended = pick;
             describe_point(result, (size_t)pick, name, sizeof(name));
             snprintf(an->reason, sizeof(an->reason),
-                     "%s keeps the accelerator %.1f%% busy at %.1f samples/s with %lld workers "
-                     "and %.0f MiB",
+                     "%s keeps the accelerator %.1f%% busy at %.1f samples/s with %s and %.0f MiB",
                      name, result->points[pick].accel_util_pct, result->points[pick].samples_per_s,
-                     (long long)an->points[pick].workers,
+                     workers_phrase(workers, sizeof(workers), an->points[pick].workers),
                      (double)an->points[pick].memory_bytes / 1048576.0);
             return;
         }
@@ -315,10 +366,10 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
         snprintf(an->reason, sizeof(an->reason),
                  "no point keeps the accelerator >= %.0f%% busy; the closest: %s at %.1f%% "
                  "(the best is %.1f%%; within %.0f points the cheapest wins), %.1f samples/s "
-                 "with %lld workers and %.0f MiB",
+                 "with %s and %.0f MiB",
                  PB_ACCEL_UTIL_TARGET_PCT, name, result->points[pick].accel_util_pct, best_util,
                  PB_RECOMMEND_TIE_PCT, result->points[pick].samples_per_s,
-                 (long long)an->points[pick].workers,
+                 workers_phrase(workers, sizeof(workers), an->points[pick].workers),
                  (double)an->points[pick].memory_bytes / 1048576.0);
         (void)best_util_point;
         return;
@@ -344,10 +395,10 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
     describe_point(result, (size_t)pick, name, sizeof(name));
     if (used < sizeof(an->reason))
         snprintf(an->reason + used, sizeof(an->reason) - used,
-                 "%s gives %.1f samples/s, %.1f%% of the best (%.1f) with %lld workers and %.0f MiB",
+                 "%s gives %.1f samples/s, %.1f%% of the best (%.1f) with %s and %.0f MiB",
                  name, result->points[pick].samples_per_s,
                  100.0 * result->points[pick].samples_per_s / best_sps, best_sps,
-                 (long long)an->points[pick].workers,
+                 workers_phrase(workers, sizeof(workers), an->points[pick].workers),
                  (double)an->points[pick].memory_bytes / 1048576.0);
 }
 
@@ -416,13 +467,37 @@ static void scaling(const struct pb_result *result, struct pb_analysis *an)
         for (int k = 0; k < count && used < size; k++) {
             const struct pb_point_result *p = &result->points[series[k]];
             int64_t w = an->points[series[k]].workers;
-            used += (size_t)snprintf(out + used, size - used, " %lld: %.0f", (long long)w,
-                                     p->samples_per_s / (double)(w > 0 ? w : 1));
+            if (w > 0)
+                used += (size_t)snprintf(out + used, size - used, " %lld: %.0f", (long long)w,
+                                         p->samples_per_s / (double)w);
+            else /* not a worker's figure: the loop loads its own batches */
+                used += (size_t)snprintf(out + used, size - used,
+                                         " 0 (in the training loop's thread): %.0f",
+                                         p->samples_per_s);
         }
         int64_t knee = -1;
         double knee_gain = 0, knee_expected = 0;
         for (int k = 0; k + 1 < count; k++) {
             int64_t w1 = an->points[series[k]].workers, w2 = an->points[series[k + 1]].workers;
+            /* At the step-time cap more workers cannot add throughput: a
+             * flat curve there is the step's limit, not the loader's knee. */
+            const struct pb_point_analysis *capped =
+                an->points[series[k]].at_step_cap       ? &an->points[series[k]]
+                : an->points[series[k + 1]].at_step_cap ? &an->points[series[k + 1]]
+                                                        : NULL;
+            if (capped) {
+                char workers[64];
+                if (used < size)
+                    used += (size_t)snprintf(
+                        out + used, size - used,
+                        ". From %s the loop is at the step-time cap (%.0f samples/s max, "
+                        "accelerator %.1f%% busy): more workers cannot raise throughput",
+                        workers_phrase(workers, sizeof(workers), capped->workers),
+                        capped->step_cap_samples_per_s,
+                        result->points[capped - an->points].accel_util_pct);
+                knee = 0;
+                break;
+            }
             if (w1 <= 0 || w2 <= w1)
                 continue;
             double gain = result->points[series[k + 1]].samples_per_s /
@@ -436,9 +511,10 @@ static void scaling(const struct pb_result *result, struct pb_analysis *an)
                 knee_expected = expected;
                 if (used < size)
                     used += (size_t)snprintf(out + used, size - used,
-                                             ". Knee at %lld workers: going to %lld gives %.2fx, "
+                                             ". Knee at %lld worker%s: going to %lld gives %.2fx, "
                                              "less than the %.2fx a doubling-gain of %.1fx implies",
-                                             (long long)w1, (long long)w2, gain, expected,
+                                             (long long)w1, w1 == 1 ? "" : "s", (long long)w2,
+                                             gain, expected,
                                              PB_KNEE_DOUBLING_GAIN);
                 break;
             }
@@ -479,11 +555,32 @@ static bool name_is(const char *name, const char *const *names)
     return false;
 }
 
-static void suggestions(const struct pb_result *result, struct pb_analysis *an)
+/* The command a suggestion is tested with. The result keeps the config's
+ * name, not its path: NAME.yaml stands for it. */
+static void run_command(const struct pb_result *result, char *buf, size_t size)
 {
-    if (an->recommended < 0)
-        return;
-    size_t i = (size_t)an->recommended;
+    snprintf(buf, size, "pbench run %s.yaml", result->name[0] ? result->name : "CONFIG");
+}
+
+/* Worker counts to sweep from now: doubling up to the hardware threads,
+ * "1,2,4" from 0 workers; at least two values. */
+static void worker_counts(int64_t now, int pus, char *buf, size_t size)
+{
+    int64_t w = now > 0 ? now : 1;
+    size_t used = 0;
+    buf[0] = 0;
+    for (int k = 0; k < 4 && used < size; k++, w *= 2) {
+        if (k >= 2 && w > pus)
+            break;
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", k ? "," : "", (long long)w);
+    }
+}
+
+/* The suggestions for point i (the recommended one, or a single run's
+ * only point), each quoting its figures and, where one exists, ending with
+ * the command that tests it. */
+static void suggestions(const struct pb_result *result, size_t i, struct pb_analysis *an)
+{
     const struct pb_point_result *p = &result->points[i];
     const struct pb_point_analysis *a = &an->points[i];
     int pus = result->machine.pus > 0 ? result->machine.pus : 1;
@@ -491,6 +588,11 @@ static void suggestions(const struct pb_result *result, struct pb_analysis *an)
     static const char *const decode_names[] = {"decode", NULL};
     static const char *const sizing_names[] = {"resize", "center_crop", "random_crop",
                                                "random_resized_crop", NULL};
+
+    const char *of = a->top_share_of_cpu ? "worker CPU time" : "worker time";
+    char run[160], workers[64];
+    run_command(result, run, sizeof(run));
+    worker_counts(a->workers, pus, workers, sizeof(workers));
 
     if (a->input_bound == PB_INPUT_BOUND_NO)
         SUGGEST(an,
@@ -501,28 +603,29 @@ static void suggestions(const struct pb_result *result, struct pb_analysis *an)
         const char *decoder = decoder_name(result);
         if (strcmp(decoder, "video") == 0)
             SUGGEST(an,
-                    "decode takes %.0f%% of worker time and decodes %.2fx the frames it delivers: "
-                    "skip the non-reference frames nobody receives (pipeline.decode.discard: "
-                    "nonref), encode the sources with a shorter GOP, trade workers for decoder "
-                    "threads (pipeline.decode.threads), or decode on the GPU",
-                    a->top_share_pct, a->amplification);
+                    "decode takes %.0f%% of %s and decodes %.2fx the frames it delivers: "
+                    "skip the non-reference frames nobody receives (test: %s -s "
+                    "pipeline.decode.discard=nonref), trade workers for decoder threads (test: "
+                    "%s -a pipeline.decode.threads=1,2,4), encode the sources with a shorter "
+                    "GOP, or decode on the GPU",
+                    a->top_share_pct, of, a->amplification, run, run);
         else if (strcmp(decoder, "null") == 0)
             SUGGEST(an,
-                    "decode takes %.0f%% of worker time: the null decoder's cost_us sets it; a "
+                    "decode takes %.0f%% of %s: the null decoder's cost_us sets it; a "
                     "real decoder's share is the figure to watch",
-                    a->top_share_pct);
+                    a->top_share_pct, of);
         else
             SUGGEST(an,
-                    "decode takes %.0f%% of worker time: decode at reduced size (JPEG DCT "
-                    "scaling, pipeline.decode.scale: auto), store a smaller source resolution, "
-                    "or decode on the GPU",
-                    a->top_share_pct);
+                    "decode takes %.0f%% of %s: decode at reduced size (JPEG DCT scaling; "
+                    "test: %s -s pipeline.decode.scale=auto), store a smaller source "
+                    "resolution, or decode on the GPU",
+                    a->top_share_pct, of, run);
     }
     if (a->top_stage >= 0 && a->top_share_pct >= 30 && name_is(top, sizing_names))
         SUGGEST(an,
-                "%s takes %.0f%% of worker time: crop before resizing (random_resized_crop "
+                "%s takes %.0f%% of %s: crop before resizing (random_resized_crop "
                 "resamples only the crop), or use interpolation: bilinear instead of area",
-                top, a->top_share_pct);
+                top, a->top_share_pct, of);
     if (p->gpu.used) {
         /* The device side: what the copy costs the loop and the GPU. */
         const struct pb_gpu_figures *g = &p->gpu;
@@ -562,13 +665,14 @@ static void suggestions(const struct pb_result *result, struct pb_analysis *an)
     if (a->input_bound != PB_INPUT_BOUND_NO && a->cpu_bound && !a->saturated && a->workers < pus)
         SUGGEST(an,
                 "workers are busy (%.0f%% on CPU) and the loop still waits %.1f%%: add workers, "
-                "up to the %d hardware threads (now %lld)",
-                p->worker_cpu_pct, p->stall_pct, pus, (long long)a->workers);
+                "up to the %d hardware threads (now %lld); test: %s -a loader.workers=%s",
+                p->worker_cpu_pct, p->stall_pct, pus, (long long)a->workers, run, workers);
     if (a->input_bound != PB_INPUT_BOUND_NO && !a->cpu_bound && !a->saturated && a->workers > 0)
         SUGGEST(an,
                 "workers are on CPU only %.0f%% of the time while the loop waits %.1f%%: they "
-                "wait on I/O or each other; more workers or a larger prefetch_factor can hide it",
-                p->worker_cpu_pct, p->stall_pct);
+                "wait on I/O or each other; more workers or a larger prefetch_factor can hide it "
+                "(test: %s -a loader.workers=%s -a loader.prefetch_factor=2,4)",
+                p->worker_cpu_pct, p->stall_pct, run, workers);
     if (a->oversubscribed && a->saturated)
         SUGGEST(an,
                 "%lld workers share %d hardware threads: with the cores saturated, a worker beyond "
@@ -582,10 +686,34 @@ static void suggestions(const struct pb_result *result, struct pb_analysis *an)
     if (machine_bytes > 0 && a->memory_bytes > machine_bytes / 4)
         SUGGEST(an,
                 "the loader holds %.0f MiB (%.0f%% of the machine's memory): lower "
-                "loader.prefetch_factor (now %lld) or the batch size",
+                "loader.prefetch_factor (now %lld; test: %s -a loader.prefetch_factor=1,2) or the "
+                "batch size",
                 (double)a->memory_bytes / 1048576.0,
                 100.0 * (double)a->memory_bytes / (double)machine_bytes,
-                (long long)a->prefetch_factor);
+                (long long)a->prefetch_factor, run);
+}
+
+/* The closing line of every run: the input-bound class of point i (or,
+ * without a training step, that the run measured the loader's ceiling),
+ * then its dominant stage by CPU share. */
+static void verdict_line(const struct pb_result *result, size_t i, struct pb_analysis *an)
+{
+    const struct pb_point_result *p = &result->points[i];
+    const struct pb_point_analysis *a = &an->points[i];
+    size_t used;
+    if (step_ms_of(result, i) <= 0)
+        used = (size_t)snprintf(an->verdict, sizeof(an->verdict),
+                                "the run measures the loader's ceiling, %.1f samples/s: with "
+                                "run.step_ms 0 the loop takes no step, so it is input-bound by "
+                                "design (set run.step_ms to your model's step time to see "
+                                "whether it would wait)",
+                                p->samples_per_s);
+    else
+        used = (size_t)snprintf(an->verdict, sizeof(an->verdict), "%s", a->verdict);
+    if (used < sizeof(an->verdict) && a->top_stage >= 0)
+        snprintf(an->verdict + used, sizeof(an->verdict) - used, "; dominant stage: %s, %.0f%% of %s",
+                 p->stages[a->top_stage].name, a->top_share_pct,
+                 a->top_share_of_cpu ? "the workers' stage CPU time" : "the stages' wall time");
 }
 
 int pb_analyze(const struct pb_result *result, struct pb_analysis *out)
@@ -602,7 +730,10 @@ int pb_analyze(const struct pb_result *result, struct pb_analysis *out)
         analyze_point(result, i, &out->points[i]);
     recommend(result, out);
     scaling(result, out);
-    suggestions(result, out);
+    if (out->recommended >= 0) {
+        suggestions(result, (size_t)out->recommended, out);
+        verdict_line(result, (size_t)out->recommended, out);
+    }
     return PB_OK;
 }
 
@@ -646,6 +777,7 @@ json_t *pb_analysis_to_json(const struct pb_analysis *an)
     json_object_set_new(root, "rule", json_string(an->rule));
     json_object_set_new(root, "reason", json_string(an->reason));
     json_object_set_new(root, "scaling", json_string(an->scaling));
+    json_object_set_new(root, "verdict", json_string(an->verdict));
     json_t *s = json_array();
     for (int i = 0; i < an->suggestion_count; i++)
         json_array_append_new(s, json_string(an->suggestions[i]));

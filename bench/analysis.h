@@ -35,7 +35,12 @@ struct pb_point_analysis {
     int input_bound;          /* enum pb_input_bound                       */
     char verdict[200];
     int top_stage;            /* index in point->stages, -1 when none      */
-    double top_share_pct;
+    double top_share_pct;     /* of the workers' stage CPU time (else wall) */
+    bool top_share_of_cpu;    /* false: the stages carry no CPU times      */
+    /* With a simulated step the loop cannot pass batch_size / step_ms
+     * samples/s; at_step_cap: utilization reached its target. */
+    double step_cap_samples_per_s; /* 0 without a step                     */
+    bool at_step_cap;
     bool cpu_bound;           /* workers on CPU most of the wall time      */
     bool saturated;           /* the process keeps every hardware thread busy */
     bool oversubscribed;      /* more workers than hardware threads        */
@@ -68,12 +73,17 @@ struct pb_analysis {
     char rule[400];           /* the rule, printed beside the choice       */
     char reason[700];         /* why this point, with its figures          */
     char scaling[600];        /* knee and efficiency per worker, or ""     */
+    /* The run's verdict, of the recommended point (a single run's only
+     * point): input-bound class and dominant stage; "" when none. */
+    char verdict[600];
     int suggestion_count;
-    char suggestions[8][360];
+    char suggestions[8][480];
 };
 
-/* Analyzes result into out (release with pb_analysis_free). A point whose
- * repeats failed or that has none is not usable and never recommended. */
+/* Analyzes result into out (release with pb_analysis_free), a single run
+ * as a sweep of one point: the verdict and suggestions are of the
+ * recommended point. A point whose repeats failed or that has none is not
+ * usable and never recommended. */
 int pb_analyze(const struct pb_result *result, struct pb_analysis *out);
 void pb_analysis_free(struct pb_analysis *analysis);
 json_t *pb_analysis_to_json(const struct pb_analysis *analysis);
@@ -89,6 +99,13 @@ int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const
                              int64_t def);
 double pb_point_setting_double(const struct pb_result *result, size_t point, const char *path,
                                double def);
+
+/* Whether point's samples/s noise can be judged: from the spread of two or
+ * more complete repeats, or with one repeat from its throughput windows
+ * (the stopping rule computed their noise: 2 windows or more). windows
+ * receives the single repeat's estimated window count (0 with two or
+ * more repeats). */
+bool pb_point_noise_known(const struct pb_result *result, size_t point, int *windows);
 
 /* The base config's value at a dotted path, whatever the points swept;
  * NULL when absent. */

@@ -281,8 +281,13 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
         int capped = 0;
         for (size_t q = 0; q < p->repeat_count; q++)
             capped += p->repeats[q].noisy;
+        int windows;
         pb_table_add(&t, "%.1f", p->samples_per_s);
-        pb_table_add(&t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " capped" : "");
+        if (pb_point_noise_known(result, i, &windows))
+            pb_table_add(&t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " capped" : "");
+        else
+            pb_table_add(&t, "noise unknown (%d window%s)%s", windows, windows == 1 ? "" : "s",
+                         capped ? " capped" : "");
         pb_table_add(&t, "%s", p50);
         pb_table_add(&t, "%s", p99);
         pb_table_add(&t, "%.1f%%", p->stall_pct);
@@ -299,7 +304,10 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
             pb_table_add(&t, "%s %.0f%%", p->stages[a->top_stage].name, a->top_share_pct);
         else
             pb_table_add(&t, "-");
-        if (show[12])
+        if (show[12] && a->at_step_cap)
+            pb_table_add(&t, "at the step-time cap (%.0f samples/s max)",
+                         a->step_cap_samples_per_s);
+        else if (show[12])
             pb_table_add(&t, "%.0f%%", a->efficiency_pct);
         static const char *const bound[] = {"no", "moderate", "HIGH"};
         pb_table_add(&t, "%s", bound[a->input_bound]);
@@ -319,7 +327,8 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
             s->markdown ? "\n" : "", bullet);
     fprintf(s->out, "%sasm = batch assembly time in a worker; stall = share of the training "
                     "loop's time spent waiting for a batch; input-bound: stall >= %.0f%% HIGH, "
-                    ">= %.0f%% moderate (TensorFlow's input-pipeline thresholds)\n",
+                    ">= %.0f%% moderate (TensorFlow's input-pipeline thresholds); top stage = "
+                    "largest share of the workers' stage CPU time\n",
             bullet, PB_INPUT_BOUND_HIGH_PCT, PB_INPUT_BOUND_MODERATE_PCT);
     if (calibrated)
         fprintf(s->out,
@@ -353,10 +362,25 @@ static void emit_analysis(const struct sink *s, const struct pb_analysis *an)
     if (an->scaling[0])
         emit_item(s, bullet, "scaling: ", an->scaling);
     const struct pb_point_analysis *a = &an->points[an->recommended];
-    emit_item(s, bullet, "verdict: ", a->verdict);
     emit_item(s, bullet, "bottleneck: ", a->bottleneck);
+}
+
+/* The last block of every run: the verdict line, then the suggestions,
+ * each with the command that tests it. */
+static void emit_verdict(const struct sink *s, const struct pb_analysis *an)
+{
+    fputs("\n", s->out);
+    if (!an || an->recommended < 0) {
+        emit_item(s, "", "verdict: ",
+                  an ? "no point was measured successfully: nothing to judge"
+                     : "not analyzed");
+        return;
+    }
+    emit_item(s, "", "verdict: ", an->verdict);
+    if (s->markdown && an->suggestion_count)
+        fputc('\n', s->out);
     for (int i = 0; i < an->suggestion_count; i++)
-        emit_item(s, bullet, "suggestion: ", an->suggestions[i]);
+        emit_item(s, NULL, "try: ", an->suggestions[i]);
 }
 
 /* The device side of a point: copy bandwidth against this machine's peak,
@@ -422,8 +446,15 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
     /* A repeat cut short by a signal is kept in the file but left out of
      * the point's summary. */
     size_t complete = pb_point_finished_repeats(p);
+    int windows;
+    bool noise_known = pb_point_noise_known(result, index, &windows);
     pb_table_add(&t, "samples/s");
-    if (complete < p->repeat_count)
+    if (!noise_known && p->repeat_count > 0)
+        pb_table_add(&t, "%.1f, noise unknown (%d window%s)  (1 repeat: noise unknown; raise "
+                         "run.repeats, or run.min_time_s for more windows)%s",
+                     p->samples_per_s, windows, windows == 1 ? "" : "s",
+                     complete < p->repeat_count ? "; 1 repeat cut short, left out" : "");
+    else if (complete < p->repeat_count)
         pb_table_add(&t,
                      "%.1f ± %.1f%%  (median of %zu complete repeat%s; %zu cut short, left out)",
                      p->samples_per_s, p->samples_per_s_noise_pct, complete,
@@ -527,14 +558,19 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
             pb_table_add(&t, "decode");
             pb_table_add(&t, "amplification %.2f (frames decoded / delivered)", a->amplification);
             pb_table_add(&t, "ceiling");
+            char per[80];
+            if (a->workers > 0)
+                snprintf(per, sizeof(per), "per worker (%s) x %lld",
+                         a->decode_rate_calibrated ? "calibrated, one core" : "measured in this run",
+                         (long long)a->workers);
+            else
+                snprintf(per, sizeof(per), "in the training loop's thread (%s)",
+                         a->decode_rate_calibrated ? "calibrated, one core" : "measured in this run");
             pb_table_add(&t,
-                         "%.0f frames/s = %.0f decoded frames/s per worker (%s) x %lld / %.2f; "
-                         "this run delivers %.0f = %.0f%% of it",
-                         a->ceiling_frames_per_s, a->decoded_fps_per_worker,
-                         a->decode_rate_calibrated ? "calibrated, one core"
-                                                   : "measured in this run",
-                         (long long)(a->workers > 0 ? a->workers : 1), a->amplification,
-                         a->delivered_frames_per_s, a->ceiling_pct);
+                         "%.0f frames/s = %.0f decoded frames/s %s / %.2f; this run delivers "
+                         "%.0f = %.0f%% of it",
+                         a->ceiling_frames_per_s, a->decoded_fps_per_worker, per,
+                         a->amplification, a->delivered_frames_per_s, a->ceiling_pct);
         }
     }
     pb_table_add(&t, "samples");
@@ -554,9 +590,9 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
     if (p->stage_count == 0)
         return;
     struct pb_table t;
-    pb_table_init(&t, 9, 0x1feu, false); /* all but the name right-aligned */
-    static const char *const header[] = {"stage", "count", "mean", "p50",   "p90",
-                                         "p99",   "max",   "cpu",  "share%"};
+    pb_table_init(&t, 10, 0x3feu, false); /* all but the name right-aligned */
+    static const char *const header[] = {"stage", "count", "mean", "p50", "p90",
+                                         "p95",   "p99",   "max",  "cpu", "share%"};
     for (size_t c = 0; c < PB_ARRAY_LEN(header); c++)
         pb_table_add(&t, "%s", header[c]);
     for (size_t i = 0; i < p->stage_count; i++) {
@@ -564,10 +600,11 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
         const struct pb_hist *h = &st->hist;
         if (st->gpu)
             continue;
-        char mean[32], p50[32], p90[32], p99[32], max[32], cpu[32];
+        char mean[32], p50[32], p90[32], p95[32], p99[32], max[32], cpu[32];
         format_ns(mean, sizeof(mean), h->count ? h->mean_ns : 0);
         format_ns(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
         format_ns(p90, sizeof(p90), (double)pb_hist_quantile(h, 0.90));
+        format_ns(p95, sizeof(p95), (double)pb_hist_quantile(h, 0.95));
         format_ns(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
         format_ns(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
         if (st->parent[0])
@@ -578,7 +615,7 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
             pb_table_add(&t, "  %s", st->name + strlen(st->parent)); /* "  .seek" under decode */
         else
             pb_table_add(&t, "%s", st->name);
-        const char *const cells[] = {mean, p50, p90, p99, max, cpu};
+        const char *const cells[] = {mean, p50, p90, p95, p99, max, cpu};
         add_count_and_cells(&t, h->count, cells, PB_ARRAY_LEN(cells));
         pb_table_add(&t, "%.1f", st->share_pct);
     }
@@ -661,6 +698,23 @@ static void emit_point(const struct sink *s, const struct pb_result *result,
         fputc('\n', s->out);
 }
 
+/* The instrumentation overhead: throughput lost to stage timing, between
+ * 0 and 100 %. A figure whose interval reaches outside that range, or
+ * whose size is under its noise, is noise and is said to be. */
+static void emit_overhead(const struct sink *s, const struct pb_result *result)
+{
+    double pct = result->overhead_pct, noise = result->overhead_noise_pct;
+    const char *bullet = s->markdown ? "- " : "";
+    if (pct - noise < 0 || pct + noise > 100)
+        fprintf(s->out,
+                "%sinstrumentation overhead: below the noise (± %.1f %%; measured %.1f %%, "
+                "an interval that holds figures timing cannot cause)\n",
+                bullet, noise, pct);
+    else
+        fprintf(s->out, "%sinstrumentation overhead: %.1f %% of throughput (± %.1f %%)\n",
+                bullet, pct, noise);
+}
+
 static void report_human(FILE *out, const struct pb_result *result,
                          const struct pb_analysis *an, bool markdown)
 {
@@ -728,8 +782,8 @@ static void report_human(FILE *out, const struct pb_result *result,
     if (result->interrupted)
         fprintf(out, "%sinterrupted: partial results\n", markdown ? "- " : "");
     if (result->overhead_measured)
-        fprintf(out, "%sinstrumentation overhead: %.1f %% of throughput (± %.1f %%)\n",
-                markdown ? "- " : "", result->overhead_pct, result->overhead_noise_pct);
+        emit_overhead(&s, result);
+    emit_verdict(&s, an);
 }
 
 /* ------------------------------------------------------------------- CSV */
@@ -772,7 +826,7 @@ static void report_csv(FILE *out, const struct pb_result *result, const struct p
     fputs("point,axes,samples_per_s,samples_per_s_noise_pct,batches_per_s,mb_per_s,stall_pct,"
           "accel_util_pct,cpu_util_pct,worker_cpu_pct,wait_p50_ns,wait_p99_ns,assembly_p50_ns,"
           "assembly_p99_ns,rss_peak_bytes,pinned_bytes,samples,errors,input_bound,recommended,"
-          "stage,count,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,cpu_ns,share_pct\n",
+          "stage,count,mean_ns,p50_ns,p90_ns,p95_ns,p99_ns,max_ns,cpu_ns,share_pct\n",
           out);
     static const char *const bound[] = {"no", "moderate", "high"};
     for (size_t i = 0; i < result->point_count; i++) {
@@ -789,7 +843,9 @@ static void report_csv(FILE *out, const struct pb_result *result, const struct p
             fprintf(out, "%zu,", i);
             csv_field(out, axes, false);
             csv_double(out, p->samples_per_s);
-            csv_double(out, p->samples_per_s_noise_pct);
+            int windows;
+            csv_double(out, pb_point_noise_known(result, i, &windows) ? p->samples_per_s_noise_pct
+                                                                      : NAN);
             csv_double(out, p->batches_per_s);
             csv_double(out, p->mb_per_s);
             csv_double(out, p->stall_pct);
@@ -806,7 +862,7 @@ static void report_csv(FILE *out, const struct pb_result *result, const struct p
             csv_u64(out, p->errors);
             fprintf(out, "%s,%d,", input_bound, recommended ? 1 : 0);
             if (!p->stage_count) {
-                fputs(",,,,,,,,\n", out);
+                fputs(",,,,,,,,,\n", out);
                 continue;
             }
             const struct pb_stage_result *st = &p->stages[r];
@@ -818,6 +874,7 @@ static void report_csv(FILE *out, const struct pb_result *result, const struct p
             csv_double(out, h->count ? h->mean_ns : 0);
             csv_u64(out, pb_hist_quantile(h, 0.50));
             csv_u64(out, pb_hist_quantile(h, 0.90));
+            csv_u64(out, pb_hist_quantile(h, 0.95));
             csv_u64(out, pb_hist_quantile(h, 0.99));
             csv_u64(out, h->count ? h->max_ns : 0);
             csv_u64(out, st->cpu_ns);

@@ -292,6 +292,122 @@ static void test_suggestions_quote_their_figures(void **state)
     release(&r);
 }
 
+static bool any_suggestion(const struct pb_analysis *an, const char *needle)
+{
+    for (int i = 0; i < an->suggestion_count; i++)
+        if (strstr(an->suggestions[i], needle))
+            return true;
+    return false;
+}
+
+/* A single run is analyzed as a sweep of one point: it gets a verdict in
+ * TensorFlow's bands, or with no step the loader's ceiling, and
+ * suggestions that carry the command testing them. */
+static void test_single_point_verdict(void **state)
+{
+    (void)state;
+    static const struct {
+        double stall, step_ms;
+        const char *verdict;
+    } cases[] = {
+        {4.9, 10, "not input-bound: the loop waits 4.9% of its time (< 5%)"},
+        {5.0, 10, "moderately input-bound: the loop waits 5.0% of its time (>= 5%)"},
+        {19.9, 10, "moderately input-bound: the loop waits 19.9% of its time (>= 5%)"},
+        {20.0, 10, "highly input-bound: the loop waits 20.0% of its time (>= 20%)"},
+        {99.0, 0, "the run measures the loader's ceiling, 1000.0 samples/s"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const struct spec_point row = {2, 32, 1000, 1, cases[c].stall, 50, 95, 100, NULL};
+        struct pb_result r;
+        struct pb_analysis an;
+        assert_int_equal(recommend(&row, 1, cases[c].step_ms, &an, &r), 0);
+        assert_true(strncmp(an.verdict, cases[c].verdict, strlen(cases[c].verdict)) == 0);
+        assert_non_null(strstr(an.verdict, "; dominant stage: decode, 90% of the stages' wall time"));
+        if (cases[c].stall >= 5) /* busy workers, 8 threads: add workers, and how to test it */
+            assert_true(any_suggestion(&an, "test: pbench run CONFIG.yaml -a loader.workers=2,4,8"));
+        json_t *j = pb_analysis_to_json(&an);
+        assert_string_equal(json_string_value(json_object_get(j, "verdict")), an.verdict);
+        json_decref(j);
+        pb_analysis_free(&an);
+        release(&r);
+    }
+}
+
+/* The dominant stage is the one with the largest share of the workers'
+ * CPU time, not of wall time, which waiting for a core inflates. */
+static void test_dominant_stage_by_cpu_share(void **state)
+{
+    (void)state;
+    const struct spec_point row = {2, 32, 1000, 1, 30, 50, 95, 100, NULL};
+    struct pb_result r;
+    make(&r, &row, 1, 10);
+    snprintf(r.name, sizeof(r.name), "video-basic");
+    json_decref(r.config);
+    r.config = json_pack("{s {s i s i s i} s {s f} s [{s {s s}}]}", "loader", "workers", 2,
+                         "batch_size", 32, "prefetch_factor", 2, "run", "step_ms", 10.0,
+                         "pipeline", "decode", "decoder", "video");
+    struct pb_point_result *p = &r.points[0];
+    p->stages[0].share_pct = 70; /* read: most of the wall time, little CPU */
+    p->stages[0].cpu_ns = 10000000;
+    p->stages[1].share_pct = 30;
+    p->stages[1].cpu_ns = 90000000;
+    struct pb_analysis an;
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    assert_int_equal(an.points[0].top_stage, 1);
+    assert_true(an.points[0].top_share_of_cpu);
+    assert_true(an.points[0].top_share_pct > 89.9 && an.points[0].top_share_pct < 90.1);
+    assert_non_null(strstr(an.verdict, "dominant stage: decode, 90% of the workers' stage CPU time"));
+    assert_true(any_suggestion(&an, "decode takes 90% of worker CPU time"));
+    assert_true(any_suggestion(&an, "test: pbench run video-basic.yaml -s pipeline.decode.discard=nonref"));
+    assert_true(any_suggestion(&an, "-a pipeline.decode.threads=1,2,4"));
+    pb_analysis_free(&an);
+    release(&r);
+}
+
+/* With a step, the loop cannot pass batch_size / step_ms samples/s: a flat
+ * curve at that cap is not a knee. */
+static void test_step_time_cap(void **state)
+{
+    (void)state;
+    /* batch 8, step 2 ms: at most 4000 samples/s. */
+    const struct spec_point rows[] = {
+        {1, 8, 2500, 1, 30, 62, 95, 100, NULL},
+        {2, 8, 3740, 1, 2, 93.6, 60, 110, NULL},
+        {4, 8, 3760, 1, 1, 94, 30, 120, NULL},
+    };
+    struct pb_result r;
+    struct pb_analysis an;
+    assert_int_equal(recommend(rows, 3, 2, &an, &r), 1);
+    assert_false(an.points[0].at_step_cap);
+    assert_true(an.points[1].at_step_cap);
+    assert_true(an.points[1].step_cap_samples_per_s > 3999 &&
+                an.points[1].step_cap_samples_per_s < 4001);
+    assert_non_null(strstr(an.scaling, "From 2 workers the loop is at the step-time cap "
+                                       "(4000 samples/s max, accelerator 93.6% busy)"));
+    assert_null(strstr(an.scaling, "Knee"));
+    pb_analysis_free(&an);
+    release(&r);
+}
+
+/* 0 workers load in the loop's thread: no per-worker figure; 1 worker is
+ * singular. */
+static void test_zero_and_one_worker(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {
+        {0, 32, 500, 1, 60, 0, 95, 100, NULL},
+        {1, 32, 1000, 1, 30, 0, 95, 100, NULL},
+    };
+    struct pb_result r;
+    struct pb_analysis an;
+    assert_int_equal(recommend(rows, 2, 0, &an, &r), 1);
+    assert_non_null(strstr(an.scaling, " 0 (in the training loop's thread): 500 1: 1000"));
+    assert_non_null(strstr(an.reason, "with 1 worker and"));
+    assert_null(strstr(an.reason, "1 workers"));
+    pb_analysis_free(&an);
+    release(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +420,10 @@ int main(void)
         cmocka_unit_test(test_knee),
         cmocka_unit_test(test_suggestions_quote_their_figures),
         cmocka_unit_test(test_gpu_suggestions),
+        cmocka_unit_test(test_single_point_verdict),
+        cmocka_unit_test(test_dominant_stage_by_cpu_share),
+        cmocka_unit_test(test_step_time_cap),
+        cmocka_unit_test(test_zero_and_one_worker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

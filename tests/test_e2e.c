@@ -1049,6 +1049,26 @@ static void test_loop_time_first_batch_and_interference(void **state)
     json_decref(r);
 }
 
+/* A single run ends with its verdict: a line starting "verdict", after
+ * which come only its suggestions; its noise is a figure or "unknown". */
+static void test_single_run_ends_with_verdict(void **state)
+{
+    (void)state;
+    char out[512], args[2048];
+    run_args(args, "null.yaml", "-s run.repeats=1 --no-calibrate -o verdict.json -q");
+    pbench_ok(args, out, sizeof(out));
+    char *text = slurp(out);
+    const char *verdict = strstr(text, "\nverdict: ");
+    if (!verdict)
+        fail_msg("no verdict line in:\n%s", text);
+    assert_non_null(strstr(verdict, "dominant stage: decode"));
+    for (const char *line = strchr(verdict + 1, '\n'); line && line[1];
+         line = strchr(line + 1, '\n'))
+        assert_true(strncmp(line + 1, "  try: ", 7) == 0);
+    assert_null(strstr(text, "± 0.0%"));
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1076,6 +1096,7 @@ int main(void)
         cmocka_unit_test(test_issue16_pool_over_memory_exits_2),
         cmocka_unit_test(test_issue16_symlinked_dataset),
         cmocka_unit_test(test_loop_time_first_batch_and_interference),
+        cmocka_unit_test(test_single_run_ends_with_verdict),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);

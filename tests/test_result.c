@@ -819,7 +819,7 @@ static void test_report_formats(void **state)
         markdown,
         (const char *const[]){"# pbench: image-basic", "## Sweep: 2 points",
                               "## Recommended point: loader.workers=",
-                              "| stage | count | mean | p50 | p90 | p99 | max | cpu | share% |",
+                              "| stage | count | mean | p50 | p90 | p95 | p99 | max | cpu | share% |",
                               "| samples/s |", "| resize |", "- warning: custom warning 0", NULL});
     free(markdown);
 
@@ -1128,6 +1128,136 @@ static void test_report_repeat_cut_short(void **state)
     pb_result_free(&result);
 }
 
+/* Keeps a point's first repeat only, with the windowed noise the stopping
+ * rule leaves when too few windows closed (0), and summarizes it again. */
+static void keep_one_repeat(struct pb_point_result *p)
+{
+    for (size_t r = 1; r < p->repeat_count; r++) {
+        free(p->repeats[r].batch_records);
+        free(p->repeats[r].rss);
+        free(p->repeats[r].stages);
+    }
+    p->repeat_count = 1;
+    p->repeats[0].interrupted = false;
+    p->repeats[0].window_noise = 0;
+    pb_point_summarize(p);
+}
+
+/* Noise that cannot be judged is said to be unknown, never ± 0.0%. */
+static void test_report_noise_unknown(void **state)
+{
+    (void)state;
+    struct pb_result result;
+    make_result(&result, 13);
+    for (size_t i = 0; i < result.point_count; i++)
+        keep_one_repeat(&result.points[i]);
+    char *table = render(&result, PB_FORMAT_TABLE);
+    pb_test_assert_contains(table, (const char *const[]){"noise unknown (", " windows)",
+                                                         "(1 repeat: noise unknown", NULL});
+    assert_null(strstr(table, "±0.0%"));
+    assert_null(strstr(table, "± 0.0%"));
+    free(table);
+    char *csv = render(&result, PB_FORMAT_CSV);
+    char row[64];
+    snprintf(row, sizeof(row), ",%.10g,,", result.points[0].samples_per_s); /* empty noise */
+    assert_non_null(strstr(csv, row));
+    free(csv);
+    pb_result_free(&result);
+}
+
+/* An overhead whose interval holds figures timing cannot cause (a faster
+ * run with timing on) is below the noise, with the noise quoted. */
+static void test_report_overhead_below_noise(void **state)
+{
+    (void)state;
+    struct pb_result result;
+    make_result(&result, 14);
+    result.overhead_pct = -21.0;
+    result.overhead_noise_pct = 8.7;
+    char *table = render(&result, PB_FORMAT_TABLE);
+    pb_test_assert_contains(table, (const char *const[]){
+                                       "instrumentation overhead: below the noise (± 8.7 %", NULL});
+    assert_null(strstr(table, "-21.0 % of throughput"));
+    free(table);
+    result.overhead_pct = 3.0;
+    result.overhead_noise_pct = 4.0; /* 3 ± 4 reaches below 0 */
+    table = render(&result, PB_FORMAT_TABLE);
+    pb_test_assert_contains(table, (const char *const[]){"below the noise (± 4.0 %", NULL});
+    free(table);
+    pb_result_free(&result);
+}
+
+/* Points at the step-time cap (batch 32 / 12.5 ms = 2560 samples/s) show
+ * it in place of a low efficiency, and in the scaling line. */
+static void test_report_step_time_cap(void **state)
+{
+    (void)state;
+    struct pb_result result;
+    make_result(&result, 15);
+    result.calibration.measured = true;
+    result.calibration.single_core_samples_per_s = 5000;
+    result.calibration.cores = 32;
+    for (size_t i = 0; i < result.point_count; i++)
+        result.points[i].accel_util_pct = 95;
+    char *table = render(&result, PB_FORMAT_TABLE);
+    pb_test_assert_contains(table, (const char *const[]){
+                                       "at the step-time cap (2560 samples/s max)",
+                                       "the loop is at the step-time cap (2560 samples/s max",
+                                       NULL});
+    assert_null(strstr(table, "Knee at"));
+    free(table);
+    pb_result_free(&result);
+}
+
+/* Asserts that text has one verdict line and after it only suggestions
+ * (each line starting with try_prefix). */
+static void __attribute__((noinline)) assert_verdict_last(const char *text, const char *try_prefix)
+{
+    const char *verdict = strstr(text, "\nverdict: ");
+    assert_non_null(verdict);
+    assert_null(strstr(verdict + 1, "\nverdict: "));
+    for (const char *line = strchr(verdict + 1, '\n'); line && line[1];
+         line = strchr(line + 1, '\n'))
+        assert_true(strncmp(line + 1, try_prefix, strlen(try_prefix)) == 0 || line[1] == '\n');
+}
+
+/* The last block of the table and of Markdown is the verdict line and its
+ * suggestions. */
+static void test_report_ends_with_verdict(void **state)
+{
+    (void)state;
+    struct pb_result result;
+    make_result(&result, 16);
+    char *text = render(&result, PB_FORMAT_TABLE);
+    assert_verdict_last(text, "  try: ");
+    free(text);
+    text = render(&result, PB_FORMAT_MARKDOWN);
+    assert_verdict_last(text, "- try: ");
+    free(text);
+    pb_result_free(&result);
+}
+
+/* Stage tables carry p95 beside p50, p90 and p99, from the merged
+ * histograms. */
+static void test_report_p95_column(void **state)
+{
+    (void)state;
+    struct pb_result result;
+    make_result(&result, 17);
+    char *csv = render(&result, PB_FORMAT_CSV);
+    const struct pb_hist *h = &result.points[0].stages[0].hist;
+    char cells[128];
+    snprintf(cells, sizeof(cells), ",%llu,%llu,%llu,", (unsigned long long)pb_hist_quantile(h, 0.90),
+             (unsigned long long)pb_hist_quantile(h, 0.95),
+             (unsigned long long)pb_hist_quantile(h, 0.99));
+    pb_test_assert_contains(csv, (const char *const[]){"p50_ns,p90_ns,p95_ns,p99_ns,", cells, NULL});
+    free(csv);
+    char *markdown = render(&result, PB_FORMAT_MARKDOWN);
+    pb_test_assert_contains(markdown, (const char *const[]){"| p90 | p95 | p99 |", NULL});
+    free(markdown);
+    pb_result_free(&result);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1146,6 +1276,11 @@ int main(void)
         cmocka_unit_test(test_read_what_is_not_a_result),
         cmocka_unit_test(test_report_names_without_control_characters),
         cmocka_unit_test(test_report_repeat_cut_short),
+        cmocka_unit_test(test_report_noise_unknown),
+        cmocka_unit_test(test_report_overhead_below_noise),
+        cmocka_unit_test(test_report_step_time_cap),
+        cmocka_unit_test(test_report_ends_with_verdict),
+        cmocka_unit_test(test_report_p95_column),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
