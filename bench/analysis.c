@@ -555,11 +555,15 @@ static bool name_is(const char *name, const char *const *names)
     return false;
 }
 
-/* The command a suggestion is tested with. The result keeps the config's
- * name, not its path: NAME.yaml stands for it. */
+/* The command a suggestion is tested with: the config file the result was
+ * made from, or (a result from an older pbench) NAME.yaml standing for it. */
 static void run_command(const struct pb_result *result, char *buf, size_t size)
 {
-    snprintf(buf, size, "pbench run %s.yaml", result->name[0] ? result->name : "CONFIG");
+    if (result->config_path[0])
+        snprintf(buf, size, "pbench run %.*s", (int)(size > 12 ? size - 12 : 0),
+                 result->config_path);
+    else
+        snprintf(buf, size, "pbench run %s.yaml", result->name[0] ? result->name : "CONFIG");
 }
 
 /* Worker counts to sweep from now: doubling up to the hardware threads,

@@ -169,6 +169,7 @@ struct pb_result {
     char pbench_version[32];
     char created[40];           /* ISO 8601 UTC                           */
     char name[128];             /* the config's name                      */
+    char config_path[512];      /* the config file run, as given; may be "" */
     struct pb_machine machine;
     json_t *config;             /* resolved config; owned                 */
     bool interrupted;

@@ -309,6 +309,8 @@ json_t *pb_result_to_json(const struct pb_result *result)
     json_object_set_new(root, "pbench_version", json_string(result->pbench_version));
     json_object_set_new(root, "created", json_string(result->created));
     json_object_set_new(root, "name", json_string(result->name));
+    if (result->config_path[0])
+        json_object_set_new(root, "config_path", json_string(result->config_path));
     json_object_set_new(root, "machine", machine_to_json(&result->machine));
     json_object_set_new(root, "config",
                         result->config ? json_deep_copy(result->config) : json_null());
@@ -678,6 +680,10 @@ static int read_result(struct pb_json_reader *rd, const json_t *root, struct pb_
         result->calibration.measured = true;
         pb_fields_read_leniently(cal, &result->calibration, calibration_fields);
     }
+    const json_t *config_path = json_object_get(root, "config_path");
+    if (json_is_string(config_path))
+        snprintf(result->config_path, sizeof(result->config_path), "%s",
+                 json_string_value(config_path));
     const json_t *skipped = json_object_get(root, "gpu_skipped");
     if (json_is_string(skipped))
         snprintf(result->gpu_skipped, sizeof(result->gpu_skipped), "%s",

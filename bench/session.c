@@ -212,6 +212,7 @@ static void start_result(struct session *s)
     gmtime_r(&now, &tm);
     strftime(r->created, sizeof(r->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
     snprintf(r->name, sizeof(r->name), "%s", s->base.name);
+    snprintf(r->config_path, sizeof(r->config_path), "%s", s->opts->config_path);
     pb_machine_probe(&r->machine);
     r->config = pb_spec_to_json(&s->base);
 }
@@ -325,9 +326,10 @@ static void announce(struct session *s)
     size_t used = n > 0 && (size_t)n < sizeof(text) ? (size_t)n : 0;
     if (!s->swept) {
         snprintf(text + used, sizeof(text) - used,
-                 ", %lld workers, batch %lld, prefetch %lld, %d repeats",
-                 (long long)b->loader.workers, (long long)b->loader.batch_size,
-                 (long long)b->loader.prefetch_factor, (int)b->run.repeats);
+                 ", %lld worker%s, batch %lld, prefetch %lld, %d repeat%s",
+                 (long long)b->loader.workers, b->loader.workers == 1 ? "" : "s",
+                 (long long)b->loader.batch_size, (long long)b->loader.prefetch_factor,
+                 (int)b->run.repeats, b->run.repeats == 1 ? "" : "s");
         say(s->hooks, PB_SESSION_INFO, "%s", text);
         return;
     }

@@ -128,6 +128,7 @@ static void make_result(struct pb_result *result, uint64_t seed)
     snprintf(result->pbench_version, sizeof(result->pbench_version), "%s", PB_VERSION);
     snprintf(result->created, sizeof(result->created), "2025-01-02T03:04:05Z");
     snprintf(result->name, sizeof(result->name), "image-basic");
+    snprintf(result->config_path, sizeof(result->config_path), "configs/image.yaml");
 
     struct pb_machine *m = &result->machine;
     snprintf(m->hostname, sizeof(m->hostname), "node-7");
@@ -292,6 +293,7 @@ static void assert_result_equal(const struct pb_result *a, const struct pb_resul
     assert_string_equal(a->pbench_version, b->pbench_version);
     assert_string_equal(a->created, b->created);
     assert_string_equal(a->name, b->name);
+    assert_string_equal(a->config_path, b->config_path);
     const struct pb_machine *ma = &a->machine, *mb = &b->machine;
     assert_string_equal(ma->hostname, mb->hostname);
     assert_string_equal(ma->cpu_model, mb->cpu_model);
