@@ -343,6 +343,30 @@ static void format_value(const struct pb_metric_cmp *m, double v, char *buf, siz
         snprintf(buf, n, "%.1f", v);
 }
 
+/* One line naming every metric with verdict, its change and interval,
+ * then what it means for the gate. */
+static void list_verdict(FILE *out, const struct pb_comparison *cmp, enum pb_verdict verdict,
+                         bool md, const char *title, const char *meaning)
+{
+    fprintf(out, md ? "\n**%s**:" : "%s:", title);
+    const char *sep = " ";
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
+        pb_printable(label, sizeof(label), pc->label);
+        for (int m = 0; m < pc->metric_count; m++) {
+            const struct pb_metric_cmp *mc = &pc->metrics[m];
+            if (mc->verdict != verdict)
+                continue;
+            const char *unit = mc->absolute ? "pp" : "%";
+            fprintf(out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s", sep, mc->name,
+                    mc->change_pct, unit, mc->ci_low_pct, mc->ci_high_pct, unit, label);
+            sep = "; ";
+        }
+    }
+    fprintf(out, "; %s\n", meaning);
+}
+
 void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
                           const char *next_name, int format)
 {
@@ -417,6 +441,13 @@ void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char
                     : "\n%d regressed, %d improved, %d ambiguous%s\n",
             cmp->regressions, cmp->improvements, cmp->ambiguous,
             cmp->unmatched ? "; some points exist in only one result and were not compared" : "");
+    if (cmp->regressions)
+        list_verdict(out, cmp, PB_VERDICT_REGRESSED, md,
+                     "REGRESSED", "--fail-on-regression exits 3");
+    if (cmp->improvements)
+        list_verdict(out, cmp, PB_VERDICT_IMPROVED, md, "IMPROVED",
+                     cmp->regressions ? "an improvement never fails the gate"
+                                      : "the gate passes (exit 0)");
 }
 
 int pb_threshold_parse(const char *text, double *threshold_pct)
