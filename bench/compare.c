@@ -440,84 +440,104 @@ static void format_value(const struct pb_metric_cmp *m, double v, char *buf, siz
         snprintf(buf, n, "%.1f", v);
 }
 
-/* The notes under the table on what the data could detect: that the
- * repeats can never reach significance, when so, and for each ambiguous
- * metric the repeats per side that would decide it, as a command option. */
-static void what_would_decide(FILE *out, const struct pb_comparison *cmp, bool md)
+/* What the notes under the table carry from one metric to the next. */
+struct notes {
+    FILE *out;
+    bool md;
+    double threshold_pct;
+    enum pb_verdict verdict; /* list_metric: the verdict listed */
+    const char *separator;   /* list_metric: before the next entry */
+    bool said_never;         /* decide_metric: the floor was stated */
+    int most, decidable;     /* decide_metric: repeats asked, metrics */
+};
+
+/* Calls note for every compared metric with its point's printable label. */
+static void each_metric(const struct pb_comparison *cmp, struct notes *notes,
+                        void (*note)(struct notes *, const char *, const struct pb_metric_cmp *))
 {
-    const char *bullet = md ? "- " : "";
-    bool said_never = false;
-    int most = 0, decidable = 0;
     for (size_t i = 0; i < cmp->point_count; i++) {
         const struct pb_point_cmp *pc = &cmp->points[i];
         char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
         pb_printable(label, sizeof(label), pc->label);
-        for (int m = 0; m < pc->metric_count; m++) {
-            const struct pb_metric_cmp *mc = &pc->metrics[m];
-            if (isinf(mc->detectable) && !said_never) {
-                fprintf(out,
-                        "\n%s%d vs %d repeats can never reach p < %.2f with Mann-Whitney (the "
-                        "smallest p it can give is %.3f), so no change can be called improved or "
-                        "regressed from these results; %d repeats a side can\n",
-                        bullet, mc->base_n, mc->next_n, PB_COMPARE_ALPHA, mc->min_p,
-                        min_repeats_for_alpha());
-                said_never = true;
-            }
-            if (mc->verdict != PB_VERDICT_AMBIGUOUS)
-                continue;
-            const char *unit = mc->absolute ? "pp" : "%";
-            char seen[96] = "";
-            if (!isnan(mc->noise) && !isnan(mc->change_pct))
-                snprintf(seen, sizeof(seen), " (change %+.1f%s, noise ±%.1f%s per repeat)",
-                         mc->change_pct, unit, mc->noise, unit);
-            else
-                snprintf(seen, sizeof(seen), " (noise unknown: %d and %d repeats)", mc->base_n,
-                         mc->next_n);
-            if (mc->repeats_to_decide > 0)
-                fprintf(out,
-                        "%sambiguous %s at %s%s: about %d repeats a side would decide it; "
-                        "measure again with -s run.repeats=%d\n",
-                        bullet, mc->name, label, seen, mc->repeats_to_decide,
-                        mc->repeats_to_decide);
-            else
-                fprintf(out,
-                        "%sambiguous %s at %s%s: too noisy to decide against the %.1f%s "
-                        "threshold (more than %d repeats a side); lengthen each repeat "
-                        "(-s run.min_time_s) to lower its noise\n",
-                        bullet, mc->name, label, seen, cmp->threshold_pct, unit,
-                        PB_COMPARE_MAX_REPEATS);
-            decidable += mc->repeats_to_decide > 0;
-            if (mc->repeats_to_decide > most)
-                most = mc->repeats_to_decide;
-        }
+        for (int m = 0; m < pc->metric_count; m++)
+            note(notes, label, &pc->metrics[m]);
     }
-    if (decidable > 1)
-        fprintf(out, "%sto decide all %d of these: measure again with -s run.repeats=%d\n",
-                bullet, decidable, most);
 }
 
-/* One line naming every metric with verdict, its change and interval,
- * then what it means for the gate. */
-static void list_verdict(FILE *out, const struct pb_comparison *cmp, enum pb_verdict verdict,
-                         bool md, const char *title, const char *meaning)
+/* A note on what the data could detect: that the repeats can never reach
+ * significance (once), and for an ambiguous metric the repeats per side
+ * that would decide it, as a command option. */
+static void decide_metric(struct notes *n, const char *label, const struct pb_metric_cmp *mc)
 {
-    fprintf(out, md ? "\n**%s**:" : "%s:", title);
-    const char *sep = " ";
-    for (size_t i = 0; i < cmp->point_count; i++) {
-        const struct pb_point_cmp *pc = &cmp->points[i];
-        char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
-        pb_printable(label, sizeof(label), pc->label);
-        for (int m = 0; m < pc->metric_count; m++) {
-            const struct pb_metric_cmp *mc = &pc->metrics[m];
-            if (mc->verdict != verdict)
-                continue;
-            const char *unit = mc->absolute ? "pp" : "%";
-            fprintf(out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s", sep, mc->name,
-                    mc->change_pct, unit, mc->ci_low_pct, mc->ci_high_pct, unit, label);
-            sep = "; ";
-        }
+    const char *bullet = n->md ? "- " : "";
+    if (isinf(mc->detectable) && !n->said_never) {
+        fprintf(n->out,
+                "\n%s%d vs %d repeats can never reach p < %.2f with Mann-Whitney (the smallest p "
+                "it can give is %.3f), so no change can be called improved or regressed from "
+                "these results; %d repeats a side can\n",
+                bullet, mc->base_n, mc->next_n, PB_COMPARE_ALPHA, mc->min_p,
+                min_repeats_for_alpha());
+        n->said_never = true;
     }
-    fprintf(out, "; %s\n", meaning);
+    if (mc->verdict != PB_VERDICT_AMBIGUOUS)
+        return;
+    const char *unit = mc->absolute ? "pp" : "%";
+    char seen[96];
+    if (!isnan(mc->noise) && !isnan(mc->change_pct))
+        snprintf(seen, sizeof(seen), " (change %+.1f%s, noise ±%.1f%s per repeat)", mc->change_pct,
+                 unit, mc->noise, unit);
+    else
+        snprintf(seen, sizeof(seen), " (noise unknown: %d and %d repeats)", mc->base_n,
+                 mc->next_n);
+    if (mc->repeats_to_decide > 0)
+        fprintf(n->out,
+                "%sambiguous %s at %s%s: about %d repeats a side would decide it; measure again "
+                "with -s run.repeats=%d\n",
+                bullet, mc->name, label, seen, mc->repeats_to_decide, mc->repeats_to_decide);
+    else
+        fprintf(n->out,
+                "%sambiguous %s at %s%s: too noisy to decide against the %.1f%s threshold (more "
+                "than %d repeats a side); lengthen each repeat (-s run.min_time_s) to lower its "
+                "noise\n",
+                bullet, mc->name, label, seen, n->threshold_pct, unit, PB_COMPARE_MAX_REPEATS);
+    n->decidable += mc->repeats_to_decide > 0;
+    if (mc->repeats_to_decide > n->most)
+        n->most = mc->repeats_to_decide;
+}
+
+/* An entry of the line listing every metric with the verdict asked for:
+ * its change and interval. */
+static void list_metric(struct notes *n, const char *label, const struct pb_metric_cmp *mc)
+{
+    if (mc->verdict != n->verdict)
+        return;
+    const char *unit = mc->absolute ? "pp" : "%";
+    fprintf(n->out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s", n->separator, mc->name,
+            mc->change_pct, unit, mc->ci_low_pct, mc->ci_high_pct, unit, label);
+    n->separator = "; ";
+}
+
+/* The notes under the table: what would decide, then the regressions and
+ * the improvements, each on one line with what it means for the gate. */
+static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
+{
+    struct notes n = {.out = out, .md = md, .threshold_pct = cmp->threshold_pct};
+    each_metric(cmp, &n, decide_metric);
+    if (n.decidable > 1)
+        fprintf(out, "%sto decide all %d of these: measure again with -s run.repeats=%d\n",
+                md ? "- " : "", n.decidable, n.most);
+    for (int k = 0; k < 2; k++) {
+        n.verdict = k == 0 ? PB_VERDICT_REGRESSED : PB_VERDICT_IMPROVED;
+        if ((k == 0 ? cmp->regressions : cmp->improvements) == 0)
+            continue;
+        fprintf(out, md ? "\n**%s**:" : "%s:", k == 0 ? "REGRESSED" : "IMPROVED");
+        n.separator = " ";
+        each_metric(cmp, &n, list_metric);
+        fprintf(out, "; %s\n",
+                k == 0                ? "--fail-on-regression exits 3"
+                : cmp->regressions ? "an improvement never fails the gate"
+                                   : "the gate passes (exit 0)");
+    }
 }
 
 void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
@@ -602,14 +622,7 @@ void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char
                     : "\n%d regressed, %d improved, %d ambiguous%s\n",
             cmp->regressions, cmp->improvements, cmp->ambiguous,
             cmp->unmatched ? "; some points exist in only one result and were not compared" : "");
-    what_would_decide(out, cmp, md);
-    if (cmp->regressions)
-        list_verdict(out, cmp, PB_VERDICT_REGRESSED, md,
-                     "REGRESSED", "--fail-on-regression exits 3");
-    if (cmp->improvements)
-        list_verdict(out, cmp, PB_VERDICT_IMPROVED, md, "IMPROVED",
-                     cmp->regressions ? "an improvement never fails the gate"
-                                      : "the gate passes (exit 0)");
+    print_notes(out, cmp, md);
 }
 
 int pb_threshold_parse(const char *text, double *threshold_pct)

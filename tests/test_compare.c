@@ -155,26 +155,34 @@ static void make_result(struct pb_result *r, const double *sps, size_t n, const 
     }
 }
 
-static enum pb_verdict verdict_of(double base_mean, double next_mean, double noise, double thr)
+/* The samples/s comparison of n against n repeats drawn with the given
+ * means and relative noise. */
+static struct pb_metric_cmp samples_cmp(size_t n, double base_mean, double next_mean, double noise,
+                                        double threshold_pct)
 {
-    double a[8], b[8];
-    for (int i = 0; i < 8; i++) {
+    double a[64], b[64];
+    for (size_t i = 0; i < n; i++) {
         a[i] = normal(base_mean, base_mean * noise);
         b[i] = normal(next_mean, next_mean * noise);
     }
     struct pb_result x, y;
-    make_result(&x, a, 8, "cpu", 300);
-    make_result(&y, b, 8, "cpu", 300);
+    make_result(&x, a, n, "cpu", 300);
+    make_result(&y, b, n, "cpu", 300);
     struct pb_comparison cmp;
-    assert_int_equal(pb_compare(&x, &y, thr, &cmp), PB_OK);
+    assert_int_equal(pb_compare(&x, &y, threshold_pct, &cmp), PB_OK);
     assert_false(cmp.incompatible);
     assert_int_equal(cmp.point_count, 1);
-    enum pb_verdict v = cmp.points[0].metrics[0].verdict;
+    struct pb_metric_cmp m = cmp.points[0].metrics[0];
     assert_string_equal(cmp.points[0].metrics[0].name, "samples_per_s");
     pb_comparison_free(&cmp);
     pb_result_free(&x);
     pb_result_free(&y);
-    return v;
+    return m;
+}
+
+static enum pb_verdict verdict_of(double base_mean, double next_mean, double noise, double thr)
+{
+    return samples_cmp(8, base_mean, next_mean, noise, thr).verdict;
 }
 
 static void test_false_alarms_and_power(void **state)
@@ -353,28 +361,6 @@ static void test_min_p_by_repeats(void **state)
     assert_float_equal(pb_compare_min_p(4, 4), 2.0 / 70, 1e-9);
     assert_float_equal(pb_compare_min_p(5, 5), 2.0 / 252, 1e-9);
     assert_true(isnan(pb_compare_min_p(0, 3)));
-}
-
-/* The samples/s comparison of n against n repeats drawn with the given
- * means and relative noise. */
-static struct pb_metric_cmp samples_cmp(size_t n, double base_mean, double next_mean, double noise,
-                                        double threshold_pct)
-{
-    double a[64], b[64];
-    for (size_t i = 0; i < n; i++) {
-        a[i] = normal(base_mean, base_mean * noise);
-        b[i] = normal(next_mean, base_mean * noise);
-    }
-    struct pb_result x, y;
-    make_result(&x, a, n, "cpu", 300);
-    make_result(&y, b, n, "cpu", 300);
-    struct pb_comparison cmp;
-    assert_int_equal(pb_compare(&x, &y, threshold_pct, &cmp), PB_OK);
-    struct pb_metric_cmp m = cmp.points[0].metrics[0];
-    pb_comparison_free(&cmp);
-    pb_result_free(&x);
-    pb_result_free(&y);
-    return m;
 }
 
 /* 3 against 3 repeats can detect nothing, and the report says so; the

@@ -173,9 +173,10 @@ static void test_add_twice_keeps_one_row(void **state)
 }
 
 /* Adds one_point_result(created, samples_per_s, stall_pct) with a config
- * whose decode costs cost_us, under revision rev. */
-static void add_run(const char *db, const char *created, double samples_per_s, double stall_pct,
-                    double cost_us, const char *rev)
+ * whose decode costs cost_us, measured in repeats rounds, under revision
+ * rev. */
+static void add_run_repeats(const char *db, const char *created, double samples_per_s,
+                            double stall_pct, double cost_us, int repeats, const char *rev)
 {
     struct pb_result r;
     char msg[PB_MSG_MAX];
@@ -183,11 +184,17 @@ static void add_run(const char *db, const char *created, double samples_per_s, d
     r.points[0].stall_pct = stall_pct;
     r.config = json_pack("{s:s, s:{s:s}, s:[{s:{s:s, s:f}}], s:{s:i}, s:{s:i, s:f}}", "name", "ci",
                          "dataset", "path", "data", "pipeline", "decode", "decoder", "null",
-                         "cost_us", cost_us, "loader", "workers", 2, "run", "repeats", 3,
+                         "cost_us", cost_us, "loader", "workers", 2, "run", "repeats", repeats,
                          "step_ms", 5.0);
     assert_non_null(r.config);
     assert_int_equal(pb_history_add(db, &r, rev, "test", msg, sizeof(msg)), PB_OK);
     pb_result_free(&r);
+}
+
+static void add_run(const char *db, const char *created, double samples_per_s, double stall_pct,
+                    double cost_us, const char *rev)
+{
+    add_run_repeats(db, created, samples_per_s, stall_pct, cost_us, 3, rev);
 }
 
 /* A step is a failure only when it makes the metric worse: samples/s up,
@@ -239,9 +246,10 @@ static void test_series_keyed_by_what_was_measured(void **state)
     assert_int_equal(sqlite3_column_int(st, 0), 2);
     sqlite3_finalize(st);
     sqlite3_close(h);
-    /* The same cost again, with other repeats: the same series, now a step. */
-    add_run(db, "2026-11-05T00:00:00Z", 400, 10, 600, "r5");
-    add_run(db, "2026-11-06T00:00:00Z", 401, 10, 600, "r6");
+    /* The same cost again, measured in more repeats (how often, not what):
+     * the same series, now slower, a step. */
+    add_run_repeats(db, "2026-11-05T00:00:00Z", 400, 10, 600, 8, "r5");
+    add_run_repeats(db, "2026-11-06T00:00:00Z", 401, 10, 600, 8, "r6");
     assert_int_equal(pb_history_show(db, "ci", "samples_per_s", 5, msg, sizeof(msg)), 1);
     unlink(db);
     rmdir(dir);
