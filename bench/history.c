@@ -321,11 +321,13 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
     char sql[640];
     /* metric is one of the fixed names above, never user text in SQL. A
      * series is what was measured (the fingerprint) at one point; rows
-     * from before fingerprints form a series per config and machine. */
+     * from before fingerprints form a series per config and machine.
+     * Series are listed by config name, then fingerprint. */
     snprintf(sql, sizeof(sql),
              "SELECT config, machine, point, created, revision, %s,"
              " COALESCE(fingerprint, 'none:' || config || char(31) || machine) AS series"
-             " FROM runs %s ORDER BY series, point, created, id",
+             " FROM runs %s ORDER BY MIN(config) OVER (PARTITION BY series), series, point,"
+             " created, id",
              metric, config_name ? "WHERE config = ?" : "");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
