@@ -42,7 +42,10 @@
       "interval over the repeats, a Mann-Whitney U p-value, and a verdict: improved, regressed,\n" \
       "same or ambiguous (not enough data to tell). A change counts only when it is significant\n" \
       "and at least --threshold (default 5%). Results from different machines or configs are\n" \
-      "refused, with every difference listed, unless --force. See docs/statistics.md.\n\n" \
+      "refused, with every difference listed, unless --force. Each metric also says the\n" \
+      "smallest change its repeats could detect given their noise ('never' where too few\n" \
+      "repeats can reach p < 0.05: 3 against 3 cannot), and an ambiguous one how many repeats\n" \
+      "a side would decide it (-s run.repeats=N). See docs/statistics.md.\n\n" \
       "Exit codes: 0 no regression (same, improved or ambiguous; or no --fail-on-regression),\n" \
       "3 a regression with --fail-on-regression, 1 unreadable files, 2 usage error,\n" \
       "incompatible results or no point of one result matching a point of the other.") \
