@@ -42,22 +42,29 @@
       "interval over the repeats, a Mann-Whitney U p-value, and a verdict: improved, regressed,\n" \
       "same or ambiguous (not enough data to tell). A change counts only when it is significant\n" \
       "and at least --threshold (default 5%). Results from different machines or configs are\n" \
-      "refused, with every difference listed, unless --force. See docs/statistics.md.\n\n" \
-      "Exit codes: 0 no regression (or no --fail-on-regression), 3 a regression with\n" \
-      "--fail-on-regression, 1 unreadable files, 2 usage error, incompatible results or no\n" \
-      "point of one result matching a point of the other.") \
+      "refused, with every difference listed, unless --force. Each metric also says the\n" \
+      "smallest change its repeats could detect given their noise ('never' where too few\n" \
+      "repeats can reach p < 0.05: 3 against 3 cannot), and an ambiguous one how many repeats\n" \
+      "a side would decide it (-s run.repeats=N). See docs/statistics.md.\n\n" \
+      "Exit codes: 0 no regression (same, improved or ambiguous; or no --fail-on-regression),\n" \
+      "3 a regression with --fail-on-regression, 1 unreadable files, 2 usage error,\n" \
+      "incompatible results or no point of one result matching a point of the other.") \
     X(history, \
       "pbench history add RESULT.json [--db results/history.db] [--revision REV]\n" \
       "       pbench history show [--db results/history.db] [--config NAME]\n" \
       "                  [--metric samples_per_s|stall_pct|assembly_p99_ns|rss_peak_bytes]\n" \
       "                  [--threshold 5%]", \
-      "Keeps each run's summary in an SQLite database (one row per point), keyed by machine,\n" \
-      "config and git revision (--revision, else $GITHUB_SHA, else git rev-parse in the current\n" \
-      "folder), and prints the trend of a metric per series, flagging a step change: a shift\n" \
-      "of the median beyond the threshold that holds for at least 2 runs in a row. Adding the\n" \
-      "same result under the same revision twice stores it once. --db also takes an SQLite\n" \
-      "URI (file:PATH?mode=ro).\n" \
-      "Exit codes: 0, or 3 when show finds a step change; 1 on errors.") \
+      "Keeps each run's summary in an SQLite database (one row per point) under its git\n" \
+      "revision (--revision, else $GITHUB_SHA, else git rev-parse in the current folder), and\n" \
+      "prints the trend of a metric per series, flagging a step change: a shift of the median\n" \
+      "beyond the threshold that holds for at least 2 runs in a row. A series is what was\n" \
+      "measured: a fingerprint of the config's dataset, pipeline, loader and run settings (not\n" \
+      "its name, repeats or measuring times) and the machine, shown beside the config's name;\n" \
+      "changing a setting starts a new series. Adding the same result under the same revision\n" \
+      "twice stores it once. --db also takes an SQLite URI (file:PATH?mode=ro).\n" \
+      "Exit codes: 0, or 3 when show finds a step that makes the metric worse (samples/s down;\n" \
+      "stall %, assembly p99, peak RSS up); a step that is an improvement is reported and\n" \
+      "exits 0; 1 on errors.") \
     X(calibrate, \
       "pbench calibrate CONFIG [--gpu] [-s key.path=value]...", \
       "Measures what this machine does at best for CONFIG's data: the pipeline on one core\n" \

@@ -151,6 +151,89 @@ static size_t metric_values(const struct pb_point_result *p, int metric, double 
     return n;
 }
 
+double pb_compare_min_p(size_t n, size_t m)
+{
+    if (n == 0 || m == 0)
+        return NAN;
+    double *v = malloc((n + m) * sizeof(double));
+    if (!v)
+        return NAN;
+    for (size_t i = 0; i < n + m; i++)
+        v[i] = (double)i;
+    double p = pb_mann_whitney(v, n, v + n, m, NULL);
+    free(v);
+    return p;
+}
+
+/* z-quantiles of the two-sided 5% test and of 80% power, and the
+ * Mann-Whitney test's asymptotic relative efficiency against the t-test on
+ * normal data (3/pi): it needs about 1/0.955 times the repeats. */
+#define Z_ALPHA 1.959964
+#define Z_POWER 0.841621
+#define MW_EFFICIENCY (3 / M_PI)
+
+/* The fewest repeats per side with which Mann-Whitney can reach p < alpha
+ * at all (4: 2/70 = 0.029). */
+static int min_repeats_for_alpha(void)
+{
+    int n = 2;
+    while (n < PB_COMPARE_MAX_REPEATS && !(pb_compare_min_p((size_t)n, (size_t)n) < PB_COMPARE_ALPHA))
+        n++;
+    return n;
+}
+
+/* Pooled standard deviation of one repeat over both samples, in the
+ * metric's change unit (% of base, or pp); NAN below 2 values a side. */
+static double pooled_noise(const struct pb_metric_cmp *m, const double *x, size_t n,
+                           const double *y, size_t k)
+{
+    if (n < 2 || k < 2)
+        return NAN;
+    double sx = pb_stddev(x, n), sy = pb_stddev(y, k);
+    double sd = sqrt(((double)(n - 1) * sx * sx + (double)(k - 1) * sy * sy) / (double)(n + k - 2));
+    if (m->absolute)
+        return sd;
+    return m->base != 0 ? 100 * sd / fabs(m->base) : NAN;
+}
+
+/* Fills min_p, noise and detectable: the change that n vs k repeats with
+ * this noise detect 80% of the time at alpha (normal approximation, scaled
+ * by the Mann-Whitney efficiency); never when min_p cannot reach alpha. */
+static void what_can_be_detected(struct pb_metric_cmp *m, const double *x, size_t n,
+                                 const double *y, size_t k)
+{
+    m->min_p = pb_compare_min_p(n, k);
+    m->noise = pooled_noise(m, x, n, y, k);
+    if (!(m->min_p < PB_COMPARE_ALPHA))
+        m->detectable = INFINITY;
+    else if (isnan(m->noise))
+        m->detectable = NAN;
+    else
+        m->detectable = (Z_ALPHA + Z_POWER) * m->noise *
+                        sqrt((1.0 / (double)n + 1.0 / (double)k) / MW_EFFICIENCY);
+}
+
+/* For an ambiguous metric: the repeats per side that would decide it. A
+ * change beyond the threshold needs the power to show it is real; one
+ * inside needs an interval narrow enough to fit within the threshold, so
+ * the distance that matters is the gap to the threshold. */
+static int repeats_to_decide(const struct pb_metric_cmp *m, double better, double threshold_pct)
+{
+    int least = min_repeats_for_alpha();
+    if (isnan(m->noise) || isnan(better))
+        return least;
+    double gap = fabs(better) >= threshold_pct ? fabs(better) : threshold_pct - fabs(better);
+    double z = Z_ALPHA + Z_POWER;
+    double need = gap > 0 ? ceil(2 * z * z * m->noise * m->noise / (MW_EFFICIENCY * gap * gap))
+                          : INFINITY;
+    int measured = m->base_n > m->next_n ? m->base_n : m->next_n;
+    if (need <= measured && m->min_p < PB_COMPARE_ALPHA)
+        need = 2.0 * measured; /* enough on paper, yet undecided: the noise was unlucky */
+    if (need < least)
+        need = least;
+    return need > PB_COMPARE_MAX_REPEATS ? -1 : (int)need;
+}
+
 static void compare_metric(int metric, const struct pb_point_result *a,
                            const struct pb_point_result *b, double threshold_pct, uint64_t seed,
                            struct pb_metric_cmp *m)
@@ -170,9 +253,11 @@ static void compare_metric(int metric, const struct pb_point_result *a,
     m->verdict = PB_VERDICT_AMBIGUOUS;
     m->p_value = NAN;
     m->ci_low_pct = m->ci_high_pct = NAN;
+    what_can_be_detected(m, x, n, y, k);
     if (n < 2 || k < 2 || isnan(m->base) || isnan(m->next) || (!m->absolute && m->base == 0)) {
         free(x);
         free(y);
+        m->repeats_to_decide = repeats_to_decide(m, NAN, threshold_pct);
         return; /* not enough data to tell */
     }
     double lo, hi;
@@ -207,6 +292,8 @@ static void compare_metric(int metric, const struct pb_point_result *a,
         m->verdict = PB_VERDICT_SAME;       /* real, but under the threshold */
     else
         m->verdict = PB_VERDICT_AMBIGUOUS;  /* could be a change that matters */
+    if (m->verdict == PB_VERDICT_AMBIGUOUS)
+        m->repeats_to_decide = repeats_to_decide(m, better, threshold_pct);
 }
 
 static void axes_label(const json_t *axes, char *buf, size_t n)
@@ -291,6 +378,7 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
     json_t *root = json_object();
     json_object_set_new(root, "threshold_pct", json_real(cmp->threshold_pct));
     json_object_set_new(root, "alpha", json_real(PB_COMPARE_ALPHA));
+    json_object_set_new(root, "power", json_real(PB_COMPARE_POWER));
     json_object_set_new(root, "incompatible", json_boolean(cmp->incompatible));
     json_t *diffs = json_array();
     for (int i = 0; i < cmp->difference_count; i++)
@@ -320,6 +408,15 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
             json_object_set_new(o, "p_value", isnan(mc->p_value) ? json_null() : json_real(mc->p_value));
             json_object_set_new(o, "repeats", json_pack("[i i]", mc->base_n, mc->next_n));
             json_object_set_new(o, "verdict", json_string(pb_verdict_name(mc->verdict)));
+            json_object_set_new(o, "min_p", isnan(mc->min_p) ? json_null() : json_real(mc->min_p));
+            json_object_set_new(o, "can_reach_alpha", json_boolean(mc->min_p < PB_COMPARE_ALPHA));
+            json_object_set_new(o, mc->absolute ? "noise_pp" : "noise_pct",
+                                isnan(mc->noise) ? json_null() : json_real(mc->noise));
+            json_object_set_new(o, mc->absolute ? "detectable_change_pp" : "detectable_change_pct",
+                                isfinite(mc->detectable) ? json_real(mc->detectable) : json_null());
+            json_object_set_new(o, "repeats_to_decide",
+                                mc->repeats_to_decide > 0 ? json_integer(mc->repeats_to_decide)
+                                                          : json_null());
             json_array_append_new(metrics, o);
         }
         json_object_set_new(p, "metrics", metrics);
@@ -341,6 +438,106 @@ static void format_value(const struct pb_metric_cmp *m, double v, char *buf, siz
         snprintf(buf, n, "%.1f%%", v);
     else
         snprintf(buf, n, "%.1f", v);
+}
+
+/* What the notes under the table carry from one metric to the next. */
+struct notes {
+    FILE *out;
+    bool md;
+    double threshold_pct;
+    enum pb_verdict verdict; /* list_metric: the verdict listed */
+    const char *separator;   /* list_metric: before the next entry */
+    bool said_never;         /* decide_metric: the floor was stated */
+    int most, decidable;     /* decide_metric: repeats asked, metrics */
+};
+
+/* Calls note for every compared metric with its point's printable label. */
+static void each_metric(const struct pb_comparison *cmp, struct notes *notes,
+                        void (*note)(struct notes *, const char *, const struct pb_metric_cmp *))
+{
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
+        pb_printable(label, sizeof(label), pc->label);
+        for (int m = 0; m < pc->metric_count; m++)
+            note(notes, label, &pc->metrics[m]);
+    }
+}
+
+/* A note on what the data could detect: that the repeats can never reach
+ * significance (once), and for an ambiguous metric the repeats per side
+ * that would decide it, as a command option. */
+static void decide_metric(struct notes *n, const char *label, const struct pb_metric_cmp *mc)
+{
+    const char *bullet = n->md ? "- " : "";
+    if (isinf(mc->detectable) && !n->said_never) {
+        fprintf(n->out,
+                "\n%s%d vs %d repeats can never reach p < %.2f with Mann-Whitney (the smallest p "
+                "it can give is %.3f), so no change can be called improved or regressed from "
+                "these results; %d repeats a side can\n",
+                bullet, mc->base_n, mc->next_n, PB_COMPARE_ALPHA, mc->min_p,
+                min_repeats_for_alpha());
+        n->said_never = true;
+    }
+    if (mc->verdict != PB_VERDICT_AMBIGUOUS)
+        return;
+    const char *unit = mc->absolute ? "pp" : "%";
+    char seen[96];
+    if (!isnan(mc->noise) && !isnan(mc->change_pct))
+        snprintf(seen, sizeof(seen), " (change %+.1f%s, noise ±%.1f%s per repeat)", mc->change_pct,
+                 unit, mc->noise, unit);
+    else
+        snprintf(seen, sizeof(seen), " (noise unknown: %d and %d repeats)", mc->base_n,
+                 mc->next_n);
+    if (mc->repeats_to_decide > 0)
+        fprintf(n->out,
+                "%sambiguous %s at %s%s: about %d repeats a side would decide it; measure again "
+                "with -s run.repeats=%d\n",
+                bullet, mc->name, label, seen, mc->repeats_to_decide, mc->repeats_to_decide);
+    else
+        fprintf(n->out,
+                "%sambiguous %s at %s%s: too noisy to decide against the %.1f%s threshold (more "
+                "than %d repeats a side); lengthen each repeat (-s run.min_time_s) to lower its "
+                "noise\n",
+                bullet, mc->name, label, seen, n->threshold_pct, unit, PB_COMPARE_MAX_REPEATS);
+    n->decidable += mc->repeats_to_decide > 0;
+    if (mc->repeats_to_decide > n->most)
+        n->most = mc->repeats_to_decide;
+}
+
+/* An entry of the line listing every metric with the verdict asked for:
+ * its change and interval. */
+static void list_metric(struct notes *n, const char *label, const struct pb_metric_cmp *mc)
+{
+    if (mc->verdict != n->verdict)
+        return;
+    const char *unit = mc->absolute ? "pp" : "%";
+    fprintf(n->out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s", n->separator, mc->name,
+            mc->change_pct, unit, mc->ci_low_pct, mc->ci_high_pct, unit, label);
+    n->separator = "; ";
+}
+
+/* The notes under the table: what would decide, then the regressions and
+ * the improvements, each on one line with what it means for the gate. */
+static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
+{
+    struct notes n = {.out = out, .md = md, .threshold_pct = cmp->threshold_pct};
+    each_metric(cmp, &n, decide_metric);
+    if (n.decidable > 1)
+        fprintf(out, "%sto decide all %d of these: measure again with -s run.repeats=%d\n",
+                md ? "- " : "", n.decidable, n.most);
+    for (int k = 0; k < 2; k++) {
+        n.verdict = k == 0 ? PB_VERDICT_REGRESSED : PB_VERDICT_IMPROVED;
+        if ((k == 0 ? cmp->regressions : cmp->improvements) == 0)
+            continue;
+        fprintf(out, md ? "\n**%s**:" : "%s:", k == 0 ? "REGRESSED" : "IMPROVED");
+        n.separator = " ";
+        each_metric(cmp, &n, list_metric);
+        fprintf(out, "; %s\n",
+                k == 0                ? "--fail-on-regression exits 3"
+                : cmp->regressions ? "an improvement never fails the gate"
+                                   : "the gate passes (exit 0)");
+    }
 }
 
 void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
@@ -371,12 +568,12 @@ void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char
         fprintf(out, md ? "- differs: %s\n" : "differs: %s\n",
                 pb_printable(text, sizeof(text), cmp->differences[i]));
     if (md)
-        fputs("\n| point | metric | base | new | change | 95% CI | p | verdict |\n"
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n",
+        fputs("\n| point | metric | base | new | change | 95% CI | p | verdict | detectable |\n"
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n",
               out);
     else
-        fprintf(out, "\n%-28s %-16s %12s %12s %9s %19s %7s  %s\n", "point", "metric", "base", "new",
-                "change", "95% CI", "p", "verdict");
+        fprintf(out, "\n%-28s %-16s %12s %12s %9s %19s %7s %10s  %s\n", "point", "metric", "base",
+                "new", "change", "95% CI", "p", "detectable", "verdict");
     for (size_t i = 0; i < cmp->point_count; i++) {
         const struct pb_point_cmp *pc = &cmp->points[i];
         char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
@@ -399,15 +596,23 @@ void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char
             else
                 snprintf(p, sizeof(p), "%.3f", mc->p_value);
             const char *verdict = pb_verdict_name(mc->verdict);
-            if (md)
-                fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s |\n", m ? "" : label,
-                        mc->name, a, b, change, ci, p,
-                        mc->verdict == PB_VERDICT_REGRESSED || mc->verdict == PB_VERDICT_IMPROVED ? "**" : "",
-                        verdict,
-                        mc->verdict == PB_VERDICT_REGRESSED || mc->verdict == PB_VERDICT_IMPROVED ? "**" : "");
+            char detectable[32];
+            if (isinf(mc->detectable))
+                snprintf(detectable, sizeof(detectable), "never");
+            else if (isnan(mc->detectable))
+                snprintf(detectable, sizeof(detectable), "-");
             else
-                fprintf(out, "%-28.28s %-16s %12s %12s %9s %19s %7s  %s\n", m ? "" : label,
+                snprintf(detectable, sizeof(detectable), "±%.1f%s", mc->detectable, unit);
+            const char *bold =
+                mc->verdict == PB_VERDICT_REGRESSED || mc->verdict == PB_VERDICT_IMPROVED ? "**" : "";
+            if (md)
+                fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s | %s |\n", m ? "" : label,
+                        mc->name, a, b, change, ci, p, bold, verdict, bold, detectable);
+            else
+                fprintf(out, "%-28.28s %-16s %12s %12s %9s %19s %7s %*s  %s\n", m ? "" : label,
                         mc->name, a, b, change, ci, p,
+                        /* "±" is two bytes and one column wide */
+                        strncmp(detectable, "±", 2) == 0 ? 11 : 10, detectable,
                         mc->verdict == PB_VERDICT_REGRESSED  ? "REGRESSED"
                         : mc->verdict == PB_VERDICT_IMPROVED ? "IMPROVED"
                                                              : verdict);
@@ -417,6 +622,7 @@ void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char
                     : "\n%d regressed, %d improved, %d ambiguous%s\n",
             cmp->regressions, cmp->improvements, cmp->ambiguous,
             cmp->unmatched ? "; some points exist in only one result and were not compared" : "");
+    print_notes(out, cmp, md);
 }
 
 int pb_threshold_parse(const char *text, double *threshold_pct)

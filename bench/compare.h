@@ -23,6 +23,8 @@ enum pb_verdict { PB_VERDICT_SAME = 0, PB_VERDICT_IMPROVED, PB_VERDICT_REGRESSED
 #define PB_COMPARE_ALPHA 0.05
 #define PB_COMPARE_METRICS 5
 #define PB_BOOTSTRAP_RESAMPLES 4000
+#define PB_COMPARE_POWER 0.80      /* the detection rate "detectable" means */
+#define PB_COMPARE_MAX_REPEATS 1000 /* run.repeats' upper bound              */
 
 struct pb_metric_cmp {
     const char *name;          /* "samples_per_s", "assembly_p50_ns", ... */
@@ -35,6 +37,18 @@ struct pb_metric_cmp {
     double p_value;
     int base_n, next_n;
     enum pb_verdict verdict;
+    /* What the data could detect (docs/statistics.md, "What a comparison
+     * can detect"). */
+    double min_p;              /* smallest p Mann-Whitney can give at n vs m */
+    double noise;              /* pooled SD of one repeat, % of the base
+                                  median (pp for stall); NAN below 2 a side */
+    double detectable;         /* smallest change found 80% of the time, in
+                                  % (pp); INFINITY when min_p >= alpha; NAN
+                                  when the noise is unknown                  */
+    int repeats_to_decide;     /* ambiguous only: repeats per side that would
+                                  decide it; -1 more than
+                                  PB_COMPARE_MAX_REPEATS; 0
+                                  when not ambiguous                        */
 };
 
 struct pb_point_cmp {
@@ -68,6 +82,12 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp);
  * two print names without control characters, JSON keeps them exact. */
 void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
                           const char *next_name, int format);
+
+/* The smallest two-sided p-value the Mann-Whitney test can give for n
+ * against m repeats (the two samples fully apart, no ties). 3 against 3
+ * gives 0.1, so no change can be significant at alpha 0.05. NAN when n or
+ * m is 0. */
+double pb_compare_min_p(size_t n, size_t m);
 
 /* Parses a practical threshold, "5%" or "5", into percent (0 <= t < 1000).
  * Returns PB_OK or PB_ERR_CONFIG. */

@@ -15,7 +15,12 @@
 
 #include "bench/compare.h"
 #include "bench/pb.h"
+#include "bench/report.h"
 #include "bench/stats.h"
+
+/* The normal quantiles behind "detectable": two-sided 5%, 80% power. */
+#define Z_TEST_ALPHA 1.959964
+#define Z_TEST_POWER 0.841621
 
 static uint64_t rng = 99;
 static double normal(double mean, double sd)
@@ -150,26 +155,34 @@ static void make_result(struct pb_result *r, const double *sps, size_t n, const 
     }
 }
 
-static enum pb_verdict verdict_of(double base_mean, double next_mean, double noise, double thr)
+/* The samples/s comparison of n against n repeats drawn with the given
+ * means and relative noise. */
+static struct pb_metric_cmp samples_cmp(size_t n, double base_mean, double next_mean, double noise,
+                                        double threshold_pct)
 {
-    double a[8], b[8];
-    for (int i = 0; i < 8; i++) {
+    double a[64], b[64];
+    for (size_t i = 0; i < n; i++) {
         a[i] = normal(base_mean, base_mean * noise);
         b[i] = normal(next_mean, next_mean * noise);
     }
     struct pb_result x, y;
-    make_result(&x, a, 8, "cpu", 300);
-    make_result(&y, b, 8, "cpu", 300);
+    make_result(&x, a, n, "cpu", 300);
+    make_result(&y, b, n, "cpu", 300);
     struct pb_comparison cmp;
-    assert_int_equal(pb_compare(&x, &y, thr, &cmp), PB_OK);
+    assert_int_equal(pb_compare(&x, &y, threshold_pct, &cmp), PB_OK);
     assert_false(cmp.incompatible);
     assert_int_equal(cmp.point_count, 1);
-    enum pb_verdict v = cmp.points[0].metrics[0].verdict;
+    struct pb_metric_cmp m = cmp.points[0].metrics[0];
     assert_string_equal(cmp.points[0].metrics[0].name, "samples_per_s");
     pb_comparison_free(&cmp);
     pb_result_free(&x);
     pb_result_free(&y);
-    return v;
+    return m;
+}
+
+static enum pb_verdict verdict_of(double base_mean, double next_mean, double noise, double thr)
+{
+    return samples_cmp(8, base_mean, next_mean, noise, thr).verdict;
 }
 
 static void test_false_alarms_and_power(void **state)
@@ -339,6 +352,106 @@ static void test_names_printed_without_control_characters(void **state)
     pb_result_free(&y);
 }
 
+/* The Mann-Whitney floor: fully separated samples give 2 / C(n + m, n). */
+static void test_min_p_by_repeats(void **state)
+{
+    (void)state;
+    assert_float_equal(pb_compare_min_p(3, 3), 2.0 / 20, 1e-9);
+    assert_float_equal(pb_compare_min_p(3, 4), 2.0 / 35, 1e-9);
+    assert_float_equal(pb_compare_min_p(4, 4), 2.0 / 70, 1e-9);
+    assert_float_equal(pb_compare_min_p(5, 5), 2.0 / 252, 1e-9);
+    assert_true(isnan(pb_compare_min_p(0, 3)));
+}
+
+/* 3 against 3 repeats can detect nothing, and the report says so; the
+ * stated "detectable" change at 8 against 8 is found about 80% of the
+ * time; the repeats suggested for an ambiguous metric do decide it. */
+static void test_what_the_data_can_detect(void **state)
+{
+    (void)state;
+    struct pb_metric_cmp m = samples_cmp(3, 1000, 900, 0.02, 5);
+    assert_int_equal(m.verdict, PB_VERDICT_AMBIGUOUS);
+    assert_true(isinf(m.detectable));
+    assert_float_equal(m.min_p, 0.1, 1e-9);
+    assert_int_equal(m.repeats_to_decide, 4); /* the fewest that can reach p < 0.05 */
+
+    /* 8 vs 8 at 2% noise: the stated detectable change, applied, is found
+     * (p < 0.05) in about 80% of trials. */
+    m = samples_cmp(8, 1000, 1000, 0.02, 5);
+    assert_true(m.detectable > 1.5 && m.detectable < 5);
+    double shift_pct = (Z_TEST_ALPHA + Z_TEST_POWER) * 2 * sqrt(0.25 / (3 / M_PI));
+    int found = 0, trials = 400;
+    for (int t = 0; t < trials; t++) {
+        double a[8], b[8];
+        for (int i = 0; i < 8; i++) {
+            a[i] = normal(1000, 20);
+            b[i] = normal(1000 * (1 + shift_pct / 100), 20);
+        }
+        found += pb_mann_whitney(b, 8, a, 8, NULL) < PB_COMPARE_ALPHA;
+    }
+    print_message("a %.2f%% change at 8 vs 8 repeats, 2%% noise: found %d%% of the time\n",
+                  shift_pct, 100 * found / trials);
+    assert_true(found >= trials * 70 / 100 && found <= trials * 92 / 100);
+
+    /* A 6% change under 5% noise at 3 vs 3 is ambiguous; the suggested
+     * repeats decide it (regressed, or real but under the threshold) most
+     * of the time. */
+    const double base[] = {1000, 1050, 950}, next[] = {940, 990, 890};
+    struct pb_result x, y;
+    make_result(&x, base, 3, "cpu", 300);
+    make_result(&y, next, 3, "cpu", 300);
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare(&x, &y, 5, &cmp), PB_OK);
+    m = cmp.points[0].metrics[0];
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+    assert_int_equal(m.verdict, PB_VERDICT_AMBIGUOUS);
+    assert_float_equal(m.noise, 5, 1e-9);
+    int n = m.repeats_to_decide;
+    print_message("6%% change, 5%% noise: %d repeats a side suggested\n", n);
+    assert_int_equal(n, 12); /* 2 (1.96 + 0.84)^2 5^2 / (0.955 * 6^2), rounded up */
+    int decided = 0;
+    for (int t = 0; t < 100; t++)
+        decided += samples_cmp((size_t)n, 1000, 940, 0.05, 5).verdict != PB_VERDICT_AMBIGUOUS;
+    print_message("decided at %d repeats a side: %d%%\n", n, decided);
+    assert_true(decided >= 60);
+}
+
+/* The report states the floor and the command that would decide. */
+static void test_report_says_what_would_decide(void **state)
+{
+    (void)state;
+    const double a[] = {1000, 1010, 990}, b[] = {900, 905, 899};
+    struct pb_result x, y;
+    make_result(&x, a, 3, "cpu", 300);
+    make_result(&y, b, 3, "cpu", 300);
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare(&x, &y, 5, &cmp), PB_OK);
+    for (int format = 0; format < 3; format++) {
+        char *out = NULL;
+        size_t size = 0;
+        FILE *o = open_memstream(&out, &size);
+        pb_comparison_report(o, &cmp, "a.json", "b.json",
+                             format == 0 ? PB_FORMAT_TABLE
+                                         : format == 1 ? PB_FORMAT_MARKDOWN : PB_FORMAT_JSON);
+        fclose(o);
+        if (format < 2) {
+            assert_non_null(strstr(out, "3 vs 3 repeats can never reach p < 0.05 with Mann-Whitney"));
+            assert_non_null(strstr(out, "measure again with -s run.repeats=4"));
+            assert_non_null(strstr(out, "never"));
+        } else {
+            assert_non_null(strstr(out, "\"can_reach_alpha\": false"));
+            assert_non_null(strstr(out, "\"repeats_to_decide\": 4"));
+            assert_non_null(strstr(out, "\"detectable_change_pct\""));
+        }
+        free(out);
+    }
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +465,9 @@ int main(void)
         cmocka_unit_test(test_libraries_matched_by_name),
         cmocka_unit_test(test_no_matching_point_is_an_error),
         cmocka_unit_test(test_names_printed_without_control_characters),
+        cmocka_unit_test(test_min_p_by_repeats),
+        cmocka_unit_test(test_what_the_data_can_detect),
+        cmocka_unit_test(test_report_says_what_would_decide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

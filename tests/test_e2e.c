@@ -555,12 +555,16 @@ static void test_compare_gate(void **state)
     free(md);
 
     /* History: two slow runs after two fast ones are a step change; one
-     * slow run is not yet. (The same file twice makes the series exact.) */
-    assert_int_equal(pbench("history add ci-fast.json --db h.db --revision r1", out, sizeof(out)), 0);
-    assert_int_equal(pbench("history add ci-fast.json --db h.db --revision r2", out, sizeof(out)), 0);
-    assert_int_equal(pbench("history add ci-slow.json --db h.db --revision r3", out, sizeof(out)), 0);
+     * slow run is not yet. (The same file twice makes the series exact.)
+     * The history keys a series by what was measured, so the fast and slow
+     * runs here share the config (the same cost_us) and differ in speed. */
+    synthetic_result("ci-run.json", "ci-fast-same", 1.1, 300, "2026-01-01T10:04:00Z");
+    synthetic_result("ci-run.json", "ci-slow-same", 0.9, 300, "2026-01-01T10:05:00Z");
+    assert_int_equal(pbench("history add ci-fast-same.json --db h.db --revision r1", out, sizeof(out)), 0);
+    assert_int_equal(pbench("history add ci-fast-same.json --db h.db --revision r2", out, sizeof(out)), 0);
+    assert_int_equal(pbench("history add ci-slow-same.json --db h.db --revision r3", out, sizeof(out)), 0);
     assert_int_equal(pbench("history show --db h.db --config ci", out, sizeof(out)), 0);
-    assert_int_equal(pbench("history add ci-slow.json --db h.db --revision r4", out, sizeof(out)), 0);
+    assert_int_equal(pbench("history add ci-slow-same.json --db h.db --revision r4", out, sizeof(out)), 0);
     EXPECT_OUT("history show --db h.db --config ci", 3, "STEP CHANGE", "(revision r3)");
 }
 
@@ -1069,6 +1073,50 @@ static void test_single_run_ends_with_verdict(void **state)
     free(text);
 }
 
+
+/* Issue 11: four results of configs/null.yaml with cost_us 300, 300, 600,
+ * 600 in one history are two series (what was measured changed), so show
+ * exits 0; a step that is an improvement is reported and exits 0 too. */
+static void test_issue11_history_series_by_fingerprint(void **state)
+{
+    (void)state;
+    char out[512];
+    synthetic_result("r1.json", "n300a", 1.0, 300, "2026-02-01T10:00:00Z");
+    synthetic_result("r1.json", "n300b", 1.0, 300, "2026-02-02T10:00:00Z");
+    synthetic_result("r1.json", "n600a", 0.5, 600, "2026-02-03T10:00:00Z");
+    synthetic_result("r1.json", "n600b", 0.5, 600, "2026-02-04T10:00:00Z");
+    static const char *const files[] = {"n300a", "n300b", "n600a", "n600b"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(files); i++) {
+        char args[256];
+        snprintf(args, sizeof(args), "history add %s.json --db fp.db --revision f%zu", files[i], i);
+        assert_int_equal(pbench(args, out, sizeof(out)), 0);
+    }
+    EXPECT_OUT("history show --db fp.db", 0, "2 series of samples_per_s: 0 regression step(s)",
+               "[fingerprint ");
+
+    /* The same config getting faster: an improvement step, exit 0. */
+    synthetic_result("r1.json", "n300c", 1.2, 300, "2026-02-05T10:00:00Z");
+    synthetic_result("r1.json", "n300d", 1.2, 300, "2026-02-06T10:00:00Z");
+    assert_int_equal(pbench("history add n300c.json --db fp.db --revision f4", out, sizeof(out)), 0);
+    assert_int_equal(pbench("history add n300d.json --db fp.db --revision f5", out, sizeof(out)), 0);
+    EXPECT_OUT("history show --db fp.db", 0, "an IMPROVEMENT (not a failure)",
+               "0 regression step(s), 1 improvement step(s)");
+}
+
+
+/* Issue 11: the gate fails on a regression only; an improvement passes and
+ * is named with its figure. */
+static void test_issue11_gate_fails_only_on_regression(void **state)
+{
+    (void)state;
+    EXPECT_OUT("compare ci-a.json ci-fast.json --force --fail-on-regression", 0,
+               "IMPROVED: samples_per_s +10.", "the gate passes (exit 0)");
+    EXPECT_OUT("compare ci-a.json ci-slow.json --force --fail-on-regression", 3,
+               "REGRESSED: samples_per_s -10.", "--fail-on-regression exits 3");
+    EXPECT_OUT("compare ci-a.json ci-a2.json --fail-on-regression", 0,
+               "0 regressed, 0 improved");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1097,6 +1145,8 @@ int main(void)
         cmocka_unit_test(test_issue16_symlinked_dataset),
         cmocka_unit_test(test_loop_time_first_batch_and_interference),
         cmocka_unit_test(test_single_run_ends_with_verdict),
+        cmocka_unit_test(test_issue11_history_series_by_fingerprint),
+        cmocka_unit_test(test_issue11_gate_fails_only_on_regression),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);

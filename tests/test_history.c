@@ -172,6 +172,123 @@ static void test_add_twice_keeps_one_row(void **state)
     rmdir(dir);
 }
 
+/* Adds one_point_result(created, samples_per_s, stall_pct) with a config
+ * whose decode costs cost_us, measured in repeats rounds, under revision
+ * rev. */
+static void add_run_repeats(const char *db, const char *created, double samples_per_s,
+                            double stall_pct, double cost_us, int repeats, const char *rev)
+{
+    struct pb_result r;
+    char msg[PB_MSG_MAX];
+    one_point_result(&r, created, samples_per_s);
+    r.points[0].stall_pct = stall_pct;
+    r.config = json_pack("{s:s, s:{s:s}, s:[{s:{s:s, s:f}}], s:{s:i}, s:{s:i, s:f}}", "name", "ci",
+                         "dataset", "path", "data", "pipeline", "decode", "decoder", "null",
+                         "cost_us", cost_us, "loader", "workers", 2, "run", "repeats", repeats,
+                         "step_ms", 5.0);
+    assert_non_null(r.config);
+    assert_int_equal(pb_history_add(db, &r, rev, "test", msg, sizeof(msg)), PB_OK);
+    pb_result_free(&r);
+}
+
+static void add_run(const char *db, const char *created, double samples_per_s, double stall_pct,
+                    double cost_us, const char *rev)
+{
+    add_run_repeats(db, created, samples_per_s, stall_pct, cost_us, 3, rev);
+}
+
+/* A step is a failure only when it makes the metric worse: samples/s up,
+ * or stall % down, is reported and exits 0; the other way round counts. */
+static void test_only_regression_steps_count(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], msg[PB_MSG_MAX];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    static const double sps[] = {1000, 1005, 995, 1200, 1210};
+    static const double stall[] = {10, 10, 10, 20, 21};
+    for (size_t i = 0; i < PB_ARRAY_LEN(sps); i++) {
+        char created[32], rev[8];
+        snprintf(created, sizeof(created), "2026-11-%02zuT00:00:00Z", i + 1);
+        snprintf(rev, sizeof(rev), "r%zu", i);
+        add_run(db, created, sps[i], stall[i], 300, rev);
+    }
+    fflush(stdout);
+    assert_int_equal(pb_history_show(db, "ci", "samples_per_s", 5, msg, sizeof(msg)), 0);
+    assert_int_equal(pb_history_show(db, "ci", "stall_pct", 5, msg, sizeof(msg)), 1);
+    unlink(db);
+    rmdir(dir);
+}
+
+/* Four results of one config name with cost_us 300, 300, 600, 600 are two
+ * series (what was measured changed), not a step change. */
+static void test_series_keyed_by_what_was_measured(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], msg[PB_MSG_MAX];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    add_run(db, "2026-11-01T00:00:00Z", 1000, 10, 300, "r1");
+    add_run(db, "2026-11-02T00:00:00Z", 1002, 10, 300, "r2");
+    add_run(db, "2026-11-03T00:00:00Z", 500, 10, 600, "r3");
+    add_run(db, "2026-11-04T00:00:00Z", 501, 10, 600, "r4");
+    fflush(stdout);
+    assert_int_equal(pb_history_show(db, "ci", "samples_per_s", 5, msg, sizeof(msg)), 0);
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(h, "SELECT count(DISTINCT fingerprint) FROM runs", -1,
+                                        &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 2);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    /* The same cost again, measured in more repeats (how often, not what):
+     * the same series, now slower, a step. */
+    add_run_repeats(db, "2026-11-05T00:00:00Z", 400, 10, 600, 8, "r5");
+    add_run_repeats(db, "2026-11-06T00:00:00Z", 401, 10, 600, 8, "r6");
+    assert_int_equal(pb_history_show(db, "ci", "samples_per_s", 5, msg, sizeof(msg)), 1);
+    unlink(db);
+    rmdir(dir);
+}
+
+/* A database from before fingerprints gets the column; its old rows form
+ * a series of their own, apart from runs added since. */
+static void test_old_database_migrated(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], msg[PB_MSG_MAX];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(h,
+                     "CREATE TABLE runs (id INTEGER PRIMARY KEY, created TEXT NOT NULL,"
+                     " added TEXT NOT NULL, config TEXT NOT NULL, machine TEXT NOT NULL,"
+                     " revision TEXT NOT NULL, point TEXT NOT NULL, samples_per_s REAL,"
+                     " noise_pct REAL, stall_pct REAL, assembly_p99_ns REAL,"
+                     " rss_peak_bytes REAL, source TEXT);"
+                     "INSERT INTO runs VALUES (1, '2026-10-01T00:00:00Z', 'x', 'ci', 'Test CPU',"
+                     " 'o1', '{}', 2000, 1, 5, 0, 0, '');"
+                     "INSERT INTO runs VALUES (2, '2026-10-02T00:00:00Z', 'x', 'ci', 'Test CPU',"
+                     " 'o2', '{}', 2001, 1, 5, 0, 0, '');",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(h);
+    add_run(db, "2026-11-01T00:00:00Z", 1000, 10, 300, "r1");
+    add_run(db, "2026-11-02T00:00:00Z", 1001, 10, 300, "r2");
+    fflush(stdout);
+    assert_int_equal(pb_history_show(db, "ci", "samples_per_s", 5, msg, sizeof(msg)), 0);
+    assert_int_equal(count_rows(db), 4);
+    unlink(db);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -179,6 +296,9 @@ int main(void)
         cmocka_unit_test(test_add_and_show),
         cmocka_unit_test(test_add_to_read_only_database),
         cmocka_unit_test(test_add_twice_keeps_one_row),
+        cmocka_unit_test(test_only_regression_steps_count),
+        cmocka_unit_test(test_series_keyed_by_what_was_measured),
+        cmocka_unit_test(test_old_database_migrated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
