@@ -27,7 +27,10 @@ static void json_text(const json_t *v, char *buf, size_t n)
 }
 
 /* Lists the leaves that differ between two JSON values, as dotted paths. */
-static void diff_json(struct pb_comparison *c, const char *path, const json_t *a, const json_t *b)
+/* Lists where a and b differ under path: into the differences (the
+ * results are incompatible) or, for settings, into the setting changes. */
+static void diff_json(struct pb_comparison *c, const char *path, const json_t *a, const json_t *b,
+                      bool setting)
 {
     if ((!a && !b) || json_equal((json_t *)a, (json_t *)b))
         return; /* json_equal calls two missing values different */
@@ -38,7 +41,7 @@ static void diff_json(struct pb_comparison *c, const char *path, const json_t *a
         {
             char sub[256];
             snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
-            diff_json(c, sub, v, json_object_get(b, key));
+            diff_json(c, sub, v, json_object_get(b, key), setting);
         }
         json_object_foreach((json_t *)b, key, v)
         {
@@ -46,7 +49,7 @@ static void diff_json(struct pb_comparison *c, const char *path, const json_t *a
                 continue;
             char sub[256];
             snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
-            diff_json(c, sub, NULL, v);
+            diff_json(c, sub, NULL, v, setting);
         }
         return;
     }
@@ -54,13 +57,17 @@ static void diff_json(struct pb_comparison *c, const char *path, const json_t *a
         for (size_t i = 0; i < json_array_size(a); i++) {
             char sub[256];
             snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
-            diff_json(c, sub, json_array_get(a, i), json_array_get(b, i));
+            diff_json(c, sub, json_array_get(a, i), json_array_get(b, i), setting);
         }
         return;
     }
     char x[120], y[120];
     json_text(a, x, sizeof(x));
     json_text(b, y, sizeof(y));
+    if (setting) {
+        PB_LINES_ADD(c->setting_changes, &c->setting_change_count, "%s: %s -> %s", path, x, y);
+        return;
+    }
     ADD_DIFFERENCE(c, "config %s: %s -> %s", path, x, y);
     c->incompatible = true;
 }
@@ -90,12 +97,14 @@ static void check_compatible(struct pb_comparison *c, const struct pb_result *a,
                            y->libraries[j][1]);
     }
     c->incompatible = c->difference_count > 0;
-    /* The measured config: everything but the run section, which only says
-     * how long and how often to measure. */
+    /* The measured work: name, dataset and pipeline must match; the loader
+     * settings may differ (a change of them is what is being compared);
+     * the run section only says how long and how often to measure. */
     static const char *const sections[] = {"name", "dataset", "pipeline", "loader"};
     for (size_t s = 0; s < PB_ARRAY_LEN(sections); s++)
         diff_json(c, sections[s], a->config ? json_object_get(a->config, sections[s]) : NULL,
-                  b->config ? json_object_get(b->config, sections[s]) : NULL);
+                  b->config ? json_object_get(b->config, sections[s]) : NULL,
+                  strcmp(sections[s], "loader") == 0);
 }
 
 /* ---- metrics ------------------------------------------------------------- */
@@ -349,12 +358,16 @@ int pb_compare(const struct pb_result *base, const struct pb_result *next, doubl
         for (int m = 0; m < PB_COMPARE_METRICS; m++) {
             compare_metric(m, a, &next->points[j], threshold_pct, 0x5eed + (uint64_t)i * 131 + (uint64_t)m,
                            &pc->metrics[m]);
-            switch (pc->metrics[m].verdict) {
+            struct pb_metric_cmp *mc = &pc->metrics[m];
+            mc->cost_of_setting = mc->verdict == PB_VERDICT_REGRESSED && m == M_RSS &&
+                                  out->setting_change_count > 0;
+            switch (mc->cost_of_setting ? PB_VERDICT_SAME : mc->verdict) {
             case PB_VERDICT_REGRESSED: out->regressions++; break;
             case PB_VERDICT_IMPROVED: out->improvements++; break;
             case PB_VERDICT_AMBIGUOUS: out->ambiguous++; break;
             default: break;
             }
+            out->setting_costs += mc->cost_of_setting;
         }
     }
     out->unmatched += (int)(next->point_count > out->point_count ? next->point_count - out->point_count : 0);
@@ -384,6 +397,10 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
     for (int i = 0; i < cmp->difference_count; i++)
         json_array_append_new(diffs, json_string(cmp->differences[i]));
     json_object_set_new(root, "differences", diffs);
+    json_t *changes = json_array();
+    for (int i = 0; i < cmp->setting_change_count; i++)
+        json_array_append_new(changes, json_string(cmp->setting_changes[i]));
+    json_object_set_new(root, "setting_changes", changes);
     json_object_set_new(root, "regressions", json_integer(cmp->regressions));
     json_object_set_new(root, "improvements", json_integer(cmp->improvements));
     json_object_set_new(root, "ambiguous", json_integer(cmp->ambiguous));
@@ -408,6 +425,8 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
             json_object_set_new(o, "p_value", isnan(mc->p_value) ? json_null() : json_real(mc->p_value));
             json_object_set_new(o, "repeats", json_pack("[i i]", mc->base_n, mc->next_n));
             json_object_set_new(o, "verdict", json_string(pb_verdict_name(mc->verdict)));
+            if (mc->cost_of_setting)
+                json_object_set_new(o, "cost_of_setting", json_true());
             json_object_set_new(o, "min_p", isnan(mc->min_p) ? json_null() : json_real(mc->min_p));
             json_object_set_new(o, "can_reach_alpha", json_boolean(mc->min_p < PB_COMPARE_ALPHA));
             json_object_set_new(o, mc->absolute ? "noise_pp" : "noise_pct",
@@ -509,7 +528,8 @@ static void decide_metric(struct notes *n, const char *label, const struct pb_me
  * its change and interval. */
 static void list_metric(struct notes *n, const char *label, const struct pb_metric_cmp *mc)
 {
-    if (mc->verdict != n->verdict)
+    bool cost = n->verdict == PB_VERDICT_SAME; /* listing the settings' costs */
+    if (cost ? !mc->cost_of_setting : mc->verdict != n->verdict || mc->cost_of_setting)
         return;
     const char *unit = mc->absolute ? "pp" : "%";
     fprintf(n->out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s", n->separator, mc->name,
@@ -537,6 +557,14 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
                 k == 0                ? "--fail-on-regression exits 3"
                 : cmp->regressions ? "an improvement never fails the gate"
                                    : "the gate passes (exit 0)");
+    }
+    if (cmp->setting_costs > 0) {
+        n.verdict = PB_VERDICT_SAME;
+        n.separator = " ";
+        fprintf(out, md ? "\n**the cost of the setting change**:" : "the cost of the setting change:");
+        each_metric(cmp, &n, list_metric);
+        fprintf(out, "; more memory comes with the loader settings changed above, so "
+                     "--fail-on-regression does not count it\n");
     }
 }
 
@@ -567,6 +595,9 @@ void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char
     for (int i = 0; i < cmp->difference_count; i++)
         fprintf(out, md ? "- differs: %s\n" : "differs: %s\n",
                 pb_printable(text, sizeof(text), cmp->differences[i]));
+    for (int i = 0; i < cmp->setting_change_count; i++)
+        fprintf(out, md ? "- setting changed: %s\n" : "setting changed: %s\n",
+                pb_printable(text, sizeof(text), cmp->setting_changes[i]));
     if (md)
         fputs("\n| point | metric | base | new | change | 95% CI | p | verdict | detectable |\n"
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n",

@@ -37,6 +37,10 @@ struct pb_metric_cmp {
     double p_value;
     int base_n, next_n;
     enum pb_verdict verdict;
+    /* A memory regression that comes with a change of loader settings (more
+     * workers or prefetch hold more batches): reported as the setting's
+     * cost, not counted in regressions. */
+    bool cost_of_setting;
     /* What the data could detect (docs/statistics.md, "What a comparison
      * can detect"). */
     double min_p;              /* smallest p Mann-Whitney can give at n vs m */
@@ -66,6 +70,12 @@ struct pb_comparison {
     int difference_count;      /* what differs between the two runs        */
     char differences[24][300];
     bool incompatible;         /* machine or config differs (needs --force) */
+    int setting_costs;         /* memory regressions a setting change explains */
+    /* Loader settings that differ (workers, batch size, prefetch, ...): the
+     * same work loaded another way, which is what a before/after of loader
+     * settings compares; listed, not refused. */
+    int setting_change_count;
+    char setting_changes[12][300];
     int regressions, improvements, ambiguous;
 };
 

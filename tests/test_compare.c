@@ -17,6 +17,7 @@
 #include "bench/pb.h"
 #include "bench/report.h"
 #include "bench/stats.h"
+#include "tests/testutil.h"
 
 /* The normal quantiles behind "detectable": two-sided 5%, 80% power. */
 #define Z_TEST_ALPHA 1.959964
@@ -281,6 +282,48 @@ static void test_libraries_matched_by_name(void **state)
     pb_result_free(&y);
 }
 
+/* A change of loader settings is what a before/after of settings
+ * compares: listed, not refused; the memory it costs is reported but not
+ * counted as a regression. The same memory growth with the same settings
+ * is a regression. */
+static void test_loader_change_is_compared(void **state)
+{
+    (void)state;
+    const double slow[] = {1000, 1010, 990, 1005, 995}, fast[] = {2000, 2010, 1990, 2005, 1995};
+    struct pb_result x, y;
+    make_result(&x, slow, 5, "cpu", 300);
+    make_result(&y, fast, 5, "cpu", 300);
+    for (int i = 0; i < 5; i++)
+        y.points[0].repeats[i].rss_peak_bytes = 200u << 20; /* twice the memory */
+    struct pb_comparison cmp;
+    pb_compare(&x, &y, 5, &cmp);
+    assert_int_equal(cmp.regressions, 1); /* same settings: more memory regressed */
+    assert_int_equal(cmp.setting_costs, 0);
+    pb_comparison_free(&cmp);
+
+    json_object_set_new(json_object_get(y.config, "loader"), "workers", json_integer(2));
+    pb_compare(&x, &y, 5, &cmp);
+    assert_false(cmp.incompatible);
+    assert_int_equal(cmp.setting_change_count, 1);
+    assert_string_equal(cmp.setting_changes[0], "loader.workers: 1 -> 2");
+    assert_int_equal(cmp.regressions, 0);
+    assert_int_equal(cmp.improvements, 1);
+    assert_int_equal(cmp.setting_costs, 1);
+    char *out = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&out, &size);
+    pb_comparison_report(f, &cmp, "a.json", "b.json", 0);
+    fclose(f);
+    pb_test_assert_contains(out, (const char *const[]){"setting changed: loader.workers: 1 -> 2",
+                                                       "the cost of the setting change: "
+                                                       "rss_peak_bytes",
+                                                       NULL});
+    free(out);
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+}
+
 /* Runs pb_comparison_print into strings: out gets the report, err the
  * notes; returns its code. The caller frees both. */
 static int print_to_strings(const struct pb_comparison *cmp, const char *base_name,
@@ -463,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_too_few_repeats_is_ambiguous),
         cmocka_unit_test(test_differences_are_listed),
         cmocka_unit_test(test_libraries_matched_by_name),
+        cmocka_unit_test(test_loader_change_is_compared),
         cmocka_unit_test(test_no_matching_point_is_an_error),
         cmocka_unit_test(test_names_printed_without_control_characters),
         cmocka_unit_test(test_min_p_by_repeats),
