@@ -9,6 +9,39 @@
 
 /* ---- settings of a point ------------------------------------------------ */
 
+const struct pb_opt pb_analysis_opts[] = {
+    {"input_bound_high_pct", PB_OPT_DOUBLE, offsetof(struct pb_analysis_spec, input_bound_high_pct),
+     0, 100, "20", NULL,
+     "Stall share (% of the training loop's time waiting for a batch) from which a point is "
+     "highly input-bound (TensorFlow's input-pipeline analyzer: 20)."},
+    {"input_bound_moderate_pct", PB_OPT_DOUBLE,
+     offsetof(struct pb_analysis_spec, input_bound_moderate_pct), 0, 100, "5", NULL,
+     "Stall share from which a point is moderately input-bound (TensorFlow: 5)."},
+    {"tie_pct", PB_OPT_DOUBLE, offsetof(struct pb_analysis_spec, tie_pct), 0, 100, "3", NULL,
+     "Points within this % of the best throughput (or its noise, if larger) count as equally "
+     "fast; the recommendation takes the cheapest of them."},
+    {"accel_util_target_pct", PB_OPT_DOUBLE,
+     offsetof(struct pb_analysis_spec, accel_util_target_pct), 0, 100, "90", NULL,
+     "With run.step_ms, the accelerator utilization a recommended point keeps (MLPerf "
+     "Storage: 90)."},
+    {"knee_doubling_gain", PB_OPT_DOUBLE, offsetof(struct pb_analysis_spec, knee_doubling_gain),
+     1, 2, "1.5", NULL,
+     "Throughput gain a doubling of workers should give (1.5 = +50%); the knee is the first "
+     "worker count after which it does not."},
+    {0},
+};
+
+/* The thresholds the result's config sets, defaults for the rest. */
+static void read_thresholds(const struct pb_result *result, struct pb_analysis_spec *t)
+{
+    char msg[PB_MSG_MAX];
+    pb_opt_set_defaults(pb_analysis_opts, t, msg, sizeof(msg));
+    const json_t *section = result->config ? json_object_get(result->config, "analysis") : NULL;
+    if (json_is_object(section) &&
+        pb_opt_from_json(pb_analysis_opts, t, section, "analysis", msg, sizeof(msg)) != PB_OK)
+        pb_opt_set_defaults(pb_analysis_opts, t, msg, sizeof(msg)); /* a bad file: defaults */
+}
+
 static const json_t *config_path(const json_t *config, const char *path)
 {
     char key[128];
@@ -137,7 +170,8 @@ bool pb_decode_figures(const struct pb_point_result *p, double *amplification,
 
 /* ---- per point ---------------------------------------------------------- */
 
-static void analyze_point(const struct pb_result *result, size_t i, struct pb_point_analysis *a)
+static void analyze_point(const struct pb_result *result, size_t i,
+                          const struct pb_analysis_spec *t, struct pb_point_analysis *a)
 {
     const struct pb_point_result *p = &result->points[i];
     memset(a, 0, sizeof(*a));
@@ -155,21 +189,21 @@ static void analyze_point(const struct pb_result *result, size_t i, struct pb_po
         return;
     }
 
-    if (p->stall_pct >= PB_INPUT_BOUND_HIGH_PCT) {
+    if (p->stall_pct >= t->input_bound_high_pct) {
         a->input_bound = PB_INPUT_BOUND_HIGH;
         snprintf(a->verdict, sizeof(a->verdict),
                  "highly input-bound: the loop waits %.1f%% of its time (>= %.0f%%)", p->stall_pct,
-                 PB_INPUT_BOUND_HIGH_PCT);
-    } else if (p->stall_pct >= PB_INPUT_BOUND_MODERATE_PCT) {
+                 t->input_bound_high_pct);
+    } else if (p->stall_pct >= t->input_bound_moderate_pct) {
         a->input_bound = PB_INPUT_BOUND_MODERATE;
         snprintf(a->verdict, sizeof(a->verdict),
                  "moderately input-bound: the loop waits %.1f%% of its time (>= %.0f%%)",
-                 p->stall_pct, PB_INPUT_BOUND_MODERATE_PCT);
+                 p->stall_pct, t->input_bound_moderate_pct);
     } else {
         a->input_bound = PB_INPUT_BOUND_NO;
         snprintf(a->verdict, sizeof(a->verdict),
                  "not input-bound: the loop waits %.1f%% of its time (< %.0f%%)", p->stall_pct,
-                 PB_INPUT_BOUND_MODERATE_PCT);
+                 t->input_bound_moderate_pct);
     }
 
     /* The dominant stage by its share of the workers' CPU time: wall time
@@ -193,7 +227,7 @@ static void analyze_point(const struct pb_result *result, size_t i, struct pb_po
     double step = step_ms_of(result, i);
     if (step > 0 && a->batch_size > 0) {
         a->step_cap_samples_per_s = (double)a->batch_size * 1000.0 / step;
-        a->at_step_cap = p->accel_util_pct >= PB_ACCEL_UTIL_TARGET_PCT;
+        a->at_step_cap = p->accel_util_pct >= t->accel_util_target_pct;
     }
     int pus = result->machine.pus > 0 ? result->machine.pus : 1;
     /* Workers off CPU are waiting either for I/O and each other, or, when
@@ -318,8 +352,8 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
     double step_ms = pb_point_setting_double(result, (size_t)best, "run.step_ms", 0);
     double best_sps = result->points[best].samples_per_s;
     double tie_pct = result->points[best].samples_per_s_noise_pct;
-    if (tie_pct < PB_RECOMMEND_TIE_PCT)
-        tie_pct = PB_RECOMMEND_TIE_PCT;
+    if (tie_pct < an->thresholds.tie_pct)
+        tie_pct = an->thresholds.tie_pct;
     char name[256], workers[64];
 
     if (step_ms > 0) {
@@ -334,7 +368,7 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
                 best_util = util;
                 best_util_point = (int)i;
             }
-            if (util >= PB_ACCEL_UTIL_TARGET_PCT &&
+            if (util >= an->thresholds.accel_util_target_pct &&
                 (pick < 0 || cheaper(&an->points[i], &an->points[pick]) < 0))
                 pick = (int)i;
         }
@@ -342,7 +376,7 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
                  "with a %.3g ms step: the cheapest point (fewest workers, then least memory, "
                  "then smallest batch) that keeps accelerator utilization >= %.0f%%; if none "
                  "does, the cheapest within %.0f points of the best utilization",
-                 step_ms, PB_ACCEL_UTIL_TARGET_PCT, PB_RECOMMEND_TIE_PCT);
+                 step_ms, an->thresholds.accel_util_target_pct, an->thresholds.tie_pct);
         if (pick >= 0) {
             an->recommended = pick;
             describe_point(result, (size_t)pick, name, sizeof(name));
@@ -358,7 +392,7 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
         pick = -1;
         for (size_t i = 0; i < result->point_count; i++)
             if (an->points[i].usable &&
-                result->points[i].accel_util_pct >= best_util - PB_RECOMMEND_TIE_PCT &&
+                result->points[i].accel_util_pct >= best_util - an->thresholds.tie_pct &&
                 (pick < 0 || cheaper(&an->points[i], &an->points[pick]) < 0))
                 pick = (int)i;
         an->recommended = pick;
@@ -367,8 +401,8 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
                  "no point keeps the accelerator >= %.0f%% busy; the closest: %s at %.1f%% "
                  "(the best is %.1f%%; within %.0f points the cheapest wins), %.1f samples/s "
                  "with %s and %.0f MiB",
-                 PB_ACCEL_UTIL_TARGET_PCT, name, result->points[pick].accel_util_pct, best_util,
-                 PB_RECOMMEND_TIE_PCT, result->points[pick].samples_per_s,
+                 an->thresholds.accel_util_target_pct, name, result->points[pick].accel_util_pct, best_util,
+                 an->thresholds.tie_pct, result->points[pick].samples_per_s,
                  workers_phrase(workers, sizeof(workers), an->points[pick].workers),
                  (double)an->points[pick].memory_bytes / 1048576.0);
         (void)best_util_point;
@@ -391,7 +425,7 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
                  "among points within %.1f%% of the best throughput (the larger of %.0f%% and the "
                  "best point's noise), the fewest workers, then the least memory, then the "
                  "smallest batch",
-                 tie_pct, PB_RECOMMEND_TIE_PCT);
+                 tie_pct, an->thresholds.tie_pct);
     describe_point(result, (size_t)pick, name, sizeof(name));
     if (used < sizeof(an->reason))
         snprintf(an->reason + used, sizeof(an->reason) - used,
@@ -502,9 +536,9 @@ static void scaling(const struct pb_result *result, struct pb_analysis *an)
                 continue;
             double gain = result->points[series[k + 1]].samples_per_s /
                           result->points[series[k]].samples_per_s;
-            /* A doubling should give PB_KNEE_DOUBLING_GAIN; scale the
+            /* A doubling should give an->thresholds.knee_doubling_gain; scale the
              * expectation to the step actually taken (log-linear). */
-            double expected = pow(PB_KNEE_DOUBLING_GAIN, log2((double)w2 / (double)w1));
+            double expected = pow(an->thresholds.knee_doubling_gain, log2((double)w2 / (double)w1));
             if (gain < expected) {
                 knee = w1;
                 knee_gain = gain;
@@ -515,14 +549,14 @@ static void scaling(const struct pb_result *result, struct pb_analysis *an)
                                              "less than the %.2fx a doubling-gain of %.1fx implies",
                                              (long long)w1, w1 == 1 ? "" : "s", (long long)w2,
                                              gain, expected,
-                                             PB_KNEE_DOUBLING_GAIN);
+                                             an->thresholds.knee_doubling_gain);
                 break;
             }
         }
         if (knee < 0 && used < size)
             snprintf(out + used, size - used,
                      ". No knee up to %lld workers: each step gained at least %.1fx per doubling",
-                     (long long)an->points[series[count - 1]].workers, PB_KNEE_DOUBLING_GAIN);
+                     (long long)an->points[series[count - 1]].workers, an->thresholds.knee_doubling_gain);
         (void)knee_gain;
         (void)knee_expected;
         return;
@@ -602,7 +636,7 @@ static void suggestions(const struct pb_result *result, size_t i, struct pb_anal
         SUGGEST(an,
                 "the loader keeps up: the loop waits %.1f%% of its time (< %.0f%%); a faster "
                 "loader would not speed up training at this step time",
-                p->stall_pct, PB_INPUT_BOUND_MODERATE_PCT);
+                p->stall_pct, an->thresholds.input_bound_moderate_pct);
     if (a->top_stage >= 0 && a->top_share_pct >= 40 && name_is(top, decode_names)) {
         const char *decoder = decoder_name(result);
         if (strcmp(decoder, "video") == 0)
@@ -724,6 +758,7 @@ int pb_analyze(const struct pb_result *result, struct pb_analysis *out)
 {
     memset(out, 0, sizeof(*out));
     out->recommended = -1;
+    read_thresholds(result, &out->thresholds);
     if (result->point_count == 0)
         return PB_OK;
     out->points = calloc(result->point_count, sizeof(*out->points));
@@ -731,7 +766,7 @@ int pb_analyze(const struct pb_result *result, struct pb_analysis *out)
         return PB_ERR_NOMEM;
     out->point_count = result->point_count;
     for (size_t i = 0; i < result->point_count; i++)
-        analyze_point(result, i, &out->points[i]);
+        analyze_point(result, i, &out->thresholds, &out->points[i]);
     recommend(result, out);
     scaling(result, out);
     if (out->recommended >= 0) {
@@ -788,9 +823,9 @@ json_t *pb_analysis_to_json(const struct pb_analysis *an)
     json_object_set_new(root, "suggestions", s);
     json_object_set_new(root, "thresholds",
                         json_pack("{s f s f s f s f s f}", "input_bound_high_pct",
-                                  PB_INPUT_BOUND_HIGH_PCT, "input_bound_moderate_pct",
-                                  PB_INPUT_BOUND_MODERATE_PCT, "tie_pct", PB_RECOMMEND_TIE_PCT,
-                                  "accel_util_target_pct", PB_ACCEL_UTIL_TARGET_PCT,
-                                  "knee_doubling_gain", PB_KNEE_DOUBLING_GAIN));
+                                  an->thresholds.input_bound_high_pct, "input_bound_moderate_pct",
+                                  an->thresholds.input_bound_moderate_pct, "tie_pct", an->thresholds.tie_pct,
+                                  "accel_util_target_pct", an->thresholds.accel_util_target_pct,
+                                  "knee_doubling_gain", an->thresholds.knee_doubling_gain));
     return root;
 }

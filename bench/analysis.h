@@ -11,21 +11,28 @@
 
 #include <jansson.h>
 
+#include "bench/opt.h"
 #include "bench/result.h"
 
-/* Thresholds, as TensorFlow's input-pipeline analyzer states them: the
- * share of the training loop's time spent waiting for input. */
-#define PB_INPUT_BOUND_HIGH_PCT 20.0
-#define PB_INPUT_BOUND_MODERATE_PCT 5.0
-/* Points within this much of the best throughput (or within the best
- * point's noise, if larger) count as equally fast. */
-#define PB_RECOMMEND_TIE_PCT 3.0
-/* With a simulated step, the accelerator utilization to keep (MLPerf
- * Storage's rule). */
-#define PB_ACCEL_UTIL_TARGET_PCT 90.0
-/* Doubling workers should give at least this much more throughput (1.5 =
- * +50%); the knee is the first worker count after which it does not. */
-#define PB_KNEE_DOUBLING_GAIN 1.5
+/* The verdict's thresholds: a config's `analysis:` section, with these
+ * defaults (pb_analysis_opts, so `pbench list analysis` shows them).
+ * input_bound_*: the share of the training loop's time spent waiting for
+ * input, as TensorFlow's input-pipeline analyzer states it. tie_pct:
+ * points within this much of the best throughput (or within the best
+ * point's noise, if larger) count as equally fast. accel_util_target_pct:
+ * with a simulated step, the accelerator utilization to keep (MLPerf
+ * Storage's rule). knee_doubling_gain: doubling workers should give at
+ * least this much more throughput (1.5 = +50%); the knee is the first
+ * worker count after which it does not. */
+struct pb_analysis_spec {
+    double input_bound_high_pct;     /* 20 */
+    double input_bound_moderate_pct; /* 5  */
+    double tie_pct;                  /* 3  */
+    double accel_util_target_pct;    /* 90 */
+    double knee_doubling_gain;       /* 1.5 */
+};
+extern const struct pb_opt pb_analysis_opts[];
+
 #define PB_CPU_BOUND_PCT 80.0
 
 enum pb_input_bound { PB_INPUT_BOUND_NO = 0, PB_INPUT_BOUND_MODERATE, PB_INPUT_BOUND_HIGH };
@@ -78,6 +85,9 @@ struct pb_analysis {
     char verdict[600];
     int suggestion_count;
     char suggestions[8][480];
+    /* The thresholds it was made with: the result's config's analysis
+     * section, defaults for what it does not say (older results). */
+    struct pb_analysis_spec thresholds;
 };
 
 /* Analyzes result into out (release with pb_analysis_free), a single run

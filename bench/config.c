@@ -181,6 +181,9 @@ const struct pb_section pb_sections[] = {
      "What a GPU pipeline does on a machine without a CUDA device.", NULL},
     {"profile", PB_SECTION_OPTIONS, pb_profile_opts, SPEC(profile), 0,
      "How the GPU side is measured.", NULL},
+    {"analysis", PB_SECTION_OPTIONS, pb_analysis_opts, SPEC(analysis), 0,
+     "The verdict's thresholds: input-bound bands, ties, the utilization target, the knee.",
+     NULL},
 };
 const size_t pb_section_count = PB_ARRAY_LEN(pb_sections);
 
@@ -626,6 +629,12 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
         return spec_error(spec, NULL, msg, msglen,
                           "run.min_time_s (%s) must not exceed run.max_time_s (%s)", lo, hi);
     }
+    if (spec->analysis.input_bound_moderate_pct > spec->analysis.input_bound_high_pct)
+        return spec_error(spec, NULL, msg, msglen,
+                          "analysis.input_bound_moderate_pct (%g) must not exceed "
+                          "analysis.input_bound_high_pct (%g)",
+                          spec->analysis.input_bound_moderate_pct,
+                          spec->analysis.input_bound_high_pct);
     if (ds->shard.count < 1 || ds->shard.rank < 0 || ds->shard.rank >= ds->shard.count)
         return spec_error(spec, NULL, msg, msglen,
                           "dataset.shard must be RANK/COUNT with 0 <= RANK < COUNT, "

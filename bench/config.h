@@ -26,6 +26,7 @@
 
 #include <jansson.h>
 
+#include "bench/analysis.h"
 #include "bench/opt.h"
 #include "bench/pb.h"
 #include "decoders/decoder.h"
@@ -82,6 +83,7 @@ struct pb_spec {
     char name[128];
     int gpu;                             /* enum pb_gpu_policy            */
     struct pb_profile_spec profile;
+    struct pb_analysis_spec analysis;    /* the verdict's thresholds      */
     char source[PB_PATH_MAX];            /* the config file's path        */
     struct pb_dataset_spec dataset;
     struct pb_stage_spec stages[PB_MAX_STAGES];

@@ -329,7 +329,7 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
                     "loop's time spent waiting for a batch; input-bound: stall >= %.0f%% HIGH, "
                     ">= %.0f%% moderate (TensorFlow's input-pipeline thresholds); top stage = "
                     "largest share of the workers' stage CPU time\n",
-            bullet, PB_INPUT_BOUND_HIGH_PCT, PB_INPUT_BOUND_MODERATE_PCT);
+            bullet, an->thresholds.input_bound_high_pct, an->thresholds.input_bound_moderate_pct);
     if (calibrated)
         fprintf(s->out,
                 "%seff = samples/s against the calibrated limit: %.1f samples/s on one core x "

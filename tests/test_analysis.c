@@ -202,6 +202,43 @@ static void test_verdict_thresholds(void **state)
     release(&r);
 }
 
+/* The config's analysis: section moves the bands (and the tie); a result
+ * without one is analyzed with the defaults. */
+static void test_thresholds_from_config(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {
+        {1, 32, 1000, 1, 30.0, 0, 95, 100, NULL},
+        {2, 32, 1000, 1, 8.0, 0, 95, 100, NULL},
+    };
+    struct pb_result r;
+    struct pb_analysis an;
+    make(&r, rows, 2, 0);
+    json_object_set_new(r.config, "analysis",
+                        json_pack("{s f s f}", "input_bound_high_pct", 50.0,
+                                  "input_bound_moderate_pct", 10.0));
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    assert_true(an.thresholds.input_bound_high_pct == 50.0);
+    assert_true(an.thresholds.tie_pct == 3.0); /* not set: the default */
+    assert_int_equal(an.points[0].input_bound, PB_INPUT_BOUND_MODERATE);
+    assert_int_equal(an.points[1].input_bound, PB_INPUT_BOUND_NO);
+    assert_string_equal(an.points[0].verdict,
+                        "moderately input-bound: the loop waits 30.0% of its time (>= 10%)");
+    json_t *j = pb_analysis_to_json(&an);
+    assert_true(json_real_value(json_object_get(json_object_get(j, "thresholds"),
+                                                "input_bound_high_pct")) == 50.0);
+    json_decref(j);
+    pb_analysis_free(&an);
+    release(&r);
+
+    make(&r, rows, 2, 0);
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    assert_true(an.thresholds.input_bound_high_pct == 20.0);
+    assert_int_equal(an.points[0].input_bound, PB_INPUT_BOUND_HIGH);
+    pb_analysis_free(&an);
+    release(&r);
+}
+
 static void test_knee(void **state)
 {
     (void)state;
@@ -417,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_failed_point_is_never_recommended),
         cmocka_unit_test(test_accelerator_rule_and_fallback),
         cmocka_unit_test(test_verdict_thresholds),
+        cmocka_unit_test(test_thresholds_from_config),
         cmocka_unit_test(test_knee),
         cmocka_unit_test(test_suggestions_quote_their_figures),
         cmocka_unit_test(test_gpu_suggestions),

@@ -274,7 +274,7 @@ static void test_bad_overrides(void **state)
         {"=4", "-s =4: expected KEY=VALUE"},
         {"lodaer.workers=4",
          "-s lodaer.workers=4: unknown key 'lodaer.workers'; did you mean 'loader'? allowed: "
-         "name, dataset, pipeline, loader, run, sweep, gpu, profile"},
+         "name, dataset, pipeline, loader, run, sweep, gpu, profile, analysis"},
         {"loader=4",
          "-s loader=4: expected loader.KEY=VALUE; keys: workers, batch_size, prefetch_factor, "
          "pin_memory, drop_last, in_order, device_prefetch"},
@@ -385,7 +385,7 @@ static void test_bad_configs(void **state)
         /* Unknown keys, with and without a suggestion. */
         {HEAD "loadr:\n  workers: 4\n",
          "bad.yaml:7:1: unknown key 'loadr'; did you mean 'loader'? allowed: name, dataset, "
-         "pipeline, loader, run, sweep, gpu, profile"},
+         "pipeline, loader, run, sweep, gpu, profile, analysis"},
         {HEAD "loader:\n  worker: 4\n",
          "bad.yaml:8:3: unknown key 'loader.worker'; did you mean 'workers'? allowed: workers, "
          "batch_size, prefetch_factor, pin_memory, drop_last, in_order, device_prefetch"},
@@ -411,7 +411,7 @@ static void test_bad_configs(void **state)
         {"pipeline:\n  - read: 5\n",
          "bad.yaml:2:11: pipeline.read must be a mapping of options, got a scalar"},
         {"- read\n", "bad.yaml:1:1: the config must be a mapping with keys name, dataset, "
-                     "pipeline, loader, run, sweep, gpu, profile, got a sequence"},
+                     "pipeline, loader, run, sweep, gpu, profile, analysis, got a sequence"},
         /* Duplicates. */
         {HEAD "loader:\n  workers: 4\n  workers: 8\n",
          "bad.yaml:9:3: duplicate key 'loader.workers' (first set on line 8)"},
@@ -438,7 +438,7 @@ static void test_bad_configs(void **state)
         {"pipeline: [read, {decode: {decoder: null}}\n",
          "bad.yaml:2:1: YAML syntax error: did not find expected ',' or ']'"},
         {"", "bad.yaml: the config is empty; expected a mapping with keys name, dataset, "
-             "pipeline, loader, run, sweep, gpu, profile"},
+             "pipeline, loader, run, sweep, gpu, profile, analysis"},
         {"dataset: {path: /a}\npipeline: [read]\n---\nloader: {}\n",
          "bad.yaml:3:1: the file holds more than one YAML document"},
     };
@@ -1124,9 +1124,41 @@ static void test_run_limit_options(void **state)
     pb_spec_free(&spec);
 }
 
+/* The analysis: section: read from YAML and -s, in the resolved config,
+ * its bands kept in order by validation. */
+static void test_analysis_section(void **state)
+{
+    (void)state;
+    static const char yaml[] = "name: a\n"
+                               "dataset: {path: /tmp}\n"
+                               "pipeline:\n"
+                               "  - read:\n"
+                               "analysis:\n"
+                               "  input_bound_high_pct: 40\n";
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX];
+    assert_int_equal(pb_config_load_string(yaml, "a.yaml", &spec, msg, sizeof msg), PB_OK);
+    assert_true(spec.analysis.input_bound_high_pct == 40);
+    assert_true(spec.analysis.input_bound_moderate_pct == 5);
+    assert_int_equal(pb_config_override(&spec, "analysis.tie_pct=1.5", msg, sizeof msg), PB_OK);
+    assert_true(spec.analysis.tie_pct == 1.5);
+    json_t *j = pb_spec_to_json(&spec);
+    assert_true(json_number_value(json_object_get(json_object_get(j, "analysis"), "tie_pct")) ==
+                1.5);
+    json_decref(j);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_OK);
+    assert_int_equal(
+        pb_config_override(&spec, "analysis.input_bound_moderate_pct=60", msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "analysis.input_bound_moderate_pct (60) must not exceed "
+                                "analysis.input_bound_high_pct (40)"));
+    pb_spec_free(&spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_analysis_section),
         cmocka_unit_test(test_good_config),
         cmocka_unit_test(test_minimal_config_defaults),
         cmocka_unit_test(test_overrides),

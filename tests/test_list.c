@@ -135,6 +135,8 @@ static void test_one_section_and_one_key(void **state)
         {"pipeline.resize", {"shorter_side"}, "cost_us"},
         {"null.cost_us", {"null.cost_us"}, "width"},
         {"decode.decoder", {"decode.decoder"}, "cost_us"},
+        {"analysis", {"analysis.input_bound_high_pct", "analysis.tie_pct", "default 20"},
+         "loader"},
     };
     for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
         size_t n = 0;
