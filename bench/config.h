@@ -139,7 +139,8 @@ bool pb_spec_uses_gpu(const struct pb_spec *spec);
 void pb_spec_drop_gpu(struct pb_spec *spec, char *dropped, size_t droppedlen);
 
 /* Loads and validates a YAML config into spec (defaults filled in). On
- * failure returns PB_ERR_CONFIG (or PB_ERR if the file cannot be read) and
+ * failure returns PB_ERR_CONFIG (no file at path included; PB_ERR when the
+ * file is there but cannot be read) and
  * writes "FILE:LINE:COL: sentence" to msg. spec must be released with
  * pb_spec_free() whatever the result. Keys, types and ranges are checked
  * here; cross-field rules (a dataset.path, read before decode, ...) are

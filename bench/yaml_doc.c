@@ -112,8 +112,11 @@ static int read_file(const char *path, char **text, size_t *len, char *msg, size
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(msg, msglen, "cannot open '%s': %s", path, strerror(errno));
-        return PB_ERR;
+        /* A path that names no file is the command line's mistake (exit 2);
+         * a file that exists but cannot be read is an I/O error. */
+        int err = errno;
+        snprintf(msg, msglen, "cannot open '%s': %s", path, strerror(err));
+        return err == ENOENT || err == ENOTDIR ? PB_ERR_CONFIG : PB_ERR;
     }
     size_t capacity = 0;
     int rc = PB_OK;

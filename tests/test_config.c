@@ -688,7 +688,8 @@ static void test_files(void **state)
     assert_string_equal(msg, want);
     pb_spec_free(&spec);
 
-    assert_int_equal(pb_config_load(missing, &spec, msg, sizeof msg), PB_ERR);
+    /* No file there: a usage error (exit 2), as the README says. */
+    assert_int_equal(pb_config_load(missing, &spec, msg, sizeof msg), PB_ERR_CONFIG);
     snprintf(want, sizeof want, "cannot open '%s': No such file or directory", missing);
     assert_string_equal(msg, want);
     pb_spec_free(&spec);

@@ -600,7 +600,7 @@ static void test_bad_config_exits_2(void **state)
     char out[512], args[2048];
     snprintf(args, sizeof(args), "run '%s/configs/null.yaml' -s loader.workers=-1", source_dir);
     EXPECT_ERR(args, 2, "loader.workers must be between 0 and 1024, got -1");
-    EXPECT_ERR("run missing.yaml", 1, "missing.yaml");
+    EXPECT_ERR("run missing.yaml", 2, "missing.yaml"); /* a config error, as the README says */
     assert_int_equal(pbench("run", out, sizeof(out)), 2);
     assert_int_equal(pbench("frobnicate", out, sizeof(out)), 2);
 }

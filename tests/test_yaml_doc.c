@@ -56,7 +56,7 @@ static void test_errors(void **state)
     assert_string_equal(msg, "two.yaml:2:1: the file holds more than one YAML document");
     assert_int_equal(
         pb_yaml_load("/nonexistent/x.yaml", NULL, "/nonexistent/x.yaml", &doc, msg, sizeof(msg)),
-        PB_ERR);
+        PB_ERR_CONFIG); /* a missing config is a usage error: exit 2 */
     assert_non_null(strstr(msg, "cannot open '/nonexistent/x.yaml'"));
 }
 
