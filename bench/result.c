@@ -78,10 +78,10 @@ static double wall_weighted(const struct pb_repeat_result *repeats, size_t n, si
     return wall_s > 0 ? weighted / wall_s : plain / (double)n;
 }
 
-static void summarize_batches(struct pb_point_result *point)
+static void summarize_batches(struct pb_point_result *point, size_t n)
 {
     size_t total = 0;
-    for (size_t r = 0; r < point->repeat_count; r++)
+    for (size_t r = 0; r < n; r++)
         total += point->repeats[r].batch_count;
     point->assembly_p50_ns = point->assembly_p99_ns = 0;
     point->wait_p50_ns = point->wait_p99_ns = 0;
@@ -89,7 +89,7 @@ static void summarize_batches(struct pb_point_result *point)
     if (total == 0)
         return;
     double depth_sum = 0;
-    for (size_t r = 0; r < point->repeat_count; r++)
+    for (size_t r = 0; r < n; r++)
         for (size_t b = 0; b < point->repeats[r].batch_count; b++)
             depth_sum += point->repeats[r].batch_records[b].queue_depth;
     point->queue_depth_mean = depth_sum / (double)total;
@@ -97,7 +97,7 @@ static void summarize_batches(struct pb_point_result *point)
     uint64_t *wait_ns = malloc(total * sizeof(*wait_ns));
     if (assembly_ns && wait_ns) {
         size_t k = 0;
-        for (size_t r = 0; r < point->repeat_count; r++) {
+        for (size_t r = 0; r < n; r++) {
             const struct pb_repeat_result *rep = &point->repeats[r];
             for (size_t b = 0; b < rep->batch_count; b++, k++) {
                 assembly_ns[k] = rep->batch_records[b].assembly_ns;
@@ -117,13 +117,13 @@ static void summarize_batches(struct pb_point_result *point)
 
 /* Merges the repeats' stages by name, in order of first appearance, and
  * recomputes each stage's share of the summed stage wall time. */
-static void summarize_stages(struct pb_point_result *point)
+static void summarize_stages(struct pb_point_result *point, size_t n)
 {
     free(point->stages);
     point->stages = NULL;
     point->stage_count = 0;
     size_t capacity = 0;
-    for (size_t r = 0; r < point->repeat_count; r++)
+    for (size_t r = 0; r < n; r++)
         capacity += point->repeats[r].stage_count;
     if (capacity == 0)
         return;
@@ -131,7 +131,7 @@ static void summarize_stages(struct pb_point_result *point)
     if (!merged)
         return;
     size_t count = 0;
-    for (size_t r = 0; r < point->repeat_count; r++) {
+    for (size_t r = 0; r < n; r++) {
         const struct pb_repeat_result *rep = &point->repeats[r];
         for (size_t s = 0; s < rep->stage_count; s++) {
             const struct pb_stage_result *src = &rep->stages[s];
@@ -206,7 +206,7 @@ void pb_gpu_figures_ratios(struct pb_gpu_figures *g)
 
 void pb_point_summarize(struct pb_point_result *point)
 {
-    size_t n = point->repeat_count;
+    size_t n = pb_point_finished_repeats(point);
     const struct pb_repeat_result *reps = point->repeats;
     point->samples_per_s = point->samples_per_s_noise_pct = 0;
     point->batches_per_s = point->mb_per_s = 0;
@@ -215,8 +215,8 @@ void pb_point_summarize(struct pb_point_result *point)
     point->other_cpu_pct = point->steal_pct = point->first_batch_s = 0;
     point->rss_peak_bytes = point->samples = point->errors = 0;
     drop_summary_warnings(point);
-    summarize_batches(point);
-    summarize_stages(point);
+    summarize_batches(point, n);
+    summarize_stages(point, n);
     if (n == 0)
         return;
 

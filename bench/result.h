@@ -203,7 +203,9 @@ void pb_result_warn(struct pb_result *result, const char *fmt, ...)
  * name) and warns about repeats that hit the time cap or were noisy, and
  * when other processes took PB_BUSY_MACHINE_PCT of the machine or more
  * (or steal PB_STEAL_PCT), medians over the repeats.
- * Summarizing again recomputes everything and replaces those warnings. */
+ * Summarizing again recomputes everything and replaces those warnings.
+ * The summary stands on pb_point_finished_repeats: a last repeat a stop
+ * cut short stays in the point but is left out. */
 void pb_point_summarize(struct pb_point_result *point);
 
 /* The repeats a point's summary stands on: all of them, less the last when

@@ -456,17 +456,12 @@ static const char *stop_cause(int sig)
                                                                                  : "the user";
 }
 
-/* Summarizes a point over its finished repeats: the one a stop cut short
- * (the last, marked interrupted) stays in the result but counts only when
- * no repeat finished. Returns whether one was left out. */
+/* Summarizes a point (over its finished repeats: see pb_point_summarize);
+ * returns whether a repeat a stop cut short was left out. */
 static bool summarize_finished(struct pb_point_result *point)
 {
-    size_t count = point->repeat_count;
-    point->repeat_count = pb_point_finished_repeats(point);
     pb_point_summarize(point);
-    bool cut_short = point->repeat_count < count;
-    point->repeat_count = count;
-    return cut_short;
+    return pb_point_finished_repeats(point) < point->repeat_count;
 }
 
 /* Point summaries, the overhead figure and the run's own warnings; returns
