@@ -19,84 +19,10 @@
 #include "bench/sysmon.h"
 #include "kernels/gpu_rt.h"
 
-struct run;
-
-struct worker {
-    struct run *run;
-    int index; /* -1: the consumer loading in its own thread */
-    pthread_t thread;
-    struct pb_chain chain; /* worker-side stages */
-    uint8_t *scratch[2];
-    size_t scratch_capacity[2];
-    struct pb_stage_stats *stats;      /* the run's, for this thread */
-    uint64_t cpu_start_ns, cpu_end_ns; /* thread CPU over measured batches */
-    _Atomic uint64_t exit_cpu_ns;      /* thread CPU when the worker ended */
-    bool cpu_started;
-    uint64_t *indices, *seeds;
-    char msg[PB_MSG_MAX];
-};
-
-struct run {
-    const struct pb_spec *spec;
-    const struct pb_dataset *ds;
-    struct pb_sampler sampler; /* per repeat: seeded by repeat */
-    int workers;               /* threads; 0 loads in the consumer */
-    int prefetch_factor;
-    struct worker *worker;        /* max(workers, 1) entries */
-    struct pb_stage_stats *stats; /* one per worker entry */
-    int worker_stage_count;
-    int worker_stage_spec[PB_MAX_STAGES];
-    struct pb_chain consumer; /* consumer-side CPU stages */
-    /* The device side (a to_device stage): the loop, its GPU stages (the
-     * consumer stages after to_device) and what a repeat measured. */
-    struct pb_gpu_loop *gpu;
-    struct pb_chain gpu_stages;
-    struct pb_gpu_acc gpu_acc;
-    struct pb_chain_sizes sizes;
-    struct pb_slot *slots;
-    int slot_count;
-    bool pinned;
-    uint64_t pool_bytes;
-    struct pb_queue queue;
-    bool queue_live;
-    int started_workers; /* threads running in this repeat */
-
-    bool stage_timing;
-    uint64_t first_measured_seq;
-    atomic_bool stop_workers;
-
-    pthread_mutex_t error_lock; /* rare path: data errors, failure */
-    int fatal_rc;
-    char fatal_msg[PB_MSG_MAX];
-    char first_error[PB_MSG_MAX];  /* the repeat's first bad sample, why */
-    struct pb_point_result *point; /* error_files go here */
-
-    volatile sig_atomic_t *user_stop;
-    const struct pb_run_hooks *hooks;
-    struct pb_sysmon sysmon;
-    struct pb_stoprule rule;
-    double mhz_start; /* CPU clock when the repeat began */
-};
-
-/* What the consumer measured in a repeat's measured part. */
-struct consumed {
-    bool measuring;
-    bool interrupted;
-    uint64_t t_start, t_end, cpu_start, cpu_end;
-    uint64_t loader_cpu_start, loader_cpu_end;
-    uint64_t samples, batches, bytes_read, errors;
-    uint64_t wait_total, step_total;
-    uint64_t step_wall_total, stages_total, first_batch_ns;
-    uint64_t step_ns; /* run.step_ms */
-    size_t records_cap;
-};
+#include "bench/runner_impl.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 
-static int nworkers(const struct run *run)
-{
-    return run->workers > 0 ? run->workers : 1;
-}
 
 /* A bad sample under on_error: skip, into the point's list of files. */
 static void record_data_error(struct run *run, const char *path, const char *what)
@@ -123,7 +49,7 @@ static void fail_run(struct run *run, int rc, const char *what)
 
 /* The sampler's wake-up when the user stops the run: a consumer blocked on
  * a slow batch returns. */
-static void wake_consumer(void *user)
+void pb_runner_wake_consumer(void *user)
 {
     struct run *run = user;
     if (run->queue_live)
@@ -134,7 +60,7 @@ static void wake_consumer(void *user)
 
 enum { BATCH_BUILT = 0, BATCH_END = 1 };
 
-static int grow_scratch(struct worker *w, int which, size_t bytes)
+int pb_runner_grow_scratch(struct worker *w, int which, size_t bytes)
 {
     size_t capacity = pb_batch_align(bytes + bytes / 4); /* headroom for the next one */
     void *p = aligned_alloc(PB_BATCH_ALIGN, capacity);
@@ -213,7 +139,7 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
             if (rc == PB_ERR_NOSPACE && k != last && s.out_bytes > s.out_capacity) {
                 /* A larger image than any before: grow once, then go on
                  * without allocating until an even larger one comes. */
-                if (grow_scratch(w, k & 1, s.out_bytes) == PB_OK) {
+                if (pb_runner_grow_scratch(w, k & 1, s.out_bytes) == PB_OK) {
                     s.out = w->scratch[k & 1];
                     s.out_capacity = w->scratch_capacity[k & 1];
                     s.out_bytes = 0;
@@ -331,198 +257,6 @@ static uint64_t loader_cpu_ns(const struct run *run)
             total += atomic_load(&run->worker[i].exit_cpu_ns);
     }
     return total;
-}
-
-/* ---- set-up and tear-down ---------------------------------------------- */
-
-static void free_worker(struct worker *w)
-{
-    pb_chain_cleanup(&w->chain);
-    free(w->scratch[0]);
-    free(w->scratch[1]);
-    free(w->indices);
-    free(w->seeds);
-}
-
-static void free_run(struct run *run)
-{
-    if (run->worker) {
-        for (int i = 0; i < nworkers(run); i++)
-            free_worker(&run->worker[i]);
-        free(run->worker);
-    }
-    if (run->stats) {
-        for (int i = 0; i < nworkers(run); i++)
-            pb_stage_stats_free(&run->stats[i]);
-        free(run->stats);
-    }
-    pb_chain_cleanup(&run->consumer);
-    pb_chain_cleanup(&run->gpu_stages);
-    pb_gpu_loop_close(run->gpu);
-    run->gpu = NULL;
-    pb_gpu_acc_free(&run->gpu_acc);
-    pb_slots_free(run->slots, run->slot_count);
-    pb_sysmon_free(&run->sysmon);
-    pb_stoprule_free(&run->rule);
-    pthread_mutex_destroy(&run->error_lock);
-}
-
-/* The device side, opened at the to_device stage: the GPU loop, whose
- * per-batch timings go to the run's accumulator. */
-static int open_device(void *user, const struct pb_stage_spec *ss, char *msg, size_t msglen)
-{
-    struct run *run = user;
-    const struct pb_spec *spec = run->spec;
-    int gpu_stages = 0;
-    for (int j = (int)(ss - spec->stages) + 1; j < spec->stage_count; j++)
-        gpu_stages += (spec->stages[j].ops->flags & PB_STAGE_GPU) != 0;
-    struct pb_gpu_loop_config cfg = {
-        .inflight = (int)spec->loader.device_prefetch,
-        .max_batch_bytes = run->point->batch_bytes,
-        .copy_on_compute = pb_to_device_on_compute(ss->opts),
-        .stage_count = gpu_stages,
-        .harvest = pb_gpu_acc_harvest,
-        .user = &run->gpu_acc,
-    };
-    return pb_gpu_loop_open(&run->gpu, &cfg, msg, msglen);
-}
-
-/* Consumer-side stages take the batch as the workers left it. A to_device
- * stage opens the GPU loop; the stages after it run on the device. */
-static int setup_consumer(struct run *run, const struct pb_spec *spec, char *msg, size_t msglen)
-{
-    struct pb_stage_plan in = {.shape = run->sizes.sample_shape,
-                               .max_bytes = run->sizes.slot_bytes,
-                               .worker = -1,
-                               .inflight = (int)spec->loader.device_prefetch,
-                               .max_samples = (int)spec->loader.batch_size};
-    int rc = pb_chain_init_consumer(&run->consumer, &run->gpu_stages, PB_GPU_MAX_STAGES, spec, &in,
-                                    open_device, run, msg, msglen);
-    run->gpu_acc.stage_count = run->gpu_stages.count;
-    for (int k = 0; k < run->gpu_stages.count; k++)
-        run->gpu_acc.stage_names[k] = run->gpu_stages.stages[k].ops->name;
-    return rc;
-}
-
-/* The batch pool and every worker's two scratch buffers (as grow_scratch
- * sizes them), from the plan, before any of it is allocated. */
-static int check_memory(const struct run *run, const struct pb_spec *spec, char *msg, size_t msglen)
-{
-    size_t scratch = run->sizes.scratch_bytes;
-    struct pb_pool_plan plan = {
-        .workers = run->workers,
-        .prefetch_factor = run->prefetch_factor,
-        .batch_size = spec->loader.batch_size,
-        .slot_bytes = run->sizes.slot_bytes,
-        .scratch_bytes = scratch ? pb_batch_align(scratch + scratch / 4) : 0,
-        .scratch_buffers = scratch ? 2 * nworkers(run) : 0,
-    };
-    uint64_t available = pb_mem_available_bytes();
-    int rc = pb_pool_check(&plan, &spec->run, available, msg, msglen);
-    double need = pb_pool_bytes(&plan);
-    if (rc == PB_OK && available && need > 0.5 * (double)available) {
-        char need_s[32], available_s[32];
-        pb_format_bytes(need, need_s, sizeof(need_s));
-        pb_format_bytes((double)available, available_s, sizeof(available_s));
-        pb_point_warn(run->point,
-                      "the batch pool takes %s, more than half of the %s available: the page "
-                      "cache and other processes are squeezed",
-                      need_s, available_s);
-    }
-    return rc;
-}
-
-/* The loader threads: each with its own instances of the worker-side
- * stages, stage measurements, sampler buffers and scratch buffers. */
-static int setup_loaders(struct run *run, const struct pb_spec *spec, char *msg, size_t msglen)
-{
-    int rc = pb_chain_split(spec, run->worker_stage_spec, &run->worker_stage_count, msg, msglen);
-    if (rc != PB_OK)
-        return rc;
-    run->worker = calloc((size_t)nworkers(run), sizeof(*run->worker));
-    run->stats = calloc((size_t)nworkers(run), sizeof(*run->stats));
-    if (!run->worker || !run->stats)
-        return PB_ERR_NOMEM;
-    size_t batch = (size_t)spec->loader.batch_size;
-    for (int i = 0; i < nworkers(run); i++) {
-        struct worker *w = &run->worker[i];
-        w->run = run;
-        w->index = run->workers > 0 ? i : -1;
-        w->stats = &run->stats[i];
-        rc = pb_chain_init_loader(&w->chain, spec, run->worker_stage_spec, run->worker_stage_count,
-                                  run->ds->max_bytes, w->index, w->stats, &run->sizes, msg, msglen);
-        if (rc == PB_OK && i == 0) /* the plan is known: nothing big is allocated yet */
-            rc = check_memory(run, spec, msg, msglen);
-        if (rc != PB_OK)
-            return rc;
-        w->indices = calloc(batch, sizeof(*w->indices));
-        w->seeds = calloc(batch, sizeof(*w->seeds));
-        int grown = PB_OK;
-        if (run->sizes.scratch_bytes) {
-            grown |= grow_scratch(w, 0, run->sizes.scratch_bytes);
-            grown |= grow_scratch(w, 1, run->sizes.scratch_bytes);
-        }
-        if (!w->indices || !w->seeds || grown != PB_OK) {
-            snprintf(msg, msglen, "out of memory setting up worker %d", i);
-            return PB_ERR_NOMEM;
-        }
-    }
-    return PB_OK;
-}
-
-/* The batch pool: workers * prefetch_factor slots (one when loading in the
- * consumer), each batch_size samples of slot_bytes, pinned when asked and
- * a device is there. */
-static int setup_pool(struct run *run, const struct pb_spec *spec, char *msg, size_t msglen)
-{
-    struct pb_point_result *point = run->point;
-    size_t batch = (size_t)spec->loader.batch_size;
-    run->slot_count = run->workers > 0 ? run->workers * run->prefetch_factor : 1;
-    if (run->sizes.slot_bytes == 0)
-        run->sizes.slot_bytes = 1;
-    char why[PB_MSG_MAX];
-    if (spec->loader.pin_memory) {
-        if (pb_gpu_available(why, sizeof(why)))
-            run->pinned = true;
-        else
-            pb_point_warn(point,
-                          "loader.pin_memory is true but ignored: %s; batch buffers are "
-                          "pageable host memory",
-                          why);
-    }
-    run->slots =
-        pb_slots_alloc(run->slot_count, batch, run->sizes.slot_bytes, run->pinned, msg, msglen);
-    if (!run->slots)
-        return PB_ERR_NOMEM;
-    point->batch_bytes = batch * run->sizes.slot_bytes;
-    run->pool_bytes = (uint64_t)run->slot_count * point->batch_bytes;
-    point->batch_pool_bytes = run->pool_bytes;
-    point->pinned_bytes = run->pinned ? run->pool_bytes : 0;
-    return PB_OK;
-}
-
-static int setup_run(struct run *run, const struct pb_spec *spec, const struct pb_dataset *ds,
-                     struct pb_point_result *point, char *msg, size_t msglen)
-{
-    memset(run, 0, sizeof(*run));
-    pthread_mutex_init(&run->error_lock, NULL);
-    run->spec = spec;
-    run->ds = ds;
-    run->point = point;
-    run->workers = (int)spec->loader.workers;
-    run->prefetch_factor = (int)spec->loader.prefetch_factor;
-    int rc = setup_loaders(run, spec, msg, msglen);
-    if (rc == PB_OK)
-        rc = setup_pool(run, spec, msg, msglen);
-    if (rc == PB_OK)
-        rc = setup_consumer(run, spec, msg, msglen);
-    if (rc != PB_OK)
-        return rc;
-    if (pb_sysmon_init(&run->sysmon) != PB_OK || pb_stoprule_init(&run->rule, &spec->run) != PB_OK)
-        return PB_ERR_NOMEM;
-    run->sysmon.wake = wake_consumer;
-    run->sysmon.wake_user = run;
-    return PB_OK;
 }
 
 /* ---- one repeat -------------------------------------------------------- */
@@ -908,9 +642,9 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
         return PB_ERR_NOMEM;
     if (pb_spec_uses_gpu(spec))
         pb_gpu_note_start(point);
-    int rc = setup_run(&pr->run, spec, ds, point, msg, msglen);
+    int rc = pb_runner_setup(&pr->run, spec, ds, point, msg, msglen);
     if (rc != PB_OK) {
-        free_run(&pr->run);
+        pb_runner_free(&pr->run);
         free(pr);
         return rc;
     }
@@ -978,7 +712,7 @@ void pb_point_close(struct pb_point_run *pr)
 {
     if (!pr)
         return;
-    free_run(&pr->run);
+    pb_runner_free(&pr->run);
     free(pr);
 }
 
