@@ -36,7 +36,10 @@
       "config's dataset.generate block ('pbench list dataset.generate'), with - for _.") \
     X(compare, \
       "pbench compare BASE.json NEW.json [--threshold 5%] [--format table|json|markdown]\n" \
-      "                  [--fail-on-regression] [--force]", \
+      "                  [--fail-on-regression] [--force]\n" \
+      "pbench compare BASE.yaml NEW.yaml [-s key.path=value]... [-o results/NAME.json] [--quiet]\n" \
+      "                  [--threshold 5%] [--format table|json|markdown] [--fail-on-regression]\n" \
+      "pbench compare BOTH.json          (re-prints what a compare of two configs wrote)", \
       "Compares two results point by point (matched by their sweep axes): samples/s, batch\n" \
       "assembly p50/p99, stall % and peak RSS, each with the change, a 95% bootstrap confidence\n" \
       "interval over the repeats, a Mann-Whitney U p-value, and a verdict: improved, regressed,\n" \
@@ -46,6 +49,10 @@
       "smallest change its repeats could detect given their noise ('never' where too few\n" \
       "repeats can reach p < 0.05: 3 against 3 cannot), and an ambiguous one how many repeats\n" \
       "a side would decide it (-s run.repeats=N). See docs/statistics.md.\n\n" \
+      "Given two configs, compare measures both itself, here and now, in interleaved rounds\n" \
+      "(A B B A A B ...: a drift of the machine falls on both alike), writes one result holding\n" \
+      "both (each point tagged compare: base|new) and prints the same comparison. -s applies to\n" \
+      "both configs. On a shared CI runner this is the strongest before/after evidence.\n\n" \
       "Exit codes: 0 no regression (same, improved or ambiguous; or no --fail-on-regression),\n" \
       "3 a regression with --fail-on-regression, 1 unreadable files, 2 usage error,\n" \
       "incompatible results or no point of one result matching a point of the other.") \

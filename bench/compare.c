@@ -73,7 +73,7 @@ static void diff_json(struct pb_comparison *c, const char *path, const json_t *a
 }
 
 static void check_compatible(struct pb_comparison *c, const struct pb_result *a,
-                             const struct pb_result *b)
+                             const struct pb_result *b, bool configs_may_differ)
 {
     const struct pb_machine *x = &a->machine, *y = &b->machine;
     if (strcmp(x->cpu_model, y->cpu_model) != 0)
@@ -101,10 +101,10 @@ static void check_compatible(struct pb_comparison *c, const struct pb_result *a,
      * settings may differ (a change of them is what is being compared);
      * the run section only says how long and how often to measure. */
     static const char *const sections[] = {"name", "dataset", "pipeline", "loader"};
-    for (size_t s = 0; s < PB_ARRAY_LEN(sections); s++)
+    for (size_t s = configs_may_differ ? 1 : 0; s < PB_ARRAY_LEN(sections); s++)
         diff_json(c, sections[s], a->config ? json_object_get(a->config, sections[s]) : NULL,
                   b->config ? json_object_get(b->config, sections[s]) : NULL,
-                  strcmp(sections[s], "loader") == 0);
+                  configs_may_differ || strcmp(sections[s], "loader") == 0);
 }
 
 /* ---- metrics ------------------------------------------------------------- */
@@ -332,12 +332,16 @@ static bool axes_equal(const json_t *a, const json_t *b)
     return json_equal((json_t *)a, (json_t *)b);
 }
 
-int pb_compare(const struct pb_result *base, const struct pb_result *next, double threshold_pct,
-               struct pb_comparison *out)
+/* Both pb_compare and pb_compare_configs: the configs' differences are
+ * incompatibilities, or (configs_may_differ) the change being compared. */
+static int compare_results(const struct pb_result *base, const struct pb_result *next,
+                           double threshold_pct, bool configs_may_differ,
+                           struct pb_comparison *out)
 {
     memset(out, 0, sizeof(*out));
     out->threshold_pct = threshold_pct;
-    check_compatible(out, base, next);
+    out->interleaved = configs_may_differ;
+    check_compatible(out, base, next, configs_may_differ);
     out->points = calloc(base->point_count + 1, sizeof(*out->points));
     if (!out->points)
         return PB_ERR_NOMEM;
@@ -374,6 +378,18 @@ int pb_compare(const struct pb_result *base, const struct pb_result *next, doubl
     return PB_OK;
 }
 
+int pb_compare(const struct pb_result *base, const struct pb_result *next, double threshold_pct,
+               struct pb_comparison *out)
+{
+    return compare_results(base, next, threshold_pct, false, out);
+}
+
+int pb_compare_configs(const struct pb_result *base, const struct pb_result *next,
+                       double threshold_pct, struct pb_comparison *out)
+{
+    return compare_results(base, next, threshold_pct, true, out);
+}
+
 void pb_comparison_free(struct pb_comparison *cmp)
 {
     free(cmp->points);
@@ -393,6 +409,7 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
     json_object_set_new(root, "alpha", json_real(PB_COMPARE_ALPHA));
     json_object_set_new(root, "power", json_real(PB_COMPARE_POWER));
     json_object_set_new(root, "incompatible", json_boolean(cmp->incompatible));
+    json_object_set_new(root, "interleaved", json_boolean(cmp->interleaved));
     json_t *diffs = json_array();
     for (int i = 0; i < cmp->difference_count; i++)
         json_array_append_new(diffs, json_string(cmp->differences[i]));
@@ -563,7 +580,7 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
         n.separator = " ";
         fprintf(out, md ? "\n**the cost of the setting change**:" : "the cost of the setting change:");
         each_metric(cmp, &n, list_metric);
-        fprintf(out, "; more memory comes with the loader settings changed above, so "
+        fprintf(out, "; more memory comes with the settings changed above, so "
                      "--fail-on-regression does not count it\n");
     }
 }
@@ -592,6 +609,11 @@ void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char
         fprintf(out, "base %s -> new %s\na change counts when it is significant (Mann-Whitney p < "
                      "%.2f, 95%% bootstrap CI excluding 0) and at least %.1f%%\n",
                 base, next, PB_COMPARE_ALPHA, cmp->threshold_pct);
+    if (cmp->interleaved)
+        fprintf(out, md ? "- measured together: rounds interleaved A B B A ..., so a drift of "
+                          "the machine hits both alike\n"
+                        : "measured together: rounds interleaved A B B A ..., so a drift of the "
+                          "machine hits both alike\n");
     for (int i = 0; i < cmp->difference_count; i++)
         fprintf(out, md ? "- differs: %s\n" : "differs: %s\n",
                 pb_printable(text, sizeof(text), cmp->differences[i]));

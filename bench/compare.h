@@ -77,6 +77,7 @@ struct pb_comparison {
     int setting_change_count;
     char setting_changes[12][300];
     int regressions, improvements, ambiguous;
+    bool interleaved;          /* two configs measured in interleaved rounds */
 };
 
 /* Compares next against base. Returns PB_OK; fills out (release with
@@ -84,6 +85,11 @@ struct pb_comparison {
  * measured config differ, with each difference listed. */
 int pb_compare(const struct pb_result *base, const struct pb_result *next, double threshold_pct,
                struct pb_comparison *out);
+/* pb_compare for two configs measured in one interleaved session
+ * (pbench compare BASE.yaml NEW.yaml): every config difference is the
+ * change under test, listed as a setting change, never refused. */
+int pb_compare_configs(const struct pb_result *base, const struct pb_result *next,
+                       double threshold_pct, struct pb_comparison *out);
 void pb_comparison_free(struct pb_comparison *cmp);
 
 const char *pb_verdict_name(enum pb_verdict verdict);

@@ -19,6 +19,7 @@
 #include "bench/commands.h"
 #include "bench/config.h"
 #include "bench/history.h"
+#include "bench/interleave.h"
 #include "bench/pb.h"
 #include "bench/printable.h"
 #include "bench/progress.h"
@@ -141,46 +142,128 @@ static void print_error(const char *cmd, const char *msg)
             pb_printable(shown, sizeof(shown), msg));
 }
 
+/* pbench compare BASE.yaml NEW.yaml: both configs measured here, in
+ * interleaved rounds, into one result; then the same comparison. */
+static int compare_configs(const char *base, const char *next, const char **overrides,
+                           int override_count, const char *output, bool quiet,
+                           double threshold_pct, int format, bool fail_on_regression)
+{
+    struct pb_session_opts opts = {.config_path = base, .new_config_path = next,
+                                   .overrides = overrides, .override_count = override_count,
+                                   .output_path = output, .threshold_pct = threshold_pct};
+    struct pb_progress progress;
+    struct pb_session_hooks hooks;
+    pb_progress_init(&progress, "pbench compare", quiet, &hooks);
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    char msg[PB_MSG_MAX * 2];
+    int code = exit_for(pb_session_run(&opts, &hooks, &result, &outcome, msg, sizeof(msg)));
+    if (outcome.compared) {
+        int rc = pb_comparison_print(stdout, stderr, &outcome.comparison, base, next, format,
+                                     false);
+        int verdict = comparison_exit(rc, &outcome.comparison, fail_on_regression);
+        if (code == PB_EXIT_OK)
+            code = verdict;
+    }
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+    return code;
+}
+
+/* pbench compare AB.json: the comparison a compare of two configs wrote. */
+static int compare_one_file(const char *path, double threshold_pct, int format,
+                            bool fail_on_regression)
+{
+    struct pb_result r;
+    struct pb_comparison cmp;
+    char msg[PB_MSG_MAX * 2];
+    int rc = pb_result_read(path, &r, msg, sizeof(msg));
+    if (rc == PB_OK)
+        rc = pb_interleaved_compare(&r, threshold_pct, &cmp, msg, sizeof(msg));
+    if (rc != PB_OK) {
+        pb_result_free(&r);
+        print_error("compare", msg);
+        return PB_EXIT_ERROR;
+    }
+    const char *base = json_string_value(
+        json_object_get(json_object_get(r.interleaved, "base"), "config_path"));
+    const char *next = json_string_value(
+        json_object_get(json_object_get(r.interleaved, "new"), "config_path"));
+    rc = pb_comparison_print(stdout, stderr, &cmp, base ? base : "base", next ? next : "new",
+                             format, false);
+    int code = comparison_exit(rc, &cmp, fail_on_regression);
+    pb_comparison_free(&cmp);
+    pb_result_free(&r);
+    return code;
+}
+
 static int cmd_compare(int argc, char **argv)
 {
     double threshold_pct = 5;
     int format = PB_FORMAT_TABLE;
-    bool force = false, fail_on_regression = false;
-    const char *files[2] = {NULL, NULL};
-    int nfiles = 0;
-    for (int i = 1; i < argc; i++) {
+    bool force = false, fail_on_regression = false, quiet = false;
+    const char *files[2] = {NULL, NULL}, *output = NULL;
+    const char **overrides = calloc((size_t)argc, sizeof(char *));
+    int nfiles = 0, override_count = 0, code = -1;
+    for (int i = 1; i < argc && code < 0; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--threshold") == 0 && i + 1 < argc) {
             if (pb_threshold_parse(argv[++i], &threshold_pct) != PB_OK)
-                return usage_error("compare", "--threshold takes a percentage such as 5%%, got '%s'",
+                code = usage_error("compare", "--threshold takes a percentage such as 5%%, got '%s'",
                                    argv[i]);
         } else if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc) {
             enum pb_format f;
             if (pb_format_parse(argv[++i], &f) != PB_OK || f == PB_FORMAT_CSV)
-                return usage_error("compare", "unknown format '%s'; allowed: table, json, markdown",
+                code = usage_error("compare", "unknown format '%s'; allowed: table, json, markdown",
                                    argv[i]);
             format = (int)f;
+        } else if ((strcmp(a, "--set") == 0 || strcmp(a, "-s") == 0) && i + 1 < argc) {
+            overrides[override_count++] = argv[++i];
+        } else if ((strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0) && i + 1 < argc) {
+            output = argv[++i];
+        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            quiet = true;
         } else if (strcmp(a, "--force") == 0) {
             force = true;
         } else if (strcmp(a, "--fail-on-regression") == 0) {
             fail_on_regression = true;
         } else if (a[0] == '-' || nfiles == 2) {
-            return usage_error("compare", "unexpected argument '%s'", a);
+            code = usage_error("compare", "unexpected argument '%s'", a);
         } else {
             files[nfiles++] = a;
         }
     }
-    if (nfiles != 2)
-        return usage_error("compare", "%s", "expected BASE.json and NEW.json");
-    struct pb_comparison cmp;
-    char msg[PB_MSG_MAX];
-    if (pb_compare_files(files[0], files[1], threshold_pct, &cmp, msg, sizeof(msg)) != PB_OK) {
-        print_error("compare", msg);
-        return PB_EXIT_ERROR;
+    bool configs = nfiles == 2 && pb_is_config_path(files[0]) && pb_is_config_path(files[1]);
+    if (code >= 0) {
+        /* a usage error was printed */
+    } else if (nfiles == 2 && pb_is_config_path(files[0]) != pb_is_config_path(files[1])) {
+        code = usage_error("compare", "%s",
+                           "give two results (BASE.json NEW.json) or two configs (BASE.yaml "
+                           "NEW.yaml), not one of each");
+    } else if (!configs && (override_count > 0 || output)) {
+        code = usage_error("compare", "%s",
+                           "-s and -o apply when compare runs two configs (BASE.yaml NEW.yaml)");
+    } else if (configs) {
+        code = compare_configs(files[0], files[1], overrides, override_count, output, quiet,
+                               threshold_pct, format, fail_on_regression);
+    } else if (nfiles == 1) {
+        code = compare_one_file(files[0], threshold_pct, format, fail_on_regression);
+    } else if (nfiles != 2) {
+        code = usage_error("compare", "%s",
+                           "expected BASE.json and NEW.json, or BASE.yaml and NEW.yaml");
+    } else {
+        struct pb_comparison cmp;
+        char msg[PB_MSG_MAX];
+        if (pb_compare_files(files[0], files[1], threshold_pct, &cmp, msg, sizeof(msg)) != PB_OK) {
+            print_error("compare", msg);
+            code = PB_EXIT_ERROR;
+        } else {
+            int rc = pb_comparison_print(stdout, stderr, &cmp, files[0], files[1], format, force);
+            code = comparison_exit(rc, &cmp, fail_on_regression);
+            pb_comparison_free(&cmp);
+        }
     }
-    int rc = pb_comparison_print(stdout, stderr, &cmp, files[0], files[1], format, force);
-    int code = comparison_exit(rc, &cmp, fail_on_regression);
-    pb_comparison_free(&cmp);
+    free(overrides);
     return code;
 }
 

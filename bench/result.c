@@ -318,6 +318,7 @@ void pb_result_free(struct pb_result *result)
     free(result->points);
     json_decref(result->config);
     json_decref(result->analysis);
+    json_decref(result->interleaved);
     json_decref(result->gpu_profile);
     memset(result, 0, sizeof(*result));
 }

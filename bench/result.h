@@ -179,6 +179,11 @@ struct pb_result {
     double overhead_noise_pct;
     struct pb_calibration calibration;
     json_t *analysis;           /* written by the run for readers; owned, may be NULL */
+    /* pbench compare BASE.yaml NEW.yaml: both configs measured in one
+     * session, their points tagged by the axis "compare" ("base", "new");
+     * {order, base: {config_path, config}, new: {...}, comparison}. Owned,
+     * NULL for an ordinary run (bench/interleave.h). */
+    json_t *interleaved;
     /* gpu: optional on a machine without a device: the stages skipped and
      * why ("" when nothing was skipped). */
     char gpu_skipped[256];

@@ -331,6 +331,8 @@ json_t *pb_result_to_json(const struct pb_result *result)
     json_object_set_new(root, "points", points);
     if (result->analysis)
         json_object_set_new(root, "analysis", json_deep_copy(result->analysis));
+    if (result->interleaved)
+        json_object_set_new(root, "interleaved", json_deep_copy(result->interleaved));
     json_object_set_new(root, "warnings",
                         warnings_to_json(result->warnings, result->warning_count));
     return root;
@@ -698,6 +700,9 @@ static int read_result(struct pb_json_reader *rd, const json_t *root, struct pb_
     const json_t *analysis = json_object_get(root, "analysis");
     if (analysis && json_is_object(analysis))
         result->analysis = json_deep_copy(analysis);
+    const json_t *interleaved = json_object_get(root, "interleaved");
+    if (interleaved && json_is_object(interleaved))
+        result->interleaved = json_deep_copy(interleaved);
     if (overhead && pb_fields_read(rd, overhead, "overhead", result, overhead_fields))
         return PB_ERR;
     size_t count = points ? json_array_size(points) : 0;

@@ -17,6 +17,7 @@
 #include "bench/config.h"
 #include "bench/cupti.h"
 #include "bench/fileio.h"
+#include "bench/interleave.h"
 #include "bench/stats.h"
 #include "kernels/gpu_rt.h"
 #include "bench/pb.h"
@@ -50,7 +51,26 @@ struct session {
     bool measuring;                 /* between the measuring hook's on and off */
     struct pb_result baseline;      /* read before measuring when opts ask     */
     bool has_baseline;
+
+    /* pbench compare BASE.yaml NEW.yaml: the new config, its sweep, its
+     * dataset (the base's when both name one path), and which config each
+     * point is (0 base, 1 new). */
+    bool ab;
+    struct pb_spec alt;
+    struct pb_dataset alt_ds;
+    bool alt_ds_open;
+    unsigned char *variant;
 };
+
+static const struct pb_spec *base_of(const struct session *s, long i)
+{
+    return s->ab && s->variant[i] ? &s->alt : &s->base;
+}
+
+static const struct pb_dataset *ds_of(const struct session *s, long i)
+{
+    return s->ab && s->variant[i] && s->alt_ds_open ? &s->alt_ds : &s->ds;
+}
 
 static const struct pb_session_hooks no_hooks;
 
@@ -199,6 +219,12 @@ static int load_config(struct session *s)
 {
     int rc = load_base(s->opts, &s->base, s->msg, s->msglen);
     s->sweep = s->base.sweep;
+    if (rc == PB_OK && s->opts->new_config_path) {
+        struct pb_session_opts alt = *s->opts;
+        alt.config_path = s->opts->new_config_path;
+        s->ab = true;
+        rc = load_base(&alt, &s->alt, s->msg, s->msglen);
+    }
     return rc == PB_OK ? PB_OK : fail(s, rc);
 }
 
@@ -215,37 +241,71 @@ static void start_result(struct session *s)
     snprintf(r->config_path, sizeof(r->config_path), "%s", s->opts->config_path);
     pb_machine_probe(&r->machine);
     r->config = pb_spec_to_json(&s->base);
+    if (s->ab) {
+        json_t *alt = pb_spec_to_json(&s->alt);
+        r->interleaved = pb_interleaved_new(s->opts->config_path, r->config,
+                                            s->opts->new_config_path, alt);
+        json_decref(alt);
+        snprintf(r->name, sizeof(r->name), "%.60s-vs-%.60s", s->base.name, s->alt.name);
+    }
 }
 
-/* The sweep's points (loader.pin_memory dropped without a device). */
-static int plan_points(struct session *s)
+/* loader.pin_memory is dropped from a sweep without a device. */
+static void drop_pin_memory_axis(struct session *s, struct pb_sweep *sweep)
 {
-    for (int a = 0; a < s->sweep->axis_count; a++) {
-        if (strcmp(s->sweep->axes[a].path, "loader.pin_memory") != 0)
+    for (int a = 0; a < sweep->axis_count; a++) {
+        if (strcmp(sweep->axes[a].path, "loader.pin_memory") != 0)
             continue;
         char why[PB_MSG_MAX], text[PB_MSG_MAX * 2];
         if (!pb_gpu_available(why, sizeof(why))) {
-            pb_sweep_drop_axis(s->sweep, "loader.pin_memory");
+            pb_sweep_drop_axis(sweep, "loader.pin_memory");
             snprintf(text, sizeof(text), "sweep axis loader.pin_memory dropped: %s", why);
             warn(s, text);
         }
         break;
     }
-    s->points = calloc(PB_SWEEP_MAX_POINTS, sizeof(*s->points));
-    if (!s->points) {
-        snprintf(s->msg, s->msglen, "out of memory");
-        return fail(s, PB_ERR_NOMEM);
-    }
-    long count = pb_sweep_points(s->sweep, s->points, PB_SWEEP_MAX_POINTS, s->msg, s->msglen);
-    if (count > PB_SWEEP_MAX_POINTS)
+}
+
+/* A sweep's points into s->points from index at, tagged variant; returns
+ * how many, or a negative or oversized count after setting msg. */
+static long sweep_points_at(struct session *s, const struct pb_sweep *sweep, long at,
+                            unsigned char variant)
+{
+    long count = pb_sweep_points(sweep, s->points + at, (size_t)(PB_SWEEP_MAX_POINTS - at), s->msg,
+                                 s->msglen);
+    if (count > PB_SWEEP_MAX_POINTS - at)
         snprintf(s->msg, s->msglen, "the sweep has %ld points, more than %d: narrow it", count,
                  PB_SWEEP_MAX_POINTS);
     else if (count == 0)
         snprintf(s->msg, s->msglen, "sweep.exclude leaves no point to run");
+    for (long i = at; count > 0 && i < at + count && i < PB_SWEEP_MAX_POINTS; i++)
+        s->variant[i] = variant;
+    return count;
+}
+
+/* The sweep's points (both configs' with pbench compare A.yaml B.yaml). */
+static int plan_points(struct session *s)
+{
+    drop_pin_memory_axis(s, s->sweep);
+    if (s->ab)
+        drop_pin_memory_axis(s, s->alt.sweep);
+    s->points = calloc(PB_SWEEP_MAX_POINTS, sizeof(*s->points));
+    s->variant = calloc(PB_SWEEP_MAX_POINTS, 1);
+    if (!s->points || !s->variant) {
+        snprintf(s->msg, s->msglen, "out of memory");
+        return fail(s, PB_ERR_NOMEM);
+    }
+    long count = sweep_points_at(s, s->sweep, 0, 0);
     if (count <= 0 || count > PB_SWEEP_MAX_POINTS)
         return fail(s, PB_ERR_CONFIG);
+    if (s->ab) {
+        long more = sweep_points_at(s, s->alt.sweep, count, 1);
+        if (more <= 0 || more > PB_SWEEP_MAX_POINTS - count)
+            return fail(s, PB_ERR_CONFIG);
+        count += more;
+    }
     s->point_count = count;
-    s->swept = s->sweep->axis_count > 0;
+    s->swept = s->sweep->axis_count > 0 || (s->ab && s->alt.sweep->axis_count > 0);
     if (s->opts->overhead && count > 1) {
         snprintf(s->msg, s->msglen, "--overhead measures one point; run it without a sweep (or "
                                     "pin the axes with -a)");
@@ -267,18 +327,23 @@ static int build_specs(struct session *s)
     }
     s->result->point_count = (size_t)s->point_count;
     for (long i = 0; i < s->point_count; i++) {
-        int rc = point_spec(&s->base, &s->points[i], NULL, &s->specs[i], s->msg, s->msglen);
-        s->result->points[i].axes =
-            s->swept ? pb_sweep_axes_json(s->sweep, &s->points[i]) : json_object();
+        const struct pb_spec *base = base_of(s, i);
+        int rc = point_spec(base, &s->points[i], NULL, &s->specs[i], s->msg, s->msglen);
+        json_t *axes = base->sweep->axis_count > 0 ? pb_sweep_axes_json(base->sweep, &s->points[i])
+                                                   : json_object();
+        if (s->ab)
+            json_object_set_new(axes, PB_INTERLEAVE_AXIS,
+                                json_string(s->variant[i] ? "new" : "base"));
+        s->result->points[i].axes = axes;
         if (rc != PB_OK)
             return fail(s, rc);
-        if (strcmp(s->specs[i].dataset.path, s->base.dataset.path) != 0) {
+        if (strcmp(s->specs[i].dataset.path, base->dataset.path) != 0) {
             snprintf(s->msg, s->msglen,
                      "sweeping dataset.path is not supported: run one sweep per dataset");
             return fail(s, PB_ERR_CONFIG);
         }
     }
-    if (s->swept && o->calibrate) {
+    if (s->swept && o->calibrate && !s->ab) {
         char cmsg[PB_MSG_MAX * 2];
         s->has_calibration = true;
         if (point_spec(&s->base, NULL, pb_calibration_overrides, &s->calibration, cmsg,
@@ -295,11 +360,13 @@ static int build_specs(struct session *s)
 static int apply_gpu_policy(struct session *s)
 {
     char why[PB_MSG_MAX];
-    if (!pb_spec_uses_gpu(&s->base) || pb_gpu_available(why, sizeof(why)))
+    bool uses = pb_spec_uses_gpu(&s->base) || (s->ab && pb_spec_uses_gpu(&s->alt));
+    if (!uses || pb_gpu_available(why, sizeof(why)))
         return PB_OK;
     char dropped[PB_MSG_MAX] = "";
-    if (s->base.gpu == PB_GPU_REQUIRED) {
-        pb_spec_drop_gpu(&s->base, dropped, sizeof(dropped));
+    if (s->base.gpu == PB_GPU_REQUIRED || (s->ab && s->alt.gpu == PB_GPU_REQUIRED)) {
+        pb_spec_drop_gpu(s->base.gpu == PB_GPU_REQUIRED ? &s->base : &s->alt, dropped,
+                         sizeof(dropped));
         snprintf(s->msg, s->msglen,
                  "%s: %s; the pipeline needs it for %s. Run on a machine with a GPU, or set gpu: "
                  "optional (-s gpu=optional) to measure the CPU part with those stages skipped",
@@ -324,6 +391,15 @@ static void announce(struct session *s)
     int n = snprintf(text, sizeof(text), "%s: %zu files (%.1f MiB)", b->name, s->ds.count,
                      (double)s->ds.total_bytes / 1048576.0);
     size_t used = n > 0 && (size_t)n < sizeof(text) ? (size_t)n : 0;
+    if (s->ab) {
+        int rounds = (int)(b->run.repeats > s->alt.run.repeats ? b->run.repeats
+                                                                : s->alt.run.repeats);
+        snprintf(text + used, sizeof(text) - used,
+                 "; %s (base) against %s (new), %d rounds interleaved A B B A ...",
+                 s->opts->config_path, s->opts->new_config_path, rounds);
+        say(s->hooks, PB_SESSION_INFO, "%s", text);
+        return;
+    }
     if (!s->swept) {
         snprintf(text + used, sizeof(text) - used,
                  ", %lld worker%s, batch %lld, prefetch %lld, %d repeat%s",
@@ -387,11 +463,14 @@ static void stop_cupti(struct session *s)
 static void point_label(const struct session *s, long i, char *label, size_t labellen)
 {
     size_t used = 0;
+    const struct pb_sweep *sweep = base_of(s, i)->sweep;
     label[0] = '\0';
-    for (int a = 0; a < s->sweep->axis_count && used < labellen; a++)
-        used += (size_t)snprintf(label + used, labellen - used, "%s%s=%s", a ? " " : "",
-                                 strrchr(s->sweep->axes[a].path, '.') + 1,
-                                 s->sweep->axes[a].values[s->points[i].value[a]]);
+    if (s->ab)
+        used = (size_t)snprintf(label, labellen, "%s", s->variant[i] ? "new" : "base");
+    for (int a = 0; a < sweep->axis_count && used < labellen; a++)
+        used += (size_t)snprintf(label + used, labellen - used, "%s%s=%s", used ? " " : "",
+                                 strrchr(sweep->axes[a].path, '.') + 1,
+                                 sweep->axes[a].values[s->points[i].value[a]]);
 }
 
 /* One round of point i; returns the runner's code. */
@@ -399,7 +478,7 @@ static int run_round(struct session *s, long i, int round, const struct pb_run_h
 {
     struct pb_point_result *pt = &s->result->points[i];
     struct pb_point_run *run;
-    int rc = pb_point_open(&s->specs[i], &s->ds, run_hooks, pt, &run, s->msg, s->msglen);
+    int rc = pb_point_open(&s->specs[i], ds_of(s, i), run_hooks, pt, &run, s->msg, s->msglen);
     if (rc != PB_OK)
         return rc;
     double pair = NAN;
@@ -417,6 +496,8 @@ static int measure(struct session *s)
 {
     const struct pb_session_hooks *h = s->hooks;
     int repeats = (int)s->base.run.repeats, point_rc = PB_OK;
+    if (s->ab && s->alt.run.repeats > repeats)
+        repeats = (int)s->alt.run.repeats;
     if (h->rounds)
         h->rounds(h->user, (int)s->point_count, repeats);
     struct pb_run_hooks run_hooks = {
@@ -425,7 +506,11 @@ static int measure(struct session *s)
     s->overhead_pairs = calloc((size_t)repeats, sizeof(double));
     s->interrupted = h->stop && *h->stop;
     for (int r = 0; r < repeats && !s->interrupted; r++) {
-        for (long i = 0; i < s->point_count && !s->interrupted; i++) {
+        for (long k = 0; k < s->point_count && !s->interrupted; k++) {
+            /* Two configs go A B, then B A: neither always runs first
+             * after the other, so what one leaves behind (a warm cache)
+             * helps both alike. */
+            long i = s->ab && (r % 2) ? s->point_count - 1 - k : k;
             struct pb_point_result *pt = &s->result->points[i];
             if (pt->error[0] || r >= s->specs[i].run.repeats)
                 continue;
@@ -438,8 +523,7 @@ static int measure(struct session *s)
                 s->interrupted = true;
             } else if (rc != PB_OK) {
                 pb_strlcpy(pt->error, s->msg, sizeof(pt->error));
-                say(h, PB_SESSION_ERROR, "%s%s%s", s->swept ? label : "", s->swept ? ": " : "",
-                    s->msg);
+                say(h, PB_SESSION_ERROR, "%s%s%s", label, label[0] ? ": " : "", s->msg);
                 if (!s->swept)
                     point_rc = rc;
             }
@@ -543,7 +627,7 @@ static int decide_output(struct session *s)
     if (s->opts->output_path)
         pb_strlcpy(path, s->opts->output_path, sizeof(path));
     else
-        default_result_path(s->base.name, path, sizeof(path));
+        default_result_path(s->result->name, path, sizeof(path));
     pb_strlcpy(s->outcome->result_path, path, sizeof(s->outcome->result_path));
     int rc = pb_output_target(path, target, sizeof(target), why, sizeof(why));
     if (rc == PB_OK)
@@ -581,12 +665,35 @@ static void write_trace(struct session *s, const char *path)
     }
 }
 
+/* pbench compare A.yaml B.yaml: the comparison of the two halves, into the
+ * outcome and the result file. */
+static int write_interleaved(struct session *s)
+{
+    struct pb_result *r = s->result;
+    char cmsg[PB_MSG_MAX];
+    if (pb_interleaved_compare(r, s->opts->threshold_pct, &s->outcome->comparison, cmsg,
+                               sizeof(cmsg)) == PB_OK) {
+        s->outcome->compared = true;
+        json_object_set_new(r->interleaved, "comparison",
+                            pb_comparison_to_json(&s->outcome->comparison));
+    } else {
+        pb_result_warn(r, "the comparison failed: %s", cmsg);
+    }
+    const char *path = s->outcome->result_path;
+    if (pb_result_write(r, path, s->msg, s->msglen) != PB_OK)
+        return fail(s, PB_ERR);
+    say(s->hooks, PB_SESSION_INFO, "result (both configs) written to %s", path);
+    return PB_OK;
+}
+
 /* The analysis (kept for rendering; a sweep's goes into the file too),
  * the trace and the result file. */
 static int write_result(struct session *s)
 {
     struct pb_result *r = s->result;
     struct pb_session_outcome *out = s->outcome;
+    if (s->ab)
+        return write_interleaved(s);
     out->analyzed = pb_analyze(r, &out->analysis) == PB_OK;
     if (out->analyzed && s->swept) {
         json_decref(r->analysis);
@@ -630,7 +737,7 @@ static int run_measured(struct session *s)
     int wrc = write_result(s);
     if (wrc != PB_OK)
         rc = wrc;
-    if (s->has_baseline) {
+    if (s->has_baseline && !s->ab) {
         int brc = compare_baseline(s);
         if (rc == PB_OK)
             rc = brc;
@@ -676,6 +783,15 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
         else
             fail(s, rc);
     }
+    if (rc == PB_OK && s->ab && strcmp(s->alt.dataset.path, s->base.dataset.path) != 0) {
+        struct pb_session_opts alt = *opts;
+        alt.config_path = opts->new_config_path;
+        rc = open_dataset(&alt, s->hooks, &s->alt, &s->alt_ds, msg, msglen);
+        if (rc == PB_OK)
+            s->alt_ds_open = true;
+        else
+            fail(s, rc);
+    }
     if (rc == PB_OK)
         rc = run_measured(s);
     set_measuring(s->hooks, &s->measuring, false);
@@ -684,6 +800,10 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
         pb_result_free(&s->baseline);
     if (s->ds_open)
         pb_dataset_free(&s->ds);
+    if (s->alt_ds_open)
+        pb_dataset_free(&s->alt_ds);
+    pb_spec_free(&s->alt);
+    free(s->variant);
     for (long i = 0; s->specs && i < s->point_count; i++)
         pb_spec_free(&s->specs[i]);
     pb_spec_free(&s->calibration);

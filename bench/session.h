@@ -35,6 +35,10 @@ struct pb_session_opts {
     bool calibrate;                 /* a sweep starts with the one-core calibration */
     bool calibrate_gpu;             /* pb_session_calibrate: host-to-device copies too,
                                        failing without a device                  */
+    const char *new_config_path;    /* pbench compare BASE.yaml NEW.yaml: NEW's points
+                                       run in rounds interleaved with config_path's,
+                                       one result holds both (bench/interleave.h)
+                                       and the outcome their comparison          */
     const char *baseline_path;      /* NULL: no comparison                        */
     double threshold_pct;           /* practical threshold of that comparison     */
 };

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench/interleave.h"
 #include "bench/pb.h"
 #include "bench/result.h"
 #include "bench/session.h"
@@ -416,6 +417,84 @@ static void test_stop_leaves_partial_repeat_out(void **state)
     pb_result_free(&result);
 }
 
+/* pbench compare A.yaml B.yaml: both configs in one session, rounds in the
+ * order A B B A A ..., one result holding both points tagged base/new, and
+ * a comparison that finds a tenfold decode cost a regression; the file
+ * alone gives the same comparison again. */
+static void test_interleaved_configs(void **state)
+{
+    (void)state;
+    char base[512], next[512], output[512], msg[PB_MSG_MAX * 2];
+    static const char *const repeats5 = "run.repeats=5";
+    write_config("ab-base.yaml", config_text, "data-ab", base, sizeof(base));
+    char slow_text[1024];
+    const char *at = strstr(config_text, "cost_us: 20");
+    snprintf(slow_text, sizeof(slow_text), "%.*scost_us: 200%s", (int)(at - config_text),
+             config_text, at + strlen("cost_us: 20"));
+    write_config("ab-new.yaml", slow_text, "data-ab", next, sizeof(next));
+    snprintf(output, sizeof(output), "%s/out/ab.json", workdir);
+    struct pb_session_opts opts = {.config_path = base, .new_config_path = next,
+                                   .overrides = &repeats5, .override_count = 1,
+                                   .output_path = output, .threshold_pct = 5};
+    struct seen seen = {0};
+    struct pb_session_hooks hooks = {.user = &seen, .rounds = on_rounds, .round = on_round};
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    int rc = pb_session_run(&opts, &hooks, &result, &outcome, msg, sizeof(msg));
+    if (rc != PB_OK)
+        fail_msg("session failed: %s", msg);
+    assert_int_equal(seen.points, 2);
+    assert_int_equal(seen.repeats, 5);
+    assert_int_equal(seen.rounds, 10);
+    static const char *const order[] = {"base", "new", "new", "base", "base", "new", "new", "base"};
+    for (int i = 0; i < 8; i++)
+        assert_string_equal(seen.labels[i], order[i]);
+    assert_int_equal(result.point_count, 2);
+    assert_string_equal(json_string_value(json_object_get(result.points[0].axes, "compare")),
+                        "base");
+    assert_string_equal(json_string_value(json_object_get(result.points[1].axes, "compare")),
+                        "new");
+    assert_non_null(result.interleaved);
+    assert_true(outcome.compared);
+    assert_false(outcome.analyzed);
+    const struct pb_comparison *cmp = &outcome.comparison;
+    assert_true(cmp->interleaved);
+    assert_false(cmp->incompatible);
+    assert_int_equal(cmp->point_count, 1);
+    assert_int_equal(cmp->points[0].metrics[0].verdict, PB_VERDICT_REGRESSED);
+    assert_true(cmp->regressions >= 1);
+    assert_int_equal(cmp->setting_change_count, 1); /* the cost, not the name */
+    assert_non_null(strstr(cmp->setting_changes[0], "cost_us"));
+
+    /* The file holds both and the comparison; compare re-reads it. */
+    struct pb_result back;
+    struct pb_comparison again;
+    assert_int_equal(pb_result_read(output, &back, msg, sizeof(msg)), PB_OK);
+    assert_non_null(json_object_get(back.interleaved, "comparison"));
+    assert_int_equal(pb_interleaved_compare(&back, 5, &again, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(again.regressions, cmp->regressions);
+    assert_int_equal(again.points[0].metrics[0].verdict, PB_VERDICT_REGRESSED);
+    pb_comparison_free(&again);
+    struct pb_result a, b;
+    assert_int_equal(pb_interleaved_split(&back, &a, &b, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(a.point_count, 1);
+    assert_int_equal(b.point_count, 1);
+    assert_int_equal(json_object_size(a.points[0].axes), 0);
+    assert_true(a.points[0].samples_per_s > b.points[0].samples_per_s);
+    pb_result_free(&a);
+    pb_result_free(&b);
+    pb_result_free(&back);
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+
+    /* An ordinary result is not a comparison: said, not crashed. */
+    struct pb_result plain = {0};
+    assert_int_equal(pb_interleaved_split(&plain, &a, &b, msg, sizeof(msg)), PB_ERR);
+    assert_non_null(strstr(msg, "pbench compare BASE.json NEW.json"));
+    pb_result_free(&a);
+    pb_result_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -425,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_bad_output_and_baseline_stop_first),
         cmocka_unit_test(test_name_stays_in_results),
         cmocka_unit_test(test_stop_leaves_partial_repeat_out),
+        cmocka_unit_test(test_interleaved_configs),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);
