@@ -421,12 +421,16 @@ static int cmd_report(int argc, char **argv)
     /* The analysis is recomputed from the measurements, so a file written
      * by an older pbench reads with today's rules everywhere. */
     struct pb_analysis analysis;
-    bool analyzed = pb_analyze(&result, &analysis) == PB_OK;
+    /* Two configs side by side are compared, not ranked for a pick. */
+    bool analyzed = !result.interleaved && pb_analyze(&result, &analysis) == PB_OK;
     if (analyzed && result.point_count > 1) {
         json_decref(result.analysis);
         result.analysis = pb_analysis_to_json(&analysis);
     }
     pb_report_analyzed(stdout, &result, analyzed ? &analysis : NULL, format);
+    if (result.interleaved && format == PB_FORMAT_TABLE)
+        printf("\nboth configs of an interleaved comparison; the verdicts: pbench compare %s\n",
+               path);
     if (analyzed)
         pb_analysis_free(&analysis);
     pb_result_free(&result);
