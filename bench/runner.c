@@ -438,6 +438,22 @@ static void record_batch(struct run *run, struct consumed *c, struct pb_repeat_r
     c->t_end = t_done;
 }
 
+/* Whether the measured part ends after this batch: on the stopping rule
+ * (rule_done), or in a multi-rank run on the decider's word. */
+static bool part_ends(struct run *run, bool rule_done)
+{
+    struct pb_run_group *g = run->hooks ? run->hooks->group : NULL;
+    if (!g || g->decides)
+        return rule_done;
+    if (!atomic_load_explicit(&g->group_done, memory_order_acquire))
+        return false;
+    int reason = atomic_load_explicit(&g->group_reason, memory_order_relaxed);
+    if (reason == PB_STOP_DATA_END)
+        return rule_done; /* this rank reads its shard to its own end */
+    run->rule.reason = (enum pb_stop_reason)reason; /* the decider's, not this rank's */
+    return true;
+}
+
 /* The consumer loop: warm-up batches, then measured ones until the
  * stopping rule, the end of the data, a failure or an interrupt. The CPU
  * clocks are read before the workers are stopped: finishing the batches
@@ -476,9 +492,11 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
             pb_stoprule_end(&run->rule, PB_STOP_FAILED);
             break;
         }
-        if (c->measuring && pb_stoprule_batch(&run->rule, t_done, samples))
+        if (part_ends(run, c->measuring && pb_stoprule_batch(&run->rule, t_done, samples)))
             break;
     }
+    if (run->hooks && run->hooks->group)
+        atomic_store(&run->hooks->group->local_done, true);
     if (c->measuring) {
         c->loader_cpu_end = loader_cpu_ns(run);
         c->cpu_end = pb_process_cpu_ns();

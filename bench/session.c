@@ -17,6 +17,7 @@
 #include "bench/config.h"
 #include "bench/cupti.h"
 #include "bench/fileio.h"
+#include "bench/mpi.h"
 #include "bench/stats.h"
 #include "kernels/gpu_rt.h"
 #include "bench/pb.h"
@@ -156,7 +157,7 @@ static int open_dataset(const struct pb_session_opts *opts, const struct pb_sess
     char inner[PB_MSG_MAX * 2];
     int rc = PB_OK;
     memset(ds, 0, sizeof(*ds));
-    if (d->has_generate && needs_generating(d->path)) {
+    if (d->has_generate && pb_mpi_generates() && needs_generating(d->path)) {
         say(hooks, PB_SESSION_INFO, "generating %lld %s files into %s (first use)",
             (long long)d->generate.count,
             d->generate.kind == PB_GENERATE_JPEG    ? "JPEG"
@@ -166,6 +167,8 @@ static int open_dataset(const struct pb_session_opts *opts, const struct pb_sess
         rc = pb_dataset_generate_stoppable(&d->generate, d->path, hooks->stop, inner,
                                            sizeof(inner));
     }
+    if (rc == PB_OK)
+        pb_mpi_barrier(); /* under mpirun, rank 0 made the data the others open */
     if (rc == PB_OK)
         rc = pb_dataset_open(d, ds, inner, sizeof(inner));
     if (rc != PB_OK)
@@ -199,6 +202,12 @@ static int load_config(struct session *s)
 {
     int rc = load_base(s->opts, &s->base, s->msg, s->msglen);
     s->sweep = s->base.sweep;
+    if (rc == PB_OK)
+        rc = pb_mpi_apply_shard(&s->base.dataset, s->opts->config_path, s->msg, s->msglen);
+    if (rc == PB_OK && s->opts->overhead && pb_mpi()->size > 1) {
+        snprintf(s->msg, s->msglen, "--overhead measures one process; run it without mpirun");
+        rc = PB_ERR_CONFIG;
+    }
     return rc == PB_OK ? PB_OK : fail(s, rc);
 }
 
@@ -433,6 +442,9 @@ static int measure(struct session *s)
             point_label(s, i, label, sizeof(label));
             if (h->round)
                 h->round(h->user, (int)i + 1, r + 1, label);
+            struct pb_mpi_repeat together;
+            pb_mpi_repeat_begin(&together, &run_hooks.group);
+            size_t kept_before = pt->repeat_count;
             int rc = run_round(s, i, r, &run_hooks);
             if (rc == PB_ERR_INTERRUPTED) {
                 s->interrupted = true;
@@ -443,6 +455,9 @@ static int measure(struct session *s)
                 if (!s->swept)
                     point_rc = rc;
             }
+            if (!pb_mpi_repeat_end(&together, i, rc, s->msg, pt, kept_before))
+                s->interrupted = true; /* another rank was stopped */
+            run_hooks.group = NULL;
         }
     }
     stop_cupti(s);
@@ -475,6 +490,7 @@ static size_t summarize(struct session *s)
         struct pb_point_result *pt = &r->points[i];
         if (pt->repeat_count > 0) {
             left_out |= summarize_finished(pt);
+            pb_mpi_point_ranks(i, pt);
             only_partial |= pt->repeat_count == 1 && pt->repeats[0].interrupted;
             measured_points++;
         }
@@ -616,6 +632,11 @@ static int compare_baseline(struct session *s)
 static int run_measured(struct session *s)
 {
     announce(s);
+    if (pb_mpi()->active)
+        say(s->hooks, PB_SESSION_INFO,
+            "%d ranks (%d on this node): each reads shard rank/%d; rank 0 decides when a repeat "
+            "stops and writes the result",
+            pb_mpi()->size, pb_mpi()->local_size, pb_mpi()->size);
     calibrate_sweep(s);
     int rc = measure(s);
     set_measuring(s->hooks, &s->measuring, false);
@@ -626,6 +647,8 @@ static int run_measured(struct session *s)
         /* Every point failed: each said why (msg holds the last). */
         return rc == PB_OK ? PB_ERR : rc;
     }
+    if (!pb_mpi_is_root())
+        return rc; /* rank 0 writes the one result of a multi-rank run */
     s->outcome->measured = true;
     int wrc = write_result(s);
     if (wrc != PB_OK)
