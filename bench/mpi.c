@@ -70,7 +70,8 @@ struct logged {
 static struct {
     struct logged *entries;
     size_t count, cap;
-    double *sync_ms; /* rank 0's barrier + gather per logged repeat, by point */
+    /* Rank 0's start barrier and end gather per logged repeat, by point. */
+    double (*sync_ms)[2];
     long *sync_point;
     size_t sync_count, sync_cap;
 } kept_log;
@@ -287,11 +288,11 @@ static bool log_append(long point_index, size_t repeat, int rank, const struct r
     return true;
 }
 
-static void log_sync(long point_index, double ms)
+static void log_sync(long point_index, double barrier_ms, double gather_ms)
 {
     if (kept_log.sync_count == kept_log.sync_cap) {
         size_t cap = kept_log.sync_cap ? 2 * kept_log.sync_cap : 64;
-        double *ms_grown = realloc(kept_log.sync_ms, cap * sizeof(double));
+        double(*ms_grown)[2] = realloc(kept_log.sync_ms, cap * sizeof(*ms_grown));
         if (ms_grown)
             kept_log.sync_ms = ms_grown;
         long *points_grown = realloc(kept_log.sync_point, cap * sizeof(long));
@@ -301,7 +302,8 @@ static void log_sync(long point_index, double ms)
             return;
         kept_log.sync_cap = cap;
     }
-    kept_log.sync_ms[kept_log.sync_count] = ms;
+    kept_log.sync_ms[kept_log.sync_count][0] = barrier_ms;
+    kept_log.sync_ms[kept_log.sync_count][1] = gather_ms;
     kept_log.sync_point[kept_log.sync_count++] = point_index;
 }
 
@@ -388,7 +390,7 @@ bool pb_mpi_repeat_end(struct pb_mpi_repeat *r, long point_index, int rc, const 
     MPI_Ibcast(&go_on, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
     wait_politely(&req);
     if (info.rank == 0 && mine.kept)
-        log_sync(point_index, (double)(r->barrier_ns + (pb_now_ns() - t0)) / 1e6);
+        log_sync(point_index, (double)r->barrier_ns / 1e6, (double)(pb_now_ns() - t0) / 1e6);
     return go_on != 0;
 }
 
@@ -410,27 +412,35 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Mean and max of rank 0's barrier + gather time over point's repeats. */
+/* Median and max over the point's repeats of rank 0's start barrier, end
+ * gather (with the go-on broadcast) and their sum, as "<what>_ms_median"
+ * and "<what>_ms_max" in obj. */
 static void sync_figures(long point_index, json_t *obj)
 {
-    double sum = 0, max = 0;
+    static const char *const names[] = {"barrier", "gather", "sync"};
     size_t n = 0;
-    double *values = calloc(kept_log.sync_count + 1, sizeof(double));
+    double *values = calloc(3 * (kept_log.sync_count + 1), sizeof(double));
+    if (!values)
+        return;
     for (size_t i = 0; i < kept_log.sync_count; i++) {
         if (kept_log.sync_point[i] != point_index)
             continue;
-        double ms = kept_log.sync_ms[i];
-        sum += ms;
-        max = ms > max ? ms : max;
-        if (values)
-            values[n] = ms;
+        double barrier = kept_log.sync_ms[i][0], gather = kept_log.sync_ms[i][1];
+        values[n] = barrier;
+        values[kept_log.sync_count + 1 + n] = gather;
+        values[2 * (kept_log.sync_count + 1) + n] = barrier + gather;
         n++;
     }
-    if (values && n > 0)
-        qsort(values, n, sizeof(double), compare_doubles);
-    json_object_set_new(obj, "sync_ms_mean", json_real(n ? sum / (double)n : 0));
-    json_object_set_new(obj, "sync_ms_median", json_real(values && n ? values[n / 2] : 0));
-    json_object_set_new(obj, "sync_ms_max", json_real(max));
+    for (int k = 0; k < 3; k++) {
+        double *v = values + (size_t)k * (kept_log.sync_count + 1);
+        char key[32];
+        if (n > 0)
+            qsort(v, n, sizeof(double), compare_doubles);
+        snprintf(key, sizeof(key), "%s_ms_median", names[k]);
+        json_object_set_new(obj, key, json_real(n ? v[n / 2] : 0));
+        snprintf(key, sizeof(key), "%s_ms_max", names[k]);
+        json_object_set_new(obj, key, json_real(n ? v[n - 1] : 0));
+    }
     free(values);
 }
 
