@@ -85,13 +85,19 @@ static void report_affinity(FILE *out, bool markdown, const json_t *aff)
     pb_table_init(&t, 3, 0, false);
     pb_table_add(&t, "thread");
     pb_table_add(&t, "cpuset");
-    pb_table_add(&t, "cpus");
+    pb_table_add(&t, "ran on (at bind, at end)");
     size_t i;
     const json_t *w;
     json_array_foreach(json_object_get(aff, "threads"), i, w) {
         pb_table_add(&t, "%s", text(w, "thread"));
         pb_table_add(&t, "%s", text(w, "cpuset"));
-        pb_table_add(&t, "%s", text(w, "cpus"));
+        char cpus[64] = "";
+        size_t used = 0, j;
+        const json_t *cpu;
+        json_array_foreach(json_object_get(w, "cpus"), j, cpu)
+            used += (size_t)snprintf(cpus + used, used < sizeof(cpus) ? sizeof(cpus) - used : 0,
+                                     "%s%lld", j ? ", " : "", (long long)json_integer_value(cpu));
+        pb_table_add(&t, "%s%s", cpus, json_is_false(json_object_get(w, "within")) ? " (outside!)" : "");
     }
     print_table(out, markdown, &t);
     pb_table_free(&t);

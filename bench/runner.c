@@ -220,6 +220,7 @@ static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct run *run = w->run;
+    pb_affinity_bind(run->affinity, w->index + 1); /* once, before the first batch */
     for (uint64_t seq = (uint64_t)w->index; !atomic_load(&run->stop_workers);
          seq += (uint64_t)run->workers) {
         struct pb_slot *slot = pb_queue_acquire(&run->queue, w->index);
@@ -233,6 +234,7 @@ static void *worker_main(void *arg)
         pb_queue_push(&run->queue, slot);
     }
     atomic_store(&w->exit_cpu_ns, pb_thread_cpu_ns());
+    pb_affinity_thread_end(run->affinity, w->index + 1);
     pb_queue_worker_done(&run->queue, w->index);
     return NULL;
 }
@@ -674,6 +676,7 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     pr->run.sysmon.tick_user = hooks ? hooks->user : NULL;
 
     warn_point_setup(spec, ds, point);
+    pb_affinity_bind(pr->run.affinity, 0); /* the training loop: this thread */
     *out = pr;
     return PB_OK;
 }
@@ -730,6 +733,11 @@ void pb_point_close(struct pb_point_run *pr)
 {
     if (!pr)
         return;
+    if (pr->run.affinity) {
+        pb_affinity_thread_end(pr->run.affinity, 0);
+        json_decref(pr->run.point->affinity);
+        pr->run.point->affinity = pb_affinity_to_json(pr->run.affinity);
+    }
     pb_runner_free(&pr->run);
     free(pr);
 }
