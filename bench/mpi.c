@@ -52,10 +52,10 @@ int pb_mpi_apply_shard(struct pb_dataset_spec *ds, const char *config_path, char
 /* One rank's repeat as rank 0 gathers it: plain bytes, the same layout on
  * every rank of a job (one pbench binary). */
 struct rank_repeat {
-    int32_t kept, interrupted, stage_count, shard_rank, shard_count;
+    int32_t kept, interrupted, stage_count, shard_rank, shard_count, online_cpus;
     uint64_t samples, batches, bytes_read, errors, rss_peak_bytes;
     double wall_s, samples_per_s, batches_per_s, mb_per_s, stall_pct, accel_util_pct;
-    double cpu_util_pct, worker_cpu_pct, barrier_ms;
+    double cpu_util_pct, worker_cpu_pct, barrier_ms, other_cpu_pct, steal_pct;
     char host[64];
 };
 
@@ -200,6 +200,8 @@ static void describe(const struct pb_point_result *point, size_t kept_before, bo
     pb_strlcpy(rec->host, info.host, sizeof(rec->host));
     rec->shard_rank = info.rank;
     rec->shard_count = info.size;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    rec->online_cpus = cpus > 0 ? (int32_t)cpus : 1;
     if (point->repeat_count <= kept_before)
         return;
     const struct pb_repeat_result *rep = &point->repeats[point->repeat_count - 1];
@@ -218,12 +220,27 @@ static void describe(const struct pb_point_result *point, size_t kept_before, bo
     rec->accel_util_pct = rep->accel_util_pct;
     rec->cpu_util_pct = rep->cpu_util_pct;
     rec->worker_cpu_pct = rep->worker_cpu_pct;
+    rec->other_cpu_pct = rep->other_cpu_pct;
+    rec->steal_pct = rep->steal_pct;
+}
+
+/* Rank k's other_cpu_pct less the ranks of this job on its host: to each
+ * rank the others are "other processes", but not to the job. */
+static double other_than_job(const struct rank_repeat *recs, int k)
+{
+    double job = 0;
+    for (int j = 0; j < info.size; j++)
+        if (j != k && recs[j].kept && strcmp(recs[j].host, recs[k].host) == 0)
+            job += recs[j].cpu_util_pct / recs[k].online_cpus;
+    double other = recs[k].other_cpu_pct - job;
+    return other > 0 ? other : 0;
 }
 
 /* Rank 0's repeat becomes the aggregate of every rank's kept one: counts
  * and rates summed (the ranks measured the same span, started by a
  * barrier and stopped by one decision), stall, utilizations and worker CPU
- * the mean over ranks, process CPU and peak RSS summed (the job's), stage
+ * the mean over ranks, process CPU and peak RSS summed (the job's), other
+ * processes' CPU the mean over ranks of what is not this job's, stage
  * histograms merged by addition. */
 static void aggregate(struct pb_repeat_result *rep, const struct rank_repeat *recs,
                       const struct pb_stage_result *rows, const int *row_counts)
@@ -233,6 +250,7 @@ static void aggregate(struct pb_repeat_result *rep, const struct rank_repeat *re
     sum.samples = sum.batches = sum.bytes_read = sum.errors = sum.rss_peak_bytes = 0;
     sum.samples_per_s = sum.batches_per_s = sum.mb_per_s = 0;
     sum.stall_pct = sum.accel_util_pct = sum.cpu_util_pct = sum.worker_cpu_pct = 0;
+    sum.other_cpu_pct = sum.steal_pct = 0;
     for (int k = 0; k < info.size; k++) {
         const struct rank_repeat *x = &recs[k];
         if (!x->kept)
@@ -250,8 +268,12 @@ static void aggregate(struct pb_repeat_result *rep, const struct rank_repeat *re
         sum.stall_pct += x->stall_pct;
         sum.accel_util_pct += x->accel_util_pct;
         sum.worker_cpu_pct += x->worker_cpu_pct;
+        sum.other_cpu_pct += other_than_job(recs, k);
+        sum.steal_pct += x->steal_pct;
     }
     if (kept > 0) {
+        sum.other_cpu_pct /= kept;
+        sum.steal_pct /= kept;
         sum.stall_pct /= kept;
         sum.accel_util_pct /= kept;
         sum.worker_cpu_pct /= kept;
