@@ -70,8 +70,9 @@ struct logged {
 static struct {
     struct logged *entries;
     size_t count, cap;
-    /* Rank 0's start barrier and end gather per logged repeat, by point. */
-    double (*sync_ms)[2];
+    /* Rank 0's start barrier, wait for the last rank to stop, and gather
+     * per logged repeat, by point. */
+    double (*sync_ms)[3];
     long *sync_point;
     size_t sync_count, sync_cap;
 } kept_log;
@@ -310,11 +311,11 @@ static bool log_append(long point_index, size_t repeat, int rank, const struct r
     return true;
 }
 
-static void log_sync(long point_index, double barrier_ms, double gather_ms)
+static void log_sync(long point_index, double barrier_ms, double stop_wait_ms, double gather_ms)
 {
     if (kept_log.sync_count == kept_log.sync_cap) {
         size_t cap = kept_log.sync_cap ? 2 * kept_log.sync_cap : 64;
-        double(*ms_grown)[2] = realloc(kept_log.sync_ms, cap * sizeof(*ms_grown));
+        double(*ms_grown)[3] = realloc(kept_log.sync_ms, cap * sizeof(*ms_grown));
         if (ms_grown)
             kept_log.sync_ms = ms_grown;
         long *points_grown = realloc(kept_log.sync_point, cap * sizeof(long));
@@ -325,7 +326,8 @@ static void log_sync(long point_index, double barrier_ms, double gather_ms)
         kept_log.sync_cap = cap;
     }
     kept_log.sync_ms[kept_log.sync_count][0] = barrier_ms;
-    kept_log.sync_ms[kept_log.sync_count][1] = gather_ms;
+    kept_log.sync_ms[kept_log.sync_count][1] = stop_wait_ms;
+    kept_log.sync_ms[kept_log.sync_count][2] = gather_ms;
     kept_log.sync_point[kept_log.sync_count++] = point_index;
 }
 
@@ -386,7 +388,11 @@ bool pb_mpi_repeat_end(struct pb_mpi_repeat *r, long point_index, int rc, const 
         pthread_join(r->thread, NULL);
     r->thread_live = false;
 
+    /* The last rank to stop finishes the batch in hand first: waited for
+     * here, so that the gather below times the communication alone. */
     uint64_t t0 = pb_now_ns();
+    pb_mpi_barrier();
+    uint64_t t1 = pb_now_ns();
     struct rank_repeat mine, *recs;
     struct pb_stage_result *rows;
     int *row_counts;
@@ -412,7 +418,8 @@ bool pb_mpi_repeat_end(struct pb_mpi_repeat *r, long point_index, int rc, const 
     MPI_Ibcast(&go_on, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
     wait_politely(&req);
     if (info.rank == 0 && mine.kept)
-        log_sync(point_index, (double)r->barrier_ns / 1e6, (double)(pb_now_ns() - t0) / 1e6);
+        log_sync(point_index, (double)r->barrier_ns / 1e6, (double)(t1 - t0) / 1e6,
+                 (double)(pb_now_ns() - t1) / 1e6);
     return go_on != 0;
 }
 
@@ -434,27 +441,27 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median and max over the point's repeats of rank 0's start barrier, end
- * gather (with the go-on broadcast) and their sum, as "<what>_ms_median"
- * and "<what>_ms_max" in obj. */
+/* Median and max over the point's repeats of rank 0's start barrier, wait
+ * for the last rank to stop, gather (with the go-on broadcast) and their
+ * sum, as "<what>_ms_median" and "<what>_ms_max" in obj. */
 static void sync_figures(long point_index, json_t *obj)
 {
-    static const char *const names[] = {"barrier", "gather", "sync"};
-    size_t n = 0;
-    double *values = calloc(3 * (kept_log.sync_count + 1), sizeof(double));
+    static const char *const names[] = {"barrier", "stop_wait", "gather", "sync"};
+    size_t n = 0, stride = kept_log.sync_count + 1;
+    double *values = calloc(4 * stride, sizeof(double));
     if (!values)
         return;
     for (size_t i = 0; i < kept_log.sync_count; i++) {
         if (kept_log.sync_point[i] != point_index)
             continue;
-        double barrier = kept_log.sync_ms[i][0], gather = kept_log.sync_ms[i][1];
-        values[n] = barrier;
-        values[kept_log.sync_count + 1 + n] = gather;
-        values[2 * (kept_log.sync_count + 1) + n] = barrier + gather;
+        const double *ms = kept_log.sync_ms[i];
+        for (int k = 0; k < 3; k++)
+            values[(size_t)k * stride + n] = ms[k];
+        values[3 * stride + n] = ms[0] + ms[1] + ms[2];
         n++;
     }
-    for (int k = 0; k < 3; k++) {
-        double *v = values + (size_t)k * (kept_log.sync_count + 1);
+    for (int k = 0; k < 4; k++) {
+        double *v = values + (size_t)k * stride;
         char key[32];
         if (n > 0)
             qsort(v, n, sizeof(double), compare_doubles);

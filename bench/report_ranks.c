@@ -66,10 +66,12 @@ static void report_ranks(FILE *out, bool markdown, const struct pb_point_result 
             number(summary, "imbalance"), number(summary, "stall_mean_pct"),
             number(summary, "stall_worst_pct"), number(summary, "stall_worst_rank"));
     fprintf(out,
-            "%sstarting and ending a repeat together, per repeat on rank 0: barrier %.2f ms, "
-            "gather %.2f ms (medians; max of both %.2f ms)\n",
+            "%srunning repeats together, per repeat on rank 0 (medians): start barrier %.2f ms, "
+            "waiting for the last rank to stop %.2f ms, gather %.2f ms; all three at most %.2f "
+            "ms\n",
             markdown ? "- " : "  ", number(summary, "barrier_ms_median"),
-            number(summary, "gather_ms_median"), number(summary, "sync_ms_max"));
+            number(summary, "stop_wait_ms_median"), number(summary, "gather_ms_median"),
+            number(summary, "sync_ms_max"));
 }
 
 /* The policy, the topology and each thread's CPU set. */
