@@ -91,8 +91,8 @@ const struct pb_opt pb_loader_opts[] = {
      "previous step is done, 2 or more overlap the next copy with the step."},
     {"affinity", PB_OPT_ENUM, LOADER(affinity), 0, 0, "none", pb_affinity_policy_names,
      "Where the training loop and the workers run (hwloc): none leaves it to the OS; compact "
-     "binds each thread to its own core, neighbours first; spread binds them one core apart "
-     "across packages and NUMA nodes; numa binds each thread to a whole NUMA node, round "
+     "binds each thread to its own core, neighbours first; spread spaces them evenly over the "
+     "cores (so neighbours land on different packages and NUMA nodes); numa binds each thread to a whole NUMA node, round "
      "robin (as compact, and said so, on a machine with one node). Under mpirun the ranks on "
      "a node split its cores first. The result records each thread's CPU set."},
     {0},
