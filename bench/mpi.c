@@ -23,9 +23,16 @@ bool pb_mpi_is_root(void)
     return info.rank == 0;
 }
 
-bool pb_mpi_generates(void)
+int pb_mpi_generation_steps(void)
 {
-    return info.rank == 0;
+    return info.active ? 2 : 1;
+}
+
+bool pb_mpi_generates(int step)
+{
+    if (step == 0)
+        return info.rank == 0;
+    return info.rank != 0 && info.local_rank == 0;
 }
 
 int pb_mpi_apply_shard(struct pb_dataset_spec *ds, const char *config_path, char *msg,
@@ -160,9 +167,11 @@ static void *broadcast_stop(void *arg)
 {
     struct pb_mpi_repeat *r = arg;
     const struct timespec nap = {0, 500000};
-    if (r->group.decides)
+    if (r->group.decides) {
         while (!atomic_load(&r->group.local_done))
             nanosleep(&nap, NULL);
+        r->reason = atomic_load(&r->group.local_reason);
+    }
     MPI_Request req;
     MPI_Ibcast(&r->reason, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
     wait_politely(&req);
@@ -184,7 +193,7 @@ void pb_mpi_repeat_begin(struct pb_mpi_repeat *r, struct pb_run_group **group)
     atomic_init(&r->group.local_done, false);
     atomic_init(&r->group.group_done, false);
     atomic_init(&r->group.group_reason, PB_STOP_NONE);
-    r->reason = PB_STOP_STABLE;
+    atomic_init(&r->group.local_reason, PB_STOP_FAILED); /* a repeat that never measured */
     if (pthread_create(&r->thread, NULL, broadcast_stop, r) != 0)
         pb_mpi_abort(PB_EXIT_ERROR, "cannot start the thread that stops repeats together");
     r->thread_live = true;

@@ -7,8 +7,8 @@
  *   does nothing otherwise: a plain run never calls MPI_Init and behaves
  *   as a single process always did (rank 0 of 1, every call here a no-op);
  * - each rank reads shard rank/N of the dataset (pb_mpi_apply_shard);
- *   rank 0 alone generates missing data while the others wait
- *   (pb_mpi_generates, pb_mpi_barrier);
+ *   rank 0 generates missing data while the others wait, then the first
+ *   rank of each node that still sees none (pb_mpi_generates);
  * - every repeat starts with a barrier (pb_mpi_repeat_begin) and ends
  *   together: rank 0's stopping rule decides and a helper thread per rank
  *   broadcasts the decision, which the runner reads through
@@ -58,8 +58,13 @@ const struct pb_mpi_info *pb_mpi(void);
 /* Whether this process writes the result and prints: rank 0. */
 bool pb_mpi_is_root(void);
 
-/* Whether this process generates missing data: rank 0. */
-bool pb_mpi_generates(void);
+/* Missing data is generated in steps, each ending on a barrier: 1 for a
+ * single process; 2 under mpirun, where rank 0 generates in step 0 and the
+ * first rank of every other node in step 1 if that node still sees no data
+ * (a node-local path; the data is seeded, so every node's copy is the
+ * same). Whether this process generates in step. */
+int pb_mpi_generation_steps(void);
+bool pb_mpi_generates(int step);
 
 /* Waits for every rank, sleeping while it waits (a blocking MPI barrier
  * spins a core, which the ranks on the node need). No-op when not active. */

@@ -497,8 +497,10 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
         if (part_ends(run, c->measuring && pb_stoprule_batch(&run->rule, t_done, samples)))
             break;
     }
-    if (run->hooks && run->hooks->group)
+    if (run->hooks && run->hooks->group) {
+        atomic_store(&run->hooks->group->local_reason, (int)run->rule.reason);
         atomic_store(&run->hooks->group->local_done, true);
+    }
     if (c->measuring) {
         c->loader_cpu_end = loader_cpu_ns(run);
         c->cpu_end = pb_process_cpu_ns();

@@ -37,9 +37,11 @@ typedef void (*pb_progress_fn)(void *user, int repeat, int repeats,
  * its own stopping rule; the others end theirs when group_done is raised,
  * read once per batch, unless the decider stopped at the end of its data
  * (each rank then reads its own shard to its end). Every process raises
- * local_done when its measured part has ended, whatever the reason. */
+ * local_done when its measured part has ended, after setting local_reason
+ * (enum pb_stop_reason) to why. */
 struct pb_run_group {
     bool decides;
+    atomic_int local_reason;
     atomic_bool local_done;
     atomic_bool group_done;
     atomic_int group_reason; /* enum pb_stop_reason of the decider */

@@ -157,7 +157,14 @@ static int open_dataset(const struct pb_session_opts *opts, const struct pb_sess
     char inner[PB_MSG_MAX * 2];
     int rc = PB_OK;
     memset(ds, 0, sizeof(*ds));
-    if (d->has_generate && pb_mpi_generates() && needs_generating(d->path)) {
+    /* Under mpirun, rank 0 makes the data first, then the first rank of a
+     * node that still sees no data (a node-local path), each step ending on
+     * a barrier; a single process has one step and no barrier. */
+    for (int step = 0; rc == PB_OK && step < pb_mpi_generation_steps(); step++) {
+        if (!d->has_generate || !pb_mpi_generates(step) || !needs_generating(d->path)) {
+            pb_mpi_barrier();
+            continue;
+        }
         say(hooks, PB_SESSION_INFO, "generating %lld %s files into %s (first use)",
             (long long)d->generate.count,
             d->generate.kind == PB_GENERATE_JPEG    ? "JPEG"
@@ -166,9 +173,9 @@ static int open_dataset(const struct pb_session_opts *opts, const struct pb_sess
             d->path);
         rc = pb_dataset_generate_stoppable(&d->generate, d->path, hooks->stop, inner,
                                            sizeof(inner));
+        if (rc == PB_OK)
+            pb_mpi_barrier();
     }
-    if (rc == PB_OK)
-        pb_mpi_barrier(); /* under mpirun, rank 0 made the data the others open */
     if (rc == PB_OK)
         rc = pb_dataset_open(d, ds, inner, sizeof(inner));
     if (rc != PB_OK)
