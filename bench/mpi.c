@@ -64,6 +64,7 @@ struct rank_repeat {
     double wall_s, samples_per_s, batches_per_s, mb_per_s, stall_pct, accel_util_pct;
     double cpu_util_pct, worker_cpu_pct, barrier_ms, other_cpu_pct, steal_pct;
     char host[64];
+    char cpusets[160]; /* loader.affinity: "loop 0; worker 0 1; ...", or "" */
 };
 
 /* What rank 0 keeps of every rank's repeats, for the point's rank list. */
@@ -200,6 +201,27 @@ void pb_mpi_repeat_begin(struct pb_mpi_repeat *r, struct pb_run_group **group)
     *group = &r->group;
 }
 
+/* "loop 0; worker 0 1; worker 1 0-3": the CPU sets of the point's
+ * placement (point->affinity), cut at the buffer's end with "...". */
+static void placement_text(const json_t *affinity, char *buf, size_t buflen)
+{
+    size_t used = 0, i;
+    const json_t *t;
+    buf[0] = '\0';
+    json_array_foreach(json_object_get(affinity, "threads"), i, t) {
+        const char *name = json_string_value(json_object_get(t, "thread"));
+        const char *set = json_string_value(json_object_get(t, "cpuset"));
+        int n = snprintf(buf + used, buflen - used, "%s%s %s", i ? "; " : "", name ? name : "?",
+                         set ? set : "?");
+        if (n < 0 || (size_t)n >= buflen - used) {
+            if (buflen > 4)
+                memcpy(buf + buflen - 4, "...", 4);
+            return;
+        }
+        used += (size_t)n;
+    }
+}
+
 /* This rank's repeat as a record (the kept one, or an empty one). */
 static void describe(const struct pb_point_result *point, size_t kept_before, bool interrupted,
                      const struct pb_mpi_repeat *r, struct rank_repeat *rec)
@@ -208,6 +230,7 @@ static void describe(const struct pb_point_result *point, size_t kept_before, bo
     rec->interrupted = interrupted;
     rec->barrier_ms = (double)r->barrier_ns / 1e6;
     pb_strlcpy(rec->host, info.host, sizeof(rec->host));
+    placement_text(point->affinity, rec->cpusets, sizeof(rec->cpusets));
     rec->shard_rank = info.rank;
     rec->shard_count = info.size;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -438,6 +461,7 @@ bool pb_mpi_repeat_end(struct pb_mpi_repeat *r, long point_index, int rc, const 
 struct rank_figures {
     bool seen;
     char host[64];
+    char cpusets[160];
     int shard_rank, shard_count;
     int repeats;
     uint64_t samples, rss_peak_bytes;
@@ -498,6 +522,7 @@ void pb_mpi_point_ranks(long point_index, struct pb_point_result *point)
         struct rank_figures *f = &fig[e->rank];
         f->seen = true;
         pb_strlcpy(f->host, e->rec.host, sizeof(f->host));
+        pb_strlcpy(f->cpusets, e->rec.cpusets, sizeof(f->cpusets));
         f->shard_rank = e->rec.shard_rank;
         f->shard_count = e->rec.shard_count;
         f->repeats++;
@@ -536,6 +561,8 @@ void pb_mpi_point_ranks(long point_index, struct pb_point_result *point)
         json_object_set_new(obj, "samples", json_integer((json_int_t)f->samples));
         json_object_set_new(obj, "repeats", json_integer(f->repeats));
         json_object_set_new(obj, "barrier_ms_mean", json_real(f->barrier_ms_sum / n));
+        if (f->cpusets[0])
+            json_object_set_new(obj, "cpusets", json_string(f->cpusets));
         json_array_append_new(ranks, obj);
         if (slowest < 0 || f->rate_sum / n < fig[slowest].rate_sum / fig[slowest].repeats)
             slowest = k;

@@ -32,14 +32,17 @@ static void print_table(FILE *out, bool markdown, const struct pb_table *t)
 static void report_ranks(FILE *out, bool markdown, const struct pb_point_result *p)
 {
     const json_t *summary = p->multi_rank;
-    struct pb_table t;
-    pb_table_init(&t, 8, 0xfdu, false); /* all but the host right-aligned */
-    static const char *const header[] = {"rank", "host", "samples/s", "share%", "stall%",
-                                         "worker CPU%", "peak RSS", "samples"};
-    for (size_t c = 0; c < sizeof(header) / sizeof(header[0]); c++)
-        pb_table_add(&t, "%s", header[c]);
     size_t i;
     const json_t *rank;
+    bool placed = false; /* loader.affinity: a column of CPU sets */
+    json_array_foreach(p->ranks, i, rank)
+        placed |= text(rank, "cpusets")[0] != '\0';
+    struct pb_table t;
+    pb_table_init(&t, placed ? 9 : 8, 0xfdu, false); /* numbers right-aligned */
+    static const char *const header[] = {"rank",        "host",     "samples/s", "share%", "stall%",
+                                         "worker CPU%", "peak RSS", "samples",   "CPU sets"};
+    for (size_t c = 0; c < (placed ? 9u : 8u); c++)
+        pb_table_add(&t, "%s", header[c]);
     json_array_foreach(p->ranks, i, rank) {
         double rate = number(rank, "samples_per_s");
         pb_table_add(&t, "%.0f", number(rank, "rank"));
@@ -50,6 +53,8 @@ static void report_ranks(FILE *out, bool markdown, const struct pb_point_result 
         pb_table_add(&t, "%.1f", number(rank, "worker_cpu_pct"));
         pb_table_add(&t, "%.1f MiB", number(rank, "rss_peak_bytes") / 1048576.0);
         pb_table_add(&t, "%.0f", number(rank, "samples"));
+        if (placed)
+            pb_table_add(&t, "%s", text(rank, "cpusets"));
     }
     fprintf(out, "\n%s%zu ranks (samples/s above is the sum of the rows)\n",
             markdown ? "" : "  ", json_array_size(p->ranks));

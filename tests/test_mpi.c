@@ -4,8 +4,9 @@
  * each rank having read its own shard to the end (so every sample is read
  * by exactly one rank per epoch: the per-rank counts match the shard sizes,
  * the aggregate matches the dataset, and the shards are disjoint and
- * complete). Also: a config error on the ranks ends the job with the rank
- * and host named, and a plain run (no mpirun) has no rank list.
+ * complete). Also: with loader.affinity the ranks split the node's cores
+ * and record their CPU sets; a config error on the ranks ends the job with
+ * the rank and host named; and a plain run (no mpirun) has no rank list.
  *
  * Skipped (77) when pbench was built without MPI or mpirun is missing.
  * Under AddressSanitizer the ranks get tests/lsan-openmpi.supp: Open MPI
@@ -208,6 +209,43 @@ static void test_shards_cover_each_sample_once(void **state)
     }
 }
 
+/* With loader.affinity, each rank records its threads' CPU sets, and the
+ * ranks on this node split its cores (disjoint sets with 2 cores or more). */
+static void test_ranks_split_cores(void **state)
+{
+    (void)state;
+    int rc = run_in_workdir(true, "run -q tiny.yaml -s loader.affinity=compact -o A.json");
+    if (rc != 0) {
+        char *err = workdir_file("err.txt");
+        print_error("mpirun exit %d: %s\n", rc, err);
+        free(err);
+        fail();
+    }
+    json_t *root = pb_test_load_json(workdir, "A.json");
+    const json_t *point = json_array_get(json_object_get(root, "points"), 0);
+    const json_t *affinity = json_object_get(point, "affinity");
+    assert_true(json_is_object(affinity));
+    assert_int_equal(json_integer_value(json_object_get(affinity, "local_size")), RANKS);
+    /* The loop and one worker, each with its set, seen running inside it. */
+    const json_t *threads = json_object_get(affinity, "threads");
+    assert_int_equal(json_array_size(threads), 2);
+    size_t i;
+    const json_t *t;
+    json_array_foreach(threads, i, t)
+        assert_true(json_is_true(json_object_get(t, "within")));
+    const json_t *ranks = json_object_get(point, "ranks");
+    assert_int_equal(json_array_size(ranks), RANKS);
+    const char *sets[RANKS];
+    for (size_t k = 0; k < RANKS; k++) {
+        sets[k] = json_string_value(json_object_get(json_array_get(ranks, k), "cpusets"));
+        assert_non_null(sets[k]);
+        assert_non_null(strstr(sets[k], "worker 0 "));
+    }
+    if (sysconf(_SC_NPROCESSORS_ONLN) >= RANKS)
+        assert_string_not_equal(sets[0], sets[1]);
+    json_decref(root);
+}
+
 /* A config error on the ranks ends the job, naming the rank and host. */
 static void test_error_names_rank_and_stops_all(void **state)
 {
@@ -270,6 +308,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shards_cover_each_sample_once),
         cmocka_unit_test(test_two_ranks_one_result),
+        cmocka_unit_test(test_ranks_split_cores),
         cmocka_unit_test(test_error_names_rank_and_stops_all),
         cmocka_unit_test(test_plain_run_has_no_ranks),
     };
