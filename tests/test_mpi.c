@@ -97,6 +97,19 @@ static char *workdir_file(const char *name)
     return pb_test_read_file(path, NULL, false);
 }
 
+/* Runs pbench under mpirun with args; fails the test, with its stderr,
+ * when the job exits other than 0. */
+static void mpirun_ok(const char *args)
+{
+    int rc = run_in_workdir(true, args);
+    if (rc == 0)
+        return;
+    char *err = workdir_file("err.txt");
+    print_error("mpirun exit %d: %s\n", rc, err);
+    free(err);
+    fail();
+}
+
 static double number(const json_t *obj, const char *key)
 {
     const json_t *v = json_object_get(obj, key);
@@ -114,13 +127,7 @@ static uint64_t shard_len(int rank)
 static void test_two_ranks_one_result(void **state)
 {
     (void)state;
-    int rc = run_in_workdir(true, "run -q tiny.yaml -o R.json");
-    if (rc != 0) {
-        char *err = workdir_file("err.txt");
-        print_error("mpirun exit %d: %s\n", rc, err);
-        free(err);
-        fail();
-    }
+    mpirun_ok("run -q tiny.yaml -o R.json");
     json_t *root = pb_test_load_json(workdir, "R.json");
     const json_t *point = json_array_get(json_object_get(root, "points"), 0);
     assert_non_null(point);
@@ -214,13 +221,7 @@ static void test_shards_cover_each_sample_once(void **state)
 static void test_ranks_split_cores(void **state)
 {
     (void)state;
-    int rc = run_in_workdir(true, "run -q tiny.yaml -s loader.affinity=compact -o A.json");
-    if (rc != 0) {
-        char *err = workdir_file("err.txt");
-        print_error("mpirun exit %d: %s\n", rc, err);
-        free(err);
-        fail();
-    }
+    mpirun_ok("run -q tiny.yaml -s loader.affinity=compact -o A.json");
     json_t *root = pb_test_load_json(workdir, "A.json");
     const json_t *point = json_array_get(json_object_get(root, "points"), 0);
     const json_t *affinity = json_object_get(point, "affinity");
