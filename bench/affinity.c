@@ -20,7 +20,7 @@ const char *const pb_affinity_policy_names[] = {"none", "compact", "spread", "nu
 /* What one thread was given and where it ran. */
 struct placed {
     hwloc_bitmap_t set;
-    char bound[CPUS_TEXT];   /* the binding read back                    */
+    char bound[CPUS_TEXT]; /* the binding read back                    */
     int cpu_at_bind, cpu_at_end;
     atomic_bool bound_once;
 };
@@ -88,7 +88,8 @@ static int core_for(int policy, int t, int n, int first, int count)
 static void numa_set(struct pb_affinity *a, int t, int nodes, hwloc_const_bitmap_t mine,
                      hwloc_bitmap_t set)
 {
-    hwloc_obj_t node = hwloc_get_obj_by_type(a->topology, HWLOC_OBJ_NUMANODE, (unsigned)(t % nodes));
+    hwloc_obj_t node =
+        hwloc_get_obj_by_type(a->topology, HWLOC_OBJ_NUMANODE, (unsigned)(t % nodes));
     hwloc_bitmap_and(set, node->cpuset, mine);
     if (hwloc_bitmap_iszero(set))
         hwloc_bitmap_copy(set, mine); /* the rank has no core on that node */
@@ -123,8 +124,8 @@ static int plan(struct pb_affinity *a)
             numa_set(a, t, nodes, mine, p->set);
         } else {
             int core = core_for(policy, t, a->threads, first, count);
-            hwloc_bitmap_copy(p->set, hwloc_get_obj_by_type(a->topology, HWLOC_OBJ_CORE,
-                                                            (unsigned)core)->cpuset);
+            hwloc_bitmap_copy(
+                p->set, hwloc_get_obj_by_type(a->topology, HWLOC_OBJ_CORE, (unsigned)core)->cpuset);
         }
     }
     hwloc_bitmap_free(mine);

@@ -115,8 +115,9 @@ int pb_mpi_start(char *msg, size_t msglen)
         snprintf(info.host, sizeof(info.host), "unknown");
     info.host[sizeof(info.host) - 1] = '\0';
     if (provided < MPI_THREAD_SERIALIZED && info.rank == 0)
-        fprintf(stderr, "pbench: warning: the MPI library gives thread level %d, below "
-                        "MPI_THREAD_SERIALIZED; repeats may not stop together\n",
+        fprintf(stderr,
+                "pbench: warning: the MPI library gives thread level %d, below "
+                "MPI_THREAD_SERIALIZED; repeats may not stop together\n",
                 provided);
     return PB_OK;
 }
@@ -208,7 +209,8 @@ static void placement_text(const json_t *affinity, char *buf, size_t buflen)
     size_t used = 0, i;
     const json_t *t;
     buf[0] = '\0';
-    json_array_foreach(json_object_get(affinity, "threads"), i, t) {
+    json_array_foreach(json_object_get(affinity, "threads"), i, t)
+    {
         const char *name = json_string_value(json_object_get(t, "thread"));
         const char *set = json_string_value(json_object_get(t, "cpuset"));
         int n = snprintf(buf + used, buflen - used, "%s%s %s", i ? "; " : "", name ? name : "?",
@@ -527,8 +529,8 @@ void pb_mpi_point_ranks(long point_index, struct pb_point_result *point)
         f->shard_count = e->rec.shard_count;
         f->repeats++;
         f->samples += e->rec.samples;
-        f->rss_peak_bytes = e->rec.rss_peak_bytes > f->rss_peak_bytes ? e->rec.rss_peak_bytes
-                                                                       : f->rss_peak_bytes;
+        f->rss_peak_bytes =
+            e->rec.rss_peak_bytes > f->rss_peak_bytes ? e->rec.rss_peak_bytes : f->rss_peak_bytes;
         f->rate_sum += e->rec.samples_per_s;
         f->stall_sum += e->rec.stall_pct;
         f->worker_cpu_sum += e->rec.worker_cpu_pct;
@@ -568,7 +570,8 @@ void pb_mpi_point_ranks(long point_index, struct pb_point_result *point)
             slowest = k;
         if (fastest < 0 || f->rate_sum / n > fig[fastest].rate_sum / fig[fastest].repeats)
             fastest = k;
-        if (worst_stall < 0 || f->stall_sum / n > fig[worst_stall].stall_sum / fig[worst_stall].repeats)
+        if (worst_stall < 0 ||
+            f->stall_sum / n > fig[worst_stall].stall_sum / fig[worst_stall].repeats)
             worst_stall = k;
         stall_mean += f->stall_sum / n;
         seen++;
@@ -612,9 +615,13 @@ int pb_mpi_start(char *msg, size_t msglen)
     return PB_OK;
 }
 
-void pb_mpi_finish(void) {}
+void pb_mpi_finish(void)
+{
+}
 
-void pb_mpi_barrier(void) {}
+void pb_mpi_barrier(void)
+{
+}
 
 void pb_mpi_abort(int exit_code, const char *msg)
 {
@@ -646,6 +653,8 @@ void pb_mpi_point_ranks(long point_index, struct pb_point_result *point)
     (void)point;
 }
 
-void pb_mpi_release(void) {}
+void pb_mpi_release(void)
+{
+}
 
 #endif

@@ -37,9 +37,9 @@
 #include "pipelines/dataset.h"
 
 struct pb_mpi_info {
-    bool active;          /* launched by mpirun/srun and MPI_Init done   */
-    int rank, size;       /* 0 and 1 when not active                     */
-    int local_rank;       /* among the ranks on this node                */
+    bool active;    /* launched by mpirun/srun and MPI_Init done   */
+    int rank, size; /* 0 and 1 when not active                     */
+    int local_rank; /* among the ranks on this node                */
     int local_size;
     char host[64];
 };
@@ -85,9 +85,9 @@ int pb_mpi_apply_shard(struct pb_dataset_spec *ds, const char *config_path, char
 struct pb_mpi_repeat {
     struct pb_run_group group; /* handed to the runner in pb_run_hooks */
     bool thread_live;
-    pthread_t thread;          /* the stop broadcaster                 */
-    int reason;                /* what the broadcaster sends/receives  */
-    uint64_t barrier_ns;       /* the start barrier's wait             */
+    pthread_t thread;    /* the stop broadcaster                 */
+    int reason;          /* what the broadcaster sends/receives  */
+    uint64_t barrier_ns; /* the start barrier's wait             */
 };
 
 /* Barrier, then the stop broadcaster: fills r; *group is what the runner

@@ -35,15 +35,16 @@ static void report_ranks(FILE *out, bool markdown, const struct pb_point_result 
     size_t i;
     const json_t *rank;
     bool placed = false; /* loader.affinity: a column of CPU sets */
-    json_array_foreach(p->ranks, i, rank)
-        placed |= text(rank, "cpusets")[0] != '\0';
+    json_array_foreach(p->ranks, i, rank) placed |= text(rank, "cpusets")[0] != '\0';
     struct pb_table t;
     pb_table_init(&t, placed ? 9 : 8, 0xfdu, false); /* numbers right-aligned */
-    static const char *const header[] = {"rank",        "host",     "samples/s", "share%", "stall%",
-                                         "worker CPU%", "peak RSS", "samples",   "CPU sets"};
+    static const char *const header[] = {"rank",     "host",    "samples/s",
+                                         "share%",   "stall%",  "worker CPU%",
+                                         "peak RSS", "samples", "CPU sets"};
     for (size_t c = 0; c < (placed ? 9u : 8u); c++)
         pb_table_add(&t, "%s", header[c]);
-    json_array_foreach(p->ranks, i, rank) {
+    json_array_foreach(p->ranks, i, rank)
+    {
         double rate = number(rank, "samples_per_s");
         pb_table_add(&t, "%.0f", number(rank, "rank"));
         pb_table_add(&t, "%s", text(rank, "host"));
@@ -56,8 +57,8 @@ static void report_ranks(FILE *out, bool markdown, const struct pb_point_result 
         if (placed)
             pb_table_add(&t, "%s", text(rank, "cpusets"));
     }
-    fprintf(out, "\n%s%zu ranks (samples/s above is the sum of the rows)\n",
-            markdown ? "" : "  ", json_array_size(p->ranks));
+    fprintf(out, "\n%s%zu ranks (samples/s above is the sum of the rows)\n", markdown ? "" : "  ",
+            json_array_size(p->ranks));
     print_table(out, markdown, &t);
     pb_table_free(&t);
     if (!summary)
@@ -95,16 +96,18 @@ static void report_affinity(FILE *out, bool markdown, const json_t *aff)
     pb_table_add(&t, "ran on (at bind, at end)");
     size_t i;
     const json_t *w;
-    json_array_foreach(json_object_get(aff, "threads"), i, w) {
+    json_array_foreach(json_object_get(aff, "threads"), i, w)
+    {
         pb_table_add(&t, "%s", text(w, "thread"));
         pb_table_add(&t, "%s", text(w, "cpuset"));
         char cpus[64] = "";
         size_t used = 0, j;
         const json_t *cpu;
-        json_array_foreach(json_object_get(w, "cpus"), j, cpu)
-            used += (size_t)snprintf(cpus + used, used < sizeof(cpus) ? sizeof(cpus) - used : 0,
-                                     "%s%lld", j ? ", " : "", (long long)json_integer_value(cpu));
-        pb_table_add(&t, "%s%s", cpus, json_is_false(json_object_get(w, "within")) ? " (outside!)" : "");
+        json_array_foreach(json_object_get(w, "cpus"), j, cpu) used +=
+            (size_t)snprintf(cpus + used, used < sizeof(cpus) ? sizeof(cpus) - used : 0, "%s%lld",
+                             j ? ", " : "", (long long)json_integer_value(cpu));
+        pb_table_add(&t, "%s%s", cpus,
+                     json_is_false(json_object_get(w, "within")) ? " (outside!)" : "");
     }
     print_table(out, markdown, &t);
     pb_table_free(&t);

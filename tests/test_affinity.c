@@ -49,8 +49,8 @@ static bool in_list(const char *list, int cpu)
 struct thread_check {
     struct pb_affinity *plan;
     int thread;
-    cpu_set_t mask;     /* sched_getaffinity after binding */
-    int seen[64];       /* sched_getcpu while working      */
+    cpu_set_t mask; /* sched_getaffinity after binding */
+    int seen[64];   /* sched_getcpu while working      */
     int seen_count;
 };
 
@@ -76,7 +76,8 @@ static const json_t *thread_entry(const json_t *plan, int thread)
     const json_t *threads = json_object_get(plan, "threads");
     size_t i;
     const json_t *t;
-    json_array_foreach(threads, i, t) {
+    json_array_foreach(threads, i, t)
+    {
         if (json_integer_value(json_object_get(t, "worker")) == thread - 1)
             return t;
     }
@@ -200,7 +201,8 @@ static void test_run_records_worker_sets(void **state)
     assert_int_equal(json_array_size(threads), 3); /* the loop and 2 workers */
     size_t i;
     const json_t *t;
-    json_array_foreach(threads, i, t) {
+    json_array_foreach(threads, i, t)
+    {
         const char *cpuset = json_string_value(json_object_get(t, "cpuset"));
         assert_non_null(cpuset);
         assert_string_equal(json_string_value(json_object_get(t, "bound")), cpuset);

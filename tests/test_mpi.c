@@ -67,8 +67,9 @@ static void mpirun_prefix(char *buf, size_t buflen)
                  "LSAN_OPTIONS=suppressions=%s/tests/lsan-openmpi.supp:fast_unwind_on_malloc=0 "
                  "OMPI_MCA_mca_base_component_disable_dlclose=1 ",
                  source_dir);
-        snprintf(pass, sizeof(pass), "-x LSAN_OPTIONS -x OMPI_MCA_mca_base_component_disable_dlclose"
-                                     "%s%s ",
+        snprintf(pass, sizeof(pass),
+                 "-x LSAN_OPTIONS -x OMPI_MCA_mca_base_component_disable_dlclose"
+                 "%s%s ",
                  getenv("ASAN_OPTIONS") ? " -x ASAN_OPTIONS" : "",
                  getenv("UBSAN_OPTIONS") ? " -x UBSAN_OPTIONS" : "");
     }
@@ -172,8 +173,10 @@ static void test_two_ranks_one_result(void **state)
 
     /* ONE result file: rank 1 wrote none of its own. */
     char cmd[1024];
-    snprintf(cmd, sizeof(cmd), "cd '%s' && ls *.json > ls.txt 2>/dev/null; ls results >> ls.txt "
-             "2>/dev/null; true", workdir);
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && ls *.json > ls.txt 2>/dev/null; ls results >> ls.txt "
+             "2>/dev/null; true",
+             workdir);
     assert_int_equal(system(cmd), 0);
     char *listing = workdir_file("ls.txt");
     assert_string_equal(listing, "R.json\n");
@@ -197,8 +200,8 @@ static void test_shards_cover_each_sample_once(void **state)
     for (int epoch_seed = 0; epoch_seed < 3; epoch_seed++) {
         memset(reads, 0, sizeof(reads));
         for (int r = 0; r < RANKS; r++) {
-            struct pb_dataset_spec ds = {.shuffle = true, .seed = 7 + epoch_seed, .epochs = 1,
-                                         .shard = {r, RANKS}};
+            struct pb_dataset_spec ds = {
+                .shuffle = true, .seed = 7 + epoch_seed, .epochs = 1, .shard = {r, RANKS}};
             struct pb_sampler sampler;
             char msg[256];
             assert_int_equal(pb_sampler_init(&sampler, FILES, &ds, 8, false, msg, sizeof(msg)),
@@ -232,8 +235,7 @@ static void test_ranks_split_cores(void **state)
     assert_int_equal(json_array_size(threads), 2);
     size_t i;
     const json_t *t;
-    json_array_foreach(threads, i, t)
-        assert_true(json_is_true(json_object_get(t, "within")));
+    json_array_foreach(threads, i, t) assert_true(json_is_true(json_object_get(t, "within")));
     const json_t *ranks = json_object_get(point, "ranks");
     assert_int_equal(json_array_size(ranks), RANKS);
     const char *sets[RANKS];
