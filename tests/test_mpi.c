@@ -303,6 +303,11 @@ int main(void)
         printf("skipped: mpirun is not on PATH (scripts/setup.sh installs openmpi-bin)\n");
         return PB_EXIT_SKIP;
     }
+    if (system(geteuid() == 0 ? "mpirun -n 1 --allow-run-as-root true >/dev/null 2>&1"
+                              : "mpirun -n 1 true >/dev/null 2>&1") != 0) {
+        printf("skipped: mpirun cannot start a one-process job on this machine\n");
+        return PB_EXIT_SKIP;
+    }
     if (!getenv("PBENCH_BINARY")) {
         printf("skipped: PBENCH_BINARY is not set (run through ctest)\n");
         return PB_EXIT_SKIP;
