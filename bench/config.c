@@ -13,6 +13,7 @@
 
 #include <yaml.h>
 
+#include "bench/affinity.h"
 #include "bench/config_scope.h"
 #include "bench/pb.h"
 #include "bench/sweep.h"
@@ -88,6 +89,12 @@ const struct pb_opt pb_loader_opts[] = {
     {"device_prefetch", PB_OPT_INT, LOADER(device_prefetch), 1, 64, "2", NULL,
      "Device buffers for batches in flight after to_device: 1 copies a batch only after the "
      "previous step is done, 2 or more overlap the next copy with the step."},
+    {"affinity", PB_OPT_ENUM, LOADER(affinity), 0, 0, "none", pb_affinity_policy_names,
+     "Where the training loop and the workers run (hwloc): none leaves it to the OS; compact "
+     "binds each thread to its own core, neighbours first; spread spaces them evenly over the "
+     "cores (so neighbours land on different packages and NUMA nodes); numa binds each thread to a whole NUMA node, round "
+     "robin (as compact, and said so, on a machine with one node). Under mpirun the ranks on "
+     "a node split its cores first. The result records each thread's CPU set."},
     {0},
 };
 

@@ -45,6 +45,7 @@ struct pb_loader_spec {
     bool drop_last;
     bool in_order;
     int64_t device_prefetch; /* batches in flight on the device (to_device) */
+    int affinity;            /* enum pb_affinity_policy (bench/affinity.h) */
 };
 
 struct pb_run_spec {

@@ -210,7 +210,8 @@ void pb_machine_print_versions(FILE *out, const struct pb_machine *m)
             strcmp(PB_SANITIZE, "OFF") ? ", sanitize=" : "",
             strcmp(PB_SANITIZE, "OFF") ? PB_SANITIZE : "");
     fprintf(out, "  CUDA support: %s; MPI support: %s\n", PB_HAVE_CUDA ? "built" : "not built",
-            PB_HAVE_MPI ? "built (multi-rank runs are not implemented yet)" : "not built");
+            PB_HAVE_MPI ? "built and used (mpirun -n N pbench run CONFIG: one merged result)"
+                        : "not built");
     for (int i = 0; i < m->library_count; i++)
         fprintf(out, "  %-14s %s\n", m->libraries[i][0], m->libraries[i][1]);
     if (m->cuda_runtime_version) {

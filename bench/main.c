@@ -24,6 +24,7 @@
 #include "bench/printable.h"
 #include "bench/progress.h"
 #include "bench/result.h"
+#include "bench/mpi.h"
 #include "bench/session.h"
 #include "bench/list.h"
 #include "bench/report.h"
@@ -103,13 +104,24 @@ static int cmd_run(int argc, char **argv)
                                                : "expected one CONFIG file, got more");
     if (exit_code < 0) {
         opts.config_path = argv[optind];
+        char mpi_msg[PB_MSG_MAX];
+        if (pb_mpi_start(mpi_msg, sizeof(mpi_msg)) != PB_OK) {
+            fprintf(stderr, "pbench run: %s\n", mpi_msg);
+            free(overrides);
+            free(axes);
+            return PB_EXIT_ERROR;
+        }
+        quiet |= !pb_mpi_is_root(); /* one rank prints: the others only their errors */
         struct pb_progress progress;
         struct pb_session_hooks hooks;
         pb_progress_init(&progress, "pbench", quiet, &hooks);
         struct pb_result result;
         struct pb_session_outcome outcome;
         char msg[PB_MSG_MAX * 2];
-        exit_code = exit_for(pb_session_run(&opts, &hooks, &result, &outcome, msg, sizeof(msg)));
+        int session_rc = pb_session_run(&opts, &hooks, &result, &outcome, msg, sizeof(msg));
+        exit_code = exit_for(session_rc);
+        if (session_rc != PB_OK && session_rc != PB_ERR_INTERRUPTED)
+            pb_mpi_abort(exit_code, msg); /* an error on any rank ends them all */
         if (outcome.measured)
             pb_report_analyzed(stdout, &result, outcome.analyzed ? &outcome.analysis : NULL,
                                format);
@@ -125,6 +137,7 @@ static int cmd_run(int argc, char **argv)
         }
         pb_session_outcome_free(&outcome);
         pb_result_free(&result);
+        pb_mpi_finish();
     }
     free(overrides);
     free(axes);

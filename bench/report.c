@@ -4,6 +4,7 @@
  * sequence of small tables (struct pb_table), and each table is rendered
  * either as aligned text or as a GitHub table. Nothing here measures. */
 #include "bench/report.h"
+#include "bench/report_ranks.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -690,6 +691,7 @@ static void emit_point(const struct sink *s, const struct pb_result *result,
     emit_point_summary(s, result, p);
     emit_stages(s, p);
     emit_gpu_stages(s, p);
+    pb_report_ranks(s->out, s->markdown, p);
     if (p->warning_count && !s->markdown)
         fputc('\n', s->out);
     for (int w = 0; w < p->warning_count; w++)

@@ -307,6 +307,9 @@ void pb_result_free(struct pb_result *result)
     for (size_t i = 0; i < result->point_count && result->points; i++) {
         struct pb_point_result *p = &result->points[i];
         json_decref(p->axes);
+        json_decref(p->ranks);
+        json_decref(p->multi_rank);
+        json_decref(p->affinity);
         for (size_t r = 0; r < p->repeat_count && p->repeats; r++) {
             free(p->repeats[r].batch_records);
             free(p->repeats[r].rss);

@@ -146,6 +146,14 @@ struct pb_point_result {
     char error[256];            /* why the point failed; "" when it ran   */
     struct pb_gpu_figures gpu;  /* summed over repeats, ratios recomputed */
     struct pb_gpu_device gpu_device;
+    /* Multi-rank runs (bench/mpi.h), kept as JSON and passed through: one
+     * entry per rank, and the aggregate's spread (slowest rank, imbalance,
+     * worst stall, barrier and gather time); NULL for a single process. */
+    json_t *ranks;
+    json_t *multi_rank;
+    /* loader.affinity other than none: the policy, topology and each
+     * worker's CPU set (bench/affinity.h); NULL otherwise. */
+    json_t *affinity;
 };
 
 /* What this machine does at best for the config's data (pbench calibrate):

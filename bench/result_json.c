@@ -280,6 +280,12 @@ static json_t *point_to_json(const struct pb_point_result *p)
     json_object_set_new(obj, "warnings", warnings_to_json(p->warnings, p->warning_count));
     if (p->error[0])
         json_object_set_new(obj, "error", json_string(p->error));
+    if (p->ranks)
+        json_object_set_new(obj, "ranks", json_deep_copy(p->ranks));
+    if (p->multi_rank)
+        json_object_set_new(obj, "multi_rank", json_deep_copy(p->multi_rank));
+    if (p->affinity)
+        json_object_set_new(obj, "affinity", json_deep_copy(p->affinity));
     if (p->gpu.used) {
         json_object_set_new(obj, "gpu", pb_fields_to_json(&p->gpu, gpu_figures_fields));
         json_object_set_new(obj, "gpu_device",
@@ -571,6 +577,12 @@ static int read_point(struct pb_json_reader *rd, const json_t *obj, const char *
     if (error && json_is_string(error))
         snprintf(p->error, sizeof(p->error), "%s", json_string_value(error));
     p->axes = axes ? json_deep_copy(axes) : json_object();
+    const json_t *ranks = json_object_get(obj, "ranks");
+    const json_t *multi_rank = json_object_get(obj, "multi_rank");
+    const json_t *affinity = json_object_get(obj, "affinity");
+    p->ranks = json_is_array(ranks) ? json_deep_copy(ranks) : NULL;
+    p->multi_rank = json_is_object(multi_rank) ? json_deep_copy(multi_rank) : NULL;
+    p->affinity = json_is_object(affinity) ? json_deep_copy(affinity) : NULL;
     if (errors) {
         const json_t *files;
         pb_json_child_path(at, path, "errors");

@@ -220,6 +220,7 @@ static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct run *run = w->run;
+    pb_affinity_bind(run->affinity, w->index + 1); /* once, before the first batch */
     for (uint64_t seq = (uint64_t)w->index; !atomic_load(&run->stop_workers);
          seq += (uint64_t)run->workers) {
         struct pb_slot *slot = pb_queue_acquire(&run->queue, w->index);
@@ -233,6 +234,7 @@ static void *worker_main(void *arg)
         pb_queue_push(&run->queue, slot);
     }
     atomic_store(&w->exit_cpu_ns, pb_thread_cpu_ns());
+    pb_affinity_thread_end(run->affinity, w->index + 1);
     pb_queue_worker_done(&run->queue, w->index);
     return NULL;
 }
@@ -438,6 +440,22 @@ static void record_batch(struct run *run, struct consumed *c, struct pb_repeat_r
     c->t_end = t_done;
 }
 
+/* Whether the measured part ends after this batch: on the stopping rule
+ * (rule_done), or in a multi-rank run on the decider's word. */
+static bool part_ends(struct run *run, bool rule_done)
+{
+    struct pb_run_group *g = run->hooks ? run->hooks->group : NULL;
+    if (!g || g->decides)
+        return rule_done;
+    if (!atomic_load_explicit(&g->group_done, memory_order_acquire))
+        return false;
+    int reason = atomic_load_explicit(&g->group_reason, memory_order_relaxed);
+    if (reason == PB_STOP_DATA_END)
+        return rule_done; /* this rank reads its shard to its own end */
+    run->rule.reason = (enum pb_stop_reason)reason; /* the decider's, not this rank's */
+    return true;
+}
+
 /* The consumer loop: warm-up batches, then measured ones until the
  * stopping rule, the end of the data, a failure or an interrupt. The CPU
  * clocks are read before the workers are stopped: finishing the batches
@@ -476,8 +494,12 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
             pb_stoprule_end(&run->rule, PB_STOP_FAILED);
             break;
         }
-        if (c->measuring && pb_stoprule_batch(&run->rule, t_done, samples))
+        if (part_ends(run, c->measuring && pb_stoprule_batch(&run->rule, t_done, samples)))
             break;
+    }
+    if (run->hooks && run->hooks->group) {
+        atomic_store(&run->hooks->group->local_reason, (int)run->rule.reason);
+        atomic_store(&run->hooks->group->local_done, true);
     }
     if (c->measuring) {
         c->loader_cpu_end = loader_cpu_ns(run);
@@ -656,6 +678,7 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     pr->run.sysmon.tick_user = hooks ? hooks->user : NULL;
 
     warn_point_setup(spec, ds, point);
+    pb_affinity_bind(pr->run.affinity, 0); /* the training loop: this thread */
     *out = pr;
     return PB_OK;
 }
@@ -712,6 +735,11 @@ void pb_point_close(struct pb_point_run *pr)
 {
     if (!pr)
         return;
+    if (pr->run.affinity) {
+        pb_affinity_thread_end(pr->run.affinity, 0);
+        json_decref(pr->run.point->affinity);
+        pr->run.point->affinity = pb_affinity_to_json(pr->run.affinity);
+    }
     pb_runner_free(&pr->run);
     free(pr);
 }

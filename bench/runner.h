@@ -19,6 +19,7 @@
 #define PB_RUNNER_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "bench/config.h"
@@ -30,6 +31,21 @@
  * between repeats (never inside the measured part). */
 typedef void (*pb_progress_fn)(void *user, int repeat, int repeats,
                                const struct pb_repeat_result *done);
+
+/* A repeat measured by several processes at once (multi-rank runs,
+ * bench/mpi.h). The process that decides (rank 0) ends its measured part on
+ * its own stopping rule; the others end theirs when group_done is raised,
+ * read once per batch, unless the decider stopped at the end of its data
+ * (each rank then reads its own shard to its end). Every process raises
+ * local_done when its measured part has ended, after setting local_reason
+ * (enum pb_stop_reason) to why. */
+struct pb_run_group {
+    bool decides;
+    atomic_int local_reason;
+    atomic_bool local_done;
+    atomic_bool group_done;
+    atomic_int group_reason; /* enum pb_stop_reason of the decider */
+};
 
 struct pb_run_hooks {
     pb_progress_fn progress;
@@ -44,6 +60,8 @@ struct pb_run_hooks {
      * ended and the repeat is kept, with why it ended (before progress);
      * may be NULL. */
     void (*stopped)(void *user, int repeat, enum pb_stop_reason reason);
+    /* Multi-rank runs: the group this repeat is measured with; NULL alone. */
+    struct pb_run_group *group;
 };
 
 /* Runs spec over ds for run.repeats rounds and fills point (repeats and

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bench/affinity.h"
 #include "bench/chain.h"
 #include "bench/gpu_acc.h"
 #include "bench/gpuloop.h"
@@ -77,6 +78,7 @@ struct run {
     struct pb_sysmon sysmon;
     struct pb_stoprule rule;
     double mhz_start; /* CPU clock when the repeat began */
+    struct pb_affinity *affinity; /* loader.affinity's plan; NULL for none */
 };
 
 /* What the consumer measured in a repeat's measured part. */

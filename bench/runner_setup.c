@@ -36,6 +36,8 @@ void pb_runner_free(struct run *run)
     pb_slots_free(run->slots, run->slot_count);
     pb_sysmon_free(&run->sysmon);
     pb_stoprule_free(&run->rule);
+    pb_affinity_close(run->affinity);
+    run->affinity = NULL;
     pthread_mutex_destroy(&run->error_lock);
 }
 
@@ -188,6 +190,8 @@ int pb_runner_setup(struct run *run, const struct pb_spec *spec, const struct pb
         rc = setup_pool(run, spec, msg, msglen);
     if (rc == PB_OK)
         rc = setup_consumer(run, spec, msg, msglen);
+    if (rc == PB_OK)
+        rc = pb_affinity_open(&run->affinity, spec->loader.affinity, run->workers, msg, msglen);
     if (rc != PB_OK)
         return rc;
     if (pb_sysmon_init(&run->sysmon) != PB_OK || pb_stoprule_init(&run->rule, &spec->run) != PB_OK)

@@ -18,6 +18,7 @@
 #include "bench/cupti.h"
 #include "bench/fileio.h"
 #include "bench/interleave.h"
+#include "bench/mpi.h"
 #include "bench/stats.h"
 #include "kernels/gpu_rt.h"
 #include "bench/pb.h"
@@ -176,7 +177,14 @@ static int open_dataset(const struct pb_session_opts *opts, const struct pb_sess
     char inner[PB_MSG_MAX * 2];
     int rc = PB_OK;
     memset(ds, 0, sizeof(*ds));
-    if (d->has_generate && needs_generating(d->path)) {
+    /* Under mpirun, rank 0 makes the data first, then the first rank of a
+     * node that still sees no data (a node-local path), each step ending on
+     * a barrier; a single process has one step and no barrier. */
+    for (int step = 0; rc == PB_OK && step < pb_mpi_generation_steps(); step++) {
+        if (!d->has_generate || !pb_mpi_generates(step) || !needs_generating(d->path)) {
+            pb_mpi_barrier();
+            continue;
+        }
         say(hooks, PB_SESSION_INFO, "generating %lld %s files into %s (first use)",
             (long long)d->generate.count,
             d->generate.kind == PB_GENERATE_JPEG    ? "JPEG"
@@ -185,6 +193,8 @@ static int open_dataset(const struct pb_session_opts *opts, const struct pb_sess
             d->path);
         rc = pb_dataset_generate_stoppable(&d->generate, d->path, hooks->stop, inner,
                                            sizeof(inner));
+        if (rc == PB_OK)
+            pb_mpi_barrier();
     }
     if (rc == PB_OK)
         rc = pb_dataset_open(d, ds, inner, sizeof(inner));
@@ -224,6 +234,14 @@ static int load_config(struct session *s)
         alt.config_path = s->opts->new_config_path;
         s->ab = true;
         rc = load_base(&alt, &s->alt, s->msg, s->msglen);
+    }
+    if (rc == PB_OK)
+        rc = pb_mpi_apply_shard(&s->base.dataset, s->opts->config_path, s->msg, s->msglen);
+    if (rc == PB_OK && s->ab)
+        rc = pb_mpi_apply_shard(&s->alt.dataset, s->opts->new_config_path, s->msg, s->msglen);
+    if (rc == PB_OK && s->opts->overhead && pb_mpi()->size > 1) {
+        snprintf(s->msg, s->msglen, "--overhead measures one process; run it without mpirun");
+        rc = PB_ERR_CONFIG;
     }
     return rc == PB_OK ? PB_OK : fail(s, rc);
 }
@@ -518,6 +536,9 @@ static int measure(struct session *s)
             point_label(s, i, label, sizeof(label));
             if (h->round)
                 h->round(h->user, (int)i + 1, r + 1, label);
+            struct pb_mpi_repeat together;
+            pb_mpi_repeat_begin(&together, &run_hooks.group);
+            size_t kept_before = pt->repeat_count;
             int rc = run_round(s, i, r, &run_hooks);
             if (rc == PB_ERR_INTERRUPTED) {
                 s->interrupted = true;
@@ -527,6 +548,9 @@ static int measure(struct session *s)
                 if (!s->swept)
                     point_rc = rc;
             }
+            if (!pb_mpi_repeat_end(&together, i, rc, s->msg, pt, kept_before))
+                s->interrupted = true; /* another rank was stopped */
+            run_hooks.group = NULL;
         }
     }
     stop_cupti(s);
@@ -559,6 +583,7 @@ static size_t summarize(struct session *s)
         struct pb_point_result *pt = &r->points[i];
         if (pt->repeat_count > 0) {
             left_out |= summarize_finished(pt);
+            pb_mpi_point_ranks(i, pt);
             only_partial |= pt->repeat_count == 1 && pt->repeats[0].interrupted;
             measured_points++;
         }
@@ -723,6 +748,11 @@ static int compare_baseline(struct session *s)
 static int run_measured(struct session *s)
 {
     announce(s);
+    if (pb_mpi()->active)
+        say(s->hooks, PB_SESSION_INFO,
+            "%d ranks (%d on this node): each reads shard rank/%d; rank 0 decides when a repeat "
+            "stops and writes the result",
+            pb_mpi()->size, pb_mpi()->local_size, pb_mpi()->size);
     calibrate_sweep(s);
     int rc = measure(s);
     set_measuring(s->hooks, &s->measuring, false);
@@ -733,6 +763,8 @@ static int run_measured(struct session *s)
         /* Every point failed: each said why (msg holds the last). */
         return rc == PB_OK ? PB_ERR : rc;
     }
+    if (!pb_mpi_is_root())
+        return rc; /* rank 0 writes the one result of a multi-rank run */
     s->outcome->measured = true;
     int wrc = write_result(s);
     if (wrc != PB_OK)

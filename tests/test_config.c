@@ -269,7 +269,7 @@ static void test_bad_overrides(void **state)
          "-s loader.workers=5000: loader.workers must be between 0 and 1024, got 5000"},
         {"loader.wrkers=4",
          "-s loader.wrkers=4: unknown key 'loader.wrkers'; did you mean 'workers'? allowed: "
-         "workers, batch_size, prefetch_factor, pin_memory, drop_last, in_order, device_prefetch"},
+         "workers, batch_size, prefetch_factor, pin_memory, drop_last, in_order, device_prefetch, affinity"},
         {"workers", "-s workers: expected KEY=VALUE"},
         {"=4", "-s =4: expected KEY=VALUE"},
         {"lodaer.workers=4",
@@ -277,7 +277,7 @@ static void test_bad_overrides(void **state)
          "name, dataset, pipeline, loader, run, sweep, gpu, profile, analysis"},
         {"loader=4",
          "-s loader=4: expected loader.KEY=VALUE; keys: workers, batch_size, prefetch_factor, "
-         "pin_memory, drop_last, in_order, device_prefetch"},
+         "pin_memory, drop_last, in_order, device_prefetch, affinity"},
         {"run.on_error=ignore",
          "-s run.on_error=ignore: run.on_error must be one of: skip, fail; got 'ignore'"},
         {"dataset.shard=2/2",
@@ -388,7 +388,7 @@ static void test_bad_configs(void **state)
          "pipeline, loader, run, sweep, gpu, profile, analysis"},
         {HEAD "loader:\n  worker: 4\n",
          "bad.yaml:8:3: unknown key 'loader.worker'; did you mean 'workers'? allowed: workers, "
-         "batch_size, prefetch_factor, pin_memory, drop_last, in_order, device_prefetch"},
+         "batch_size, prefetch_factor, pin_memory, drop_last, in_order, device_prefetch, affinity"},
         {HEAD "run:\n  threads: 4\n",
          "bad.yaml:8:3: unknown key 'run.threads'; allowed: warmup_batches, min_time_s, "
          "max_time_s, min_samples, target_noise, window_s, repeats, step_ms, on_error, "
@@ -887,7 +887,7 @@ static void test_sweep_errors_at_load(void **state)
         {HEAD "sweep:\n  loader.wrkers: [1, 2]\n",
          "bad.yaml:8:3: sweep axis loader.wrkers: unknown key 'loader.wrkers'; did you mean "
          "'workers'? allowed: workers, batch_size, prefetch_factor, pin_memory, drop_last, "
-         "in_order, device_prefetch"},
+         "in_order, device_prefetch, affinity"},
         {HEAD "sweep:\n  pipeline.decode.widht: [1, 2]\n", unknown_null_key},
         {HEAD "sweep:\n  pipeline.decode.decoder: [null, xyzzy]\n", unknown_decoder},
     };
