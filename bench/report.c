@@ -4,6 +4,7 @@
  * sequence of small tables (struct pb_table), and each table is rendered
  * either as aligned text or as a GitHub table. Nothing here measures. */
 #include "bench/report.h"
+#include "bench/report_storage.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -688,6 +689,7 @@ static void emit_point(const struct sink *s, const struct pb_result *result,
                        const struct pb_point_result *p)
 {
     emit_point_summary(s, result, p);
+    pb_report_storage(s->out, s->markdown, result, p);
     emit_stages(s, p);
     emit_gpu_stages(s, p);
     if (p->warning_count && !s->markdown)

@@ -14,6 +14,7 @@
 
 #include "bench/analysis.h"
 #include "bench/calibrate.h"
+#include "bench/storage_run.h"
 #include "bench/config.h"
 #include "bench/cupti.h"
 #include "bench/fileio.h"
@@ -673,6 +674,8 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
         rc = open_dataset(opts, s->hooks, &s->base, &s->ds, msg, msglen);
         if (rc == PB_OK)
             s->ds_open = true;
+        if (rc == PB_OK)
+            pb_storage_dataset_info(&s->base, &s->ds, &s->result->dataset);
         else
             fail(s, rc);
     }
