@@ -57,8 +57,8 @@ void pb_report_storage(FILE *out, bool markdown, const struct pb_result *result,
             files);
     const char *bullet = markdown ? "- " : "  ";
     if (d->cache_note[0])
-        fprintf(out, "%sdataset.cache: %s\n", bullet,
-                pb_printable(printable, sizeof(printable), d->cache_note));
+        fprintf(out, "%sdataset.cache: %s did not work as asked on %s: %s\n", bullet, d->cache,
+                d->filesystem, pb_printable(printable, sizeof(printable), d->cache_note));
     double ceiling = result->calibration.storage_cold_mb_per_s;
     if (ceiling > 0 && point->mb_per_s > 0)
         fprintf(out, "%sread %.1f MB/s: %.0f%% of the storage's cold sequential read (%.1f MB/s, "

@@ -76,11 +76,23 @@ void pb_storage_dataset_info(const struct pb_spec *spec, const struct pb_dataset
     uint64_t rank = (uint64_t)d->shard.rank;
     info->samples = ds->offsets ? ds->count * (rank + 1) / count - ds->count * rank / count
                                 : (ds->count > rank ? (ds->count - rank + count - 1) / count : 0);
-    if (d->cache == PB_CACHE_DIRECT && !direct_works(ds))
-        snprintf(info->cache_note, sizeof(info->cache_note),
-                 "O_DIRECT is refused on %s: read through the page cache and evicted after "
-                 "each read",
-                 info->filesystem);
+    if (d->cache == PB_CACHE_WARM)
+        return;
+    /* Whether the mode can do here what it says, checked once up front
+     * (every repeat's start checks the eviction again). */
+    struct pb_residency r;
+    pb_storage_before_repeat(ds, d->cache, &r);
+    bool kept = r.files_checked && r.resident_pct > EVICTION_FAILED_PCT;
+    bool refused = d->cache == PB_CACHE_DIRECT && !direct_works(ds);
+    if (kept || refused)
+        snprintf(info->cache_note, sizeof(info->cache_note), "%s%s%s",
+                 kept ? "eviction has no effect on this file system: the dataset stays in the "
+                        "page cache, so reads come from memory"
+                      : "",
+                 kept && refused ? "; " : "",
+                 refused ? "O_DIRECT is refused: files are read through the page cache and "
+                           "evicted after each read"
+                         : "");
 }
 
 double pb_storage_cold_read_mb_per_s(const struct pb_dataset *ds, size_t block_bytes, char *msg,
