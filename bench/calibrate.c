@@ -78,7 +78,7 @@ int pb_calibrate(struct pb_spec *spec, const struct pb_dataset *ds, bool gpu,
         cal->cores = pus > 0 ? (int)pus : 1;
         cal->measured = true;
         char why[PB_MSG_MAX];
-        cal->storage_cold_mb_per_s = pb_storage_cold_read_mb_per_s(ds, (size_t)1 << 20, why,
+        cal->storage_cold_mb_per_s = pb_storage_cold_read_mb_per_s(ds, (size_t)1 << 20, 0, why,
                                                                    sizeof(why));
         if (uses_gpu || gpu)
             rc = measure_h2d(point, gpu, cal, msg, msglen);

@@ -59,10 +59,13 @@ void pb_report_storage(FILE *out, bool markdown, const struct pb_result *result,
     if (d->cache_note[0])
         fprintf(out, "%sdataset.cache: %s did not work as asked on %s: %s\n", bullet, d->cache,
                 d->filesystem, pb_printable(printable, sizeof(printable), d->cache_note));
-    double ceiling = result->calibration.storage_cold_mb_per_s;
-    if (ceiling > 0 && point->mb_per_s > 0)
-        fprintf(out, "%sread %.1f MB/s: %.0f%% of the storage's cold sequential read (%.1f MB/s, "
-                     "calibration)\n",
+    /* The read rate against the storage's, where reads go to storage. */
+    double ceiling = result->calibration.storage_cold_mb_per_s > 0
+                         ? result->calibration.storage_cold_mb_per_s
+                         : d->cold_read_mb_per_s;
+    if (ceiling > 0 && point->mb_per_s > 0 && mean < FROM_MEMORY_PCT)
+        fprintf(out, "%sread %.1f MB/s: %.0f%% of this storage's cold sequential read, %.1f MB/s "
+                     "in 1 MiB reads\n",
                 bullet, point->mb_per_s, 100.0 * point->mb_per_s / ceiling, ceiling);
     if (d->bad_samples)
         fprintf(out, "%sthe tar shards hold %llu bad samples (truncated, or with no image "

@@ -184,6 +184,9 @@ struct pb_dataset_info {
     /* The cache mode did not do what it says (eviction had no effect, or
      * O_DIRECT was refused): why, in a sentence; "" when it worked. */
     char cache_note[256];
+    /* cold and direct: the storage's cold sequential read measured before
+     * the run (up to 256 MiB of the files, 1 MiB reads), MB/s; 0 when not. */
+    double cold_read_mb_per_s;
 };
 
 struct pb_result {

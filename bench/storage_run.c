@@ -78,6 +78,9 @@ void pb_storage_dataset_info(const struct pb_spec *spec, const struct pb_dataset
                                 : (ds->count > rank ? (ds->count - rank + count - 1) / count : 0);
     if (d->cache == PB_CACHE_WARM)
         return;
+    char why[PB_MSG_MAX];
+    info->cold_read_mb_per_s =
+        pb_storage_cold_read_mb_per_s(ds, (size_t)1 << 20, PB_STORAGE_PROBE_BYTES, why, sizeof(why));
     /* Whether the mode can do here what it says, checked once up front
      * (every repeat's start checks the eviction again). */
     struct pb_residency r;
@@ -95,8 +98,8 @@ void pb_storage_dataset_info(const struct pb_spec *spec, const struct pb_dataset
                          : "");
 }
 
-double pb_storage_cold_read_mb_per_s(const struct pb_dataset *ds, size_t block_bytes, char *msg,
-                                     size_t msglen)
+double pb_storage_cold_read_mb_per_s(const struct pb_dataset *ds, size_t block_bytes,
+                                     uint64_t max_bytes, char *msg, size_t msglen)
 {
     char *const *paths;
     const uint64_t *sizes;
@@ -109,7 +112,7 @@ double pb_storage_cold_read_mb_per_s(const struct pb_dataset *ds, size_t block_b
     }
     pb_storage_evict(ds);
     uint64_t bytes = 0, start = pb_now_ns();
-    for (size_t i = 0; i < files; i++) {
+    for (size_t i = 0; i < files && (!max_bytes || bytes < max_bytes); i++) {
         int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
             snprintf(msg, msglen, "%s: %s", paths[i], strerror(errno));

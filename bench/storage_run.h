@@ -22,11 +22,15 @@ void pb_storage_repeat_start(const struct pb_spec *spec, const struct pb_dataset
 void pb_storage_dataset_info(const struct pb_spec *spec, const struct pb_dataset *ds,
                              struct pb_dataset_info *info);
 
-/* The storage ceiling: evicts the dataset's files, then reads them all
- * (tar: the shards) sequentially in block_bytes reads with one thread, as
- * `fio --rw=read --invalidate=1` does; MB/s (1e6 bytes), 0 on failure
- * with msg. */
-double pb_storage_cold_read_mb_per_s(const struct pb_dataset *ds, size_t block_bytes, char *msg,
-                                     size_t msglen);
+/* The storage ceiling: evicts the dataset's files, then reads them in
+ * order (tar: the shards) in block_bytes reads with one thread, as
+ * `fio --rw=read --invalidate=1` does, until max_bytes are read (0: all);
+ * MB/s (1e6 bytes), 0 on failure with msg. The pages read stay cached. */
+double pb_storage_cold_read_mb_per_s(const struct pb_dataset *ds, size_t block_bytes,
+                                     uint64_t max_bytes, char *msg, size_t msglen);
+
+/* The cold read a run measures up front under dataset.cache: cold or
+ * direct, so its table can set the read rate against it (256 MiB). */
+#define PB_STORAGE_PROBE_BYTES ((uint64_t)256 << 20)
 
 #endif

@@ -147,7 +147,7 @@ static void test_cold_read_ceiling(void **state)
     struct pb_dataset ds;
     open_dir("data", &ds);
     char msg[PB_MSG_MAX] = "";
-    double mb_per_s = pb_storage_cold_read_mb_per_s(&ds, 1u << 20, msg, sizeof(msg));
+    double mb_per_s = pb_storage_cold_read_mb_per_s(&ds, 1u << 20, 0, msg, sizeof(msg));
     assert_true(mb_per_s > 0);
     assert_true(resident_pct(&ds) > 90.0);
     pb_dataset_free(&ds);
