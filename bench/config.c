@@ -38,7 +38,7 @@ const struct pb_opt pb_dataset_opts[] = {
     {"shard", PB_OPT_SHARD, DATASET(shard), 0, 0, "0/1", NULL,
      "This process's part of the data as RANK/COUNT, as a distributed sampler splits it."},
     {"cache", PB_OPT_ENUM, DATASET(cache), 0, 0, "warm", pb_cache_mode_names,
-     "Page cache policy: warm reads through it as a loader does; cold evicts the dataset's "
+     "Page cache policy: warm reads through it as a DataLoader does; cold evicts the dataset's "
      "files before each repeat and each file after it is read, so every epoch reads storage; "
      "direct reads with O_DIRECT. Each repeat measures how much of the dataset was cached."},
     {"format", PB_OPT_ENUM, DATASET(format), 0, 0, "files", pb_dataset_format_names,

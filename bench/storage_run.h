@@ -32,5 +32,7 @@ double pb_storage_cold_read_mb_per_s(const struct pb_dataset *ds, size_t block_b
 /* The cold read a run measures up front under dataset.cache: cold or
  * direct, so its table can set the read rate against it (256 MiB). */
 #define PB_STORAGE_PROBE_BYTES ((uint64_t)256 << 20)
+/* What pbench calibrate reads of the dataset for its storage ceiling. */
+#define PB_CALIBRATE_STORAGE_BYTES ((uint64_t)1 << 30)
 
 #endif
