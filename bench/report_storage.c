@@ -44,17 +44,15 @@ void pb_report_storage(FILE *out, bool markdown, const struct pb_result *result,
         snprintf(files, sizeof(files), "; a sample of %llu of its %llu %s checked",
                  (unsigned long long)checked, (unsigned long long)d->files, unit);
     else if (d->files)
-        snprintf(files, sizeof(files), "; all %llu %s checked", (unsigned long long)d->files,
-                 unit);
+        snprintf(files, sizeof(files), "; all %llu %s checked", (unsigned long long)d->files, unit);
     char text[512], printable[PB_PRINTABLE_SIZE(512)];
     snprintf(text, sizeof(text),
              "%s: %s of the dataset was in the page cache at the start of %s (dataset.cache: "
              "%s%s%s)",
              where, share, measured == 1 ? "the repeat" : "each repeat",
              d->cache[0] ? d->cache : "warm", d->filesystem[0] ? ", on " : "", d->filesystem);
-    fprintf(out, "%s%s%s\n", markdown ? "\n- " : "  ", pb_printable(printable, sizeof(printable),
-                                                                      text),
-            files);
+    fprintf(out, "%s%s%s\n", markdown ? "\n- " : "  ",
+            pb_printable(printable, sizeof(printable), text), files);
     const char *bullet = markdown ? "- " : "  ";
     if (d->cache_note[0])
         fprintf(out, "%sdataset.cache: %s did not work as asked on %s: %s\n", bullet, d->cache,
@@ -64,11 +62,13 @@ void pb_report_storage(FILE *out, bool markdown, const struct pb_result *result,
                          ? result->calibration.storage_cold_mb_per_s
                          : d->cold_read_mb_per_s;
     if (ceiling > 0 && point->mb_per_s > 0 && mean < FROM_MEMORY_PCT)
-        fprintf(out, "%sread %.1f MB/s: %.0f%% of this storage's cold sequential read, %.1f MB/s "
-                     "in 1 MiB reads\n",
+        fprintf(out,
+                "%sread %.1f MB/s: %.0f%% of this storage's cold sequential read, %.1f MB/s "
+                "in 1 MiB reads\n",
                 bullet, point->mb_per_s, 100.0 * point->mb_per_s / ceiling, ceiling);
     if (d->bad_samples)
-        fprintf(out, "%sthe tar shards hold %llu bad samples (truncated, or with no image "
-                     "member): counted as errors under run.on_error\n",
+        fprintf(out,
+                "%sthe tar shards hold %llu bad samples (truncated, or with no image "
+                "member): counted as errors under run.on_error\n",
                 bullet, (unsigned long long)d->bad_samples);
 }

@@ -79,8 +79,8 @@ void pb_storage_dataset_info(const struct pb_spec *spec, const struct pb_dataset
     if (d->cache == PB_CACHE_WARM)
         return;
     char why[PB_MSG_MAX];
-    info->cold_read_mb_per_s =
-        pb_storage_cold_read_mb_per_s(ds, (size_t)1 << 20, PB_STORAGE_PROBE_BYTES, why, sizeof(why));
+    info->cold_read_mb_per_s = pb_storage_cold_read_mb_per_s(
+        ds, (size_t)1 << 20, PB_STORAGE_PROBE_BYTES, why, sizeof(why));
     /* Whether the mode can do here what it says, checked once up front
      * (every repeat's start checks the eviction again). */
     struct pb_residency r;

@@ -53,8 +53,8 @@ struct tar_index {
 
 static bool is_image_extension(const char *ext)
 {
-    static const char *const images[] = {"jpg", "jpeg", "png", "ppm", "pgm", "pnm",
-                                         "bmp", "webp", "tif", "tiff"};
+    static const char *const images[] = {"jpg", "jpeg", "png",  "ppm", "pgm",
+                                         "pnm", "bmp",  "webp", "tif", "tiff"};
     const char *last = strrchr(ext, '.');
     last = last ? last + 1 : ext;
     for (size_t i = 0; i < PB_ARRAY_LEN(images); i++)
@@ -295,8 +295,7 @@ int pb_dataset_index_tar(struct pb_dataset *ds, char *msg, size_t msglen)
 
 /* Writes the files paths[0..count) into the tar at path (written to
  * path.tmp, then renamed), each a member named by its base name. */
-static int write_shard(const char *path, char *const *paths, size_t count, char *msg,
-                       size_t msglen)
+static int write_shard(const char *path, char *const *paths, size_t count, char *msg, size_t msglen)
 {
     char tmp[PB_PATH_MAX + 8];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -445,14 +444,14 @@ bool pb_sampler_stream_batch(const struct pb_sampler *s, uint64_t batch, uint64_
     /* Each epoch starts the whole stream at a seeded shard when shuffling. */
     uint64_t total = s->dataset_count, rotate = 0;
     if (s->shuffle && s->stream_shards > 1)
-        rotate = s->stream_shard_first[pb_mix64(s->seed ^ pb_mix64(epoch + 0x7a3)) %
-                                       s->stream_shards];
+        rotate =
+            s->stream_shard_first[pb_mix64(s->seed ^ pb_mix64(epoch + 0x7a3)) % s->stream_shards];
     for (uint64_t i = 0; i < n; i++) {
         uint64_t q = first + i - run_lo; /* position in the worker's run */
         if (s->stream_buffer) {
             uint64_t window = q / s->stream_buffer, at = window * s->stream_buffer;
-            uint64_t len = run_hi - run_lo - at < s->stream_buffer ? run_hi - run_lo - at
-                                                                    : s->stream_buffer;
+            uint64_t len =
+                run_hi - run_lo - at < s->stream_buffer ? run_hi - run_lo - at : s->stream_buffer;
             uint64_t key = pb_mix64(s->seed ^ pb_mix64((epoch << 32) ^ (w << 20) ^ window));
             q = at + window_permute(key, len, q - at);
         }

@@ -31,8 +31,8 @@ static const struct pb_opt read_opts[] = {
 };
 
 struct read_state {
-    size_t block_bytes;     /* 0: no limit                                */
-    int cache;              /* enum pb_cache_mode                         */
+    size_t block_bytes; /* 0: no limit                                */
+    int cache;          /* enum pb_cache_mode                         */
     /* The open shard, kept while the worker reads its members. */
     const char *open_path;
     int open_fd;
@@ -222,8 +222,8 @@ static int read_process(void *state, struct pb_sample *s)
     if (!s->member)
         close(fd);
     s->out_bytes = (size_t)got;
-    s->out_shape = (struct pb_shape){.dtype = PB_DTYPE_BYTES, .frames = 1, .height = 1,
-                                     .width = (int32_t)got, .channels = 1};
+    s->out_shape = (struct pb_shape){
+        .dtype = PB_DTYPE_BYTES, .frames = 1, .height = 1, .width = (int32_t)got, .channels = 1};
     s->bytes_read += (uint64_t)got;
     return rc;
 }

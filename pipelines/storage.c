@@ -79,9 +79,8 @@ int pb_residency_measure(const struct pb_dataset *ds, struct pb_residency *out)
     free(vec);
     if (out->files_checked == 0)
         return PB_ERR;
-    out->resident_pct = out->bytes_checked
-                            ? 100.0 * (double)out->bytes_resident / (double)out->bytes_checked
-                            : 0;
+    out->resident_pct =
+        out->bytes_checked ? 100.0 * (double)out->bytes_resident / (double)out->bytes_checked : 0;
     return PB_OK;
 }
 
@@ -118,11 +117,11 @@ void pb_storage_fs_name(const struct pb_dataset *ds, char *buf, size_t buflen)
         long magic;
         const char *name;
     } known[] = {
-        {0xEF53, "ext4"},          {0x01021994, "tmpfs"},   {0x794c7630, "overlay"},
-        {0x58465342, "xfs"},       {0x9123683E, "btrfs"},   {0x6969, "nfs"},
-        {0x65735546, "fuse"},      {0x858458f6, "ramfs"},   {0x2FC12FC1, "zfs"},
-        {0x01021997, "9p"},        {0xFF534D42, "cifs"},    {0x73717368, "squashfs"},
-        {0xF2F52010, "f2fs"},      {0x5346414F, "afs"},     {0x62656572, "sysfs"},
+        {0xEF53, "ext4"},     {0x01021994, "tmpfs"}, {0x794c7630, "overlay"},
+        {0x58465342, "xfs"},  {0x9123683E, "btrfs"}, {0x6969, "nfs"},
+        {0x65735546, "fuse"}, {0x858458f6, "ramfs"}, {0x2FC12FC1, "zfs"},
+        {0x01021997, "9p"},   {0xFF534D42, "cifs"},  {0x73717368, "squashfs"},
+        {0xF2F52010, "f2fs"}, {0x5346414F, "afs"},   {0x62656572, "sysfs"},
     };
     char *const *paths;
     const uint64_t *sizes;
@@ -140,8 +139,7 @@ void pb_storage_fs_name(const struct pb_dataset *ds, char *buf, size_t buflen)
     snprintf(buf, buflen, "fs 0x%lx", (unsigned long)st.f_type);
 }
 
-void pb_storage_before_repeat(const struct pb_dataset *ds, int cache_mode,
-                              struct pb_residency *out)
+void pb_storage_before_repeat(const struct pb_dataset *ds, int cache_mode, struct pb_residency *out)
 {
     if (cache_mode != PB_CACHE_WARM)
         pb_storage_evict(ds);

@@ -29,11 +29,11 @@ extern const char *const pb_dataset_format_names[];
 #define PB_RESIDENCY_MAX_FILES 4096
 
 struct pb_residency {
-    double resident_pct;      /* of the checked files' bytes               */
-    uint64_t files_checked;   /* < files_total: a sample                    */
+    double resident_pct;    /* of the checked files' bytes               */
+    uint64_t files_checked; /* < files_total: a sample                    */
     uint64_t files_total;
     uint64_t bytes_checked, bytes_resident;
-    uint64_t files_failed;    /* could not be opened or mapped              */
+    uint64_t files_failed; /* could not be opened or mapped              */
 };
 
 /* Measures the share of the dataset's bytes in the page cache: each file

@@ -20,8 +20,8 @@ static int setup(void **state)
 {
     if (pb_test_tmpdir_setup(state) != 0)
         return -1;
-    struct pb_generate_spec gen = {.kind = PB_GENERATE_JPEG, .count = COUNT, .seed = 3,
-                                   .quality = 80, .size = "64x48"};
+    struct pb_generate_spec gen = {
+        .kind = PB_GENERATE_JPEG, .count = COUNT, .seed = 3, .quality = 80, .size = "64x48"};
     char dir[PB_PATH_MAX], msg[PB_MSG_MAX];
     snprintf(dir, sizeof(dir), "%s/loose", root);
     if (pb_dataset_generate(&gen, dir, msg, sizeof(msg)) != PB_OK)
@@ -48,8 +48,11 @@ static void open_ok(const char *sub, int format, struct pb_dataset *ds)
 static void *read_stage(size_t max_bytes, int cache)
 {
     const struct pb_stage_ops *ops = pb_stage_find("read");
-    struct { int64_t block_kib; } opts = {0};
-    struct pb_stage_plan in = {.shape = {.dtype = PB_DTYPE_BYTES}, .max_bytes = max_bytes,
+    struct {
+        int64_t block_kib;
+    } opts = {0};
+    struct pb_stage_plan in = {.shape = {.dtype = PB_DTYPE_BYTES},
+                               .max_bytes = max_bytes,
                                .cache = cache},
                          out;
     void *state = NULL;
@@ -62,10 +65,15 @@ static void *read_stage(size_t max_bytes, int cache)
 static int read_sample(void *state, const struct pb_dataset *ds, uint64_t i, uint8_t *out,
                        size_t cap, size_t *got, char *msg, size_t msglen)
 {
-    struct pb_sample s = {.index = i, .path = ds->paths[i], .file_bytes = ds->sizes[i],
+    struct pb_sample s = {.index = i,
+                          .path = ds->paths[i],
+                          .file_bytes = ds->sizes[i],
                           .file_offset = ds->offsets ? ds->offsets[i] : 0,
                           .member = ds->members ? ds->members[i] : NULL,
-                          .out = out, .out_capacity = cap, .msg = msg, .msglen = msglen};
+                          .out = out,
+                          .out_capacity = cap,
+                          .msg = msg,
+                          .msglen = msglen};
     int rc = pb_stage_find("read")->process(state, &s);
     *got = s.out_bytes;
     return rc;
@@ -103,9 +111,8 @@ static void test_shards_hold_the_loose_samples(void **state)
             assert_int_equal(tar.sizes[i], len);
             size_t got;
             char msg[PB_MSG_MAX] = "";
-            assert_int_equal(read_sample(reader, &tar, i, buf, tar.max_bytes, &got, msg,
-                                         sizeof(msg)),
-                             PB_OK);
+            assert_int_equal(
+                read_sample(reader, &tar, i, buf, tar.max_bytes, &got, msg, sizeof(msg)), PB_OK);
             assert_int_equal(got, len);
             assert_memory_equal(buf, want, len);
             free(want);
@@ -131,12 +138,12 @@ static void test_stream_visits_each_sample_once(void **state)
         for (size_t b = 0; b < PB_ARRAY_LEN(batch_sizes); b++)
             for (size_t c = 0; c < PB_ARRAY_LEN(buffers); c++)
                 for (int shuffle = 0; shuffle < 2; shuffle++) {
-                    struct pb_dataset_spec spec = {.shard = {0, 1}, .shuffle = shuffle,
-                                                   .seed = 9, .epochs = 2};
+                    struct pb_dataset_spec spec = {
+                        .shard = {0, 1}, .shuffle = shuffle, .seed = 9, .epochs = 2};
                     struct pb_sampler s;
                     char msg[PB_MSG_MAX];
-                    assert_int_equal(pb_sampler_init(&s, tar.count, &spec, batch_sizes[b],
-                                                     false, msg, sizeof(msg)),
+                    assert_int_equal(pb_sampler_init(&s, tar.count, &spec, batch_sizes[b], false,
+                                                     msg, sizeof(msg)),
                                      PB_OK);
                     pb_sampler_stream(&s, &tar, workers[a], buffers[c], false, 2);
                     for (uint64_t epoch = 0; epoch < 2; epoch++) {
@@ -148,9 +155,9 @@ static void test_stream_visits_each_sample_once(void **state)
                             uint64_t batch = epoch * s.batches_per_epoch + k;
                             assert_true(pb_sampler_batch(&s, batch, idx, seeds, &n));
                             assert_true(n >= 1 && n <= (uint32_t)batch_sizes[b]);
-                            uint64_t w = k % (workers[a] < s.batches_per_epoch
-                                                  ? workers[a]
-                                                  : s.batches_per_epoch);
+                            uint64_t w =
+                                k % (workers[a] < s.batches_per_epoch ? workers[a]
+                                                                      : s.batches_per_epoch);
                             for (uint32_t j = 0; j < n; j++) {
                                 assert_true(idx[j] < COUNT);
                                 seen[idx[j]]++;
@@ -306,8 +313,7 @@ static void test_run_over_shards(void **state)
     assert_int_equal(json_integer_value(json_object_get(dataset, "shards")), 3);
     assert_int_equal(json_integer_value(json_object_get(dataset, "bad_samples")), 2);
     json_t *point = json_array_get(json_object_get(result, "points"), 0);
-    assert_true(json_integer_value(json_object_get(json_object_get(point, "errors"), "count")) >
-                0);
+    assert_true(json_integer_value(json_object_get(json_object_get(point, "errors"), "count")) > 0);
     json_t *repeat = json_array_get(json_object_get(point, "repeats"), 0);
     assert_true(json_integer_value(json_object_get(repeat, "page_cache_files_checked")) == 3);
     json_decref(result);

@@ -99,14 +99,20 @@ static void test_read_stage_cold_evicts(void **state)
     assert_non_null(buf);
     for (int cache = PB_CACHE_WARM; cache <= PB_CACHE_DIRECT; cache++) {
         pb_storage_evict(&ds);
-        struct { int64_t block_kib; } opts = {64};
+        struct {
+            int64_t block_kib;
+        } opts = {64};
         struct pb_stage_plan in = {.max_bytes = ds.max_bytes, .cache = cache}, out;
         void *st = NULL;
         char msg[PB_MSG_MAX] = "";
         assert_int_equal(read->init(&st, &opts, &in, &out, NULL, NULL, msg, sizeof(msg)), PB_OK);
         for (size_t i = 0; i < ds.count; i++) {
-            struct pb_sample s = {.index = i, .path = ds.paths[i], .file_bytes = ds.sizes[i],
-                                  .out = buf, .out_capacity = ds.max_bytes, .msg = msg,
+            struct pb_sample s = {.index = i,
+                                  .path = ds.paths[i],
+                                  .file_bytes = ds.sizes[i],
+                                  .out = buf,
+                                  .out_capacity = ds.max_bytes,
+                                  .msg = msg,
                                   .msglen = sizeof(msg)};
             assert_int_equal(read->process(st, &s), PB_OK);
             assert_int_equal(s.out_bytes, ds.sizes[i]);
