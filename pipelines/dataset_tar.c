@@ -394,6 +394,12 @@ static uint64_t window_permute(uint64_t key, uint64_t n, uint64_t i)
     return x;
 }
 
+/* How many of [0, n) are v modulo workers. */
+static uint64_t batches_of(uint64_t n, uint64_t v, uint64_t workers)
+{
+    return n > v ? (n - v + workers - 1) / workers : 0;
+}
+
 void pb_sampler_stream(struct pb_sampler *s, const struct pb_dataset *ds, uint64_t workers,
                        uint64_t shuffle_buffer, bool drop_last, int64_t epochs)
 {
@@ -420,14 +426,19 @@ bool pb_sampler_stream_batch(const struct pb_sampler *s, uint64_t batch, uint64_
     if (batch >= s->total_batches)
         return false;
     uint64_t per = s->batches_per_epoch, epoch = batch / per, b = batch % per;
-    uint64_t workers = s->stream_workers < per ? s->stream_workers : per;
-    uint64_t w = b % workers, j = b / workers;
-    /* Worker v builds batches v, v + workers, ...: (per - v + workers - 1) /
-     * workers of them, over its own run of the stream, runs in worker order. */
+    /* The runner has worker (batch mod workers) build a batch. In this
+     * epoch, worker v builds the batches x in [shift, shift + per) with x
+     * mod workers = v (x = shift + b), over its own run of the stream; the
+     * runs follow each other in worker order. */
+    uint64_t workers = s->stream_workers;
+    uint64_t shift = (epoch % workers) * (per % workers) % workers, x = shift + b;
+    uint64_t w = x % workers;
     uint64_t run_start = 0;
     for (uint64_t v = 0; v < w; v++)
-        run_start += (per - v + workers - 1) / workers;
-    uint64_t run_batches = (per - w + workers - 1) / workers;
+        run_start += batches_of(shift + per, v, workers) - batches_of(shift, v, workers);
+    uint64_t run_batches =
+        batches_of(shift + per, w, workers) - batches_of(shift, w, workers);
+    uint64_t j = batches_of(x, w, workers) - batches_of(shift, w, workers);
     uint64_t first = (run_start + j) * s->batch_size;
     uint64_t n = s->shard_len - first < s->batch_size ? s->shard_len - first : s->batch_size;
     if (s->max_samples) {

@@ -26,7 +26,8 @@ struct read_opts {
 static const struct pb_opt read_opts[] = {
     {"block_kib", PB_OPT_INT, offsetof(struct read_opts, block_kib), 0, 1048576, "0", NULL,
      "Bytes asked of each read() call, in KiB; 0 asks for the whole file (or tar member) at "
-     "once. Set it to compare with a storage benchmark's block size (fio --bs)."},
+     "once. Set it to compare with a storage benchmark's block size (fio --bs); with "
+     "dataset.cache: direct it is rounded up to whole 4 KiB blocks."},
     {0},
 };
 
@@ -66,6 +67,8 @@ static int read_init(void **state, const void *opts, const struct pb_stage_plan 
     st->cache = in->cache;
     st->open_fd = -1;
     if (st->cache == PB_CACHE_DIRECT) {
+        /* O_DIRECT reads whole blocks: a block_kib that is not one rounds up. */
+        st->block_bytes = (st->block_bytes + DIRECT_ALIGN - 1) & ~(size_t)(DIRECT_ALIGN - 1);
         /* The largest sample, rounded out to whole blocks at both ends,
          * and one block more to see a file that grew. */
         st->bounce_bytes = (in->max_bytes + 3 * (size_t)DIRECT_ALIGN) & ~(size_t)(DIRECT_ALIGN - 1);

@@ -155,9 +155,8 @@ static void test_stream_visits_each_sample_once(void **state)
                             uint64_t batch = epoch * s.batches_per_epoch + k;
                             assert_true(pb_sampler_batch(&s, batch, idx, seeds, &n));
                             assert_true(n >= 1 && n <= (uint32_t)batch_sizes[b]);
-                            uint64_t w =
-                                k % (workers[a] < s.batches_per_epoch ? workers[a]
-                                                                      : s.batches_per_epoch);
+                            /* The runner's worker for the batch. */
+                            uint64_t w = batch % workers[a];
                             for (uint32_t j = 0; j < n; j++) {
                                 assert_true(idx[j] < COUNT);
                                 seen[idx[j]]++;
