@@ -14,11 +14,11 @@
 
 #include "bench/analysis.h"
 #include "bench/calibrate.h"
-#include "bench/storage_run.h"
 #include "bench/config.h"
 #include "bench/cupti.h"
 #include "bench/fileio.h"
 #include "bench/stats.h"
+#include "bench/storage_run.h"
 #include "kernels/gpu_rt.h"
 #include "bench/pb.h"
 #include "bench/sweep.h"
@@ -672,12 +672,12 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
         set_measuring(s->hooks, &s->measuring, true);
     if (rc == PB_OK) {
         rc = open_dataset(opts, s->hooks, &s->base, &s->ds, msg, msglen);
-        if (rc == PB_OK)
+        if (rc == PB_OK) {
             s->ds_open = true;
-        if (rc == PB_OK)
             pb_storage_dataset_info(&s->base, &s->ds, &s->result->dataset);
-        else
+        } else {
             fail(s, rc);
+        }
     }
     if (rc == PB_OK)
         rc = run_measured(s);
