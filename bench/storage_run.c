@@ -87,15 +87,25 @@ void pb_storage_dataset_info(const struct pb_spec *spec, const struct pb_dataset
     pb_storage_before_repeat(ds, d->cache, &r);
     bool kept = r.files_checked && r.resident_pct > EVICTION_FAILED_PCT;
     bool refused = d->cache == PB_CACHE_DIRECT && !direct_works(ds);
-    if (kept || refused)
-        snprintf(info->cache_note, sizeof(info->cache_note), "%s%s%s",
-                 kept ? "eviction has no effect on this file system: the dataset stays in the "
-                        "page cache, so reads come from memory"
-                      : "",
-                 kept && refused ? "; " : "",
-                 refused ? "O_DIRECT is refused: files are read through the page cache and "
-                           "evicted after each read"
-                         : "");
+    const char *opener = NULL; /* a decoder that reads its files through FFmpeg */
+    for (int i = 0; i < spec->stage_count && d->cache == PB_CACHE_DIRECT; i++)
+        if (spec->stages[i].decoder && (spec->stages[i].decoder->flags & PB_DECODER_OPENS_FILE))
+            opener = spec->stages[i].decoder->name;
+    size_t used = 0;
+    if (kept)
+        used += (size_t)snprintf(info->cache_note, sizeof(info->cache_note),
+                                 "eviction has no effect on this file system: the dataset stays "
+                                 "in the page cache, so reads come from memory");
+    if (refused && used < sizeof(info->cache_note))
+        used += (size_t)snprintf(info->cache_note + used, sizeof(info->cache_note) - used,
+                                 "%sO_DIRECT is refused: files are read through the page cache "
+                                 "and evicted after each read",
+                                 used ? "; " : "");
+    if (opener && !refused && used < sizeof(info->cache_note))
+        snprintf(info->cache_note + used, sizeof(info->cache_note) - used,
+                 "%sdecoder '%s' reads its files itself, through the page cache (not O_DIRECT), "
+                 "and each is evicted after it is decoded",
+                 used ? "; " : "", opener);
 }
 
 double pb_storage_cold_read_mb_per_s(const struct pb_dataset *ds, size_t block_bytes,
