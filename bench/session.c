@@ -322,8 +322,12 @@ static void announce(struct session *s)
 {
     const struct pb_spec *b = &s->base;
     char text[PB_MSG_MAX * 2];
-    int n = snprintf(text, sizeof(text), "%s: %zu files (%.1f MiB)", b->name, s->ds.count,
-                     (double)s->ds.total_bytes / 1048576.0);
+    int n = s->ds.shard_count
+                ? snprintf(text, sizeof(text), "%s: %zu samples in %zu tar shards (%.1f MiB)",
+                           b->name, s->ds.count, s->ds.shard_count,
+                           (double)s->ds.total_bytes / 1048576.0)
+                : snprintf(text, sizeof(text), "%s: %zu files (%.1f MiB)", b->name, s->ds.count,
+                           (double)s->ds.total_bytes / 1048576.0);
     size_t used = n > 0 && (size_t)n < sizeof(text) ? (size_t)n : 0;
     if (!s->swept) {
         snprintf(text + used, sizeof(text) - used,
