@@ -1,5 +1,6 @@
 /* Calibration: the pipeline on one core, memcpy, host-to-device copies. */
 #include "bench/calibrate.h"
+#include "bench/storage_run.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,9 @@ int pb_calibrate(struct pb_spec *spec, const struct pb_dataset *ds, bool gpu,
         long pus = sysconf(_SC_NPROCESSORS_ONLN);
         cal->cores = pus > 0 ? (int)pus : 1;
         cal->measured = true;
+        char why[PB_MSG_MAX];
+        cal->storage_cold_mb_per_s = pb_storage_cold_read_mb_per_s(
+            ds, (size_t)1 << 20, PB_CALIBRATE_STORAGE_BYTES, why, sizeof(why));
         if (uses_gpu || gpu)
             rc = measure_h2d(point, gpu, cal, msg, msglen);
     }
@@ -93,6 +97,10 @@ void pb_calibration_print(FILE *out, const char *name, const struct pb_calibrati
     fprintf(out, "  %-15s %.1f samples/s  if the pipeline scaled perfectly\n", cores,
             cal->single_core_samples_per_s * cal->cores);
     fprintf(out, "  memcpy          %.1f GB/s\n", cal->memcpy_gb_per_s);
+    if (cal->storage_cold_mb_per_s > 0)
+        fprintf(out, "  storage         %.1f MB/s cold  (the dataset's files read once in order, "
+                     "up to 1 GiB in 1 MiB reads, after posix_fadvise DONTNEED)\n",
+                cal->storage_cold_mb_per_s);
     if (cal->decode_ns_per_frame > 0)
         fprintf(out, "  video decode    %.1f frames/s on one core (demux + decode, frames decoded)\n",
                 1e9 / cal->decode_ns_per_frame);

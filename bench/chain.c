@@ -63,6 +63,7 @@ int pb_chain_init_loader(struct pb_chain *chain, const struct pb_spec *spec, con
         .shape = {.dtype = PB_DTYPE_BYTES, .frames = 1, .height = 1, .width = 0, .channels = 1},
         .max_bytes = max_input_bytes,
         .worker = worker,
+        .cache = spec->dataset.cache,
     };
     size_t scratch = 0;
     chain->count = 0;

@@ -17,6 +17,7 @@
 #include "bench/config_scope.h"
 #include "bench/pb.h"
 #include "bench/sweep.h"
+#include "pipelines/storage.h"
 
 #define PB_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
@@ -37,6 +38,16 @@ const struct pb_opt pb_dataset_opts[] = {
      "Use at most this many samples of the dataset; 0 uses them all."},
     {"shard", PB_OPT_SHARD, DATASET(shard), 0, 0, "0/1", NULL,
      "This process's part of the data as RANK/COUNT, as a distributed sampler splits it."},
+    {"cache", PB_OPT_ENUM, DATASET(cache), 0, 0, "warm", pb_cache_mode_names,
+     "Page cache policy: warm reads through it as a DataLoader does; cold evicts the dataset's "
+     "files before each repeat and each file after it is read, so every epoch reads storage; "
+     "direct reads with O_DIRECT. Each repeat measures how much of the dataset was cached."},
+    {"format", PB_OPT_ENUM, DATASET(format), 0, 0, "files", pb_dataset_format_names,
+     "files: one sample per file; tar: WebDataset tar shards (members grouped by key, the "
+     "image member decoded), each worker reading its run of shards in order."},
+    {"shuffle_buffer", PB_OPT_INT, DATASET(shuffle_buffer), 0, 1e7, "0", NULL,
+     "tar: shuffle samples within windows of this many as each worker streams its shards "
+     "(with dataset.shuffle); 0 keeps shard order."},
     {0},
 };
 
@@ -69,6 +80,9 @@ const struct pb_opt pb_generate_opts[] = {
      "Keyframe interval of generated videos, in frames."},
     {"corrupt_fraction", PB_OPT_DOUBLE, GENERATE(corrupt_fraction), 0, 1, "0", NULL,
      "Share of generated files written truncated, to exercise run.on_error."},
+    {"shards", PB_OPT_INT, GENERATE(shards), 0, 1e6, "0", NULL,
+     "Pack the generated files into this many WebDataset tar shards (read them with "
+     "dataset.format: tar); 0 leaves loose files."},
     {0},
 };
 
@@ -663,6 +677,16 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
                           "dataset.max_samples (%lld) is less than loader.batch_size (%lld) and "
                           "loader.drop_last is on, so no batch would ever be delivered",
                           (long long)ds->max_samples, (long long)spec->loader.batch_size);
+    if (ds->has_generate && ds->generate.shards > 0 && ds->format != PB_FORMAT_TAR)
+        return spec_error(spec, NULL, msg, msglen,
+                          "dataset.generate.shards writes tar shards, which dataset.format: files "
+                          "does not read; set dataset.format: tar");
+    for (int i = 0; i < spec->stage_count && ds->format == PB_FORMAT_TAR; i++)
+        if (spec->stages[i].decoder && (spec->stages[i].decoder->flags & PB_DECODER_OPENS_FILE))
+            return spec_error(spec, &spec->stages[i], msg, msglen,
+                              "decoder '%s' opens its files itself, so it cannot read samples "
+                              "from tar shards (dataset.format: tar); use dataset.format: files",
+                              spec->stages[i].decoder->name);
     return PB_OK;
 }
 

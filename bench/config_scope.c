@@ -74,6 +74,15 @@ void pb_unknown_name(const char *kind, const char *qualified, const char *bare,
 void pb_scope_unknown_key(const struct pb_scope *scope, const char *qualified, const char *bare,
                           char *buf, size_t buflen)
 {
+    /* Keys pbench had once, and what took their place. */
+    if (strcmp(bare, "drop_cache") == 0 && pb_scope_find(scope, "block_kib", &(void *){NULL})) {
+        snprintf(buf, buflen,
+                 "'%s' was removed: set dataset.cache: cold to evict the dataset's files before "
+                 "each repeat and each file after it is read (or direct for O_DIRECT reads); "
+                 "see docs/storage.md",
+                 qualified);
+        return;
+    }
     const char *names[64];
     size_t count = scope_names(scope, names, PB_ARRAY_LEN(names));
     pb_unknown_name("key", qualified, bare, names, count, "allowed", buf, buflen);

@@ -399,8 +399,12 @@ static int cmd_gen(int argc, char **argv)
         fprintf(stderr, "pbench gen: %s\n", msg);
         return exit_for(rc);
     }
-    printf("generated %zu files (%.1f MiB) in %s in %.1f s\n", index.count,
-           (double)index.total_bytes / 1048576.0, out, (double)(pb_now_ns() - start) / 1e9);
+    printf("generated %zu %s (%.1f MiB) in %s in %.1f s\n", index.count,
+           index.shard_count ? "samples" : "files", (double)index.total_bytes / 1048576.0, out,
+           (double)(pb_now_ns() - start) / 1e9);
+    if (index.shard_count)
+        printf("packed into %zu tar shards: read them with -s dataset.format=tar\n",
+               index.shard_count);
     pb_dataset_free(&index);
     return PB_EXIT_OK;
 }

@@ -5,6 +5,7 @@
  * either as aligned text or as a GitHub table. Nothing here measures. */
 #include "bench/report.h"
 #include "bench/report_ranks.h"
+#include "bench/report_storage.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -689,6 +690,7 @@ static void emit_point(const struct sink *s, const struct pb_result *result,
                        const struct pb_point_result *p)
 {
     emit_point_summary(s, result, p);
+    pb_report_storage(s->out, s->markdown, result, p);
     emit_stages(s, p);
     emit_gpu_stages(s, p);
     pb_report_ranks(s->out, s->markdown, p);

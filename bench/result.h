@@ -107,6 +107,11 @@ struct pb_repeat_result {
      * an epoch start costs without persistent workers). */
     double first_batch_s;
     bool hit_time_cap, noisy, interrupted;
+    /* The dataset's bytes in the page cache at the repeat's start (after
+     * dataset.cache: cold evicted them), measured with mincore over
+     * page_cache_files_checked of its files (0: not measured). */
+    double page_cache_resident_pct;
+    uint64_t page_cache_files_checked;
     uint64_t rss_peak_bytes;
     size_t batch_count;
     struct pb_batch_record *batch_records; /* owned                       */
@@ -170,6 +175,26 @@ struct pb_calibration {
      * bandwidthTest measures it; 0 when not measured. */
     uint64_t h2d_bytes;
     double h2d_pinned_gb_s, h2d_pageable_gb_s;
+    /* The storage ceiling: the dataset's files (tar: shards) read cold
+     * (evicted first), sequentially, in MB/s; 0 when not measured. */
+    double storage_cold_mb_per_s;
+};
+
+/* What the dataset is (the result's "dataset"): its format, where it is,
+ * its samples per epoch (this rank's, before max_samples), its bytes and
+ * files (tar: shards), the cache mode asked for and what it did. */
+struct pb_dataset_info {
+    char format[16];            /* files, tar; "" when not recorded       */
+    char path[512];
+    char cache[16];             /* warm, cold, direct                     */
+    char filesystem[32];        /* ext4, tmpfs, overlay, ...              */
+    uint64_t samples, bytes, files, shards, bad_samples;
+    /* The cache mode did not do what it says (eviction had no effect, or
+     * O_DIRECT was refused): why, in a sentence; "" when it worked. */
+    char cache_note[256];
+    /* cold and direct: the storage's cold sequential read measured before
+     * the run (up to 256 MiB of the files, 1 MiB reads), MB/s; 0 when not. */
+    double cold_read_mb_per_s;
 };
 
 struct pb_result {
@@ -180,6 +205,7 @@ struct pb_result {
     char config_path[512];      /* the config file run, as given; may be "" */
     struct pb_machine machine;
     json_t *config;             /* resolved config; owned                 */
+    struct pb_dataset_info dataset;
     bool interrupted;
     /* Instrumentation overhead, when measured (pbench run --overhead). */
     bool overhead_measured;

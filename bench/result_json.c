@@ -36,7 +36,8 @@ static const struct pb_field repeat_fields[] = {
     SHARE(steal_pct),                  SHARE(first_batch_s),
     R(window_noise, PB_FIELD_DOUBLE),  R(hit_time_cap, PB_FIELD_BOOL),
     R(noisy, PB_FIELD_BOOL),           R(interrupted, PB_FIELD_BOOL),
-    R(rss_peak_bytes, PB_FIELD_U64),   PB_FIELD_END,
+    R(rss_peak_bytes, PB_FIELD_U64),   R(page_cache_resident_pct, PB_FIELD_DOUBLE),
+    R(page_cache_files_checked, PB_FIELD_U64), PB_FIELD_END,
 };
 #undef RATE
 #undef SHARE
@@ -155,9 +156,20 @@ static const struct pb_field calibration_fields[] = {
     C("h2d_bytes", h2d_bytes, PB_FIELD_U64),
     C("h2d_pinned_gb_per_s", h2d_pinned_gb_s, PB_FIELD_DOUBLE),
     C("h2d_pageable_gb_per_s", h2d_pageable_gb_s, PB_FIELD_DOUBLE),
+    C("storage_cold_mb_per_s", storage_cold_mb_per_s, PB_FIELD_DOUBLE),
     PB_FIELD_END,
 };
 #undef C
+
+/* The result's "dataset", read leniently too. */
+#define DI(member, kind) PB_FIELD(struct pb_dataset_info, #member, member, kind)
+static const struct pb_field dataset_info_fields[] = {
+    DI(format, PB_FIELD_TEXT),     DI(path, PB_FIELD_TEXT),        DI(cache, PB_FIELD_TEXT),
+    DI(filesystem, PB_FIELD_TEXT), DI(samples, PB_FIELD_U64),      DI(bytes, PB_FIELD_U64),
+    DI(files, PB_FIELD_U64),       DI(shards, PB_FIELD_U64),       DI(bad_samples, PB_FIELD_U64),
+    DI(cache_note, PB_FIELD_TEXT), DI(cold_read_mb_per_s, PB_FIELD_DOUBLE), PB_FIELD_END,
+};
+#undef DI
 
 static const struct pb_field overhead_fields[] = {
     PB_FIELD(struct pb_result, "measured", overhead_measured, PB_FIELD_BOOL),
@@ -320,6 +332,9 @@ json_t *pb_result_to_json(const struct pb_result *result)
     json_object_set_new(root, "machine", machine_to_json(&result->machine));
     json_object_set_new(root, "config",
                         result->config ? json_deep_copy(result->config) : json_null());
+    if (result->dataset.format[0])
+        json_object_set_new(root, "dataset",
+                            pb_fields_to_json(&result->dataset, dataset_info_fields));
     json_object_set_new(root, "interrupted", json_boolean(result->interrupted));
     json_object_set_new(root, "overhead", pb_fields_to_json(result, overhead_fields));
     if (result->calibration.measured)
@@ -689,6 +704,9 @@ static int read_result(struct pb_json_reader *rd, const json_t *root, struct pb_
     }
     if (machine && read_machine(rd, machine, "machine", &result->machine))
         return PB_ERR;
+    const json_t *dataset = json_object_get(root, "dataset");
+    if (json_is_object(dataset))
+        pb_fields_read_leniently(dataset, &result->dataset, dataset_info_fields);
     const json_t *cal = json_object_get(root, "calibration");
     if (cal && json_is_object(cal)) {
         result->calibration.measured = true;

@@ -16,6 +16,7 @@
 #include "bench/queue.h"
 #include "bench/runlimits.h"
 #include "bench/stagestats.h"
+#include "bench/storage_run.h"
 #include "bench/sysmon.h"
 #include "kernels/gpu_rt.h"
 
@@ -103,6 +104,8 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
             .index = index,
             .path = ds->paths[index],
             .file_bytes = ds->sizes[index],
+            .file_offset = ds->offsets ? ds->offsets[index] : 0,
+            .member = ds->members ? ds->members[index] : NULL,
             .seed = w->seeds[j],
             .in_shape = {.dtype = PB_DTYPE_BYTES},
             .msg = w->msg,
@@ -320,6 +323,10 @@ static int start_repeat(struct run *run, int repeat, bool stage_timing, char *ms
                              spec->loader.drop_last, msg, msglen);
     if (rc != PB_OK)
         return rc;
+    if (run->ds->offsets) /* tar shards: each worker streams its run of them */
+        pb_sampler_stream(&run->sampler, run->ds, (uint64_t)(run->workers > 0 ? run->workers : 1),
+                          (uint64_t)spec->dataset.shuffle_buffer, spec->loader.drop_last,
+                          spec->dataset.epochs);
     run->stage_timing = stage_timing;
     run->first_error[0] = '\0';
     run->first_measured_seq = (uint64_t)spec->run.warmup_batches;
@@ -589,6 +596,7 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
 {
     memset(rep, 0, sizeof(*rep));
     *interrupted = false;
+    pb_storage_repeat_start(run->spec, run->ds, run->point, rep);
     int rc = start_repeat(run, repeat, stage_timing, msg, msglen);
     if (rc != PB_OK)
         return rc;
@@ -640,12 +648,8 @@ static void warn_point_setup(const struct pb_spec *spec, const struct pb_dataset
                       (long long)spec->loader.workers, pus);
     if (ds->skipped[0])
         pb_point_warn(point, "dataset.path '%s': %s", spec->dataset.path, ds->skipped);
-    uint64_t available = pb_mem_available_bytes();
-    if (available && ds->total_bytes < available)
-        pb_point_warn(point,
-                      "the dataset (%.1f MiB) fits in the page cache: after the first read, files "
-                      "come from memory, not storage",
-                      (double)ds->total_bytes / 1048576.0);
+    /* How much of the dataset is cached is measured at each repeat's
+     * start (pb_storage_repeat_start), not guessed from its size. */
 }
 
 int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,

@@ -20,6 +20,7 @@
 #include "bench/interleave.h"
 #include "bench/mpi.h"
 #include "bench/stats.h"
+#include "bench/storage_run.h"
 #include "kernels/gpu_rt.h"
 #include "bench/pb.h"
 #include "bench/sweep.h"
@@ -406,8 +407,12 @@ static void announce(struct session *s)
 {
     const struct pb_spec *b = &s->base;
     char text[PB_MSG_MAX * 2];
-    int n = snprintf(text, sizeof(text), "%s: %zu files (%.1f MiB)", b->name, s->ds.count,
-                     (double)s->ds.total_bytes / 1048576.0);
+    int n = s->ds.shard_count
+                ? snprintf(text, sizeof(text), "%s: %zu samples in %zu tar shards (%.1f MiB)",
+                           b->name, s->ds.count, s->ds.shard_count,
+                           (double)s->ds.total_bytes / 1048576.0)
+                : snprintf(text, sizeof(text), "%s: %zu files (%.1f MiB)", b->name, s->ds.count,
+                           (double)s->ds.total_bytes / 1048576.0);
     size_t used = n > 0 && (size_t)n < sizeof(text) ? (size_t)n : 0;
     if (s->ab) {
         int rounds = (int)(b->run.repeats > s->alt.run.repeats ? b->run.repeats
@@ -810,10 +815,12 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
         set_measuring(s->hooks, &s->measuring, true);
     if (rc == PB_OK) {
         rc = open_dataset(opts, s->hooks, &s->base, &s->ds, msg, msglen);
-        if (rc == PB_OK)
+        if (rc == PB_OK) {
             s->ds_open = true;
-        else
+            pb_storage_dataset_info(&s->base, &s->ds, &s->result->dataset);
+        } else {
             fail(s, rc);
+        }
     }
     if (rc == PB_OK && s->ab && strcmp(s->alt.dataset.path, s->base.dataset.path) != 0) {
         struct pb_session_opts alt = *opts;

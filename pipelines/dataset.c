@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench/pb.h"
+#include "pipelines/storage.h"
 
 /* ---- index ------------------------------------------------------------ */
 
@@ -339,6 +340,8 @@ int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, c
     free(c->items);
     free(c->walked);
     free(c);
+    if (rc == PB_OK && spec->format == PB_FORMAT_TAR)
+        rc = pb_dataset_index_tar(ds, msg, msglen);
     if (rc != PB_OK)
         pb_dataset_free(ds);
     return rc;
@@ -349,6 +352,12 @@ void pb_dataset_free(struct pb_dataset *ds)
     free(ds->arena);
     free(ds->paths);
     free(ds->sizes);
+    free(ds->offsets);
+    free(ds->members);
+    free(ds->shard_paths);
+    free(ds->shard_sizes);
+    free(ds->shard_first);
+    free(ds->tar_arena);
     memset(ds, 0, sizeof(*ds));
 }
 
@@ -363,7 +372,8 @@ int pb_dataset_generate_new(const struct pb_generate_spec *spec, const char *dir
     int rc = pb_dataset_generate(spec, dir, msg, msglen);
     if (rc != PB_OK)
         return rc;
-    struct pb_dataset_spec made = {.shard = {0, 1}};
+    struct pb_dataset_spec made = {.shard = {0, 1},
+                                   .format = spec->shards > 0 ? PB_FORMAT_TAR : PB_FORMAT_FILES};
     pb_strlcpy(made.path, dir, sizeof(made.path));
     return pb_dataset_open(&made, index, msg, msglen);
 }
@@ -435,6 +445,8 @@ uint64_t pb_sampler_permute(const struct pb_sampler *s, uint64_t epoch, uint64_t
 bool pb_sampler_batch(const struct pb_sampler *s, uint64_t batch, uint64_t *indices,
                       uint64_t *seeds, uint32_t *count)
 {
+    if (s->stream_workers)
+        return pb_sampler_stream_batch(s, batch, indices, seeds, count);
     *count = 0;
     if (batch >= s->total_batches)
         return false;

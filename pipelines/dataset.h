@@ -29,6 +29,9 @@ struct pb_dataset_spec {
     struct pb_shard shard;  /* this process's rank/count                 */
     bool has_generate;
     struct pb_generate_spec generate;
+    int cache;              /* enum pb_cache_mode (pipelines/storage.h)  */
+    int format;             /* enum pb_dataset_format: files or tar      */
+    int64_t shuffle_buffer; /* tar: samples shuffled within this window  */
 };
 
 struct pb_dataset {
@@ -42,7 +45,38 @@ struct pb_dataset {
      * unreadable folders (first: data/x: Permission denied), 1 broken
      * symlink (first: data/y)"; "" when nothing was. */
     char skipped[PB_MSG_MAX];
+    /* dataset.format: tar (pipelines/dataset_tar.c): each sample is a
+     * member of a shard. paths[i] is its shard's path (one pointer per
+     * shard), offsets[i] where its data starts in the shard (or
+     * PB_MEMBER_BAD, sizes[i] then an enum pb_member_fault) and members[i]
+     * its key, for messages. NULL for loose files. */
+    uint64_t *offsets;
+    char **members;
+    size_t shard_count;
+    char **shard_paths;    /* the shards, sorted; the storage's files    */
+    uint64_t *shard_sizes;
+    uint64_t *shard_first; /* shard k's samples: [first[k], first[k+1])  */
+    uint64_t bad_samples;  /* members indexed as bad (counted at read)   */
+    char *tar_arena;
 };
+
+/* A tar sample that cannot be read, and why (in sizes[i]). */
+#define PB_MEMBER_BAD UINT64_MAX
+enum pb_member_fault { PB_MEMBER_TRUNCATED = 1, PB_MEMBER_NO_IMAGE = 2, PB_MEMBER_UNREADABLE = 3 };
+
+/* The files storage holds: the loose files, or the tar shards. Returns
+ * how many, with their paths and sizes. */
+size_t pb_dataset_storage_files(const struct pb_dataset *ds, char *const **paths,
+                                const uint64_t **sizes);
+
+/* dataset.format: tar: turns the shards ds indexed (its paths) into the
+ * samples they hold, WebDataset style: consecutive members sharing a key
+ * (the name up to the basename's first dot) are one sample, whose image
+ * member (.jpg, .jpeg, .png, ...) is the sample's bytes. A truncated shard
+ * or a group without an image is indexed as a bad sample, counted under
+ * run.on_error when read. Returns PB_OK, or an error with msg. */
+int pb_dataset_index_tar(struct pb_dataset *ds, char *msg, size_t msglen);
+
 
 /* Indexes the files at spec->path (generating them first when the spec has
  * a generate block and the folder is missing or empty). A folder is walked
@@ -72,6 +106,10 @@ struct pb_sampler {
     uint64_t total_batches;   /* UINT64_MAX when unbounded               */
     uint64_t max_samples;     /* 0: no cap                               */
     unsigned perm_half_bits;  /* Feistel domain: 2 * half bits           */
+    /* Tar shards: batches come from per-worker runs of the shard stream
+     * (pb_sampler_stream); 0 for the index order above. */
+    uint64_t stream_workers, stream_buffer, stream_lo, stream_shards;
+    const uint64_t *stream_shard_first; /* shard k's first sample; owned by the dataset */
 };
 
 /* Sets up a sampler over dataset_count samples for the dataset spec ds
@@ -86,6 +124,18 @@ int pb_sampler_init(struct pb_sampler *s, uint64_t dataset_count, const struct p
  * Returns false once the run's epochs or max_samples are exhausted. */
 bool pb_sampler_batch(const struct pb_sampler *s, uint64_t batch, uint64_t *indices,
                       uint64_t *seeds, uint32_t *count);
+
+/* Switches s (after pb_sampler_init) to WebDataset order over ds's tar
+ * shards: this rank's contiguous part of the shard stream (its shard order
+ * rotated to a seeded shard each epoch when shuffling), split into one
+ * contiguous run per worker (workers: the loader's threads, batch k built
+ * by worker k % workers), each read in order, shuffled within windows of
+ * shuffle_buffer samples (0 or 1: not shuffled). */
+void pb_sampler_stream(struct pb_sampler *s, const struct pb_dataset *ds, uint64_t workers,
+                       uint64_t shuffle_buffer, bool drop_last, int64_t epochs);
+/* pb_sampler_batch in that order. */
+bool pb_sampler_stream_batch(const struct pb_sampler *s, uint64_t batch, uint64_t *indices,
+                             uint64_t *seeds, uint32_t *count);
 
 /* The shuffled position of i in epoch's permutation of [0, n). */
 uint64_t pb_sampler_permute(const struct pb_sampler *s, uint64_t epoch, uint64_t i);

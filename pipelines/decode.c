@@ -4,12 +4,19 @@
 #include "decoders/decoder.h"
 #include "pipelines/stage.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include "pipelines/storage.h"
 
 struct decode_state {
     const struct pb_decoder_ops *decoder;
     void *decoder_state;
+    /* A decoder that opens its files itself (video) under dataset.cache:
+     * cold or direct: the file is evicted after it was decoded. */
+    bool evict_after;
 };
 
 static int decode_init(void **state, const void *opts, const struct pb_stage_plan *in,
@@ -30,6 +37,7 @@ static int decode_init(void **state, const void *opts, const struct pb_stage_pla
     if (!st)
         return PB_ERR_NOMEM;
     st->decoder = decoder;
+    st->evict_after = (decoder->flags & PB_DECODER_OPENS_FILE) && in->cache != PB_CACHE_WARM;
     int rc = decoder->init(&st->decoder_state, decoder_opts, in, out, msg, msglen);
     if (rc != PB_OK) {
         free(st);
@@ -42,7 +50,15 @@ static int decode_init(void **state, const void *opts, const struct pb_stage_pla
 static int decode_process(void *state, struct pb_sample *s)
 {
     struct decode_state *st = state;
-    return st->decoder->decode(st->decoder_state, s);
+    int rc = st->decoder->decode(st->decoder_state, s);
+    if (st->evict_after && s->path) {
+        int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            pb_storage_evict_range(fd, 0, 0);
+            close(fd);
+        }
+    }
+    return rc;
 }
 
 static void decode_cleanup(void *state)

@@ -176,6 +176,8 @@ int pb_dataset_generate_stoppable(const struct pb_generate_spec *spec, const cha
     case PB_GENERATE_VIDEO: rc = pb_generate_video(spec, tmp, stop, msg, msglen); break;
     default: rc = generate_files(spec, tmp, stop, msg, msglen); break;
     }
+    if (rc == PB_OK && spec->shards > 0)
+        rc = pb_dataset_pack_shards(tmp, spec->shards, msg, msglen);
     if (rc == PB_OK) {
         rmdir(dir); /* an empty folder may already be there */
         if (rename(tmp, dir) != 0) {

@@ -30,7 +30,14 @@ struct pb_generate_spec {
     int64_t gop;         /* video: keyframe interval, frames             */
     double corrupt_fraction; /* share of files written truncated, to
                                 exercise run.on_error                    */
+    int64_t shards;      /* > 0: packed into this many tar shards         */
 };
+
+/* Packs the loose files of dir (as generated) into shards tar files
+ * dir/shard-NNNNNN.tar, WebDataset style (each file a member keyed by its
+ * name without extension), and removes the loose files
+ * (pipelines/dataset_tar.c). PB_OK or an error with msg. */
+int pb_dataset_pack_shards(const char *dir, int64_t shards, char *msg, size_t msglen);
 
 /* Parses "WxH" or "WxH-WxH" (a range, sizes spread between the two).
  * Returns PB_OK or PB_ERR_CONFIG with a message naming the text. */

@@ -33,6 +33,11 @@ struct pb_sample {
     const char *path;      /* file the sample comes from, or NULL       */
     uint64_t file_bytes;   /* size of that file from the dataset index  */
     uint64_t seed;         /* per-sample seed: reproducible randomness  */
+    /* A tar member (dataset.format: tar): its data starts at file_offset
+     * in path and is file_bytes long; member is its key (NULL for a loose
+     * file, read whole). file_offset PB_MEMBER_BAD: a bad member. */
+    uint64_t file_offset;
+    const char *member;
 
     const uint8_t *in;
     size_t in_bytes;
@@ -91,6 +96,7 @@ struct pb_stage_plan {
      * (loader.device_prefetch), and a batch size bound for staging. */
     int inflight;
     int max_samples;
+    int cache;             /* dataset.cache (enum pb_cache_mode)        */
 };
 
 enum pb_stage_flags {

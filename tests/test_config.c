@@ -126,7 +126,7 @@ static void test_good_config(void **state)
     assert_int_equal(read->line, 11);
     assert_int_equal(read->column, 5);
     assert_null(read->decoder);
-    assert_string_equal(value_of(read->ops->opts, read->opts, "drop_cache"), "false");
+    assert_string_equal(value_of(read->ops->opts, read->opts, "block_kib"), "0");
     assert_ptr_equal(decode->ops, pb_stage_find("decode"));
     assert_ptr_equal(decode->decoder, pb_decoder_find("null"));
     assert_int_equal(decode->line, 12);
@@ -205,7 +205,7 @@ static void test_overrides(void **state)
     override_ok(&spec, "name=renamed");
     override_ok(&spec, "pipeline.decode.cost_us=50");
     override_ok(&spec, "pipeline.1.height=32");
-    override_ok(&spec, "pipeline.0.drop_cache=yes");
+    override_ok(&spec, "pipeline.0.block_kib=64");
     assert_int_equal(spec.loader.workers, 8);
     assert_int_equal(spec.run.on_error, PB_ON_ERROR_SKIP);
     assert_true(spec.run.target_noise == 0.02);
@@ -216,8 +216,8 @@ static void test_overrides(void **state)
     assert_string_equal(value_of(null_opts, decode->decoder_opts, "cost_us"), "50");
     assert_string_equal(value_of(null_opts, decode->decoder_opts, "height"), "32");
     assert_string_equal(value_of(null_opts, decode->decoder_opts, "width"), "64");
-    assert_string_equal(value_of(spec.stages[0].ops->opts, spec.stages[0].opts, "drop_cache"),
-                        "true");
+    assert_string_equal(value_of(spec.stages[0].ops->opts, spec.stages[0].opts, "block_kib"),
+                        "64");
 
     /* Choosing the decoder again resets its options to the defaults. */
     override_ok(&spec, "pipeline.decode.decoder=null");
@@ -286,7 +286,8 @@ static void test_bad_overrides(void **state)
         {"dataset.generate.cont=3",
          "-s dataset.generate.cont=3: unknown key 'dataset.generate.cont'; did you mean "
          "'count'? allowed: kind, count, size_bytes, seed, size, quality, "
-         "progressive_fraction, grayscale_fraction, frames, fps, codec, gop, corrupt_fraction"},
+         "progressive_fraction, grayscale_fraction, frames, fps, codec, gop, corrupt_fraction, "
+         "shards"},
         {"pipeline.decode=4",
          "-s pipeline.decode=4: expected pipeline.STAGE.KEY=VALUE, where STAGE is a stage's "
          "name or position (0 is the first)"},
@@ -299,7 +300,7 @@ static void test_bad_overrides(void **state)
          "-s pipeline.1.width=0: pipeline.1.width must be between 1 and 16384, got 0"},
         {"pipeline.read.decoder=null",
          "-s pipeline.read.decoder=null: unknown key 'pipeline.read.decoder'; allowed: "
-         "drop_cache"},
+         "block_kib"},
         {"pipeline.decode.decoder=xyzzy", unknown_decoder},
     };
     struct pb_spec spec;
@@ -395,13 +396,17 @@ static void test_bad_configs(void **state)
          "stage_timing, max_error_pct, max_memory_mib"},
         {"dataset:\n  path: /data\n  generat: {count: 4}\npipeline: [read]\n",
          "bad.yaml:3:3: unknown key 'dataset.generat'; did you mean 'generate'? allowed: path, "
-         "shuffle, seed, epochs, max_samples, shard, generate"},
+         "shuffle, seed, epochs, max_samples, shard, cache, format, shuffle_buffer, generate"},
         {"dataset:\n  path: /data\n  generate:\n    cnt: 4\npipeline: [read]\n",
          "bad.yaml:4:5: unknown key 'dataset.generate.cnt'; did you mean 'count'? allowed: "
          "kind, count, size_bytes, seed, size, quality, progressive_fraction, grayscale_fraction, "
-         "frames, fps, codec, gop, corrupt_fraction"},
-        {"pipeline:\n  - read: {drop_cache: true, readahead: 4}\n",
-         "bad.yaml:2:30: unknown key 'pipeline.read.readahead'; allowed: drop_cache"},
+         "frames, fps, codec, gop, corrupt_fraction, shards"},
+        {"pipeline:\n  - read: {block_kib: 10240, readahead: 4}\n",
+         "bad.yaml:2:30: unknown key 'pipeline.read.readahead'; allowed: block_kib"},
+        {"pipeline:\n  - read: {drop_cache: true}\n",
+         "bad.yaml:2:12: 'pipeline.read.drop_cache' was removed: set dataset.cache: cold to evict "
+         "the dataset's files before each repeat and each file after it is read (or direct for "
+         "O_DIRECT reads); see docs/storage.md"},
         /* Wrong kinds of node. */
         {HEAD "loader:\n  workers: [1, 2]\n",
          "bad.yaml:8:12: loader.workers must be a scalar, got a sequence"},
@@ -588,7 +593,8 @@ static void test_json_round_trip(void **state)
     json_t *pipeline = json_object_get(obj, "pipeline");
     assert_int_equal(json_array_size(pipeline), 2);
     json_t *read = json_object_get(json_array_get(pipeline, 0), "read");
-    assert_true(json_is_false(json_object_get(read, "drop_cache")));
+    assert_true(json_is_integer(json_object_get(read, "block_kib")));
+    assert_int_equal(json_integer_value(json_object_get(read, "block_kib")), 0);
     json_t *decode = json_object_get(json_array_get(pipeline, 1), "decode");
     assert_string_equal(json_string_value(json_object_get(decode, "decoder")), "null");
     assert_int_equal(json_integer_value(json_object_get(decode, "width")), 64);

@@ -1,0 +1,196 @@
+/* Tests of the storage measurements (pipelines/storage.c): page-cache
+ * residency after an eviction and after a warm read, the read stage's cold
+ * mode evicting what it read, sampling of large datasets, and the cold
+ * read ceiling. They need a file system that can evict clean pages; where
+ * the build folder's cannot (tmpfs, some overlays) the program says so and
+ * exits 77 (skipped). */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+
+#include "bench/storage_run.h"
+#include "pipelines/dataset.h"
+#include "pipelines/stage.h"
+#include "pipelines/storage.h"
+
+/* In the folder ctest runs in (the build folder), whose file system is
+ * the one checked. */
+static char root[] = "pbench-test-storage-XXXXXX";
+#define FILES 6
+#define FILE_BYTES (1u << 20)
+
+static void write_files(const char *dir, int count, size_t bytes)
+{
+    assert_int_equal(mkdir(dir, 0755), 0);
+    uint8_t *data = malloc(bytes);
+    assert_non_null(data);
+    uint64_t rnd = 1;
+    for (size_t i = 0; i < bytes; i++)
+        data[i] = (uint8_t)pb_test_rnd(&rnd);
+    for (int i = 0; i < count; i++) {
+        char path[PB_PATH_MAX];
+        snprintf(path, sizeof(path), "%s/f%05d.bin", dir, i);
+        data[0] = (uint8_t)i;
+        pb_test_write_file(path, data, bytes);
+    }
+    free(data);
+}
+
+static void open_dir(const char *sub, struct pb_dataset *ds)
+{
+    struct pb_dataset_spec spec = {.shard = {0, 1}};
+    snprintf(spec.path, sizeof(spec.path), "%s/%s", root, sub);
+    char msg[PB_MSG_MAX];
+    if (pb_dataset_open(&spec, ds, msg, sizeof(msg)) != PB_OK)
+        fail_msg("%s", msg);
+}
+
+static double resident_pct(const struct pb_dataset *ds)
+{
+    struct pb_residency r;
+    assert_int_equal(pb_residency_measure(ds, &r), PB_OK);
+    assert_int_equal(r.files_failed, 0);
+    return r.resident_pct;
+}
+
+static void read_all(const struct pb_dataset *ds)
+{
+    for (size_t i = 0; i < ds->count; i++) {
+        size_t len;
+        free(pb_test_read_file(ds->paths[i], &len, true));
+        assert_int_equal(len, ds->sizes[i]);
+    }
+}
+
+static void test_residency_after_eviction_and_read(void **state)
+{
+    (void)state;
+    struct pb_dataset ds;
+    open_dir("data", &ds);
+    assert_int_equal(pb_storage_evict(&ds), 0);
+    double cold = resident_pct(&ds);
+    assert_true(cold < 5.0);
+    read_all(&ds);
+    double warm = resident_pct(&ds);
+    assert_true(warm > 90.0);
+    /* What a repeat's start does: cold evicts, warm leaves the cache be. */
+    struct pb_residency r;
+    pb_storage_before_repeat(&ds, PB_CACHE_WARM, &r);
+    assert_int_equal(r.files_checked, FILES);
+    assert_int_equal(r.files_total, FILES);
+    assert_int_equal(r.bytes_checked, (uint64_t)FILES * FILE_BYTES);
+    assert_true(r.resident_pct > 90.0);
+    pb_storage_before_repeat(&ds, PB_CACHE_COLD, &r);
+    assert_true(r.resident_pct < 5.0);
+    pb_dataset_free(&ds);
+}
+
+/* The read stage under cold drops each file after reading it; under warm
+ * the file stays cached. */
+static void test_read_stage_cold_evicts(void **state)
+{
+    (void)state;
+    struct pb_dataset ds;
+    open_dir("data", &ds);
+    const struct pb_stage_ops *read = pb_stage_find("read");
+    uint8_t *buf = malloc(ds.max_bytes);
+    assert_non_null(buf);
+    for (int cache = PB_CACHE_WARM; cache <= PB_CACHE_DIRECT; cache++) {
+        pb_storage_evict(&ds);
+        struct {
+            int64_t block_kib;
+        } opts = {64};
+        struct pb_stage_plan in = {.max_bytes = ds.max_bytes, .cache = cache}, out;
+        void *st = NULL;
+        char msg[PB_MSG_MAX] = "";
+        assert_int_equal(read->init(&st, &opts, &in, &out, NULL, NULL, msg, sizeof(msg)), PB_OK);
+        for (size_t i = 0; i < ds.count; i++) {
+            struct pb_sample s = {.index = i,
+                                  .path = ds.paths[i],
+                                  .file_bytes = ds.sizes[i],
+                                  .out = buf,
+                                  .out_capacity = ds.max_bytes,
+                                  .msg = msg,
+                                  .msglen = sizeof(msg)};
+            assert_int_equal(read->process(st, &s), PB_OK);
+            assert_int_equal(s.out_bytes, ds.sizes[i]);
+            assert_int_equal(buf[0], (uint8_t)i);
+        }
+        read->cleanup(st);
+        double pct = resident_pct(&ds);
+        if (cache == PB_CACHE_WARM)
+            assert_true(pct > 90.0);
+        else
+            assert_true(pct < 5.0);
+    }
+    free(buf);
+    pb_dataset_free(&ds);
+}
+
+/* More files than one measurement checks: a spread sample, said so. */
+static void test_large_dataset_is_sampled(void **state)
+{
+    (void)state;
+    char dir[PB_PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/many", root);
+    write_files(dir, PB_RESIDENCY_MAX_FILES + 100, 64);
+    struct pb_dataset ds;
+    open_dir("many", &ds);
+    struct pb_residency r;
+    assert_int_equal(pb_residency_measure(&ds, &r), PB_OK);
+    assert_int_equal(r.files_total, PB_RESIDENCY_MAX_FILES + 100);
+    assert_true(r.files_checked <= PB_RESIDENCY_MAX_FILES);
+    assert_true(r.files_checked >= PB_RESIDENCY_MAX_FILES / 2);
+    pb_dataset_free(&ds);
+}
+
+/* The storage ceiling reads every byte and leaves the files cached. */
+static void test_cold_read_ceiling(void **state)
+{
+    (void)state;
+    struct pb_dataset ds;
+    open_dir("data", &ds);
+    char msg[PB_MSG_MAX] = "";
+    double mb_per_s = pb_storage_cold_read_mb_per_s(&ds, 1u << 20, 0, msg, sizeof(msg));
+    assert_true(mb_per_s > 0);
+    assert_true(resident_pct(&ds) > 90.0);
+    pb_dataset_free(&ds);
+}
+
+int main(void)
+{
+    if (pb_test_tmpdir_make(root) != 0) {
+        perror(root);
+        return 1;
+    }
+    char data[PB_PATH_MAX];
+    snprintf(data, sizeof(data), "%s/data", root);
+    write_files(data, FILES, FILE_BYTES);
+    /* Can this file system evict? If not, nothing here can be tested. */
+    struct pb_dataset ds;
+    open_dir("data", &ds);
+    pb_storage_evict(&ds);
+    struct pb_residency r;
+    int probe = pb_residency_measure(&ds, &r);
+    char fs[32];
+    pb_storage_fs_name(&ds, fs, sizeof(fs));
+    pb_dataset_free(&ds);
+    if (probe != PB_OK || r.resident_pct > 50.0) {
+        printf("skipped: the file system under %s (%s) %s\n", root, fs,
+               probe != PB_OK ? "cannot be measured with mincore"
+                              : "keeps pages after posix_fadvise(DONTNEED)");
+        pb_test_tmpdir_remove(root);
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_residency_after_eviction_and_read),
+        cmocka_unit_test(test_read_stage_cold_evicts),
+        cmocka_unit_test(test_large_dataset_is_sampled),
+        cmocka_unit_test(test_cold_read_ceiling),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    pb_test_tmpdir_remove(root);
+    return rc;
+}
