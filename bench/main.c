@@ -19,6 +19,7 @@
 #include "bench/commands.h"
 #include "bench/config.h"
 #include "bench/history.h"
+#include "bench/html.h"
 #include "bench/pb.h"
 #include "bench/printable.h"
 #include "bench/progress.h"
@@ -79,7 +80,7 @@ static int cmd_run(int argc, char **argv)
         case 'o': opts.output_path = optarg; break;
         case 'f':
             if (pb_format_parse(optarg, &format) != PB_OK)
-                exit_code = usage_error("run", "unknown format '%s'; allowed: table, json, markdown, csv",
+                exit_code = usage_error("run", "unknown format '%s'; allowed: table, json, markdown, csv, html",
                                         optarg);
             break;
         case 'q': quiet = true; break;
@@ -115,9 +116,13 @@ static int cmd_run(int argc, char **argv)
         if (outcome.compared) {
             fputc('\n', stdout);
             const struct pb_comparison *cmp = &outcome.comparison;
-            int rc = pb_comparison_print(stdout, stderr, cmp, opts.baseline_path,
+            /* CSV has no comparison form; an HTML page on stdout is one
+             * document, so its comparison goes to stderr as a table. */
+            bool html = format == PB_FORMAT_HTML;
+            int rc = pb_comparison_print(html ? stderr : stdout, stderr, cmp, opts.baseline_path,
                                          outcome.result_path,
-                                         format == PB_FORMAT_CSV ? PB_FORMAT_TABLE : format, false);
+                                         format == PB_FORMAT_CSV || html ? PB_FORMAT_TABLE : format,
+                                         false);
             int code = comparison_exit(rc, cmp, fail_on_regression);
             if (exit_code == PB_EXIT_OK)
                 exit_code = code;
@@ -146,7 +151,7 @@ static int cmd_compare(int argc, char **argv)
     double threshold_pct = 5;
     int format = PB_FORMAT_TABLE;
     bool force = false, fail_on_regression = false;
-    const char *files[2] = {NULL, NULL};
+    const char *files[2] = {NULL, NULL}, *output = NULL;
     int nfiles = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -157,9 +162,11 @@ static int cmd_compare(int argc, char **argv)
         } else if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc) {
             enum pb_format f;
             if (pb_format_parse(argv[++i], &f) != PB_OK || f == PB_FORMAT_CSV)
-                return usage_error("compare", "unknown format '%s'; allowed: table, json, markdown",
+                return usage_error("compare", "unknown format '%s'; allowed: table, json, markdown, html",
                                    argv[i]);
             format = (int)f;
+        } else if ((strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0) && i + 1 < argc) {
+            output = argv[++i];
         } else if (strcmp(a, "--force") == 0) {
             force = true;
         } else if (strcmp(a, "--fail-on-regression") == 0) {
@@ -178,7 +185,17 @@ static int cmd_compare(int argc, char **argv)
         print_error("compare", msg);
         return PB_EXIT_ERROR;
     }
-    int rc = pb_comparison_print(stdout, stderr, &cmp, files[0], files[1], format, force);
+    int rc;
+    if (output && cmp.point_count > 0 && (force || !cmp.incompatible)) {
+        rc = pb_comparison_write(output, &cmp, files[0], files[1], format, msg, sizeof(msg));
+        if (rc != PB_OK) {
+            print_error("compare", msg);
+            pb_comparison_free(&cmp);
+            return PB_EXIT_ERROR;
+        }
+    } else {
+        rc = pb_comparison_print(stdout, stderr, &cmp, files[0], files[1], format, force);
+    }
     int code = comparison_exit(rc, &cmp, fail_on_regression);
     pb_comparison_free(&cmp);
     return code;
@@ -314,11 +331,15 @@ static int cmd_gen(int argc, char **argv)
 static int cmd_report(int argc, char **argv)
 {
     enum pb_format format = PB_FORMAT_TABLE;
-    const char *path = NULL;
+    const char *path = NULL, *output = NULL;
     for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "--output") == 0 || strcmp(argv[i], "-o") == 0) && i + 1 < argc) {
+            output = argv[++i];
+            continue;
+        }
         if ((strcmp(argv[i], "--format") == 0 || strcmp(argv[i], "-f") == 0) && i + 1 < argc) {
             if (pb_format_parse(argv[++i], &format) != PB_OK)
-                return usage_error("report", "unknown format '%s'; allowed: table, json, markdown, csv",
+                return usage_error("report", "unknown format '%s'; allowed: table, json, markdown, csv, html",
                                    argv[i]);
         } else if (argv[i][0] == '-' || path) {
             return usage_error("report", "unexpected argument '%s'", argv[i]);
@@ -343,11 +364,18 @@ static int cmd_report(int argc, char **argv)
         json_decref(result.analysis);
         result.analysis = pb_analysis_to_json(&analysis);
     }
-    pb_report_analyzed(stdout, &result, analyzed ? &analysis : NULL, format);
+    int code = PB_EXIT_OK;
+    if (!output)
+        pb_report_analyzed(stdout, &result, analyzed ? &analysis : NULL, format);
+    else if (pb_report_write(output, &result, analyzed ? &analysis : NULL, (int)format, msg,
+                             sizeof(msg)) != PB_OK) {
+        print_error("report", msg);
+        code = PB_EXIT_ERROR;
+    }
     if (analyzed)
         pb_analysis_free(&analysis);
     pb_result_free(&result);
-    return PB_EXIT_OK;
+    return code;
 }
 
 /* ---- list --------------------------------------------------------------- */
