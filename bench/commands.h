@@ -7,7 +7,7 @@
 #define PB_COMMANDS(X) \
     X(run, \
       "pbench run CONFIG [-s key.path=value]... [-a key.path=v1,v2]... [-o results/NAME.json]\n" \
-      "                  [--format table|json|markdown|csv|html] [--quiet] [--overhead]\n" \
+      "                  [--format table|json|markdown|csv|html] [--quiet] [--overhead] [--trace FILE]\n" \
       "                  [--baseline BASE.json [--threshold 5%] [--fail-on-regression]]", \
       "Runs the pipeline CONFIG describes under its loader settings, prints a table and writes\n" \
       "the complete result as JSON (default results/NAME-YYYYmmdd-HHMMSS.json).\n\n" \
@@ -16,6 +16,8 @@
       "  -o, --output PATH         where to write the JSON result\n" \
       "  -f, --format FORMAT       what to print: table (default), json, markdown, csv, html\n" \
       "  -q, --quiet               no progress lines on stderr\n" \
+      "      --trace FILE          write the CPU timeline (run.trace) to FILE, Chrome\n" \
+      "                            trace-event JSON for Perfetto or chrome://tracing\n" \
       "  -a, --axis key.path=v1,v2 sweep this option over these values (adds to or replaces\n" \
       "                            the config's sweep: section; repeatable)\n" \
       "      --overhead            also measure the instrumentation's own cost: after each\n" \

@@ -63,6 +63,7 @@ static int cmd_run(int argc, char **argv)
         {"no-calibrate", no_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
         {"baseline", required_argument, NULL, 'B'}, {"threshold", required_argument, NULL, 'T'},
         {"fail-on-regression", no_argument, NULL, 'F'},
+        {"trace", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     const char **overrides = calloc((size_t)argc, sizeof(char *));
@@ -87,6 +88,10 @@ static int cmd_run(int argc, char **argv)
         case 'O': opts.overhead = true; break;
         case 'C': opts.calibrate = false; break;
         case 'B': opts.baseline_path = optarg; break;
+        case 'R': /* --trace FILE: run.trace into FILE (2 arguments, so room in overrides) */
+            opts.trace_path = optarg;
+            overrides[opts.override_count++] = "run.trace=true";
+            break;
         case 'F': fail_on_regression = true; break;
         case 'T':
             if (pb_threshold_parse(optarg, &opts.threshold_pct) != PB_OK)

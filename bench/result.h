@@ -186,6 +186,7 @@ struct pb_result {
      * Chrome trace file written beside the result. */
     json_t *gpu_profile;
     char gpu_trace_path[512];
+    char trace_path[512];       /* run.trace: the CPU timeline's file, or "" */
     size_t point_count;
     struct pb_point_result *points; /* owned */
     int warning_count;

@@ -325,6 +325,8 @@ json_t *pb_result_to_json(const struct pb_result *result)
         json_object_set_new(root, "gpu_profile", json_deep_copy(result->gpu_profile));
     if (result->gpu_trace_path[0])
         json_object_set_new(root, "gpu_trace", json_string(result->gpu_trace_path));
+    if (result->trace_path[0])
+        json_object_set_new(root, "trace", json_string(result->trace_path));
     json_t *points = json_array();
     for (size_t i = 0; i < result->point_count; i++)
         json_array_append_new(points, point_to_json(&result->points[i]));
@@ -695,6 +697,10 @@ static int read_result(struct pb_json_reader *rd, const json_t *root, struct pb_
     if (json_is_string(trace))
         snprintf(result->gpu_trace_path, sizeof(result->gpu_trace_path), "%s",
                  json_string_value(trace));
+    const json_t *cpu_trace = json_object_get(root, "trace");
+    if (json_is_string(cpu_trace))
+        snprintf(result->trace_path, sizeof(result->trace_path), "%s",
+                 json_string_value(cpu_trace));
     const json_t *analysis = json_object_get(root, "analysis");
     if (analysis && json_is_object(analysis))
         result->analysis = json_deep_copy(analysis);

@@ -31,6 +31,8 @@
 typedef void (*pb_progress_fn)(void *user, int repeat, int repeats,
                                const struct pb_repeat_result *done);
 
+struct pb_trace;
+
 struct pb_run_hooks {
     pb_progress_fn progress;
     void *user;
@@ -44,6 +46,9 @@ struct pb_run_hooks {
      * ended and the repeat is kept, with why it ended (before progress);
      * may be NULL. */
     void (*stopped)(void *user, int repeat, enum pb_stop_reason reason);
+    /* The CPU trace the point records into when its spec asks for one
+     * (bench/trace.h); NULL: none. */
+    struct pb_trace *trace;
 };
 
 /* Runs spec over ds for run.repeats rounds and fills point (repeats and

@@ -19,6 +19,7 @@
 #include "bench/runner.h"
 #include "bench/stagestats.h"
 #include "bench/sysmon.h"
+#include "bench/trace.h"
 
 struct run;
 
@@ -35,6 +36,11 @@ struct worker {
     bool cpu_started;
     uint64_t *indices, *seeds;
     char msg[PB_MSG_MAX];
+    /* The CPU trace (bench/trace.h): this thread's buffer, and the one
+     * recorded into in this repeat (NULL when not tracing: the hot path's
+     * one branch). trace_names: the trace's id of each stage's name. */
+    struct pb_trace_thread *trace_buffer, *trace;
+    uint16_t trace_names[PB_MAX_STAGES];
 };
 
 struct run {
@@ -77,7 +83,14 @@ struct run {
     struct pb_sysmon sysmon;
     struct pb_stoprule rule;
     double mhz_start; /* CPU clock when the repeat began */
+    /* The training loop's trace buffer, as the workers' above. */
+    struct pb_trace_thread *loop_trace_buffer, *loop_trace;
+    uint16_t loop_trace_names[PB_MAX_STAGES];
 };
+
+/* Gives the run's threads their buffers in trace (hooks' trace, when the
+ * spec asks for one); PB_OK, or PB_ERR_NOMEM. */
+int pb_runner_trace_setup(struct run *run, struct pb_trace *trace);
 
 /* What the consumer measured in a repeat's measured part. */
 struct consumed {

@@ -21,6 +21,7 @@
 #include "kernels/gpu_rt.h"
 #include "bench/pb.h"
 #include "bench/sweep.h"
+#include "bench/trace.h"
 #include "pipelines/dataset.h"
 #include "pipelines/generate.h"
 
@@ -44,6 +45,7 @@ struct session {
     struct pb_dataset ds;
     bool ds_open;
     struct pb_cupti_trace *trace;
+    struct pb_trace *cpu_trace;     /* run.trace: the CPU timeline, or NULL  */
     double *overhead_pairs;
     int overhead_count;
     bool interrupted;
@@ -422,6 +424,7 @@ static int measure(struct session *s)
     struct pb_run_hooks run_hooks = {
         .progress = h->progress, .tick = h->tick, .user = h->user, .stop = h->stop};
     start_cupti(s);
+    run_hooks.trace = s->cpu_trace = pb_trace_for_specs(s->specs, (size_t)s->point_count, &s->ds);
     s->overhead_pairs = calloc((size_t)repeats, sizeof(double));
     s->interrupted = h->stop && *h->stop;
     for (int r = 0; r < repeats && !s->interrupted; r++) {
@@ -595,6 +598,8 @@ static int write_result(struct session *s)
     const char *path = s->outcome->result_path;
     if (s->trace)
         write_trace(s, path);
+    if (s->cpu_trace)
+        pb_trace_write_beside(s->cpu_trace, s->opts->trace_path, path, r);
     if (pb_result_write(r, path, s->msg, s->msglen) != PB_OK)
         return fail(s, PB_ERR);
     say(s->hooks, PB_SESSION_INFO, "result written to %s", path);
@@ -688,6 +693,7 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
         pb_spec_free(&s->specs[i]);
     pb_spec_free(&s->calibration);
     pb_cupti_free(s->trace);
+    pb_trace_free(s->cpu_trace);
     pb_spec_free(&s->base);
     free(s->specs);
     free(s->points);

@@ -36,6 +36,8 @@ struct pb_session_opts {
     bool calibrate_gpu;             /* pb_session_calibrate: host-to-device copies too,
                                        failing without a device                  */
     const char *baseline_path;      /* NULL: no comparison                        */
+    const char *trace_path;         /* run.trace's file; NULL: NAME.trace.json beside
+                                       the result                                 */
     double threshold_pct;           /* practical threshold of that comparison     */
 };
 
