@@ -193,7 +193,7 @@ const struct pb_section pb_sections[] = {
     {"gpu", PB_SECTION_VALUE, gpu_opts, SPEC(gpu), 0,
      "What a GPU pipeline does on a machine without a CUDA device.", NULL},
     {"profile", PB_SECTION_OPTIONS, pb_profile_opts, SPEC(profile), 0,
-     "How the GPU side is measured.", NULL},
+     "How much is measured (profile.level) and how the GPU side is (profile.gpu).", NULL},
     {"analysis", PB_SECTION_OPTIONS, pb_analysis_opts, SPEC(analysis), 0,
      "The verdict's thresholds: input-bound bands, ties, the utilization target, the knee.",
      NULL},

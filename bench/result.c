@@ -151,6 +151,9 @@ static void summarize_stages(struct pb_point_result *point, size_t n)
             pb_hist_merge(&merged[i].hist, &src->hist);
             for (int c = 0; c < src->counter_count && c < PB_STAGE_COUNTERS; c++)
                 merged[i].counters[c] += src->counters[c];
+            merged[i].perf_mask |= src->perf_mask;
+            for (int c = 0; c < PB_PERF_COUNTERS; c++)
+                merged[i].perf[c] += src->perf[c];
         }
     }
     /* Shares are of the host rows' total, or of the device rows' total. */

@@ -23,6 +23,7 @@
 #define PB_MAX_ERROR_FILES 8
 
 #define PB_STAGE_COUNTERS 4
+#define PB_PERF_COUNTERS 5      /* bench/perfcount.h */
 
 /* Interference that makes a point's figures lower than the machine alone. */
 #define PB_BUSY_MACHINE_PCT 10.0
@@ -44,6 +45,10 @@ struct pb_stage_result {
     int counter_count;          /* e.g. frames_decoded, frames_delivered  */
     char counter_names[PB_STAGE_COUNTERS][32];
     uint64_t counters[PB_STAGE_COUNTERS];
+    /* profile.level comprehensive: perf_event counters over the stage's
+     * samples; bit i of perf_mask: pb_perf_names[i] was counted. */
+    unsigned perf_mask;
+    uint64_t perf[PB_PERF_COUNTERS];
 };
 
 /* Per batch, as the consumer saw it. */

@@ -90,6 +90,7 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
         w->cpu_started = true;
     }
     uint64_t batch_cpu_start = timing ? pb_thread_cpu_ns() : 0;
+    bool perf = timing && w->perf.mask;
     uint64_t stage_wall_ns = 0, stage_cpu_ns = 0;
     const struct pb_dataset *ds = run->ds;
     uint32_t delivered = 0, errors = 0;
@@ -111,10 +112,12 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
         int rc = PB_OK;
         /* With timing on, one clock reading closes a stage and opens the
          * next, so a sample costs stages + 1 readings of each clock. */
-        uint64_t t_prev = 0, c_prev = 0;
+        uint64_t t_prev = 0, c_prev = 0, perf_prev[PB_PERF_COUNTERS] = {0};
         if (timing) {
             t_prev = pb_now_ns();
             c_prev = pb_thread_cpu_ns();
+            if (perf)
+                pb_perf_read(&w->perf, perf_prev);
         }
         for (int k = 0; k <= last; k++) {
             if (k == last) {
@@ -163,6 +166,14 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
                                     t, 0);
                 pb_hist_add(st->hist[k], t - t_prev);
                 st->cpu_ns[k] += c - c_prev;
+                if (perf) {
+                    uint64_t now[PB_PERF_COUNTERS] = {0};
+                    pb_perf_read(&w->perf, now);
+                    for (int i = 0; i < PB_PERF_COUNTERS; i++) {
+                        st->perf[k][i] += now[i] - perf_prev[i];
+                        perf_prev[i] = now[i];
+                    }
+                }
                 stage_wall_ns += t - t_prev;
                 stage_cpu_ns += c - c_prev;
                 t_prev = t;
@@ -226,6 +237,8 @@ static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct run *run = w->run;
+    if (run->perf_on)
+        w->stats->perf_mask = pb_perf_open(&w->perf, NULL, 0);
     for (uint64_t seq = (uint64_t)w->index; !atomic_load(&run->stop_workers);
          seq += (uint64_t)run->workers) {
         struct pb_slot *slot = pb_queue_acquire(&run->queue, w->index);
@@ -239,6 +252,7 @@ static void *worker_main(void *arg)
         pb_queue_push(&run->queue, slot);
     }
     atomic_store(&w->exit_cpu_ns, pb_thread_cpu_ns());
+    pb_perf_close(&w->perf);
     pb_queue_worker_done(&run->queue, w->index);
     return NULL;
 }
@@ -326,6 +340,7 @@ static int start_repeat(struct run *run, int repeat, bool stage_timing, char *ms
         return rc;
     run->stage_timing = stage_timing;
     run->loop_trace = stage_timing ? run->loop_trace_buffer : NULL;
+    run->perf_on = stage_timing && spec->profile.level == PB_PROFILE_COMPREHENSIVE;
     run->first_error[0] = '\0';
     run->first_measured_seq = (uint64_t)spec->run.warmup_batches;
     atomic_store(&run->stop_workers, false);
@@ -358,6 +373,8 @@ static int start_repeat(struct run *run, int repeat, bool stage_timing, char *ms
         }
     }
     pb_sysmon_start(&run->sysmon);
+    if (run->workers == 0 && run->perf_on) /* the loop builds the batches itself */
+        run->worker[0].stats->perf_mask = pb_perf_open(&run->worker[0].perf, NULL, 0);
     for (int i = 0; i < run->workers; i++) {
         if (pthread_create(&run->worker[i].thread, NULL, worker_main, &run->worker[i]) != 0) {
             fail_run(run, PB_ERR, "cannot start loader worker threads");
@@ -530,6 +547,8 @@ static void stop_repeat(struct run *run)
     for (int i = 0; i < run->started_workers; i++)
         pthread_join(run->worker[i].thread, NULL);
     run->started_workers = 0;
+    if (run->workers == 0)
+        pb_perf_close(&run->worker[0].perf);
     pb_sysmon_stop(&run->sysmon);
     if (run->workers > 0) {
         pb_queue_destroy(&run->queue);
@@ -684,6 +703,8 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     if (pb_runner_trace_setup(&pr->run, hooks ? hooks->trace : NULL) != PB_OK)
         pb_point_warn(point, "run.trace: out of memory for the trace buffers; no trace");
     warn_point_setup(spec, ds, point);
+    if (spec->profile.level == PB_PROFILE_COMPREHENSIVE)
+        pb_perf_note(point);
     *out = pr;
     return PB_OK;
 }

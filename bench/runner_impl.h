@@ -14,6 +14,7 @@
 #include "bench/gpu_acc.h"
 #include "bench/gpuloop.h"
 #include "bench/pb.h"
+#include "bench/perfcount.h"
 #include "bench/queue.h"
 #include "bench/runlimits.h"
 #include "bench/runner.h"
@@ -41,6 +42,7 @@ struct worker {
      * one branch). trace_names: the trace's id of each stage's name. */
     struct pb_trace_thread *trace_buffer, *trace;
     uint16_t trace_names[PB_MAX_STAGES];
+    struct pb_perf_thread perf; /* profile.level comprehensive; mask 0: off */
 };
 
 struct run {
@@ -85,6 +87,7 @@ struct run {
     double mhz_start; /* CPU clock when the repeat began */
     /* The training loop's trace buffer, as the workers' above. */
     struct pb_trace_thread *loop_trace_buffer, *loop_trace;
+    bool perf_on; /* this repeat counts perf events per stage */
     uint16_t loop_trace_names[PB_MAX_STAGES];
 };
 

@@ -365,7 +365,9 @@ static void calibrate_sweep(struct session *s)
 
 static void start_cupti(struct session *s)
 {
-    if (s->base.profile.gpu != PB_PROFILE_GPU_CUPTI || s->result->gpu_skipped[0] ||
+    if ((s->base.profile.gpu != PB_PROFILE_GPU_CUPTI &&
+         s->base.profile.level != PB_PROFILE_COMPREHENSIVE) ||
+        s->result->gpu_skipped[0] ||
         !pb_spec_uses_gpu(&s->base))
         return;
     char tmsg[PB_MSG_MAX];
@@ -596,10 +598,15 @@ static int write_result(struct session *s)
         r->analysis = pb_analysis_to_json(&out->analysis);
     }
     const char *path = s->outcome->result_path;
-    if (s->trace)
+    if (s->cpu_trace) {
+        /* One file: the CPU tracks, and the GPU's on the same clock. */
+        struct pb_trace_extra gpu = {pb_cupti_trace_events, s->trace};
+        pb_trace_write_beside(s->cpu_trace, s->opts->trace_path, path, s->trace ? &gpu : NULL, r);
+        if (s->trace)
+            pb_strlcpy(r->gpu_trace_path, r->trace_path, sizeof(r->gpu_trace_path));
+    } else if (s->trace) {
         write_trace(s, path);
-    if (s->cpu_trace)
-        pb_trace_write_beside(s->cpu_trace, s->opts->trace_path, path, r);
+    }
     if (pb_result_write(r, path, s->msg, s->msglen) != PB_OK)
         return fail(s, PB_ERR);
     say(s->hooks, PB_SESSION_INFO, "result written to %s", path);

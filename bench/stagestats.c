@@ -53,6 +53,8 @@ void pb_stage_stats_reset(struct pb_stage_stats *st)
     }
     pb_hist_init(&st->collate_hist);
     st->collate_cpu_ns = 0;
+    st->perf_mask = 0;
+    memset(st->perf, 0, sizeof(st->perf));
 }
 
 void pb_stage_stats_free(struct pb_stage_stats *st)
@@ -87,6 +89,9 @@ int pb_stage_rows_merge(const struct pb_stage_stats *stats, int threads,
             sr->cpu_ns += stats[i].cpu_ns[k];
             for (int c = 0; c < w0->counter_count[k]; c++)
                 sr->counters[c] += stats[i].counters[k][c];
+            sr->perf_mask |= stats[i].perf_mask;
+            for (int c = 0; c < PB_PERF_COUNTERS; c++)
+                sr->perf[c] += stats[i].perf[k][c];
         }
         sr->counter_count =
             w0->counter_count[k] < PB_STAGE_COUNTERS ? w0->counter_count[k] : PB_STAGE_COUNTERS;

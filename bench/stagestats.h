@@ -33,6 +33,10 @@ struct pb_stage_stats {
      * left of a DataLoader's collate). */
     struct pb_hist collate_hist;
     uint64_t collate_cpu_ns;
+    /* profile.level comprehensive: perf counters per stage (bench/perfcount.h);
+     * perf_mask: which ones this thread counted. */
+    unsigned perf_mask;
+    uint64_t perf[PB_MAX_STAGES][PB_PERF_COUNTERS];
 };
 
 /* Appends a stage named name (the string must outlive stats) with its

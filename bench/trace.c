@@ -222,7 +222,7 @@ struct pb_trace *pb_trace_for_specs(const struct pb_spec *specs, size_t count,
 }
 
 void pb_trace_write_beside(const struct pb_trace *trace, const char *path, const char *result_path,
-                           struct pb_result *result)
+                           const struct pb_trace_extra *extra, struct pb_result *result)
 {
     char file[sizeof(result->trace_path)], msg[PB_MSG_MAX];
     if (path) {
@@ -233,7 +233,7 @@ void pb_trace_write_beside(const struct pb_trace *trace, const char *path, const
         snprintf(file, sizeof(file), "%.*s.trace.json", (int)stem, result_path);
     }
     if (pb_make_parent_dirs(file, msg, sizeof(msg)) != PB_OK ||
-        pb_trace_write(trace, file, NULL, msg, sizeof(msg)) != PB_OK) {
+        pb_trace_write(trace, file, extra, msg, sizeof(msg)) != PB_OK) {
         pb_result_warn(result, "run.trace: no trace written: %s", msg);
         return;
     }

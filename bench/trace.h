@@ -121,6 +121,6 @@ struct pb_trace *pb_trace_for_specs(const struct pb_spec *specs, size_t count,
  * (NAME.json -> NAME.trace.json), and notes the file in result->trace_path;
  * a failure, and a trace that reached its cap, become warnings in result. */
 void pb_trace_write_beside(const struct pb_trace *trace, const char *path, const char *result_path,
-                           struct pb_result *result);
+                           const struct pb_trace_extra *extra, struct pb_result *result);
 
 #endif
