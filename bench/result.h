@@ -122,6 +122,15 @@ struct pb_repeat_result {
     struct pb_gpu_figures gpu;
 };
 
+/* RSS growth over a point's measured part (bench/memgrowth.h). */
+struct pb_memory_growth {
+    bool known;                 /* enough samples to fit                   */
+    double mib_per_1000_batches, ci_low, ci_high; /* slope and 95% interval */
+    size_t samples;
+    int repeats;
+    bool significant;           /* the interval excludes 0                 */
+};
+
 struct pb_point_result {
     json_t *axes;               /* {"loader.workers": 4, ...}; owned, may be empty */
     size_t repeat_count;
@@ -151,6 +160,7 @@ struct pb_point_result {
     char error[256];            /* why the point failed; "" when it ran   */
     struct pb_gpu_figures gpu;  /* summed over repeats, ratios recomputed */
     struct pb_gpu_device gpu_device;
+    struct pb_memory_growth memory_growth;
 };
 
 /* What this machine does at best for the config's data (pbench calibrate):

@@ -14,6 +14,7 @@
 
 #include "bench/fileio.h"
 #include "bench/jsonfield.h"
+#include "bench/memgrowth.h"
 #include "bench/perfcount.h"
 #include "bench/pb.h"
 
@@ -284,6 +285,9 @@ static json_t *point_to_json(const struct pb_point_result *p)
     json_object_set_new(obj, "warnings", warnings_to_json(p->warnings, p->warning_count));
     if (p->error[0])
         json_object_set_new(obj, "error", json_string(p->error));
+    json_t *growth = pb_memory_growth_to_json(&p->memory_growth);
+    if (growth)
+        json_object_set_new(obj, "memory_growth", growth);
     if (p->gpu.used) {
         json_object_set_new(obj, "gpu", pb_fields_to_json(&p->gpu, gpu_figures_fields));
         json_object_set_new(obj, "gpu_device",
@@ -596,6 +600,7 @@ static int read_point(struct pb_json_reader *rd, const json_t *obj, const char *
     if (read_gpu_figures(rd, obj, path, &p->gpu))
         return PB_ERR;
     read_gpu_device(obj, &p->gpu_device);
+    pb_memory_growth_from_json(json_object_get(obj, "memory_growth"), &p->memory_growth);
     size_t count = repeats ? json_array_size(repeats) : 0;
     if (count == 0)
         return PB_OK;

@@ -17,6 +17,7 @@
 #include "bench/config.h"
 #include "bench/cupti.h"
 #include "bench/fileio.h"
+#include "bench/memgrowth.h"
 #include "bench/stats.h"
 #include "kernels/gpu_rt.h"
 #include "bench/pb.h"
@@ -480,6 +481,7 @@ static size_t summarize(struct session *s)
         struct pb_point_result *pt = &r->points[i];
         if (pt->repeat_count > 0) {
             left_out |= summarize_finished(pt);
+            pb_memory_growth_check(pt, s->specs[i].analysis.memory_growth_mib);
             only_partial |= pt->repeat_count == 1 && pt->repeats[0].interrupted;
             measured_points++;
         }
