@@ -12,11 +12,13 @@
 
 #include "bench/fileio.h"
 #include "bench/pb.h"
+#include "bench/perfcount.h"
 #include "bench/report.h"
 #include "bench/svg.h"
 
 #define LABEL_MAX 256
-#define TIMELINE_WINDOWS 60
+#define TIMELINE_WINDOWS 40
+#define TIMELINE_MIN_BATCHES 4  /* a window averages at least this many batches */
 #define DETAIL_POINTS_MAX 4   /* sweeps up to this size show every point's CDFs */
 
 static const char *const page_css =
@@ -138,6 +140,11 @@ static void header(FILE *out, const struct pb_result *r)
         fputs("<br>config: ", out);
         pb_svg_escape(out, r->config_path);
     }
+    if (r->trace_path[0]) {
+        fputs("<br>CPU trace: ", out);
+        pb_svg_escape(out, r->trace_path);
+        fputs(" (open it in ui.perfetto.dev or chrome://tracing)", out);
+    }
     fputs("</div>\n", out);
 }
 
@@ -177,7 +184,8 @@ static void points_table(FILE *out, const struct pb_result *r, const struct pb_a
     static const char *const bound[] = {"no", "moderate", "high"};
     fputs("<table><tr><th class=\"l\">point</th><th>samples/s</th><th>noise ±%</th>"
           "<th>stall %</th><th>accel. util. %</th><th>worker CPU %</th><th>wait p99</th>"
-          "<th>batch assembly p50</th><th>peak RSS MiB</th><th>errors</th>"
+          "<th>batch assembly p50</th><th>peak RSS MiB</th><th>RSS growth MiB / 1000 batches</th>"
+          "<th>errors</th>"
           "<th class=\"l\">input-bound</th><th class=\"l\">bottleneck</th></tr>\n",
           out);
     for (size_t i = 0; i < r->point_count; i++) {
@@ -188,7 +196,7 @@ static void points_table(FILE *out, const struct pb_result *r, const struct pb_a
         fputs(rec ? "<tr class=\"rec\">" : "<tr>", out);
         cell(out, true, "%s%s", label, rec ? " (recommended)" : "");
         if (p->error[0]) {
-            fputs("<td colspan=\"11\" class=\"l\">failed: ", out);
+            fputs("<td colspan=\"12\" class=\"l\">failed: ", out);
             pb_svg_escape(out, p->error);
             fputs("</td></tr>\n", out);
             continue;
@@ -207,6 +215,11 @@ static void points_table(FILE *out, const struct pb_result *r, const struct pb_a
         cell(out, false, "%s", a);
         cell(out, false, "%s", b);
         cell(out, false, "%.1f", (double)p->rss_peak_bytes / 1048576.0);
+        if (p->memory_growth.known)
+            cell(out, false, "%.2f%s", p->memory_growth.mib_per_1000_batches,
+                 p->memory_growth.significant ? "" : " (noise)");
+        else
+            cell(out, false, "-");
         cell(out, false, "%llu", (unsigned long long)p->errors);
         const struct pb_point_analysis *pa =
             an && i < an->point_count && an->points[i].usable ? &an->points[i] : NULL;
@@ -533,7 +546,7 @@ static void latency_cdf(FILE *out, const struct pb_result *r, size_t point)
                                                         "and the wait), log scale",
                              .y_label = "fraction at or below", .x_log = true, .x_ns = true,
                              .y_from_zero = true, .series_count = count, .series = series,
-                             .hrule_count = 2, .hrules = quantiles, .width = 1000,
+                             .hrule_count = 2, .hrules = quantiles, .width = 1000, .y_max = 1,
                              .height = 380};
     pb_svg_line_chart(out, &c);
 done:
@@ -553,6 +566,8 @@ static void repeat_timeline(const struct pb_repeat_result *rep, double *const x[
                             double *const y[TL_CHARTS], size_t count[TL_CHARTS], size_t cap)
 {
     size_t per = rep->batch_count / TIMELINE_WINDOWS + 1;
+    if (per < TIMELINE_MIN_BATCHES)
+        per = TIMELINE_MIN_BATCHES;
     double t_ns = 0, win_ns = 0, depth = 0;
     uint64_t samples = 0;
     size_t in_window = 0;
@@ -641,6 +656,52 @@ static size_t main_point(const struct pb_analysis *an)
     return an && an->recommended >= 0 ? (size_t)an->recommended : 0;
 }
 
+/* The stage rows of a point as numbers: latency, CPU and, at
+ * profile.level comprehensive, the perf counters per sample. */
+static void stage_table(FILE *out, const struct pb_point_result *p)
+{
+    unsigned perf_mask = 0;
+    for (size_t s = 0; s < p->stage_count; s++)
+        perf_mask |= p->stages[s].perf_mask;
+    if (!p->stage_count)
+        return;
+    fputs("<table><tr><th class=\"l\">stage</th><th>count</th><th>mean</th><th>p50</th>"
+          "<th>p99</th><th>max</th><th>CPU per sample</th><th>share %</th>",
+          out);
+    for (int c = 0; c < PB_PERF_COUNTERS; c++)
+        if (perf_mask & (1u << c))
+            fprintf(out, "<th>%s per sample</th>", pb_perf_names[c]);
+    fputs("</tr>\n", out);
+    for (size_t s = 0; s < p->stage_count; s++) {
+        const struct pb_stage_result *st = &p->stages[s];
+        const struct pb_hist *h = &st->hist;
+        char a[32], b[32], c[32], d[32], e[32];
+        duration(a, sizeof(a), h->count ? h->mean_ns : 0);
+        duration(b, sizeof(b), (double)pb_hist_quantile(h, 0.5));
+        duration(c, sizeof(c), (double)pb_hist_quantile(h, 0.99));
+        duration(d, sizeof(d), (double)(h->count ? h->max_ns : 0));
+        duration(e, sizeof(e), h->count ? (double)st->cpu_ns / (double)h->count : 0);
+        fputs("<tr>", out);
+        cell(out, true, "%s%s", st->gpu ? "gpu:" : "", st->name);
+        cell(out, false, "%llu", (unsigned long long)h->count);
+        cell(out, false, "%s", a);
+        cell(out, false, "%s", b);
+        cell(out, false, "%s", c);
+        cell(out, false, "%s", d);
+        cell(out, false, "%s", st->gpu ? "-" : e);
+        cell(out, false, "%.1f", st->share_pct);
+        for (int k = 0; k < PB_PERF_COUNTERS; k++)
+            if (perf_mask & (1u << k)) {
+                if (st->perf_mask & (1u << k) && h->count)
+                    cell(out, false, "%.3g", (double)st->perf[k] / (double)h->count);
+                else
+                    cell(out, false, "-");
+            }
+        fputs("</tr>\n", out);
+    }
+    fputs("</table>\n", out);
+}
+
 static void point_details(FILE *out, const struct pb_result *r, size_t i, bool open)
 {
     char label[LABEL_MAX];
@@ -648,6 +709,7 @@ static void point_details(FILE *out, const struct pb_result *r, size_t i, bool o
     fputs(open ? "<details open><summary>" : "<details><summary>", out);
     pb_svg_escape(out, label);
     fputs("</summary>\n", out);
+    stage_table(out, &r->points[i]);
     latency_cdf(out, r, i);
     timelines(out, r, i);
     fputs("</details>\n", out);

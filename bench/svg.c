@@ -303,6 +303,8 @@ void pb_svg_line_chart(FILE *out, const struct pb_svg_chart *c)
         axis_fit(&x, xlo, xhi, false);
     }
     axis_fit(&y, ylo, yhi, c->y_from_zero);
+    if (c->y_max > 0 && !y.log)
+        y.hi = c->y_max;
     draw_axes(out, &x, &y, true, c->x_ns, c->x_names, c->x_name_count, c->x_label, c->y_label);
     for (size_t r = 0; r < c->hrule_count; r++) {
         if (!axis_ok(&y, c->hrules[r].at))

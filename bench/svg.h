@@ -34,6 +34,7 @@ struct pb_svg_chart {
     bool x_log, y_log;          /* base-10 axes (non-positive values left out) */
     bool y_from_zero;           /* a linear y axis that starts at 0       */
     bool x_ns;                  /* x values are nanoseconds: ticks "10 µs" */
+    double y_max;               /* > 0: a linear y axis up to exactly this */
     /* Categorical x: names of the positions x = 0, 1, ...; NULL for a
      * numeric axis. */
     const char *const *x_names;
