@@ -64,16 +64,10 @@ static void cell(FILE *out, bool left, const char *fmt, ...)
     fputs("</td>", out);
 }
 
-/* A duration: "850 ns", "12.3 µs", "1.20 ms". */
+/* A duration: "850 ns", "12.3 µs", "1.2 ms". */
 static void duration(char *buf, size_t size, double ns)
 {
-    static const char *const units[] = {"ns", "µs", "ms", "s"};
-    size_t u = 0;
-    while (u + 1 < PB_ARRAY_LEN(units) && fabs(ns) >= 999.5) {
-        ns /= 1000;
-        u++;
-    }
-    snprintf(buf, size, "%.3g %s", ns, units[u]);
+    pb_svg_duration(buf, size, ns, false);
 }
 
 /* A JSON scalar as text ("4", "true", "fast"). */
