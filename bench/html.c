@@ -693,7 +693,26 @@ static void stage_table(FILE *out, const struct pb_point_result *p)
             }
         fputs("</tr>\n", out);
     }
-    fputs("</table>\n", out);
+    fputs("</table>\n<ul class=\"note\">", out);
+    for (size_t s = 0; s < p->stage_count; s++) {
+        const struct pb_stage_result *st = &p->stages[s];
+        if (st->slowest_count <= 0)
+            continue;
+        fputs("<li>slowest in ", out);
+        pb_svg_escape(out, st->name);
+        fputs(":", out);
+        for (int k = 0; k < st->slowest_count; k++) {
+            char t[32];
+            duration(t, sizeof(t), (double)st->slowest_ns[k]);
+            fprintf(out, "%s ", k ? "," : "");
+            pb_svg_escape(out, st->slowest_files[k][0] ? st->slowest_files[k] : "sample");
+            if (!st->slowest_files[k][0])
+                fprintf(out, " %llu", (unsigned long long)st->slowest_sample[k]);
+            fprintf(out, " (%s)", t);
+        }
+        fputs("</li>\n", out);
+    }
+    fputs("</ul>\n", out);
 }
 
 static void point_details(FILE *out, const struct pb_result *r, size_t i, bool open)

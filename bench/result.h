@@ -24,6 +24,7 @@
 
 #define PB_STAGE_COUNTERS 4
 #define PB_PERF_COUNTERS 5      /* bench/perfcount.h */
+#define PB_SLOWEST_SAMPLES 5    /* bench/slowest.h */
 
 /* Interference that makes a point's figures lower than the machine alone. */
 #define PB_BUSY_MACHINE_PCT 10.0
@@ -49,6 +50,11 @@ struct pb_stage_result {
      * samples; bit i of perf_mask: pb_perf_names[i] was counted. */
     unsigned perf_mask;
     uint64_t perf[PB_PERF_COUNTERS];
+    /* The slowest samples (wall time in the stage), slowest first, with
+     * their dataset index and file (bench/slowest.h). */
+    int slowest_count;
+    uint64_t slowest_ns[PB_SLOWEST_SAMPLES], slowest_sample[PB_SLOWEST_SAMPLES];
+    char slowest_files[PB_SLOWEST_SAMPLES][200];
 };
 
 /* Per batch, as the consumer saw it. */

@@ -16,6 +16,7 @@
 #include "bench/jsonfield.h"
 #include "bench/memgrowth.h"
 #include "bench/perfcount.h"
+#include "bench/slowest.h"
 #include "bench/pb.h"
 
 /* ------------------------------------------------------------ field tables */
@@ -212,6 +213,9 @@ static json_t *stages_to_json(const struct pb_stage_result *stages, size_t count
         json_t *perf = pb_perf_to_json(s);
         if (perf)
             json_object_set_new(obj, "perf", perf);
+        json_t *slowest = pb_slowest_to_json(s);
+        if (slowest)
+            json_object_set_new(obj, "slowest", slowest);
         /* Derived from the histogram, for readers that do not recompute. */
         json_object_set_new(obj, "count", pb_json_u64(s->hist.count));
         json_object_set_new(obj, "mean_ns", pb_json_number(s->hist.mean_ns));
@@ -449,6 +453,7 @@ static int read_stages(struct pb_json_reader *rd, const json_t *obj, const char 
         const json_t *device = json_object_get(s, "device");
         stages[i].gpu = json_is_string(device) && strcmp(json_string_value(device), "gpu") == 0;
         pb_perf_from_json(json_object_get(s, "perf"), &stages[i]);
+        pb_slowest_from_json(json_object_get(s, "slowest"), &stages[i]);
         const json_t *counters = json_object_get(s, "counters");
         if (counters && json_is_object(counters)) {
             const char *key;

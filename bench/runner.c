@@ -165,6 +165,7 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
                     pb_trace_record(w->trace, w->trace_names[k], PB_TRACE_SPAN, s.index, t_prev,
                                     t, 0);
                 pb_hist_add(st->hist[k], t - t_prev);
+                pb_slowest_add(&st->slowest[k], s.index, t - t_prev);
                 st->cpu_ns[k] += c - c_prev;
                 if (perf) {
                     uint64_t now[PB_PERF_COUNTERS] = {0};
@@ -628,8 +629,8 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
                                           msglen);
 
     fill_totals(run, &c, rep);
-    if (stage_timing)
-        pb_stage_rows_merge(run->stats, nworkers(run), rep);
+    if (stage_timing && pb_stage_rows_merge(run->stats, nworkers(run), rep) == PB_OK)
+        pb_stage_rows_slowest(run->stats, nworkers(run), rep, run->ds->paths, run->ds->count);
     if (run->gpu) {
         pb_gpu_acc_result(&run->gpu_acc, rep, rep->wall_s);
         /* The step ran on the device: its utilization is kernel time. */

@@ -97,6 +97,26 @@ static void test_image_pipeline_trace(void **state)
     json_t *point = json_array_get(json_object_get(result, "points"), 0);
     json_int_t measured = json_integer_value(json_object_get(point, "samples"));
     assert_true(measured > 0);
+    /* The slowest samples of each stage, with their files. */
+    json_t *stage_rows = json_object_get(point, "stages"), *row;
+    size_t r;
+    int with_slowest = 0;
+    json_array_foreach (stage_rows, r, row) {
+        json_t *slowest = json_object_get(row, "slowest");
+        if (!slowest)
+            continue;
+        with_slowest++;
+        assert_int_equal(json_array_size(slowest), 5);
+        json_int_t prev = INT64_MAX;
+        for (size_t k = 0; k < 5; k++) {
+            json_t *one = json_array_get(slowest, k);
+            json_int_t ns = json_integer_value(json_object_get(one, "ns"));
+            assert_true(ns > 0 && ns <= prev);
+            prev = ns;
+            assert_non_null(strstr(json_string_value(json_object_get(one, "file")), ".jpg"));
+        }
+    }
+    assert_int_equal(with_slowest, 5); /* every pipeline stage; collate has no samples */
 
     static const char *const stages[] = {"read", "decode", "random_resized_crop", "flip",
                                          "normalize"};
