@@ -660,7 +660,7 @@ static void stage_table(FILE *out, const struct pb_point_result *p)
     if (!p->stage_count)
         return;
     fputs("<table><tr><th class=\"l\">stage</th><th>count</th><th>mean</th><th>p50</th>"
-          "<th>p99</th><th>max</th><th>CPU per sample</th><th>share %</th>",
+          "<th>p99</th><th>max</th><th>CPU mean</th><th>share %</th>",
           out);
     for (int c = 0; c < PB_PERF_COUNTERS; c++)
         if (perf_mask & (1u << c))
