@@ -28,6 +28,10 @@ const struct pb_opt pb_analysis_opts[] = {
      1, 2, "1.5", NULL,
      "Throughput gain a doubling of workers should give (1.5 = +50%); the knee is the first "
      "worker count after which it does not."},
+    {"memory_growth_mib", PB_OPT_DOUBLE, offsetof(struct pb_analysis_spec, memory_growth_mib), 0,
+     1e9, "1", NULL,
+     "Warn when memory (RSS) grows by at least this many MiB per 1000 batches over the "
+     "measured part, and the growth is significant (its 95% interval excludes 0)."},
     {0},
 };
 
@@ -822,10 +826,11 @@ json_t *pb_analysis_to_json(const struct pb_analysis *an)
         json_array_append_new(s, json_string(an->suggestions[i]));
     json_object_set_new(root, "suggestions", s);
     json_object_set_new(root, "thresholds",
-                        json_pack("{s f s f s f s f s f}", "input_bound_high_pct",
+                        json_pack("{s f s f s f s f s f s f}", "input_bound_high_pct",
                                   an->thresholds.input_bound_high_pct, "input_bound_moderate_pct",
                                   an->thresholds.input_bound_moderate_pct, "tie_pct", an->thresholds.tie_pct,
                                   "accel_util_target_pct", an->thresholds.accel_util_target_pct,
-                                  "knee_doubling_gain", an->thresholds.knee_doubling_gain));
+                                  "knee_doubling_gain", an->thresholds.knee_doubling_gain,
+                                  "memory_growth_mib", an->thresholds.memory_growth_mib));
     return root;
 }

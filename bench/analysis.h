@@ -30,6 +30,7 @@ struct pb_analysis_spec {
     double tie_pct;                  /* 3  */
     double accel_util_target_pct;    /* 90 */
     double knee_doubling_gain;       /* 1.5 */
+    double memory_growth_mib;        /* 1: RSS growth per 1000 batches to warn about */
 };
 extern const struct pb_opt pb_analysis_opts[];
 

@@ -7,15 +7,17 @@
 #define PB_COMMANDS(X) \
     X(run, \
       "pbench run CONFIG [-s key.path=value]... [-a key.path=v1,v2]... [-o results/NAME.json]\n" \
-      "                  [--format table|json|markdown|csv] [--quiet] [--overhead]\n" \
+      "                  [--format table|json|markdown|csv|html] [--quiet] [--overhead] [--trace FILE]\n" \
       "                  [--baseline BASE.json [--threshold 5%] [--fail-on-regression]]", \
       "Runs the pipeline CONFIG describes under its loader settings, prints a table and writes\n" \
       "the complete result as JSON (default results/NAME-YYYYmmdd-HHMMSS.json).\n\n" \
       "  -s, --set key.path=value  override one config value, e.g. -s loader.workers=4,\n" \
       "                            -s pipeline.decode.cost_us=500 (repeatable)\n" \
       "  -o, --output PATH         where to write the JSON result\n" \
-      "  -f, --format FORMAT       what to print: table (default), json, markdown, csv\n" \
+      "  -f, --format FORMAT       what to print: table (default), json, markdown, csv, html\n" \
       "  -q, --quiet               no progress lines on stderr\n" \
+      "      --trace FILE          write the CPU timeline (run.trace) to FILE, Chrome\n" \
+      "                            trace-event JSON for Perfetto or chrome://tracing\n" \
       "  -a, --axis key.path=v1,v2 sweep this option over these values (adds to or replaces\n" \
       "                            the config's sweep: section; repeatable)\n" \
       "      --overhead            also measure the instrumentation's own cost: after each\n" \
@@ -35,10 +37,10 @@
       "images or encoded videos of natural-looking, moving content. The options are those of a\n" \
       "config's dataset.generate block ('pbench list dataset.generate'), with - for _.") \
     X(compare, \
-      "pbench compare BASE.json NEW.json [--threshold 5%] [--format table|json|markdown]\n" \
-      "                  [--fail-on-regression] [--force]\n" \
+      "pbench compare BASE.json NEW.json [--threshold 5%] [--format table|json|markdown|html]\n" \
+      "                  [-o FILE] [--fail-on-regression] [--force]\n" \
       "pbench compare BASE.yaml NEW.yaml [-s key.path=value]... [-o results/NAME.json] [--quiet]\n" \
-      "                  [--threshold 5%] [--format table|json|markdown] [--fail-on-regression]\n" \
+      "                  [--threshold 5%] [--format table|json|markdown|html] [--fail-on-regression]\n" \
       "pbench compare BOTH.json          (re-prints what a compare of two configs wrote)", \
       "Compares two results point by point (matched by their sweep axes): samples/s, batch\n" \
       "assembly p50/p99, stall % and peak RSS, each with the change, a 95% bootstrap confidence\n" \
@@ -79,8 +81,10 @@
       "cores. A sweep runs the same calibration first (unless --no-calibrate) and states each\n" \
       "point's efficiency against it.") \
     X(report, \
-      "pbench report RESULT.json [--format table|json|markdown|csv]", \
-      "Renders a result file written by pbench run again, in any format.") \
+      "pbench report RESULT.json [--format table|json|markdown|csv|html] [-o FILE]", \
+      "Renders a result file written by pbench run again, in any format; html is one\n" \
+      "self-contained page of charts (docs/results.md). -o writes FILE (atomically)\n" \
+      "instead of printing.") \
     X(list, \
       "pbench list [NAME | SECTION.KEY]", \
       "Lists every config section, stage and decoder with its options, defaults and ranges,\n" \

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/html.h"
 #include "bench/pb.h"
 #include "bench/printable.h"
 #include "bench/report.h"
@@ -588,6 +589,10 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
 void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
                           const char *next_name, int format)
 {
+    if (format == PB_FORMAT_HTML) {
+        pb_html_comparison(out, cmp, base_name, next_name);
+        return;
+    }
     if (format == PB_FORMAT_JSON) {
         json_t *j = pb_comparison_to_json(cmp);
         json_dumpf(j, out, JSON_INDENT(2));

@@ -141,10 +141,16 @@ const struct pb_opt pb_run_opts[] = {
      "Largest batch pool and worker buffers a point may allocate, in MiB; 0 allows what the "
      "machine has available (MemAvailable). A point needing more is refused before it "
      "allocates."},
+    {"trace", PB_OPT_BOOL, RUN(trace), 0, 0, "false", NULL,
+     "Write a CPU timeline beside the result (NAME.trace.json, Chrome trace-event JSON for "
+     "Perfetto or chrome://tracing): a span per sample per stage on each worker's track, the "
+     "training loop's wait, stages and step, and the queue depth. Needs stage_timing for the "
+     "stage spans; pbench run --trace FILE names the file."},
     {0},
 };
 
 static const char *const profile_gpu_names[] = {"events", "cupti", NULL};
+static const char *const profile_level_names[] = {"basic", "detailed", "comprehensive", NULL};
 
 const struct pb_opt pb_profile_opts[] = {
     {"gpu", PB_OPT_ENUM, offsetof(struct pb_profile_spec, gpu), 0, 0, "events",
@@ -152,6 +158,13 @@ const struct pb_opt pb_profile_opts[] = {
      "GPU measurement: events (CUDA events around every copy, stage and step) or cupti (also "
      "a CUPTI activity trace of every kernel and copy, summarized and written as a Chrome "
      "trace beside the result)."},
+    {"level", PB_OPT_ENUM, offsetof(struct pb_profile_spec, level), 0, 0, "detailed",
+     profile_level_names,
+     "How much to measure: basic (throughput, stall, memory; no per-stage timing, the least "
+     "overhead), detailed (also per-stage histograms and CPU time) or comprehensive (also the "
+     "CPU trace as run.trace, per-stage perf counters: page faults and context switches, and "
+     "cycles, instructions and cache misses where the machine allows; CUPTI with a GPU). "
+     "docs/profiling.md measures each level's cost."},
     {0},
 };
 
@@ -201,7 +214,7 @@ const struct pb_section pb_sections[] = {
     {"gpu", PB_SECTION_VALUE, gpu_opts, SPEC(gpu), 0,
      "What a GPU pipeline does on a machine without a CUDA device.", NULL},
     {"profile", PB_SECTION_OPTIONS, pb_profile_opts, SPEC(profile), 0,
-     "How the GPU side is measured.", NULL},
+     "How much is measured (profile.level) and how the GPU side is (profile.gpu).", NULL},
     {"analysis", PB_SECTION_OPTIONS, pb_analysis_opts, SPEC(analysis), 0,
      "The verdict's thresholds: input-bound bands, ties, the utilization target, the knee.",
      NULL},

@@ -61,6 +61,7 @@ struct pb_run_spec {
     bool stage_timing;       /* per-stage histograms and CPU time        */
     double max_error_pct;    /* a repeat with more bad samples fails     */
     int64_t max_memory_mib;  /* the batch pool's limit; 0: available memory */
+    bool trace;              /* a CPU timeline beside the result (bench/trace.h) */
 };
 
 struct pb_stage_spec {
@@ -73,10 +74,16 @@ struct pb_stage_spec {
 
 enum pb_gpu_policy { PB_GPU_REQUIRED = 0, PB_GPU_OPTIONAL = 1 };
 enum pb_profile_gpu { PB_PROFILE_GPU_EVENTS = 0, PB_PROFILE_GPU_CUPTI = 1 };
+/* How much a run measures (docs/profiling.md): basic leaves out per-stage
+ * timing; detailed is per-stage timing (the default); comprehensive adds
+ * the CPU trace, per-stage perf counters and CUPTI on a GPU. */
+enum pb_profile_level { PB_PROFILE_BASIC = 0, PB_PROFILE_DETAILED, PB_PROFILE_COMPREHENSIVE };
 
 struct pb_profile_spec {
     int gpu; /* enum pb_profile_gpu: CUDA events always; cupti adds a trace */
+    int level; /* enum pb_profile_level */
 };
+
 
 struct pb_sweep; /* bench/sweep.h */
 
@@ -96,6 +103,18 @@ struct pb_spec {
      * records each point's axes instead). */
     struct pb_sweep *sweep;
 };
+
+/* What spec's profile level and run options ask for: per-stage timing
+ * (run.stage_timing, off at level basic), the CPU trace (run.trace, or
+ * level comprehensive) and per-stage perf counters (comprehensive). */
+static inline bool pb_spec_stage_timing(const struct pb_spec *spec)
+{
+    return spec->run.stage_timing && spec->profile.level != PB_PROFILE_BASIC;
+}
+static inline bool pb_spec_traced(const struct pb_spec *spec)
+{
+    return spec->run.trace || spec->profile.level == PB_PROFILE_COMPREHENSIVE;
+}
 
 /* How a section's value is written and read. */
 enum pb_section_kind {

@@ -41,6 +41,10 @@ struct pb_cupti_trace {
     size_t count, capacity;
     uint64_t dropped;
     bool recording; /* started and not yet stopped */
+    /* CLOCK_MONOTONIC (pb_now_ns) minus CUPTI's clock, read at the start
+     * when libcupti has cuptiGetTimestamp; 0 and clock_known false else. */
+    int64_t host_offset_ns;
+    bool clock_known;
 };
 
 static struct pb_cupti_trace *trace_new(size_t capacity)
@@ -282,6 +286,22 @@ static int write_event(FILE *f, const struct pb_cupti_record *r, uint64_t origin
     return rc;
 }
 
+int pb_cupti_trace_events(FILE *f, uint64_t origin_ns, void *user)
+{
+    const struct pb_cupti_trace *trace = user;
+    uint64_t origin = origin_ns - (uint64_t)trace->host_offset_ns;
+    if (!trace->clock_known) /* no common clock: the first record at 0 */
+        first_start(trace, &origin);
+    if (fprintf(f, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,"
+                   "\"args\":{\"name\":\"GPU (CUPTI)%s\"}}",
+                trace->clock_known ? "" : ", not on the CPU clock") < 0)
+        return -1;
+    for (size_t i = 0; i < trace->count; i++)
+        if (has_time(&trace->records[i]) && write_event(f, &trace->records[i], origin, false) != 0)
+            return -1;
+    return 0;
+}
+
 /* Times are microseconds from the earliest record; records CUPTI could
  * not time have no place on the timeline and are left out. */
 static int fill_chrome_trace(FILE *f, void *user)
@@ -334,6 +354,7 @@ static struct {
     CUptiResult (*next_record)(uint8_t *buffer, size_t valid_bytes, CUpti_Activity **record);
     CUptiResult (*result_string)(CUptiResult result, const char **text);
     CUptiResult (*dropped_records)(CUcontext context, uint32_t stream, size_t *dropped); /* opt */
+    CUptiResult (*get_timestamp)(uint64_t *timestamp);                                   /* opt */
     char why[PB_MSG_MAX];
 } cupti;
 static pthread_once_t cupti_once = PTHREAD_ONCE_INIT;
@@ -397,6 +418,7 @@ static void cupti_load(void)
     cupti.result_string = (CUptiResult(*)(CUptiResult, const char **))symbols[5];
     cupti.dropped_records = (CUptiResult(*)(CUcontext, uint32_t, size_t *))dlsym(
         lib, "cuptiActivityGetNumDroppedRecords");
+    cupti.get_timestamp = (CUptiResult(*)(uint64_t *))dlsym(lib, "cuptiGetTimestamp");
     cupti.ready = true; /* the library stays loaded for the process */
 }
 
@@ -643,6 +665,12 @@ int pb_cupti_start(struct pb_cupti_trace **trace, char *msg, size_t msglen)
         t->recording = false;
         pb_cupti_free(t);
         return PB_ERR;
+    }
+    uint64_t device_ns = 0, before = pb_now_ns();
+    if (cupti.get_timestamp && cupti.get_timestamp(&device_ns) == CUPTI_SUCCESS) {
+        uint64_t host_ns = before + (pb_now_ns() - before) / 2;
+        t->host_offset_ns = (int64_t)(host_ns - device_ns);
+        t->clock_known = true;
     }
     *trace = t;
     return PB_OK;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -54,6 +55,14 @@ json_t *pb_cupti_summary_json(const struct pb_cupti_trace *trace);
  * Returns 0 or -1 with msg. */
 int pb_cupti_write_chrome_trace(const struct pb_cupti_trace *trace, const char *path, char *msg,
                                 size_t msglen);
+
+/* Writes the records as trace events into a Chrome trace another writer
+ * opened (bench/trace.h's extra events): the GPU as process 0, each stream
+ * a track, on CLOCK_MONOTONIC with origin_ns as time 0 (the offset to
+ * CUPTI's clock is read when the trace starts; where libcupti cannot tell
+ * it, the first record is put at 0 and the process name says so). Each
+ * event is preceded by a comma. user is the pb_cupti_trace. 0 or -1. */
+int pb_cupti_trace_events(FILE *f, uint64_t origin_ns, void *user);
 
 void pb_cupti_free(struct pb_cupti_trace *trace);
 

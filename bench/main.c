@@ -19,6 +19,7 @@
 #include "bench/commands.h"
 #include "bench/config.h"
 #include "bench/history.h"
+#include "bench/html.h"
 #include "bench/interleave.h"
 #include "bench/pb.h"
 #include "bench/printable.h"
@@ -64,6 +65,7 @@ static int cmd_run(int argc, char **argv)
         {"no-calibrate", no_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
         {"baseline", required_argument, NULL, 'B'}, {"threshold", required_argument, NULL, 'T'},
         {"fail-on-regression", no_argument, NULL, 'F'},
+        {"trace", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     const char **overrides = calloc((size_t)argc, sizeof(char *));
@@ -81,13 +83,17 @@ static int cmd_run(int argc, char **argv)
         case 'o': opts.output_path = optarg; break;
         case 'f':
             if (pb_format_parse(optarg, &format) != PB_OK)
-                exit_code = usage_error("run", "unknown format '%s'; allowed: table, json, markdown, csv",
+                exit_code = usage_error("run", "unknown format '%s'; allowed: table, json, markdown, csv, html",
                                         optarg);
             break;
         case 'q': quiet = true; break;
         case 'O': opts.overhead = true; break;
         case 'C': opts.calibrate = false; break;
         case 'B': opts.baseline_path = optarg; break;
+        case 'R': /* --trace FILE: run.trace into FILE (2 arguments, so room in overrides) */
+            opts.trace_path = optarg;
+            overrides[opts.override_count++] = "run.trace=true";
+            break;
         case 'F': fail_on_regression = true; break;
         case 'T':
             if (pb_threshold_parse(optarg, &opts.threshold_pct) != PB_OK)
@@ -128,9 +134,13 @@ static int cmd_run(int argc, char **argv)
         if (outcome.compared) {
             fputc('\n', stdout);
             const struct pb_comparison *cmp = &outcome.comparison;
-            int rc = pb_comparison_print(stdout, stderr, cmp, opts.baseline_path,
+            /* CSV has no comparison form; an HTML page on stdout is one
+             * document, so its comparison goes to stderr as a table. */
+            bool html = format == PB_FORMAT_HTML;
+            int rc = pb_comparison_print(html ? stderr : stdout, stderr, cmp, opts.baseline_path,
                                          outcome.result_path,
-                                         format == PB_FORMAT_CSV ? PB_FORMAT_TABLE : format, false);
+                                         format == PB_FORMAT_CSV || html ? PB_FORMAT_TABLE : format,
+                                         false);
             int code = comparison_exit(rc, cmp, fail_on_regression);
             if (exit_code == PB_EXIT_OK)
                 exit_code = code;
@@ -227,7 +237,7 @@ static int cmd_compare(int argc, char **argv)
         } else if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc) {
             enum pb_format f;
             if (pb_format_parse(argv[++i], &f) != PB_OK || f == PB_FORMAT_CSV)
-                code = usage_error("compare", "unknown format '%s'; allowed: table, json, markdown",
+                code = usage_error("compare", "unknown format '%s'; allowed: table, json, markdown, html",
                                    argv[i]);
             format = (int)f;
         } else if ((strcmp(a, "--set") == 0 || strcmp(a, "-s") == 0) && i + 1 < argc) {
@@ -253,9 +263,9 @@ static int cmd_compare(int argc, char **argv)
         code = usage_error("compare", "%s",
                            "give two results (BASE.json NEW.json) or two configs (BASE.yaml "
                            "NEW.yaml), not one of each");
-    } else if (!configs && (override_count > 0 || output)) {
+    } else if (!configs && override_count > 0) {
         code = usage_error("compare", "%s",
-                           "-s and -o apply when compare runs two configs (BASE.yaml NEW.yaml)");
+                           "-s applies when compare runs two configs (BASE.yaml NEW.yaml)");
     } else if (configs) {
         code = compare_configs(files[0], files[1], overrides, override_count, output, quiet,
                                threshold_pct, format, fail_on_regression);
@@ -271,8 +281,18 @@ static int cmd_compare(int argc, char **argv)
             print_error("compare", msg);
             code = PB_EXIT_ERROR;
         } else {
-            int rc = pb_comparison_print(stdout, stderr, &cmp, files[0], files[1], format, force);
-            code = comparison_exit(rc, &cmp, fail_on_regression);
+            int rc;
+            if (output && cmp.point_count > 0 && (force || !cmp.incompatible))
+                rc = pb_comparison_write(output, &cmp, files[0], files[1], format, msg,
+                                         sizeof(msg));
+            else
+                rc = pb_comparison_print(stdout, stderr, &cmp, files[0], files[1], format, force);
+            if (rc != PB_OK && output && cmp.point_count > 0 && (force || !cmp.incompatible)) {
+                print_error("compare", msg);
+                code = PB_EXIT_ERROR;
+            } else {
+                code = comparison_exit(rc, &cmp, fail_on_regression);
+            }
             pb_comparison_free(&cmp);
         }
     }
@@ -414,11 +434,15 @@ static int cmd_gen(int argc, char **argv)
 static int cmd_report(int argc, char **argv)
 {
     enum pb_format format = PB_FORMAT_TABLE;
-    const char *path = NULL;
+    const char *path = NULL, *output = NULL;
     for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "--output") == 0 || strcmp(argv[i], "-o") == 0) && i + 1 < argc) {
+            output = argv[++i];
+            continue;
+        }
         if ((strcmp(argv[i], "--format") == 0 || strcmp(argv[i], "-f") == 0) && i + 1 < argc) {
             if (pb_format_parse(argv[++i], &format) != PB_OK)
-                return usage_error("report", "unknown format '%s'; allowed: table, json, markdown, csv",
+                return usage_error("report", "unknown format '%s'; allowed: table, json, markdown, csv, html",
                                    argv[i]);
         } else if (argv[i][0] == '-' || path) {
             return usage_error("report", "unexpected argument '%s'", argv[i]);
@@ -444,14 +468,21 @@ static int cmd_report(int argc, char **argv)
         json_decref(result.analysis);
         result.analysis = pb_analysis_to_json(&analysis);
     }
-    pb_report_analyzed(stdout, &result, analyzed ? &analysis : NULL, format);
-    if (result.interleaved && format == PB_FORMAT_TABLE)
+    int code = PB_EXIT_OK;
+    if (!output)
+        pb_report_analyzed(stdout, &result, analyzed ? &analysis : NULL, format);
+    else if (pb_report_write(output, &result, analyzed ? &analysis : NULL, (int)format, msg,
+                             sizeof(msg)) != PB_OK) {
+        print_error("report", msg);
+        code = PB_EXIT_ERROR;
+    }
+    if (result.interleaved && format == PB_FORMAT_TABLE && !output)
         printf("\nboth configs of an interleaved comparison; the verdicts: pbench compare %s\n",
                path);
     if (analyzed)
         pb_analysis_free(&analysis);
     pb_result_free(&result);
-    return PB_EXIT_OK;
+    return code;
 }
 
 /* ---- list --------------------------------------------------------------- */

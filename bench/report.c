@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/html.h"
 #include "bench/pb.h"
 #include "bench/printable.h"
 #include "bench/table.h"
@@ -903,6 +904,9 @@ void pb_report_analyzed(FILE *out, const struct pb_result *result,
     case PB_FORMAT_CSV:
         report_csv(out, result, analysis);
         break;
+    case PB_FORMAT_HTML:
+        pb_html_report(out, result, analysis);
+        break;
     case PB_FORMAT_JSON: {
         json_t *root = pb_result_to_json(result);
         if (root) {
@@ -936,6 +940,7 @@ int pb_format_parse(const char *text, enum pb_format *format)
         {"json", PB_FORMAT_JSON},
         {"markdown", PB_FORMAT_MARKDOWN},
         {"csv", PB_FORMAT_CSV},
+        {"html", PB_FORMAT_HTML},
     };
     for (size_t i = 0; text && i < PB_ARRAY_LEN(formats); i++) {
         if (strcmp(text, formats[i].name) == 0) {

@@ -10,9 +10,10 @@
 #include "bench/analysis.h"
 #include "bench/result.h"
 
-enum pb_format { PB_FORMAT_TABLE, PB_FORMAT_JSON, PB_FORMAT_MARKDOWN, PB_FORMAT_CSV };
+enum pb_format { PB_FORMAT_TABLE, PB_FORMAT_JSON, PB_FORMAT_MARKDOWN, PB_FORMAT_CSV,
+                 PB_FORMAT_HTML };
 
-/* Parses "table", "json", "markdown" or "csv" into *format; PB_OK, or
+/* Parses "table", "json", "markdown", "csv" or "html" (bench/html.h) into *format; PB_OK, or
  * PB_ERR_CONFIG for anything else (NULL included). */
 int pb_format_parse(const char *text, enum pb_format *format);
 

@@ -1,5 +1,6 @@
 /* Result structs: warnings, the per-point summary over repeats and their
  * release. The JSON form is in bench/result_json.c. */
+#include "bench/slowest.h"
 #include "bench/result.h"
 
 #include <stdarg.h>
@@ -151,6 +152,10 @@ static void summarize_stages(struct pb_point_result *point, size_t n)
             pb_hist_merge(&merged[i].hist, &src->hist);
             for (int c = 0; c < src->counter_count && c < PB_STAGE_COUNTERS; c++)
                 merged[i].counters[c] += src->counters[c];
+            pb_slowest_merge_row(&merged[i], src);
+            merged[i].perf_mask |= src->perf_mask;
+            for (int c = 0; c < PB_PERF_COUNTERS; c++)
+                merged[i].perf[c] += src->perf[c];
         }
     }
     /* Shares are of the host rows' total, or of the device rows' total. */

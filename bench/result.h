@@ -23,6 +23,8 @@
 #define PB_MAX_ERROR_FILES 8
 
 #define PB_STAGE_COUNTERS 4
+#define PB_PERF_COUNTERS 5      /* bench/perfcount.h */
+#define PB_SLOWEST_SAMPLES 5    /* bench/slowest.h */
 
 /* Interference that makes a point's figures lower than the machine alone. */
 #define PB_BUSY_MACHINE_PCT 10.0
@@ -44,6 +46,15 @@ struct pb_stage_result {
     int counter_count;          /* e.g. frames_decoded, frames_delivered  */
     char counter_names[PB_STAGE_COUNTERS][32];
     uint64_t counters[PB_STAGE_COUNTERS];
+    /* profile.level comprehensive: perf_event counters over the stage's
+     * samples; bit i of perf_mask: pb_perf_names[i] was counted. */
+    unsigned perf_mask;
+    uint64_t perf[PB_PERF_COUNTERS];
+    /* The slowest samples (wall time in the stage), slowest first, with
+     * their dataset index and file (bench/slowest.h). */
+    int slowest_count;
+    uint64_t slowest_ns[PB_SLOWEST_SAMPLES], slowest_sample[PB_SLOWEST_SAMPLES];
+    char slowest_files[PB_SLOWEST_SAMPLES][200];
 };
 
 /* Per batch, as the consumer saw it. */
@@ -122,6 +133,15 @@ struct pb_repeat_result {
     struct pb_gpu_figures gpu;
 };
 
+/* RSS growth over a point's measured part (bench/memgrowth.h). */
+struct pb_memory_growth {
+    bool known;                 /* enough samples to fit                   */
+    double mib_per_1000_batches, ci_low, ci_high; /* slope and 95% interval */
+    size_t samples;
+    int repeats;
+    bool significant;           /* the interval excludes 0                 */
+};
+
 struct pb_point_result {
     json_t *axes;               /* {"loader.workers": 4, ...}; owned, may be empty */
     size_t repeat_count;
@@ -159,6 +179,7 @@ struct pb_point_result {
     /* loader.affinity other than none: the policy, topology and each
      * worker's CPU set (bench/affinity.h); NULL otherwise. */
     json_t *affinity;
+    struct pb_memory_growth memory_growth;
 };
 
 /* What this machine does at best for the config's data (pbench calibrate):
@@ -225,6 +246,7 @@ struct pb_result {
      * Chrome trace file written beside the result. */
     json_t *gpu_profile;
     char gpu_trace_path[512];
+    char trace_path[512];       /* run.trace: the CPU timeline's file, or "" */
     size_t point_count;
     struct pb_point_result *points; /* owned */
     int warning_count;

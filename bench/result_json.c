@@ -14,6 +14,9 @@
 
 #include "bench/fileio.h"
 #include "bench/jsonfield.h"
+#include "bench/memgrowth.h"
+#include "bench/perfcount.h"
+#include "bench/slowest.h"
 #include "bench/pb.h"
 
 /* ------------------------------------------------------------ field tables */
@@ -219,6 +222,12 @@ static json_t *stages_to_json(const struct pb_stage_result *stages, size_t count
                 json_object_set_new(counters, s->counter_names[c], pb_json_u64(s->counters[c]));
             json_object_set_new(obj, "counters", counters);
         }
+        json_t *perf = pb_perf_to_json(s);
+        if (perf)
+            json_object_set_new(obj, "perf", perf);
+        json_t *slowest = pb_slowest_to_json(s);
+        if (slowest)
+            json_object_set_new(obj, "slowest", slowest);
         /* Derived from the histogram, for readers that do not recompute. */
         json_object_set_new(obj, "count", pb_json_u64(s->hist.count));
         json_object_set_new(obj, "mean_ns", pb_json_number(s->hist.mean_ns));
@@ -298,6 +307,9 @@ static json_t *point_to_json(const struct pb_point_result *p)
         json_object_set_new(obj, "multi_rank", json_deep_copy(p->multi_rank));
     if (p->affinity)
         json_object_set_new(obj, "affinity", json_deep_copy(p->affinity));
+    json_t *growth = pb_memory_growth_to_json(&p->memory_growth);
+    if (growth)
+        json_object_set_new(obj, "memory_growth", growth);
     if (p->gpu.used) {
         json_object_set_new(obj, "gpu", pb_fields_to_json(&p->gpu, gpu_figures_fields));
         json_object_set_new(obj, "gpu_device",
@@ -346,6 +358,8 @@ json_t *pb_result_to_json(const struct pb_result *result)
         json_object_set_new(root, "gpu_profile", json_deep_copy(result->gpu_profile));
     if (result->gpu_trace_path[0])
         json_object_set_new(root, "gpu_trace", json_string(result->gpu_trace_path));
+    if (result->trace_path[0])
+        json_object_set_new(root, "trace", json_string(result->trace_path));
     json_t *points = json_array();
     for (size_t i = 0; i < result->point_count; i++)
         json_array_append_new(points, point_to_json(&result->points[i]));
@@ -461,6 +475,8 @@ static int read_stages(struct pb_json_reader *rd, const json_t *obj, const char 
             snprintf(stages[i].parent, sizeof(stages[i].parent), "%s", json_string_value(parent));
         const json_t *device = json_object_get(s, "device");
         stages[i].gpu = json_is_string(device) && strcmp(json_string_value(device), "gpu") == 0;
+        pb_perf_from_json(json_object_get(s, "perf"), &stages[i]);
+        pb_slowest_from_json(json_object_get(s, "slowest"), &stages[i]);
         const json_t *counters = json_object_get(s, "counters");
         if (counters && json_is_object(counters)) {
             const char *key;
@@ -618,6 +634,7 @@ static int read_point(struct pb_json_reader *rd, const json_t *obj, const char *
     if (read_gpu_figures(rd, obj, path, &p->gpu))
         return PB_ERR;
     read_gpu_device(obj, &p->gpu_device);
+    pb_memory_growth_from_json(json_object_get(obj, "memory_growth"), &p->memory_growth);
     size_t count = repeats ? json_array_size(repeats) : 0;
     if (count == 0)
         return PB_OK;
@@ -727,6 +744,10 @@ static int read_result(struct pb_json_reader *rd, const json_t *root, struct pb_
     if (json_is_string(trace))
         snprintf(result->gpu_trace_path, sizeof(result->gpu_trace_path), "%s",
                  json_string_value(trace));
+    const json_t *cpu_trace = json_object_get(root, "trace");
+    if (json_is_string(cpu_trace))
+        snprintf(result->trace_path, sizeof(result->trace_path), "%s",
+                 json_string_value(cpu_trace));
     const json_t *analysis = json_object_get(root, "analysis");
     if (analysis && json_is_object(analysis))
         result->analysis = json_deep_copy(analysis);

@@ -91,6 +91,7 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
         w->cpu_started = true;
     }
     uint64_t batch_cpu_start = timing ? pb_thread_cpu_ns() : 0;
+    bool perf = timing && w->perf.mask;
     uint64_t stage_wall_ns = 0, stage_cpu_ns = 0;
     const struct pb_dataset *ds = run->ds;
     uint32_t delivered = 0, errors = 0;
@@ -114,10 +115,12 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
         int rc = PB_OK;
         /* With timing on, one clock reading closes a stage and opens the
          * next, so a sample costs stages + 1 readings of each clock. */
-        uint64_t t_prev = 0, c_prev = 0;
+        uint64_t t_prev = 0, c_prev = 0, perf_prev[PB_PERF_COUNTERS] = {0};
         if (timing) {
             t_prev = pb_now_ns();
             c_prev = pb_thread_cpu_ns();
+            if (perf)
+                pb_perf_read(&w->perf, perf_prev);
         }
         for (int k = 0; k <= last; k++) {
             if (k == last) {
@@ -161,8 +164,20 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
             }
             if (timing) {
                 uint64_t t = pb_now_ns(), c = pb_thread_cpu_ns();
+                if (w->trace)
+                    pb_trace_record(w->trace, w->trace_names[k], PB_TRACE_SPAN, s.index, t_prev,
+                                    t, 0);
                 pb_hist_add(st->hist[k], t - t_prev);
+                pb_slowest_add(&st->slowest[k], s.index, t - t_prev);
                 st->cpu_ns[k] += c - c_prev;
+                if (perf) {
+                    uint64_t now[PB_PERF_COUNTERS] = {0};
+                    pb_perf_read(&w->perf, now);
+                    for (int i = 0; i < PB_PERF_COUNTERS; i++) {
+                        st->perf[k][i] += now[i] - perf_prev[i];
+                        perf_prev[i] = now[i];
+                    }
+                }
                 stage_wall_ns += t - t_prev;
                 stage_cpu_ns += c - c_prev;
                 t_prev = t;
@@ -215,6 +230,9 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
                     slot->assembly_ns > stage_wall_ns ? slot->assembly_ns - stage_wall_ns : 0);
         uint64_t batch_cpu = w->cpu_end_ns - batch_cpu_start;
         st->collate_cpu_ns += batch_cpu > stage_cpu_ns ? batch_cpu - stage_cpu_ns : 0;
+        if (w->trace)
+            pb_trace_record(w->trace, PB_TRACE_BATCH, PB_TRACE_SPAN, seq, start_ns,
+                            start_ns + slot->assembly_ns, 0);
     }
     return BATCH_BUILT;
 }
@@ -224,6 +242,8 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct run *run = w->run;
     pb_affinity_bind(run->affinity, w->index + 1); /* once, before the first batch */
+    if (run->perf_on)
+        w->stats->perf_mask = pb_perf_open(&w->perf, NULL, 0);
     for (uint64_t seq = (uint64_t)w->index; !atomic_load(&run->stop_workers);
          seq += (uint64_t)run->workers) {
         struct pb_slot *slot = pb_queue_acquire(&run->queue, w->index);
@@ -238,6 +258,7 @@ static void *worker_main(void *arg)
     }
     atomic_store(&w->exit_cpu_ns, pb_thread_cpu_ns());
     pb_affinity_thread_end(run->affinity, w->index + 1);
+    pb_perf_close(&w->perf);
     pb_queue_worker_done(&run->queue, w->index);
     return NULL;
 }
@@ -328,12 +349,15 @@ static int start_repeat(struct run *run, int repeat, bool stage_timing, char *ms
                           (uint64_t)spec->dataset.shuffle_buffer, spec->loader.drop_last,
                           spec->dataset.epochs);
     run->stage_timing = stage_timing;
+    run->loop_trace = stage_timing ? run->loop_trace_buffer : NULL;
+    run->perf_on = stage_timing && spec->profile.level == PB_PROFILE_COMPREHENSIVE;
     run->first_error[0] = '\0';
     run->first_measured_seq = (uint64_t)spec->run.warmup_batches;
     atomic_store(&run->stop_workers, false);
     for (int i = 0; i < nworkers(run); i++) {
         struct worker *w = &run->worker[i];
         pb_stage_stats_reset(w->stats);
+        w->trace = stage_timing ? w->trace_buffer : NULL;
         w->cpu_started = false;
         w->cpu_start_ns = w->cpu_end_ns = 0;
         atomic_store(&w->exit_cpu_ns, 0);
@@ -359,6 +383,8 @@ static int start_repeat(struct run *run, int repeat, bool stage_timing, char *ms
         }
     }
     pb_sysmon_start(&run->sysmon);
+    if (run->workers == 0 && run->perf_on) /* the loop builds the batches itself */
+        run->worker[0].stats->perf_mask = pb_perf_open(&run->worker[0].perf, NULL, 0);
     for (int i = 0; i < run->workers; i++) {
         if (pthread_create(&run->worker[i].thread, NULL, worker_main, &run->worker[i]) != 0) {
             fail_run(run, PB_ERR, "cannot start loader worker threads");
@@ -389,8 +415,12 @@ static uint64_t train_on_batch(struct run *run, struct pb_slot *slot, bool measu
     uint64_t step_wall_ns = 0;
     for (int k = 0; k < run->consumer.count && run->fatal_rc == PB_OK; k++) {
         char stage_msg[PB_MSG_MAX];
+        uint64_t t0 = run->loop_trace ? pb_now_ns() : 0;
         int src = run->consumer.stages[k].ops->process_batch(
             run->consumer.stages[k].state, &slot->batch, stage_msg, sizeof(stage_msg));
+        if (run->loop_trace)
+            pb_trace_record(run->loop_trace, run->loop_trace_names[k], PB_TRACE_SPAN,
+                            slot->batch.seq, t0, pb_now_ns(), 0);
         if (src != PB_OK)
             fail_run(run, src, stage_msg);
     }
@@ -408,6 +438,11 @@ static uint64_t train_on_batch(struct run *run, struct pb_slot *slot, bool measu
     } else if (step_ns) {
         step_wall_ns = sleep_ns(step_ns);
     }
+    if (run->loop_trace && step_wall_ns) {
+        uint64_t t1 = pb_now_ns();
+        pb_trace_record(run->loop_trace, PB_TRACE_STEP, PB_TRACE_SPAN, slot->batch.seq,
+                        t1 - step_wall_ns, t1, 0);
+    }
     return step_wall_ns;
 }
 
@@ -419,6 +454,9 @@ static void start_measuring(struct run *run, struct consumed *c)
     c->loader_cpu_start = loader_cpu_ns(run);
     c->cpu_start = pb_process_cpu_ns();
     pb_stoprule_start(&run->rule, c->t_start);
+    if (run->loop_trace)
+        pb_trace_record(run->loop_trace, PB_TRACE_MEASURING, PB_TRACE_INSTANT, 0, c->t_start,
+                        c->t_start, 0);
 }
 
 /* Adds a measured batch to the repeat's records and totals. */
@@ -481,6 +519,12 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
         uint32_t depth = 0;
         struct pb_slot *slot = next_batch(run, seq, &depth);
         uint64_t t_wait1 = pb_now_ns();
+        if (run->loop_trace && slot) {
+            pb_trace_record(run->loop_trace, PB_TRACE_WAIT, PB_TRACE_SPAN, seq, t_wait0, t_wait1,
+                            depth);
+            pb_trace_record(run->loop_trace, PB_TRACE_QUEUE, PB_TRACE_COUNTER, seq, t_wait1,
+                            t_wait1, depth);
+        }
         if (!slot) {
             pb_stoprule_end(&run->rule, run->fatal_rc != PB_OK              ? PB_STOP_FAILED
                                         : run->user_stop && *run->user_stop ? PB_STOP_INTERRUPTED
@@ -533,6 +577,8 @@ static void stop_repeat(struct run *run)
     for (int i = 0; i < run->started_workers; i++)
         pthread_join(run->worker[i].thread, NULL);
     run->started_workers = 0;
+    if (run->workers == 0)
+        pb_perf_close(&run->worker[0].perf);
     pb_sysmon_stop(&run->sysmon);
     if (run->workers > 0) {
         pb_queue_destroy(&run->queue);
@@ -613,8 +659,8 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
                                           msglen);
 
     fill_totals(run, &c, rep);
-    if (stage_timing)
-        pb_stage_rows_merge(run->stats, nworkers(run), rep);
+    if (stage_timing && pb_stage_rows_merge(run->stats, nworkers(run), rep) == PB_OK)
+        pb_stage_rows_slowest(run->stats, nworkers(run), rep, run->ds->paths, run->ds->count);
     if (run->gpu) {
         pb_gpu_acc_result(&run->gpu_acc, rep, rep->wall_s);
         /* The step ran on the device: its utilization is kernel time. */
@@ -681,8 +727,12 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     pr->run.sysmon.tick = hooks ? hooks->tick : NULL;
     pr->run.sysmon.tick_user = hooks ? hooks->user : NULL;
 
+    if (pb_runner_trace_setup(&pr->run, hooks ? hooks->trace : NULL) != PB_OK)
+        pb_point_warn(point, "run.trace: out of memory for the trace buffers; no trace");
     warn_point_setup(spec, ds, point);
     pb_affinity_bind(pr->run.affinity, 0); /* the training loop: this thread */
+    if (spec->profile.level == PB_PROFILE_COMPREHENSIVE)
+        pb_perf_note(point);
     *out = pr;
     return PB_OK;
 }
@@ -707,7 +757,7 @@ int pb_point_repeat(struct pb_point_run *pr, int repeat, bool measure_overhead,
     }
     bool interrupted = false;
     struct pb_repeat_result *rep = &point->repeats[point->repeat_count];
-    int rc = run_repeat(run, repeat, spec->run.stage_timing, rep, &interrupted, msg, msglen);
+    int rc = run_repeat(run, repeat, pb_spec_stage_timing(spec), rep, &interrupted, msg, msglen);
     if (run->gpu)
         pb_gpu_note_end(point);
     if (rep->wall_s > 0) {
@@ -725,10 +775,11 @@ int pb_point_repeat(struct pb_point_run *pr, int repeat, bool measure_overhead,
     /* The same round with stage timing flipped, right after, so drift in
      * machine speed hits both alike. */
     struct pb_repeat_result other;
-    rc = run_repeat(run, repeat, !spec->run.stage_timing, &other, &interrupted, msg, msglen);
+    bool timed_first = pb_spec_stage_timing(spec);
+    rc = run_repeat(run, repeat, !timed_first, &other, &interrupted, msg, msglen);
     if (rc == PB_OK && other.samples_per_s > 0 && overhead_pct) {
-        double timed = spec->run.stage_timing ? rep->samples_per_s : other.samples_per_s;
-        double untimed = spec->run.stage_timing ? other.samples_per_s : rep->samples_per_s;
+        double timed = timed_first ? rep->samples_per_s : other.samples_per_s;
+        double untimed = timed_first ? other.samples_per_s : rep->samples_per_s;
         *overhead_pct = 100.0 * (untimed - timed) / untimed;
     }
     free_repeat(&other);

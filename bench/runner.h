@@ -46,6 +46,7 @@ struct pb_run_group {
     atomic_bool group_done;
     atomic_int group_reason; /* enum pb_stop_reason of the decider */
 };
+struct pb_trace;
 
 struct pb_run_hooks {
     pb_progress_fn progress;
@@ -62,6 +63,9 @@ struct pb_run_hooks {
     void (*stopped)(void *user, int repeat, enum pb_stop_reason reason);
     /* Multi-rank runs: the group this repeat is measured with; NULL alone. */
     struct pb_run_group *group;
+    /* The CPU trace the point records into when its spec asks for one
+     * (bench/trace.h); NULL: none. */
+    struct pb_trace *trace;
 };
 
 /* Runs spec over ds for run.repeats rounds and fills point (repeats and

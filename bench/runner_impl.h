@@ -15,11 +15,13 @@
 #include "bench/gpu_acc.h"
 #include "bench/gpuloop.h"
 #include "bench/pb.h"
+#include "bench/perfcount.h"
 #include "bench/queue.h"
 #include "bench/runlimits.h"
 #include "bench/runner.h"
 #include "bench/stagestats.h"
 #include "bench/sysmon.h"
+#include "bench/trace.h"
 
 struct run;
 
@@ -36,6 +38,12 @@ struct worker {
     bool cpu_started;
     uint64_t *indices, *seeds;
     char msg[PB_MSG_MAX];
+    /* The CPU trace (bench/trace.h): this thread's buffer, and the one
+     * recorded into in this repeat (NULL when not tracing: the hot path's
+     * one branch). trace_names: the trace's id of each stage's name. */
+    struct pb_trace_thread *trace_buffer, *trace;
+    uint16_t trace_names[PB_MAX_STAGES];
+    struct pb_perf_thread perf; /* profile.level comprehensive; mask 0: off */
 };
 
 struct run {
@@ -79,7 +87,15 @@ struct run {
     struct pb_stoprule rule;
     double mhz_start; /* CPU clock when the repeat began */
     struct pb_affinity *affinity; /* loader.affinity's plan; NULL for none */
+    /* The training loop's trace buffer, as the workers' above. */
+    struct pb_trace_thread *loop_trace_buffer, *loop_trace;
+    bool perf_on; /* this repeat counts perf events per stage */
+    uint16_t loop_trace_names[PB_MAX_STAGES];
 };
+
+/* Gives the run's threads their buffers in trace (hooks' trace, when the
+ * spec asks for one); PB_OK, or PB_ERR_NOMEM. */
+int pb_runner_trace_setup(struct run *run, struct pb_trace *trace);
 
 /* What the consumer measured in a repeat's measured part. */
 struct consumed {

@@ -200,3 +200,25 @@ int pb_runner_setup(struct run *run, const struct pb_spec *spec, const struct pb
     run->sysmon.wake_user = run;
     return PB_OK;
 }
+
+int pb_runner_trace_setup(struct run *run, struct pb_trace *trace)
+{
+    if (!trace || !pb_spec_traced(run->spec))
+        return PB_OK;
+    run->loop_trace_buffer = pb_trace_thread(trace, 0);
+    if (!run->loop_trace_buffer)
+        return PB_ERR_NOMEM;
+    for (int k = 0; k < run->consumer.count; k++)
+        run->loop_trace_names[k] = pb_trace_name(trace, run->consumer.stages[k].ops->name);
+    for (int i = 0; i < nworkers(run); i++) {
+        struct worker *w = &run->worker[i];
+        /* Without workers the loop builds the batches on its own track. */
+        w->trace_buffer =
+            run->workers > 0 ? pb_trace_thread(trace, (size_t)i + 1) : run->loop_trace_buffer;
+        if (!w->trace_buffer)
+            return PB_ERR_NOMEM;
+        for (int k = 0; k < w->chain.count; k++)
+            w->trace_names[k] = pb_trace_name(trace, w->chain.stages[k].ops->name);
+    }
+    return PB_OK;
+}

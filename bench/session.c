@@ -19,11 +19,13 @@
 #include "bench/fileio.h"
 #include "bench/interleave.h"
 #include "bench/mpi.h"
+#include "bench/memgrowth.h"
 #include "bench/stats.h"
 #include "bench/storage_run.h"
 #include "kernels/gpu_rt.h"
 #include "bench/pb.h"
 #include "bench/sweep.h"
+#include "bench/trace.h"
 #include "pipelines/dataset.h"
 #include "pipelines/generate.h"
 
@@ -47,6 +49,7 @@ struct session {
     struct pb_dataset ds;
     bool ds_open;
     struct pb_cupti_trace *trace;
+    struct pb_trace *cpu_trace;     /* run.trace: the CPU timeline, or NULL  */
     double *overhead_pairs;
     int overhead_count;
     bool interrupted;
@@ -462,7 +465,9 @@ static void calibrate_sweep(struct session *s)
 
 static void start_cupti(struct session *s)
 {
-    if (s->base.profile.gpu != PB_PROFILE_GPU_CUPTI || s->result->gpu_skipped[0] ||
+    if ((s->base.profile.gpu != PB_PROFILE_GPU_CUPTI &&
+         s->base.profile.level != PB_PROFILE_COMPREHENSIVE) ||
+        s->result->gpu_skipped[0] ||
         !pb_spec_uses_gpu(&s->base))
         return;
     char tmsg[PB_MSG_MAX];
@@ -526,6 +531,7 @@ static int measure(struct session *s)
     struct pb_run_hooks run_hooks = {
         .progress = h->progress, .tick = h->tick, .user = h->user, .stop = h->stop};
     start_cupti(s);
+    run_hooks.trace = s->cpu_trace = pb_trace_for_specs(s->specs, (size_t)s->point_count, &s->ds);
     s->overhead_pairs = calloc((size_t)repeats, sizeof(double));
     s->interrupted = h->stop && *h->stop;
     for (int r = 0; r < repeats && !s->interrupted; r++) {
@@ -589,6 +595,7 @@ static size_t summarize(struct session *s)
         if (pt->repeat_count > 0) {
             left_out |= summarize_finished(pt);
             pb_mpi_point_ranks(i, pt);
+            pb_memory_growth_check(pt, s->specs[i].analysis.memory_growth_mib);
             only_partial |= pt->repeat_count == 1 && pt->repeats[0].interrupted;
             measured_points++;
         }
@@ -730,8 +737,15 @@ static int write_result(struct session *s)
         r->analysis = pb_analysis_to_json(&out->analysis);
     }
     const char *path = s->outcome->result_path;
-    if (s->trace)
+    if (s->cpu_trace) {
+        /* One file: the CPU tracks, and the GPU's on the same clock. */
+        struct pb_trace_extra gpu = {pb_cupti_trace_events, s->trace};
+        pb_trace_write_beside(s->cpu_trace, s->opts->trace_path, path, s->trace ? &gpu : NULL, r);
+        if (s->trace)
+            pb_strlcpy(r->gpu_trace_path, r->trace_path, sizeof(r->gpu_trace_path));
+    } else if (s->trace) {
         write_trace(s, path);
+    }
     if (pb_result_write(r, path, s->msg, s->msglen) != PB_OK)
         return fail(s, PB_ERR);
     say(s->hooks, PB_SESSION_INFO, "result written to %s", path);
@@ -847,6 +861,7 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
         pb_spec_free(&s->specs[i]);
     pb_spec_free(&s->calibration);
     pb_cupti_free(s->trace);
+    pb_trace_free(s->cpu_trace);
     pb_spec_free(&s->base);
     free(s->specs);
     free(s->points);

@@ -40,6 +40,8 @@ struct pb_session_opts {
                                        one result holds both (bench/interleave.h)
                                        and the outcome their comparison          */
     const char *baseline_path;      /* NULL: no comparison                        */
+    const char *trace_path;         /* run.trace's file; NULL: NAME.trace.json beside
+                                       the result                                 */
     double threshold_pct;           /* practical threshold of that comparison     */
 };
 

@@ -53,6 +53,9 @@ void pb_stage_stats_reset(struct pb_stage_stats *st)
     }
     pb_hist_init(&st->collate_hist);
     st->collate_cpu_ns = 0;
+    st->perf_mask = 0;
+    memset(st->perf, 0, sizeof(st->perf));
+    memset(st->slowest, 0, sizeof(st->slowest));
 }
 
 void pb_stage_stats_free(struct pb_stage_stats *st)
@@ -87,6 +90,9 @@ int pb_stage_rows_merge(const struct pb_stage_stats *stats, int threads,
             sr->cpu_ns += stats[i].cpu_ns[k];
             for (int c = 0; c < w0->counter_count[k]; c++)
                 sr->counters[c] += stats[i].counters[k][c];
+            sr->perf_mask |= stats[i].perf_mask;
+            for (int c = 0; c < PB_PERF_COUNTERS; c++)
+                sr->perf[c] += stats[i].perf[k][c];
         }
         sr->counter_count =
             w0->counter_count[k] < PB_STAGE_COUNTERS ? w0->counter_count[k] : PB_STAGE_COUNTERS;
@@ -117,4 +123,17 @@ int pb_stage_rows_merge(const struct pb_stage_stats *stats, int threads,
         rep->stages[k].share_pct =
             total_ns ? 100.0 * (double)rep->stages[k].hist.sum_ns / (double)total_ns : 0;
     return PB_OK;
+}
+
+void pb_stage_rows_slowest(const struct pb_stage_stats *stats, int threads,
+                           struct pb_repeat_result *rep, char *const *paths, uint64_t path_count)
+{
+    /* The rows are in pb_stage_rows_merge's order: stage k's row, then its
+     * sub-stages. */
+    size_t row = 0;
+    for (int k = 0; k < stats[0].stage_count && row < rep->stage_count; k++) {
+        for (int i = 0; i < threads; i++)
+            pb_slowest_merge_thread(&rep->stages[row], &stats[i].slowest[k], paths, path_count);
+        row += 1 + (size_t)stats[0].substage_count[k];
+    }
 }

@@ -16,6 +16,7 @@
 #include "bench/config.h"
 #include "bench/hist.h"
 #include "bench/result.h"
+#include "bench/slowest.h"
 #include "decoders/decoder.h"
 
 struct pb_stage_stats {
@@ -33,6 +34,11 @@ struct pb_stage_stats {
      * left of a DataLoader's collate). */
     struct pb_hist collate_hist;
     uint64_t collate_cpu_ns;
+    /* profile.level comprehensive: perf counters per stage (bench/perfcount.h);
+     * perf_mask: which ones this thread counted. */
+    unsigned perf_mask;
+    uint64_t perf[PB_MAX_STAGES][PB_PERF_COUNTERS];
+    struct pb_slowest slowest[PB_MAX_STAGES]; /* per stage, this thread's */
 };
 
 /* Appends a stage named name (the string must outlive stats) with its
@@ -53,5 +59,10 @@ void pb_stage_stats_free(struct pb_stage_stats *stats);
  * then has no rows). */
 int pb_stage_rows_merge(const struct pb_stage_stats *stats, int threads,
                         struct pb_repeat_result *rep);
+
+/* Adds the threads' slowest samples into rep's rows (after
+ * pb_stage_rows_merge), their files named from paths[0..path_count). */
+void pb_stage_rows_slowest(const struct pb_stage_stats *stats, int threads,
+                           struct pb_repeat_result *rep, char *const *paths, uint64_t path_count);
 
 #endif

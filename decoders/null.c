@@ -4,7 +4,9 @@
  * this thread's CPU time (not wall time, so oversubscribed workers slow
  * down as real decoders do), and writes a synthetic image of the configured
  * size. fail_every makes every Nth sample a corrupt one, to exercise the
- * run's on_error policy. It lets the harness be tested and calibrated
+ * run's on_error policy; leak_bytes keeps that much memory per sample
+ * until the decoder is cleaned up, to exercise the memory-growth check
+ * (it stays reachable, so leak checkers stay quiet). It lets the harness be tested and calibrated
  * without any real codec. */
 #include "bench/pb.h"
 #include "decoders/decoder.h"
@@ -12,6 +14,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct null_opts {
     int64_t width;
@@ -20,6 +23,7 @@ struct null_opts {
     double cost_us;
     double cost_jitter;
     int64_t fail_every;
+    int64_t leak_bytes;
 };
 
 static const struct pb_opt null_opts[] = {
@@ -38,11 +42,16 @@ static const struct pb_opt null_opts[] = {
     {.name = "fail_every", .type = PB_OPT_INT, .offset = offsetof(struct null_opts, fail_every),
      .min = 0, .max = 1000000000, .def = "0",
      .help = "Report every Nth sample (by dataset index) as corrupt; 0 never."},
+    {.name = "leak_bytes", .type = PB_OPT_INT, .offset = offsetof(struct null_opts, leak_bytes),
+     .min = 0, .max = 1 << 30, .def = "0",
+     .help = "Memory kept per sample and never reused until the point ends, bytes (written, so "
+             "it counts in RSS): a leak on purpose, to test pbench's memory-growth warning."},
     {0},
 };
 
 struct null_state {
     struct null_opts o;
+    void *leaked; /* leak_bytes blocks, each starting with the previous one's address */
 };
 
 static int null_init(void **state, const void *opts, const struct pb_stage_plan *in,
@@ -83,6 +92,15 @@ static int null_decode(void *state, struct pb_sample *s)
     }
     if (cost_ns > 0)
         pb_spin_cpu_ns((uint64_t)cost_ns);
+    if (o->leak_bytes > 0) { /* a test double's leak: allocation on purpose */
+        size_t bytes = (size_t)o->leak_bytes + sizeof(void *);
+        void **block = malloc(bytes);
+        if (block) {
+            memset(block, 0x5a, bytes);
+            *block = ((struct null_state *)state)->leaked;
+            ((struct null_state *)state)->leaked = block;
+        }
+    }
 
     struct pb_shape shape = {.dtype = PB_DTYPE_U8, .frames = 1, .height = (int32_t)o->height,
                              .width = (int32_t)o->width, .channels = (int32_t)o->channels};
@@ -98,6 +116,17 @@ static int null_decode(void *state, struct pb_sample *s)
     return PB_OK;
 }
 
+static void null_cleanup(void *state)
+{
+    struct null_state *st = state;
+    while (st && st->leaked) {
+        void **block = st->leaked;
+        st->leaked = *block;
+        free(block);
+    }
+    free(st);
+}
+
 static int null_output_channels(const void *opts)
 {
     return (int)((const struct null_opts *)opts)->channels;
@@ -111,5 +140,5 @@ const struct pb_decoder_ops pb_decoder_null = {
     .output_channels = null_output_channels,
     .init = null_init,
     .decode = null_decode,
-    .cleanup = free,
+    .cleanup = null_cleanup,
 };

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 PACKAGES="build-essential cmake pkg-config libyaml-dev libturbojpeg0-dev libjpeg-turbo-progs \
 libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libhwloc-dev libcmocka-dev \
 libjansson-dev libsqlite3-dev clang libclang-rt-dev libopenmpi-dev openmpi-bin \
-libarchive-dev fio"
+libarchive-dev fio chromium python3-pil"
 
 missing=""
 for p in $PACKAGES; do

@@ -1,0 +1,100 @@
+/* The slowest samples per stage (bench/slowest.h): a thread's five against
+ * a plain sort of random times, the merge of threads and repeats (a sample
+ * once, at its slowest), and the JSON round trip. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/slowest.h"
+#include "tests/testutil.h"
+
+static int by_ns_desc(const void *a, const void *b)
+{
+    uint64_t x = ((const uint64_t *)a)[0], y = ((const uint64_t *)b)[0];
+    return (x < y) - (x > y);
+}
+
+static void test_thread_keeps_five_slowest(void **state)
+{
+    (void)state;
+    uint64_t rng = 7;
+    for (int trial = 0; trial < 100; trial++) {
+        struct pb_slowest s;
+        memset(&s, 0, sizeof(s));
+        size_t n = 1 + pb_test_rnd(&rng) % 300;
+        uint64_t (*pairs)[2] = calloc(n, sizeof(*pairs));
+        for (size_t i = 0; i < n; i++) {
+            pairs[i][0] = 1 + pb_test_rnd(&rng) % 1000000; /* ns */
+            pairs[i][1] = i;                               /* sample */
+            pb_slowest_add(&s, pairs[i][1], pairs[i][0]);
+        }
+        qsort(pairs, n, sizeof(*pairs), by_ns_desc);
+        for (size_t k = 0; k < PB_SLOWEST_SAMPLES; k++)
+            assert_int_equal(s.ns[k], k < n ? pairs[k][0] : 0);
+        free(pairs);
+    }
+}
+
+static void test_merge_lists_a_sample_once(void **state)
+{
+    (void)state;
+    char *paths[] = {"a.jpg", "b.jpg", "c.jpg", "d.jpg", "e.jpg", "f.jpg", "g.jpg"};
+    struct pb_slowest t1, t2;
+    memset(&t1, 0, sizeof(t1));
+    memset(&t2, 0, sizeof(t2));
+    for (uint64_t i = 0; i < 7; i++)
+        pb_slowest_add(&t1, i, 100 + i);     /* 6,5,4,3,2 kept */
+    pb_slowest_add(&t2, 0, 1000);            /* a.jpg: the slowest of all */
+    pb_slowest_add(&t2, 6, 50);              /* g.jpg again, faster: not listed twice */
+    struct pb_stage_result row;
+    memset(&row, 0, sizeof(row));
+    pb_slowest_merge_thread(&row, &t1, paths, 7);
+    pb_slowest_merge_thread(&row, &t2, paths, 7);
+    assert_int_equal(row.slowest_count, 5);
+    assert_string_equal(row.slowest_files[0], "a.jpg");
+    assert_int_equal(row.slowest_ns[0], 1000);
+    assert_string_equal(row.slowest_files[1], "g.jpg");
+    assert_int_equal(row.slowest_ns[1], 106);
+    assert_string_equal(row.slowest_files[4], "d.jpg");
+
+    /* Another repeat: g.jpg slower there replaces its entry. */
+    struct pb_stage_result other;
+    memset(&other, 0, sizeof(other));
+    struct pb_slowest t3;
+    memset(&t3, 0, sizeof(t3));
+    pb_slowest_add(&t3, 6, 500);
+    pb_slowest_merge_thread(&other, &t3, paths, 7);
+    pb_slowest_merge_row(&row, &other);
+    assert_int_equal(row.slowest_count, 5);
+    assert_int_equal(row.slowest_ns[1], 500);
+    int g = 0;
+    for (int k = 0; k < row.slowest_count; k++)
+        g += strcmp(row.slowest_files[k], "g.jpg") == 0;
+    assert_int_equal(g, 1);
+
+    json_t *j = pb_slowest_to_json(&row);
+    struct pb_stage_result back;
+    memset(&back, 0, sizeof(back));
+    pb_slowest_from_json(j, &back);
+    json_decref(j);
+    assert_int_equal(back.slowest_count, 5);
+    for (int k = 0; k < 5; k++) {
+        assert_int_equal(back.slowest_ns[k], row.slowest_ns[k]);
+        assert_string_equal(back.slowest_files[k], row.slowest_files[k]);
+    }
+    /* No paths (generated data): indexes only. */
+    struct pb_stage_result bare;
+    memset(&bare, 0, sizeof(bare));
+    pb_slowest_merge_thread(&bare, &t1, NULL, 0);
+    assert_int_equal(bare.slowest_count, 5);
+    assert_string_equal(bare.slowest_files[0], "");
+    assert_int_equal(bare.slowest_sample[0], 6);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_thread_keeps_five_slowest),
+        cmocka_unit_test(test_merge_lists_a_sample_once),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
