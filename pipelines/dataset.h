@@ -72,6 +72,10 @@ struct pb_sampler {
     uint64_t total_batches;   /* UINT64_MAX when unbounded               */
     uint64_t max_samples;     /* 0: no cap                               */
     unsigned perm_half_bits;  /* Feistel domain: 2 * half bits           */
+    /* Samples each visit of a file gives (a video decoder's
+     * clips_per_visit): they come one after the other in the epoch, so an
+     * epoch holds files x clips_per_file samples. 1 for everything else. */
+    uint64_t clips_per_file;
 };
 
 /* Sets up a sampler over dataset_count samples for the dataset spec ds
@@ -81,11 +85,27 @@ struct pb_sampler {
 int pb_sampler_init(struct pb_sampler *s, uint64_t dataset_count, const struct pb_dataset_spec *ds,
                     int64_t batch_size, bool drop_last, char *msg, size_t msglen);
 
+/* pb_sampler_init for a decoder that makes clips_per_file samples of each
+ * file it visits (shuffle, shard and epochs move whole visits; batches,
+ * drop_last and max_samples count samples). clips_per_file 1 is
+ * pb_sampler_init. */
+int pb_sampler_init_visits(struct pb_sampler *s, uint64_t dataset_count, uint64_t clips_per_file,
+                           const struct pb_dataset_spec *ds, int64_t batch_size, bool drop_last,
+                           char *msg, size_t msglen);
+
 /* Fills indices[0..*count) with the dataset indices of batch number batch
  * (0-based over all epochs) and seeds[] with their per-sample seeds.
  * Returns false once the run's epochs or max_samples are exhausted. */
 bool pb_sampler_batch(const struct pb_sampler *s, uint64_t batch, uint64_t *indices,
                       uint64_t *seeds, uint32_t *count);
+
+/* pb_sampler_batch, and for each sample its visit: visit_seeds[j] is
+ * the seed of the file's visit (the same for its clips_per_file samples;
+ * seeds[j] is the sample's own, for its random augmentations) and
+ * clips[j] which of them it is, 0-based. Either array may be NULL. */
+bool pb_sampler_batch_visits(const struct pb_sampler *s, uint64_t batch, uint64_t *indices,
+                             uint64_t *seeds, uint64_t *visit_seeds, uint32_t *clips,
+                             uint32_t *count);
 
 /* The shuffled position of i in epoch's permutation of [0, n). */
 uint64_t pb_sampler_permute(const struct pb_sampler *s, uint64_t epoch, uint64_t i);
