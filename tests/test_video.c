@@ -774,6 +774,55 @@ static void test_multi_clip_matches_single(void **state)
     }
 }
 
+/* A whole run with clips_per_visit: one epoch of 3 videos at 2 clips a
+ * visit is exactly 6 samples, every frame delivered counted once, and each
+ * video opened once (its second clip comes from the visit's decode). */
+static void test_visits_count_exactly_in_a_run(void **state)
+{
+    (void)state;
+    if (!binary) {
+        skip();
+        return;
+    }
+    make_videos("visits-run", 3, FRAMES, 12, NULL);
+    char config[600], result[600], extra[700];
+    snprintf(config, sizeof(config), "%s/visits.yaml", workdir);
+    snprintf(result, sizeof(result), "%s/visits.json", workdir);
+    FILE *f = fopen(config, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "name: visits\n"
+            "dataset: {path: '%s/visits-run', shuffle: true, epochs: 1}\n"
+            "pipeline:\n"
+            "  - decode: {decoder: video, clip_frames: 8, frame_stride: 2, clips_per_visit: 2}\n"
+            "loader: {workers: 1, batch_size: 2, prefetch_factor: 1}\n"
+            "run: {warmup_batches: 0, min_time_s: 0, max_time_s: 30, repeats: 1, step_ms: 0}\n",
+            workdir);
+    fclose(f);
+    char *err;
+    snprintf(extra, sizeof(extra), "-o '%s'", result);
+    int rc = pbench_run(config, extra, &err);
+    if (rc != 0)
+        fprintf(stderr, "visits run: exit %d: %s\n", rc, err);
+    assert_int_equal(rc, 0);
+    free(err);
+    json_error_t jerr;
+    json_t *r = json_load_file(result, 0, &jerr);
+    assert_non_null(r);
+    json_t *p = json_array_get(json_object_get(r, "points"), 0);
+    assert_int_equal(json_integer_value(json_object_get(p, "samples")), 6);
+    json_t *stage = NULL, *st;
+    size_t i;
+    json_array_foreach(json_object_get(p, "stages"), i, st)
+        if (strcmp(json_string_value(json_object_get(st, "name")), "decode") == 0)
+            stage = st;
+    assert_non_null(stage);
+    json_t *counters = json_object_get(stage, "counters");
+    assert_int_equal(json_integer_value(json_object_get(counters, "frames_delivered")), 6 * 8);
+    assert_int_equal(json_integer_value(json_object_get(counters, "opens")), 3);
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -786,6 +835,7 @@ int main(void)
         cmocka_unit_test(test_corrupt_index_says_what_is_wrong),
         cmocka_unit_test(test_visit_stretches),
         cmocka_unit_test(test_multi_clip_matches_single),
+        cmocka_unit_test(test_visits_count_exactly_in_a_run),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
