@@ -886,9 +886,7 @@ static void video_cleanup(void *state)
     free(st->indices);
     free(st->targets);
     free(st->rotate_buf);
-    if (st->visit)
-        pb_video_visit_free(st->visit);
-    free(st->visit);
+    pb_video_visit_free(st->visit);
     free(st);
 }
 
@@ -936,9 +934,8 @@ static int video_init(void **state, const void *opts, const struct pb_stage_plan
     st->held = av_frame_alloc();
     st->indices = calloc((size_t)o->clip_frames, sizeof(*st->indices));
     st->targets = calloc((size_t)(o->clip_frames * o->clips_per_visit), sizeof(*st->targets));
-    if (o->clips_per_visit > 1 && (st->visit = calloc(1, sizeof(*st->visit))) &&
-        pb_video_visit_init(st->visit, (int)o->clips_per_visit, o->clip_frames) != PB_OK)
-        st->targets = (free(st->targets), NULL);
+    if (o->clips_per_visit > 1)
+        st->visit = pb_video_visit_new((int)o->clips_per_visit, o->clip_frames);
     if (!st->pkt || !st->frame || !st->held || !st->indices || !st->targets ||
         (o->clips_per_visit > 1 && !st->visit)) {
         video_cleanup(st);

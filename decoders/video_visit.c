@@ -82,20 +82,28 @@ int pb_video_visit_stretches(const int64_t *indices, int clips, int64_t clip_fra
     return count;
 }
 
-int pb_video_visit_init(struct pb_video_visit *v, int clips, int64_t clip_frames)
+struct pb_video_visit *pb_video_visit_new(int clips, int64_t clip_frames)
 {
-    memset(v, 0, sizeof(*v));
+    struct pb_video_visit *v = calloc(1, sizeof(*v));
+    if (!v)
+        return NULL;
     v->clips = clips;
     v->clip_frames = clip_frames;
     v->indices = calloc((size_t)clips * (size_t)clip_frames, sizeof(*v->indices));
-    return v->indices ? PB_OK : PB_ERR_NOMEM;
+    if (!v->indices) {
+        free(v);
+        return NULL;
+    }
+    return v;
 }
 
 void pb_video_visit_free(struct pb_video_visit *v)
 {
+    if (!v)
+        return;
     free(v->indices);
     free(v->frames);
-    memset(v, 0, sizeof(*v));
+    free(v);
 }
 
 bool pb_video_visit_holds(const struct pb_video_visit *v, const struct pb_sample *s)

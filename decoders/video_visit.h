@@ -65,9 +65,10 @@ int pb_video_visit_plan(int64_t frame_count, int64_t clip_frames, int64_t frame_
 int pb_video_visit_stretches(const int64_t *indices, int clips, int64_t clip_frames, int *order,
                              int *stretch_first);
 
-/* Per-worker state for clips visits of clip_frames frames: PB_OK or
- * PB_ERR_NOMEM. Release with pb_video_visit_free. */
-int pb_video_visit_init(struct pb_video_visit *v, int clips, int64_t clip_frames);
+/* Per-worker state for visits of clips clips of clip_frames frames, or
+ * NULL when out of memory. Release with pb_video_visit_free (NULL is
+ * fine). */
+struct pb_video_visit *pb_video_visit_new(int clips, int64_t clip_frames);
 void pb_video_visit_free(struct pb_video_visit *v);
 
 /* Whether v holds the decoded visit sample s belongs to (same file and
