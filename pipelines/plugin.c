@@ -26,11 +26,12 @@ static void resolve(const char *path, const char *relative_to, char *out, size_t
     if (path[0] == '/') {
         snprintf(out, outlen, "%s", path);
     } else if (strchr(path, '/')) {
-        while (path[0] == '.' && path[1] == '/')
-            path += 2;
+        const char *rest = path;
+        while (rest[0] == '.' && rest[1] == '/')
+            rest += 2;
         const char *slash = relative_to ? strrchr(relative_to, '/') : NULL;
         if (slash)
-            snprintf(out, outlen, "%.*s/%s", (int)(slash - relative_to), relative_to, path);
+            snprintf(out, outlen, "%.*s/%s", (int)(slash - relative_to), relative_to, rest);
         else
             snprintf(out, outlen, "%s", path);
     } else {

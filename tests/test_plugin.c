@@ -18,6 +18,7 @@
 #include "bench/config.h"
 #include "bench/pb.h"
 #include "pipelines/plugin.h"
+#include "tests/testutil.h"
 
 #define EXAMPLE PB_TEST_PLUGIN_DIR "/libpbench_example_plugin.so"
 #define BAD_ABI PB_TEST_PLUGIN_DIR "/libpbench_test_bad_abi.so"
@@ -197,8 +198,61 @@ static void test_abi_mismatch(void **state)
     assert_non_null(strstr(msg, want));
 }
 
+static char workdir[] = "/tmp/pbench-plugin-XXXXXX";
+
+/* The binary end to end: configs/plugin.yaml (made short, on 16 small
+ * generated JPEGs) runs the example plugin, whose row is in the table and
+ * the result; a config naming a missing .so exits 2 with its path. */
+static void test_pbench_runs_the_plugin_config(void **state)
+{
+    (void)state;
+    const char *source = getenv("PBENCH_SOURCE_DIR");
+    if (!getenv("PBENCH_BINARY") || !source) {
+        skip();
+        return;
+    }
+    char args[2048], *err = NULL;
+    snprintf(args, sizeof args,
+             "run '%s/configs/plugin.yaml' -s dataset.path=pdata -s dataset.generate.count=16 "
+             "-s dataset.generate.size=96x64-128x96 -s loader.batch_size=4 -s run.repeats=1 "
+             "-s run.warmup_batches=0 -s run.min_time_s=0 -s run.max_time_s=0.3 "
+             "-s pipeline.example_gain.gain=1.5 -o r.json",
+             source);
+    int rc = pb_test_run_pbench(workdir, args, &err);
+    if (rc != 0)
+        fprintf(stderr, "pbench run configs/plugin.yaml: exit %d: %s\n", rc, err);
+    assert_int_equal(rc, 0);
+    free(err);
+    char path[PB_PATH_MAX];
+    snprintf(path, sizeof path, "%s/out.txt", workdir);
+    char *out = pb_test_read_file(path, NULL, false);
+    assert_non_null(strstr(out, "example_gain"));
+    free(out);
+    json_t *r = pb_test_load_json(workdir, "r.json");
+    json_t *point = json_array_get(json_object_get(r, "points"), 0);
+    json_t *stage = json_array_get(json_object_get(point, "stages"), 3);
+    assert_string_equal(json_string_value(json_object_get(stage, "name")), "example_gain");
+    assert_true(json_integer_value(json_object_get(stage, "count")) > 0);
+    json_t *plugin = json_object_get(
+        json_array_get(json_object_get(json_object_get(r, "config"), "pipeline"), 3), "plugin");
+    assert_true(json_number_value(json_object_get(plugin, "gain")) == 1.5);
+    json_decref(r);
+
+    snprintf(path, sizeof path, "%s/missing.yaml", workdir);
+    const char yaml[] = "dataset: {path: pdata}\n"
+                        "pipeline:\n"
+                        "  - read:\n"
+                        "  - plugin: {path: ./libnothere.so}\n";
+    pb_test_write_file(path, yaml, sizeof yaml - 1);
+    rc = pb_test_run_pbench(workdir, "run missing.yaml", &err);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "missing.yaml:4:20: plugin ./libnothere.so: no such file"));
+    free(err);
+}
+
 int main(void)
 {
+    pb_test_tmpdir_use(workdir);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loads_the_example),
         cmocka_unit_test(test_option_parses_and_stage_runs),
@@ -207,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_missing_symbol),
         cmocka_unit_test(test_abi_mismatch),
+        cmocka_unit_test(test_pbench_runs_the_plugin_config),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);
 }
