@@ -141,6 +141,14 @@ static void print_decoders(FILE *out)
         print_decoder(out, all[i]);
 }
 
+/* The `plugin` item: what it takes and where its options are listed. */
+static void print_plugin_entry(FILE *out)
+{
+    print_entry(out, "plugin", "[a shared object: your own stage]",
+                "A stage loaded from a plugin: - plugin: {path: ./libmystage.so, KEY: VALUE}; "
+                "'pbench list PATH' lists its options (docs/plugins.md).");
+}
+
 static void print_all(FILE *out)
 {
     fprintf(out, "Config sections (pbench list SECTION, or SECTION.KEY for one key):\n");
@@ -151,9 +159,7 @@ static void print_all(FILE *out)
     fprintf(out, "\nStages (pipeline: - NAME: {KEY: VALUE}):\n");
     for (size_t i = 0; i < count; i++)
         print_stage(out, stages[i]);
-    print_entry(out, "plugin", "[a shared object: your own stage]",
-                "A stage loaded from a plugin: - plugin: {path: ./libmystage.so, KEY: VALUE}; "
-                "'pbench list PATH' lists its options (docs/plugins.md).");
+    print_plugin_entry(out);
     print_decoders(out);
 }
 
@@ -266,6 +272,10 @@ int pb_list_print(FILE *out, const char *filter, char *msg, size_t msglen)
         return print_plugin(out, filter, msg, msglen);
     if (strncmp(filter, "pipeline.", 9) == 0 && filter[9])
         filter += 9; /* pipeline.resize: the stage */
+    if (strcmp(filter, "plugin") == 0) {
+        print_plugin_entry(out);
+        return PB_OK;
+    }
     if (print_named(out, filter))
         return PB_OK;
     struct names near = {.count = 0};

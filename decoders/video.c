@@ -24,9 +24,10 @@
  * seek: none decodes from the start. With reopen: reuse the worker keeps
  * the last file's demuxer and decoder open for the next clip of that file.
  * discard: nonref asks libavcodec to skip non-reference frames whose
- * packets carry no frame of the clip. Bounded everywhere: a clip reads at
- * most frame_count * 2 + 256 packets, and a stream ending early is an
- * error, so a broken file can never loop. */
+ * packets carry no frame of the clip. clips_per_visit: K takes K clips of
+ * each visit, decoded in one pass (decode_visit, decoders/video_visit.h).
+ * Bounded everywhere: a clip reads at most frame_count * 2 + 256 packets,
+ * and a stream ending early is an error, so a broken file can never loop. */
 #include "decoders/video.h"
 
 #include <math.h>
@@ -127,15 +128,14 @@ static const struct pb_opt video_opts[] = {
      "the decoder's best guess, as players do)."},
     {"clips_per_visit", PB_OPT_INT, OPT(clips_per_visit), 1, PB_VIDEO_MAX_CLIPS_PER_VISIT, "1",
      NULL, "Clips each visit of a video gives, each its own sample (an epoch holds videos x this "
-     "many); they are planned in file order and overlapping ones decoded once "
-     "(random or uniform sampling)."},
+     "many), planned in file order and decoded in one pass (random or uniform sampling); a "
+     "batch_size that is a multiple of it keeps a visit in one worker's batch."},
     {0},
 };
 
 static const char *const video_substages[] = {"open", "seek", "demux", "decode", "convert", NULL};
 static const char *const video_counters[] = {"frames_decoded", "frames_delivered", "seeks",
                                              "opens", NULL};
-
 
 struct video_state {
     struct video_opts o;
@@ -586,7 +586,9 @@ static int position_decoder(struct video_state *st, struct pb_sample *s, struct 
     bool continue_pays = st->last_keyframe >= 0 && st->keyframe_interval > 0
                              ? first < st->last_keyframe + st->keyframe_interval
                              : first - st->decoded_frame <= span + 1;
-    /* The file's index knows: a seek would land at or before where we are. */
+    /* The file's index knows: a seek would land at or before where we are
+     * (its times are decode times, at most a few frames early: going on
+     * costs no more than those). */
     const AVIndexEntry *key = avformat_index_get_entry_from_timestamp(
         st->fmt->streams[st->stream], rescale_frame_to_pts(st, first), AVSEEK_FLAG_BACKWARD);
     if (key && key->timestamp != AV_NOPTS_VALUE && st->decoded_frame >= 0 &&

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "bench/config.h"
+#include "bench/list.h"
 #include "bench/pb.h"
 #include "pipelines/plugin.h"
 #include "tests/testutil.h"
@@ -156,6 +157,31 @@ static void test_json_round_trip(void **state)
     pb_spec_free(&spec);
 }
 
+/* `pbench list PATH` shows the plugin's stage and its option table;
+ * `pbench list plugin` says how to use one. */
+static void test_list_shows_its_options(void **state)
+{
+    (void)state;
+    char msg[PB_MSG_MAX] = "", *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    assert_int_equal(pb_list_print(out, EXAMPLE, msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_list_print(out, "plugin", msg, sizeof msg), PB_OK);
+    fclose(out);
+    assert_non_null(strstr(text, "example_gain"));
+    assert_non_null(strstr(text, "gain                        number 0..16; default 1.25"));
+    assert_non_null(strstr(text, "bias                        integer -255..255; default 0"));
+    assert_non_null(strstr(text, "- plugin: {path: ./libmystage.so, KEY: VALUE}"));
+    free(text);
+    out = open_memstream(&text, &len);
+    assert_int_equal(pb_list_print(out, "/nonexistent/libgone.so", msg, sizeof msg),
+                     PB_ERR_CONFIG);
+    fclose(out);
+    free(text);
+    assert_string_equal(msg, "plugin /nonexistent/libgone.so: no such file");
+}
+
 static void test_missing_file(void **state)
 {
     (void)state;
@@ -258,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_option_parses_and_stage_runs),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_json_round_trip),
+        cmocka_unit_test(test_list_shows_its_options),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_missing_symbol),
         cmocka_unit_test(test_abi_mismatch),

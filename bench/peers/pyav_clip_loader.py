@@ -23,6 +23,7 @@ import argparse
 import multiprocessing as mp
 import os
 import random
+import resource
 import sys
 import time
 
@@ -137,9 +138,17 @@ def main():
             batches += 1
         elapsed = time.monotonic() - t0
         pool.terminate()
+        pool.join()
+    # The workers' CPU over every batch they made (warm-up, measured and
+    # the ones in flight when stopped: at most 2 x workers more than taken).
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = usage.ru_utime + usage.ru_stime
+    made = (args.warmup_batches + batches + args.workers) * args.batch_size
     clips = batches * args.batch_size
-    print(f"pyav: workers {args.workers}, clips per visit {args.clips_per_visit}, {clips} clips in {elapsed:.2f} s: "
-          f"{clips / elapsed:.1f} clips/s, {clips * args.clip_frames / elapsed:.1f} clip frames/s")
+    print(f"pyav: workers {args.workers}, clips per visit {args.clips_per_visit}, {clips} clips in "
+          f"{elapsed:.2f} s, about {made * args.clip_frames / cpu_s:.1f} clip frames per worker "
+          f"CPU second: {clips / elapsed:.1f} clips/s, {clips * args.clip_frames / elapsed:.1f} "
+          f"clip frames/s")
 
 
 if __name__ == "__main__":
