@@ -618,6 +618,23 @@ static void worker_counts(int64_t now, int pus, char *buf, size_t size)
     }
 }
 
+/* The video decoder's clips_per_visit at point i: the point's axis, else
+ * the config's decode stage, else 1. */
+static int64_t clips_per_visit(const struct pb_result *result, size_t i)
+{
+    const char *key = "pipeline.decode.clips_per_visit";
+    if (i < result->point_count && json_object_get(result->points[i].axes, key))
+        return pb_point_setting_int(result, i, key, 1);
+    const json_t *stage;
+    size_t k;
+    json_array_foreach(pb_result_config_value(result, "pipeline"), k, stage) {
+        const json_t *v = json_object_get(json_object_get(stage, "decode"), "clips_per_visit");
+        if (json_is_integer(v))
+            return json_integer_value(v);
+    }
+    return 1;
+}
+
 /* The suggestions for point i (the recommended one, or a single run's
  * only point), each quoting its figures and, where one exists, ending with
  * the command that tests it. */
@@ -643,14 +660,20 @@ static void suggestions(const struct pb_result *result, size_t i, struct pb_anal
                 p->stall_pct, an->thresholds.input_bound_moderate_pct);
     if (a->top_stage >= 0 && a->top_share_pct >= 40 && name_is(top, decode_names)) {
         const char *decoder = decoder_name(result);
+        char visit[320] = "";
+        if (clips_per_visit(result, i) <= 1)
+            snprintf(visit, sizeof visit,
+                     "take several clips per video visit, decoded in one pass (test: %s -s "
+                     "pipeline.decode.clips_per_visit=4), ",
+                     run);
         if (strcmp(decoder, "video") == 0)
             SUGGEST(an,
                     "decode takes %.0f%% of %s and decodes %.2fx the frames it delivers: "
                     "skip the non-reference frames nobody receives (test: %s -s "
-                    "pipeline.decode.discard=nonref), trade workers for decoder threads (test: "
+                    "pipeline.decode.discard=nonref), %strade workers for decoder threads (test: "
                     "%s -a pipeline.decode.threads=1,2,4), encode the sources with a shorter "
                     "GOP, or decode on the GPU",
-                    a->top_share_pct, of, a->amplification, run, run);
+                    a->top_share_pct, of, a->amplification, run, visit, run);
         else if (strcmp(decoder, "null") == 0)
             SUGGEST(an,
                     "decode takes %.0f%% of %s: the null decoder's cost_us sets it; a "

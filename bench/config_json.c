@@ -5,6 +5,7 @@
 
 #include "bench/config.h"
 #include "bench/pb.h"
+#include "pipelines/plugin.h"
 
 /* Sets obj[key] = value, taking over value (NULL means it failed). */
 static bool put(json_t *obj, const char *key, json_t *value)
@@ -20,6 +21,9 @@ static json_t *stage_to_json(const struct pb_stage_spec *st)
     bool ok = true;
     if (st->decoder)
         ok = put(opts, "decoder", json_string(st->decoder->name));
+    const struct pb_plugin *plugin = pb_plugin_of(st->ops);
+    if (plugin) /* read back as `- plugin: {path: ...}` */
+        ok = put(opts, "path", json_string(plugin->path));
     const struct pb_opt *tables[2] = {st->opts ? st->ops->opts : NULL,
                                       st->decoder_opts ? st->decoder->opts : NULL};
     const void *bases[2] = {st->opts, st->decoder_opts};
@@ -39,7 +43,7 @@ static json_t *stage_to_json(const struct pb_stage_spec *st)
         json_decref(opts);
         return NULL;
     }
-    return put(item, st->ops->name, opts) ? item : (json_decref(item), NULL);
+    return put(item, plugin ? "plugin" : st->ops->name, opts) ? item : (json_decref(item), NULL);
 }
 
 static json_t *pipeline_to_json(const struct pb_spec *spec)
@@ -107,9 +111,21 @@ static int stage_from_json(struct pb_spec *spec, size_t index, const json_t *ite
     }
     const char *name = json_object_iter_key(json_object_iter((json_t *)item));
     const json_t *opts = json_object_iter_value(json_object_iter((json_t *)item));
-    const struct pb_stage_ops *ops = pb_config_stage(name, msg, msglen);
-    if (!ops)
+    const struct pb_stage_ops *ops = NULL;
+    if (strcmp(name, "plugin") == 0) {
+        const json_t *path = json_is_object(opts) ? json_object_get(opts, "path") : NULL;
+        const struct pb_plugin *plugin = NULL;
+        if (!json_is_string(path)) {
+            snprintf(msg, msglen, "pipeline item %zu: plugin.path is required", index);
+            return PB_ERR_CONFIG;
+        }
+        if (pb_plugin_load(json_string_value(path), NULL, &plugin, msg, msglen) != PB_OK)
+            return PB_ERR_CONFIG;
+        ops = plugin->ops;
+        name = ops->name;
+    } else if (!(ops = pb_config_stage(name, msg, msglen))) {
         return PB_ERR_CONFIG;
+    }
     char prefix[PB_NAME_MAX + 16];
     snprintf(prefix, sizeof prefix, "pipeline.%s", name);
     if (json_is_null(opts))

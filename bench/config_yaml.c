@@ -13,6 +13,7 @@
 #include "bench/pb.h"
 #include "bench/sweep.h"
 #include "bench/yaml_doc.h"
+#include "pipelines/plugin.h"
 
 #define PB_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
@@ -250,6 +251,32 @@ static const struct pb_decoder_ops *parse_decoder(const struct loader *ld, const
     return decoder;
 }
 
+/* A `plugin` item's stage: its `path` loaded (relative to the config
+ * file's folder, see pipelines/plugin.h); NULL after an error. */
+static const struct pb_stage_ops *parse_plugin(const struct loader *ld,
+                                               const yaml_node_t *name_node,
+                                               const yaml_node_t *options)
+{
+    char why[PB_MSG_MAX];
+    const yaml_node_t *value = mapping_get(ld, options, "path");
+    if (!value) {
+        node_error(ld, name_node,
+                   "pipeline.plugin.path is required: the plugin's shared object, e.g. "
+                   "'- plugin: {path: ./libmystage.so}'");
+        return NULL;
+    }
+    if (value->type != YAML_SCALAR_NODE) {
+        node_error(ld, value, "pipeline.plugin.path must be a scalar, got %s", node_kind(value));
+        return NULL;
+    }
+    const struct pb_plugin *plugin = NULL;
+    if (pb_plugin_load(scalar_text(value), ld->file, &plugin, why, sizeof why) != PB_OK) {
+        node_error(ld, value, "%s", why);
+        return NULL;
+    }
+    return plugin->ops;
+}
+
 /* One pipeline item: `STAGE: {options}`, `STAGE:` or just `STAGE`. */
 static int parse_stage(const struct loader *ld, const yaml_node_t *item)
 {
@@ -288,9 +315,15 @@ static int parse_stage(const struct loader *ld, const yaml_node_t *item)
     if (spec->stage_count >= PB_MAX_STAGES)
         return node_error(ld, item, "pipeline has more than %d stages", PB_MAX_STAGES);
     const char *name = scalar_text(name_node);
-    const struct pb_stage_ops *ops = pb_config_stage(name, why, sizeof why);
+    bool plugin = strcmp(name, "plugin") == 0;
+    const struct pb_stage_ops *ops =
+        plugin ? parse_plugin(ld, name_node, options) : pb_config_stage(name, why, sizeof why);
+    if (plugin && !ops)
+        return PB_ERR_CONFIG;
     if (!ops)
         return node_error(ld, name_node, "%s", why);
+    if (plugin)
+        name = ops->name; /* its options are pipeline.NAME.KEY, as -s names them */
     if (ops->unavailable_reason)
         return node_error(ld, name_node, "stage '%s' is not available in this build: %s", name,
                           ops->unavailable_reason);
@@ -318,6 +351,8 @@ static int parse_stage(const struct loader *ld, const yaml_node_t *item)
     st->column = (int)name_node->start_mark.column + 1;
     struct pb_scope scope;
     pb_scope_of_stage(st, prefix, &scope);
+    if (plugin)
+        scope.extras[0] = "path";
     rc = options ? parse_options(ld, options, &scope) : PB_OK;
     /* A GPU version missing from this build is the run's gpu policy to
      * explain (gpu: required fails with the reason, optional drops it). */

@@ -7,6 +7,7 @@
 #include "bench/opt.h"
 #include "bench/pb.h"
 #include "decoders/decoder.h"
+#include "pipelines/plugin.h"
 #include "pipelines/stage.h"
 
 #define KEY_WIDTH 28
@@ -140,6 +141,14 @@ static void print_decoders(FILE *out)
         print_decoder(out, all[i]);
 }
 
+/* The `plugin` item: what it takes and where its options are listed. */
+static void print_plugin_entry(FILE *out)
+{
+    print_entry(out, "plugin", "[a shared object: your own stage]",
+                "A stage loaded from a plugin: - plugin: {path: ./libmystage.so, KEY: VALUE}; "
+                "'pbench list PATH' lists its options (docs/plugins.md).");
+}
+
 static void print_all(FILE *out)
 {
     fprintf(out, "Config sections (pbench list SECTION, or SECTION.KEY for one key):\n");
@@ -150,7 +159,20 @@ static void print_all(FILE *out)
     fprintf(out, "\nStages (pipeline: - NAME: {KEY: VALUE}):\n");
     for (size_t i = 0; i < count; i++)
         print_stage(out, stages[i]);
+    print_plugin_entry(out);
     print_decoders(out);
+}
+
+/* `pbench list ./libmystage.so`: a plugin's stage and its options. */
+static int print_plugin(FILE *out, const char *path, char *msg, size_t msglen)
+{
+    const struct pb_plugin *plugin = NULL;
+    int rc = pb_plugin_load(path, NULL, &plugin, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    fprintf(out, "Plugin %s (- plugin: {path: %s, KEY: VALUE}):\n", plugin->path, path);
+    print_stage(out, plugin->ops);
+    return PB_OK;
 }
 
 /* Everything that has a name, for "did you mean". */
@@ -246,8 +268,14 @@ int pb_list_print(FILE *out, const char *filter, char *msg, size_t msglen)
         print_all(out);
         return PB_OK;
     }
+    if (strchr(filter, '/') || strstr(filter, ".so"))
+        return print_plugin(out, filter, msg, msglen);
     if (strncmp(filter, "pipeline.", 9) == 0 && filter[9])
         filter += 9; /* pipeline.resize: the stage */
+    if (strcmp(filter, "plugin") == 0) {
+        print_plugin_entry(out);
+        return PB_OK;
+    }
     if (print_named(out, filter))
         return PB_OK;
     struct names near = {.count = 0};

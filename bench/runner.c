@@ -82,7 +82,8 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
     struct pb_stage_stats *st = w->stats;
     uint64_t start_ns = pb_now_ns();
     uint32_t n;
-    if (!pb_sampler_batch(&run->sampler, seq, w->indices, w->seeds, &n))
+    if (!pb_sampler_batch_visits(&run->sampler, seq, w->indices, w->seeds, w->visit_seeds,
+                                 w->clips, &n))
         return BATCH_END;
     bool measured = seq >= run->first_measured_seq;
     bool timing = measured && run->stage_timing;
@@ -108,6 +109,9 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
             .file_offset = ds->offsets ? ds->offsets[index] : 0,
             .member = ds->members ? ds->members[index] : NULL,
             .seed = w->seeds[j],
+            .visit_seed = w->visit_seeds[j],
+            .clip = w->clips[j],
+            .clips = (uint32_t)run->clips_per_file,
             .in_shape = {.dtype = PB_DTYPE_BYTES},
             .msg = w->msg,
             .msglen = sizeof(w->msg),
@@ -340,8 +344,8 @@ static int start_repeat(struct run *run, int repeat, bool stage_timing, char *ms
     const struct pb_spec *spec = run->spec;
     struct pb_dataset_spec ds_spec = spec->dataset;
     ds_spec.seed = (int64_t)(pb_mix64((uint64_t)spec->dataset.seed + (uint64_t)repeat) >> 2);
-    int rc = pb_sampler_init(&run->sampler, run->ds->count, &ds_spec, spec->loader.batch_size,
-                             spec->loader.drop_last, msg, msglen);
+    int rc = pb_sampler_init_visits(&run->sampler, run->ds->count, run->clips_per_file, &ds_spec,
+                                    spec->loader.batch_size, spec->loader.drop_last, msg, msglen);
     if (rc != PB_OK)
         return rc;
     if (run->ds->offsets) /* tar shards: each worker streams its run of them */

@@ -37,6 +37,8 @@ struct worker {
     _Atomic uint64_t exit_cpu_ns;      /* thread CPU when the worker ended */
     bool cpu_started;
     uint64_t *indices, *seeds;
+    uint64_t *visit_seeds; /* per sample: its file visit's seed and      */
+    uint32_t *clips;       /* which of the visit's samples it is        */
     char msg[PB_MSG_MAX];
     /* The CPU trace (bench/trace.h): this thread's buffer, and the one
      * recorded into in this repeat (NULL when not tracing: the hot path's
@@ -50,6 +52,7 @@ struct run {
     const struct pb_spec *spec;
     const struct pb_dataset *ds;
     struct pb_sampler sampler; /* per repeat: seeded by repeat */
+    uint64_t clips_per_file;   /* samples per file visit (the decoder's) */
     int workers;               /* threads; 0 loads in the consumer */
     int prefetch_factor;
     struct worker *worker;        /* max(workers, 1) entries */

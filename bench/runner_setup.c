@@ -14,6 +14,8 @@ static void free_worker(struct worker *w)
     free(w->scratch[1]);
     free(w->indices);
     free(w->seeds);
+    free(w->visit_seeds);
+    free(w->clips);
 }
 
 void pb_runner_free(struct run *run)
@@ -131,12 +133,14 @@ static int setup_loaders(struct run *run, const struct pb_spec *spec, char *msg,
             return rc;
         w->indices = calloc(batch, sizeof(*w->indices));
         w->seeds = calloc(batch, sizeof(*w->seeds));
+        w->visit_seeds = calloc(batch, sizeof(*w->visit_seeds));
+        w->clips = calloc(batch, sizeof(*w->clips));
         int grown = PB_OK;
         if (run->sizes.scratch_bytes) {
             grown |= pb_runner_grow_scratch(w, 0, run->sizes.scratch_bytes);
             grown |= pb_runner_grow_scratch(w, 1, run->sizes.scratch_bytes);
         }
-        if (!w->indices || !w->seeds || grown != PB_OK) {
+        if (!w->indices || !w->seeds || !w->visit_seeds || !w->clips || grown != PB_OK) {
             snprintf(msg, msglen, "out of memory setting up worker %d", i);
             return PB_ERR_NOMEM;
         }
@@ -185,6 +189,12 @@ int pb_runner_setup(struct run *run, const struct pb_spec *spec, const struct pb
     run->point = point;
     run->workers = (int)spec->loader.workers;
     run->prefetch_factor = (int)spec->loader.prefetch_factor;
+    run->clips_per_file = 1; /* a decoder may make several samples of one visit */
+    for (int i = 0; i < spec->stage_count; i++) {
+        const struct pb_stage_spec *st = &spec->stages[i];
+        if (st->decoder && st->decoder->samples_per_visit)
+            run->clips_per_file = (uint64_t)st->decoder->samples_per_visit(st->decoder_opts);
+    }
     int rc = setup_loaders(run, spec, msg, msglen);
     if (rc == PB_OK)
         rc = setup_pool(run, spec, msg, msglen);

@@ -41,6 +41,12 @@ struct pb_decoder_ops {
      * alone (output: gray gives 1), or 0 when the files decide. The stages
      * after decode check it with their validate_channels. */
     int (*output_channels)(const void *opts);
+    /* Optional: how many samples each visit of a file gives, from the
+     * options (the video decoder's clips_per_visit); NULL or 1: one. The
+     * sampler then puts that many samples of a file one after the other,
+     * so an epoch holds files x that many samples, and tells the decoder
+     * which of them each is (sample->clip, ->clips, ->visit_seed). */
+    int64_t (*samples_per_visit)(const void *opts);
 
     /* Per-worker state; out receives the largest decoded shape and bytes
      * (in->max_bytes is the largest encoded input). */

@@ -24,9 +24,10 @@
  * seek: none decodes from the start. With reopen: reuse the worker keeps
  * the last file's demuxer and decoder open for the next clip of that file.
  * discard: nonref asks libavcodec to skip non-reference frames whose
- * packets carry no frame of the clip. Bounded everywhere: a clip reads at
- * most frame_count * 2 + 256 packets, and a stream ending early is an
- * error, so a broken file can never loop. */
+ * packets carry no frame of the clip. clips_per_visit: K takes K clips of
+ * each visit, decoded in one pass (decode_visit, decoders/video_visit.h).
+ * Bounded everywhere: a clip reads at most frame_count * 2 + 256 packets,
+ * and a stream ending early is an error, so a broken file can never loop. */
 #include "decoders/video.h"
 
 #include <math.h>
@@ -43,6 +44,7 @@
 
 #include "bench/pb.h"
 #include "decoders/decoder.h"
+#include "decoders/video_visit.h"
 
 enum { SEEK_KEYFRAME = 0, SEEK_NONE };
 enum { THREAD_FRAME = 0, THREAD_SLICE };
@@ -73,6 +75,7 @@ struct video_opts {
     int64_t shorter_side;
     int rotation;
     int corrupt_frames;
+    int64_t clips_per_visit;
 };
 
 static const char *const sampling_names[] = {"random", "uniform", "sequential", NULL};
@@ -123,18 +126,16 @@ static const struct pb_opt video_opts[] = {
     {"corrupt_frames", PB_OPT_ENUM, OPT(corrupt_frames), 0, 0, "error", corrupt_names,
      "A bitstream error inside a frame: error (the sample is a data error) or conceal (keep "
      "the decoder's best guess, as players do)."},
+    {"clips_per_visit", PB_OPT_INT, OPT(clips_per_visit), 1, PB_VIDEO_MAX_CLIPS_PER_VISIT, "1",
+     NULL, "Clips each visit of a video gives, each its own sample (an epoch holds videos x this "
+     "many), planned in file order and decoded in one pass (random or uniform sampling); a "
+     "batch_size that is a multiple of it keeps a visit in one worker's batch."},
     {0},
 };
 
 static const char *const video_substages[] = {"open", "seek", "demux", "decode", "convert", NULL};
 static const char *const video_counters[] = {"frames_decoded", "frames_delivered", "seeks",
                                              "opens", NULL};
-
-/* One wanted frame: its number and the clip slot it goes to. */
-struct target {
-    int64_t frame;
-    int32_t slot;
-};
 
 struct video_state {
     struct video_opts o;
@@ -161,9 +162,10 @@ struct video_state {
     int64_t held_frame;
     struct SwsContext *sws;
     int64_t *indices;
-    struct target *targets;
+    struct pb_video_target *targets;
     uint8_t *rotate_buf;
     size_t rotate_capacity;
+    struct pb_video_visit *visit; /* clips_per_visit > 1 */
 };
 
 /* ---- FFmpeg messages ---------------------------------------------------- */
@@ -370,23 +372,6 @@ static void output_size(const struct video_state *st, int *height, int *width)
         *width = 1;
 }
 
-/* Rotates src (h x w RGB) clockwise by deg into dst. */
-static void rotate_rgb(const uint8_t *src, int h, int w, int deg, uint8_t *dst)
-{
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++) {
-            const uint8_t *p = src + ((size_t)y * (size_t)w + (size_t)x) * 3;
-            size_t at;
-            if (deg == 90)
-                at = (size_t)x * (size_t)h + (size_t)(h - 1 - y);
-            else if (deg == 180)
-                at = (size_t)(h - 1 - y) * (size_t)w + (size_t)(w - 1 - x);
-            else
-                at = (size_t)(w - 1 - x) * (size_t)h + (size_t)y;
-            memcpy(dst + at * 3, p, 3);
-        }
-}
-
 /* Converts frame to RGB at out_h x out_w into dst. */
 static int convert_frame(struct video_state *st, const AVFrame *frame, int out_h, int out_w,
                          uint8_t *dst, struct pb_sample *s)
@@ -406,24 +391,11 @@ static int convert_frame(struct video_state *st, const AVFrame *frame, int out_h
     sws_scale(st->sws, (const uint8_t *const *)frame->data, frame->linesize, 0, frame->height,
               planes, strides);
     if (rotate)
-        rotate_rgb(st->rotate_buf, conv_h, conv_w, st->rotation_deg, dst);
+        pb_video_rotate_rgb(st->rotate_buf, conv_h, conv_w, st->rotation_deg, dst);
     return PB_OK;
 }
 
 /* ---- decoding a clip ---------------------------------------------------- */
-
-static void sort_targets(struct target *t, int n)
-{
-    for (int i = 1; i < n; i++) { /* insertion sort: n is a clip, mostly sorted */
-        struct target x = t[i];
-        int j = i - 1;
-        while (j >= 0 && (t[j].frame > x.frame || (t[j].frame == x.frame && t[j].slot > x.slot))) {
-            t[j + 1] = t[j];
-            j--;
-        }
-        t[j + 1] = x;
-    }
-}
 
 /* A failed seek says what is wrong with the file, not FFmpeg's errno: a
  * demuxer that finds no position in its index returns -1, which reads as
@@ -463,8 +435,8 @@ static int seek_to(struct video_state *st, int64_t frame, struct pb_sample *s)
 }
 
 /* Whether packet pts carries a frame of the clip (for discard: nonref). */
-static bool packet_wanted(const struct video_state *st, const struct target *t, int n, int next,
-                          int64_t pts)
+static bool packet_wanted(const struct video_state *st, const struct pb_video_target *t, int n,
+                          int next, int64_t pts)
 {
     if (pts == AV_NOPTS_VALUE)
         return true;
@@ -594,8 +566,8 @@ static int plan_clip(struct video_state *st, struct pb_sample *s, struct clip *c
         return rc;
     st->sequential_clip = clip;
     for (int j = 0; j < c->n; j++)
-        st->targets[j] = (struct target){st->indices[j], j};
-    sort_targets(st->targets, c->n);
+        st->targets[j] = (struct pb_video_target){st->indices[j], j};
+    pb_video_sort_targets(st->targets, c->n);
     return PB_OK;
 }
 
@@ -614,6 +586,14 @@ static int position_decoder(struct video_state *st, struct pb_sample *s, struct 
     bool continue_pays = st->last_keyframe >= 0 && st->keyframe_interval > 0
                              ? first < st->last_keyframe + st->keyframe_interval
                              : first - st->decoded_frame <= span + 1;
+    /* The file's index knows: a seek would land at or before where we are
+     * (its times are decode times, at most a few frames early: going on
+     * costs no more than those). */
+    const AVIndexEntry *key = avformat_index_get_entry_from_timestamp(
+        st->fmt->streams[st->stream], rescale_frame_to_pts(st, first), AVSEEK_FLAG_BACKWARD);
+    if (key && key->timestamp != AV_NOPTS_VALUE && st->decoded_frame >= 0 &&
+        pts_to_frame(st, key->timestamp) <= st->decoded_frame)
+        continue_pays = true;
     bool can_continue = c->reusing && !st->at_eof && st->decoded_frame < first &&
                         (o->seek == SEEK_NONE || continue_pays);
     c->retries = 0;
@@ -649,7 +629,7 @@ static int seek_earlier(struct video_state *st, struct pb_sample *s, struct clip
  * after it that want the same frame. */
 static int deliver(struct video_state *st, struct pb_sample *s, struct clip *c, const AVFrame *src)
 {
-    const struct target *t = st->targets;
+    const struct pb_video_target *t = st->targets;
     int64_t want = t[c->next].frame;
     uint8_t *first = s->out + (size_t)t[c->next].slot * c->frame_bytes;
     int rc = convert_frame(st, src, c->out_h, c->out_w, first, s);
@@ -667,7 +647,7 @@ static int deliver(struct video_state *st, struct pb_sample *s, struct clip *c, 
  * frame on screen then (the held one), those at f take st->frame. */
 static int deliver_through(struct video_state *st, struct pb_sample *s, struct clip *c, int64_t f)
 {
-    const struct target *t = st->targets;
+    const struct pb_video_target *t = st->targets;
     while (c->next < c->n && t[c->next].frame < f) {
         if (st->held_frame < 0 && t[c->next].frame < f - 1) {
             char what[160];
@@ -786,7 +766,7 @@ static int decode_clip(struct video_state *st, struct pb_sample *s, struct clip 
  * the rest. Further is a truncated or mislabelled file: PB_ERR_DATA. */
 static int deliver_past_end(struct video_state *st, struct pb_sample *s, struct clip *c)
 {
-    const struct target *t = st->targets;
+    const struct pb_video_target *t = st->targets;
     if (st->held_frame < 0 || t[c->next].frame > st->held_frame + 1) {
         char what[192];
         snprintf(what, sizeof(what),
@@ -828,12 +808,57 @@ static int finish_clip(struct video_state *st, struct pb_sample *s, const struct
     return PB_OK;
 }
 
+/* clips_per_visit > 1: a sample of a visit already decoded is copied out
+ * of the visit's buffer; otherwise the visit's stretches are decoded into
+ * it, each positioned and decoded as one clip of many targets (see
+ * decoders/video_visit.h), on a copy of the sample that writes there. */
+static int decode_visit(struct video_state *st, struct pb_sample *s)
+{
+    struct pb_video_visit *v = st->visit;
+    if (pb_video_visit_holds(v, s))
+        return pb_video_visit_deliver(v, s);
+    struct clip c = {0};
+    struct pb_sample vs = *s;
+    int rc = open_clip_file(st, &vs, &c);
+    if (rc == PB_OK) {
+        output_size(st, &c.out_h, &c.out_w);
+        c.frame_bytes = (size_t)c.out_h * (size_t)c.out_w * 3;
+        size_t frames = (size_t)v->clips * (size_t)st->o.clip_frames;
+        rc = pb_decoded_size_check(&vs, (double)c.frame_bytes * (double)frames, c.out_w, c.out_h);
+    }
+    if (rc == PB_OK)
+        rc = pb_video_visit_begin(v, &vs, st->frame_count, st->o.frame_stride, st->o.sampling,
+                                  st->o.short_video, c.out_h, c.out_w);
+    if (rc == PB_OK)
+        rc = grow_rotate_buffer(st, c.frame_bytes);
+    vs.out = v->frames;
+    for (int k = 0; rc == PB_OK && k < v->stretch_count; k++) {
+        c.n = pb_video_visit_targets(v, k, st->targets);
+        pb_video_sort_targets(st->targets, c.n);
+        rc = position_decoder(st, &vs, &c);
+        if (rc == PB_OK)
+            rc = decode_clip(st, &vs, &c);
+        if (rc == PB_OK && c.next < c.n)
+            rc = deliver_past_end(st, &vs, &c);
+        c.reusing = true; /* the next stretch may go on from here */
+    }
+    c.n = (int)st->o.clip_frames;
+    rc = finish_clip(st, &vs, &c, rc);
+    memcpy(s->substage_ns, vs.substage_ns, sizeof(s->substage_ns));
+    memcpy(s->counters, vs.counters, sizeof(s->counters));
+    s->bytes_read = vs.bytes_read;
+    pb_video_visit_end(v, rc == PB_OK);
+    return rc == PB_OK ? pb_video_visit_deliver(v, s) : rc;
+}
+
 /* One clip of the sample's file into sample->out: open, plan, position,
  * decode, finish. A clip that cannot be planned or positioned leaves the
  * file open for the next one; a failure to open or decode closes it. */
 static int video_decode(void *state, struct pb_sample *s)
 {
     struct video_state *st = state;
+    if (st->visit)
+        return decode_visit(st, s);
     struct clip c = {0};
     int rc = open_clip_file(st, s, &c);
     if (rc == PB_OK)
@@ -863,6 +888,7 @@ static void video_cleanup(void *state)
     free(st->indices);
     free(st->targets);
     free(st->rotate_buf);
+    pb_video_visit_free(st->visit);
     free(st);
 }
 
@@ -880,6 +906,11 @@ static int video_validate(const void *opts, char *msg, size_t msglen)
     if (o->size.count > 0 && o->shorter_side > 0) {
         snprintf(msg, msglen,
                  "pipeline.decode (decoder: video) takes size or shorter_side, not both");
+        return PB_ERR_CONFIG;
+    }
+    if (o->clips_per_visit > 1 && o->sampling == PB_VIDEO_SEQUENTIAL) {
+        snprintf(msg, msglen, "pipeline.decode.clips_per_visit takes sampling: random or uniform "
+                              "(sequential already goes on clip after clip)");
         return PB_ERR_CONFIG;
     }
     return PB_OK;
@@ -904,8 +935,11 @@ static int video_init(void **state, const void *opts, const struct pb_stage_plan
     st->frame = av_frame_alloc();
     st->held = av_frame_alloc();
     st->indices = calloc((size_t)o->clip_frames, sizeof(*st->indices));
-    st->targets = calloc((size_t)o->clip_frames, sizeof(*st->targets));
-    if (!st->pkt || !st->frame || !st->held || !st->indices || !st->targets) {
+    st->targets = calloc((size_t)(o->clip_frames * o->clips_per_visit), sizeof(*st->targets));
+    if (o->clips_per_visit > 1)
+        st->visit = pb_video_visit_new((int)o->clips_per_visit, o->clip_frames);
+    if (!st->pkt || !st->frame || !st->held || !st->indices || !st->targets ||
+        (o->clips_per_visit > 1 && !st->visit)) {
         video_cleanup(st);
         return PB_ERR_NOMEM;
     }
@@ -928,6 +962,12 @@ static int video_init(void **state, const void *opts, const struct pb_stage_plan
     return PB_OK;
 }
 
+/* The sampler's samples per visit of a file. */
+static int64_t video_samples_per_visit(const void *opts)
+{
+    return ((const struct video_opts *)opts)->clips_per_visit;
+}
+
 /* Clips are RGB whatever the file holds. */
 static int video_output_channels(const void *opts)
 {
@@ -946,6 +986,7 @@ const struct pb_decoder_ops pb_decoder_video = {
     .opts_size = sizeof(struct video_opts),
     .validate = video_validate,
     .output_channels = video_output_channels,
+    .samples_per_visit = video_samples_per_visit,
     .init = video_init,
     .decode = video_decode,
     .cleanup = video_cleanup,

@@ -35,4 +35,8 @@ int pb_video_stamp_block_px(int width, int height);
  * corner back from an RGB24 frame of the size they were generated at. */
 int64_t pb_video_frame_number(const uint8_t *rgb, int width, int height);
 
+/* Rotates src (h x w RGB) clockwise by deg (90, 180 or 270) into dst,
+ * which holds as many bytes. */
+void pb_video_rotate_rgb(const uint8_t *src, int h, int w, int deg, uint8_t *dst);
+
 #endif

@@ -2,6 +2,8 @@
  * takes, and the frame number stamp generated videos carry. No FFmpeg. */
 #include "decoders/video.h"
 
+#include <string.h>
+
 #include "bench/pb.h"
 
 int pb_video_clip_indices(int64_t frame_count, int64_t clip_frames, int64_t frame_stride,
@@ -68,4 +70,20 @@ int64_t pb_video_frame_number(const uint8_t *rgb, int width, int height)
         number = (number << 1) | (sum > 4u * 3u * 128u);
     }
     return number;
+}
+
+void pb_video_rotate_rgb(const uint8_t *src, int h, int w, int deg, uint8_t *dst)
+{
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            const uint8_t *p = src + ((size_t)y * (size_t)w + (size_t)x) * 3;
+            size_t at;
+            if (deg == 90)
+                at = (size_t)x * (size_t)h + (size_t)(h - 1 - y);
+            else if (deg == 180)
+                at = (size_t)(h - 1 - y) * (size_t)w + (size_t)(w - 1 - x);
+            else
+                at = (size_t)(w - 1 - x) * (size_t)h + (size_t)y;
+            memcpy(dst + at * 3, p, 3);
+        }
 }

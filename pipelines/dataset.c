@@ -383,7 +383,15 @@ int pb_dataset_generate_new(const struct pb_generate_spec *spec, const char *dir
 int pb_sampler_init(struct pb_sampler *s, uint64_t dataset_count, const struct pb_dataset_spec *ds,
                     int64_t batch_size, bool drop_last, char *msg, size_t msglen)
 {
+    return pb_sampler_init_visits(s, dataset_count, 1, ds, batch_size, drop_last, msg, msglen);
+}
+
+int pb_sampler_init_visits(struct pb_sampler *s, uint64_t dataset_count, uint64_t clips_per_file,
+                           const struct pb_dataset_spec *ds, int64_t batch_size, bool drop_last,
+                           char *msg, size_t msglen)
+{
     memset(s, 0, sizeof(*s));
+    s->clips_per_file = clips_per_file > 0 ? clips_per_file : 1;
     if (dataset_count == 0) {
         snprintf(msg, msglen, "the dataset is empty");
         return PB_ERR_CONFIG;
@@ -394,6 +402,7 @@ int pb_sampler_init(struct pb_sampler *s, uint64_t dataset_count, const struct p
     s->shard_len = dataset_count > s->shard_rank
                        ? (dataset_count - s->shard_rank + s->shard_count - 1) / s->shard_count
                        : 0;
+    s->shard_len *= s->clips_per_file; /* samples, not files */
     s->batch_size = (uint64_t)batch_size;
     s->drop_last = drop_last;
     s->shuffle = ds->shuffle;
@@ -445,8 +454,23 @@ uint64_t pb_sampler_permute(const struct pb_sampler *s, uint64_t epoch, uint64_t
 bool pb_sampler_batch(const struct pb_sampler *s, uint64_t batch, uint64_t *indices,
                       uint64_t *seeds, uint32_t *count)
 {
-    if (s->stream_workers)
-        return pb_sampler_stream_batch(s, batch, indices, seeds, count);
+    return pb_sampler_batch_visits(s, batch, indices, seeds, NULL, NULL, count);
+}
+
+bool pb_sampler_batch_visits(const struct pb_sampler *s, uint64_t batch, uint64_t *indices,
+                             uint64_t *seeds, uint64_t *visit_seeds, uint32_t *clips,
+                             uint32_t *count)
+{
+    if (s->stream_workers) { /* tar shards: one sample per member group, no visits */
+        bool more = pb_sampler_stream_batch(s, batch, indices, seeds, count);
+        for (uint32_t j = 0; more && j < *count; j++) {
+            if (visit_seeds)
+                visit_seeds[j] = seeds[j];
+            if (clips)
+                clips[j] = 0;
+        }
+        return more;
+    }
     *count = 0;
     if (batch >= s->total_batches)
         return false;
@@ -466,10 +490,16 @@ bool pb_sampler_batch(const struct pb_sampler *s, uint64_t batch, uint64_t *indi
         }
     }
     for (uint64_t j = 0; j < n; j++) {
-        uint64_t global = s->shard_rank + (first + j) * s->shard_count;
+        uint64_t clip = (first + j) % s->clips_per_file; /* a visit's samples are adjacent */
+        uint64_t global = s->shard_rank + (first + j) / s->clips_per_file * s->shard_count;
         uint64_t index = pb_sampler_permute(s, epoch, global);
+        uint64_t visit = pb_mix64(s->seed ^ pb_mix64((epoch << 40) ^ index));
         indices[j] = index;
-        seeds[j] = pb_mix64(s->seed ^ pb_mix64((epoch << 40) ^ index));
+        seeds[j] = s->clips_per_file > 1 ? pb_mix64(visit + clip + 1) : visit;
+        if (visit_seeds)
+            visit_seeds[j] = visit;
+        if (clips)
+            clips[j] = (uint32_t)clip;
     }
     *count = (uint32_t)n;
     return true;

@@ -110,6 +110,10 @@ struct pb_sampler {
      * (pb_sampler_stream); 0 for the index order above. */
     uint64_t stream_workers, stream_buffer, stream_lo, stream_shards;
     const uint64_t *stream_shard_first; /* shard k's first sample; owned by the dataset */
+    /* Samples each visit of a file gives (a video decoder's
+     * clips_per_visit): they come one after the other in the epoch, so an
+     * epoch holds files x clips_per_file samples. 1 for everything else. */
+    uint64_t clips_per_file;
 };
 
 /* Sets up a sampler over dataset_count samples for the dataset spec ds
@@ -118,6 +122,14 @@ struct pb_sampler {
  * samples than one batch with drop_last, or the dataset is empty. */
 int pb_sampler_init(struct pb_sampler *s, uint64_t dataset_count, const struct pb_dataset_spec *ds,
                     int64_t batch_size, bool drop_last, char *msg, size_t msglen);
+
+/* pb_sampler_init for a decoder that makes clips_per_file samples of each
+ * file it visits (shuffle, shard and epochs move whole visits; batches,
+ * drop_last and max_samples count samples). clips_per_file 1 is
+ * pb_sampler_init. */
+int pb_sampler_init_visits(struct pb_sampler *s, uint64_t dataset_count, uint64_t clips_per_file,
+                           const struct pb_dataset_spec *ds, int64_t batch_size, bool drop_last,
+                           char *msg, size_t msglen);
 
 /* Fills indices[0..*count) with the dataset indices of batch number batch
  * (0-based over all epochs) and seeds[] with their per-sample seeds.
@@ -136,6 +148,13 @@ void pb_sampler_stream(struct pb_sampler *s, const struct pb_dataset *ds, uint64
 /* pb_sampler_batch in that order. */
 bool pb_sampler_stream_batch(const struct pb_sampler *s, uint64_t batch, uint64_t *indices,
                              uint64_t *seeds, uint32_t *count);
+/* pb_sampler_batch, and for each sample its visit: visit_seeds[j] is
+ * the seed of the file's visit (the same for its clips_per_file samples;
+ * seeds[j] is the sample's own, for its random augmentations) and
+ * clips[j] which of them it is, 0-based. Either array may be NULL. */
+bool pb_sampler_batch_visits(const struct pb_sampler *s, uint64_t batch, uint64_t *indices,
+                             uint64_t *seeds, uint64_t *visit_seeds, uint32_t *clips,
+                             uint32_t *count);
 
 /* The shuffled position of i in epoch's permutation of [0, n). */
 uint64_t pb_sampler_permute(const struct pb_sampler *s, uint64_t epoch, uint64_t i);

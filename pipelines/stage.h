@@ -38,6 +38,12 @@ struct pb_sample {
      * file, read whole). file_offset PB_MEMBER_BAD: a bad member. */
     uint64_t file_offset;
     const char *member;
+    /* A decoder that makes several samples of one visit of a file
+     * (pb_decoder_ops.samples_per_visit): the visit's seed, the same for
+     * all its samples, which one this is (0-based) and how many there are.
+     * clips 0: the caller knows no visits (one sample, seed is the visit's). */
+    uint64_t visit_seed;
+    uint32_t clip, clips;
 
     const uint8_t *in;
     size_t in_bytes;

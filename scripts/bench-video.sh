@@ -3,7 +3,7 @@
 # command behind it. Data goes to $BENCH_DIR (default /tmp/pbench-video-bench),
 # generated once. Needs the ffmpeg CLI and python3-av/python3-numpy (Debian),
 # installed here with apt-get when missing.
-#   scripts/bench-video.sh            all four benchmarks
+#   scripts/bench-video.sh            all five benchmarks
 #   scripts/bench-video.sh 1 3        only benchmarks 1 and 3
 #   ROUNDS=5 scripts/bench-video.sh   more interleaved rounds (default 3)
 #
@@ -17,6 +17,12 @@
 # 3. The ceiling: sequential decode fps x workers / decode amplification,
 #    and the fraction of it each run reaches; then discard: nonref.
 # 4. Decode amplification and clips/s for GOP 12, 48 and 250, random clips.
+# 5. One decode for many clips (issue 17): configs/video.yaml with
+#    clips_per_visit 4 (4 random clips per video visit, overlapping ones
+#    decoded once) against the same with 1 clip per visit, and against
+#    bench/peers/pyav_clip_loader.py --clips-per-visit 4 (a seek and a
+#    decode per clip, as PyAV users do). Goals: amplification <= 2.0 at
+#    GOP 48, stride 2; >= 2x the peer's clip frames/s.
 #
 # Runs of pbench and its peer alternate, ROUNDS times, and the median is
 # printed, because the figures are ratios and a shared machine drifts.
@@ -27,7 +33,7 @@ PBENCH="$ROOT/build/pbench"
 DIR="${BENCH_DIR:-/tmp/pbench-video-bench}"
 ROUNDS="${ROUNDS:-3}"
 PY=/usr/bin/python3
-WANT="${*:-1 2 3 4}"
+WANT="${*:-1 2 3 4 5}"
 mkdir -p "$DIR"
 
 need_pkg() {
@@ -167,4 +173,41 @@ if wants 4; then
         done
     done
     echo "   pbench run configs/video.yaml -s dataset.path=$DIR/gopG [-s pipeline.decode.discard=nonref]"
+fi
+
+# Clip frames per worker CPU second (robust to a shared machine, where the
+# workers get what CPU others leave): clips the stages made x 16 / the
+# stages' CPU time.
+cpu_fps() {
+    jq -r '.points[0].stages as $s | ([$s[] | select(.name | contains(".") | not) | (.cpu_ns // 0)] | add) as $cpu
+           | [$s[] | select(.name == "decode") | .count][0] * 16 / ($cpu / 1e9)' "$1"
+}
+if wants 5; then
+    [ -d "$VIDEO_DATA" ] || "$PBENCH" run configs/video.yaml -q -s run.repeats=1 -s run.max_time_s=1 -o "$DIR/gen.json" >/dev/null 2>&1
+    echo "== 5. 4 clips per video visit: configs/video.yaml -s pipeline.decode.clips_per_visit=4 against 1 clip per visit and the PyAV peer drawing 4 per visit (2 workers), $ROUNDS rounds (median)"
+    : >"$DIR/r5"
+    for r in $(seq "$ROUNDS"); do
+        run_video "$DIR/v4-$r.json" -s pipeline.decode.clips_per_visit=4
+        run_video "$DIR/v1-$r.json"
+        out=$($PY bench/peers/pyav_clip_loader.py "$VIDEO_DATA" --workers 2 --seconds 8 --seed "$r" --clips-per-visit 4)
+        py=$(echo "$out" | sed 's/.* \([0-9.]*\) clip frames\/s/\1/')
+        pycpu=$(echo "$out" | sed 's/.*about \([0-9.]*\) clip frames per worker CPU second.*/\1/')
+        a4=$(echo "$(decode_counter "$DIR/v4-$r.json" frames_decoded) $(decode_counter "$DIR/v4-$r.json" frames_delivered)" | awk '{printf "%.3f", $1 / $2}')
+        a1=$(echo "$(decode_counter "$DIR/v1-$r.json" frames_decoded) $(decode_counter "$DIR/v1-$r.json" frames_delivered)" | awk '{printf "%.3f", $1 / $2}')
+        echo "$(pj "$DIR/v4-$r.json" '.samples_per_s * 16') $a4 $(pj "$DIR/v1-$r.json" '.samples_per_s * 16') $a1 $py $(cpu_fps "$DIR/v4-$r.json") $(cpu_fps "$DIR/v1-$r.json") $pycpu" >>"$DIR/r5"
+    done
+    pb4=$(cut -d' ' -f1 "$DIR/r5" | median); a4=$(cut -d' ' -f2 "$DIR/r5" | median)
+    pb1=$(cut -d' ' -f3 "$DIR/r5" | median); a1=$(cut -d' ' -f4 "$DIR/r5" | median)
+    py=$(cut -d' ' -f5 "$DIR/r5" | median)
+    printf "pbench, clips_per_visit 4                                 %8.1f clip frames/s, decode amplification %.2f\n" "$pb4" "$a4"
+    printf "pbench, 1 clip per visit (configs/video.yaml as shipped)  %8.1f clip frames/s, decode amplification %.2f\n" "$pb1" "$a1"
+    printf "pyav_clip_loader.py --clips-per-visit 4 (seek + decode per clip) %.1f clip frames/s\n" "$py"
+    ratio=$(awk '{print $1 / $5}' "$DIR/r5" | median)
+    echo "ratio pbench 4/visit : PyAV 4/visit, median of the rounds' ratios: $(echo "$ratio" | awk '{printf "%.2f", $1}')x (goal >= 2x; rounds: $(awk '{printf "%.2f ", $1 / $5}' "$DIR/r5"))"
+    echo "decode amplification $a4 (goal <= 2.0; $a1 with 1 clip per visit)"
+    c4=$(cut -d' ' -f6 "$DIR/r5" | median); c1=$(cut -d' ' -f7 "$DIR/r5" | median); cpy=$(cut -d' ' -f8 "$DIR/r5" | median)
+    printf "clip frames per worker CPU second: pbench 4/visit %.1f, pbench 1/visit %.1f, PyAV 4/visit %.1f (about: its partly made batches count as made, in its favour): %.2fx PyAV\n" \
+        "$c4" "$c1" "$cpy" "$(echo "$c4 $cpy" | awk '{print $1/$2}')"
+    echo "   pbench run configs/video.yaml -s pipeline.decode.clips_per_visit=4"
+    echo "   $PY bench/peers/pyav_clip_loader.py $VIDEO_DATA --workers 2 --clips-per-visit 4"
 fi

@@ -378,6 +378,60 @@ static void test_walk_follows_symlinks_and_reports_skips(void **state)
     assert_int_equal(pb_test_tmpdir_remove(root), 0);
 }
 
+/* A decoder's several samples per visit (clips_per_visit): an epoch holds
+ * files x K samples, a file's K come one after the other with clips 0..K-1
+ * and one visit seed, each file is visited once per epoch (shuffled and
+ * sharded by visits), and the samples' own seeds differ. */
+static void test_visits_keep_a_files_clips_together(void **state)
+{
+    (void)state;
+    enum { FILES = 13, K = 4, BATCH = 8 };
+    const int64_t ranks = 2;
+    uint64_t visited[FILES] = {0};
+    uint64_t total = 0;
+    for (int64_t rank = 0; rank < ranks; rank++) {
+        struct pb_dataset_spec ds;
+        struct pb_loader_spec loader;
+        make_specs(&ds, &loader, BATCH, false, true, 5);
+        ds.shard = (struct pb_shard){rank, ranks};
+        struct pb_sampler s;
+        char msg[256];
+        assert_int_equal(pb_sampler_init_visits(&s, FILES, K, &ds, BATCH, false, msg, sizeof msg),
+                         PB_OK);
+        uint64_t files_in_shard = (FILES - (uint64_t)rank + ranks - 1) / ranks;
+        assert_int_equal(s.shard_len, files_in_shard * K);
+        uint64_t idx[BATCH], seeds[BATCH], visits[BATCH], position = 0, prev_index = 0,
+                 prev_visit = 0;
+        uint32_t clips[BATCH], count;
+        for (uint64_t b = 0; b < s.batches_per_epoch; b++) {
+            assert_true(pb_sampler_batch_visits(&s, b, idx, seeds, visits, clips, &count));
+            for (uint32_t j = 0; j < count; j++, position++) {
+                assert_int_equal(clips[j], position % K);
+                if (clips[j] == 0) {
+                    visited[idx[j]]++;
+                } else { /* the same visit as the sample before */
+                    assert_int_equal(idx[j], prev_index);
+                    assert_int_equal(visits[j], prev_visit);
+                }
+                assert_true(seeds[j] != visits[j]);
+                prev_index = idx[j];
+                prev_visit = visits[j];
+            }
+        }
+        assert_int_equal(position, files_in_shard * K);
+        total += position;
+        /* Plain pb_sampler_batch gives the same indices and seeds. */
+        uint64_t idx2[BATCH], seeds2[BATCH];
+        assert_true(pb_sampler_batch_visits(&s, 1, idx, seeds, NULL, NULL, &count));
+        assert_true(pb_sampler_batch(&s, 1, idx2, seeds2, &count));
+        assert_memory_equal(idx, idx2, count * sizeof idx[0]);
+        assert_memory_equal(seeds, seeds2, count * sizeof seeds[0]);
+    }
+    assert_int_equal(total, (uint64_t)FILES * K);
+    for (int f = 0; f < FILES; f++)
+        assert_int_equal(visited[f], 1); /* every file once per epoch, over the shards */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +442,7 @@ int main(void)
         cmocka_unit_test(test_seeds_differ_per_sample),
         cmocka_unit_test(test_index_folder_glob_and_generate),
         cmocka_unit_test(test_walk_follows_symlinks_and_reports_skips),
+        cmocka_unit_test(test_visits_keep_a_files_clips_together),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@
 #include "bench/pb.h"
 #include "decoders/decoder.h"
 #include "decoders/video.h"
+#include "decoders/video_visit.h"
 #include "pipelines/generate.h"
 #include "tests/testutil.h"
 
@@ -650,6 +651,178 @@ static void test_corrupt_index_says_what_is_wrong(void **state)
     dec_close(&d);
 }
 
+/* ---- one decode for many clips (clips_per_visit) --------------------------- */
+
+/* Stretches: overlapping or adjacent clips share one, others get their own,
+ * in file order whatever the clips' order. */
+static void test_visit_stretches(void **state)
+{
+    (void)state;
+    /* 4 clips of 3 frames: [50 51 52], [0 1 2], [2 3 4], [90 91 92]. */
+    const int64_t indices[12] = {50, 51, 52, 0, 1, 2, 2, 3, 4, 90, 91, 92};
+    int order[4], first[5];
+    assert_int_equal(pb_video_visit_stretches(indices, 4, 3, order, first), 3);
+    const int want_order[4] = {1, 2, 0, 3}, want_first[4] = {0, 2, 3, 4};
+    assert_memory_equal(order, want_order, sizeof order);
+    assert_memory_equal(first, want_first, sizeof want_first);
+    /* A clip starting right after the last frame joins (nothing between). */
+    const int64_t touching[6] = {10, 11, 12, 13, 14, 15};
+    assert_int_equal(pb_video_visit_stretches(touching, 2, 3, order, first), 1);
+}
+
+/* Decodes the K clips of one visit with clips_per_visit, in the order
+ * given, into clips[k]; returns the frames decoded. */
+static uint64_t decode_visit(const char *path, const char *options, uint64_t visit_seed, int k_count,
+                             const int *order, uint8_t *clips, size_t clip_bytes)
+{
+    struct dec d;
+    dec_open(&d, options);
+    uint64_t decoded = 0;
+    for (int i = 0; i < k_count; i++) {
+        struct pb_sample s;
+        memset(&s, 0, sizeof(s));
+        s.path = path;
+        s.seed = pb_mix64(visit_seed ^ (uint64_t)i); /* a sample's own, unused by decode */
+        s.visit_seed = visit_seed;
+        s.clip = (uint32_t)order[i];
+        s.clips = (uint32_t)k_count;
+        s.out = out_buf;
+        s.out_capacity = sizeof(out_buf);
+        s.msg = msg_buf;
+        s.msglen = sizeof(msg_buf);
+        int rc = d.ops->decode(d.state, &s);
+        if (rc != PB_OK)
+            fprintf(stderr, "%s [%s]: %s\n", path, options, msg_buf);
+        assert_int_equal(rc, PB_OK);
+        assert_int_equal(s.out_bytes, clip_bytes);
+        assert_int_equal(s.out_shape.frames, (int32_t)(clip_bytes / ((size_t)W * H * 3)));
+        memcpy(clips + (size_t)order[i] * clip_bytes, out_buf, clip_bytes);
+        /* The first sample of the visit decodes all of it: the others
+         * are copies, with nothing decoded and nothing delivered twice. */
+        if (i > 0)
+            assert_int_equal(s.counters[0], 0);
+        decoded += s.counters[0];
+    }
+    dec_close(&d);
+    return decoded;
+}
+
+/* clips_per_visit: every clip of a visit holds the frames its position
+ * says, pixel for pixel what a single-clip decode of that position gives,
+ * for random and uniform sampling, GOP 12 and 48, and a visit decodes
+ * fewer frames than its clips decoded one by one. */
+static void test_multi_clip_matches_single(void **state)
+{
+    (void)state;
+    enum { K = 4, CLIP = 8, STRIDE = 2 };
+    const size_t clip_bytes = (size_t)CLIP * W * H * 3;
+    static uint8_t multi[K * CLIP * W * H * 3];
+    const int64_t gops[] = {12, 48};
+    const char *const sampling[] = {"random", "uniform"};
+    const int order[K] = {2, 0, 3, 1}; /* any order: the visit is decoded once */
+    for (size_t g = 0; g < PB_ARRAY_LEN(gops); g++) {
+        char name[32], path[512], options[160];
+        snprintf(name, sizeof(name), "visit%lld", (long long)gops[g]);
+        make_videos(name, 1, FRAMES, gops[g], NULL);
+        snprintf(path, sizeof(path), "%s/%s/video_0000000.mp4", workdir, name);
+        for (size_t m = 0; m < PB_ARRAY_LEN(sampling); m++) {
+            for (uint64_t visit = 1; visit <= 3; visit++) {
+                uint64_t seed = pb_mix64(visit * 7919 + g);
+                snprintf(options, sizeof(options),
+                         "clip_frames=%d frame_stride=%d sampling=%s clips_per_visit=%d", CLIP,
+                         STRIDE, sampling[m], K);
+                uint64_t visit_decoded = decode_visit(path, options, seed, K, order, multi,
+                                                      clip_bytes);
+                int64_t want[K * CLIP];
+                assert_int_equal(pb_video_visit_plan(FRAMES, CLIP, STRIDE, (int)m, PB_VIDEO_PAD,
+                                                     seed, K, want),
+                                 PB_OK);
+                uint64_t single_decoded = 0;
+                for (int k = 0; k < K; k++) {
+                    /* The same position as one clip: random draws it from
+                     * its seed as the visit does for clip k; uniform is
+                     * clip k of K positions. */
+                    struct dec d;
+                    snprintf(options, sizeof(options),
+                             "clip_frames=%d frame_stride=%d sampling=%s clips_per_video=%d",
+                             CLIP, STRIDE, sampling[m], K);
+                    dec_open(&d, options);
+                    struct pb_sample s;
+                    uint64_t single_seed = m == 0 ? pb_mix64(seed + (uint64_t)k) : 0;
+                    if (m == 1) { /* uniform picks clip mix(seed ^ salt) % K: find a seed for k */
+                        for (uint64_t t = 0;; t++)
+                            if (pb_mix64(t ^ 0x756e69666f726dull) % K == (uint64_t)k) {
+                                single_seed = t;
+                                break;
+                            }
+                    }
+                    assert_int_equal(dec_run(&d, path, single_seed, &s), PB_OK);
+                    single_decoded += s.counters[0];
+                    for (int j = 0; j < CLIP; j++) {
+                        const uint8_t *frame = multi + (size_t)k * clip_bytes + (size_t)j * W * H * 3;
+                        assert_int_equal(pb_video_frame_number(frame, W, H), want[k * CLIP + j]);
+                    }
+                    assert_memory_equal(multi + (size_t)k * clip_bytes, out_buf, clip_bytes);
+                    dec_close(&d);
+                }
+                fprintf(stderr, "gop %lld %s visit %llu: decoded %llu for %d clips, one by one %llu\n",
+                        (long long)gops[g], sampling[m], (unsigned long long)visit,
+                        (unsigned long long)visit_decoded, K, (unsigned long long)single_decoded);
+                assert_true(visit_decoded <= single_decoded);
+            }
+        }
+    }
+}
+
+/* A whole run with clips_per_visit: one epoch of 3 videos at 2 clips a
+ * visit is exactly 6 samples, every frame delivered counted once, and each
+ * video opened once (its second clip comes from the visit's decode). */
+static void test_visits_count_exactly_in_a_run(void **state)
+{
+    (void)state;
+    if (!binary) {
+        skip();
+        return;
+    }
+    make_videos("visits-run", 3, FRAMES, 12, NULL);
+    char config[600], result[600], extra[700];
+    snprintf(config, sizeof(config), "%s/visits.yaml", workdir);
+    snprintf(result, sizeof(result), "%s/visits.json", workdir);
+    FILE *f = fopen(config, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "name: visits\n"
+            "dataset: {path: '%s/visits-run', shuffle: true, epochs: 1}\n"
+            "pipeline:\n"
+            "  - decode: {decoder: video, clip_frames: 8, frame_stride: 2, clips_per_visit: 2}\n"
+            "loader: {workers: 1, batch_size: 2, prefetch_factor: 1}\n"
+            "run: {warmup_batches: 0, min_time_s: 0, max_time_s: 30, repeats: 1, step_ms: 0}\n",
+            workdir);
+    fclose(f);
+    char *err;
+    snprintf(extra, sizeof(extra), "-o '%s'", result);
+    int rc = pbench_run(config, extra, &err);
+    if (rc != 0)
+        fprintf(stderr, "visits run: exit %d: %s\n", rc, err);
+    assert_int_equal(rc, 0);
+    free(err);
+    json_error_t jerr;
+    json_t *r = json_load_file(result, 0, &jerr);
+    assert_non_null(r);
+    json_t *p = json_array_get(json_object_get(r, "points"), 0);
+    assert_int_equal(json_integer_value(json_object_get(p, "samples")), 6);
+    json_t *stage = NULL, *st;
+    size_t i;
+    json_array_foreach(json_object_get(p, "stages"), i, st)
+        if (strcmp(json_string_value(json_object_get(st, "name")), "decode") == 0)
+            stage = st;
+    assert_non_null(stage);
+    json_t *counters = json_object_get(stage, "counters");
+    assert_int_equal(json_integer_value(json_object_get(counters, "frames_delivered")), 6 * 8);
+    assert_int_equal(json_integer_value(json_object_get(counters, "opens")), 3);
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -660,6 +833,9 @@ int main(void)
         cmocka_unit_test(test_broken_files_policies),
         cmocka_unit_test(test_validate_rules),
         cmocka_unit_test(test_corrupt_index_says_what_is_wrong),
+        cmocka_unit_test(test_visit_stretches),
+        cmocka_unit_test(test_multi_clip_matches_single),
+        cmocka_unit_test(test_visits_count_exactly_in_a_run),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
