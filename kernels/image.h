@@ -68,17 +68,33 @@ enum pb_interp {
 };
 
 /* Coefficient tables and scratch to resample an in_h x in_w region to
- * out_h x out_w. Prepared once per input size; reused while it repeats. */
+ * out_h x out_w. Prepared once per input size; reused while it repeats.
+ *
+ * Fixed point (kernels/resample.c), as Pillow-SIMD: each axis's weights
+ * are computed in double and rounded to integers of PB_RESAMPLE_COEF_BITS
+ * fraction bits whose sum is exactly one, so a pass never leaves 0..255.
+ * The vertical pass keeps PB_RESAMPLE_ROW_BITS fraction bits for the
+ * horizontal one, which rounds once to uint8. Every output is within 1 LSB
+ * of the same resampling in double precision (tests/test_kernels.c). */
+#define PB_RESAMPLE_COEF_BITS 22
+#define PB_RESAMPLE_ROW_BITS 7
+/* The horizontal coefficients of the 2-tap, 32-bit path (bilinear): 16
+ * bits, so a row value (15 bits) times a coefficient fits int32. */
+#define PB_RESAMPLE_COEF2_BITS 16
+
 struct pb_resampler {
     enum pb_interp interp;
     int channels;
     int in_h, in_w, out_h, out_w; /* what the tables hold; 0 before use  */
     int taps_x, taps_y;           /* source pixels per output pixel       */
     int32_t *start_x, *start_y;   /* first source pixel, per output pixel */
-    float *weight_x, *weight_y;   /* taps weights per output pixel        */
-    float *row;                   /* vertical pass: in_w * channels       */
-    float *out_row;               /* horizontal pass: out_w * channels    */
-    size_t cap_x, cap_y, cap_row, cap_out_row; /* capacities, elements    */
+    int32_t *coef_x, *coef_y;     /* taps coefficients per output pixel   */
+    /* The 2-tap horizontal pass, per output value (out_w * channels):
+     * offset of the first tap in the row and both coefficients, so its
+     * loop is one gather per tap that vectorizes (AVX2). */
+    int32_t *elem_start, *elem_coef0, *elem_coef1;
+    int32_t *row;                 /* vertical pass: in_w * channels       */
+    size_t cap_x, cap_y, cap_row, cap_elem; /* capacities, elements       */
 };
 
 /* Sets up a resampler and sizes its tables for inputs up to max_in_h x
