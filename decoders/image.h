@@ -27,6 +27,7 @@ struct pb_image_opts {
     int64_t max_pixels;    /* width x height of the encoded image, at most */
     int64_t plan_width;    /* decoded size the buffers start out sized for */
     int64_t plan_height;
+    bool fused_crop;       /* JPEG: decode only the next crop's window     */
 };
 
 /* The decoders' output_channels: 1 for output: gray, else 3. */

@@ -71,7 +71,8 @@ static int reserve_tables(struct pb_resampler *r, int in_h, int in_w, int out_h,
         reserve_shared(y, 2, &r->cap_y, need_y) != PB_OK ||
         reserve_shared(elem, 3, &r->cap_elem, need_elem) != PB_OK)
         return PB_ERR_NOMEM;
-    return reserve((void **)&r->row, &r->cap_row, (size_t)in_w * (size_t)channels,
+    /* A vector of slack: horizontal_pass2 loads 4 values from a pixel's 3. */
+    return reserve((void **)&r->row, &r->cap_row, (size_t)in_w * (size_t)channels + 4,
                    sizeof(int32_t));
 }
 
@@ -269,26 +270,48 @@ MULTI_VERSIONED static void vertical_pass(const uint8_t *src, size_t stride, con
         row[i] >>= ROW_SHIFT;
 }
 
+/* A pixel's 3 channels and one more value, in the lanes of one vector
+ * (gcc's and clang's vector extensions: SSE on x86, NEON on ARM). */
+typedef int32_t v4si __attribute__((vector_size(16)));
+typedef uint8_t v16qu __attribute__((vector_size(16)));
+
+static inline v4si load_v4si(const int32_t *p)
+{
+    v4si v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
 /* Two taps per output value, c0 * v0 + (1 - c0) * v1 written as
- * (v1 << 16) + c0 * (v0 - v1): one multiply per value. Kept scalar: the
- * taps are a gather, which SSE2 can only emulate (slower than this), and
- * gcc's default tuning leaves AVX2's vpgatherdd alone. Three channels,
- * the common case, share each pixel's offset and coefficient. */
-__attribute__((optimize("no-tree-vectorize"))) static void
-horizontal_pass2(const int32_t *restrict row, const int32_t *restrict start,
-                 const int32_t *restrict c0, int channels, size_t n, uint8_t *restrict out)
+ * (v1 << 16) + c0 * (v0 - v1): one multiply per value. The taps are a
+ * gather (each output pixel reads its own pair of source pixels), so
+ * three channels go one pixel per vector: both source pixels are loaded
+ * whole (the fourth lane is the next pixel's, unused) and the pixel is
+ * written as 4 bytes, the fourth overwritten by the next pixel (the last
+ * one is written as 3). The row has a vector of slack after its end. */
+MULTI_VERSIONED static void horizontal_pass2(const int32_t *restrict row,
+                                             const int32_t *restrict start,
+                                             const int32_t *restrict c0, int channels, size_t n,
+                                             uint8_t *restrict out)
 {
     const int32_t half = 1 << (OUT2_SHIFT - 1);
-    if (channels == 3) {
+    if (channels == 3 && n >= 3) {
         for (size_t i = 0; i < n; i += 3) {
             const int32_t *p = row + start[i];
-            int32_t c = c0[i];
-            out[i] = (uint8_t)(((p[3] << PB_RESAMPLE_COEF2_BITS) + c * (p[0] - p[3]) + half) >>
-                               OUT2_SHIFT);
-            out[i + 1] = (uint8_t)(((p[4] << PB_RESAMPLE_COEF2_BITS) + c * (p[1] - p[4]) +
-                                    half) >> OUT2_SHIFT);
-            out[i + 2] = (uint8_t)(((p[5] << PB_RESAMPLE_COEF2_BITS) + c * (p[2] - p[5]) +
-                                    half) >> OUT2_SHIFT);
+            v4si a = load_v4si(p), b = load_v4si(p + 3);
+            v4si v = ((b << PB_RESAMPLE_COEF2_BITS) + c0[i] * (a - b) + half) >> OUT2_SHIFT;
+            /* Each lane is 0..255: its low byte, the four gathered into
+             * the first 4 bytes (one pshufb). */
+            v16qu bytes = __builtin_shuffle((v16qu)v, (v16qu){0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8,
+                                                              12, 0, 4, 8, 12});
+            if (i + 3 < n) {
+                int32_t pixel = ((v4si)bytes)[0]; /* in a register, not via the stack */
+                memcpy(out + i, &pixel, 4);
+            } else {
+                out[i] = bytes[0];
+                out[i + 1] = bytes[1];
+                out[i + 2] = bytes[2];
+            }
         }
         return;
     }

@@ -25,6 +25,17 @@ struct pb_decoder_ops;
  * size, and the sample is a data error, not an allocation. */
 #define PB_SAMPLE_MAX_BYTES ((size_t)1 << 32)
 
+/* A window of an image, in its pixels: where a crop stage will read, drawn
+ * before the image is decoded (fused decode and crop). */
+struct pb_window {
+    int32_t top, left, height, width;
+    /* What the stage makes of the window: out_height x out_width pixels,
+     * resampled when resamples is set, so a decoder may decode the window
+     * reduced (JPEG DCT scaling) while it stays at least that large. */
+    int32_t out_height, out_width;
+    bool resamples;
+};
+
 /* One sample on its way through a worker's pipeline. The pipeline owns all
  * buffers: a stage reads in/in_bytes and writes at most out_capacity bytes
  * to out, then sets out_bytes and out_shape. */
@@ -50,6 +61,12 @@ struct pb_sample {
     uint64_t counters[PB_MAX_COUNTERS];
     char *msg;             /* on PB_ERR_DATA: why, e.g. libjpeg's text  */
     size_t msglen;
+    /* Set by a decoder that decoded only the window the next stage asked
+     * for (pb_stage_ops.window): that window of in, in in's pixels (after
+     * any DCT scaling). The stage reads it instead of drawing its own and
+     * clears the flag. */
+    bool window_set;
+    struct pb_window window;
 };
 
 struct CUstream_st;
@@ -87,6 +104,13 @@ struct pb_stage_plan {
      * needs, from its min_input; 0 when nothing downstream says. A JPEG
      * decoder's `scale: auto` decodes no smaller than this. */
     int32_t want_height, want_width;
+    /* Input only: the next stage's window callback and options, when the
+     * stage right after this one has one (NULL otherwise). A decoder calls
+     * it per sample once it knows the image's size, and may decode only
+     * that window (then it sets the sample's window_set). */
+    bool (*window)(const void *opts, uint64_t seed, int height, int width,
+                   struct pb_window *window);
+    const void *window_opts;
     /* GPU stages: how many batches can be in flight on the device at once
      * (loader.device_prefetch), and a batch size bound for staging. */
     int inflight;
@@ -170,6 +194,13 @@ struct pb_stage_ops {
      * its options, e.g. a crop to 224 wants at least 224x224. Lets a
      * decoder before it choose a reduced decode size. */
     void (*min_input)(const void *opts, int32_t *height, int32_t *width);
+    /* Optional: the window of a height x width input this stage will read
+     * for the sample of this seed, drawn exactly as process() draws it (the
+     * same random draws), so the decoder before it can decode only that
+     * window. Returns false when it reads the whole input or more (a crop
+     * padded with zeros). */
+    bool (*window)(const void *opts, uint64_t seed, int height, int width,
+                   struct pb_window *window);
     /* Worker side: one sample. Returns PB_OK, PB_ERR_DATA for a bad sample
      * (the run's on_error policy applies) or PB_ERR for a failure. When
      * the output does not fit in out_capacity, a stage may instead set
