@@ -79,6 +79,9 @@ int pb_chain_init_loader(struct pb_chain *chain, const struct pb_spec *spec, con
         out.want_height = out.want_width = 0;
         out.window = NULL;
         out.window_opts = NULL;
+        plan.next_mirrors = k + 1 == worker_count - 1 &&
+                            (spec->stages[worker_spec[k + 1]].ops->flags & PB_STAGE_MIRRORS);
+        out.next_mirrors = false;
         void *state = NULL;
         int rc = ss->ops->init(&state, ss->opts, &plan, &out, ss->decoder, ss->decoder_opts, msg,
                                msglen);

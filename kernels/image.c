@@ -240,6 +240,59 @@ void pb_normalize_lut_init(struct pb_normalize_lut *lut, int channels, const dou
         }                                                                                       \
     } while (0)
 
+/* The same with each row mirrored left to right (output pixel x of a row
+ * is input pixel width - 1 - x): a flip fused into the write. */
+#define NORMALIZE_FRAME_MIRRORED(T, TABLE)                                                      \
+    do {                                                                                        \
+        T *out = dst;                                                                           \
+        const size_t w = (size_t)width;                                                         \
+        for (size_t y = 0; y < (size_t)height; y++) {                                           \
+            const uint8_t *restrict r = s + y * w * (size_t)cin;                                \
+            if (layout == PB_LAYOUT_THWC) {                                                     \
+                T *restrict d = out + ((size_t)t * hw + y * w) * (size_t)cout;                  \
+                if (cin == 3 && cout == 3) {                                                    \
+                    for (size_t x = 0; x < w; x++) {                                            \
+                        const uint8_t *q = r + 3 * (w - 1 - x);                                 \
+                        d[3 * x] = TABLE(0, q[0]);                                              \
+                        d[3 * x + 1] = TABLE(1, q[1]);                                          \
+                        d[3 * x + 2] = TABLE(2, q[2]);                                          \
+                    }                                                                           \
+                } else {                                                                        \
+                    for (size_t x = 0; x < w; x++)                                              \
+                        for (int c = 0; c < cout; c++)                                          \
+                            d[x * (size_t)cout + (size_t)c] = TABLE(                            \
+                                c, r[(w - 1 - x) * (size_t)cin + (size_t)(cin == 1 ? 0 : c)]);  \
+                }                                                                               \
+                continue;                                                                       \
+            }                                                                                   \
+            T *plane[PB_NORMALIZE_MAX_CHANNELS];                                                \
+            for (int c = 0; c < cout; c++)                                                      \
+                plane[c] = out + y * w +                                                        \
+                           (layout == PB_LAYOUT_TCHW                                            \
+                                ? ((size_t)t * (size_t)cout + (size_t)c) * hw                   \
+                                : ((size_t)c * (size_t)frames + (size_t)t) * hw);               \
+            if (cin == 3 && cout == 3) {                                                        \
+                T *restrict d0 = plane[0], *restrict d1 = plane[1], *restrict d2 = plane[2];    \
+                for (size_t x = 0; x < w; x++) {                                                \
+                    const uint8_t *q = r + 3 * (w - 1 - x);                                     \
+                    d0[x] = TABLE(0, q[0]);                                                     \
+                    d1[x] = TABLE(1, q[1]);                                                     \
+                    d2[x] = TABLE(2, q[2]);                                                     \
+                }                                                                               \
+                continue;                                                                       \
+            }                                                                                   \
+            for (int c = 0; c < cout; c++) {                                                    \
+                T *restrict d = out + y * w +                                                   \
+                                (layout == PB_LAYOUT_TCHW                                       \
+                                     ? ((size_t)t * (size_t)cout + (size_t)c) * hw              \
+                                     : ((size_t)c * (size_t)frames + (size_t)t) * hw);          \
+                const uint8_t *restrict q = r + (cin == 1 ? 0 : c) + (w - 1) * (size_t)cin;    \
+                for (size_t x = 0; x < w; x++)                                                  \
+                    d[x] = TABLE(c, q[-(ptrdiff_t)(x * (size_t)cin)]);                          \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
+
 #define TABLE_F32(c, v) lut->f32[c][v]
 #define TABLE_F16(c, v) lut->f16[c][v]
 #define TABLE_U8(c, v) (v)
@@ -257,6 +310,24 @@ void pb_normalize_u8(const uint8_t *src, int frames, int height, int width, int 
         case PB_DTYPE_F16: NORMALIZE_FRAME(uint16_t, TABLE_F16); break;
         case PB_DTYPE_U8:
         case PB_DTYPE_BYTES: NORMALIZE_FRAME(uint8_t, TABLE_U8); break;
+        }
+    }
+}
+
+void pb_normalize_mirrored_u8(const uint8_t *src, int frames, int height, int width,
+                              int in_channels, int out_channels,
+                              const struct pb_normalize_lut *lut, enum pb_dtype dtype,
+                              enum pb_layout layout, void *dst)
+{
+    const size_t hw = (size_t)height * (size_t)width;
+    const int cin = in_channels, cout = out_channels;
+    for (int t = 0; t < frames; t++) {
+        const uint8_t *restrict s = src + (size_t)t * hw * (size_t)cin;
+        switch (dtype) {
+        case PB_DTYPE_F32: NORMALIZE_FRAME_MIRRORED(float, TABLE_F32); break;
+        case PB_DTYPE_F16: NORMALIZE_FRAME_MIRRORED(uint16_t, TABLE_F16); break;
+        case PB_DTYPE_U8:
+        case PB_DTYPE_BYTES: NORMALIZE_FRAME_MIRRORED(uint8_t, TABLE_U8); break;
         }
     }
 }

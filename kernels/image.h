@@ -172,6 +172,14 @@ void pb_normalize_u8(const uint8_t *src, int frames, int height, int width, int 
                      int out_channels, const struct pb_normalize_lut *lut, enum pb_dtype dtype,
                      enum pb_layout layout, void *dst);
 
+/* pb_normalize_u8 with every row of every frame mirrored left to right
+ * (pb_flip_h_u8 then pb_normalize_u8, in one pass): the values are the
+ * same, bit for bit. */
+void pb_normalize_mirrored_u8(const uint8_t *src, int frames, int height, int width,
+                              int in_channels, int out_channels,
+                              const struct pb_normalize_lut *lut, enum pb_dtype dtype,
+                              enum pb_layout layout, void *dst);
+
 /* IEEE 754 binary16 bits of v, rounded to nearest even; overflow gives
  * infinity, NaN a quiet NaN. Bit-exact for every double. */
 uint16_t pb_f16_from_double(double v);

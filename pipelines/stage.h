@@ -67,6 +67,9 @@ struct pb_sample {
      * clears the flag. */
     bool window_set;
     struct pb_window window;
+    /* Set by a flip that left the mirroring to the next stage
+     * (PB_STAGE_MIRRORS); that stage mirrors and clears it. */
+    bool flip_pending;
 };
 
 struct CUstream_st;
@@ -111,6 +114,11 @@ struct pb_stage_plan {
     bool (*window)(const void *opts, uint64_t seed, int height, int width,
                    struct pb_window *window);
     const void *window_opts;
+    /* Input only: the stage right after this one is the last worker stage
+     * (it writes the batch slot) and has PB_STAGE_MIRRORS. A flip then
+     * passes its input on as it is (out = in, no copy) with the sample's
+     * flip_pending set when drawn. */
+    bool next_mirrors;
     /* GPU stages: how many batches can be in flight on the device at once
      * (loader.device_prefetch), and a batch size bound for staging. */
     int inflight;
@@ -124,6 +132,10 @@ enum pb_stage_flags {
     PB_STAGE_IO = 1u << 3,       /* reads files (reports bytes_read)     */
     PB_STAGE_TO_DEVICE = 1u << 4,/* the host-to-device copy (the runner's) */
     PB_STAGE_GPU = 1u << 5,      /* runs on the device, after to_device   */
+    /* process() mirrors its input left to right itself, in the same pass,
+     * when the sample's flip_pending is set (and clears it): a flip right
+     * before it, as the last worker stage, leaves the mirroring to it. */
+    PB_STAGE_MIRRORS = 1u << 6,
 };
 
 /* The `device` option of stages that have a GPU version. */
