@@ -12,7 +12,17 @@
 #include "decoders/decoder.h"
 
 enum pb_image_output { PB_IMAGE_RGB = 0, PB_IMAGE_BGR, PB_IMAGE_GRAY };
-enum pb_image_scale { PB_SCALE_1 = 0, PB_SCALE_1_2, PB_SCALE_1_4, PB_SCALE_1_8, PB_SCALE_AUTO };
+/* PB_SCALE_WINDOW: full size, except that a window decoded for the crop
+ * stage after decode (fused_crop) is DCT-reduced while it stays at least
+ * twice that stage's output. */
+enum pb_image_scale {
+    PB_SCALE_1 = 0,
+    PB_SCALE_1_2,
+    PB_SCALE_1_4,
+    PB_SCALE_1_8,
+    PB_SCALE_AUTO,
+    PB_SCALE_WINDOW
+};
 enum pb_image_cmyk { PB_CMYK_CONVERT = 0, PB_CMYK_REJECT };
 enum pb_image_dct { PB_DCT_ACCURATE = 0, PB_DCT_FAST };
 

@@ -26,7 +26,7 @@
 #include "decoders/jpeg_window.h"
 
 static const char *const output_names[] = {"rgb", "bgr", "gray", NULL};
-static const char *const scale_names[] = {"1", "1/2", "1/4", "1/8", "auto", NULL};
+static const char *const scale_names[] = {"1", "1/2", "1/4", "1/8", "auto", "window", NULL};
 static const char *const cmyk_names[] = {"convert", "reject", NULL};
 static const char *const dct_names[] = {"accurate", "fast", NULL};
 
@@ -36,7 +36,9 @@ static const struct pb_opt jpeg_opts[] = {
      "Pixel format written: rgb or bgr (3 channels, gray input expanded) or gray (1 channel)."},
     {"scale", PB_OPT_ENUM, OPT(scale), 0, 0, "1", scale_names,
      "DCT-domain downscaling: 1, 1/2, 1/4, 1/8, or auto: the smallest factor that leaves the "
-     "image at least as large as the next resize or crop needs."},
+     "image at least as large as the next resize or crop needs; or window: full size, but the "
+     "window a fused crop reads (fused_crop) is reduced while it stays at least twice that "
+     "crop's output (random_resized_crop: the same windows as scale 1)."},
     {"cmyk", PB_OPT_ENUM, OPT(cmyk), 0, 0, "convert", cmyk_names,
      "CMYK and YCCK JPEGs: convert to RGB (naive formula, no colour management) or reject them "
      "as bad samples."},
@@ -59,9 +61,9 @@ static const struct pb_opt jpeg_opts[] = {
      "Height of the decoded image the pipeline's buffers start out sized for."},
     {"fused_crop", PB_OPT_BOOL, OPT(fused_crop), 0, 0, "true", NULL,
      "When a crop stage (random_resized_crop, random_crop, center_crop) comes right after "
-     "decode, decode only the window it reads (same random window); with scale: auto, a "
-     "window at least twice the crop's output is also DCT-reduced. Not for CMYK or EXIF-rotated "
-     "files, nor with a fixed scale below 1."},
+     "decode, decode only the window it reads (the same random window, drawn from the header's "
+     "size); see scale: window for DCT-reducing it too. Not for CMYK or EXIF-rotated files, nor "
+     "with a fixed scale below 1."},
     {0},
 };
 
@@ -278,7 +280,8 @@ static int jpeg_init(void **state, const void *opts, const struct pb_stage_plan 
     pb_image_plan_output(&st->o, out);
     *state = st;
     if (in->window && st->o.fused_crop &&
-        (st->o.scale == PB_SCALE_1 || st->o.scale == PB_SCALE_AUTO)) {
+        (st->o.scale == PB_SCALE_1 || st->o.scale == PB_SCALE_AUTO ||
+         st->o.scale == PB_SCALE_WINDOW)) {
         st->window = in->window;
         st->window_opts = in->window_opts;
         st->fused = pb_jpeg_window_new(&st->o);
@@ -297,6 +300,8 @@ static int jpeg_init(void **state, const void *opts, const struct pb_stage_plan 
  * transposed when the orientation swaps the axes). */
 static int choose_scale(const struct jpeg_state *st, int width, int height, bool transposed)
 {
+    if (st->o.scale == PB_SCALE_WINDOW)
+        return PB_SCALE_1; /* only a fused crop's window is reduced */
     if (st->o.scale != PB_SCALE_AUTO)
         return st->o.scale;
     if (st->want_height <= 0 && st->want_width <= 0)
@@ -344,13 +349,13 @@ static int libjpeg_failure(struct jpeg_state *st, struct pb_sample *s)
 
 /* Fused decode and crop: only the window the next stage will read, which
  * it has drawn from the image's size at the chosen scale (1/base_denom) as
- * it would on the decoded image (pipelines/stage.h). With scale: auto the
- * window may be reduced further while it stays twice its output. */
+ * it would on the decoded image (pipelines/stage.h). With scale: window
+ * it is reduced while it stays twice its output. */
 static int decode_window(struct jpeg_state *st, struct pb_sample *s, const struct jpeg_header *h,
                          struct pb_window window, int base_denom)
 {
     int channels = st->o.output == PB_IMAGE_GRAY ? 1 : 3;
-    window.resamples = window.resamples && st->o.scale == PB_SCALE_AUTO;
+    window.resamples = window.resamples && st->o.scale == PB_SCALE_WINDOW;
     if (pb_decoded_size_check(s, (double)window.height * window.width * channels, window.width,
                               window.height) != PB_OK)
         return PB_ERR_DATA;
