@@ -297,21 +297,46 @@ void pb_normalize_lut_init(struct pb_normalize_lut *lut, int channels, const dou
 #define TABLE_F16(c, v) lut->f16[c][v]
 #define TABLE_U8(c, v) (v)
 
-void pb_normalize_u8(const uint8_t *src, int frames, int height, int width, int in_channels,
-                     int out_channels, const struct pb_normalize_lut *lut, enum pb_dtype dtype,
-                     enum pb_layout layout, void *dst)
+/* Both public entry points: each frame as its dtype asks, rows mirrored
+ * or not. */
+static void normalize(const uint8_t *src, int frames, int height, int width, int in_channels,
+                      int out_channels, const struct pb_normalize_lut *lut, enum pb_dtype dtype,
+                      enum pb_layout layout, void *dst, bool mirrored)
 {
     const size_t hw = (size_t)height * (size_t)width;
     const int cin = in_channels, cout = out_channels;
     for (int t = 0; t < frames; t++) {
         const uint8_t *restrict s = src + (size_t)t * hw * (size_t)cin;
         switch (dtype) {
-        case PB_DTYPE_F32: NORMALIZE_FRAME(float, TABLE_F32); break;
-        case PB_DTYPE_F16: NORMALIZE_FRAME(uint16_t, TABLE_F16); break;
+        case PB_DTYPE_F32:
+            if (mirrored)
+                NORMALIZE_FRAME_MIRRORED(float, TABLE_F32);
+            else
+                NORMALIZE_FRAME(float, TABLE_F32);
+            break;
+        case PB_DTYPE_F16:
+            if (mirrored)
+                NORMALIZE_FRAME_MIRRORED(uint16_t, TABLE_F16);
+            else
+                NORMALIZE_FRAME(uint16_t, TABLE_F16);
+            break;
         case PB_DTYPE_U8:
-        case PB_DTYPE_BYTES: NORMALIZE_FRAME(uint8_t, TABLE_U8); break;
+        case PB_DTYPE_BYTES:
+            if (mirrored)
+                NORMALIZE_FRAME_MIRRORED(uint8_t, TABLE_U8);
+            else
+                NORMALIZE_FRAME(uint8_t, TABLE_U8);
+            break;
         }
     }
+}
+
+void pb_normalize_u8(const uint8_t *src, int frames, int height, int width, int in_channels,
+                     int out_channels, const struct pb_normalize_lut *lut, enum pb_dtype dtype,
+                     enum pb_layout layout, void *dst)
+{
+    normalize(src, frames, height, width, in_channels, out_channels, lut, dtype, layout, dst,
+              false);
 }
 
 void pb_normalize_mirrored_u8(const uint8_t *src, int frames, int height, int width,
@@ -319,17 +344,8 @@ void pb_normalize_mirrored_u8(const uint8_t *src, int frames, int height, int wi
                               const struct pb_normalize_lut *lut, enum pb_dtype dtype,
                               enum pb_layout layout, void *dst)
 {
-    const size_t hw = (size_t)height * (size_t)width;
-    const int cin = in_channels, cout = out_channels;
-    for (int t = 0; t < frames; t++) {
-        const uint8_t *restrict s = src + (size_t)t * hw * (size_t)cin;
-        switch (dtype) {
-        case PB_DTYPE_F32: NORMALIZE_FRAME_MIRRORED(float, TABLE_F32); break;
-        case PB_DTYPE_F16: NORMALIZE_FRAME_MIRRORED(uint16_t, TABLE_F16); break;
-        case PB_DTYPE_U8:
-        case PB_DTYPE_BYTES: NORMALIZE_FRAME_MIRRORED(uint8_t, TABLE_U8); break;
-        }
-    }
+    normalize(src, frames, height, width, in_channels, out_channels, lut, dtype, layout, dst,
+              true);
 }
 
 /* ---- random_resized_crop parameters --------------------------------- */
