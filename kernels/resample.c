@@ -220,6 +220,9 @@ int pb_resampler_prepare(struct pb_resampler *r, int in_h, int in_w, int out_h, 
     build_axis(r->interp, in_h, out_h, r->taps_y, r->start_y, r->coef_y);
     if (r->taps_x == 2)
         build_elements(r);
+    /* The slack horizontal_pass2 reads past the last pixel (into a lane it
+     * drops): defined values, never written by the vertical pass. */
+    memset(r->row + (size_t)in_w * (size_t)channels, 0, 4 * sizeof(int32_t));
     r->in_h = in_h;
     r->in_w = in_w;
     r->out_h = out_h;
