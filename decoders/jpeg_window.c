@@ -167,8 +167,11 @@ int pb_jpeg_window_decode(struct pb_jpeg_window *w, struct pb_sample *s,
     jpeg_abort_decompress(d); /* the rows below the window are never decoded */
 
     s->out_bytes = need;
-    s->out_shape = (struct pb_shape){.dtype = PB_DTYPE_U8, .frames = 1, .height = rows,
-                                     .width = (int32_t)d->output_width, .channels = channels,
+    s->out_shape = (struct pb_shape){.dtype = PB_DTYPE_U8,
+                                     .frames = 1,
+                                     .height = rows,
+                                     .width = (int32_t)d->output_width,
+                                     .channels = channels,
                                      .layout = PB_LAYOUT_THWC};
     s->window = *window;
     s->window.top = 0;

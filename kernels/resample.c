@@ -232,7 +232,8 @@ int pb_resampler_prepare(struct pb_resampler *r, int in_h, int in_w, int out_h, 
 /* gcc's function multi-versioning: an AVX2 build of a hot loop next to
  * the baseline one, chosen at load time by the CPU (32-bit multiplies
  * 8 at a time instead of SSE2's emulation). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
+    !defined(__SANITIZE_ADDRESS__)
 #define MULTI_VERSIONED __attribute__((target_clones("avx2", "default")))
 #else
 #define MULTI_VERSIONED
@@ -240,8 +241,8 @@ int pb_resampler_prepare(struct pb_resampler *r, int in_h, int in_w, int out_h, 
 
 /* row[i] = (sum_k c[k] * src_row_k[i]) in PB_RESAMPLE_ROW_BITS fixed
  * point, over n values. Vectorizes (widening multiply-adds). */
-MULTI_VERSIONED static void vertical_pass(const uint8_t *src, size_t stride, const int32_t *c, int taps, size_t n,
-                          int32_t *restrict row)
+MULTI_VERSIONED static void vertical_pass(const uint8_t *src, size_t stride, const int32_t *c,
+                                          int taps, size_t n, int32_t *restrict row)
 {
     const int32_t half = 1 << (ROW_SHIFT - 1);
     if (taps == 2) {
@@ -305,8 +306,8 @@ MULTI_VERSIONED static void horizontal_pass2(const int32_t *restrict row,
             v4si v = ((b << PB_RESAMPLE_COEF2_BITS) + c0[i] * (a - b) + half) >> OUT2_SHIFT;
             /* Each lane is 0..255: its low byte, the four gathered into
              * the first 4 bytes (one pshufb). */
-            v16qu bytes = __builtin_shuffle((v16qu)v, (v16qu){0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8,
-                                                              12, 0, 4, 8, 12});
+            v16qu bytes = __builtin_shuffle(
+                (v16qu)v, (v16qu){0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12});
             if (i + 3 < n) {
                 int32_t pixel = ((v4si)bytes)[0]; /* in a register, not via the stack */
                 memcpy(out + i, &pixel, 4);
@@ -320,15 +321,15 @@ MULTI_VERSIONED static void horizontal_pass2(const int32_t *restrict row,
     }
     for (size_t i = 0; i < n; i++) {
         const int32_t *p = row + start[i];
-        out[i] = (uint8_t)(((p[channels] << PB_RESAMPLE_COEF2_BITS) +
-                            c0[i] * (p[0] - p[channels]) + half) >> OUT2_SHIFT);
+        out[i] = (uint8_t)(((p[channels] << PB_RESAMPLE_COEF2_BITS) + c0[i] * (p[0] - p[channels]) +
+                            half) >>
+                           OUT2_SHIFT);
     }
 }
 
 /* Any number of taps: int64 sums of Q22 coefficients times row values. */
-static void horizontal_pass(const int32_t *restrict row, const int32_t *start,
-                            const int32_t *coef, int taps, int out_w, int channels,
-                            uint8_t *restrict out)
+static void horizontal_pass(const int32_t *restrict row, const int32_t *start, const int32_t *coef,
+                            int taps, int out_w, int channels, uint8_t *restrict out)
 {
     const int64_t half = (int64_t)1 << (OUT_SHIFT - 1);
     for (int x = 0; x < out_w; x++) {
@@ -343,8 +344,8 @@ static void horizontal_pass(const int32_t *restrict row, const int32_t *start,
     }
 }
 
-static void resample_nearest(const struct pb_resampler *r, const uint8_t *src,
-                             size_t src_row_bytes, uint8_t *restrict dst)
+static void resample_nearest(const struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes,
+                             uint8_t *restrict dst)
 {
     int channels = r->channels;
     for (int y = 0; y < r->out_h; y++) {
@@ -366,8 +367,7 @@ static void resample_nearest(const struct pb_resampler *r, const uint8_t *src,
     }
 }
 
-void pb_resample_u8(struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes,
-                    uint8_t *dst)
+void pb_resample_u8(struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes, uint8_t *dst)
 {
     if (r->interp == PB_INTERP_NEAREST) {
         resample_nearest(r, src, src_row_bytes, dst);
@@ -381,8 +381,7 @@ void pb_resample_u8(struct pb_resampler *r, const uint8_t *src, size_t src_row_b
         vertical_pass(src + (size_t)r->start_y[y] * src_row_bytes, src_row_bytes, cy, r->taps_y,
                       row_elems, r->row);
         if (r->taps_x == 2)
-            horizontal_pass2(r->row, r->elem_start, r->elem_coef0, r->channels, out_row_bytes,
-                             d);
+            horizontal_pass2(r->row, r->elem_start, r->elem_coef0, r->channels, out_row_bytes, d);
         else
             horizontal_pass(r->row, r->start_x, r->coef_x, r->taps_x, r->out_w, r->channels, d);
     }

@@ -101,13 +101,13 @@ static void pair_init(struct pair *p, const char *crop, const char *const *crop_
     const char *const decoder_set[] = {fused_opt, scale_opt, NULL};
     p->decoder_opts = options(p->decoder->opts, p->decoder->opts_size, decoder_set);
     p->crop_opts = options(p->crop->opts, p->crop->opts_size, crop_set);
-    struct pb_stage_plan in = {.max_bytes = 1 << 20, .window = p->crop->window,
-                               .window_opts = p->crop_opts};
+    struct pb_stage_plan in = {
+        .max_bytes = 1 << 20, .window = p->crop->window, .window_opts = p->crop_opts};
     p->crop->min_input(p->crop_opts, &in.want_height, &in.want_width);
     struct pb_stage_plan out = in;
-    assert_int_equal(p->decoder->init(&p->decoder_state, p->decoder_opts, &in, &out, p->msg,
-                                      sizeof(p->msg)),
-                     PB_OK);
+    assert_int_equal(
+        p->decoder->init(&p->decoder_state, p->decoder_opts, &in, &out, p->msg, sizeof(p->msg)),
+        PB_OK);
     struct pb_stage_plan crop_out = out;
     assert_int_equal(p->crop->init(&p->crop_state, p->crop_opts, &out, &crop_out, NULL, NULL,
                                    p->msg, sizeof(p->msg)),
@@ -133,8 +133,13 @@ static void pair_free(struct pair *p)
 static struct pb_sample pair_run(struct pair *p, const struct jpeg *j, uint64_t seed,
                                  size_t *out_bytes)
 {
-    struct pb_sample s = {.path = "t.jpg", .seed = seed, .in = j->data, .in_bytes = j->len,
-                          .out = p->decoded, .out_capacity = CAPACITY, .msg = p->msg,
+    struct pb_sample s = {.path = "t.jpg",
+                          .seed = seed,
+                          .in = j->data,
+                          .in_bytes = j->len,
+                          .out = p->decoded,
+                          .out_capacity = CAPACITY,
+                          .msg = p->msg,
                           .msglen = sizeof(p->msg)};
     int rc = p->decoder->decode(p->decoder_state, &s);
     if (rc != PB_OK)
@@ -191,20 +196,22 @@ static void compare(const struct jpeg *j, const char *crop, const char *const *c
             continue; /* a crop larger than the image: decoded whole */
         /* Where the unfused crop stage reads: its own draw on the whole image. */
         struct pb_window drawn;
-        assert_true(whole.crop->window(whole.crop_opts, seed, w.out_shape.height,
-                                       w.out_shape.width, &drawn));
+        assert_true(whole.crop->window(whole.crop_opts, seed, w.out_shape.height, w.out_shape.width,
+                                       &drawn));
         if (strcmp(scale, "1") != 0)
             continue; /* maybe DCT-reduced further: compared on the outputs only */
         int ch = w.out_shape.channels;
         assert_int_equal(f.window.height, drawn.height);
         assert_int_equal(f.window.width, drawn.width);
         for (int y = 0; y < drawn.height; y++)
-            add_diff(window,
-                     f.out + ((size_t)(f.window.top + y) * (size_t)f.out_shape.width +
-                              (size_t)f.window.left) * (size_t)ch,
-                     w.out + ((size_t)(drawn.top + y) * (size_t)w.out_shape.width +
-                              (size_t)drawn.left) * (size_t)ch,
-                     (size_t)drawn.width * (size_t)ch);
+            add_diff(
+                window,
+                f.out + ((size_t)(f.window.top + y) * (size_t)f.out_shape.width +
+                         (size_t)f.window.left) *
+                            (size_t)ch,
+                w.out + ((size_t)(drawn.top + y) * (size_t)w.out_shape.width + (size_t)drawn.left) *
+                            (size_t)ch,
+                (size_t)drawn.width * (size_t)ch);
     }
     pair_free(&fused);
     pair_free(&whole);
@@ -294,8 +301,13 @@ static void test_fused_errors_and_space(void **state)
     static const char *const rrc_set[] = {"size=32", NULL};
     struct pair p;
     pair_init(&p, "random_resized_crop", rrc_set, true, "1");
-    struct pb_sample s = {.path = "cut.jpg", .seed = 1, .in = j.data, .in_bytes = j.len / 3,
-                          .out = p.decoded, .out_capacity = CAPACITY, .msg = p.msg,
+    struct pb_sample s = {.path = "cut.jpg",
+                          .seed = 1,
+                          .in = j.data,
+                          .in_bytes = j.len / 3,
+                          .out = p.decoded,
+                          .out_capacity = CAPACITY,
+                          .msg = p.msg,
                           .msglen = sizeof(p.msg)};
     assert_int_equal(p.decoder->decode(p.decoder_state, &s), PB_ERR_DATA);
     assert_non_null(strstr(p.msg, "cut.jpg: "));
@@ -306,13 +318,23 @@ static void test_fused_errors_and_space(void **state)
             memset(bad + k + 5, 0xEE, 40); /* Huffman tables overwritten */
             break;
         }
-    s = (struct pb_sample){.path = "bad.jpg", .seed = 1, .in = bad, .in_bytes = j.len,
-                           .out = p.decoded, .out_capacity = CAPACITY, .msg = p.msg,
+    s = (struct pb_sample){.path = "bad.jpg",
+                           .seed = 1,
+                           .in = bad,
+                           .in_bytes = j.len,
+                           .out = p.decoded,
+                           .out_capacity = CAPACITY,
+                           .msg = p.msg,
                            .msglen = sizeof(p.msg)};
     assert_int_equal(p.decoder->decode(p.decoder_state, &s), PB_ERR_DATA);
     assert_non_null(strstr(p.msg, "bad.jpg: "));
-    s = (struct pb_sample){.path = "t.jpg", .seed = 1, .in = j.data, .in_bytes = j.len,
-                           .out = p.decoded, .out_capacity = 16, .msg = p.msg,
+    s = (struct pb_sample){.path = "t.jpg",
+                           .seed = 1,
+                           .in = j.data,
+                           .in_bytes = j.len,
+                           .out = p.decoded,
+                           .out_capacity = 16,
+                           .msg = p.msg,
                            .msglen = sizeof(p.msg)};
     assert_int_equal(p.decoder->decode(p.decoder_state, &s), PB_ERR_NOSPACE);
     assert_true(s.out_bytes > 16);
@@ -359,9 +381,8 @@ static void test_fused_on_folder(void **state)
     closedir(d);
     print_message("%d files of %s: window max %d, %.4f%% differ; crop output max %d, %.4f%% "
                   "differ, mean |diff| %.5f\n",
-                  files, dir, window.max,
-                  100.0 * (double)window.differing / (double)window.values, out.max,
-                  100.0 * (double)out.differing / (double)out.values,
+                  files, dir, window.max, 100.0 * (double)window.differing / (double)window.values,
+                  out.max, 100.0 * (double)out.differing / (double)out.values,
                   out.sum / (double)out.values);
     assert_true(files > 0);
     assert_true((double)window.differing <= EDGE_FRACTION * (double)window.values);
@@ -370,13 +391,13 @@ static void test_fused_on_folder(void **state)
 static void test_window_scale(void **state)
 {
     (void)state;
-    struct pb_window w = {.height = 500, .width = 460, .out_height = 224, .out_width = 224,
-                          .resamples = true};
+    struct pb_window w = {
+        .height = 500, .width = 460, .out_height = 224, .out_width = 224, .resamples = true};
     assert_int_equal(pb_jpeg_window_scale(&w), 2);
     w.width = 447;
     assert_int_equal(pb_jpeg_window_scale(&w), 1);
-    w = (struct pb_window){.height = 4000, .width = 3000, .out_height = 224, .out_width = 224,
-                           .resamples = true};
+    w = (struct pb_window){
+        .height = 4000, .width = 3000, .out_height = 224, .out_width = 224, .resamples = true};
     assert_int_equal(pb_jpeg_window_scale(&w), 8);
     w.resamples = false;
     assert_int_equal(pb_jpeg_window_scale(&w), 1);
