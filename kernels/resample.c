@@ -279,6 +279,17 @@ MULTI_VERSIONED static void vertical_pass(const uint8_t *src, size_t stride, con
 typedef int32_t v4si __attribute__((vector_size(16)));
 typedef uint8_t v16qu __attribute__((vector_size(16)));
 
+/* The low byte of each 32-bit lane, gathered into the first 4 bytes (one
+ * pshufb where SSSE3 is there). */
+static inline v16qu low_bytes(v16qu v)
+{
+#if defined(__clang__)
+    return __builtin_shufflevector(v, v, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12);
+#else
+    return __builtin_shuffle(v, (v16qu){0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12});
+#endif
+}
+
 static inline v4si load_v4si(const int32_t *p)
 {
     v4si v;
@@ -304,10 +315,7 @@ MULTI_VERSIONED static void horizontal_pass2(const int32_t *restrict row,
             const int32_t *p = row + start[i];
             v4si a = load_v4si(p), b = load_v4si(p + 3);
             v4si v = ((b << PB_RESAMPLE_COEF2_BITS) + c0[i] * (a - b) + half) >> OUT2_SHIFT;
-            /* Each lane is 0..255: its low byte, the four gathered into
-             * the first 4 bytes (one pshufb). */
-            v16qu bytes = __builtin_shuffle(
-                (v16qu)v, (v16qu){0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12});
+            v16qu bytes = low_bytes((v16qu)v); /* each lane is 0..255 */
             if (i + 3 < n) {
                 int32_t pixel = ((v4si)bytes)[0]; /* in a register, not via the stack */
                 memcpy(out + i, &pixel, 4);
