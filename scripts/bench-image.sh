@@ -248,6 +248,14 @@ bench_scale() {
     full_cpu=$(json "$WORK/scale-1.json" "next(s['cpu_ns'] / s['count'] for s in p['stages'] if s['name'] == 'decode')")
     auto_cpu=$(json "$WORK/scale-auto.json" "next(s['cpu_ns'] / s['count'] for s in p['stages'] if s['name'] == 'decode')")
     record "$(awk -v a="$full" -v b="$auto" -v fa="$full_ms" -v fb="$auto_ms" -v ca="$full_cpu" -v cb="$auto_cpu" -v n="$scaled" 'BEGIN { printf "4. 2000x1500 JPEGs, 2 workers: scale 1 %.1f samples/s (decode %.2f ms, %.2f ms CPU), scale auto %.1f samples/s (decode %.2f ms, %.2f ms CPU; %d samples scaled) -> %.2fx samples/s, %.2fx less decode CPU", a, fa / 1e6, ca / 1e6, b, fb / 1e6, cb / 1e6, n, b / a, ca / cb }')"
+    # scale: window keeps scale 1's windows and DCT-reduces the decoded
+    # window (fused_crop) while it stays twice the 224x224 output.
+    note "bench-image: 4. the same with scale window"
+    window=$(run_image "$WORK/scale-window.json" "$@" -s pipeline.decode.scale=window)
+    window_cpu=$(json "$WORK/scale-window.json" "next(s['cpu_ns'] / s['count'] for s in p['stages'] if s['name'] == 'decode')")
+    window_scaled=$(json "$WORK/scale-window.json" \
+        "next(s['counters']['scaled'] for s in p['stages'] if s['name'] == 'decode')")
+    record "$(awk -v a="$full" -v b="$window" -v ca="$full_cpu" -v cb="$window_cpu" -v n="$window_scaled" 'BEGIN { printf "4b. 2000x1500 JPEGs, 2 workers: scale window %.1f samples/s (decode %.2f ms CPU; %d samples reduced) -> %.2fx samples/s and %.2fx less decode CPU than scale 1", b, cb / 1e6, n, b / a, ca / cb }')"
 }
 
 # ---- 5. instrumentation overhead ------------------------------------------
