@@ -45,6 +45,12 @@ int pb_chain_split(const struct pb_spec *spec, int worker_spec[PB_MAX_STAGES], i
 static void wanted_input(const struct pb_spec *spec, int index, struct pb_stage_plan *plan)
 {
     plan->want_height = plan->want_width = 0;
+    plan->window = NULL;
+    plan->window_opts = NULL;
+    if (index + 1 < spec->stage_count && spec->stages[index + 1].ops->window) {
+        plan->window = spec->stages[index + 1].ops->window;
+        plan->window_opts = spec->stages[index + 1].opts;
+    }
     for (int j = index + 1; j < spec->stage_count; j++) {
         const struct pb_stage_spec *next = &spec->stages[j];
         if (next->ops->min_input) {
@@ -72,6 +78,11 @@ int pb_chain_init_loader(struct pb_chain *chain, const struct pb_spec *spec, con
         wanted_input(spec, worker_spec[k], &plan);
         struct pb_stage_plan out = plan;
         out.want_height = out.want_width = 0;
+        out.window = NULL;
+        out.window_opts = NULL;
+        plan.next_mirrors = k + 1 == worker_count - 1 &&
+                            (spec->stages[worker_spec[k + 1]].ops->flags & PB_STAGE_MIRRORS);
+        out.next_mirrors = false;
         void *state = NULL;
         int rc = ss->ops->init(&state, ss->opts, &plan, &out, ss->decoder, ss->decoder_opts, msg,
                                msglen);

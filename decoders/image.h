@@ -12,7 +12,17 @@
 #include "decoders/decoder.h"
 
 enum pb_image_output { PB_IMAGE_RGB = 0, PB_IMAGE_BGR, PB_IMAGE_GRAY };
-enum pb_image_scale { PB_SCALE_1 = 0, PB_SCALE_1_2, PB_SCALE_1_4, PB_SCALE_1_8, PB_SCALE_AUTO };
+/* PB_SCALE_WINDOW: full size, except that a window decoded for the crop
+ * stage after decode (fused_crop) is DCT-reduced while it stays at least
+ * twice that stage's output. */
+enum pb_image_scale {
+    PB_SCALE_1 = 0,
+    PB_SCALE_1_2,
+    PB_SCALE_1_4,
+    PB_SCALE_1_8,
+    PB_SCALE_AUTO,
+    PB_SCALE_WINDOW
+};
 enum pb_image_cmyk { PB_CMYK_CONVERT = 0, PB_CMYK_REJECT };
 enum pb_image_dct { PB_DCT_ACCURATE = 0, PB_DCT_FAST };
 
@@ -27,6 +37,7 @@ struct pb_image_opts {
     int64_t max_pixels;    /* width x height of the encoded image, at most */
     int64_t plan_width;    /* decoded size the buffers start out sized for */
     int64_t plan_height;
+    bool fused_crop;       /* JPEG: decode only the next crop's window     */
 };
 
 /* The decoders' output_channels: 1 for output: gray, else 3. */

@@ -23,9 +23,10 @@
 #include <turbojpeg.h>
 
 #include "bench/pb.h"
+#include "decoders/jpeg_window.h"
 
 static const char *const output_names[] = {"rgb", "bgr", "gray", NULL};
-static const char *const scale_names[] = {"1", "1/2", "1/4", "1/8", "auto", NULL};
+static const char *const scale_names[] = {"1", "1/2", "1/4", "1/8", "auto", "window", NULL};
 static const char *const cmyk_names[] = {"convert", "reject", NULL};
 static const char *const dct_names[] = {"accurate", "fast", NULL};
 
@@ -35,7 +36,9 @@ static const struct pb_opt jpeg_opts[] = {
      "Pixel format written: rgb or bgr (3 channels, gray input expanded) or gray (1 channel)."},
     {"scale", PB_OPT_ENUM, OPT(scale), 0, 0, "1", scale_names,
      "DCT-domain downscaling: 1, 1/2, 1/4, 1/8, or auto: the smallest factor that leaves the "
-     "image at least as large as the next resize or crop needs."},
+     "image at least as large as the next resize or crop needs; or window: full size, but the "
+     "window a fused crop reads (fused_crop) is reduced while it stays at least twice that "
+     "crop's output (random_resized_crop: the same windows as scale 1)."},
     {"cmyk", PB_OPT_ENUM, OPT(cmyk), 0, 0, "convert", cmyk_names,
      "CMYK and YCCK JPEGs: convert to RGB (naive formula, no colour management) or reject them "
      "as bad samples."},
@@ -56,6 +59,11 @@ static const struct pb_opt jpeg_opts[] = {
      "grow them once, except when decode ends the pipeline (a fixed batch slot)."},
     {"plan_height", PB_OPT_INT, OPT(plan_height), 1, 65535, "480", NULL,
      "Height of the decoded image the pipeline's buffers start out sized for."},
+    {"fused_crop", PB_OPT_BOOL, OPT(fused_crop), 0, 0, "true", NULL,
+     "When a crop stage (random_resized_crop, random_crop, center_crop) comes right after "
+     "decode, decode only the window it reads (the same random window, drawn from the header's "
+     "size); see scale: window for DCT-reducing it too. Not for CMYK or EXIF-rotated files, nor "
+     "with a fixed scale below 1."},
     {0},
 };
 
@@ -68,6 +76,12 @@ struct jpeg_state {
     int32_t want_height, want_width;
     uint8_t *tmp; /* CMYK pixels, or the image before orientation */
     size_t tmp_capacity;
+    /* Fused decode and crop: the next stage's window, and the libjpeg
+     * decompressor that decodes it (NULL when not fused). */
+    bool (*window)(const void *opts, uint64_t seed, int height, int width,
+                   struct pb_window *window);
+    const void *window_opts;
+    struct pb_jpeg_window *fused;
 };
 
 /* What the markers before the first scan say. */
@@ -265,6 +279,20 @@ static int jpeg_init(void **state, const void *opts, const struct pb_stage_plan 
     }
     pb_image_plan_output(&st->o, out);
     *state = st;
+    if (in->window && st->o.fused_crop &&
+        (st->o.scale == PB_SCALE_1 || st->o.scale == PB_SCALE_AUTO ||
+         st->o.scale == PB_SCALE_WINDOW)) {
+        st->window = in->window;
+        st->window_opts = in->window_opts;
+        st->fused = pb_jpeg_window_new(&st->o);
+        if (!st->fused) {
+            snprintf(msg, msglen, "jpeg: out of memory for the fused crop decoder");
+            tjDestroy(st->tj);
+            free(st);
+            *state = NULL;
+            return PB_ERR_NOMEM;
+        }
+    }
     return PB_OK;
 }
 
@@ -272,6 +300,8 @@ static int jpeg_init(void **state, const void *opts, const struct pb_stage_plan 
  * transposed when the orientation swaps the axes). */
 static int choose_scale(const struct jpeg_state *st, int width, int height, bool transposed)
 {
+    if (st->o.scale == PB_SCALE_WINDOW)
+        return PB_SCALE_1; /* only a fused crop's window is reduced */
     if (st->o.scale != PB_SCALE_AUTO)
         return st->o.scale;
     if (st->want_height <= 0 && st->want_width <= 0)
@@ -317,6 +347,28 @@ static int libjpeg_failure(struct jpeg_state *st, struct pb_sample *s)
     return reset_after_failure(st, s);
 }
 
+/* Fused decode and crop: only the window the next stage will read, which
+ * it has drawn from the image's size at the chosen scale (1/base_denom) as
+ * it would on the decoded image (pipelines/stage.h). With scale: window
+ * it is reduced while it stays twice its output. */
+static int decode_window(struct jpeg_state *st, struct pb_sample *s, const struct jpeg_header *h,
+                         struct pb_window window, int base_denom)
+{
+    int channels = st->o.output == PB_IMAGE_GRAY ? 1 : 3;
+    window.resamples = window.resamples && st->o.scale == PB_SCALE_WINDOW;
+    if (pb_decoded_size_check(s, (double)window.height * window.width * channels, window.width,
+                              window.height) != PB_OK)
+        return PB_ERR_DATA;
+    int denom = base_denom;
+    int rc = pb_jpeg_window_decode(st->fused, s, &window, channels, &denom);
+    if (rc != PB_OK)
+        return rc;
+    s->counters[COUNT_SCALED] += denom != 1;
+    s->counters[COUNT_PROGRESSIVE] += h->progressive;
+    s->counters[COUNT_GRAYSCALE] += h->components == 1;
+    return PB_OK;
+}
+
 static int jpeg_decode(void *state, struct pb_sample *s)
 {
     struct jpeg_state *st = state;
@@ -355,6 +407,10 @@ static int jpeg_decode(void *state, struct pb_sample *s)
     int orientation = o->exif_orientation ? h.orientation : 1;
     int scale = choose_scale(st, h.width, h.height, orientation >= 5);
     int width = TJSCALED(h.width, factors[scale]), height = TJSCALED(h.height, factors[scale]);
+    struct pb_window window;
+    if (st->fused && !cmyk && orientation == 1 &&
+        st->window(st->window_opts, s->seed, height, width, &window))
+        return decode_window(st, s, &h, window, factors[scale].denom);
     int channels = o->output == PB_IMAGE_GRAY ? 1 : 3;
     size_t pixels = (size_t)width * (size_t)height;
     size_t need = pixels * (size_t)channels;
@@ -415,6 +471,7 @@ static void jpeg_cleanup(void *state)
         return;
     if (st->tj)
         tjDestroy(st->tj);
+    pb_jpeg_window_free(st->fused);
     free(st->tmp);
     free(st);
 }

@@ -187,40 +187,26 @@ struct resample_args {
     enum pb_interp interp;
     int channels, in_h, in_w, out_h, out_w, taps_x, taps_y;
     const int32_t *start_x, *start_y;
-    const float *weight_x, *weight_y;
+    const int32_t *coef_x, *coef_y;
 };
 
-/* The CPU's clamps (min_f, max_f in image.c) and round_u8, in its order. */
-__device__ inline uint8_t round_u8(float v)
+/* The CPU's vertical_pass (kernels/resample.c) for one source column: p
+ * is the byte at the first tap row, row_bytes apart; the fixed-point sum
+ * with PB_RESAMPLE_ROW_BITS fraction bits kept. Integer, so bit-exact. */
+__device__ inline int32_t vertical_sum(const uint8_t *p, size_t row_bytes, const int32_t *c,
+                                       int taps)
 {
-    float r = __fadd_rn(v, 0.5f);
-    r = r > 0.0f ? r : 0.0f;
-    r = r < 255.0f ? r : 255.0f;
-    return (uint8_t)(int32_t)r;
-}
-
-/* The CPU's vertical_pass for one source column: p is the byte at the
- * first tap row, row_bytes apart. taps == 2 sums both products; otherwise
- * the first product, then each further product whose weight is not zero. */
-__device__ inline float vertical_sum(const uint8_t *p, size_t row_bytes, const float *w, int taps)
-{
-    if (taps == 2)
-        return __fadd_rn(__fmul_rn(w[0], (float)p[0]), __fmul_rn(w[1], (float)p[row_bytes]));
-    float sum = __fmul_rn(w[0], (float)p[0]);
-    for (int k = 1; k < taps; k++) {
-        const float wk = w[k];
-        if (wk == 0.0f)
-            continue;
-        sum = __fadd_rn(sum, __fmul_rn(wk, (float)p[(size_t)k * row_bytes]));
-    }
-    return sum;
+    int32_t sum = 1 << (PB_RESAMPLE_COEF_BITS - PB_RESAMPLE_ROW_BITS - 1);
+    for (int k = 0; k < taps; k++)
+        sum += c[k] * (int32_t)p[(size_t)k * row_bytes];
+    return sum >> (PB_RESAMPLE_COEF_BITS - PB_RESAMPLE_ROW_BITS);
 }
 
 /* One thread per output byte. Bilinear and area recompute the CPU's two
  * passes for this element: for each horizontal tap, the vertical sum of
- * that source column as vertical_pass forms it, then horizontal_pass's
- * sum over the taps (3 channels and 2 taps: the two products added; else
- * 0 plus each product in tap order), then round_row. */
+ * that source column, then the horizontal sum as horizontal_pass2 (two
+ * taps: 16-bit coefficients rounded from coef_x) or horizontal_pass (int64
+ * sum of the Q22 coefficients) forms it. */
 __global__ void resample_kernel(resample_args a)
 {
     const int channels = a.channels;
@@ -237,9 +223,10 @@ __global__ void resample_kernel(resample_args a)
     /* Offset of the first tap (row start_y, column start_x, channel c). */
     const size_t first =
         (size_t)a.start_y[y] * row_bytes + (size_t)a.start_x[x] * (size_t)channels + (size_t)c;
-    const float *wy = a.weight_y + (size_t)y * (size_t)a.taps_y;
-    const float *wx = a.weight_x + (size_t)x * (size_t)a.taps_x;
+    const int32_t *cy = a.coef_y + (size_t)y * (size_t)a.taps_y;
+    const int32_t *cx = a.coef_x + (size_t)x * (size_t)a.taps_x;
     const int taps_x = a.taps_x, taps_y = a.taps_y;
+    const int shift2 = PB_RESAMPLE_COEF_BITS - PB_RESAMPLE_COEF2_BITS;
     for (int i = (int)blockIdx.z; i < a.n; i += (int)gridDim.z) {
         const uint8_t *sample = a.src + (size_t)i * a.src_stride;
         uint8_t *out = a.dst + (size_t)i * a.dst_stride;
@@ -248,18 +235,20 @@ __global__ void resample_kernel(resample_args a)
             uint8_t value;
             if (a.interp == PB_INTERP_NEAREST) {
                 value = *p;
-            } else if (channels == 3 && taps_x == 2) {
-                const float v0 = vertical_sum(p, row_bytes, wy, taps_y);
-                const float v1 = vertical_sum(p + channels, row_bytes, wy, taps_y);
-                value = round_u8(__fadd_rn(__fmul_rn(wx[0], v0), __fmul_rn(wx[1], v1)));
+            } else if (taps_x == 2) {
+                const int32_t v0 = vertical_sum(p, row_bytes, cy, taps_y);
+                const int32_t v1 = vertical_sum(p + channels, row_bytes, cy, taps_y);
+                const int32_t c0 = (cx[0] + (1 << (shift2 - 1))) >> shift2;
+                const int32_t c1 = (1 << PB_RESAMPLE_COEF2_BITS) - c0;
+                const int out_shift = PB_RESAMPLE_COEF2_BITS + PB_RESAMPLE_ROW_BITS;
+                value = (uint8_t)((c0 * v0 + c1 * v1 + (1 << (out_shift - 1))) >> out_shift);
             } else {
-                float sum = 0.0f;
-                for (int k = 0; k < taps_x; k++) {
-                    const float v =
-                        vertical_sum(p + (size_t)k * (size_t)channels, row_bytes, wy, taps_y);
-                    sum = __fadd_rn(sum, __fmul_rn(wx[k], v));
-                }
-                value = round_u8(sum);
+                const int out_shift = PB_RESAMPLE_COEF_BITS + PB_RESAMPLE_ROW_BITS;
+                int64_t sum = (int64_t)1 << (out_shift - 1);
+                for (int k = 0; k < taps_x; k++)
+                    sum += (int64_t)cx[k] * vertical_sum(p + (size_t)k * (size_t)channels,
+                                                         row_bytes, cy, taps_y);
+                value = (uint8_t)(sum >> out_shift);
             }
             out[(size_t)t * (size_t)out_frame + (size_t)e] = value;
         }
@@ -297,7 +286,7 @@ cudaError_t realloc_device(void **p, size_t bytes)
 
 /* Makes *start and *weight hold need elements each (at least one, so the
  * arrays exist), sharing *cap as the CPU's tables do. */
-cudaError_t reserve_tables(int32_t **start, float **weight, size_t *cap, size_t need)
+cudaError_t reserve_tables(int32_t **start, int32_t **weight, size_t *cap, size_t need)
 {
     if (need == 0)
         need = 1;
@@ -306,15 +295,15 @@ cudaError_t reserve_tables(int32_t **start, float **weight, size_t *cap, size_t 
     *cap = 0;
     cudaError_t err = realloc_device((void **)start, need * sizeof(int32_t));
     if (err == cudaSuccess)
-        err = realloc_device((void **)weight, need * sizeof(float));
+        err = realloc_device((void **)weight, need * sizeof(int32_t));
     if (err == cudaSuccess)
         *cap = need;
     return err;
 }
 
 /* Copies one axis: out starts, out * taps weights. */
-cudaError_t copy_axis(int32_t *start_dev, float *weight_dev, const int32_t *start,
-                      const float *weight, int out, int taps)
+cudaError_t copy_axis(int32_t *start_dev, int32_t *weight_dev, const int32_t *start,
+                      const int32_t *weight, int out, int taps)
 {
     if (out == 0)
         return cudaSuccess;
@@ -322,7 +311,7 @@ cudaError_t copy_axis(int32_t *start_dev, float *weight_dev, const int32_t *star
         cudaMemcpy(start_dev, start, (size_t)out * sizeof(int32_t), cudaMemcpyHostToDevice);
     if (err != cudaSuccess)
         return err;
-    return cudaMemcpy(weight_dev, weight, (size_t)out * (size_t)taps * sizeof(float),
+    return cudaMemcpy(weight_dev, weight, (size_t)out * (size_t)taps * sizeof(int32_t),
                       cudaMemcpyHostToDevice);
 }
 
@@ -419,14 +408,14 @@ extern "C" int pb_gpu_resampler_upload(struct pb_gpu_resampler *g, const struct 
             return (int)err;
     }
     cudaError_t err =
-        reserve_tables(&g->start_x, &g->weight_x, &g->cap_x, (size_t)r->out_w * (size_t)r->taps_x);
+        reserve_tables(&g->start_x, &g->coef_x, &g->cap_x, (size_t)r->out_w * (size_t)r->taps_x);
     if (err == cudaSuccess)
-        err = reserve_tables(&g->start_y, &g->weight_y, &g->cap_y,
+        err = reserve_tables(&g->start_y, &g->coef_y, &g->cap_y,
                              (size_t)r->out_h * (size_t)r->taps_y);
     if (err == cudaSuccess)
-        err = copy_axis(g->start_x, g->weight_x, r->start_x, r->weight_x, r->out_w, r->taps_x);
+        err = copy_axis(g->start_x, g->coef_x, r->start_x, r->coef_x, r->out_w, r->taps_x);
     if (err == cudaSuccess)
-        err = copy_axis(g->start_y, g->weight_y, r->start_y, r->weight_y, r->out_h, r->taps_y);
+        err = copy_axis(g->start_y, g->coef_y, r->start_y, r->coef_y, r->out_h, r->taps_y);
     /* cudaMemcpy from pageable memory may return before the data reach the
      * device; wait, so a kernel on any stream sees the new tables. */
     if (err == cudaSuccess)
@@ -448,8 +437,8 @@ extern "C" void pb_gpu_resampler_free(struct pb_gpu_resampler *g)
 {
     cudaFree(g->start_x);
     cudaFree(g->start_y);
-    cudaFree(g->weight_x);
-    cudaFree(g->weight_y);
+    cudaFree(g->coef_x);
+    cudaFree(g->coef_y);
     memset(g, 0, sizeof(*g));
 }
 
@@ -463,7 +452,7 @@ extern "C" int pb_gpu_resample_u8(const struct pb_gpu_resampler *g, const uint8_
         return 0;
     /* in_h is 0 until an upload completes. */
     if (g->in_h <= 0 || g->in_w <= 0 || g->channels < 1 || g->out_h < 0 || g->out_w < 0 ||
-        !g->start_x || !g->start_y || !g->weight_x || !g->weight_y)
+        !g->start_x || !g->start_y || !g->coef_x || !g->coef_y)
         return (int)cudaErrorInvalidValue;
     if (g->out_h == 0 || g->out_w == 0)
         return 0;
@@ -472,7 +461,7 @@ extern "C" int pb_gpu_resample_u8(const struct pb_gpu_resampler *g, const uint8_
         return (int)cudaErrorInvalidValue;
     resample_args a = {src,       src_stride,  dst,        dst_stride, n,           frames,
                        g->interp, g->channels, g->in_h,    g->in_w,    g->out_h,    g->out_w,
-                       g->taps_x, g->taps_y,   g->start_x, g->start_y, g->weight_x, g->weight_y};
+                       g->taps_x, g->taps_y,   g->start_x, g->start_y, g->coef_x, g->coef_y};
     resample_kernel<<<grid, block_threads, 0, stream>>>(a);
     return launch_result();
 }

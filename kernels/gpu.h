@@ -50,7 +50,7 @@ struct pb_gpu_resampler {
     enum pb_interp interp;
     int channels, in_h, in_w, out_h, out_w, taps_x, taps_y;
     int32_t *start_x, *start_y; /* device */
-    float *weight_x, *weight_y; /* device */
+    int32_t *coef_x, *coef_y;   /* device */
     size_t cap_x, cap_y;        /* capacities, elements */
 };
 

@@ -4,160 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- resampling ------------------------------------------------------ */
-
-/* Source pixels one output pixel reads along an axis of in pixels. */
-static int taps_for(enum pb_interp interp, int in, int out)
-{
-    int taps = 1;
-    if (interp == PB_INTERP_BILINEAR)
-        taps = 2;
-    else if (interp == PB_INTERP_AREA)
-        taps = (int)ceil((double)in / (double)out) + 1;
-    return taps < in ? taps : in;
-}
-
-/* Grows *p to hold need elements of size bytes; keeps the contents. */
-static int reserve(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return PB_OK;
-    void *q = realloc(*p, need * size);
-    if (!q)
-        return PB_ERR_NOMEM;
-    *p = q;
-    *cap = need;
-    return PB_OK;
-}
-
-/* One axis's tables: start and weight share a capacity (cap), each grown
- * to need entries of its own type. */
-static int reserve_axis(int32_t **start, float **weight, size_t *cap, size_t need)
-{
-    size_t start_cap = *cap, weight_cap = *cap;
-    if (reserve((void **)start, &start_cap, need, sizeof(int32_t)) != PB_OK)
-        return PB_ERR_NOMEM;
-    if (reserve((void **)weight, &weight_cap, need, sizeof(float)) != PB_OK)
-        return PB_ERR_NOMEM;
-    *cap = weight_cap;
-    return PB_OK;
-}
-
-static int reserve_tables(struct pb_resampler *r, int in_h, int in_w, int out_h, int out_w,
-                          int channels)
-{
-    size_t need_x = (size_t)out_w * (size_t)taps_for(r->interp, in_w, out_w);
-    size_t need_y = (size_t)out_h * (size_t)taps_for(r->interp, in_h, out_h);
-    if (reserve_axis(&r->start_x, &r->weight_x, &r->cap_x, need_x) != PB_OK ||
-        reserve_axis(&r->start_y, &r->weight_y, &r->cap_y, need_y) != PB_OK)
-        return PB_ERR_NOMEM;
-    if (reserve((void **)&r->out_row, &r->cap_out_row, (size_t)out_w * (size_t)channels,
-                sizeof(float)) != PB_OK)
-        return PB_ERR_NOMEM;
-    return reserve((void **)&r->row, &r->cap_row, (size_t)in_w * (size_t)channels, sizeof(float));
-}
-
-int pb_resampler_init(struct pb_resampler *r, enum pb_interp interp, int max_in_h, int max_in_w,
-                      int out_h, int out_w, int channels)
-{
-    memset(r, 0, sizeof(*r));
-    r->interp = interp;
-    return reserve_tables(r, max_in_h, max_in_w, out_h, out_w, channels);
-}
-
-void pb_resampler_free(struct pb_resampler *r)
-{
-    free(r->start_x);
-    free(r->start_y);
-    free(r->weight_x);
-    free(r->weight_y);
-    free(r->row);
-    free(r->out_row);
-    memset(r, 0, sizeof(*r));
-}
-
-/* One axis: for each output o, taps weights from source pixel start[o].
- * Weights are computed in double, rounded once to float. */
-static void build_axis(enum pb_interp interp, int in, int out, int taps, int32_t *start,
-                       float *weight)
-{
-    double scale = (double)in / (double)out;
-    for (int o = 0; o < out; o++) {
-        double w[2] = {0, 0};
-        int first = 0, count = 0;
-        float *wo = weight + (size_t)o * (size_t)taps;
-        if (interp == PB_INTERP_NEAREST) {
-            int64_t j = ((2 * (int64_t)o + 1) * in) / (2 * (int64_t)out);
-            start[o] = (int32_t)(j < in - 1 ? j : in - 1);
-            wo[0] = 1.0f;
-            continue;
-        }
-        if (interp == PB_INTERP_BILINEAR) {
-            double s = ((double)o + 0.5) * scale - 0.5;
-            if (s < 0)
-                s = 0;
-            int j = (int)s;
-            double f = s - j;
-            if (j >= in - 1) {
-                j = in - 1;
-                f = 0;
-            }
-            first = j;
-            w[0] = 1.0 - f;
-            w[1] = f;
-            count = j + 1 < in ? 2 : 1;
-        }
-        int lo_pixel = first;
-        if (interp == PB_INTERP_AREA) {
-            double lo = (double)o * scale, hi = (double)(o + 1) * scale;
-            lo_pixel = (int)floor(lo);
-            int hi_pixel = (int)ceil(hi);
-            if (hi_pixel > in)
-                hi_pixel = in;
-            first = lo_pixel;
-            count = hi_pixel - lo_pixel;
-        }
-        int s0 = first < in - taps ? first : in - taps;
-        start[o] = s0;
-        for (int k = 0; k < taps; k++)
-            wo[k] = 0.0f;
-        for (int k = 0; k < count; k++) {
-            int j = lo_pixel + k;
-            double v;
-            if (interp == PB_INTERP_AREA) {
-                double lo = (double)o * scale, hi = (double)(o + 1) * scale;
-                double a = j > lo ? j : lo, b = j + 1 < hi ? j + 1 : hi;
-                v = b > a ? (b - a) / scale : 0;
-            } else {
-                v = w[k];
-            }
-            if (j - s0 < taps) /* only floating-point noise could say otherwise */
-                wo[j - s0] = (float)v;
-        }
-    }
-}
-
-int pb_resampler_prepare(struct pb_resampler *r, int in_h, int in_w, int out_h, int out_w,
-                         int channels)
-{
-    if (r->in_h == in_h && r->in_w == in_w && r->out_h == out_h && r->out_w == out_w &&
-        r->channels == channels)
-        return PB_OK;
-    r->in_h = 0; /* invalid until the tables are complete */
-    if (reserve_tables(r, in_h, in_w, out_h, out_w, channels) != PB_OK)
-        return PB_ERR_NOMEM;
-    r->taps_x = taps_for(r->interp, in_w, out_w);
-    r->taps_y = taps_for(r->interp, in_h, out_h);
-    build_axis(r->interp, in_w, out_w, r->taps_x, r->start_x, r->weight_x);
-    build_axis(r->interp, in_h, out_h, r->taps_y, r->start_y, r->weight_y);
-    r->in_h = in_h;
-    r->in_w = in_w;
-    r->out_h = out_h;
-    r->out_w = out_w;
-    r->channels = channels;
-    return PB_OK;
-}
-
 /* Clamps written as x86's minss/maxss read (a < b ? a : b), so gcc emits
  * those instead of branches, which random pixels mispredict. */
 static inline float min_f(float a, float b)
@@ -170,121 +16,11 @@ static inline float max_f(float a, float b)
     return a > b ? a : b;
 }
 
-/* row[i] = sum_k w[k] * src_row_k[i], over n elements. */
-static void vertical_pass(const uint8_t *src, size_t stride, const float *w, int taps,
-                          size_t n, float *restrict row)
-{
-    if (taps == 2) {
-        const uint8_t *restrict a = src, *restrict b = src + stride;
-        float wa = w[0], wb = w[1];
-        for (size_t i = 0; i < n; i++)
-            row[i] = wa * (float)a[i] + wb * (float)b[i];
-        return;
-    }
-    const uint8_t *restrict a = src;
-    float wa = w[0];
-    for (size_t i = 0; i < n; i++)
-        row[i] = wa * (float)a[i];
-    for (int k = 1; k < taps; k++) {
-        const uint8_t *restrict b = src + (size_t)k * stride;
-        float wb = w[k];
-        if (wb == 0.0f)
-            continue;
-        for (size_t i = 0; i < n; i++)
-            row[i] += wb * (float)b[i];
-    }
-}
-
-/* out[x, c] = sum_k wx[x, k] * row[start[x] + k, c]: a gather, so scalar;
- * rounding to uint8 is left to round_row, which vectorizes. */
-static void horizontal_pass(const float *restrict row, const int32_t *start, const float *weight,
-                            int taps, int out_w, int channels, float *restrict out)
-{
-    if (channels == 3 && taps == 2) {
-        for (int x = 0; x < out_w; x++) {
-            const float *p = row + (size_t)start[x] * 3;
-            float w0 = weight[2 * x], w1 = weight[2 * x + 1];
-            out[3 * x + 0] = w0 * p[0] + w1 * p[3];
-            out[3 * x + 1] = w0 * p[1] + w1 * p[4];
-            out[3 * x + 2] = w0 * p[2] + w1 * p[5];
-        }
-        return;
-    }
-    if (channels == 3) {
-        for (int x = 0; x < out_w; x++) {
-            const float *p = row + (size_t)start[x] * 3;
-            const float *w = weight + (size_t)x * (size_t)taps;
-            float a = 0, b = 0, c = 0;
-            for (int k = 0; k < taps; k++) {
-                a += w[k] * p[3 * k];
-                b += w[k] * p[3 * k + 1];
-                c += w[k] * p[3 * k + 2];
-            }
-            out[3 * x + 0] = a;
-            out[3 * x + 1] = b;
-            out[3 * x + 2] = c;
-        }
-        return;
-    }
-    for (int x = 0; x < out_w; x++) {
-        const float *w = weight + (size_t)x * (size_t)taps;
-        for (int c = 0; c < channels; c++) {
-            const float *p = row + (size_t)start[x] * (size_t)channels + c;
-            float a = 0;
-            for (int k = 0; k < taps; k++)
-                a += w[k] * p[(size_t)k * (size_t)channels];
-            out[(size_t)x * (size_t)channels + (size_t)c] = a;
-        }
-    }
-}
-
 /* dst[i] = src[i] rounded to nearest and clamped to 0..255. */
 static void round_row(const float *restrict src, size_t n, uint8_t *restrict dst)
 {
     for (size_t i = 0; i < n; i++)
         dst[i] = (uint8_t)(int32_t)min_f(max_f(src[i] + 0.5f, 0.0f), 255.0f);
-}
-
-static void resample_nearest(const struct pb_resampler *r, const uint8_t *src,
-                             size_t src_row_bytes, uint8_t *restrict dst)
-{
-    int channels = r->channels;
-    for (int y = 0; y < r->out_h; y++) {
-        const uint8_t *restrict s = src + (size_t)r->start_y[y] * src_row_bytes;
-        uint8_t *restrict d = dst + (size_t)y * (size_t)r->out_w * (size_t)channels;
-        if (channels == 3) {
-            for (int x = 0; x < r->out_w; x++) {
-                const uint8_t *p = s + (size_t)r->start_x[x] * 3;
-                d[3 * x] = p[0];
-                d[3 * x + 1] = p[1];
-                d[3 * x + 2] = p[2];
-            }
-        } else {
-            for (int x = 0; x < r->out_w; x++)
-                for (int c = 0; c < channels; c++)
-                    d[(size_t)x * (size_t)channels + (size_t)c] =
-                        s[(size_t)r->start_x[x] * (size_t)channels + (size_t)c];
-        }
-    }
-}
-
-void pb_resample_u8(struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes,
-                    uint8_t *dst)
-{
-    if (r->interp == PB_INTERP_NEAREST) {
-        resample_nearest(r, src, src_row_bytes, dst);
-        return;
-    }
-    size_t row_elems = (size_t)r->in_w * (size_t)r->channels;
-    size_t out_row_bytes = (size_t)r->out_w * (size_t)r->channels;
-    for (int y = 0; y < r->out_h; y++) {
-        const float *wy = r->weight_y + (size_t)y * (size_t)r->taps_y;
-        vertical_pass(src + (size_t)r->start_y[y] * src_row_bytes, src_row_bytes, wy, r->taps_y,
-                      row_elems, r->row);
-        horizontal_pass(r->row, r->start_x, r->weight_x, r->taps_x, r->out_w, r->channels,
-                        r->out_row);
-        round_row(r->out_row, out_row_bytes, dst + (size_t)y * out_row_bytes);
-    }
 }
 
 /* ---- crop, flip, color ---------------------------------------------- */
@@ -504,25 +240,112 @@ void pb_normalize_lut_init(struct pb_normalize_lut *lut, int channels, const dou
         }                                                                                       \
     } while (0)
 
+/* The same with each row mirrored left to right (output pixel x of a row
+ * is input pixel width - 1 - x): a flip fused into the write. */
+#define NORMALIZE_FRAME_MIRRORED(T, TABLE)                                                      \
+    do {                                                                                        \
+        T *out = dst;                                                                           \
+        const size_t w = (size_t)width;                                                         \
+        for (size_t y = 0; y < (size_t)height; y++) {                                           \
+            const uint8_t *restrict r = s + y * w * (size_t)cin;                                \
+            if (layout == PB_LAYOUT_THWC) {                                                     \
+                T *restrict d = out + ((size_t)t * hw + y * w) * (size_t)cout;                  \
+                if (cin == 3 && cout == 3) {                                                    \
+                    for (size_t x = 0; x < w; x++) {                                            \
+                        const uint8_t *q = r + 3 * (w - 1 - x);                                 \
+                        d[3 * x] = TABLE(0, q[0]);                                              \
+                        d[3 * x + 1] = TABLE(1, q[1]);                                          \
+                        d[3 * x + 2] = TABLE(2, q[2]);                                          \
+                    }                                                                           \
+                } else {                                                                        \
+                    for (size_t x = 0; x < w; x++)                                              \
+                        for (int c = 0; c < cout; c++)                                          \
+                            d[x * (size_t)cout + (size_t)c] = TABLE(                            \
+                                c, r[(w - 1 - x) * (size_t)cin + (size_t)(cin == 1 ? 0 : c)]);  \
+                }                                                                               \
+                continue;                                                                       \
+            }                                                                                   \
+            T *plane[PB_NORMALIZE_MAX_CHANNELS];                                                \
+            for (int c = 0; c < cout; c++)                                                      \
+                plane[c] = out + y * w +                                                        \
+                           (layout == PB_LAYOUT_TCHW                                            \
+                                ? ((size_t)t * (size_t)cout + (size_t)c) * hw                   \
+                                : ((size_t)c * (size_t)frames + (size_t)t) * hw);               \
+            if (cin == 3 && cout == 3) {                                                        \
+                T *restrict d0 = plane[0], *restrict d1 = plane[1], *restrict d2 = plane[2];    \
+                for (size_t x = 0; x < w; x++) {                                                \
+                    const uint8_t *q = r + 3 * (w - 1 - x);                                     \
+                    d0[x] = TABLE(0, q[0]);                                                     \
+                    d1[x] = TABLE(1, q[1]);                                                     \
+                    d2[x] = TABLE(2, q[2]);                                                     \
+                }                                                                               \
+                continue;                                                                       \
+            }                                                                                   \
+            for (int c = 0; c < cout; c++) {                                                    \
+                T *restrict d = out + y * w +                                                   \
+                                (layout == PB_LAYOUT_TCHW                                       \
+                                     ? ((size_t)t * (size_t)cout + (size_t)c) * hw              \
+                                     : ((size_t)c * (size_t)frames + (size_t)t) * hw);          \
+                const uint8_t *restrict q = r + (cin == 1 ? 0 : c) + (w - 1) * (size_t)cin;    \
+                for (size_t x = 0; x < w; x++)                                                  \
+                    d[x] = TABLE(c, q[-(ptrdiff_t)(x * (size_t)cin)]);                          \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
+
 #define TABLE_F32(c, v) lut->f32[c][v]
 #define TABLE_F16(c, v) lut->f16[c][v]
 #define TABLE_U8(c, v) (v)
 
-void pb_normalize_u8(const uint8_t *src, int frames, int height, int width, int in_channels,
-                     int out_channels, const struct pb_normalize_lut *lut, enum pb_dtype dtype,
-                     enum pb_layout layout, void *dst)
+/* Both public entry points: each frame as its dtype asks, rows mirrored
+ * or not. */
+static void normalize(const uint8_t *src, int frames, int height, int width, int in_channels,
+                      int out_channels, const struct pb_normalize_lut *lut, enum pb_dtype dtype,
+                      enum pb_layout layout, void *dst, bool mirrored)
 {
     const size_t hw = (size_t)height * (size_t)width;
     const int cin = in_channels, cout = out_channels;
     for (int t = 0; t < frames; t++) {
         const uint8_t *restrict s = src + (size_t)t * hw * (size_t)cin;
         switch (dtype) {
-        case PB_DTYPE_F32: NORMALIZE_FRAME(float, TABLE_F32); break;
-        case PB_DTYPE_F16: NORMALIZE_FRAME(uint16_t, TABLE_F16); break;
+        case PB_DTYPE_F32:
+            if (mirrored)
+                NORMALIZE_FRAME_MIRRORED(float, TABLE_F32);
+            else
+                NORMALIZE_FRAME(float, TABLE_F32);
+            break;
+        case PB_DTYPE_F16:
+            if (mirrored)
+                NORMALIZE_FRAME_MIRRORED(uint16_t, TABLE_F16);
+            else
+                NORMALIZE_FRAME(uint16_t, TABLE_F16);
+            break;
         case PB_DTYPE_U8:
-        case PB_DTYPE_BYTES: NORMALIZE_FRAME(uint8_t, TABLE_U8); break;
+        case PB_DTYPE_BYTES:
+            if (mirrored)
+                NORMALIZE_FRAME_MIRRORED(uint8_t, TABLE_U8);
+            else
+                NORMALIZE_FRAME(uint8_t, TABLE_U8);
+            break;
         }
     }
+}
+
+void pb_normalize_u8(const uint8_t *src, int frames, int height, int width, int in_channels,
+                     int out_channels, const struct pb_normalize_lut *lut, enum pb_dtype dtype,
+                     enum pb_layout layout, void *dst)
+{
+    normalize(src, frames, height, width, in_channels, out_channels, lut, dtype, layout, dst,
+              false);
+}
+
+void pb_normalize_mirrored_u8(const uint8_t *src, int frames, int height, int width,
+                              int in_channels, int out_channels,
+                              const struct pb_normalize_lut *lut, enum pb_dtype dtype,
+                              enum pb_layout layout, void *dst)
+{
+    normalize(src, frames, height, width, in_channels, out_channels, lut, dtype, layout, dst,
+              true);
 }
 
 /* ---- random_resized_crop parameters --------------------------------- */

@@ -68,17 +68,33 @@ enum pb_interp {
 };
 
 /* Coefficient tables and scratch to resample an in_h x in_w region to
- * out_h x out_w. Prepared once per input size; reused while it repeats. */
+ * out_h x out_w. Prepared once per input size; reused while it repeats.
+ *
+ * Fixed point (kernels/resample.c), as Pillow-SIMD: each axis's weights
+ * are computed in double and rounded to integers of PB_RESAMPLE_COEF_BITS
+ * fraction bits whose sum is exactly one, so a pass never leaves 0..255.
+ * The vertical pass keeps PB_RESAMPLE_ROW_BITS fraction bits for the
+ * horizontal one, which rounds once to uint8. Every output is within 1 LSB
+ * of the same resampling in double precision (tests/test_kernels.c). */
+#define PB_RESAMPLE_COEF_BITS 22
+#define PB_RESAMPLE_ROW_BITS 7
+/* The horizontal coefficients of the 2-tap, 32-bit path (bilinear): 16
+ * bits, so a row value (15 bits) times a coefficient fits int32. */
+#define PB_RESAMPLE_COEF2_BITS 16
+
 struct pb_resampler {
     enum pb_interp interp;
     int channels;
     int in_h, in_w, out_h, out_w; /* what the tables hold; 0 before use  */
     int taps_x, taps_y;           /* source pixels per output pixel       */
     int32_t *start_x, *start_y;   /* first source pixel, per output pixel */
-    float *weight_x, *weight_y;   /* taps weights per output pixel        */
-    float *row;                   /* vertical pass: in_w * channels       */
-    float *out_row;               /* horizontal pass: out_w * channels    */
-    size_t cap_x, cap_y, cap_row, cap_out_row; /* capacities, elements    */
+    int32_t *coef_x, *coef_y;     /* taps coefficients per output pixel   */
+    /* The 2-tap horizontal pass, per output value (out_w * channels):
+     * offset of the first tap in the row and both coefficients, so its
+     * loop is one gather per tap that vectorizes (AVX2). */
+    int32_t *elem_start, *elem_coef0, *elem_coef1;
+    int32_t *row;                 /* vertical pass: in_w * channels       */
+    size_t cap_x, cap_y, cap_row, cap_elem; /* capacities, elements       */
 };
 
 /* Sets up a resampler and sizes its tables for inputs up to max_in_h x
@@ -155,6 +171,14 @@ void pb_normalize_lut_init(struct pb_normalize_lut *lut, int channels, const dou
 void pb_normalize_u8(const uint8_t *src, int frames, int height, int width, int in_channels,
                      int out_channels, const struct pb_normalize_lut *lut, enum pb_dtype dtype,
                      enum pb_layout layout, void *dst);
+
+/* pb_normalize_u8 with every row of every frame mirrored left to right
+ * (pb_flip_h_u8 then pb_normalize_u8, in one pass): the values are the
+ * same, bit for bit. */
+void pb_normalize_mirrored_u8(const uint8_t *src, int frames, int height, int width,
+                              int in_channels, int out_channels,
+                              const struct pb_normalize_lut *lut, enum pb_dtype dtype,
+                              enum pb_layout layout, void *dst);
 
 /* IEEE 754 binary16 bits of v, rounded to nearest even; overflow gives
  * infinity, NaN a quiet NaN. Bit-exact for every double. */

@@ -181,6 +181,55 @@ static void crop_corner(const struct crop_state *st, int in_h, int in_w, uint64_
     }
 }
 
+/* The random_resized_crop window of a height x width image for a seed. */
+static void rrc_box(const struct crop_opts *o, uint64_t seed, int height, int width,
+                    struct pb_crop_box *box)
+{
+    struct pb_rng rng = pb_rng_for(seed, SALT_RANDOM_RESIZED_CROP);
+    pb_random_resized_crop_box(&rng, height, width, o->scale.v[0], o->scale.v[1], o->ratio.v[0],
+                               o->ratio.v[1], box);
+}
+
+/* The stages' window callbacks (pipelines/stage.h): the window process()
+ * will read, drawn from the same seed with the same draws. */
+static bool rrc_window(const void *opts, uint64_t seed, int height, int width,
+                       struct pb_window *w)
+{
+    const struct crop_opts *o = opts;
+    struct pb_crop_box box;
+    rrc_box(o, seed, height, width, &box);
+    *w = (struct pb_window){.top = box.top, .left = box.left, .height = box.height,
+                            .width = box.width, .resamples = true};
+    crop_size(o, &w->out_height, &w->out_width);
+    return true;
+}
+
+static bool crop_window(enum crop_kind kind, const void *opts, uint64_t seed, int height,
+                        int width, struct pb_window *w)
+{
+    struct crop_state st = {.kind = kind};
+    crop_size(opts, &st.height, &st.width);
+    if (height < st.height || width < st.width)
+        return false; /* padded with zeros: the whole image is read */
+    int top, left;
+    crop_corner(&st, height, width, seed, &top, &left);
+    *w = (struct pb_window){.top = top, .left = left, .height = st.height, .width = st.width,
+                            .out_height = st.height, .out_width = st.width};
+    return true;
+}
+
+static bool center_crop_window(const void *opts, uint64_t seed, int height, int width,
+                               struct pb_window *w)
+{
+    return crop_window(CENTER, opts, seed, height, width, w);
+}
+
+static bool random_crop_window(const void *opts, uint64_t seed, int height, int width,
+                               struct pb_window *w)
+{
+    return crop_window(RANDOM, opts, seed, height, width, w);
+}
+
 static int crop_process(void *state, struct pb_sample *s)
 {
     struct crop_state *st = state;
@@ -206,11 +255,19 @@ static int crop_process(void *state, struct pb_sample *s)
     size_t in_frame = (size_t)in->height * (size_t)in->width * channels;
     size_t out_frame = (size_t)st->height * (size_t)st->width * channels;
 
+    /* A window the decoder already cut (fused decode and crop), else our own. */
+    bool windowed = s->window_set && s->window.top >= 0 && s->window.left >= 0 &&
+                    s->window.height >= 1 && s->window.width >= 1 &&
+                    s->window.top + s->window.height <= in->height &&
+                    s->window.left + s->window.width <= in->width;
+    s->window_set = false;
     if (st->kind == RANDOM_RESIZED) {
-        struct pb_rng rng = pb_rng_for(s->seed, SALT_RANDOM_RESIZED_CROP);
         struct pb_crop_box box;
-        pb_random_resized_crop_box(&rng, in->height, in->width, st->o.scale.v[0],
-                                   st->o.scale.v[1], st->o.ratio.v[0], st->o.ratio.v[1], &box);
+        if (windowed)
+            box = (struct pb_crop_box){s->window.top, s->window.left, s->window.height,
+                                       s->window.width};
+        else
+            rrc_box(&st->o, s->seed, in->height, in->width, &box);
         if (pb_resampler_prepare(&st->resampler, box.height, box.width, st->height, st->width,
                                  in->channels) != PB_OK) {
             snprintf(s->msg, s->msglen, "%s: out of memory for a %dx%d crop", st->name,
@@ -222,8 +279,9 @@ static int crop_process(void *state, struct pb_sample *s)
             pb_resample_u8(&st->resampler, s->in + (size_t)t * in_frame + corner,
                            (size_t)in->width * channels, s->out + (size_t)t * out_frame);
     } else {
-        int top, left;
-        crop_corner(st, in->height, in->width, s->seed, &top, &left);
+        int top = s->window.top, left = s->window.left;
+        if (!windowed || s->window.height != st->height || s->window.width != st->width)
+            crop_corner(st, in->height, in->width, s->seed, &top, &left);
         for (int t = 0; t < shape.frames; t++)
             pb_crop_u8(s->in + (size_t)t * in_frame, in->height, in->width, in->channels, top,
                        left, s->out + (size_t)t * out_frame, st->height, st->width);
@@ -411,6 +469,7 @@ const struct pb_stage_ops pb_stage_center_crop = {
     .validate = center_crop_validate,
     .init = center_crop_init,
     .min_input = crop_min_input,
+    .window = center_crop_window,
     .process = crop_process,
     .cleanup = crop_cleanup,
 };
@@ -424,6 +483,7 @@ const struct pb_stage_ops pb_stage_random_crop = {
     .validate = random_crop_validate,
     .init = random_crop_init,
     .min_input = crop_min_input,
+    .window = random_crop_window,
     .process = crop_process,
     .cleanup = crop_cleanup,
 };
@@ -437,6 +497,7 @@ const struct pb_stage_ops pb_stage_random_resized_crop = {
     .validate = rrc_validate,
     .init = rrc_init,
     .min_input = crop_min_input,
+    .window = rrc_window,
     .process = crop_process,
     .cleanup = crop_cleanup,
 };

@@ -30,6 +30,7 @@ static const struct pb_opt flip_opts[] = {
 
 struct flip_state {
     double p;
+    bool next_mirrors; /* the next (last) stage mirrors: pass the input on */
 };
 
 static int flip_init(void **state, const void *opts, const struct pb_stage_plan *in,
@@ -45,6 +46,7 @@ static int flip_init(void **state, const void *opts, const struct pb_stage_plan 
     if (!st)
         return PB_ERR_NOMEM;
     st->p = ((const struct flip_opts *)opts)->p;
+    st->next_mirrors = in->next_mirrors;
     *out = *in;
     *state = st;
     return PB_OK;
@@ -62,6 +64,24 @@ static int flip_process(void *state, struct pb_sample *s)
     const struct flip_state *st = state;
     const struct pb_shape *in = &s->in_shape;
     size_t bytes;
+    if (st->next_mirrors) {
+        /* One pass for the output: the next stage mirrors as it writes the
+         * batch slot; the input goes on unchanged, not copied. */
+        int rc = pb_pixel_sample_check(s, "flip");
+        if (rc != PB_OK)
+            return rc;
+        bytes = pb_shape_bytes(in);
+        if (bytes > s->in_bytes) {
+            snprintf(s->msg, s->msglen, "flip: input of %zu bytes is smaller than its shape "
+                     "says (%zu)", s->in_bytes, bytes);
+            return PB_ERR;
+        }
+        s->flip_pending = flip_drawn(st->p, s->seed);
+        s->out = (uint8_t *)s->in;
+        s->out_bytes = bytes;
+        s->out_shape = *in;
+        return PB_OK;
+    }
     int rc = pb_pixel_same_size_check(s, "flip", &bytes);
     if (rc != PB_OK)
         return rc;

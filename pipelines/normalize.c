@@ -169,8 +169,14 @@ static int normalize_process(void *state, struct pb_sample *s)
         s->out_bytes = bytes;
         return PB_ERR_NOSPACE;
     }
-    pb_normalize_u8(s->in, shape.frames, in->height, in->width, in->channels, out_channels,
-                    &st->lut, st->dtype, st->layout, s->out);
+    /* A flip right before may have left its mirroring to this pass. */
+    if (s->flip_pending)
+        pb_normalize_mirrored_u8(s->in, shape.frames, in->height, in->width, in->channels,
+                                 out_channels, &st->lut, st->dtype, st->layout, s->out);
+    else
+        pb_normalize_u8(s->in, shape.frames, in->height, in->width, in->channels, out_channels,
+                        &st->lut, st->dtype, st->layout, s->out);
+    s->flip_pending = false;
     s->out_bytes = bytes;
     s->out_shape = shape;
     return PB_OK;
@@ -264,7 +270,7 @@ PB_GPU_STAGE(normalize_gpu, "normalize", normalize_opts, struct normalize_opts, 
 const struct pb_stage_ops pb_stage_normalize = {
     .name = "normalize",
     .summary = "Per-channel (x/255 - mean) / std to float32, float16 or uint8, HWC/CHW/CTHW.",
-    .flags = PB_STAGE_WORKER,
+    .flags = PB_STAGE_WORKER | PB_STAGE_MIRRORS,
     PB_DEVICE_OPTS(normalize_opts, struct normalize_opts),
     .gpu = &normalize_gpu,
     .validate = normalize_validate,

@@ -25,6 +25,17 @@ struct pb_decoder_ops;
  * size, and the sample is a data error, not an allocation. */
 #define PB_SAMPLE_MAX_BYTES ((size_t)1 << 32)
 
+/* A window of an image, in its pixels: where a crop stage will read, drawn
+ * before the image is decoded (fused decode and crop). */
+struct pb_window {
+    int32_t top, left, height, width;
+    /* What the stage makes of the window: out_height x out_width pixels,
+     * resampled when resamples is set, so a decoder may decode the window
+     * reduced (JPEG DCT scaling) while it stays at least that large. */
+    int32_t out_height, out_width;
+    bool resamples;
+};
+
 /* One sample on its way through a worker's pipeline. The pipeline owns all
  * buffers: a stage reads in/in_bytes and writes at most out_capacity bytes
  * to out, then sets out_bytes and out_shape. */
@@ -61,6 +72,15 @@ struct pb_sample {
     uint64_t counters[PB_MAX_COUNTERS];
     char *msg;             /* on PB_ERR_DATA: why, e.g. libjpeg's text  */
     size_t msglen;
+    /* Set by a decoder that decoded only the window the next stage asked
+     * for (pb_stage_ops.window): that window of in, in in's pixels (after
+     * any DCT scaling). The stage reads it instead of drawing its own and
+     * clears the flag. */
+    bool window_set;
+    struct pb_window window;
+    /* Set by a flip that left the mirroring to the next stage
+     * (PB_STAGE_MIRRORS); that stage mirrors and clears it. */
+    bool flip_pending;
 };
 
 struct CUstream_st;
@@ -98,6 +118,18 @@ struct pb_stage_plan {
      * needs, from its min_input; 0 when nothing downstream says. A JPEG
      * decoder's `scale: auto` decodes no smaller than this. */
     int32_t want_height, want_width;
+    /* Input only: the next stage's window callback and options, when the
+     * stage right after this one has one (NULL otherwise). A decoder calls
+     * it per sample once it knows the image's size, and may decode only
+     * that window (then it sets the sample's window_set). */
+    bool (*window)(const void *opts, uint64_t seed, int height, int width,
+                   struct pb_window *window);
+    const void *window_opts;
+    /* Input only: the stage right after this one is the last worker stage
+     * (it writes the batch slot) and has PB_STAGE_MIRRORS. A flip then
+     * passes its input on as it is (out = in, no copy) with the sample's
+     * flip_pending set when drawn. */
+    bool next_mirrors;
     /* GPU stages: how many batches can be in flight on the device at once
      * (loader.device_prefetch), and a batch size bound for staging. */
     int inflight;
@@ -112,6 +144,10 @@ enum pb_stage_flags {
     PB_STAGE_IO = 1u << 3,       /* reads files (reports bytes_read)     */
     PB_STAGE_TO_DEVICE = 1u << 4,/* the host-to-device copy (the runner's) */
     PB_STAGE_GPU = 1u << 5,      /* runs on the device, after to_device   */
+    /* process() mirrors its input left to right itself, in the same pass,
+     * when the sample's flip_pending is set (and clears it): a flip right
+     * before it, as the last worker stage, leaves the mirroring to it. */
+    PB_STAGE_MIRRORS = 1u << 6,
 };
 
 /* The `device` option of stages that have a GPU version. */
@@ -182,6 +218,13 @@ struct pb_stage_ops {
      * its options, e.g. a crop to 224 wants at least 224x224. Lets a
      * decoder before it choose a reduced decode size. */
     void (*min_input)(const void *opts, int32_t *height, int32_t *width);
+    /* Optional: the window of a height x width input this stage will read
+     * for the sample of this seed, drawn exactly as process() draws it (the
+     * same random draws), so the decoder before it can decode only that
+     * window. Returns false when it reads the whole input or more (a crop
+     * padded with zeros). */
+    bool (*window)(const void *opts, uint64_t seed, int height, int width,
+                   struct pb_window *window);
     /* Worker side: one sample. Returns PB_OK, PB_ERR_DATA for a bad sample
      * (the run's on_error policy applies) or PB_ERR for a failure. When
      * the output does not fit in out_capacity, a stage may instead set

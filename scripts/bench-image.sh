@@ -11,6 +11,20 @@
 #      (goal <= 1 %)
 #
 #   scripts/bench-image.sh [all|decode|torch|scaling|scale|overhead]...
+#   IMAGES=/tmp/photos scripts/bench-image.sh torch
+#
+# IMAGES names the folder of JPEGs the benchmarks read (default data/image,
+# configs/image.yaml's generated set; give real photographs, e.g. Debian's
+# wallpapers re-encoded to about 500x375 at quality 90, for figures worth
+# quoting). BATCH is the batch size of both loaders in 2. (default 32) and
+# ROUNDS how many times 2. alternates pbench and PyTorch (default 3): the
+# medians are compared and the spread of each is printed, since on a
+# shared machine a figure moves with what else runs.
+#
+# 2. also prints the per-core figure: pbench's samples per second of its
+# process's CPU time (the whole pipeline: read, decode, crop, flip,
+# normalize, collate) against whole images decoded per CPU second by
+# tjDecompress2 alone (bench/peers/tjdecode_rate.c) on the same files.
 #
 # Run it on an otherwise idle machine, after scripts/setup.sh. It installs
 # the benchmark-only tools it needs (libjpeg-turbo-progs for tjbench;
@@ -23,7 +37,9 @@ cd "$(dirname "$0")/.."
 PBENCH="${PBENCH:-./build/pbench}"
 WORK="${WORK:-data/bench-image}"
 PYTHON="${PYTHON:-/usr/bin/python3}"  # Debian's, where python3-torch lives
-IMAGES=data/image                      # dataset.path of configs/image.yaml
+IMAGES="${IMAGES:-data/image}"         # data/image: dataset.path of configs/image.yaml
+BATCH="${BATCH:-32}"
+ROUNDS="${ROUNDS:-3}"
 mkdir -p "$WORK"
 SUMMARY="$WORK/summary.txt"
 
@@ -45,9 +61,11 @@ install_packages() {
           DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing; }
 }
 
-# The dataset of configs/image.yaml, made as its generate block says.
+# The dataset of configs/image.yaml, made as its generate block says (a
+# folder given as IMAGES must exist already).
 ensure_images() {
     [ -d "$IMAGES" ] && [ -n "$(ls -A "$IMAGES" 2>/dev/null)" ] && return 0
+    [ "$IMAGES" = data/image ] || { note "bench-image: IMAGES=$IMAGES holds no files"; exit 1; }
     "$PBENCH" gen --kind jpeg --count 1000 --size 400x300-600x450 --quality 90 \
         --progressive-fraction 0.3 --grayscale-fraction 0.1 --seed 1 --out "$IMAGES" >&2
 }
@@ -157,20 +175,52 @@ EOF
 run_image() { # output.json [pbench args...]
     out="$1"
     shift
-    "$PBENCH" run configs/image.yaml -o "$out" -q "$@" >&2
+    "$PBENCH" run configs/image.yaml -s "dataset.path=$IMAGES" -o "$out" -q "$@" >&2
     json "$out" "p['samples_per_s']"
 }
 
 bench_torch() {
     install_packages python3-torch python3-torchvision python3-pil
     ensure_images
-    note "bench-image: 2. pbench configs/image.yaml, 2 workers"
-    pb=$(run_image "$WORK/image-w2.json")
-    note "bench-image: 2. PyTorch DataLoader, 2 workers, same files and transforms"
-    "$PYTHON" bench/peers/torch_image_loader.py --data "$IMAGES" --workers 2 --batch-size 64 \
-        --time 5 --repeats 3 >"$WORK/torch.json"
-    torch=$("$PYTHON" -c "import json; t=json.load(open('$WORK/torch.json')); print(t['samples_per_s'], t['cpu_pct'])")
-    record "$(echo "$torch" | awk -v a="$pb" -v ca="$(cpu_pct "$WORK/image-w2.json")" '{ printf "2. configs/image.yaml, 2 workers: pbench %.1f samples/s (CPU %.0f %%), PyTorch DataLoader %.1f samples/s (CPU %.0f %%) -> %.2fx (goal >= 4x)", a, ca, $1, $2, a / $1 }')"
+    cc -O2 -o "$WORK/tjdecode_rate" bench/peers/tjdecode_rate.c -lturbojpeg
+    round=1
+    while [ "$round" -le "$ROUNDS" ]; do
+        note "bench-image: 2. round $round/$ROUNDS: pbench configs/image.yaml, 2 workers, batch $BATCH, $IMAGES"
+        run_image "$WORK/image-w2-$round.json" -s "loader.batch_size=$BATCH" >/dev/null
+        note "bench-image: 2. round $round/$ROUNDS: PyTorch DataLoader, 2 workers, same files and transforms"
+        "$PYTHON" bench/peers/torch_image_loader.py --data "$IMAGES" --workers 2 \
+            --batch-size "$BATCH" --time 5 --repeats 3 >"$WORK/torch-$round.json"
+        note "bench-image: 2. round $round/$ROUNDS: tjDecompress2 on the whole images, one thread"
+        "$WORK/tjdecode_rate" "$IMAGES" 3 >"$WORK/tjdecode-$round.json"
+        round=$((round + 1))
+    done
+    "$PYTHON" - "$WORK" "$ROUNDS" "$BATCH" "$IMAGES" <<'EOF' | tee -a "$SUMMARY"
+import json, statistics, sys
+work, rounds, batch, images = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+pb, pb_cpu, pb_per_core, torch, torch_cpu, tj = [], [], [], [], [], []
+for r in range(1, rounds + 1):
+    p = json.load(open(f"{work}/image-w2-{r}.json"))["points"][0]
+    pb.append(p["samples_per_s"])
+    pb_cpu.append(p["cpu_util_pct"])
+    pb_per_core.append(p["samples_per_s"] / (p["cpu_util_pct"] / 100))
+    t = json.load(open(f"{work}/torch-{r}.json"))
+    torch.append(t["samples_per_s"])
+    torch_cpu.append(t["cpu_pct"])
+    tj.append(json.load(open(f"{work}/tjdecode-{r}.json"))["images_per_cpu_s"])
+med = statistics.median
+spread = lambda xs: f"{min(xs):.0f}..{max(xs):.0f}"
+ratios = [a / b for a, b in zip(pb, torch)]
+load = open("/proc/loadavg").read().split()[0]
+print(f"2. configs/image.yaml, 2 workers, batch {batch}, {images}, {rounds} rounds: pbench "
+      f"{med(pb):.1f} samples/s (rounds {spread(pb)}, CPU {med(pb_cpu):.0f} %), PyTorch "
+      f"DataLoader {med(torch):.1f} samples/s (rounds {spread(torch)}, CPU {med(torch_cpu):.0f} %)"
+      f" -> {med(pb) / med(torch):.2f}x (per round {', '.join(f'{x:.2f}' for x in ratios)}; "
+      f"goal >= 4x) [load {load}]")
+print(f"2b. per core: pbench's whole pipeline {med(pb_per_core):.0f} samples per CPU second "
+      f"(rounds {spread(pb_per_core)}), tjDecompress2 alone on the whole images {med(tj):.0f} "
+      f"images per CPU second (rounds {spread(tj)}) -> {med(pb_per_core) / med(tj):.2f}x "
+      f"(goal >= 1x) [load {load}]")
+EOF
 }
 
 # ---- 3. scaling 1 -> 2 workers ---------------------------------------------
@@ -198,6 +248,14 @@ bench_scale() {
     full_cpu=$(json "$WORK/scale-1.json" "next(s['cpu_ns'] / s['count'] for s in p['stages'] if s['name'] == 'decode')")
     auto_cpu=$(json "$WORK/scale-auto.json" "next(s['cpu_ns'] / s['count'] for s in p['stages'] if s['name'] == 'decode')")
     record "$(awk -v a="$full" -v b="$auto" -v fa="$full_ms" -v fb="$auto_ms" -v ca="$full_cpu" -v cb="$auto_cpu" -v n="$scaled" 'BEGIN { printf "4. 2000x1500 JPEGs, 2 workers: scale 1 %.1f samples/s (decode %.2f ms, %.2f ms CPU), scale auto %.1f samples/s (decode %.2f ms, %.2f ms CPU; %d samples scaled) -> %.2fx samples/s, %.2fx less decode CPU", a, fa / 1e6, ca / 1e6, b, fb / 1e6, cb / 1e6, n, b / a, ca / cb }')"
+    # scale: window keeps scale 1's windows and DCT-reduces the decoded
+    # window (fused_crop) while it stays twice the 224x224 output.
+    note "bench-image: 4. the same with scale window"
+    window=$(run_image "$WORK/scale-window.json" "$@" -s pipeline.decode.scale=window)
+    window_cpu=$(json "$WORK/scale-window.json" "next(s['cpu_ns'] / s['count'] for s in p['stages'] if s['name'] == 'decode')")
+    window_scaled=$(json "$WORK/scale-window.json" \
+        "next(s['counters']['scaled'] for s in p['stages'] if s['name'] == 'decode')")
+    record "$(awk -v a="$full" -v b="$window" -v ca="$full_cpu" -v cb="$window_cpu" -v n="$window_scaled" 'BEGIN { printf "4b. 2000x1500 JPEGs, 2 workers: scale window %.1f samples/s (decode %.2f ms CPU; %d samples reduced) -> %.2fx samples/s and %.2fx less decode CPU than scale 1", b, cb / 1e6, n, b / a, ca / cb }')"
 }
 
 # ---- 5. instrumentation overhead ------------------------------------------

@@ -8,7 +8,7 @@ set -eu
 
 cd "$(dirname "$0")/.."
 
-PACKAGES="build-essential cmake pkg-config libyaml-dev libturbojpeg0-dev libjpeg-turbo-progs \
+PACKAGES="build-essential cmake pkg-config libyaml-dev libturbojpeg0-dev libjpeg62-turbo-dev libjpeg-turbo-progs \
 libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libhwloc-dev libcmocka-dev \
 libjansson-dev libsqlite3-dev clang libclang-rt-dev libopenmpi-dev openmpi-bin \
 libarchive-dev fio chromium python3-pil"

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "bench/chain.h"
@@ -15,6 +16,7 @@
 
 static int inits, cleanups, device_opens;
 static int32_t seen_want_width[PB_MAX_STAGES]; /* per init, in order */
+static bool seen_window[PB_MAX_STAGES], seen_next_mirrors[PB_MAX_STAGES];
 
 /* A worker stage that doubles its input's size and makes a 2-row shape. */
 static int double_init(void **state, const void *opts, const struct pb_stage_plan *in,
@@ -22,6 +24,8 @@ static int double_init(void **state, const void *opts, const struct pb_stage_pla
                        const void *decoder_opts, char *msg, size_t msglen)
 {
     (void)opts, (void)decoder, (void)decoder_opts, (void)msg, (void)msglen;
+    seen_window[inits % PB_MAX_STAGES] = in->window != NULL;
+    seen_next_mirrors[inits % PB_MAX_STAGES] = in->next_mirrors;
     seen_want_width[inits++ % PB_MAX_STAGES] = in->want_width;
     out->max_bytes = in->max_bytes * 2;
     out->shape = (struct pb_shape){.dtype = PB_DTYPE_U8,
@@ -50,6 +54,14 @@ static void want_width_7(const void *opts, int32_t *height, int32_t *width)
     *width = 7;
 }
 
+static bool whole_window(const void *opts, uint64_t seed, int height, int width,
+                         struct pb_window *w)
+{
+    (void)opts, (void)seed;
+    *w = (struct pb_window){.height = height, .width = width};
+    return true;
+}
+
 static void count_cleanup(void *state)
 {
     (void)state;
@@ -63,6 +75,15 @@ static const struct pb_stage_ops sizing_stage = {.name = "sizing",
                                                  .init = double_init,
                                                  .min_input = want_width_7,
                                                  .cleanup = count_cleanup};
+static const struct pb_stage_ops window_stage = {.name = "window",
+                                                 .flags = PB_STAGE_WORKER,
+                                                 .init = double_init,
+                                                 .window = whole_window,
+                                                 .cleanup = count_cleanup};
+static const struct pb_stage_ops mirrors_stage = {.name = "mirrors",
+                                                  .flags = PB_STAGE_WORKER | PB_STAGE_MIRRORS,
+                                                  .init = double_init,
+                                                  .cleanup = count_cleanup};
 static const struct pb_stage_ops consumer_stage = {
     .name = "c", .flags = PB_STAGE_CONSUMER, .init = double_init, .cleanup = count_cleanup};
 static const struct pb_stage_ops gpu_stage = {.name = "g",
@@ -155,6 +176,38 @@ static void test_loader_plan(void **state)
     pb_stage_stats_free(&stats);
 }
 
+/* A stage learns the window callback of the stage right after it (only),
+ * and whether that one is the last and mirrors (fused decode and crop;
+ * flip fused into normalize). */
+static void test_fusion_plans(void **state)
+{
+    (void)state;
+    const struct pb_stage_ops *ops[] = {&worker_stage, &window_stage, &worker_stage,
+                                        &mirrors_stage, &worker_stage, &mirrors_stage};
+    struct pb_spec spec;
+    make_spec(&spec, ops, 6);
+    int worker_spec[PB_MAX_STAGES], count;
+    char msg[PB_MSG_MAX];
+    assert_int_equal(pb_chain_split(&spec, worker_spec, &count, msg, sizeof(msg)), PB_OK);
+    struct pb_chain chain = {0};
+    struct pb_stage_stats stats = {0};
+    struct pb_chain_sizes sizes;
+    inits = 0;
+    assert_int_equal(pb_chain_init_loader(&chain, &spec, worker_spec, count, 100, 0, &stats, &sizes,
+                                          msg, sizeof(msg)),
+                     PB_OK);
+    static const bool window[] = {true, false, false, false, false, false};
+    /* Only the stage before the last one, which mirrors; not the one before
+     * a mirroring stage in the middle. */
+    static const bool mirrors[] = {false, false, false, false, true, false};
+    for (int k = 0; k < 6; k++) {
+        assert_int_equal(seen_window[k], window[k]);
+        assert_int_equal(seen_next_mirrors[k], mirrors[k]);
+    }
+    pb_chain_cleanup(&chain);
+    pb_stage_stats_free(&stats);
+}
+
 static int open_device(void *user, const struct pb_stage_spec *ss, char *msg, size_t msglen)
 {
     (void)msg, (void)msglen;
@@ -213,6 +266,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_loader_plan),
+        cmocka_unit_test(test_fusion_plans),
         cmocka_unit_test(test_consumer_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,8 +2,8 @@
  * implementations written here, on seeded random images of odd sizes.
  *
  * Tolerances: bilinear and area within 1 LSB of the reference (the kernel
- * works in float, the reference in double; a value near .5 may round the
- * other way); nearest, crop and flip exact; color jitter within 1 LSB;
+ * works in fixed point, the reference in double; a value near .5 may round
+ * the other way); nearest, crop and flip exact; color jitter within 1 LSB;
  * normalize float32 within 1e-6 relative (absolute below 1), float16
  * bit-exact against the compiler's double -> _Float16 conversion, uint8
  * exact. */
@@ -202,6 +202,32 @@ static void test_resample_window(void **state)
         check_resample((enum pb_interp)interp, 40, 50, 3, 7, 21, 33, 16, 16, 3);
         check_resample((enum pb_interp)interp, 40, 50, 39, 49, 1, 1, 2, 3, 1);
         check_resample((enum pb_interp)interp, 40, 50, 0, 0, 40, 50, 7, 5, 3);
+    }
+}
+
+/* The fixed-point kernel against the double-precision reference on random
+ * sizes and windows, up- and down-scaling on each axis independently, 1, 3
+ * and 4 channels: every value within 1 LSB. */
+static void test_resample_random_sizes(void **state)
+{
+    (void)state;
+    static const int channel_counts[] = {1, 3, 4};
+    uint64_t r = 0x5eed;
+    for (int i = 0; i < 120; i++) {
+        int h = 1 + (int)(pb_mix64(r++) % 300), w = 1 + (int)(pb_mix64(r++) % 300);
+        int rh = 1 + (int)(pb_mix64(r++) % (uint64_t)h), rw = 1 + (int)(pb_mix64(r++) % (uint64_t)w);
+        int top = (int)(pb_mix64(r++) % (uint64_t)(h - rh + 1));
+        int left = (int)(pb_mix64(r++) % (uint64_t)(w - rw + 1));
+        int oh = 1 + (int)(pb_mix64(r++) % 260), ow = 1 + (int)(pb_mix64(r++) % 260);
+        int channels = channel_counts[i % 3];
+        enum pb_interp interp = i % 4 == 3 ? PB_INTERP_AREA : PB_INTERP_BILINEAR;
+        check_resample(interp, h, w, top, left, rh, rw, oh, ow, channels);
+    }
+    /* The benchmark's shape: random_resized_crop windows of a 500x375
+     * photo to 224x224, bilinear, RGB. */
+    for (int i = 0; i < 8; i++) {
+        int rh = 60 + 40 * i, rw = 375 - 30 * i;
+        check_resample(PB_INTERP_BILINEAR, 375, 500, 375 - rh, 500 - rw, rh, rw, 224, 224, 3);
     }
 }
 
@@ -491,6 +517,56 @@ static void test_normalize(void **state)
     free(lut);
 }
 
+/* Flip fused into normalize: the same values, bit for bit, as mirroring
+ * first and normalizing after, in every layout, dtype and channel case. */
+static void test_normalize_mirrored(void **state)
+{
+    (void)state;
+    static const struct {
+        int T, H, W, cin, cout;
+    } cases[] = {
+        {1, 1, 1, 3, 3}, {1, 3, 7, 3, 3}, {1, 224, 224, 3, 3}, {1, 17, 33, 1, 1},
+        {1, 17, 33, 1, 3}, {3, 3, 7, 3, 3}, {3, 5, 4, 1, 3}, {2, 9, 5, 4, 4},
+    };
+    struct pb_normalize_lut *lut = malloc(sizeof(*lut));
+    assert_non_null(lut);
+    const double mean[4] = {0.485, 0.456, 0.406, 0.5}, std[4] = {0.229, 0.224, 0.225, 0.5};
+    pb_normalize_lut_init(lut, 4, mean, std, 255.0);
+    const enum pb_layout layouts[] = {PB_LAYOUT_THWC, PB_LAYOUT_TCHW, PB_LAYOUT_CTHW};
+    const enum pb_dtype dtypes[] = {PB_DTYPE_F32, PB_DTYPE_F16, PB_DTYPE_U8};
+    const size_t sizes[] = {4, 2, 1};
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        int T = cases[i].T, H = cases[i].H, W = cases[i].W, cin = cases[i].cin,
+            cout = cases[i].cout;
+        size_t frame = (size_t)H * (size_t)W * (size_t)cin, in_bytes = (size_t)T * frame;
+        size_t n_out = (size_t)T * (size_t)H * (size_t)W * (size_t)cout;
+        uint8_t *img = random_image(in_bytes, i + 2000);
+        uint8_t *flipped = malloc(in_bytes);
+        void *want = malloc(n_out * 4), *got = malloc(n_out * 4);
+        assert_non_null(flipped);
+        assert_non_null(want);
+        assert_non_null(got);
+        for (int t = 0; t < T; t++)
+            pb_flip_h_u8(img + (size_t)t * frame, H, W, cin, flipped + (size_t)t * frame);
+        for (size_t l = 0; l < PB_ARRAY_LEN(layouts); l++) {
+            for (size_t d = 0; d < PB_ARRAY_LEN(dtypes); d++) {
+                pb_normalize_u8(flipped, T, H, W, cin, cout, lut, dtypes[d], layouts[l], want);
+                memset(got, 0xA5, n_out * 4);
+                pb_normalize_mirrored_u8(img, T, H, W, cin, cout, lut, dtypes[d], layouts[l],
+                                         got);
+                if (memcmp(got, want, n_out * sizes[d]) != 0)
+                    fail_msg("case %zu layout %d dtype %d: mirrored differs", i, (int)layouts[l],
+                             (int)dtypes[d]);
+            }
+        }
+        free(img);
+        free(flipped);
+        free(want);
+        free(got);
+    }
+    free(lut);
+}
+
 /* ---- random_resized_crop parameters ------------------------------------ */
 
 static void test_random_resized_crop_box(void **state)
@@ -561,6 +637,8 @@ int main(void)
         cmocka_unit_test(test_nearest),
         cmocka_unit_test(test_resample_window),
         cmocka_unit_test(test_resampler_reuse),
+        cmocka_unit_test(test_resample_random_sizes),
+        cmocka_unit_test(test_normalize_mirrored),
         cmocka_unit_test(test_crop),
         cmocka_unit_test(test_flip),
         cmocka_unit_test(test_color_jitter),

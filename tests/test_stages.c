@@ -499,6 +499,58 @@ static void test_flip(void **state)
     free(clip);
 }
 
+/* One pass for the output: a flip told that the next (last) stage mirrors
+ * passes its input on uncopied with the draw in flip_pending, and
+ * normalize then writes exactly what flip followed by normalize writes. */
+static void test_flip_fused_into_normalize(void **state)
+{
+    (void)state;
+    enum { T = 2, H = 9, W = 11, C = 3 };
+    size_t bytes = (size_t)T * H * W * C, out_bytes = bytes * sizeof(float);
+    uint8_t *clip = random_bytes(bytes, 21, 255);
+    uint8_t *flipped = malloc(bytes), *want = malloc(out_bytes), *got = malloc(out_bytes);
+    assert_non_null(flipped);
+    assert_non_null(want);
+    assert_non_null(got);
+    const char *half[] = {"p=0.5", NULL};
+    struct stage flip, fused_flip, norm;
+    struct pb_stage_plan plan = pixels_plan(T, H, W, C);
+    assert_int_equal(open_stage(&flip, "flip", half, plan), PB_OK);
+    plan.next_mirrors = true;
+    assert_int_equal(open_stage(&fused_flip, "flip", half, plan), PB_OK);
+    assert_int_equal(open_stage(&norm, "normalize", NULL, pixels_plan(T, H, W, C)), PB_OK);
+    assert_true(norm.ops->flags & PB_STAGE_MIRRORS);
+    int mirrored = 0;
+    for (uint64_t seed = 0; seed < 64; seed++) {
+        struct pb_sample s, n;
+        assert_int_equal(process(&flip, clip, pixels(T, H, W, C), seed, flipped, bytes, &s),
+                         PB_OK);
+        assert_int_equal(process(&norm, flipped, s.out_shape, seed, want, out_bytes, &n), PB_OK);
+        assert_int_equal(process(&fused_flip, clip, pixels(T, H, W, C), seed, NULL, 0, &s),
+                         PB_OK);
+        assert_ptr_equal(s.out, clip); /* passed on, not copied */
+        assert_int_equal(s.out_bytes, bytes);
+        mirrored += s.flip_pending;
+        n = s;
+        n.in = s.out;
+        n.in_bytes = s.out_bytes;
+        n.in_shape = s.out_shape;
+        n.out = got;
+        n.out_capacity = out_bytes;
+        assert_int_equal(norm.ops->process(norm.state, &n), PB_OK);
+        assert_false(n.flip_pending);
+        assert_memory_equal(got, want, out_bytes);
+    }
+    assert_in_range(mirrored, 16, 48);
+    close_stage(&flip);
+    close_stage(&fused_flip);
+    close_stage(&norm);
+    free(clip);
+    free(flipped);
+    free(want);
+    free(got);
+}
+
 static void test_color_jitter(void **state)
 {
     (void)state;
@@ -678,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_random_crop),
         cmocka_unit_test(test_random_resized_crop),
         cmocka_unit_test(test_flip),
+        cmocka_unit_test(test_flip_fused_into_normalize),
         cmocka_unit_test(test_color_jitter),
         cmocka_unit_test(test_normalize),
         cmocka_unit_test(test_validate),
