@@ -6,7 +6,10 @@
 #   interleaved  `pbench compare A.yaml B.yaml`: both measured in one session,
 #                rounds interleaved A B B A ...
 # Each trial measures configs/null.yaml with its own settings (5 repeats),
-# the change being pipeline.decode.cost_us 300 -> 315 (5%) or 330 (10%).
+# the change being pipeline.decode.cost_us 300 -> 318 or 345: on the 2-core
+# development VM these slow samples/s by about 5% and 10% (the loop's 5 ms
+# step absorbs part of a decode change); the table prints the change each
+# cell actually measured.
 # Prints, per comparison, the samples/s verdicts (same, REGRESSED, improved,
 # ambiguous) and how often `--fail-on-regression` exits 3, with the median
 # measured change of samples/s and the other processes' share of the CPU.
@@ -30,7 +33,7 @@ LOOP_PID=""
 cleanup() { [ -n "$LOOP_PID" ] && kill "$LOOP_PID" 2>/dev/null; rm -rf "$OUT"; }
 trap cleanup EXIT INT TERM
 DATA="$PWD/data/null-smoke"
-for cost in 300 315 330; do
+for cost in 300 318 345; do
     sed "s/cost_us: 300/cost_us: $cost/" configs/null.yaml > "$OUT/c$cost.yaml"
 done
 if [ "$BUSY" = 1 ]; then
@@ -61,7 +64,7 @@ interleaved() { # interleaved LABEL BASE_COST NEW_COST
 
 i=0
 while [ "$i" -lt "$N" ]; do
-    run "a$i" 300; run "b$i" 300; run "s5_$i" 315; run "s10_$i" 330
+    run "a$i" 300; run "b$i" 300; run "s5_$i" 318; run "s10_$i" 345
     for f in "a$i" "b$i" "s5_$i" "s10_$i"; do
         grep -o '"other_cpu_pct": [0-9.]*' "$OUT/$f.json" | awk '{s += $2; n++} END {if (n) printf "%.1f\n", s / n}' >> "$OUT/other"
     done
@@ -69,8 +72,8 @@ while [ "$i" -lt "$N" ]; do
     file_compare file_5 "a$i" "s5_$i"
     file_compare file_10 "b$i" "s10_$i"
     interleaved int_aa 300 300
-    interleaved int_5 300 315
-    interleaved int_10 300 330
+    interleaved int_5 300 318
+    interleaved int_10 300 345
     i=$((i + 1))
     echo "bench-compare: trial $i of $N done" >&2
 done
@@ -94,8 +97,8 @@ echo
 echo "| comparison | trials | same | REGRESSED | improved | ambiguous | gate exit 3 | median change of samples/s |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 summary file_aa "file, A vs A"
-summary file_5 "file, decode 5% slower"
-summary file_10 "file, decode 10% slower"
+summary file_5 "file, about 5% slower"
+summary file_10 "file, about 10% slower"
 summary int_aa "interleaved, A vs A"
-summary int_5 "interleaved, decode 5% slower"
-summary int_10 "interleaved, decode 10% slower"
+summary int_5 "interleaved, about 5% slower"
+summary int_10 "interleaved, about 10% slower"
