@@ -102,10 +102,23 @@ static void check_compatible(struct pb_comparison *c, const struct pb_result *a,
      * settings may differ (a change of them is what is being compared);
      * the run section only says how long and how often to measure. */
     static const char *const sections[] = {"name", "dataset", "pipeline", "loader"};
-    for (size_t s = configs_may_differ ? 1 : 0; s < PB_ARRAY_LEN(sections); s++)
+    if (configs_may_differ) {
+        /* Two configs measured together: every section but the name is
+         * listed where it differs, as the change under test. */
+        const char *key;
+        json_t *v;
+        json_object_foreach(a->config, key, v)
+            if (strcmp(key, "name") != 0)
+                diff_json(c, key, v, json_object_get(b->config, key), true);
+        json_object_foreach(b->config, key, v)
+            if (strcmp(key, "name") != 0 && !json_object_get(a->config, key))
+                diff_json(c, key, NULL, v, true);
+        return;
+    }
+    for (size_t s = 0; s < PB_ARRAY_LEN(sections); s++)
         diff_json(c, sections[s], a->config ? json_object_get(a->config, sections[s]) : NULL,
                   b->config ? json_object_get(b->config, sections[s]) : NULL,
-                  configs_may_differ || strcmp(sections[s], "loader") == 0);
+                  strcmp(sections[s], "loader") == 0);
 }
 
 /* ---- metrics ------------------------------------------------------------- */
