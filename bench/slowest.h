@@ -19,12 +19,22 @@ struct pb_slowest {
     uint64_t sample[PB_SLOWEST_SAMPLES];
 };
 
-/* Keeps (ns, sample) when it is among the five slowest seen. */
+/* Keeps (ns, sample) when it is among the five slowest seen, each sample
+ * once at its slowest (a big file read every epoch would otherwise fill
+ * all five places). The common case is the first compare. */
 static inline void pb_slowest_add(struct pb_slowest *s, uint64_t sample, uint64_t ns)
 {
     if (ns <= s->ns[PB_SLOWEST_SAMPLES - 1])
         return;
     int i = PB_SLOWEST_SAMPLES - 1;
+    for (int k = 0; k < PB_SLOWEST_SAMPLES && s->ns[k]; k++) {
+        if (s->sample[k] != sample)
+            continue;
+        if (ns <= s->ns[k])
+            return; /* already there, slower */
+        i = k;      /* move it up from its own place */
+        break;
+    }
     for (; i > 0 && s->ns[i - 1] < ns; i--) {
         s->ns[i] = s->ns[i - 1];
         s->sample[i] = s->sample[i - 1];

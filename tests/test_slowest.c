@@ -34,6 +34,48 @@ static void test_thread_keeps_five_slowest(void **state)
     }
 }
 
+/* A sample seen again (the same big file, every epoch) keeps one place at
+ * its slowest time, so the five places name five samples: against a
+ * reference that keeps each sample's maximum and takes the five largest. */
+static void test_thread_lists_a_sample_once(void **state)
+{
+    (void)state;
+    uint64_t rng = 11;
+    for (int trial = 0; trial < 200; trial++) {
+        struct pb_slowest s;
+        memset(&s, 0, sizeof(s));
+        enum { FILES = 12 };
+        uint64_t best[FILES] = {0};
+        size_t n = 1 + pb_test_rnd(&rng) % 200;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t sample = pb_test_rnd(&rng) % FILES;
+            uint64_t ns = 1 + pb_test_rnd(&rng) % 1000;
+            if (sample == 3)
+                ns += 5000; /* one file always slowest */
+            pb_slowest_add(&s, sample, ns);
+            if (ns > best[sample])
+                best[sample] = ns;
+        }
+        uint64_t sorted[FILES];
+        memcpy(sorted, best, sizeof(sorted));
+        for (int a = 0; a < FILES; a++)
+            for (int b = a + 1; b < FILES; b++)
+                if (sorted[b] > sorted[a]) {
+                    uint64_t t = sorted[a];
+                    sorted[a] = sorted[b];
+                    sorted[b] = t;
+                }
+        for (int k = 0; k < PB_SLOWEST_SAMPLES; k++) {
+            assert_int_equal(s.ns[k], sorted[k]);
+            if (s.ns[k]) {
+                assert_int_equal(best[s.sample[k]], s.ns[k]);
+                for (int j = 0; j < k; j++)
+                    assert_true(s.sample[j] != s.sample[k]);
+            }
+        }
+    }
+}
+
 static void test_merge_lists_a_sample_once(void **state)
 {
     (void)state;
@@ -94,6 +136,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_thread_keeps_five_slowest),
+        cmocka_unit_test(test_thread_lists_a_sample_once),
         cmocka_unit_test(test_merge_lists_a_sample_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
