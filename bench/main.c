@@ -269,6 +269,9 @@ static int cmd_compare(int argc, char **argv)
     } else if (configs) {
         code = compare_configs(files[0], files[1], overrides, override_count, output, quiet,
                                threshold_pct, format, fail_on_regression);
+    } else if (nfiles == 1 && pb_is_config_path(files[0])) {
+        code = usage_error("compare", "%s",
+                           "a config is compared with another: pbench compare BASE.yaml NEW.yaml");
     } else if (nfiles == 1) {
         code = compare_one_file(files[0], threshold_pct, format, fail_on_regression);
     } else if (nfiles != 2) {

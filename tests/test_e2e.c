@@ -1117,6 +1117,29 @@ static void test_issue11_gate_fails_only_on_regression(void **state)
                "0 regressed, 0 improved");
 }
 
+/* pbench compare's forms: two configs run together, two results, one
+ * result holding both; a mix of a config and a result, a lone config and
+ * -s on results are usage errors that say which forms exist. */
+static void test_compare_forms_are_told_apart(void **state)
+{
+    (void)state;
+    char out[512];
+    static const struct {
+        const char *args, *says;
+    } cases[] = {
+        {"compare a.yaml b.json", "not one of each"},
+        {"compare a.yaml", "pbench compare BASE.yaml NEW.yaml"},
+        {"compare a.json b.json -s loader.workers=2", "-s applies when compare runs two configs"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_int_equal(pbench(cases[i].args, out, sizeof(out)), 2);
+        char *err = err_text();
+        if (!strstr(err, cases[i].says))
+            fail_msg("%s: expected '%s' in: %s", cases[i].args, cases[i].says, err);
+        free(err);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1147,6 +1170,7 @@ int main(void)
         cmocka_unit_test(test_single_run_ends_with_verdict),
         cmocka_unit_test(test_issue11_history_series_by_fingerprint),
         cmocka_unit_test(test_issue11_gate_fails_only_on_regression),
+        cmocka_unit_test(test_compare_forms_are_told_apart),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
