@@ -692,9 +692,7 @@ static void write_trace(struct session *s, const char *path)
 {
     struct pb_result *r = s->result;
     char wmsg[PB_MSG_MAX];
-    size_t len = strlen(path);
-    size_t stem = len > 5 && strcmp(path + len - 5, ".json") == 0 ? len - 5 : len;
-    snprintf(r->gpu_trace_path, sizeof(r->gpu_trace_path), "%.*s.trace.json", (int)stem, path);
+    pb_trace_default_path(path, r->gpu_trace_path, sizeof(r->gpu_trace_path));
     if (pb_make_parent_dirs(path, wmsg, sizeof(wmsg)) != PB_OK ||
         pb_cupti_write_chrome_trace(s->trace, r->gpu_trace_path, wmsg, sizeof(wmsg)) != 0) {
         pb_result_warn(r, "profile.gpu: cupti: %s", wmsg);
@@ -703,8 +701,8 @@ static void write_trace(struct session *s, const char *path)
 }
 
 /* pbench compare A.yaml B.yaml: the comparison of the two halves, into the
- * outcome and the result file. */
-static int write_interleaved(struct session *s)
+ * outcome and the result, in place of the analysis of a run. */
+static void compare_interleaved(struct session *s)
 {
     struct pb_result *r = s->result;
     char cmsg[PB_MSG_MAX];
@@ -716,11 +714,6 @@ static int write_interleaved(struct session *s)
     } else {
         pb_result_warn(r, "the comparison failed: %s", cmsg);
     }
-    const char *path = s->outcome->result_path;
-    if (pb_result_write(r, path, s->msg, s->msglen) != PB_OK)
-        return fail(s, PB_ERR);
-    say(s->hooks, PB_SESSION_INFO, "result (both configs) written to %s", path);
-    return PB_OK;
 }
 
 /* The analysis (kept for rendering; a sweep's goes into the file too),
@@ -730,8 +723,9 @@ static int write_result(struct session *s)
     struct pb_result *r = s->result;
     struct pb_session_outcome *out = s->outcome;
     if (s->ab)
-        return write_interleaved(s);
-    out->analyzed = pb_analyze(r, &out->analysis) == PB_OK;
+        compare_interleaved(s);
+    else
+        out->analyzed = pb_analyze(r, &out->analysis) == PB_OK;
     if (out->analyzed && s->swept) {
         json_decref(r->analysis);
         r->analysis = pb_analysis_to_json(&out->analysis);
@@ -748,7 +742,8 @@ static int write_result(struct session *s)
     }
     if (pb_result_write(r, path, s->msg, s->msglen) != PB_OK)
         return fail(s, PB_ERR);
-    say(s->hooks, PB_SESSION_INFO, "result written to %s", path);
+    say(s->hooks, PB_SESSION_INFO, "result%s written to %s", s->ab ? " (both configs)" : "",
+        path);
     return PB_OK;
 }
 

@@ -221,6 +221,13 @@ struct pb_trace *pb_trace_for_specs(const struct pb_spec *specs, size_t count,
     return NULL;
 }
 
+void pb_trace_default_path(const char *result_path, char *buf, size_t buflen)
+{
+    size_t len = strlen(result_path);
+    size_t stem = len > 5 && strcmp(result_path + len - 5, ".json") == 0 ? len - 5 : len;
+    snprintf(buf, buflen, "%.*s.trace.json", (int)stem, result_path);
+}
+
 void pb_trace_write_beside(const struct pb_trace *trace, const char *path, const char *result_path,
                            const struct pb_trace_extra *extra, struct pb_result *result)
 {
@@ -228,9 +235,7 @@ void pb_trace_write_beside(const struct pb_trace *trace, const char *path, const
     if (path) {
         pb_strlcpy(file, path, sizeof(file));
     } else {
-        size_t len = strlen(result_path);
-        size_t stem = len > 5 && strcmp(result_path + len - 5, ".json") == 0 ? len - 5 : len;
-        snprintf(file, sizeof(file), "%.*s.trace.json", (int)stem, result_path);
+        pb_trace_default_path(result_path, file, sizeof(file));
     }
     if (pb_make_parent_dirs(file, msg, sizeof(msg)) != PB_OK ||
         pb_trace_write(trace, file, extra, msg, sizeof(msg)) != PB_OK) {

@@ -120,6 +120,9 @@ struct pb_trace *pb_trace_for_specs(const struct pb_spec *specs, size_t count,
 /* Writes trace to path, or when path is NULL beside the result
  * (NAME.json -> NAME.trace.json), and notes the file in result->trace_path;
  * a failure, and a trace that reached its cap, become warnings in result. */
+/* Where a trace goes by default: beside the result, NAME.json ->
+ * NAME.trace.json (the CPU trace and the CUPTI one alike). */
+void pb_trace_default_path(const char *result_path, char *buf, size_t buflen);
 void pb_trace_write_beside(const struct pb_trace *trace, const char *path, const char *result_path,
                            const struct pb_trace_extra *extra, struct pb_result *result);
 
