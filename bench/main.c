@@ -284,13 +284,14 @@ static int cmd_compare(int argc, char **argv)
             print_error("compare", msg);
             code = PB_EXIT_ERROR;
         } else {
-            int rc;
-            if (output && cmp.point_count > 0 && (force || !cmp.incompatible))
-                rc = pb_comparison_write(output, &cmp, files[0], files[1], format, msg,
-                                         sizeof(msg));
-            else
-                rc = pb_comparison_print(stdout, stderr, &cmp, files[0], files[1], format, force);
-            if (rc != PB_OK && output && cmp.point_count > 0 && (force || !cmp.incompatible)) {
+            /* A comparison that can be shown goes to -o when given; one
+             * that cannot is explained on stderr either way. */
+            bool to_file = output && cmp.point_count > 0 && (force || !cmp.incompatible);
+            int rc = to_file ? pb_comparison_write(output, &cmp, files[0], files[1], format, msg,
+                                                   sizeof(msg))
+                             : pb_comparison_print(stdout, stderr, &cmp, files[0], files[1],
+                                                   format, force);
+            if (to_file && rc != PB_OK) {
                 print_error("compare", msg);
                 code = PB_EXIT_ERROR;
             } else {
