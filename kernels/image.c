@@ -1,4 +1,5 @@
 #include "kernels/image.h"
+#include "kernels/normalize_simd.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -189,9 +190,11 @@ void pb_normalize_lut_init(struct pb_normalize_lut *lut, int channels, const dou
     memset(lut, 0, sizeof(*lut));
     lut->channels = channels;
     for (int c = 0; c < channels && c < PB_NORMALIZE_MAX_CHANNELS; c++) {
+        lut->scale[c] = (float)(1.0 / (pixel_scale * std[c]));
+        lut->bias[c] = (float)(-mean[c] / std[c]);
         for (int x = 0; x < 256; x++) {
             double v = ((double)x / pixel_scale - mean[c]) / std[c];
-            lut->f32[c][x] = (float)v;
+            lut->f32[c][x] = fmaf((float)x, lut->scale[c], lut->bias[c]);
             lut->f16[c][x] = pb_f16_from_double(v);
         }
     }
@@ -307,6 +310,18 @@ static void normalize(const uint8_t *src, int frames, int height, int width, int
     const int cin = in_channels, cout = out_channels;
     for (int t = 0; t < frames; t++) {
         const uint8_t *restrict s = src + (size_t)t * hw * (size_t)cin;
+        if (dtype == PB_DTYPE_F32 && cin == 3 && cout == 3) {
+            float *out = dst, *d0 = out + (size_t)t * hw * 3, *d1 = NULL, *d2 = NULL;
+            if (layout != PB_LAYOUT_THWC) {
+                d0 = out + (layout == PB_LAYOUT_TCHW ? (size_t)t * 3 * hw : (size_t)t * hw);
+                size_t plane = layout == PB_LAYOUT_TCHW ? hw : (size_t)frames * hw;
+                d1 = d0 + plane;
+                d2 = d1 + plane;
+            }
+            if (pb_normalize_rgb_f32_simd(s, (size_t)height, (size_t)width, lut, mirrored, d0,
+                                          d1, d2))
+                continue;
+        }
         switch (dtype) {
         case PB_DTYPE_F32:
             if (mirrored)
