@@ -13,6 +13,7 @@
  * below 0.1 for hundreds, so every output is within 1 LSB of a double
  * precision reference (equal except where that one sits near .5). */
 #include "kernels/image.h"
+#include "kernels/resample_x86.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -69,7 +70,10 @@ static int reserve_tables(struct pb_resampler *r, int in_h, int in_w, int out_h,
     int32_t **elem[] = {&r->elem_start, &r->elem_coef0, &r->elem_coef1};
     if (reserve_shared(x, 2, &r->cap_x, need_x) != PB_OK ||
         reserve_shared(y, 2, &r->cap_y, need_y) != PB_OK ||
-        reserve_shared(elem, 3, &r->cap_elem, need_elem) != PB_OK)
+        reserve_shared(elem, 3, &r->cap_elem, need_elem) != PB_OK ||
+        reserve((void **)&r->lane_coef, &r->cap_lane,
+                (size_t)out_w / PB_RESAMPLE_GROUP_PIXELS * PB_RESAMPLE_GROUP_LANES,
+                sizeof(int32_t)) != PB_OK)
         return PB_ERR_NOMEM;
     /* A vector of slack: horizontal_pass2 loads 4 values from a pixel's 3. */
     return reserve((void **)&r->row, &r->cap_row, (size_t)in_w * (size_t)channels + 4,
@@ -93,6 +97,7 @@ void pb_resampler_free(struct pb_resampler *r)
     free(r->elem_start);
     free(r->elem_coef0);
     free(r->elem_coef1);
+    free(r->lane_coef);
     free(r->row);
     memset(r, 0, sizeof(*r));
 }
@@ -200,6 +205,15 @@ static void build_elements(struct pb_resampler *r)
             r->elem_coef0[i] = c0;
             r->elem_coef1[i] = (1 << PB_RESAMPLE_COEF2_BITS) - c0;
         }
+    }
+    int grouped = r->out_w - r->out_w % PB_RESAMPLE_GROUP_PIXELS;
+    for (int x = 0; x < grouped; x++) {
+        int j = x % PB_RESAMPLE_GROUP_PIXELS;
+        int32_t *lanes = r->lane_coef + (size_t)(x - j) / PB_RESAMPLE_GROUP_PIXELS *
+                                            PB_RESAMPLE_GROUP_LANES +
+                         8 * pb_resample_group_vector[j] + 4 * pb_resample_group_half[j];
+        for (int l = 0; l < 4; l++)
+            lanes[l] = r->elem_coef0[(size_t)x * (size_t)r->channels];
     }
 }
 
@@ -383,12 +397,16 @@ void pb_resample_u8(struct pb_resampler *r, const uint8_t *src, size_t src_row_b
     }
     size_t row_elems = (size_t)r->in_w * (size_t)r->channels;
     size_t out_row_bytes = (size_t)r->out_w * (size_t)r->channels;
+    bool avx2 = !r->portable && pb_resample_x86_avx2();
     for (int y = 0; y < r->out_h; y++) {
         const int32_t *cy = r->coef_y + (size_t)y * (size_t)r->taps_y;
         uint8_t *d = dst + (size_t)y * out_row_bytes;
         vertical_pass(src + (size_t)r->start_y[y] * src_row_bytes, src_row_bytes, cy, r->taps_y,
                       row_elems, r->row);
-        if (r->taps_x == 2)
+        if (r->taps_x == 2 && avx2 && (r->channels == 3 || r->channels == 4))
+            pb_resample_h2_avx2(r->row, r->start_x, r->lane_coef, r->elem_coef0, r->channels,
+                                r->out_w, d);
+        else if (r->taps_x == 2)
             horizontal_pass2(r->row, r->elem_start, r->elem_coef0, r->channels, out_row_bytes, d);
         else
             horizontal_pass(r->row, r->start_x, r->coef_x, r->taps_x, r->out_w, r->channels, d);
