@@ -93,16 +93,18 @@ struct pb_resampler {
      * offset of the first tap in the row and both coefficients, so its
      * loop is one gather per tap that vectorizes (AVX2). */
     int32_t *elem_start, *elem_coef0, *elem_coef1;
-    /* The same first coefficients for the AVX2 pass (3 and 4 channels):
-     * per group of 8 output pixels, each repeated in its 4 lanes, in the
-     * order the pass holds them (kernels/resample_x86.h). */
-    int32_t *lane_coef;
+    /* The 2-tap passes on x86 with AVX2, 3 and 4 channels
+     * (kernels/resample_x86.h): their per-pixel table, derived from the
+     * ones above, and the vertical pass's row as int16. */
+    int32_t *groups;
+    int16_t *row16;
     int32_t *row;                 /* vertical pass: in_w * channels       */
     /* Set by the caller after init to run the portable loops even where
      * the CPU has faster ones (tests, before/after timings): the same
      * output bit for bit, only slower. */
     bool portable;
-    size_t cap_x, cap_y, cap_row, cap_elem, cap_lane; /* capacities   */
+    size_t cap_x, cap_y, cap_row, cap_elem; /* capacities, elements       */
+    size_t cap_groups, cap_row16;
 };
 
 /* Sets up a resampler and sizes its tables for inputs up to max_in_h x

@@ -71,9 +71,11 @@ static int reserve_tables(struct pb_resampler *r, int in_h, int in_w, int out_h,
     if (reserve_shared(x, 2, &r->cap_x, need_x) != PB_OK ||
         reserve_shared(y, 2, &r->cap_y, need_y) != PB_OK ||
         reserve_shared(elem, 3, &r->cap_elem, need_elem) != PB_OK ||
-        reserve((void **)&r->lane_coef, &r->cap_lane,
-                (size_t)out_w / PB_RESAMPLE_GROUP_PIXELS * PB_RESAMPLE_GROUP_LANES,
-                sizeof(int32_t)) != PB_OK)
+        reserve((void **)&r->groups, &r->cap_groups, pb_resample_group_ints(out_w),
+                sizeof(int32_t)) != PB_OK ||
+        reserve((void **)&r->row16, &r->cap_row16,
+                2 * ((size_t)in_w * (size_t)channels + PB_RESAMPLE_ROW16_SLACK),
+                sizeof(int16_t)) != PB_OK)
         return PB_ERR_NOMEM;
     /* A vector of slack: horizontal_pass2 loads 4 values from a pixel's 3. */
     return reserve((void **)&r->row, &r->cap_row, (size_t)in_w * (size_t)channels + 4,
@@ -97,7 +99,8 @@ void pb_resampler_free(struct pb_resampler *r)
     free(r->elem_start);
     free(r->elem_coef0);
     free(r->elem_coef1);
-    free(r->lane_coef);
+    free(r->groups);
+    free(r->row16);
     free(r->row);
     memset(r, 0, sizeof(*r));
 }
@@ -206,15 +209,8 @@ static void build_elements(struct pb_resampler *r)
             r->elem_coef1[i] = (1 << PB_RESAMPLE_COEF2_BITS) - c0;
         }
     }
-    int grouped = r->out_w - r->out_w % PB_RESAMPLE_GROUP_PIXELS;
-    for (int x = 0; x < grouped; x++) {
-        int j = x % PB_RESAMPLE_GROUP_PIXELS;
-        int32_t *lanes = r->lane_coef + (size_t)(x - j) / PB_RESAMPLE_GROUP_PIXELS *
-                                            PB_RESAMPLE_GROUP_LANES +
-                         8 * pb_resample_group_vector[j] + 4 * pb_resample_group_half[j];
-        for (int l = 0; l < 4; l++)
-            lanes[l] = r->elem_coef0[(size_t)x * (size_t)r->channels];
-    }
+    if (r->channels == 3 || r->channels == 4)
+        pb_resample_group_table(r->start_x, r->elem_coef0, r->out_w, r->channels, r->groups);
 }
 
 int pb_resampler_prepare(struct pb_resampler *r, int in_h, int in_w, int out_h, int out_w,
@@ -237,6 +233,10 @@ int pb_resampler_prepare(struct pb_resampler *r, int in_h, int in_w, int out_h, 
     /* The slack horizontal_pass2 reads past the last pixel (into a lane it
      * drops): defined values, never written by the vertical pass. */
     memset(r->row + (size_t)in_w * (size_t)channels, 0, 4 * sizeof(int32_t));
+    size_t row16 = (size_t)in_w * (size_t)channels + PB_RESAMPLE_ROW16_SLACK;
+    for (int k = 1; k <= 2; k++)
+        memset(r->row16 + k * row16 - PB_RESAMPLE_ROW16_SLACK, 0,
+               PB_RESAMPLE_ROW16_SLACK * sizeof(int16_t));
     r->in_h = in_h;
     r->in_w = in_w;
     r->out_h = out_h;
@@ -349,6 +349,13 @@ MULTI_VERSIONED static void horizontal_pass2(const int32_t *restrict row,
     }
 }
 
+/* Row values as int16 (they are at most 255 << PB_RESAMPLE_ROW_BITS). */
+static void narrow(const int32_t *restrict row, size_t n, int16_t *restrict row16)
+{
+    for (size_t i = 0; i < n; i++)
+        row16[i] = (int16_t)row[i];
+}
+
 /* Any number of taps: int64 sums of Q22 coefficients times row values. */
 static void horizontal_pass(const int32_t *restrict row, const int32_t *start, const int32_t *coef,
                             int taps, int out_w, int channels, uint8_t *restrict out)
@@ -389,6 +396,39 @@ static void resample_nearest(const struct pb_resampler *r, const uint8_t *src, s
     }
 }
 
+/* The vertical pass of output row y into the int16 row buffer y % 2. */
+static const int16_t *vertical16(struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes,
+                                 int y)
+{
+    size_t row_elems = (size_t)r->in_w * (size_t)r->channels;
+    int16_t *row16 = r->row16 + (size_t)(y % 2) * (row_elems + PB_RESAMPLE_ROW16_SLACK);
+    const int32_t *cy = r->coef_y + (size_t)y * (size_t)r->taps_y;
+    const uint8_t *s = src + (size_t)r->start_y[y] * src_row_bytes;
+    if (r->taps_y <= 2) {
+        pb_resample_vertical16_avx2(s, src_row_bytes, cy, r->taps_y, row_elems, row16);
+    } else { /* area downscaling down, upscaling across */
+        vertical_pass(s, src_row_bytes, cy, r->taps_y, row_elems, r->row);
+        narrow(r->row, row_elems, row16);
+    }
+    return row16;
+}
+
+/* The AVX2 loops, one row ahead: the horizontal pass reads a row the
+ * vertical pass wrote a whole row earlier, whose stores have left the
+ * store buffer (its unaligned loads would wait on them). */
+static void resample_avx2(struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes,
+                          uint8_t *dst)
+{
+    size_t out_row_bytes = (size_t)r->out_w * (size_t)r->channels;
+    const int16_t *row = vertical16(r, src, src_row_bytes, 0);
+    for (int y = 0; y < r->out_h; y++) {
+        const int16_t *next = y + 1 < r->out_h ? vertical16(r, src, src_row_bytes, y + 1) : NULL;
+        pb_resample_horizontal16_avx2(row, r->groups, r->channels, r->out_w,
+                                      dst + (size_t)y * out_row_bytes);
+        row = next;
+    }
+}
+
 void pb_resample_u8(struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes, uint8_t *dst)
 {
     if (r->interp == PB_INTERP_NEAREST) {
@@ -397,16 +437,19 @@ void pb_resample_u8(struct pb_resampler *r, const uint8_t *src, size_t src_row_b
     }
     size_t row_elems = (size_t)r->in_w * (size_t)r->channels;
     size_t out_row_bytes = (size_t)r->out_w * (size_t)r->channels;
-    bool avx2 = !r->portable && pb_resample_x86_avx2();
+    /* The AVX2 loops: 2 taps across, 3 or 4 channels (the int16 row). */
+    bool avx2 = !r->portable && r->taps_x == 2 && (r->channels == 3 || r->channels == 4) &&
+                pb_resample_x86_avx2();
+    if (avx2) {
+        resample_avx2(r, src, src_row_bytes, dst);
+        return;
+    }
     for (int y = 0; y < r->out_h; y++) {
         const int32_t *cy = r->coef_y + (size_t)y * (size_t)r->taps_y;
+        const uint8_t *s = src + (size_t)r->start_y[y] * src_row_bytes;
         uint8_t *d = dst + (size_t)y * out_row_bytes;
-        vertical_pass(src + (size_t)r->start_y[y] * src_row_bytes, src_row_bytes, cy, r->taps_y,
-                      row_elems, r->row);
-        if (r->taps_x == 2 && avx2 && (r->channels == 3 || r->channels == 4))
-            pb_resample_h2_avx2(r->row, r->start_x, r->lane_coef, r->elem_coef0, r->channels,
-                                r->out_w, d);
-        else if (r->taps_x == 2)
+        vertical_pass(s, src_row_bytes, cy, r->taps_y, row_elems, r->row);
+        if (r->taps_x == 2)
             horizontal_pass2(r->row, r->elem_start, r->elem_coef0, r->channels, out_row_bytes, d);
         else
             horizontal_pass(r->row, r->start_x, r->coef_x, r->taps_x, r->out_w, r->channels, d);

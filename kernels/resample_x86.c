@@ -1,20 +1,76 @@
 /* AVX2 loops of kernels/resample.c (kernels/resample_x86.h), compiled for
  * AVX2 function by function (target attributes), so the rest of pbench
- * keeps the baseline x86-64 instruction set and runs on any x86-64 CPU. */
+ * keeps the baseline x86-64 instruction set and runs on any x86-64 CPU.
+ * The group table is plain C, built the same everywhere. */
 #include "kernels/resample_x86.h"
 
 #include <string.h>
 
 #include "kernels/image.h"
 
-const uint8_t pb_resample_group_vector[PB_RESAMPLE_GROUP_PIXELS] = {0, 1, 0, 1, 2, 3, 2, 3};
-const uint8_t pb_resample_group_half[PB_RESAMPLE_GROUP_PIXELS] = {0, 0, 1, 1, 0, 0, 1, 1};
+/* A group's table: the 8 pixels' first source values (in row values), then
+ * for each of its 4 vectors of two pixels, 8 lanes of coefficient pairs
+ * and 32 bytes of shuffle control (16 per pixel). Vector k holds pixels
+ * group_pixel[k][0] and [k][1], in this order so that packing the four
+ * results puts the 8 pixels in order. */
+#define TABLE_STARTS 0
+#define TABLE_COEFS 8
+#define TABLE_SHUFFLES 40
+static const int group_pixel[4][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}};
+
+size_t pb_resample_group_ints(int out_w)
+{
+    size_t groups = ((size_t)out_w + PB_RESAMPLE_GROUP_PIXELS - 1) / PB_RESAMPLE_GROUP_PIXELS;
+    return groups * PB_RESAMPLE_GROUP_INTS;
+}
+
+/* One pixel's 4 lanes: the coefficient pairs (low word times the lane's
+ * low word) and the shuffle that builds each lane from the 8 row values at
+ * the pixel's start (the first tap's channels, then the second's). */
+static void pixel_lanes(int32_t c0, int channels, int32_t coef[4], uint8_t shuffle[16])
+{
+    bool swap = c0 > (1 << (PB_RESAMPLE_COEF2_BITS - 1));
+    int32_t c = swap ? (1 << PB_RESAMPLE_COEF2_BITS) - c0 : c0;
+    uint32_t pair = (uint16_t)(int16_t)(c - 1) | (uint32_t)(uint16_t)(int16_t)-c << 16;
+    for (int lane = 0; lane < 4; lane++) {
+        int low = swap ? channels + lane : lane, high = swap ? lane : channels + lane;
+        bool used = lane < channels;
+        coef[lane] = used ? (int32_t)pair : 0;
+        uint8_t bytes[4] = {(uint8_t)(2 * low), (uint8_t)(2 * low + 1), (uint8_t)(2 * high),
+                            (uint8_t)(2 * high + 1)};
+        for (int b = 0; b < 4; b++)
+            shuffle[4 * lane + b] = used ? bytes[b] : 0x80; /* 0x80: a zero byte */
+    }
+}
+
+void pb_resample_group_table(const int32_t *start_x, const int32_t *c0, int out_w, int channels,
+                             int32_t *table)
+{
+    size_t groups = pb_resample_group_ints(out_w) / PB_RESAMPLE_GROUP_INTS;
+    for (size_t g = 0; g < groups; g++) {
+        int32_t *t = table + g * PB_RESAMPLE_GROUP_INTS;
+        for (int k = 0; k < 4; k++) {
+            for (int h = 0; h < 2; h++) {
+                int j = group_pixel[k][h];
+                size_t x = g * PB_RESAMPLE_GROUP_PIXELS + (size_t)j;
+                if (x >= (size_t)out_w) /* the last group's padding repeats its last pixel */
+                    x = (size_t)out_w - 1;
+                t[TABLE_STARTS + j] = start_x[x] * channels;
+                uint8_t shuffle[16];
+                pixel_lanes(c0[x * (size_t)channels], channels, t + TABLE_COEFS + 8 * k + 4 * h,
+                            shuffle);
+                memcpy(t + TABLE_SHUFFLES + 8 * k + 4 * h, shuffle, sizeof(shuffle));
+            }
+        }
+    }
+}
 
 #if defined(__x86_64__) || defined(__i386__)
 
 #include <immintrin.h>
 
 #define AVX2 __attribute__((target("avx2")))
+#define ROW_SHIFT (PB_RESAMPLE_COEF_BITS - PB_RESAMPLE_ROW_BITS)
 #define OUT2_SHIFT (PB_RESAMPLE_COEF2_BITS + PB_RESAMPLE_ROW_BITS)
 
 bool pb_resample_x86_avx2(void)
@@ -22,90 +78,93 @@ bool pb_resample_x86_avx2(void)
     return __builtin_cpu_supports("avx2");
 }
 
-/* The formula of horizontal_pass2 (kernels/resample.c) on 32-bit lanes. */
-static inline AVX2 __m256i taps2(__m256i a, __m256i b, __m256i c0)
+AVX2 void pb_resample_vertical16_avx2(const uint8_t *src, size_t stride, const int32_t *coef,
+                                      int taps, size_t n, int16_t *row)
+{
+    size_t i = 0;
+    if (taps == 1) {
+        for (; i + 16 <= n; i += 16) {
+            __m256i v = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(src + i)));
+            _mm256_storeu_si256((__m256i *)(row + i), _mm256_slli_epi16(v, PB_RESAMPLE_ROW_BITS));
+        }
+        for (; i < n; i++)
+            row[i] = (int16_t)(src[i] << PB_RESAMPLE_ROW_BITS);
+        return;
+    }
+    /* The tap with the larger weight is the base, the other's weight k is
+     * at most one half (kernels/resample_x86.h). */
+    bool top_base = coef[1] <= 1 << (PB_RESAMPLE_COEF_BITS - 1);
+    const uint8_t *base = top_base ? src : src + stride, *other = top_base ? src + stride : src;
+    int32_t k = top_base ? coef[1] : coef[0];
+    const __m256i k_pair = _mm256_set1_epi32((k >> 7) | (k & 127) << 16);
+    const __m256i half = _mm256_set1_epi32(1 << (ROW_SHIFT - 1));
+    for (; i + 16 <= n; i += 16) {
+        __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(base + i)));
+        __m256i o = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(other + i)));
+        __m256i d = _mm256_sub_epi16(o, b), d7 = _mm256_slli_epi16(d, 7);
+        __m256i lo = _mm256_madd_epi16(_mm256_unpacklo_epi16(d7, d), k_pair);
+        __m256i hi = _mm256_madd_epi16(_mm256_unpackhi_epi16(d7, d), k_pair);
+        lo = _mm256_srai_epi32(_mm256_add_epi32(lo, half), ROW_SHIFT);
+        hi = _mm256_srai_epi32(_mm256_add_epi32(hi, half), ROW_SHIFT);
+        __m256i v = _mm256_add_epi16(_mm256_packs_epi32(lo, hi),
+                                     _mm256_slli_epi16(b, PB_RESAMPLE_ROW_BITS));
+        _mm256_storeu_si256((__m256i *)(row + i), v);
+    }
+    for (; i < n; i++) /* the portable formula, the same value */
+        row[i] = (int16_t)((coef[0] * (int32_t)src[i] + coef[1] * (int32_t)src[stride + i] +
+                            (1 << (ROW_SHIFT - 1))) >>
+                           ROW_SHIFT);
+}
+
+/* Two output pixels, one per 128-bit half: each half loads the 8 row
+ * values at its pixel's start, the shuffle makes (a, b) or (b, a) word
+ * pairs and the lane plus the multiply-add is c0 * a + c1 * b. */
+static inline AVX2 __m256i pixel_pair(const int16_t *row, int32_t lo, int32_t hi,
+                                      const int32_t *coef, const int32_t *shuffle)
 {
     const __m256i half = _mm256_set1_epi32(1 << (OUT2_SHIFT - 1));
-    __m256i v = _mm256_add_epi32(_mm256_slli_epi32(b, PB_RESAMPLE_COEF2_BITS),
-                                 _mm256_mullo_epi32(c0, _mm256_sub_epi32(a, b)));
-    /* At most 255.5 << 23 before the shift: never negative. */
-    return _mm256_srli_epi32(_mm256_add_epi32(v, half), OUT2_SHIFT);
+    __m256i v = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(row + lo)));
+    v = _mm256_inserti128_si256(v, _mm_loadu_si128((const __m128i *)(row + hi)), 1);
+    __m256i lane = _mm256_shuffle_epi8(v, _mm256_loadu_si256((const __m256i *)shuffle));
+    __m256i sum = _mm256_add_epi32(lane, _mm256_madd_epi16(lane, _mm256_loadu_si256(
+                                                                       (const __m256i *)coef)));
+    /* c0 * a + c1 * b + half < 2^31: never negative. */
+    return _mm256_srli_epi32(_mm256_add_epi32(sum, half), OUT2_SHIFT);
 }
 
-static inline AVX2 __m256i load_2x4(const int32_t *lo, const int32_t *hi)
+AVX2 void pb_resample_horizontal16_avx2(const int16_t *row, const int32_t *table, int channels,
+                                        int out_w, uint8_t *out)
 {
-    __m256i v = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo));
-    return _mm256_inserti128_si256(v, _mm_loadu_si128((const __m128i *)hi), 1);
-}
-
-/* Two output pixels (the 4 values from each pixel's first source value, 3
- * or 4 of them used) in the halves of a vector. */
-static inline AVX2 __m256i pixel_pair(const int32_t *row, int32_t lo, int32_t hi, int channels,
-                                      const int32_t *coef)
-{
-    __m256i a = load_2x4(row + lo, row + hi);
-    __m256i b = load_2x4(row + lo + channels, row + hi + channels);
-    return taps2(a, b, _mm256_loadu_si256((const __m256i *)coef));
-}
-
-/* One pixel at the end of a row, 4 lanes. */
-static inline AVX2 __m128i last_pixel(const int32_t *p, int channels, int32_t coef)
-{
-    const __m128i half = _mm_set1_epi32(1 << (OUT2_SHIFT - 1));
-    __m128i a = _mm_loadu_si128((const __m128i *)p);
-    __m128i b = _mm_loadu_si128((const __m128i *)(p + channels));
-    __m128i v = _mm_add_epi32(_mm_slli_epi32(b, PB_RESAMPLE_COEF2_BITS),
-                              _mm_mullo_epi32(_mm_set1_epi32(coef), _mm_sub_epi32(a, b)));
-    v = _mm_srli_epi32(_mm_add_epi32(v, half), OUT2_SHIFT);
-    v = _mm_packus_epi32(v, v);
-    return _mm_packus_epi16(v, v);
-}
-
-AVX2 void pb_resample_h2_avx2(const int32_t *row, const int32_t *start_x, const int32_t *lane_coef,
-                              const int32_t *elem_coef0, int channels, int out_w, uint8_t *out)
-{
-    /* The 4 bytes of each 32-bit lane's pixel, 3 of them for 3 channels,
-     * packed at the start of each 128-bit half. */
+    /* The 3 bytes of each pixel's 4, at the start of each 128-bit half,
+     * then the two halves' 12 bytes joined. */
     const __m256i squeeze = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,
                                              0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1,
                                              -1);
     const __m256i join = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7);
     size_t row_bytes = (size_t)out_w * (size_t)channels;
-    int x = 0;
-    for (; x + PB_RESAMPLE_GROUP_PIXELS <= out_w; x += PB_RESAMPLE_GROUP_PIXELS) {
-        int32_t s[PB_RESAMPLE_GROUP_PIXELS];
-        for (int j = 0; j < PB_RESAMPLE_GROUP_PIXELS; j++)
-            s[j] = start_x[x + j] * channels;
-        const int32_t *coef = lane_coef + (size_t)x / PB_RESAMPLE_GROUP_PIXELS *
-                                              PB_RESAMPLE_GROUP_LANES;
-        /* Pixels (0, 2), (1, 3), (4, 6), (5, 7): pb_resample_group_*. */
-        __m256i v0 = pixel_pair(row, s[0], s[2], channels, coef);
-        __m256i v1 = pixel_pair(row, s[1], s[3], channels, coef + 8);
-        __m256i v2 = pixel_pair(row, s[4], s[6], channels, coef + 16);
-        __m256i v3 = pixel_pair(row, s[5], s[7], channels, coef + 24);
+    size_t group_bytes = (size_t)PB_RESAMPLE_GROUP_PIXELS * (size_t)channels;
+    for (size_t at = 0; at < row_bytes; at += group_bytes, table += PB_RESAMPLE_GROUP_INTS) {
+        const int32_t *s = table + TABLE_STARTS, *coef = table + TABLE_COEFS;
+        const int32_t *shuffle = table + TABLE_SHUFFLES;
+        __m256i v[4];
+        for (int k = 0; k < 4; k++)
+            v[k] = pixel_pair(row, s[group_pixel[k][0]], s[group_pixel[k][1]], coef + 8 * k,
+                              shuffle + 8 * k);
         /* Words (0 1 | 2 3) and (4 5 | 6 7), bytes (0 1 4 5 | 2 3 6 7),
          * then 64-bit lanes in order: pixels 0..7, 4 bytes each. */
-        __m256i bytes = _mm256_packus_epi16(_mm256_packus_epi32(v0, v1),
-                                            _mm256_packus_epi32(v2, v3));
+        __m256i bytes = _mm256_packus_epi16(_mm256_packus_epi32(v[0], v[1]),
+                                            _mm256_packus_epi32(v[2], v[3]));
         bytes = _mm256_permute4x64_epi64(bytes, 0xd8);
-        uint8_t *d = out + (size_t)x * (size_t)channels;
-        if (channels == 4) {
-            _mm256_storeu_si256((__m256i *)d, bytes);
-            continue;
-        }
-        bytes = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(bytes, squeeze), join);
-        if ((size_t)(d - out) + 32 <= row_bytes) { /* the 8 bytes past are written later */
+        if (channels == 3)
+            bytes = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(bytes, squeeze), join);
+        uint8_t *d = out + at;
+        if (at + 32 <= row_bytes) { /* bytes past the group's are written by the next */
             _mm256_storeu_si256((__m256i *)d, bytes);
         } else {
-            _mm_storeu_si128((__m128i *)d, _mm256_castsi256_si128(bytes));
-            _mm_storel_epi64((__m128i *)(d + 16), _mm256_extracti128_si256(bytes, 1));
+            uint8_t last[32];
+            _mm256_storeu_si256((__m256i *)last, bytes);
+            memcpy(d, last, row_bytes - at < group_bytes ? row_bytes - at : group_bytes);
         }
-    }
-    for (; x < out_w; x++) {
-        size_t i = (size_t)x * (size_t)channels;
-        int32_t pixel = _mm_cvtsi128_si32(
-            last_pixel(row + (size_t)start_x[x] * (size_t)channels, channels, elem_coef0[i]));
-        memcpy(out + i, &pixel, (size_t)channels);
     }
 }
 
@@ -116,12 +175,17 @@ bool pb_resample_x86_avx2(void)
     return false;
 }
 
-void pb_resample_h2_avx2(const int32_t *row, const int32_t *start_x, const int32_t *lane_coef,
-                         const int32_t *elem_coef0, int channels, int out_w, uint8_t *out)
+/* Never called: pb_resample_x86_avx2() is false here. */
+void pb_resample_vertical16_avx2(const uint8_t *src, size_t stride, const int32_t *coef, int taps,
+                                 size_t n, int16_t *row)
 {
-    /* Never called: pb_resample_x86_avx2() is false here. */
-    (void)row, (void)start_x, (void)lane_coef, (void)elem_coef0, (void)channels, (void)out_w,
-        (void)out;
+    (void)src, (void)stride, (void)coef, (void)taps, (void)n, (void)row;
+}
+
+void pb_resample_horizontal16_avx2(const int16_t *row, const int32_t *table, int channels,
+                                   int out_w, uint8_t *out)
+{
+    (void)row, (void)table, (void)channels, (void)out_w, (void)out;
 }
 
 #endif

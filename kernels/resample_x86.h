@@ -1,36 +1,58 @@
-/* The hot loops of kernels/resample.c written for x86 vector units (AVX2),
- * chosen at run time by the CPU. Private to kernels/resample.c: each one
- * computes exactly what the portable loop it replaces computes, bit for bit
- * (tests/test_resample.c), only faster. On other CPUs and architectures
- * pb_resample_x86_avx2() says false and the portable loops run. */
+/* The bilinear (2-tap) hot loops of kernels/resample.c written for x86
+ * vector units (AVX2), chosen at run time by the CPU. Private to
+ * kernels/resample.c. They compute exactly what the portable loops
+ * compute, bit for bit (tests/test_resample.c), only in 16-bit lanes:
+ *
+ * The vertical pass keeps its row values (0..255 << PB_RESAMPLE_ROW_BITS,
+ * at most 32640) as int16. With 2 taps of Q22 coefficients c and 2^22 - c
+ * it takes the smaller one, k <= 2^21, with the tap it weighs as the
+ * other, and writes (k * (other - base) + 2^14) >> 15 plus base << 7,
+ * which is the portable (ca * a + cb * b + 2^14) >> 15 exactly; k * d is
+ * one vpmaddwd of (d << 7, d) by (k >> 7, k & 127).
+ *
+ * The horizontal pass forms c0 * a + c1 * b (c0 + c1 = 2^16) as a 32-bit
+ * lane holding the words (a, b), plus vpmaddwd of it by (c0 - 1, -c0): both
+ * fit int16 when c0 <= 2^15; otherwise the lane holds (b, a) and the
+ * coefficients are (c1 - 1, -c1). Adding 2^22 and shifting by 23 gives the
+ * portable ((b << 16) + c0 * (a - b) + 2^22) >> 23.
+ *
+ * On other CPUs and architectures pb_resample_x86_avx2() says false and
+ * the portable loops run. */
 #ifndef PB_KERNELS_RESAMPLE_X86_H
 #define PB_KERNELS_RESAMPLE_X86_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Whether this CPU runs the AVX2 loops (false off x86). Cheap: a load. */
 bool pb_resample_x86_avx2(void);
 
-/* Output pixels a group of the horizontal pass makes at once; lane_coef
- * holds PB_RESAMPLE_GROUP_LANES coefficients per group. */
+/* The horizontal pass makes 8 output pixels at a time; its table holds
+ * PB_RESAMPLE_GROUP_INTS int32 per group of 8 (the last group padded). */
 #define PB_RESAMPLE_GROUP_PIXELS 8
-#define PB_RESAMPLE_GROUP_LANES 32
+#define PB_RESAMPLE_GROUP_INTS 72
 
-/* Where pixel j of a group (0..7) sits among the group's lanes: vector
- * j_vector[j] (of four, eight 32-bit lanes each), half j_half[j] (four
- * lanes), so that packing the four vectors puts the pixels in order. */
-extern const uint8_t pb_resample_group_vector[PB_RESAMPLE_GROUP_PIXELS];
-extern const uint8_t pb_resample_group_half[PB_RESAMPLE_GROUP_PIXELS];
+/* int32 the group table of out_w output pixels takes. */
+size_t pb_resample_group_ints(int out_w);
 
-/* The 2-tap horizontal pass (bilinear) of one row for 3 or 4 channels:
- * out[x * channels + c] = ((b << 16) + c0 * (a - b) + half) >> 23 with
- * a = row[start_x[x] * channels + c], b = the value channels further, c0
- * the pixel's 16-bit coefficient: lane_coef (per group of 8 pixels, the
- * coefficient repeated in its 4 lanes) for whole groups, elem_coef0 (per
- * output value) for the last out_w % 8 pixels. row has 4 values of slack
- * after its end. Writes exactly out_w * channels bytes. */
-void pb_resample_h2_avx2(const int32_t *row, const int32_t *start_x, const int32_t *lane_coef,
-                         const int32_t *elem_coef0, int channels, int out_w, uint8_t *out);
+/* Fills the group table of the horizontal pass for channels (3 or 4):
+ * each output pixel x's first source value in the row, start_x[x] *
+ * channels, and its 16-bit first coefficient c0[x] (0..2^16). */
+void pb_resample_group_table(const int32_t *start_x, const int32_t *c0, int out_w, int channels,
+                             int32_t *table);
+
+/* The vertical pass of one output row, 1 or 2 taps of Q22 coefficients
+ * (summing to 2^22): n row values as int16 from the rows of src, stride
+ * bytes apart. */
+void pb_resample_vertical16_avx2(const uint8_t *src, size_t stride, const int32_t *coef, int taps,
+                                 size_t n, int16_t *row);
+
+/* The 2-tap horizontal pass of one row, 3 or 4 channels, from the group
+ * table: writes exactly out_w * channels bytes. row has
+ * PB_RESAMPLE_ROW16_SLACK defined values after its end. */
+#define PB_RESAMPLE_ROW16_SLACK 8
+void pb_resample_horizontal16_avx2(const int16_t *row, const int32_t *table, int channels,
+                                   int out_w, uint8_t *out);
 
 #endif
