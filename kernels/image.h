@@ -67,6 +67,13 @@ enum pb_interp {
     PB_INTERP_NEAREST,
 };
 
+/* Which loops pb_resample_u8 may run; all give the same output. */
+enum pb_resample_loops {
+    PB_RESAMPLE_FASTEST = 0, /* the fastest this CPU has (AVX-512, AVX2)   */
+    PB_RESAMPLE_NO_AVX512,   /* AVX2 at most                               */
+    PB_RESAMPLE_PORTABLE,    /* plain C                                    */
+};
+
 /* Coefficient tables and scratch to resample an in_h x in_w region to
  * out_h x out_w. Prepared once per input size; reused while it repeats.
  *
@@ -96,15 +103,18 @@ struct pb_resampler {
     /* The 2-tap passes on x86 with AVX2, 3 and 4 channels
      * (kernels/resample_x86.h): their per-pixel table, derived from the
      * ones above, and the vertical pass's row as int16. */
-    int32_t *groups;
+    int32_t *groups, *chunks;
+    /* The loops prepare chose: 0 portable, 1 AVX2 (groups), 2 AVX-512
+     * (chunks); only the chosen one's table is filled. */
+    int x86_loops;
     int16_t *row16;
     int32_t *row;                 /* vertical pass: in_w * channels       */
-    /* Set by the caller after init to run the portable loops even where
-     * the CPU has faster ones (tests, before/after timings): the same
-     * output bit for bit, only slower. */
-    bool portable;
+    /* Set by the caller after init, before prepare, to keep to slower
+     * loops than the CPU has (tests, before/after timings): the same
+     * output bit for bit. */
+    enum pb_resample_loops loops;
     size_t cap_x, cap_y, cap_row, cap_elem; /* capacities, elements       */
-    size_t cap_groups, cap_row16;
+    size_t cap_groups, cap_chunks, cap_row16;
 };
 
 /* Sets up a resampler and sizes its tables for inputs up to max_in_h x

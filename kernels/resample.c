@@ -73,6 +73,8 @@ static int reserve_tables(struct pb_resampler *r, int in_h, int in_w, int out_h,
         reserve_shared(elem, 3, &r->cap_elem, need_elem) != PB_OK ||
         reserve((void **)&r->groups, &r->cap_groups, pb_resample_group_ints(out_w),
                 sizeof(int32_t)) != PB_OK ||
+        reserve((void **)&r->chunks, &r->cap_chunks, pb_resample_chunk_ints(out_w, channels),
+                sizeof(int32_t)) != PB_OK ||
         reserve((void **)&r->row16, &r->cap_row16,
                 2 * ((size_t)in_w * (size_t)channels + PB_RESAMPLE_ROW16_SLACK),
                 sizeof(int16_t)) != PB_OK)
@@ -100,6 +102,7 @@ void pb_resampler_free(struct pb_resampler *r)
     free(r->elem_coef0);
     free(r->elem_coef1);
     free(r->groups);
+    free(r->chunks);
     free(r->row16);
     free(r->row);
     memset(r, 0, sizeof(*r));
@@ -209,8 +212,22 @@ static void build_elements(struct pb_resampler *r)
             r->elem_coef1[i] = (1 << PB_RESAMPLE_COEF2_BITS) - c0;
         }
     }
-    if (r->channels == 3 || r->channels == 4)
-        pb_resample_group_table(r->start_x, r->elem_coef0, r->out_w, r->channels, r->groups);
+}
+
+/* Chooses the x86 loops of the 2-tap path and fills their table: AVX-512
+ * where allowed and every chunk's taps are near enough, else AVX2 for 3
+ * and 4 channels, else none (the portable loops). */
+static int choose_x86_loops(struct pb_resampler *r)
+{
+    if (r->taps_x != 2 || r->loops == PB_RESAMPLE_PORTABLE || !pb_resample_x86_avx2())
+        return 0;
+    if (r->loops == PB_RESAMPLE_FASTEST && pb_resample_x86_avx512() &&
+        pb_resample_chunk_table(r->start_x, r->elem_coef0, r->out_w, r->channels, r->chunks))
+        return 2;
+    if (r->channels != 3 && r->channels != 4)
+        return 0;
+    pb_resample_group_table(r->start_x, r->elem_coef0, r->out_w, r->channels, r->groups);
+    return 1;
 }
 
 int pb_resampler_prepare(struct pb_resampler *r, int in_h, int in_w, int out_h, int out_w,
@@ -230,6 +247,7 @@ int pb_resampler_prepare(struct pb_resampler *r, int in_h, int in_w, int out_h, 
     build_axis(r->interp, in_h, out_h, r->taps_y, r->start_y, r->coef_y);
     if (r->taps_x == 2)
         build_elements(r);
+    r->x86_loops = choose_x86_loops(r);
     /* The slack horizontal_pass2 reads past the last pixel (into a lane it
      * drops): defined values, never written by the vertical pass. */
     memset(r->row + (size_t)in_w * (size_t)channels, 0, 4 * sizeof(int32_t));
@@ -398,13 +416,15 @@ static void resample_nearest(const struct pb_resampler *r, const uint8_t *src, s
 
 /* The vertical pass of output row y into the int16 row buffer y % 2. */
 static const int16_t *vertical16(struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes,
-                                 int y)
+                                 int y, bool avx512)
 {
     size_t row_elems = (size_t)r->in_w * (size_t)r->channels;
     int16_t *row16 = r->row16 + (size_t)(y % 2) * (row_elems + PB_RESAMPLE_ROW16_SLACK);
     const int32_t *cy = r->coef_y + (size_t)y * (size_t)r->taps_y;
     const uint8_t *s = src + (size_t)r->start_y[y] * src_row_bytes;
-    if (r->taps_y <= 2) {
+    if (r->taps_y <= 2 && avx512) {
+        pb_resample_vertical16_avx512(s, src_row_bytes, cy, r->taps_y, row_elems, row16);
+    } else if (r->taps_y <= 2) {
         pb_resample_vertical16_avx2(s, src_row_bytes, cy, r->taps_y, row_elems, row16);
     } else { /* area downscaling down, upscaling across */
         vertical_pass(s, src_row_bytes, cy, r->taps_y, row_elems, r->row);
@@ -413,18 +433,21 @@ static const int16_t *vertical16(struct pb_resampler *r, const uint8_t *src, siz
     return row16;
 }
 
-/* The AVX2 loops, one row ahead: the horizontal pass reads a row the
+/* The x86 loops, one row ahead: the horizontal pass reads a row the
  * vertical pass wrote a whole row earlier, whose stores have left the
  * store buffer (its unaligned loads would wait on them). */
-static void resample_avx2(struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes,
-                          uint8_t *dst)
+static void resample_x86(struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes,
+                         bool avx512, uint8_t *dst)
 {
     size_t out_row_bytes = (size_t)r->out_w * (size_t)r->channels;
-    const int16_t *row = vertical16(r, src, src_row_bytes, 0);
+    const int16_t *row = vertical16(r, src, src_row_bytes, 0, avx512);
     for (int y = 0; y < r->out_h; y++) {
-        const int16_t *next = y + 1 < r->out_h ? vertical16(r, src, src_row_bytes, y + 1) : NULL;
-        pb_resample_horizontal16_avx2(row, r->groups, r->channels, r->out_w,
-                                      dst + (size_t)y * out_row_bytes);
+        const int16_t *next = y + 1 < r->out_h ? vertical16(r, src, src_row_bytes, y + 1, avx512) : NULL;
+        uint8_t *d = dst + (size_t)y * out_row_bytes;
+        if (avx512)
+            pb_resample_horizontal16_avx512(row, r->chunks, out_row_bytes, d);
+        else
+            pb_resample_horizontal16_avx2(row, r->groups, r->channels, r->out_w, d);
         row = next;
     }
 }
@@ -437,11 +460,8 @@ void pb_resample_u8(struct pb_resampler *r, const uint8_t *src, size_t src_row_b
     }
     size_t row_elems = (size_t)r->in_w * (size_t)r->channels;
     size_t out_row_bytes = (size_t)r->out_w * (size_t)r->channels;
-    /* The AVX2 loops: 2 taps across, 3 or 4 channels (the int16 row). */
-    bool avx2 = !r->portable && r->taps_x == 2 && (r->channels == 3 || r->channels == 4) &&
-                pb_resample_x86_avx2();
-    if (avx2) {
-        resample_avx2(r, src, src_row_bytes, dst);
+    if (r->x86_loops) {
+        resample_x86(r, src, src_row_bytes, r->x86_loops == 2, dst);
         return;
     }
     for (int y = 0; y < r->out_h; y++) {

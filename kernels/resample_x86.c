@@ -4,6 +4,7 @@
  * The group table is plain C, built the same everywhere. */
 #include "kernels/resample_x86.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "kernels/image.h"
@@ -24,18 +25,27 @@ size_t pb_resample_group_ints(int out_w)
     return groups * PB_RESAMPLE_GROUP_INTS;
 }
 
-/* One pixel's 4 lanes: the coefficient pairs (low word times the lane's
- * low word) and the shuffle that builds each lane from the 8 row values at
- * the pixel's start (the first tap's channels, then the second's). */
+/* The 32-bit coefficient pair of an output value whose first tap weighs
+ * c0 (0..2^16): (c0 - 1, -c0) for the lane (a, b), or (c1 - 1, -c1) for
+ * the lane (b, a) when c0 is over one half (*swap). */
+static int32_t coef_pair(int32_t c0, bool *swap)
+{
+    *swap = c0 > (1 << (PB_RESAMPLE_COEF2_BITS - 1));
+    int32_t c = *swap ? (1 << PB_RESAMPLE_COEF2_BITS) - c0 : c0;
+    return (int32_t)((uint32_t)(uint16_t)(int16_t)(c - 1) | (uint32_t)(uint16_t)(int16_t)-c << 16);
+}
+
+/* One pixel's 4 lanes: the coefficient pairs and the shuffle that builds
+ * each lane from the 8 row values at the pixel's start (the first tap's
+ * channels, then the second's). */
 static void pixel_lanes(int32_t c0, int channels, int32_t coef[4], uint8_t shuffle[16])
 {
-    bool swap = c0 > (1 << (PB_RESAMPLE_COEF2_BITS - 1));
-    int32_t c = swap ? (1 << PB_RESAMPLE_COEF2_BITS) - c0 : c0;
-    uint32_t pair = (uint16_t)(int16_t)(c - 1) | (uint32_t)(uint16_t)(int16_t)-c << 16;
+    bool swap;
+    int32_t pair = coef_pair(c0, &swap);
     for (int lane = 0; lane < 4; lane++) {
         int low = swap ? channels + lane : lane, high = swap ? lane : channels + lane;
         bool used = lane < channels;
-        coef[lane] = used ? (int32_t)pair : 0;
+        coef[lane] = used ? pair : 0;
         uint8_t bytes[4] = {(uint8_t)(2 * low), (uint8_t)(2 * low + 1), (uint8_t)(2 * high),
                             (uint8_t)(2 * high + 1)};
         for (int b = 0; b < 4; b++)
@@ -63,6 +73,46 @@ void pb_resample_group_table(const int32_t *start_x, const int32_t *c0, int out_
             }
         }
     }
+}
+
+size_t pb_resample_chunk_ints(int out_w, int channels)
+{
+    size_t n = (size_t)out_w * (size_t)channels;
+    return (n + PB_RESAMPLE_CHUNK_VALUES - 1) / PB_RESAMPLE_CHUNK_VALUES * PB_RESAMPLE_CHUNK_INTS;
+}
+
+bool pb_resample_chunk_table(const int32_t *start_x, const int32_t *c0, int out_w, int channels,
+                             int32_t *table)
+{
+    size_t n = (size_t)out_w * (size_t)channels;
+    int x = 0, c = 0; /* the pixel and channel of output value at */
+    for (size_t at = 0; at < n; at += PB_RESAMPLE_CHUNK_VALUES, table += PB_RESAMPLE_CHUNK_INTS) {
+        size_t count = n - at < PB_RESAMPLE_CHUNK_VALUES ? n - at : PB_RESAMPLE_CHUNK_VALUES;
+        int32_t first_tap[PB_RESAMPLE_CHUNK_VALUES], first = INT32_MAX, last = 0;
+        for (size_t lane = 0; lane < count; lane++) {
+            first_tap[lane] = start_x[x] * channels + c;
+            first = first_tap[lane] < first ? first_tap[lane] : first;
+            last = first_tap[lane] + channels > last ? first_tap[lane] + channels : last;
+            if (++c == channels) {
+                c = 0;
+                x++;
+            }
+        }
+        if (last - first >= PB_RESAMPLE_CHUNK_SPAN)
+            return false;
+        memset(table, 0, PB_RESAMPLE_CHUNK_INTS * sizeof(int32_t));
+        table[0] = first;
+        uint16_t index[2 * PB_RESAMPLE_CHUNK_VALUES] = {0};
+        for (size_t lane = 0; lane < count; lane++) {
+            bool swap;
+            table[32 + lane] = coef_pair(c0[at + lane], &swap);
+            int32_t a = first_tap[lane] - first;
+            index[2 * lane] = (uint16_t)(a + (swap ? channels : 0));
+            index[2 * lane + 1] = (uint16_t)(a + (swap ? 0 : channels));
+        }
+        memcpy(table + 16, index, sizeof(index));
+    }
+    return true;
 }
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -168,11 +218,79 @@ AVX2 void pb_resample_horizontal16_avx2(const int16_t *row, const int32_t *table
     }
 }
 
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+bool pb_resample_x86_avx512(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+}
+
+AVX512 void pb_resample_vertical16_avx512(const uint8_t *src, size_t stride, const int32_t *coef,
+                                        int taps, size_t n, int16_t *row)
+{
+    size_t i = 0;
+    if (taps == 2) { /* pb_resample_vertical16_avx2's arithmetic, 32 values at a time */
+        bool top_base = coef[1] <= 1 << (PB_RESAMPLE_COEF_BITS - 1);
+        const uint8_t *base = top_base ? src : src + stride, *other = top_base ? src + stride : src;
+        int32_t k = top_base ? coef[1] : coef[0];
+        const __m512i k_pair = _mm512_set1_epi32((k >> 7) | (k & 127) << 16);
+        const __m512i half = _mm512_set1_epi32(1 << (ROW_SHIFT - 1));
+        for (; i + 32 <= n; i += 32) {
+            __m512i b = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(base + i)));
+            __m512i o = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(other + i)));
+            __m512i d = _mm512_sub_epi16(o, b), d7 = _mm512_slli_epi16(d, 7);
+            __m512i lo = _mm512_madd_epi16(_mm512_unpacklo_epi16(d7, d), k_pair);
+            __m512i hi = _mm512_madd_epi16(_mm512_unpackhi_epi16(d7, d), k_pair);
+            lo = _mm512_srai_epi32(_mm512_add_epi32(lo, half), ROW_SHIFT);
+            hi = _mm512_srai_epi32(_mm512_add_epi32(hi, half), ROW_SHIFT);
+            __m512i v = _mm512_add_epi16(_mm512_packs_epi32(lo, hi),
+                                         _mm512_slli_epi16(b, PB_RESAMPLE_ROW_BITS));
+            _mm512_storeu_si512(row + i, v);
+        }
+    }
+    pb_resample_vertical16_avx2(src + i, stride, coef, taps, n - i, row + i);
+}
+
+AVX512 void pb_resample_horizontal16_avx512(const int16_t *row, const int32_t *table, size_t n,
+                                            uint8_t *out)
+{
+    const __m512i half = _mm512_set1_epi32(1 << (OUT2_SHIFT - 1));
+    for (size_t at = 0; at < n; at += PB_RESAMPLE_CHUNK_VALUES, table += PB_RESAMPLE_CHUNK_INTS) {
+        const int16_t *window = row + table[0];
+        __m512i lo = _mm512_loadu_si512(window), hi = _mm512_loadu_si512(window + 32);
+        __m512i lane = _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(table + 16), hi);
+        __m512i sum = _mm512_add_epi32(lane, _mm512_madd_epi16(lane, _mm512_loadu_si512(table + 32)));
+        __m128i bytes = _mm512_cvtepi32_epi8(_mm512_srli_epi32(_mm512_add_epi32(sum, half), OUT2_SHIFT));
+        if (at + PB_RESAMPLE_CHUNK_VALUES <= n)
+            _mm_storeu_si128((__m128i *)(out + at), bytes);
+        else
+            _mm_mask_storeu_epi8(out + at, (__mmask16)((1u << (n - at)) - 1), bytes);
+    }
+}
+
 #else
 
 bool pb_resample_x86_avx2(void)
 {
     return false;
+}
+
+bool pb_resample_x86_avx512(void)
+{
+    return false;
+}
+
+void pb_resample_horizontal16_avx512(const int16_t *row, const int32_t *table, size_t n,
+                                     uint8_t *out)
+{
+    (void)row, (void)table, (void)n, (void)out;
+}
+
+void pb_resample_vertical16_avx512(const uint8_t *src, size_t stride, const int32_t *coef, int taps,
+                                   size_t n, int16_t *row)
+{
+    (void)src, (void)stride, (void)coef, (void)taps, (void)n, (void)row;
 }
 
 /* Never called: pb_resample_x86_avx2() is false here. */

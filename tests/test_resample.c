@@ -1,7 +1,8 @@
 /* pb_resample_u8 against a plain scalar reference of its own integer
  * arithmetic (kernels/resample.c's header comment), bit for bit: the
- * vectorized loops (AVX2 where the CPU has it, kernels/resample_x86.c) and
- * the portable ones must both give exactly the values the formulas define,
+ * vectorized loops (AVX-512 and AVX2 where the CPU has them,
+ * kernels/resample_x86.c) and the portable ones must all give exactly the
+ * values the formulas define,
  * for every window size, up- and downscaling, 1, 3 and 4 channels.
  * tests/test_kernels.c checks the formulas themselves against double
  * precision (within 1 LSB).
@@ -96,7 +97,8 @@ static uint64_t draw(uint64_t *state, uint64_t below)
 }
 
 /* Resamples the (top, left) rh x rw window of an h x w image with the
- * fast loops and with the portable ones; both must equal the reference.
+ * fastest loops, with AVX2 at most and with the portable ones: each must
+ * equal the reference.
  * One seed in five draws black and white runs instead of noise: the
  * extremes of every sum. */
 static void check_exact(enum pb_interp interp, int h, int w, int top, int left, int rh, int rw,
@@ -111,13 +113,14 @@ static void check_exact(enum pb_interp interp, int h, int w, int top, int left, 
     for (size_t i = 0; i < bytes; i++) /* noise, with flat runs and extremes */
         img[i] = seed % 5 == 0 ? (uint8_t)(i / 97 % 2 ? 255 : 0) : (uint8_t)(pb_mix64(seed + i) >> 56);
     const uint8_t *corner = img + (size_t)top * stride + (size_t)left * (size_t)channels;
-    for (int portable = 0; portable < 2; portable++) {
+    static const char *const names[] = {"fastest", "AVX2 at most", "portable"};
+    for (int loops = PB_RESAMPLE_FASTEST; loops <= PB_RESAMPLE_PORTABLE; loops++) {
         struct pb_resampler r;
         /* Small on purpose: prepare grows every table. */
         assert_int_equal(pb_resampler_init(&r, interp, 1, 1, 1, 1, 1), PB_OK);
-        r.portable = portable;
+        r.loops = (enum pb_resample_loops)loops;
         assert_int_equal(pb_resampler_prepare(&r, rh, rw, oh, ow, channels), PB_OK);
-        if (portable == 0)
+        if (loops == PB_RESAMPLE_FASTEST)
             reference(&r, corner, stride, want);
         memset(got, 0xa5, out_bytes);
         pb_resample_u8(&r, corner, stride, got);
@@ -125,7 +128,7 @@ static void check_exact(enum pb_interp interp, int h, int w, int top, int left, 
             if (got[i] != want[i])
                 fail_msg("%s interp %d: %dx%d window at (%d,%d) of %dx%d -> %dx%d, %d channels: "
                          "value %zu (row %zu) is %d, the integer formula gives %d",
-                         portable ? "portable" : "fast", (int)interp, rh, rw, top, left, h, w, oh,
+                         names[loops], (int)interp, rh, rw, top, left, h, w, oh,
                          ow, channels, i, i / ((size_t)ow * (size_t)channels), got[i], want[i]);
         pb_resampler_free(&r);
     }
