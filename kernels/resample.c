@@ -15,6 +15,7 @@
 #include "kernels/image.h"
 #include "kernels/resample_x86.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,9 +119,23 @@ struct quantizer {
     double largest_weight;
 };
 
+/* nearbyint(v) in the default rounding mode (to nearest, ties to even;
+ * pbench never changes it) without the library call, which costs more
+ * than the rest of a coefficient: for 0 <= v < 2^52, v + 2^52 has no
+ * fraction bits left, so the addition rounds v and the subtraction is
+ * exact. Only where doubles are evaluated as doubles (not x87). */
+static double round_to_nearest(double v)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    if (v >= 0 && v < 0x1p52)
+        return (v + 0x1p52) - 0x1p52;
+#endif
+    return nearbyint(v);
+}
+
 static void put(struct quantizer *q, int32_t *coef, int k, double weight)
 {
-    coef[k] = (int32_t)nearbyint(weight * (double)(1 << PB_RESAMPLE_COEF_BITS));
+    coef[k] = (int32_t)round_to_nearest(weight * (double)(1 << PB_RESAMPLE_COEF_BITS));
     q->sum += coef[k];
     if (weight > q->largest_weight) {
         q->largest_weight = weight;
@@ -133,11 +148,42 @@ static void finish(const struct quantizer *q, int32_t *coef)
     coef[q->largest] += (int32_t)(((int64_t)1 << PB_RESAMPLE_COEF_BITS) - q->sum);
 }
 
+/* build_axis for bilinear, unrolled: the same tables (its weights, put()
+ * and finish() written out for two taps) in a fraction of the time, which
+ * counts when every sample has its own crop window. */
+static void build_bilinear_axis(int in, int out, int taps, int32_t *start, int32_t *coef)
+{
+    const double scale = (double)in / (double)out, one = (double)(1 << PB_RESAMPLE_COEF_BITS);
+    for (int o = 0; o < out; o++) {
+        double s = ((double)o + 0.5) * scale - 0.5;
+        if (s < 0)
+            s = 0;
+        int j = (int)s;
+        double f = s - j;
+        int32_t *co = coef + (size_t)o * (size_t)taps;
+        if (j >= in - 1) { /* the last pixel alone, weight one, in the last tap */
+            start[o] = in - taps;
+            co[0] = 0;
+            co[taps - 1] = (int32_t)1 << PB_RESAMPLE_COEF_BITS;
+            continue;
+        }
+        double w0 = 1.0 - f, w1 = f; /* taps is 2 here */
+        start[o] = j;
+        co[0] = (int32_t)round_to_nearest(w0 * one);
+        co[1] = (int32_t)round_to_nearest(w1 * one);
+        co[w1 > w0 ? 1 : 0] += (int32_t)((1 << PB_RESAMPLE_COEF_BITS) - (co[0] + co[1]));
+    }
+}
+
 /* One axis: for each output o, taps coefficients from source pixel
  * start[o]. Weights are computed in double, then quantized. */
 static void build_axis(enum pb_interp interp, int in, int out, int taps, int32_t *start,
                        int32_t *coef)
 {
+    if (interp == PB_INTERP_BILINEAR) {
+        build_bilinear_axis(in, out, taps, start, coef);
+        return;
+    }
     double scale = (double)in / (double)out;
     for (int o = 0; o < out; o++) {
         double w[2] = {0, 0};
