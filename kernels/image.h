@@ -3,7 +3,9 @@
  * interleaved channels (HWC). A clip of T frames (THWC) is T images back to
  * back: the stages call a kernel once per frame with the same parameters.
  *
- * Plain C that gcc vectorizes at -O3 (kernels/ is built -O3). Coefficient
+ * Plain C that gcc vectorizes at -O3 (kernels/ is built -O3), and for
+ * bilinear resampling AVX2 and AVX-512 loops chosen at run time by the CPU
+ * (kernels/resample_x86.c, the same output bit for bit). Coefficient
  * tables live in caller-owned structs set up before the per-sample path;
  * nothing here allocates per call except pb_resampler_prepare when an input
  * is larger than any before (a rare, amortized growth). */
@@ -100,9 +102,10 @@ struct pb_resampler {
      * offset of the first tap in the row and both coefficients, so its
      * loop is one gather per tap that vectorizes (AVX2). */
     int32_t *elem_start, *elem_coef0, *elem_coef1;
-    /* The 2-tap passes on x86 with AVX2, 3 and 4 channels
-     * (kernels/resample_x86.h): their per-pixel table, derived from the
-     * ones above, and the vertical pass's row as int16. */
+    /* The 2-tap passes on x86 (kernels/resample_x86.h), derived from the
+     * tables above: AVX2's per group of 8 pixels (3 and 4 channels),
+     * AVX-512's per chunk of 16 values (any channel count), and their
+     * int16 rows (two: the horizontal pass runs a row behind). */
     int32_t *groups, *chunks;
     /* The loops prepare chose: 0 portable, 1 AVX2 (groups), 2 AVX-512
      * (chunks); only the chosen one's table is filled. */

@@ -11,7 +11,12 @@
  * negative and sum to one, so no value leaves 0..255 and nothing clamps.
  * The error against exact arithmetic is below 0.01 LSB for a few taps and
  * below 0.1 for hundreds, so every output is within 1 LSB of a double
- * precision reference (equal except where that one sits near .5). */
+ * precision reference (equal except where that one sits near .5).
+ *
+ * On x86 the 2-tap (bilinear) path runs AVX-512 or AVX2 loops
+ * (kernels/resample_x86.c) on an int16 row instead: the same integers
+ * rearranged so that 16-bit multiply-adds give them exactly, so the output
+ * is the portable loops' bit for bit (tests/test_resample.c). */
 #include "kernels/image.h"
 #include "kernels/resample_x86.h"
 
@@ -488,7 +493,8 @@ static void resample_x86(struct pb_resampler *r, const uint8_t *src, size_t src_
     size_t out_row_bytes = (size_t)r->out_w * (size_t)r->channels;
     const int16_t *row = vertical16(r, src, src_row_bytes, 0, avx512);
     for (int y = 0; y < r->out_h; y++) {
-        const int16_t *next = y + 1 < r->out_h ? vertical16(r, src, src_row_bytes, y + 1, avx512) : NULL;
+        const int16_t *next =
+            y + 1 < r->out_h ? vertical16(r, src, src_row_bytes, y + 1, avx512) : NULL;
         uint8_t *d = dst + (size_t)y * out_row_bytes;
         if (avx512)
             pb_resample_horizontal16_avx512(row, r->chunks, out_row_bytes, d);

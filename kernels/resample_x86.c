@@ -176,8 +176,8 @@ static inline AVX2 __m256i pixel_pair(const int16_t *row, int32_t lo, int32_t hi
     __m256i v = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(row + lo)));
     v = _mm256_inserti128_si256(v, _mm_loadu_si128((const __m128i *)(row + hi)), 1);
     __m256i lane = _mm256_shuffle_epi8(v, _mm256_loadu_si256((const __m256i *)shuffle));
-    __m256i sum = _mm256_add_epi32(lane, _mm256_madd_epi16(lane, _mm256_loadu_si256(
-                                                                       (const __m256i *)coef)));
+    __m256i sum =
+        _mm256_add_epi32(lane, _mm256_madd_epi16(lane, _mm256_loadu_si256((const __m256i *)coef)));
     /* c0 * a + c1 * b + half < 2^31: never negative. */
     return _mm256_srli_epi32(_mm256_add_epi32(sum, half), OUT2_SHIFT);
 }
@@ -187,9 +187,9 @@ AVX2 void pb_resample_horizontal16_avx2(const int16_t *row, const int32_t *table
 {
     /* The 3 bytes of each pixel's 4, at the start of each 128-bit half,
      * then the two halves' 12 bytes joined. */
-    const __m256i squeeze = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,
-                                             0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1,
-                                             -1);
+    const __m256i squeeze =
+        _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4, 5, 6,
+                         8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
     const __m256i join = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7);
     size_t row_bytes = (size_t)out_w * (size_t)channels;
     size_t group_bytes = (size_t)PB_RESAMPLE_GROUP_PIXELS * (size_t)channels;
@@ -202,8 +202,8 @@ AVX2 void pb_resample_horizontal16_avx2(const int16_t *row, const int32_t *table
                               shuffle + 8 * k);
         /* Words (0 1 | 2 3) and (4 5 | 6 7), bytes (0 1 4 5 | 2 3 6 7),
          * then 64-bit lanes in order: pixels 0..7, 4 bytes each. */
-        __m256i bytes = _mm256_packus_epi16(_mm256_packus_epi32(v[0], v[1]),
-                                            _mm256_packus_epi32(v[2], v[3]));
+        __m256i bytes =
+            _mm256_packus_epi16(_mm256_packus_epi32(v[0], v[1]), _mm256_packus_epi32(v[2], v[3]));
         bytes = _mm256_permute4x64_epi64(bytes, 0xd8);
         if (channels == 3)
             bytes = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(bytes, squeeze), join);
@@ -227,7 +227,7 @@ bool pb_resample_x86_avx512(void)
 }
 
 AVX512 void pb_resample_vertical16_avx512(const uint8_t *src, size_t stride, const int32_t *coef,
-                                        int taps, size_t n, int16_t *row)
+                                          int taps, size_t n, int16_t *row)
 {
     size_t i = 0;
     if (taps == 2) { /* pb_resample_vertical16_avx2's arithmetic, 32 values at a time */
@@ -260,8 +260,10 @@ AVX512 void pb_resample_horizontal16_avx512(const int16_t *row, const int32_t *t
         const int16_t *window = row + table[0];
         __m512i lo = _mm512_loadu_si512(window), hi = _mm512_loadu_si512(window + 32);
         __m512i lane = _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(table + 16), hi);
-        __m512i sum = _mm512_add_epi32(lane, _mm512_madd_epi16(lane, _mm512_loadu_si512(table + 32)));
-        __m128i bytes = _mm512_cvtepi32_epi8(_mm512_srli_epi32(_mm512_add_epi32(sum, half), OUT2_SHIFT));
+        __m512i sum =
+            _mm512_add_epi32(lane, _mm512_madd_epi16(lane, _mm512_loadu_si512(table + 32)));
+        __m128i bytes =
+            _mm512_cvtepi32_epi8(_mm512_srli_epi32(_mm512_add_epi32(sum, half), OUT2_SHIFT));
         if (at + PB_RESAMPLE_CHUNK_VALUES <= n)
             _mm_storeu_si128((__m128i *)(out + at), bytes);
         else

@@ -80,8 +80,8 @@ bool pb_resample_chunk_table(const int32_t *start_x, const int32_t *c0, int out_
                              int32_t *table);
 
 /* pb_resample_vertical16_avx2 with AVX-512, 32 values at a time. */
-void pb_resample_vertical16_avx512(const uint8_t *src, size_t stride, const int32_t *coef,
-                                   int taps, size_t n, int16_t *row);
+void pb_resample_vertical16_avx512(const uint8_t *src, size_t stride, const int32_t *coef, int taps,
+                                   size_t n, int16_t *row);
 
 /* The 2-tap horizontal pass of one row of n output values from the chunk
  * table (exactly n bytes). row has PB_RESAMPLE_ROW16_SLACK values of slack

@@ -71,8 +71,7 @@ static void reference_row(const struct pb_resampler *r, const uint8_t *src, size
     }
 }
 
-static void reference(const struct pb_resampler *r, const uint8_t *src, size_t stride,
-                      uint8_t *dst)
+static void reference(const struct pb_resampler *r, const uint8_t *src, size_t stride, uint8_t *dst)
 {
     int ch = r->channels;
     size_t out_row = (size_t)r->out_w * (size_t)ch;
@@ -111,7 +110,8 @@ static void check_exact(enum pb_interp interp, int h, int w, int top, int left, 
     assert_non_null(want);
     assert_non_null(got);
     for (size_t i = 0; i < bytes; i++) /* noise, with flat runs and extremes */
-        img[i] = seed % 5 == 0 ? (uint8_t)(i / 97 % 2 ? 255 : 0) : (uint8_t)(pb_mix64(seed + i) >> 56);
+        img[i] =
+            seed % 5 == 0 ? (uint8_t)(i / 97 % 2 ? 255 : 0) : (uint8_t)(pb_mix64(seed + i) >> 56);
     const uint8_t *corner = img + (size_t)top * stride + (size_t)left * (size_t)channels;
     static const char *const names[] = {"fastest", "AVX2 at most", "portable"};
     for (int loops = PB_RESAMPLE_FASTEST; loops <= PB_RESAMPLE_PORTABLE; loops++) {
@@ -128,8 +128,8 @@ static void check_exact(enum pb_interp interp, int h, int w, int top, int left, 
             if (got[i] != want[i])
                 fail_msg("%s interp %d: %dx%d window at (%d,%d) of %dx%d -> %dx%d, %d channels: "
                          "value %zu (row %zu) is %d, the integer formula gives %d",
-                         names[loops], (int)interp, rh, rw, top, left, h, w, oh,
-                         ow, channels, i, i / ((size_t)ow * (size_t)channels), got[i], want[i]);
+                         names[loops], (int)interp, rh, rw, top, left, h, w, oh, ow, channels, i,
+                         i / ((size_t)ow * (size_t)channels), got[i], want[i]);
         pb_resampler_free(&r);
     }
     free(img);
@@ -175,7 +175,7 @@ static void test_resample_exact_crops(void **state)
                     (uint64_t)i);
     }
     static const int channel_counts[] = {1, 3, 4};
-    static const int widths[][2] = {{448, 224}, {224, 224}, {2, 7},  {2, 2},   {9, 8},
+    static const int widths[][2] = {{448, 224}, {224, 224}, {2, 7},   {2, 2},   {9, 8},
                                     {600, 9},   {5, 16},    {17, 17}, {600, 1}, {1, 600}};
     for (size_t k = 0; k < PB_ARRAY_LEN(channel_counts); k++)
         for (size_t i = 0; i < PB_ARRAY_LEN(widths); i++)

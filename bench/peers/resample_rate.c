@@ -4,9 +4,11 @@
  * aspect ratio 3/4..4/3), resampled to 224x224, on one thread.
  *
  *   cmake --build build --target resample_rate
- *   ./build/resample_rate [SECONDS] [INTERP]
+ *   ./build/resample_rate [SECONDS] [INTERP] [LOOPS]
  *
- * INTERP is bilinear (default), area or nearest. The image is fixed
+ * INTERP is bilinear (default), area or nearest. LOOPS is fastest
+ * (default: what the CPU has), avx2 (no AVX-512) or portable (plain C, the
+ * loops of every CPU), all giving the same output. The image is fixed
  * pseudo-random pixels (the integer kernels cost the same whatever the
  * pixels). 512 windows are drawn once with a fixed seed, so two builds time
  * the same work; they are resampled in turn for SECONDS (default 3) after
@@ -65,6 +67,14 @@ int main(int argc, char **argv)
 {
     double limit_s = argc > 1 ? atof(argv[1]) : 3.0;
     const char *name = argc > 2 ? argv[2] : "bilinear";
+    const char *loops_name = argc > 3 ? argv[3] : "fastest";
+    enum pb_resample_loops loops = PB_RESAMPLE_FASTEST;
+    if (strcmp(loops_name, "avx2") == 0)
+        loops = PB_RESAMPLE_NO_AVX512;
+    else if (strcmp(loops_name, "portable") == 0)
+        loops = PB_RESAMPLE_PORTABLE;
+    else if (strcmp(loops_name, "fastest") != 0)
+        name = ""; /* the usage line below */
     enum pb_interp interp;
     if (strcmp(name, "bilinear") == 0)
         interp = PB_INTERP_BILINEAR;
@@ -73,7 +83,8 @@ int main(int argc, char **argv)
     else if (strcmp(name, "nearest") == 0)
         interp = PB_INTERP_NEAREST;
     else {
-        fprintf(stderr, "usage: %s [SECONDS] [bilinear|area|nearest]\n", argv[0]);
+        fprintf(stderr, "usage: %s [SECONDS] [bilinear|area|nearest] [fastest|avx2|portable]\n",
+                argv[0]);
         return 2;
     }
     size_t image_bytes = (size_t)IMAGE_H * IMAGE_W * CHANNELS;
@@ -85,6 +96,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "out of memory\n");
         return 1;
     }
+    r.loops = loops;
     struct pb_rng pixels = pb_rng_for(1, 2);
     for (size_t i = 0; i < image_bytes; i++)
         image[i] = (uint8_t)pb_rng_next(&pixels);
@@ -101,10 +113,11 @@ int main(int argc, char **argv)
     unsigned checksum = 0;
     for (size_t i = 0; i < (size_t)OUT_SIZE * OUT_SIZE * CHANNELS; i++)
         checksum = checksum * 31u + out[i];
-    printf("{\"interp\": \"%s\", \"us_per_call\": %.2f, \"us_per_resample\": %.2f, "
-           "\"calls\": %ld, \"mean_window_pixels\": %.0f, \"checksum\": %u}\n",
-           name, with_prepare_s * 1e6 / (double)calls, resample_s * 1e6 / (double)resample_calls,
-           calls, area, checksum);
+    printf(
+        "{\"interp\": \"%s\", \"loops\": \"%s\", \"us_per_call\": %.2f, \"us_per_resample\": %.2f, "
+        "\"calls\": %ld, \"mean_window_pixels\": %.0f, \"checksum\": %u}\n",
+        name, loops_name, with_prepare_s * 1e6 / (double)calls,
+        resample_s * 1e6 / (double)resample_calls, calls, area, checksum);
     pb_resampler_free(&r);
     free(boxes);
     free(out);
