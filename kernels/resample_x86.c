@@ -252,18 +252,35 @@ AVX512 void pb_resample_vertical16_avx512(const uint8_t *src, size_t stride, con
     pb_resample_vertical16_avx2(src + i, stride, coef, taps, n - i, row + i);
 }
 
+/* The 16 output values of one chunk, 0..255 in 32-bit lanes. */
+static inline AVX512 __m512i chunk(const int16_t *row, const int32_t *table)
+{
+    const __m512i half = _mm512_set1_epi32(1 << (OUT2_SHIFT - 1));
+    const int16_t *window = row + table[0];
+    __m512i lo = _mm512_loadu_si512(window), hi = _mm512_loadu_si512(window + 32);
+    __m512i lane = _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(table + 16), hi);
+    __m512i sum = _mm512_add_epi32(lane, _mm512_madd_epi16(lane, _mm512_loadu_si512(table + 32)));
+    return _mm512_srli_epi32(_mm512_add_epi32(sum, half), OUT2_SHIFT);
+}
+
 AVX512 void pb_resample_horizontal16_avx512(const int16_t *row, const int32_t *table, size_t n,
                                             uint8_t *out)
 {
-    const __m512i half = _mm512_set1_epi32(1 << (OUT2_SHIFT - 1));
-    for (size_t at = 0; at < n; at += PB_RESAMPLE_CHUNK_VALUES, table += PB_RESAMPLE_CHUNK_INTS) {
-        const int16_t *window = row + table[0];
-        __m512i lo = _mm512_loadu_si512(window), hi = _mm512_loadu_si512(window + 32);
-        __m512i lane = _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(table + 16), hi);
-        __m512i sum =
-            _mm512_add_epi32(lane, _mm512_madd_epi16(lane, _mm512_loadu_si512(table + 32)));
-        __m128i bytes =
-            _mm512_cvtepi32_epi8(_mm512_srli_epi32(_mm512_add_epi32(sum, half), OUT2_SHIFT));
+    /* Four chunks packed to bytes hold, in each 128-bit lane, 4 values of
+     * each chunk: this puts each chunk's 16 together, in order. */
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    size_t at = 0;
+    for (; at + 4 * PB_RESAMPLE_CHUNK_VALUES <= n; at += 4 * PB_RESAMPLE_CHUNK_VALUES) {
+        __m512i v0 = chunk(row, table), v1 = chunk(row, table + PB_RESAMPLE_CHUNK_INTS);
+        __m512i v2 = chunk(row, table + 2 * PB_RESAMPLE_CHUNK_INTS);
+        __m512i v3 = chunk(row, table + 3 * PB_RESAMPLE_CHUNK_INTS);
+        table += 4 * PB_RESAMPLE_CHUNK_INTS;
+        __m512i bytes =
+            _mm512_packus_epi16(_mm512_packus_epi32(v0, v1), _mm512_packus_epi32(v2, v3));
+        _mm512_storeu_si512(out + at, _mm512_permutexvar_epi32(order, bytes));
+    }
+    for (; at < n; at += PB_RESAMPLE_CHUNK_VALUES, table += PB_RESAMPLE_CHUNK_INTS) {
+        __m128i bytes = _mm512_cvtepi32_epi8(chunk(row, table));
         if (at + PB_RESAMPLE_CHUNK_VALUES <= n)
             _mm_storeu_si128((__m128i *)(out + at), bytes);
         else
