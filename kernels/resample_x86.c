@@ -128,6 +128,20 @@ bool pb_resample_x86_avx2(void)
     return __builtin_cpu_supports("avx2");
 }
 
+/* The rows of a 2-tap vertical pass: the one with the larger weight is
+ * the base, the other's weight k is at most one half. Returns the word pair
+ * (k >> 7, k & 127) that multiplies (d << 7, d) into k * d
+ * (kernels/resample_x86.h). */
+static int32_t two_taps(const uint8_t *src, size_t stride, const int32_t *coef,
+                        const uint8_t **base, const uint8_t **other)
+{
+    bool top_base = coef[1] <= 1 << (PB_RESAMPLE_COEF_BITS - 1);
+    *base = top_base ? src : src + stride;
+    *other = top_base ? src + stride : src;
+    int32_t k = top_base ? coef[1] : coef[0];
+    return (k >> 7) | (k & 127) << 16;
+}
+
 AVX2 void pb_resample_vertical16_avx2(const uint8_t *src, size_t stride, const int32_t *coef,
                                       int taps, size_t n, int16_t *row)
 {
@@ -141,12 +155,8 @@ AVX2 void pb_resample_vertical16_avx2(const uint8_t *src, size_t stride, const i
             row[i] = (int16_t)(src[i] << PB_RESAMPLE_ROW_BITS);
         return;
     }
-    /* The tap with the larger weight is the base, the other's weight k is
-     * at most one half (kernels/resample_x86.h). */
-    bool top_base = coef[1] <= 1 << (PB_RESAMPLE_COEF_BITS - 1);
-    const uint8_t *base = top_base ? src : src + stride, *other = top_base ? src + stride : src;
-    int32_t k = top_base ? coef[1] : coef[0];
-    const __m256i k_pair = _mm256_set1_epi32((k >> 7) | (k & 127) << 16);
+    const uint8_t *base, *other;
+    const __m256i k_pair = _mm256_set1_epi32(two_taps(src, stride, coef, &base, &other));
     const __m256i half = _mm256_set1_epi32(1 << (ROW_SHIFT - 1));
     for (; i + 16 <= n; i += 16) {
         __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(base + i)));
@@ -231,10 +241,8 @@ AVX512 void pb_resample_vertical16_avx512(const uint8_t *src, size_t stride, con
 {
     size_t i = 0;
     if (taps == 2) { /* pb_resample_vertical16_avx2's arithmetic, 32 values at a time */
-        bool top_base = coef[1] <= 1 << (PB_RESAMPLE_COEF_BITS - 1);
-        const uint8_t *base = top_base ? src : src + stride, *other = top_base ? src + stride : src;
-        int32_t k = top_base ? coef[1] : coef[0];
-        const __m512i k_pair = _mm512_set1_epi32((k >> 7) | (k & 127) << 16);
+        const uint8_t *base, *other;
+        const __m512i k_pair = _mm512_set1_epi32(two_taps(src, stride, coef, &base, &other));
         const __m512i half = _mm512_set1_epi32(1 << (ROW_SHIFT - 1));
         for (; i + 32 <= n; i += 32) {
             __m512i b = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(base + i)));
