@@ -108,7 +108,8 @@ struct pb_resampler {
      * int16 rows (two: the horizontal pass runs a row behind). */
     int32_t *groups, *chunks;
     /* The loops prepare chose: 0 portable, 1 AVX2 (groups), 2 AVX-512
-     * (chunks); only the chosen one's table is filled. */
+     * (chunks), 3 AVX-512 with narrow chunks; only the chosen one's table
+     * is filled. */
     int x86_loops;
     int16_t *row16;
     int32_t *row;                 /* vertical pass: in_w * channels       */

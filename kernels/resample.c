@@ -266,15 +266,19 @@ static void build_elements(struct pb_resampler *r)
 }
 
 /* Chooses the x86 loops of the 2-tap path and fills their table: AVX-512
- * where allowed and every chunk's taps are near enough, else AVX2 for 3
- * and 4 channels, else none (the portable loops). */
+ * where allowed and every chunk's taps are near enough (3: near enough for
+ * one load), else AVX2 for 3 and 4 channels, else none (the portable
+ * loops). */
 static int choose_x86_loops(struct pb_resampler *r)
 {
     if (r->taps_x != 2 || r->loops == PB_RESAMPLE_PORTABLE || !pb_resample_x86_avx2())
         return 0;
-    if (r->loops == PB_RESAMPLE_FASTEST && pb_resample_x86_avx512() &&
-        pb_resample_chunk_table(r->start_x, r->elem_coef0, r->out_w, r->channels, r->chunks))
-        return 2;
+    if (r->loops == PB_RESAMPLE_FASTEST && pb_resample_x86_avx512()) {
+        int span =
+            pb_resample_chunk_table(r->start_x, r->elem_coef0, r->out_w, r->channels, r->chunks);
+        if (span > 0)
+            return span <= PB_RESAMPLE_CHUNK_SPAN_NARROW ? 3 : 2;
+    }
     if (r->channels != 3 && r->channels != 4)
         return 0;
     pb_resample_group_table(r->start_x, r->elem_coef0, r->out_w, r->channels, r->groups);
@@ -497,7 +501,7 @@ static void resample_x86(struct pb_resampler *r, const uint8_t *src, size_t src_
             y + 1 < r->out_h ? vertical16(r, src, src_row_bytes, y + 1, avx512) : NULL;
         uint8_t *d = dst + (size_t)y * out_row_bytes;
         if (avx512)
-            pb_resample_horizontal16_avx512(row, r->chunks, out_row_bytes, d);
+            pb_resample_horizontal16_avx512(row, r->chunks, out_row_bytes, r->x86_loops == 3, d);
         else
             pb_resample_horizontal16_avx2(row, r->groups, r->channels, r->out_w, d);
         row = next;
@@ -513,7 +517,7 @@ void pb_resample_u8(struct pb_resampler *r, const uint8_t *src, size_t src_row_b
     size_t row_elems = (size_t)r->in_w * (size_t)r->channels;
     size_t out_row_bytes = (size_t)r->out_w * (size_t)r->channels;
     if (r->x86_loops) {
-        resample_x86(r, src, src_row_bytes, r->x86_loops == 2, dst);
+        resample_x86(r, src, src_row_bytes, r->x86_loops >= 2, dst);
         return;
     }
     for (int y = 0; y < r->out_h; y++) {

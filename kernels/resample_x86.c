@@ -81,11 +81,11 @@ size_t pb_resample_chunk_ints(int out_w, int channels)
     return (n + PB_RESAMPLE_CHUNK_VALUES - 1) / PB_RESAMPLE_CHUNK_VALUES * PB_RESAMPLE_CHUNK_INTS;
 }
 
-bool pb_resample_chunk_table(const int32_t *start_x, const int32_t *c0, int out_w, int channels,
-                             int32_t *table)
+int pb_resample_chunk_table(const int32_t *start_x, const int32_t *c0, int out_w, int channels,
+                            int32_t *table)
 {
     size_t n = (size_t)out_w * (size_t)channels;
-    int x = 0, c = 0; /* the pixel and channel of output value at */
+    int x = 0, c = 0, widest = 0; /* the pixel and channel of output value at */
     for (size_t at = 0; at < n; at += PB_RESAMPLE_CHUNK_VALUES, table += PB_RESAMPLE_CHUNK_INTS) {
         size_t count = n - at < PB_RESAMPLE_CHUNK_VALUES ? n - at : PB_RESAMPLE_CHUNK_VALUES;
         int32_t first_tap[PB_RESAMPLE_CHUNK_VALUES], first = INT32_MAX, last = 0;
@@ -99,7 +99,8 @@ bool pb_resample_chunk_table(const int32_t *start_x, const int32_t *c0, int out_
             }
         }
         if (last - first >= PB_RESAMPLE_CHUNK_SPAN)
-            return false;
+            return 0;
+        widest = last - first + 1 > widest ? last - first + 1 : widest;
         memset(table, 0, PB_RESAMPLE_CHUNK_INTS * sizeof(int32_t));
         table[0] = first;
         uint16_t index[2 * PB_RESAMPLE_CHUNK_VALUES] = {0};
@@ -112,7 +113,7 @@ bool pb_resample_chunk_table(const int32_t *start_x, const int32_t *c0, int out_
         }
         memcpy(table + 16, index, sizeof(index));
     }
-    return true;
+    return widest;
 }
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -260,40 +261,56 @@ AVX512 void pb_resample_vertical16_avx512(const uint8_t *src, size_t stride, con
     pb_resample_vertical16_avx2(src + i, stride, coef, taps, n - i, row + i);
 }
 
-/* The 16 output values of one chunk, 0..255 in 32-bit lanes. */
-static inline AVX512 __m512i chunk(const int16_t *row, const int32_t *table)
+/* The 16 output values of one chunk, 0..255 in 32-bit lanes; narrow: its
+ * taps are all in the first 32 row values from its start. */
+static inline AVX512 __m512i chunk(const int16_t *row, const int32_t *table, bool narrow)
 {
     const __m512i half = _mm512_set1_epi32(1 << (OUT2_SHIFT - 1));
     const int16_t *window = row + table[0];
-    __m512i lo = _mm512_loadu_si512(window), hi = _mm512_loadu_si512(window + 32);
-    __m512i lane = _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(table + 16), hi);
+    __m512i index = _mm512_loadu_si512(table + 16), lane;
+    if (narrow)
+        lane = _mm512_permutexvar_epi16(index, _mm512_loadu_si512(window));
+    else
+        lane = _mm512_permutex2var_epi16(_mm512_loadu_si512(window), index,
+                                         _mm512_loadu_si512(window + 32));
     __m512i sum = _mm512_add_epi32(lane, _mm512_madd_epi16(lane, _mm512_loadu_si512(table + 32)));
     return _mm512_srli_epi32(_mm512_add_epi32(sum, half), OUT2_SHIFT);
 }
 
-AVX512 void pb_resample_horizontal16_avx512(const int16_t *row, const int32_t *table, size_t n,
-                                            uint8_t *out)
+/* One row; inlined twice, narrow a constant in each. */
+static inline AVX512 void horizontal16_avx512(const int16_t *row, const int32_t *table, size_t n,
+                                              bool narrow, uint8_t *out)
 {
     /* Four chunks packed to bytes hold, in each 128-bit lane, 4 values of
      * each chunk: this puts each chunk's 16 together, in order. */
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const size_t step = PB_RESAMPLE_CHUNK_INTS;
     size_t at = 0;
     for (; at + 4 * PB_RESAMPLE_CHUNK_VALUES <= n; at += 4 * PB_RESAMPLE_CHUNK_VALUES) {
-        __m512i v0 = chunk(row, table), v1 = chunk(row, table + PB_RESAMPLE_CHUNK_INTS);
-        __m512i v2 = chunk(row, table + 2 * PB_RESAMPLE_CHUNK_INTS);
-        __m512i v3 = chunk(row, table + 3 * PB_RESAMPLE_CHUNK_INTS);
-        table += 4 * PB_RESAMPLE_CHUNK_INTS;
+        __m512i v0 = chunk(row, table, narrow), v1 = chunk(row, table + step, narrow);
+        __m512i v2 = chunk(row, table + 2 * step, narrow);
+        __m512i v3 = chunk(row, table + 3 * step, narrow);
+        table += 4 * step;
         __m512i bytes =
             _mm512_packus_epi16(_mm512_packus_epi32(v0, v1), _mm512_packus_epi32(v2, v3));
         _mm512_storeu_si512(out + at, _mm512_permutexvar_epi32(order, bytes));
     }
-    for (; at < n; at += PB_RESAMPLE_CHUNK_VALUES, table += PB_RESAMPLE_CHUNK_INTS) {
-        __m128i bytes = _mm512_cvtepi32_epi8(chunk(row, table));
+    for (; at < n; at += PB_RESAMPLE_CHUNK_VALUES, table += step) {
+        __m128i bytes = _mm512_cvtepi32_epi8(chunk(row, table, narrow));
         if (at + PB_RESAMPLE_CHUNK_VALUES <= n)
             _mm_storeu_si128((__m128i *)(out + at), bytes);
         else
             _mm_mask_storeu_epi8(out + at, (__mmask16)((1u << (n - at)) - 1), bytes);
     }
+}
+
+AVX512 void pb_resample_horizontal16_avx512(const int16_t *row, const int32_t *table, size_t n,
+                                            bool narrow, uint8_t *out)
+{
+    if (narrow)
+        horizontal16_avx512(row, table, n, true, out);
+    else
+        horizontal16_avx512(row, table, n, false, out);
 }
 
 #else
@@ -309,9 +326,9 @@ bool pb_resample_x86_avx512(void)
 }
 
 void pb_resample_horizontal16_avx512(const int16_t *row, const int32_t *table, size_t n,
-                                     uint8_t *out)
+                                     bool narrow, uint8_t *out)
 {
-    (void)row, (void)table, (void)n, (void)out;
+    (void)row, (void)table, (void)n, (void)narrow, (void)out;
 }
 
 void pb_resample_vertical16_avx512(const uint8_t *src, size_t stride, const int32_t *coef, int taps,

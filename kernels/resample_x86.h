@@ -59,12 +59,15 @@ void pb_resample_horizontal16_avx2(const int16_t *row, const int32_t *table, int
 
 /* With AVX-512 (BW, VL), the horizontal pass works on chunks of 16 output
  * values: it loads the 64 row values from the chunk's first source value
- * and one vpermt2w makes all 16 (a, b) lanes at once, any channel count. A
+ * and one vpermt2w makes all 16 (a, b) lanes at once, any channel count;
+ * where every chunk of the row spans at most 32 values (downscaling by
+ * less than about 1.5 for 3 channels), one load and the cheaper vpermw. A
  * chunk's table is PB_RESAMPLE_CHUNK_INTS int32: that first value, then
  * (at 16) the 32 word indices, then (at 32) the 16 coefficient pairs. */
 #define PB_RESAMPLE_CHUNK_VALUES 16
 #define PB_RESAMPLE_CHUNK_INTS 48
 #define PB_RESAMPLE_CHUNK_SPAN 64
+#define PB_RESAMPLE_CHUNK_SPAN_NARROW 32
 
 /* Whether this CPU runs the AVX-512 loop (false off x86). */
 bool pb_resample_x86_avx512(void);
@@ -73,20 +76,21 @@ bool pb_resample_x86_avx512(void);
 size_t pb_resample_chunk_ints(int out_w, int channels);
 
 /* Fills the chunk table (start_x and c0 as for pb_resample_group_table).
- * Returns false when some chunk's taps span more than
- * PB_RESAMPLE_CHUNK_SPAN row values (downscaling by more than about 3.5
- * for 3 channels): the table is then unusable. */
-bool pb_resample_chunk_table(const int32_t *start_x, const int32_t *c0, int out_w, int channels,
-                             int32_t *table);
+ * Returns the most row values a chunk's taps span, or 0 when some span more
+ * than PB_RESAMPLE_CHUNK_SPAN (downscaling by more than about 3.5 for 3
+ * channels): the table is then unusable. */
+int pb_resample_chunk_table(const int32_t *start_x, const int32_t *c0, int out_w, int channels,
+                            int32_t *table);
 
 /* pb_resample_vertical16_avx2 with AVX-512, 32 values at a time. */
 void pb_resample_vertical16_avx512(const uint8_t *src, size_t stride, const int32_t *coef, int taps,
                                    size_t n, int16_t *row);
 
 /* The 2-tap horizontal pass of one row of n output values from the chunk
- * table (exactly n bytes). row has PB_RESAMPLE_ROW16_SLACK values of slack
- * after its end. */
+ * table (exactly n bytes); narrow: every chunk spans at most
+ * PB_RESAMPLE_CHUNK_SPAN_NARROW values. row has PB_RESAMPLE_ROW16_SLACK
+ * values of slack after its end. */
 void pb_resample_horizontal16_avx512(const int16_t *row, const int32_t *table, size_t n,
-                                     uint8_t *out);
+                                     bool narrow, uint8_t *out);
 
 #endif

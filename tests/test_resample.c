@@ -24,6 +24,7 @@
 
 #include "bench/pb.h"
 #include "kernels/image.h"
+#include "kernels/resample_x86.h"
 
 #define ROW_SHIFT (PB_RESAMPLE_COEF_BITS - PB_RESAMPLE_ROW_BITS)
 #define OUT_SHIFT (PB_RESAMPLE_COEF_BITS + PB_RESAMPLE_ROW_BITS)
@@ -90,6 +91,10 @@ static void reference(const struct pb_resampler *r, const uint8_t *src, size_t s
     free(row);
 }
 
+/* How many resamplings ran each set of loops prepare can choose
+ * (pb_resampler.x86_loops: portable, AVX2, AVX-512, AVX-512 narrow). */
+static int loops_used[4];
+
 static uint64_t draw(uint64_t *state, uint64_t below)
 {
     return pb_mix64((*state)++) % below;
@@ -122,6 +127,8 @@ static void check_exact(enum pb_interp interp, int h, int w, int top, int left, 
         assert_int_equal(pb_resampler_prepare(&r, rh, rw, oh, ow, channels), PB_OK);
         if (loops == PB_RESAMPLE_FASTEST)
             reference(&r, corner, stride, want);
+        assert_true(r.x86_loops >= 0 && r.x86_loops < 4);
+        loops_used[r.x86_loops]++;
         memset(got, 0xa5, out_bytes);
         pb_resample_u8(&r, corner, stride, got);
         for (size_t i = 0; i < out_bytes; i++)
@@ -183,11 +190,26 @@ static void test_resample_exact_crops(void **state)
                         widths[i][1], channel_counts[k], i);
 }
 
+/* The tests above ran every set of loops this CPU has, so none passed
+ * by never running. */
+static void test_resample_loops_covered(void **state)
+{
+    (void)state;
+    printf("resamplings by loops: portable %d, AVX2 %d, AVX-512 %d, AVX-512 narrow %d\n",
+           loops_used[0], loops_used[1], loops_used[2], loops_used[3]);
+    assert_true(loops_used[0] > 0);
+    if (pb_resample_x86_avx2())
+        assert_true(loops_used[1] > 0);
+    if (pb_resample_x86_avx2() && pb_resample_x86_avx512())
+        assert_true(loops_used[2] > 0 && loops_used[3] > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resample_exact_random),
         cmocka_unit_test(test_resample_exact_crops),
+        cmocka_unit_test(test_resample_loops_covered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
