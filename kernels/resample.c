@@ -274,8 +274,8 @@ static int choose_x86_loops(struct pb_resampler *r)
     if (r->taps_x != 2 || r->loops == PB_RESAMPLE_PORTABLE || !pb_resample_x86_avx2())
         return 0;
     if (r->loops == PB_RESAMPLE_FASTEST && pb_resample_x86_avx512()) {
-        int span =
-            pb_resample_chunk_table(r->start_x, r->elem_coef0, r->out_w, r->channels, r->chunks);
+        size_t n = (size_t)r->out_w * (size_t)r->channels;
+        int span = pb_resample_chunk_table(r->elem_start, r->elem_coef0, n, r->channels, r->chunks);
         if (span > 0)
             return span <= PB_RESAMPLE_CHUNK_SPAN_NARROW ? 3 : 2;
     }

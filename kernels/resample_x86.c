@@ -81,33 +81,29 @@ size_t pb_resample_chunk_ints(int out_w, int channels)
     return (n + PB_RESAMPLE_CHUNK_VALUES - 1) / PB_RESAMPLE_CHUNK_VALUES * PB_RESAMPLE_CHUNK_INTS;
 }
 
-int pb_resample_chunk_table(const int32_t *start_x, const int32_t *c0, int out_w, int channels,
+int pb_resample_chunk_table(const int32_t *first_tap, const int32_t *c0, size_t n, int channels,
                             int32_t *table)
 {
-    size_t n = (size_t)out_w * (size_t)channels;
-    int x = 0, c = 0, widest = 0; /* the pixel and channel of output value at */
+    int widest = 0;
     for (size_t at = 0; at < n; at += PB_RESAMPLE_CHUNK_VALUES, table += PB_RESAMPLE_CHUNK_INTS) {
+        const int32_t *tap = first_tap + at;
         size_t count = n - at < PB_RESAMPLE_CHUNK_VALUES ? n - at : PB_RESAMPLE_CHUNK_VALUES;
-        int32_t first_tap[PB_RESAMPLE_CHUNK_VALUES], first = INT32_MAX, last = 0;
-        for (size_t lane = 0; lane < count; lane++) {
-            first_tap[lane] = start_x[x] * channels + c;
-            first = first_tap[lane] < first ? first_tap[lane] : first;
-            last = first_tap[lane] + channels > last ? first_tap[lane] + channels : last;
-            if (++c == channels) {
-                c = 0;
-                x++;
-            }
+        int32_t first = tap[0], last = tap[0];
+        for (size_t lane = 1; lane < count; lane++) {
+            first = tap[lane] < first ? tap[lane] : first;
+            last = tap[lane] > last ? tap[lane] : last;
         }
-        if (last - first >= PB_RESAMPLE_CHUNK_SPAN)
+        int span = last + channels - first + 1; /* row values from first to the last b */
+        if (span > PB_RESAMPLE_CHUNK_SPAN)
             return 0;
-        widest = last - first + 1 > widest ? last - first + 1 : widest;
+        widest = span > widest ? span : widest;
         memset(table, 0, PB_RESAMPLE_CHUNK_INTS * sizeof(int32_t));
         table[0] = first;
         uint16_t index[2 * PB_RESAMPLE_CHUNK_VALUES] = {0};
         for (size_t lane = 0; lane < count; lane++) {
             bool swap;
             table[32 + lane] = coef_pair(c0[at + lane], &swap);
-            int32_t a = first_tap[lane] - first;
+            int32_t a = tap[lane] - first;
             index[2 * lane] = (uint16_t)(a + (swap ? channels : 0));
             index[2 * lane + 1] = (uint16_t)(a + (swap ? 0 : channels));
         }
@@ -237,28 +233,38 @@ bool pb_resample_x86_avx512(void)
            __builtin_cpu_supports("avx512vl");
 }
 
+/* pb_resample_vertical16_avx2's arithmetic on 32 values; mask: which of
+ * them to read and write. */
+static inline AVX512 void taps2_avx512(const uint8_t *base, const uint8_t *other, __m512i k_pair,
+                                       __mmask32 mask, int16_t *row)
+{
+    const __m512i half = _mm512_set1_epi32(1 << (ROW_SHIFT - 1));
+    __m512i b = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, base));
+    __m512i o = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, other));
+    __m512i d = _mm512_sub_epi16(o, b), d7 = _mm512_slli_epi16(d, 7);
+    __m512i lo = _mm512_madd_epi16(_mm512_unpacklo_epi16(d7, d), k_pair);
+    __m512i hi = _mm512_madd_epi16(_mm512_unpackhi_epi16(d7, d), k_pair);
+    lo = _mm512_srai_epi32(_mm512_add_epi32(lo, half), ROW_SHIFT);
+    hi = _mm512_srai_epi32(_mm512_add_epi32(hi, half), ROW_SHIFT);
+    __m512i v =
+        _mm512_add_epi16(_mm512_packs_epi32(lo, hi), _mm512_slli_epi16(b, PB_RESAMPLE_ROW_BITS));
+    _mm512_mask_storeu_epi16(row, mask, v);
+}
+
 AVX512 void pb_resample_vertical16_avx512(const uint8_t *src, size_t stride, const int32_t *coef,
                                           int taps, size_t n, int16_t *row)
 {
-    size_t i = 0;
-    if (taps == 2) { /* pb_resample_vertical16_avx2's arithmetic, 32 values at a time */
-        const uint8_t *base, *other;
-        const __m512i k_pair = _mm512_set1_epi32(two_taps(src, stride, coef, &base, &other));
-        const __m512i half = _mm512_set1_epi32(1 << (ROW_SHIFT - 1));
-        for (; i + 32 <= n; i += 32) {
-            __m512i b = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(base + i)));
-            __m512i o = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(other + i)));
-            __m512i d = _mm512_sub_epi16(o, b), d7 = _mm512_slli_epi16(d, 7);
-            __m512i lo = _mm512_madd_epi16(_mm512_unpacklo_epi16(d7, d), k_pair);
-            __m512i hi = _mm512_madd_epi16(_mm512_unpackhi_epi16(d7, d), k_pair);
-            lo = _mm512_srai_epi32(_mm512_add_epi32(lo, half), ROW_SHIFT);
-            hi = _mm512_srai_epi32(_mm512_add_epi32(hi, half), ROW_SHIFT);
-            __m512i v = _mm512_add_epi16(_mm512_packs_epi32(lo, hi),
-                                         _mm512_slli_epi16(b, PB_RESAMPLE_ROW_BITS));
-            _mm512_storeu_si512(row + i, v);
-        }
+    if (taps != 2) {
+        pb_resample_vertical16_avx2(src, stride, coef, taps, n, row);
+        return;
     }
-    pb_resample_vertical16_avx2(src + i, stride, coef, taps, n - i, row + i);
+    const uint8_t *base, *other;
+    const __m512i k_pair = _mm512_set1_epi32(two_taps(src, stride, coef, &base, &other));
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        taps2_avx512(base + i, other + i, k_pair, ~(__mmask32)0, row + i);
+    if (i < n) /* the last values, masked: nothing read or written past n */
+        taps2_avx512(base + i, other + i, k_pair, (__mmask32)((1ull << (n - i)) - 1), row + i);
 }
 
 /* The 16 output values of one chunk, 0..255 in 32-bit lanes; narrow: its

@@ -75,11 +75,13 @@ bool pb_resample_x86_avx512(void);
 /* int32 the chunk table of out_w output pixels of channels takes. */
 size_t pb_resample_chunk_ints(int out_w, int channels);
 
-/* Fills the chunk table (start_x and c0 as for pb_resample_group_table).
- * Returns the most row values a chunk's taps span, or 0 when some span more
- * than PB_RESAMPLE_CHUNK_SPAN (downscaling by more than about 3.5 for 3
+/* Fills the chunk table of n output values from each one's first tap in
+ * the row (the second is channels further) and 16-bit first coefficient
+ * (pb_resampler's elem_start and elem_coef0). Returns the most row values
+ * a chunk's taps span, or 0 when some span more than
+ * PB_RESAMPLE_CHUNK_SPAN (downscaling by more than about 3.5 for 3
  * channels): the table is then unusable. */
-int pb_resample_chunk_table(const int32_t *start_x, const int32_t *c0, int out_w, int channels,
+int pb_resample_chunk_table(const int32_t *first_tap, const int32_t *c0, size_t n, int channels,
                             int32_t *table);
 
 /* pb_resample_vertical16_avx2 with AVX-512, 32 values at a time. */
