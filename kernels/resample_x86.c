@@ -1,7 +1,8 @@
-/* AVX2 loops of kernels/resample.c (kernels/resample_x86.h), compiled for
- * AVX2 function by function (target attributes), so the rest of pbench
- * keeps the baseline x86-64 instruction set and runs on any x86-64 CPU.
- * The group table is plain C, built the same everywhere. */
+/* AVX2 and AVX-512 loops of kernels/resample.c (kernels/resample_x86.h),
+ * compiled for those instruction sets function by function (target
+ * attributes), so the rest of pbench keeps the baseline x86-64 instruction
+ * set and runs on any x86-64 CPU. The group and chunk tables are plain C,
+ * built the same everywhere. */
 #include "kernels/resample_x86.h"
 
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* The bilinear (2-tap) hot loops of kernels/resample.c written for x86
- * vector units (AVX2), chosen at run time by the CPU. Private to
+ * vector units (AVX2, AVX-512), chosen at run time by the CPU. Private to
  * kernels/resample.c. They compute exactly what the portable loops
  * compute, bit for bit (tests/test_resample.c), only in 16-bit lanes:
  *
@@ -17,7 +17,7 @@
  * portable ((b << 16) + c0 * (a - b) + 2^22) >> 23.
  *
  * On other CPUs and architectures pb_resample_x86_avx2() says false and
- * the portable loops run. */
+ * the portable loops run. bench/peers/resample_rate.c times each set. */
 #ifndef PB_KERNELS_RESAMPLE_X86_H
 #define PB_KERNELS_RESAMPLE_X86_H
 
@@ -28,7 +28,7 @@
 /* Whether this CPU runs the AVX2 loops (false off x86). Cheap: a load. */
 bool pb_resample_x86_avx2(void);
 
-/* The horizontal pass makes 8 output pixels at a time; its table holds
+/* The AVX2 horizontal pass makes 8 output pixels at a time; its table holds
  * PB_RESAMPLE_GROUP_INTS int32 per group of 8 (the last group padded). */
 #define PB_RESAMPLE_GROUP_PIXELS 8
 #define PB_RESAMPLE_GROUP_INTS 72
