@@ -3,7 +3,9 @@
  * interleaved channels (HWC). A clip of T frames (THWC) is T images back to
  * back: the stages call a kernel once per frame with the same parameters.
  *
- * Plain C that gcc vectorizes at -O3 (kernels/ is built -O3). Coefficient
+ * Plain C that gcc vectorizes at -O3 (kernels/ is built -O3), and for
+ * bilinear resampling AVX2 and AVX-512 loops chosen at run time by the CPU
+ * (kernels/resample_x86.c, the same output bit for bit). Coefficient
  * tables live in caller-owned structs set up before the per-sample path;
  * nothing here allocates per call except pb_resampler_prepare when an input
  * is larger than any before (a rare, amortized growth). */
@@ -67,6 +69,13 @@ enum pb_interp {
     PB_INTERP_NEAREST,
 };
 
+/* Which loops pb_resample_u8 may run; all give the same output. */
+enum pb_resample_loops {
+    PB_RESAMPLE_FASTEST = 0, /* the fastest this CPU has (AVX-512, AVX2)   */
+    PB_RESAMPLE_NO_AVX512,   /* AVX2 at most                               */
+    PB_RESAMPLE_PORTABLE,    /* plain C                                    */
+};
+
 /* Coefficient tables and scratch to resample an in_h x in_w region to
  * out_h x out_w. Prepared once per input size; reused while it repeats.
  *
@@ -93,8 +102,23 @@ struct pb_resampler {
      * offset of the first tap in the row and both coefficients, so its
      * loop is one gather per tap that vectorizes (AVX2). */
     int32_t *elem_start, *elem_coef0, *elem_coef1;
+    /* The 2-tap passes on x86 (kernels/resample_x86.h), derived from the
+     * tables above: AVX2's per group of 8 pixels (3 and 4 channels),
+     * AVX-512's per chunk of 16 values (any channel count), and their
+     * int16 rows (two: the horizontal pass runs a row behind). */
+    int32_t *groups, *chunks;
+    /* The loops prepare chose: 0 portable, 1 AVX2 (groups), 2 AVX-512
+     * (chunks), 3 AVX-512 with narrow chunks; only the chosen one's table
+     * is filled. */
+    int x86_loops;
+    int16_t *row16;
     int32_t *row;                 /* vertical pass: in_w * channels       */
+    /* Set by the caller after init, before prepare, to keep to slower
+     * loops than the CPU has (tests, before/after timings): the same
+     * output bit for bit. */
+    enum pb_resample_loops loops;
     size_t cap_x, cap_y, cap_row, cap_elem; /* capacities, elements       */
+    size_t cap_groups, cap_chunks, cap_row16;
 };
 
 /* Sets up a resampler and sizes its tables for inputs up to max_in_h x

@@ -11,9 +11,16 @@
  * negative and sum to one, so no value leaves 0..255 and nothing clamps.
  * The error against exact arithmetic is below 0.01 LSB for a few taps and
  * below 0.1 for hundreds, so every output is within 1 LSB of a double
- * precision reference (equal except where that one sits near .5). */
+ * precision reference (equal except where that one sits near .5).
+ *
+ * On x86 the 2-tap (bilinear) path runs AVX-512 or AVX2 loops
+ * (kernels/resample_x86.c) on an int16 row instead: the same integers
+ * rearranged so that 16-bit multiply-adds give them exactly, so the output
+ * is the portable loops' bit for bit (tests/test_resample.c). */
 #include "kernels/image.h"
+#include "kernels/resample_x86.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +76,14 @@ static int reserve_tables(struct pb_resampler *r, int in_h, int in_w, int out_h,
     int32_t **elem[] = {&r->elem_start, &r->elem_coef0, &r->elem_coef1};
     if (reserve_shared(x, 2, &r->cap_x, need_x) != PB_OK ||
         reserve_shared(y, 2, &r->cap_y, need_y) != PB_OK ||
-        reserve_shared(elem, 3, &r->cap_elem, need_elem) != PB_OK)
+        reserve_shared(elem, 3, &r->cap_elem, need_elem) != PB_OK ||
+        reserve((void **)&r->groups, &r->cap_groups, pb_resample_group_ints(out_w),
+                sizeof(int32_t)) != PB_OK ||
+        reserve((void **)&r->chunks, &r->cap_chunks, pb_resample_chunk_ints(out_w, channels),
+                sizeof(int32_t)) != PB_OK ||
+        reserve((void **)&r->row16, &r->cap_row16,
+                2 * ((size_t)in_w * (size_t)channels + PB_RESAMPLE_ROW16_SLACK),
+                sizeof(int16_t)) != PB_OK)
         return PB_ERR_NOMEM;
     /* A vector of slack: horizontal_pass2 loads 4 values from a pixel's 3. */
     return reserve((void **)&r->row, &r->cap_row, (size_t)in_w * (size_t)channels + 4,
@@ -93,6 +107,9 @@ void pb_resampler_free(struct pb_resampler *r)
     free(r->elem_start);
     free(r->elem_coef0);
     free(r->elem_coef1);
+    free(r->groups);
+    free(r->chunks);
+    free(r->row16);
     free(r->row);
     memset(r, 0, sizeof(*r));
 }
@@ -107,9 +124,23 @@ struct quantizer {
     double largest_weight;
 };
 
+/* nearbyint(v) in the default rounding mode (to nearest, ties to even;
+ * pbench never changes it) without the library call, which costs more
+ * than the rest of a coefficient: for 0 <= v < 2^52, v + 2^52 has no
+ * fraction bits left, so the addition rounds v and the subtraction is
+ * exact. Only where doubles are evaluated as doubles (not x87). */
+static double round_to_nearest(double v)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    if (v >= 0 && v < 0x1p52)
+        return (v + 0x1p52) - 0x1p52;
+#endif
+    return nearbyint(v);
+}
+
 static void put(struct quantizer *q, int32_t *coef, int k, double weight)
 {
-    coef[k] = (int32_t)nearbyint(weight * (double)(1 << PB_RESAMPLE_COEF_BITS));
+    coef[k] = (int32_t)round_to_nearest(weight * (double)(1 << PB_RESAMPLE_COEF_BITS));
     q->sum += coef[k];
     if (weight > q->largest_weight) {
         q->largest_weight = weight;
@@ -122,11 +153,42 @@ static void finish(const struct quantizer *q, int32_t *coef)
     coef[q->largest] += (int32_t)(((int64_t)1 << PB_RESAMPLE_COEF_BITS) - q->sum);
 }
 
+/* build_axis for bilinear, unrolled: the same tables (its weights, put()
+ * and finish() written out for two taps) in a fraction of the time, which
+ * counts when every sample has its own crop window. */
+static void build_bilinear_axis(int in, int out, int taps, int32_t *start, int32_t *coef)
+{
+    const double scale = (double)in / (double)out, one = (double)(1 << PB_RESAMPLE_COEF_BITS);
+    for (int o = 0; o < out; o++) {
+        double s = ((double)o + 0.5) * scale - 0.5;
+        if (s < 0)
+            s = 0;
+        int j = (int)s;
+        double f = s - j;
+        int32_t *co = coef + (size_t)o * (size_t)taps;
+        if (j >= in - 1) { /* the last pixel alone, weight one, in the last tap */
+            start[o] = in - taps;
+            co[0] = 0;
+            co[taps - 1] = (int32_t)1 << PB_RESAMPLE_COEF_BITS;
+            continue;
+        }
+        double w0 = 1.0 - f, w1 = f; /* taps is 2 here */
+        start[o] = j;
+        co[0] = (int32_t)round_to_nearest(w0 * one);
+        co[1] = (int32_t)round_to_nearest(w1 * one);
+        co[w1 > w0 ? 1 : 0] += (int32_t)((1 << PB_RESAMPLE_COEF_BITS) - (co[0] + co[1]));
+    }
+}
+
 /* One axis: for each output o, taps coefficients from source pixel
  * start[o]. Weights are computed in double, then quantized. */
 static void build_axis(enum pb_interp interp, int in, int out, int taps, int32_t *start,
                        int32_t *coef)
 {
+    if (interp == PB_INTERP_BILINEAR) {
+        build_bilinear_axis(in, out, taps, start, coef);
+        return;
+    }
     double scale = (double)in / (double)out;
     for (int o = 0; o < out; o++) {
         double w[2] = {0, 0};
@@ -203,6 +265,26 @@ static void build_elements(struct pb_resampler *r)
     }
 }
 
+/* Chooses the x86 loops of the 2-tap path and fills their table: AVX-512
+ * where allowed and every chunk's taps are near enough (3: near enough for
+ * one load), else AVX2 for 3 and 4 channels, else none (the portable
+ * loops). */
+static int choose_x86_loops(struct pb_resampler *r)
+{
+    if (r->taps_x != 2 || r->loops == PB_RESAMPLE_PORTABLE || !pb_resample_x86_avx2())
+        return 0;
+    if (r->loops == PB_RESAMPLE_FASTEST && pb_resample_x86_avx512()) {
+        size_t n = (size_t)r->out_w * (size_t)r->channels;
+        int span = pb_resample_chunk_table(r->elem_start, r->elem_coef0, n, r->channels, r->chunks);
+        if (span > 0)
+            return span <= PB_RESAMPLE_CHUNK_SPAN_NARROW ? 3 : 2;
+    }
+    if (r->channels != 3 && r->channels != 4)
+        return 0;
+    pb_resample_group_table(r->start_x, r->elem_coef0, r->out_w, r->channels, r->groups);
+    return 1;
+}
+
 int pb_resampler_prepare(struct pb_resampler *r, int in_h, int in_w, int out_h, int out_w,
                          int channels)
 {
@@ -220,9 +302,14 @@ int pb_resampler_prepare(struct pb_resampler *r, int in_h, int in_w, int out_h, 
     build_axis(r->interp, in_h, out_h, r->taps_y, r->start_y, r->coef_y);
     if (r->taps_x == 2)
         build_elements(r);
+    r->x86_loops = choose_x86_loops(r);
     /* The slack horizontal_pass2 reads past the last pixel (into a lane it
      * drops): defined values, never written by the vertical pass. */
     memset(r->row + (size_t)in_w * (size_t)channels, 0, 4 * sizeof(int32_t));
+    size_t row16 = (size_t)in_w * (size_t)channels + PB_RESAMPLE_ROW16_SLACK;
+    for (int k = 1; k <= 2; k++)
+        memset(r->row16 + k * row16 - PB_RESAMPLE_ROW16_SLACK, 0,
+               PB_RESAMPLE_ROW16_SLACK * sizeof(int16_t));
     r->in_h = in_h;
     r->in_w = in_w;
     r->out_h = out_h;
@@ -335,6 +422,13 @@ MULTI_VERSIONED static void horizontal_pass2(const int32_t *restrict row,
     }
 }
 
+/* Row values as int16 (they are at most 255 << PB_RESAMPLE_ROW_BITS). */
+static void narrow(const int32_t *restrict row, size_t n, int16_t *restrict row16)
+{
+    for (size_t i = 0; i < n; i++)
+        row16[i] = (int16_t)row[i];
+}
+
 /* Any number of taps: int64 sums of Q22 coefficients times row values. */
 static void horizontal_pass(const int32_t *restrict row, const int32_t *start, const int32_t *coef,
                             int taps, int out_w, int channels, uint8_t *restrict out)
@@ -375,6 +469,45 @@ static void resample_nearest(const struct pb_resampler *r, const uint8_t *src, s
     }
 }
 
+/* The vertical pass of output row y into the int16 row buffer y % 2. */
+static const int16_t *vertical16(struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes,
+                                 int y, bool avx512)
+{
+    size_t row_elems = (size_t)r->in_w * (size_t)r->channels;
+    int16_t *row16 = r->row16 + (size_t)(y % 2) * (row_elems + PB_RESAMPLE_ROW16_SLACK);
+    const int32_t *cy = r->coef_y + (size_t)y * (size_t)r->taps_y;
+    const uint8_t *s = src + (size_t)r->start_y[y] * src_row_bytes;
+    if (r->taps_y <= 2 && avx512) {
+        pb_resample_vertical16_avx512(s, src_row_bytes, cy, r->taps_y, row_elems, row16);
+    } else if (r->taps_y <= 2) {
+        pb_resample_vertical16_avx2(s, src_row_bytes, cy, r->taps_y, row_elems, row16);
+    } else { /* area downscaling down, upscaling across */
+        vertical_pass(s, src_row_bytes, cy, r->taps_y, row_elems, r->row);
+        narrow(r->row, row_elems, row16);
+    }
+    return row16;
+}
+
+/* The x86 loops, one row ahead: the horizontal pass reads a row the
+ * vertical pass wrote a whole row earlier, whose stores have left the
+ * store buffer (its unaligned loads would wait on them). */
+static void resample_x86(struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes,
+                         bool avx512, uint8_t *dst)
+{
+    size_t out_row_bytes = (size_t)r->out_w * (size_t)r->channels;
+    const int16_t *row = vertical16(r, src, src_row_bytes, 0, avx512);
+    for (int y = 0; y < r->out_h; y++) {
+        const int16_t *next =
+            y + 1 < r->out_h ? vertical16(r, src, src_row_bytes, y + 1, avx512) : NULL;
+        uint8_t *d = dst + (size_t)y * out_row_bytes;
+        if (avx512)
+            pb_resample_horizontal16_avx512(row, r->chunks, out_row_bytes, r->x86_loops == 3, d);
+        else
+            pb_resample_horizontal16_avx2(row, r->groups, r->channels, r->out_w, d);
+        row = next;
+    }
+}
+
 void pb_resample_u8(struct pb_resampler *r, const uint8_t *src, size_t src_row_bytes, uint8_t *dst)
 {
     if (r->interp == PB_INTERP_NEAREST) {
@@ -383,11 +516,15 @@ void pb_resample_u8(struct pb_resampler *r, const uint8_t *src, size_t src_row_b
     }
     size_t row_elems = (size_t)r->in_w * (size_t)r->channels;
     size_t out_row_bytes = (size_t)r->out_w * (size_t)r->channels;
+    if (r->x86_loops) {
+        resample_x86(r, src, src_row_bytes, r->x86_loops >= 2, dst);
+        return;
+    }
     for (int y = 0; y < r->out_h; y++) {
         const int32_t *cy = r->coef_y + (size_t)y * (size_t)r->taps_y;
+        const uint8_t *s = src + (size_t)r->start_y[y] * src_row_bytes;
         uint8_t *d = dst + (size_t)y * out_row_bytes;
-        vertical_pass(src + (size_t)r->start_y[y] * src_row_bytes, src_row_bytes, cy, r->taps_y,
-                      row_elems, r->row);
+        vertical_pass(s, src_row_bytes, cy, r->taps_y, row_elems, r->row);
         if (r->taps_x == 2)
             horizontal_pass2(r->row, r->elem_start, r->elem_coef0, r->channels, out_row_bytes, d);
         else
