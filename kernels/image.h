@@ -4,8 +4,9 @@
  * back: the stages call a kernel once per frame with the same parameters.
  *
  * Plain C that gcc vectorizes at -O3 (kernels/ is built -O3), and for
- * bilinear resampling AVX2 and AVX-512 loops chosen at run time by the CPU
- * (kernels/resample_x86.c, the same output bit for bit). Coefficient
+ * bilinear resampling and 3-channel float32 normalize AVX2 and AVX-512
+ * loops chosen at run time by the CPU (kernels/resample_x86.c,
+ * kernels/normalize_simd.c: the same output bit for bit). Coefficient
  * tables live in caller-owned structs set up before the per-sample path;
  * nothing here allocates per call except pb_resampler_prepare when an input
  * is larger than any before (a rare, amortized growth). */
