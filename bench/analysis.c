@@ -635,6 +635,88 @@ static int64_t clips_per_visit(const struct pb_result *result, size_t i)
     return 1;
 }
 
+/* Option opt of point i's decode stage as it ran: the point's axis, else
+ * the config's decode stage; NULL when neither has it. */
+static const json_t *decode_option(const struct pb_result *result, size_t i, const char *opt)
+{
+    char key[96];
+    snprintf(key, sizeof(key), "pipeline.decode.%s", opt);
+    if (i < result->point_count && json_object_get(result->points[i].axes, key))
+        return json_object_get(result->points[i].axes, key);
+    const json_t *stage;
+    size_t k;
+    json_array_foreach(pb_result_config_value(result, "pipeline"), k, stage) {
+        const json_t *decode = json_object_get(stage, "decode");
+        if (decode)
+            return json_object_get(decode, opt);
+    }
+    return NULL;
+}
+
+/* The crop stage point i's JPEG decode is fused with (decoders/jpeg.c:
+ * fused_crop, a crop stage next, scale 1, auto or window; the decode then
+ * reads only the crop's window), or NULL. */
+static const json_t *jpeg_fused_crop(const struct pb_result *result, size_t i)
+{
+    static const char *const crops[] = {"random_resized_crop", "random_crop", "center_crop",
+                                        NULL};
+    const json_t *pipeline = pb_result_config_value(result, "pipeline"), *stage, *crop = NULL;
+    size_t k;
+    bool after_decode = false;
+    json_array_foreach(pipeline, k, stage) {
+        void *only = json_object_size(stage) == 1 ? json_object_iter((json_t *)stage) : NULL;
+        const char *name = only ? json_object_iter_key(only) : "";
+        if (after_decode) {
+            crop = name_is(name, crops) ? json_object_iter_value(only) : NULL;
+            break;
+        }
+        after_decode = strcmp(name, "decode") == 0;
+    }
+    const json_t *fused = decode_option(result, i, "fused_crop");
+    const char *scale = json_string_value(decode_option(result, i, "scale"));
+    bool fusable = json_is_true(fused) && scale &&
+                   (!strcmp(scale, "1") || !strcmp(scale, "auto") || !strcmp(scale, "window"));
+    return fusable ? crop : NULL;
+}
+
+/* The JPEG decode suggestion. Fused with a crop, the decode already reads
+ * only the window, so what is left is libjpeg's entropy decoding of the
+ * rows down to the window's bottom; scale: window (DCT scaling of windows
+ * at least twice the output) is the one setting that cuts more, and only
+ * on sources larger than twice the output. */
+static void jpeg_decode_suggestion(const struct pb_result *result, size_t i, double share,
+                                   const char *of, const char *run, struct pb_analysis *an)
+{
+    const struct pb_stage_result *decode = find_stage(&result->points[i], "decode");
+    const json_t *crop = jpeg_fused_crop(result, i);
+    double scaled = 0, count = decode ? (double)decode->hist.count : 0;
+    if (!crop || count <= 0) {
+        SUGGEST(an,
+                "decode takes %.0f%% of %s: decode at reduced size (JPEG DCT scaling; "
+                "test: %s -s pipeline.decode.scale=auto), store a smaller source "
+                "resolution, or decode on the GPU",
+                share, of, run);
+        return;
+    }
+    counter(decode, "scaled", &scaled);
+    const json_t *size = json_object_get(crop, "size");
+    int64_t h = json_integer_value(json_is_array(size) ? json_array_get(size, 0) : size);
+    int64_t w = json_is_array(size) ? json_integer_value(json_array_get(size, 1)) : h;
+    const char *scale = json_string_value(decode_option(result, i, "scale"));
+    char window[400] = "";
+    if (scale && strcmp(scale, "window") != 0 && h > 0 && w > 0)
+        snprintf(window, sizeof(window),
+                 "DCT scaling of the windows at least twice the output, for sources larger "
+                 "than %lldx%lld (test: %.200s -s pipeline.decode.scale=window); ",
+                 (long long)(2 * w), (long long)(2 * h), run);
+    SUGGEST(an,
+            "decode takes %.0f%% of %s although it decodes only the crop's window (fused with "
+            "the crop; %.0f of %.0f samples DCT-reduced): the rest is libjpeg's entropy "
+            "decoding of the rows down to the window's bottom. What cuts it: %ssmaller or "
+            "lower-quality source files; or a GPU decoder",
+            share, of, scaled, count, window);
+}
+
 /* The suggestions for point i (the recommended one, or a single run's
  * only point), each quoting its figures and, where one exists, ending with
  * the command that tests it. */
@@ -680,11 +762,7 @@ static void suggestions(const struct pb_result *result, size_t i, struct pb_anal
                     "real decoder's share is the figure to watch",
                     a->top_share_pct, of);
         else
-            SUGGEST(an,
-                    "decode takes %.0f%% of %s: decode at reduced size (JPEG DCT scaling; "
-                    "test: %s -s pipeline.decode.scale=auto), store a smaller source "
-                    "resolution, or decode on the GPU",
-                    a->top_share_pct, of, run);
+            jpeg_decode_suggestion(result, i, a->top_share_pct, of, run, an);
     }
     if (a->top_stage >= 0 && a->top_share_pct >= 30 && name_is(top, sizing_names))
         SUGGEST(an,

@@ -401,6 +401,62 @@ static void test_dominant_stage_by_cpu_share(void **state)
     release(&r);
 }
 
+/* A JPEG decode fused with the crop after it already reads only the
+ * window: the suggestion says so, with the samples DCT scaling reduced,
+ * and offers scale: window (never scale: auto, which does not reduce the
+ * window); without a crop next it suggests DCT scaling as before. */
+static void test_jpeg_decode_suggestion(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *next, *scale;
+        bool fused;
+        const char *want, *absent;
+    } cases[] = {
+        {"random_resized_crop", "1", true,
+         "decode takes 90% of worker CPU time although it decodes only the crop's window "
+         "(fused with the crop; 7 of 1000 samples DCT-reduced)",
+         "scale=auto"},
+        {"random_resized_crop", "1", true,
+         "for sources larger than 448x320 (test: pbench run image.yaml -s "
+         "pipeline.decode.scale=window)",
+         NULL},
+        {"random_resized_crop", "window", true, "What cuts it: smaller or lower-quality",
+         "scale=window"},
+        {"random_resized_crop", "1", false, "test: pbench run image.yaml -s "
+                                            "pipeline.decode.scale=auto",
+         "fused with the crop"},
+        {"resize", "1", true, "pipeline.decode.scale=auto", "fused with the crop"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const struct spec_point row = {2, 32, 1000, 1, 30, 50, 95, 100, NULL};
+        struct pb_result r;
+        make(&r, &row, 1, 10);
+        snprintf(r.name, sizeof(r.name), "image");
+        json_decref(r.config);
+        r.config = json_pack("{s {s i s i s i} s {s f} s [{s {}}, {s {s s s s s b}}, {s {s [i i]}}]}",
+                             "loader", "workers", 2, "batch_size", 32, "prefetch_factor", 2,
+                             "run", "step_ms", 10.0, "pipeline", "read", "decode", "decoder",
+                             "jpeg", "scale", cases[c].scale, "fused_crop", cases[c].fused,
+                             cases[c].next, "size", 160, 224);
+        struct pb_stage_result *decode = &r.points[0].stages[1];
+        decode->cpu_ns = 90000000;
+        r.points[0].stages[0].cpu_ns = 10000000;
+        decode->hist.count = 1000;
+        decode->counter_count = 1;
+        snprintf(decode->counter_names[0], sizeof(decode->counter_names[0]), "scaled");
+        decode->counters[0] = 7;
+        struct pb_analysis an;
+        assert_int_equal(pb_analyze(&r, &an), 0);
+        if (!any_suggestion(&an, cases[c].want))
+            fail_msg("case %zu: no suggestion has \"%s\"", c, cases[c].want);
+        if (cases[c].absent && any_suggestion(&an, cases[c].absent))
+            fail_msg("case %zu: a suggestion has \"%s\"", c, cases[c].absent);
+        pb_analysis_free(&an);
+        release(&r);
+    }
+}
+
 /* With a step, the loop cannot pass batch_size / step_ms samples/s: a flat
  * curve at that cap is not a knee. */
 static void test_step_time_cap(void **state)
@@ -460,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_gpu_suggestions),
         cmocka_unit_test(test_single_point_verdict),
         cmocka_unit_test(test_dominant_stage_by_cpu_share),
+        cmocka_unit_test(test_jpeg_decode_suggestion),
         cmocka_unit_test(test_step_time_cap),
         cmocka_unit_test(test_zero_and_one_worker),
     };
