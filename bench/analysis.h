@@ -85,7 +85,7 @@ struct pb_analysis {
      * point): input-bound class and dominant stage; "" when none. */
     char verdict[600];
     int suggestion_count;
-    char suggestions[8][480];
+    char suggestions[8][800];
     /* The thresholds it was made with: the result's config's analysis
      * section, defaults for what it does not say (older results). */
     struct pb_analysis_spec thresholds;

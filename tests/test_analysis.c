@@ -397,6 +397,8 @@ static void test_dominant_stage_by_cpu_share(void **state)
     assert_true(any_suggestion(&an, "decode takes 90% of worker CPU time"));
     assert_true(any_suggestion(&an, "test: pbench run video-basic.yaml -s pipeline.decode.discard=nonref"));
     assert_true(any_suggestion(&an, "-a pipeline.decode.threads=1,2,4"));
+    /* the longest suggestion is whole, not cut at its buffer's end */
+    assert_true(any_suggestion(&an, "encode the sources with a shorter GOP, or decode on the GPU"));
     pb_analysis_free(&an);
     release(&r);
 }
@@ -419,7 +421,8 @@ static void test_jpeg_decode_suggestion(void **state)
          "scale=auto"},
         {"random_resized_crop", "1", true,
          "for sources larger than 448x320 (test: pbench run image.yaml -s "
-         "pipeline.decode.scale=window)",
+         "pipeline.decode.scale=window); smaller or lower-quality source files; or a GPU "
+         "decoder",
          NULL},
         {"random_resized_crop", "window", true, "What cuts it: smaller or lower-quality",
          "scale=window"},
