@@ -390,6 +390,8 @@ static void test_color_jitter(void **state)
 
 /* ---- float16 and normalize --------------------------------------------- */
 
+#ifdef __FLT16_MANT_DIG__
+/* The compiler's own conversion (gcc on x86-64, most ARM compilers). */
 static uint16_t ref_f16(double v)
 {
     _Float16 h = (_Float16)v;
@@ -404,6 +406,45 @@ static double f16_value(uint16_t bits)
     memcpy(&h, &bits, sizeof h);
     return (double)h;
 }
+#else
+/* Compilers without _Float16 on this target (clang 14 on x86-64): a half
+ * decoded from its fields, and the nearest half found by searching the
+ * ordered finite halves (ties to the even one, 65520 and up to infinity),
+ * which shares nothing with pb_f16_from_double's arithmetic. */
+static double f16_value(uint16_t bits)
+{
+    int exponent = (bits >> 10) & 31, mantissa = bits & 1023;
+    double sign = (bits & 0x8000) ? -1.0 : 1.0;
+    if (exponent == 31)
+        return mantissa ? NAN : sign * INFINITY;
+    if (exponent == 0)
+        return sign * ldexp(mantissa, -24);
+    return sign * ldexp(1024 + mantissa, exponent - 25);
+}
+
+static uint16_t ref_f16(double v)
+{
+    uint16_t sign = signbit(v) ? 0x8000 : 0;
+    double a = fabs(v);
+    if (isnan(v))
+        return (uint16_t)(sign | 0x7e00);
+    if (a >= 65520.0)
+        return (uint16_t)(sign | 0x7c00);
+    uint32_t lo = 0, hi = 0x7bff; /* the largest finite half <= a */
+    while (lo < hi) {
+        uint32_t mid = (lo + hi + 1) / 2;
+        if (f16_value((uint16_t)mid) <= a)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    if (lo == 0x7bff)
+        return (uint16_t)(sign | lo);
+    double below = a - f16_value((uint16_t)lo), above = f16_value((uint16_t)(lo + 1)) - a;
+    uint32_t bits = below < above ? lo : above < below ? lo + 1 : (lo % 2 == 0 ? lo : lo + 1);
+    return (uint16_t)(sign | bits);
+}
+#endif
 
 static void test_f16_conversion(void **state)
 {

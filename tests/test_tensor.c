@@ -29,13 +29,17 @@ static void test_shape_bytes_matches_reference(void **state)
     (void)state;
     uint64_t x = 12345;
     for (int i = 0; i < 10000; i++) {
+        /* One draw per statement: an initializer list's order is unspecified. */
+        uint64_t r[6];
+        for (int k = 0; k < 6; k++)
+            r[k] = x = pb_mix64(x);
         struct pb_shape s = {
-            .dtype = (enum pb_dtype)((x = pb_mix64(x)) % 4),
-            .frames = (int32_t)((x = pb_mix64(x)) % 18) - 1, /* -1 and 0 too */
-            .height = (int32_t)((x = pb_mix64(x)) % 2000),
-            .width = (int32_t)((x = pb_mix64(x)) % 2000),
-            .channels = (int32_t)((x = pb_mix64(x)) % 5),
-            .layout = (enum pb_layout)((x = pb_mix64(x)) % 3),
+            .dtype = (enum pb_dtype)(r[0] % 4),
+            .frames = (int32_t)(r[1] % 18) - 1, /* -1 and 0 too */
+            .height = (int32_t)(r[2] % 2000),
+            .width = (int32_t)(r[3] % 2000),
+            .channels = (int32_t)(r[4] % 5),
+            .layout = (enum pb_layout)(r[5] % 3),
         };
         assert_int_equal(pb_shape_bytes(&s), reference_bytes(&s));
     }
