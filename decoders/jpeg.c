@@ -7,6 +7,9 @@
  * leaves the image at least as large as the next sizing stage wants. CMYK
  * and YCCK files are converted to RGB or rejected. The EXIF orientation tag
  * is read from the APP1 segment and applied while writing the output.
+ * With a crop stage next (fused_crop), only its window is decoded
+ * (decoders/jpeg_window.c); on a rotated or mirrored file, the stored
+ * pixels the window shows, oriented after.
  *
  * The markers before the first scan are walked here (cheap, bounds-checked)
  * for the size, component count, progressive flag, Adobe and EXIF
@@ -62,8 +65,8 @@ static const struct pb_opt jpeg_opts[] = {
     {"fused_crop", PB_OPT_BOOL, OPT(fused_crop), 0, 0, "true", NULL,
      "When a crop stage (random_resized_crop, random_crop, center_crop) comes right after "
      "decode, decode only the window it reads (the same random window, drawn from the header's "
-     "size); see scale: window for DCT-reducing it too. Not for CMYK or EXIF-rotated files, nor "
-     "with a fixed scale below 1."},
+     "size; on an EXIF-rotated file, the stored pixels it shows, rotated after); see scale: "
+     "window for DCT-reducing it too. Not for CMYK files, nor with a fixed scale below 1."},
     {0},
 };
 
@@ -221,36 +224,58 @@ static void cmyk_to_output(uint8_t *dst, const uint8_t *src, size_t pixels, int 
     }
 }
 
-/* Writes src (width x height x ch, as stored) into dst as EXIF orientation
- * says; dst is height x width for orientations 5..8. */
-static void orient(uint8_t *dst, const uint8_t *src, int width, int height, int ch, int orientation)
+/* Where EXIF orientation takes each displayed pixel from, in an image
+ * stored width x height with pixels px and rows row apart: displayed
+ * (x, y) is stored offset origin + x * step_x + y * step_y. */
+static void orient_steps(int orientation, int width, int height, ptrdiff_t px, ptrdiff_t row,
+                         ptrdiff_t *origin, ptrdiff_t *step_x, ptrdiff_t *step_y)
 {
-    ptrdiff_t px = ch, row = (ptrdiff_t)width * ch;
     ptrdiff_t last_x = (ptrdiff_t)(width - 1) * px, last_y = (ptrdiff_t)(height - 1) * row;
-    ptrdiff_t origin = 0, step_x = px, step_y = row; /* source offsets per output x and y */
+    *origin = 0, *step_x = px, *step_y = row;
     switch (orientation) {
-    case 2: origin = last_x, step_x = -px, step_y = row; break;
-    case 3: origin = last_x + last_y, step_x = -px, step_y = -row; break;
-    case 4: origin = last_y, step_x = px, step_y = -row; break;
-    case 5: origin = 0, step_x = row, step_y = px; break;
-    case 6: origin = last_y, step_x = -row, step_y = px; break;
-    case 7: origin = last_x + last_y, step_x = -row, step_y = -px; break;
-    case 8: origin = last_x, step_x = row, step_y = -px; break;
+    case 2: *origin = last_x, *step_x = -px, *step_y = row; break;
+    case 3: *origin = last_x + last_y, *step_x = -px, *step_y = -row; break;
+    case 4: *origin = last_y, *step_x = px, *step_y = -row; break;
+    case 5: *origin = 0, *step_x = row, *step_y = px; break;
+    case 6: *origin = last_y, *step_x = -row, *step_y = px; break;
+    case 7: *origin = last_x + last_y, *step_x = -row, *step_y = -px; break;
+    case 8: *origin = last_x, *step_x = row, *step_y = -px; break;
     default: break;
     }
+}
+
+/* Writes src (width x height x ch, as stored, rows src_row bytes apart)
+ * into dst as EXIF orientation says; dst is height x width for
+ * orientations 5..8. */
+static void orient(uint8_t *dst, const uint8_t *src, int width, int height, size_t src_row, int ch,
+                   int orientation)
+{
+    ptrdiff_t origin, step_x, step_y;
+    orient_steps(orientation, width, height, ch, (ptrdiff_t)src_row, &origin, &step_x, &step_y);
     int out_w = orientation >= 5 ? height : width, out_h = orientation >= 5 ? width : height;
-    for (int y = 0; y < out_h; y++) {
-        const uint8_t *s = src + origin + (ptrdiff_t)y * step_y;
-        uint8_t *d = dst + (size_t)y * (size_t)out_w * (size_t)ch;
-        if (ch == 3) {
-            for (int x = 0; x < out_w; x++, s += step_x, d += 3) {
-                d[0] = s[0];
-                d[1] = s[1];
-                d[2] = s[2];
+    /* A transposing orientation reads a source column per output row: in
+     * tiles of TILE rows the columns' cache lines are reused by the next
+     * rows instead of fetched again for each. */
+    enum { TILE = 16 };
+    int tile = orientation >= 5 ? TILE : out_h;
+    for (int y0 = 0; y0 < out_h; y0 += tile) {
+        int y1 = y0 + tile < out_h ? y0 + tile : out_h;
+        for (int x0 = 0; x0 < out_w; x0 += 64) {
+            int x1 = x0 + 64 < out_w ? x0 + 64 : out_w;
+            for (int y = y0; y < y1; y++) {
+                const uint8_t *s = src + origin + (ptrdiff_t)y * step_y + (ptrdiff_t)x0 * step_x;
+                uint8_t *d = dst + ((size_t)y * (size_t)out_w + (size_t)x0) * (size_t)ch;
+                if (ch == 3) {
+                    for (int x = x0; x < x1; x++, s += step_x, d += 3) {
+                        d[0] = s[0];
+                        d[1] = s[1];
+                        d[2] = s[2];
+                    }
+                } else {
+                    for (int x = x0; x < x1; x++, s += step_x, d += ch)
+                        memcpy(d, s, (size_t)ch);
+                }
             }
-        } else {
-            for (int x = 0; x < out_w; x++, s += step_x, d += ch)
-                memcpy(d, s, (size_t)ch);
         }
     }
 }
@@ -347,12 +372,84 @@ static int libjpeg_failure(struct jpeg_state *st, struct pb_sample *s)
     return reset_after_failure(st, s);
 }
 
+/* The stored pixel (sx, sy) that displayed pixel (x, y) shows, for an
+ * image stored w x h under EXIF orientation (orient()'s mapping). */
+static void stored_pixel(int orientation, int w, int h, int x, int y, int *sx, int *sy)
+{
+    ptrdiff_t origin, step_x, step_y;
+    orient_steps(orientation, w, h, 1, w, &origin, &step_x, &step_y);
+    ptrdiff_t at = origin + (ptrdiff_t)x * step_x + (ptrdiff_t)y * step_y;
+    *sx = (int)(at % w);
+    *sy = (int)(at / w);
+}
+
+/* A rotated or mirrored image's window: the stored window orientation
+ * shows as it (opposite corners map to opposite corners) is decoded into
+ * tmp, then oriented into s->out, which then holds exactly the window. */
+static int decode_oriented_window(struct jpeg_state *st, struct pb_sample *s,
+                                  const struct pb_window *window, int stored_w, int stored_h,
+                                  int orientation, int channels, int *denom)
+{
+    int ax, ay, bx, by;
+    stored_pixel(orientation, stored_w, stored_h, window->left, window->top, &ax, &ay);
+    stored_pixel(orientation, stored_w, stored_h, window->left + window->width - 1,
+                 window->top + window->height - 1, &bx, &by);
+    struct pb_window stored = *window;
+    stored.left = ax < bx ? ax : bx;
+    stored.top = ay < by ? ay : by;
+    stored.width = abs(bx - ax) + 1;
+    stored.height = abs(by - ay) + 1;
+    if (orientation >= 5) {
+        stored.out_height = window->out_width;
+        stored.out_width = window->out_height;
+    }
+    size_t most = (size_t)window->height * (size_t)window->width * (size_t)channels;
+    if (most > s->out_capacity) { /* before decoding: at most the window, unreduced */
+        s->out_bytes = most;
+        return PB_ERR_NOSPACE;
+    }
+    struct pb_sample t = *s; /* the same input and message buffer, tmp as output */
+    int base = *denom, rc;
+    do {
+        t.out = st->tmp;
+        t.out_capacity = st->tmp_capacity;
+        *denom = base;
+        rc = pb_jpeg_window_decode(st->fused, &t, &stored, channels, denom);
+        if (rc == PB_ERR_NOSPACE && grow_tmp(st, t.out_bytes) != PB_OK) {
+            snprintf(s->msg, s->msglen, "%s: out of memory for a %dx%d window", name_of(s),
+                     stored.width, stored.height);
+            return PB_ERR_NOMEM;
+        }
+    } while (rc == PB_ERR_NOSPACE);
+    if (rc != PB_OK)
+        return rc;
+    size_t row = (size_t)t.out_shape.width * (size_t)channels;
+    orient(s->out, t.out + (size_t)t.window.top * row + (size_t)t.window.left * (size_t)channels,
+           t.window.width, t.window.height, row, channels, orientation);
+    int out_w = orientation >= 5 ? t.window.height : t.window.width;
+    int out_h = orientation >= 5 ? t.window.width : t.window.height;
+    s->out_bytes = (size_t)out_w * (size_t)out_h * (size_t)channels;
+    s->out_shape = t.out_shape;
+    s->out_shape.height = out_h;
+    s->out_shape.width = out_w;
+    s->window = *window;
+    s->window.top = 0;
+    s->window.left = 0;
+    s->window.height = out_h;
+    s->window.width = out_w;
+    s->window_set = true;
+    return PB_OK;
+}
+
 /* Fused decode and crop: only the window the next stage will read, which
- * it has drawn from the image's size at the chosen scale (1/base_denom) as
- * it would on the decoded image (pipelines/stage.h). With scale: window
- * it is reduced while it stays twice its output. */
+ * it has drawn from the displayed image's size at the chosen scale
+ * (1/base_denom) as it would on the decoded image (pipelines/stage.h).
+ * With scale: window it is reduced while it stays twice its output. An
+ * image stored stored_w x stored_h with an EXIF orientation other than 1
+ * has its window mapped to the stored pixels and oriented after. */
 static int decode_window(struct jpeg_state *st, struct pb_sample *s, const struct jpeg_header *h,
-                         struct pb_window window, int base_denom)
+                         struct pb_window window, int base_denom, int orientation, int stored_w,
+                         int stored_h)
 {
     int channels = st->o.output == PB_IMAGE_GRAY ? 1 : 3;
     window.resamples = window.resamples && st->o.scale == PB_SCALE_WINDOW;
@@ -360,7 +457,9 @@ static int decode_window(struct jpeg_state *st, struct pb_sample *s, const struc
                               window.height) != PB_OK)
         return PB_ERR_DATA;
     int denom = base_denom;
-    int rc = pb_jpeg_window_decode(st->fused, s, &window, channels, &denom);
+    int rc = orientation == 1 ? pb_jpeg_window_decode(st->fused, s, &window, channels, &denom)
+                              : decode_oriented_window(st, s, &window, stored_w, stored_h,
+                                                       orientation, channels, &denom);
     if (rc != PB_OK)
         return rc;
     s->counters[COUNT_SCALED] += denom != 1;
@@ -407,10 +506,10 @@ static int jpeg_decode(void *state, struct pb_sample *s)
     int orientation = o->exif_orientation ? h.orientation : 1;
     int scale = choose_scale(st, h.width, h.height, orientation >= 5);
     int width = TJSCALED(h.width, factors[scale]), height = TJSCALED(h.height, factors[scale]);
-    struct pb_window window;
-    if (st->fused && !cmyk && orientation == 1 &&
-        st->window(st->window_opts, s->seed, height, width, &window))
-        return decode_window(st, s, &h, window, factors[scale].denom);
+    struct pb_window window; /* drawn on the image as displayed */
+    int shown_h = orientation >= 5 ? width : height, shown_w = orientation >= 5 ? height : width;
+    if (st->fused && !cmyk && st->window(st->window_opts, s->seed, shown_h, shown_w, &window))
+        return decode_window(st, s, &h, window, factors[scale].denom, orientation, width, height);
     int channels = o->output == PB_IMAGE_GRAY ? 1 : 3;
     size_t pixels = (size_t)width * (size_t)height;
     size_t need = pixels * (size_t)channels;
@@ -446,7 +545,8 @@ static int jpeg_decode(void *state, struct pb_sample *s)
     if (cmyk)
         cmyk_to_output(orientation == 1 ? s->out : st->tmp, st->tmp, pixels, o->output, h.adobe);
     if (orientation != 1) {
-        orient(s->out, st->tmp, width, height, channels, orientation);
+        orient(s->out, st->tmp, width, height, (size_t)width * (size_t)channels, channels,
+               orientation);
         if (orientation >= 5) {
             int t = width;
             width = height;

@@ -353,30 +353,6 @@ static void test_scale_factors_and_auto(void **state)
 
 /* ---- EXIF orientation -------------------------------------------------- */
 
-/* Inserts an APP1 Exif segment with the orientation tag after SOI. */
-static struct bytes with_exif(const struct bytes *jpeg, int orientation, bool big_endian)
-{
-    uint8_t app1[36] = {0xFF, 0xE1, 0, 34, 'E', 'x', 'i', 'f', 0, 0};
-    uint8_t *t = app1 + 10;
-    if (big_endian) {
-        memcpy(t, "MM\0\x2a\0\0\0\x08", 8);
-        memcpy(t + 8, "\0\x01" "\x01\x12" "\0\x03" "\0\0\0\x01", 10);
-        t[18] = 0;
-        t[19] = (uint8_t)orientation;
-    } else {
-        memcpy(t, "II\x2a\0\x08\0\0\0", 8);
-        memcpy(t + 8, "\x01\0" "\x12\x01" "\x03\0" "\x01\0\0\0", 10);
-        t[18] = (uint8_t)orientation;
-        t[19] = 0;
-    }
-    /* t[20..25]: rest of the value field and the next-IFD offset, zero. */
-    struct bytes b = {malloc(jpeg->len + sizeof(app1)), jpeg->len + sizeof(app1)};
-    memcpy(b.data, jpeg->data, 2);
-    memcpy(b.data + 2, app1, sizeof(app1));
-    memcpy(b.data + 2 + sizeof(app1), jpeg->data + 2, jpeg->len - 2);
-    return b;
-}
-
 /* The reference: the displayed pixel (x, y) of an image stored w x h. */
 static void stored_position(int orientation, int w, int h, int x, int y, int *sx, int *sy)
 {

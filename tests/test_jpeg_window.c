@@ -32,6 +32,7 @@
 #include "decoders/jpeg_window.h"
 #include "kernels/scene.h"
 #include "pipelines/stage.h"
+#include "tests/testimage.h"
 
 #define MAX_EDGE_DIFF 96
 #define EDGE_FRACTION 0.005
@@ -253,6 +254,42 @@ static void test_fused_matches_decode_then_crop(void **state)
     check_subsampling(TJSAMP_420, 3, true, false);
 }
 
+/* EXIF-rotated and mirrored files are fused too: the window is drawn on
+ * the image as displayed, and the stored pixels it shows are decoded and
+ * oriented. 4:4:4 gives the unfused output exactly, 4:2:0 within the edge
+ * bounds above (its upsampling edges are the stored window's). */
+static void test_fused_exif_orientation(void **state)
+{
+    (void)state;
+    static const char *const rrc_set[] = {"size=[64, 48]", NULL};
+    static const char *const crop_set[] = {"size=[40, 72]", NULL};
+    const int subsamps[] = {TJSAMP_444, TJSAMP_420};
+    for (size_t k = 0; k < PB_ARRAY_LEN(subsamps); k++) {
+        struct jpeg j = encode(333, 251, 3, subsamps[k], false, 40 + k);
+        const struct bytes plain = {j.data, j.len};
+        for (int orientation = 2; orientation <= 8; orientation++) {
+            struct bytes b = with_exif(&plain, orientation, orientation % 2 == 0);
+            struct jpeg rotated = {b.data, b.len, orientation >= 5 ? j.height : j.width,
+                                   orientation >= 5 ? j.width : j.height};
+            struct diff window = {0}, out = {0};
+            compare(&rotated, "random_resized_crop", rrc_set, "1", 30, &window, &out);
+            compare(&rotated, "random_crop", crop_set, "1", 10, &window, &out);
+            assert_true(window.values > 0); /* the fused path ran */
+            if (subsamps[k] == TJSAMP_444) {
+                if (window.max != 0 || out.max != 0)
+                    fail_msg("orientation %d: window max %d, output max %d", orientation,
+                             window.max, out.max);
+            } else {
+                assert_true(window.max <= MAX_EDGE_DIFF);
+                assert_true((double)window.differing <= EDGE_FRACTION * (double)window.values);
+                assert_true(out.max <= MAX_EDGE_DIFF);
+            }
+            free(b.data);
+        }
+        tjFree(j.data);
+    }
+}
+
 /* scale: window on a large image: the windows are scale 1's (same draws
  * on the full size), and those at least twice the output are decoded at
  * 1/2, 1/4 or 1/8. Against decoding the whole image at full size, the
@@ -288,6 +325,20 @@ static void test_fused_dct_scaling(void **state)
                   reduced, mean, out.max);
     assert_true(out.values > 0);
     assert_true(mean <= MAX_SCALED_MEAN);
+    /* The same on the file rotated by EXIF (stored 1600x1200, shown
+     * 1200x1600): the windows' reduction is judged on the stored axes. */
+    const struct bytes plain = {j.data, j.len};
+    struct bytes b = with_exif(&plain, 6, true);
+    struct jpeg rotated = {b.data, b.len, j.height, j.width};
+    struct diff rotated_window = {0}, rotated_out = {0};
+    compare(&rotated, "random_resized_crop", rrc_set, "window", 40, &rotated_window,
+            &rotated_out);
+    double rotated_mean = rotated_out.sum / (double)rotated_out.values;
+    print_message("the same rotated by EXIF: crop output mean |diff| %.2f, max %d\n",
+                  rotated_mean, rotated_out.max);
+    assert_true(rotated_out.values > 0);
+    assert_true(rotated_mean <= MAX_SCALED_MEAN);
+    free(b.data);
     tjFree(j.data);
 }
 
@@ -407,6 +458,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fused_matches_decode_then_crop),
+        cmocka_unit_test(test_fused_exif_orientation),
         cmocka_unit_test(test_fused_dct_scaling),
         cmocka_unit_test(test_fused_errors_and_space),
         cmocka_unit_test(test_window_scale),

@@ -1,10 +1,12 @@
-/* Image helpers the decoder tests share: a byte buffer and an image
- * encoded with libavcodec (PNG, BMP, WebP), to decode back. Header only. */
+/* Image helpers the decoder tests share: a byte buffer, a JPEG given an
+ * EXIF orientation, and an image encoded with libavcodec (PNG, BMP, WebP),
+ * to decode back. Header only. */
 #ifndef PB_TESTS_TESTIMAGE_H
 #define PB_TESTS_TESTIMAGE_H
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +21,30 @@ struct bytes {
     uint8_t *data;
     size_t len;
 };
+
+/* Inserts an APP1 Exif segment with the orientation tag after SOI. */
+static inline struct bytes with_exif(const struct bytes *jpeg, int orientation, bool big_endian)
+{
+    uint8_t app1[36] = {0xFF, 0xE1, 0, 34, 'E', 'x', 'i', 'f', 0, 0};
+    uint8_t *t = app1 + 10;
+    if (big_endian) {
+        memcpy(t, "MM\0\x2a\0\0\0\x08", 8);
+        memcpy(t + 8, "\0\x01" "\x01\x12" "\0\x03" "\0\0\0\x01", 10);
+        t[18] = 0;
+        t[19] = (uint8_t)orientation;
+    } else {
+        memcpy(t, "II\x2a\0\x08\0\0\0", 8);
+        memcpy(t + 8, "\x01\0" "\x12\x01" "\x03\0" "\x01\0\0\0", 10);
+        t[18] = (uint8_t)orientation;
+        t[19] = 0;
+    }
+    /* t[20..25]: rest of the value field and the next-IFD offset, zero. */
+    struct bytes b = {malloc(jpeg->len + sizeof(app1)), jpeg->len + sizeof(app1)};
+    memcpy(b.data, jpeg->data, 2);
+    memcpy(b.data + 2, app1, sizeof(app1));
+    memcpy(b.data + 2 + sizeof(app1), jpeg->data + 2, jpeg->len - 2);
+    return b;
+}
 
 /* Encodes one frame with a libavcodec image encoder; .data NULL when this
  * libavcodec has no such encoder. */
