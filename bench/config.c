@@ -557,9 +557,33 @@ static int apply_override(struct pb_spec *spec, const char *assignment, char *wh
     if (!t.opt)
         return switch_decoder(t.stage, eq + 1, why, whylen);
     rc = pb_opt_parse(t.opt, eq + 1, t.base, path, why, whylen);
-    if (rc == PB_OK)
+    if (rc == PB_OK) {
         pb_config_touched(spec, &t);
+        for (int i = 0; i < spec->position_count; i++) /* the file no longer says it */
+            if (strcmp(spec->positions[i].path, path) == 0)
+                spec->positions[i].line = 0;
+    }
     return rc;
+}
+
+void pb_spec_note_position(struct pb_spec *spec, const char *path, int line, int column)
+{
+    if (spec->position_count >= PB_SPEC_POSITIONS ||
+        strlen(path) >= sizeof(spec->positions[0].path))
+        return;
+    struct pb_key_position *p = &spec->positions[spec->position_count++];
+    pb_strlcpy(p->path, path, sizeof(p->path));
+    p->line = line;
+    p->column = column;
+}
+
+/* Where the file set path, or NULL (not in the file, or overridden). */
+static const struct pb_key_position *key_position(const struct pb_spec *spec, const char *path)
+{
+    for (int i = 0; i < spec->position_count; i++)
+        if (spec->positions[i].line > 0 && strcmp(spec->positions[i].path, path) == 0)
+            return &spec->positions[i];
+    return NULL;
 }
 
 int pb_config_override(struct pb_spec *spec, const char *assignment, char *msg, size_t msglen)
@@ -573,6 +597,18 @@ int pb_config_override(struct pb_spec *spec, const char *assignment, char *msg, 
 
 /* ---- cross-field rules ---- */
 
+/* "FILE:LINE:COLUMN: sentence", or "FILE: sentence" without a line. */
+static int located_error(const struct pb_spec *spec, int line, int column, char *msg, size_t msglen,
+                         const char *sentence)
+{
+    const char *file = spec->source[0] ? spec->source : spec->name[0] ? spec->name : "config";
+    if (line > 0)
+        snprintf(msg, msglen, "%s:%d:%d: %s", file, line, column, sentence);
+    else
+        snprintf(msg, msglen, "%s: %s", file, sentence);
+    return PB_ERR_CONFIG;
+}
+
 static PB_PRINTF(5, 6) int spec_error(const struct pb_spec *spec, const struct pb_stage_spec *st,
                                       char *msg, size_t msglen, const char *fmt, ...)
 {
@@ -581,23 +617,36 @@ static PB_PRINTF(5, 6) int spec_error(const struct pb_spec *spec, const struct p
     va_start(ap, fmt);
     vsnprintf(sentence, sizeof sentence, fmt, ap);
     va_end(ap);
-    const char *file = spec->source[0] ? spec->source : spec->name[0] ? spec->name : "config";
-    if (st && st->line > 0)
-        snprintf(msg, msglen, "%s:%d:%d: %s", file, st->line, st->column, sentence);
-    else
-        snprintf(msg, msglen, "%s: %s", file, sentence);
-    return PB_ERR_CONFIG;
+    return located_error(spec, st ? st->line : 0, st ? st->column : 0, msg, msglen, sentence);
 }
+
+/* A rule over options, at the first of keys (dotted paths, NULL-ended)
+ * the file set; without any, the file alone. */
+static PB_PRINTF(5, 6) int key_error(const struct pb_spec *spec, const char *const *keys, char *msg,
+                                     size_t msglen, const char *fmt, ...)
+{
+    char sentence[PB_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sentence, sizeof sentence, fmt, ap);
+    va_end(ap);
+    const struct pb_key_position *at = NULL;
+    for (; *keys && !at; keys++)
+        at = key_position(spec, *keys);
+    return located_error(spec, at ? at->line : 0, at ? at->column : 0, msg, msglen, sentence);
+}
+#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
 {
     const struct pb_dataset_spec *ds = &spec->dataset;
     const struct pb_run_spec *run = &spec->run;
     if (ds->path[0] == '\0')
-        return spec_error(spec, NULL, msg, msglen,
-                          "dataset.path is required (a directory or a glob)");
+        return key_error(spec, KEYS("dataset"), msg, msglen,
+                         "dataset.path is required (a directory or a glob)");
     if (spec->stage_count == 0)
-        return spec_error(spec, NULL, msg, msglen, "pipeline must list at least one stage");
+        return key_error(spec, KEYS("pipeline"), msg, msglen,
+                         "pipeline must list at least one stage");
 
     const struct pb_stage_spec *reader = NULL, *consumer = NULL, *to_device = NULL;
     const struct pb_decoder_ops *decoder = NULL; /* the last decode stage's */
@@ -660,40 +709,45 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
         char lo[32], hi[32];
         pb_opt_format(pb_opt_find(pb_run_opts, "min_time_s"), run, lo, sizeof lo);
         pb_opt_format(pb_opt_find(pb_run_opts, "max_time_s"), run, hi, sizeof hi);
-        return spec_error(spec, NULL, msg, msglen,
-                          "run.min_time_s (%s) must not exceed run.max_time_s (%s)", lo, hi);
+        return key_error(spec, KEYS("run.min_time_s", "run.max_time_s", "run"), msg, msglen,
+                         "run.min_time_s (%s) must not exceed run.max_time_s (%s)", lo, hi);
     }
     if (spec->analysis.input_bound_moderate_pct > spec->analysis.input_bound_high_pct)
-        return spec_error(spec, NULL, msg, msglen,
-                          "analysis.input_bound_moderate_pct (%g) must not exceed "
-                          "analysis.input_bound_high_pct (%g)",
-                          spec->analysis.input_bound_moderate_pct,
-                          spec->analysis.input_bound_high_pct);
+        return key_error(
+            spec,
+            KEYS("analysis.input_bound_moderate_pct", "analysis.input_bound_high_pct", "analysis"),
+            msg, msglen,
+            "analysis.input_bound_moderate_pct (%g) must not exceed "
+            "analysis.input_bound_high_pct (%g)",
+            spec->analysis.input_bound_moderate_pct, spec->analysis.input_bound_high_pct);
     if (ds->shard.count < 1 || ds->shard.rank < 0 || ds->shard.rank >= ds->shard.count)
-        return spec_error(spec, NULL, msg, msglen,
-                          "dataset.shard must be RANK/COUNT with 0 <= RANK < COUNT, "
-                          "got '%lld/%lld'",
-                          (long long)ds->shard.rank, (long long)ds->shard.count);
+        return key_error(spec, KEYS("dataset.shard", "dataset"), msg, msglen,
+                         "dataset.shard must be RANK/COUNT with 0 <= RANK < COUNT, "
+                         "got '%lld/%lld'",
+                         (long long)ds->shard.rank, (long long)ds->shard.count);
     if (ds->has_generate && ds->generate.count < ds->shard.count)
-        return spec_error(spec, NULL, msg, msglen,
-                          "dataset.shard splits the data over %lld ranks but "
-                          "dataset.generate.count is %lld; every rank needs at least one sample",
-                          (long long)ds->shard.count, (long long)ds->generate.count);
+        return key_error(spec, KEYS("dataset.shard", "dataset.generate.count", "dataset"), msg,
+                         msglen,
+                         "dataset.shard splits the data over %lld ranks but "
+                         "dataset.generate.count is %lld; every rank needs at least one sample",
+                         (long long)ds->shard.count, (long long)ds->generate.count);
     if (ds->max_samples > 0 && ds->max_samples < ds->shard.count)
-        return spec_error(spec, NULL, msg, msglen,
-                          "dataset.shard splits the data over %lld ranks but "
-                          "dataset.max_samples is %lld; every rank needs at least one sample",
-                          (long long)ds->shard.count, (long long)ds->max_samples);
+        return key_error(spec, KEYS("dataset.shard", "dataset.max_samples", "dataset"), msg, msglen,
+                         "dataset.shard splits the data over %lld ranks but "
+                         "dataset.max_samples is %lld; every rank needs at least one sample",
+                         (long long)ds->shard.count, (long long)ds->max_samples);
     if (spec->loader.drop_last && ds->max_samples > 0 &&
         ds->max_samples < spec->loader.batch_size)
-        return spec_error(spec, NULL, msg, msglen,
-                          "dataset.max_samples (%lld) is less than loader.batch_size (%lld) and "
-                          "loader.drop_last is on, so no batch would ever be delivered",
-                          (long long)ds->max_samples, (long long)spec->loader.batch_size);
+        return key_error(spec, KEYS("dataset.max_samples", "loader.drop_last", "dataset"), msg,
+                         msglen,
+                         "dataset.max_samples (%lld) is less than loader.batch_size (%lld) and "
+                         "loader.drop_last is on, so no batch would ever be delivered",
+                         (long long)ds->max_samples, (long long)spec->loader.batch_size);
     if (ds->has_generate && ds->generate.shards > 0 && ds->format != PB_FORMAT_TAR)
-        return spec_error(spec, NULL, msg, msglen,
-                          "dataset.generate.shards writes tar shards, which dataset.format: files "
-                          "does not read; set dataset.format: tar");
+        return key_error(spec, KEYS("dataset.generate.shards", "dataset.format", "dataset"), msg,
+                         msglen,
+                         "dataset.generate.shards writes tar shards, which dataset.format: files "
+                         "does not read; set dataset.format: tar");
     for (int i = 0; i < spec->stage_count && ds->format == PB_FORMAT_TAR; i++)
         if (spec->stages[i].decoder && (spec->stages[i].decoder->flags & PB_DECODER_OPENS_FILE))
             return spec_error(spec, &spec->stages[i], msg, msglen,

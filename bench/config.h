@@ -87,6 +87,15 @@ struct pb_profile_spec {
 
 struct pb_sweep; /* bench/sweep.h */
 
+/* Where the config file set an option, by its dotted path
+ * ("dataset.generate.shards"), so a rule that spans options can name the
+ * line and column. */
+#define PB_SPEC_POSITIONS 128
+struct pb_key_position {
+    char path[80];
+    int line, column;
+};
+
 struct pb_spec {
     char name[128];
     int gpu;                             /* enum pb_gpu_policy            */
@@ -102,7 +111,14 @@ struct pb_spec {
      * when the config has none. Not part of pb_spec_to_json (a result
      * records each point's axes instead). */
     struct pb_sweep *sweep;
+    /* The options the file set, in file order (the first
+     * PB_SPEC_POSITIONS); a -s override forgets its key's. */
+    struct pb_key_position positions[PB_SPEC_POSITIONS];
+    int position_count;
 };
+
+/* Records that the file set path at line:column (config_yaml.c). */
+void pb_spec_note_position(struct pb_spec *spec, const char *path, int line, int column);
 
 /* What spec's profile level and run options ask for: per-stage timing
  * (run.stage_timing, off at level basic), the CPU trace (run.trace, or

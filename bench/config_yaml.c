@@ -156,12 +156,17 @@ static int set_option(const struct loader *ld, const struct pb_scope *scope, con
     if (list && value->type == YAML_MAPPING_NODE)
         return node_error(ld, value, "%s must be a scalar or a sequence, got %s", qualified,
                           node_kind(value));
-    if (list)
+    if (list) {
+        pb_spec_note_position(ld->spec, qualified, (int)key->start_mark.line + 1,
+                              (int)key->start_mark.column + 1);
         return set_list_option(ld, opt, base, qualified, value);
+    }
     if (value->type != YAML_SCALAR_NODE)
         return node_error(ld, value, "%s must be a scalar, got %s", qualified, node_kind(value));
     if (pb_opt_parse(opt, scalar_text(value), base, qualified, why, sizeof why) != PB_OK)
         return node_error(ld, value, "%s", why);
+    pb_spec_note_position(ld->spec, qualified, (int)key->start_mark.line + 1,
+                          (int)key->start_mark.column + 1);
     return PB_OK;
 }
 
@@ -414,6 +419,9 @@ static int parse_root(struct loader *ld, const yaml_node_t *root)
         const char *k = scalar_text(key);
         const struct pb_section *section = strchr(k, '.') ? NULL : pb_section_find(k);
         struct pb_scope scope;
+        if (section)
+            pb_spec_note_position(ld->spec, k, (int)key->start_mark.line + 1,
+                                  (int)key->start_mark.column + 1);
         switch (section ? section->kind : PB_SECTION_VALUE) {
         case PB_SECTION_VALUE:
             if (!section) {

@@ -455,21 +455,46 @@ static void test_invalid_configs(void **state)
     (void)state;
     /* Cross-field rules, found by pb_config_validate(). */
     const struct bad_case cases[] = {
-        {"pipeline:\n  - read:\n",
-         "bad.yaml: dataset.path is required (a directory or a glob)"},
+        {"pipeline:\n  - read:\n", "bad.yaml: dataset.path is required (a directory or a glob)"},
         {HEAD "run:\n  min_time_s: 20\n  max_time_s: 5\n",
-         "bad.yaml: run.min_time_s (20) must not exceed run.max_time_s (5)"},
+         "bad.yaml:8:3: run.min_time_s (20) must not exceed run.max_time_s (5)"},
         {"dataset:\n  path: /data\npipeline:\n  - decode:\n      decoder: null\n  - read:\n",
-         "bad.yaml:4:5: stage 'decode' with decoder 'null' needs a stage that reads the samples' bytes (such as "
+         "bad.yaml:4:5: stage 'decode' with decoder 'null' needs a stage that reads the samples' "
+         "bytes (such as "
          "'read') earlier in the pipeline"},
         {"dataset:\n  path: /data\n  shard: 3/8\n  generate: {count: 4}\npipeline: [read]\n",
-         "bad.yaml: dataset.shard splits the data over 8 ranks but dataset.generate.count is "
+         "bad.yaml:3:3: dataset.shard splits the data over 8 ranks but dataset.generate.count is "
          "4; every rank needs at least one sample"},
         {"dataset: {path: /data, max_samples: 10}\npipeline: [read]\nloader: {drop_last: on}\n",
-         "bad.yaml: dataset.max_samples (10) is less than loader.batch_size (32) and "
+         "bad.yaml:1:24: dataset.max_samples (10) is less than loader.batch_size (32) and "
          "loader.drop_last is on, so no batch would ever be delivered"},
+        {"dataset:\n  path: /data\n  generate: {count: 4, shards: 2}\npipeline: [read]\n",
+         "bad.yaml:3:24: dataset.generate.shards writes tar shards, which dataset.format: files "
+         "does not read; set dataset.format: tar"},
     };
     check_bad_cases(cases, PB_ARRAY_LEN(cases), true);
+}
+
+/* A rule over two options names where the file set the first of them; a
+ * -s override of a key takes the error to the next key the file still
+ * sets, or to the file alone. */
+static void test_cross_field_positions(void **state)
+{
+    (void)state;
+    const char *yaml = HEAD "run:\n  min_time_s: 1\n  max_time_s: 5\n";
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX];
+    assert_int_equal(pb_config_load_string(yaml, "bad.yaml", &spec, msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_config_override(&spec, "run.max_time_s=0.5", msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_string_equal(msg, "bad.yaml:8:3: run.min_time_s (1) must not exceed run.max_time_s "
+                             "(0.5)");
+    assert_int_equal(pb_config_override(&spec, "run.min_time_s=10", msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_config_override(&spec, "run.max_time_s=5", msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_string_equal(msg, "bad.yaml:7:1: run.min_time_s (10) must not exceed run.max_time_s "
+                             "(5)");
+    pb_spec_free(&spec);
 }
 
 /* The GPU side: `device: gpu` selects a stage's GPU version, which needs a
@@ -1173,6 +1198,7 @@ int main(void)
         cmocka_unit_test(test_bad_overrides),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_invalid_configs),
+        cmocka_unit_test(test_cross_field_positions),
         cmocka_unit_test(test_gpu_configs),
         cmocka_unit_test(test_bad_registry_names),
         cmocka_unit_test(test_json_round_trip),
