@@ -10,6 +10,8 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "bench/pb.h"
 
@@ -24,6 +26,56 @@ json_t *pb_json_u64(uint64_t v)
 json_t *pb_json_number(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();
+}
+
+int pb_utf8_length(const unsigned char *p)
+{
+    int n = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
+            : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+            : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+                                           : 0;
+    unsigned char lo = 0x80, hi = 0xbf; /* the second byte's range */
+    if (p[0] == 0xe0)
+        lo = 0xa0;
+    else if (p[0] == 0xed)
+        hi = 0x9f;
+    else if (p[0] == 0xf0)
+        lo = 0x90;
+    else if (p[0] == 0xf4)
+        hi = 0x8f;
+    if (n == 0 || p[1] < lo || p[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return n;
+}
+
+json_t *pb_json_text(const char *text)
+{
+    json_t *s = json_string(text);
+    if (s)
+        return s;
+    size_t len = strlen(text);
+    char *fixed = malloc(2 * len + 1); /* a stray byte becomes two */
+    if (!fixed)
+        return NULL;
+    size_t at = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        int n = *p >= 0x80 ? pb_utf8_length(p) : 1;
+        if (n > 0) {
+            memcpy(fixed + at, p, (size_t)n);
+            at += (size_t)n;
+            p += n - 1;
+        } else { /* U+0080..U+00FF in UTF-8 */
+            fixed[at++] = (char)(0xc0 | (*p >> 6));
+            fixed[at++] = (char)(0x80 | (*p & 0x3f));
+        }
+    }
+    fixed[at] = '\0';
+    s = json_string(fixed);
+    free(fixed);
+    return s;
 }
 
 /* Sets the table's fields of the struct at base into obj, in table order. */

@@ -58,6 +58,18 @@ json_t *pb_json_u64(uint64_t v);
  * written as null. */
 json_t *pb_json_number(double v);
 
+/* The length of the well-formed UTF-8 sequence at p (2 to 4 bytes), or 0
+ * (an ASCII byte, or bytes that are not UTF-8: overlong forms, surrogates
+ * and code points past U+10FFFF are not). */
+int pb_utf8_length(const unsigned char *p);
+
+/* Text (a file name) as a JSON string: as it is when it is UTF-8; else
+ * each byte that is not part of UTF-8 stands for the Latin-1 character of
+ * its value (0xff reads as U+00FF), so a file that Linux named with any
+ * bytes is still listed, and the JSON stays valid. NULL only without
+ * memory. */
+json_t *pb_json_text(const char *text);
+
 /* Sets the table's fields of the struct at base into obj, in table order. */
 void pb_fields_put(json_t *obj, const void *base, const struct pb_field *fields);
 /* The same into a new object (a new reference). */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bench/jsonfield.h"
 #include "bench/pb.h"
 
 /* Names longer than this get no "did you mean" suggestion. */
@@ -619,9 +620,9 @@ static json_t *value_to_json(const struct pb_opt *opt, const void *base)
     case PB_OPT_DOUBLE:
         return json_real(*(const double *)p);
     case PB_OPT_STRING: {
-        json_t *s = json_string((const char *)p);
-        /* Not UTF-8 (an odd path): keep the bytes rather than drop the key. */
-        return s ? s : json_string_nocheck((const char *)p);
+        /* Not UTF-8 (an odd path): its bytes as Latin-1 rather than drop
+         * the key or write JSON no reader accepts. */
+        return pb_json_text((const char *)p);
     }
     case PB_OPT_ENUM:
     case PB_OPT_SHARD:

@@ -290,7 +290,7 @@ static json_t *point_to_json(const struct pb_point_result *p)
     pb_fields_put(obj, p, point_fields);
     json_t *files = json_array();
     for (int i = 0; i < p->error_file_count && i < PB_MAX_ERROR_FILES; i++)
-        json_array_append_new(files, json_string(p->error_files[i]));
+        json_array_append_new(files, pb_json_text(p->error_files[i]));
     json_object_set_new(obj, "errors",
                         json_pack("{s o s o}", "count", pb_json_u64(p->errors), "files", files));
     json_object_set_new(obj, "stages", stages_to_json(p->stages, p->stage_count));

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/jsonfield.h"
 #include "bench/pb.h"
 
 /* Removes entry k of row's list. */
@@ -66,7 +67,7 @@ json_t *pb_slowest_to_json(const struct pb_stage_result *row)
     for (int k = 0; k < row->slowest_count && k < PB_SLOWEST_SAMPLES; k++) {
         json_t *o = json_pack("{s I s I}", "ns", (json_int_t)row->slowest_ns[k], "sample",
                               (json_int_t)row->slowest_sample[k]);
-        json_t *file = json_string(row->slowest_files[k]);
+        json_t *file = pb_json_text(row->slowest_files[k]);
         if (file && row->slowest_files[k][0])
             json_object_set_new(o, "file", file);
         else

@@ -12,6 +12,7 @@
 
 #include "bench/config.h"
 #include "bench/fileio.h"
+#include "bench/jsonfield.h"
 #include "bench/pb.h"
 #include "bench/result.h"
 
@@ -79,17 +80,23 @@ void pb_trace_counts(const struct pb_trace *trace, uint64_t *kept, uint64_t *dro
 /* ------------------------------------------------------------- writing */
 
 /* text as the inside of a JSON string: quotes, backslashes and control
- * characters escaped; bytes past ASCII written as \u00XX, so a file name
+ * characters escaped; UTF-8 as it is, so names read as they are in
+ * Perfetto; any other byte past ASCII written as \u00XX, so a file name
  * that is not UTF-8 still gives valid JSON. */
 static void json_chars(FILE *f, const char *text)
 {
     for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-        if (*p == '"' || *p == '\\')
+        int n = *p >= 0x80 ? pb_utf8_length(p) : 0;
+        if (n > 0) {
+            fwrite(p, 1, (size_t)n, f);
+            p += n - 1;
+        } else if (*p == '"' || *p == '\\') {
             fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f)
+        } else if (*p < 0x20 || *p >= 0x7f) {
             fprintf(f, "\\u%04x", *p);
-        else
+        } else {
             fputc(*p, f);
+        }
     }
 }
 

@@ -132,12 +132,44 @@ static void test_merge_lists_a_sample_once(void **state)
     assert_int_equal(bare.slowest_sample[0], 6);
 }
 
+/* File names are bytes: a name that is not UTF-8 is still listed, each
+ * stray byte read as the Latin-1 character of its value, and UTF-8 stays
+ * as it is (pb_json_text, which the error list uses too). */
+static void test_file_names_that_are_not_utf8(void **state)
+{
+    (void)state;
+    char *paths[] = {"caf\xc3\xa9.jpg", "bad\xff\xc3.jpg", "\xed\xa0\x80.jpg"};
+    struct pb_slowest t;
+    memset(&t, 0, sizeof(t));
+    for (uint64_t i = 0; i < 3; i++)
+        pb_slowest_add(&t, i, 100 * (3 - i)); /* listed in path order */
+    struct pb_stage_result row;
+    memset(&row, 0, sizeof(row));
+    pb_slowest_merge_thread(&row, &t, paths, 3);
+    json_t *j = pb_slowest_to_json(&row);
+    assert_int_equal(json_array_size(j), 3);
+    const char *want[] = {"caf\xc3\xa9.jpg", "bad\xc3\xbf\xc3\x83.jpg",
+                          "\xc3\xad\xc2\xa0\xc2\x80.jpg"}; /* a surrogate is not UTF-8 */
+    for (size_t k = 0; k < 3; k++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(j, k), "file")),
+                            want[k]);
+    char *text = json_dumps(j, 0);
+    assert_non_null(text); /* jansson writes it: valid UTF-8 throughout */
+    json_error_t error;
+    json_t *back = json_loads(text, 0, &error);
+    assert_non_null(back);
+    json_decref(back);
+    free(text);
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_thread_keeps_five_slowest),
         cmocka_unit_test(test_thread_lists_a_sample_once),
         cmocka_unit_test(test_merge_lists_a_sample_once),
+        cmocka_unit_test(test_file_names_that_are_not_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,7 +48,7 @@ static void test_cap_and_file_names(void **state)
     assert_true(json_is_array(events));
     size_t i, spans = 0, notes = 0, counters = 0;
     json_t *e;
-    bool quoted = false;
+    bool quoted = false, utf8 = false;
     json_array_foreach (events, i, e) {
         const char *ph = json_string_value(json_object_get(e, "ph"));
         const char *name = json_string_value(json_object_get(e, "name"));
@@ -61,6 +61,10 @@ static void test_cap_and_file_names(void **state)
             notes++;
         if (file && strcmp(file, "quote\"back\\slash\n\x01.jpg") == 0)
             quoted = true;
+        /* UTF-8 reads as itself; a stray byte (0xff) as the character it
+         * stands for in Latin-1, U+00FF. */
+        if (file && strcmp(file, "caf\xc3\xa9-\xc3\xbf.jpg") == 0)
+            utf8 = true;
         /* Time 0 is the first record (the wait at 900 ns). */
         if (strcmp(ph, "X") == 0 && strcmp(name, "wait") == 0)
             assert_true(json_real_value(json_object_get(e, "ts")) == 0.0);
@@ -69,6 +73,7 @@ static void test_cap_and_file_names(void **state)
     assert_int_equal(counters, 1);
     assert_int_equal(notes, 1);
     assert_true(quoted);
+    assert_true(utf8);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "otherData"),
                                                         "dropped")),
                      2);
