@@ -352,6 +352,7 @@ static int start_repeat(struct run *run, int repeat, bool stage_timing, char *ms
         pb_sampler_stream(&run->sampler, run->ds, (uint64_t)(run->workers > 0 ? run->workers : 1),
                           (uint64_t)spec->dataset.shuffle_buffer, spec->loader.drop_last,
                           spec->dataset.epochs);
+    run->repeat = repeat;
     run->stage_timing = stage_timing;
     run->loop_trace = stage_timing ? run->loop_trace_buffer : NULL;
     run->perf_on = stage_timing && spec->profile.level == PB_PROFILE_COMPREHENSIVE;
@@ -458,9 +459,10 @@ static void start_measuring(struct run *run, struct consumed *c)
     c->loader_cpu_start = loader_cpu_ns(run);
     c->cpu_start = pb_process_cpu_ns();
     pb_stoprule_start(&run->rule, c->t_start);
-    if (run->loop_trace)
-        pb_trace_record(run->loop_trace, PB_TRACE_MEASURING, PB_TRACE_INSTANT, 0, c->t_start,
-                        c->t_start, 0);
+    if (run->loop_trace) /* the marker: which point and repeat follow */
+        pb_trace_record(run->loop_trace, PB_TRACE_MEASURING, PB_TRACE_INSTANT,
+                        (uint64_t)(run->hooks ? run->hooks->point : 0), c->t_start, c->t_start,
+                        (uint32_t)run->repeat);
 }
 
 /* Adds a measured batch to the repeat's records and totals. */

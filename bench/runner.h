@@ -66,6 +66,9 @@ struct pb_run_hooks {
     /* The CPU trace the point records into when its spec asks for one
      * (bench/trace.h); NULL: none. */
     struct pb_trace *trace;
+    /* Which point of the run this is (0-based), for the trace's marker
+     * where each repeat's measured part starts. */
+    int point;
 };
 
 /* Runs spec over ds for run.repeats rounds and fills point (repeats and

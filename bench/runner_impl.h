@@ -86,6 +86,7 @@ struct run {
 
     volatile sig_atomic_t *user_stop;
     const struct pb_run_hooks *hooks;
+    int repeat; /* the repeat being run (0-based) */
     struct pb_sysmon sysmon;
     struct pb_stoprule rule;
     double mhz_start; /* CPU clock when the repeat began */

@@ -550,6 +550,7 @@ static int measure(struct session *s)
             struct pb_mpi_repeat together;
             pb_mpi_repeat_begin(&together, &run_hooks.group);
             size_t kept_before = pt->repeat_count;
+            run_hooks.point = (int)i;
             int rc = run_round(s, i, r, &run_hooks);
             if (rc == PB_ERR_INTERRUPTED) {
                 s->interrupted = true;

@@ -124,10 +124,13 @@ static void write_event(FILE *f, const struct pb_trace *trace, size_t tid,
                 name, tid, us(e->t0_ns, origin_ns), e->value);
         return;
     }
-    if (e->kind == PB_TRACE_INSTANT) {
-        fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"i\",\"s\":\"p\",\"pid\":1,\"tid\":%zu,"
-                   "\"ts\":%.3f,\"args\":{\"repeat\":%" PRIu32 "}}",
-                name, tid, us(e->t0_ns, origin_ns), e->value);
+    if (e->kind == PB_TRACE_INSTANT) { /* sample: the point, value: the repeat (0-based) */
+        fprintf(f,
+                ",\n{\"name\":\"%s: point %" PRIu64 ", repeat %" PRIu32 "\",\"ph\":\"i\","
+                "\"s\":\"p\",\"pid\":1,\"tid\":%zu,\"ts\":%.3f,\"args\":{\"point\":%" PRIu64
+                ",\"repeat\":%" PRIu32 "}}",
+                name, e->sample + 1, e->value + 1, tid, us(e->t0_ns, origin_ns), e->sample + 1,
+                e->value + 1);
         return;
     }
     bool per_batch = e->name == PB_TRACE_BATCH || e->name == PB_TRACE_WAIT ||

@@ -174,11 +174,12 @@ static void test_image_pipeline_trace(void **state)
     json_decref(root);
     json_decref(result);
 
-    /* --trace FILE names the file. */
+    /* --trace FILE names the file; a sweep's points and repeats are told
+     * apart by the marker where each measured part starts. */
     snprintf(args, sizeof(args),
              "run '%s/configs/null.yaml' -s dataset.path=nd -s dataset.generate.count=32 "
-             "-s run.min_time_s=0.1 -s run.max_time_s=0.3 -s run.repeats=1 -q "
-             "--trace sub/t.json -o n.json",
+             "-s run.min_time_s=0.1 -s run.max_time_s=0.3 -s run.repeats=2 "
+             "-a loader.workers=1,2 -q --trace sub/t.json -o n.json",
              source_dir);
     rc = pb_test_run_pbench(workdir, args, &err);
     if (rc != 0)
@@ -186,6 +187,25 @@ static void test_image_pipeline_trace(void **state)
     free(err);
     root = load("sub/t.json");
     assert_true(json_array_size(json_object_get(root, "traceEvents")) > 10);
+    bool marked[2][2] = {{false}};
+    int markers = 0;
+    json_array_foreach(json_object_get(root, "traceEvents"), i, e)
+    {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (strcmp(json_string_value(json_object_get(e, "ph")), "i") != 0 ||
+            strncmp(name, "measuring starts: ", 18) != 0)
+            continue;
+        json_int_t p = json_integer_value(json_object_get(json_object_get(e, "args"), "point"));
+        json_int_t r = json_integer_value(json_object_get(json_object_get(e, "args"), "repeat"));
+        char want[64];
+        snprintf(want, sizeof(want), "measuring starts: point %d, repeat %d", (int)p, (int)r);
+        assert_string_equal(name, want);
+        assert_true(p >= 1 && p <= 2 && r >= 1 && r <= 2);
+        marked[p - 1][r - 1] = true;
+        markers++;
+    }
+    assert_int_equal(markers, 4);
+    assert_true(marked[0][0] && marked[0][1] && marked[1][0] && marked[1][1]);
     json_decref(root);
 }
 
