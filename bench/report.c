@@ -581,8 +581,9 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
     pb_table_add(&t, "errors");
     pb_table_add(&t, "%llu", (unsigned long long)p->errors);
     for (int i = 0; i < p->error_file_count && i < PB_MAX_ERROR_FILES; i++) {
+        char file[PB_PRINTABLE_SIZE(sizeof(p->error_files[i]))];
         pb_table_add(&t, "%s", i == 0 ? "error files" : "");
-        pb_table_add(&t, "%s", p->error_files[i]);
+        pb_table_add(&t, "%s", pb_printable(file, sizeof(file), p->error_files[i]));
     }
     emit_table(s, &t);
     pb_table_free(&t);
@@ -645,6 +646,27 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
                     (unsigned long long)st->counters[c]);
         fputc('\n', s->out);
     }
+    /* The files behind the dominant stage's tail, against its median. */
+    const struct pb_stage_result *top = NULL;
+    for (size_t i = 0; i < p->stage_count; i++) {
+        const struct pb_stage_result *st = &p->stages[i];
+        if (!st->gpu && !st->parent[0] && st->slowest_count > 0 && st->slowest_files[0][0] &&
+            (!top || st->cpu_ns > top->cpu_ns))
+            top = st;
+    }
+    if (!top)
+        return;
+    char name[PB_PRINTABLE_SIZE(sizeof(top->name))], took[32];
+    format_ns(took, sizeof(took), (double)pb_hist_quantile(&top->hist, 0.50));
+    fprintf(s->out, "%sslowest %s samples by wall time (p50 %s):", s->markdown ? "\n" : "  ",
+            pb_printable(name, sizeof(name), top->name), took);
+    for (int k = 0; k < top->slowest_count && k < 3 && top->slowest_files[k][0]; k++) {
+        char file[PB_PRINTABLE_SIZE(sizeof(top->slowest_files[k]))];
+        format_ns(took, sizeof(took), (double)top->slowest_ns[k]);
+        fprintf(s->out, "%s %s %s", k ? "," : "",
+                pb_printable(file, sizeof(file), top->slowest_files[k]), took);
+    }
+    fputc('\n', s->out);
 }
 
 /* The device rows: CUDA event time per batch of the copy, each GPU stage

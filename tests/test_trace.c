@@ -122,6 +122,18 @@ static void test_image_pipeline_trace(void **state)
         }
     }
     assert_int_equal(with_slowest, 5); /* every pipeline stage; collate has no samples */
+    /* The terminal report names the dominant stage's slowest files. */
+    rc = pb_test_run_pbench(workdir, "report img.json", &err);
+    if (rc != 0)
+        fail_msg("report: exit %d: %s", rc, err);
+    free(err);
+    char out_path[600];
+    snprintf(out_path, sizeof(out_path), "%s/out.txt", workdir);
+    char *report = pb_test_read_file(out_path, NULL, false);
+    const char *line = strstr(report, "samples by wall time (p50 ");
+    assert_non_null(line);
+    assert_non_null(strstr(line, ".jpg "));
+    free(report);
 
     static const char *const stages[] = {"read", "decode", "random_resized_crop", "flip",
                                          "normalize"};
