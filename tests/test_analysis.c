@@ -449,12 +449,24 @@ static void test_jpeg_decode_suggestion(void **state)
         decode->counter_count = 1;
         snprintf(decode->counter_names[0], sizeof(decode->counter_names[0]), "scaled");
         decode->counters[0] = 7;
+        /* Progressive files: 30% of them gets its own suggestion, 4% does not. */
+        decode->counter_count = 2;
+        snprintf(decode->counter_names[1], sizeof(decode->counter_names[1]), "progressive");
+        decode->counters[1] = c == 0 ? 300 : 40;
         struct pb_analysis an;
         assert_int_equal(pb_analyze(&r, &an), 0);
         if (!any_suggestion(&an, cases[c].want))
             fail_msg("case %zu: no suggestion has \"%s\"", c, cases[c].want);
         if (cases[c].absent && any_suggestion(&an, cases[c].absent))
             fail_msg("case %zu: a suggestion has \"%s\"", c, cases[c].absent);
+        bool progressive = any_suggestion(&an, "30% of the JPEGs decoded (300 of 1000) are "
+                                               "progressive");
+        assert_true(progressive == (c == 0));
+        if (c == 0)
+            assert_true(any_suggestion(&an, "jpegtran -copy all -outfile OUT.jpg IN.jpg for each "
+                                            "file) and measure the copy (test: pbench run "
+                                            "image.yaml -s dataset.path=COPY)"));
+        assert_false(any_suggestion(&an, "are progressive") && c != 0);
         pb_analysis_free(&an);
         release(&r);
     }
