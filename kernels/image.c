@@ -310,7 +310,7 @@ static void normalize(const uint8_t *src, int frames, int height, int width, int
     const int cin = in_channels, cout = out_channels;
     for (int t = 0; t < frames; t++) {
         const uint8_t *restrict s = src + (size_t)t * hw * (size_t)cin;
-        if (dtype == PB_DTYPE_F32 && cin == 3 && cout == 3) {
+        if (dtype == PB_DTYPE_F32 && cin == 3 && cout == 3 && !lut->portable) {
             float *out = dst, *d0 = out + (size_t)t * hw * 3, *d1 = NULL, *d2 = NULL;
             if (layout != PB_LAYOUT_THWC) {
                 d0 = out + (layout == PB_LAYOUT_TCHW ? (size_t)t * 3 * hw : (size_t)t * hw);

@@ -185,6 +185,9 @@ struct pb_normalize_lut {
     float scale[PB_NORMALIZE_MAX_CHANNELS], bias[PB_NORMALIZE_MAX_CHANNELS];
     float f32[PB_NORMALIZE_MAX_CHANNELS][256];
     uint16_t f16[PB_NORMALIZE_MAX_CHANNELS][256];
+    /* Set by the caller after init to keep to the plain C loops (tests,
+     * before/after timings): the same output bit for bit. */
+    bool portable;
 };
 
 /* Fills lut for channels output channels (1..PB_NORMALIZE_MAX_CHANNELS). */

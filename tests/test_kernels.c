@@ -614,6 +614,51 @@ static void test_normalize_mirrored(void **state)
     free(lut);
 }
 
+/* The vector path against the plain C loops, bit for bit: 3 channels to
+ * float32, every layout, mirrored or not, aligned and unaligned outputs,
+ * sizes with and without a tail of fewer than 8 pixels. */
+static void test_normalize_vector_path(void **state)
+{
+    (void)state;
+    static const struct {
+        int T, H, W;
+    } cases[] = {{1, 224, 224}, {1, 7, 9}, {2, 13, 17}, {3, 8, 8}, {1, 1, 23}};
+    struct pb_normalize_lut *lut = malloc(sizeof(*lut));
+    assert_non_null(lut);
+    const double mean[4] = {0.485, 0.456, 0.406, 0}, std[4] = {0.229, 0.224, 0.225, 1};
+    pb_normalize_lut_init(lut, 4, mean, std, 255.0);
+    const enum pb_layout layouts[] = {PB_LAYOUT_THWC, PB_LAYOUT_TCHW, PB_LAYOUT_CTHW};
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        size_t n = (size_t)cases[i].T * (size_t)cases[i].H * (size_t)cases[i].W * 3;
+        uint8_t *img = random_image(n, i + 3000);
+        float *want = aligned_alloc(64, (n * 4 + 127) / 64 * 64);
+        float *got = aligned_alloc(64, (n * 4 + 127) / 64 * 64);
+        assert_non_null(want);
+        assert_non_null(got);
+        for (size_t l = 0; l < PB_ARRAY_LEN(layouts); l++)
+            for (int mirrored = 0; mirrored < 2; mirrored++)
+                for (int offset = 0; offset < 2; offset++) { /* 64-byte aligned, then not */
+                    void (*fn)(const uint8_t *, int, int, int, int, int,
+                               const struct pb_normalize_lut *, enum pb_dtype, enum pb_layout,
+                               void *) = mirrored ? pb_normalize_mirrored_u8 : pb_normalize_u8;
+                    lut->portable = true;
+                    fn(img, cases[i].T, cases[i].H, cases[i].W, 3, 3, lut, PB_DTYPE_F32, layouts[l],
+                       want + offset);
+                    lut->portable = false;
+                    memset(got, 0xA5, n * 4 + 4);
+                    fn(img, cases[i].T, cases[i].H, cases[i].W, 3, 3, lut, PB_DTYPE_F32, layouts[l],
+                       got + offset);
+                    if (memcmp(got + offset, want + offset, n * 4) != 0)
+                        fail_msg("case %zu layout %d mirrored %d offset %d: vector path differs", i,
+                                 (int)layouts[l], mirrored, offset);
+                }
+        free(img);
+        free(want);
+        free(got);
+    }
+    free(lut);
+}
+
 /* ---- random_resized_crop parameters ------------------------------------ */
 
 static void test_random_resized_crop_box(void **state)
@@ -686,6 +731,7 @@ int main(void)
         cmocka_unit_test(test_resampler_reuse),
         cmocka_unit_test(test_resample_random_sizes),
         cmocka_unit_test(test_normalize_mirrored),
+        cmocka_unit_test(test_normalize_vector_path),
         cmocka_unit_test(test_crop),
         cmocka_unit_test(test_flip),
         cmocka_unit_test(test_color_jitter),
