@@ -618,23 +618,6 @@ static void worker_counts(int64_t now, int pus, char *buf, size_t size)
     }
 }
 
-/* The video decoder's clips_per_visit at point i: the point's axis, else
- * the config's decode stage, else 1. */
-static int64_t clips_per_visit(const struct pb_result *result, size_t i)
-{
-    const char *key = "pipeline.decode.clips_per_visit";
-    if (i < result->point_count && json_object_get(result->points[i].axes, key))
-        return pb_point_setting_int(result, i, key, 1);
-    const json_t *stage;
-    size_t k;
-    json_array_foreach(pb_result_config_value(result, "pipeline"), k, stage) {
-        const json_t *v = json_object_get(json_object_get(stage, "decode"), "clips_per_visit");
-        if (json_is_integer(v))
-            return json_integer_value(v);
-    }
-    return 1;
-}
-
 /* Option opt of point i's decode stage as it ran: the point's axis, else
  * the config's decode stage; NULL when neither has it. */
 static const json_t *decode_option(const struct pb_result *result, size_t i, const char *opt)
@@ -651,6 +634,14 @@ static const json_t *decode_option(const struct pb_result *result, size_t i, con
             return json_object_get(decode, opt);
     }
     return NULL;
+}
+
+/* The video decoder's clips_per_visit at point i: the point's axis, else
+ * the config's decode stage, else 1. */
+static int64_t clips_per_visit(const struct pb_result *result, size_t i)
+{
+    const json_t *v = decode_option(result, i, "clips_per_visit");
+    return json_is_number(v) ? (int64_t)json_number_value(v) : 1;
 }
 
 /* The crop stage point i's JPEG decode is fused with (decoders/jpeg.c:

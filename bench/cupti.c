@@ -4,6 +4,7 @@
  * CUDA. */
 #include "bench/cupti.h"
 #include "bench/fileio.h"
+#include "bench/jsonfield.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -258,13 +259,11 @@ json_t *pb_cupti_summary_json(const struct pb_cupti_trace *trace)
 
 static const char *const category_names[] = {"kernel", "memcpy", "memset"};
 
-/* One event as compact JSON; jansson escapes the name. A name that is not
- * valid UTF-8 (json_string refuses it) is written as "?". */
+/* One event as compact JSON; jansson escapes the name (pb_json_text: one
+ * that is not UTF-8 has its stray bytes read as Latin-1). */
 static int write_event(FILE *f, const struct pb_cupti_record *r, uint64_t origin_ns, bool first)
 {
-    json_t *name = json_string(r->name);
-    if (!name)
-        name = json_string("?");
+    json_t *name = pb_json_text(r->name);
     unsigned kind = (unsigned)r->kind;
     json_t *args = r->kind == PB_CUPTI_KERNEL ? json_object()
                    : r->kind == PB_CUPTI_MEMCPY
