@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "pipelines/stage.h"
 
 enum pb_decoder_flags {

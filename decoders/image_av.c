@@ -20,7 +20,7 @@
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 
 static const char *const output_names[] = {"rgb", "bgr", "gray", NULL};
 

@@ -25,7 +25,7 @@
 
 #include <turbojpeg.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "decoders/jpeg_window.h"
 
 static const char *const output_names[] = {"rgb", "bgr", "gray", NULL};

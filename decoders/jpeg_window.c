@@ -7,7 +7,7 @@
 
 #include <jpeglib.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 
 /* TurboJPEG's TJFLAG_LIMITSCANS: more scans than this is a corrupt or
  * hostile progressive file, refused rather than decoded for minutes. */

@@ -8,7 +8,7 @@
  * until the decoder is cleaned up, to exercise the memory-growth check
  * (it stays reachable, so leak checkers stay quiet). It lets the harness be tested and calibrated
  * without any real codec. */
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "decoders/decoder.h"
 #include "kernels/cpu.h"
 

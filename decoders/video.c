@@ -42,7 +42,7 @@
 #include <libavutil/imgutils.h>
 #include <libswscale/swscale.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "decoders/decoder.h"
 #include "decoders/video_visit.h"
 

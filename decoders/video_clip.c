@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 
 int pb_video_clip_indices(int64_t frame_count, int64_t clip_frames, int64_t frame_stride,
                           int64_t clips_per_video, int sampling, int short_video, uint64_t seed,

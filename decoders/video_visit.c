@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "decoders/video.h"
 
 void pb_video_sort_targets(struct pb_video_target *t, int n)

@@ -1,6 +1,6 @@
 #include "kernels/cpu.h"
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 
 #if PB_HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -1,7 +1,7 @@
 /* The device runtime: whether a CUDA device is there (and why not), page-
  * locked host memory, and the device memory pbench allocates, tracked so
  * that a result can report its peak. The loader's batch buffers, the
- * training loop (bench/gpuloop.h) and the GPU stages all allocate here;
+ * training loop (bench/run/gpuloop.h) and the GPU stages all allocate here;
  * it sits with the kernels, below both pipelines/ and bench/, so that
  * stages need nothing from the harness.
  *

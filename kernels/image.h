@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "kernels/tensor.h"
 
 /* ---- seeded randomness for per-sample transform parameters ---------- */

@@ -2,7 +2,7 @@
 
 #include <math.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 
 #define SHAPES 12
 

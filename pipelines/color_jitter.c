@@ -6,7 +6,7 @@
  * the order per call), in float, rounding once. A 1-channel image gets
  * brightness and contrast; saturation leaves gray unchanged. Images with
  * other channel counts pass through unchanged. */
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "kernels/image.h"
 #include "pipelines/pixel_stage.h"
 #include "pipelines/stage.h"

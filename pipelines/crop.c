@@ -10,7 +10,7 @@
  * pads CenterCrop so; RandomCrop would need pad_if_needed). Every frame of
  * a clip gets the same window, drawn from the sample's seed. Channels pass
  * through unchanged (any count, 1 and 3 included). */
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "kernels/image.h"
 #include "pipelines/gpu_stage.h"
 #include "pipelines/pixel_stage.h"

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "pipelines/storage.h"
 
 /* ---- index ------------------------------------------------------------ */

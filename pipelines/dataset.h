@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bench/opt.h"
-#include "bench/pb.h"
+#include "bench/base/opt.h"
+#include "bench/base/pb.h"
 #include "pipelines/generate.h"
 
 /* The dataset section: where the samples are, how they are ordered and

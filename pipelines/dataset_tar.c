@@ -17,7 +17,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "pipelines/storage.h"
 
 size_t pb_dataset_storage_files(const struct pb_dataset *ds, char *const **paths,

@@ -1,6 +1,6 @@
 /* The `decode` stage: dispatches each sample to the decoder the config
  * names (`decoder: null`, and the real decoders as they land). */
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "decoders/decoder.h"
 #include "pipelines/stage.h"
 

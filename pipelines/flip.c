@@ -2,7 +2,7 @@
  * to right with probability p, decided from the sample's seed (torchvision
  * RandomHorizontalFlip). Output has the input's shape; an input larger than
  * planned gets PB_ERR_NOSPACE with the size it needs. */
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "kernels/image.h"
 #include "pipelines/gpu_stage.h"
 #include "pipelines/pixel_stage.h"

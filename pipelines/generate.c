@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 
 int pb_parse_size_range(const char *text, int *min_w, int *min_h, int *max_w, int *max_h,
                         char *msg, size_t msglen)

@@ -19,7 +19,7 @@
 
 #include <turbojpeg.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "kernels/scene.h"
 #include "pipelines/generate.h"
 

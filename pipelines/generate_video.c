@@ -24,7 +24,7 @@
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "decoders/video.h"
 #include "kernels/scene.h"
 #include "pipelines/generate.h"

@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "kernels/gpu_rt.h"
 #include "pipelines/stage.h"
 

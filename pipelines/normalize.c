@@ -13,7 +13,7 @@
  * to every channel; N values need N channels, except that a 1-channel
  * (gray) image is repeated into the N channels, as converting it to RGB
  * would, so a batch keeps one shape. */
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "kernels/image.h"
 #include "pipelines/gpu_stage.h"
 #include "pipelines/pixel_stage.h"

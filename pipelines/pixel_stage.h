@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "pipelines/stage.h"
 
 /* Whether a shape is decoded pixels: uint8, frames x height x width x

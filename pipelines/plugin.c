@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 
 #define PLUGINS_MAX 16
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "bench/pb.h" /* PB_OK and the error codes a stage returns */
+#include "bench/base/pb.h" /* PB_OK and the error codes a stage returns */
 #include "pipelines/stage.h"
 
 /* Raised whenever struct pb_stage_ops, struct pb_sample, struct pb_batch,

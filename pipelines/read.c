@@ -4,7 +4,7 @@
  * shard kept open while a worker streams through it). dataset.cache says
  * how: through the page cache (warm), evicting what was read (cold), or
  * with O_DIRECT into an aligned buffer (direct). */
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "pipelines/stage.h"
 #include "pipelines/storage.h"
 

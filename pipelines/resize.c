@@ -2,7 +2,7 @@
  * [height, width], or so that its shorter side has a given length
  * (torchvision's Resize(N)), with bilinear, area or nearest sampling.
  * Channels pass through unchanged (any count, 1 and 3 included). */
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "kernels/image.h"
 #include "pipelines/gpu_stage.h"
 #include "pipelines/pixel_stage.h"

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bench/opt.h"
+#include "bench/base/opt.h"
 #include "kernels/tensor.h"
 
 struct pb_decoder_ops;

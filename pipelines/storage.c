@@ -9,7 +9,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 
 const char *const pb_cache_mode_names[] = {"warm", "cold", "direct", NULL};
 const char *const pb_dataset_format_names[] = {"files", "tar", NULL};

@@ -1,9 +1,9 @@
 /* The `to_device` stage: the host-to-device copy of each batch, in the
- * training loop. The copy itself is the runner's (bench/gpuloop.c: a copy
+ * training loop. The copy itself is the runner's (bench/run/gpuloop.c: a copy
  * stream, loader.device_prefetch device buffers, CUDA events); this entry
  * gives the stage its place in the pipeline, its options and its row in
  * the tables. Stages after it with device: gpu run on the copied batch. */
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "pipelines/stage.h"
 
 #include <stddef.h>
@@ -37,7 +37,7 @@ static int to_device_init(void **state, const void *opts, const struct pb_stage_
 static int to_device_batch(void *state, struct pb_batch *batch, char *msg, size_t msglen)
 {
     (void)state, (void)batch, (void)msg, (void)msglen;
-    return PB_OK; /* the runner copies; see bench/gpuloop.c */
+    return PB_OK; /* the runner copies; see bench/run/gpuloop.c */
 }
 
 bool pb_to_device_on_compute(const void *opts)

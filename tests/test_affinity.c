@@ -1,4 +1,4 @@
-/* Worker placement (bench/affinity.h): each thread that binds itself under
+/* Worker placement (bench/sys/affinity.h): each thread that binds itself under
  * a plan runs only on its planned CPU set, as the OS reports it
  * (sched_getaffinity, and sched_getcpu sampled while the thread works);
  * none plans nothing; numa on one NUMA node says it acts as compact; and
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/affinity.h"
-#include "bench/pb.h"
+#include "bench/sys/affinity.h"
+#include "bench/base/pb.h"
 #include "tests/testutil.h"
 
 static char workdir[] = "/tmp/pbench-affinity-XXXXXX";

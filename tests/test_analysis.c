@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/analysis.h"
+#include "bench/analyze/analysis.h"
 
 struct spec_point {
     int workers, batch;

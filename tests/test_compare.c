@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/compare.h"
-#include "bench/pb.h"
-#include "bench/report.h"
-#include "bench/stats.h"
+#include "bench/analyze/compare.h"
+#include "bench/base/pb.h"
+#include "bench/report/report.h"
+#include "bench/base/stats.h"
 #include "tests/testutil.h"
 
 /* The normal quantiles behind "detectable": two-sided 5%, 80% power. */

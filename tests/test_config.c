@@ -1,4 +1,4 @@
-/* Tests of bench/config.c against the real stage and decoder registry:
+/* Tests of bench/config/config.c against the real stage and decoder registry:
  * a good config and its defaults, `-s` overrides, cross-field validation,
  * the JSON round trip, and bad configs with their exact messages. */
 #include <setjmp.h>
@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/config.h"
-#include "bench/pb.h"
-#include "bench/sweep.h"
+#include "bench/config/config.h"
+#include "bench/base/pb.h"
+#include "bench/config/sweep.h"
 
 /* A valid dataset and pipeline, 6 lines; cases append from line 7. */
 #define HEAD                                                                                  \

@@ -20,8 +20,8 @@
 #include <string.h>
 #include <turbojpeg.h>
 
-#include "bench/pb.h"
-#include "bench/config.h"
+#include "bench/base/pb.h"
+#include "bench/config/config.h"
 #include "decoders/decoder.h"
 #include "pipelines/generate.h"
 #include "tests/testimage.h"

@@ -1,4 +1,4 @@
-/* Atomic file writing (bench/fileio.c): a regular file is replaced whole;
+/* Atomic file writing (bench/base/fileio.c): a regular file is replaced whole;
  * a symbolic link keeps being a link and its target gets the contents; a
  * FIFO, a directory or a device is refused and left as it was. */
 #include <setjmp.h>
@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/fileio.h"
-#include "bench/pb.h"
+#include "bench/base/fileio.h"
+#include "bench/base/pb.h"
 #include "tests/testutil.h"
 
 static char workdir[] = "/tmp/pbench-fileio-XXXXXX";

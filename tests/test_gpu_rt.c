@@ -9,7 +9,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "kernels/gpu_rt.h"
 
 static void test_without_device(void **state)

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/hist.h"
-#include "bench/pb.h"
+#include "bench/base/hist.h"
+#include "bench/base/pb.h"
 #include "tests/testutil.h"
 
 static uint64_t rng_state = 12345;

@@ -13,8 +13,8 @@
 
 #include <sqlite3.h>
 
-#include "bench/history.h"
-#include "bench/pb.h"
+#include "bench/analyze/history.h"
+#include "bench/base/pb.h"
 
 static void test_step_detection(void **state)
 {

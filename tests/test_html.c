@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/svg.h"
+#include "bench/report/svg.h"
 #include "tests/testutil.h"
 
 static char workdir[] = "/tmp/pbench-html-XXXXXX";

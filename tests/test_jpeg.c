@@ -33,7 +33,7 @@
 #include <turbojpeg.h>
 #include <unistd.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "decoders/image.h"
 #include "kernels/scene.h"
 #include "pipelines/generate.h"

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <turbojpeg.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "decoders/decoder.h"
 #include "decoders/image.h"
 #include "decoders/jpeg_window.h"

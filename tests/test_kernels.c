@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "kernels/image.h"
 
 static uint64_t rng_state;

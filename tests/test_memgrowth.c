@@ -1,4 +1,4 @@
-/* The memory-growth check (bench/memgrowth.h): the slope fit against a
+/* The memory-growth check (bench/result/memgrowth.h): the slope fit against a
  * plain reference on random lines, per-repeat intercepts (a step between
  * repeats is not growth), the warning on synthetic RSS samples, and end to
  * end the null decoder's leak_bytes. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/memgrowth.h"
+#include "bench/result/memgrowth.h"
 #include "tests/testutil.h"
 
 static char workdir[] = "/tmp/pbench-memgrowth-XXXXXX";

@@ -1,4 +1,4 @@
-/* Unit tests of bench/opt.c: every option type, ranges and their messages,
+/* Unit tests of bench/base/opt.c: every option type, ranges and their messages,
  * suggestions, descriptions, formatting and the JSON round trip. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,8 +9,8 @@
 
 #include <string.h>
 
-#include "bench/opt.h"
-#include "bench/pb.h"
+#include "bench/base/opt.h"
+#include "bench/base/pb.h"
 
 struct sample {
     bool flag;

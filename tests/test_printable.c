@@ -8,7 +8,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "bench/printable.h"
+#include "bench/base/printable.h"
 
 static void test_escapes_control_characters(void **state)
 {

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench/pb.h"
-#include "bench/queue.h"
+#include "bench/base/pb.h"
+#include "bench/run/queue.h"
 
 #define MAX_WORKERS 8
 

@@ -1,10 +1,10 @@
-/* Tests of the table's storage lines (bench/report_storage.c): the words
+/* Tests of the table's storage lines (bench/report/report_storage.c): the words
  * follow the measured residency, a sampled measurement says so, a cache
  * mode that did not work says why, and the read rate is set against the
  * storage ceiling only where reads went to storage. */
 #include "tests/testutil.h"
 
-#include "bench/report_storage.h"
+#include "bench/report/report_storage.h"
 
 /* The lines for a point whose repeats measured pcts[0..count), as text. */
 static char *render(const struct pb_result *result, const double *pcts, size_t count,

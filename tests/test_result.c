@@ -1,4 +1,4 @@
-/* Tests for bench/result.c, bench/report.c and bench/machine.c: the point
+/* Tests for bench/result/result.c, bench/report/report.c and bench/sys/machine.c: the point
  * summary, the JSON round trip of every field, atomic writes, reader
  * messages, the renderings and the machine probe. */
 #include <stdarg.h>
@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/machine.h"
-#include "bench/pb.h"
-#include "bench/report.h"
-#include "bench/result.h"
+#include "bench/sys/machine.h"
+#include "bench/base/pb.h"
+#include "bench/report/report.h"
+#include "bench/result/result.h"
 #include "kernels/gpu_rt.h"
 #include "tests/testutil.h"
 

@@ -1,4 +1,4 @@
-/* bench/runlimits.c: the batch pool's memory estimate against what is
+/* bench/run/runlimits.c: the batch pool's memory estimate against what is
  * available or allowed (with 64-bit overflow in the product), the share of
  * bad samples a repeat may have, and the list of failing files, each file
  * once with a count. */
@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/pb.h"
-#include "bench/runlimits.h"
+#include "bench/base/pb.h"
+#include "bench/run/runlimits.h"
 
 static void test_format_bytes(void **state)
 {

@@ -18,10 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/config.h"
-#include "bench/pb.h"
-#include "bench/runner.h"
-#include "bench/stoprule.h"
+#include "bench/config/config.h"
+#include "bench/base/pb.h"
+#include "bench/run/runner.h"
+#include "bench/run/stoprule.h"
 #include "pipelines/dataset.h"
 #include "tests/testutil.h"
 

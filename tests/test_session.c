@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/interleave.h"
-#include "bench/pb.h"
-#include "bench/result.h"
-#include "bench/session.h"
+#include "bench/session/interleave.h"
+#include "bench/base/pb.h"
+#include "bench/result/result.h"
+#include "bench/session/session.h"
 #include "tests/testutil.h"
 
 static char workdir[] = "/tmp/pbench-session-XXXXXX";

@@ -1,10 +1,10 @@
-/* The slowest samples per stage (bench/slowest.h): a thread's five against
+/* The slowest samples per stage (bench/result/slowest.h): a thread's five against
  * a plain sort of random times, the merge of threads and repeats (a sample
  * once, at its slowest), and the JSON round trip. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/slowest.h"
+#include "bench/result/slowest.h"
 #include "tests/testutil.h"
 
 static int by_ns_desc(const void *a, const void *b)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "kernels/image.h"
 #include "pipelines/stage.h"
 

@@ -11,8 +11,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "bench/pb.h"
-#include "bench/stagestats.h"
+#include "bench/base/pb.h"
+#include "bench/run/stagestats.h"
 
 static const char *const substages[] = {"open", "frames", NULL};
 static const char *const counters[] = {"frames_decoded", NULL};

@@ -1,4 +1,4 @@
-/* bench/stats.c against plain reference implementations on random inputs:
+/* bench/base/stats.c against plain reference implementations on random inputs:
  * an insertion-sort median, a counting nearest-rank quantile, long-double
  * two-pass moments, a brute-force U statistic and an enumeration of every
  * split for exact Mann-Whitney p-values, and p-values of the normal
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/pb.h"
-#include "bench/stats.h"
+#include "bench/base/pb.h"
+#include "bench/base/stats.h"
 
 static uint64_t rng_state = 2024;
 static uint64_t rnd(void)

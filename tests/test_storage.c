@@ -10,7 +10,7 @@
 
 #include "tests/testutil.h"
 
-#include "bench/storage_run.h"
+#include "bench/run/storage_run.h"
 #include "pipelines/dataset.h"
 #include "pipelines/stage.h"
 #include "pipelines/storage.h"

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/config.h"
-#include "bench/pb.h"
-#include "bench/sweep.h"
+#include "bench/config/config.h"
+#include "bench/base/pb.h"
+#include "bench/config/sweep.h"
 
 static struct pb_sweep sweep;
 static struct pb_sweep_point points[PB_SWEEP_MAX_POINTS];

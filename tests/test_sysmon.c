@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "bench/pb.h"
-#include "bench/sysmon.h"
+#include "bench/base/pb.h"
+#include "bench/run/sysmon.h"
 
 static atomic_int ticks, wakes;
 static _Atomic double last_rate;

@@ -1,4 +1,4 @@
-/* Tests for bench/table.c: aligned text (UTF-8 measured in code points,
+/* Tests for bench/base/table.c: aligned text (UTF-8 measured in code points,
  * right-aligned columns, the header underlined or left out), Markdown
  * escaping, and cells made printable. */
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "bench/table.h"
+#include "bench/base/table.h"
 
 static char *render_text(const struct pb_table *t, bool markdown)
 {

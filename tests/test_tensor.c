@@ -8,7 +8,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 #include "kernels/tensor.h"
 
 /* The reference: the product of the dimensions, frames < 1 counting as

@@ -1,4 +1,4 @@
-/* The CPU trace (bench/trace.h): records kept up to the cap and counted
+/* The CPU trace (bench/run/trace.h): records kept up to the cap and counted
  * past it, valid JSON for any file name, and end to end, the trace of
  * configs/image.yaml names every pipeline stage and the loop's wait, with
  * a span per stage for every sample a worker built in the measured part. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/trace.h"
+#include "bench/run/trace.h"
 #include "tests/testutil.h"
 
 static char workdir[] = "/tmp/pbench-trace-XXXXXX";

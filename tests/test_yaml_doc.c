@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/pb.h"
-#include "bench/yaml_doc.h"
+#include "bench/base/pb.h"
+#include "bench/base/yaml_doc.h"
 
 /* "key: " then depth - 1 nested flow sequences: depth levels in all. */
 static char *nested(int depth)

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "bench/pb.h"
+#include "bench/base/pb.h"
 
 /* Creates a fresh folder from tmpl, whose name ends in XXXXXX (replaced in
  * place, as mkdtemp does). Returns 0 on success and -1 on failure, the

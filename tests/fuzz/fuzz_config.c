@@ -1,6 +1,6 @@
 /* Fuzz target: the config loader with sweeps and command-line settings.
  * The input is a YAML config. It is loaded as `pbench run` loads one
- * (bench/session.c): the YAML, then `-s` overrides, then `-a` axes, each
+ * (bench/session/session.c): the YAML, then `-s` overrides, then `-a` axes, each
  * stopping at the first error, then the sweep's points and, for the first
  * few, pb_spec_copy + pb_sweep_apply + pb_config_validate.
  *
@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/config.h"
-#include "bench/sweep.h"
+#include "bench/config/config.h"
+#include "bench/config/sweep.h"
 #include "tests/fuzz/fuzzutil.h"
 
 #define MAX_LINES 4   /* of each kind, "#s" and "#a"            */

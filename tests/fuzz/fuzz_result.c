@@ -15,10 +15,10 @@
 
 #include <jansson.h>
 
-#include "bench/analysis.h"
-#include "bench/compare.h"
-#include "bench/report.h"
-#include "bench/result.h"
+#include "bench/analyze/analysis.h"
+#include "bench/analyze/compare.h"
+#include "bench/report/report.h"
+#include "bench/result/result.h"
 #include "tests/fuzz/fuzzutil.h"
 
 static FILE *devnull;

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/config.h"
+#include "bench/config/config.h"
 #include "pipelines/generate.h"
 #include "tests/fuzz/fuzzutil.h"
 

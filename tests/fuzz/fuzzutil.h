@@ -1,5 +1,5 @@
 /* What the fuzz targets share: a `decode` stage instance driven as the
- * runner drives it (bench/runner.c: init with a plan, process one sample,
+ * runner drives it (bench/run/runner.c: init with a plan, process one sample,
  * grow the output buffer once on PB_ERR_NOSPACE), and a check that stops
  * the fuzzer with a message when a contract is broken. Header-only, like
  * tests/testutil.h, since each target is one executable. */
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/opt.h"
-#include "bench/pb.h"
+#include "bench/base/opt.h"
+#include "bench/base/pb.h"
 #include "decoders/decoder.h"
 #include "pipelines/stage.h"
 

@@ -1,0 +1,749 @@
+#include "bench/analyze/compare.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/report/html.h"
+#include "bench/base/pb.h"
+#include "bench/base/printable.h"
+#include "bench/report/report.h"
+#include "bench/base/stats.h"
+
+/* ---- compatibility ------------------------------------------------------- */
+
+/* Adds a difference; past the last slot, drops it. */
+#define ADD_DIFFERENCE(c, ...) PB_LINES_ADD((c)->differences, &(c)->difference_count, __VA_ARGS__)
+
+static void json_text(const json_t *v, char *buf, size_t n)
+{
+    if (!v) {
+        snprintf(buf, n, "(none)");
+        return;
+    }
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    snprintf(buf, n, "%s", s ? s : "?");
+    free(s);
+}
+
+/* Lists the leaves that differ between two JSON values, as dotted paths. */
+/* Lists where a and b differ under path: into the differences (the
+ * results are incompatible) or, for settings, into the setting changes. */
+static void diff_json(struct pb_comparison *c, const char *path, const json_t *a, const json_t *b,
+                      bool setting)
+{
+    if ((!a && !b) || json_equal((json_t *)a, (json_t *)b))
+        return; /* json_equal calls two missing values different */
+    if (json_is_object(a) && json_is_object(b)) {
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)a, key, v)
+        {
+            char sub[256];
+            snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
+            diff_json(c, sub, v, json_object_get(b, key), setting);
+        }
+        json_object_foreach((json_t *)b, key, v)
+        {
+            if (json_object_get(a, key))
+                continue;
+            char sub[256];
+            snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
+            diff_json(c, sub, NULL, v, setting);
+        }
+        return;
+    }
+    if (json_is_array(a) && json_is_array(b) && json_array_size(a) == json_array_size(b)) {
+        for (size_t i = 0; i < json_array_size(a); i++) {
+            char sub[256];
+            snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+            diff_json(c, sub, json_array_get(a, i), json_array_get(b, i), setting);
+        }
+        return;
+    }
+    char x[120], y[120];
+    json_text(a, x, sizeof(x));
+    json_text(b, y, sizeof(y));
+    if (setting) {
+        PB_LINES_ADD(c->setting_changes, &c->setting_change_count, "%s: %s -> %s", path, x, y);
+        return;
+    }
+    ADD_DIFFERENCE(c, "config %s: %s -> %s", path, x, y);
+    c->incompatible = true;
+}
+
+static void check_compatible(struct pb_comparison *c, const struct pb_result *a,
+                             const struct pb_result *b, bool configs_may_differ)
+{
+    const struct pb_machine *x = &a->machine, *y = &b->machine;
+    if (strcmp(x->cpu_model, y->cpu_model) != 0)
+        ADD_DIFFERENCE(c, "machine CPU model: %s -> %s", x->cpu_model, y->cpu_model);
+    if (x->cores != y->cores || x->pus != y->pus)
+        ADD_DIFFERENCE(c, "machine cores/PUs: %d/%d -> %d/%d", x->cores, x->pus, y->cores, y->pus);
+    if (strcmp(x->gpu_name, y->gpu_name) != 0)
+        ADD_DIFFERENCE(c, "GPU: '%s' -> '%s'", x->gpu_name, y->gpu_name);
+    /* By name, each name's first entry on either side (a hand-edited file
+     * may list a name twice). */
+    for (int i = 0; i < x->library_count; i++) {
+        int first = 0;
+        while (strcmp(x->libraries[first][0], x->libraries[i][0]) != 0)
+            first++;
+        int j = 0;
+        while (j < y->library_count && strcmp(x->libraries[i][0], y->libraries[j][0]) != 0)
+            j++;
+        if (first == i && j < y->library_count &&
+            strcmp(x->libraries[i][1], y->libraries[j][1]) != 0)
+            ADD_DIFFERENCE(c, "library %s: %s -> %s", x->libraries[i][0], x->libraries[i][1],
+                           y->libraries[j][1]);
+    }
+    c->incompatible = c->difference_count > 0;
+    /* The measured work: name, dataset and pipeline must match; the loader
+     * settings may differ (a change of them is what is being compared);
+     * the run section only says how long and how often to measure. */
+    static const char *const sections[] = {"name", "dataset", "pipeline", "loader"};
+    if (configs_may_differ) {
+        /* Two configs measured together: every section but the name is
+         * listed where it differs, as the change under test. */
+        const char *key;
+        json_t *v;
+        json_object_foreach(a->config, key, v)
+            if (strcmp(key, "name") != 0)
+                diff_json(c, key, v, json_object_get(b->config, key), true);
+        json_object_foreach(b->config, key, v)
+            if (strcmp(key, "name") != 0 && !json_object_get(a->config, key))
+                diff_json(c, key, NULL, v, true);
+        return;
+    }
+    for (size_t s = 0; s < PB_ARRAY_LEN(sections); s++)
+        diff_json(c, sections[s], a->config ? json_object_get(a->config, sections[s]) : NULL,
+                  b->config ? json_object_get(b->config, sections[s]) : NULL,
+                  strcmp(sections[s], "loader") == 0);
+}
+
+/* ---- metrics ------------------------------------------------------------- */
+
+enum metric_id { M_SAMPLES, M_ASSEMBLY_P50, M_ASSEMBLY_P99, M_STALL, M_RSS };
+
+static const struct {
+    const char *name, *unit;
+    bool higher_is_better, absolute;
+} metric_info[PB_COMPARE_METRICS] = {
+    {"samples_per_s", "samples/s", true, false},
+    {"assembly_p50_ns", "ns", false, false},
+    {"assembly_p99_ns", "ns", false, false},
+    {"stall_pct", "%", false, true},
+    {"rss_peak_bytes", "bytes", false, false},
+};
+
+/* A repeat's nearest-rank quantile of batch assembly time; NAN without
+ * batches. */
+static double repeat_assembly_quantile(const struct pb_repeat_result *r, double q)
+{
+    if (r->batch_count == 0)
+        return NAN;
+    uint64_t *v = malloc(r->batch_count * sizeof(uint64_t));
+    if (!v)
+        return NAN;
+    for (size_t i = 0; i < r->batch_count; i++)
+        v[i] = r->batch_records[i].assembly_ns;
+    pb_sort_u64(v, r->batch_count);
+    double out = (double)pb_quantile_sorted_u64(v, r->batch_count, q);
+    free(v);
+    return out;
+}
+
+static size_t metric_values(const struct pb_point_result *p, int metric, double *out)
+{
+    size_t n = 0;
+    for (size_t r = 0; r < p->repeat_count; r++) {
+        const struct pb_repeat_result *rep = &p->repeats[r];
+        if (rep->interrupted)
+            continue; /* a cut-short repeat is not a replicate */
+        double v = NAN;
+        switch (metric) {
+        case M_SAMPLES: v = rep->samples_per_s; break;
+        case M_ASSEMBLY_P50: v = repeat_assembly_quantile(rep, 0.50); break;
+        case M_ASSEMBLY_P99: v = repeat_assembly_quantile(rep, 0.99); break;
+        case M_STALL: v = rep->stall_pct; break;
+        case M_RSS: v = (double)rep->rss_peak_bytes; break;
+        }
+        if (!isnan(v))
+            out[n++] = v;
+    }
+    return n;
+}
+
+double pb_compare_min_p(size_t n, size_t m)
+{
+    if (n == 0 || m == 0)
+        return NAN;
+    double *v = malloc((n + m) * sizeof(double));
+    if (!v)
+        return NAN;
+    for (size_t i = 0; i < n + m; i++)
+        v[i] = (double)i;
+    double p = pb_mann_whitney(v, n, v + n, m, NULL);
+    free(v);
+    return p;
+}
+
+/* z-quantiles of the two-sided 5% test and of 80% power, and the
+ * Mann-Whitney test's asymptotic relative efficiency against the t-test on
+ * normal data (3/pi): it needs about 1/0.955 times the repeats. */
+#define Z_ALPHA 1.959964
+#define Z_POWER 0.841621
+#define MW_EFFICIENCY (3 / M_PI)
+
+/* The fewest repeats per side with which Mann-Whitney can reach p < alpha
+ * at all (4: 2/70 = 0.029). */
+static int min_repeats_for_alpha(void)
+{
+    int n = 2;
+    while (n < PB_COMPARE_MAX_REPEATS && !(pb_compare_min_p((size_t)n, (size_t)n) < PB_COMPARE_ALPHA))
+        n++;
+    return n;
+}
+
+/* Pooled standard deviation of one repeat over both samples, in the
+ * metric's change unit (% of base, or pp); NAN below 2 values a side. */
+static double pooled_noise(const struct pb_metric_cmp *m, const double *x, size_t n,
+                           const double *y, size_t k)
+{
+    if (n < 2 || k < 2)
+        return NAN;
+    double sx = pb_stddev(x, n), sy = pb_stddev(y, k);
+    double sd = sqrt(((double)(n - 1) * sx * sx + (double)(k - 1) * sy * sy) / (double)(n + k - 2));
+    if (m->absolute)
+        return sd;
+    return m->base != 0 ? 100 * sd / fabs(m->base) : NAN;
+}
+
+/* Fills min_p, noise and detectable: the change that n vs k repeats with
+ * this noise detect 80% of the time at alpha (normal approximation, scaled
+ * by the Mann-Whitney efficiency); never when min_p cannot reach alpha. */
+static void what_can_be_detected(struct pb_metric_cmp *m, const double *x, size_t n,
+                                 const double *y, size_t k)
+{
+    m->min_p = pb_compare_min_p(n, k);
+    m->noise = pooled_noise(m, x, n, y, k);
+    if (!(m->min_p < PB_COMPARE_ALPHA))
+        m->detectable = INFINITY;
+    else if (isnan(m->noise))
+        m->detectable = NAN;
+    else
+        m->detectable = (Z_ALPHA + Z_POWER) * m->noise *
+                        sqrt((1.0 / (double)n + 1.0 / (double)k) / MW_EFFICIENCY);
+}
+
+/* For an ambiguous metric: the repeats per side that would decide it. A
+ * change beyond the threshold needs the power to show it is real; one
+ * inside needs an interval narrow enough to fit within the threshold, so
+ * the distance that matters is the gap to the threshold. */
+static int repeats_to_decide(const struct pb_metric_cmp *m, double better, double threshold_pct)
+{
+    int least = min_repeats_for_alpha();
+    if (isnan(m->noise) || isnan(better))
+        return least;
+    double gap = fabs(better) >= threshold_pct ? fabs(better) : threshold_pct - fabs(better);
+    double z = Z_ALPHA + Z_POWER;
+    double need = gap > 0 ? ceil(2 * z * z * m->noise * m->noise / (MW_EFFICIENCY * gap * gap))
+                          : INFINITY;
+    int measured = m->base_n > m->next_n ? m->base_n : m->next_n;
+    if (need <= measured && m->min_p < PB_COMPARE_ALPHA)
+        need = 2.0 * measured; /* enough on paper, yet undecided: the noise was unlucky */
+    if (need < least)
+        need = least;
+    return need > PB_COMPARE_MAX_REPEATS ? -1 : (int)need;
+}
+
+static void compare_metric(int metric, const struct pb_point_result *a,
+                           const struct pb_point_result *b, double threshold_pct, uint64_t seed,
+                           struct pb_metric_cmp *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->name = metric_info[metric].name;
+    m->unit = metric_info[metric].unit;
+    m->higher_is_better = metric_info[metric].higher_is_better;
+    m->absolute = metric_info[metric].absolute;
+    double *x = calloc(a->repeat_count + 1, sizeof(double));
+    double *y = calloc(b->repeat_count + 1, sizeof(double));
+    size_t n = metric_values(a, metric, x), k = metric_values(b, metric, y);
+    m->base_n = (int)n;
+    m->next_n = (int)k;
+    m->base = pb_median(x, n);
+    m->next = pb_median(y, k);
+    m->verdict = PB_VERDICT_AMBIGUOUS;
+    m->p_value = NAN;
+    m->ci_low_pct = m->ci_high_pct = NAN;
+    what_can_be_detected(m, x, n, y, k);
+    if (n < 2 || k < 2 || isnan(m->base) || isnan(m->next) || (!m->absolute && m->base == 0)) {
+        free(x);
+        free(y);
+        m->repeats_to_decide = repeats_to_decide(m, NAN, threshold_pct);
+        return; /* not enough data to tell */
+    }
+    double lo, hi;
+    if (m->absolute) {
+        m->change_pct = m->next - m->base;
+        pb_bootstrap_diff_ci(x, n, y, k, PB_BOOTSTRAP_RESAMPLES, 0.95, seed, &lo, &hi);
+        m->ci_low_pct = lo;
+        m->ci_high_pct = hi;
+    } else {
+        m->change_pct = 100 * (m->next / m->base - 1);
+        pb_bootstrap_ratio_ci(x, n, y, k, PB_BOOTSTRAP_RESAMPLES, 0.95, seed, &lo, &hi);
+        m->ci_low_pct = 100 * (lo - 1);
+        m->ci_high_pct = 100 * (hi - 1);
+    }
+    m->p_value = pb_mann_whitney(y, k, x, n, NULL);
+    free(x);
+    free(y);
+
+    /* "Better" is positive from here on. */
+    double sign = m->higher_is_better ? 1 : -1;
+    double better = sign * m->change_pct;
+    double ci_lo = fmin(sign * m->ci_low_pct, sign * m->ci_high_pct);
+    double ci_hi = fmax(sign * m->ci_low_pct, sign * m->ci_high_pct);
+    bool significant = m->p_value < PB_COMPARE_ALPHA && (ci_lo > 0 || ci_hi < 0);
+    if (significant && better >= threshold_pct)
+        m->verdict = PB_VERDICT_IMPROVED;
+    else if (significant && better <= -threshold_pct)
+        m->verdict = PB_VERDICT_REGRESSED;
+    else if (ci_lo > -threshold_pct && ci_hi < threshold_pct)
+        m->verdict = PB_VERDICT_SAME;       /* any change is smaller than matters */
+    else if (significant)
+        m->verdict = PB_VERDICT_SAME;       /* real, but under the threshold */
+    else
+        m->verdict = PB_VERDICT_AMBIGUOUS;  /* could be a change that matters */
+    if (m->verdict == PB_VERDICT_AMBIGUOUS)
+        m->repeats_to_decide = repeats_to_decide(m, better, threshold_pct);
+}
+
+static void axes_label(const json_t *axes, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (!axes || json_object_size(axes) == 0) {
+        snprintf(buf, n, "(single point)");
+        return;
+    }
+    size_t used = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)axes, key, v)
+    {
+        char value[64];
+        json_text(v, value, sizeof(value));
+        if (used < n)
+            used += (size_t)snprintf(buf + used, n - used, "%s%s=%s", used ? ", " : "", key, value);
+    }
+}
+
+static bool axes_equal(const json_t *a, const json_t *b)
+{
+    bool empty_a = !a || json_object_size(a) == 0, empty_b = !b || json_object_size(b) == 0;
+    if (empty_a || empty_b)
+        return empty_a && empty_b;
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
+/* Both pb_compare and pb_compare_configs: the configs' differences are
+ * incompatibilities, or (configs_may_differ) the change being compared. */
+static int compare_results(const struct pb_result *base, const struct pb_result *next,
+                           double threshold_pct, bool configs_may_differ,
+                           struct pb_comparison *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->threshold_pct = threshold_pct;
+    out->interleaved = configs_may_differ;
+    check_compatible(out, base, next, configs_may_differ);
+    out->points = calloc(base->point_count + 1, sizeof(*out->points));
+    if (!out->points)
+        return PB_ERR_NOMEM;
+    for (size_t i = 0; i < base->point_count; i++) {
+        const struct pb_point_result *a = &base->points[i];
+        size_t j = 0;
+        while (j < next->point_count && !axes_equal(a->axes, next->points[j].axes))
+            j++;
+        if (j == next->point_count) {
+            out->unmatched++;
+            continue;
+        }
+        struct pb_point_cmp *pc = &out->points[out->point_count++];
+        pc->base_index = i;
+        pc->next_index = j;
+        axes_label(a->axes, pc->label, sizeof(pc->label));
+        pc->metric_count = PB_COMPARE_METRICS;
+        for (int m = 0; m < PB_COMPARE_METRICS; m++) {
+            compare_metric(m, a, &next->points[j], threshold_pct, 0x5eed + (uint64_t)i * 131 + (uint64_t)m,
+                           &pc->metrics[m]);
+            struct pb_metric_cmp *mc = &pc->metrics[m];
+            mc->cost_of_setting = mc->verdict == PB_VERDICT_REGRESSED && m == M_RSS &&
+                                  out->setting_change_count > 0;
+            switch (mc->cost_of_setting ? PB_VERDICT_SAME : mc->verdict) {
+            case PB_VERDICT_REGRESSED: out->regressions++; break;
+            case PB_VERDICT_IMPROVED: out->improvements++; break;
+            case PB_VERDICT_AMBIGUOUS: out->ambiguous++; break;
+            default: break;
+            }
+            out->setting_costs += mc->cost_of_setting;
+        }
+    }
+    out->unmatched += (int)(next->point_count > out->point_count ? next->point_count - out->point_count : 0);
+    return PB_OK;
+}
+
+int pb_compare(const struct pb_result *base, const struct pb_result *next, double threshold_pct,
+               struct pb_comparison *out)
+{
+    return compare_results(base, next, threshold_pct, false, out);
+}
+
+int pb_compare_configs(const struct pb_result *base, const struct pb_result *next,
+                       double threshold_pct, struct pb_comparison *out)
+{
+    return compare_results(base, next, threshold_pct, true, out);
+}
+
+void pb_comparison_free(struct pb_comparison *cmp)
+{
+    free(cmp->points);
+    memset(cmp, 0, sizeof(*cmp));
+}
+
+const char *pb_verdict_name(enum pb_verdict verdict)
+{
+    static const char *const names[] = {"same", "improved", "regressed", "ambiguous"};
+    return names[verdict];
+}
+
+json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "threshold_pct", json_real(cmp->threshold_pct));
+    json_object_set_new(root, "alpha", json_real(PB_COMPARE_ALPHA));
+    json_object_set_new(root, "power", json_real(PB_COMPARE_POWER));
+    json_object_set_new(root, "incompatible", json_boolean(cmp->incompatible));
+    json_object_set_new(root, "interleaved", json_boolean(cmp->interleaved));
+    json_t *diffs = json_array();
+    for (int i = 0; i < cmp->difference_count; i++)
+        json_array_append_new(diffs, json_string(cmp->differences[i]));
+    json_object_set_new(root, "differences", diffs);
+    json_t *changes = json_array();
+    for (int i = 0; i < cmp->setting_change_count; i++)
+        json_array_append_new(changes, json_string(cmp->setting_changes[i]));
+    json_object_set_new(root, "setting_changes", changes);
+    json_object_set_new(root, "regressions", json_integer(cmp->regressions));
+    json_object_set_new(root, "improvements", json_integer(cmp->improvements));
+    json_object_set_new(root, "ambiguous", json_integer(cmp->ambiguous));
+    json_object_set_new(root, "unmatched_points", json_integer(cmp->unmatched));
+    json_t *points = json_array();
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        json_t *p = json_object();
+        json_object_set_new(p, "point", json_string(pc->label));
+        json_t *metrics = json_array();
+        for (int m = 0; m < pc->metric_count; m++) {
+            const struct pb_metric_cmp *mc = &pc->metrics[m];
+            json_t *o = json_object();
+            json_object_set_new(o, "metric", json_string(mc->name));
+            json_object_set_new(o, "base", json_real(mc->base));
+            json_object_set_new(o, "new", json_real(mc->next));
+            json_object_set_new(o, mc->absolute ? "change_pp" : "change_pct",
+                                isnan(mc->change_pct) ? json_null() : json_real(mc->change_pct));
+            json_object_set_new(o, "ci95", isnan(mc->ci_low_pct)
+                                               ? json_null()
+                                               : json_pack("[f f]", mc->ci_low_pct, mc->ci_high_pct));
+            json_object_set_new(o, "p_value", isnan(mc->p_value) ? json_null() : json_real(mc->p_value));
+            json_object_set_new(o, "repeats", json_pack("[i i]", mc->base_n, mc->next_n));
+            json_object_set_new(o, "verdict", json_string(pb_verdict_name(mc->verdict)));
+            if (mc->cost_of_setting)
+                json_object_set_new(o, "cost_of_setting", json_true());
+            json_object_set_new(o, "min_p", isnan(mc->min_p) ? json_null() : json_real(mc->min_p));
+            json_object_set_new(o, "can_reach_alpha", json_boolean(mc->min_p < PB_COMPARE_ALPHA));
+            json_object_set_new(o, mc->absolute ? "noise_pp" : "noise_pct",
+                                isnan(mc->noise) ? json_null() : json_real(mc->noise));
+            json_object_set_new(o, mc->absolute ? "detectable_change_pp" : "detectable_change_pct",
+                                isfinite(mc->detectable) ? json_real(mc->detectable) : json_null());
+            json_object_set_new(o, "repeats_to_decide",
+                                mc->repeats_to_decide > 0 ? json_integer(mc->repeats_to_decide)
+                                                          : json_null());
+            json_array_append_new(metrics, o);
+        }
+        json_object_set_new(p, "metrics", metrics);
+        json_array_append_new(points, p);
+    }
+    json_object_set_new(root, "points", points);
+    return root;
+}
+
+static void format_value(const struct pb_metric_cmp *m, double v, char *buf, size_t n)
+{
+    if (isnan(v))
+        snprintf(buf, n, "-");
+    else if (strcmp(m->unit, "ns") == 0)
+        snprintf(buf, n, v >= 1e6 ? "%.2f ms" : "%.1f µs", v >= 1e6 ? v / 1e6 : v / 1e3);
+    else if (strcmp(m->unit, "bytes") == 0)
+        snprintf(buf, n, "%.1f MiB", v / 1048576.0);
+    else if (strcmp(m->unit, "%") == 0)
+        snprintf(buf, n, "%.1f%%", v);
+    else
+        snprintf(buf, n, "%.1f", v);
+}
+
+/* What the notes under the table carry from one metric to the next. */
+struct notes {
+    FILE *out;
+    bool md;
+    double threshold_pct;
+    enum pb_verdict verdict; /* list_metric: the verdict listed */
+    const char *separator;   /* list_metric: before the next entry */
+    bool said_never;         /* decide_metric: the floor was stated */
+    int most, decidable;     /* decide_metric: repeats asked, metrics */
+};
+
+/* Calls note for every compared metric with its point's printable label. */
+static void each_metric(const struct pb_comparison *cmp, struct notes *notes,
+                        void (*note)(struct notes *, const char *, const struct pb_metric_cmp *))
+{
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
+        pb_printable(label, sizeof(label), pc->label);
+        for (int m = 0; m < pc->metric_count; m++)
+            note(notes, label, &pc->metrics[m]);
+    }
+}
+
+/* A note on what the data could detect: that the repeats can never reach
+ * significance (once), and for an ambiguous metric the repeats per side
+ * that would decide it, as a command option. */
+static void decide_metric(struct notes *n, const char *label, const struct pb_metric_cmp *mc)
+{
+    const char *bullet = n->md ? "- " : "";
+    if (isinf(mc->detectable) && !n->said_never) {
+        fprintf(n->out,
+                "\n%s%d vs %d repeats can never reach p < %.2f with Mann-Whitney (the smallest p "
+                "it can give is %.3f), so no change can be called improved or regressed from "
+                "these results; %d repeats a side can\n",
+                bullet, mc->base_n, mc->next_n, PB_COMPARE_ALPHA, mc->min_p,
+                min_repeats_for_alpha());
+        n->said_never = true;
+    }
+    if (mc->verdict != PB_VERDICT_AMBIGUOUS)
+        return;
+    const char *unit = mc->absolute ? "pp" : "%";
+    char seen[96];
+    if (!isnan(mc->noise) && !isnan(mc->change_pct))
+        snprintf(seen, sizeof(seen), " (change %+.1f%s, noise ±%.1f%s per repeat)", mc->change_pct,
+                 unit, mc->noise, unit);
+    else
+        snprintf(seen, sizeof(seen), " (noise unknown: %d and %d repeats)", mc->base_n,
+                 mc->next_n);
+    if (mc->repeats_to_decide > 0)
+        fprintf(n->out,
+                "%sambiguous %s at %s%s: about %d repeats a side would decide it; measure again "
+                "with -s run.repeats=%d\n",
+                bullet, mc->name, label, seen, mc->repeats_to_decide, mc->repeats_to_decide);
+    else
+        fprintf(n->out,
+                "%sambiguous %s at %s%s: too noisy to decide against the %.1f%s threshold (more "
+                "than %d repeats a side); lengthen each repeat (-s run.min_time_s) to lower its "
+                "noise\n",
+                bullet, mc->name, label, seen, n->threshold_pct, unit, PB_COMPARE_MAX_REPEATS);
+    n->decidable += mc->repeats_to_decide > 0;
+    if (mc->repeats_to_decide > n->most)
+        n->most = mc->repeats_to_decide;
+}
+
+/* An entry of the line listing every metric with the verdict asked for:
+ * its change and interval. */
+static void list_metric(struct notes *n, const char *label, const struct pb_metric_cmp *mc)
+{
+    bool cost = n->verdict == PB_VERDICT_SAME; /* listing the settings' costs */
+    if (cost ? !mc->cost_of_setting : mc->verdict != n->verdict || mc->cost_of_setting)
+        return;
+    const char *unit = mc->absolute ? "pp" : "%";
+    fprintf(n->out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s", n->separator, mc->name,
+            mc->change_pct, unit, mc->ci_low_pct, mc->ci_high_pct, unit, label);
+    n->separator = "; ";
+}
+
+/* The notes under the table: what would decide, then the regressions and
+ * the improvements, each on one line with what it means for the gate. */
+static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
+{
+    struct notes n = {.out = out, .md = md, .threshold_pct = cmp->threshold_pct};
+    each_metric(cmp, &n, decide_metric);
+    if (n.decidable > 1)
+        fprintf(out, "%sto decide all %d of these: measure again with -s run.repeats=%d\n",
+                md ? "- " : "", n.decidable, n.most);
+    for (int k = 0; k < 2; k++) {
+        n.verdict = k == 0 ? PB_VERDICT_REGRESSED : PB_VERDICT_IMPROVED;
+        if ((k == 0 ? cmp->regressions : cmp->improvements) == 0)
+            continue;
+        fprintf(out, md ? "\n**%s**:" : "%s:", k == 0 ? "REGRESSED" : "IMPROVED");
+        n.separator = " ";
+        each_metric(cmp, &n, list_metric);
+        fprintf(out, "; %s\n",
+                k == 0                ? "--fail-on-regression exits 3"
+                : cmp->regressions ? "an improvement never fails the gate"
+                                   : "the gate passes (exit 0)");
+    }
+    if (cmp->setting_costs > 0) {
+        n.verdict = PB_VERDICT_SAME;
+        n.separator = " ";
+        fprintf(out, md ? "\n**the cost of the setting change**:" : "the cost of the setting change:");
+        each_metric(cmp, &n, list_metric);
+        fprintf(out, "; more memory comes with the settings changed above, so "
+                     "--fail-on-regression does not count it\n");
+    }
+}
+
+void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
+                          const char *next_name, int format)
+{
+    if (format == PB_FORMAT_HTML) {
+        pb_html_comparison(out, cmp, base_name, next_name);
+        return;
+    }
+    if (format == PB_FORMAT_JSON) {
+        json_t *j = pb_comparison_to_json(cmp);
+        json_dumpf(j, out, JSON_INDENT(2));
+        fputc('\n', out);
+        json_decref(j);
+        return;
+    }
+    bool md = format == PB_FORMAT_MARKDOWN;
+    char base[PB_PRINTABLE_SIZE(256)], next[PB_PRINTABLE_SIZE(256)];
+    char text[PB_PRINTABLE_SIZE(sizeof(cmp->differences[0]))];
+    pb_printable(base, sizeof(base), base_name);
+    pb_printable(next, sizeof(next), next_name);
+    if (md)
+        fprintf(out, "## pbench compare\n\nbase `%s` → new `%s`; a change counts when it is "
+                     "significant (Mann-Whitney p < %.2f, 95%% bootstrap CI excluding 0) and at "
+                     "least %.1f%%\n\n",
+                base, next, PB_COMPARE_ALPHA, cmp->threshold_pct);
+    else
+        fprintf(out, "base %s -> new %s\na change counts when it is significant (Mann-Whitney p < "
+                     "%.2f, 95%% bootstrap CI excluding 0) and at least %.1f%%\n",
+                base, next, PB_COMPARE_ALPHA, cmp->threshold_pct);
+    if (cmp->interleaved)
+        fprintf(out, md ? "- measured together: rounds interleaved A B B A ..., so a drift of "
+                          "the machine hits both alike\n"
+                        : "measured together: rounds interleaved A B B A ..., so a drift of the "
+                          "machine hits both alike\n");
+    for (int i = 0; i < cmp->difference_count; i++)
+        fprintf(out, md ? "- differs: %s\n" : "differs: %s\n",
+                pb_printable(text, sizeof(text), cmp->differences[i]));
+    for (int i = 0; i < cmp->setting_change_count; i++)
+        fprintf(out, md ? "- setting changed: %s\n" : "setting changed: %s\n",
+                pb_printable(text, sizeof(text), cmp->setting_changes[i]));
+    if (md)
+        fputs("\n| point | metric | base | new | change | 95% CI | p | verdict | detectable |\n"
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n",
+              out);
+    else
+        fprintf(out, "\n%-28s %-16s %12s %12s %9s %19s %7s %10s  %s\n", "point", "metric", "base",
+                "new", "change", "95% CI", "p", "detectable", "verdict");
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
+        pb_printable(label, sizeof(label), pc->label);
+        for (int m = 0; m < pc->metric_count; m++) {
+            const struct pb_metric_cmp *mc = &pc->metrics[m];
+            char a[32], b[32], change[32], ci[48], p[16];
+            format_value(mc, mc->base, a, sizeof(a));
+            format_value(mc, mc->next, b, sizeof(b));
+            const char *unit = mc->absolute ? "pp" : "%";
+            if (isnan(mc->ci_low_pct)) {
+                snprintf(change, sizeof(change), "-");
+                snprintf(ci, sizeof(ci), "(too few repeats)");
+            } else {
+                snprintf(change, sizeof(change), "%+.1f%s", mc->change_pct, unit);
+                snprintf(ci, sizeof(ci), "[%+.1f, %+.1f]%s", mc->ci_low_pct, mc->ci_high_pct, unit);
+            }
+            if (isnan(mc->p_value))
+                snprintf(p, sizeof(p), "-");
+            else
+                snprintf(p, sizeof(p), "%.3f", mc->p_value);
+            const char *verdict = pb_verdict_name(mc->verdict);
+            char detectable[32];
+            if (isinf(mc->detectable))
+                snprintf(detectable, sizeof(detectable), "never");
+            else if (isnan(mc->detectable))
+                snprintf(detectable, sizeof(detectable), "-");
+            else
+                snprintf(detectable, sizeof(detectable), "±%.1f%s", mc->detectable, unit);
+            const char *bold =
+                mc->verdict == PB_VERDICT_REGRESSED || mc->verdict == PB_VERDICT_IMPROVED ? "**" : "";
+            if (md)
+                fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s | %s |\n", m ? "" : label,
+                        mc->name, a, b, change, ci, p, bold, verdict, bold, detectable);
+            else
+                fprintf(out, "%-28.28s %-16s %12s %12s %9s %19s %7s %*s  %s\n", m ? "" : label,
+                        mc->name, a, b, change, ci, p,
+                        /* "±" is two bytes and one column wide */
+                        strncmp(detectable, "±", 2) == 0 ? 11 : 10, detectable,
+                        mc->verdict == PB_VERDICT_REGRESSED  ? "REGRESSED"
+                        : mc->verdict == PB_VERDICT_IMPROVED ? "IMPROVED"
+                                                             : verdict);
+        }
+    }
+    fprintf(out, md ? "\n**%d regressed, %d improved, %d ambiguous**%s\n"
+                    : "\n%d regressed, %d improved, %d ambiguous%s\n",
+            cmp->regressions, cmp->improvements, cmp->ambiguous,
+            cmp->unmatched ? "; some points exist in only one result and were not compared" : "");
+    print_notes(out, cmp, md);
+}
+
+int pb_threshold_parse(const char *text, double *threshold_pct)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || (*end && strcmp(end, "%") != 0) || !(v >= 0 && v < 1000))
+        return PB_ERR_CONFIG;
+    *threshold_pct = v;
+    return PB_OK;
+}
+
+int pb_compare_files(const char *base_path, const char *next_path, double threshold_pct,
+                     struct pb_comparison *out, char *msg, size_t msglen)
+{
+    struct pb_result base, next;
+    memset(&next, 0, sizeof(next));
+    int rc = pb_result_read(base_path, &base, msg, msglen);
+    if (rc == PB_OK)
+        rc = pb_result_read(next_path, &next, msg, msglen);
+    if (rc == PB_OK && pb_compare(&base, &next, threshold_pct, out) != PB_OK) {
+        snprintf(msg, msglen, "out of memory");
+        rc = PB_ERR_NOMEM;
+    }
+    pb_result_free(&base);
+    pb_result_free(&next);
+    return rc == PB_OK ? PB_OK : rc == PB_ERR_NOMEM ? rc : PB_ERR;
+}
+
+int pb_comparison_print(FILE *out, FILE *err, const struct pb_comparison *cmp,
+                        const char *base_name, const char *next_name, int format, bool force)
+{
+    char base[PB_PRINTABLE_SIZE(256)], next[PB_PRINTABLE_SIZE(256)];
+    char text[PB_PRINTABLE_SIZE(sizeof(cmp->differences[0]))];
+    pb_printable(base, sizeof(base), base_name);
+    pb_printable(next, sizeof(next), next_name);
+    if (cmp->incompatible && !force) {
+        fprintf(err, "pbench compare: %s and %s were measured differently:\n", base, next);
+        for (int i = 0; i < cmp->difference_count; i++)
+            fprintf(err, "  %s\n", pb_printable(text, sizeof(text), cmp->differences[i]));
+        fprintf(err, "compare them anyway with --force\n");
+        return PB_ERR_CONFIG;
+    }
+    if (cmp->point_count == 0) {
+        fprintf(err,
+                "pbench compare: no point of %s matches one of %s (points match by their sweep "
+                "axes), so nothing was compared; compare results of the same sweep\n",
+                base, next);
+        return PB_ERR_CONFIG;
+    }
+    pb_comparison_report(out, cmp, base_name, next_name, format);
+    return PB_OK;
+}

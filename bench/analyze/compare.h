@@ -1,0 +1,125 @@
+/* Before/after comparison of two results with statistics a reviewer can
+ * trust (docs/statistics.md says why these).
+ *
+ * Points are matched by their axes. For each matched point and metric the
+ * replicates are the repeats (never the batches, which are correlated):
+ * the change is the ratio of the medians, its 95% confidence interval comes
+ * from a bootstrap over the repeats, and significance from a two-sided
+ * Mann-Whitney U test (exact for small samples). A change counts only when
+ * it is significant AND at least the practical threshold. */
+#ifndef PB_COMPARE_H
+#define PB_COMPARE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "bench/result/result.h"
+
+enum pb_verdict { PB_VERDICT_SAME = 0, PB_VERDICT_IMPROVED, PB_VERDICT_REGRESSED,
+                  PB_VERDICT_AMBIGUOUS };
+
+#define PB_COMPARE_ALPHA 0.05
+#define PB_COMPARE_METRICS 5
+#define PB_BOOTSTRAP_RESAMPLES 4000
+#define PB_COMPARE_POWER 0.80      /* the detection rate "detectable" means */
+#define PB_COMPARE_MAX_REPEATS 1000 /* run.repeats' upper bound              */
+
+struct pb_metric_cmp {
+    const char *name;          /* "samples_per_s", "assembly_p50_ns", ... */
+    const char *unit;
+    bool higher_is_better;
+    bool absolute;             /* change in percentage points (stall)      */
+    double base, next;         /* medians over repeats                     */
+    double change_pct;         /* (next/base - 1) * 100, or next - base     */
+    double ci_low_pct, ci_high_pct;
+    double p_value;
+    int base_n, next_n;
+    enum pb_verdict verdict;
+    /* A memory regression that comes with a change of loader settings (more
+     * workers or prefetch hold more batches): reported as the setting's
+     * cost, not counted in regressions. */
+    bool cost_of_setting;
+    /* What the data could detect (docs/statistics.md, "What a comparison
+     * can detect"). */
+    double min_p;              /* smallest p Mann-Whitney can give at n vs m */
+    double noise;              /* pooled SD of one repeat, % of the base
+                                  median (pp for stall); NAN below 2 a side */
+    double detectable;         /* smallest change found 80% of the time, in
+                                  % (pp); INFINITY when min_p >= alpha; NAN
+                                  when the noise is unknown                  */
+    int repeats_to_decide;     /* ambiguous only: repeats per side that would
+                                  decide it; -1 more than
+                                  PB_COMPARE_MAX_REPEATS; 0
+                                  when not ambiguous                        */
+};
+
+struct pb_point_cmp {
+    char label[256];           /* the axes, "k=v, ..." or "(single point)" */
+    size_t base_index, next_index;
+    int metric_count;
+    struct pb_metric_cmp metrics[PB_COMPARE_METRICS];
+};
+
+struct pb_comparison {
+    double threshold_pct;
+    size_t point_count;
+    struct pb_point_cmp *points;
+    int unmatched;             /* points in one result but not the other   */
+    int difference_count;      /* what differs between the two runs        */
+    char differences[24][300];
+    bool incompatible;         /* machine or config differs (needs --force) */
+    int setting_costs;         /* memory regressions a setting change explains */
+    /* Loader settings that differ (workers, batch size, prefetch, ...): the
+     * same work loaded another way, which is what a before/after of loader
+     * settings compares; listed, not refused. */
+    int setting_change_count;
+    char setting_changes[12][300];
+    int regressions, improvements, ambiguous;
+    bool interleaved;          /* two configs measured in interleaved rounds */
+};
+
+/* Compares next against base. Returns PB_OK; fills out (release with
+ * pb_comparison_free). out->incompatible says whether the machine or the
+ * measured config differ, with each difference listed. */
+int pb_compare(const struct pb_result *base, const struct pb_result *next, double threshold_pct,
+               struct pb_comparison *out);
+/* pb_compare for two configs measured in one interleaved session
+ * (pbench compare BASE.yaml NEW.yaml): every config difference is the
+ * change under test, listed as a setting change, never refused. */
+int pb_compare_configs(const struct pb_result *base, const struct pb_result *next,
+                       double threshold_pct, struct pb_comparison *out);
+void pb_comparison_free(struct pb_comparison *cmp);
+
+const char *pb_verdict_name(enum pb_verdict verdict);
+json_t *pb_comparison_to_json(const struct pb_comparison *cmp);
+/* Renders as a table, markdown (a pull request comment) or JSON; the first
+ * two print names without control characters, JSON keeps them exact. */
+void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
+                          const char *next_name, int format);
+
+/* The smallest two-sided p-value the Mann-Whitney test can give for n
+ * against m repeats (the two samples fully apart, no ties). 3 against 3
+ * gives 0.1, so no change can be significant at alpha 0.05. NAN when n or
+ * m is 0. */
+double pb_compare_min_p(size_t n, size_t m);
+
+/* Parses a practical threshold, "5%" or "5", into percent (0 <= t < 1000).
+ * Returns PB_OK or PB_ERR_CONFIG. */
+int pb_threshold_parse(const char *text, double *threshold_pct);
+
+/* Reads the result files at base_path and next_path and compares them into
+ * out (release with pb_comparison_free). Returns PB_OK, or PB_ERR with msg
+ * naming the unreadable file, or PB_ERR_NOMEM ("out of memory"). */
+int pb_compare_files(const char *base_path, const char *next_path, double threshold_pct,
+                     struct pb_comparison *out, char *msg, size_t msglen);
+
+/* Prints cmp as pbench compare does, names without control characters
+ * (bench/base/printable.h). When the machine or config differ and not force:
+ * every difference on err and PB_ERR_CONFIG. When no point matched: a note
+ * on err and PB_ERR_CONFIG. Else the report on out and PB_OK. */
+int pb_comparison_print(FILE *out, FILE *err, const struct pb_comparison *cmp,
+                        const char *base_name, const char *next_name, int format, bool force);
+
+#endif

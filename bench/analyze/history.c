@@ -1,0 +1,436 @@
+#include "bench/analyze/history.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "bench/base/stats.h"
+#include "bench/base/pb.h"
+#include "bench/base/printable.h"
+
+static const char *const schema =
+    "CREATE TABLE IF NOT EXISTS runs ("
+    " id INTEGER PRIMARY KEY,"
+    " created TEXT NOT NULL,"      /* when the run was measured (result.created) */
+    " added TEXT NOT NULL,"
+    " config TEXT NOT NULL,"
+    " machine TEXT NOT NULL,"
+    " revision TEXT NOT NULL,"
+    " point TEXT NOT NULL,"        /* the point's axes as JSON */
+    " samples_per_s REAL, noise_pct REAL, stall_pct REAL,"
+    " assembly_p99_ns REAL, rss_peak_bytes REAL,"
+    " source TEXT,"
+    " identity TEXT,"              /* the row's measurement, see row_identity() */
+    " fingerprint TEXT);"          /* what was measured, see config_fingerprint() */
+    "CREATE INDEX IF NOT EXISTS runs_series ON runs(config, machine, point, created);";
+/* Made after the columns exist (databases from before them get them
+ * added; their rows keep a NULL fingerprint and form a series of their own
+ * per config and machine, as they did). */
+static const char *const late_indexes =
+    "CREATE UNIQUE INDEX IF NOT EXISTS runs_identity ON runs(identity);"
+    "CREATE INDEX IF NOT EXISTS runs_fingerprint ON runs(fingerprint, point, created);";
+
+/* Adds column to runs when a database made before it lacks it. */
+static int add_missing_column(sqlite3 *db, const char *column, char **err)
+{
+    char sql[128];
+    snprintf(sql, sizeof(sql), "SELECT %s FROM runs", column);
+    sqlite3_stmt *probe = NULL;
+    bool has = sqlite3_prepare_v2(db, sql, -1, &probe, NULL) == SQLITE_OK;
+    sqlite3_finalize(probe);
+    if (has)
+        return SQLITE_OK;
+    snprintf(sql, sizeof(sql), "ALTER TABLE runs ADD COLUMN %s TEXT", column);
+    return sqlite3_exec(db, sql, NULL, NULL, err);
+}
+
+/* Opens (creating when missing) the database at path, a file name or a
+ * SQLite "file:" URI, and brings its schema up to date: databases made
+ * before results had an identity or a fingerprint get the columns and
+ * their indexes. */
+static int open_db(const char *path, sqlite3 **db, char *msg, size_t msglen)
+{
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI;
+    if (sqlite3_open_v2(path, db, flags, NULL) != SQLITE_OK) {
+        snprintf(msg, msglen, "%s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
+        sqlite3_close(*db);
+        *db = NULL;
+        return PB_ERR;
+    }
+    char *err = NULL;
+    int rc = sqlite3_exec(*db, schema, NULL, NULL, &err);
+    if (rc == SQLITE_OK)
+        rc = add_missing_column(*db, "identity", &err);
+    if (rc == SQLITE_OK)
+        rc = add_missing_column(*db, "fingerprint", &err);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(*db, late_indexes, NULL, NULL, &err);
+    if (rc != SQLITE_OK) {
+        snprintf(msg, msglen, "%s: %s", path, err ? err : sqlite3_errmsg(*db));
+        sqlite3_free(err);
+        sqlite3_close(*db);
+        *db = NULL;
+        return PB_ERR;
+    }
+    return PB_OK;
+}
+
+#define FNV_BASIS 0xcbf29ce484222325ull
+
+/* 64-bit FNV-1a of text, continuing from hash. */
+static uint64_t fnv1a(const char *text, uint64_t hash)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        hash = (hash ^ *c) * 0x100000001b3ull;
+    return hash;
+}
+
+/* What makes a row the same measurement: the result (when, what, where,
+ * measured how fast), the point and the revision it is filed under, as a
+ * 64-bit FNV-1a hash in hex. The same file added again under the same
+ * revision has the same identity; another revision files it anew. */
+static void row_identity(const struct pb_result *result, const char *machine, const char *axes,
+                         const char *revision, const struct pb_point_result *p, char *buf,
+                         size_t buflen)
+{
+    char text[2048];
+    snprintf(text, sizeof(text), "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%.17g %.17g %.17g %llu %llu",
+             result->created, result->name, machine, result->machine.hostname, axes, revision,
+             p->samples_per_s, p->samples_per_s_noise_pct, p->stall_pct,
+             (unsigned long long)p->assembly_p99_ns, (unsigned long long)p->rss_peak_bytes);
+    snprintf(buf, buflen, "%016llx", (unsigned long long)fnv1a(text, FNV_BASIS));
+}
+
+/* What was measured, as a 64-bit FNV-1a hash in hex: the resolved config's
+ * dataset, pipeline, loader and profile sections and its run section less
+ * the settings that say how long and how often to measure (they change the
+ * noise, not the quantity), in canonical JSON, then the machine. The
+ * config's name is left out: renaming a config keeps its series. */
+static void config_fingerprint(const struct pb_result *result, const char *machine, char *buf,
+                               size_t buflen)
+{
+    static const char *const sections[] = {"dataset", "pipeline", "loader", "profile", "run"};
+    static const char *const how_long[] = {"warmup_batches", "min_time_s", "max_time_s",
+                                           "min_samples",    "target_noise", "window_s",
+                                           "repeats",        "max_error_pct", "max_memory_mib"};
+    json_t *measured = json_object();
+    for (size_t i = 0; result->config && i < PB_ARRAY_LEN(sections); i++) {
+        json_t *section = json_object_get(result->config, sections[i]);
+        if (section)
+            json_object_set_new(measured, sections[i], json_deep_copy(section));
+    }
+    json_t *run = json_object_get(measured, "run");
+    for (size_t i = 0; json_is_object(run) && i < PB_ARRAY_LEN(how_long); i++)
+        json_object_del(run, how_long[i]);
+    char *text = json_dumps(measured, JSON_COMPACT | JSON_SORT_KEYS);
+    uint64_t hash = fnv1a(text ? text : "{}", FNV_BASIS);
+    hash = fnv1a("\x1f", hash);
+    snprintf(buf, buflen, "%016llx", (unsigned long long)fnv1a(machine, hash));
+    free(text);
+    json_decref(measured);
+}
+
+/* Adds result's points; *added counts the rows that were new (a point
+ * already in the history is left as it is). */
+static int add_points(const char *db_path, const struct pb_result *result, const char *revision,
+                      const char *source, size_t *added, char *msg, size_t msglen)
+{
+    *added = 0;
+    sqlite3 *db;
+    if (open_db(db_path, &db, msg, msglen) != PB_OK)
+        return PB_ERR;
+    char machine[512], added_at[40];
+    snprintf(machine, sizeof(machine), "%s, %d cores / %d PUs%s%s", result->machine.cpu_model,
+             result->machine.cores, result->machine.pus, result->machine.gpu_name[0] ? ", " : "",
+             result->machine.gpu_name);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(added_at, sizeof(added_at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (!revision)
+        revision = "";
+    char fingerprint[32];
+    config_fingerprint(result, machine, fingerprint, sizeof(fingerprint));
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db,
+                                "INSERT OR IGNORE INTO runs (created, added, config, machine,"
+                                " revision, point, samples_per_s, noise_pct, stall_pct,"
+                                " assembly_p99_ns, rss_peak_bytes, source, identity, fingerprint)"
+                                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    for (size_t i = 0; rc == SQLITE_OK && i < result->point_count; i++) {
+        const struct pb_point_result *p = &result->points[i];
+        if (p->repeat_count == 0)
+            continue;
+        char *axes = p->axes ? json_dumps(p->axes, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        char identity[32];
+        row_identity(result, machine, axes ? axes : "{}", revision, p, identity,
+                     sizeof(identity));
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, result->created, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, added_at, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 3, result->name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 4, machine, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 5, revision, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 6, axes ? axes : "{}", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(st, 7, p->samples_per_s);
+        sqlite3_bind_double(st, 8, p->samples_per_s_noise_pct);
+        sqlite3_bind_double(st, 9, p->stall_pct);
+        sqlite3_bind_double(st, 10, (double)p->assembly_p99_ns);
+        sqlite3_bind_double(st, 11, (double)p->rss_peak_bytes);
+        sqlite3_bind_text(st, 12, source ? source : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 13, identity, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 14, fingerprint, -1, SQLITE_TRANSIENT);
+        free(axes);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+            *added += (size_t)sqlite3_changes(db);
+            rc = SQLITE_OK;
+        }
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        /* The message before ROLLBACK, which would replace it. */
+        snprintf(msg, msglen, "cannot add to the history database %s: %s", db_path,
+                 sqlite3_errmsg(db));
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        *added = 0;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rc == SQLITE_OK ? PB_OK : PB_ERR;
+}
+
+int pb_history_add(const char *db_path, const struct pb_result *result, const char *revision,
+                   const char *source, char *msg, size_t msglen)
+{
+    size_t added;
+    return add_points(db_path, result, revision, source, &added, msg, msglen);
+}
+
+long pb_history_step(const double *values, size_t n, double threshold_pct, double *change_pct)
+{
+    for (size_t i = 1; i + PB_STEP_MIN_RUNS <= n; i++) {
+        double before = pb_median(values, i);
+        if (!(before > 0) && !(before < 0))
+            continue;
+        int direction = 0;
+        bool all = true;
+        for (size_t j = i; j < n && all; j++) {
+            double d = 100 * (values[j] / before - 1);
+            int dir = d > threshold_pct ? 1 : d < -threshold_pct ? -1 : 0;
+            if (dir == 0 || (direction && dir != direction))
+                all = false;
+            direction = dir;
+        }
+        if (!all)
+            continue;
+        double after = pb_median(values + i, n - i);
+        double shift = 100 * (after / before - 1);
+        if (fabs(shift) > threshold_pct) {
+            if (change_pct)
+                *change_pct = shift;
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+/* The metrics show knows and which way is worse. */
+static const struct {
+    const char *name;
+    bool higher_is_better;
+} metrics[] = {
+    {"samples_per_s", true},
+    {"stall_pct", false},
+    {"assembly_p99_ns", false},
+    {"rss_peak_bytes", false},
+};
+
+/* Prints one finished series: its runs, each against the median before it,
+ * and its step change if any. Returns -1 for a step that is a regression,
+ * 1 for one that is an improvement, 0 for none. */
+static int print_series(const char *const key[4], const char *metric, bool higher_is_better,
+                        const double *values, char (*created)[32], char (*revision)[48], size_t n,
+                        double threshold_pct)
+{
+    double shift = 0;
+    long at = pb_history_step(values, n, threshold_pct, &shift);
+    char shown[4][PB_PRINTABLE_SIZE(256)], when[PB_PRINTABLE_SIZE(32)];
+    char rev[PB_PRINTABLE_SIZE(48)];
+    for (int k = 0; k < 4; k++)
+        pb_printable(shown[k], sizeof(shown[k]), key[k]);
+    printf("%s [%s] · %s · point %s · %s\n", shown[0], shown[3], shown[1], shown[2], metric);
+    printf("  %-22s %-14s %14s %9s\n", "measured", "revision", metric, "vs median");
+    for (size_t i = 0; i < n; i++) {
+        double ref = i ? pb_median(values, i) : values[0];
+        printf("  %-22s %-14.14s %14.1f %+8.1f%%%s\n", pb_printable(when, sizeof(when), created[i]),
+               pb_printable(rev, sizeof(rev), revision[i]), values[i],
+               ref != 0 ? 100 * (values[i] / ref - 1) : 0,
+               at >= 0 && (size_t)at == i ? "  <- step change" : "");
+    }
+    if (at < 0) {
+        printf("  no step change beyond %.1f%% (needs %d runs in a row)\n", threshold_pct,
+               PB_STEP_MIN_RUNS);
+        return 0;
+    }
+    bool worse = higher_is_better ? shift < 0 : shift > 0;
+    printf("  STEP CHANGE: from %s (revision %s) the median moved %+.1f%% (threshold %.1f%%, held "
+           "for %zu runs): %s\n",
+           pb_printable(when, sizeof(when), created[at]),
+           revision[at][0] ? pb_printable(rev, sizeof(rev), revision[at]) : "?", shift,
+           threshold_pct, n - (size_t)at,
+           worse ? "a REGRESSION (exit 3); bisect between this revision and the one before"
+                 : "an IMPROVEMENT (not a failure); the series' new level is from here on");
+    return worse ? -1 : 1;
+}
+
+int pb_history_show(const char *db_path, const char *config_name, const char *metric,
+                    double threshold_pct, char *msg, size_t msglen)
+{
+    int known = -1;
+    for (int m = 0; m < (int)PB_ARRAY_LEN(metrics); m++)
+        if (strcmp(metrics[m].name, metric) == 0)
+            known = m;
+    if (known < 0) {
+        snprintf(msg, msglen,
+                 "--metric must be one of: samples_per_s, stall_pct, assembly_p99_ns, "
+                 "rss_peak_bytes; got '%s'",
+                 metric);
+        return PB_ERR_CONFIG;
+    }
+    FILE *probe = fopen(db_path, "rb");
+    if (!probe) {
+        snprintf(msg, msglen, "%s: no history yet (pbench history add RESULT.json creates it)",
+                 db_path);
+        return PB_ERR;
+    }
+    fclose(probe);
+    sqlite3 *db;
+    if (open_db(db_path, &db, msg, msglen) != PB_OK)
+        return PB_ERR;
+    char sql[640];
+    /* metric is one of the fixed names above, never user text in SQL. A
+     * series is what was measured (the fingerprint) at one point; rows
+     * from before fingerprints form a series per config and machine.
+     * Series are listed by config name, then fingerprint. */
+    snprintf(sql, sizeof(sql),
+             "SELECT config, machine, point, created, revision, %s,"
+             " COALESCE(fingerprint, 'none:' || config || char(31) || machine) AS series"
+             " FROM runs %s ORDER BY MIN(config) OVER (PARTITION BY series), series, point,"
+             " created, id",
+             metric, config_name ? "WHERE config = ?" : "");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(msg, msglen, "%s: %s", db_path, sqlite3_errmsg(db));
+        sqlite3_close(db);
+        return PB_ERR;
+    }
+    if (config_name)
+        sqlite3_bind_text(st, 1, config_name, -1, SQLITE_TRANSIENT);
+
+    enum { MAX_RUNS = 4096 };
+    static double values[MAX_RUNS];
+    static char created[MAX_RUNS][32], revision[MAX_RUNS][48];
+    /* The series key: config, machine, point, fingerprint (shown short). */
+    char series[4][256] = {{0}}, series_id[256] = "";
+    size_t n = 0;
+    int regressions = 0, improvements = 0, series_count = 0;
+    for (;;) {
+        bool row = sqlite3_step(st) == SQLITE_ROW;
+        const char *p = row ? (const char *)sqlite3_column_text(st, 2) : "";
+        const char *id = row ? (const char *)sqlite3_column_text(st, 6) : "";
+        bool same = row && strcmp(id, series_id) == 0 && strcmp(p, series[2]) == 0;
+        if (!same && n > 0) {
+            const char *key[4] = {series[0], series[1], series[2], series[3]};
+            int step = print_series(key, metric, metrics[known].higher_is_better, values, created,
+                                    revision, n, threshold_pct);
+            regressions += step < 0;
+            improvements += step > 0;
+            series_count++;
+            n = 0;
+        }
+        if (!row)
+            break;
+        if (!same) {
+            pb_strlcpy(series[0], (const char *)sqlite3_column_text(st, 0), sizeof(series[0]));
+            pb_strlcpy(series[1], (const char *)sqlite3_column_text(st, 1), sizeof(series[1]));
+            pb_strlcpy(series[2], p, sizeof(series[2]));
+            pb_strlcpy(series_id, id, sizeof(series_id));
+            if (strncmp(id, "none:", 5) == 0)
+                snprintf(series[3], sizeof(series[3]), "no fingerprint: added before they were kept");
+            else
+                snprintf(series[3], sizeof(series[3]), "fingerprint %.8s", id);
+        }
+        if (n < MAX_RUNS) {
+            pb_strlcpy(created[n], (const char *)sqlite3_column_text(st, 3), sizeof(created[n]));
+            pb_strlcpy(revision[n], (const char *)sqlite3_column_text(st, 4), sizeof(revision[n]));
+            values[n++] = sqlite3_column_double(st, 5);
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    if (series_count == 0) {
+        snprintf(msg, msglen, "%s: no runs%s%s", db_path, config_name ? " of config " : "",
+                 config_name ? config_name : "");
+        return PB_ERR;
+    }
+    printf("%d series of %s: %d regression step(s), %d improvement step(s)%s\n", series_count,
+           metric, regressions, improvements,
+           regressions ? "; show exits 3" : "; no regression, show exits 0");
+    return regressions;
+}
+
+void pb_history_revision(char *buf, size_t buflen)
+{
+    buf[0] = 0;
+    const char *env = getenv("GITHUB_SHA");
+    if (env && *env) {
+        pb_strlcpy(buf, env, buflen);
+        return;
+    }
+    FILE *p = popen("git rev-parse --short HEAD 2>/dev/null", "r");
+    if (!p)
+        return;
+    if (fgets(buf, (int)buflen, p))
+        buf[strcspn(buf, "\r\n")] = 0;
+    else
+        buf[0] = 0;
+    pclose(p);
+}
+
+int pb_history_add_file(const char *db_path, const char *path, const char *revision,
+                        char *summary, size_t summarylen, char *msg, size_t msglen)
+{
+    struct pb_result result;
+    int rc = pb_result_read(path, &result, msg, msglen);
+    if (rc == PB_OK) {
+        char rev[64];
+        if (revision)
+            pb_strlcpy(rev, revision, sizeof(rev));
+        else
+            pb_history_revision(rev, sizeof(rev));
+        size_t added, measured = 0;
+        for (size_t i = 0; i < result.point_count; i++)
+            measured += result.points[i].repeat_count > 0;
+        rc = add_points(db_path, &result, rev, path, &added, msg, msglen);
+        if (rc == PB_OK && added == 0 && measured > 0)
+            snprintf(summary, summarylen,
+                     "%s (%s, revision %s) is already in the history %s; nothing added",
+                     result.name, result.created, rev[0] ? rev : "unknown", db_path);
+        else if (rc == PB_OK)
+            snprintf(summary, summarylen, "added %zu point(s) of %s (%s, revision %s) to %s",
+                     added, result.name, result.created, rev[0] ? rev : "unknown", db_path);
+    }
+    pb_result_free(&result);
+    return rc == PB_OK ? PB_OK : PB_ERR;
+}

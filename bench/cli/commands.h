@@ -1,0 +1,102 @@
+/* The sub-commands of pbench, in the order `pbench help` lists them, as a
+ * compile-time list X(NAME, USAGE, HELP): bench/cli/main.c binds each NAME to
+ * its cmd_NAME function, so a command is declared once with its help. */
+#ifndef PB_COMMANDS_H
+#define PB_COMMANDS_H
+
+#define PB_COMMANDS(X) \
+    X(run, \
+      "pbench run CONFIG [-s key.path=value]... [-a key.path=v1,v2]... [-o results/NAME.json]\n" \
+      "                  [--format table|json|markdown|csv|html] [--quiet] [--overhead] [--trace FILE]\n" \
+      "                  [--baseline BASE.json [--threshold 5%] [--fail-on-regression]]", \
+      "Runs the pipeline CONFIG describes under its loader settings, prints a table and writes\n" \
+      "the complete result as JSON (default results/NAME-YYYYmmdd-HHMMSS.json).\n\n" \
+      "  -s, --set key.path=value  override one config value, e.g. -s loader.workers=4,\n" \
+      "                            -s pipeline.decode.cost_us=500 (repeatable)\n" \
+      "  -o, --output PATH         where to write the JSON result\n" \
+      "  -f, --format FORMAT       what to print: table (default), json, markdown, csv, html\n" \
+      "  -q, --quiet               no progress lines on stderr\n" \
+      "      --trace FILE          write the CPU timeline (run.trace) to FILE, Chrome\n" \
+      "                            trace-event JSON for Perfetto or chrome://tracing\n" \
+      "  -a, --axis key.path=v1,v2 sweep this option over these values (adds to or replaces\n" \
+      "                            the config's sweep: section; repeatable)\n" \
+      "      --overhead            also measure the instrumentation's own cost: after each\n" \
+      "                            repeat, a paired round with stage timing off\n" \
+      "      --no-calibrate        skip the one-core calibration a sweep starts with\n" \
+      "      --baseline BASE.json  compare the new result with BASE.json (as pbench compare)\n" \
+      "      --threshold PCT       practical threshold of that comparison (default 5%)\n" \
+      "      --fail-on-regression  exit 3 when the comparison finds a regression\n\n" \
+      "Ctrl-C, SIGTERM or SIGHUP stops after the current batch and still writes what was\n" \
+      "measured (exit 130, 143 or 129).") \
+    X(gen, \
+      "pbench gen --kind files|jpeg|video --out DIR [--count N] [--size WxH[-WxH]]\n" \
+      "                  [--quality Q] [--progressive-fraction F] [--grayscale-fraction F]\n" \
+      "                  [--frames F] [--fps R] [--codec NAME] [--gop G] [--size-bytes B]\n" \
+      "                  [--corrupt-fraction F] [--seed S]", \
+      "Generates a dataset into DIR (which must not hold files yet): random-byte files, JPEG\n" \
+      "images or encoded videos of natural-looking, moving content. The options are those of a\n" \
+      "config's dataset.generate block ('pbench list dataset.generate'), with - for _.") \
+    X(compare, \
+      "pbench compare BASE.json NEW.json [--threshold 5%] [--format table|json|markdown|html]\n" \
+      "                  [-o FILE] [--fail-on-regression] [--force]\n" \
+      "pbench compare BASE.yaml NEW.yaml [-s key.path=value]... [-o results/NAME.json] [--quiet]\n" \
+      "                  [--threshold 5%] [--format table|json|markdown|html] [--fail-on-regression]\n" \
+      "pbench compare BOTH.json          (re-prints what a compare of two configs wrote)", \
+      "Compares two results point by point (matched by their sweep axes): samples/s, batch\n" \
+      "assembly p50/p99, stall % and peak RSS, each with the change, a 95% bootstrap confidence\n" \
+      "interval over the repeats, a Mann-Whitney U p-value, and a verdict: improved, regressed,\n" \
+      "same or ambiguous (not enough data to tell). A change counts only when it is significant\n" \
+      "and at least --threshold (default 5%). Results from different machines or configs are\n" \
+      "refused, with every difference listed, unless --force. Each metric also says the\n" \
+      "smallest change its repeats could detect given their noise ('never' where too few\n" \
+      "repeats can reach p < 0.05: 3 against 3 cannot), and an ambiguous one how many repeats\n" \
+      "a side would decide it (-s run.repeats=N). See docs/statistics.md.\n\n" \
+      "Given two configs, compare measures both itself, here and now, in interleaved rounds\n" \
+      "(A B B A A B ...: a drift of the machine falls on both alike), writes one result holding\n" \
+      "both (each point tagged compare: base|new) and prints the same comparison. -s applies to\n" \
+      "both configs. On a shared CI runner this is the strongest before/after evidence.\n\n" \
+      "Exit codes: 0 no regression (same, improved or ambiguous; or no --fail-on-regression),\n" \
+      "3 a regression with --fail-on-regression, 1 unreadable files, 2 usage error,\n" \
+      "incompatible results or no point of one result matching a point of the other.") \
+    X(history, \
+      "pbench history add RESULT.json [--db results/history.db] [--revision REV]\n" \
+      "       pbench history show [--db results/history.db] [--config NAME]\n" \
+      "                  [--metric samples_per_s|stall_pct|assembly_p99_ns|rss_peak_bytes]\n" \
+      "                  [--threshold 5%]", \
+      "Keeps each run's summary in an SQLite database (one row per point) under its git\n" \
+      "revision (--revision, else $GITHUB_SHA, else git rev-parse in the current folder), and\n" \
+      "prints the trend of a metric per series, flagging a step change: a shift of the median\n" \
+      "beyond the threshold that holds for at least 2 runs in a row. A series is what was\n" \
+      "measured: a fingerprint of the config's dataset, pipeline, loader and run settings (not\n" \
+      "its name, repeats or measuring times) and the machine, shown beside the config's name;\n" \
+      "changing a setting starts a new series. Adding the same result under the same revision\n" \
+      "twice stores it once. --db also takes an SQLite URI (file:PATH?mode=ro).\n" \
+      "Exit codes: 0, or 3 when show finds a step that makes the metric worse (samples/s down;\n" \
+      "stall %, assembly p99, peak RSS up); a step that is an improvement is reported and\n" \
+      "exits 0; 1 on errors.") \
+    X(calibrate, \
+      "pbench calibrate CONFIG [--gpu] [-s key.path=value]...", \
+      "Measures what this machine does at best for CONFIG's data: the pipeline on one core\n" \
+      "(one loader worker, no training step), memcpy bandwidth, and the\n" \
+      "cores. A sweep runs the same calibration first (unless --no-calibrate) and states each\n" \
+      "point's efficiency against it.") \
+    X(report, \
+      "pbench report RESULT.json [--format table|json|markdown|csv|html] [-o FILE]", \
+      "Renders a result file written by pbench run again, in any format; html is one\n" \
+      "self-contained page of charts (docs/results.md). -o writes FILE (atomically)\n" \
+      "instead of printing.") \
+    X(list, \
+      "pbench list [NAME | SECTION.KEY]", \
+      "Lists every config section, stage and decoder with its options, defaults and ranges,\n" \
+      "and whether it is available in this build (with the reason when not). NAME shows one\n" \
+      "section, stage or decoder ('pbench list decode' lists the decoders); SECTION.KEY one\n" \
+      "key, e.g. 'pbench list loader.workers' or 'pbench list resize.size'.") \
+    X(version, \
+      "pbench version", \
+      "Prints the pbench version, the build options and every library version, and the\n" \
+      "CUDA runtime and driver when built with CUDA.") \
+    X(help, \
+      "pbench help [COMMAND]", \
+      "Shows help for a command.")
+
+#endif

@@ -1,0 +1,139 @@
+/* Session progress and messages on stderr (see progress.h). */
+#include "bench/cli/progress.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/base/pb.h"
+
+/* The session's stop flag: the number of the signal that raised it. */
+static volatile sig_atomic_t stop_signal;
+
+/* The signals that stop a session politely, and what they did before. */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction saved_actions[PB_ARRAY_LEN(stop_signals)];
+static bool handled[PB_ARRAY_LEN(stop_signals)];
+
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+    /* A second one ends the process at once. */
+    signal(sig, SIG_DFL);
+}
+
+int pb_progress_stop_signal(void)
+{
+    return stop_signal;
+}
+
+static void draw_bar(struct pb_progress *p, double samples_per_s, bool live)
+{
+    if (p->quiet || !p->tty)
+        return;
+    int width = 24, filled = p->rounds_total ? width * p->rounds_done / p->rounds_total : 0;
+    char bar[32], eta[32] = "?";
+    for (int i = 0; i < width; i++)
+        bar[i] = i < filled ? '#' : '.';
+    bar[width] = 0;
+    if (p->rounds_done > 0) {
+        double elapsed = (double)(pb_now_ns() - p->start_ns) / 1e9;
+        pb_format_duration(elapsed / p->rounds_done * (p->rounds_total - p->rounds_done), eta,
+                           sizeof(eta));
+    }
+    fprintf(stderr, "\r\033[K[%s] round %d/%d point %d/%d %s · %.0f samples/s%s · ETA %s", bar,
+            p->round, p->rounds, p->point, p->points, p->label, samples_per_s,
+            live ? " (running)" : "", eta);
+    fflush(stderr);
+}
+
+static void on_progress(void *user, int repeat, int repeats, const struct pb_repeat_result *r)
+{
+    struct pb_progress *p = user;
+    p->rounds_done++;
+    if (p->quiet)
+        return;
+    if (p->tty) {
+        draw_bar(p, r->samples_per_s, false);
+        return;
+    }
+    fprintf(stderr, "  %s%s%srepeat %d/%d: %.1f samples/s, stall %.1f%%, %.2f s measured, %llu "
+                    "batches%s%s\n",
+            p->points > 1 ? "point " : "", p->points > 1 ? p->label : "", p->points > 1 ? " " : "",
+            repeat + 1, repeats, r->samples_per_s, r->stall_pct, r->wall_s,
+            (unsigned long long)r->batches, r->hit_time_cap ? ", hit run.max_time_s" : "",
+            r->interrupted ? ", interrupted" : "");
+}
+
+static void on_tick(void *user, double samples_per_s)
+{
+    draw_bar(user, samples_per_s, true);
+}
+
+static void on_message(void *user, enum pb_session_level level, const char *text)
+{
+    struct pb_progress *p = user;
+    if (level != PB_SESSION_ERROR && p->quiet)
+        return;
+    /* An error ends the bar's line rather than overwrite it. */
+    if (level == PB_SESSION_ERROR && p->in_rounds && p->tty && !p->quiet)
+        fputc('\n', stderr);
+    fprintf(stderr, "%s: %s%s\n", level == PB_SESSION_ERROR ? p->command : "pbench",
+            level == PB_SESSION_WARNING ? "warning: " : "", text);
+}
+
+static void on_measuring(void *user, bool on)
+{
+    struct pb_progress *p = user;
+    for (size_t i = 0; i < PB_ARRAY_LEN(stop_signals); i++) {
+        if (on && !handled[i]) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof(sa));
+            sa.sa_handler = on_stop_signal;
+            sigemptyset(&sa.sa_mask);
+            /* A signal inherited ignored stays ignored: whoever started
+             * pbench asked for that. */
+            if (sigaction(stop_signals[i], NULL, &saved_actions[i]) == 0 &&
+                saved_actions[i].sa_handler != SIG_IGN)
+                handled[i] = sigaction(stop_signals[i], &sa, NULL) == 0;
+        } else if (!on && handled[i]) {
+            sigaction(stop_signals[i], &saved_actions[i], NULL);
+            handled[i] = false;
+        }
+    }
+    if (on)
+        return;
+    if (p->in_rounds && p->tty && !p->quiet)
+        fputc('\n', stderr);
+    p->in_rounds = false;
+}
+
+static void on_rounds(void *user, int points, int repeats)
+{
+    struct pb_progress *p = user;
+    p->points = points;
+    p->rounds = repeats;
+    p->rounds_total = points * repeats;
+    p->start_ns = pb_now_ns();
+    p->in_rounds = true;
+}
+
+static void on_round(void *user, int point, int round, const char *label)
+{
+    struct pb_progress *p = user;
+    p->point = point;
+    p->round = round;
+    snprintf(p->label, sizeof(p->label), "%s", label);
+}
+
+void pb_progress_init(struct pb_progress *p, const char *command, bool quiet,
+                      struct pb_session_hooks *hooks)
+{
+    *p = (struct pb_progress){.command = command, .quiet = quiet, .tty = isatty(2) != 0};
+    *hooks = (struct pb_session_hooks){
+        .user = p,           .message = on_message, .measuring = on_measuring,
+        .rounds = on_rounds, .round = on_round,     .progress = on_progress,
+        .tick = on_tick,     .stop = &stop_signal,
+    };
+}

@@ -1,0 +1,974 @@
+/* Renderings of a result: terminal table, GitHub markdown, CSV and JSON.
+ *
+ * The table and markdown forms share one shape: the report is built as a
+ * sequence of small tables (struct pb_table), and each table is rendered
+ * either as aligned text or as a GitHub table. Nothing here measures. */
+#include "bench/report/report.h"
+#include "bench/report/report_ranks.h"
+#include "bench/report/report_storage.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/report/html.h"
+#include "bench/base/pb.h"
+#include "bench/base/printable.h"
+#include "bench/base/table.h"
+
+#define CELL_MAX PB_TABLE_CELL_MAX
+
+/* ------------------------------------------------------------ formatting */
+
+/* A duration with 3 significant digits and a unit: "850 ns", "12.3 µs",
+ * "1.20 ms", "3.46 s". */
+static void format_ns(char *buf, size_t size, double ns)
+{
+    static const char *const units[] = {"ns", "µs", "ms", "s"};
+    if (!isfinite(ns)) {
+        snprintf(buf, size, "-");
+        return;
+    }
+    double v = ns;
+    size_t unit = 0;
+    while (unit + 1 < PB_ARRAY_LEN(units) && fabs(v) >= 999.5) {
+        v /= 1000;
+        unit++;
+    }
+    if (unit == 0 || fabs(v) >= 99.95)
+        snprintf(buf, size, "%.0f %s", v, units[unit]);
+    else if (fabs(v) >= 9.995)
+        snprintf(buf, size, "%.1f %s", v, units[unit]);
+    else
+        snprintf(buf, size, "%.2f %s", v, units[unit]);
+}
+
+static double mib(uint64_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+/* A JSON scalar as a user would type it; other values as compact JSON. */
+static void format_json_value(char *buf, size_t size, const json_t *v)
+{
+    if (!v) {
+        snprintf(buf, size, "?");
+    } else if (json_is_string(v)) {
+        snprintf(buf, size, "%s", json_string_value(v));
+    } else if (json_is_integer(v)) {
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+    } else if (json_is_real(v)) {
+        snprintf(buf, size, "%g", json_real_value(v));
+    } else if (json_is_boolean(v)) {
+        snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
+    } else if (json_is_null(v)) {
+        snprintf(buf, size, "null");
+    } else {
+        char *text = json_dumps(v, JSON_COMPACT);
+        snprintf(buf, size, "%s", text ? text : "?");
+        free(text);
+    }
+}
+
+/* Axes as "key=value" joined by sep, printable; empty without axes. */
+static void format_axes(char *buf, size_t size, const json_t *axes, const char *sep)
+{
+    const char *key;
+    const json_t *value;
+    size_t used = 0;
+    char joined[CELL_MAX];
+    buf[0] = joined[0] = '\0';
+    if (!json_is_object(axes))
+        return;
+    json_object_foreach ((json_t *)axes, key, value) {
+        char text[256];
+        format_json_value(text, sizeof(text), value);
+        int n = snprintf(joined + used, sizeof(joined) - used, "%s%s=%s", used ? sep : "", key,
+                         text);
+        if (n < 0 || (size_t)n >= sizeof(joined) - used)
+            break;
+        used += (size_t)n;
+    }
+    pb_printable(buf, size, joined);
+}
+
+/* The simulated training step of point i, in ms; 0 without one. */
+static double step_ms(const struct pb_result *result, size_t point)
+{
+    return pb_point_setting_double(result, point, "run.step_ms", 0);
+}
+
+/* Adds a latency row's cells after its name: the count, then the given
+ * formatted times. */
+static void add_count_and_cells(struct pb_table *t, uint64_t count, const char *const cells[],
+                                size_t cell_count)
+{
+    pb_table_add(t, "%llu", (unsigned long long)count);
+    for (size_t c = 0; c < cell_count; c++)
+        pb_table_add(t, "%s", cells[c]);
+}
+
+/* ------------------------------------------------------- report sections */
+
+struct sink {
+    FILE *out;
+    bool markdown;
+    const struct pb_analysis *analysis; /* of the result rendered; may be NULL */
+};
+
+static void emit_table(const struct sink *s, const struct pb_table *t)
+{
+    if (s->markdown)
+        pb_table_print_markdown(s->out, t);
+    else
+        pb_table_print_text(s->out, t, "  ");
+}
+
+/* "BULLET LABEL TEXT", text without control characters; NULL: "- "/"  ". */
+static void emit_item(const struct sink *s, const char *bullet, const char *label,
+                      const char *text)
+{
+    char printable[PB_PRINTABLE_SIZE(CELL_MAX + 300)];
+    fprintf(s->out, "%s%s%s\n", bullet ? bullet : s->markdown ? "- " : "  ", label,
+            pb_printable(printable, sizeof(printable), text));
+}
+
+static void emit_warning(const struct sink *s, const char *text)
+{
+    emit_item(s, NULL, "warning: ", text);
+}
+
+static void emit_header(const struct sink *s, const struct pb_result *result)
+{
+    const struct pb_machine *m = &result->machine;
+    char gpu[200], raw[600], line[PB_PRINTABLE_SIZE(600)];
+    if (m->gpu_count > 0)
+        snprintf(gpu, sizeof(gpu), "%d × %s", m->gpu_count, m->gpu_name);
+    else
+        snprintf(gpu, sizeof(gpu), "none (%s)", m->gpu_status[0] ? m->gpu_status : "unknown");
+    const char *name = result->name[0] ? result->name : "(unnamed)";
+    const char *line_end = s->markdown ? "  \n" : "\n"; /* markdown hard break */
+    snprintf(raw, sizeof(raw), s->markdown ? "# pbench: %s" : "%s ·", name);
+    fprintf(s->out, s->markdown ? "%s\n\npbench" : "%s pbench",
+            pb_printable(line, sizeof(line), raw));
+    snprintf(raw, sizeof(raw), " %s · %s · %d cores / %d PUs",
+             result->pbench_version[0] ? result->pbench_version : "?",
+             m->cpu_model[0] ? m->cpu_model : "unknown CPU", m->cores, m->pus);
+    fprintf(s->out, "%s%s", pb_printable(line, sizeof(line), raw), line_end);
+    snprintf(raw, sizeof(raw), "created %s on %s · %s · GPU: %s",
+             result->created[0] ? result->created : "?", m->hostname[0] ? m->hostname : "?",
+             m->os[0] ? m->os : "unknown OS", gpu);
+    fprintf(s->out, "%s%s", pb_printable(line, sizeof(line), raw), line_end);
+
+    static const char *const loader_keys[] = {"workers", "batch_size", "prefetch_factor",
+                                              "pin_memory"};
+    fputs("loader:", s->out);
+    for (size_t i = 0; i < PB_ARRAY_LEN(loader_keys); i++) {
+        char path[64], value[64];
+        snprintf(path, sizeof(path), "loader.%s", loader_keys[i]);
+        format_json_value(value, sizeof(value), pb_result_config_value(result, path));
+        fprintf(s->out, "%s%s=%s", i ? "  " : " ", loader_keys[i], value);
+    }
+    fputs(s->markdown ? "\n\n" : "\n", s->out);
+}
+
+static const char *short_axis(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    return dot ? dot + 1 : path;
+}
+
+static int by_throughput_desc(const void *a, const void *b, void *ctx);
+
+struct order_ctx {
+    const struct pb_result *result;
+    const struct pb_analysis *analysis;
+};
+
+static const struct order_ctx *sort_ctx; /* qsort has no user pointer in C11 */
+
+static int order_cmp(const void *a, const void *b)
+{
+    return by_throughput_desc(a, b, (void *)sort_ctx);
+}
+
+static int by_throughput_desc(const void *a, const void *b, void *ctx)
+{
+    const struct order_ctx *c = ctx;
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    bool ui = c->analysis->points[i].usable, uj = c->analysis->points[j].usable;
+    if (ui != uj)
+        return ui ? -1 : 1;
+    double x = c->result->points[i].samples_per_s, y = c->result->points[j].samples_per_s;
+    if (x != y)
+        return x > y ? -1 : 1;
+    return i < j ? -1 : (i > j);
+}
+
+/* One row per point, fastest first; the recommended row is marked. */
+static void emit_comparison(const struct sink *s, const struct pb_result *result,
+                            const struct pb_analysis *an)
+{
+    const json_t *first_axes = result->points[0].axes;
+    size_t axis_count = first_axes ? json_object_size(first_axes) : 0;
+    const char *axis_keys[16];
+    size_t k = 0;
+    const char *key;
+    json_t *value;
+    if (first_axes)
+        json_object_foreach((json_t *)first_axes, key, value)
+        {
+            if (k < 16)
+                axis_keys[k++] = key;
+        }
+    axis_count = k;
+    bool step = false;
+    for (size_t i = 0; i < result->point_count; i++)
+        step = step || step_ms(result, i) > 0;
+    bool calibrated = result->calibration.measured;
+    bool gpu = false;
+    for (size_t i = 0; i < result->point_count; i++)
+        gpu = gpu || result->points[i].gpu.used;
+    static const char *const tail[] = {"samples/s", "noise",   "asm p50",   "asm p99", "stall",
+                                       "accel",     "copy GB/s", "overlap", "wkr CPU", "RSS MiB",
+                                       "pinned",    "top stage", "eff",     "input-bound"};
+    bool show[PB_ARRAY_LEN(tail)];
+    size_t cols = 1 + axis_count;
+    for (size_t c = 0; c < PB_ARRAY_LEN(tail); c++) {
+        show[c] = !(c == 5 && !step) && !((c == 6 || c == 7) && !gpu) && !(c == 12 && !calibrated);
+        cols += show[c];
+    }
+    unsigned right = 0;
+    for (size_t c = 1; c < cols; c++)
+        right |= 1u << c;
+    right &= ~(1u << (cols - 1)); /* input-bound: text */
+    right &= ~(1u << (cols - 2)); /* top stage or eff */
+    if (calibrated)
+        right |= 1u << (cols - 2);
+    struct pb_table t;
+    pb_table_init(&t, cols, right, false);
+    pb_table_add(&t, " ");
+    for (size_t a = 0; a < axis_count; a++)
+        pb_table_add(&t, "%s", short_axis(axis_keys[a]));
+    for (size_t c = 0; c < PB_ARRAY_LEN(tail); c++)
+        if (show[c])
+            pb_table_add(&t, "%s", tail[c]);
+
+    size_t *order = calloc(result->point_count, sizeof(size_t));
+    for (size_t i = 0; i < result->point_count; i++)
+        order[i] = i;
+    struct order_ctx ctx = {result, an};
+    sort_ctx = &ctx;
+    qsort(order, result->point_count, sizeof(size_t), order_cmp);
+    for (size_t r = 0; r < result->point_count; r++) {
+        size_t i = order[r];
+        const struct pb_point_result *p = &result->points[i];
+        const struct pb_point_analysis *a = &an->points[i];
+        pb_table_add(&t, "%s", (int)i == an->recommended ? "*" : "");
+        for (size_t x = 0; x < axis_count; x++) {
+            char text[64];
+            format_json_value(text, sizeof(text), p->axes ? json_object_get(p->axes, axis_keys[x]) : NULL);
+            pb_table_add(&t, "%s", text);
+        }
+        if (!a->usable) {
+            for (size_t c = 0; c < PB_ARRAY_LEN(tail); c++)
+                if (show[c])
+                    pb_table_add(&t, "%s",
+                                 c == PB_ARRAY_LEN(tail) - 1 ? (p->error[0] ? "FAILED" : "not run")
+                                                             : "-");
+            continue;
+        }
+        char p50[32], p99[32];
+        format_ns(p50, sizeof(p50), (double)p->assembly_p50_ns);
+        format_ns(p99, sizeof(p99), (double)p->assembly_p99_ns);
+        int capped = 0;
+        for (size_t q = 0; q < p->repeat_count; q++)
+            capped += p->repeats[q].noisy;
+        int windows;
+        pb_table_add(&t, "%.1f", p->samples_per_s);
+        if (pb_point_noise_known(result, i, &windows))
+            pb_table_add(&t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " capped" : "");
+        else
+            pb_table_add(&t, "noise unknown (%d window%s)%s", windows, windows == 1 ? "" : "s",
+                         capped ? " capped" : "");
+        pb_table_add(&t, "%s", p50);
+        pb_table_add(&t, "%s", p99);
+        pb_table_add(&t, "%.1f%%", p->stall_pct);
+        if (show[5])
+            pb_table_add(&t, "%.1f%%", p->accel_util_pct);
+        if (show[6]) {
+            pb_table_add(&t, p->gpu.used ? "%.2f" : "-", p->gpu.copy_gb_per_s);
+            pb_table_add(&t, p->gpu.used ? "%.0f%%" : "-", p->gpu.overlap_pct);
+        }
+        pb_table_add(&t, "%.0f%%", p->worker_cpu_pct);
+        pb_table_add(&t, "%.0f", mib(p->rss_peak_bytes));
+        pb_table_add(&t, "%.0f", mib(p->pinned_bytes));
+        if (a->top_stage >= 0)
+            pb_table_add(&t, "%s %.0f%%", p->stages[a->top_stage].name, a->top_share_pct);
+        else
+            pb_table_add(&t, "-");
+        if (show[12] && a->at_step_cap)
+            pb_table_add(&t, "at the step-time cap (%.0f samples/s max)",
+                         a->step_cap_samples_per_s);
+        else if (show[12])
+            pb_table_add(&t, "%.0f%%", a->efficiency_pct);
+        static const char *const bound[] = {"no", "moderate", "HIGH"};
+        pb_table_add(&t, "%s", bound[a->input_bound]);
+    }
+    free(order);
+    if (s->markdown)
+        fprintf(s->out, "## Sweep: %zu points\n\n", result->point_count);
+    else
+        fprintf(s->out, "\nsweep: %zu points, fastest first (* = recommended)\n", result->point_count);
+    emit_table(s, &t);
+    pb_table_free(&t);
+
+    const char *bullet = s->markdown ? "- " : "  ";
+    fprintf(s->out, "%s%snoise = spread of the repeats (coefficient of variation); capped = a "
+                    "repeat reached run.max_time_s with its windowed throughput still noisier "
+                    "than run.target_noise\n",
+            s->markdown ? "\n" : "", bullet);
+    fprintf(s->out, "%sasm = batch assembly time in a worker; stall = share of the training "
+                    "loop's time spent waiting for a batch; input-bound: stall >= %.0f%% HIGH, "
+                    ">= %.0f%% moderate (TensorFlow's input-pipeline thresholds); top stage = "
+                    "largest share of the workers' stage CPU time\n",
+            bullet, an->thresholds.input_bound_high_pct, an->thresholds.input_bound_moderate_pct);
+    if (calibrated)
+        fprintf(s->out,
+                "%seff = samples/s against the calibrated limit: %.1f samples/s on one core x "
+                "min(workers, %d cores); memcpy %.1f GB/s\n",
+                bullet, result->calibration.single_core_samples_per_s, result->calibration.cores,
+                result->calibration.memcpy_gb_per_s);
+    if (gpu)
+        fprintf(s->out,
+                "%saccel = GPU time in the step kernel / wall time; copy GB/s = bytes / CUDA-event "
+                "copy time; overlap = share of copy time during which the GPU computed\n",
+                bullet);
+    if (gpu && result->calibration.h2d_bytes)
+        fprintf(s->out, "%shost-to-device peak for one %.1f MiB batch: pinned %.1f GB/s, pageable "
+                        "%.1f GB/s (calibrated)\n",
+                bullet, (double)result->calibration.h2d_bytes / 1048576.0,
+                result->calibration.h2d_pinned_gb_s, result->calibration.h2d_pageable_gb_s);
+}
+
+/* The recommendation, the rule beside it, scaling and suggestions. */
+static void emit_analysis(const struct sink *s, const struct pb_analysis *an)
+{
+    const char *bullet = s->markdown ? "- " : "  ";
+    fputs(s->markdown ? "\n## Recommendation\n\n" : "\nrecommendation\n", s->out);
+    if (an->recommended < 0) {
+        emit_item(s, bullet, "none: ", an->rule);
+        return;
+    }
+    emit_item(s, bullet, "", an->reason);
+    emit_item(s, bullet, "rule: ", an->rule);
+    if (an->scaling[0])
+        emit_item(s, bullet, "scaling: ", an->scaling);
+    const struct pb_point_analysis *a = &an->points[an->recommended];
+    emit_item(s, bullet, "bottleneck: ", a->bottleneck);
+}
+
+/* The last block of every run: the verdict line, then the suggestions,
+ * each with the command that tests it. */
+static void emit_verdict(const struct sink *s, const struct pb_analysis *an)
+{
+    fputs("\n", s->out);
+    if (!an || an->recommended < 0) {
+        emit_item(s, "", "verdict: ",
+                  an ? "no point was measured successfully: nothing to judge"
+                     : "not analyzed");
+        return;
+    }
+    emit_item(s, "", "verdict: ", an->verdict);
+    if (s->markdown && an->suggestion_count)
+        fputc('\n', s->out);
+    for (int i = 0; i < an->suggestion_count; i++)
+        emit_item(s, NULL, "try: ", an->suggestions[i]);
+}
+
+/* The device side of a point: copy bandwidth against this machine's peak,
+ * overlap, how busy the GPU was, memory and clocks. */
+static void emit_gpu_summary(struct pb_table *t, const struct pb_result *result,
+                             const struct pb_point_result *p)
+{
+    const struct pb_gpu_figures *g = &p->gpu;
+    const struct pb_calibration *cal = &result->calibration;
+    size_t index = (size_t)(p - result->points);
+    bool is_pinned = p->pinned_bytes > 0;
+    long long prefetch =
+        json_integer_value(pb_point_setting(result, index, "loader.device_prefetch"));
+    char a[32], b[32];
+    double batch_mib = g->batches ? (double)g->copy_bytes / (double)g->batches / 1048576.0 : 0;
+    pb_table_add(t, "to_device");
+    double peak = is_pinned ? cal->h2d_pinned_gb_s : cal->h2d_pageable_gb_s;
+    if (peak > 0)
+        pb_table_add(t,
+                     "%.2f GB/s %s, %.1f MiB a batch = %.0f%% of this machine's %s peak "
+                     "(%.1f GB/s, calibrate --gpu)",
+                     g->copy_gb_per_s, is_pinned ? "pinned" : "pageable", batch_mib,
+                     100 * g->copy_gb_per_s / peak, is_pinned ? "pinned" : "pageable", peak);
+    else
+        pb_table_add(t, "%.2f GB/s %s, %.1f MiB a batch (pbench calibrate --gpu gives the peak)",
+                     g->copy_gb_per_s, is_pinned ? "pinned" : "pageable", batch_mib);
+    pb_table_add(t, "overlap");
+    if (prefetch > 0)
+        pb_table_add(t, "%.0f %% of copy time ran while the GPU computed (device_prefetch %lld)",
+                     g->overlap_pct, prefetch);
+    else
+        pb_table_add(t, "%.0f %% of copy time ran while the GPU computed", g->overlap_pct);
+    format_ns(a, sizeof(a), g->batches ? g->stage_ns / (double)g->batches : 0);
+    format_ns(b, sizeof(b), g->batches ? g->step_ns / (double)g->batches : 0);
+    pb_table_add(t, "GPU busy");
+    pb_table_add(t, "%.1f %%  (GPU stages %s + step %s per batch)", g->busy_pct, a, b);
+    double wall_ns = g->wall_s * 1e9;
+    pb_table_add(t, "loop blocked");
+    pb_table_add(t, "%.1f %% on a free device buffer, %.1f %% on copies finishing",
+                 wall_ns > 0 ? 100 * (double)g->host_blocked_ns / wall_ns : 0,
+                 wall_ns > 0 ? 100 * (double)g->copy_wait_ns / wall_ns : 0);
+    const struct pb_gpu_device *d = &p->gpu_device;
+    pb_table_add(t, "GPU memory");
+    pb_table_add(t, "pbench %.1f MiB peak; device in use %.0f MiB before, %.0f MiB during",
+                 mib(d->alloc_peak_bytes), mib(d->used_before_bytes), mib(d->used_after_bytes));
+    if (d->sm_mhz_start || d->sm_mhz_end) {
+        pb_table_add(t, "SM clock");
+        pb_table_add(t, "%u MHz at start, %u MHz at end (max %u)%s%s", d->sm_mhz_start,
+                     d->sm_mhz_end, d->sm_mhz_max, d->throttle[0] ? "; slowed: " : "", d->throttle);
+    }
+}
+
+static void emit_point_summary(const struct sink *s, const struct pb_result *result,
+                               const struct pb_point_result *p)
+{
+    struct pb_table t;
+    char a[32], b[32];
+    size_t index = (size_t)(p - result->points);
+    pb_table_init(&t, 2, 0, true);
+    pb_table_add(&t, "metric");
+    pb_table_add(&t, "value");
+
+    /* A repeat cut short by a signal is kept in the file but left out of
+     * the point's summary. */
+    size_t complete = pb_point_finished_repeats(p);
+    int windows;
+    bool noise_known = pb_point_noise_known(result, index, &windows);
+    pb_table_add(&t, "samples/s");
+    if (!noise_known && p->repeat_count > 0)
+        pb_table_add(&t, "%.1f, noise unknown (%d window%s)  (1 repeat: noise unknown; raise "
+                         "run.repeats, or run.min_time_s for more windows)%s",
+                     p->samples_per_s, windows, windows == 1 ? "" : "s",
+                     complete < p->repeat_count ? "; 1 repeat cut short, left out" : "");
+    else if (complete < p->repeat_count)
+        pb_table_add(&t,
+                     "%.1f ± %.1f%%  (median of %zu complete repeat%s; %zu cut short, left out)",
+                     p->samples_per_s, p->samples_per_s_noise_pct, complete,
+                     complete == 1 ? "" : "s", p->repeat_count - complete);
+    else if (p->repeat_count >= 2)
+        pb_table_add(&t, "%.1f ± %.1f%%  (median of %zu repeats)", p->samples_per_s,
+                     p->samples_per_s_noise_pct, p->repeat_count);
+    else if (p->repeat_count == 1)
+        pb_table_add(&t, "%.1f ± %.1f%%  (1 repeat; ± is windowed noise)", p->samples_per_s,
+                     p->samples_per_s_noise_pct);
+    else
+        pb_table_add(&t, "%.1f  (no repeats)", p->samples_per_s);
+    pb_table_add(&t, "measured");
+    {
+        char line[CELL_MAX];
+        size_t used = 0;
+        int capped = 0, noisy = 0;
+        for (size_t r = 0; r < p->repeat_count && used < sizeof(line); r++) {
+            used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%.2f s%s", r ? ", " : "",
+                                     p->repeats[r].wall_s,
+                                     r >= complete ? " (cut short)" : "");
+            capped += p->repeats[r].hit_time_cap;
+            noisy += p->repeats[r].noisy;
+        }
+        if (used < sizeof(line)) {
+            if (noisy)
+                snprintf(line + used, sizeof(line) - used,
+                         "; %d of %zu repeats stopped at run.max_time_s above run.target_noise",
+                         noisy, p->repeat_count);
+            else if (capped)
+                snprintf(line + used, sizeof(line) - used, "; %d of %zu repeats hit run.max_time_s",
+                         capped, p->repeat_count);
+        }
+        pb_table_add(&t, "%s", line);
+    }
+    pb_table_add(&t, "batches/s");
+    pb_table_add(&t, "%.2f", p->batches_per_s);
+    pb_table_add(&t, "MB/s read");
+    pb_table_add(&t, "%.1f", p->mb_per_s);
+
+    format_ns(a, sizeof(a), (double)p->wait_p50_ns);
+    format_ns(b, sizeof(b), (double)p->wait_p99_ns);
+    pb_table_add(&t, "stall");
+    if (step_ms(result, index) > 0)
+        pb_table_add(&t, "%.1f %%  (consumer wait per batch p50 %s, p99 %s)", p->stall_pct, a, b);
+    else
+        pb_table_add(&t,
+                     "%.1f %%  (run.step_ms is 0: the loop only waits, so samples/s is the "
+                     "loader's ceiling; wait per batch p50 %s, p99 %s)",
+                     p->stall_pct, a, b);
+    {
+        int64_t workers = pb_point_setting_int(result, index, "loader.workers", 0);
+        int64_t prefetch = pb_point_setting_int(result, index, "loader.prefetch_factor", 0);
+        long long ahead = (long long)(workers * prefetch);
+        pb_table_add(&t, "queue depth");
+        if (ahead > 0)
+            pb_table_add(&t, "%.2f of %lld batches ready at dequeue, mean", p->queue_depth_mean,
+                         ahead);
+        else
+            pb_table_add(&t, "none: loader.workers is 0, batches load in the training loop");
+    }
+    double step = step_ms(result, index);
+    if (step > 0) {
+        format_ns(a, sizeof(a), step * 1e6);
+        pb_table_add(&t, "accelerator");
+        pb_table_add(&t, "%.1f %% utilized  (step %s)", p->accel_util_pct, a);
+    }
+    if (p->gpu.used)
+        emit_gpu_summary(&t, result, p);
+    pb_table_add(&t, "worker CPU");
+    pb_table_add(&t, "%.1f %%  (process %.0f %%, 100 %% = one core)", p->worker_cpu_pct,
+                 p->cpu_util_pct);
+    if (p->first_batch_s > 0) { /* 0 in results from before these figures */
+        pb_table_add(&t, "loop time");
+        pb_table_add(&t, "wait %.1f%%, step %.1f%%, stages %.1f%%, other %.1f%%", p->stall_pct,
+                     p->loop_step_pct, p->loop_stages_pct, p->loop_other_pct);
+        format_ns(a, sizeof(a), p->first_batch_s * 1e9);
+        pb_table_add(&t, "first batch");
+        pb_table_add(&t, "%s after the workers start, median over repeats (paid at every epoch "
+                         "start without persistent workers)", a);
+        pb_table_add(&t, "other processes");
+        pb_table_add(&t, "%.0f %% of the machine's CPU, steal %.0f %%  (median over repeats)",
+                     p->other_cpu_pct, p->steal_pct);
+    }
+    pb_table_add(&t, "peak RSS");
+    pb_table_add(&t, "%.1f MiB", mib(p->rss_peak_bytes));
+    pb_table_add(&t, "pinned");
+    pb_table_add(&t, "%.1f MiB  (batch pool %.1f MiB)", mib(p->pinned_bytes),
+                 mib(p->batch_pool_bytes));
+
+    format_ns(a, sizeof(a), (double)p->assembly_p50_ns);
+    format_ns(b, sizeof(b), (double)p->assembly_p99_ns);
+    pb_table_add(&t, "batch assembly");
+    pb_table_add(&t, "p50 %s, p99 %s", a, b);
+    double amp, ns_frame, frames_per_sample;
+    if (pb_decode_figures(p, &amp, &ns_frame, &frames_per_sample)) {
+        /* The decode ceiling, as the analysis computed it. */
+        const struct pb_analysis *an = s->analysis;
+        if (an && index < an->point_count) {
+            const struct pb_point_analysis *a = &an->points[index];
+            pb_table_add(&t, "decode");
+            pb_table_add(&t, "amplification %.2f (frames decoded / delivered)", a->amplification);
+            pb_table_add(&t, "ceiling");
+            char per[80];
+            if (a->workers > 0)
+                snprintf(per, sizeof(per), "per worker (%s) x %lld",
+                         a->decode_rate_calibrated ? "calibrated, one core" : "measured in this run",
+                         (long long)a->workers);
+            else
+                snprintf(per, sizeof(per), "in the training loop's thread (%s)",
+                         a->decode_rate_calibrated ? "calibrated, one core" : "measured in this run");
+            pb_table_add(&t,
+                         "%.0f frames/s = %.0f decoded frames/s %s / %.2f; this run delivers "
+                         "%.0f = %.0f%% of it",
+                         a->ceiling_frames_per_s, a->decoded_fps_per_worker, per,
+                         a->amplification, a->delivered_frames_per_s, a->ceiling_pct);
+        }
+    }
+    pb_table_add(&t, "samples");
+    pb_table_add(&t, "%llu", (unsigned long long)p->samples);
+    pb_table_add(&t, "errors");
+    pb_table_add(&t, "%llu", (unsigned long long)p->errors);
+    for (int i = 0; i < p->error_file_count && i < PB_MAX_ERROR_FILES; i++) {
+        char file[PB_PRINTABLE_SIZE(sizeof(p->error_files[i]))];
+        pb_table_add(&t, "%s", i == 0 ? "error files" : "");
+        pb_table_add(&t, "%s", pb_printable(file, sizeof(file), p->error_files[i]));
+    }
+    emit_table(s, &t);
+    pb_table_free(&t);
+}
+
+static void emit_stages(const struct sink *s, const struct pb_point_result *p)
+{
+    if (p->stage_count == 0)
+        return;
+    struct pb_table t;
+    pb_table_init(&t, 10, 0x3feu, false); /* all but the name right-aligned */
+    static const char *const header[] = {"stage", "count", "mean", "p50", "p90",
+                                         "p95",   "p99",   "max",  "cpu", "share%"};
+    for (size_t c = 0; c < PB_ARRAY_LEN(header); c++)
+        pb_table_add(&t, "%s", header[c]);
+    for (size_t i = 0; i < p->stage_count; i++) {
+        const struct pb_stage_result *st = &p->stages[i];
+        const struct pb_hist *h = &st->hist;
+        if (st->gpu)
+            continue;
+        char mean[32], p50[32], p90[32], p95[32], p99[32], max[32], cpu[32];
+        format_ns(mean, sizeof(mean), h->count ? h->mean_ns : 0);
+        format_ns(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
+        format_ns(p90, sizeof(p90), (double)pb_hist_quantile(h, 0.90));
+        format_ns(p95, sizeof(p95), (double)pb_hist_quantile(h, 0.95));
+        format_ns(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
+        format_ns(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
+        if (st->parent[0])
+            snprintf(cpu, sizeof(cpu), "-"); /* counted in the parent's */
+        else
+            format_ns(cpu, sizeof(cpu), (double)st->cpu_ns);
+        if (st->parent[0])
+            pb_table_add(&t, "  %s", st->name + strlen(st->parent)); /* "  .seek" under decode */
+        else
+            pb_table_add(&t, "%s", st->name);
+        const char *const cells[] = {mean, p50, p90, p95, p99, max, cpu};
+        add_count_and_cells(&t, h->count, cells, PB_ARRAY_LEN(cells));
+        pb_table_add(&t, "%.1f", st->share_pct);
+    }
+    if (!s->markdown)
+        fputc('\n', s->out);
+    emit_table(s, &t);
+    pb_table_free(&t);
+    if (p->stages[0].hist.count > p->samples + p->errors)
+        fprintf(s->out,
+                "%sstage counts (%llu) exceed the samples the loop took (%llu): they include the "
+                "batches workers had built ahead when measuring stopped\n",
+                s->markdown ? "\n" : "  ", (unsigned long long)p->stages[0].hist.count,
+                (unsigned long long)(p->samples + p->errors));
+    for (size_t i = 0; i < p->stage_count; i++) {
+        const struct pb_stage_result *st = &p->stages[i];
+        if (st->counter_count == 0 || st->gpu)
+            continue;
+        char name[PB_PRINTABLE_SIZE(sizeof(st->name))];
+        fprintf(s->out, s->markdown ? "\n%s counters:" : "  %s counters:",
+                pb_printable(name, sizeof(name), st->name));
+        for (int c = 0; c < st->counter_count; c++)
+            fprintf(s->out, "%s %s %llu", c ? "," : "",
+                    pb_printable(name, sizeof(name), st->counter_names[c]),
+                    (unsigned long long)st->counters[c]);
+        fputc('\n', s->out);
+    }
+    /* The files behind the dominant stage's tail, against its median. */
+    const struct pb_stage_result *top = NULL;
+    for (size_t i = 0; i < p->stage_count; i++) {
+        const struct pb_stage_result *st = &p->stages[i];
+        if (!st->gpu && !st->parent[0] && st->slowest_count > 0 && st->slowest_files[0][0] &&
+            (!top || st->cpu_ns > top->cpu_ns))
+            top = st;
+    }
+    if (!top)
+        return;
+    char name[PB_PRINTABLE_SIZE(sizeof(top->name))], took[32];
+    format_ns(took, sizeof(took), (double)pb_hist_quantile(&top->hist, 0.50));
+    fprintf(s->out, "%sslowest %s samples by wall time (p50 %s):", s->markdown ? "\n" : "  ",
+            pb_printable(name, sizeof(name), top->name), took);
+    for (int k = 0; k < top->slowest_count && k < 3 && top->slowest_files[k][0]; k++) {
+        char file[PB_PRINTABLE_SIZE(sizeof(top->slowest_files[k]))];
+        format_ns(took, sizeof(took), (double)top->slowest_ns[k]);
+        fprintf(s->out, "%s %s %s", k ? "," : "",
+                pb_printable(file, sizeof(file), top->slowest_files[k]), took);
+    }
+    fputc('\n', s->out);
+}
+
+/* The device rows: CUDA event time per batch of the copy, each GPU stage
+ * and the step, and the copy's bandwidth. */
+static void emit_gpu_stages(const struct sink *s, const struct pb_point_result *p)
+{
+    if (!p->gpu.used)
+        return;
+    struct pb_table t;
+    pb_table_init(&t, 8, 0xfeu, false);
+    static const char *const header[] = {"on the GPU", "batches", "mean", "p50",
+                                         "p99",        "max",     "GB/s", "share%"};
+    for (size_t c = 0; c < PB_ARRAY_LEN(header); c++)
+        pb_table_add(&t, "%s", header[c]);
+    for (size_t i = 0; i < p->stage_count; i++) {
+        const struct pb_stage_result *st = &p->stages[i];
+        if (!st->gpu)
+            continue;
+        const struct pb_hist *h = &st->hist;
+        char mean[32], p50[32], p99[32], max[32];
+        format_ns(mean, sizeof(mean), h->count ? h->mean_ns : 0);
+        format_ns(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
+        format_ns(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
+        format_ns(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
+        pb_table_add(&t, "%s", st->name);
+        const char *const cells[] = {mean, p50, p99, max};
+        add_count_and_cells(&t, h->count, cells, PB_ARRAY_LEN(cells));
+        if (st->counter_count > 0 && h->sum_ns > 0)
+            pb_table_add(&t, "%.2f", (double)st->counters[0] / (double)h->sum_ns);
+        else
+            pb_table_add(&t, "-");
+        pb_table_add(&t, "%.1f", st->share_pct);
+    }
+    if (!s->markdown)
+        fputc('\n', s->out);
+    emit_table(s, &t);
+    pb_table_free(&t);
+    fprintf(s->out, "%stimes are CUDA events around each copy, stage and step on the device; "
+                    "share%% is of the device time\n",
+            s->markdown ? "\n" : "  ");
+}
+
+static void emit_point(const struct sink *s, const struct pb_result *result,
+                       const struct pb_point_result *p)
+{
+    emit_point_summary(s, result, p);
+    pb_report_storage(s->out, s->markdown, result, p);
+    emit_stages(s, p);
+    emit_gpu_stages(s, p);
+    pb_report_ranks(s->out, s->markdown, p);
+    if (p->warning_count && !s->markdown)
+        fputc('\n', s->out);
+    for (int w = 0; w < p->warning_count; w++)
+        emit_warning(s, p->warnings[w]);
+    if (p->warning_count && s->markdown)
+        fputc('\n', s->out);
+}
+
+/* The instrumentation overhead: throughput lost to stage timing, between
+ * 0 and 100 %. A figure whose interval reaches outside that range, or
+ * whose size is under its noise, is noise and is said to be. */
+static void emit_overhead(const struct sink *s, const struct pb_result *result)
+{
+    double pct = result->overhead_pct, noise = result->overhead_noise_pct;
+    const char *bullet = s->markdown ? "- " : "";
+    if (pct - noise < 0 || pct + noise > 100)
+        fprintf(s->out,
+                "%sinstrumentation overhead: below the noise (± %.1f %%; measured %.1f %%, "
+                "an interval that holds figures timing cannot cause)\n",
+                bullet, noise, pct);
+    else
+        fprintf(s->out, "%sinstrumentation overhead: %.1f %% of throughput (± %.1f %%)\n",
+                bullet, pct, noise);
+}
+
+static void report_human(FILE *out, const struct pb_result *result,
+                         const struct pb_analysis *an, bool markdown)
+{
+    struct sink s = {out, markdown, an};
+    emit_header(&s, result);
+    if (result->point_count > 1 && an) {
+        emit_comparison(&s, result, an);
+        emit_analysis(&s, an);
+        if (an->recommended >= 0) {
+            const struct pb_point_result *p = &result->points[an->recommended];
+            char axes[CELL_MAX];
+            format_axes(axes, sizeof(axes), p->axes, ", ");
+            if (markdown)
+                fprintf(out, "\n## Recommended point: %s\n\n", axes);
+            else
+                fprintf(out, "\nrecommended point: %s\n", axes);
+            emit_point_summary(&s, result, p);
+            emit_stages(&s, p);
+            emit_gpu_stages(&s, p);
+        }
+        /* Warnings once each, however many points share them. */
+        bool any = false;
+        for (size_t i = 0; i < result->point_count; i++) {
+            const struct pb_point_result *p = &result->points[i];
+            for (int w = 0; w < p->warning_count; w++) {
+                bool seen = false;
+                for (size_t j = 0; j < i && !seen; j++)
+                    for (int v = 0; v < result->points[j].warning_count && !seen; v++)
+                        seen = strcmp(result->points[j].warnings[v], p->warnings[w]) == 0;
+                if (seen)
+                    continue;
+                if (!any)
+                    fputc('\n', out);
+                any = true;
+                char axes[CELL_MAX], text[CELL_MAX + 300];
+                format_axes(axes, sizeof(axes), p->axes, ", ");
+                snprintf(text, sizeof(text), "%s (first at %s)", p->warnings[w], axes);
+                emit_warning(&s, text);
+            }
+            if (p->error[0]) {
+                char axes[CELL_MAX], text[CELL_MAX + 300];
+                format_axes(axes, sizeof(axes), p->axes, ", ");
+                snprintf(text, sizeof(text), "point %s failed: %s", axes, p->error);
+                emit_warning(&s, text);
+            }
+        }
+    } else {
+        for (size_t i = 0; i < result->point_count; i++) {
+            const struct pb_point_result *p = &result->points[i];
+            char axes[CELL_MAX];
+            format_axes(axes, sizeof(axes), p->axes, ", ");
+            if (!axes[0])
+                fputs(markdown ? "## Results\n\n" : "\n", out);
+            else if (markdown)
+                fprintf(out, "## Point %zu: %s\n\n", i, axes);
+            else
+                fprintf(out, "\npoint %zu: %s\n", i, axes);
+            emit_point(&s, result, p);
+        }
+    }
+    if (result->warning_count || result->interrupted || result->overhead_measured)
+        fputs(markdown ? "\n## Notes\n\n" : "\n", out);
+    for (int w = 0; w < result->warning_count; w++)
+        emit_item(&s, markdown ? "- " : "", "warning: ", result->warnings[w]);
+    if (result->interrupted)
+        fprintf(out, "%sinterrupted: partial results\n", markdown ? "- " : "");
+    if (result->overhead_measured)
+        emit_overhead(&s, result);
+    emit_verdict(&s, an);
+}
+
+/* ------------------------------------------------------------------- CSV */
+
+/* RFC 4180: a field with a comma, quote or line break is quoted, and its
+ * quotes are doubled. */
+static void csv_field(FILE *out, const char *raw, bool last)
+{
+    char text[PB_PRINTABLE_SIZE(CELL_MAX)];
+    pb_printable(text, sizeof(text), raw); /* no control characters, as everywhere */
+    if (strpbrk(text, ",\"\r\n")) {
+        fputc('"', out);
+        for (const char *p = text; *p; p++) {
+            if (*p == '"')
+                fputc('"', out);
+            fputc(*p, out);
+        }
+        fputc('"', out);
+    } else {
+        fputs(text, out);
+    }
+    fputs(last ? "\n" : ",", out);
+}
+
+static void csv_double(FILE *out, double v)
+{
+    if (isfinite(v))
+        fprintf(out, "%.10g,", v);
+    else
+        fputc(',', out);
+}
+
+static void csv_u64(FILE *out, uint64_t v)
+{
+    fprintf(out, "%llu,", (unsigned long long)v);
+}
+
+static void report_csv(FILE *out, const struct pb_result *result, const struct pb_analysis *an)
+{
+    fputs("point,axes,samples_per_s,samples_per_s_noise_pct,batches_per_s,mb_per_s,stall_pct,"
+          "accel_util_pct,cpu_util_pct,worker_cpu_pct,wait_p50_ns,wait_p99_ns,assembly_p50_ns,"
+          "assembly_p99_ns,rss_peak_bytes,pinned_bytes,samples,errors,input_bound,recommended,"
+          "stage,count,mean_ns,p50_ns,p90_ns,p95_ns,p99_ns,max_ns,cpu_ns,share_pct\n",
+          out);
+    static const char *const bound[] = {"no", "moderate", "high"};
+    for (size_t i = 0; i < result->point_count; i++) {
+        const struct pb_point_result *p = &result->points[i];
+        bool analyzed = an && i < an->point_count;
+        const char *input_bound =
+            analyzed && an->points[i].usable ? bound[an->points[i].input_bound] : "";
+        bool recommended = analyzed && an->recommended == (int)i;
+        char axes[CELL_MAX];
+        format_axes(axes, sizeof(axes), p->axes, ";");
+        /* A point without stages still gets one row, with empty stage cells. */
+        size_t rows = p->stage_count ? p->stage_count : 1;
+        for (size_t r = 0; r < rows; r++) {
+            fprintf(out, "%zu,", i);
+            csv_field(out, axes, false);
+            csv_double(out, p->samples_per_s);
+            int windows;
+            csv_double(out, pb_point_noise_known(result, i, &windows) ? p->samples_per_s_noise_pct
+                                                                      : NAN);
+            csv_double(out, p->batches_per_s);
+            csv_double(out, p->mb_per_s);
+            csv_double(out, p->stall_pct);
+            csv_double(out, p->accel_util_pct);
+            csv_double(out, p->cpu_util_pct);
+            csv_double(out, p->worker_cpu_pct);
+            csv_u64(out, p->wait_p50_ns);
+            csv_u64(out, p->wait_p99_ns);
+            csv_u64(out, p->assembly_p50_ns);
+            csv_u64(out, p->assembly_p99_ns);
+            csv_u64(out, p->rss_peak_bytes);
+            csv_u64(out, p->pinned_bytes);
+            csv_u64(out, p->samples);
+            csv_u64(out, p->errors);
+            fprintf(out, "%s,%d,", input_bound, recommended ? 1 : 0);
+            if (!p->stage_count) {
+                fputs(",,,,,,,,,\n", out);
+                continue;
+            }
+            const struct pb_stage_result *st = &p->stages[r];
+            const struct pb_hist *h = &st->hist;
+            char row_name[80];
+            snprintf(row_name, sizeof(row_name), "%s%s", st->gpu ? "gpu:" : "", st->name);
+            csv_field(out, row_name, false);
+            csv_u64(out, h->count);
+            csv_double(out, h->count ? h->mean_ns : 0);
+            csv_u64(out, pb_hist_quantile(h, 0.50));
+            csv_u64(out, pb_hist_quantile(h, 0.90));
+            csv_u64(out, pb_hist_quantile(h, 0.95));
+            csv_u64(out, pb_hist_quantile(h, 0.99));
+            csv_u64(out, h->count ? h->max_ns : 0);
+            csv_u64(out, st->cpu_ns);
+            if (isfinite(st->share_pct))
+                fprintf(out, "%.10g\n", st->share_pct);
+            else
+                fputc('\n', out);
+        }
+    }
+}
+
+void pb_report_analyzed(FILE *out, const struct pb_result *result,
+                        const struct pb_analysis *analysis, enum pb_format format)
+{
+    switch (format) {
+    case PB_FORMAT_TABLE:
+        report_human(out, result, analysis, false);
+        break;
+    case PB_FORMAT_MARKDOWN:
+        report_human(out, result, analysis, true);
+        break;
+    case PB_FORMAT_CSV:
+        report_csv(out, result, analysis);
+        break;
+    case PB_FORMAT_HTML:
+        pb_html_report(out, result, analysis);
+        break;
+    case PB_FORMAT_JSON: {
+        json_t *root = pb_result_to_json(result);
+        if (root) {
+            json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+            fputc('\n', out);
+            json_decref(root);
+        }
+        break;
+    }
+    }
+}
+
+void pb_report(FILE *out, const struct pb_result *result, enum pb_format format)
+{
+    /* The JSON form carries the result as it is; the others show the
+     * analysis beside the points. */
+    struct pb_analysis analysis;
+    bool analyzed = format != PB_FORMAT_JSON && pb_analyze(result, &analysis) == PB_OK;
+    pb_report_analyzed(out, result, analyzed ? &analysis : NULL, format);
+    if (analyzed)
+        pb_analysis_free(&analysis);
+}
+
+int pb_format_parse(const char *text, enum pb_format *format)
+{
+    static const struct {
+        const char *name;
+        enum pb_format format;
+    } formats[] = {
+        {"table", PB_FORMAT_TABLE},
+        {"json", PB_FORMAT_JSON},
+        {"markdown", PB_FORMAT_MARKDOWN},
+        {"csv", PB_FORMAT_CSV},
+        {"html", PB_FORMAT_HTML},
+    };
+    for (size_t i = 0; text && i < PB_ARRAY_LEN(formats); i++) {
+        if (strcmp(text, formats[i].name) == 0) {
+            *format = formats[i].format;
+            return PB_OK;
+        }
+    }
+    return PB_ERR_CONFIG;
+}

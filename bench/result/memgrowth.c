@@ -1,0 +1,139 @@
+#include "bench/result/memgrowth.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "bench/base/pb.h"
+
+/* Two-sided 95% quantile of Student's t with dof degrees of freedom. */
+static double t975(size_t dof)
+{
+    static const double table[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
+                                   2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+                                   2.120, 2.110,  2.101, 2.093, 2.086};
+    if (dof < PB_ARRAY_LEN(table))
+        return table[dof];
+    return dof < 30 ? 2.06 : dof < 60 ? 2.02 : dof < 120 ? 1.99 : 1.96;
+}
+
+int pb_slope_fit(const double *x, const double *y, const int *group, size_t n, double *slope,
+                 double *ci_half)
+{
+    int groups = 0;
+    for (size_t i = 0; i < n; i++)
+        if (group[i] + 1 > groups)
+            groups = group[i] + 1;
+    if (groups == 0 || n < (size_t)groups + 3)
+        return PB_ERR;
+    double *mx = calloc((size_t)groups * 3, sizeof(double)), *my = mx + groups, *cnt = my + groups;
+    if (!mx)
+        return PB_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        mx[group[i]] += x[i];
+        my[group[i]] += y[i];
+        cnt[group[i]] += 1;
+    }
+    for (int g = 0; g < groups; g++)
+        if (cnt[g] > 0) {
+            mx[g] /= cnt[g];
+            my[g] /= cnt[g];
+        }
+    double sxx = 0, sxy = 0;
+    for (size_t i = 0; i < n; i++) {
+        double dx = x[i] - mx[group[i]], dy = y[i] - my[group[i]];
+        sxx += dx * dx;
+        sxy += dx * dy;
+    }
+    int rc = PB_ERR;
+    if (sxx > 0) {
+        double b = sxy / sxx, rss = 0;
+        for (size_t i = 0; i < n; i++) {
+            double r = (y[i] - my[group[i]]) - b * (x[i] - mx[group[i]]);
+            rss += r * r;
+        }
+        size_t dof = n - (size_t)groups - 1;
+        *slope = b;
+        *ci_half = t975(dof) * sqrt(rss / (double)dof / sxx);
+        rc = PB_OK;
+    }
+    free(mx);
+    return rc;
+}
+
+void pb_memory_growth_check(struct pb_point_result *point, double threshold_mib)
+{
+    struct pb_memory_growth *g = &point->memory_growth;
+    *g = (struct pb_memory_growth){0};
+    size_t repeats = pb_point_finished_repeats(point), n = 0, cap = 0;
+    for (size_t r = 0; r < repeats; r++)
+        cap += point->repeats[r].rss_count;
+    if (cap == 0)
+        return;
+    double *x = malloc(cap * sizeof(double)), *y = malloc(cap * sizeof(double));
+    int *group = malloc(cap * sizeof(int));
+    int groups = 0;
+    for (size_t r = 0; x && y && group && r < repeats; r++) {
+        const struct pb_repeat_result *rep = &point->repeats[r];
+        if (rep->rss_count < 3 || rep->wall_s <= 0 || rep->batches_per_s <= 0)
+            continue;
+        /* The sampler runs from the repeat's start to just after its
+         * measured part: the last wall_s seconds of it are measured. */
+        double start_s = rep->rss[rep->rss_count - 1].t_s - rep->wall_s;
+        size_t before = n;
+        for (size_t i = 0; i < rep->rss_count; i++) {
+            if (rep->rss[i].t_s < start_s)
+                continue;
+            x[n] = (rep->rss[i].t_s - start_s) * rep->batches_per_s / 1000.0; /* k batches */
+            y[n] = (double)rep->rss[i].rss_bytes / 1048576.0;
+            group[n++] = groups;
+        }
+        if (n - before >= 3)
+            groups++;
+        else
+            n = before;
+    }
+    double slope, half;
+    if (groups > 0 && pb_slope_fit(x, y, group, n, &slope, &half) == PB_OK) {
+        g->known = true;
+        g->mib_per_1000_batches = slope;
+        g->ci_low = slope - half;
+        g->ci_high = slope + half;
+        g->samples = n;
+        g->repeats = groups;
+        g->significant = g->ci_low > 0 || g->ci_high < 0;
+        if (g->significant && slope > 0 && slope >= threshold_mib)
+            pb_point_warn(point,
+                          "memory grows %.1f MiB per 1000 batches (95%% interval %.1f to %.1f, "
+                          "RSS over the measured part of %d repeat%s): a leak, or a cache "
+                          "without a bound, in the pipeline",
+                          slope, g->ci_low, g->ci_high, groups, groups == 1 ? "" : "s");
+    }
+    free(x);
+    free(y);
+    free(group);
+}
+
+json_t *pb_memory_growth_to_json(const struct pb_memory_growth *g)
+{
+    if (!g->known)
+        return NULL;
+    return json_pack("{s f s f s f s I s i s b}", "mib_per_1000_batches", g->mib_per_1000_batches,
+                     "ci95_low", g->ci_low, "ci95_high", g->ci_high, "samples",
+                     (json_int_t)g->samples, "repeats", g->repeats, "significant",
+                     g->significant);
+}
+
+void pb_memory_growth_from_json(const json_t *obj, struct pb_memory_growth *g)
+{
+    *g = (struct pb_memory_growth){0};
+    const json_t *slope = json_object_get(obj, "mib_per_1000_batches");
+    if (!json_is_object(obj) || !json_is_number(slope))
+        return;
+    g->known = true;
+    g->mib_per_1000_batches = json_number_value(slope);
+    g->ci_low = json_number_value(json_object_get(obj, "ci95_low"));
+    g->ci_high = json_number_value(json_object_get(obj, "ci95_high"));
+    g->samples = (size_t)json_integer_value(json_object_get(obj, "samples"));
+    g->repeats = (int)json_integer_value(json_object_get(obj, "repeats"));
+    g->significant = json_is_true(json_object_get(obj, "significant"));
+}

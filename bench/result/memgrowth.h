@@ -1,0 +1,36 @@
+/* Memory growth over the measured part of a point: a straight line fitted
+ * to the process's RSS samples (20 Hz) against batches, per 1000 batches,
+ * with a 95% confidence interval. Each repeat is its own group (its own
+ * intercept, one common slope), so memory that a new repeat takes once
+ * (thread arenas, the allocator's caches) is not read as growth; what
+ * grows with every batch, a leak or a cache without a bound, is. A point
+ * warns "memory grows N MiB per 1000 batches" when the interval excludes
+ * 0 and the slope is at least the analysis section's memory_growth_mib. */
+#ifndef PB_MEMGROWTH_H
+#define PB_MEMGROWTH_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "bench/result/result.h"
+
+/* Least-squares slope of y on x with a separate intercept per group (group
+ * ids 0, 1, ...; within-group centering): *slope, and *ci_half the half
+ * width of its 95% interval (Student t on n - groups - 1 degrees of
+ * freedom). Returns PB_OK, or PB_ERR when there are too few points or x
+ * does not vary within any group. */
+int pb_slope_fit(const double *x, const double *y, const int *group, size_t n, double *slope,
+                 double *ci_half);
+
+/* Fits point's growth from its finished repeats' RSS samples into
+ * point->memory_growth (known false when too few samples), and warns in
+ * point when significant and at least threshold_mib per 1000 batches. */
+void pb_memory_growth_check(struct pb_point_result *point, double threshold_mib);
+
+/* {"mib_per_1000_batches", "ci95_low", "ci95_high", "samples", "repeats",
+ * "significant"}, or NULL when not known; and back. */
+json_t *pb_memory_growth_to_json(const struct pb_memory_growth *g);
+void pb_memory_growth_from_json(const json_t *obj, struct pb_memory_growth *g);
+
+#endif

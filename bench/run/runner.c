@@ -1,0 +1,822 @@
+#include "bench/run/runner.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/run/chain.h"
+#include "bench/run/gpu_acc.h"
+#include "bench/run/gpuloop.h"
+#include "bench/base/pb.h"
+#include "bench/run/queue.h"
+#include "bench/run/runlimits.h"
+#include "bench/run/stagestats.h"
+#include "bench/run/storage_run.h"
+#include "bench/run/sysmon.h"
+#include "kernels/gpu_rt.h"
+
+#include "bench/run/runner_impl.h"
+
+/* ---- helpers ----------------------------------------------------------- */
+
+
+/* A bad sample under on_error: skip, into the point's list of files. */
+static void record_data_error(struct run *run, const char *path, const char *what)
+{
+    pthread_mutex_lock(&run->error_lock);
+    if (!run->first_error[0])
+        pb_strlcpy(run->first_error, what, sizeof(run->first_error));
+    pb_error_files_add(run->point, path, what);
+    pthread_mutex_unlock(&run->error_lock);
+}
+
+static void fail_run(struct run *run, int rc, const char *what)
+{
+    pthread_mutex_lock(&run->error_lock);
+    if (run->fatal_rc == PB_OK) {
+        run->fatal_rc = rc;
+        pb_strlcpy(run->fatal_msg, what, sizeof(run->fatal_msg));
+    }
+    pthread_mutex_unlock(&run->error_lock);
+    atomic_store(&run->stop_workers, true);
+    if (run->queue_live)
+        pb_queue_close(&run->queue);
+}
+
+/* The sampler's wake-up when the user stops the run: a consumer blocked on
+ * a slow batch returns. */
+void pb_runner_wake_consumer(void *user)
+{
+    struct run *run = user;
+    if (run->queue_live)
+        pb_queue_close(&run->queue);
+}
+
+/* ---- building a batch (the hot path) ------------------------------------ */
+
+enum { BATCH_BUILT = 0, BATCH_END = 1 };
+
+int pb_runner_grow_scratch(struct worker *w, int which, size_t bytes)
+{
+    size_t capacity = pb_batch_align(bytes + bytes / 4); /* headroom for the next one */
+    void *p = aligned_alloc(PB_BATCH_ALIGN, capacity);
+    if (!p)
+        return PB_ERR_NOMEM;
+    free(w->scratch[which]);
+    w->scratch[which] = p;
+    w->scratch_capacity[which] = capacity;
+    return PB_OK;
+}
+
+/* Builds batch seq into slot, sample by sample, writing the last stage's
+ * output straight into the sample's place in the batch. No allocation, no
+ * lock and no formatting unless a sample fails. */
+static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
+{
+    struct run *run = w->run;
+    struct pb_stage_stats *st = w->stats;
+    uint64_t start_ns = pb_now_ns();
+    uint32_t n;
+    if (!pb_sampler_batch_visits(&run->sampler, seq, w->indices, w->seeds, w->visit_seeds,
+                                 w->clips, &n))
+        return BATCH_END;
+    bool measured = seq >= run->first_measured_seq;
+    bool timing = measured && run->stage_timing;
+    if (measured && !w->cpu_started) {
+        w->cpu_start_ns = pb_thread_cpu_ns();
+        w->cpu_started = true;
+    }
+    uint64_t batch_cpu_start = timing ? pb_thread_cpu_ns() : 0;
+    bool perf = timing && w->perf.mask;
+    uint64_t stage_wall_ns = 0, stage_cpu_ns = 0;
+    const struct pb_dataset *ds = run->ds;
+    uint32_t delivered = 0, errors = 0;
+    uint64_t bytes_read = 0;
+    bool ragged = false;
+    const struct pb_shape *planned = &run->sizes.sample_shape;
+    int last = w->chain.count - 1;
+    for (uint32_t j = 0; j < n; j++) {
+        uint64_t index = w->indices[j];
+        struct pb_sample s = {
+            .index = index,
+            .path = ds->paths[index],
+            .file_bytes = ds->sizes[index],
+            .file_offset = ds->offsets ? ds->offsets[index] : 0,
+            .member = ds->members ? ds->members[index] : NULL,
+            .seed = w->seeds[j],
+            .visit_seed = w->visit_seeds[j],
+            .clip = w->clips[j],
+            .clips = (uint32_t)run->clips_per_file,
+            .in_shape = {.dtype = PB_DTYPE_BYTES},
+            .msg = w->msg,
+            .msglen = sizeof(w->msg),
+        };
+        int rc = PB_OK;
+        /* With timing on, one clock reading closes a stage and opens the
+         * next, so a sample costs stages + 1 readings of each clock. */
+        uint64_t t_prev = 0, c_prev = 0, perf_prev[PB_PERF_COUNTERS] = {0};
+        if (timing) {
+            t_prev = pb_now_ns();
+            c_prev = pb_thread_cpu_ns();
+            if (perf)
+                pb_perf_read(&w->perf, perf_prev);
+        }
+        for (int k = 0; k <= last; k++) {
+            if (k == last) {
+                s.out = slot->batch.data + (size_t)delivered * run->sizes.slot_bytes;
+                s.out_capacity = run->sizes.slot_bytes;
+            } else {
+                s.out = w->scratch[k & 1];
+                s.out_capacity = w->scratch_capacity[k & 1];
+            }
+            s.out_bytes = 0;
+            rc = w->chain.stages[k].ops->process(w->chain.stages[k].state, &s);
+            if (rc == PB_ERR_NOSPACE && s.out_bytes > PB_SAMPLE_MAX_BYTES) {
+                /* A size read from a corrupt header: never allocated. */
+                snprintf(w->msg, sizeof(w->msg),
+                         "%s: stage '%s' asks for %zu bytes for one sample, more than the %zu "
+                         "bytes pbench accepts: the file's size fields are corrupt or it is far "
+                         "too large",
+                         s.path ? s.path : "(sample)", w->chain.stages[k].ops->name, s.out_bytes,
+                         (size_t)PB_SAMPLE_MAX_BYTES);
+                rc = PB_ERR_DATA;
+            }
+            if (rc == PB_ERR_NOSPACE && k != last && s.out_bytes > s.out_capacity) {
+                /* A larger image than any before: grow once, then go on
+                 * without allocating until an even larger one comes. */
+                if (pb_runner_grow_scratch(w, k & 1, s.out_bytes) == PB_OK) {
+                    s.out = w->scratch[k & 1];
+                    s.out_capacity = w->scratch_capacity[k & 1];
+                    s.out_bytes = 0;
+                    memset(s.substage_ns, 0, sizeof(s.substage_ns));
+                    memset(s.counters, 0, sizeof(s.counters));
+                    rc = w->chain.stages[k].ops->process(w->chain.stages[k].state, &s);
+                }
+            }
+            if (rc == PB_ERR_NOSPACE) {
+                snprintf(w->msg, sizeof(w->msg),
+                         "%s: stage '%s' output of %zu bytes does not fit the batch slot of %zu "
+                         "bytes; end the pipeline with a stage of fixed size (resize, crop)",
+                         s.path ? s.path : "(sample)", w->chain.stages[k].ops->name, s.out_bytes,
+                         s.out_capacity);
+                rc = PB_ERR_DATA;
+            }
+            if (timing) {
+                uint64_t t = pb_now_ns(), c = pb_thread_cpu_ns();
+                if (w->trace)
+                    pb_trace_record(w->trace, w->trace_names[k], PB_TRACE_SPAN, s.index, t_prev,
+                                    t, 0);
+                pb_hist_add(st->hist[k], t - t_prev);
+                pb_slowest_add(&st->slowest[k], s.index, t - t_prev);
+                st->cpu_ns[k] += c - c_prev;
+                if (perf) {
+                    uint64_t now[PB_PERF_COUNTERS] = {0};
+                    pb_perf_read(&w->perf, now);
+                    for (int i = 0; i < PB_PERF_COUNTERS; i++) {
+                        st->perf[k][i] += now[i] - perf_prev[i];
+                        perf_prev[i] = now[i];
+                    }
+                }
+                stage_wall_ns += t - t_prev;
+                stage_cpu_ns += c - c_prev;
+                t_prev = t;
+                c_prev = c;
+                for (int i = 0; i < st->substage_count[k]; i++)
+                    pb_hist_add(&st->substage_hist[k][i], s.substage_ns[i]);
+            }
+            if (st->counter_count[k] && measured) {
+                for (int i = 0; i < st->counter_count[k]; i++)
+                    st->counters[k][i] += s.counters[i];
+            }
+            if (st->substage_count[k] | st->counter_count[k]) {
+                memset(s.substage_ns, 0, sizeof(s.substage_ns));
+                memset(s.counters, 0, sizeof(s.counters));
+            }
+            if (rc != PB_OK)
+                break;
+            s.in = s.out;
+            s.in_bytes = s.out_bytes;
+            s.in_shape = s.out_shape;
+        }
+        bytes_read += s.bytes_read;
+        if (rc == PB_ERR_DATA && run->spec->run.on_error == PB_ON_ERROR_SKIP) {
+            errors++;
+            record_data_error(run, s.path, w->msg);
+            continue;
+        }
+        if (rc != PB_OK) {
+            fail_run(run, rc, w->msg);
+            return rc;
+        }
+        ragged |= s.in_shape.height != planned->height || s.in_shape.width != planned->width ||
+                  s.in_shape.channels != planned->channels ||
+                  (s.in_shape.frames > 0 ? s.in_shape.frames : 1) !=
+                      (planned->frames > 0 ? planned->frames : 1);
+        slot->batch.seeds[delivered] = w->seeds[j];
+        delivered++;
+    }
+    slot->batch.seq = seq;
+    slot->batch.samples = delivered;
+    slot->batch.shape = run->sizes.sample_shape;
+    slot->batch.ragged = ragged;
+    slot->errors = errors;
+    slot->bytes_read = bytes_read;
+    slot->assembly_ns = pb_now_ns() - start_ns;
+    if (measured)
+        w->cpu_end_ns = pb_thread_cpu_ns();
+    if (timing) {
+        pb_hist_add(&st->collate_hist,
+                    slot->assembly_ns > stage_wall_ns ? slot->assembly_ns - stage_wall_ns : 0);
+        uint64_t batch_cpu = w->cpu_end_ns - batch_cpu_start;
+        st->collate_cpu_ns += batch_cpu > stage_cpu_ns ? batch_cpu - stage_cpu_ns : 0;
+        if (w->trace)
+            pb_trace_record(w->trace, PB_TRACE_BATCH, PB_TRACE_SPAN, seq, start_ns,
+                            start_ns + slot->assembly_ns, 0);
+    }
+    return BATCH_BUILT;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct run *run = w->run;
+    pb_affinity_bind(run->affinity, w->index + 1); /* once, before the first batch */
+    if (run->perf_on)
+        w->stats->perf_mask = pb_perf_open(&w->perf, NULL, 0);
+    for (uint64_t seq = (uint64_t)w->index; !atomic_load(&run->stop_workers);
+         seq += (uint64_t)run->workers) {
+        struct pb_slot *slot = pb_queue_acquire(&run->queue, w->index);
+        if (!slot)
+            break;
+        int rc = build_batch(w, seq, slot);
+        if (rc != BATCH_BUILT) {
+            pb_queue_release(&run->queue, slot);
+            break;
+        }
+        pb_queue_push(&run->queue, slot);
+    }
+    atomic_store(&w->exit_cpu_ns, pb_thread_cpu_ns());
+    pb_affinity_thread_end(run->affinity, w->index + 1);
+    pb_perf_close(&w->perf);
+    pb_queue_worker_done(&run->queue, w->index);
+    return NULL;
+}
+
+/* CPU time of every loader thread (the consumer's own when it loads), read
+ * from the consumer so the window is exactly the measured part. */
+static uint64_t loader_cpu_ns(const struct run *run)
+{
+    if (run->workers == 0)
+        return pb_thread_cpu_ns();
+    uint64_t total = 0;
+    for (int i = 0; i < run->started_workers; i++) {
+        clockid_t cid;
+        struct timespec ts;
+        uint64_t ended = atomic_load(&run->worker[i].exit_cpu_ns);
+        if (ended)
+            total += ended; /* the thread may be gone: its last reading */
+        else if (pthread_getcpuclockid(run->worker[i].thread, &cid) == 0 &&
+                 clock_gettime(cid, &ts) == 0)
+            total += (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        else
+            total += atomic_load(&run->worker[i].exit_cpu_ns);
+    }
+    return total;
+}
+
+/* ---- one repeat -------------------------------------------------------- */
+
+static int push_batch_record(struct pb_repeat_result *rep, size_t *cap,
+                             const struct pb_batch_record *rec)
+{
+    if (rep->batch_count == *cap) {
+        size_t next = *cap ? *cap * 2 : 4096;
+        struct pb_batch_record *grown = realloc(rep->batch_records, next * sizeof(*grown));
+        if (!grown)
+            return PB_ERR_NOMEM;
+        rep->batch_records = grown;
+        *cap = next;
+    }
+    rep->batch_records[rep->batch_count++] = *rec;
+    return PB_OK;
+}
+
+static uint64_t sleep_ns(uint64_t ns)
+{
+    uint64_t start_ns = pb_now_ns();
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+        ;
+    return pb_now_ns() - start_ns;
+}
+
+/* One batch through the device: copy, GPU stages, step. */
+static int gpu_batch(struct run *run, struct pb_slot *slot, bool measuring, uint64_t step_ns,
+                     uint64_t *blocked_ns, uint64_t *copy_wait_ns, uint64_t *step_wall_ns,
+                     char *msg, size_t msglen)
+{
+    int rc = pb_gpu_loop_copy(run->gpu, &slot->batch, measuring, blocked_ns, msg, msglen);
+    for (int k = 0; k < run->gpu_stages.count && rc == PB_OK; k++) {
+        rc = pb_gpu_loop_stage_begin(run->gpu, k);
+        if (rc == PB_OK)
+            rc = run->gpu_stages.stages[k].ops->process_batch(run->gpu_stages.stages[k].state,
+                                                              &slot->batch, msg, msglen);
+        if (rc == PB_OK)
+            rc = pb_gpu_loop_stage_end(run->gpu, k);
+    }
+    uint64_t t_step = pb_now_ns();
+    if (rc == PB_OK)
+        rc = pb_gpu_loop_step(run->gpu, step_ns, copy_wait_ns, msg, msglen);
+    *step_wall_ns = pb_now_ns() - t_step;
+    return rc;
+}
+
+/* Starts a repeat: a fresh iterator over the data with its own shuffle,
+ * empty measurements, the queue, the device loop, the system sampler and
+ * the worker threads. */
+static int start_repeat(struct run *run, int repeat, bool stage_timing, char *msg, size_t msglen)
+{
+    const struct pb_spec *spec = run->spec;
+    struct pb_dataset_spec ds_spec = spec->dataset;
+    ds_spec.seed = (int64_t)(pb_mix64((uint64_t)spec->dataset.seed + (uint64_t)repeat) >> 2);
+    int rc = pb_sampler_init_visits(&run->sampler, run->ds->count, run->clips_per_file, &ds_spec,
+                                    spec->loader.batch_size, spec->loader.drop_last, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    if (run->ds->offsets) /* tar shards: each worker streams its run of them */
+        pb_sampler_stream(&run->sampler, run->ds, (uint64_t)(run->workers > 0 ? run->workers : 1),
+                          (uint64_t)spec->dataset.shuffle_buffer, spec->loader.drop_last,
+                          spec->dataset.epochs);
+    run->repeat = repeat;
+    run->stage_timing = stage_timing;
+    run->loop_trace = stage_timing ? run->loop_trace_buffer : NULL;
+    run->perf_on = stage_timing && spec->profile.level == PB_PROFILE_COMPREHENSIVE;
+    run->first_error[0] = '\0';
+    run->first_measured_seq = (uint64_t)spec->run.warmup_batches;
+    atomic_store(&run->stop_workers, false);
+    for (int i = 0; i < nworkers(run); i++) {
+        struct worker *w = &run->worker[i];
+        pb_stage_stats_reset(w->stats);
+        w->trace = stage_timing ? w->trace_buffer : NULL;
+        w->cpu_started = false;
+        w->cpu_start_ns = w->cpu_end_ns = 0;
+        atomic_store(&w->exit_cpu_ns, 0);
+    }
+    pb_stoprule_start(&run->rule, pb_now_ns()); /* no reason yet; restarted when measuring */
+    run->mhz_start = pb_cpu_mhz_now();
+
+    if (run->workers > 0) {
+        rc = pb_queue_init(&run->queue, run->workers, run->prefetch_factor, run->slots);
+        if (rc != PB_OK)
+            return rc;
+        run->queue_live = true;
+    }
+    if (run->gpu) {
+        pb_gpu_acc_reset(&run->gpu_acc);
+        rc = pb_gpu_loop_begin(run->gpu, msg, msglen);
+        if (rc != PB_OK) {
+            if (run->queue_live) {
+                pb_queue_destroy(&run->queue);
+                run->queue_live = false;
+            }
+            return rc;
+        }
+    }
+    pb_sysmon_start(&run->sysmon);
+    if (run->workers == 0 && run->perf_on) /* the loop builds the batches itself */
+        run->worker[0].stats->perf_mask = pb_perf_open(&run->worker[0].perf, NULL, 0);
+    for (int i = 0; i < run->workers; i++) {
+        if (pthread_create(&run->worker[i].thread, NULL, worker_main, &run->worker[i]) != 0) {
+            fail_run(run, PB_ERR, "cannot start loader worker threads");
+            break;
+        }
+        run->started_workers = i + 1;
+    }
+    return PB_OK;
+}
+
+/* The next batch: from the queue, or built here when the consumer loads.
+ * NULL at the end of the data, on a failure or an interrupt. */
+static struct pb_slot *next_batch(struct run *run, uint64_t seq, uint32_t *depth)
+{
+    if (run->workers > 0)
+        return pb_queue_pop(&run->queue, run->spec->loader.in_order, seq, depth);
+    struct pb_slot *slot = &run->slots[0];
+    return build_batch(&run->worker[0], seq, slot) == BATCH_BUILT ? slot : NULL;
+}
+
+/* The training loop's part of a batch: consumer-side stages, then the
+ * device (where the step is a busy kernel and the loop goes on as soon as
+ * the batch's copy is done) or a sleep of the step time. Returns the wall
+ * time the loop spent in the step. */
+static uint64_t train_on_batch(struct run *run, struct pb_slot *slot, bool measuring,
+                               uint64_t step_ns)
+{
+    uint64_t step_wall_ns = 0;
+    for (int k = 0; k < run->consumer.count && run->fatal_rc == PB_OK; k++) {
+        char stage_msg[PB_MSG_MAX];
+        uint64_t t0 = run->loop_trace ? pb_now_ns() : 0;
+        int src = run->consumer.stages[k].ops->process_batch(
+            run->consumer.stages[k].state, &slot->batch, stage_msg, sizeof(stage_msg));
+        if (run->loop_trace)
+            pb_trace_record(run->loop_trace, run->loop_trace_names[k], PB_TRACE_SPAN,
+                            slot->batch.seq, t0, pb_now_ns(), 0);
+        if (src != PB_OK)
+            fail_run(run, src, stage_msg);
+    }
+    if (run->gpu && run->fatal_rc == PB_OK) {
+        char gpu_msg[PB_MSG_MAX];
+        uint64_t blocked = 0, copy_wait = 0;
+        int grc = gpu_batch(run, slot, measuring, step_ns, &blocked, &copy_wait, &step_wall_ns,
+                            gpu_msg, sizeof(gpu_msg));
+        if (grc != PB_OK)
+            fail_run(run, grc, gpu_msg);
+        if (measuring) {
+            run->gpu_acc.fig.host_blocked_ns += blocked;
+            run->gpu_acc.fig.copy_wait_ns += copy_wait;
+        }
+    } else if (step_ns) {
+        step_wall_ns = sleep_ns(step_ns);
+    }
+    if (run->loop_trace && step_wall_ns) {
+        uint64_t t1 = pb_now_ns();
+        pb_trace_record(run->loop_trace, PB_TRACE_STEP, PB_TRACE_SPAN, slot->batch.seq,
+                        t1 - step_wall_ns, t1, 0);
+    }
+    return step_wall_ns;
+}
+
+static void start_measuring(struct run *run, struct consumed *c)
+{
+    c->measuring = true;
+    c->t_start = pb_now_ns();
+    pb_sysmon_measuring(&run->sysmon, c->t_start);
+    c->loader_cpu_start = loader_cpu_ns(run);
+    c->cpu_start = pb_process_cpu_ns();
+    pb_stoprule_start(&run->rule, c->t_start);
+    if (run->loop_trace) /* the marker: which point and repeat follow */
+        pb_trace_record(run->loop_trace, PB_TRACE_MEASURING, PB_TRACE_INSTANT,
+                        (uint64_t)(run->hooks ? run->hooks->point : 0), c->t_start, c->t_start,
+                        (uint32_t)run->repeat);
+}
+
+/* Adds a measured batch to the repeat's records and totals. */
+static void record_batch(struct run *run, struct consumed *c, struct pb_repeat_result *rep,
+                         const struct pb_slot *slot, uint64_t wait_ns, uint64_t train_ns,
+                         uint64_t step_wall_ns, uint64_t t_done, uint32_t depth)
+{
+    struct pb_batch_record rec = {
+        .assembly_ns = slot->assembly_ns,
+        .wait_ns = wait_ns,
+        .step_ns = train_ns,
+        .queue_depth = depth,
+        .samples = slot->batch.samples,
+    };
+    if (push_batch_record(rep, &c->records_cap, &rec) != PB_OK)
+        fail_run(run, PB_ERR_NOMEM, "out of memory recording batch timings");
+    c->samples += slot->batch.samples;
+    pb_sysmon_publish(&run->sysmon, c->samples);
+    c->batches++;
+    c->bytes_read += slot->bytes_read;
+    c->errors += slot->errors;
+    c->wait_total += wait_ns;
+    c->step_total += c->step_ns;
+    c->step_wall_total += step_wall_ns;
+    c->stages_total += train_ns - step_wall_ns;
+    c->t_end = t_done;
+}
+
+/* Whether the measured part ends after this batch: on the stopping rule
+ * (rule_done), or in a multi-rank run on the decider's word. */
+static bool part_ends(struct run *run, bool rule_done)
+{
+    struct pb_run_group *g = run->hooks ? run->hooks->group : NULL;
+    if (!g || g->decides)
+        return rule_done;
+    if (!atomic_load_explicit(&g->group_done, memory_order_acquire))
+        return false;
+    int reason = atomic_load_explicit(&g->group_reason, memory_order_relaxed);
+    if (reason == PB_STOP_DATA_END)
+        return rule_done; /* this rank reads its shard to its own end */
+    run->rule.reason = (enum pb_stop_reason)reason; /* the decider's, not this rank's */
+    return true;
+}
+
+/* The consumer loop: warm-up batches, then measured ones until the
+ * stopping rule, the end of the data, a failure or an interrupt. The CPU
+ * clocks are read before the workers are stopped: finishing the batches
+ * they are building is not part of the measured part. */
+static void consume(struct run *run, struct consumed *c, struct pb_repeat_result *rep)
+{
+    for (uint64_t seq = 0;; seq++) {
+        if (run->user_stop && *run->user_stop) {
+            c->interrupted = true;
+            pb_stoprule_end(&run->rule, PB_STOP_INTERRUPTED);
+            break;
+        }
+        if (!c->measuring && seq >= run->first_measured_seq)
+            start_measuring(run, c);
+        uint64_t t_wait0 = pb_now_ns();
+        uint32_t depth = 0;
+        struct pb_slot *slot = next_batch(run, seq, &depth);
+        uint64_t t_wait1 = pb_now_ns();
+        if (run->loop_trace && slot) {
+            pb_trace_record(run->loop_trace, PB_TRACE_WAIT, PB_TRACE_SPAN, seq, t_wait0, t_wait1,
+                            depth);
+            pb_trace_record(run->loop_trace, PB_TRACE_QUEUE, PB_TRACE_COUNTER, seq, t_wait1,
+                            t_wait1, depth);
+        }
+        if (!slot) {
+            pb_stoprule_end(&run->rule, run->fatal_rc != PB_OK              ? PB_STOP_FAILED
+                                        : run->user_stop && *run->user_stop ? PB_STOP_INTERRUPTED
+                                                                            : PB_STOP_DATA_END);
+            break;
+        }
+        if (seq == 0)
+            c->first_batch_ns = t_wait1 - run->sysmon.start_ns; /* just before the workers */
+        uint64_t step_wall_ns = train_on_batch(run, slot, c->measuring, c->step_ns);
+        uint64_t t_done = pb_now_ns();
+        uint32_t samples = slot->batch.samples;
+        if (c->measuring)
+            record_batch(run, c, rep, slot, t_wait1 - t_wait0, t_done - t_wait1, step_wall_ns,
+                         t_done, depth);
+        if (run->workers > 0)
+            pb_queue_release(&run->queue, slot);
+        if (run->fatal_rc != PB_OK) {
+            pb_stoprule_end(&run->rule, PB_STOP_FAILED);
+            break;
+        }
+        if (part_ends(run, c->measuring && pb_stoprule_batch(&run->rule, t_done, samples)))
+            break;
+    }
+    if (run->hooks && run->hooks->group) {
+        atomic_store(&run->hooks->group->local_reason, (int)run->rule.reason);
+        atomic_store(&run->hooks->group->local_done, true);
+    }
+    if (c->measuring) {
+        c->loader_cpu_end = loader_cpu_ns(run);
+        c->cpu_end = pb_process_cpu_ns();
+        pb_sysmon_interference(&run->sysmon, c->cpu_end - c->cpu_start, &rep->other_cpu_pct,
+                               &rep->steal_pct);
+    }
+}
+
+/* Ends a repeat: batches still on the device are harvested (the measured
+ * ones among them count in the device figures), the workers and the
+ * sampler are stopped, and a change of CPU clock is noted. */
+static void stop_repeat(struct run *run)
+{
+    if (run->gpu) {
+        char gpu_msg[PB_MSG_MAX];
+        int grc = pb_gpu_loop_drain(run->gpu, gpu_msg, sizeof(gpu_msg));
+        if (grc != PB_OK)
+            fail_run(run, grc, gpu_msg);
+    }
+    atomic_store(&run->stop_workers, true);
+    if (run->workers > 0)
+        pb_queue_close(&run->queue);
+    for (int i = 0; i < run->started_workers; i++)
+        pthread_join(run->worker[i].thread, NULL);
+    run->started_workers = 0;
+    if (run->workers == 0)
+        pb_perf_close(&run->worker[0].perf);
+    pb_sysmon_stop(&run->sysmon);
+    if (run->workers > 0) {
+        pb_queue_destroy(&run->queue);
+        run->queue_live = false;
+    }
+    double mhz_end = pb_cpu_mhz_now();
+    if (run->mhz_start > 0 && mhz_end > 0 && fabs(mhz_end - run->mhz_start) > 0.1 * run->mhz_start)
+        pb_point_warn(run->point,
+                      "the CPU clock changed during a repeat (%.0f to %.0f MHz): power management "
+                      "or throttling shifts the numbers",
+                      run->mhz_start, mhz_end);
+}
+
+/* Why a repeat that measured nothing failed. */
+static int nothing_measured(const struct run *run, bool interrupted, char *msg, size_t msglen)
+{
+    if (run->fatal_rc != PB_OK) {
+        snprintf(msg, msglen, "%s", run->fatal_msg);
+        return run->fatal_rc;
+    }
+    if (interrupted)
+        return PB_ERR_INTERRUPTED;
+    snprintf(msg, msglen,
+             "the data ran out during warm-up (%llu batches): lower run.warmup_batches or "
+             "raise dataset.epochs",
+             (unsigned long long)run->spec->run.warmup_batches);
+    return PB_ERR_CONFIG;
+}
+
+/* The repeat's totals and rates over the measured part. */
+static void fill_totals(struct run *run, const struct consumed *c, struct pb_repeat_result *rep)
+{
+    double span_ns = (double)(c->t_end - c->t_start);
+    double wall_s = span_ns / 1e9;
+    rep->wall_s = wall_s;
+    rep->samples = c->samples;
+    rep->batches = c->batches;
+    rep->bytes_read = c->bytes_read;
+    rep->errors = c->errors;
+    rep->samples_per_s = (double)c->samples / wall_s;
+    rep->batches_per_s = (double)c->batches / wall_s;
+    rep->mb_per_s = (double)c->bytes_read / 1e6 / wall_s;
+    rep->stall_pct = 100.0 * (double)c->wait_total / span_ns;
+    rep->accel_util_pct = c->step_ns ? 100.0 * (double)c->step_total / span_ns : 0;
+    rep->cpu_util_pct = 100.0 * (double)(c->cpu_end - c->cpu_start) / span_ns;
+    rep->window_noise = pb_stoprule_noise(&run->rule);
+    rep->hit_time_cap = run->rule.reason == PB_STOP_TIME_CAP;
+    rep->noisy = pb_stoprule_noisy(&run->rule);
+    rep->interrupted = c->interrupted;
+    uint64_t worker_cpu =
+        c->loader_cpu_end > c->loader_cpu_start ? c->loader_cpu_end - c->loader_cpu_start : 0;
+    rep->worker_cpu_pct = 100.0 * (double)worker_cpu / ((double)nworkers(run) * span_ns);
+    rep->rss_peak_bytes = run->sysmon.rss_peak_bytes;
+    pb_sysmon_copy(&run->sysmon, &rep->rss, &rep->rss_count);
+    pb_repeat_loop_shares(rep, c->step_wall_total, c->stages_total);
+    rep->first_batch_s = (double)c->first_batch_ns / 1e9;
+}
+
+static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_repeat_result *rep,
+                      bool *interrupted, char *msg, size_t msglen)
+{
+    memset(rep, 0, sizeof(*rep));
+    *interrupted = false;
+    pb_storage_repeat_start(run->spec, run->ds, run->point, rep);
+    int rc = start_repeat(run, repeat, stage_timing, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    struct consumed c = {.step_ns = (uint64_t)(run->spec->run.step_ms * 1e6)};
+    consume(run, &c, rep);
+    stop_repeat(run);
+    *interrupted = c.interrupted;
+    if (!c.measuring || c.t_end <= c.t_start)
+        return nothing_measured(run, c.interrupted, msg, msglen);
+    if (c.samples == 0) /* not kept: a rate of no samples is no figure */
+        return run->fatal_rc != PB_OK || c.interrupted
+                   ? nothing_measured(run, c.interrupted, msg, msglen)
+                   : pb_error_share_check(&run->spec->run, 0, c.errors, run->first_error, msg,
+                                          msglen);
+
+    fill_totals(run, &c, rep);
+    if (stage_timing && pb_stage_rows_merge(run->stats, nworkers(run), rep) == PB_OK)
+        pb_stage_rows_slowest(run->stats, nworkers(run), rep, run->ds->paths, run->ds->count);
+    if (run->gpu) {
+        pb_gpu_acc_result(&run->gpu_acc, rep, rep->wall_s);
+        /* The step ran on the device: its utilization is kernel time. */
+        rep->accel_util_pct = c.step_ns ? 100.0 * rep->gpu.step_ns / (rep->wall_s * 1e9) : 0;
+    }
+    if (run->fatal_rc != PB_OK) {
+        snprintf(msg, msglen, "%s", run->fatal_msg);
+        return run->fatal_rc;
+    }
+    if (c.interrupted)
+        return PB_ERR_INTERRUPTED;
+    return pb_error_share_check(&run->spec->run, c.samples, c.errors, run->first_error, msg,
+                                msglen);
+}
+
+/* ---- a point ------------------------------------------------------------ */
+
+struct pb_point_run {
+    struct run run;
+    const struct pb_run_hooks *hooks;
+};
+
+/* Warnings about the machine that hold for the whole point. */
+static void warn_point_setup(const struct pb_spec *spec, const struct pb_dataset *ds,
+                             struct pb_point_result *point)
+{
+    long pus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (spec->loader.workers > pus && pus > 0)
+        pb_point_warn(point,
+                      "loader.workers (%lld) exceeds the %ld hardware threads: workers share cores",
+                      (long long)spec->loader.workers, pus);
+    if (ds->skipped[0])
+        pb_point_warn(point, "dataset.path '%s': %s", spec->dataset.path, ds->skipped);
+    /* How much of the dataset is cached is measured at each repeat's
+     * start (pb_storage_repeat_start), not guessed from its size. */
+}
+
+int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
+                  const struct pb_run_hooks *hooks, struct pb_point_result *point,
+                  struct pb_point_run **out, char *msg, size_t msglen)
+{
+    *out = NULL;
+    int repeats = (int)spec->run.repeats;
+    if (!point->repeats) {
+        point->repeats = calloc((size_t)repeats, sizeof(*point->repeats));
+        if (!point->repeats)
+            return PB_ERR_NOMEM;
+    }
+    struct pb_point_run *pr = calloc(1, sizeof(*pr));
+    if (!pr)
+        return PB_ERR_NOMEM;
+    if (pb_spec_uses_gpu(spec))
+        pb_gpu_note_start(point);
+    int rc = pb_runner_setup(&pr->run, spec, ds, point, msg, msglen);
+    if (rc != PB_OK) {
+        pb_runner_free(&pr->run);
+        free(pr);
+        return rc;
+    }
+    pr->hooks = hooks;
+    pr->run.hooks = hooks;
+    pr->run.user_stop = hooks ? hooks->stop : NULL;
+    pr->run.sysmon.user_stop = pr->run.user_stop;
+    pr->run.sysmon.tick = hooks ? hooks->tick : NULL;
+    pr->run.sysmon.tick_user = hooks ? hooks->user : NULL;
+
+    if (pb_runner_trace_setup(&pr->run, hooks ? hooks->trace : NULL) != PB_OK)
+        pb_point_warn(point, "run.trace: out of memory for the trace buffers; no trace");
+    warn_point_setup(spec, ds, point);
+    pb_affinity_bind(pr->run.affinity, 0); /* the training loop: this thread */
+    if (spec->profile.level == PB_PROFILE_COMPREHENSIVE)
+        pb_perf_note(point);
+    *out = pr;
+    return PB_OK;
+}
+
+static void free_repeat(struct pb_repeat_result *rep)
+{
+    free(rep->batch_records);
+    free(rep->rss);
+    free(rep->stages);
+}
+
+int pb_point_repeat(struct pb_point_run *pr, int repeat, bool measure_overhead,
+                    double *overhead_pct, char *msg, size_t msglen)
+{
+    struct run *run = &pr->run;
+    const struct pb_spec *spec = run->spec;
+    struct pb_point_result *point = run->point;
+    int repeats = (int)spec->run.repeats;
+    if (point->repeat_count >= (size_t)repeats) {
+        snprintf(msg, msglen, "point already has its %d repeats", repeats);
+        return PB_ERR;
+    }
+    bool interrupted = false;
+    struct pb_repeat_result *rep = &point->repeats[point->repeat_count];
+    int rc = run_repeat(run, repeat, pb_spec_stage_timing(spec), rep, &interrupted, msg, msglen);
+    if (run->gpu)
+        pb_gpu_note_end(point);
+    if (rep->wall_s > 0) {
+        point->repeat_count++;
+        if (pr->hooks && pr->hooks->stopped)
+            pr->hooks->stopped(pr->hooks->user, repeat, run->rule.reason);
+        if (pr->hooks && pr->hooks->progress)
+            pr->hooks->progress(pr->hooks->user, repeat, repeats, rep);
+    } else {
+        free_repeat(rep);
+        memset(rep, 0, sizeof(*rep));
+    }
+    if (rc != PB_OK || !measure_overhead)
+        return rc;
+    /* The same round with stage timing flipped, right after, so drift in
+     * machine speed hits both alike. */
+    struct pb_repeat_result other;
+    bool timed_first = pb_spec_stage_timing(spec);
+    rc = run_repeat(run, repeat, !timed_first, &other, &interrupted, msg, msglen);
+    if (rc == PB_OK && other.samples_per_s > 0 && overhead_pct) {
+        double timed = timed_first ? rep->samples_per_s : other.samples_per_s;
+        double untimed = timed_first ? other.samples_per_s : rep->samples_per_s;
+        *overhead_pct = 100.0 * (untimed - timed) / untimed;
+    }
+    free_repeat(&other);
+    return rc;
+}
+
+void pb_point_close(struct pb_point_run *pr)
+{
+    if (!pr)
+        return;
+    if (pr->run.affinity) {
+        pb_affinity_thread_end(pr->run.affinity, 0);
+        json_decref(pr->run.point->affinity);
+        pr->run.point->affinity = pb_affinity_to_json(pr->run.affinity);
+    }
+    pb_runner_free(&pr->run);
+    free(pr);
+}
+
+int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
+                 const struct pb_run_hooks *hooks, struct pb_point_result *point, char *msg,
+                 size_t msglen)
+{
+    struct pb_point_run *pr;
+    int rc = pb_point_open(spec, ds, hooks, point, &pr, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    for (int r = 0; r < (int)spec->run.repeats && rc == PB_OK; r++)
+        rc = pb_point_repeat(pr, r, false, NULL, msg, msglen);
+    if (point->repeat_count > 0)
+        pb_point_summarize(point);
+    pb_point_close(pr);
+    return rc;
+}

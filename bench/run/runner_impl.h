@@ -1,0 +1,131 @@
+#ifndef PB_RUNNER_IMPL_H
+#define PB_RUNNER_IMPL_H
+/* The runner's private state, shared by runner.c (the hot path and one
+ * repeat) and runner_setup.c (set-up and tear-down of a point). Nothing
+ * outside bench/runner*.c includes this. */
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bench/sys/affinity.h"
+#include "bench/run/chain.h"
+#include "bench/run/gpu_acc.h"
+#include "bench/run/gpuloop.h"
+#include "bench/base/pb.h"
+#include "bench/run/perfcount.h"
+#include "bench/run/queue.h"
+#include "bench/run/runlimits.h"
+#include "bench/run/runner.h"
+#include "bench/run/stagestats.h"
+#include "bench/run/sysmon.h"
+#include "bench/run/trace.h"
+
+struct run;
+
+struct worker {
+    struct run *run;
+    int index; /* -1: the consumer loading in its own thread */
+    pthread_t thread;
+    struct pb_chain chain; /* worker-side stages */
+    uint8_t *scratch[2];
+    size_t scratch_capacity[2];
+    struct pb_stage_stats *stats;      /* the run's, for this thread */
+    uint64_t cpu_start_ns, cpu_end_ns; /* thread CPU over measured batches */
+    _Atomic uint64_t exit_cpu_ns;      /* thread CPU when the worker ended */
+    bool cpu_started;
+    uint64_t *indices, *seeds;
+    uint64_t *visit_seeds; /* per sample: its file visit's seed and      */
+    uint32_t *clips;       /* which of the visit's samples it is        */
+    char msg[PB_MSG_MAX];
+    /* The CPU trace (bench/run/trace.h): this thread's buffer, and the one
+     * recorded into in this repeat (NULL when not tracing: the hot path's
+     * one branch). trace_names: the trace's id of each stage's name. */
+    struct pb_trace_thread *trace_buffer, *trace;
+    uint16_t trace_names[PB_MAX_STAGES];
+    struct pb_perf_thread perf; /* profile.level comprehensive; mask 0: off */
+};
+
+struct run {
+    const struct pb_spec *spec;
+    const struct pb_dataset *ds;
+    struct pb_sampler sampler; /* per repeat: seeded by repeat */
+    uint64_t clips_per_file;   /* samples per file visit (the decoder's) */
+    int workers;               /* threads; 0 loads in the consumer */
+    int prefetch_factor;
+    struct worker *worker;        /* max(workers, 1) entries */
+    struct pb_stage_stats *stats; /* one per worker entry */
+    int worker_stage_count;
+    int worker_stage_spec[PB_MAX_STAGES];
+    struct pb_chain consumer; /* consumer-side CPU stages */
+    /* The device side (a to_device stage): the loop, its GPU stages (the
+     * consumer stages after to_device) and what a repeat measured. */
+    struct pb_gpu_loop *gpu;
+    struct pb_chain gpu_stages;
+    struct pb_gpu_acc gpu_acc;
+    struct pb_chain_sizes sizes;
+    struct pb_slot *slots;
+    int slot_count;
+    bool pinned;
+    uint64_t pool_bytes;
+    struct pb_queue queue;
+    bool queue_live;
+    int started_workers; /* threads running in this repeat */
+
+    bool stage_timing;
+    uint64_t first_measured_seq;
+    atomic_bool stop_workers;
+
+    pthread_mutex_t error_lock; /* rare path: data errors, failure */
+    int fatal_rc;
+    char fatal_msg[PB_MSG_MAX];
+    char first_error[PB_MSG_MAX];  /* the repeat's first bad sample, why */
+    struct pb_point_result *point; /* error_files go here */
+
+    volatile sig_atomic_t *user_stop;
+    const struct pb_run_hooks *hooks;
+    int repeat; /* the repeat being run (0-based) */
+    struct pb_sysmon sysmon;
+    struct pb_stoprule rule;
+    double mhz_start; /* CPU clock when the repeat began */
+    struct pb_affinity *affinity; /* loader.affinity's plan; NULL for none */
+    /* The training loop's trace buffer, as the workers' above. */
+    struct pb_trace_thread *loop_trace_buffer, *loop_trace;
+    bool perf_on; /* this repeat counts perf events per stage */
+    uint16_t loop_trace_names[PB_MAX_STAGES];
+};
+
+/* Gives the run's threads their buffers in trace (hooks' trace, when the
+ * spec asks for one); PB_OK, or PB_ERR_NOMEM. */
+int pb_runner_trace_setup(struct run *run, struct pb_trace *trace);
+
+/* What the consumer measured in a repeat's measured part. */
+struct consumed {
+    bool measuring;
+    bool interrupted;
+    uint64_t t_start, t_end, cpu_start, cpu_end;
+    uint64_t loader_cpu_start, loader_cpu_end;
+    uint64_t samples, batches, bytes_read, errors;
+    uint64_t wait_total, step_total;
+    uint64_t step_wall_total, stages_total, first_batch_ns;
+    uint64_t step_ns; /* run.step_ms */
+    size_t records_cap;
+};
+
+static inline int nworkers(const struct run *run)
+{
+    return run->workers > 0 ? run->workers : 1;
+}
+
+/* Grows worker w's scratch buffer `which` to hold bytes (with headroom). */
+int pb_runner_grow_scratch(struct worker *w, int which, size_t bytes);
+/* The sampler's wake-up when the user stops the run (user is the run). */
+void pb_runner_wake_consumer(void *user);
+/* Sets up everything a point's repeats share: loaders, pool, consumer. */
+int pb_runner_setup(struct run *run, const struct pb_spec *spec, const struct pb_dataset *ds,
+                    struct pb_point_result *point, char *msg, size_t msglen);
+void pb_runner_free(struct run *run);
+
+#endif

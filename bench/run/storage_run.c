@@ -1,0 +1,140 @@
+#include "bench/run/storage_run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/base/pb.h"
+#include "pipelines/storage.h"
+
+/* Residency left after an eviction above this share means the file system
+ * keeps the pages whatever pbench asks (tmpfs, ramfs, some overlays). */
+#define EVICTION_FAILED_PCT 50.0
+
+/* Whether the file system under the dataset takes O_DIRECT opens. */
+static bool direct_works(const struct pb_dataset *ds)
+{
+    char *const *paths;
+    const uint64_t *sizes;
+    if (pb_dataset_storage_files(ds, &paths, &sizes) == 0)
+        return false;
+    int fd = open(paths[0], O_RDONLY | O_CLOEXEC | O_DIRECT);
+    if (fd < 0)
+        return errno != EINVAL;
+    close(fd);
+    return true;
+}
+
+void pb_storage_repeat_start(const struct pb_spec *spec, const struct pb_dataset *ds,
+                             struct pb_point_result *point, struct pb_repeat_result *rep)
+{
+    struct pb_residency r;
+    pb_storage_before_repeat(ds, spec->dataset.cache, &r);
+    rep->page_cache_files_checked = r.files_checked;
+    rep->page_cache_resident_pct = r.resident_pct;
+    if (spec->dataset.cache != PB_CACHE_WARM && r.files_checked &&
+        r.resident_pct > EVICTION_FAILED_PCT) {
+        char fs[32];
+        pb_storage_fs_name(ds, fs, sizeof(fs));
+        pb_point_warn(point,
+                      "dataset.cache: %s could not evict the dataset: %.0f%% stayed in the page "
+                      "cache after posix_fadvise(DONTNEED) on this file system (%s), so reads "
+                      "come from memory, not storage",
+                      pb_cache_mode_names[spec->dataset.cache], r.resident_pct, fs);
+    }
+    if (spec->dataset.cache == PB_CACHE_DIRECT && !direct_works(ds)) {
+        char fs[32];
+        pb_storage_fs_name(ds, fs, sizeof(fs));
+        pb_point_warn(point,
+                      "dataset.cache: direct: this file system (%s) refuses O_DIRECT; files are "
+                      "read through the page cache and evicted after each read, as cold does",
+                      fs);
+    }
+}
+
+void pb_storage_dataset_info(const struct pb_spec *spec, const struct pb_dataset *ds,
+                             struct pb_dataset_info *info)
+{
+    memset(info, 0, sizeof(*info));
+    const struct pb_dataset_spec *d = &spec->dataset;
+    pb_strlcpy(info->format, pb_dataset_format_names[d->format], sizeof(info->format));
+    pb_strlcpy(info->path, d->path, sizeof(info->path));
+    pb_strlcpy(info->cache, pb_cache_mode_names[d->cache], sizeof(info->cache));
+    pb_storage_fs_name(ds, info->filesystem, sizeof(info->filesystem));
+    char *const *paths;
+    const uint64_t *sizes;
+    info->files = pb_dataset_storage_files(ds, &paths, &sizes);
+    info->shards = ds->shard_count;
+    info->bytes = ds->total_bytes;
+    info->bad_samples = ds->bad_samples;
+    /* This rank's samples per epoch (shard RANK/COUNT), as its sampler
+     * splits them. */
+    uint64_t count = d->shard.count > 0 ? (uint64_t)d->shard.count : 1;
+    uint64_t rank = (uint64_t)d->shard.rank;
+    info->samples = ds->offsets ? ds->count * (rank + 1) / count - ds->count * rank / count
+                                : (ds->count > rank ? (ds->count - rank + count - 1) / count : 0);
+    if (d->cache == PB_CACHE_WARM)
+        return;
+    char why[PB_MSG_MAX];
+    info->cold_read_mb_per_s = pb_storage_cold_read_mb_per_s(
+        ds, (size_t)1 << 20, PB_STORAGE_PROBE_BYTES, why, sizeof(why));
+    /* Whether the mode can do here what it says, checked once up front
+     * (every repeat's start checks the eviction again). */
+    struct pb_residency r;
+    pb_storage_before_repeat(ds, d->cache, &r);
+    bool kept = r.files_checked && r.resident_pct > EVICTION_FAILED_PCT;
+    bool refused = d->cache == PB_CACHE_DIRECT && !direct_works(ds);
+    const char *opener = NULL; /* a decoder that reads its files through FFmpeg */
+    for (int i = 0; i < spec->stage_count && d->cache == PB_CACHE_DIRECT; i++)
+        if (spec->stages[i].decoder && (spec->stages[i].decoder->flags & PB_DECODER_OPENS_FILE))
+            opener = spec->stages[i].decoder->name;
+    size_t used = 0;
+    if (kept)
+        used += (size_t)snprintf(info->cache_note, sizeof(info->cache_note),
+                                 "eviction has no effect on this file system: the dataset stays "
+                                 "in the page cache, so reads come from memory");
+    if (refused && used < sizeof(info->cache_note))
+        used += (size_t)snprintf(info->cache_note + used, sizeof(info->cache_note) - used,
+                                 "%sO_DIRECT is refused: files are read through the page cache "
+                                 "and evicted after each read",
+                                 used ? "; " : "");
+    if (opener && !refused && used < sizeof(info->cache_note))
+        snprintf(info->cache_note + used, sizeof(info->cache_note) - used,
+                 "%sdecoder '%s' reads its files itself, through the page cache (not O_DIRECT), "
+                 "and each is evicted after it is decoded",
+                 used ? "; " : "", opener);
+}
+
+double pb_storage_cold_read_mb_per_s(const struct pb_dataset *ds, size_t block_bytes,
+                                     uint64_t max_bytes, char *msg, size_t msglen)
+{
+    char *const *paths;
+    const uint64_t *sizes;
+    size_t files = pb_dataset_storage_files(ds, &paths, &sizes);
+    char *buf = malloc(block_bytes);
+    if (!buf || files == 0) {
+        free(buf);
+        snprintf(msg, msglen, "no dataset files to read");
+        return 0;
+    }
+    pb_storage_evict(ds);
+    uint64_t bytes = 0, start = pb_now_ns();
+    for (size_t i = 0; i < files && (!max_bytes || bytes < max_bytes); i++) {
+        int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            snprintf(msg, msglen, "%s: %s", paths[i], strerror(errno));
+            free(buf);
+            return 0;
+        }
+        ssize_t n;
+        while ((n = read(fd, buf, block_bytes)) > 0)
+            bytes += (uint64_t)n;
+        close(fd); /* the pages stay cached, as a warm run expects them */
+    }
+    uint64_t ns = pb_now_ns() - start;
+    free(buf);
+    return ns ? (double)bytes / 1e6 / ((double)ns / 1e9) : 0;
+}

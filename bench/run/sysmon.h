@@ -1,0 +1,109 @@
+/* The system sampler: a thread that, while a repeat runs, samples the
+ * process's resident memory and CPU use at 20 Hz into a series, keeps the
+ * RSS peak, calls the progress tick about four times a second with the
+ * running throughput, and wakes the consumer when the user stops the run.
+ * Also the one-shot readings the runner takes around a repeat (process CPU
+ * time, MemAvailable, CPU clock).
+ *
+ * The consumer publishes its measured samples with pb_sysmon_publish (one
+ * relaxed store per batch); the series belongs to the sampler thread
+ * between pb_sysmon_start and pb_sysmon_stop and to the caller outside. */
+#ifndef PB_SYSMON_H
+#define PB_SYSMON_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench/result/result.h"
+
+#define PB_SYSMON_PERIOD_NS 50000000ull /* 20 Hz */
+#define PB_SYSMON_MAX_SAMPLES 8192
+
+/* The whole machine's CPU time, all CPUs together, in clock ticks
+ * (sysconf(_SC_CLK_TCK) a second), from the "cpu" line of /proc/stat.
+ * busy is user + nice + system + irq + softirq + steal (guest time is
+ * already inside user); total is busy + idle + iowait, the capacity. */
+struct pb_machine_cpu {
+    uint64_t busy_ticks, steal_ticks, total_ticks;
+};
+
+struct pb_sysmon {
+    /* Set by the caller before pb_sysmon_start; any may be NULL. */
+    void (*tick)(void *user, double samples_per_s);
+    void *tick_user;
+    volatile sig_atomic_t *user_stop;
+    /* Called from the sampler thread while *user_stop is set, to wake a
+     * consumer blocked on a slow batch. */
+    void (*wake)(void *wake_user);
+    void *wake_user;
+
+    pthread_t thread;
+    bool running;
+    atomic_bool stop;
+    _Atomic uint64_t live_samples;
+    _Atomic uint64_t live_start_ns; /* 0 until the measured part starts */
+    uint64_t start_ns;              /* the repeat's start: series times */
+    struct pb_rss_sample *rss;      /* PB_SYSMON_MAX_SAMPLES, owned */
+    size_t rss_count;
+    uint64_t rss_peak_bytes;
+    /* The machine's CPU time when the measured part started. */
+    struct pb_machine_cpu machine_start;
+};
+
+/* Allocates the series. Returns PB_OK or PB_ERR_NOMEM; release with
+ * pb_sysmon_free (also after a failed init). */
+int pb_sysmon_init(struct pb_sysmon *mon);
+void pb_sysmon_free(struct pb_sysmon *mon);
+
+/* Clears the series and starts the sampler thread; the series' times count
+ * from now. Returns PB_OK or PB_ERR when the thread cannot start. */
+int pb_sysmon_start(struct pb_sysmon *mon);
+
+/* Consumer side: the measured part starts at start_ns (the tick's
+ * throughput counts from there; the machine's CPU time is read), and
+ * samples measured so far. */
+void pb_sysmon_measuring(struct pb_sysmon *mon, uint64_t start_ns);
+void pb_sysmon_publish(struct pb_sysmon *mon, uint64_t samples);
+
+/* Consumer side, at the end of the measured part: what other processes
+ * and steal took of the machine since pb_sysmon_measuring, given this
+ * process's CPU time over it (pb_interference). */
+void pb_sysmon_interference(struct pb_sysmon *mon, uint64_t own_cpu_ns, double *other_cpu_pct,
+                            double *steal_pct);
+
+/* Stops and joins the sampler thread (no-op if it is not running). */
+void pb_sysmon_stop(struct pb_sysmon *mon);
+
+/* Copies the series into a new array for a repeat result (owned by it);
+ * rss_count is 0 and *rss NULL when out of memory. */
+void pb_sysmon_copy(const struct pb_sysmon *mon, struct pb_rss_sample **rss, size_t *rss_count);
+
+/* One-shot readings: CPU time of the whole process (user + system), the
+ * kernel's MemAvailable (0 unknown), the mean "cpu MHz" of
+ * /proc/cpuinfo (0 unknown). */
+uint64_t pb_process_cpu_ns(void);
+uint64_t pb_mem_available_bytes(void);
+double pb_cpu_mhz_now(void);
+
+/* Parses the text of /proc/stat (only its first "cpu " line is read).
+ * Returns PB_OK, or PB_ERR when the line is missing or malformed. */
+int pb_proc_stat_parse(const char *text, struct pb_machine_cpu *out);
+
+/* Reads /proc/stat now. PB_OK, or PB_ERR (out zeroed) where it cannot be
+ * read, e.g. off Linux. */
+int pb_machine_cpu_now(struct pb_machine_cpu *out);
+
+/* What other processes took of the machine between two readings: the busy
+ * time less steal and less own_cpu_ns (this process's CPU time over the
+ * same window), as % of the machine's capacity (100 = every CPU), and the
+ * steal time as %. Both 0 when no time passed; other_cpu_pct is clamped to
+ * 0..100. */
+void pb_interference(const struct pb_machine_cpu *start, const struct pb_machine_cpu *end,
+                     uint64_t own_cpu_ns, long ticks_per_s, double *other_cpu_pct,
+                     double *steal_pct);
+
+#endif

@@ -1,0 +1,111 @@
+/* Calibration: the pipeline on one core, memcpy, host-to-device copies. */
+#include "bench/session/calibrate.h"
+#include "bench/run/storage_run.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/analyze/analysis.h"
+#include "bench/sys/h2d_bandwidth.h"
+#include "bench/base/pb.h"
+#include "bench/run/runner.h"
+
+const char *const pb_calibration_overrides[] = {
+    "loader.workers=1", "run.step_ms=0", "run.repeats=1", "run.warmup_batches=2", NULL,
+};
+
+double pb_memcpy_gb_per_s(void)
+{
+    size_t bytes = 64u << 20;
+    double gb_per_s = 0;
+    char *a = malloc(bytes), *b = malloc(bytes);
+    if (a && b) {
+        memset(a, 1, bytes);
+        memset(b, 2, bytes);
+        uint64_t t0 = pb_now_ns();
+        for (int i = 0; i < 8; i++)
+            memcpy(i % 2 ? a : b, i % 2 ? b : a, bytes);
+        double s = (double)(pb_now_ns() - t0) / 1e9;
+        gb_per_s = 8.0 * (double)bytes / 1e9 / s;
+    }
+    free(a);
+    free(b);
+    return gb_per_s;
+}
+
+/* Host-to-device copies of one batch of this pipeline, as CUDA's
+ * bandwidthTest measures them (pinned and pageable). */
+static int measure_h2d(const struct pb_point_result *point, bool required,
+                       struct pb_calibration *cal, char *msg, size_t msglen)
+{
+    struct pb_h2d_bandwidth bw;
+    char why[PB_MSG_MAX];
+    size_t bytes = point->batch_bytes ? point->batch_bytes : (size_t)32 << 20;
+    if (pb_gpu_h2d_bandwidth(bytes, 20, &bw, why, sizeof(why)) == 0) {
+        cal->h2d_bytes = bw.bytes;
+        cal->h2d_pinned_gb_s = bw.pinned_gb_s;
+        cal->h2d_pageable_gb_s = bw.pageable_gb_s;
+    } else if (required) {
+        snprintf(msg, msglen, "calibrate --gpu: %s", why);
+        return PB_ERR_UNAVAILABLE;
+    }
+    return PB_OK;
+}
+
+int pb_calibrate(struct pb_spec *spec, const struct pb_dataset *ds, bool gpu,
+                 volatile sig_atomic_t *stop, struct pb_calibration *cal, char *msg,
+                 size_t msglen)
+{
+    /* The loader's ceiling is the CPU part; the copy is measured apart. */
+    bool uses_gpu = pb_spec_uses_gpu(spec);
+    char dropped[PB_MSG_MAX];
+    pb_spec_drop_gpu(spec, dropped, sizeof(dropped));
+    /* A one-point result, so pb_result_free releases what the run made. */
+    struct pb_result holder = {.point_count = 1, .points = calloc(1, sizeof(*holder.points))};
+    if (!holder.points)
+        return PB_ERR_NOMEM;
+    struct pb_point_result *point = &holder.points[0];
+    struct pb_run_hooks hooks = {.stop = stop};
+    int rc = pb_run_point(spec, ds, &hooks, point, msg, msglen);
+    if (rc == PB_OK) {
+        cal->single_core_samples_per_s = point->samples_per_s;
+        double amp, ns_frame, frames;
+        if (pb_decode_figures(point, &amp, &ns_frame, &frames))
+            cal->decode_ns_per_frame = ns_frame;
+        cal->memcpy_gb_per_s = pb_memcpy_gb_per_s();
+        long pus = sysconf(_SC_NPROCESSORS_ONLN);
+        cal->cores = pus > 0 ? (int)pus : 1;
+        cal->measured = true;
+        char why[PB_MSG_MAX];
+        cal->storage_cold_mb_per_s = pb_storage_cold_read_mb_per_s(
+            ds, (size_t)1 << 20, PB_CALIBRATE_STORAGE_BYTES, why, sizeof(why));
+        if (uses_gpu || gpu)
+            rc = measure_h2d(point, gpu, cal, msg, msglen);
+    }
+    pb_result_free(&holder);
+    return rc;
+}
+
+void pb_calibration_print(FILE *out, const char *name, const struct pb_calibration *cal)
+{
+    fprintf(out, "%s on this machine, at best:\n", name);
+    fprintf(out, "  one core        %.1f samples/s  (the whole pipeline in one worker, no step)\n",
+            cal->single_core_samples_per_s);
+    char cores[32];
+    snprintf(cores, sizeof(cores), "all %d cores", cal->cores);
+    fprintf(out, "  %-15s %.1f samples/s  if the pipeline scaled perfectly\n", cores,
+            cal->single_core_samples_per_s * cal->cores);
+    fprintf(out, "  memcpy          %.1f GB/s\n", cal->memcpy_gb_per_s);
+    if (cal->storage_cold_mb_per_s > 0)
+        fprintf(out, "  storage         %.1f MB/s cold  (the dataset's files read once in order, "
+                     "up to 1 GiB in 1 MiB reads, after posix_fadvise DONTNEED)\n",
+                cal->storage_cold_mb_per_s);
+    if (cal->decode_ns_per_frame > 0)
+        fprintf(out, "  video decode    %.1f frames/s on one core (demux + decode, frames decoded)\n",
+                1e9 / cal->decode_ns_per_frame);
+    if (cal->h2d_bytes)
+        fprintf(out, "  host-to-device  pinned %.1f GB/s, pageable %.1f GB/s  (cudaMemcpyAsync of "
+                     "one %.1f MiB batch, as bandwidthTest)\n",
+                cal->h2d_pinned_gb_s, cal->h2d_pageable_gb_s, (double)cal->h2d_bytes / 1048576.0);
+}
