@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/result/result.h"
 #include "bench/result/slowest.h"
 #include "tests/testutil.h"
 

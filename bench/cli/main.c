@@ -25,6 +25,7 @@
 #include "bench/base/printable.h"
 #include "bench/cli/progress.h"
 #include "bench/result/result.h"
+#include "bench/session/ranks.h"
 #include "bench/sys/mpi.h"
 #include "bench/session/session.h"
 #include "bench/cli/list.h"
@@ -147,6 +148,7 @@ static int cmd_run(int argc, char **argv)
         }
         pb_session_outcome_free(&outcome);
         pb_result_free(&result);
+        pb_ranks_release();
         pb_mpi_finish();
     }
     free(overrides);

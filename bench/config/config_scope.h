@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "bench/config/config.h"
+#include "bench/config/spec.h"
 #include "bench/base/opt.h"
 
 /* The keys a mapping accepts: keys the caller handles itself (extras, such

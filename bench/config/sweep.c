@@ -581,3 +581,13 @@ int pb_sweep_apply(struct pb_spec *spec, const struct pb_sweep *sweep,
     }
     return PB_OK;
 }
+
+int pb_config_sweep_axis(struct pb_spec *spec, const char *assignment, char *msg, size_t msglen)
+{
+    if (!spec->sweep && !(spec->sweep = calloc(1, sizeof(*spec->sweep)))) {
+        snprintf(msg, msglen, "out of memory");
+        return PB_ERR_NOMEM;
+    }
+    int rc = pb_sweep_set_axis(spec->sweep, assignment, msg, msglen);
+    return rc == PB_OK ? pb_sweep_resolve(spec->sweep, spec, msg, msglen) : rc;
+}

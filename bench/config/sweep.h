@@ -32,7 +32,7 @@
 
 #include "bench/base/opt.h"
 
-struct pb_spec; /* bench/config/config.h */
+struct pb_spec; /* bench/config/spec.h */
 
 #define PB_SWEEP_MAX_AXES 12
 #define PB_SWEEP_MAX_VALUES 32
@@ -131,5 +131,10 @@ void pb_sweep_assignment(const struct pb_sweep *sweep, const struct pb_sweep_poi
  * strings) as a reader of the result would want them (a NULL sweep: {}).
  * New reference. */
 json_t *pb_sweep_axes_json(const struct pb_sweep *sweep, const struct pb_sweep_point *point);
+
+/* Applies `-a path=v1,v2,...` to the spec's sweep (made when the config
+ * has none) and types the axis against spec at once. Errors read
+ * "-a path=v1,v2: sentence"; PB_OK, PB_ERR_CONFIG or PB_ERR_NOMEM. */
+int pb_config_sweep_axis(struct pb_spec *spec, const char *assignment, char *msg, size_t msglen);
 
 #endif

@@ -12,7 +12,6 @@
 
 #include "bench/base/fileio.h"
 #include "bench/base/pb.h"
-#include "bench/run/perfcount.h"
 #include "bench/report/report.h"
 #include "bench/report/svg.h"
 

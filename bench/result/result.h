@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "bench/base/hist.h"
+#include "bench/result/slowest.h"
 #include "bench/sys/machine.h"
 
 #define PB_SCHEMA_VERSION 1
@@ -23,8 +24,7 @@
 #define PB_MAX_ERROR_FILES 8
 
 #define PB_STAGE_COUNTERS 4
-#define PB_PERF_COUNTERS 5      /* bench/run/perfcount.h */
-#define PB_SLOWEST_SAMPLES 5    /* bench/result/slowest.h */
+#define PB_PERF_COUNTERS 5      /* counted by bench/run/perfcount.h */
 
 /* Interference that makes a point's figures lower than the machine alone. */
 #define PB_BUSY_MACHINE_PCT 10.0
@@ -297,5 +297,33 @@ int pb_result_write(const struct pb_result *result, const char *path, char *msg,
 int pb_result_read(const char *path, struct pb_result *result, char *msg, size_t msglen);
 
 void pb_result_free(struct pb_result *result);
+
+/* ---- a stage row's per-stage counters (bench/run/perfcount.h counts) -- */
+
+enum pb_perf_counter {
+    PB_PERF_PAGE_FAULTS = 0,
+    PB_PERF_CONTEXT_SWITCHES,
+    PB_PERF_CYCLES,
+    PB_PERF_INSTRUCTIONS,
+    PB_PERF_CACHE_MISSES,
+};
+
+/* "page_faults", "context_switches", "cycles", "instructions", "cache_misses". */
+extern const char *const pb_perf_names[PB_PERF_COUNTERS];
+
+/* ---- a stage row's slowest samples (bench/result/slowest.h keeps them) - */
+
+/* Adds a thread's five into a stage row (whose files are named from
+ * paths, indexed by sample; paths may be NULL). A row lists a sample once,
+ * with the slowest time it took. */
+void pb_slowest_merge_thread(struct pb_stage_result *row, const struct pb_slowest *s,
+                             char *const *paths, uint64_t path_count);
+
+/* Adds another row's slowest samples (another repeat's) into row. */
+void pb_slowest_merge_row(struct pb_stage_result *row, const struct pb_stage_result *other);
+
+/* [{"ns", "sample", "file"}...] slowest first, or NULL when none; and back. */
+json_t *pb_slowest_to_json(const struct pb_stage_result *row);
+void pb_slowest_from_json(const json_t *arr, struct pb_stage_result *row);
 
 #endif

@@ -15,8 +15,6 @@
 #include "bench/base/fileio.h"
 #include "bench/base/jsonfield.h"
 #include "bench/result/memgrowth.h"
-#include "bench/run/perfcount.h"
-#include "bench/result/slowest.h"
 #include "bench/base/pb.h"
 
 /* ------------------------------------------------------------ field tables */
@@ -205,6 +203,30 @@ static json_t *hist_to_json(const struct pb_hist *h)
     return obj;
 }
 
+/* A stage row's counters as {"page_faults": n, ...} (those in its mask),
+ * or NULL when it has none; and back. */
+static json_t *perf_to_json(const struct pb_stage_result *stage)
+{
+    if (!stage->perf_mask)
+        return NULL;
+    json_t *obj = json_object();
+    for (int c = 0; c < PB_PERF_COUNTERS; c++)
+        if (stage->perf_mask & (1u << c))
+            json_object_set_new(obj, pb_perf_names[c], json_integer((json_int_t)stage->perf[c]));
+    return obj;
+}
+
+static void perf_from_json(const json_t *obj, struct pb_stage_result *stage)
+{
+    for (int c = 0; c < PB_PERF_COUNTERS && json_is_object(obj); c++) {
+        const json_t *v = json_object_get(obj, pb_perf_names[c]);
+        if (json_is_integer(v) && json_integer_value(v) >= 0) {
+            stage->perf_mask |= 1u << c;
+            stage->perf[c] = (uint64_t)json_integer_value(v);
+        }
+    }
+}
+
 static json_t *stages_to_json(const struct pb_stage_result *stages, size_t count)
 {
     json_t *arr = json_array();
@@ -222,7 +244,7 @@ static json_t *stages_to_json(const struct pb_stage_result *stages, size_t count
                 json_object_set_new(counters, s->counter_names[c], pb_json_u64(s->counters[c]));
             json_object_set_new(obj, "counters", counters);
         }
-        json_t *perf = pb_perf_to_json(s);
+        json_t *perf = perf_to_json(s);
         if (perf)
             json_object_set_new(obj, "perf", perf);
         json_t *slowest = pb_slowest_to_json(s);
@@ -475,7 +497,7 @@ static int read_stages(struct pb_json_reader *rd, const json_t *obj, const char 
             snprintf(stages[i].parent, sizeof(stages[i].parent), "%s", json_string_value(parent));
         const json_t *device = json_object_get(s, "device");
         stages[i].gpu = json_is_string(device) && strcmp(json_string_value(device), "gpu") == 0;
-        pb_perf_from_json(json_object_get(s, "perf"), &stages[i]);
+        perf_from_json(json_object_get(s, "perf"), &stages[i]);
         pb_slowest_from_json(json_object_get(s, "slowest"), &stages[i]);
         const json_t *counters = json_object_get(s, "counters");
         if (counters && json_is_object(counters)) {

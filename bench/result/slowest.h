@@ -3,15 +3,15 @@
  * Each loader thread keeps its own five per stage in struct pb_stage_stats
  * (pb_slowest_add on the hot path: one compare in the common case, no
  * allocation); they are merged into the stage rows of a repeat, then of a
- * point, and written in the JSON as "slowest". */
+ * point, and written in the JSON as "slowest" (the stage row's side is
+ * in bench/result/result.h). */
 #ifndef PB_SLOWEST_H
 #define PB_SLOWEST_H
 
 #include <stdint.h>
 
-#include <jansson.h>
-
-#include "bench/result/result.h"
+/* How many slow samples each stage keeps (five). */
+#define PB_SLOWEST_SAMPLES 5
 
 /* Five (ns, sample) pairs, slowest first; ns 0 marks an empty place. */
 struct pb_slowest {
@@ -42,18 +42,5 @@ static inline void pb_slowest_add(struct pb_slowest *s, uint64_t sample, uint64_
     s->ns[i] = ns;
     s->sample[i] = sample;
 }
-
-/* Adds a thread's five into a stage row (whose files are named from
- * paths, indexed by sample; paths may be NULL). A row lists a sample once,
- * with the slowest time it took. */
-void pb_slowest_merge_thread(struct pb_stage_result *row, const struct pb_slowest *s,
-                             char *const *paths, uint64_t path_count);
-
-/* Adds another row's slowest samples (another repeat's) into row. */
-void pb_slowest_merge_row(struct pb_stage_result *row, const struct pb_stage_result *other);
-
-/* [{"ns", "sample", "file"}...] slowest first, or NULL when none; and back. */
-json_t *pb_slowest_to_json(const struct pb_stage_result *row);
-void pb_slowest_from_json(const json_t *arr, struct pb_stage_result *row);
 
 #endif

@@ -9,9 +9,6 @@
 
 #include "bench/base/pb.h"
 
-const char *const pb_perf_names[PB_PERF_COUNTERS] = {"page_faults", "context_switches", "cycles",
-                                                     "instructions", "cache_misses"};
-
 static const struct {
     uint32_t type;
     uint64_t config;
@@ -105,28 +102,6 @@ void pb_perf_close(struct pb_perf_thread *p)
         p->group_fd[g] = -1;
     }
     p->mask = 0;
-}
-
-json_t *pb_perf_to_json(const struct pb_stage_result *stage)
-{
-    if (!stage->perf_mask)
-        return NULL;
-    json_t *obj = json_object();
-    for (int c = 0; c < PB_PERF_COUNTERS; c++)
-        if (stage->perf_mask & (1u << c))
-            json_object_set_new(obj, pb_perf_names[c], json_integer((json_int_t)stage->perf[c]));
-    return obj;
-}
-
-void pb_perf_from_json(const json_t *obj, struct pb_stage_result *stage)
-{
-    for (int c = 0; c < PB_PERF_COUNTERS && json_is_object(obj); c++) {
-        const json_t *v = json_object_get(obj, pb_perf_names[c]);
-        if (json_is_integer(v) && json_integer_value(v) >= 0) {
-            stage->perf_mask |= 1u << c;
-            stage->perf[c] = (uint64_t)json_integer_value(v);
-        }
-    }
 }
 
 void pb_perf_note(struct pb_point_result *point)

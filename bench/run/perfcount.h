@@ -16,17 +16,6 @@
 
 #include "bench/result/result.h"
 
-enum pb_perf_counter {
-    PB_PERF_PAGE_FAULTS = 0,
-    PB_PERF_CONTEXT_SWITCHES,
-    PB_PERF_CYCLES,
-    PB_PERF_INSTRUCTIONS,
-    PB_PERF_CACHE_MISSES,
-};
-
-/* "page_faults", "context_switches", "cycles", "instructions", "cache_misses". */
-extern const char *const pb_perf_names[PB_PERF_COUNTERS];
-
 struct pb_perf_thread {
     int group_fd[2];            /* software group, hardware group; -1 none */
     int members[2];             /* counters in each group                 */
@@ -49,10 +38,5 @@ void pb_perf_close(struct pb_perf_thread *p);
 /* Probes the counters on the calling thread and warns in point about
  * those that cannot be counted, with the reason. */
 void pb_perf_note(struct pb_point_result *point);
-
-/* A stage row's counters as {"page_faults": n, ...} (those in its mask), or
- * NULL when it has none; and back. */
-json_t *pb_perf_to_json(const struct pb_stage_result *stage);
-void pb_perf_from_json(const json_t *obj, struct pb_stage_result *stage);
 
 #endif

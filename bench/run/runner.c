@@ -20,7 +20,7 @@
 #include "bench/run/sysmon.h"
 #include "kernels/gpu_rt.h"
 
-#include "bench/run/runner_impl.h"
+#include "bench/run/runner_setup.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -48,30 +48,9 @@ static void fail_run(struct run *run, int rc, const char *what)
         pb_queue_close(&run->queue);
 }
 
-/* The sampler's wake-up when the user stops the run: a consumer blocked on
- * a slow batch returns. */
-void pb_runner_wake_consumer(void *user)
-{
-    struct run *run = user;
-    if (run->queue_live)
-        pb_queue_close(&run->queue);
-}
-
 /* ---- building a batch (the hot path) ------------------------------------ */
 
 enum { BATCH_BUILT = 0, BATCH_END = 1 };
-
-int pb_runner_grow_scratch(struct worker *w, int which, size_t bytes)
-{
-    size_t capacity = pb_batch_align(bytes + bytes / 4); /* headroom for the next one */
-    void *p = aligned_alloc(PB_BATCH_ALIGN, capacity);
-    if (!p)
-        return PB_ERR_NOMEM;
-    free(w->scratch[which]);
-    w->scratch[which] = p;
-    w->scratch_capacity[which] = capacity;
-    return PB_OK;
-}
 
 /* Builds batch seq into slot, sample by sample, writing the last stage's
  * output straight into the sample's place in the batch. No allocation, no

@@ -2,8 +2,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/run/runner_impl.h"
+#include "bench/run/runner_setup.h"
 #include "kernels/gpu_rt.h"
+
+/* The sampler's wake-up when the user stops the run: a consumer blocked on
+ * a slow batch returns. */
+void pb_runner_wake_consumer(void *user)
+{
+    struct run *run = user;
+    if (run->queue_live)
+        pb_queue_close(&run->queue);
+}
+
+int pb_runner_grow_scratch(struct worker *w, int which, size_t bytes)
+{
+    size_t capacity = pb_batch_align(bytes + bytes / 4); /* headroom for the next one */
+    void *p = aligned_alloc(PB_BATCH_ALIGN, capacity);
+    if (!p)
+        return PB_ERR_NOMEM;
+    free(w->scratch[which]);
+    w->scratch[which] = p;
+    w->scratch_capacity[which] = capacity;
+    return PB_OK;
+}
 
 /* ---- set-up and tear-down ---------------------------------------------- */
 

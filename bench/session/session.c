@@ -18,6 +18,7 @@
 #include "bench/sys/cupti.h"
 #include "bench/base/fileio.h"
 #include "bench/session/interleave.h"
+#include "bench/session/ranks.h"
 #include "bench/sys/mpi.h"
 #include "bench/result/memgrowth.h"
 #include "bench/base/stats.h"
@@ -240,9 +241,9 @@ static int load_config(struct session *s)
         rc = load_base(&alt, &s->alt, s->msg, s->msglen);
     }
     if (rc == PB_OK)
-        rc = pb_mpi_apply_shard(&s->base.dataset, s->opts->config_path, s->msg, s->msglen);
+        rc = pb_ranks_apply_shard(&s->base.dataset, s->opts->config_path, s->msg, s->msglen);
     if (rc == PB_OK && s->ab)
-        rc = pb_mpi_apply_shard(&s->alt.dataset, s->opts->new_config_path, s->msg, s->msglen);
+        rc = pb_ranks_apply_shard(&s->alt.dataset, s->opts->new_config_path, s->msg, s->msglen);
     if (rc == PB_OK && s->opts->overhead && pb_mpi()->size > 1) {
         snprintf(s->msg, s->msglen, "--overhead measures one process; run it without mpirun");
         rc = PB_ERR_CONFIG;
@@ -547,8 +548,8 @@ static int measure(struct session *s)
             point_label(s, i, label, sizeof(label));
             if (h->round)
                 h->round(h->user, (int)i + 1, r + 1, label);
-            struct pb_mpi_repeat together;
-            pb_mpi_repeat_begin(&together, &run_hooks.group);
+            struct pb_ranks_repeat together;
+            pb_ranks_repeat_begin(&together, &run_hooks.group);
             size_t kept_before = pt->repeat_count;
             run_hooks.point = (int)i;
             int rc = run_round(s, i, r, &run_hooks);
@@ -560,7 +561,7 @@ static int measure(struct session *s)
                 if (!s->swept)
                     point_rc = rc;
             }
-            if (!pb_mpi_repeat_end(&together, i, rc, s->msg, pt, kept_before))
+            if (!pb_ranks_repeat_end(&together, i, rc, s->msg, pt, kept_before))
                 s->interrupted = true; /* another rank was stopped */
             run_hooks.group = NULL;
         }
@@ -595,7 +596,7 @@ static size_t summarize(struct session *s)
         struct pb_point_result *pt = &r->points[i];
         if (pt->repeat_count > 0) {
             left_out |= summarize_finished(pt);
-            pb_mpi_point_ranks(i, pt);
+            pb_ranks_point(i, pt);
             pb_memory_growth_check(pt, s->specs[i].analysis.memory_growth_mib);
             only_partial |= pt->repeat_count == 1 && pt->repeats[0].interrupted;
             measured_points++;

@@ -1,8 +1,9 @@
-#ifndef PB_RUNNER_IMPL_H
-#define PB_RUNNER_IMPL_H
+#ifndef PB_RUNNER_SETUP_H
+#define PB_RUNNER_SETUP_H
 /* The runner's private state, shared by runner.c (the hot path and one
- * repeat) and runner_setup.c (set-up and tear-down of a point). Nothing
- * outside bench/runner*.c includes this. */
+ * repeat) and runner_setup.c (set-up and tear-down of a point, the
+ * buffers that grow). Nothing outside bench/run/runner*.c includes this,
+ * and it does not include runner.h: runner.c sits on top of it. */
 
 #include <pthread.h>
 #include <signal.h>
@@ -18,12 +19,16 @@
 #include "bench/run/perfcount.h"
 #include "bench/run/queue.h"
 #include "bench/run/runlimits.h"
-#include "bench/run/runner.h"
+#include "bench/config/config.h"
+#include "bench/result/result.h"
+#include "bench/run/stoprule.h"
+#include "pipelines/dataset.h"
 #include "bench/run/stagestats.h"
 #include "bench/run/sysmon.h"
 #include "bench/run/trace.h"
 
 struct run;
+struct pb_run_hooks; /* bench/run/runner.h */
 
 struct worker {
     struct run *run;

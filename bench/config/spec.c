@@ -1,0 +1,219 @@
+/* The config's shape (see spec.h): the option table of each section and
+ * the table of sections, in the order messages and `pbench list` show
+ * them. */
+#include "bench/config/spec.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "pipelines/storage.h"
+#include "bench/sys/affinity.h"
+
+static const char *const on_error_names[] = {"skip", "fail", NULL};
+static const char *const generate_kind_names[] = {"files", "jpeg", "video", NULL};
+
+#define DATASET(f) offsetof(struct pb_dataset_spec, f)
+const struct pb_opt pb_dataset_opts[] = {
+    {"path", PB_OPT_STRING, DATASET(path), 0, PB_PATH_MAX, "", NULL,
+     "Directory of samples (walked recursively) or a glob such as 'data/*.jpg'."},
+    {"shuffle", PB_OPT_BOOL, DATASET(shuffle), 0, 0, "true", NULL,
+     "Visit the samples in a new random order every epoch."},
+    {"seed", PB_OPT_INT, DATASET(seed), 0, 4611686018427387904.0, "0", NULL,
+     "Seed of the shuffle and of every per-sample random choice."},
+    {"epochs", PB_OPT_INT, DATASET(epochs), 0, 1e9, "0", NULL,
+     "Passes over the data at most; 0 lets the run's stopping rule decide."},
+    {"max_samples", PB_OPT_INT, DATASET(max_samples), 0, 1e15, "0", NULL,
+     "Use at most this many samples of the dataset; 0 uses them all."},
+    {"shard", PB_OPT_SHARD, DATASET(shard), 0, 0, "0/1", NULL,
+     "This process's part of the data as RANK/COUNT, as a distributed sampler splits it."},
+    {"cache", PB_OPT_ENUM, DATASET(cache), 0, 0, "warm", pb_cache_mode_names,
+     "Page cache policy: warm reads through it as a DataLoader does; cold evicts the dataset's "
+     "files before each repeat and each file after it is read, so every epoch reads storage; "
+     "direct reads with O_DIRECT. Each repeat measures how much of the dataset was cached."},
+    {"format", PB_OPT_ENUM, DATASET(format), 0, 0, "files", pb_dataset_format_names,
+     "files: one sample per file; tar: WebDataset tar shards (members grouped by key, the "
+     "image member decoded), each worker reading its run of shards in order."},
+    {"shuffle_buffer", PB_OPT_INT, DATASET(shuffle_buffer), 0, 1e7, "0", NULL,
+     "tar: shuffle samples within windows of this many as each worker streams its shards "
+     "(with dataset.shuffle); 0 keeps shard order."},
+    {0},
+};
+
+#define GENERATE(f) offsetof(struct pb_generate_spec, f)
+const struct pb_opt pb_generate_opts[] = {
+    {"kind", PB_OPT_ENUM, GENERATE(kind), 0, 0, "files", generate_kind_names,
+     "What to generate when dataset.path is missing or empty: files of random bytes, "
+     "JPEG images or encoded videos."},
+    {"count", PB_OPT_INT, GENERATE(count), 1, 1e7, "256", NULL,
+     "Number of files to generate."},
+    {"size_bytes", PB_OPT_INT, GENERATE(size_bytes), 1, 1073741824.0, "65536", NULL,
+     "Size of each generated file, in bytes."},
+    {"seed", PB_OPT_INT, GENERATE(seed), 0, 4611686018427387904.0, "1", NULL,
+     "Seed of the generated contents, so every machine makes the same data."},
+    {"size", PB_OPT_STRING, GENERATE(size), 0, 64, "500x375", NULL,
+     "Image or video size as WxH, or a range WxH-WxH that sizes are spread over."},
+    {"quality", PB_OPT_INT, GENERATE(quality), 1, 100, "90", NULL,
+     "JPEG quality of generated images."},
+    {"progressive_fraction", PB_OPT_DOUBLE, GENERATE(progressive_fraction), 0, 1, "0", NULL,
+     "Share of generated JPEGs written progressive."},
+    {"grayscale_fraction", PB_OPT_DOUBLE, GENERATE(grayscale_fraction), 0, 1, "0", NULL,
+     "Share of generated JPEGs written grayscale."},
+    {"frames", PB_OPT_INT, GENERATE(frames), 1, 100000, "64", NULL,
+     "Frames in each generated video."},
+    {"fps", PB_OPT_DOUBLE, GENERATE(fps), 1, 240, "30", NULL,
+     "Frame rate of generated videos."},
+    {"codec", PB_OPT_STRING, GENERATE(codec), 0, 32, "h264", NULL,
+     "Codec of generated videos: h264 (libx264 when present), hevc, mpeg4, vp9, mjpeg, ..."},
+    {"gop", PB_OPT_INT, GENERATE(gop), 1, 10000, "48", NULL,
+     "Keyframe interval of generated videos, in frames."},
+    {"corrupt_fraction", PB_OPT_DOUBLE, GENERATE(corrupt_fraction), 0, 1, "0", NULL,
+     "Share of generated files written truncated, to exercise run.on_error."},
+    {"shards", PB_OPT_INT, GENERATE(shards), 0, 1e6, "0", NULL,
+     "Pack the generated files into this many WebDataset tar shards (read them with "
+     "dataset.format: tar); 0 leaves loose files."},
+    {0},
+};
+
+#define LOADER(f) offsetof(struct pb_loader_spec, f)
+const struct pb_opt pb_loader_opts[] = {
+    {"workers", PB_OPT_INT, LOADER(workers), 0, 1024, "2", NULL,
+     "Worker threads loading samples; 0 loads in the training loop's thread."},
+    {"batch_size", PB_OPT_INT, LOADER(batch_size), 1, 65536, "32", NULL,
+     "Samples per batch."},
+    {"prefetch_factor", PB_OPT_INT, LOADER(prefetch_factor), 1, 1024, "2", NULL,
+     "Batches each worker may have ready ahead of the training loop."},
+    {"pin_memory", PB_OPT_BOOL, LOADER(pin_memory), 0, 0, "false", NULL,
+     "Collate batches into page-locked memory for faster host-to-device copies."},
+    {"drop_last", PB_OPT_BOOL, LOADER(drop_last), 0, 0, "false", NULL,
+     "Drop an epoch's last batch when it is smaller than batch_size."},
+    {"in_order", PB_OPT_BOOL, LOADER(in_order), 0, 0, "true", NULL,
+     "Deliver batches in sampler order even when a later batch is ready first."},
+    {"device_prefetch", PB_OPT_INT, LOADER(device_prefetch), 1, 64, "2", NULL,
+     "Device buffers for batches in flight after to_device: 1 copies a batch only after the "
+     "previous step is done, 2 or more overlap the next copy with the step."},
+    {"affinity", PB_OPT_ENUM, LOADER(affinity), 0, 0, "none", pb_affinity_policy_names,
+     "Where the training loop and the workers run (hwloc): none leaves it to the OS; compact "
+     "binds each thread to its own core, neighbours first; spread spaces them evenly over the "
+     "cores (so neighbours land on different packages and NUMA nodes); numa binds each thread to a whole NUMA node, round "
+     "robin (as compact, and said so, on a machine with one node). Under mpirun the ranks on "
+     "a node split its cores first. The result records each thread's CPU set."},
+    {0},
+};
+
+#define RUN(f) offsetof(struct pb_run_spec, f)
+const struct pb_opt pb_run_opts[] = {
+    {"warmup_batches", PB_OPT_INT, RUN(warmup_batches), 0, 1e6, "5", NULL,
+     "Batches consumed before measuring starts."},
+    {"min_time_s", PB_OPT_DOUBLE, RUN(min_time_s), 0, 86400, "2", NULL,
+     "Measure for at least this many seconds."},
+    {"max_time_s", PB_OPT_DOUBLE, RUN(max_time_s), 0.01, 86400, "10", NULL,
+     "Stop measuring after this many seconds even if throughput is still noisy."},
+    {"min_samples", PB_OPT_INT, RUN(min_samples), 0, 1e12, "0", NULL,
+     "Measure at least this many samples."},
+    {"target_noise", PB_OPT_DOUBLE, RUN(target_noise), 0.001, 1, "0.05", NULL,
+     "Stop once the relative noise of windowed throughput is below this."},
+    {"window_s", PB_OPT_DOUBLE, RUN(window_s), 0.01, 60, "0.25", NULL,
+     "Length of the throughput windows the noise rule looks at, in seconds."},
+    {"repeats", PB_OPT_INT, RUN(repeats), 1, 1000, "3", NULL,
+     "Separate measured rounds per point; repeats are the statistical replicates."},
+    {"step_ms", PB_OPT_DOUBLE, RUN(step_ms), 0, 1e6, "0", NULL,
+     "Simulated training step per batch, in milliseconds; 0 consumes as fast as possible."},
+    {"on_error", PB_OPT_ENUM, RUN(on_error), 0, 0, "skip", on_error_names,
+     "What a corrupt sample does: skip it (counted and reported) or fail the run."},
+    {"stage_timing", PB_OPT_BOOL, RUN(stage_timing), 0, 0, "true", NULL,
+     "Time every stage of every sample (per-stage histograms and CPU time)."},
+    {"max_error_pct", PB_OPT_DOUBLE, RUN(max_error_pct), 0, 100, "50", NULL,
+     "A repeat fails (exit 1) when more than this share of its samples, in percent, are bad "
+     "(skipped under on_error: skip); one that delivers no sample at all always fails."},
+    {"max_memory_mib", PB_OPT_INT, RUN(max_memory_mib), 0, 1e9, "0", NULL,
+     "Largest batch pool and worker buffers a point may allocate, in MiB; 0 allows what the "
+     "machine has available (MemAvailable). A point needing more is refused before it "
+     "allocates."},
+    {"trace", PB_OPT_BOOL, RUN(trace), 0, 0, "false", NULL,
+     "Write a CPU timeline beside the result (NAME.trace.json, Chrome trace-event JSON for "
+     "Perfetto or chrome://tracing): a span per sample per stage on each worker's track, the "
+     "training loop's wait, stages and step, and the queue depth. Needs stage_timing for the "
+     "stage spans; pbench run --trace FILE names the file."},
+    {0},
+};
+
+static const char *const profile_gpu_names[] = {"events", "cupti", NULL};
+static const char *const profile_level_names[] = {"basic", "detailed", "comprehensive", NULL};
+
+const struct pb_opt pb_profile_opts[] = {
+    {"gpu", PB_OPT_ENUM, offsetof(struct pb_profile_spec, gpu), 0, 0, "events",
+     profile_gpu_names,
+     "GPU measurement: events (CUDA events around every copy, stage and step) or cupti (also "
+     "a CUPTI activity trace of every kernel and copy, summarized and written as a Chrome "
+     "trace beside the result)."},
+    {"level", PB_OPT_ENUM, offsetof(struct pb_profile_spec, level), 0, 0, "detailed",
+     profile_level_names,
+     "How much to measure: basic (throughput, stall, memory; no per-stage timing, the least "
+     "overhead), detailed (also per-stage histograms and CPU time) or comprehensive (also the "
+     "CPU trace as run.trace, per-stage perf counters: page faults and context switches, and "
+     "cycles, instructions and cache misses where the machine allows; CUPTI with a GPU). "
+     "docs/profiling.md measures each level's cost."},
+    {0},
+};
+
+
+static const char *const gpu_policy_names[] = {"required", "optional", NULL};
+
+/* The top-level scalars, each a one-entry table over its own value. */
+static const struct pb_opt name_opts[] = {
+    {"name", PB_OPT_STRING, 0, 0, sizeof(((struct pb_spec *)0)->name), NULL, NULL,
+     "Name of the config in tables and result files; defaults to the file's base name."},
+    {0},
+};
+
+static const struct pb_opt gpu_opts[] = {
+    {"gpu", PB_OPT_ENUM, 0, 0, 0, "required", gpu_policy_names,
+     "With no CUDA device, a pipeline with to_device or GPU stages stops (required) or runs "
+     "its CPU part with those stages skipped and says so (optional)."},
+    {0},
+};
+
+#define SPEC(f) offsetof(struct pb_spec, f)
+const struct pb_section pb_sections[] = {
+    {"name", PB_SECTION_VALUE, name_opts, SPEC(name), 0,
+     "The config's name in tables and result files.", NULL},
+    {"dataset", PB_SECTION_OPTIONS, pb_dataset_opts, SPEC(dataset), 0,
+     "The samples: where they are, their order, and this process's shard.", NULL},
+    {"dataset.generate", PB_SECTION_OPTIONS, pb_generate_opts, SPEC(dataset.generate),
+     SPEC(dataset.has_generate),
+     "Data pbench makes on first use when dataset.path is missing or empty "
+     "(also 'pbench gen').",
+     NULL},
+    {"pipeline", PB_SECTION_PIPELINE, NULL, 0, 0,
+     "The stages each sample and batch go through, in order.",
+     "a list of '- STAGE: {KEY: VALUE}' (see the stages below); a decode stage also takes "
+     "'decoder: NAME' and that decoder's options"},
+    {"loader", PB_SECTION_OPTIONS, pb_loader_opts, SPEC(loader), 0,
+     "How batches are made, as PyTorch's DataLoader: workers, batch size, prefetch, pinning.",
+     NULL},
+    {"run", PB_SECTION_OPTIONS, pb_run_opts, SPEC(run), 0,
+     "How long each point is measured and repeated, the simulated step, corrupt samples.",
+     NULL},
+    {"sweep", PB_SECTION_SWEEP, NULL, 0, 0,
+     "Settings to try: every combination of the axes' values is a point (also '-a').",
+     "'SECTION.KEY: [V1, V2, ...]' for any key -s can set (pipeline.STAGE.KEY too); "
+     "'zip: [[AXIS, AXIS]]' moves axes together; 'exclude: [{AXIS: VALUE, ...}]' leaves "
+     "points out"},
+    {"gpu", PB_SECTION_VALUE, gpu_opts, SPEC(gpu), 0,
+     "What a GPU pipeline does on a machine without a CUDA device.", NULL},
+    {"profile", PB_SECTION_OPTIONS, pb_profile_opts, SPEC(profile), 0,
+     "How much is measured (profile.level) and how the GPU side is (profile.gpu).", NULL},
+    {"analysis", PB_SECTION_OPTIONS, pb_analysis_opts, SPEC(analysis), 0,
+     "The verdict's thresholds: input-bound bands, ties, the utilization target, the knee.",
+     NULL},
+};
+const size_t pb_section_count = PB_ARRAY_LEN(pb_sections);
+
+const struct pb_section *pb_section_find(const char *name)
+{
+    for (size_t i = 0; i < pb_section_count; i++)
+        if (strcmp(pb_sections[i].name, name) == 0)
+            return &pb_sections[i];
+    return NULL;
+}
+

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Lists pbench's C functions longer than a limit (default 100 lines).
+
+A function runs from the line of its name to its closing brace at the
+start of a line, as the tree's style writes them. Exits 1 when any is
+longer, so it can gate.
+
+    scripts/function-lengths.py [--limit 100] [--top N] [folders...]
+"""
+import argparse
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+START = re.compile(r'^[A-Za-z_][^;=()]*?\b([A-Za-z_]\w*)\s*\([^;]*$')
+
+
+def functions(path):
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        lines = fh.read().split("\n")
+    out = []
+    name, first = None, None
+    for i, line in enumerate(lines):
+        if name is None:
+            m = START.match(line)
+            if m and not line.startswith(("typedef", "struct", "enum", "#", "static const",
+                                          "union")) or (m and "(" in line and line.rstrip().endswith(")")):
+                name, first = m.group(1), i
+                continue
+        else:
+            if line.startswith("}"):
+                out.append((name, first + 1, i + 1 - first))
+                name = None
+            elif line.endswith(";") and not line.startswith((" ", "\t", "{")):
+                name = None
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=int, default=100)
+    ap.add_argument("--top", type=int, default=0, help="list the N longest whatever the limit")
+    ap.add_argument("folders", nargs="*", default=["bench", "pipelines", "decoders", "kernels"])
+    args = ap.parse_args()
+    found = []
+    for top in args.folders:
+        for dirpath, _, names in os.walk(os.path.join(ROOT, top)):
+            for n in names:
+                if n.endswith((".c", ".cu")):
+                    p = os.path.join(dirpath, n)
+                    for name, line, length in functions(p):
+                        found.append((length, os.path.relpath(p, ROOT), line, name))
+    found.sort(reverse=True)
+    shown = found[:args.top] if args.top else [f for f in found if f[0] > args.limit]
+    for length, path, line, name in shown:
+        print(f"{length:5d}  {path}:{line}  {name}")
+    over = [f for f in found if f[0] > args.limit]
+    print(f"{len(over)} functions over {args.limit} lines")
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
