@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bench/analyze/compare.h"
+#include "bench/report/format.h"
 #include "bench/base/pb.h"
 #include "bench/report/report.h"
 #include "bench/base/stats.h"

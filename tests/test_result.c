@@ -18,6 +18,7 @@
 #include "bench/sys/machine.h"
 #include "bench/base/pb.h"
 #include "bench/report/report.h"
+#include "bench/report/format.h"
 #include "bench/result/result.h"
 #include "kernels/gpu_rt.h"
 #include "tests/testutil.h"

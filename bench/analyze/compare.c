@@ -5,10 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/report/html.h"
 #include "bench/base/pb.h"
+#include "bench/result/metrics.h"
 #include "bench/base/printable.h"
-#include "bench/report/report.h"
 #include "bench/base/stats.h"
 
 /* ---- compatibility ------------------------------------------------------- */
@@ -123,51 +122,15 @@ static void check_compatible(struct pb_comparison *c, const struct pb_result *a,
 
 /* ---- metrics ------------------------------------------------------------- */
 
-enum metric_id { M_SAMPLES, M_ASSEMBLY_P50, M_ASSEMBLY_P99, M_STALL, M_RSS };
-
-static const struct {
-    const char *name, *unit;
-    bool higher_is_better, absolute;
-} metric_info[PB_COMPARE_METRICS] = {
-    {"samples_per_s", "samples/s", true, false},
-    {"assembly_p50_ns", "ns", false, false},
-    {"assembly_p99_ns", "ns", false, false},
-    {"stall_pct", "%", false, true},
-    {"rss_peak_bytes", "bytes", false, false},
-};
-
-/* A repeat's nearest-rank quantile of batch assembly time; NAN without
- * batches. */
-static double repeat_assembly_quantile(const struct pb_repeat_result *r, double q)
-{
-    if (r->batch_count == 0)
-        return NAN;
-    uint64_t *v = malloc(r->batch_count * sizeof(uint64_t));
-    if (!v)
-        return NAN;
-    for (size_t i = 0; i < r->batch_count; i++)
-        v[i] = r->batch_records[i].assembly_ns;
-    pb_sort_u64(v, r->batch_count);
-    double out = (double)pb_quantile_sorted_u64(v, r->batch_count, q);
-    free(v);
-    return out;
-}
-
-static size_t metric_values(const struct pb_point_result *p, int metric, double *out)
+/* A point's values of one metric, one per repeat that ran to its end. */
+static size_t metric_values(const struct pb_point_result *p, const struct pb_metric *metric,
+                            double *out)
 {
     size_t n = 0;
     for (size_t r = 0; r < p->repeat_count; r++) {
-        const struct pb_repeat_result *rep = &p->repeats[r];
-        if (rep->interrupted)
+        if (p->repeats[r].interrupted)
             continue; /* a cut-short repeat is not a replicate */
-        double v = NAN;
-        switch (metric) {
-        case M_SAMPLES: v = rep->samples_per_s; break;
-        case M_ASSEMBLY_P50: v = repeat_assembly_quantile(rep, 0.50); break;
-        case M_ASSEMBLY_P99: v = repeat_assembly_quantile(rep, 0.99); break;
-        case M_STALL: v = rep->stall_pct; break;
-        case M_RSS: v = (double)rep->rss_peak_bytes; break;
-        }
+        double v = metric->of_repeat(&p->repeats[r]);
         if (!isnan(v))
             out[n++] = v;
     }
@@ -195,9 +158,7 @@ double pb_compare_min_p(size_t n, size_t m)
 #define Z_POWER 0.841621
 #define MW_EFFICIENCY (3 / M_PI)
 
-/* The fewest repeats per side with which Mann-Whitney can reach p < alpha
- * at all (4: 2/70 = 0.029). */
-static int min_repeats_for_alpha(void)
+int pb_compare_min_repeats(void)
 {
     int n = 2;
     while (n < PB_COMPARE_MAX_REPEATS && !(pb_compare_min_p((size_t)n, (size_t)n) < PB_COMPARE_ALPHA))
@@ -242,7 +203,7 @@ static void what_can_be_detected(struct pb_metric_cmp *m, const double *x, size_
  * the distance that matters is the gap to the threshold. */
 static int repeats_to_decide(const struct pb_metric_cmp *m, double better, double threshold_pct)
 {
-    int least = min_repeats_for_alpha();
+    int least = pb_compare_min_repeats();
     if (isnan(m->noise) || isnan(better))
         return least;
     double gap = fabs(better) >= threshold_pct ? fabs(better) : threshold_pct - fabs(better);
@@ -262,13 +223,14 @@ static void compare_metric(int metric, const struct pb_point_result *a,
                            struct pb_metric_cmp *m)
 {
     memset(m, 0, sizeof(*m));
-    m->name = metric_info[metric].name;
-    m->unit = metric_info[metric].unit;
-    m->higher_is_better = metric_info[metric].higher_is_better;
-    m->absolute = metric_info[metric].absolute;
+    const struct pb_metric *row = &pb_metrics[metric];
+    m->name = row->name;
+    m->unit = row->unit;
+    m->higher_is_better = row->higher_is_better;
+    m->absolute = row->absolute;
     double *x = calloc(a->repeat_count + 1, sizeof(double));
     double *y = calloc(b->repeat_count + 1, sizeof(double));
-    size_t n = metric_values(a, metric, x), k = metric_values(b, metric, y);
+    size_t n = metric_values(a, row, x), k = metric_values(b, row, y);
     m->base_n = (int)n;
     m->next_n = (int)k;
     m->base = pb_median(x, n);
@@ -377,7 +339,7 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
             compare_metric(m, a, &next->points[j], threshold_pct, 0x5eed + (uint64_t)i * 131 + (uint64_t)m,
                            &pc->metrics[m]);
             struct pb_metric_cmp *mc = &pc->metrics[m];
-            mc->cost_of_setting = mc->verdict == PB_VERDICT_REGRESSED && m == M_RSS &&
+            mc->cost_of_setting = mc->verdict == PB_VERDICT_REGRESSED && pb_metrics[m].setting_cost &&
                                   out->setting_change_count > 0;
             switch (mc->cost_of_setting ? PB_VERDICT_SAME : mc->verdict) {
             case PB_VERDICT_REGRESSED: out->regressions++; break;
@@ -476,226 +438,6 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
     return root;
 }
 
-static void format_value(const struct pb_metric_cmp *m, double v, char *buf, size_t n)
-{
-    if (isnan(v))
-        snprintf(buf, n, "-");
-    else if (strcmp(m->unit, "ns") == 0)
-        snprintf(buf, n, v >= 1e6 ? "%.2f ms" : "%.1f µs", v >= 1e6 ? v / 1e6 : v / 1e3);
-    else if (strcmp(m->unit, "bytes") == 0)
-        snprintf(buf, n, "%.1f MiB", v / 1048576.0);
-    else if (strcmp(m->unit, "%") == 0)
-        snprintf(buf, n, "%.1f%%", v);
-    else
-        snprintf(buf, n, "%.1f", v);
-}
-
-/* What the notes under the table carry from one metric to the next. */
-struct notes {
-    FILE *out;
-    bool md;
-    double threshold_pct;
-    enum pb_verdict verdict; /* list_metric: the verdict listed */
-    const char *separator;   /* list_metric: before the next entry */
-    bool said_never;         /* decide_metric: the floor was stated */
-    int most, decidable;     /* decide_metric: repeats asked, metrics */
-};
-
-/* Calls note for every compared metric with its point's printable label. */
-static void each_metric(const struct pb_comparison *cmp, struct notes *notes,
-                        void (*note)(struct notes *, const char *, const struct pb_metric_cmp *))
-{
-    for (size_t i = 0; i < cmp->point_count; i++) {
-        const struct pb_point_cmp *pc = &cmp->points[i];
-        char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
-        pb_printable(label, sizeof(label), pc->label);
-        for (int m = 0; m < pc->metric_count; m++)
-            note(notes, label, &pc->metrics[m]);
-    }
-}
-
-/* A note on what the data could detect: that the repeats can never reach
- * significance (once), and for an ambiguous metric the repeats per side
- * that would decide it, as a command option. */
-static void decide_metric(struct notes *n, const char *label, const struct pb_metric_cmp *mc)
-{
-    const char *bullet = n->md ? "- " : "";
-    if (isinf(mc->detectable) && !n->said_never) {
-        fprintf(n->out,
-                "\n%s%d vs %d repeats can never reach p < %.2f with Mann-Whitney (the smallest p "
-                "it can give is %.3f), so no change can be called improved or regressed from "
-                "these results; %d repeats a side can\n",
-                bullet, mc->base_n, mc->next_n, PB_COMPARE_ALPHA, mc->min_p,
-                min_repeats_for_alpha());
-        n->said_never = true;
-    }
-    if (mc->verdict != PB_VERDICT_AMBIGUOUS)
-        return;
-    const char *unit = mc->absolute ? "pp" : "%";
-    char seen[96];
-    if (!isnan(mc->noise) && !isnan(mc->change_pct))
-        snprintf(seen, sizeof(seen), " (change %+.1f%s, noise ±%.1f%s per repeat)", mc->change_pct,
-                 unit, mc->noise, unit);
-    else
-        snprintf(seen, sizeof(seen), " (noise unknown: %d and %d repeats)", mc->base_n,
-                 mc->next_n);
-    if (mc->repeats_to_decide > 0)
-        fprintf(n->out,
-                "%sambiguous %s at %s%s: about %d repeats a side would decide it; measure again "
-                "with -s run.repeats=%d\n",
-                bullet, mc->name, label, seen, mc->repeats_to_decide, mc->repeats_to_decide);
-    else
-        fprintf(n->out,
-                "%sambiguous %s at %s%s: too noisy to decide against the %.1f%s threshold (more "
-                "than %d repeats a side); lengthen each repeat (-s run.min_time_s) to lower its "
-                "noise\n",
-                bullet, mc->name, label, seen, n->threshold_pct, unit, PB_COMPARE_MAX_REPEATS);
-    n->decidable += mc->repeats_to_decide > 0;
-    if (mc->repeats_to_decide > n->most)
-        n->most = mc->repeats_to_decide;
-}
-
-/* An entry of the line listing every metric with the verdict asked for:
- * its change and interval. */
-static void list_metric(struct notes *n, const char *label, const struct pb_metric_cmp *mc)
-{
-    bool cost = n->verdict == PB_VERDICT_SAME; /* listing the settings' costs */
-    if (cost ? !mc->cost_of_setting : mc->verdict != n->verdict || mc->cost_of_setting)
-        return;
-    const char *unit = mc->absolute ? "pp" : "%";
-    fprintf(n->out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s", n->separator, mc->name,
-            mc->change_pct, unit, mc->ci_low_pct, mc->ci_high_pct, unit, label);
-    n->separator = "; ";
-}
-
-/* The notes under the table: what would decide, then the regressions and
- * the improvements, each on one line with what it means for the gate. */
-static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
-{
-    struct notes n = {.out = out, .md = md, .threshold_pct = cmp->threshold_pct};
-    each_metric(cmp, &n, decide_metric);
-    if (n.decidable > 1)
-        fprintf(out, "%sto decide all %d of these: measure again with -s run.repeats=%d\n",
-                md ? "- " : "", n.decidable, n.most);
-    for (int k = 0; k < 2; k++) {
-        n.verdict = k == 0 ? PB_VERDICT_REGRESSED : PB_VERDICT_IMPROVED;
-        if ((k == 0 ? cmp->regressions : cmp->improvements) == 0)
-            continue;
-        fprintf(out, md ? "\n**%s**:" : "%s:", k == 0 ? "REGRESSED" : "IMPROVED");
-        n.separator = " ";
-        each_metric(cmp, &n, list_metric);
-        fprintf(out, "; %s\n",
-                k == 0                ? "--fail-on-regression exits 3"
-                : cmp->regressions ? "an improvement never fails the gate"
-                                   : "the gate passes (exit 0)");
-    }
-    if (cmp->setting_costs > 0) {
-        n.verdict = PB_VERDICT_SAME;
-        n.separator = " ";
-        fprintf(out, md ? "\n**the cost of the setting change**:" : "the cost of the setting change:");
-        each_metric(cmp, &n, list_metric);
-        fprintf(out, "; more memory comes with the settings changed above, so "
-                     "--fail-on-regression does not count it\n");
-    }
-}
-
-void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
-                          const char *next_name, int format)
-{
-    if (format == PB_FORMAT_HTML) {
-        pb_html_comparison(out, cmp, base_name, next_name);
-        return;
-    }
-    if (format == PB_FORMAT_JSON) {
-        json_t *j = pb_comparison_to_json(cmp);
-        json_dumpf(j, out, JSON_INDENT(2));
-        fputc('\n', out);
-        json_decref(j);
-        return;
-    }
-    bool md = format == PB_FORMAT_MARKDOWN;
-    char base[PB_PRINTABLE_SIZE(256)], next[PB_PRINTABLE_SIZE(256)];
-    char text[PB_PRINTABLE_SIZE(sizeof(cmp->differences[0]))];
-    pb_printable(base, sizeof(base), base_name);
-    pb_printable(next, sizeof(next), next_name);
-    if (md)
-        fprintf(out, "## pbench compare\n\nbase `%s` → new `%s`; a change counts when it is "
-                     "significant (Mann-Whitney p < %.2f, 95%% bootstrap CI excluding 0) and at "
-                     "least %.1f%%\n\n",
-                base, next, PB_COMPARE_ALPHA, cmp->threshold_pct);
-    else
-        fprintf(out, "base %s -> new %s\na change counts when it is significant (Mann-Whitney p < "
-                     "%.2f, 95%% bootstrap CI excluding 0) and at least %.1f%%\n",
-                base, next, PB_COMPARE_ALPHA, cmp->threshold_pct);
-    if (cmp->interleaved)
-        fprintf(out, md ? "- measured together: rounds interleaved A B B A ..., so a drift of "
-                          "the machine hits both alike\n"
-                        : "measured together: rounds interleaved A B B A ..., so a drift of the "
-                          "machine hits both alike\n");
-    for (int i = 0; i < cmp->difference_count; i++)
-        fprintf(out, md ? "- differs: %s\n" : "differs: %s\n",
-                pb_printable(text, sizeof(text), cmp->differences[i]));
-    for (int i = 0; i < cmp->setting_change_count; i++)
-        fprintf(out, md ? "- setting changed: %s\n" : "setting changed: %s\n",
-                pb_printable(text, sizeof(text), cmp->setting_changes[i]));
-    if (md)
-        fputs("\n| point | metric | base | new | change | 95% CI | p | verdict | detectable |\n"
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n",
-              out);
-    else
-        fprintf(out, "\n%-28s %-16s %12s %12s %9s %19s %7s %10s  %s\n", "point", "metric", "base",
-                "new", "change", "95% CI", "p", "detectable", "verdict");
-    for (size_t i = 0; i < cmp->point_count; i++) {
-        const struct pb_point_cmp *pc = &cmp->points[i];
-        char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
-        pb_printable(label, sizeof(label), pc->label);
-        for (int m = 0; m < pc->metric_count; m++) {
-            const struct pb_metric_cmp *mc = &pc->metrics[m];
-            char a[32], b[32], change[32], ci[48], p[16];
-            format_value(mc, mc->base, a, sizeof(a));
-            format_value(mc, mc->next, b, sizeof(b));
-            const char *unit = mc->absolute ? "pp" : "%";
-            if (isnan(mc->ci_low_pct)) {
-                snprintf(change, sizeof(change), "-");
-                snprintf(ci, sizeof(ci), "(too few repeats)");
-            } else {
-                snprintf(change, sizeof(change), "%+.1f%s", mc->change_pct, unit);
-                snprintf(ci, sizeof(ci), "[%+.1f, %+.1f]%s", mc->ci_low_pct, mc->ci_high_pct, unit);
-            }
-            if (isnan(mc->p_value))
-                snprintf(p, sizeof(p), "-");
-            else
-                snprintf(p, sizeof(p), "%.3f", mc->p_value);
-            const char *verdict = pb_verdict_name(mc->verdict);
-            char detectable[32];
-            if (isinf(mc->detectable))
-                snprintf(detectable, sizeof(detectable), "never");
-            else if (isnan(mc->detectable))
-                snprintf(detectable, sizeof(detectable), "-");
-            else
-                snprintf(detectable, sizeof(detectable), "±%.1f%s", mc->detectable, unit);
-            const char *bold =
-                mc->verdict == PB_VERDICT_REGRESSED || mc->verdict == PB_VERDICT_IMPROVED ? "**" : "";
-            if (md)
-                fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s | %s |\n", m ? "" : label,
-                        mc->name, a, b, change, ci, p, bold, verdict, bold, detectable);
-            else
-                fprintf(out, "%-28.28s %-16s %12s %12s %9s %19s %7s %*s  %s\n", m ? "" : label,
-                        mc->name, a, b, change, ci, p,
-                        /* "±" is two bytes and one column wide */
-                        strncmp(detectable, "±", 2) == 0 ? 11 : 10, detectable,
-                        mc->verdict == PB_VERDICT_REGRESSED  ? "REGRESSED"
-                        : mc->verdict == PB_VERDICT_IMPROVED ? "IMPROVED"
-                                                             : verdict);
-        }
-    }
-    fprintf(out, md ? "\n**%d regressed, %d improved, %d ambiguous**%s\n"
-                    : "\n%d regressed, %d improved, %d ambiguous%s\n",
-            cmp->regressions, cmp->improvements, cmp->ambiguous,
-            cmp->unmatched ? "; some points exist in only one result and were not compared" : "");
-    print_notes(out, cmp, md);
-}
-
 int pb_threshold_parse(const char *text, double *threshold_pct)
 {
     char *end;
@@ -721,29 +463,4 @@ int pb_compare_files(const char *base_path, const char *next_path, double thresh
     pb_result_free(&base);
     pb_result_free(&next);
     return rc == PB_OK ? PB_OK : rc == PB_ERR_NOMEM ? rc : PB_ERR;
-}
-
-int pb_comparison_print(FILE *out, FILE *err, const struct pb_comparison *cmp,
-                        const char *base_name, const char *next_name, int format, bool force)
-{
-    char base[PB_PRINTABLE_SIZE(256)], next[PB_PRINTABLE_SIZE(256)];
-    char text[PB_PRINTABLE_SIZE(sizeof(cmp->differences[0]))];
-    pb_printable(base, sizeof(base), base_name);
-    pb_printable(next, sizeof(next), next_name);
-    if (cmp->incompatible && !force) {
-        fprintf(err, "pbench compare: %s and %s were measured differently:\n", base, next);
-        for (int i = 0; i < cmp->difference_count; i++)
-            fprintf(err, "  %s\n", pb_printable(text, sizeof(text), cmp->differences[i]));
-        fprintf(err, "compare them anyway with --force\n");
-        return PB_ERR_CONFIG;
-    }
-    if (cmp->point_count == 0) {
-        fprintf(err,
-                "pbench compare: no point of %s matches one of %s (points match by their sweep "
-                "axes), so nothing was compared; compare results of the same sweep\n",
-                base, next);
-        return PB_ERR_CONFIG;
-    }
-    pb_comparison_report(out, cmp, base_name, next_name, format);
-    return PB_OK;
 }

@@ -15,13 +15,14 @@
 
 #include <jansson.h>
 
+#include "bench/result/metrics.h"
 #include "bench/result/result.h"
 
 enum pb_verdict { PB_VERDICT_SAME = 0, PB_VERDICT_IMPROVED, PB_VERDICT_REGRESSED,
                   PB_VERDICT_AMBIGUOUS };
 
 #define PB_COMPARE_ALPHA 0.05
-#define PB_COMPARE_METRICS 5
+#define PB_COMPARE_METRICS PB_METRIC_COUNT /* every row of bench/result/metrics.h */
 #define PB_BOOTSTRAP_RESAMPLES 4000
 #define PB_COMPARE_POWER 0.80      /* the detection rate "detectable" means */
 #define PB_COMPARE_MAX_REPEATS 1000 /* run.repeats' upper bound              */
@@ -94,16 +95,15 @@ void pb_comparison_free(struct pb_comparison *cmp);
 
 const char *pb_verdict_name(enum pb_verdict verdict);
 json_t *pb_comparison_to_json(const struct pb_comparison *cmp);
-/* Renders as a table, markdown (a pull request comment) or JSON; the first
- * two print names without control characters, JSON keeps them exact. */
-void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
-                          const char *next_name, int format);
-
 /* The smallest two-sided p-value the Mann-Whitney test can give for n
  * against m repeats (the two samples fully apart, no ties). 3 against 3
  * gives 0.1, so no change can be significant at alpha 0.05. NAN when n or
  * m is 0. */
 double pb_compare_min_p(size_t n, size_t m);
+
+/* The fewest repeats per side with which Mann-Whitney can reach p < alpha
+ * at all (4: 2/70 = 0.029). */
+int pb_compare_min_repeats(void);
 
 /* Parses a practical threshold, "5%" or "5", into percent (0 <= t < 1000).
  * Returns PB_OK or PB_ERR_CONFIG. */
@@ -114,12 +114,5 @@ int pb_threshold_parse(const char *text, double *threshold_pct);
  * naming the unreadable file, or PB_ERR_NOMEM ("out of memory"). */
 int pb_compare_files(const char *base_path, const char *next_path, double threshold_pct,
                      struct pb_comparison *out, char *msg, size_t msglen);
-
-/* Prints cmp as pbench compare does, names without control characters
- * (bench/base/printable.h). When the machine or config differ and not force:
- * every difference on err and PB_ERR_CONFIG. When no point matched: a note
- * on err and PB_ERR_CONFIG. Else the report on out and PB_OK. */
-int pb_comparison_print(FILE *out, FILE *err, const struct pb_comparison *cmp,
-                        const char *base_name, const char *next_name, int format, bool force);
 
 #endif

@@ -13,6 +13,7 @@
 #include "bench/base/stats.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
+#include "bench/result/metrics.h"
 
 static const char *const schema =
     "CREATE TABLE IF NOT EXISTS runs ("
@@ -37,7 +38,7 @@ static const char *const late_indexes =
     "CREATE INDEX IF NOT EXISTS runs_fingerprint ON runs(fingerprint, point, created);";
 
 /* Adds column to runs when a database made before it lacks it. */
-static int add_missing_column(sqlite3 *db, const char *column, char **err)
+static int add_missing_column(sqlite3 *db, const char *column, const char *type, char **err)
 {
     char sql[128];
     snprintf(sql, sizeof(sql), "SELECT %s FROM runs", column);
@@ -46,7 +47,7 @@ static int add_missing_column(sqlite3 *db, const char *column, char **err)
     sqlite3_finalize(probe);
     if (has)
         return SQLITE_OK;
-    snprintf(sql, sizeof(sql), "ALTER TABLE runs ADD COLUMN %s TEXT", column);
+    snprintf(sql, sizeof(sql), "ALTER TABLE runs ADD COLUMN %s %s", column, type);
     return sqlite3_exec(db, sql, NULL, NULL, err);
 }
 
@@ -66,9 +67,13 @@ static int open_db(const char *path, sqlite3 **db, char *msg, size_t msglen)
     char *err = NULL;
     int rc = sqlite3_exec(*db, schema, NULL, NULL, &err);
     if (rc == SQLITE_OK)
-        rc = add_missing_column(*db, "identity", &err);
+        rc = add_missing_column(*db, "identity", "TEXT", &err);
     if (rc == SQLITE_OK)
-        rc = add_missing_column(*db, "fingerprint", &err);
+        rc = add_missing_column(*db, "fingerprint", "TEXT", &err);
+    /* A metric added to the table after the database was made. */
+    for (int m = 0; rc == SQLITE_OK && m < PB_METRIC_COUNT; m++)
+        if (pb_metrics[m].of_point)
+            rc = add_missing_column(*db, pb_metrics[m].name, "REAL", &err);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(*db, late_indexes, NULL, NULL, &err);
     if (rc != SQLITE_OK) {
@@ -157,13 +162,21 @@ static int add_points(const char *db_path, const struct pb_result *result, const
         revision = "";
     char fingerprint[32];
     config_fingerprint(result, machine, fingerprint, sizeof(fingerprint));
+    /* The fixed columns, then one per kept metric (bench/result/metrics.h). */
+    char sql[1024] = "INSERT OR IGNORE INTO runs (created, added, config, machine, revision,"
+                     " point, noise_pct, source, identity, fingerprint";
+    char values[256] = "?,?,?,?,?,?,?,?,?,?";
+    for (int m = 0; m < PB_METRIC_COUNT; m++) {
+        if (!pb_metrics[m].of_point)
+            continue;
+        size_t used = strlen(sql), vused = strlen(values);
+        snprintf(sql + used, sizeof(sql) - used, ", %s", pb_metrics[m].name);
+        snprintf(values + vused, sizeof(values) - vused, ",?");
+    }
+    size_t used = strlen(sql);
+    snprintf(sql + used, sizeof(sql) - used, ") VALUES (%s)", values);
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db,
-                                "INSERT OR IGNORE INTO runs (created, added, config, machine,"
-                                " revision, point, samples_per_s, noise_pct, stall_pct,"
-                                " assembly_p99_ns, rss_peak_bytes, source, identity, fingerprint)"
-                                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                                -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     for (size_t i = 0; rc == SQLITE_OK && i < result->point_count; i++) {
@@ -181,14 +194,13 @@ static int add_points(const char *db_path, const struct pb_result *result, const
         sqlite3_bind_text(st, 4, machine, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 5, revision, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 6, axes ? axes : "{}", -1, SQLITE_TRANSIENT);
-        sqlite3_bind_double(st, 7, p->samples_per_s);
-        sqlite3_bind_double(st, 8, p->samples_per_s_noise_pct);
-        sqlite3_bind_double(st, 9, p->stall_pct);
-        sqlite3_bind_double(st, 10, (double)p->assembly_p99_ns);
-        sqlite3_bind_double(st, 11, (double)p->rss_peak_bytes);
-        sqlite3_bind_text(st, 12, source ? source : "", -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 13, identity, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 14, fingerprint, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(st, 7, p->samples_per_s_noise_pct);
+        sqlite3_bind_text(st, 8, source ? source : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 9, identity, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 10, fingerprint, -1, SQLITE_TRANSIENT);
+        for (int m = 0, column = 11; m < PB_METRIC_COUNT; m++)
+            if (pb_metrics[m].of_point)
+                sqlite3_bind_double(st, column++, pb_metrics[m].of_point(p));
         free(axes);
         rc = sqlite3_step(st);
         if (rc == SQLITE_DONE) {
@@ -245,16 +257,19 @@ long pb_history_step(const double *values, size_t n, double threshold_pct, doubl
     return -1;
 }
 
-/* The metrics show knows and which way is worse. */
-static const struct {
-    const char *name;
-    bool higher_is_better;
-} metrics[] = {
-    {"samples_per_s", true},
-    {"stall_pct", false},
-    {"assembly_p99_ns", false},
-    {"rss_peak_bytes", false},
-};
+void pb_history_metric_names(char *buf, size_t buflen, const char *sep)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int m = 0; m < PB_METRIC_COUNT && used < buflen; m++) {
+        if (!pb_metrics[m].of_point)
+            continue;
+        int n = snprintf(buf + used, buflen - used, "%s%s", used ? sep : "", pb_metrics[m].name);
+        if (n < 0)
+            return;
+        used += (size_t)n;
+    }
+}
 
 /* Prints one finished series: its runs, each against the median before it,
  * and its step change if any. Returns -1 for a step that is a regression,
@@ -297,15 +312,11 @@ static int print_series(const char *const key[4], const char *metric, bool highe
 int pb_history_show(const char *db_path, const char *config_name, const char *metric,
                     double threshold_pct, char *msg, size_t msglen)
 {
-    int known = -1;
-    for (int m = 0; m < (int)PB_ARRAY_LEN(metrics); m++)
-        if (strcmp(metrics[m].name, metric) == 0)
-            known = m;
-    if (known < 0) {
-        snprintf(msg, msglen,
-                 "--metric must be one of: samples_per_s, stall_pct, assembly_p99_ns, "
-                 "rss_peak_bytes; got '%s'",
-                 metric);
+    const struct pb_metric *known = pb_metric_find(metric);
+    if (!known || !known->of_point) {
+        char names[256];
+        pb_history_metric_names(names, sizeof(names), ", ");
+        snprintf(msg, msglen, "--metric must be one of: %s; got '%s'", names, metric);
         return PB_ERR_CONFIG;
     }
     FILE *probe = fopen(db_path, "rb");
@@ -319,7 +330,7 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
     if (open_db(db_path, &db, msg, msglen) != PB_OK)
         return PB_ERR;
     char sql[640];
-    /* metric is one of the fixed names above, never user text in SQL. A
+    /* metric is a name from the metric table, never user text in SQL. A
      * series is what was measured (the fingerprint) at one point; rows
      * from before fingerprints form a series per config and machine.
      * Series are listed by config name, then fingerprint. */
@@ -352,7 +363,7 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
         bool same = row && strcmp(id, series_id) == 0 && strcmp(p, series[2]) == 0;
         if (!same && n > 0) {
             const char *key[4] = {series[0], series[1], series[2], series[3]};
-            int step = print_series(key, metric, metrics[known].higher_is_better, values, created,
+            int step = print_series(key, metric, known->higher_is_better, values, created,
                                     revision, n, threshold_pct);
             regressions += step < 0;
             improvements += step > 0;

@@ -45,4 +45,8 @@ void pb_history_revision(char *buf, size_t buflen);
 int pb_history_add_file(const char *db_path, const char *path, const char *revision,
                         char *summary, size_t summarylen, char *msg, size_t msglen);
 
+/* Writes the names of the metrics history keeps (a column each, those of
+ * bench/result/metrics.h with a point value), joined by sep, into buf. */
+void pb_history_metric_names(char *buf, size_t buflen, const char *sep);
+
 #endif

@@ -1,20 +1,22 @@
 /* The sub-commands of pbench, in the order `pbench help` lists them, as a
  * compile-time list X(NAME, USAGE, HELP): bench/cli/main.c binds each NAME to
- * its cmd_NAME function, so a command is declared once with its help. */
+ * its cmd_NAME function, so a command is declared once with its help. In
+ * USAGE and HELP, {formats}, {format-list}, {comparison-formats} and
+ * {metrics} are filled in from the format and metric tables. */
 #ifndef PB_COMMANDS_H
 #define PB_COMMANDS_H
 
 #define PB_COMMANDS(X) \
     X(run, \
       "pbench run CONFIG [-s key.path=value]... [-a key.path=v1,v2]... [-o results/NAME.json]\n" \
-      "                  [--format table|json|markdown|csv|html] [--quiet] [--overhead] [--trace FILE]\n" \
+      "                  [--format {formats}] [--quiet] [--overhead] [--trace FILE]\n" \
       "                  [--baseline BASE.json [--threshold 5%] [--fail-on-regression]]", \
       "Runs the pipeline CONFIG describes under its loader settings, prints a table and writes\n" \
       "the complete result as JSON (default results/NAME-YYYYmmdd-HHMMSS.json).\n\n" \
       "  -s, --set key.path=value  override one config value, e.g. -s loader.workers=4,\n" \
       "                            -s pipeline.decode.cost_us=500 (repeatable)\n" \
       "  -o, --output PATH         where to write the JSON result\n" \
-      "  -f, --format FORMAT       what to print: table (default), json, markdown, csv, html\n" \
+      "  -f, --format FORMAT       what to print: {format-list} (table is the default)\n" \
       "  -q, --quiet               no progress lines on stderr\n" \
       "      --trace FILE          write the CPU timeline (run.trace) to FILE, Chrome\n" \
       "                            trace-event JSON for Perfetto or chrome://tracing\n" \
@@ -37,10 +39,10 @@
       "images or encoded videos of natural-looking, moving content. The options are those of a\n" \
       "config's dataset.generate block ('pbench list dataset.generate'), with - for _.") \
     X(compare, \
-      "pbench compare BASE.json NEW.json [--threshold 5%] [--format table|json|markdown|html]\n" \
+      "pbench compare BASE.json NEW.json [--threshold 5%] [--format {comparison-formats}]\n" \
       "                  [-o FILE] [--fail-on-regression] [--force]\n" \
       "pbench compare BASE.yaml NEW.yaml [-s key.path=value]... [-o results/NAME.json] [--quiet]\n" \
-      "                  [--threshold 5%] [--format table|json|markdown|html] [--fail-on-regression]\n" \
+      "                  [--threshold 5%] [--format {comparison-formats}] [--fail-on-regression]\n" \
       "pbench compare BOTH.json          (re-prints what a compare of two configs wrote)", \
       "Compares two results point by point (matched by their sweep axes): samples/s, batch\n" \
       "assembly p50/p99, stall % and peak RSS, each with the change, a 95% bootstrap confidence\n" \
@@ -61,7 +63,7 @@
     X(history, \
       "pbench history add RESULT.json [--db results/history.db] [--revision REV]\n" \
       "       pbench history show [--db results/history.db] [--config NAME]\n" \
-      "                  [--metric samples_per_s|stall_pct|assembly_p99_ns|rss_peak_bytes]\n" \
+      "                  [--metric {metrics}]\n" \
       "                  [--threshold 5%]", \
       "Keeps each run's summary in an SQLite database (one row per point) under its git\n" \
       "revision (--revision, else $GITHUB_SHA, else git rev-parse in the current folder), and\n" \
@@ -81,7 +83,7 @@
       "cores. A sweep runs the same calibration first (unless --no-calibrate) and states each\n" \
       "point's efficiency against it.") \
     X(report, \
-      "pbench report RESULT.json [--format table|json|markdown|csv|html] [-o FILE]", \
+      "pbench report RESULT.json [--format {formats}] [-o FILE]", \
       "Renders a result file written by pbench run again, in any format; html is one\n" \
       "self-contained page of charts (docs/results.md). -o writes FILE (atomically)\n" \
       "instead of printing.") \

@@ -13,32 +13,23 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/analyze/analysis.h"
-#include "bench/session/calibrate.h"
 #include "bench/analyze/compare.h"
-#include "bench/cli/commands.h"
-#include "bench/config/config.h"
 #include "bench/analyze/history.h"
-#include "bench/report/html.h"
-#include "bench/session/interleave.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
+#include "bench/cli/cli.h"
+#include "bench/cli/commands.h"
 #include "bench/cli/progress.h"
+#include "bench/config/config.h"
+#include "bench/report/format.h"
 #include "bench/result/result.h"
+#include "bench/session/interleave.h"
 #include "bench/session/ranks.h"
-#include "bench/sys/mpi.h"
 #include "bench/session/session.h"
-#include "bench/cli/list.h"
-#include "bench/report/report.h"
-#include "bench/sys/machine.h"
-#include "pipelines/dataset.h"
+#include "bench/sys/mpi.h"
 
-static int usage_error(const char *cmd, const char *fmt, const char *arg);
-static int cmd_help(int argc, char **argv);
 
-/* A library return code as the process's exit code: an interrupted
- * command exits as shells report a death by that signal, 128 + its number. */
-static int exit_for(int rc)
+int pb_cli_exit(int rc)
 {
     int sig = pb_progress_stop_signal();
     return rc == PB_OK                ? PB_EXIT_OK
@@ -47,12 +38,60 @@ static int exit_for(int rc)
                                       : PB_EXIT_ERROR;
 }
 
-/* The exit code of a printed comparison (compare, run --baseline). */
-static int comparison_exit(int print_rc, const struct pb_comparison *cmp, bool fail_on_regression)
+int pb_cli_comparison_exit(int print_rc, const struct pb_comparison *cmp, bool fail_on_regression)
 {
     return print_rc != PB_OK                           ? PB_EXIT_USAGE
            : fail_on_regression && cmp->regressions > 0 ? PB_EXIT_REGRESSION
                                                         : PB_EXIT_OK;
+}
+
+void pb_cli_error(const char *cmd, const char *msg)
+{
+    char shown[PB_PRINTABLE_SIZE(PB_MSG_MAX * 2)];
+    fprintf(stderr, "pbench%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "",
+            pb_printable(shown, sizeof(shown), msg));
+}
+
+/* ---- measuring: run and compare of two configs ------------------------- */
+
+/* Runs the session opts describes, with the progress lines on stderr, and
+ * prints what it measured: a run's result in format, then its comparison
+ * (with --baseline); two configs measured together, their comparison
+ * alone. Returns the exit code: the session's, else the comparison's. */
+static int measure(const struct pb_session_opts *opts, const char *title, bool quiet, int format,
+                   bool fail_on_regression)
+{
+    struct pb_progress progress;
+    struct pb_session_hooks hooks;
+    pb_progress_init(&progress, title, quiet, &hooks);
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    char msg[PB_MSG_MAX * 2];
+    int session_rc = pb_session_run(opts, &hooks, &result, &outcome, msg, sizeof(msg));
+    int code = pb_cli_exit(session_rc);
+    if (session_rc != PB_OK && session_rc != PB_ERR_INTERRUPTED)
+        pb_mpi_abort(code, msg); /* an error on any rank ends them all */
+    bool two_configs = opts->new_config_path != NULL;
+    if (outcome.measured && !two_configs)
+        pb_report_analyzed(stdout, &result, outcome.analyzed ? &outcome.analysis : NULL,
+                           (enum pb_format)format);
+    if (outcome.compared) {
+        /* An HTML page on stdout is one document, so a run's comparison
+         * goes to stderr as a table. */
+        bool beside_page = !two_configs && format == PB_FORMAT_HTML;
+        if (!two_configs)
+            fputc('\n', stdout);
+        int rc = pb_comparison_print(beside_page ? stderr : stdout, stderr, &outcome.comparison,
+                                     two_configs ? opts->config_path : opts->baseline_path,
+                                     two_configs ? opts->new_config_path : outcome.result_path,
+                                     beside_page ? PB_FORMAT_TABLE : format, false);
+        int verdict = pb_cli_comparison_exit(rc, &outcome.comparison, fail_on_regression);
+        if (code == PB_EXIT_OK)
+            code = verdict;
+    }
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+    return code;
 }
 
 /* ---- run ---------------------------------------------------------------- */
@@ -84,8 +123,7 @@ static int cmd_run(int argc, char **argv)
         case 'o': opts.output_path = optarg; break;
         case 'f':
             if (pb_format_parse(optarg, &format) != PB_OK)
-                exit_code = usage_error("run", "unknown format '%s'; allowed: table, json, markdown, csv, html",
-                                        optarg);
+                exit_code = pb_cli_format_error("run", optarg, false);
             break;
         case 'q': quiet = true; break;
         case 'O': opts.overhead = true; break;
@@ -98,15 +136,15 @@ static int cmd_run(int argc, char **argv)
         case 'F': fail_on_regression = true; break;
         case 'T':
             if (pb_threshold_parse(optarg, &opts.threshold_pct) != PB_OK)
-                exit_code = usage_error("run", "--threshold takes a percentage such as 5%%, got '%s'",
+                exit_code = pb_cli_usage_error("run", "--threshold takes a percentage such as 5%%, got '%s'",
                                         optarg);
             break;
-        case 'h': exit_code = cmd_help(2, (char *[]){"help", "run", NULL}); break;
-        default: exit_code = usage_error("run", "%s", "bad option"); break;
+        case 'h': exit_code = pb_cli_help(2, (char *[]){"help", "run", NULL}); break;
+        default: exit_code = pb_cli_usage_error("run", "%s", "bad option"); break;
         }
     }
     if (exit_code < 0 && optind != argc - 1)
-        exit_code = usage_error("run", "%s",
+        exit_code = pb_cli_usage_error("run", "%s",
                                 optind >= argc ? "expected one CONFIG file"
                                                : "expected one CONFIG file, got more");
     if (exit_code < 0) {
@@ -114,42 +152,14 @@ static int cmd_run(int argc, char **argv)
         char mpi_msg[PB_MSG_MAX];
         if (pb_mpi_start(mpi_msg, sizeof(mpi_msg)) != PB_OK) {
             fprintf(stderr, "pbench run: %s\n", mpi_msg);
-            free(overrides);
-            free(axes);
-            return PB_EXIT_ERROR;
+            exit_code = PB_EXIT_ERROR;
+        } else {
+            /* One rank prints: the others only their errors. */
+            exit_code = measure(&opts, "pbench", quiet || !pb_mpi_is_root(), format,
+                                fail_on_regression);
+            pb_ranks_release();
+            pb_mpi_finish();
         }
-        quiet |= !pb_mpi_is_root(); /* one rank prints: the others only their errors */
-        struct pb_progress progress;
-        struct pb_session_hooks hooks;
-        pb_progress_init(&progress, "pbench", quiet, &hooks);
-        struct pb_result result;
-        struct pb_session_outcome outcome;
-        char msg[PB_MSG_MAX * 2];
-        int session_rc = pb_session_run(&opts, &hooks, &result, &outcome, msg, sizeof(msg));
-        exit_code = exit_for(session_rc);
-        if (session_rc != PB_OK && session_rc != PB_ERR_INTERRUPTED)
-            pb_mpi_abort(exit_code, msg); /* an error on any rank ends them all */
-        if (outcome.measured)
-            pb_report_analyzed(stdout, &result, outcome.analyzed ? &outcome.analysis : NULL,
-                               format);
-        if (outcome.compared) {
-            fputc('\n', stdout);
-            const struct pb_comparison *cmp = &outcome.comparison;
-            /* CSV has no comparison form; an HTML page on stdout is one
-             * document, so its comparison goes to stderr as a table. */
-            bool html = format == PB_FORMAT_HTML;
-            int rc = pb_comparison_print(html ? stderr : stdout, stderr, cmp, opts.baseline_path,
-                                         outcome.result_path,
-                                         format == PB_FORMAT_CSV || html ? PB_FORMAT_TABLE : format,
-                                         false);
-            int code = comparison_exit(rc, cmp, fail_on_regression);
-            if (exit_code == PB_EXIT_OK)
-                exit_code = code;
-        }
-        pb_session_outcome_free(&outcome);
-        pb_result_free(&result);
-        pb_ranks_release();
-        pb_mpi_finish();
     }
     free(overrides);
     free(axes);
@@ -157,15 +167,6 @@ static int cmd_run(int argc, char **argv)
 }
 
 /* ---- compare ------------------------------------------------------------ */
-
-/* "pbench CMD: MESSAGE" on stderr; the message names files from the
- * command line or a result, printed without control characters. */
-static void print_error(const char *cmd, const char *msg)
-{
-    char shown[PB_PRINTABLE_SIZE(PB_MSG_MAX * 2)];
-    fprintf(stderr, "pbench%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "",
-            pb_printable(shown, sizeof(shown), msg));
-}
 
 /* pbench compare BASE.yaml NEW.yaml: both configs measured here, in
  * interleaved rounds, into one result; then the same comparison. */
@@ -176,23 +177,7 @@ static int compare_configs(const char *base, const char *next, const char **over
     struct pb_session_opts opts = {.config_path = base, .new_config_path = next,
                                    .overrides = overrides, .override_count = override_count,
                                    .output_path = output, .threshold_pct = threshold_pct};
-    struct pb_progress progress;
-    struct pb_session_hooks hooks;
-    pb_progress_init(&progress, "pbench compare", quiet, &hooks);
-    struct pb_result result;
-    struct pb_session_outcome outcome;
-    char msg[PB_MSG_MAX * 2];
-    int code = exit_for(pb_session_run(&opts, &hooks, &result, &outcome, msg, sizeof(msg)));
-    if (outcome.compared) {
-        int rc = pb_comparison_print(stdout, stderr, &outcome.comparison, base, next, format,
-                                     false);
-        int verdict = comparison_exit(rc, &outcome.comparison, fail_on_regression);
-        if (code == PB_EXIT_OK)
-            code = verdict;
-    }
-    pb_session_outcome_free(&outcome);
-    pb_result_free(&result);
-    return code;
+    return measure(&opts, "pbench compare", quiet, format, fail_on_regression);
 }
 
 /* pbench compare AB.json: the comparison a compare of two configs wrote. */
@@ -207,7 +192,7 @@ static int compare_one_file(const char *path, double threshold_pct, int format,
         rc = pb_interleaved_compare(&r, threshold_pct, &cmp, msg, sizeof(msg));
     if (rc != PB_OK) {
         pb_result_free(&r);
-        print_error("compare", msg);
+        pb_cli_error("compare", msg);
         return PB_EXIT_ERROR;
     }
     const char *base = json_string_value(
@@ -216,7 +201,7 @@ static int compare_one_file(const char *path, double threshold_pct, int format,
         json_object_get(json_object_get(r.interleaved, "new"), "config_path"));
     rc = pb_comparison_print(stdout, stderr, &cmp, base ? base : "base", next ? next : "new",
                              format, false);
-    int code = comparison_exit(rc, &cmp, fail_on_regression);
+    int code = pb_cli_comparison_exit(rc, &cmp, fail_on_regression);
     pb_comparison_free(&cmp);
     pb_result_free(&r);
     return code;
@@ -234,13 +219,12 @@ static int cmd_compare(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--threshold") == 0 && i + 1 < argc) {
             if (pb_threshold_parse(argv[++i], &threshold_pct) != PB_OK)
-                code = usage_error("compare", "--threshold takes a percentage such as 5%%, got '%s'",
+                code = pb_cli_usage_error("compare", "--threshold takes a percentage such as 5%%, got '%s'",
                                    argv[i]);
         } else if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc) {
             enum pb_format f;
-            if (pb_format_parse(argv[++i], &f) != PB_OK || f == PB_FORMAT_CSV)
-                code = usage_error("compare", "unknown format '%s'; allowed: table, json, markdown, html",
-                                   argv[i]);
+            if (pb_format_parse(argv[++i], &f) != PB_OK || !pb_formats[f].comparison)
+                code = pb_cli_format_error("compare", argv[i], true);
             format = (int)f;
         } else if ((strcmp(a, "--set") == 0 || strcmp(a, "-s") == 0) && i + 1 < argc) {
             overrides[override_count++] = argv[++i];
@@ -253,7 +237,7 @@ static int cmd_compare(int argc, char **argv)
         } else if (strcmp(a, "--fail-on-regression") == 0) {
             fail_on_regression = true;
         } else if (a[0] == '-' || nfiles == 2) {
-            code = usage_error("compare", "unexpected argument '%s'", a);
+            code = pb_cli_usage_error("compare", "unexpected argument '%s'", a);
         } else {
             files[nfiles++] = a;
         }
@@ -262,28 +246,28 @@ static int cmd_compare(int argc, char **argv)
     if (code >= 0) {
         /* a usage error was printed */
     } else if (nfiles == 2 && pb_is_config_path(files[0]) != pb_is_config_path(files[1])) {
-        code = usage_error("compare", "%s",
+        code = pb_cli_usage_error("compare", "%s",
                            "give two results (BASE.json NEW.json) or two configs (BASE.yaml "
                            "NEW.yaml), not one of each");
     } else if (!configs && override_count > 0) {
-        code = usage_error("compare", "%s",
+        code = pb_cli_usage_error("compare", "%s",
                            "-s applies when compare runs two configs (BASE.yaml NEW.yaml)");
     } else if (configs) {
         code = compare_configs(files[0], files[1], overrides, override_count, output, quiet,
                                threshold_pct, format, fail_on_regression);
     } else if (nfiles == 1 && pb_is_config_path(files[0])) {
-        code = usage_error("compare", "%s",
+        code = pb_cli_usage_error("compare", "%s",
                            "a config is compared with another: pbench compare BASE.yaml NEW.yaml");
     } else if (nfiles == 1) {
         code = compare_one_file(files[0], threshold_pct, format, fail_on_regression);
     } else if (nfiles != 2) {
-        code = usage_error("compare", "%s",
+        code = pb_cli_usage_error("compare", "%s",
                            "expected BASE.json and NEW.json, or BASE.yaml and NEW.yaml");
     } else {
         struct pb_comparison cmp;
         char msg[PB_MSG_MAX];
         if (pb_compare_files(files[0], files[1], threshold_pct, &cmp, msg, sizeof(msg)) != PB_OK) {
-            print_error("compare", msg);
+            pb_cli_error("compare", msg);
             code = PB_EXIT_ERROR;
         } else {
             /* A comparison that can be shown goes to -o when given; one
@@ -294,10 +278,10 @@ static int cmd_compare(int argc, char **argv)
                              : pb_comparison_print(stdout, stderr, &cmp, files[0], files[1],
                                                    format, force);
             if (to_file && rc != PB_OK) {
-                print_error("compare", msg);
+                pb_cli_error("compare", msg);
                 code = PB_EXIT_ERROR;
             } else {
-                code = comparison_exit(rc, &cmp, fail_on_regression);
+                code = pb_cli_comparison_exit(rc, &cmp, fail_on_regression);
             }
             pb_comparison_free(&cmp);
         }
@@ -306,221 +290,17 @@ static int cmd_compare(int argc, char **argv)
     return code;
 }
 
-/* ---- history ------------------------------------------------------------ */
-
-static int cmd_history(int argc, char **argv)
-{
-    if (argc < 2)
-        return usage_error("history", "%s", "expected 'add' or 'show'");
-    const char *db = "results/history.db", *config = NULL, *metric = "samples_per_s";
-    const char *revision = NULL, *file = NULL;
-    double threshold = 5;
-    bool add = strcmp(argv[1], "add") == 0;
-    if (!add && strcmp(argv[1], "show") != 0)
-        return usage_error("history", "expected 'add' or 'show', got '%s'", argv[1]);
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_value = i + 1 < argc;
-        if (strcmp(a, "--db") == 0 && has_value)
-            db = argv[++i];
-        else if (strcmp(a, "--config") == 0 && has_value && !add)
-            config = argv[++i];
-        else if (strcmp(a, "--metric") == 0 && has_value && !add)
-            metric = argv[++i];
-        else if (strcmp(a, "--revision") == 0 && has_value && add)
-            revision = argv[++i];
-        else if (strcmp(a, "--threshold") == 0 && has_value && !add) {
-            if (pb_threshold_parse(argv[++i], &threshold) != PB_OK)
-                return usage_error("history", "--threshold takes a percentage such as 5%%, got '%s'",
-                                   argv[i]);
-        } else if (add && a[0] != '-' && !file)
-            file = a;
-        else
-            return usage_error("history", "unexpected argument '%s'", a);
-    }
-    if (add && !file)
-        return usage_error("history", "%s", "history add needs a RESULT.json");
-    char msg[PB_MSG_MAX * 2], summary[PB_MSG_MAX * 2];
-    int rc = add ? pb_history_add_file(db, file, revision, summary, sizeof(summary), msg,
-                                       sizeof(msg))
-                 : pb_history_show(db, config, metric, threshold, msg, sizeof(msg));
-    if (rc < 0) {
-        print_error("history", msg);
-    } else if (add) {
-        char shown[PB_PRINTABLE_SIZE(sizeof(summary))];
-        printf("%s\n", pb_printable(shown, sizeof(shown), summary));
-    }
-    return rc < 0 ? exit_for(rc) : rc > 0 ? PB_EXIT_REGRESSION : PB_EXIT_OK;
-}
-
-/* ---- calibrate ---------------------------------------------------------- */
-
-static int cmd_calibrate(int argc, char **argv)
-{
-    const char **overrides = calloc((size_t)argc, sizeof(char *));
-    struct pb_session_opts opts = {.overrides = overrides};
-    int exit_code = -1;
-    for (int i = 1; i < argc && exit_code < 0; i++) {
-        if ((strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--set") == 0) && i + 1 < argc)
-            overrides[opts.override_count++] = argv[++i];
-        else if (strcmp(argv[i], "--gpu") == 0)
-            opts.calibrate_gpu = true;
-        else if (argv[i][0] != '-' && !opts.config_path)
-            opts.config_path = argv[i];
-        else
-            exit_code = usage_error("calibrate", "unexpected argument '%s'", argv[i]);
-    }
-    if (exit_code < 0 && !opts.config_path)
-        exit_code = usage_error("calibrate", "%s", "expected a CONFIG file");
-    if (exit_code < 0) {
-        struct pb_progress progress;
-        struct pb_session_hooks hooks;
-        pb_progress_init(&progress, "pbench calibrate", false, &hooks);
-        struct pb_calibration cal;
-        char name[128], msg[PB_MSG_MAX * 2];
-        int rc = pb_session_calibrate(&opts, &hooks, &cal, name, sizeof(name), msg, sizeof(msg));
-        if (rc == PB_OK)
-            pb_calibration_print(stdout, name, &cal);
-        exit_code = exit_for(rc);
-    }
-    free(overrides);
-    return exit_code;
-}
-
-/* ---- gen ---------------------------------------------------------------- */
-
-static int cmd_gen(int argc, char **argv)
-{
-    struct pb_generate_spec spec;
-    char msg[PB_MSG_MAX];
-    if (pb_opt_set_defaults(pb_generate_opts, &spec, msg, sizeof(msg)) != PB_OK) {
-        fprintf(stderr, "pbench gen: %s\n", msg);
-        return PB_EXIT_ERROR;
-    }
-    const char *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
-            return cmd_help(2, (char *[]){"help", "gen", NULL});
-        if (strncmp(arg, "--", 2) != 0 || i + 1 >= argc)
-            return usage_error("gen", "expected --NAME VALUE, got '%s'", arg);
-        const char *value = argv[++i];
-        if (strcmp(arg, "--out") == 0) {
-            out = value;
-            continue;
-        }
-        /* An unknown flag's message lists the options; --out is one too. */
-        const struct pb_opt *opt = pb_opt_find_flag(pb_generate_opts, arg, msg, sizeof(msg));
-        if (!opt || pb_opt_parse(opt, value, &spec, arg, msg, sizeof(msg)) != PB_OK) {
-            fprintf(stderr, "pbench gen: %s%s\n", msg, opt ? "" : ", out");
-            return PB_EXIT_USAGE;
-        }
-    }
-    if (!out)
-        return usage_error("gen", "%s", "--out DIR is required");
-    uint64_t start = pb_now_ns();
-    struct pb_dataset index;
-    int rc = pb_dataset_generate_new(&spec, out, &index, msg, sizeof(msg));
-    if (rc != PB_OK) {
-        fprintf(stderr, "pbench gen: %s\n", msg);
-        return exit_for(rc);
-    }
-    printf("generated %zu %s (%.1f MiB) in %s in %.1f s\n", index.count,
-           index.shard_count ? "samples" : "files", (double)index.total_bytes / 1048576.0, out,
-           (double)(pb_now_ns() - start) / 1e9);
-    if (index.shard_count)
-        printf("packed into %zu tar shards: read them with -s dataset.format=tar\n",
-               index.shard_count);
-    pb_dataset_free(&index);
-    return PB_EXIT_OK;
-}
-
-/* ---- report ------------------------------------------------------------- */
-
-static int cmd_report(int argc, char **argv)
-{
-    enum pb_format format = PB_FORMAT_TABLE;
-    const char *path = NULL, *output = NULL;
-    for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "--output") == 0 || strcmp(argv[i], "-o") == 0) && i + 1 < argc) {
-            output = argv[++i];
-            continue;
-        }
-        if ((strcmp(argv[i], "--format") == 0 || strcmp(argv[i], "-f") == 0) && i + 1 < argc) {
-            if (pb_format_parse(argv[++i], &format) != PB_OK)
-                return usage_error("report", "unknown format '%s'; allowed: table, json, markdown, csv, html",
-                                   argv[i]);
-        } else if (argv[i][0] == '-' || path) {
-            return usage_error("report", "unexpected argument '%s'", argv[i]);
-        } else {
-            path = argv[i];
-        }
-    }
-    if (!path)
-        return usage_error("report", "%s", "expected a RESULT.json file");
-    struct pb_result result;
-    char msg[PB_MSG_MAX];
-    if (pb_result_read(path, &result, msg, sizeof(msg)) != PB_OK) {
-        print_error(NULL, msg);
-        pb_result_free(&result);
-        return PB_EXIT_ERROR;
-    }
-    /* The analysis is recomputed from the measurements, so a file written
-     * by an older pbench reads with today's rules everywhere. */
-    struct pb_analysis analysis;
-    /* Two configs side by side are compared, not ranked for a pick. */
-    bool analyzed = !result.interleaved && pb_analyze(&result, &analysis) == PB_OK;
-    if (analyzed && result.point_count > 1) {
-        json_decref(result.analysis);
-        result.analysis = pb_analysis_to_json(&analysis);
-    }
-    int code = PB_EXIT_OK;
-    if (!output)
-        pb_report_analyzed(stdout, &result, analyzed ? &analysis : NULL, format);
-    else if (pb_report_write(output, &result, analyzed ? &analysis : NULL, (int)format, msg,
-                             sizeof(msg)) != PB_OK) {
-        print_error("report", msg);
-        code = PB_EXIT_ERROR;
-    }
-    if (result.interleaved && format == PB_FORMAT_TABLE && !output)
-        printf("\nboth configs of an interleaved comparison; the verdicts: pbench compare %s\n",
-               path);
-    if (analyzed)
-        pb_analysis_free(&analysis);
-    pb_result_free(&result);
-    return code;
-}
-
-/* ---- list --------------------------------------------------------------- */
-
-static int cmd_list(int argc, char **argv)
-{
-    char msg[PB_MSG_MAX];
-    if (pb_list_print(stdout, argc > 1 ? argv[1] : NULL, msg, sizeof(msg)) != PB_OK) {
-        fprintf(stderr, "pbench list: %s\n", msg);
-        return PB_EXIT_USAGE;
-    }
-    return PB_EXIT_OK;
-}
-
-/* ---- version ------------------------------------------------------------ */
-
-static int cmd_version(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    struct pb_machine m;
-    pb_machine_probe(&m);
-    pb_machine_print_versions(stdout, &m);
-    return PB_EXIT_OK;
-}
-
 /* ---- help --------------------------------------------------------------- */
 
 struct command {
     const char *name, *usage, *help;
     int (*fn)(int argc, char **argv);
 };
+
+static int cmd_help(int argc, char **argv)
+{
+    return pb_cli_help(argc, argv);
+}
 
 #define COMMAND(name, usage, help) {#name, usage, help, cmd_##name},
 static const struct command commands[] = {PB_COMMANDS(COMMAND)};
@@ -534,34 +314,80 @@ static const struct command *find_command(const char *name)
     return NULL;
 }
 
+/* text with its lists filled in from the tables they come from, so help
+ * cannot drift from them: {formats} "table|json|...", {format-list}
+ * "table, json, ...", {comparison-formats} those with a comparison form,
+ * {metrics} the metrics history shows. */
+static const char *expand(const char *text, char *buf, size_t buflen)
+{
+    static const struct {
+        const char *token, *sep;
+        int list; /* 0 formats, 1 comparison formats, 2 metrics */
+    } tokens[] = {{"{formats}", "|", 0},
+                  {"{format-list}", ", ", 0},
+                  {"{comparison-formats}", "|", 1},
+                  {"{metrics}", "|", 2}};
+    size_t used = 0;
+    buf[0] = '\0';
+    while (*text && used + 1 < buflen) {
+        size_t k = 0;
+        while (k < PB_ARRAY_LEN(tokens) && strncmp(text, tokens[k].token, strlen(tokens[k].token)))
+            k++;
+        if (k == PB_ARRAY_LEN(tokens)) {
+            buf[used++] = *text++;
+            buf[used] = '\0';
+            continue;
+        }
+        if (tokens[k].list == 2)
+            pb_history_metric_names(buf + used, buflen - used, tokens[k].sep);
+        else
+            pb_format_names(buf + used, buflen - used, tokens[k].sep, tokens[k].list == 1);
+        used += strlen(buf + used);
+        text += strlen(tokens[k].token);
+    }
+    return buf;
+}
+
 static void print_usage(FILE *out)
 {
     fprintf(out, "pbench %s: benchmark ML data-loading pipelines\n\nUsage:\n", PB_VERSION);
     /* A usage's second form ("       pbench history show") is indented to
      * follow "usage: "; here it lines up with the first. */
-    for (size_t i = 0; i < PB_ARRAY_LEN(commands); i++)
-        for (const char *line = commands[i].usage; *line;) {
+    char text[4096];
+    for (size_t i = 0; i < PB_ARRAY_LEN(commands); i++) {
+        const char *usage = expand(commands[i].usage, text, sizeof(text));
+        for (const char *line = usage; *line;) {
             size_t len = strcspn(line, "\n");
             bool second_form = strncmp(line, "       pbench ", 14) == 0;
-            bool first = line == commands[i].usage;
+            bool first = line == usage;
             fprintf(out, "%s%.*s\n", first || second_form ? "  " : "",
                     (int)(len - (second_form ? 7 : 0)), line + (second_form ? 7 : 0));
             line += len + (line[len] == '\n');
         }
+    }
     fprintf(out, "\nExit codes: 0 success, 1 error, 2 usage or config error, 3 regression,\n"
                  "130 interrupted by Ctrl-C (143 SIGTERM, 129 SIGHUP).\n"
                  "Run 'pbench help COMMAND' for details.\n");
 }
 
-static int usage_error(const char *cmd, const char *fmt, const char *arg)
+int pb_cli_usage_error(const char *cmd, const char *fmt, const char *arg)
 {
+    char text[4096];
     fprintf(stderr, "pbench %s: ", cmd);
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: %s\n", find_command(cmd)->usage);
+    fprintf(stderr, "\nusage: %s\n", expand(find_command(cmd)->usage, text, sizeof(text)));
     return PB_EXIT_USAGE;
 }
 
-static int cmd_help(int argc, char **argv)
+int pb_cli_format_error(const char *cmd, const char *text, bool comparison)
+{
+    char names[256], fmt[320];
+    pb_format_names(names, sizeof(names), ", ", comparison);
+    snprintf(fmt, sizeof(fmt), "unknown format '%%s'; allowed: %s", names);
+    return pb_cli_usage_error(cmd, fmt, text);
+}
+
+int pb_cli_help(int argc, char **argv)
 {
     if (argc < 2) {
         print_usage(stdout);
@@ -573,7 +399,9 @@ static int cmd_help(int argc, char **argv)
         print_usage(stderr);
         return PB_EXIT_USAGE;
     }
-    printf("usage: %s\n\n%s\n", cmd->usage, cmd->help);
+    char usage[4096], help[8192];
+    printf("usage: %s\n\n%s\n", expand(cmd->usage, usage, sizeof(usage)),
+           expand(cmd->help, help, sizeof(help)));
     return PB_EXIT_OK;
 }
 
@@ -584,7 +412,7 @@ int main(int argc, char **argv)
         return PB_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
-        return cmd_help(1, argv);
+        return pb_cli_help(1, argv);
     if (strcmp(argv[1], "--version") == 0)
         return cmd_version(1, argv);
     const struct command *cmd = find_command(argv[1]);

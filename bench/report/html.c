@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/base/fileio.h"
 #include "bench/base/pb.h"
 #include "bench/report/report.h"
 #include "bench/report/svg.h"
@@ -734,7 +733,7 @@ static void terminal_report(FILE *out, const struct pb_result *r, const struct p
     FILE *mem = open_memstream(&text, &size);
     if (!mem)
         return;
-    pb_report_analyzed(mem, r, an, PB_FORMAT_TABLE);
+    pb_report_table(mem, r, an);
     fclose(mem);
     fputs("<h2>Terminal report</h2>\n<details><summary>the same result as pbench report prints "
           "it</summary>\n<pre>",
@@ -855,43 +854,4 @@ void pb_html_comparison(FILE *out, const struct pb_comparison *cmp, const char *
         pb_svg_forest_chart(out, &f);
     }
     fputs("</body></html>\n", out);
-}
-
-/* ------------------------------------------------------------ to a file */
-
-struct report_fill {
-    const struct pb_result *result;
-    const struct pb_analysis *analysis;
-    const struct pb_comparison *cmp;
-    const char *base_name, *next_name;
-    int format;
-};
-
-static int fill_report(FILE *f, void *user)
-{
-    const struct report_fill *r = user;
-    if (r->cmp)
-        pb_comparison_report(f, r->cmp, r->base_name, r->next_name, r->format);
-    else
-        pb_report_analyzed(f, r->result, r->analysis, (enum pb_format)r->format);
-    if (ferror(f)) {
-        errno = EIO;
-        return -1;
-    }
-    return 0;
-}
-
-int pb_report_write(const char *path, const struct pb_result *result,
-                    const struct pb_analysis *analysis, int format, char *msg, size_t msglen)
-{
-    struct report_fill r = {.result = result, .analysis = analysis, .format = format};
-    return pb_write_atomic(path, fill_report, &r, msg, msglen);
-}
-
-int pb_comparison_write(const char *path, const struct pb_comparison *cmp, const char *base_name,
-                        const char *next_name, int format, char *msg, size_t msglen)
-{
-    struct report_fill r = {.cmp = cmp, .base_name = base_name, .next_name = next_name,
-                            .format = format};
-    return pb_write_atomic(path, fill_report, &r, msg, msglen);
 }

@@ -26,12 +26,4 @@ void pb_html_report(FILE *out, const struct pb_result *result, const struct pb_a
 void pb_html_comparison(FILE *out, const struct pb_comparison *cmp, const char *base_name,
                         const char *next_name);
 
-/* Writes a report of result in format (any of bench/report/report.h's) to path
- * atomically (bench/base/fileio.h), or a comparison in table, markdown, JSON or
- * HTML form. PB_OK, or PB_ERR with msg naming the file and why. */
-int pb_report_write(const char *path, const struct pb_result *result,
-                    const struct pb_analysis *analysis, int format, char *msg, size_t msglen);
-int pb_comparison_write(const char *path, const struct pb_comparison *cmp, const char *base_name,
-                        const char *next_name, int format, char *msg, size_t msglen);
-
 #endif

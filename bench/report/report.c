@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/report/html.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/base/table.h"
@@ -848,7 +847,7 @@ static void csv_u64(FILE *out, uint64_t v)
     fprintf(out, "%llu,", (unsigned long long)v);
 }
 
-static void report_csv(FILE *out, const struct pb_result *result, const struct pb_analysis *an)
+void pb_report_csv(FILE *out, const struct pb_result *result, const struct pb_analysis *an)
 {
     fputs("point,axes,samples_per_s,samples_per_s_noise_pct,batches_per_s,mb_per_s,stall_pct,"
           "accel_util_pct,cpu_util_pct,worker_cpu_pct,wait_p50_ns,wait_p99_ns,assembly_p50_ns,"
@@ -913,62 +912,24 @@ static void report_csv(FILE *out, const struct pb_result *result, const struct p
     }
 }
 
-void pb_report_analyzed(FILE *out, const struct pb_result *result,
-                        const struct pb_analysis *analysis, enum pb_format format)
+void pb_report_table(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis)
 {
-    switch (format) {
-    case PB_FORMAT_TABLE:
-        report_human(out, result, analysis, false);
-        break;
-    case PB_FORMAT_MARKDOWN:
-        report_human(out, result, analysis, true);
-        break;
-    case PB_FORMAT_CSV:
-        report_csv(out, result, analysis);
-        break;
-    case PB_FORMAT_HTML:
-        pb_html_report(out, result, analysis);
-        break;
-    case PB_FORMAT_JSON: {
-        json_t *root = pb_result_to_json(result);
-        if (root) {
-            json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-            fputc('\n', out);
-            json_decref(root);
-        }
-        break;
-    }
-    }
+    report_human(out, result, analysis, false);
 }
 
-void pb_report(FILE *out, const struct pb_result *result, enum pb_format format)
+void pb_report_markdown(FILE *out, const struct pb_result *result,
+                        const struct pb_analysis *analysis)
 {
-    /* The JSON form carries the result as it is; the others show the
-     * analysis beside the points. */
-    struct pb_analysis analysis;
-    bool analyzed = format != PB_FORMAT_JSON && pb_analyze(result, &analysis) == PB_OK;
-    pb_report_analyzed(out, result, analyzed ? &analysis : NULL, format);
-    if (analyzed)
-        pb_analysis_free(&analysis);
+    report_human(out, result, analysis, true);
 }
 
-int pb_format_parse(const char *text, enum pb_format *format)
+void pb_report_json(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis)
 {
-    static const struct {
-        const char *name;
-        enum pb_format format;
-    } formats[] = {
-        {"table", PB_FORMAT_TABLE},
-        {"json", PB_FORMAT_JSON},
-        {"markdown", PB_FORMAT_MARKDOWN},
-        {"csv", PB_FORMAT_CSV},
-        {"html", PB_FORMAT_HTML},
-    };
-    for (size_t i = 0; text && i < PB_ARRAY_LEN(formats); i++) {
-        if (strcmp(text, formats[i].name) == 0) {
-            *format = formats[i].format;
-            return PB_OK;
-        }
+    (void)analysis; /* the result as it is: the analysis can be made from it */
+    json_t *root = pb_result_to_json(result);
+    if (root) {
+        json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        fputc('\n', out);
+        json_decref(root);
     }
-    return PB_ERR_CONFIG;
 }

@@ -1,7 +1,8 @@
 /* Renderings of a result for people and tools: terminal table, GitHub
- * markdown, CSV and JSON. Nothing here measures; the analysis shown beside
- * the points is computed by the caller (bench/analyze/analysis.h) or, through
- * pb_report, once per call. */
+ * markdown, CSV and JSON, each a row of the format table
+ * (bench/report/format.h), which is where a format is chosen. Nothing here
+ * measures; the analysis shown beside the points is computed by the caller
+ * (bench/analyze/analysis.h). */
 #ifndef PB_REPORT_H
 #define PB_REPORT_H
 
@@ -10,19 +11,18 @@
 #include "bench/analyze/analysis.h"
 #include "bench/result/result.h"
 
-enum pb_format { PB_FORMAT_TABLE, PB_FORMAT_JSON, PB_FORMAT_MARKDOWN, PB_FORMAT_CSV,
-                 PB_FORMAT_HTML };
+/* The result as a terminal table and as GitHub markdown: the points'
+ * summary, the analysis (NULL when none) with its verdict and
+ * recommendation, each point's stages, warnings. */
+void pb_report_table(FILE *out, const struct pb_result *result,
+                     const struct pb_analysis *analysis);
+void pb_report_markdown(FILE *out, const struct pb_result *result,
+                        const struct pb_analysis *analysis);
 
-/* Parses "table", "json", "markdown", "csv" or "html" (bench/report/html.h) into *format; PB_OK, or
- * PB_ERR_CONFIG for anything else (NULL included). */
-int pb_format_parse(const char *text, enum pb_format *format);
+/* One CSV row per point and stage, for spreadsheets and scripts. */
+void pb_report_csv(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis);
 
-/* Renders result to out with the analysis of it (pb_analyze of the same
- * result; NULL when it could not be analyzed). The caller owns both. */
-void pb_report_analyzed(FILE *out, const struct pb_result *result,
-                        const struct pb_analysis *analysis, enum pb_format format);
-
-/* Analyzes result once and renders it, as pb_report_analyzed. */
-void pb_report(FILE *out, const struct pb_result *result, enum pb_format format);
+/* The result file's JSON (bench/result/result_json.c), analysis unused. */
+void pb_report_json(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis);
 
 #endif

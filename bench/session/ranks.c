@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bench/base/pb.h"
+#include "bench/result/metrics.h"
 #include "bench/sys/mpi.h"
 
 int pb_ranks_apply_shard(struct pb_dataset_spec *ds, const char *config_path, char *msg,
@@ -41,6 +42,7 @@ struct rank_repeat {
     double cpu_util_pct, worker_cpu_pct, barrier_ms, other_cpu_pct, steal_pct;
     char host[64];
     char cpusets[160]; /* loader.affinity: "loop 0; worker 0 1; ...", or "" */
+    double metric[PB_METRIC_COUNT]; /* the comparable metrics, by table row */
 };
 
 /* What rank 0 keeps of every rank's repeats, for the point's rank list. */
@@ -157,6 +159,8 @@ static void describe(const struct pb_point_result *point, size_t kept_before, bo
     rec->worker_cpu_pct = rep->worker_cpu_pct;
     rec->other_cpu_pct = rep->other_cpu_pct;
     rec->steal_pct = rep->steal_pct;
+    for (int m = 0; m < PB_METRIC_COUNT; m++)
+        rec->metric[m] = pb_metrics[m].of_repeat(rep);
 }
 
 /* Rank k's other_cpu_pct less the ranks of this job on its host: to each
@@ -171,20 +175,42 @@ static double other_than_job(const struct rank_repeat *recs, int k)
     return other > 0 ? other : 0;
 }
 
+/* Every other rank's stage rows merged into rank 0's, by stage name. */
+static void merge_stage_rows(struct pb_repeat_result *sum, const struct pb_stage_result *rows,
+                             const int *row_counts)
+{
+    size_t at = (size_t)row_counts[0];
+    for (int k = 1; k < pb_mpi()->size; k++) {
+        for (int i = 0; i < row_counts[k]; i++, at++) {
+            for (size_t j = 0; j < sum->stage_count; j++) {
+                struct pb_stage_result *mine = &sum->stages[j];
+                if (strcmp(mine->name, rows[at].name) != 0)
+                    continue;
+                pb_hist_merge(&mine->hist, &rows[at].hist);
+                mine->cpu_ns += rows[at].cpu_ns;
+                for (int c = 0; c < mine->counter_count && c < PB_STAGE_COUNTERS; c++)
+                    mine->counters[c] += rows[at].counters[c];
+            }
+        }
+    }
+}
+
 /* Rank 0's repeat becomes the aggregate of every rank's kept one: counts
  * and rates summed (the ranks measured the same span, started by a
- * barrier and stopped by one decision), stall, utilizations and worker CPU
- * the mean over ranks, process CPU and peak RSS summed (the job's), other
- * processes' CPU the mean over ranks of what is not this job's, stage
- * histograms merged by addition. */
+ * barrier and stopped by one decision), utilizations and worker CPU the
+ * mean over ranks, process CPU summed (the job's), other processes' CPU
+ * the mean over ranks of what is not this job's, the comparable metrics
+ * as their table row says (bench/result/metrics.h), stage histograms
+ * merged by addition. */
 static void aggregate(struct pb_repeat_result *rep, const struct rank_repeat *recs,
                       const struct pb_stage_result *rows, const int *row_counts)
 {
     struct pb_repeat_result sum = *rep;
     int kept = 0;
-    sum.samples = sum.batches = sum.bytes_read = sum.errors = sum.rss_peak_bytes = 0;
-    sum.samples_per_s = sum.batches_per_s = sum.mb_per_s = 0;
-    sum.stall_pct = sum.accel_util_pct = sum.cpu_util_pct = sum.worker_cpu_pct = 0;
+    double metric[PB_METRIC_COUNT] = {0};
+    sum.samples = sum.batches = sum.bytes_read = sum.errors = 0;
+    sum.batches_per_s = sum.mb_per_s = 0;
+    sum.accel_util_pct = sum.cpu_util_pct = sum.worker_cpu_pct = 0;
     sum.other_cpu_pct = sum.steal_pct = 0;
     for (int k = 0; k < pb_mpi()->size; k++) {
         const struct rank_repeat *x = &recs[k];
@@ -195,38 +221,28 @@ static void aggregate(struct pb_repeat_result *rep, const struct rank_repeat *re
         sum.batches += x->batches;
         sum.bytes_read += x->bytes_read;
         sum.errors += x->errors;
-        sum.rss_peak_bytes += x->rss_peak_bytes;
-        sum.samples_per_s += x->samples_per_s;
         sum.batches_per_s += x->batches_per_s;
         sum.mb_per_s += x->mb_per_s;
         sum.cpu_util_pct += x->cpu_util_pct;
-        sum.stall_pct += x->stall_pct;
         sum.accel_util_pct += x->accel_util_pct;
         sum.worker_cpu_pct += x->worker_cpu_pct;
         sum.other_cpu_pct += other_than_job(recs, k);
         sum.steal_pct += x->steal_pct;
+        for (int m = 0; m < PB_METRIC_COUNT; m++)
+            metric[m] += x->metric[m];
     }
     if (kept > 0) {
         sum.other_cpu_pct /= kept;
         sum.steal_pct /= kept;
-        sum.stall_pct /= kept;
         sum.accel_util_pct /= kept;
         sum.worker_cpu_pct /= kept;
     }
-    size_t at = (size_t)row_counts[0];
-    for (int k = 1; k < pb_mpi()->size; k++) {
-        for (int i = 0; i < row_counts[k]; i++, at++) {
-            for (size_t j = 0; j < sum.stage_count; j++) {
-                struct pb_stage_result *mine = &sum.stages[j];
-                if (strcmp(mine->name, rows[at].name) != 0)
-                    continue;
-                pb_hist_merge(&mine->hist, &rows[at].hist);
-                mine->cpu_ns += rows[at].cpu_ns;
-                for (int c = 0; c < mine->counter_count && c < PB_STAGE_COUNTERS; c++)
-                    mine->counters[c] += rows[at].counters[c];
-            }
-        }
+    for (int m = 0; m < PB_METRIC_COUNT && kept > 0; m++) {
+        const struct pb_metric *row = &pb_metrics[m];
+        if (row->to_repeat && row->ranks != PB_RANKS_ROOT)
+            row->to_repeat(&sum, row->ranks == PB_RANKS_MEAN ? metric[m] / kept : metric[m]);
     }
+    merge_stage_rows(&sum, rows, row_counts);
     *rep = sum;
 }
 

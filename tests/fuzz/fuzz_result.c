@@ -17,6 +17,7 @@
 
 #include "bench/analyze/analysis.h"
 #include "bench/analyze/compare.h"
+#include "bench/report/format.h"
 #include "bench/report/report.h"
 #include "bench/result/result.h"
 #include "tests/fuzz/fuzzutil.h"

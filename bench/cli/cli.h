@@ -1,0 +1,44 @@
+/* What the command files of pbench's command line share: the exit code of
+ * a library return code, errors and usage errors in one voice, help, and
+ * the commands themselves (bound by name in bench/cli/commands.h). */
+#ifndef PB_CLI_H
+#define PB_CLI_H
+
+#include <stdbool.h>
+
+#include "bench/analyze/compare.h"
+
+/* A library return code as the process's exit code: an interrupted
+ * command exits as shells report a death by that signal, 128 + its
+ * number. */
+int pb_cli_exit(int rc);
+
+/* The exit code of a printed comparison (compare, run --baseline). */
+int pb_cli_comparison_exit(int print_rc, const struct pb_comparison *cmp,
+                           bool fail_on_regression);
+
+/* "pbench CMD: MESSAGE" on stderr; the message names files from the
+ * command line or a result, printed without control characters. cmd may
+ * be NULL. */
+void pb_cli_error(const char *cmd, const char *msg);
+
+/* "pbench CMD: " fmt (with arg) and the command's usage on stderr;
+ * returns PB_EXIT_USAGE. */
+int pb_cli_usage_error(const char *cmd, const char *fmt, const char *arg);
+
+/* "unknown format 'text'; allowed: ..." from the format table (those with
+ * a comparison form when comparison), as pb_cli_usage_error. */
+int pb_cli_format_error(const char *cmd, const char *text, bool comparison);
+
+/* pbench help [COMMAND]. */
+int pb_cli_help(int argc, char **argv);
+
+/* The commands that do not measure a pipeline (bench/cli/tools.c). */
+int cmd_history(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+
+#endif

@@ -1,0 +1,232 @@
+/* The commands that read or write files without measuring a pipeline
+ * (history, calibrate, gen, report, list, version); run and compare, which
+ * measure through one session set-up, are main.c's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/analyze/analysis.h"
+#include "bench/analyze/compare.h"
+#include "bench/analyze/history.h"
+#include "bench/base/pb.h"
+#include "bench/base/printable.h"
+#include "bench/cli/cli.h"
+#include "bench/cli/list.h"
+#include "bench/cli/progress.h"
+#include "bench/config/config.h"
+#include "bench/report/format.h"
+#include "bench/result/result.h"
+#include "bench/session/calibrate.h"
+#include "bench/session/session.h"
+#include "bench/sys/machine.h"
+#include "pipelines/dataset.h"
+#include "pipelines/generate.h"
+
+/* ---- history ------------------------------------------------------------ */
+
+int cmd_history(int argc, char **argv)
+{
+    if (argc < 2)
+        return pb_cli_usage_error("history", "%s", "expected 'add' or 'show'");
+    const char *db = "results/history.db", *config = NULL, *metric = "samples_per_s";
+    const char *revision = NULL, *file = NULL;
+    double threshold = 5;
+    bool add = strcmp(argv[1], "add") == 0;
+    if (!add && strcmp(argv[1], "show") != 0)
+        return pb_cli_usage_error("history", "expected 'add' or 'show', got '%s'", argv[1]);
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_value = i + 1 < argc;
+        if (strcmp(a, "--db") == 0 && has_value)
+            db = argv[++i];
+        else if (strcmp(a, "--config") == 0 && has_value && !add)
+            config = argv[++i];
+        else if (strcmp(a, "--metric") == 0 && has_value && !add)
+            metric = argv[++i];
+        else if (strcmp(a, "--revision") == 0 && has_value && add)
+            revision = argv[++i];
+        else if (strcmp(a, "--threshold") == 0 && has_value && !add) {
+            if (pb_threshold_parse(argv[++i], &threshold) != PB_OK)
+                return pb_cli_usage_error("history", "--threshold takes a percentage such as 5%%, got '%s'",
+                                   argv[i]);
+        } else if (add && a[0] != '-' && !file)
+            file = a;
+        else
+            return pb_cli_usage_error("history", "unexpected argument '%s'", a);
+    }
+    if (add && !file)
+        return pb_cli_usage_error("history", "%s", "history add needs a RESULT.json");
+    char msg[PB_MSG_MAX * 2], summary[PB_MSG_MAX * 2];
+    int rc = add ? pb_history_add_file(db, file, revision, summary, sizeof(summary), msg,
+                                       sizeof(msg))
+                 : pb_history_show(db, config, metric, threshold, msg, sizeof(msg));
+    if (rc < 0) {
+        pb_cli_error("history", msg);
+    } else if (add) {
+        char shown[PB_PRINTABLE_SIZE(sizeof(summary))];
+        printf("%s\n", pb_printable(shown, sizeof(shown), summary));
+    }
+    return rc < 0 ? pb_cli_exit(rc) : rc > 0 ? PB_EXIT_REGRESSION : PB_EXIT_OK;
+}
+
+/* ---- calibrate ---------------------------------------------------------- */
+
+int cmd_calibrate(int argc, char **argv)
+{
+    const char **overrides = calloc((size_t)argc, sizeof(char *));
+    struct pb_session_opts opts = {.overrides = overrides};
+    int exit_code = -1;
+    for (int i = 1; i < argc && exit_code < 0; i++) {
+        if ((strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--set") == 0) && i + 1 < argc)
+            overrides[opts.override_count++] = argv[++i];
+        else if (strcmp(argv[i], "--gpu") == 0)
+            opts.calibrate_gpu = true;
+        else if (argv[i][0] != '-' && !opts.config_path)
+            opts.config_path = argv[i];
+        else
+            exit_code = pb_cli_usage_error("calibrate", "unexpected argument '%s'", argv[i]);
+    }
+    if (exit_code < 0 && !opts.config_path)
+        exit_code = pb_cli_usage_error("calibrate", "%s", "expected a CONFIG file");
+    if (exit_code < 0) {
+        struct pb_progress progress;
+        struct pb_session_hooks hooks;
+        pb_progress_init(&progress, "pbench calibrate", false, &hooks);
+        struct pb_calibration cal;
+        char name[128], msg[PB_MSG_MAX * 2];
+        int rc = pb_session_calibrate(&opts, &hooks, &cal, name, sizeof(name), msg, sizeof(msg));
+        if (rc == PB_OK)
+            pb_calibration_print(stdout, name, &cal);
+        exit_code = pb_cli_exit(rc);
+    }
+    free(overrides);
+    return exit_code;
+}
+
+/* ---- gen ---------------------------------------------------------------- */
+
+int cmd_gen(int argc, char **argv)
+{
+    struct pb_generate_spec spec;
+    char msg[PB_MSG_MAX];
+    if (pb_opt_set_defaults(pb_generate_opts, &spec, msg, sizeof(msg)) != PB_OK) {
+        fprintf(stderr, "pbench gen: %s\n", msg);
+        return PB_EXIT_ERROR;
+    }
+    const char *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
+            return pb_cli_help(2, (char *[]){"help", "gen", NULL});
+        if (strncmp(arg, "--", 2) != 0 || i + 1 >= argc)
+            return pb_cli_usage_error("gen", "expected --NAME VALUE, got '%s'", arg);
+        const char *value = argv[++i];
+        if (strcmp(arg, "--out") == 0) {
+            out = value;
+            continue;
+        }
+        /* An unknown flag's message lists the options; --out is one too. */
+        const struct pb_opt *opt = pb_opt_find_flag(pb_generate_opts, arg, msg, sizeof(msg));
+        if (!opt || pb_opt_parse(opt, value, &spec, arg, msg, sizeof(msg)) != PB_OK) {
+            fprintf(stderr, "pbench gen: %s%s\n", msg, opt ? "" : ", out");
+            return PB_EXIT_USAGE;
+        }
+    }
+    if (!out)
+        return pb_cli_usage_error("gen", "%s", "--out DIR is required");
+    uint64_t start = pb_now_ns();
+    struct pb_dataset index;
+    int rc = pb_dataset_generate_new(&spec, out, &index, msg, sizeof(msg));
+    if (rc != PB_OK) {
+        fprintf(stderr, "pbench gen: %s\n", msg);
+        return pb_cli_exit(rc);
+    }
+    printf("generated %zu %s (%.1f MiB) in %s in %.1f s\n", index.count,
+           index.shard_count ? "samples" : "files", (double)index.total_bytes / 1048576.0, out,
+           (double)(pb_now_ns() - start) / 1e9);
+    if (index.shard_count)
+        printf("packed into %zu tar shards: read them with -s dataset.format=tar\n",
+               index.shard_count);
+    pb_dataset_free(&index);
+    return PB_EXIT_OK;
+}
+
+/* ---- report ------------------------------------------------------------- */
+
+int cmd_report(int argc, char **argv)
+{
+    enum pb_format format = PB_FORMAT_TABLE;
+    const char *path = NULL, *output = NULL;
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "--output") == 0 || strcmp(argv[i], "-o") == 0) && i + 1 < argc) {
+            output = argv[++i];
+            continue;
+        }
+        if ((strcmp(argv[i], "--format") == 0 || strcmp(argv[i], "-f") == 0) && i + 1 < argc) {
+            if (pb_format_parse(argv[++i], &format) != PB_OK)
+                return pb_cli_format_error("report", argv[i], false);
+        } else if (argv[i][0] == '-' || path) {
+            return pb_cli_usage_error("report", "unexpected argument '%s'", argv[i]);
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path)
+        return pb_cli_usage_error("report", "%s", "expected a RESULT.json file");
+    struct pb_result result;
+    char msg[PB_MSG_MAX];
+    if (pb_result_read(path, &result, msg, sizeof(msg)) != PB_OK) {
+        pb_cli_error(NULL, msg);
+        pb_result_free(&result);
+        return PB_EXIT_ERROR;
+    }
+    /* The analysis is recomputed from the measurements, so a file written
+     * by an older pbench reads with today's rules everywhere. */
+    struct pb_analysis analysis;
+    /* Two configs side by side are compared, not ranked for a pick. */
+    bool analyzed = !result.interleaved && pb_analyze(&result, &analysis) == PB_OK;
+    if (analyzed && result.point_count > 1) {
+        json_decref(result.analysis);
+        result.analysis = pb_analysis_to_json(&analysis);
+    }
+    int code = PB_EXIT_OK;
+    if (!output)
+        pb_report_analyzed(stdout, &result, analyzed ? &analysis : NULL, format);
+    else if (pb_report_write(output, &result, analyzed ? &analysis : NULL, (int)format, msg,
+                             sizeof(msg)) != PB_OK) {
+        pb_cli_error("report", msg);
+        code = PB_EXIT_ERROR;
+    }
+    if (result.interleaved && format == PB_FORMAT_TABLE && !output)
+        printf("\nboth configs of an interleaved comparison; the verdicts: pbench compare %s\n",
+               path);
+    if (analyzed)
+        pb_analysis_free(&analysis);
+    pb_result_free(&result);
+    return code;
+}
+
+/* ---- list --------------------------------------------------------------- */
+
+int cmd_list(int argc, char **argv)
+{
+    char msg[PB_MSG_MAX];
+    if (pb_list_print(stdout, argc > 1 ? argv[1] : NULL, msg, sizeof(msg)) != PB_OK) {
+        fprintf(stderr, "pbench list: %s\n", msg);
+        return PB_EXIT_USAGE;
+    }
+    return PB_EXIT_OK;
+}
+
+/* ---- version ------------------------------------------------------------ */
+
+int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    struct pb_machine m;
+    pb_machine_probe(&m);
+    pb_machine_print_versions(stdout, &m);
+    return PB_EXIT_OK;
+}
+

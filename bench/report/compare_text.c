@@ -1,0 +1,243 @@
+/* A comparison of two results (bench/analyze/compare.h) in words: the
+ * terminal table, GitHub markdown for a pull request comment, and JSON.
+ * The statistics are compare.c's; this file only renders them. */
+#include "bench/report/compare_text.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/base/pb.h"
+#include "bench/base/printable.h"
+
+static void format_value(const struct pb_metric_cmp *m, double v, char *buf, size_t n)
+{
+    if (isnan(v))
+        snprintf(buf, n, "-");
+    else if (strcmp(m->unit, "ns") == 0)
+        snprintf(buf, n, v >= 1e6 ? "%.2f ms" : "%.1f µs", v >= 1e6 ? v / 1e6 : v / 1e3);
+    else if (strcmp(m->unit, "bytes") == 0)
+        snprintf(buf, n, "%.1f MiB", v / 1048576.0);
+    else if (strcmp(m->unit, "%") == 0)
+        snprintf(buf, n, "%.1f%%", v);
+    else
+        snprintf(buf, n, "%.1f", v);
+}
+
+/* What the notes under the table carry from one metric to the next. */
+struct notes {
+    FILE *out;
+    bool md;
+    double threshold_pct;
+    enum pb_verdict verdict; /* list_metric: the verdict listed */
+    const char *separator;   /* list_metric: before the next entry */
+    bool said_never;         /* decide_metric: the floor was stated */
+    int most, decidable;     /* decide_metric: repeats asked, metrics */
+};
+
+/* Calls note for every compared metric with its point's printable label. */
+static void each_metric(const struct pb_comparison *cmp, struct notes *notes,
+                        void (*note)(struct notes *, const char *, const struct pb_metric_cmp *))
+{
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
+        pb_printable(label, sizeof(label), pc->label);
+        for (int m = 0; m < pc->metric_count; m++)
+            note(notes, label, &pc->metrics[m]);
+    }
+}
+
+/* A note on what the data could detect: that the repeats can never reach
+ * significance (once), and for an ambiguous metric the repeats per side
+ * that would decide it, as a command option. */
+static void decide_metric(struct notes *n, const char *label, const struct pb_metric_cmp *mc)
+{
+    const char *bullet = n->md ? "- " : "";
+    if (isinf(mc->detectable) && !n->said_never) {
+        fprintf(n->out,
+                "\n%s%d vs %d repeats can never reach p < %.2f with Mann-Whitney (the smallest p "
+                "it can give is %.3f), so no change can be called improved or regressed from "
+                "these results; %d repeats a side can\n",
+                bullet, mc->base_n, mc->next_n, PB_COMPARE_ALPHA, mc->min_p,
+                pb_compare_min_repeats());
+        n->said_never = true;
+    }
+    if (mc->verdict != PB_VERDICT_AMBIGUOUS)
+        return;
+    const char *unit = mc->absolute ? "pp" : "%";
+    char seen[96];
+    if (!isnan(mc->noise) && !isnan(mc->change_pct))
+        snprintf(seen, sizeof(seen), " (change %+.1f%s, noise ±%.1f%s per repeat)", mc->change_pct,
+                 unit, mc->noise, unit);
+    else
+        snprintf(seen, sizeof(seen), " (noise unknown: %d and %d repeats)", mc->base_n,
+                 mc->next_n);
+    if (mc->repeats_to_decide > 0)
+        fprintf(n->out,
+                "%sambiguous %s at %s%s: about %d repeats a side would decide it; measure again "
+                "with -s run.repeats=%d\n",
+                bullet, mc->name, label, seen, mc->repeats_to_decide, mc->repeats_to_decide);
+    else
+        fprintf(n->out,
+                "%sambiguous %s at %s%s: too noisy to decide against the %.1f%s threshold (more "
+                "than %d repeats a side); lengthen each repeat (-s run.min_time_s) to lower its "
+                "noise\n",
+                bullet, mc->name, label, seen, n->threshold_pct, unit, PB_COMPARE_MAX_REPEATS);
+    n->decidable += mc->repeats_to_decide > 0;
+    if (mc->repeats_to_decide > n->most)
+        n->most = mc->repeats_to_decide;
+}
+
+/* An entry of the line listing every metric with the verdict asked for:
+ * its change and interval. */
+static void list_metric(struct notes *n, const char *label, const struct pb_metric_cmp *mc)
+{
+    bool cost = n->verdict == PB_VERDICT_SAME; /* listing the settings' costs */
+    if (cost ? !mc->cost_of_setting : mc->verdict != n->verdict || mc->cost_of_setting)
+        return;
+    const char *unit = mc->absolute ? "pp" : "%";
+    fprintf(n->out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s", n->separator, mc->name,
+            mc->change_pct, unit, mc->ci_low_pct, mc->ci_high_pct, unit, label);
+    n->separator = "; ";
+}
+
+/* The notes under the table: what would decide, then the regressions and
+ * the improvements, each on one line with what it means for the gate. */
+static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
+{
+    struct notes n = {.out = out, .md = md, .threshold_pct = cmp->threshold_pct};
+    each_metric(cmp, &n, decide_metric);
+    if (n.decidable > 1)
+        fprintf(out, "%sto decide all %d of these: measure again with -s run.repeats=%d\n",
+                md ? "- " : "", n.decidable, n.most);
+    for (int k = 0; k < 2; k++) {
+        n.verdict = k == 0 ? PB_VERDICT_REGRESSED : PB_VERDICT_IMPROVED;
+        if ((k == 0 ? cmp->regressions : cmp->improvements) == 0)
+            continue;
+        fprintf(out, md ? "\n**%s**:" : "%s:", k == 0 ? "REGRESSED" : "IMPROVED");
+        n.separator = " ";
+        each_metric(cmp, &n, list_metric);
+        fprintf(out, "; %s\n",
+                k == 0                ? "--fail-on-regression exits 3"
+                : cmp->regressions ? "an improvement never fails the gate"
+                                   : "the gate passes (exit 0)");
+    }
+    if (cmp->setting_costs > 0) {
+        n.verdict = PB_VERDICT_SAME;
+        n.separator = " ";
+        fprintf(out, md ? "\n**the cost of the setting change**:" : "the cost of the setting change:");
+        each_metric(cmp, &n, list_metric);
+        fprintf(out, "; more memory comes with the settings changed above, so "
+                     "--fail-on-regression does not count it\n");
+    }
+}
+
+void pb_comparison_json(FILE *out, const struct pb_comparison *cmp, const char *base_name,
+                        const char *next_name)
+{
+    (void)base_name;
+    (void)next_name;
+    json_t *j = pb_comparison_to_json(cmp);
+    json_dumpf(j, out, JSON_INDENT(2));
+    fputc('\n', out);
+    json_decref(j);
+}
+
+/* The comparison as a terminal table (md false) or GitHub markdown. */
+static void comparison_text(FILE *out, const struct pb_comparison *cmp, const char *base_name,
+                            const char *next_name, bool md)
+{
+    char base[PB_PRINTABLE_SIZE(256)], next[PB_PRINTABLE_SIZE(256)];
+    char text[PB_PRINTABLE_SIZE(sizeof(cmp->differences[0]))];
+    pb_printable(base, sizeof(base), base_name);
+    pb_printable(next, sizeof(next), next_name);
+    if (md)
+        fprintf(out, "## pbench compare\n\nbase `%s` → new `%s`; a change counts when it is "
+                     "significant (Mann-Whitney p < %.2f, 95%% bootstrap CI excluding 0) and at "
+                     "least %.1f%%\n\n",
+                base, next, PB_COMPARE_ALPHA, cmp->threshold_pct);
+    else
+        fprintf(out, "base %s -> new %s\na change counts when it is significant (Mann-Whitney p < "
+                     "%.2f, 95%% bootstrap CI excluding 0) and at least %.1f%%\n",
+                base, next, PB_COMPARE_ALPHA, cmp->threshold_pct);
+    if (cmp->interleaved)
+        fprintf(out, md ? "- measured together: rounds interleaved A B B A ..., so a drift of "
+                          "the machine hits both alike\n"
+                        : "measured together: rounds interleaved A B B A ..., so a drift of the "
+                          "machine hits both alike\n");
+    for (int i = 0; i < cmp->difference_count; i++)
+        fprintf(out, md ? "- differs: %s\n" : "differs: %s\n",
+                pb_printable(text, sizeof(text), cmp->differences[i]));
+    for (int i = 0; i < cmp->setting_change_count; i++)
+        fprintf(out, md ? "- setting changed: %s\n" : "setting changed: %s\n",
+                pb_printable(text, sizeof(text), cmp->setting_changes[i]));
+    if (md)
+        fputs("\n| point | metric | base | new | change | 95% CI | p | verdict | detectable |\n"
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n",
+              out);
+    else
+        fprintf(out, "\n%-28s %-16s %12s %12s %9s %19s %7s %10s  %s\n", "point", "metric", "base",
+                "new", "change", "95% CI", "p", "detectable", "verdict");
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
+        pb_printable(label, sizeof(label), pc->label);
+        for (int m = 0; m < pc->metric_count; m++) {
+            const struct pb_metric_cmp *mc = &pc->metrics[m];
+            char a[32], b[32], change[32], ci[48], p[16];
+            format_value(mc, mc->base, a, sizeof(a));
+            format_value(mc, mc->next, b, sizeof(b));
+            const char *unit = mc->absolute ? "pp" : "%";
+            if (isnan(mc->ci_low_pct)) {
+                snprintf(change, sizeof(change), "-");
+                snprintf(ci, sizeof(ci), "(too few repeats)");
+            } else {
+                snprintf(change, sizeof(change), "%+.1f%s", mc->change_pct, unit);
+                snprintf(ci, sizeof(ci), "[%+.1f, %+.1f]%s", mc->ci_low_pct, mc->ci_high_pct, unit);
+            }
+            if (isnan(mc->p_value))
+                snprintf(p, sizeof(p), "-");
+            else
+                snprintf(p, sizeof(p), "%.3f", mc->p_value);
+            const char *verdict = pb_verdict_name(mc->verdict);
+            char detectable[32];
+            if (isinf(mc->detectable))
+                snprintf(detectable, sizeof(detectable), "never");
+            else if (isnan(mc->detectable))
+                snprintf(detectable, sizeof(detectable), "-");
+            else
+                snprintf(detectable, sizeof(detectable), "±%.1f%s", mc->detectable, unit);
+            const char *bold =
+                mc->verdict == PB_VERDICT_REGRESSED || mc->verdict == PB_VERDICT_IMPROVED ? "**" : "";
+            if (md)
+                fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s | %s |\n", m ? "" : label,
+                        mc->name, a, b, change, ci, p, bold, verdict, bold, detectable);
+            else
+                fprintf(out, "%-28.28s %-16s %12s %12s %9s %19s %7s %*s  %s\n", m ? "" : label,
+                        mc->name, a, b, change, ci, p,
+                        /* "±" is two bytes and one column wide */
+                        strncmp(detectable, "±", 2) == 0 ? 11 : 10, detectable,
+                        mc->verdict == PB_VERDICT_REGRESSED  ? "REGRESSED"
+                        : mc->verdict == PB_VERDICT_IMPROVED ? "IMPROVED"
+                                                             : verdict);
+        }
+    }
+    fprintf(out, md ? "\n**%d regressed, %d improved, %d ambiguous**%s\n"
+                    : "\n%d regressed, %d improved, %d ambiguous%s\n",
+            cmp->regressions, cmp->improvements, cmp->ambiguous,
+            cmp->unmatched ? "; some points exist in only one result and were not compared" : "");
+    print_notes(out, cmp, md);
+}
+
+void pb_comparison_table(FILE *out, const struct pb_comparison *cmp, const char *base_name,
+                         const char *next_name)
+{
+    comparison_text(out, cmp, base_name, next_name, false);
+}
+
+void pb_comparison_markdown(FILE *out, const struct pb_comparison *cmp, const char *base_name,
+                            const char *next_name)
+{
+    comparison_text(out, cmp, base_name, next_name, true);
+}

@@ -1,0 +1,140 @@
+/* The table of report formats and the calls that choose among them (see
+ * format.h). */
+#include "bench/report/format.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "bench/base/fileio.h"
+#include "bench/base/pb.h"
+#include "bench/base/printable.h"
+#include "bench/report/compare_text.h"
+#include "bench/report/html.h"
+#include "bench/report/report.h"
+
+const struct pb_format_ops pb_formats[PB_FORMAT_COUNT] = {
+    [PB_FORMAT_TABLE] = {"table", pb_report_table, pb_comparison_table, true},
+    [PB_FORMAT_JSON] = {"json", pb_report_json, pb_comparison_json, false},
+    [PB_FORMAT_MARKDOWN] = {"markdown", pb_report_markdown, pb_comparison_markdown, true},
+    [PB_FORMAT_CSV] = {"csv", pb_report_csv, NULL, true},
+    [PB_FORMAT_HTML] = {"html", pb_html_report, pb_html_comparison, true},
+};
+
+int pb_format_parse(const char *text, enum pb_format *format)
+{
+    for (int i = 0; text && i < PB_FORMAT_COUNT; i++) {
+        if (strcmp(text, pb_formats[i].name) == 0) {
+            *format = (enum pb_format)i;
+            return PB_OK;
+        }
+    }
+    return PB_ERR_CONFIG;
+}
+
+void pb_format_names(char *buf, size_t buflen, const char *sep, bool comparison)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < PB_FORMAT_COUNT && used < buflen; i++) {
+        if (comparison && !pb_formats[i].comparison)
+            continue;
+        int n = snprintf(buf + used, buflen - used, "%s%s", used ? sep : "", pb_formats[i].name);
+        if (n < 0)
+            return;
+        used += (size_t)n;
+    }
+}
+
+/* A format number from outside the table reads as the table. */
+static const struct pb_format_ops *format_ops(int format)
+{
+    return &pb_formats[format >= 0 && format < PB_FORMAT_COUNT ? format : PB_FORMAT_TABLE];
+}
+
+void pb_report_analyzed(FILE *out, const struct pb_result *result,
+                        const struct pb_analysis *analysis, enum pb_format format)
+{
+    format_ops((int)format)->result(out, result, analysis);
+}
+
+void pb_report(FILE *out, const struct pb_result *result, enum pb_format format)
+{
+    struct pb_analysis analysis;
+    bool analyzed = format_ops((int)format)->analyzed && pb_analyze(result, &analysis) == PB_OK;
+    pb_report_analyzed(out, result, analyzed ? &analysis : NULL, format);
+    if (analyzed)
+        pb_analysis_free(&analysis);
+}
+
+void pb_comparison_report(FILE *out, const struct pb_comparison *cmp, const char *base_name,
+                          const char *next_name, int format)
+{
+    const struct pb_format_ops *ops = format_ops(format);
+    if (!ops->comparison)
+        ops = &pb_formats[PB_FORMAT_TABLE];
+    ops->comparison(out, cmp, base_name, next_name);
+}
+
+int pb_comparison_print(FILE *out, FILE *err, const struct pb_comparison *cmp,
+                        const char *base_name, const char *next_name, int format, bool force)
+{
+    char base[PB_PRINTABLE_SIZE(256)], next[PB_PRINTABLE_SIZE(256)];
+    char text[PB_PRINTABLE_SIZE(sizeof(cmp->differences[0]))];
+    pb_printable(base, sizeof(base), base_name);
+    pb_printable(next, sizeof(next), next_name);
+    if (cmp->incompatible && !force) {
+        fprintf(err, "pbench compare: %s and %s were measured differently:\n", base, next);
+        for (int i = 0; i < cmp->difference_count; i++)
+            fprintf(err, "  %s\n", pb_printable(text, sizeof(text), cmp->differences[i]));
+        fprintf(err, "compare them anyway with --force\n");
+        return PB_ERR_CONFIG;
+    }
+    if (cmp->point_count == 0) {
+        fprintf(err,
+                "pbench compare: no point of %s matches one of %s (points match by their sweep "
+                "axes), so nothing was compared; compare results of the same sweep\n",
+                base, next);
+        return PB_ERR_CONFIG;
+    }
+    pb_comparison_report(out, cmp, base_name, next_name, format);
+    return PB_OK;
+}
+
+/* ---- to a file ------------------------------------------------------------ */
+
+struct report_fill {
+    const struct pb_result *result;
+    const struct pb_analysis *analysis;
+    const struct pb_comparison *cmp;
+    const char *base_name, *next_name;
+    int format;
+};
+
+static int fill_report(FILE *f, void *user)
+{
+    const struct report_fill *r = user;
+    if (r->cmp)
+        pb_comparison_report(f, r->cmp, r->base_name, r->next_name, r->format);
+    else
+        pb_report_analyzed(f, r->result, r->analysis, (enum pb_format)r->format);
+    if (ferror(f)) {
+        errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
+int pb_report_write(const char *path, const struct pb_result *result,
+                    const struct pb_analysis *analysis, int format, char *msg, size_t msglen)
+{
+    struct report_fill r = {.result = result, .analysis = analysis, .format = format};
+    return pb_write_atomic(path, fill_report, &r, msg, msglen);
+}
+
+int pb_comparison_write(const char *path, const struct pb_comparison *cmp, const char *base_name,
+                        const char *next_name, int format, char *msg, size_t msglen)
+{
+    struct report_fill r = {.cmp = cmp, .base_name = base_name, .next_name = next_name,
+                            .format = format};
+    return pb_write_atomic(path, fill_report, &r, msg, msglen);
+}

@@ -1,0 +1,107 @@
+/* The comparable metrics (see metrics.h): one row each, with the
+ * functions that read them from a repeat and a point. */
+#include "bench/result/metrics.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/base/pb.h"
+#include "bench/base/stats.h"
+
+static double samples_of_repeat(const struct pb_repeat_result *r)
+{
+    return r->samples_per_s;
+}
+
+static void samples_to_repeat(struct pb_repeat_result *r, double v)
+{
+    r->samples_per_s = v;
+}
+
+static double samples_of_point(const struct pb_point_result *p)
+{
+    return p->samples_per_s;
+}
+
+/* A repeat's nearest-rank quantile of batch assembly time; NAN without
+ * batches. */
+static double assembly_quantile(const struct pb_repeat_result *r, double q)
+{
+    if (r->batch_count == 0)
+        return NAN;
+    uint64_t *v = malloc(r->batch_count * sizeof(uint64_t));
+    if (!v)
+        return NAN;
+    for (size_t i = 0; i < r->batch_count; i++)
+        v[i] = r->batch_records[i].assembly_ns;
+    pb_sort_u64(v, r->batch_count);
+    double out = (double)pb_quantile_sorted_u64(v, r->batch_count, q);
+    free(v);
+    return out;
+}
+
+static double assembly_p50_of_repeat(const struct pb_repeat_result *r)
+{
+    return assembly_quantile(r, 0.50);
+}
+
+static double assembly_p99_of_repeat(const struct pb_repeat_result *r)
+{
+    return assembly_quantile(r, 0.99);
+}
+
+static double assembly_p99_of_point(const struct pb_point_result *p)
+{
+    return (double)p->assembly_p99_ns;
+}
+
+static double stall_of_repeat(const struct pb_repeat_result *r)
+{
+    return r->stall_pct;
+}
+
+static void stall_to_repeat(struct pb_repeat_result *r, double v)
+{
+    r->stall_pct = v;
+}
+
+static double stall_of_point(const struct pb_point_result *p)
+{
+    return p->stall_pct;
+}
+
+static double rss_of_repeat(const struct pb_repeat_result *r)
+{
+    return (double)r->rss_peak_bytes;
+}
+
+static void rss_to_repeat(struct pb_repeat_result *r, double v)
+{
+    r->rss_peak_bytes = (uint64_t)v;
+}
+
+static double rss_of_point(const struct pb_point_result *p)
+{
+    return (double)p->rss_peak_bytes;
+}
+
+const struct pb_metric pb_metrics[PB_METRIC_COUNT] = {
+    {"samples_per_s", "samples/s", true, false, false, samples_of_repeat, samples_to_repeat,
+     PB_RANKS_SUM, samples_of_point},
+    {"stall_pct", "%", false, true, false, stall_of_repeat, stall_to_repeat, PB_RANKS_MEAN,
+     stall_of_point},
+    {"assembly_p50_ns", "ns", false, false, false, assembly_p50_of_repeat, NULL, PB_RANKS_ROOT, NULL},
+    {"assembly_p99_ns", "ns", false, false, false, assembly_p99_of_repeat, NULL, PB_RANKS_ROOT,
+     assembly_p99_of_point},
+    {"rss_peak_bytes", "bytes", false, false, true, rss_of_repeat, rss_to_repeat, PB_RANKS_SUM,
+     rss_of_point},
+};
+
+const struct pb_metric *pb_metric_find(const char *name)
+{
+    for (size_t i = 0; name && i < PB_METRIC_COUNT; i++)
+        if (strcmp(pb_metrics[i].name, name) == 0)
+            return &pb_metrics[i];
+    return NULL;
+}

@@ -1,0 +1,44 @@
+/* The comparable metrics, as one table: what `pbench compare` tests, what
+ * `pbench history` keeps and shows, and how the ranks of a multi-rank run
+ * combine into the job's figure, each read from this one row per metric.
+ * A new metric is one row here plus whatever produces its value; the
+ * comparison, its table, markdown, JSON and HTML, the history database's
+ * column, `history show --metric` and the ranks' aggregate follow. */
+#ifndef PB_METRICS_H
+#define PB_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bench/result/result.h"
+
+/* How the ranks of a multi-rank run combine one repeat's value into the
+ * job's: summed (rates and memory of the whole job), the mean over ranks
+ * (shares of time), or rank 0's own (computed from rank 0's batches). */
+enum pb_metric_ranks { PB_RANKS_SUM, PB_RANKS_MEAN, PB_RANKS_ROOT };
+
+struct pb_metric {
+    const char *name;      /* "samples_per_s": in JSON, history and --metric */
+    const char *unit;      /* "samples/s", "ns", "%" or "bytes"             */
+    bool higher_is_better;
+    bool absolute;         /* its change is in percentage points (stall)   */
+    /* A regression that comes with changed loader settings is their cost
+     * (more workers or prefetch hold more batches), not counted as one. */
+    bool setting_cost;
+    /* One repeat's value; NAN when it has none. */
+    double (*of_repeat)(const struct pb_repeat_result *repeat);
+    /* Writes a value back into a repeat (the ranks' aggregate); NULL for a
+     * value computed from the repeat's batches (PB_RANKS_ROOT). */
+    void (*to_repeat)(struct pb_repeat_result *repeat, double value);
+    enum pb_metric_ranks ranks;
+    /* The point's summary value, kept by history; NULL: not kept. */
+    double (*of_point)(const struct pb_point_result *point);
+};
+
+#define PB_METRIC_COUNT 5
+extern const struct pb_metric pb_metrics[PB_METRIC_COUNT];
+
+/* The metric named name, or NULL. */
+const struct pb_metric *pb_metric_find(const char *name);
+
+#endif
