@@ -204,124 +204,139 @@ static int by_throughput_desc(const void *a, const void *b, void *ctx)
     return i < j ? -1 : (i > j);
 }
 
-/* One row per point, fastest first; the recommended row is marked. */
-static void emit_comparison(const struct sink *s, const struct pb_result *result,
-                            const struct pb_analysis *an)
-{
-    const json_t *first_axes = result->points[0].axes;
-    size_t axis_count = first_axes ? json_object_size(first_axes) : 0;
+/* The sweep table's columns: the swept axes, then the figures, less those
+ * the result has nothing for (accel without a step time, copy and overlap
+ * without a GPU, eff without a calibration). */
+static const char *const sweep_figures[] = {
+    "samples/s", "noise",   "asm p50",   "asm p99", "stall",
+    "accel",     "copy GB/s", "overlap", "wkr CPU", "RSS MiB",
+    "pinned",    "top stage", "eff",     "input-bound"};
+enum { FIG_ACCEL = 5, FIG_COPY = 6, FIG_OVERLAP = 7, FIG_EFF = 12 };
+
+struct sweep_columns {
     const char *axis_keys[16];
-    size_t k = 0;
+    size_t axis_count;
+    bool show[PB_ARRAY_LEN(sweep_figures)];
+    size_t count; /* the marker column, the axes and the figures shown */
+    bool step, gpu, calibrated;
+};
+
+static void sweep_columns(const struct pb_result *result, struct sweep_columns *c)
+{
+    memset(c, 0, sizeof(*c));
+    const json_t *first_axes = result->points[0].axes;
     const char *key;
     json_t *value;
     if (first_axes)
         json_object_foreach((json_t *)first_axes, key, value)
         {
-            if (k < 16)
-                axis_keys[k++] = key;
+            if (c->axis_count < 16)
+                c->axis_keys[c->axis_count++] = key;
         }
-    axis_count = k;
-    bool step = false;
-    for (size_t i = 0; i < result->point_count; i++)
-        step = step || step_ms(result, i) > 0;
-    bool calibrated = result->calibration.measured;
-    bool gpu = false;
-    for (size_t i = 0; i < result->point_count; i++)
-        gpu = gpu || result->points[i].gpu.used;
-    static const char *const tail[] = {"samples/s", "noise",   "asm p50",   "asm p99", "stall",
-                                       "accel",     "copy GB/s", "overlap", "wkr CPU", "RSS MiB",
-                                       "pinned",    "top stage", "eff",     "input-bound"};
-    bool show[PB_ARRAY_LEN(tail)];
-    size_t cols = 1 + axis_count;
-    for (size_t c = 0; c < PB_ARRAY_LEN(tail); c++) {
-        show[c] = !(c == 5 && !step) && !((c == 6 || c == 7) && !gpu) && !(c == 12 && !calibrated);
-        cols += show[c];
+    for (size_t i = 0; i < result->point_count; i++) {
+        c->step = c->step || step_ms(result, i) > 0;
+        c->gpu = c->gpu || result->points[i].gpu.used;
     }
+    c->calibrated = result->calibration.measured;
+    c->count = 1 + c->axis_count;
+    for (size_t f = 0; f < PB_ARRAY_LEN(sweep_figures); f++) {
+        c->show[f] = !(f == FIG_ACCEL && !c->step) &&
+                     !((f == FIG_COPY || f == FIG_OVERLAP) && !c->gpu) &&
+                     !(f == FIG_EFF && !c->calibrated);
+        c->count += c->show[f];
+    }
+}
+
+/* The table with its header row: numbers right-aligned, the last two
+ * columns (top stage or eff, input-bound) text unless eff is a number. */
+static void sweep_table_init(struct pb_table *t, const struct sweep_columns *c)
+{
     unsigned right = 0;
-    for (size_t c = 1; c < cols; c++)
-        right |= 1u << c;
-    right &= ~(1u << (cols - 1)); /* input-bound: text */
-    right &= ~(1u << (cols - 2)); /* top stage or eff */
-    if (calibrated)
-        right |= 1u << (cols - 2);
-    struct pb_table t;
-    pb_table_init(&t, cols, right, false);
-    pb_table_add(&t, " ");
-    for (size_t a = 0; a < axis_count; a++)
-        pb_table_add(&t, "%s", short_axis(axis_keys[a]));
-    for (size_t c = 0; c < PB_ARRAY_LEN(tail); c++)
-        if (show[c])
-            pb_table_add(&t, "%s", tail[c]);
+    for (size_t col = 1; col < c->count; col++)
+        right |= 1u << col;
+    right &= ~(1u << (c->count - 1)); /* input-bound: text */
+    right &= ~(1u << (c->count - 2)); /* top stage or eff */
+    if (c->calibrated)
+        right |= 1u << (c->count - 2);
+    pb_table_init(t, c->count, right, false);
+    pb_table_add(t, " ");
+    for (size_t a = 0; a < c->axis_count; a++)
+        pb_table_add(t, "%s", short_axis(c->axis_keys[a]));
+    for (size_t f = 0; f < PB_ARRAY_LEN(sweep_figures); f++)
+        if (c->show[f])
+            pb_table_add(t, "%s", sweep_figures[f]);
+}
 
-    size_t *order = calloc(result->point_count, sizeof(size_t));
-    for (size_t i = 0; i < result->point_count; i++)
-        order[i] = i;
-    struct order_ctx ctx = {result, an};
-    sort_ctx = &ctx;
-    qsort(order, result->point_count, sizeof(size_t), order_cmp);
-    for (size_t r = 0; r < result->point_count; r++) {
-        size_t i = order[r];
-        const struct pb_point_result *p = &result->points[i];
-        const struct pb_point_analysis *a = &an->points[i];
-        pb_table_add(&t, "%s", (int)i == an->recommended ? "*" : "");
-        for (size_t x = 0; x < axis_count; x++) {
-            char text[64];
-            format_json_value(text, sizeof(text), p->axes ? json_object_get(p->axes, axis_keys[x]) : NULL);
-            pb_table_add(&t, "%s", text);
-        }
-        if (!a->usable) {
-            for (size_t c = 0; c < PB_ARRAY_LEN(tail); c++)
-                if (show[c])
-                    pb_table_add(&t, "%s",
-                                 c == PB_ARRAY_LEN(tail) - 1 ? (p->error[0] ? "FAILED" : "not run")
-                                                             : "-");
-            continue;
-        }
-        char p50[32], p99[32];
-        format_ns(p50, sizeof(p50), (double)p->assembly_p50_ns);
-        format_ns(p99, sizeof(p99), (double)p->assembly_p99_ns);
-        int capped = 0;
-        for (size_t q = 0; q < p->repeat_count; q++)
-            capped += p->repeats[q].noisy;
-        int windows;
-        pb_table_add(&t, "%.1f", p->samples_per_s);
-        if (pb_point_noise_known(result, i, &windows))
-            pb_table_add(&t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " capped" : "");
-        else
-            pb_table_add(&t, "noise unknown (%d window%s)%s", windows, windows == 1 ? "" : "s",
-                         capped ? " capped" : "");
-        pb_table_add(&t, "%s", p50);
-        pb_table_add(&t, "%s", p99);
-        pb_table_add(&t, "%.1f%%", p->stall_pct);
-        if (show[5])
-            pb_table_add(&t, "%.1f%%", p->accel_util_pct);
-        if (show[6]) {
-            pb_table_add(&t, p->gpu.used ? "%.2f" : "-", p->gpu.copy_gb_per_s);
-            pb_table_add(&t, p->gpu.used ? "%.0f%%" : "-", p->gpu.overlap_pct);
-        }
-        pb_table_add(&t, "%.0f%%", p->worker_cpu_pct);
-        pb_table_add(&t, "%.0f", mib(p->rss_peak_bytes));
-        pb_table_add(&t, "%.0f", mib(p->pinned_bytes));
-        if (a->top_stage >= 0)
-            pb_table_add(&t, "%s %.0f%%", p->stages[a->top_stage].name, a->top_share_pct);
-        else
-            pb_table_add(&t, "-");
-        if (show[12] && a->at_step_cap)
-            pb_table_add(&t, "at the step-time cap (%.0f samples/s max)",
-                         a->step_cap_samples_per_s);
-        else if (show[12])
-            pb_table_add(&t, "%.0f%%", a->efficiency_pct);
-        static const char *const bound[] = {"no", "moderate", "HIGH"};
-        pb_table_add(&t, "%s", bound[a->input_bound]);
-    }
-    free(order);
-    if (s->markdown)
-        fprintf(s->out, "## Sweep: %zu points\n\n", result->point_count);
+/* The figures of a point that measured. */
+static void sweep_figures_row(struct pb_table *t, const struct pb_result *result, size_t i,
+                              const struct pb_point_analysis *a, const struct sweep_columns *c)
+{
+    const struct pb_point_result *p = &result->points[i];
+    char p50[32], p99[32];
+    format_ns(p50, sizeof(p50), (double)p->assembly_p50_ns);
+    format_ns(p99, sizeof(p99), (double)p->assembly_p99_ns);
+    int capped = 0;
+    for (size_t q = 0; q < p->repeat_count; q++)
+        capped += p->repeats[q].noisy;
+    int windows;
+    pb_table_add(t, "%.1f", p->samples_per_s);
+    if (pb_point_noise_known(result, i, &windows))
+        pb_table_add(t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " capped" : "");
     else
-        fprintf(s->out, "\nsweep: %zu points, fastest first (* = recommended)\n", result->point_count);
-    emit_table(s, &t);
-    pb_table_free(&t);
+        pb_table_add(t, "noise unknown (%d window%s)%s", windows, windows == 1 ? "" : "s",
+                     capped ? " capped" : "");
+    pb_table_add(t, "%s", p50);
+    pb_table_add(t, "%s", p99);
+    pb_table_add(t, "%.1f%%", p->stall_pct);
+    if (c->show[FIG_ACCEL])
+        pb_table_add(t, "%.1f%%", p->accel_util_pct);
+    if (c->show[FIG_COPY]) {
+        pb_table_add(t, p->gpu.used ? "%.2f" : "-", p->gpu.copy_gb_per_s);
+        pb_table_add(t, p->gpu.used ? "%.0f%%" : "-", p->gpu.overlap_pct);
+    }
+    pb_table_add(t, "%.0f%%", p->worker_cpu_pct);
+    pb_table_add(t, "%.0f", mib(p->rss_peak_bytes));
+    pb_table_add(t, "%.0f", mib(p->pinned_bytes));
+    if (a->top_stage >= 0)
+        pb_table_add(t, "%s %.0f%%", p->stages[a->top_stage].name, a->top_share_pct);
+    else
+        pb_table_add(t, "-");
+    if (c->show[FIG_EFF] && a->at_step_cap)
+        pb_table_add(t, "at the step-time cap (%.0f samples/s max)", a->step_cap_samples_per_s);
+    else if (c->show[FIG_EFF])
+        pb_table_add(t, "%.0f%%", a->efficiency_pct);
+    static const char *const bound[] = {"no", "moderate", "HIGH"};
+    pb_table_add(t, "%s", bound[a->input_bound]);
+}
 
+/* One point's row: the recommended mark, its axes, then its figures (or
+ * FAILED / not run). */
+static void sweep_row(struct pb_table *t, const struct pb_result *result,
+                      const struct pb_analysis *an, size_t i, const struct sweep_columns *c)
+{
+    const struct pb_point_result *p = &result->points[i];
+    pb_table_add(t, "%s", (int)i == an->recommended ? "*" : "");
+    for (size_t x = 0; x < c->axis_count; x++) {
+        char text[64];
+        format_json_value(text, sizeof(text),
+                          p->axes ? json_object_get(p->axes, c->axis_keys[x]) : NULL);
+        pb_table_add(t, "%s", text);
+    }
+    if (an->points[i].usable) {
+        sweep_figures_row(t, result, i, &an->points[i], c);
+        return;
+    }
+    for (size_t f = 0; f < PB_ARRAY_LEN(sweep_figures); f++)
+        if (c->show[f])
+            pb_table_add(t, "%s",
+                         f == PB_ARRAY_LEN(sweep_figures) - 1 ? (p->error[0] ? "FAILED" : "not run")
+                                                              : "-");
+}
+
+/* What the sweep table's columns mean, under it. */
+static void sweep_legend(const struct sink *s, const struct pb_result *result,
+                         const struct pb_analysis *an, const struct sweep_columns *c)
+{
     const char *bullet = s->markdown ? "- " : "  ";
     fprintf(s->out, "%s%snoise = spread of the repeats (coefficient of variation); capped = a "
                     "repeat reached run.max_time_s with its windowed throughput still noisier "
@@ -332,22 +347,49 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
                     ">= %.0f%% moderate (TensorFlow's input-pipeline thresholds); top stage = "
                     "largest share of the workers' stage CPU time\n",
             bullet, an->thresholds.input_bound_high_pct, an->thresholds.input_bound_moderate_pct);
-    if (calibrated)
+    if (c->calibrated)
         fprintf(s->out,
                 "%seff = samples/s against the calibrated limit: %.1f samples/s on one core x "
                 "min(workers, %d cores); memcpy %.1f GB/s\n",
                 bullet, result->calibration.single_core_samples_per_s, result->calibration.cores,
                 result->calibration.memcpy_gb_per_s);
-    if (gpu)
+    if (c->gpu)
         fprintf(s->out,
                 "%saccel = GPU time in the step kernel / wall time; copy GB/s = bytes / CUDA-event "
                 "copy time; overlap = share of copy time during which the GPU computed\n",
                 bullet);
-    if (gpu && result->calibration.h2d_bytes)
+    if (c->gpu && result->calibration.h2d_bytes)
         fprintf(s->out, "%shost-to-device peak for one %.1f MiB batch: pinned %.1f GB/s, pageable "
                         "%.1f GB/s (calibrated)\n",
                 bullet, (double)result->calibration.h2d_bytes / 1048576.0,
                 result->calibration.h2d_pinned_gb_s, result->calibration.h2d_pageable_gb_s);
+}
+
+/* One row per point, fastest first; the recommended row is marked. */
+static void emit_comparison(const struct sink *s, const struct pb_result *result,
+                            const struct pb_analysis *an)
+{
+    struct sweep_columns columns;
+    sweep_columns(result, &columns);
+    struct pb_table t;
+    sweep_table_init(&t, &columns);
+    size_t *order = calloc(result->point_count, sizeof(size_t));
+    for (size_t i = 0; order && i < result->point_count; i++)
+        order[i] = i;
+    struct order_ctx ctx = {result, an};
+    sort_ctx = &ctx;
+    if (order)
+        qsort(order, result->point_count, sizeof(size_t), order_cmp);
+    for (size_t r = 0; order && r < result->point_count; r++)
+        sweep_row(&t, result, an, order[r], &columns);
+    free(order);
+    if (s->markdown)
+        fprintf(s->out, "## Sweep: %zu points\n\n", result->point_count);
+    else
+        fprintf(s->out, "\nsweep: %zu points, fastest first (* = recommended)\n", result->point_count);
+    emit_table(s, &t);
+    pb_table_free(&t);
+    sweep_legend(s, result, an, &columns);
 }
 
 /* The recommendation, the rule beside it, scaling and suggestions. */
@@ -435,41 +477,36 @@ static void emit_gpu_summary(struct pb_table *t, const struct pb_result *result,
     }
 }
 
-static void emit_point_summary(const struct sink *s, const struct pb_result *result,
-                               const struct pb_point_result *p)
+/* samples/s with its noise, how long each repeat measured, batches/s and
+ * MB/s. */
+static void summary_throughput(struct pb_table *t, const struct pb_result *result,
+                               const struct pb_point_result *p, size_t index)
 {
-    struct pb_table t;
-    char a[32], b[32];
-    size_t index = (size_t)(p - result->points);
-    pb_table_init(&t, 2, 0, true);
-    pb_table_add(&t, "metric");
-    pb_table_add(&t, "value");
-
     /* A repeat cut short by a signal is kept in the file but left out of
      * the point's summary. */
     size_t complete = pb_point_finished_repeats(p);
     int windows;
     bool noise_known = pb_point_noise_known(result, index, &windows);
-    pb_table_add(&t, "samples/s");
+    pb_table_add(t, "samples/s");
     if (!noise_known && p->repeat_count > 0)
-        pb_table_add(&t, "%.1f, noise unknown (%d window%s)  (1 repeat: noise unknown; raise "
+        pb_table_add(t, "%.1f, noise unknown (%d window%s)  (1 repeat: noise unknown; raise "
                          "run.repeats, or run.min_time_s for more windows)%s",
                      p->samples_per_s, windows, windows == 1 ? "" : "s",
                      complete < p->repeat_count ? "; 1 repeat cut short, left out" : "");
     else if (complete < p->repeat_count)
-        pb_table_add(&t,
+        pb_table_add(t,
                      "%.1f ± %.1f%%  (median of %zu complete repeat%s; %zu cut short, left out)",
                      p->samples_per_s, p->samples_per_s_noise_pct, complete,
                      complete == 1 ? "" : "s", p->repeat_count - complete);
     else if (p->repeat_count >= 2)
-        pb_table_add(&t, "%.1f ± %.1f%%  (median of %zu repeats)", p->samples_per_s,
+        pb_table_add(t, "%.1f ± %.1f%%  (median of %zu repeats)", p->samples_per_s,
                      p->samples_per_s_noise_pct, p->repeat_count);
     else if (p->repeat_count == 1)
-        pb_table_add(&t, "%.1f ± %.1f%%  (1 repeat; ± is windowed noise)", p->samples_per_s,
+        pb_table_add(t, "%.1f ± %.1f%%  (1 repeat; ± is windowed noise)", p->samples_per_s,
                      p->samples_per_s_noise_pct);
     else
-        pb_table_add(&t, "%.1f  (no repeats)", p->samples_per_s);
-    pb_table_add(&t, "measured");
+        pb_table_add(t, "%.1f  (no repeats)", p->samples_per_s);
+    pb_table_add(t, "measured");
     {
         char line[CELL_MAX];
         size_t used = 0;
@@ -490,20 +527,27 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
                 snprintf(line + used, sizeof(line) - used, "; %d of %zu repeats hit run.max_time_s",
                          capped, p->repeat_count);
         }
-        pb_table_add(&t, "%s", line);
+        pb_table_add(t, "%s", line);
     }
-    pb_table_add(&t, "batches/s");
-    pb_table_add(&t, "%.2f", p->batches_per_s);
-    pb_table_add(&t, "MB/s read");
-    pb_table_add(&t, "%.1f", p->mb_per_s);
+    pb_table_add(t, "batches/s");
+    pb_table_add(t, "%.2f", p->batches_per_s);
+    pb_table_add(t, "MB/s read");
+    pb_table_add(t, "%.1f", p->mb_per_s);
+}
 
+/* The training loop: stall, queue depth, the accelerator, the GPU, worker
+ * CPU, where the loop's time went, the first batch, other processes. */
+static void summary_loop(struct pb_table *t, const struct pb_result *result,
+                         const struct pb_point_result *p, size_t index)
+{
+    char a[32], b[32];
     format_ns(a, sizeof(a), (double)p->wait_p50_ns);
     format_ns(b, sizeof(b), (double)p->wait_p99_ns);
-    pb_table_add(&t, "stall");
+    pb_table_add(t, "stall");
     if (step_ms(result, index) > 0)
-        pb_table_add(&t, "%.1f %%  (consumer wait per batch p50 %s, p99 %s)", p->stall_pct, a, b);
+        pb_table_add(t, "%.1f %%  (consumer wait per batch p50 %s, p99 %s)", p->stall_pct, a, b);
     else
-        pb_table_add(&t,
+        pb_table_add(t,
                      "%.1f %%  (run.step_ms is 0: the loop only waits, so samples/s is the "
                      "loader's ceiling; wait per batch p50 %s, p99 %s)",
                      p->stall_pct, a, b);
@@ -511,55 +555,66 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
         int64_t workers = pb_point_setting_int(result, index, "loader.workers", 0);
         int64_t prefetch = pb_point_setting_int(result, index, "loader.prefetch_factor", 0);
         long long ahead = (long long)(workers * prefetch);
-        pb_table_add(&t, "queue depth");
+        pb_table_add(t, "queue depth");
         if (ahead > 0)
-            pb_table_add(&t, "%.2f of %lld batches ready at dequeue, mean", p->queue_depth_mean,
+            pb_table_add(t, "%.2f of %lld batches ready at dequeue, mean", p->queue_depth_mean,
                          ahead);
         else
-            pb_table_add(&t, "none: loader.workers is 0, batches load in the training loop");
+            pb_table_add(t, "none: loader.workers is 0, batches load in the training loop");
     }
     double step = step_ms(result, index);
     if (step > 0) {
         format_ns(a, sizeof(a), step * 1e6);
-        pb_table_add(&t, "accelerator");
-        pb_table_add(&t, "%.1f %% utilized  (step %s)", p->accel_util_pct, a);
+        pb_table_add(t, "accelerator");
+        pb_table_add(t, "%.1f %% utilized  (step %s)", p->accel_util_pct, a);
     }
     if (p->gpu.used)
-        emit_gpu_summary(&t, result, p);
-    pb_table_add(&t, "worker CPU");
-    pb_table_add(&t, "%.1f %%  (process %.0f %%, 100 %% = one core)", p->worker_cpu_pct,
+        emit_gpu_summary(t, result, p);
+    pb_table_add(t, "worker CPU");
+    pb_table_add(t, "%.1f %%  (process %.0f %%, 100 %% = one core)", p->worker_cpu_pct,
                  p->cpu_util_pct);
     if (p->first_batch_s > 0) { /* 0 in results from before these figures */
-        pb_table_add(&t, "loop time");
-        pb_table_add(&t, "wait %.1f%%, step %.1f%%, stages %.1f%%, other %.1f%%", p->stall_pct,
+        pb_table_add(t, "loop time");
+        pb_table_add(t, "wait %.1f%%, step %.1f%%, stages %.1f%%, other %.1f%%", p->stall_pct,
                      p->loop_step_pct, p->loop_stages_pct, p->loop_other_pct);
         format_ns(a, sizeof(a), p->first_batch_s * 1e9);
-        pb_table_add(&t, "first batch");
-        pb_table_add(&t, "%s after the workers start, median over repeats (paid at every epoch "
+        pb_table_add(t, "first batch");
+        pb_table_add(t, "%s after the workers start, median over repeats (paid at every epoch "
                          "start without persistent workers)", a);
-        pb_table_add(&t, "other processes");
-        pb_table_add(&t, "%.0f %% of the machine's CPU, steal %.0f %%  (median over repeats)",
+        pb_table_add(t, "other processes");
+        pb_table_add(t, "%.0f %% of the machine's CPU, steal %.0f %%  (median over repeats)",
                      p->other_cpu_pct, p->steal_pct);
     }
-    pb_table_add(&t, "peak RSS");
-    pb_table_add(&t, "%.1f MiB", mib(p->rss_peak_bytes));
-    pb_table_add(&t, "pinned");
-    pb_table_add(&t, "%.1f MiB  (batch pool %.1f MiB)", mib(p->pinned_bytes),
-                 mib(p->batch_pool_bytes));
+}
 
+/* Peak RSS and pinned memory. */
+static void summary_memory(struct pb_table *t, const struct pb_point_result *p)
+{
+    pb_table_add(t, "peak RSS");
+    pb_table_add(t, "%.1f MiB", mib(p->rss_peak_bytes));
+    pb_table_add(t, "pinned");
+    pb_table_add(t, "%.1f MiB  (batch pool %.1f MiB)", mib(p->pinned_bytes),
+                 mib(p->batch_pool_bytes));
+}
+
+/* Batch assembly and, for video, decode amplification and its ceiling. */
+static void summary_assembly(struct pb_table *t, const struct sink *s, const struct pb_point_result *p,
+                             size_t index)
+{
+    char a[32], b[32];
     format_ns(a, sizeof(a), (double)p->assembly_p50_ns);
     format_ns(b, sizeof(b), (double)p->assembly_p99_ns);
-    pb_table_add(&t, "batch assembly");
-    pb_table_add(&t, "p50 %s, p99 %s", a, b);
+    pb_table_add(t, "batch assembly");
+    pb_table_add(t, "p50 %s, p99 %s", a, b);
     double amp, ns_frame, frames_per_sample;
     if (pb_decode_figures(p, &amp, &ns_frame, &frames_per_sample)) {
         /* The decode ceiling, as the analysis computed it. */
         const struct pb_analysis *an = s->analysis;
         if (an && index < an->point_count) {
             const struct pb_point_analysis *a = &an->points[index];
-            pb_table_add(&t, "decode");
-            pb_table_add(&t, "amplification %.2f (frames decoded / delivered)", a->amplification);
-            pb_table_add(&t, "ceiling");
+            pb_table_add(t, "decode");
+            pb_table_add(t, "amplification %.2f (frames decoded / delivered)", a->amplification);
+            pb_table_add(t, "ceiling");
             char per[80];
             if (a->workers > 0)
                 snprintf(per, sizeof(per), "per worker (%s) x %lld",
@@ -568,22 +623,43 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
             else
                 snprintf(per, sizeof(per), "in the training loop's thread (%s)",
                          a->decode_rate_calibrated ? "calibrated, one core" : "measured in this run");
-            pb_table_add(&t,
+            pb_table_add(t,
                          "%.0f frames/s = %.0f decoded frames/s %s / %.2f; this run delivers "
                          "%.0f = %.0f%% of it",
                          a->ceiling_frames_per_s, a->decoded_fps_per_worker, per,
                          a->amplification, a->delivered_frames_per_s, a->ceiling_pct);
         }
     }
-    pb_table_add(&t, "samples");
-    pb_table_add(&t, "%llu", (unsigned long long)p->samples);
-    pb_table_add(&t, "errors");
-    pb_table_add(&t, "%llu", (unsigned long long)p->errors);
+}
+
+/* Samples, errors and the files that failed. */
+static void summary_counts(struct pb_table *t, const struct pb_point_result *p)
+{
+    pb_table_add(t, "samples");
+    pb_table_add(t, "%llu", (unsigned long long)p->samples);
+    pb_table_add(t, "errors");
+    pb_table_add(t, "%llu", (unsigned long long)p->errors);
     for (int i = 0; i < p->error_file_count && i < PB_MAX_ERROR_FILES; i++) {
         char file[PB_PRINTABLE_SIZE(sizeof(p->error_files[i]))];
-        pb_table_add(&t, "%s", i == 0 ? "error files" : "");
-        pb_table_add(&t, "%s", pb_printable(file, sizeof(file), p->error_files[i]));
+        pb_table_add(t, "%s", i == 0 ? "error files" : "");
+        pb_table_add(t, "%s", pb_printable(file, sizeof(file), p->error_files[i]));
     }
+}
+
+/* A point's figures, one row each, as a two-column table. */
+static void emit_point_summary(const struct sink *s, const struct pb_result *result,
+                               const struct pb_point_result *p)
+{
+    struct pb_table t;
+    size_t index = (size_t)(p - result->points);
+    pb_table_init(&t, 2, 0, true);
+    pb_table_add(&t, "metric");
+    pb_table_add(&t, "value");
+    summary_throughput(&t, result, p, index);
+    summary_loop(&t, result, p, index);
+    summary_memory(&t, p);
+    summary_assembly(&t, s, p, index);
+    summary_counts(&t, p);
     emit_table(s, &t);
     pb_table_free(&t);
 }
