@@ -174,25 +174,11 @@ bool pb_decode_figures(const struct pb_point_result *p, double *amplification,
 
 /* ---- per point ---------------------------------------------------------- */
 
-static void analyze_point(const struct pb_result *result, size_t i,
-                          const struct pb_analysis_spec *t, struct pb_point_analysis *a)
+/* The input-bound class by the loop's stall share, and the sentence that
+ * says so. */
+static void classify_input_bound(const struct pb_point_result *p,
+                                 const struct pb_analysis_spec *t, struct pb_point_analysis *a)
 {
-    const struct pb_point_result *p = &result->points[i];
-    memset(a, 0, sizeof(*a));
-    a->top_stage = -1;
-    a->efficiency_pct = -1;
-    a->workers = pb_point_setting_int(result, i, "loader.workers", 0);
-    a->batch_size = pb_point_setting_int(result, i, "loader.batch_size", 0);
-    a->prefetch_factor = pb_point_setting_int(result, i, "loader.prefetch_factor", 0);
-    a->memory_bytes = p->rss_peak_bytes + p->pinned_bytes;
-    a->usable = p->repeat_count > 0 && !p->error[0] && p->samples_per_s > 0;
-    if (!a->usable) {
-        snprintf(a->verdict, sizeof(a->verdict), "%s",
-                 p->error[0] ? "failed" : "not measured");
-        snprintf(a->bottleneck, sizeof(a->bottleneck), "%s", p->error[0] ? p->error : "");
-        return;
-    }
-
     if (p->stall_pct >= t->input_bound_high_pct) {
         a->input_bound = PB_INPUT_BOUND_HIGH;
         snprintf(a->verdict, sizeof(a->verdict),
@@ -209,10 +195,13 @@ static void analyze_point(const struct pb_result *result, size_t i,
                  "not input-bound: the loop waits %.1f%% of its time (< %.0f%%)", p->stall_pct,
                  t->input_bound_moderate_pct);
     }
+}
 
-    /* The dominant stage by its share of the workers' CPU time: wall time
-     * inflates under contention (a stage waiting for a core looks slow).
-     * Without CPU times (an older result), by wall share. */
+/* The dominant stage by its share of the workers' CPU time: wall time
+ * inflates under contention (a stage waiting for a core looks slow).
+ * Without CPU times (an older result), by wall share. */
+static void find_top_stage(const struct pb_point_result *p, struct pb_point_analysis *a)
+{
     double cpu_total_ns = 0;
     for (size_t s = 0; s < p->stage_count; s++)
         if (!p->stages[s].parent[0] && !p->stages[s].gpu)
@@ -228,17 +217,13 @@ static void analyze_point(const struct pb_result *result, size_t i,
             a->top_share_pct = share;
         }
     }
-    double step = step_ms_of(result, i);
-    if (step > 0 && a->batch_size > 0) {
-        a->step_cap_samples_per_s = (double)a->batch_size * 1000.0 / step;
-        a->at_step_cap = p->accel_util_pct >= t->accel_util_target_pct;
-    }
-    int pus = result->machine.pus > 0 ? result->machine.pus : 1;
-    /* Workers off CPU are waiting either for I/O and each other, or, when
-     * the process already fills every hardware thread, for a core. */
-    a->saturated = p->cpu_util_pct >= 0.9 * 100.0 * pus;
-    a->cpu_bound = p->worker_cpu_pct >= PB_CPU_BOUND_PCT || a->saturated;
-    a->oversubscribed = a->workers > pus;
+}
+
+/* The bottleneck sentence: the dominant stage, then whether the machine,
+ * or only the workers, are CPU-bound, and whether workers share threads. */
+static void describe_bottleneck(const struct pb_point_result *p, int pus,
+                                struct pb_point_analysis *a)
+{
     size_t used = 0;
     char *b = a->bottleneck;
     size_t n = sizeof(a->bottleneck);
@@ -260,29 +245,78 @@ static void analyze_point(const struct pb_result *result, size_t i,
     if (a->oversubscribed && used < n)
         snprintf(b + used, n - used, "; %lld workers share %d hardware threads",
                  (long long)a->workers, pus);
+}
 
+/* The decode ceiling of a video point: the frames per second its workers
+ * could deliver at the measured (or calibrated) decode rate, and the share
+ * of it delivered. */
+static void decode_ceiling(const struct pb_result *result, const struct pb_point_result *p,
+                           struct pb_point_analysis *a)
+{
     double amp, ns_frame, frames_per_sample;
-    if (pb_decode_figures(p, &amp, &ns_frame, &frames_per_sample)) {
-        const struct pb_calibration *c = &result->calibration;
-        if (c->measured && c->decode_ns_per_frame > 0) {
-            ns_frame = c->decode_ns_per_frame;
-            a->decode_rate_calibrated = true;
-        }
-        double workers = (double)(a->workers > 0 ? a->workers : 1);
-        a->amplification = amp;
-        a->decoded_fps_per_worker = 1e9 / ns_frame;
-        a->ceiling_frames_per_s = workers * a->decoded_fps_per_worker / amp;
-        a->delivered_frames_per_s = p->samples_per_s * frames_per_sample;
-        a->ceiling_pct = 100 * a->delivered_frames_per_s / a->ceiling_frames_per_s;
+    if (!pb_decode_figures(p, &amp, &ns_frame, &frames_per_sample))
+        return;
+    const struct pb_calibration *c = &result->calibration;
+    if (c->measured && c->decode_ns_per_frame > 0) {
+        ns_frame = c->decode_ns_per_frame;
+        a->decode_rate_calibrated = true;
     }
+    double workers = (double)(a->workers > 0 ? a->workers : 1);
+    a->amplification = amp;
+    a->decoded_fps_per_worker = 1e9 / ns_frame;
+    a->ceiling_frames_per_s = workers * a->decoded_fps_per_worker / amp;
+    a->delivered_frames_per_s = p->samples_per_s * frames_per_sample;
+    a->ceiling_pct = 100 * a->delivered_frames_per_s / a->ceiling_frames_per_s;
+}
 
+/* Throughput against the calibrated single core times the cores the
+ * workers can use; left at -1 without a calibration. */
+static void core_efficiency(const struct pb_result *result, const struct pb_point_result *p,
+                            struct pb_point_analysis *a)
+{
     const struct pb_calibration *cal = &result->calibration;
-    if (cal->measured && cal->single_core_samples_per_s > 0) {
-        double cores = (double)(a->workers > 0 ? a->workers : 1);
-        if (cal->cores > 0 && cores > cal->cores)
-            cores = cal->cores;
-        a->efficiency_pct = 100.0 * p->samples_per_s / (cal->single_core_samples_per_s * cores);
+    if (!cal->measured || cal->single_core_samples_per_s <= 0)
+        return;
+    double cores = (double)(a->workers > 0 ? a->workers : 1);
+    if (cal->cores > 0 && cores > cal->cores)
+        cores = cal->cores;
+    a->efficiency_pct = 100.0 * p->samples_per_s / (cal->single_core_samples_per_s * cores);
+}
+
+static void analyze_point(const struct pb_result *result, size_t i,
+                          const struct pb_analysis_spec *t, struct pb_point_analysis *a)
+{
+    const struct pb_point_result *p = &result->points[i];
+    memset(a, 0, sizeof(*a));
+    a->top_stage = -1;
+    a->efficiency_pct = -1;
+    a->workers = pb_point_setting_int(result, i, "loader.workers", 0);
+    a->batch_size = pb_point_setting_int(result, i, "loader.batch_size", 0);
+    a->prefetch_factor = pb_point_setting_int(result, i, "loader.prefetch_factor", 0);
+    a->memory_bytes = p->rss_peak_bytes + p->pinned_bytes;
+    a->usable = p->repeat_count > 0 && !p->error[0] && p->samples_per_s > 0;
+    if (!a->usable) {
+        snprintf(a->verdict, sizeof(a->verdict), "%s",
+                 p->error[0] ? "failed" : "not measured");
+        snprintf(a->bottleneck, sizeof(a->bottleneck), "%s", p->error[0] ? p->error : "");
+        return;
     }
+    classify_input_bound(p, t, a);
+    find_top_stage(p, a);
+    double step = step_ms_of(result, i);
+    if (step > 0 && a->batch_size > 0) {
+        a->step_cap_samples_per_s = (double)a->batch_size * 1000.0 / step;
+        a->at_step_cap = p->accel_util_pct >= t->accel_util_target_pct;
+    }
+    int pus = result->machine.pus > 0 ? result->machine.pus : 1;
+    /* Workers off CPU are waiting either for I/O and each other, or, when
+     * the process already fills every hardware thread, for a core. */
+    a->saturated = p->cpu_util_pct >= 0.9 * 100.0 * pus;
+    a->cpu_bound = p->worker_cpu_pct >= PB_CPU_BOUND_PCT || a->saturated;
+    a->oversubscribed = a->workers > pus;
+    describe_bottleneck(p, pus, a);
+    decode_ceiling(result, p, a);
+    core_efficiency(result, p, a);
 }
 
 /* ---- recommendation ----------------------------------------------------- */
