@@ -476,6 +476,128 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
 
 /* ---- scaling ------------------------------------------------------------ */
 
+/* The usable points whose axes match base's in all but loader.workers (at
+ * most max of them), in order of workers; returns their count. */
+static int worker_series(const struct pb_result *result, const struct pb_analysis *an,
+                         size_t base, int *series, int max)
+{
+    json_t *axes = result->points[base].axes;
+    int count = 0;
+    if (!axes)
+        return 0;
+    for (size_t j = 0; j < result->point_count && count < max; j++) {
+        if (!an->points[j].usable)
+            continue;
+        bool same = true;
+        const char *key;
+        const json_t *v;
+        json_object_foreach(axes, key, v)
+        {
+            if (strcmp(key, "loader.workers") == 0)
+                continue;
+            if (!json_equal((json_t *)v, json_object_get(result->points[j].axes, key)))
+                same = false;
+        }
+        if (same)
+            series[count++] = (int)j;
+    }
+    /* Insertion sort: a series is tiny. */
+    for (int a = 1; a < count; a++)
+        for (int b = a; b > 0 && an->points[series[b]].workers < an->points[series[b - 1]].workers;
+             b--) {
+            int t = series[b];
+            series[b] = series[b - 1];
+            series[b - 1] = t;
+        }
+    return count;
+}
+
+/* The scaling line's opening: what the series holds fixed (" at
+ * batch_size=32, prefetch_factor=2"), then samples/s per worker at each
+ * worker count. Returns the length written, as snprintf counts it. */
+static size_t per_worker_rates(const struct pb_result *result, struct pb_analysis *an,
+                               size_t base, const int *series, int count)
+{
+    char *out = an->scaling;
+    size_t size = sizeof(an->scaling);
+    char others[256] = "";
+    size_t o = 0;
+    const char *key;
+    const json_t *v;
+    json_object_foreach(result->points[base].axes, key, v)
+    {
+        if (strcmp(key, "loader.workers") == 0 || o >= sizeof(others))
+            continue;
+        char *text = json_dumps(v, JSON_ENCODE_ANY);
+        o += (size_t)snprintf(others + o, sizeof(others) - o, "%s%s=%s", o ? ", " : " at ",
+                              strrchr(key, '.') ? strrchr(key, '.') + 1 : key, text ? text : "?");
+        free(text);
+    }
+    size_t used = (size_t)snprintf(out, size, "samples/s per worker%s:", others);
+    for (int k = 0; k < count && used < size; k++) {
+        const struct pb_point_result *p = &result->points[series[k]];
+        int64_t w = an->points[series[k]].workers;
+        if (w > 0)
+            used += (size_t)snprintf(out + used, size - used, " %lld: %.0f", (long long)w,
+                                     p->samples_per_s / (double)w);
+        else /* not a worker's figure: the loop loads its own batches */
+            used += (size_t)snprintf(out + used, size - used,
+                                     " 0 (in the training loop's thread): %.0f",
+                                     p->samples_per_s);
+    }
+    return used;
+}
+
+/* Ends the scaling line, from used on, with where more workers stop
+ * paying: the step-time cap, the knee (the first step gaining less than
+ * analysis.knee_doubling_gain per doubling), or that neither came. */
+static void append_knee(const struct pb_result *result, struct pb_analysis *an,
+                        const int *series, int count, size_t used)
+{
+    char *out = an->scaling;
+    size_t size = sizeof(an->scaling);
+    for (int k = 0; k + 1 < count; k++) {
+        int64_t w1 = an->points[series[k]].workers, w2 = an->points[series[k + 1]].workers;
+        /* At the step-time cap more workers cannot add throughput: a
+         * flat curve there is the step's limit, not the loader's knee. */
+        const struct pb_point_analysis *capped =
+            an->points[series[k]].at_step_cap       ? &an->points[series[k]]
+            : an->points[series[k + 1]].at_step_cap ? &an->points[series[k + 1]]
+                                                    : NULL;
+        if (capped) {
+            char workers[64];
+            if (used < size)
+                snprintf(out + used, size - used,
+                         ". From %s the loop is at the step-time cap (%.0f samples/s max, "
+                         "accelerator %.1f%% busy): more workers cannot raise throughput",
+                         workers_phrase(workers, sizeof(workers), capped->workers),
+                         capped->step_cap_samples_per_s,
+                         result->points[capped - an->points].accel_util_pct);
+            return;
+        }
+        if (w1 <= 0 || w2 <= w1)
+            continue;
+        double gain = result->points[series[k + 1]].samples_per_s /
+                      result->points[series[k]].samples_per_s;
+        /* Scale the doubling's gain to the step actually taken (log-linear). */
+        double expected = pow(an->thresholds.knee_doubling_gain, log2((double)w2 / (double)w1));
+        if (gain < expected) {
+            if (used < size)
+                snprintf(out + used, size - used,
+                         ". Knee at %lld worker%s: going to %lld gives %.2fx, less than the "
+                         "%.2fx a doubling-gain of %.1fx implies",
+                         (long long)w1, w1 == 1 ? "" : "s", (long long)w2, gain, expected,
+                         an->thresholds.knee_doubling_gain);
+            return;
+        }
+    }
+    if (used < size)
+        snprintf(out + used, size - used,
+                 ". No knee up to %lld workers: each step gained at least %.1fx per doubling",
+                 (long long)an->points[series[count - 1]].workers,
+                 an->thresholds.knee_doubling_gain);
+}
+
 /* Points that differ only in loader.workers form a series; the series of
  * the recommended point is analyzed (else the first with two or more
  * worker counts). */
@@ -487,116 +609,12 @@ static void scaling(const struct pb_result *result, struct pb_analysis *an)
         size_t base = (first + k) % n;
         if (!an->points[base].usable)
             continue;
-        int series[64], count = 0;
-        for (size_t j = 0; j < n && count < 64; j++) {
-            if (!an->points[j].usable)
-                continue;
-            bool same = true;
-            const char *key;
-            const json_t *v;
-            json_t *axes = result->points[base].axes;
-            if (!axes)
-                continue;
-            json_object_foreach(axes, key, v)
-            {
-                if (strcmp(key, "loader.workers") == 0)
-                    continue;
-                if (!json_equal((json_t *)v, json_object_get(result->points[j].axes, key)))
-                    same = false;
-            }
-            if (same)
-                series[count++] = (int)j;
-        }
-        if (count < 2)
+        int series[64];
+        int count = worker_series(result, an, base, series, (int)PB_ARRAY_LEN(series));
+        if (count < 2 || an->points[series[0]].workers == an->points[series[count - 1]].workers)
             continue;
-        /* Sort by workers (insertion sort: tiny). */
-        for (int a = 1; a < count; a++)
-            for (int b = a; b > 0 && an->points[series[b]].workers < an->points[series[b - 1]].workers;
-                 b--) {
-                int t = series[b];
-                series[b] = series[b - 1];
-                series[b - 1] = t;
-            }
-        if (an->points[series[0]].workers == an->points[series[count - 1]].workers)
-            continue;
-        size_t used = 0;
-        char *out = an->scaling;
-        size_t size = sizeof(an->scaling);
-        char others[256] = "";
-        size_t o = 0;
-        const char *key;
-        const json_t *v;
-        json_object_foreach(result->points[base].axes, key, v)
-        {
-            if (strcmp(key, "loader.workers") == 0 || o >= sizeof(others))
-                continue;
-            char *text = json_dumps(v, JSON_ENCODE_ANY);
-            o += (size_t)snprintf(others + o, sizeof(others) - o, "%s%s=%s", o ? ", " : " at ",
-                                  strrchr(key, '.') ? strrchr(key, '.') + 1 : key, text ? text : "?");
-            free(text);
-        }
-        used += (size_t)snprintf(out, size, "samples/s per worker%s:", others);
-        for (int k = 0; k < count && used < size; k++) {
-            const struct pb_point_result *p = &result->points[series[k]];
-            int64_t w = an->points[series[k]].workers;
-            if (w > 0)
-                used += (size_t)snprintf(out + used, size - used, " %lld: %.0f", (long long)w,
-                                         p->samples_per_s / (double)w);
-            else /* not a worker's figure: the loop loads its own batches */
-                used += (size_t)snprintf(out + used, size - used,
-                                         " 0 (in the training loop's thread): %.0f",
-                                         p->samples_per_s);
-        }
-        int64_t knee = -1;
-        double knee_gain = 0, knee_expected = 0;
-        for (int k = 0; k + 1 < count; k++) {
-            int64_t w1 = an->points[series[k]].workers, w2 = an->points[series[k + 1]].workers;
-            /* At the step-time cap more workers cannot add throughput: a
-             * flat curve there is the step's limit, not the loader's knee. */
-            const struct pb_point_analysis *capped =
-                an->points[series[k]].at_step_cap       ? &an->points[series[k]]
-                : an->points[series[k + 1]].at_step_cap ? &an->points[series[k + 1]]
-                                                        : NULL;
-            if (capped) {
-                char workers[64];
-                if (used < size)
-                    used += (size_t)snprintf(
-                        out + used, size - used,
-                        ". From %s the loop is at the step-time cap (%.0f samples/s max, "
-                        "accelerator %.1f%% busy): more workers cannot raise throughput",
-                        workers_phrase(workers, sizeof(workers), capped->workers),
-                        capped->step_cap_samples_per_s,
-                        result->points[capped - an->points].accel_util_pct);
-                knee = 0;
-                break;
-            }
-            if (w1 <= 0 || w2 <= w1)
-                continue;
-            double gain = result->points[series[k + 1]].samples_per_s /
-                          result->points[series[k]].samples_per_s;
-            /* A doubling should give an->thresholds.knee_doubling_gain; scale the
-             * expectation to the step actually taken (log-linear). */
-            double expected = pow(an->thresholds.knee_doubling_gain, log2((double)w2 / (double)w1));
-            if (gain < expected) {
-                knee = w1;
-                knee_gain = gain;
-                knee_expected = expected;
-                if (used < size)
-                    used += (size_t)snprintf(out + used, size - used,
-                                             ". Knee at %lld worker%s: going to %lld gives %.2fx, "
-                                             "less than the %.2fx a doubling-gain of %.1fx implies",
-                                             (long long)w1, w1 == 1 ? "" : "s", (long long)w2,
-                                             gain, expected,
-                                             an->thresholds.knee_doubling_gain);
-                break;
-            }
-        }
-        if (knee < 0 && used < size)
-            snprintf(out + used, size - used,
-                     ". No knee up to %lld workers: each step gained at least %.1fx per doubling",
-                     (long long)an->points[series[count - 1]].workers, an->thresholds.knee_doubling_gain);
-        (void)knee_gain;
-        (void)knee_expected;
+        size_t used = per_worker_rates(result, an, base, series, count);
+        append_knee(result, an, series, count, used);
         return;
     }
 }
