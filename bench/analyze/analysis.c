@@ -773,100 +773,93 @@ static void jpeg_decode_suggestion(const struct pb_result *result, size_t i, dou
                 100 * progressive / count, progressive, count, run);
 }
 
-/* The suggestions for point i (the recommended one, or a single run's
- * only point), each quoting its figures and, where one exists, ending with
- * the command that tests it. */
-static void suggestions(const struct pb_result *result, size_t i, struct pb_analysis *an)
+/* The suggestion for a dominant decode stage, by the decoder the config
+ * uses: video, null (whose cost the config sets), else JPEG. */
+static void decode_suggestion(const struct pb_result *result, size_t i, const char *of,
+                              const char *run, struct pb_analysis *an)
+{
+    const struct pb_point_analysis *a = &an->points[i];
+    const char *decoder = decoder_name(result);
+    char visit[320] = "";
+    if (clips_per_visit(result, i) <= 1)
+        snprintf(visit, sizeof visit,
+                 "take several clips per video visit, decoded in one pass (test: %s -s "
+                 "pipeline.decode.clips_per_visit=4), ",
+                 run);
+    if (strcmp(decoder, "video") == 0)
+        SUGGEST(an,
+                "decode takes %.0f%% of %s and decodes %.2fx the frames it delivers: "
+                "skip the non-reference frames nobody receives (test: %s -s "
+                "pipeline.decode.discard=nonref), %strade workers for decoder threads (test: "
+                "%s -a pipeline.decode.threads=1,2,4), encode the sources with a shorter "
+                "GOP, or decode on the GPU",
+                a->top_share_pct, of, a->amplification, run, visit, run);
+    else if (strcmp(decoder, "null") == 0)
+        SUGGEST(an,
+                "decode takes %.0f%% of %s: the null decoder's cost_us sets it; a "
+                "real decoder's share is the figure to watch",
+                a->top_share_pct, of);
+    else
+        jpeg_decode_suggestion(result, i, a->top_share_pct, of, run, an);
+}
+
+/* The device side: what the copy to the GPU costs the loop and the GPU. */
+static void copy_suggestions(const struct pb_result *result, const struct pb_point_result *p,
+                             struct pb_analysis *an)
+{
+    const struct pb_gpu_figures *g = &p->gpu;
+    double wall_ns = g->wall_s * 1e9;
+    double copy_wait_pct = wall_ns > 0 ? 100 * (double)g->copy_wait_ns / wall_ns : 0;
+    double copy_pct = wall_ns > 0 ? 100 * g->copy_ns / wall_ns : 0;
+    double peak = result->calibration.h2d_pinned_gb_s;
+    if (p->pinned_bytes == 0 && copy_wait_pct >= 5)
+        SUGGEST(an,
+                "the loop waits %.1f%% of its time on pageable copies (%.2f GB/s): pin the "
+                "batch buffers (loader.pin_memory: true) so copies are asynchronous DMA",
+                copy_wait_pct, g->copy_gb_per_s);
+    if (copy_pct >= 5 && g->overlap_pct < 50 && g->step_ns > 0)
+        SUGGEST(an,
+                "copies take %.1f%% of wall time and only %.0f%% of it overlaps the step: "
+                "loader.device_prefetch >= 2 with to_device.stream: copy runs the next copy "
+                "during the step",
+                copy_pct, g->overlap_pct);
+    if (copy_pct >= 10)
+        SUGGEST(an,
+                "copies take %.1f%% of wall time: copy uint8 and normalize on the GPU "
+                "(pipeline.normalize.device: gpu) to move 4x fewer bytes than float32",
+                copy_pct);
+    if (p->pinned_bytes > 0 && peak > 0 && g->copy_gb_per_s < 0.5 * peak)
+        SUGGEST(an,
+                "pinned copies reach %.2f GB/s, %.0f%% of this machine's calibrated %.1f GB/s: "
+                "other traffic shares the link, or the GPU is not on the CPU's nearest PCIe "
+                "root (check nvidia-smi topo -m)",
+                g->copy_gb_per_s, 100 * g->copy_gb_per_s / peak, peak);
+}
+
+/* What more workers can do for a waiting loop, by whether the cores are
+ * saturated and the workers on CPU; and what workers beyond the hardware
+ * threads cost. */
+static void worker_suggestions(const struct pb_result *result, size_t i, const char *run,
+                               struct pb_analysis *an)
 {
     const struct pb_point_result *p = &result->points[i];
     const struct pb_point_analysis *a = &an->points[i];
     int pus = result->machine.pus > 0 ? result->machine.pus : 1;
-    const char *top = a->top_stage >= 0 ? p->stages[a->top_stage].name : "";
-    static const char *const decode_names[] = {"decode", NULL};
-    static const char *const sizing_names[] = {"resize", "center_crop", "random_crop",
-                                               "random_resized_crop", NULL};
-
-    const char *of = a->top_share_of_cpu ? "worker CPU time" : "worker time";
-    char run[160], workers[64];
-    run_command(result, run, sizeof(run));
+    bool waits = a->input_bound != PB_INPUT_BOUND_NO;
+    char workers[64];
     worker_counts(a->workers, pus, workers, sizeof(workers));
-
-    if (a->input_bound == PB_INPUT_BOUND_NO)
-        SUGGEST(an,
-                "the loader keeps up: the loop waits %.1f%% of its time (< %.0f%%); a faster "
-                "loader would not speed up training at this step time",
-                p->stall_pct, an->thresholds.input_bound_moderate_pct);
-    if (a->top_stage >= 0 && a->top_share_pct >= 40 && name_is(top, decode_names)) {
-        const char *decoder = decoder_name(result);
-        char visit[320] = "";
-        if (clips_per_visit(result, i) <= 1)
-            snprintf(visit, sizeof visit,
-                     "take several clips per video visit, decoded in one pass (test: %s -s "
-                     "pipeline.decode.clips_per_visit=4), ",
-                     run);
-        if (strcmp(decoder, "video") == 0)
-            SUGGEST(an,
-                    "decode takes %.0f%% of %s and decodes %.2fx the frames it delivers: "
-                    "skip the non-reference frames nobody receives (test: %s -s "
-                    "pipeline.decode.discard=nonref), %strade workers for decoder threads (test: "
-                    "%s -a pipeline.decode.threads=1,2,4), encode the sources with a shorter "
-                    "GOP, or decode on the GPU",
-                    a->top_share_pct, of, a->amplification, run, visit, run);
-        else if (strcmp(decoder, "null") == 0)
-            SUGGEST(an,
-                    "decode takes %.0f%% of %s: the null decoder's cost_us sets it; a "
-                    "real decoder's share is the figure to watch",
-                    a->top_share_pct, of);
-        else
-            jpeg_decode_suggestion(result, i, a->top_share_pct, of, run, an);
-    }
-    if (a->top_stage >= 0 && a->top_share_pct >= 30 && name_is(top, sizing_names))
-        SUGGEST(an,
-                "%s takes %.0f%% of %s: crop before resizing (random_resized_crop "
-                "resamples only the crop), or use interpolation: bilinear instead of area",
-                top, a->top_share_pct, of);
-    if (p->gpu.used) {
-        /* The device side: what the copy costs the loop and the GPU. */
-        const struct pb_gpu_figures *g = &p->gpu;
-        double wall_ns = g->wall_s * 1e9;
-        double copy_wait_pct = wall_ns > 0 ? 100 * (double)g->copy_wait_ns / wall_ns : 0;
-        double copy_pct = wall_ns > 0 ? 100 * g->copy_ns / wall_ns : 0;
-        double peak = result->calibration.h2d_pinned_gb_s;
-        if (p->pinned_bytes == 0 && copy_wait_pct >= 5)
-            SUGGEST(an,
-                    "the loop waits %.1f%% of its time on pageable copies (%.2f GB/s): pin the "
-                    "batch buffers (loader.pin_memory: true) so copies are asynchronous DMA",
-                    copy_wait_pct, g->copy_gb_per_s);
-        if (copy_pct >= 5 && g->overlap_pct < 50 && g->step_ns > 0)
-            SUGGEST(an,
-                    "copies take %.1f%% of wall time and only %.0f%% of it overlaps the step: "
-                    "loader.device_prefetch >= 2 with to_device.stream: copy runs the next copy "
-                    "during the step",
-                    copy_pct, g->overlap_pct);
-        if (copy_pct >= 10)
-            SUGGEST(an,
-                    "copies take %.1f%% of wall time: copy uint8 and normalize on the GPU "
-                    "(pipeline.normalize.device: gpu) to move 4x fewer bytes than float32",
-                    copy_pct);
-        if (p->pinned_bytes > 0 && peak > 0 && g->copy_gb_per_s < 0.5 * peak)
-            SUGGEST(an,
-                    "pinned copies reach %.2f GB/s, %.0f%% of this machine's calibrated %.1f GB/s: "
-                    "other traffic shares the link, or the GPU is not on the CPU's nearest PCIe "
-                    "root (check nvidia-smi topo -m)",
-                    g->copy_gb_per_s, 100 * g->copy_gb_per_s / peak, peak);
-    }
-    if (a->input_bound != PB_INPUT_BOUND_NO && a->saturated)
+    if (waits && a->saturated)
         SUGGEST(an,
                 "all %d hardware threads are busy (%.0f%% CPU) and the loop still waits %.1f%%: "
                 "more workers cannot help; cut the work per sample (the largest stage first) or "
                 "add cores",
                 pus, p->cpu_util_pct, p->stall_pct);
-    if (a->input_bound != PB_INPUT_BOUND_NO && a->cpu_bound && !a->saturated && a->workers < pus)
+    if (waits && a->cpu_bound && !a->saturated && a->workers < pus)
         SUGGEST(an,
                 "workers are busy (%.0f%% on CPU) and the loop still waits %.1f%%: add workers, "
                 "up to the %d hardware threads (now %lld); test: %s -a loader.workers=%s",
                 p->worker_cpu_pct, p->stall_pct, pus, (long long)a->workers, run, workers);
-    if (a->input_bound != PB_INPUT_BOUND_NO && !a->cpu_bound && !a->saturated && a->workers > 0)
+    if (waits && !a->cpu_bound && !a->saturated && a->workers > 0)
         SUGGEST(an,
                 "workers are on CPU only %.0f%% of the time while the loop waits %.1f%%: they "
                 "wait on I/O or each other; more workers or a larger prefetch_factor can hide it "
@@ -881,6 +874,13 @@ static void suggestions(const struct pb_result *result, size_t i, struct pb_anal
     else if (a->oversubscribed)
         SUGGEST(an, "%lld workers share %d hardware threads: use at most %d", (long long)a->workers,
                 pus, pus);
+}
+
+/* A loader holding over a quarter of the machine's memory. */
+static void memory_suggestion(const struct pb_result *result, size_t i, const char *run,
+                              struct pb_analysis *an)
+{
+    const struct pb_point_analysis *a = &an->points[i];
     uint64_t machine_bytes = result->machine.memory_bytes;
     if (machine_bytes > 0 && a->memory_bytes > machine_bytes / 4)
         SUGGEST(an,
@@ -890,6 +890,40 @@ static void suggestions(const struct pb_result *result, size_t i, struct pb_anal
                 (double)a->memory_bytes / 1048576.0,
                 100.0 * (double)a->memory_bytes / (double)machine_bytes,
                 (long long)a->prefetch_factor, run);
+}
+
+/* The suggestions for point i (the recommended one, or a single run's
+ * only point), each quoting its figures and, where one exists, ending with
+ * the command that tests it. */
+static void suggestions(const struct pb_result *result, size_t i, struct pb_analysis *an)
+{
+    const struct pb_point_result *p = &result->points[i];
+    const struct pb_point_analysis *a = &an->points[i];
+    const char *top = a->top_stage >= 0 ? p->stages[a->top_stage].name : "";
+    static const char *const decode_names[] = {"decode", NULL};
+    static const char *const sizing_names[] = {"resize", "center_crop", "random_crop",
+                                               "random_resized_crop", NULL};
+
+    const char *of = a->top_share_of_cpu ? "worker CPU time" : "worker time";
+    char run[160];
+    run_command(result, run, sizeof(run));
+
+    if (a->input_bound == PB_INPUT_BOUND_NO)
+        SUGGEST(an,
+                "the loader keeps up: the loop waits %.1f%% of its time (< %.0f%%); a faster "
+                "loader would not speed up training at this step time",
+                p->stall_pct, an->thresholds.input_bound_moderate_pct);
+    if (a->top_stage >= 0 && a->top_share_pct >= 40 && name_is(top, decode_names))
+        decode_suggestion(result, i, of, run, an);
+    if (a->top_stage >= 0 && a->top_share_pct >= 30 && name_is(top, sizing_names))
+        SUGGEST(an,
+                "%s takes %.0f%% of %s: crop before resizing (random_resized_crop "
+                "resamples only the crop), or use interpolation: bilinear instead of area",
+                top, a->top_share_pct, of);
+    if (p->gpu.used)
+        copy_suggestions(result, p, an);
+    worker_suggestions(result, i, run, an);
+    memory_suggestion(result, i, run, an);
 }
 
 /* The closing line of every run: the input-bound class of point i (or,
