@@ -176,8 +176,8 @@ bool pb_decode_figures(const struct pb_point_result *p, double *amplification,
 
 /* The input-bound class by the loop's stall share, and the sentence that
  * says so. */
-static void classify_input_bound(const struct pb_point_result *p,
-                                 const struct pb_analysis_spec *t, struct pb_point_analysis *a)
+static void classify_input_bound(const struct pb_point_result *p, const struct pb_analysis_spec *t,
+                                 struct pb_point_analysis *a)
 {
     if (p->stall_pct >= t->input_bound_high_pct) {
         a->input_bound = PB_INPUT_BOUND_HIGH;
@@ -296,8 +296,7 @@ static void analyze_point(const struct pb_result *result, size_t i,
     a->memory_bytes = p->rss_peak_bytes + p->pinned_bytes;
     a->usable = p->repeat_count > 0 && !p->error[0] && p->samples_per_s > 0;
     if (!a->usable) {
-        snprintf(a->verdict, sizeof(a->verdict), "%s",
-                 p->error[0] ? "failed" : "not measured");
+        snprintf(a->verdict, sizeof(a->verdict), "%s", p->error[0] ? "failed" : "not measured");
         snprintf(a->bottleneck, sizeof(a->bottleneck), "%s", p->error[0] ? p->error : "");
         return;
     }
@@ -478,8 +477,8 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
 
 /* The usable points whose axes match base's in all but loader.workers (at
  * most max of them), in order of workers; returns their count. */
-static int worker_series(const struct pb_result *result, const struct pb_analysis *an,
-                         size_t base, int *series, int max)
+static int worker_series(const struct pb_result *result, const struct pb_analysis *an, size_t base,
+                         int *series, int max)
 {
     json_t *axes = result->points[base].axes;
     int count = 0;
@@ -515,8 +514,8 @@ static int worker_series(const struct pb_result *result, const struct pb_analysi
 /* The scaling line's opening: what the series holds fixed (" at
  * batch_size=32, prefetch_factor=2"), then samples/s per worker at each
  * worker count. Returns the length written, as snprintf counts it. */
-static size_t per_worker_rates(const struct pb_result *result, struct pb_analysis *an,
-                               size_t base, const int *series, int count)
+static size_t per_worker_rates(const struct pb_result *result, struct pb_analysis *an, size_t base,
+                               const int *series, int count)
 {
     char *out = an->scaling;
     size_t size = sizeof(an->scaling);
@@ -542,8 +541,7 @@ static size_t per_worker_rates(const struct pb_result *result, struct pb_analysi
                                      p->samples_per_s / (double)w);
         else /* not a worker's figure: the loop loads its own batches */
             used += (size_t)snprintf(out + used, size - used,
-                                     " 0 (in the training loop's thread): %.0f",
-                                     p->samples_per_s);
+                                     " 0 (in the training loop's thread): %.0f", p->samples_per_s);
     }
     return used;
 }
@@ -551,8 +549,8 @@ static size_t per_worker_rates(const struct pb_result *result, struct pb_analysi
 /* Ends the scaling line, from used on, with where more workers stop
  * paying: the step-time cap, the knee (the first step gaining less than
  * analysis.knee_doubling_gain per doubling), or that neither came. */
-static void append_knee(const struct pb_result *result, struct pb_analysis *an,
-                        const int *series, int count, size_t used)
+static void append_knee(const struct pb_result *result, struct pb_analysis *an, const int *series,
+                        int count, size_t used)
 {
     char *out = an->scaling;
     size_t size = sizeof(an->scaling);
@@ -577,8 +575,8 @@ static void append_knee(const struct pb_result *result, struct pb_analysis *an,
         }
         if (w1 <= 0 || w2 <= w1)
             continue;
-        double gain = result->points[series[k + 1]].samples_per_s /
-                      result->points[series[k]].samples_per_s;
+        double gain =
+            result->points[series[k + 1]].samples_per_s / result->points[series[k]].samples_per_s;
         /* Scale the doubling's gain to the step actually taken (log-linear). */
         double expected = pow(an->thresholds.knee_doubling_gain, log2((double)w2 / (double)w1));
         if (gain < expected) {
