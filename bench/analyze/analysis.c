@@ -174,25 +174,11 @@ bool pb_decode_figures(const struct pb_point_result *p, double *amplification,
 
 /* ---- per point ---------------------------------------------------------- */
 
-static void analyze_point(const struct pb_result *result, size_t i,
-                          const struct pb_analysis_spec *t, struct pb_point_analysis *a)
+/* The input-bound class by the loop's stall share, and the sentence that
+ * says so. */
+static void classify_input_bound(const struct pb_point_result *p, const struct pb_analysis_spec *t,
+                                 struct pb_point_analysis *a)
 {
-    const struct pb_point_result *p = &result->points[i];
-    memset(a, 0, sizeof(*a));
-    a->top_stage = -1;
-    a->efficiency_pct = -1;
-    a->workers = pb_point_setting_int(result, i, "loader.workers", 0);
-    a->batch_size = pb_point_setting_int(result, i, "loader.batch_size", 0);
-    a->prefetch_factor = pb_point_setting_int(result, i, "loader.prefetch_factor", 0);
-    a->memory_bytes = p->rss_peak_bytes + p->pinned_bytes;
-    a->usable = p->repeat_count > 0 && !p->error[0] && p->samples_per_s > 0;
-    if (!a->usable) {
-        snprintf(a->verdict, sizeof(a->verdict), "%s",
-                 p->error[0] ? "failed" : "not measured");
-        snprintf(a->bottleneck, sizeof(a->bottleneck), "%s", p->error[0] ? p->error : "");
-        return;
-    }
-
     if (p->stall_pct >= t->input_bound_high_pct) {
         a->input_bound = PB_INPUT_BOUND_HIGH;
         snprintf(a->verdict, sizeof(a->verdict),
@@ -209,10 +195,13 @@ static void analyze_point(const struct pb_result *result, size_t i,
                  "not input-bound: the loop waits %.1f%% of its time (< %.0f%%)", p->stall_pct,
                  t->input_bound_moderate_pct);
     }
+}
 
-    /* The dominant stage by its share of the workers' CPU time: wall time
-     * inflates under contention (a stage waiting for a core looks slow).
-     * Without CPU times (an older result), by wall share. */
+/* The dominant stage by its share of the workers' CPU time: wall time
+ * inflates under contention (a stage waiting for a core looks slow).
+ * Without CPU times (an older result), by wall share. */
+static void find_top_stage(const struct pb_point_result *p, struct pb_point_analysis *a)
+{
     double cpu_total_ns = 0;
     for (size_t s = 0; s < p->stage_count; s++)
         if (!p->stages[s].parent[0] && !p->stages[s].gpu)
@@ -228,17 +217,13 @@ static void analyze_point(const struct pb_result *result, size_t i,
             a->top_share_pct = share;
         }
     }
-    double step = step_ms_of(result, i);
-    if (step > 0 && a->batch_size > 0) {
-        a->step_cap_samples_per_s = (double)a->batch_size * 1000.0 / step;
-        a->at_step_cap = p->accel_util_pct >= t->accel_util_target_pct;
-    }
-    int pus = result->machine.pus > 0 ? result->machine.pus : 1;
-    /* Workers off CPU are waiting either for I/O and each other, or, when
-     * the process already fills every hardware thread, for a core. */
-    a->saturated = p->cpu_util_pct >= 0.9 * 100.0 * pus;
-    a->cpu_bound = p->worker_cpu_pct >= PB_CPU_BOUND_PCT || a->saturated;
-    a->oversubscribed = a->workers > pus;
+}
+
+/* The bottleneck sentence: the dominant stage, then whether the machine,
+ * or only the workers, are CPU-bound, and whether workers share threads. */
+static void describe_bottleneck(const struct pb_point_result *p, int pus,
+                                struct pb_point_analysis *a)
+{
     size_t used = 0;
     char *b = a->bottleneck;
     size_t n = sizeof(a->bottleneck);
@@ -260,29 +245,77 @@ static void analyze_point(const struct pb_result *result, size_t i,
     if (a->oversubscribed && used < n)
         snprintf(b + used, n - used, "; %lld workers share %d hardware threads",
                  (long long)a->workers, pus);
+}
 
+/* The decode ceiling of a video point: the frames per second its workers
+ * could deliver at the measured (or calibrated) decode rate, and the share
+ * of it delivered. */
+static void decode_ceiling(const struct pb_result *result, const struct pb_point_result *p,
+                           struct pb_point_analysis *a)
+{
     double amp, ns_frame, frames_per_sample;
-    if (pb_decode_figures(p, &amp, &ns_frame, &frames_per_sample)) {
-        const struct pb_calibration *c = &result->calibration;
-        if (c->measured && c->decode_ns_per_frame > 0) {
-            ns_frame = c->decode_ns_per_frame;
-            a->decode_rate_calibrated = true;
-        }
-        double workers = (double)(a->workers > 0 ? a->workers : 1);
-        a->amplification = amp;
-        a->decoded_fps_per_worker = 1e9 / ns_frame;
-        a->ceiling_frames_per_s = workers * a->decoded_fps_per_worker / amp;
-        a->delivered_frames_per_s = p->samples_per_s * frames_per_sample;
-        a->ceiling_pct = 100 * a->delivered_frames_per_s / a->ceiling_frames_per_s;
+    if (!pb_decode_figures(p, &amp, &ns_frame, &frames_per_sample))
+        return;
+    const struct pb_calibration *c = &result->calibration;
+    if (c->measured && c->decode_ns_per_frame > 0) {
+        ns_frame = c->decode_ns_per_frame;
+        a->decode_rate_calibrated = true;
     }
+    double workers = (double)(a->workers > 0 ? a->workers : 1);
+    a->amplification = amp;
+    a->decoded_fps_per_worker = 1e9 / ns_frame;
+    a->ceiling_frames_per_s = workers * a->decoded_fps_per_worker / amp;
+    a->delivered_frames_per_s = p->samples_per_s * frames_per_sample;
+    a->ceiling_pct = 100 * a->delivered_frames_per_s / a->ceiling_frames_per_s;
+}
 
+/* Throughput against the calibrated single core times the cores the
+ * workers can use; left at -1 without a calibration. */
+static void core_efficiency(const struct pb_result *result, const struct pb_point_result *p,
+                            struct pb_point_analysis *a)
+{
     const struct pb_calibration *cal = &result->calibration;
-    if (cal->measured && cal->single_core_samples_per_s > 0) {
-        double cores = (double)(a->workers > 0 ? a->workers : 1);
-        if (cal->cores > 0 && cores > cal->cores)
-            cores = cal->cores;
-        a->efficiency_pct = 100.0 * p->samples_per_s / (cal->single_core_samples_per_s * cores);
+    if (!cal->measured || cal->single_core_samples_per_s <= 0)
+        return;
+    double cores = (double)(a->workers > 0 ? a->workers : 1);
+    if (cal->cores > 0 && cores > cal->cores)
+        cores = cal->cores;
+    a->efficiency_pct = 100.0 * p->samples_per_s / (cal->single_core_samples_per_s * cores);
+}
+
+static void analyze_point(const struct pb_result *result, size_t i,
+                          const struct pb_analysis_spec *t, struct pb_point_analysis *a)
+{
+    const struct pb_point_result *p = &result->points[i];
+    memset(a, 0, sizeof(*a));
+    a->top_stage = -1;
+    a->efficiency_pct = -1;
+    a->workers = pb_point_setting_int(result, i, "loader.workers", 0);
+    a->batch_size = pb_point_setting_int(result, i, "loader.batch_size", 0);
+    a->prefetch_factor = pb_point_setting_int(result, i, "loader.prefetch_factor", 0);
+    a->memory_bytes = p->rss_peak_bytes + p->pinned_bytes;
+    a->usable = p->repeat_count > 0 && !p->error[0] && p->samples_per_s > 0;
+    if (!a->usable) {
+        snprintf(a->verdict, sizeof(a->verdict), "%s", p->error[0] ? "failed" : "not measured");
+        snprintf(a->bottleneck, sizeof(a->bottleneck), "%s", p->error[0] ? p->error : "");
+        return;
     }
+    classify_input_bound(p, t, a);
+    find_top_stage(p, a);
+    double step = step_ms_of(result, i);
+    if (step > 0 && a->batch_size > 0) {
+        a->step_cap_samples_per_s = (double)a->batch_size * 1000.0 / step;
+        a->at_step_cap = p->accel_util_pct >= t->accel_util_target_pct;
+    }
+    int pus = result->machine.pus > 0 ? result->machine.pus : 1;
+    /* Workers off CPU are waiting either for I/O and each other, or, when
+     * the process already fills every hardware thread, for a core. */
+    a->saturated = p->cpu_util_pct >= 0.9 * 100.0 * pus;
+    a->cpu_bound = p->worker_cpu_pct >= PB_CPU_BOUND_PCT || a->saturated;
+    a->oversubscribed = a->workers > pus;
+    describe_bottleneck(p, pus, a);
+    decode_ceiling(result, p, a);
+    core_efficiency(result, p, a);
 }
 
 /* ---- recommendation ----------------------------------------------------- */
@@ -442,6 +475,127 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
 
 /* ---- scaling ------------------------------------------------------------ */
 
+/* The usable points whose axes match base's in all but loader.workers (at
+ * most max of them), in order of workers; returns their count. */
+static int worker_series(const struct pb_result *result, const struct pb_analysis *an, size_t base,
+                         int *series, int max)
+{
+    json_t *axes = result->points[base].axes;
+    int count = 0;
+    if (!axes)
+        return 0;
+    for (size_t j = 0; j < result->point_count && count < max; j++) {
+        if (!an->points[j].usable)
+            continue;
+        bool same = true;
+        const char *key;
+        const json_t *v;
+        json_object_foreach(axes, key, v)
+        {
+            if (strcmp(key, "loader.workers") == 0)
+                continue;
+            if (!json_equal((json_t *)v, json_object_get(result->points[j].axes, key)))
+                same = false;
+        }
+        if (same)
+            series[count++] = (int)j;
+    }
+    /* Insertion sort: a series is tiny. */
+    for (int a = 1; a < count; a++)
+        for (int b = a; b > 0 && an->points[series[b]].workers < an->points[series[b - 1]].workers;
+             b--) {
+            int t = series[b];
+            series[b] = series[b - 1];
+            series[b - 1] = t;
+        }
+    return count;
+}
+
+/* The scaling line's opening: what the series holds fixed (" at
+ * batch_size=32, prefetch_factor=2"), then samples/s per worker at each
+ * worker count. Returns the length written, as snprintf counts it. */
+static size_t per_worker_rates(const struct pb_result *result, struct pb_analysis *an, size_t base,
+                               const int *series, int count)
+{
+    char *out = an->scaling;
+    size_t size = sizeof(an->scaling);
+    char others[256] = "";
+    size_t o = 0;
+    const char *key;
+    const json_t *v;
+    json_object_foreach(result->points[base].axes, key, v)
+    {
+        if (strcmp(key, "loader.workers") == 0 || o >= sizeof(others))
+            continue;
+        char *text = json_dumps(v, JSON_ENCODE_ANY);
+        o += (size_t)snprintf(others + o, sizeof(others) - o, "%s%s=%s", o ? ", " : " at ",
+                              strrchr(key, '.') ? strrchr(key, '.') + 1 : key, text ? text : "?");
+        free(text);
+    }
+    size_t used = (size_t)snprintf(out, size, "samples/s per worker%s:", others);
+    for (int k = 0; k < count && used < size; k++) {
+        const struct pb_point_result *p = &result->points[series[k]];
+        int64_t w = an->points[series[k]].workers;
+        if (w > 0)
+            used += (size_t)snprintf(out + used, size - used, " %lld: %.0f", (long long)w,
+                                     p->samples_per_s / (double)w);
+        else /* not a worker's figure: the loop loads its own batches */
+            used += (size_t)snprintf(out + used, size - used,
+                                     " 0 (in the training loop's thread): %.0f", p->samples_per_s);
+    }
+    return used;
+}
+
+/* Ends the scaling line, from used on, with where more workers stop
+ * paying: the step-time cap, the knee (the first step gaining less than
+ * analysis.knee_doubling_gain per doubling), or that neither came. */
+static void append_knee(const struct pb_result *result, struct pb_analysis *an, const int *series,
+                        int count, size_t used)
+{
+    char *out = an->scaling;
+    size_t size = sizeof(an->scaling);
+    for (int k = 0; k + 1 < count; k++) {
+        int64_t w1 = an->points[series[k]].workers, w2 = an->points[series[k + 1]].workers;
+        /* At the step-time cap more workers cannot add throughput: a
+         * flat curve there is the step's limit, not the loader's knee. */
+        const struct pb_point_analysis *capped =
+            an->points[series[k]].at_step_cap       ? &an->points[series[k]]
+            : an->points[series[k + 1]].at_step_cap ? &an->points[series[k + 1]]
+                                                    : NULL;
+        if (capped) {
+            char workers[64];
+            if (used < size)
+                snprintf(out + used, size - used,
+                         ". From %s the loop is at the step-time cap (%.0f samples/s max, "
+                         "accelerator %.1f%% busy): more workers cannot raise throughput",
+                         workers_phrase(workers, sizeof(workers), capped->workers),
+                         capped->step_cap_samples_per_s,
+                         result->points[capped - an->points].accel_util_pct);
+            return;
+        }
+        if (w1 <= 0 || w2 <= w1)
+            continue;
+        double gain =
+            result->points[series[k + 1]].samples_per_s / result->points[series[k]].samples_per_s;
+        /* Scale the doubling's gain to the step actually taken (log-linear). */
+        double expected = pow(an->thresholds.knee_doubling_gain, log2((double)w2 / (double)w1));
+        if (gain < expected) {
+            if (used < size)
+                snprintf(out + used, size - used,
+                         ". Knee at %lld worker%s: going to %lld gives %.2fx, less than the "
+                         "%.2fx a doubling-gain of %.1fx implies",
+                         (long long)w1, w1 == 1 ? "" : "s", (long long)w2, gain, expected,
+                         an->thresholds.knee_doubling_gain);
+            return;
+        }
+    }
+    if (used < size)
+        snprintf(out + used, size - used,
+                 ". No knee up to %lld workers: each step gained at least %.1fx per doubling",
+                 (long long)an->points[series[count - 1]].workers,
+                 an->thresholds.knee_doubling_gain);
+}
+
 /* Points that differ only in loader.workers form a series; the series of
  * the recommended point is analyzed (else the first with two or more
  * worker counts). */
@@ -453,116 +607,12 @@ static void scaling(const struct pb_result *result, struct pb_analysis *an)
         size_t base = (first + k) % n;
         if (!an->points[base].usable)
             continue;
-        int series[64], count = 0;
-        for (size_t j = 0; j < n && count < 64; j++) {
-            if (!an->points[j].usable)
-                continue;
-            bool same = true;
-            const char *key;
-            const json_t *v;
-            json_t *axes = result->points[base].axes;
-            if (!axes)
-                continue;
-            json_object_foreach(axes, key, v)
-            {
-                if (strcmp(key, "loader.workers") == 0)
-                    continue;
-                if (!json_equal((json_t *)v, json_object_get(result->points[j].axes, key)))
-                    same = false;
-            }
-            if (same)
-                series[count++] = (int)j;
-        }
-        if (count < 2)
+        int series[64];
+        int count = worker_series(result, an, base, series, (int)PB_ARRAY_LEN(series));
+        if (count < 2 || an->points[series[0]].workers == an->points[series[count - 1]].workers)
             continue;
-        /* Sort by workers (insertion sort: tiny). */
-        for (int a = 1; a < count; a++)
-            for (int b = a; b > 0 && an->points[series[b]].workers < an->points[series[b - 1]].workers;
-                 b--) {
-                int t = series[b];
-                series[b] = series[b - 1];
-                series[b - 1] = t;
-            }
-        if (an->points[series[0]].workers == an->points[series[count - 1]].workers)
-            continue;
-        size_t used = 0;
-        char *out = an->scaling;
-        size_t size = sizeof(an->scaling);
-        char others[256] = "";
-        size_t o = 0;
-        const char *key;
-        const json_t *v;
-        json_object_foreach(result->points[base].axes, key, v)
-        {
-            if (strcmp(key, "loader.workers") == 0 || o >= sizeof(others))
-                continue;
-            char *text = json_dumps(v, JSON_ENCODE_ANY);
-            o += (size_t)snprintf(others + o, sizeof(others) - o, "%s%s=%s", o ? ", " : " at ",
-                                  strrchr(key, '.') ? strrchr(key, '.') + 1 : key, text ? text : "?");
-            free(text);
-        }
-        used += (size_t)snprintf(out, size, "samples/s per worker%s:", others);
-        for (int k = 0; k < count && used < size; k++) {
-            const struct pb_point_result *p = &result->points[series[k]];
-            int64_t w = an->points[series[k]].workers;
-            if (w > 0)
-                used += (size_t)snprintf(out + used, size - used, " %lld: %.0f", (long long)w,
-                                         p->samples_per_s / (double)w);
-            else /* not a worker's figure: the loop loads its own batches */
-                used += (size_t)snprintf(out + used, size - used,
-                                         " 0 (in the training loop's thread): %.0f",
-                                         p->samples_per_s);
-        }
-        int64_t knee = -1;
-        double knee_gain = 0, knee_expected = 0;
-        for (int k = 0; k + 1 < count; k++) {
-            int64_t w1 = an->points[series[k]].workers, w2 = an->points[series[k + 1]].workers;
-            /* At the step-time cap more workers cannot add throughput: a
-             * flat curve there is the step's limit, not the loader's knee. */
-            const struct pb_point_analysis *capped =
-                an->points[series[k]].at_step_cap       ? &an->points[series[k]]
-                : an->points[series[k + 1]].at_step_cap ? &an->points[series[k + 1]]
-                                                        : NULL;
-            if (capped) {
-                char workers[64];
-                if (used < size)
-                    used += (size_t)snprintf(
-                        out + used, size - used,
-                        ". From %s the loop is at the step-time cap (%.0f samples/s max, "
-                        "accelerator %.1f%% busy): more workers cannot raise throughput",
-                        workers_phrase(workers, sizeof(workers), capped->workers),
-                        capped->step_cap_samples_per_s,
-                        result->points[capped - an->points].accel_util_pct);
-                knee = 0;
-                break;
-            }
-            if (w1 <= 0 || w2 <= w1)
-                continue;
-            double gain = result->points[series[k + 1]].samples_per_s /
-                          result->points[series[k]].samples_per_s;
-            /* A doubling should give an->thresholds.knee_doubling_gain; scale the
-             * expectation to the step actually taken (log-linear). */
-            double expected = pow(an->thresholds.knee_doubling_gain, log2((double)w2 / (double)w1));
-            if (gain < expected) {
-                knee = w1;
-                knee_gain = gain;
-                knee_expected = expected;
-                if (used < size)
-                    used += (size_t)snprintf(out + used, size - used,
-                                             ". Knee at %lld worker%s: going to %lld gives %.2fx, "
-                                             "less than the %.2fx a doubling-gain of %.1fx implies",
-                                             (long long)w1, w1 == 1 ? "" : "s", (long long)w2,
-                                             gain, expected,
-                                             an->thresholds.knee_doubling_gain);
-                break;
-            }
-        }
-        if (knee < 0 && used < size)
-            snprintf(out + used, size - used,
-                     ". No knee up to %lld workers: each step gained at least %.1fx per doubling",
-                     (long long)an->points[series[count - 1]].workers, an->thresholds.knee_doubling_gain);
-        (void)knee_gain;
-        (void)knee_expected;
+        size_t used = per_worker_rates(result, an, base, series, count);
+        append_knee(result, an, series, count, used);
         return;
     }
 }
@@ -721,100 +771,93 @@ static void jpeg_decode_suggestion(const struct pb_result *result, size_t i, dou
                 100 * progressive / count, progressive, count, run);
 }
 
-/* The suggestions for point i (the recommended one, or a single run's
- * only point), each quoting its figures and, where one exists, ending with
- * the command that tests it. */
-static void suggestions(const struct pb_result *result, size_t i, struct pb_analysis *an)
+/* The suggestion for a dominant decode stage, by the decoder the config
+ * uses: video, null (whose cost the config sets), else JPEG. */
+static void decode_suggestion(const struct pb_result *result, size_t i, const char *of,
+                              const char *run, struct pb_analysis *an)
+{
+    const struct pb_point_analysis *a = &an->points[i];
+    const char *decoder = decoder_name(result);
+    char visit[320] = "";
+    if (clips_per_visit(result, i) <= 1)
+        snprintf(visit, sizeof visit,
+                 "take several clips per video visit, decoded in one pass (test: %s -s "
+                 "pipeline.decode.clips_per_visit=4), ",
+                 run);
+    if (strcmp(decoder, "video") == 0)
+        SUGGEST(an,
+                "decode takes %.0f%% of %s and decodes %.2fx the frames it delivers: "
+                "skip the non-reference frames nobody receives (test: %s -s "
+                "pipeline.decode.discard=nonref), %strade workers for decoder threads (test: "
+                "%s -a pipeline.decode.threads=1,2,4), encode the sources with a shorter "
+                "GOP, or decode on the GPU",
+                a->top_share_pct, of, a->amplification, run, visit, run);
+    else if (strcmp(decoder, "null") == 0)
+        SUGGEST(an,
+                "decode takes %.0f%% of %s: the null decoder's cost_us sets it; a "
+                "real decoder's share is the figure to watch",
+                a->top_share_pct, of);
+    else
+        jpeg_decode_suggestion(result, i, a->top_share_pct, of, run, an);
+}
+
+/* The device side: what the copy to the GPU costs the loop and the GPU. */
+static void copy_suggestions(const struct pb_result *result, const struct pb_point_result *p,
+                             struct pb_analysis *an)
+{
+    const struct pb_gpu_figures *g = &p->gpu;
+    double wall_ns = g->wall_s * 1e9;
+    double copy_wait_pct = wall_ns > 0 ? 100 * (double)g->copy_wait_ns / wall_ns : 0;
+    double copy_pct = wall_ns > 0 ? 100 * g->copy_ns / wall_ns : 0;
+    double peak = result->calibration.h2d_pinned_gb_s;
+    if (p->pinned_bytes == 0 && copy_wait_pct >= 5)
+        SUGGEST(an,
+                "the loop waits %.1f%% of its time on pageable copies (%.2f GB/s): pin the "
+                "batch buffers (loader.pin_memory: true) so copies are asynchronous DMA",
+                copy_wait_pct, g->copy_gb_per_s);
+    if (copy_pct >= 5 && g->overlap_pct < 50 && g->step_ns > 0)
+        SUGGEST(an,
+                "copies take %.1f%% of wall time and only %.0f%% of it overlaps the step: "
+                "loader.device_prefetch >= 2 with to_device.stream: copy runs the next copy "
+                "during the step",
+                copy_pct, g->overlap_pct);
+    if (copy_pct >= 10)
+        SUGGEST(an,
+                "copies take %.1f%% of wall time: copy uint8 and normalize on the GPU "
+                "(pipeline.normalize.device: gpu) to move 4x fewer bytes than float32",
+                copy_pct);
+    if (p->pinned_bytes > 0 && peak > 0 && g->copy_gb_per_s < 0.5 * peak)
+        SUGGEST(an,
+                "pinned copies reach %.2f GB/s, %.0f%% of this machine's calibrated %.1f GB/s: "
+                "other traffic shares the link, or the GPU is not on the CPU's nearest PCIe "
+                "root (check nvidia-smi topo -m)",
+                g->copy_gb_per_s, 100 * g->copy_gb_per_s / peak, peak);
+}
+
+/* What more workers can do for a waiting loop, by whether the cores are
+ * saturated and the workers on CPU; and what workers beyond the hardware
+ * threads cost. */
+static void worker_suggestions(const struct pb_result *result, size_t i, const char *run,
+                               struct pb_analysis *an)
 {
     const struct pb_point_result *p = &result->points[i];
     const struct pb_point_analysis *a = &an->points[i];
     int pus = result->machine.pus > 0 ? result->machine.pus : 1;
-    const char *top = a->top_stage >= 0 ? p->stages[a->top_stage].name : "";
-    static const char *const decode_names[] = {"decode", NULL};
-    static const char *const sizing_names[] = {"resize", "center_crop", "random_crop",
-                                               "random_resized_crop", NULL};
-
-    const char *of = a->top_share_of_cpu ? "worker CPU time" : "worker time";
-    char run[160], workers[64];
-    run_command(result, run, sizeof(run));
+    bool waits = a->input_bound != PB_INPUT_BOUND_NO;
+    char workers[64];
     worker_counts(a->workers, pus, workers, sizeof(workers));
-
-    if (a->input_bound == PB_INPUT_BOUND_NO)
-        SUGGEST(an,
-                "the loader keeps up: the loop waits %.1f%% of its time (< %.0f%%); a faster "
-                "loader would not speed up training at this step time",
-                p->stall_pct, an->thresholds.input_bound_moderate_pct);
-    if (a->top_stage >= 0 && a->top_share_pct >= 40 && name_is(top, decode_names)) {
-        const char *decoder = decoder_name(result);
-        char visit[320] = "";
-        if (clips_per_visit(result, i) <= 1)
-            snprintf(visit, sizeof visit,
-                     "take several clips per video visit, decoded in one pass (test: %s -s "
-                     "pipeline.decode.clips_per_visit=4), ",
-                     run);
-        if (strcmp(decoder, "video") == 0)
-            SUGGEST(an,
-                    "decode takes %.0f%% of %s and decodes %.2fx the frames it delivers: "
-                    "skip the non-reference frames nobody receives (test: %s -s "
-                    "pipeline.decode.discard=nonref), %strade workers for decoder threads (test: "
-                    "%s -a pipeline.decode.threads=1,2,4), encode the sources with a shorter "
-                    "GOP, or decode on the GPU",
-                    a->top_share_pct, of, a->amplification, run, visit, run);
-        else if (strcmp(decoder, "null") == 0)
-            SUGGEST(an,
-                    "decode takes %.0f%% of %s: the null decoder's cost_us sets it; a "
-                    "real decoder's share is the figure to watch",
-                    a->top_share_pct, of);
-        else
-            jpeg_decode_suggestion(result, i, a->top_share_pct, of, run, an);
-    }
-    if (a->top_stage >= 0 && a->top_share_pct >= 30 && name_is(top, sizing_names))
-        SUGGEST(an,
-                "%s takes %.0f%% of %s: crop before resizing (random_resized_crop "
-                "resamples only the crop), or use interpolation: bilinear instead of area",
-                top, a->top_share_pct, of);
-    if (p->gpu.used) {
-        /* The device side: what the copy costs the loop and the GPU. */
-        const struct pb_gpu_figures *g = &p->gpu;
-        double wall_ns = g->wall_s * 1e9;
-        double copy_wait_pct = wall_ns > 0 ? 100 * (double)g->copy_wait_ns / wall_ns : 0;
-        double copy_pct = wall_ns > 0 ? 100 * g->copy_ns / wall_ns : 0;
-        double peak = result->calibration.h2d_pinned_gb_s;
-        if (p->pinned_bytes == 0 && copy_wait_pct >= 5)
-            SUGGEST(an,
-                    "the loop waits %.1f%% of its time on pageable copies (%.2f GB/s): pin the "
-                    "batch buffers (loader.pin_memory: true) so copies are asynchronous DMA",
-                    copy_wait_pct, g->copy_gb_per_s);
-        if (copy_pct >= 5 && g->overlap_pct < 50 && g->step_ns > 0)
-            SUGGEST(an,
-                    "copies take %.1f%% of wall time and only %.0f%% of it overlaps the step: "
-                    "loader.device_prefetch >= 2 with to_device.stream: copy runs the next copy "
-                    "during the step",
-                    copy_pct, g->overlap_pct);
-        if (copy_pct >= 10)
-            SUGGEST(an,
-                    "copies take %.1f%% of wall time: copy uint8 and normalize on the GPU "
-                    "(pipeline.normalize.device: gpu) to move 4x fewer bytes than float32",
-                    copy_pct);
-        if (p->pinned_bytes > 0 && peak > 0 && g->copy_gb_per_s < 0.5 * peak)
-            SUGGEST(an,
-                    "pinned copies reach %.2f GB/s, %.0f%% of this machine's calibrated %.1f GB/s: "
-                    "other traffic shares the link, or the GPU is not on the CPU's nearest PCIe "
-                    "root (check nvidia-smi topo -m)",
-                    g->copy_gb_per_s, 100 * g->copy_gb_per_s / peak, peak);
-    }
-    if (a->input_bound != PB_INPUT_BOUND_NO && a->saturated)
+    if (waits && a->saturated)
         SUGGEST(an,
                 "all %d hardware threads are busy (%.0f%% CPU) and the loop still waits %.1f%%: "
                 "more workers cannot help; cut the work per sample (the largest stage first) or "
                 "add cores",
                 pus, p->cpu_util_pct, p->stall_pct);
-    if (a->input_bound != PB_INPUT_BOUND_NO && a->cpu_bound && !a->saturated && a->workers < pus)
+    if (waits && a->cpu_bound && !a->saturated && a->workers < pus)
         SUGGEST(an,
                 "workers are busy (%.0f%% on CPU) and the loop still waits %.1f%%: add workers, "
                 "up to the %d hardware threads (now %lld); test: %s -a loader.workers=%s",
                 p->worker_cpu_pct, p->stall_pct, pus, (long long)a->workers, run, workers);
-    if (a->input_bound != PB_INPUT_BOUND_NO && !a->cpu_bound && !a->saturated && a->workers > 0)
+    if (waits && !a->cpu_bound && !a->saturated && a->workers > 0)
         SUGGEST(an,
                 "workers are on CPU only %.0f%% of the time while the loop waits %.1f%%: they "
                 "wait on I/O or each other; more workers or a larger prefetch_factor can hide it "
@@ -829,6 +872,13 @@ static void suggestions(const struct pb_result *result, size_t i, struct pb_anal
     else if (a->oversubscribed)
         SUGGEST(an, "%lld workers share %d hardware threads: use at most %d", (long long)a->workers,
                 pus, pus);
+}
+
+/* A loader holding over a quarter of the machine's memory. */
+static void memory_suggestion(const struct pb_result *result, size_t i, const char *run,
+                              struct pb_analysis *an)
+{
+    const struct pb_point_analysis *a = &an->points[i];
     uint64_t machine_bytes = result->machine.memory_bytes;
     if (machine_bytes > 0 && a->memory_bytes > machine_bytes / 4)
         SUGGEST(an,
@@ -838,6 +888,40 @@ static void suggestions(const struct pb_result *result, size_t i, struct pb_anal
                 (double)a->memory_bytes / 1048576.0,
                 100.0 * (double)a->memory_bytes / (double)machine_bytes,
                 (long long)a->prefetch_factor, run);
+}
+
+/* The suggestions for point i (the recommended one, or a single run's
+ * only point), each quoting its figures and, where one exists, ending with
+ * the command that tests it. */
+static void suggestions(const struct pb_result *result, size_t i, struct pb_analysis *an)
+{
+    const struct pb_point_result *p = &result->points[i];
+    const struct pb_point_analysis *a = &an->points[i];
+    const char *top = a->top_stage >= 0 ? p->stages[a->top_stage].name : "";
+    static const char *const decode_names[] = {"decode", NULL};
+    static const char *const sizing_names[] = {"resize", "center_crop", "random_crop",
+                                               "random_resized_crop", NULL};
+
+    const char *of = a->top_share_of_cpu ? "worker CPU time" : "worker time";
+    char run[160];
+    run_command(result, run, sizeof(run));
+
+    if (a->input_bound == PB_INPUT_BOUND_NO)
+        SUGGEST(an,
+                "the loader keeps up: the loop waits %.1f%% of its time (< %.0f%%); a faster "
+                "loader would not speed up training at this step time",
+                p->stall_pct, an->thresholds.input_bound_moderate_pct);
+    if (a->top_stage >= 0 && a->top_share_pct >= 40 && name_is(top, decode_names))
+        decode_suggestion(result, i, of, run, an);
+    if (a->top_stage >= 0 && a->top_share_pct >= 30 && name_is(top, sizing_names))
+        SUGGEST(an,
+                "%s takes %.0f%% of %s: crop before resizing (random_resized_crop "
+                "resamples only the crop), or use interpolation: bilinear instead of area",
+                top, a->top_share_pct, of);
+    if (p->gpu.used)
+        copy_suggestions(result, p, an);
+    worker_suggestions(result, i, run, an);
+    memory_suggestion(result, i, run, an);
 }
 
 /* The closing line of every run: the input-bound class of point i (or,

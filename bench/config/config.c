@@ -418,30 +418,35 @@ static PB_PRINTF(5, 6) int key_error(const struct pb_spec *spec, const char *con
 }
 #define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
-int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
+/* The rules within one stage: its own options', then its decoder's. */
+static int check_stage_options(const struct pb_spec *spec, const struct pb_stage_spec *st,
+                               char *msg, size_t msglen)
 {
-    const struct pb_dataset_spec *ds = &spec->dataset;
-    const struct pb_run_spec *run = &spec->run;
-    if (ds->path[0] == '\0')
-        return key_error(spec, KEYS("dataset"), msg, msglen,
-                         "dataset.path is required (a directory or a glob)");
-    if (spec->stage_count == 0)
-        return key_error(spec, KEYS("pipeline"), msg, msglen,
-                         "pipeline must list at least one stage");
+    char why[PB_MSG_MAX];
+    if (st->ops->validate && st->ops->validate(st->opts, why, sizeof why) != PB_OK)
+        return spec_error(spec, st, msg, msglen, "%s", why);
+    if (st->decoder && st->decoder->validate &&
+        st->decoder->validate(st->decoder_opts, why, sizeof why) != PB_OK)
+        return spec_error(spec, st, msg, msglen, "%s", why);
+    return PB_OK;
+}
 
+/* The rules between stages, in pipeline order: a decoder has the bytes
+ * it needs, a stage takes the channels the last decoder gives, per-sample
+ * stages come before the training loop's, and GPU stages after the one
+ * 'to_device'. */
+static int check_stage_order(const struct pb_spec *spec, char *msg, size_t msglen)
+{
     const struct pb_stage_spec *reader = NULL, *consumer = NULL, *to_device = NULL;
     const struct pb_decoder_ops *decoder = NULL; /* the last decode stage's */
     int channels = 0; /* as that decoder declares them; 0: the files decide */
     for (int i = 0; i < spec->stage_count; i++) {
         const struct pb_stage_spec *st = &spec->stages[i];
         unsigned flags = st->ops->flags;
-        /* The rules between a stage's (and its decoder's) options. */
         char why[PB_MSG_MAX];
-        if (st->ops->validate && st->ops->validate(st->opts, why, sizeof why) != PB_OK)
-            return spec_error(spec, st, msg, msglen, "%s", why);
-        if (st->decoder && st->decoder->validate &&
-            st->decoder->validate(st->decoder_opts, why, sizeof why) != PB_OK)
-            return spec_error(spec, st, msg, msglen, "%s", why);
+        int rc = check_stage_options(spec, st, msg, msglen);
+        if (rc != PB_OK)
+            return rc;
         if ((flags & PB_STAGE_DECODER) && st->decoder &&
             !(st->decoder->flags & PB_DECODER_OPENS_FILE) && !reader)
             return spec_error(spec, st, msg, msglen,
@@ -485,7 +490,13 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
         if ((flags & PB_STAGE_CONSUMER) && !(flags & PB_STAGE_TO_DEVICE) && !consumer)
             consumer = st;
     }
+    return PB_OK;
+}
 
+/* The settings that come in pairs, a lower bound and an upper one. */
+static int check_bounds(const struct pb_spec *spec, char *msg, size_t msglen)
+{
+    const struct pb_run_spec *run = &spec->run;
     if (run->min_time_s > run->max_time_s) {
         char lo[32], hi[32];
         pb_opt_format(pb_opt_find(pb_run_opts, "min_time_s"), run, lo, sizeof lo);
@@ -501,6 +512,14 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
             "analysis.input_bound_moderate_pct (%g) must not exceed "
             "analysis.input_bound_high_pct (%g)",
             spec->analysis.input_bound_moderate_pct, spec->analysis.input_bound_high_pct);
+    return PB_OK;
+}
+
+/* A valid shard, and enough samples that every rank gets one and, with
+ * loader.drop_last, a whole batch. */
+static int check_sample_counts(const struct pb_spec *spec, char *msg, size_t msglen)
+{
+    const struct pb_dataset_spec *ds = &spec->dataset;
     if (ds->shard.count < 1 || ds->shard.rank < 0 || ds->shard.rank >= ds->shard.count)
         return key_error(spec, KEYS("dataset.shard", "dataset"), msg, msglen,
                          "dataset.shard must be RANK/COUNT with 0 <= RANK < COUNT, "
@@ -524,6 +543,14 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
                          "dataset.max_samples (%lld) is less than loader.batch_size (%lld) and "
                          "loader.drop_last is on, so no batch would ever be delivered",
                          (long long)ds->max_samples, (long long)spec->loader.batch_size);
+    return PB_OK;
+}
+
+/* Tar shards are generated only for dataset.format: tar, and read by the
+ * decoders that take bytes from a stage, not by those that open files. */
+static int check_tar_format(const struct pb_spec *spec, char *msg, size_t msglen)
+{
+    const struct pb_dataset_spec *ds = &spec->dataset;
     if (ds->has_generate && ds->generate.shards > 0 && ds->format != PB_FORMAT_TAR)
         return key_error(spec, KEYS("dataset.generate.shards", "dataset.format", "dataset"), msg,
                          msglen,
@@ -536,6 +563,24 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
                               "from tar shards (dataset.format: tar); use dataset.format: files",
                               spec->stages[i].decoder->name);
     return PB_OK;
+}
+
+int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
+{
+    if (spec->dataset.path[0] == '\0')
+        return key_error(spec, KEYS("dataset"), msg, msglen,
+                         "dataset.path is required (a directory or a glob)");
+    if (spec->stage_count == 0)
+        return key_error(spec, KEYS("pipeline"), msg, msglen,
+                         "pipeline must list at least one stage");
+    int rc = check_stage_order(spec, msg, msglen);
+    if (rc == PB_OK)
+        rc = check_bounds(spec, msg, msglen);
+    if (rc == PB_OK)
+        rc = check_sample_counts(spec, msg, msglen);
+    if (rc == PB_OK)
+        rc = check_tar_format(spec, msg, msglen);
+    return rc;
 }
 
 bool pb_spec_uses_gpu(const struct pb_spec *spec)

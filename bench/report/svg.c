@@ -267,6 +267,98 @@ static void legend_row(FILE *out, double x, double y0, size_t row, const char *c
 
 /* ------------------------------------------------------------ line chart */
 
+/* The range of the chart's plottable points (error bars included) and
+ * rules, widened into xlo..xhi and ylo..yhi; they stay infinite when there
+ * is nothing to plot. */
+static void line_chart_extent(const struct pb_svg_chart *c, const struct axis *x,
+                              const struct axis *y, double *xlo, double *xhi, double *ylo,
+                              double *yhi)
+{
+    for (size_t s = 0; s < c->series_count; s++) {
+        const struct pb_svg_series *se = &c->series[s];
+        for (size_t i = 0; i < se->count; i++) {
+            if (!axis_ok(x, se->x[i]) || !axis_ok(y, se->y[i]))
+                continue;
+            double err = se->y_err && isfinite(se->y_err[i]) ? se->y_err[i] : 0;
+            *xlo = fmin(*xlo, se->x[i]);
+            *xhi = fmax(*xhi, se->x[i]);
+            *ylo = fmin(*ylo, y->log ? se->y[i] : se->y[i] - err);
+            *yhi = fmax(*yhi, se->y[i] + err);
+        }
+    }
+    for (size_t r = 0; r < c->hrule_count; r++)
+        if (axis_ok(y, c->hrules[r].at)) {
+            *ylo = fmin(*ylo, c->hrules[r].at);
+            *yhi = fmax(*yhi, c->hrules[r].at);
+        }
+}
+
+/* The dashed horizontal and vertical rules, each with its label. */
+static void draw_rules(FILE *out, const struct pb_svg_chart *c, const struct axis *x,
+                       const struct axis *y)
+{
+    for (size_t r = 0; r < c->hrule_count; r++) {
+        if (!axis_ok(y, c->hrules[r].at))
+            continue;
+        double py = axis_px(y, c->hrules[r].at);
+        fprintf(out,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
+                "stroke-dasharray=\"5 4\"/>\n",
+                x->px0, py, x->px1, py);
+        text_at(out, x->px1 - 4, py - 4, "end", 10, " fill=\"#333\"", c->hrules[r].label);
+    }
+    for (size_t r = 0; r < c->vrule_count; r++) {
+        if (!axis_ok(x, c->vrules[r].at))
+            continue;
+        double px = axis_px(x, c->vrules[r].at);
+        fprintf(out,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
+                "stroke-dasharray=\"5 4\"/>\n",
+                px, y->px1, px, y->px0);
+        text_at(out, px + 3, y->px1 + 12, "start", 10, " fill=\"#333\"", c->vrules[r].label);
+    }
+}
+
+/* What sits on point i of a series: its error bar, its dot, and the ring
+ * and label of the marked point. */
+static void draw_point(FILE *out, const struct pb_svg_series *se, size_t i, const char *color,
+                       const struct axis *x, const struct axis *y)
+{
+    double px = axis_px(x, se->x[i]), py = axis_px(y, se->y[i]);
+    double err = se->y_err && isfinite(se->y_err[i]) ? se->y_err[i] : 0;
+    if (err > 0 && axis_ok(y, se->y[i] - err)) {
+        double a = axis_px(y, se->y[i] - err), b = axis_px(y, se->y[i] + err);
+        fprintf(out,
+                "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" stroke=\"%s\" "
+                "stroke-width=\"1.5\"/>\n",
+                px, a, b, px - 4, a, px + 4, px - 4, b, px + 4, color);
+    }
+    if (se->dots)
+        fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", px, py, color);
+    if ((int)i == se->marked) {
+        fprintf(out,
+                "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"8\" fill=\"none\" stroke=\"#C00000\" "
+                "stroke-width=\"2.5\"/>\n",
+                px, py);
+        text_at(out, px, py - 12, "middle", 11, " fill=\"#C00000\" font-weight=\"bold\"",
+                se->mark_label ? se->mark_label : "");
+    }
+}
+
+/* One series: the line through its plottable points, then each point. */
+static void draw_series(FILE *out, const struct pb_svg_series *se, const char *color,
+                        const struct axis *x, const struct axis *y)
+{
+    fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
+    for (size_t i = 0; i < se->count; i++)
+        if (axis_ok(x, se->x[i]) && axis_ok(y, se->y[i]))
+            fprintf(out, "%.1f,%.1f ", axis_px(x, se->x[i]), axis_px(y, se->y[i]));
+    fputs("\"/>\n", out);
+    for (size_t i = 0; i < se->count; i++)
+        if (axis_ok(x, se->x[i]) && axis_ok(y, se->y[i]))
+            draw_point(out, se, i, color, x, y);
+}
+
 void pb_svg_line_chart(FILE *out, const struct pb_svg_chart *c)
 {
     int width = c->width ? c->width : 640, height = c->height ? c->height : 340;
@@ -278,23 +370,7 @@ void pb_svg_line_chart(FILE *out, const struct pb_svg_chart *c)
     struct axis x = {.log = c->x_log, .px0 = 70, .px1 = plot_right};
     struct axis y = {.log = c->y_log, .px0 = height - 56, .px1 = 36};
     double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
-    for (size_t s = 0; s < c->series_count; s++) {
-        const struct pb_svg_series *se = &c->series[s];
-        for (size_t i = 0; i < se->count; i++) {
-            if (!axis_ok(&x, se->x[i]) || !axis_ok(&y, se->y[i]))
-                continue;
-            double err = se->y_err && isfinite(se->y_err[i]) ? se->y_err[i] : 0;
-            xlo = fmin(xlo, se->x[i]);
-            xhi = fmax(xhi, se->x[i]);
-            ylo = fmin(ylo, y.log ? se->y[i] : se->y[i] - err);
-            yhi = fmax(yhi, se->y[i] + err);
-        }
-    }
-    for (size_t r = 0; r < c->hrule_count; r++)
-        if (axis_ok(&y, c->hrules[r].at)) {
-            ylo = fmin(ylo, c->hrules[r].at);
-            yhi = fmax(yhi, c->hrules[r].at);
-        }
+    line_chart_extent(c, &x, &y, &xlo, &xhi, &ylo, &yhi);
     svg_open(out, width, height, c->title);
     if (!isfinite(xlo) || !isfinite(ylo)) {
         text_at(out, width / 2.0, height / 2.0, "middle", 12, NULL, "no data to plot");
@@ -311,59 +387,9 @@ void pb_svg_line_chart(FILE *out, const struct pb_svg_chart *c)
     if (c->y_max > 0 && !y.log)
         y.hi = c->y_max;
     draw_axes(out, &x, &y, true, c->x_ns, c->x_names, c->x_name_count, c->x_label, c->y_label);
-    for (size_t r = 0; r < c->hrule_count; r++) {
-        if (!axis_ok(&y, c->hrules[r].at))
-            continue;
-        double py = axis_px(&y, c->hrules[r].at);
-        fprintf(out,
-                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
-                "stroke-dasharray=\"5 4\"/>\n",
-                x.px0, py, x.px1, py);
-        text_at(out, x.px1 - 4, py - 4, "end", 10, " fill=\"#333\"", c->hrules[r].label);
-    }
-    for (size_t r = 0; r < c->vrule_count; r++) {
-        if (!axis_ok(&x, c->vrules[r].at))
-            continue;
-        double px = axis_px(&x, c->vrules[r].at);
-        fprintf(out,
-                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
-                "stroke-dasharray=\"5 4\"/>\n",
-                px, y.px1, px, y.px0);
-        text_at(out, px + 3, y.px1 + 12, "start", 10, " fill=\"#333\"", c->vrules[r].label);
-    }
-    for (size_t s = 0; s < c->series_count; s++) {
-        const struct pb_svg_series *se = &c->series[s];
-        const char *color = pb_svg_color(s);
-        fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
-        for (size_t i = 0; i < se->count; i++)
-            if (axis_ok(&x, se->x[i]) && axis_ok(&y, se->y[i]))
-                fprintf(out, "%.1f,%.1f ", axis_px(&x, se->x[i]), axis_px(&y, se->y[i]));
-        fputs("\"/>\n", out);
-        for (size_t i = 0; i < se->count; i++) {
-            if (!axis_ok(&x, se->x[i]) || !axis_ok(&y, se->y[i]))
-                continue;
-            double px = axis_px(&x, se->x[i]), py = axis_px(&y, se->y[i]);
-            double err = se->y_err && isfinite(se->y_err[i]) ? se->y_err[i] : 0;
-            if (err > 0 && axis_ok(&y, se->y[i] - err)) {
-                double a = axis_px(&y, se->y[i] - err), b = axis_px(&y, se->y[i] + err);
-                fprintf(out,
-                        "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" stroke=\"%s\" "
-                        "stroke-width=\"1.5\"/>\n",
-                        px, a, b, px - 4, a, px + 4, px - 4, b, px + 4, color);
-            }
-            if (se->dots)
-                fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", px, py,
-                        color);
-            if ((int)i == se->marked) {
-                fprintf(out,
-                        "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"8\" fill=\"none\" stroke=\"#C00000\" "
-                        "stroke-width=\"2.5\"/>\n",
-                        px, py);
-                text_at(out, px, py - 12, "middle", 11, " fill=\"#C00000\" font-weight=\"bold\"",
-                        se->mark_label ? se->mark_label : "");
-            }
-        }
-    }
+    draw_rules(out, c, &x, &y);
+    for (size_t s = 0; s < c->series_count; s++)
+        draw_series(out, &c->series[s], pb_svg_color(s), &x, &y);
     if (legend)
         for (size_t s = 0; s < c->series_count; s++)
             legend_row(out, plot_right + 16, 48, s, pb_svg_color(s), false, c->series[s].label);
