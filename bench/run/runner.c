@@ -52,136 +52,226 @@ static void fail_run(struct run *run, int rc, const char *what)
 
 enum { BATCH_BUILT = 0, BATCH_END = 1 };
 
+/* The clocks of one batch: whether it is measured and stage-timed, when
+ * it started, and the time its samples spent inside stages (the rest of
+ * its assembly is collation). */
+struct batch_clock {
+    bool measured, timing, perf;
+    uint64_t start_ns, cpu_start_ns;
+    uint64_t stage_wall_ns, stage_cpu_ns;
+};
+
+/* The clocks of one sample with timing on: one reading closes a stage and
+ * opens the next, so a sample costs stages + 1 readings of each clock. */
+struct sample_clock {
+    uint64_t wall_ns, cpu_ns;
+    uint64_t perf[PB_PERF_COUNTERS];
+};
+
+/* Sample j of the batch as the stages see it, before the first stage. */
+static inline void sample_init(struct worker *w, uint32_t j, struct pb_sample *s)
+{
+    const struct run *run = w->run;
+    const struct pb_dataset *ds = run->ds;
+    uint64_t index = w->indices[j];
+    *s = (struct pb_sample){
+        .index = index,
+        .path = ds->paths[index],
+        .file_bytes = ds->sizes[index],
+        .file_offset = ds->offsets ? ds->offsets[index] : 0,
+        .member = ds->members ? ds->members[index] : NULL,
+        .seed = w->seeds[j],
+        .visit_seed = w->visit_seeds[j],
+        .clip = w->clips[j],
+        .clips = (uint32_t)run->clips_per_file,
+        .in_shape = {.dtype = PB_DTYPE_BYTES},
+        .msg = w->msg,
+        .msglen = sizeof(w->msg),
+    };
+}
+
+/* Cold: the sentence for a stage whose output does not fit. A size above
+ * PB_SAMPLE_MAX_BYTES was read from a corrupt header and is never
+ * allocated; a last stage of variable size cannot fill a fixed slot. */
+static int stage_too_large(struct worker *w, int k, const struct pb_sample *s, bool corrupt)
+{
+    const char *path = s->path ? s->path : "(sample)";
+    const char *stage = w->chain.stages[k].ops->name;
+    if (corrupt)
+        snprintf(w->msg, sizeof(w->msg),
+                 "%s: stage '%s' asks for %zu bytes for one sample, more than the %zu "
+                 "bytes pbench accepts: the file's size fields are corrupt or it is far "
+                 "too large",
+                 path, stage, s->out_bytes, (size_t)PB_SAMPLE_MAX_BYTES);
+    else
+        snprintf(w->msg, sizeof(w->msg),
+                 "%s: stage '%s' output of %zu bytes does not fit the batch slot of %zu "
+                 "bytes; end the pipeline with a stage of fixed size (resize, crop)",
+                 path, stage, s->out_bytes, s->out_capacity);
+    return PB_ERR_DATA;
+}
+
+/* Runs stage k on s into out (the sample's place in the batch for the last
+ * stage, a scratch buffer before it). A larger image than any before grows
+ * the scratch buffer once, then the stage runs again; nothing else
+ * allocates. */
+static inline int run_stage(struct worker *w, int k, bool last, struct pb_sample *s, uint8_t *out)
+{
+    const struct pb_stage_inst *stage = &w->chain.stages[k];
+    s->out = last ? out : w->scratch[k & 1];
+    s->out_capacity = last ? w->run->sizes.slot_bytes : w->scratch_capacity[k & 1];
+    s->out_bytes = 0;
+    int rc = stage->ops->process(stage->state, s);
+    if (rc != PB_ERR_NOSPACE)
+        return rc;
+    if (s->out_bytes > PB_SAMPLE_MAX_BYTES)
+        return stage_too_large(w, k, s, true);
+    if (!last && s->out_bytes > s->out_capacity && pb_runner_grow_scratch(w, k & 1, s->out_bytes) == PB_OK) {
+        s->out = w->scratch[k & 1];
+        s->out_capacity = w->scratch_capacity[k & 1];
+        s->out_bytes = 0;
+        memset(s->substage_ns, 0, sizeof(s->substage_ns));
+        memset(s->counters, 0, sizeof(s->counters));
+        rc = stage->ops->process(stage->state, s);
+    }
+    return rc == PB_ERR_NOSPACE ? stage_too_large(w, k, s, false) : rc;
+}
+
+/* With timing on, stage k of s has just ended: its wall and CPU time into
+ * the stage's histogram, slowest list and trace, its perf counters and
+ * substage times; the sample clock moves on to the next stage. */
+static inline void stage_timed(struct worker *w, int k, const struct pb_sample *s,
+                               struct sample_clock *sc, struct batch_clock *bc)
+{
+    struct pb_stage_stats *st = w->stats;
+    uint64_t t = pb_now_ns(), c = pb_thread_cpu_ns();
+    if (w->trace)
+        pb_trace_record(w->trace, w->trace_names[k], PB_TRACE_SPAN, s->index, sc->wall_ns, t, 0);
+    pb_hist_add(st->hist[k], t - sc->wall_ns);
+    pb_slowest_add(&st->slowest[k], s->index, t - sc->wall_ns);
+    st->cpu_ns[k] += c - sc->cpu_ns;
+    if (bc->perf) {
+        uint64_t now[PB_PERF_COUNTERS] = {0};
+        pb_perf_read(&w->perf, now);
+        for (int i = 0; i < PB_PERF_COUNTERS; i++) {
+            st->perf[k][i] += now[i] - sc->perf[i];
+            sc->perf[i] = now[i];
+        }
+    }
+    bc->stage_wall_ns += t - sc->wall_ns;
+    bc->stage_cpu_ns += c - sc->cpu_ns;
+    sc->wall_ns = t;
+    sc->cpu_ns = c;
+    for (int i = 0; i < st->substage_count[k]; i++)
+        pb_hist_add(&st->substage_hist[k][i], s->substage_ns[i]);
+}
+
+/* Runs every stage on s, the last one writing into out; times each when
+ * the batch is timed and counts what stages count when it is measured.
+ * Returns the first stage's error, or PB_OK. */
+static inline int process_sample(struct worker *w, struct pb_sample *s, uint8_t *out,
+                                 struct batch_clock *bc)
+{
+    struct pb_stage_stats *st = w->stats;
+    int last = w->chain.count - 1, rc = PB_OK;
+    struct sample_clock sc = {0};
+    if (bc->timing) {
+        sc.wall_ns = pb_now_ns();
+        sc.cpu_ns = pb_thread_cpu_ns();
+        if (bc->perf)
+            pb_perf_read(&w->perf, sc.perf);
+    }
+    for (int k = 0; k <= last; k++) {
+        rc = run_stage(w, k, k == last, s, out);
+        if (bc->timing)
+            stage_timed(w, k, s, &sc, bc);
+        if (st->counter_count[k] && bc->measured) {
+            for (int i = 0; i < st->counter_count[k]; i++)
+                st->counters[k][i] += s->counters[i];
+        }
+        if (st->substage_count[k] | st->counter_count[k]) {
+            memset(s->substage_ns, 0, sizeof(s->substage_ns));
+            memset(s->counters, 0, sizeof(s->counters));
+        }
+        if (rc != PB_OK)
+            break;
+        s->in = s->out;
+        s->in_bytes = s->out_bytes;
+        s->in_shape = s->out_shape;
+    }
+    return rc;
+}
+
+/* Whether a sample came out in another shape than the batch planned. */
+static inline bool ragged_sample(const struct pb_shape *got, const struct pb_shape *planned)
+{
+    return got->height != planned->height || got->width != planned->width ||
+           got->channels != planned->channels ||
+           (got->frames > 0 ? got->frames : 1) != (planned->frames > 0 ? planned->frames : 1);
+}
+
+/* The batch's clocks when it starts: measured once the warm-up is over,
+ * stage-timed when the spec asks for it. */
+static inline void batch_clock_start(struct worker *w, uint64_t seq, uint64_t start_ns,
+                                     struct batch_clock *bc)
+{
+    const struct run *run = w->run;
+    bc->start_ns = start_ns;
+    bc->measured = seq >= run->first_measured_seq;
+    bc->timing = bc->measured && run->stage_timing;
+    if (bc->measured && !w->cpu_started) {
+        w->cpu_start_ns = pb_thread_cpu_ns();
+        w->cpu_started = true;
+    }
+    bc->cpu_start_ns = bc->timing ? pb_thread_cpu_ns() : 0;
+    bc->perf = bc->timing && w->perf.mask;
+    bc->stage_wall_ns = bc->stage_cpu_ns = 0;
+}
+
+/* The batch is built: its assembly time, the worker's CPU clock, and with
+ * timing on the collation share (assembly less the stages) and its span in
+ * the trace. */
+static inline void batch_clock_end(struct worker *w, uint64_t seq, struct pb_slot *slot,
+                                   const struct batch_clock *bc)
+{
+    struct pb_stage_stats *st = w->stats;
+    slot->assembly_ns = pb_now_ns() - bc->start_ns;
+    if (bc->measured)
+        w->cpu_end_ns = pb_thread_cpu_ns();
+    if (!bc->timing)
+        return;
+    pb_hist_add(&st->collate_hist,
+                slot->assembly_ns > bc->stage_wall_ns ? slot->assembly_ns - bc->stage_wall_ns : 0);
+    uint64_t batch_cpu = w->cpu_end_ns - bc->cpu_start_ns;
+    st->collate_cpu_ns += batch_cpu > bc->stage_cpu_ns ? batch_cpu - bc->stage_cpu_ns : 0;
+    if (w->trace)
+        pb_trace_record(w->trace, PB_TRACE_BATCH, PB_TRACE_SPAN, seq, bc->start_ns,
+                        bc->start_ns + slot->assembly_ns, 0);
+}
+
 /* Builds batch seq into slot, sample by sample, writing the last stage's
- * output straight into the sample's place in the batch. No allocation, no
- * lock and no formatting unless a sample fails. */
+ * output straight into the sample's place in the batch. A sample that
+ * fails on bad data is counted and skipped under run.on_error: skip; any
+ * other failure ends the run. No allocation, no lock and no formatting
+ * unless a sample fails. */
 static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
 {
     struct run *run = w->run;
-    struct pb_stage_stats *st = w->stats;
     uint64_t start_ns = pb_now_ns();
     uint32_t n;
     if (!pb_sampler_batch_visits(&run->sampler, seq, w->indices, w->seeds, w->visit_seeds,
                                  w->clips, &n))
         return BATCH_END;
-    bool measured = seq >= run->first_measured_seq;
-    bool timing = measured && run->stage_timing;
-    if (measured && !w->cpu_started) {
-        w->cpu_start_ns = pb_thread_cpu_ns();
-        w->cpu_started = true;
-    }
-    uint64_t batch_cpu_start = timing ? pb_thread_cpu_ns() : 0;
-    bool perf = timing && w->perf.mask;
-    uint64_t stage_wall_ns = 0, stage_cpu_ns = 0;
-    const struct pb_dataset *ds = run->ds;
+    struct batch_clock bc;
+    batch_clock_start(w, seq, start_ns, &bc);
     uint32_t delivered = 0, errors = 0;
     uint64_t bytes_read = 0;
     bool ragged = false;
-    const struct pb_shape *planned = &run->sizes.sample_shape;
-    int last = w->chain.count - 1;
     for (uint32_t j = 0; j < n; j++) {
-        uint64_t index = w->indices[j];
-        struct pb_sample s = {
-            .index = index,
-            .path = ds->paths[index],
-            .file_bytes = ds->sizes[index],
-            .file_offset = ds->offsets ? ds->offsets[index] : 0,
-            .member = ds->members ? ds->members[index] : NULL,
-            .seed = w->seeds[j],
-            .visit_seed = w->visit_seeds[j],
-            .clip = w->clips[j],
-            .clips = (uint32_t)run->clips_per_file,
-            .in_shape = {.dtype = PB_DTYPE_BYTES},
-            .msg = w->msg,
-            .msglen = sizeof(w->msg),
-        };
-        int rc = PB_OK;
-        /* With timing on, one clock reading closes a stage and opens the
-         * next, so a sample costs stages + 1 readings of each clock. */
-        uint64_t t_prev = 0, c_prev = 0, perf_prev[PB_PERF_COUNTERS] = {0};
-        if (timing) {
-            t_prev = pb_now_ns();
-            c_prev = pb_thread_cpu_ns();
-            if (perf)
-                pb_perf_read(&w->perf, perf_prev);
-        }
-        for (int k = 0; k <= last; k++) {
-            if (k == last) {
-                s.out = slot->batch.data + (size_t)delivered * run->sizes.slot_bytes;
-                s.out_capacity = run->sizes.slot_bytes;
-            } else {
-                s.out = w->scratch[k & 1];
-                s.out_capacity = w->scratch_capacity[k & 1];
-            }
-            s.out_bytes = 0;
-            rc = w->chain.stages[k].ops->process(w->chain.stages[k].state, &s);
-            if (rc == PB_ERR_NOSPACE && s.out_bytes > PB_SAMPLE_MAX_BYTES) {
-                /* A size read from a corrupt header: never allocated. */
-                snprintf(w->msg, sizeof(w->msg),
-                         "%s: stage '%s' asks for %zu bytes for one sample, more than the %zu "
-                         "bytes pbench accepts: the file's size fields are corrupt or it is far "
-                         "too large",
-                         s.path ? s.path : "(sample)", w->chain.stages[k].ops->name, s.out_bytes,
-                         (size_t)PB_SAMPLE_MAX_BYTES);
-                rc = PB_ERR_DATA;
-            }
-            if (rc == PB_ERR_NOSPACE && k != last && s.out_bytes > s.out_capacity) {
-                /* A larger image than any before: grow once, then go on
-                 * without allocating until an even larger one comes. */
-                if (pb_runner_grow_scratch(w, k & 1, s.out_bytes) == PB_OK) {
-                    s.out = w->scratch[k & 1];
-                    s.out_capacity = w->scratch_capacity[k & 1];
-                    s.out_bytes = 0;
-                    memset(s.substage_ns, 0, sizeof(s.substage_ns));
-                    memset(s.counters, 0, sizeof(s.counters));
-                    rc = w->chain.stages[k].ops->process(w->chain.stages[k].state, &s);
-                }
-            }
-            if (rc == PB_ERR_NOSPACE) {
-                snprintf(w->msg, sizeof(w->msg),
-                         "%s: stage '%s' output of %zu bytes does not fit the batch slot of %zu "
-                         "bytes; end the pipeline with a stage of fixed size (resize, crop)",
-                         s.path ? s.path : "(sample)", w->chain.stages[k].ops->name, s.out_bytes,
-                         s.out_capacity);
-                rc = PB_ERR_DATA;
-            }
-            if (timing) {
-                uint64_t t = pb_now_ns(), c = pb_thread_cpu_ns();
-                if (w->trace)
-                    pb_trace_record(w->trace, w->trace_names[k], PB_TRACE_SPAN, s.index, t_prev,
-                                    t, 0);
-                pb_hist_add(st->hist[k], t - t_prev);
-                pb_slowest_add(&st->slowest[k], s.index, t - t_prev);
-                st->cpu_ns[k] += c - c_prev;
-                if (perf) {
-                    uint64_t now[PB_PERF_COUNTERS] = {0};
-                    pb_perf_read(&w->perf, now);
-                    for (int i = 0; i < PB_PERF_COUNTERS; i++) {
-                        st->perf[k][i] += now[i] - perf_prev[i];
-                        perf_prev[i] = now[i];
-                    }
-                }
-                stage_wall_ns += t - t_prev;
-                stage_cpu_ns += c - c_prev;
-                t_prev = t;
-                c_prev = c;
-                for (int i = 0; i < st->substage_count[k]; i++)
-                    pb_hist_add(&st->substage_hist[k][i], s.substage_ns[i]);
-            }
-            if (st->counter_count[k] && measured) {
-                for (int i = 0; i < st->counter_count[k]; i++)
-                    st->counters[k][i] += s.counters[i];
-            }
-            if (st->substage_count[k] | st->counter_count[k]) {
-                memset(s.substage_ns, 0, sizeof(s.substage_ns));
-                memset(s.counters, 0, sizeof(s.counters));
-            }
-            if (rc != PB_OK)
-                break;
-            s.in = s.out;
-            s.in_bytes = s.out_bytes;
-            s.in_shape = s.out_shape;
-        }
+        struct pb_sample s;
+        sample_init(w, j, &s);
+        int rc = process_sample(w, &s, slot->batch.data + (size_t)delivered * run->sizes.slot_bytes,
+                                &bc);
         bytes_read += s.bytes_read;
         if (rc == PB_ERR_DATA && run->spec->run.on_error == PB_ON_ERROR_SKIP) {
             errors++;
@@ -192,12 +282,8 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
             fail_run(run, rc, w->msg);
             return rc;
         }
-        ragged |= s.in_shape.height != planned->height || s.in_shape.width != planned->width ||
-                  s.in_shape.channels != planned->channels ||
-                  (s.in_shape.frames > 0 ? s.in_shape.frames : 1) !=
-                      (planned->frames > 0 ? planned->frames : 1);
-        slot->batch.seeds[delivered] = w->seeds[j];
-        delivered++;
+        ragged |= ragged_sample(&s.in_shape, &run->sizes.sample_shape);
+        slot->batch.seeds[delivered++] = w->seeds[j];
     }
     slot->batch.seq = seq;
     slot->batch.samples = delivered;
@@ -205,18 +291,7 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
     slot->batch.ragged = ragged;
     slot->errors = errors;
     slot->bytes_read = bytes_read;
-    slot->assembly_ns = pb_now_ns() - start_ns;
-    if (measured)
-        w->cpu_end_ns = pb_thread_cpu_ns();
-    if (timing) {
-        pb_hist_add(&st->collate_hist,
-                    slot->assembly_ns > stage_wall_ns ? slot->assembly_ns - stage_wall_ns : 0);
-        uint64_t batch_cpu = w->cpu_end_ns - batch_cpu_start;
-        st->collate_cpu_ns += batch_cpu > stage_cpu_ns ? batch_cpu - stage_cpu_ns : 0;
-        if (w->trace)
-            pb_trace_record(w->trace, PB_TRACE_BATCH, PB_TRACE_SPAN, seq, start_ns,
-                            start_ns + slot->assembly_ns, 0);
-    }
+    batch_clock_end(w, seq, slot, &bc);
     return BATCH_BUILT;
 }
 
