@@ -5,7 +5,7 @@
  *
  * Content: pb_scene_render at t = frame / fps (moving, textured), with the
  * frame number written into the pixels as 16 black/white blocks in the top
- * left corner (see pb_video_frame_number in decoders/video.h), large enough
+ * left corner (see pb_video_frame_number in decoders/video_clip.h), large enough
  * to survive compression. Frames larger than 640x360 are rendered at a
  * fraction of their size, scaled up and given full-resolution luma noise, so tests can check that a decoder delivers the
  * frame it was asked for. Files pb_generate_is_corrupt picks are written
@@ -25,7 +25,7 @@
 #include <libswscale/swscale.h>
 
 #include "bench/base/pb.h"
-#include "decoders/video.h"
+#include "decoders/video_clip.h"
 #include "kernels/scene.h"
 #include "pipelines/generate.h"
 
