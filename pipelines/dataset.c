@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "bench/base/pb.h"
-#include "pipelines/storage.h"
+
+const char *const pb_dataset_format_names[] = {"files", "tar", NULL};
 
 /* ---- index ------------------------------------------------------------ */
 

@@ -18,6 +18,10 @@
 #include "bench/base/pb.h"
 #include "pipelines/generate.h"
 
+/* dataset.format: loose files, one sample each, or WebDataset tar shards. */
+enum pb_dataset_format { PB_FORMAT_FILES = 0, PB_FORMAT_TAR = 1 };
+extern const char *const pb_dataset_format_names[];
+
 /* The dataset section: where the samples are, how they are ordered and
  * sharded, and the data to generate when the folder is missing or empty. */
 struct pb_dataset_spec {

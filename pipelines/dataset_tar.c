@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "bench/base/pb.h"
-#include "pipelines/storage.h"
 
 size_t pb_dataset_storage_files(const struct pb_dataset *ds, char *const **paths,
                                 const uint64_t **sizes)
