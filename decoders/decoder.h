@@ -6,8 +6,9 @@
 
 #include <stdio.h>
 
+#include "bench/base/opt.h"
 #include "bench/base/pb.h"
-#include "pipelines/stage.h"
+#include "decoders/sample.h"
 
 enum pb_decoder_flags {
     /* The decoder opens the sample's file itself (sample->path), e.g. to

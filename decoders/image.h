@@ -1,7 +1,9 @@
-/* What the still-image decoders share: `jpeg` (libjpeg-turbo), `image`
- * (PNG, WebP and BMP through libavcodec) and `auto` (either one, chosen by
- * the file's magic bytes). They take one options struct, so `auto` hands
- * its options to both; each decoder's table lists the fields it honours. */
+/* What the still-image decoders share: `jpeg` (libjpeg-turbo,
+ * decoders/jpeg.c), `image` (PNG, WebP and BMP through libavcodec,
+ * decoders/image_av.c) and `auto` (either one, chosen by the file's magic
+ * bytes, decoders/auto.c). They take one options struct, so `auto` hands
+ * its options to both; each decoder's table lists the fields it honours.
+ * The helpers declared here are decoders/image.c. */
 #ifndef PB_DECODERS_IMAGE_H
 #define PB_DECODERS_IMAGE_H
 
@@ -40,6 +42,12 @@ struct pb_image_opts {
     bool fused_crop;       /* JPEG: decode only the next crop's window     */
 };
 
+/* The jpeg decoder's option table (every field of struct pb_image_opts)
+ * and counters ("scaled", "progressive", "grayscale", "cmyk"), which
+ * `auto` takes as its own. */
+extern const struct pb_opt pb_jpeg_opts[];
+extern const char *const pb_jpeg_counters[];
+
 /* The decoders' output_channels: 1 for output: gray, else 3. */
 int pb_image_output_channels(const void *opts);
 
@@ -66,6 +74,10 @@ enum pb_image_kind {
     PB_IMAGE_BMP,
 };
 enum pb_image_kind pb_image_sniff(const uint8_t *bytes, size_t len);
+
+/* The name a sample's messages give: its path, or "(sample)" when it has
+ * none. The string is the sample's own, or a constant. */
+const char *pb_image_sample_name(const struct pb_sample *s);
 
 extern const struct pb_decoder_ops pb_decoder_jpeg;
 extern const struct pb_decoder_ops pb_decoder_image;

@@ -1,5 +1,5 @@
-/* The `jpeg` decoder (libjpeg-turbo's TurboJPEG API) and the `auto`
- * decoder, which sends JPEGs here and PNG, WebP and BMP files to `image`.
+/* The `jpeg` decoder (libjpeg-turbo's TurboJPEG API). The `auto` decoder
+ * (decoders/auto.c) sends JPEGs here with the same options.
  *
  * Baseline and progressive, 4:4:4/4:2:2/4:2:0/grayscale input, output RGB,
  * BGR or gray uint8 HWC (gray input becomes three channels for rgb/bgr).
@@ -34,7 +34,7 @@ static const char *const cmyk_names[] = {"convert", "reject", NULL};
 static const char *const dct_names[] = {"accurate", "fast", NULL};
 
 #define OPT(f) offsetof(struct pb_image_opts, f)
-static const struct pb_opt jpeg_opts[] = {
+const struct pb_opt pb_jpeg_opts[] = {
     {"output", PB_OPT_ENUM, OPT(output), 0, 0, "rgb", output_names,
      "Pixel format written: rgb or bgr (3 channels, gray input expanded) or gray (1 channel)."},
     {"scale", PB_OPT_ENUM, OPT(scale), 0, 0, "1", scale_names,
@@ -70,7 +70,7 @@ static const struct pb_opt jpeg_opts[] = {
     {0},
 };
 
-static const char *const jpeg_counters[] = {"scaled", "progressive", "grayscale", "cmyk", NULL};
+const char *const pb_jpeg_counters[] = {"scaled", "progressive", "grayscale", "cmyk", NULL};
 enum { COUNT_SCALED, COUNT_PROGRESSIVE, COUNT_GRAYSCALE, COUNT_CMYK };
 
 struct jpeg_state {
@@ -280,11 +280,6 @@ static void orient(uint8_t *dst, const uint8_t *src, int width, int height, size
     }
 }
 
-int pb_image_output_channels(const void *opts)
-{
-    return ((const struct pb_image_opts *)opts)->output == PB_IMAGE_GRAY ? 1 : 3;
-}
-
 static const tjscalingfactor factors[] = {{1, 1}, {1, 2}, {1, 4}, {1, 8}};
 
 static int jpeg_init(void **state, const void *opts, const struct pb_stage_plan *in,
@@ -344,11 +339,6 @@ static int choose_scale(const struct jpeg_state *st, int width, int height, bool
     return PB_SCALE_1;
 }
 
-static const char *name_of(const struct pb_sample *s)
-{
-    return s->path ? s->path : "(sample)";
-}
-
 /* A failed libjpeg call leaves the decompressor mid-stream, so the next
  * file would be read as its continuation ("Bogus marker length" on a valid
  * file): starts a fresh decompressor after s->msg says why the sample
@@ -359,7 +349,7 @@ static int reset_after_failure(struct jpeg_state *st, struct pb_sample *s)
     st->tj = tjInitDecompress();
     if (!st->tj) {
         snprintf(s->msg, s->msglen, "jpeg: tjInitDecompress failed after a corrupt file (%s)",
-                 name_of(s));
+                 pb_image_sample_name(s));
         return PB_ERR;
     }
     return PB_ERR_DATA;
@@ -368,7 +358,7 @@ static int reset_after_failure(struct jpeg_state *st, struct pb_sample *s)
 /* libjpeg's reason for the failure, then a fresh decompressor. */
 static int libjpeg_failure(struct jpeg_state *st, struct pb_sample *s)
 {
-    snprintf(s->msg, s->msglen, "%s: %s", name_of(s), tjGetErrorStr2(st->tj));
+    snprintf(s->msg, s->msglen, "%s: %s", pb_image_sample_name(s), tjGetErrorStr2(st->tj));
     return reset_after_failure(st, s);
 }
 
@@ -416,7 +406,7 @@ static int decode_oriented_window(struct jpeg_state *st, struct pb_sample *s,
         *denom = base;
         rc = pb_jpeg_window_decode(st->fused, &t, &stored, channels, denom);
         if (rc == PB_ERR_NOSPACE && grow_tmp(st, t.out_bytes) != PB_OK) {
-            snprintf(s->msg, s->msglen, "%s: out of memory for a %dx%d window", name_of(s),
+            snprintf(s->msg, s->msglen, "%s: out of memory for a %dx%d window", pb_image_sample_name(s),
                      stored.width, stored.height);
             return PB_ERR_NOMEM;
         }
@@ -473,7 +463,7 @@ static int jpeg_decode(void *state, struct pb_sample *s)
     struct jpeg_state *st = state;
     const struct pb_image_opts *o = &st->o;
     if (s->in_bytes == 0) {
-        snprintf(s->msg, s->msglen, "%s: empty file", name_of(s));
+        snprintf(s->msg, s->msglen, "%s: empty file", pb_image_sample_name(s));
         return PB_ERR_DATA;
     }
     struct jpeg_header h;
@@ -485,7 +475,7 @@ static int jpeg_decode(void *state, struct pb_sample *s)
          * libjpeg could not read to the end. */
         if (w < 1 || w > 65535 || ht < 1 || ht > 65535) {
             snprintf(s->msg, s->msglen,
-                     "%s: corrupt or truncated JPEG header: no valid frame size", name_of(s));
+                     "%s: corrupt or truncated JPEG header: no valid frame size", pb_image_sample_name(s));
             return reset_after_failure(st, s);
         }
         h.width = w;
@@ -494,13 +484,13 @@ static int jpeg_decode(void *state, struct pb_sample *s)
     }
     if ((int64_t)h.width * h.height > o->max_pixels) {
         snprintf(s->msg, s->msglen, "%s: %dx%d JPEG is larger than max_pixels (%lld pixels)",
-                 name_of(s), h.width, h.height, (long long)o->max_pixels);
+                 pb_image_sample_name(s), h.width, h.height, (long long)o->max_pixels);
         return PB_ERR_DATA;
     }
     bool cmyk = h.components == 4;
     if (cmyk && o->cmyk == PB_CMYK_REJECT) {
         snprintf(s->msg, s->msglen, "%s: CMYK JPEG not supported (decoder option cmyk: reject)",
-                 name_of(s));
+                 pb_image_sample_name(s));
         return PB_ERR_DATA;
     }
     int orientation = o->exif_orientation ? h.orientation : 1;
@@ -530,7 +520,7 @@ static int jpeg_decode(void *state, struct pb_sample *s)
     uint8_t *target = s->out;
     if (cmyk || orientation != 1) {
         if (grow_tmp(st, pixels * (cmyk ? 4u : (size_t)channels)) != PB_OK) {
-            snprintf(s->msg, s->msglen, "%s: out of memory for a %dx%d image", name_of(s), width,
+            snprintf(s->msg, s->msglen, "%s: out of memory for a %dx%d image", pb_image_sample_name(s), width,
                      height);
             return PB_ERR_NOMEM;
         }
@@ -580,109 +570,11 @@ const struct pb_decoder_ops pb_decoder_jpeg = {
     .name = "jpeg",
     .summary = "JPEG through libjpeg-turbo: baseline/progressive, DCT scaling, CMYK, EXIF "
                "orientation; RGB, BGR or gray.",
-    .counters = jpeg_counters,
-    .opts = jpeg_opts,
+    .counters = pb_jpeg_counters,
+    .opts = pb_jpeg_opts,
     .opts_size = sizeof(struct pb_image_opts),
     .output_channels = pb_image_output_channels,
     .init = jpeg_init,
     .decode = jpeg_decode,
     .cleanup = jpeg_cleanup,
-};
-
-/* ---- auto: by magic bytes ---------------------------------------------- */
-
-enum pb_image_kind pb_image_sniff(const uint8_t *b, size_t n)
-{
-    if (n >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF)
-        return PB_IMAGE_JPEG;
-    if (n >= 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0)
-        return PB_IMAGE_PNG;
-    if (n >= 12 && memcmp(b, "RIFF", 4) == 0 && memcmp(b + 8, "WEBP", 4) == 0)
-        return PB_IMAGE_WEBP;
-    if (n >= 2 && b[0] == 'B' && b[1] == 'M')
-        return PB_IMAGE_BMP;
-    return PB_IMAGE_UNKNOWN;
-}
-
-struct auto_state {
-    void *jpeg;
-    void *image;
-};
-
-static void auto_cleanup(void *state)
-{
-    struct auto_state *st = state;
-    if (!st)
-        return;
-    if (st->jpeg)
-        pb_decoder_jpeg.cleanup(st->jpeg);
-    if (st->image)
-        pb_decoder_image.cleanup(st->image);
-    free(st);
-}
-
-static int auto_init(void **state, const void *opts, const struct pb_stage_plan *in,
-                     struct pb_stage_plan *out, char *msg, size_t msglen)
-{
-    struct auto_state *st = calloc(1, sizeof(*st));
-    if (!st)
-        return PB_ERR_NOMEM;
-    int rc = pb_decoder_jpeg.init(&st->jpeg, opts, in, out, msg, msglen);
-    if (rc == PB_OK && !pb_decoder_image.unavailable_reason) {
-        struct pb_stage_plan image_out = *out;
-        rc = pb_decoder_image.init(&st->image, opts, in, &image_out, msg, msglen);
-    }
-    if (rc != PB_OK) {
-        auto_cleanup(st);
-        return rc;
-    }
-    *state = st;
-    return PB_OK;
-}
-
-/* Formats up to the first four bytes as hex, e.g. "74 65 78 74". */
-static void first_bytes(char *buf, size_t buflen, const uint8_t *b, size_t n)
-{
-    size_t used = 0;
-    buf[0] = 0;
-    for (size_t i = 0; i < n && i < 4 && used + 4 < buflen; i++)
-        used += (size_t)snprintf(buf + used, buflen - used, "%s%02x", i ? " " : "", b[i]);
-}
-
-static int auto_decode(void *state, struct pb_sample *s)
-{
-    struct auto_state *st = state;
-    switch (pb_image_sniff(s->in, s->in_bytes)) {
-    case PB_IMAGE_JPEG: return pb_decoder_jpeg.decode(st->jpeg, s);
-    case PB_IMAGE_PNG:
-    case PB_IMAGE_WEBP:
-    case PB_IMAGE_BMP:
-        if (st->image)
-            return pb_decoder_image.decode(st->image, s);
-        snprintf(s->msg, s->msglen, "%s: decoder 'image' is not available in this build: %s",
-                 name_of(s), pb_decoder_image.unavailable_reason);
-        return PB_ERR_DATA;
-    default: break;
-    }
-    if (s->in_bytes == 0) {
-        snprintf(s->msg, s->msglen, "%s: empty file", name_of(s));
-    } else {
-        char hex[16];
-        first_bytes(hex, sizeof(hex), s->in, s->in_bytes);
-        snprintf(s->msg, s->msglen, "%s: not an image (starts with %s)", name_of(s), hex);
-    }
-    return PB_ERR_DATA;
-}
-
-const struct pb_decoder_ops pb_decoder_auto = {
-    .name = "auto",
-    .summary = "Chooses by magic bytes: JPEG through libjpeg-turbo, PNG/WebP/BMP through "
-               "libavcodec.",
-    .counters = jpeg_counters,
-    .opts = jpeg_opts,
-    .opts_size = sizeof(struct pb_image_opts),
-    .output_channels = pb_image_output_channels,
-    .init = auto_init,
-    .decode = auto_decode,
-    .cleanup = auto_cleanup,
 };

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "decoders/image.h"
-#include "pipelines/stage.h"
+#include "decoders/sample.h"
 
 struct pb_jpeg_window;
 

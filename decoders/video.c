@@ -28,7 +28,7 @@
  * each visit, decoded in one pass (decode_visit, decoders/video_visit.h).
  * Bounded everywhere: a clip reads at most frame_count * 2 + 256 packets,
  * and a stream ending early is an error, so a broken file can never loop. */
-#include "decoders/video.h"
+#include "decoders/video_clip.h"
 
 #include <math.h>
 #include <stdatomic.h>

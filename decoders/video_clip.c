@@ -1,6 +1,6 @@
-/* The `video` decoder's pure parts (decoders/video.h): which frames a clip
+/* The `video` decoder's pure parts (decoders/video_clip.h): which frames a clip
  * takes, and the frame number stamp generated videos carry. No FFmpeg. */
-#include "decoders/video.h"
+#include "decoders/video_clip.h"
 
 #include <string.h>
 

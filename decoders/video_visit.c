@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "bench/base/pb.h"
-#include "decoders/video.h"
+#include "decoders/video_clip.h"
 
 void pb_video_sort_targets(struct pb_video_target *t, int n)
 {

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pipelines/stage.h"
+#include "decoders/sample.h"
 
 /* One wanted frame of a decode: its number and the clip frame slot it
  * goes to (clip k's frame j is slot k x clip_frames + j). */

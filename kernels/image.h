@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "bench/base/pb.h"
+#include "kernels/normalize_lut.h"
 #include "kernels/tensor.h"
 
 /* ---- seeded randomness for per-sample transform parameters ---------- */
@@ -172,27 +173,8 @@ void pb_color_jitter_u8(const uint8_t *src, size_t pixels, int channels,
 
 /* ---- normalize ------------------------------------------------------ */
 
-#define PB_NORMALIZE_MAX_CHANNELS 4
-
-/* Per output channel, the normalized value of each of the 256 inputs,
- * (x / pixel_scale - mean) / std: as float32, x * scale + bias with scale
- * and bias that value's two float coefficients and one rounding (fmaf),
- * which the vector path computes exactly so (within 5e-7 of the exact
- * value for the usual means and stds); as IEEE float16, computed in
- * double and rounded once (to nearest even). */
-struct pb_normalize_lut {
-    int channels;
-    float scale[PB_NORMALIZE_MAX_CHANNELS], bias[PB_NORMALIZE_MAX_CHANNELS];
-    float f32[PB_NORMALIZE_MAX_CHANNELS][256];
-    uint16_t f16[PB_NORMALIZE_MAX_CHANNELS][256];
-    /* Set by the caller after init to keep to the plain C loops (tests,
-     * before/after timings): the same output bit for bit. */
-    bool portable;
-};
-
-/* Fills lut for channels output channels (1..PB_NORMALIZE_MAX_CHANNELS). */
-void pb_normalize_lut_init(struct pb_normalize_lut *lut, int channels, const double *mean,
-                           const double *std, double pixel_scale);
+/* The tables (struct pb_normalize_lut, pb_normalize_lut_init) are in
+ * kernels/normalize_lut.h. */
 
 /* Normalizes a THWC uint8 clip (frames = 1 for an image) of in_channels
  * into dst as dtype (F32, F16 from the table, or U8: the pixels unchanged)
@@ -211,10 +193,6 @@ void pb_normalize_mirrored_u8(const uint8_t *src, int frames, int height, int wi
                               int in_channels, int out_channels,
                               const struct pb_normalize_lut *lut, enum pb_dtype dtype,
                               enum pb_layout layout, void *dst);
-
-/* IEEE 754 binary16 bits of v, rounded to nearest even; overflow gives
- * infinity, NaN a quiet NaN. Bit-exact for every double. */
-uint16_t pb_f16_from_double(double v);
 
 /* ---- random_resized_crop parameters --------------------------------- */
 

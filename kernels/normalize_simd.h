@@ -5,8 +5,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-#include "kernels/image.h"
+#include "kernels/normalize_lut.h"
 
 /* One frame of 3-channel uint8 pixels, height x width, to float32 from
  * lut's scale and bias (the same values as lut->f32, bit for bit), rows

@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "bench/base/pb.h"
-#include "pipelines/storage.h"
+
+const char *const pb_dataset_format_names[] = {"files", "tar", NULL};
 
 /* ---- index ------------------------------------------------------------ */
 
@@ -227,21 +228,6 @@ static bool is_glob(const char *path)
     return strpbrk(path, "*?[") != NULL;
 }
 
-static bool dir_is_empty_or_missing(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return errno == ENOENT;
-    if (!S_ISDIR(st.st_mode))
-        return false;
-    char probe[PB_PATH_MAX + 4];
-    snprintf(probe, sizeof(probe), "%s/*", path);
-    glob_t g;
-    int rc = glob(probe, 0, NULL, &g);
-    globfree(&g);
-    return rc == GLOB_NOMATCH;
-}
-
 /* Finds the files at spec->path into c, then lays them out in ds, sorted. */
 static int index_files(const struct pb_dataset_spec *spec, struct pb_dataset *ds, struct collect *c,
                        char *msg, size_t msglen)
@@ -323,12 +309,6 @@ int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, c
         snprintf(msg, msglen, "dataset.path is required (a directory or a glob)");
         return PB_ERR_CONFIG;
     }
-    if (spec->has_generate && !is_glob(spec->path) && dir_is_empty_or_missing(spec->path)) {
-        int rc = pb_dataset_generate(&spec->generate, spec->path, msg, msglen);
-        if (rc != PB_OK)
-            return rc;
-    }
-
     struct collect *c = calloc(1, sizeof(*c));
     if (!c) {
         snprintf(msg, msglen, "out of memory indexing dataset.path '%s'", spec->path);

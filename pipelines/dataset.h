@@ -18,6 +18,10 @@
 #include "bench/base/pb.h"
 #include "pipelines/generate.h"
 
+/* dataset.format: loose files, one sample each, or WebDataset tar shards. */
+enum pb_dataset_format { PB_FORMAT_FILES = 0, PB_FORMAT_TAR = 1 };
+extern const char *const pb_dataset_format_names[];
+
 /* The dataset section: where the samples are, how they are ordered and
  * sharded, and the data to generate when the folder is missing or empty. */
 struct pb_dataset_spec {
@@ -78,8 +82,10 @@ size_t pb_dataset_storage_files(const struct pb_dataset *ds, char *const **paths
 int pb_dataset_index_tar(struct pb_dataset *ds, char *msg, size_t msglen);
 
 
-/* Indexes the files at spec->path (generating them first when the spec has
- * a generate block and the folder is missing or empty). A folder is walked
+/* Indexes the files at spec->path; it only reads, and never generates
+ * data: a caller with a generate block makes the data first
+ * (pb_dataset_generate into a missing or empty folder, as the session
+ * does on first use). A folder is walked
  * recursively, following symlinks to files and folders (each folder once,
  * by device and inode, so a symlink loop ends); hidden entries are left
  * out, and what else is left out (unreadable folders, broken symlinks, ...)

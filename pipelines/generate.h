@@ -36,7 +36,7 @@ struct pb_generate_spec {
 /* Packs the loose files of dir (as generated) into shards tar files
  * dir/shard-NNNNNN.tar, WebDataset style (each file a member keyed by its
  * name without extension), and removes the loose files
- * (pipelines/dataset_tar.c). PB_OK or an error with msg. */
+ * (pipelines/tar_write.c). PB_OK or an error with msg. */
 int pb_dataset_pack_shards(const char *dir, int64_t shards, char *msg, size_t msglen);
 
 /* Parses "WxH" or "WxH-WxH" (a range, sizes spread between the two).

@@ -5,7 +5,7 @@
  *
  * Content: pb_scene_render at t = frame / fps (moving, textured), with the
  * frame number written into the pixels as 16 black/white blocks in the top
- * left corner (see pb_video_frame_number in decoders/video.h), large enough
+ * left corner (see pb_video_frame_number in decoders/video_clip.h), large enough
  * to survive compression. Frames larger than 640x360 are rendered at a
  * fraction of their size, scaled up and given full-resolution luma noise, so tests can check that a decoder delivers the
  * frame it was asked for. Files pb_generate_is_corrupt picks are written
@@ -25,7 +25,7 @@
 #include <libswscale/swscale.h>
 
 #include "bench/base/pb.h"
-#include "decoders/video.h"
+#include "decoders/video_clip.h"
 #include "kernels/scene.h"
 #include "pipelines/generate.h"
 
@@ -105,15 +105,35 @@ static void add_luma_noise(AVFrame *frame, uint64_t seed)
     }
 }
 
+/* One video being written: the output file, the encoder, the frame it
+ * encodes and the conversion from the rendered RGB scene to it. */
 struct encoder {
+    const char *path;
+    const AVCodec *codec;
     AVFormatContext *fmt;
     AVCodecContext *enc;
     AVStream *stream;
     AVPacket *pkt;
+    AVFrame *frame;
+    struct SwsContext *sws;
+    AVRational fps;
+    /* The scene is rendered render_w x render_h, shrink times smaller
+     * than the video (1: at its size), and scaled up by sws. */
+    int shrink, render_w, render_h;
 };
 
-static int write_packets(struct encoder *e, const AVFrame *frame, char *msg, size_t msglen,
-                         const char *path)
+/* The message of a failed libav call (ret < 0), or of a failed allocation
+ * (ret >= 0), while writing e's file. Returns PB_ERR. */
+static int encode_failure(const struct encoder *e, int ret, char *msg, size_t msglen)
+{
+    char why[128] = "out of memory";
+    if (ret < 0)
+        av_strerror(ret, why, sizeof(why));
+    snprintf(msg, msglen, "cannot encode '%s' with %s: %s", e->path, e->codec->name, why);
+    return PB_ERR;
+}
+
+static int write_packets(struct encoder *e, const AVFrame *frame, char *msg, size_t msglen)
 {
     int ret = avcodec_send_frame(e->enc, frame);
     while (ret >= 0) {
@@ -128,7 +148,7 @@ static int write_packets(struct encoder *e, const AVFrame *frame, char *msg, siz
     }
     char why[128];
     av_strerror(ret, why, sizeof(why));
-    snprintf(msg, msglen, "cannot encode '%s': %s", path, why);
+    snprintf(msg, msglen, "cannot encode '%s': %s", e->path, why);
     return PB_ERR;
 }
 
@@ -137,122 +157,159 @@ static int write_packets(struct encoder *e, const AVFrame *frame, char *msg, siz
  * which would make first-use generation of a 720p set take minutes. */
 #define RENDER_MAX_PIXELS (640 * 360)
 
-static int encode_one(const struct pb_generate_spec *spec, const char *path, int width,
-                      int height, uint64_t seed, uint8_t *rgb, char *msg, size_t msglen)
+/* The size the scene of a width x height video is rendered at: the video's
+ * size divided by the smallest whole factor that brings it within
+ * RENDER_MAX_PIXELS, even, as 4:2:0 wants. */
+static void render_size(struct encoder *e, int width, int height)
 {
-    int shrink = 1;
-    while ((int64_t)(width / shrink) * (height / shrink) > RENDER_MAX_PIXELS)
-        shrink++;
-    int render_w = (width / shrink) & ~1, render_h = (height / shrink) & ~1;
-    if (render_w < 2 || render_h < 2) {
-        render_w = width;
-        render_h = height;
+    e->shrink = 1;
+    while ((int64_t)(width / e->shrink) * (height / e->shrink) > RENDER_MAX_PIXELS)
+        e->shrink++;
+    e->render_w = (width / e->shrink) & ~1;
+    e->render_h = (height / e->shrink) & ~1;
+    if (e->render_w < 2 || e->render_h < 2) {
+        e->render_w = width;
+        e->render_h = height;
     }
+}
+
+/* The encoder spec->codec names (h264 when empty; FFmpeg's native mpeg4
+ * for h264 without libx264), or NULL when this FFmpeg has none. */
+static const AVCodec *spec_encoder(const struct pb_generate_spec *spec)
+{
     const AVCodec *codec = find_encoder(spec->codec[0] ? spec->codec : "h264");
     if (!codec && strcmp(spec->codec, "h264") == 0)
         codec = avcodec_find_encoder(AV_CODEC_ID_MPEG4); /* no libx264: native mpeg4 */
-    if (!codec) {
-        snprintf(msg, msglen, "dataset.generate.codec '%s': no encoder for it in this FFmpeg",
-                 spec->codec);
-        return PB_ERR_CONFIG;
-    }
-    struct encoder e = {0};
-    AVFrame *frame = NULL;
-    struct SwsContext *sws = NULL;
-    int rc = PB_ERR, ret;
-    char why[128] = "out of memory";
+    return codec;
+}
 
-    ret = avformat_alloc_output_context2(&e.fmt, NULL, "mp4", path);
-    if (ret < 0 || !e.fmt)
-        goto fail_av;
-    e.enc = avcodec_alloc_context3(codec);
-    e.pkt = av_packet_alloc();
-    frame = av_frame_alloc();
-    e.stream = avformat_new_stream(e.fmt, NULL);
-    if (!e.enc || !e.pkt || !frame || !e.stream)
-        goto fail;
-    AVRational fps = av_d2q(spec->fps, 100000);
-    e.enc->width = width;
-    e.enc->height = height;
-    e.enc->pix_fmt = pick_pix_fmt(codec);
-    e.enc->time_base = av_inv_q(fps);
-    e.enc->framerate = fps;
-    e.enc->gop_size = (int)spec->gop;
-    e.enc->keyint_min = (int)spec->gop;
-    e.enc->max_b_frames = codec->id == AV_CODEC_ID_MJPEG ? 0 : 2;
-    e.enc->thread_count = 0; /* generation is not measured: use every core */
-    if (codec->id == AV_CODEC_ID_MPEG4 || codec->id == AV_CODEC_ID_MJPEG) {
-        e.enc->bit_rate = (int64_t)width * height * 3; /* ~ 3 bits per pixel per second */
-        e.enc->qmax = 12;
+/* The encoder's settings for a width x height video at spec's frame rate
+ * and keyframe interval, with B-frames (none for MJPEG). */
+static void configure(struct encoder *e, const struct pb_generate_spec *spec, int width,
+                      int height)
+{
+    AVCodecContext *enc = e->enc;
+    e->fps = av_d2q(spec->fps, 100000);
+    enc->width = width;
+    enc->height = height;
+    enc->pix_fmt = pick_pix_fmt(e->codec);
+    enc->time_base = av_inv_q(e->fps);
+    enc->framerate = e->fps;
+    enc->gop_size = (int)spec->gop;
+    enc->keyint_min = (int)spec->gop;
+    enc->max_b_frames = e->codec->id == AV_CODEC_ID_MJPEG ? 0 : 2;
+    enc->thread_count = 0; /* generation is not measured: use every core */
+    if (e->codec->id == AV_CODEC_ID_MPEG4 || e->codec->id == AV_CODEC_ID_MJPEG) {
+        enc->bit_rate = (int64_t)width * height * 3; /* ~ 3 bits per pixel per second */
+        enc->qmax = 12;
     }
-    if (strcmp(codec->name, "libx264") == 0) {
-        av_opt_set(e.enc->priv_data, "preset", "veryfast", 0);
+    if (strcmp(e->codec->name, "libx264") == 0) {
+        av_opt_set(enc->priv_data, "preset", "veryfast", 0);
         /* A fixed GOP: no scene-cut keyframes, closed GOPs. */
-        av_opt_set(e.enc->priv_data, "x264-params", "scenecut=0:open-gop=0", 0);
+        av_opt_set(enc->priv_data, "x264-params", "scenecut=0:open-gop=0", 0);
     }
-    if (e.fmt->oformat->flags & AVFMT_GLOBALHEADER)
-        e.enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-    ret = avcodec_open2(e.enc, codec, NULL);
+    if (e->fmt->oformat->flags & AVFMT_GLOBALHEADER)
+        enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+}
+
+/* Makes e's MP4 muxer, encoder, stream, frame and colour conversion for a
+ * width x height video. PB_OK, or PB_ERR with msg. */
+static int open_encoder(struct encoder *e, const struct pb_generate_spec *spec, int width,
+                        int height, char *msg, size_t msglen)
+{
+    int ret = avformat_alloc_output_context2(&e->fmt, NULL, "mp4", e->path);
+    if (ret < 0 || !e->fmt)
+        return encode_failure(e, ret, msg, msglen);
+    e->enc = avcodec_alloc_context3(e->codec);
+    e->pkt = av_packet_alloc();
+    e->frame = av_frame_alloc();
+    e->stream = avformat_new_stream(e->fmt, NULL);
+    if (!e->enc || !e->pkt || !e->frame || !e->stream)
+        return encode_failure(e, 0, msg, msglen);
+    configure(e, spec, width, height);
+    ret = avcodec_open2(e->enc, e->codec, NULL);
+    if (ret >= 0)
+        ret = avcodec_parameters_from_context(e->stream->codecpar, e->enc);
     if (ret < 0)
-        goto fail_av;
-    ret = avcodec_parameters_from_context(e.stream->codecpar, e.enc);
+        return encode_failure(e, ret, msg, msglen);
+    e->stream->time_base = e->enc->time_base;
+    e->stream->avg_frame_rate = e->fps;
+    e->frame->format = e->enc->pix_fmt;
+    e->frame->width = width;
+    e->frame->height = height;
+    ret = av_frame_get_buffer(e->frame, 0);
     if (ret < 0)
-        goto fail_av;
-    e.stream->time_base = e.enc->time_base;
-    e.stream->avg_frame_rate = fps;
-    frame->format = e.enc->pix_fmt;
-    frame->width = width;
-    frame->height = height;
-    ret = av_frame_get_buffer(frame, 0);
-    if (ret < 0)
-        goto fail_av;
-    sws = sws_getContext(render_w, render_h, AV_PIX_FMT_RGB24, width, height, e.enc->pix_fmt,
-                         SWS_BICUBIC, NULL, NULL, NULL);
-    if (!sws)
-        goto fail;
-    ret = avio_open(&e.fmt->pb, path, AVIO_FLAG_WRITE);
-    if (ret < 0)
-        goto fail_av;
-    ret = avformat_write_header(e.fmt, NULL);
-    if (ret < 0)
-        goto fail_av;
+        return encode_failure(e, ret, msg, msglen);
+    e->sws = sws_getContext(e->render_w, e->render_h, AV_PIX_FMT_RGB24, width, height,
+                            e->enc->pix_fmt, SWS_BICUBIC, NULL, NULL, NULL);
+    if (!e->sws)
+        return encode_failure(e, 0, msg, msglen);
+    ret = avio_open(&e->fmt->pb, e->path, AVIO_FLAG_WRITE);
+    if (ret >= 0)
+        ret = avformat_write_header(e->fmt, NULL);
+    return ret < 0 ? encode_failure(e, ret, msg, msglen) : PB_OK;
+}
+
+/* Renders, stamps and encodes spec->frames frames of the scene of seed
+ * (rgb: room for one rendered frame), then flushes the encoder and writes
+ * the file's trailer. PB_OK, or PB_ERR with msg. */
+static int encode_frames(struct encoder *e, const struct pb_generate_spec *spec, uint64_t seed,
+                         uint8_t *rgb, char *msg, size_t msglen)
+{
+    AVFrame *frame = e->frame;
     for (int64_t i = 0; i < spec->frames; i++) {
-        pb_scene_render(rgb, render_h, render_w, 3, seed, (double)i / spec->fps);
-        ret = av_frame_make_writable(frame);
+        pb_scene_render(rgb, e->render_h, e->render_w, 3, seed, (double)i / spec->fps);
+        int ret = av_frame_make_writable(frame);
         if (ret < 0)
-            goto fail_av;
+            return encode_failure(e, ret, msg, msglen);
         const uint8_t *src[1] = {rgb};
-        int src_stride[1] = {render_w * 3};
-        sws_scale(sws, src, src_stride, 0, render_h, frame->data, frame->linesize);
-        if (shrink > 1)
+        int src_stride[1] = {e->render_w * 3};
+        sws_scale(e->sws, src, src_stride, 0, e->render_h, frame->data, frame->linesize);
+        if (e->shrink > 1)
             add_luma_noise(frame, seed ^ (uint64_t)i);
         stamp_frame_number(frame, i);
         frame->pts = i;
         frame->pict_type = AV_PICTURE_TYPE_NONE;
-        if (write_packets(&e, frame, msg, msglen, path) != PB_OK)
-            goto out;
+        if (write_packets(e, frame, msg, msglen) != PB_OK)
+            return PB_ERR;
     }
-    if (write_packets(&e, NULL, msg, msglen, path) != PB_OK)
-        goto out;
-    ret = av_write_trailer(e.fmt);
-    if (ret < 0)
-        goto fail_av;
-    rc = PB_OK;
-    goto out;
-fail_av:
-    av_strerror(ret, why, sizeof(why));
-fail:
-    snprintf(msg, msglen, "cannot encode '%s' with %s: %s", path, codec->name, why);
-out:
-    sws_freeContext(sws);
-    av_frame_free(&frame);
-    av_packet_free(&e.pkt);
-    avcodec_free_context(&e.enc);
-    if (e.fmt) {
-        if (e.fmt->pb)
-            avio_closep(&e.fmt->pb);
-        avformat_free_context(e.fmt);
+    if (write_packets(e, NULL, msg, msglen) != PB_OK)
+        return PB_ERR;
+    int ret = av_write_trailer(e->fmt);
+    return ret < 0 ? encode_failure(e, ret, msg, msglen) : PB_OK;
+}
+
+/* Frees what open_encoder made and closes the file. */
+static void close_encoder(struct encoder *e)
+{
+    sws_freeContext(e->sws);
+    av_frame_free(&e->frame);
+    av_packet_free(&e->pkt);
+    avcodec_free_context(&e->enc);
+    if (e->fmt) {
+        if (e->fmt->pb)
+            avio_closep(&e->fmt->pb);
+        avformat_free_context(e->fmt);
     }
+}
+
+/* Writes one width x height video of spec to path, its scene drawn from
+ * seed (rgb: room for one rendered frame). PB_OK, PB_ERR_CONFIG when
+ * there is no encoder for spec->codec, or PB_ERR, each with msg. */
+static int encode_one(const struct pb_generate_spec *spec, const char *path, int width,
+                      int height, uint64_t seed, uint8_t *rgb, char *msg, size_t msglen)
+{
+    struct encoder e = {.path = path, .codec = spec_encoder(spec)};
+    if (!e.codec) {
+        snprintf(msg, msglen, "dataset.generate.codec '%s': no encoder for it in this FFmpeg",
+                 spec->codec);
+        return PB_ERR_CONFIG;
+    }
+    render_size(&e, width, height);
+    int rc = open_encoder(&e, spec, width, height, msg, msglen);
+    if (rc == PB_OK)
+        rc = encode_frames(&e, spec, seed, rgb, msg, msglen);
+    close_encoder(&e);
     return rc;
 }
 

@@ -12,7 +12,6 @@
 #include "bench/base/pb.h"
 
 const char *const pb_cache_mode_names[] = {"warm", "cold", "direct", NULL};
-const char *const pb_dataset_format_names[] = {"files", "tar", NULL};
 
 /* mincore's vector covers this much of a file at a time (64 MiB: a 16 KiB
  * vector with 4 KiB pages), so a large shard needs no large vector. */

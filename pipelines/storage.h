@@ -20,10 +20,6 @@
 enum pb_cache_mode { PB_CACHE_WARM = 0, PB_CACHE_COLD = 1, PB_CACHE_DIRECT = 2 };
 extern const char *const pb_cache_mode_names[];
 
-/* dataset.format: loose files, one sample each, or WebDataset tar shards. */
-enum pb_dataset_format { PB_FORMAT_FILES = 0, PB_FORMAT_TAR = 1 };
-extern const char *const pb_dataset_format_names[];
-
 /* Files checked at most by one residency measurement; a larger dataset is
  * sampled (every k-th file), and says so. */
 #define PB_RESIDENCY_MAX_FILES 4096

@@ -277,10 +277,14 @@ static void test_index_folder_glob_and_generate(void **state)
              spec.path);
     assert_string_equal(msg, expect);
 
-    /* With a generate block, the missing folder is made on first use. */
+    /* With a generate block, the missing folder is made on first use: the
+     * caller generates, then opens; pb_dataset_open itself only reads. */
     spec.has_generate = true;
     spec.generate = (struct pb_generate_spec){.kind = PB_GENERATE_FILES, .count = 12,
                                               .size_bytes = 1000, .seed = 3};
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_int_equal(access(spec.path, F_OK), -1);
+    assert_int_equal(pb_dataset_generate(&spec.generate, spec.path, msg, sizeof(msg)), PB_OK);
     assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), 0);
     assert_int_equal(ds.count, 12);
     assert_int_equal(ds.total_bytes, 12000);

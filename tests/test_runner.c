@@ -78,6 +78,20 @@ static void on_progress(void *user, int repeat, int repeats, const struct pb_rep
     s->progress++;
 }
 
+/* Opens spec's dataset into ds, generating it first on first use (the
+ * folder still missing), as the session does: pb_dataset_open only reads. */
+static int open_dataset(const struct pb_spec *spec, struct pb_dataset *ds, char *msg,
+                        size_t msglen)
+{
+    const struct pb_dataset_spec *d = &spec->dataset;
+    if (d->has_generate && access(d->path, F_OK) != 0) {
+        int rc = pb_dataset_generate(&d->generate, d->path, msg, msglen);
+        if (rc != PB_OK)
+            return rc;
+    }
+    return pb_dataset_open(d, ds, msg, msglen);
+}
+
 /* Runs spec as the one point of result (release with pb_result_free) and
  * checks what holds for any repeat. Returns the point. */
 static struct pb_point_result *run_point(const struct pb_spec *spec, struct pb_result *result,
@@ -91,7 +105,7 @@ static struct pb_point_result *run_point(const struct pb_spec *spec, struct pb_r
     result->point_count = 1;
     struct pb_point_result *point = result->points;
     memset(stops, 0, sizeof(*stops));
-    if (pb_dataset_open(&spec->dataset, &ds, msg, sizeof(msg)) != PB_OK)
+    if (open_dataset(spec, &ds, msg, sizeof(msg)) != PB_OK)
         fail_msg("%s", msg);
     assert_int_equal(ds.count, FILES);
     struct pb_run_hooks hooks = {.progress = on_progress, .stopped = on_stopped, .user = stops};
@@ -360,7 +374,7 @@ static int run_overridden(struct pb_spec *spec, const char *const *overrides,
     result->points = calloc(1, sizeof(*result->points));
     result->point_count = 1;
     struct pb_dataset ds;
-    if (pb_dataset_open(&spec->dataset, &ds, msg, msglen) != PB_OK)
+    if (open_dataset(spec, &ds, msg, msglen) != PB_OK)
         fail_msg("%s", msg);
     msg[0] = '\0';
     int rc = pb_run_point(spec, &ds, NULL, result->points, msg, msglen);

@@ -28,7 +28,7 @@
 #include "bench/config/config.h"
 #include "bench/base/pb.h"
 #include "decoders/decoder.h"
-#include "decoders/video.h"
+#include "decoders/video_clip.h"
 #include "decoders/video_visit.h"
 #include "pipelines/generate.h"
 #include "tests/testutil.h"

@@ -1,8 +1,9 @@
-/* The `video` decoder's pure parts, shared with the generator and tests:
- * which frames a clip takes, and the frame number stamp generated videos
- * carry in their pixels. The decoder itself is decoders/video.c. */
-#ifndef PB_DECODERS_VIDEO_H
-#define PB_DECODERS_VIDEO_H
+/* The `video` decoder's pure parts (decoders/video_clip.c), shared with
+ * its visits (decoders/video_visit.c), the generator and tests: which
+ * frames a clip takes, and the frame number stamp generated videos carry
+ * in their pixels. The decoder itself is decoders/video.c. */
+#ifndef PB_DECODERS_VIDEO_CLIP_H
+#define PB_DECODERS_VIDEO_CLIP_H
 
 #include <stdint.h>
 
