@@ -18,7 +18,8 @@ module. Layers are the longest chain of the graph with circles collapsed.
 
 --map gives a file of 'path folder' lines that ranks a flat tree's files
 as if they stood in those folders (how the count before the move into
-folders was made). Exits 1 when there is a circle, so it can gate.
+folders was made). Exits 1 when there is a circle or an edge that runs
+back up, so it can gate (CI runs it).
 """
 import argparse
 import os
@@ -198,7 +199,7 @@ def main():
             print("circle: " + " ".join(c))
         for a, b in back:
             print(f"back edge: {a} -> {b}")
-    return 1 if loops else 0
+    return 1 if loops or back else 0
 
 
 if __name__ == "__main__":
