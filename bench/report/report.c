@@ -888,48 +888,113 @@ static void report_human(FILE *out, const struct pb_result *result,
     emit_verdict(&s, an);
 }
 
-/* ------------------------------------------------------------------- CSV */
+/* ------------------------------------------------------------ CSV and TSV */
 
-/* RFC 4180: a field with a comma, quote or line break is quoted, and its
- * quotes are doubled. */
-static void csv_field(FILE *out, const char *raw, bool last)
+/* A delimited table, one row per point and stage. CSV follows RFC 4180: a
+ * field with a comma, quote or line break is quoted, and its quotes are
+ * doubled. With a tab for separator there is no quoting: a tab or line
+ * break in a field becomes a space, as spreadsheets and `cut -f` expect. */
+struct delimited {
+    FILE *out;
+    char sep;
+};
+
+static void cell_text(const struct delimited *d, const char *raw, bool last)
 {
     char text[PB_PRINTABLE_SIZE(CELL_MAX)];
     pb_printable(text, sizeof(text), raw); /* no control characters, as everywhere */
-    if (strpbrk(text, ",\"\r\n")) {
-        fputc('"', out);
+    if (d->sep == '\t') {
+        for (char *p = text; *p; p++)
+            if (*p == '\t' || *p == '\n' || *p == '\r')
+                *p = ' ';
+        fputs(text, d->out);
+    } else if (strpbrk(text, ",\"\r\n")) {
+        fputc('"', d->out);
         for (const char *p = text; *p; p++) {
             if (*p == '"')
-                fputc('"', out);
-            fputc(*p, out);
+                fputc('"', d->out);
+            fputc(*p, d->out);
         }
-        fputc('"', out);
+        fputc('"', d->out);
     } else {
-        fputs(text, out);
+        fputs(text, d->out);
     }
-    fputs(last ? "\n" : ",", out);
+    fputc(last ? '\n' : d->sep, d->out);
 }
 
-static void csv_double(FILE *out, double v)
+static void cell_double(const struct delimited *d, double v)
 {
     if (isfinite(v))
-        fprintf(out, "%.10g,", v);
-    else
-        fputc(',', out);
+        fprintf(d->out, "%.10g", v);
+    fputc(d->sep, d->out);
 }
 
-static void csv_u64(FILE *out, uint64_t v)
+static void cell_u64(const struct delimited *d, uint64_t v)
 {
-    fprintf(out, "%llu,", (unsigned long long)v);
+    fprintf(d->out, "%llu%c", (unsigned long long)v, d->sep);
 }
 
-void pb_report_csv(FILE *out, const struct pb_result *result, const struct pb_analysis *an)
+static const char *const delimited_columns[] = {
+    "point", "axes", "samples_per_s", "samples_per_s_noise_pct", "batches_per_s", "mb_per_s",
+    "stall_pct", "accel_util_pct", "cpu_util_pct", "worker_cpu_pct", "wait_p50_ns",
+    "wait_p99_ns", "assembly_p50_ns", "assembly_p99_ns", "rss_peak_bytes", "pinned_bytes",
+    "samples", "errors", "input_bound", "recommended", "stage", "count", "mean_ns", "p50_ns",
+    "p90_ns", "p95_ns", "p99_ns", "max_ns", "cpu_ns", "share_pct"};
+enum { STAGE_COLUMNS = 10 }; /* from "stage" on */
+
+/* The point's cells of a row, up to the stage's. */
+static void point_cells(const struct delimited *d, const struct pb_result *result, size_t i,
+                        const char *axes, const char *input_bound, bool recommended)
 {
-    fputs("point,axes,samples_per_s,samples_per_s_noise_pct,batches_per_s,mb_per_s,stall_pct,"
-          "accel_util_pct,cpu_util_pct,worker_cpu_pct,wait_p50_ns,wait_p99_ns,assembly_p50_ns,"
-          "assembly_p99_ns,rss_peak_bytes,pinned_bytes,samples,errors,input_bound,recommended,"
-          "stage,count,mean_ns,p50_ns,p90_ns,p95_ns,p99_ns,max_ns,cpu_ns,share_pct\n",
-          out);
+    const struct pb_point_result *p = &result->points[i];
+    fprintf(d->out, "%zu%c", i, d->sep);
+    cell_text(d, axes, false);
+    cell_double(d, p->samples_per_s);
+    int windows;
+    cell_double(d, pb_point_noise_known(result, i, &windows) ? p->samples_per_s_noise_pct : NAN);
+    cell_double(d, p->batches_per_s);
+    cell_double(d, p->mb_per_s);
+    cell_double(d, p->stall_pct);
+    cell_double(d, p->accel_util_pct);
+    cell_double(d, p->cpu_util_pct);
+    cell_double(d, p->worker_cpu_pct);
+    cell_u64(d, p->wait_p50_ns);
+    cell_u64(d, p->wait_p99_ns);
+    cell_u64(d, p->assembly_p50_ns);
+    cell_u64(d, p->assembly_p99_ns);
+    cell_u64(d, p->rss_peak_bytes);
+    cell_u64(d, p->pinned_bytes);
+    cell_u64(d, p->samples);
+    cell_u64(d, p->errors);
+    fprintf(d->out, "%s%c%d%c", input_bound, d->sep, recommended ? 1 : 0, d->sep);
+}
+
+/* A stage's cells, ending the row. */
+static void stage_cells(const struct delimited *d, const struct pb_stage_result *st)
+{
+    const struct pb_hist *h = &st->hist;
+    char row_name[80];
+    snprintf(row_name, sizeof(row_name), "%s%s", st->gpu ? "gpu:" : "", st->name);
+    cell_text(d, row_name, false);
+    cell_u64(d, h->count);
+    cell_double(d, h->count ? h->mean_ns : 0);
+    cell_u64(d, pb_hist_quantile(h, 0.50));
+    cell_u64(d, pb_hist_quantile(h, 0.90));
+    cell_u64(d, pb_hist_quantile(h, 0.95));
+    cell_u64(d, pb_hist_quantile(h, 0.99));
+    cell_u64(d, h->count ? h->max_ns : 0);
+    cell_u64(d, st->cpu_ns);
+    if (isfinite(st->share_pct))
+        fprintf(d->out, "%.10g", st->share_pct);
+    fputc('\n', d->out);
+}
+
+static void delimited_report(const struct delimited *d, const struct pb_result *result,
+                             const struct pb_analysis *an)
+{
+    size_t columns = PB_ARRAY_LEN(delimited_columns);
+    for (size_t c = 0; c < columns; c++)
+        fprintf(d->out, "%s%c", delimited_columns[c], c + 1 < columns ? d->sep : '\n');
     static const char *const bound[] = {"no", "moderate", "high"};
     for (size_t i = 0; i < result->point_count; i++) {
         const struct pb_point_result *p = &result->points[i];
@@ -942,50 +1007,21 @@ void pb_report_csv(FILE *out, const struct pb_result *result, const struct pb_an
         /* A point without stages still gets one row, with empty stage cells. */
         size_t rows = p->stage_count ? p->stage_count : 1;
         for (size_t r = 0; r < rows; r++) {
-            fprintf(out, "%zu,", i);
-            csv_field(out, axes, false);
-            csv_double(out, p->samples_per_s);
-            int windows;
-            csv_double(out, pb_point_noise_known(result, i, &windows) ? p->samples_per_s_noise_pct
-                                                                      : NAN);
-            csv_double(out, p->batches_per_s);
-            csv_double(out, p->mb_per_s);
-            csv_double(out, p->stall_pct);
-            csv_double(out, p->accel_util_pct);
-            csv_double(out, p->cpu_util_pct);
-            csv_double(out, p->worker_cpu_pct);
-            csv_u64(out, p->wait_p50_ns);
-            csv_u64(out, p->wait_p99_ns);
-            csv_u64(out, p->assembly_p50_ns);
-            csv_u64(out, p->assembly_p99_ns);
-            csv_u64(out, p->rss_peak_bytes);
-            csv_u64(out, p->pinned_bytes);
-            csv_u64(out, p->samples);
-            csv_u64(out, p->errors);
-            fprintf(out, "%s,%d,", input_bound, recommended ? 1 : 0);
-            if (!p->stage_count) {
-                fputs(",,,,,,,,,\n", out);
+            point_cells(d, result, i, axes, input_bound, recommended);
+            if (p->stage_count) {
+                stage_cells(d, &p->stages[r]);
                 continue;
             }
-            const struct pb_stage_result *st = &p->stages[r];
-            const struct pb_hist *h = &st->hist;
-            char row_name[80];
-            snprintf(row_name, sizeof(row_name), "%s%s", st->gpu ? "gpu:" : "", st->name);
-            csv_field(out, row_name, false);
-            csv_u64(out, h->count);
-            csv_double(out, h->count ? h->mean_ns : 0);
-            csv_u64(out, pb_hist_quantile(h, 0.50));
-            csv_u64(out, pb_hist_quantile(h, 0.90));
-            csv_u64(out, pb_hist_quantile(h, 0.95));
-            csv_u64(out, pb_hist_quantile(h, 0.99));
-            csv_u64(out, h->count ? h->max_ns : 0);
-            csv_u64(out, st->cpu_ns);
-            if (isfinite(st->share_pct))
-                fprintf(out, "%.10g\n", st->share_pct);
-            else
-                fputc('\n', out);
+            for (int c = 1; c < STAGE_COLUMNS; c++)
+                fputc(d->sep, d->out);
+            fputc('\n', d->out);
         }
     }
+}
+
+void pb_report_csv(FILE *out, const struct pb_result *result, const struct pb_analysis *an)
+{
+    delimited_report(&(struct delimited){out, ','}, result, an);
 }
 
 void pb_report_table(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis)
