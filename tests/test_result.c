@@ -1261,6 +1261,48 @@ static void test_report_p95_column(void **state)
     pb_result_free(&result);
 }
 
+/* TSV is the CSV table with tabs: the same header and rows, 30 cells
+ * each, nothing quoted (the axes keep their comma); a tab inside a name
+ * is printed as \x09, so it never splits a cell. */
+static void test_report_tsv(void **state)
+{
+    (void)state;
+    struct pb_result result;
+    make_result(&result, 17);
+    char *csv = render(&result, PB_FORMAT_CSV);
+    char *tsv = render(&result, PB_FORMAT_TSV);
+    size_t csv_lines = 0, tsv_lines = 0;
+    for (const char *p = csv; *p; p++)
+        csv_lines += *p == '\n';
+    int tabs = 0;
+    for (const char *p = tsv; *p; p++) {
+        if (*p == '\t')
+            tabs++;
+        if (*p == '\n') {
+            assert_int_equal(tabs, 29);
+            tabs = 0;
+            tsv_lines++;
+        }
+    }
+    assert_int_equal(tsv_lines, csv_lines);
+    assert_true(tsv_lines > 1);
+    size_t header = strcspn(csv, "\n");
+    for (size_t i = 0; i < header; i++)
+        if (csv[i] == ',')
+            csv[i] = '\t';
+    assert_memory_equal(tsv, csv, header + 1);
+    assert_null(strchr(tsv, '"'));
+    pb_test_assert_contains(tsv, (const char *const[]){
+                                     "\n0\tloader.workers=2;pipeline.resize.size=224,224\t", NULL});
+    free(csv);
+    free(tsv);
+    snprintf(result.points[0].stages[0].name, sizeof(result.points[0].stages[0].name), "a\tb");
+    tsv = render(&result, PB_FORMAT_TSV);
+    pb_test_assert_contains(tsv, (const char *const[]){"\ta\\x09b\t", NULL});
+    free(tsv);
+    pb_result_free(&result);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1284,6 +1326,7 @@ int main(void)
         cmocka_unit_test(test_report_step_time_cap),
         cmocka_unit_test(test_report_ends_with_verdict),
         cmocka_unit_test(test_report_p95_column),
+        cmocka_unit_test(test_report_tsv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

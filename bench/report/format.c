@@ -18,6 +18,7 @@ const struct pb_format_ops pb_formats[PB_FORMAT_COUNT] = {
     [PB_FORMAT_MARKDOWN] = {"markdown", pb_report_markdown, pb_comparison_markdown, true},
     [PB_FORMAT_CSV] = {"csv", pb_report_csv, NULL, true},
     [PB_FORMAT_HTML] = {"html", pb_html_report, pb_html_comparison, true},
+    [PB_FORMAT_TSV] = {"tsv", pb_report_tsv, NULL, true},
 };
 
 int pb_format_parse(const char *text, enum pb_format *format)

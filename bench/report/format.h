@@ -22,6 +22,7 @@ enum pb_format {
     PB_FORMAT_MARKDOWN,
     PB_FORMAT_CSV,
     PB_FORMAT_HTML,
+    PB_FORMAT_TSV,
     PB_FORMAT_COUNT
 };
 

@@ -892,8 +892,9 @@ static void report_human(FILE *out, const struct pb_result *result,
 
 /* A delimited table, one row per point and stage. CSV follows RFC 4180: a
  * field with a comma, quote or line break is quoted, and its quotes are
- * doubled. With a tab for separator there is no quoting: a tab or line
- * break in a field becomes a space, as spreadsheets and `cut -f` expect. */
+ * doubled. With a tab for separator nothing is quoted: a field is printable
+ * (a tab or line break in a name reads \x09, \x0a), so a tab always ends
+ * a cell, as spreadsheets and `cut -f` expect. */
 struct delimited {
     FILE *out;
     char sep;
@@ -903,12 +904,7 @@ static void cell_text(const struct delimited *d, const char *raw, bool last)
 {
     char text[PB_PRINTABLE_SIZE(CELL_MAX)];
     pb_printable(text, sizeof(text), raw); /* no control characters, as everywhere */
-    if (d->sep == '\t') {
-        for (char *p = text; *p; p++)
-            if (*p == '\t' || *p == '\n' || *p == '\r')
-                *p = ' ';
-        fputs(text, d->out);
-    } else if (strpbrk(text, ",\"\r\n")) {
+    if (d->sep != '\t' && strpbrk(text, ",\"\r\n")) {
         fputc('"', d->out);
         for (const char *p = text; *p; p++) {
             if (*p == '"')
@@ -1022,6 +1018,11 @@ static void delimited_report(const struct delimited *d, const struct pb_result *
 void pb_report_csv(FILE *out, const struct pb_result *result, const struct pb_analysis *an)
 {
     delimited_report(&(struct delimited){out, ','}, result, an);
+}
+
+void pb_report_tsv(FILE *out, const struct pb_result *result, const struct pb_analysis *an)
+{
+    delimited_report(&(struct delimited){out, '\t'}, result, an);
 }
 
 void pb_report_table(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis)

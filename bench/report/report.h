@@ -19,8 +19,10 @@ void pb_report_table(FILE *out, const struct pb_result *result,
 void pb_report_markdown(FILE *out, const struct pb_result *result,
                         const struct pb_analysis *analysis);
 
-/* One CSV row per point and stage, for spreadsheets and scripts. */
+/* One row per point and stage, for spreadsheets and scripts: CSV (RFC
+ * 4180 quoting) and TSV (tab-separated, no quoting). */
 void pb_report_csv(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis);
+void pb_report_tsv(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis);
 
 /* The result file's JSON (bench/result/result_json.c), analysis unused. */
 void pb_report_json(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis);
