@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/sys/affinity.h"
 #include "bench/base/pb.h"
+#include "bench/sys/affinity.h"
 #include "tests/testutil.h"
 
 static char workdir[] = "/tmp/pbench-affinity-XXXXXX";

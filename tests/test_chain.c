@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "bench/run/chain.h"
 #include "bench/base/pb.h"
+#include "bench/run/chain.h"
 
 static int inits, cleanups, device_opens;
 static int32_t seen_want_width[PB_MAX_STAGES]; /* per init, in order */

@@ -14,10 +14,10 @@
 #include <string.h>
 
 #include "bench/analyze/compare.h"
-#include "bench/report/format.h"
 #include "bench/base/pb.h"
-#include "bench/report/report.h"
 #include "bench/base/stats.h"
+#include "bench/report/format.h"
+#include "bench/report/report.h"
 #include "tests/testutil.h"
 
 /* The normal quantiles behind "detectable": two-sided 5%, 80% power. */

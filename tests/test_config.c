@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/config/config.h"
 #include "bench/base/pb.h"
+#include "bench/config/config.h"
 #include "bench/config/sweep.h"
 
 /* A valid dataset and pipeline, 6 lines; cases append from line 7. */

@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/config/config.h"
 #include "bench/base/pb.h"
+#include "bench/config/config.h"
 #include "pipelines/dataset.h"
 #include "tests/testutil.h"
 

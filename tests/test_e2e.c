@@ -23,8 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench/sys/machine.h"
 #include "bench/result/result.h"
+#include "bench/sys/machine.h"
 #include "kernels/gpu_rt.h"
 #include "tests/testutil.h"
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/run/gpu_acc.h"
 #include "bench/base/pb.h"
+#include "bench/run/gpu_acc.h"
 
 static uint64_t rng = 12345;
 static double uniform(double lo, double hi)

@@ -16,10 +16,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bench/base/pb.h"
 #include "bench/sys/cupti.h"
 #include "bench/sys/h2d_bandwidth.h"
 #include "bench/sys/nvml.h"
-#include "bench/base/pb.h"
 #include "tests/testutil.h"
 
 #if PB_HAVE_CUDA

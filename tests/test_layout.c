@@ -39,8 +39,8 @@ static const struct rule {
     {"bench/config",
      {"bench/base", "bench/sys", "kernels", "decoders", "pipelines", "bench/analyze", NULL}},
     {"bench/run",
-     {"bench/base", "bench/sys", "kernels", "decoders", "pipelines", "bench/result",
-      "bench/config", NULL}},
+     {"bench/base", "bench/sys", "kernels", "decoders", "pipelines", "bench/result", "bench/config",
+      NULL}},
     {"bench/report", {"bench/base", "bench/result", "bench/analyze", NULL}},
     {"bench/session",
      {"bench/base", "bench/sys", "kernels", "decoders", "pipelines", "bench/result",
@@ -229,9 +229,9 @@ static void test_bench_holds_folders_only(void **state)
 static void test_a_bad_include_is_caught(void **state)
 {
     (void)state;
-    assert_int_equal(check_text("bench/base/hist.c",
-                                "#include \"bench/base/pb.h\"\n#include <stdio.h>\n", NULL),
-                     0);
+    assert_int_equal(
+        check_text("bench/base/hist.c", "#include \"bench/base/pb.h\"\n#include <stdio.h>\n", NULL),
+        0);
     assert_int_equal(
         check_text("bench/base/hist.c", "/* x */\n#include \"bench/run/runner.h\"\n", NULL), 1);
     assert_int_equal(check_text("decoders/jpeg.c", "  #include \"pipelines/stage.h\"\n", NULL), 1);

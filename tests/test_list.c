@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/config/config.h"
-#include "bench/cli/list.h"
 #include "bench/base/pb.h"
+#include "bench/cli/list.h"
+#include "bench/config/config.h"
 #include "decoders/decoder.h"
 #include "pipelines/stage.h"
 

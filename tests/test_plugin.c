@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/config/config.h"
-#include "bench/cli/list.h"
 #include "bench/base/pb.h"
+#include "bench/cli/list.h"
+#include "bench/config/config.h"
 #include "pipelines/plugin.h"
 #include "tests/testutil.h"
 

@@ -15,11 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/sys/machine.h"
 #include "bench/base/pb.h"
-#include "bench/report/report.h"
 #include "bench/report/format.h"
+#include "bench/report/report.h"
 #include "bench/result/result.h"
+#include "bench/sys/machine.h"
 #include "kernels/gpu_rt.h"
 #include "tests/testutil.h"
 

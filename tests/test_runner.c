@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/config/config.h"
 #include "bench/base/pb.h"
+#include "bench/config/config.h"
 #include "bench/run/runner.h"
 #include "bench/run/stoprule.h"
 #include "pipelines/dataset.h"

@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/session/interleave.h"
 #include "bench/base/pb.h"
 #include "bench/result/result.h"
+#include "bench/session/interleave.h"
 #include "bench/session/session.h"
 #include "tests/testutil.h"
 

@@ -25,8 +25,8 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 
-#include "bench/config/config.h"
 #include "bench/base/pb.h"
+#include "bench/config/config.h"
 #include "decoders/decoder.h"
 #include "decoders/video_clip.h"
 #include "decoders/video_visit.h"

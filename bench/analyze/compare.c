@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "bench/base/pb.h"
-#include "bench/result/metrics.h"
 #include "bench/base/printable.h"
 #include "bench/base/stats.h"
+#include "bench/result/metrics.h"
 
 /* ---- compatibility ------------------------------------------------------- */
 

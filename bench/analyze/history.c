@@ -10,9 +10,9 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "bench/base/stats.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
+#include "bench/base/stats.h"
 #include "bench/result/metrics.h"
 
 static const char *const schema =

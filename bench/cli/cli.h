@@ -14,8 +14,7 @@
 int pb_cli_exit(int rc);
 
 /* The exit code of a printed comparison (compare, run --baseline). */
-int pb_cli_comparison_exit(int print_rc, const struct pb_comparison *cmp,
-                           bool fail_on_regression);
+int pb_cli_comparison_exit(int print_rc, const struct pb_comparison *cmp, bool fail_on_regression);
 
 /* "pbench CMD: MESSAGE" on stderr; the message names files from the
  * command line or a result, printed without control characters. cmd may

@@ -3,9 +3,9 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "bench/config/config.h"
 #include "bench/base/opt.h"
 #include "bench/base/pb.h"
+#include "bench/config/config.h"
 #include "decoders/decoder.h"
 #include "pipelines/plugin.h"
 #include "pipelines/stage.h"

@@ -136,8 +136,8 @@ static int cmd_run(int argc, char **argv)
         case 'F': fail_on_regression = true; break;
         case 'T':
             if (pb_threshold_parse(optarg, &opts.threshold_pct) != PB_OK)
-                exit_code = pb_cli_usage_error("run", "--threshold takes a percentage such as 5%%, got '%s'",
-                                        optarg);
+                exit_code = pb_cli_usage_error(
+                    "run", "--threshold takes a percentage such as 5%%, got '%s'", optarg);
             break;
         case 'h': exit_code = pb_cli_help(2, (char *[]){"help", "run", NULL}); break;
         default: exit_code = pb_cli_usage_error("run", "%s", "bad option"); break;
@@ -219,8 +219,8 @@ static int cmd_compare(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--threshold") == 0 && i + 1 < argc) {
             if (pb_threshold_parse(argv[++i], &threshold_pct) != PB_OK)
-                code = pb_cli_usage_error("compare", "--threshold takes a percentage such as 5%%, got '%s'",
-                                   argv[i]);
+                code = pb_cli_usage_error(
+                    "compare", "--threshold takes a percentage such as 5%%, got '%s'", argv[i]);
         } else if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc) {
             enum pb_format f;
             if (pb_format_parse(argv[++i], &f) != PB_OK || !pb_formats[f].comparison)

@@ -47,8 +47,8 @@ int cmd_history(int argc, char **argv)
             revision = argv[++i];
         else if (strcmp(a, "--threshold") == 0 && has_value && !add) {
             if (pb_threshold_parse(argv[++i], &threshold) != PB_OK)
-                return pb_cli_usage_error("history", "--threshold takes a percentage such as 5%%, got '%s'",
-                                   argv[i]);
+                return pb_cli_usage_error(
+                    "history", "--threshold takes a percentage such as 5%%, got '%s'", argv[i]);
         } else if (add && a[0] != '-' && !file)
             file = a;
         else
@@ -57,9 +57,9 @@ int cmd_history(int argc, char **argv)
     if (add && !file)
         return pb_cli_usage_error("history", "%s", "history add needs a RESULT.json");
     char msg[PB_MSG_MAX * 2], summary[PB_MSG_MAX * 2];
-    int rc = add ? pb_history_add_file(db, file, revision, summary, sizeof(summary), msg,
-                                       sizeof(msg))
-                 : pb_history_show(db, config, metric, threshold, msg, sizeof(msg));
+    int rc =
+        add ? pb_history_add_file(db, file, revision, summary, sizeof(summary), msg, sizeof(msg))
+            : pb_history_show(db, config, metric, threshold, msg, sizeof(msg));
     if (rc < 0) {
         pb_cli_error("history", msg);
     } else if (add) {
@@ -229,4 +229,3 @@ int cmd_version(int argc, char **argv)
     pb_machine_print_versions(stdout, &m);
     return PB_EXIT_OK;
 }
-

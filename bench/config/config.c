@@ -13,9 +13,9 @@
 
 #include <yaml.h>
 
-#include "bench/sys/affinity.h"
-#include "bench/config/config_scope.h"
 #include "bench/base/pb.h"
+#include "bench/config/config_scope.h"
+#include "bench/sys/affinity.h"
 #include "pipelines/storage.h"
 
 #define PB_PRINTF(f, a) __attribute__((format(printf, f, a)))

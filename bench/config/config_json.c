@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/config/config.h"
 #include "bench/base/pb.h"
+#include "bench/config/config.h"
 #include "pipelines/plugin.h"
 
 /* Sets obj[key] = value, taking over value (NULL means it failed). */

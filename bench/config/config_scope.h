@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "bench/config/spec.h"
 #include "bench/base/opt.h"
+#include "bench/config/spec.h"
 
 /* The keys a mapping accepts: keys the caller handles itself (extras, such
  * as a stage's `decoder` or dataset's `generate`) and up to two option

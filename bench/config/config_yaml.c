@@ -8,11 +8,11 @@
 
 #include <yaml.h>
 
+#include "bench/base/pb.h"
+#include "bench/base/yaml_doc.h"
 #include "bench/config/config.h"
 #include "bench/config/config_scope.h"
-#include "bench/base/pb.h"
 #include "bench/config/sweep.h"
-#include "bench/base/yaml_doc.h"
 #include "pipelines/plugin.h"
 
 #define PB_PRINTF(f, a) __attribute__((format(printf, f, a)))

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "pipelines/storage.h"
 #include "bench/sys/affinity.h"
+#include "pipelines/storage.h"
 
 static const char *const on_error_names[] = {"skip", "fail", NULL};
 static const char *const generate_kind_names[] = {"files", "jpeg", "video", NULL};

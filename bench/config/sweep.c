@@ -12,9 +12,9 @@
 
 #include <yaml.h>
 
-#include "bench/config/config.h"
 #include "bench/base/pb.h"
 #include "bench/base/yaml_doc.h"
+#include "bench/config/config.h"
 
 struct parse {
     yaml_document_t *doc;

@@ -126,7 +126,8 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
     if (cmp->setting_costs > 0) {
         n.verdict = PB_VERDICT_SAME;
         n.separator = " ";
-        fprintf(out, md ? "\n**the cost of the setting change**:" : "the cost of the setting change:");
+        fprintf(out,
+                md ? "\n**the cost of the setting change**:" : "the cost of the setting change:");
         each_metric(cmp, &n, list_metric);
         fprintf(out, "; more memory comes with the settings changed above, so "
                      "--fail-on-regression does not count it\n");
@@ -209,7 +210,8 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
             else
                 snprintf(detectable, sizeof(detectable), "±%.1f%s", mc->detectable, unit);
             const char *bold =
-                mc->verdict == PB_VERDICT_REGRESSED || mc->verdict == PB_VERDICT_IMPROVED ? "**" : "";
+                mc->verdict == PB_VERDICT_REGRESSED || mc->verdict == PB_VERDICT_IMPROVED ? "**"
+                                                                                          : "";
             if (md)
                 fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s | %s |\n", m ? "" : label,
                         mc->name, a, b, change, ci, p, bold, verdict, bold, detectable);

@@ -135,7 +135,7 @@ int pb_report_write(const char *path, const struct pb_result *result,
 int pb_comparison_write(const char *path, const struct pb_comparison *cmp, const char *base_name,
                         const char *next_name, int format, char *msg, size_t msglen)
 {
-    struct report_fill r = {.cmp = cmp, .base_name = base_name, .next_name = next_name,
-                            .format = format};
+    struct report_fill r = {
+        .cmp = cmp, .base_name = base_name, .next_name = next_name, .format = format};
     return pb_write_atomic(path, fill_report, &r, msg, msglen);
 }

@@ -30,8 +30,7 @@ struct pb_format_ops {
     const char *name; /* what --format takes */
     /* Renders a result; analysis is pb_analyze of it, NULL when it could
      * not be made (or is not wanted: see analyzed). */
-    void (*result)(FILE *out, const struct pb_result *result,
-                   const struct pb_analysis *analysis);
+    void (*result)(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis);
     /* Renders a comparison; NULL when the format has no comparison form. */
     void (*comparison)(FILE *out, const struct pb_comparison *cmp, const char *base_name,
                        const char *next_name);

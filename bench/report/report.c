@@ -386,7 +386,8 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
     if (s->markdown)
         fprintf(s->out, "## Sweep: %zu points\n\n", result->point_count);
     else
-        fprintf(s->out, "\nsweep: %zu points, fastest first (* = recommended)\n", result->point_count);
+        fprintf(s->out, "\nsweep: %zu points, fastest first (* = recommended)\n",
+                result->point_count);
     emit_table(s, &t);
     pb_table_free(&t);
     sweep_legend(s, result, an, &columns);
@@ -598,8 +599,8 @@ static void summary_memory(struct pb_table *t, const struct pb_point_result *p)
 }
 
 /* Batch assembly and, for video, decode amplification and its ceiling. */
-static void summary_assembly(struct pb_table *t, const struct sink *s, const struct pb_point_result *p,
-                             size_t index)
+static void summary_assembly(struct pb_table *t, const struct sink *s,
+                             const struct pb_point_result *p, size_t index)
 {
     char a[32], b[32];
     format_ns(a, sizeof(a), (double)p->assembly_p50_ns);
@@ -618,11 +619,13 @@ static void summary_assembly(struct pb_table *t, const struct sink *s, const str
             char per[80];
             if (a->workers > 0)
                 snprintf(per, sizeof(per), "per worker (%s) x %lld",
-                         a->decode_rate_calibrated ? "calibrated, one core" : "measured in this run",
+                         a->decode_rate_calibrated ? "calibrated, one core"
+                                                   : "measured in this run",
                          (long long)a->workers);
             else
                 snprintf(per, sizeof(per), "in the training loop's thread (%s)",
-                         a->decode_rate_calibrated ? "calibrated, one core" : "measured in this run");
+                         a->decode_rate_calibrated ? "calibrated, one core"
+                                                   : "measured in this run");
             pb_table_add(t,
                          "%.0f frames/s = %.0f decoded frames/s %s / %.2f; this run delivers "
                          "%.0f = %.0f%% of it",

@@ -18,10 +18,10 @@
 enum pb_metric_ranks { PB_RANKS_SUM, PB_RANKS_MEAN, PB_RANKS_ROOT };
 
 struct pb_metric {
-    const char *name;      /* "samples_per_s": in JSON, history and --metric */
-    const char *unit;      /* "samples/s", "ns", "%" or "bytes"             */
+    const char *name; /* "samples_per_s": in JSON, history and --metric */
+    const char *unit; /* "samples/s", "ns", "%" or "bytes"             */
     bool higher_is_better;
-    bool absolute;         /* its change is in percentage points (stall)   */
+    bool absolute; /* its change is in percentage points (stall)   */
     /* A regression that comes with changed loader settings is their cost
      * (more workers or prefetch hold more batches), not counted as one. */
     bool setting_cost;

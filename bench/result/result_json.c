@@ -14,8 +14,8 @@
 
 #include "bench/base/fileio.h"
 #include "bench/base/jsonfield.h"
-#include "bench/result/memgrowth.h"
 #include "bench/base/pb.h"
+#include "bench/result/memgrowth.h"
 
 /* ------------------------------------------------------------ field tables */
 

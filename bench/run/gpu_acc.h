@@ -13,9 +13,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "bench/run/gpuloop.h"
 #include "bench/base/hist.h"
 #include "bench/result/result.h"
+#include "bench/run/gpuloop.h"
 
 struct pb_gpu_acc {
     int stage_count; /* GPU stages, set by the caller */

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/base/pb.h"
 #include "bench/run/chain.h"
 #include "bench/run/gpu_acc.h"
 #include "bench/run/gpuloop.h"
-#include "bench/base/pb.h"
 #include "bench/run/queue.h"
 #include "bench/run/runlimits.h"
 #include "bench/run/stagestats.h"
@@ -126,7 +126,8 @@ static inline int run_stage(struct worker *w, int k, bool last, struct pb_sample
         return rc;
     if (s->out_bytes > PB_SAMPLE_MAX_BYTES)
         return stage_too_large(w, k, s, true);
-    if (!last && s->out_bytes > s->out_capacity && pb_runner_grow_scratch(w, k & 1, s->out_bytes) == PB_OK) {
+    if (!last && s->out_bytes > s->out_capacity &&
+        pb_runner_grow_scratch(w, k & 1, s->out_bytes) == PB_OK) {
         s->out = w->scratch[k & 1];
         s->out_capacity = w->scratch_capacity[k & 1];
         s->out_bytes = 0;

@@ -201,7 +201,7 @@ static int setup_pool(struct run *run, const struct pb_spec *spec, char *msg, si
 }
 
 int pb_runner_setup(struct run *run, const struct pb_spec *spec, const struct pb_dataset *ds,
-                     struct pb_point_result *point, char *msg, size_t msglen)
+                    struct pb_point_result *point, char *msg, size_t msglen)
 {
     memset(run, 0, sizeof(*run));
     pthread_mutex_init(&run->error_lock, NULL);

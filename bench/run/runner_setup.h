@@ -11,21 +11,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "bench/sys/affinity.h"
+#include "bench/base/pb.h"
+#include "bench/config/config.h"
+#include "bench/result/result.h"
 #include "bench/run/chain.h"
 #include "bench/run/gpu_acc.h"
 #include "bench/run/gpuloop.h"
-#include "bench/base/pb.h"
 #include "bench/run/perfcount.h"
 #include "bench/run/queue.h"
 #include "bench/run/runlimits.h"
-#include "bench/config/config.h"
-#include "bench/result/result.h"
-#include "bench/run/stoprule.h"
-#include "pipelines/dataset.h"
 #include "bench/run/stagestats.h"
+#include "bench/run/stoprule.h"
 #include "bench/run/sysmon.h"
 #include "bench/run/trace.h"
+#include "bench/sys/affinity.h"
+#include "pipelines/dataset.h"
 
 struct run;
 struct pb_run_hooks; /* bench/run/runner.h */
@@ -94,7 +94,7 @@ struct run {
     int repeat; /* the repeat being run (0-based) */
     struct pb_sysmon sysmon;
     struct pb_stoprule rule;
-    double mhz_start; /* CPU clock when the repeat began */
+    double mhz_start;             /* CPU clock when the repeat began */
     struct pb_affinity *affinity; /* loader.affinity's plan; NULL for none */
     /* The training loop's trace buffer, as the workers' above. */
     struct pb_trace_thread *loop_trace_buffer, *loop_trace;

@@ -13,8 +13,8 @@
 
 #include <stdint.h>
 
-#include "bench/config/config.h"
 #include "bench/base/hist.h"
+#include "bench/config/config.h"
 #include "bench/result/result.h"
 #include "bench/result/slowest.h"
 #include "decoders/decoder.h"

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/config/config.h"
 #include "bench/base/fileio.h"
 #include "bench/base/jsonfield.h"
 #include "bench/base/pb.h"
+#include "bench/config/config.h"
 #include "bench/result/result.h"
 
 static const char *const fixed_names[PB_TRACE_FIXED_NAMES] = {

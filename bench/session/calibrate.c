@@ -1,15 +1,15 @@
 /* Calibration: the pipeline on one core, memcpy, host-to-device copies. */
-#include "bench/session/calibrate.h"
 #include "bench/run/storage_run.h"
+#include "bench/session/calibrate.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bench/analyze/analysis.h"
-#include "bench/sys/h2d_bandwidth.h"
 #include "bench/base/pb.h"
 #include "bench/run/runner.h"
+#include "bench/sys/h2d_bandwidth.h"
 
 const char *const pb_calibration_overrides[] = {
     "loader.workers=1", "run.step_ms=0", "run.repeats=1", "run.warmup_batches=2", NULL,

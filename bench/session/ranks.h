@@ -33,7 +33,7 @@
  * PB_ERR_CONFIG, naming config_path, when the config sets dataset.shard
  * itself (the launcher decides the shards). PB_OK and no change otherwise. */
 int pb_ranks_apply_shard(struct pb_dataset_spec *ds, const char *config_path, char *msg,
-                       size_t msglen);
+                         size_t msglen);
 
 /* One repeat measured by every rank together. */
 struct pb_ranks_repeat {
@@ -55,7 +55,7 @@ void pb_ranks_repeat_begin(struct pb_ranks_repeat *r, struct pb_run_group **grou
  * false when a rank was interrupted, true otherwise (and always when not
  * active). */
 bool pb_ranks_repeat_end(struct pb_ranks_repeat *r, long point_index, int rc, const char *msg,
-                       struct pb_point_result *point, size_t kept_before);
+                         struct pb_point_result *point, size_t kept_before);
 
 /* Rank 0, after pb_point_summarize: point->ranks (one entry per rank) and
  * point->multi_rank (the aggregate's spread); each rank's samples_per_s is

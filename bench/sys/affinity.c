@@ -10,8 +10,8 @@
 
 #include <hwloc.h>
 
-#include "bench/sys/mpi.h"
 #include "bench/base/pb.h"
+#include "bench/sys/mpi.h"
 
 const char *const pb_affinity_policy_names[] = {"none", "compact", "spread", "numa", NULL};
 
