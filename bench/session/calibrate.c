@@ -1,6 +1,7 @@
 /* Calibration: the pipeline on one core, memcpy, host-to-device copies. */
-#include "bench/run/storage_run.h"
 #include "bench/session/calibrate.h"
+
+#include "bench/run/storage_run.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,9 +2,10 @@
  * with dlopen on first use; the trace's aggregation and its Chrome trace
  * writer are plain C over an array of records, built with or without
  * CUDA. */
+#include "bench/sys/cupti.h"
+
 #include "bench/base/fileio.h"
 #include "bench/base/jsonfield.h"
-#include "bench/sys/cupti.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
