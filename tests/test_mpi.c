@@ -1,4 +1,4 @@
-/* Multi-rank runs end to end (bench/sys/mpi.h): `mpirun -n 2 --oversubscribe`
+/* Multi-rank runs end to end (bench/sys/mpi.h, bench/session/ranks.h): `mpirun -n 2 --oversubscribe`
  * runs the pbench binary on tiny generated data, one epoch per repeat, and
  * the ONE result file holds two ranks whose figures add up to the point's,
  * each rank having read its own shard to the end (so every sample is read
