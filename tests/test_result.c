@@ -1303,6 +1303,25 @@ static void test_report_tsv(void **state)
     pb_result_free(&result);
 }
 
+/* Every format in enum pb_format has its row: a name --format takes back,
+ * a result renderer; the names in help and messages come from the rows. */
+static void test_format_table_complete(void **state)
+{
+    (void)state;
+    for (int f = 0; f < PB_FORMAT_COUNT; f++) {
+        assert_non_null(pb_formats[f].name);
+        assert_non_null(pb_formats[f].result);
+        enum pb_format back = PB_FORMAT_COUNT;
+        assert_int_equal(pb_format_parse(pb_formats[f].name, &back), PB_OK);
+        assert_int_equal(back, f);
+    }
+    char names[256];
+    pb_format_names(names, sizeof(names), "|", false);
+    assert_string_equal(names, "table|json|markdown|csv|html|tsv");
+    pb_format_names(names, sizeof(names), ", ", true);
+    assert_string_equal(names, "table, json, markdown, html");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1327,6 +1346,7 @@ int main(void)
         cmocka_unit_test(test_report_ends_with_verdict),
         cmocka_unit_test(test_report_p95_column),
         cmocka_unit_test(test_report_tsv),
+        cmocka_unit_test(test_format_table_complete),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
