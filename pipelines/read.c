@@ -179,6 +179,24 @@ static int shard_fd(struct read_state *st, const char *path, bool *direct)
     return st->open_fd;
 }
 
+/* A file that cannot be opened is a bad sample (counted, skipped under
+ * run.on_error: skip), unless the process ran out of file descriptors or
+ * memory: that is this machine's limit, not the file's fault, and every
+ * sample after it would fail the same way, so the run stops and says
+ * which limit. */
+static int open_failure(struct pb_sample *s, int err)
+{
+    if (err == EMFILE || err == ENFILE || err == ENOMEM) {
+        snprintf(s->msg, s->msglen,
+                 "%s: %s: the process cannot open more files (%s); raise the limit (ulimit -n) "
+                 "or lower loader.workers",
+                 s->path, strerror(err), err == ENFILE ? "the system's limit" : "its own limit");
+        return PB_ERR;
+    }
+    snprintf(s->msg, s->msglen, "%s: %s", s->path, strerror(err));
+    return PB_ERR_DATA;
+}
+
 static int read_process(void *state, struct pb_sample *s)
 {
     struct read_state *st = state;
@@ -190,10 +208,8 @@ static int read_process(void *state, struct pb_sample *s)
         return member_fault(s);
     bool direct;
     int fd = s->member ? shard_fd(st, s->path, &direct) : open_for(st, s->path, &direct);
-    if (fd < 0) {
-        snprintf(s->msg, s->msglen, "%s: %s", s->path, strerror(errno));
-        return PB_ERR_DATA;
-    }
+    if (fd < 0)
+        return open_failure(s, errno);
     size_t want = s->member ? (size_t)s->file_bytes : SIZE_MAX;
     ssize_t got = read_sample(st, fd, direct, s->out, s->out_capacity, s->file_offset, want);
     int rc = PB_OK;

@@ -5,6 +5,7 @@
  * the build folder's cannot (tmpfs, some overlays) the program says so and
  * exits 77 (skipped). */
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -129,6 +130,50 @@ static void test_read_stage_cold_evicts(void **state)
     pb_dataset_free(&ds);
 }
 
+/* Out of file descriptors is the machine's limit, not a bad file: the
+ * read stage ends the run (PB_ERR) and names the limit, where a missing
+ * file is a bad sample (PB_ERR_DATA). */
+static void test_read_stage_out_of_descriptors(void **state)
+{
+    (void)state;
+    struct pb_dataset ds;
+    open_dir("data", &ds);
+    const struct pb_stage_ops *read = pb_stage_find("read");
+    uint8_t *buf = malloc(ds.max_bytes);
+    assert_non_null(buf);
+    struct {
+        int64_t block_kib;
+    } opts = {64};
+    struct pb_stage_plan in = {.max_bytes = ds.max_bytes, .cache = PB_CACHE_WARM}, out;
+    void *st = NULL;
+    char msg[PB_MSG_MAX] = "";
+    assert_int_equal(read->init(&st, &opts, &in, &out, NULL, NULL, msg, sizeof(msg)), PB_OK);
+    struct pb_sample s = {.path = ds.paths[0], .file_bytes = ds.sizes[0], .out = buf,
+                          .out_capacity = ds.max_bytes, .msg = msg, .msglen = sizeof(msg)};
+    struct pb_sample missing = s;
+    missing.path = "no/such/file.bin";
+    assert_int_equal(read->process(st, &missing), PB_ERR_DATA);
+
+    /* Take every descriptor the limit leaves, then read. */
+    struct rlimit old;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    struct rlimit low = {64, old.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int fds[64], taken = 0;
+    while (taken < 64 && (fds[taken] = open("/dev/null", O_RDONLY)) >= 0)
+        taken++;
+    int rc = read->process(st, &s);
+    while (taken > 0)
+        close(fds[--taken]);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    assert_int_equal(rc, PB_ERR);
+    pb_test_assert_contains(msg, (const char *const[]){"cannot open more files", "ulimit -n",
+                                                       NULL});
+    read->cleanup(st);
+    free(buf);
+    pb_dataset_free(&ds);
+}
+
 /* More files than one measurement checks: a spread sample, said so. */
 static void test_large_dataset_is_sampled(void **state)
 {
@@ -187,6 +232,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_residency_after_eviction_and_read),
         cmocka_unit_test(test_read_stage_cold_evicts),
+        cmocka_unit_test(test_read_stage_out_of_descriptors),
         cmocka_unit_test(test_large_dataset_is_sampled),
         cmocka_unit_test(test_cold_read_ceiling),
     };
