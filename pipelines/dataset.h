@@ -66,7 +66,12 @@ struct pb_dataset {
 
 /* A tar sample that cannot be read, and why (in sizes[i]). */
 #define PB_MEMBER_BAD UINT64_MAX
-enum pb_member_fault { PB_MEMBER_TRUNCATED = 1, PB_MEMBER_NO_IMAGE = 2, PB_MEMBER_UNREADABLE = 3 };
+enum pb_member_fault {
+    PB_MEMBER_TRUNCATED = 1,
+    PB_MEMBER_NO_IMAGE = 2,
+    PB_MEMBER_UNREADABLE = 3,
+    PB_MEMBER_COMPRESSED = 4, /* gzip, bzip2, xz or zstd: members have no offsets */
+};
 
 /* The files storage holds: the loose files, or the tar shards. Returns
  * how many, with their paths and sizes. */

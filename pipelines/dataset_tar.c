@@ -153,8 +153,21 @@ static int64_t member_data_offset(int fd, uint64_t pos)
     return -1;
 }
 
+/* Whether the file open at fd starts with the magic bytes of gzip, bzip2,
+ * xz or zstd: a compressed shard, whose members have no offsets to read
+ * them at. */
+static bool is_compressed(int fd)
+{
+    unsigned char head[6] = {0};
+    if (pread(fd, head, sizeof(head), 0) < 4)
+        return false;
+    return (head[0] == 0x1f && head[1] == 0x8b) || memcmp(head, "BZh", 3) == 0 ||
+           memcmp(head, "\xfd" "7zXZ", 5) == 0 || memcmp(head, "\x28\xb5\x2f\xfd", 4) == 0;
+}
+
 /* Adds the samples of shard k (at path, of shard_bytes) to ix. A shard
- * that ends early adds a bad sample where it ends. */
+ * that ends early adds a bad sample where it ends; a compressed one is one
+ * bad sample that says so. */
 static int index_shard(struct tar_index *ix, uint64_t k, const char *path, uint64_t shard_bytes)
 {
     struct archive *a = archive_read_new();
@@ -163,6 +176,10 @@ static int index_shard(struct tar_index *ix, uint64_t k, const char *path, uint6
     archive_read_support_format_tar(a);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     int rc = PB_OK;
+    if (fd >= 0 && is_compressed(fd)) {
+        rc = add_sample(ix, k, PB_MEMBER_BAD, PB_MEMBER_COMPRESSED, "(shard)");
+        goto done;
+    }
     if (fd < 0 || archive_read_open_filename(a, path, 65536) != ARCHIVE_OK) {
         rc = add_sample(ix, k, PB_MEMBER_BAD, PB_MEMBER_UNREADABLE, "(shard)");
         goto done;
@@ -216,10 +233,29 @@ done:
     return rc;
 }
 
+static bool has_suffix(const char *path, const char *suffix)
+{
+    size_t len = strlen(path), n = strlen(suffix);
+    return len > n && strcasecmp(path + len - n, suffix) == 0;
+}
+
 static bool has_tar_suffix(const char *path)
 {
-    size_t len = strlen(path);
-    return len > 4 && strcasecmp(path + len - 4, ".tar") == 0;
+    return has_suffix(path, ".tar");
+}
+
+/* Shards compressed whole (WebDataset's .tar.gz and the like), which
+ * pbench cannot read members of at their offsets. */
+static size_t compressed_shards(const struct pb_dataset *ds, const char **example)
+{
+    static const char *const suffixes[] = {".tar.gz", ".tgz", ".tar.zst", ".tar.xz",
+                                           ".tar.bz2"};
+    size_t n = 0;
+    for (size_t i = 0; i < ds->count; i++)
+        for (size_t k = 0; k < sizeof(suffixes) / sizeof(suffixes[0]); k++)
+            if (has_suffix(ds->paths[i], suffixes[k]) && n++ == 0)
+                *example = ds->paths[i];
+    return n;
 }
 
 int pb_dataset_index_tar(struct pb_dataset *ds, char *msg, size_t msglen)
@@ -229,6 +265,17 @@ int pb_dataset_index_tar(struct pb_dataset *ds, char *msg, size_t msglen)
     for (size_t i = 0; i < ds->count; i++)
         if (has_tar_suffix(ds->paths[i]))
             ds->paths[shards] = ds->paths[i], ds->sizes[shards++] = ds->sizes[i];
+    const char *example = NULL;
+    size_t compressed = shards == 0 ? compressed_shards(ds, &example) : 0;
+    if (compressed > 0) {
+        snprintf(msg, msglen,
+                 "dataset.path holds %zu compressed tar shards (such as %s) and no plain .tar: "
+                 "pbench reads each sample at its offset in the shard, so shards must be "
+                 "uncompressed (gunzip -k, unzstd or unxz them, and point dataset.path at the "
+                 "copies)",
+                 compressed, example);
+        return PB_ERR_CONFIG;
+    }
     if (shards == 0) {
         snprintf(msg, msglen,
                  "dataset.format is tar but dataset.path holds no .tar shards (%zu other files)",

@@ -155,6 +155,9 @@ static int member_fault(const struct pb_sample *s)
         [PB_MEMBER_TRUNCATED] = "the shard ends inside it (truncated tar)",
         [PB_MEMBER_NO_IMAGE] = "the sample has no image member (.jpg, .png, ...)",
         [PB_MEMBER_UNREADABLE] = "the shard cannot be read as a tar",
+        [PB_MEMBER_COMPRESSED] = "the shard is compressed; pbench reads each member at its "
+                                 "offset, so shards must be plain tar (decompress it: gunzip, "
+                                 "unzstd, unxz)",
     };
     uint64_t fault = s->file_bytes < PB_ARRAY_LEN(why) ? s->file_bytes : PB_MEMBER_UNREADABLE;
     snprintf(s->msg, s->msglen, "%s: sample '%s': %s", s->path, s->member ? s->member : "?",

@@ -278,6 +278,40 @@ static void test_bad_shards_are_counted_errors(void **state)
     assert_non_null(strstr(msg, "no .tar shards"));
 }
 
+/* Compressed shards cannot be read member by member: a folder of .tar.gz
+ * is a config error that says to decompress them, and a .tar that is
+ * really gzip is a counted bad sample that says the same. */
+static void test_compressed_shards_are_named(void **state)
+{
+    (void)state;
+    char dir[PB_PATH_MAX], path[PB_PATH_MAX * 2], msg[PB_MSG_MAX];
+    static const char gzip[] = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03junk";
+    snprintf(dir, sizeof(dir), "%s/gz", root);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof(path), "%s/shard-000000.tar.gz", dir);
+    pb_test_write_file(path, gzip, sizeof(gzip) - 1);
+    struct pb_dataset ds;
+    struct pb_dataset_spec spec = {.shard = {0, 1}, .format = PB_FORMAT_TAR};
+    snprintf(spec.path, sizeof(spec.path), "%s", dir);
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), PB_ERR_CONFIG);
+    pb_test_assert_contains(msg, (const char *const[]){"1 compressed tar shards",
+                                                       "shard-000000.tar.gz", "gunzip", NULL});
+
+    snprintf(path, sizeof(path), "%s/shard-000001.tar", dir);
+    pb_test_write_file(path, gzip, sizeof(gzip) - 1);
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(ds.count, 1);
+    assert_int_equal(ds.offsets[0], PB_MEMBER_BAD);
+    void *reader = read_stage(64, PB_CACHE_WARM);
+    uint8_t buf[64];
+    size_t got;
+    assert_int_equal(read_sample(reader, &ds, 0, buf, sizeof(buf), &got, msg, sizeof(msg)),
+                     PB_ERR_DATA);
+    pb_test_assert_contains(msg, (const char *const[]){"the shard is compressed", NULL});
+    pb_stage_find("read")->cleanup(reader);
+    pb_dataset_free(&ds);
+}
+
 /* End to end: a run over the bad shards counts their samples as errors
  * under on_error: skip, and the result says what the dataset is. */
 static void test_run_over_shards(void **state)
@@ -326,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_stream_visits_each_sample_once),
         cmocka_unit_test(test_shuffle_buffer_stays_local),
         cmocka_unit_test(test_bad_shards_are_counted_errors),
+        cmocka_unit_test(test_compressed_shards_are_named),
         cmocka_unit_test(test_run_over_shards),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
