@@ -390,12 +390,20 @@ int pb_sampler_init_visits(struct pb_sampler *s, uint64_t dataset_count, uint64_
     s->max_samples = (uint64_t)ds->max_samples;
     s->batches_per_epoch = s->drop_last ? s->shard_len / s->batch_size
                                         : (s->shard_len + s->batch_size - 1) / s->batch_size;
-    if (s->batches_per_epoch == 0) {
+    if (s->batches_per_epoch == 0 && s->shard_len > 0) {
         snprintf(msg, msglen,
                  "shard %llu/%llu holds %llu samples, fewer than one batch of %llu with "
                  "loader.drop_last",
                  (unsigned long long)s->shard_rank, (unsigned long long)s->shard_count,
                  (unsigned long long)s->shard_len, (unsigned long long)s->batch_size);
+        return PB_ERR_CONFIG;
+    }
+    if (s->batches_per_epoch == 0) {
+        snprintf(msg, msglen,
+                 "shard %llu/%llu holds no samples: the dataset has %llu files for %llu shards; "
+                 "use fewer shards (dataset.shard, or fewer ranks) or more data",
+                 (unsigned long long)s->shard_rank, (unsigned long long)s->shard_count,
+                 (unsigned long long)dataset_count, (unsigned long long)s->shard_count);
         return PB_ERR_CONFIG;
     }
     s->total_batches = ds->epochs > 0 ? s->batches_per_epoch * (uint64_t)ds->epochs : UINT64_MAX;

@@ -200,6 +200,16 @@ static void test_drop_last_epochs_max_samples(void **state)
         pb_sampler_init(&s, 0, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)),
         PB_ERR_CONFIG);
     assert_string_equal(msg, "the dataset is empty");
+
+    /* Without drop_last, an empty shard says so, and not drop_last. */
+    make_specs(&ds, &loader, 8, false, true, 1);
+    ds.shard.rank = 3;
+    ds.shard.count = 4;
+    assert_int_equal(
+        pb_sampler_init(&s, 2, &ds, loader.batch_size, loader.drop_last, msg, sizeof(msg)),
+        PB_ERR_CONFIG);
+    assert_string_equal(msg, "shard 3/4 holds no samples: the dataset has 2 files for 4 shards; "
+                             "use fewer shards (dataset.shard, or fewer ranks) or more data");
 }
 
 static void test_seeds_differ_per_sample(void **state)
