@@ -50,10 +50,12 @@ struct tar_index {
     uint64_t offset, size;
 };
 
+/* The members a decoder can read (decoders/jpeg.c, decoders/image_av.c):
+ * a sample whose only picture is in another format (TIFF, PNM) has no
+ * image member, said at its index rather than at a decode that fails. */
 static bool is_image_extension(const char *ext)
 {
-    static const char *const images[] = {"jpg", "jpeg", "png",  "ppm", "pgm",
-                                         "pnm", "bmp",  "webp", "tif", "tiff"};
+    static const char *const images[] = {"jpg", "jpeg", "png", "bmp", "webp"};
     const char *last = strrchr(ext, '.');
     last = last ? last + 1 : ext;
     for (size_t i = 0; i < PB_ARRAY_LEN(images); i++)

@@ -310,6 +310,21 @@ static void test_compressed_shards_are_named(void **state)
     pb_test_assert_contains(msg, (const char *const[]){"the shard is compressed", NULL});
     pb_stage_find("read")->cleanup(reader);
     pb_dataset_free(&ds);
+
+    /* A sample whose picture no decoder reads (TIFF) has no image member,
+     * said when the shard is indexed. */
+    char tif[PB_PATH_MAX];
+    snprintf(tif, sizeof(tif), "%s/tif", root);
+    assert_int_equal(mkdir(tif, 0755), 0);
+    snprintf(path, sizeof(path), "%s/x.tif", tif);
+    pb_test_write_file(path, "II*\0tiff", 8);
+    assert_int_equal(pb_dataset_pack_shards(tif, 1, msg, sizeof(msg)), PB_OK);
+    snprintf(spec.path, sizeof(spec.path), "%s", tif);
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(ds.count, 1);
+    assert_int_equal(ds.offsets[0], PB_MEMBER_BAD);
+    assert_int_equal(ds.sizes[0], PB_MEMBER_NO_IMAGE);
+    pb_dataset_free(&ds);
 }
 
 /* End to end: a run over the bad shards counts their samples as errors
