@@ -729,6 +729,40 @@ static void test_output_not_a_file(void **state)
     json_decref(load_result("linked-result.json"));
 }
 
+/* -o is tested for writing before the run and never names an input: a
+ * folder that does not exist is refused (exit 2, before measuring, no
+ * folder made); the config, the baseline (as --trace), the report's
+ * result and a compared result are never written over. */
+static void test_output_writable_and_not_an_input(void **state)
+{
+    (void)state;
+    expect_stop_before_measuring("-s run.repeats=1 -o /nonexistent-pbench/dir/x.json", 2,
+                                 "the folder /nonexistent-pbench/dir does not exist");
+    assert_int_equal(access("/nonexistent-pbench", F_OK), -1);
+    char path[600], args[2048];
+    snprintf(path, sizeof(path), "%s/own.yaml", workdir);
+    char copy[1400];
+    snprintf(copy, sizeof(copy), "%s/configs/null.yaml", source_dir);
+    char *config = pb_test_read_file(copy, NULL, true);
+    pb_test_write_file(path, config, strlen(config));
+    snprintf(args, sizeof(args), "run own.yaml " FAST "-s run.repeats=1 -o own.yaml");
+    EXPECT_ERR(args, 2, "-o own.yaml is the config");
+    char *after = slurp(path);
+    assert_string_equal(after, config);
+    free(after);
+    free(config);
+    snprintf(path, sizeof(path), "%s/input.json", workdir);
+    pb_test_write_file(path, "{\"x\": 1}", 8);
+    expect_stop_before_measuring("-s run.repeats=1 --baseline input.json --trace input.json", 2,
+                                 "--trace input.json is the --baseline result");
+    EXPECT_ERR("report input.json --format html -o input.json", 1,
+               "input.json is the input input.json");
+    EXPECT_ERR("compare input.json other.json -o ./input.json", 1, "is the input input.json");
+    after = slurp(path);
+    assert_string_equal(after, "{\"x\": 1}");
+    free(after);
+}
+
 /* A baseline that cannot be read stops the run before it measures. */
 static void test_bad_baseline_stops_first(void **state)
 {
@@ -1155,6 +1189,7 @@ int main(void)
         cmocka_unit_test(test_gpu_pipeline),
         cmocka_unit_test(test_list_version_help),
         cmocka_unit_test(test_output_not_a_file),
+        cmocka_unit_test(test_output_writable_and_not_an_input),
         cmocka_unit_test(test_bad_baseline_stops_first),
         cmocka_unit_test(test_sigterm_and_sighup_keep_results),
         cmocka_unit_test(test_sigterm_during_generation),
