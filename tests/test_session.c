@@ -431,6 +431,37 @@ static void test_parallel_default_names(void **state)
     assert_int_equal(empty, 0);
 }
 
+/* A dataset folder generated from one dataset.generate and run with
+ * another is refused (a config error naming the differing settings and
+ * the fix), not measured as if it were the new data. */
+static void test_changed_generate_refused(void **state)
+{
+    (void)state;
+    char config[512], output[600], msg[PB_MSG_MAX * 2];
+    write_config("stamped.yaml", config_text, "data-stamped", config, sizeof(config));
+    make_out_folder();
+    snprintf(output, sizeof(output), "%s/out/stamped.json", workdir);
+    const char *overrides[] = {"run.repeats=1", "dataset.generate.count=50"};
+    struct pb_session_opts opts = {.config_path = config, .overrides = overrides,
+                                   .override_count = 1, .output_path = output};
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    int rc = pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg));
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+    if (rc != PB_OK)
+        fail_msg("session failed: %s", msg);
+    opts.override_count = 2;
+    rc = pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg));
+    assert_false(outcome.measured);
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+    assert_int_equal(rc, PB_ERR_CONFIG);
+    pb_test_assert_contains(msg, (const char *const[]){config, "count: 48 in the folder, 50 in "
+                                                               "the config",
+                                                       "remove the folder", NULL});
+}
+
 static void test_name_stays_in_results(void **state)
 {
     (void)state;
@@ -614,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_bad_output_and_baseline_stop_first),
         cmocka_unit_test(test_output_checked_before_data),
         cmocka_unit_test(test_parallel_default_names),
+        cmocka_unit_test(test_changed_generate_refused),
         cmocka_unit_test(test_name_stays_in_results),
         cmocka_unit_test(test_stop_leaves_partial_repeat_out),
         cmocka_unit_test(test_interleaved_configs),

@@ -203,6 +203,9 @@ static int open_dataset(const struct pb_session_opts *opts, const struct pb_sess
         if (rc == PB_OK)
             pb_mpi_barrier();
     }
+    /* Data generated from another spec is not what the config describes. */
+    if (rc == PB_OK && d->has_generate && !strpbrk(d->path, "*?["))
+        rc = pb_generate_stamp_check(&d->generate, d->path, inner, sizeof(inner));
     if (rc == PB_OK)
         rc = pb_dataset_open(d, ds, inner, sizeof(inner));
     if (rc != PB_OK)
