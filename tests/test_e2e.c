@@ -1022,6 +1022,32 @@ static void test_issue16_pool_over_memory_exits_2(void **state)
     EXPECT_ERR(args, 2, "is allowed by run.max_memory_mib");
 }
 
+/* One file far bigger than the rest (a sparse 1 GiB file among small
+ * ones, run.max_memory_mib 1024): the refusal names that file, its size
+ * and the limit, not the loader's settings. */
+static void test_huge_file_named(void **state)
+{
+    (void)state;
+    char dir[600], path[700], args[2048];
+    snprintf(dir, sizeof(dir), "%s/huge15", workdir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    for (int i = 0; i < 8; i++) {
+        snprintf(path, sizeof(path), "%s/f%d.bin", dir, i);
+        pb_test_write_file(path, "0123456789abcdef", 16);
+    }
+    snprintf(path, sizeof(path), "%s/huge.bin", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(truncate(path, 1LL << 30), 0);
+    snprintf(args, sizeof(args),
+             "run '%s/configs/null.yaml' " FAST "-s dataset.path=huge15 -s run.repeats=1 "
+             "-s run.max_memory_mib=1024 -o huge.json",
+             source_dir);
+    EXPECT_ERR(args, 2, "largest file, huge15/huge.bin, is 1.0 GiB", "run.max_memory_mib",
+               "remove that file");
+}
+
 /* A folder of symlinks to files is a dataset; a broken link in it is
  * reported as a warning of the run. */
 static void test_issue16_symlinked_dataset(void **state)
@@ -1201,6 +1227,7 @@ int main(void)
         cmocka_unit_test(test_issue16_bad_sample_share_exits_1),
         cmocka_unit_test(test_issue16_pool_over_memory_exits_2),
         cmocka_unit_test(test_issue16_symlinked_dataset),
+        cmocka_unit_test(test_huge_file_named),
         cmocka_unit_test(test_loop_time_first_batch_and_interference),
         cmocka_unit_test(test_single_run_ends_with_verdict),
         cmocka_unit_test(test_issue11_history_series_by_fingerprint),
