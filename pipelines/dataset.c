@@ -294,8 +294,10 @@ static int index_files(const struct pb_dataset_spec *spec, struct pb_dataset *ds
         at += len;
         ds->sizes[i] = c->items[i].size;
         ds->total_bytes += c->items[i].size;
-        if (c->items[i].size > ds->max_bytes)
+        if (c->items[i].size > ds->max_bytes) {
             ds->max_bytes = c->items[i].size;
+            ds->max_index = i;
+        }
     }
     ds->count = c->count;
     return PB_OK;
@@ -325,6 +327,17 @@ int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, c
     if (rc != PB_OK)
         pb_dataset_free(ds);
     return rc;
+}
+
+void pb_dataset_largest_name(const struct pb_dataset *ds, char *buf, size_t buflen)
+{
+    size_t i = ds->max_index;
+    if (i >= ds->count)
+        snprintf(buf, buflen, "%s", "");
+    else if (ds->members)
+        snprintf(buf, buflen, "%s (member %s)", ds->paths[i], ds->members[i]);
+    else
+        snprintf(buf, buflen, "%s", ds->paths[i]);
 }
 
 void pb_dataset_free(struct pb_dataset *ds)

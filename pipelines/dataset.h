@@ -43,6 +43,7 @@ struct pb_dataset {
     char **paths;          /* count entries, pointing into an arena      */
     uint64_t *sizes;       /* file sizes in bytes                        */
     uint64_t max_bytes;    /* largest file                               */
+    size_t max_index;      /* the sample max_bytes is the size of        */
     uint64_t total_bytes;
     char *arena;
     /* What the walk left out and why, for a warning: "skipped 3 entries: 2
@@ -100,6 +101,10 @@ int pb_dataset_index_tar(struct pb_dataset *ds, char *msg, size_t msglen);
 int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, char *msg,
                     size_t msglen);
 void pb_dataset_free(struct pb_dataset *ds);
+
+/* The largest sample's name, for a message: its file, or for a tar
+ * sample "SHARD (member KEY)". "" for an empty dataset. */
+void pb_dataset_largest_name(const struct pb_dataset *ds, char *buf, size_t buflen);
 
 /* `pbench gen`: generates into dir, which must not exist yet or be an
  * empty folder (PB_ERR_CONFIG otherwise), then indexes what it made into

@@ -291,6 +291,7 @@ int pb_dataset_index_tar(struct pb_dataset *ds, char *msg, size_t msglen)
     ds->sizes = NULL;
     ds->count = 0;
     ds->max_bytes = 0;
+    ds->max_index = 0;
     ds->total_bytes = 0;
 
     struct tar_index ix = {0};
@@ -328,7 +329,7 @@ int pb_dataset_index_tar(struct pb_dataset *ds, char *msg, size_t msglen)
             if (t->offset == PB_MEMBER_BAD)
                 ds->bad_samples++;
             else if (t->size > ds->max_bytes)
-                ds->max_bytes = t->size;
+                ds->max_bytes = t->size, ds->max_index = i;
         }
         ds->count = ix.count;
     }

@@ -154,6 +154,134 @@ static void remove_stale_temp_folders(const char *dir)
     closedir(d);
 }
 
+/* The settings that shape a generated folder, by kind. */
+static void stamp_kind_lines(const struct pb_generate_spec *spec, char *buf, size_t buflen,
+                             size_t used)
+{
+    if (spec->kind == PB_GENERATE_FILES) {
+        snprintf(buf + used, buflen - used, "size_bytes: %lld\n", (long long)spec->size_bytes);
+    } else if (spec->kind == PB_GENERATE_JPEG) {
+        snprintf(buf + used, buflen - used,
+                 "size: %s\nquality: %lld\nprogressive_fraction: %.17g\n"
+                 "grayscale_fraction: %.17g\n",
+                 spec->size, (long long)spec->quality, spec->progressive_fraction,
+                 spec->grayscale_fraction);
+    } else {
+        snprintf(buf + used, buflen - used,
+                 "size: %s\nframes: %lld\nfps: %.17g\ncodec: %s\ngop: %lld\n", spec->size,
+                 (long long)spec->frames, spec->fps, spec->codec, (long long)spec->gop);
+    }
+}
+
+void pb_generate_stamp_text(const struct pb_generate_spec *spec, char *buf, size_t buflen)
+{
+    static const char *const kinds[] = {"files", "jpeg", "video"};
+    const char *kind = spec->kind >= 0 && spec->kind <= 2 ? kinds[spec->kind] : "unknown";
+    int n = snprintf(buf, buflen,
+                     "kind: %s\ncount: %lld\nseed: %lld\ncorrupt_fraction: %.17g\nshards: %lld\n",
+                     kind, (long long)spec->count, (long long)spec->seed, spec->corrupt_fraction,
+                     (long long)spec->shards);
+    if (n > 0 && (size_t)n < buflen)
+        stamp_kind_lines(spec, buf, buflen, (size_t)n);
+}
+
+/* Writes spec's stamp into dir. PB_OK or PB_ERR with msg. */
+static int write_stamp(const struct pb_generate_spec *spec, const char *dir, char *msg,
+                       size_t msglen)
+{
+    char text[1024], path[PB_PATH_MAX + 32];
+    pb_generate_stamp_text(spec, text, sizeof(text));
+    snprintf(path, sizeof(path), "%s/" PB_GENERATE_STAMP, dir);
+    FILE *f = fopen(path, "w");
+    bool ok = f && fputs(text, f) != EOF;
+    if ((f && fclose(f) != 0) || !ok) {
+        snprintf(msg, msglen, "cannot write '%s': %s", path, strerror(errno));
+        return PB_ERR;
+    }
+    return PB_OK;
+}
+
+/* The value of key in a stamp's text ("" when it has none) into value. */
+static void stamp_value(const char *text, const char *key, char *value, size_t valuelen)
+{
+    size_t len = strlen(key);
+    value[0] = '\0';
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        if (!end)
+            end = line + strlen(line);
+        if (strncmp(line, key, len) == 0 && line[len] == ':' && line[len + 1] == ' ') {
+            snprintf(value, valuelen, "%.*s", (int)(end - line - (int)len - 2), line + len + 2);
+            return;
+        }
+        line = *end ? end + 1 : end;
+    }
+}
+
+/* "count: 48 in the folder, 64 in the config; ..." for each key whose
+ * value differs between the stamps had and want. */
+static void stamp_differences(const char *had, const char *want, char *out, size_t outlen)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (const char *line = want; *line && used < outlen;) {
+        const char *colon = strchr(line, ':'), *end = strchr(line, '\n');
+        if (!colon || !end)
+            break;
+        char key[64], a[256], b[256];
+        snprintf(key, sizeof(key), "%.*s", (int)(colon - line), line);
+        stamp_value(had, key, a, sizeof(a));
+        stamp_value(want, key, b, sizeof(b));
+        if (strcmp(a, b) != 0)
+            used += (size_t)snprintf(out + used, outlen - used, "%s%s: %s in the folder, %s in "
+                                     "the config", used ? "; " : "", key, a[0] ? a : "(none)", b);
+        line = end + 1;
+    }
+}
+
+int pb_generate_stamp_check(const struct pb_generate_spec *spec, const char *dir, char *msg,
+                            size_t msglen)
+{
+    char path[PB_PATH_MAX + 32], want[1024], diff[PB_MSG_MAX];
+    snprintf(path, sizeof(path), "%s/" PB_GENERATE_STAMP, dir);
+    FILE *f = fopen(path, "r");
+    if (!f && errno == ENOENT)
+        return PB_OK; /* made before stamps, or by hand */
+    if (!f) {
+        snprintf(msg, msglen, "cannot read '%s': %s", path, strerror(errno));
+        return PB_ERR;
+    }
+    char had[1024];
+    size_t n = fread(had, 1, sizeof(had) - 1, f);
+    had[n] = '\0';
+    fclose(f);
+    pb_generate_stamp_text(spec, want, sizeof(want));
+    if (strcmp(had, want) == 0)
+        return PB_OK;
+    stamp_differences(had, want, diff, sizeof(diff));
+    snprintf(msg, msglen,
+             "dataset.path '%s' was generated from another dataset.generate (%s); the data is "
+             "not what the config describes: remove the folder to generate it again, or point "
+             "dataset.path elsewhere",
+             dir, diff[0] ? diff : "the stamp differs");
+    return PB_ERR_CONFIG;
+}
+
+/* The rename into place lost to another process that made dir first:
+ * its data is used when its stamp says it is what spec makes. */
+static int use_theirs(const struct pb_generate_spec *spec, const char *dir, int rename_errno,
+                      char *msg, size_t msglen)
+{
+    char path[PB_PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/" PB_GENERATE_STAMP, dir);
+    if (access(path, F_OK) != 0) {
+        snprintf(msg, msglen, "cannot rename the generated data to '%s': %s (the folder is not "
+                 "empty, and no generation finished it)", dir, strerror(rename_errno));
+        return PB_ERR;
+    }
+    return pb_generate_stamp_check(spec, dir, msg, msglen);
+}
+
 int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, char *msg,
                         size_t msglen)
 {
@@ -178,17 +306,26 @@ int pb_dataset_generate_stoppable(const struct pb_generate_spec *spec, const cha
     }
     if (rc == PB_OK && spec->shards > 0)
         rc = pb_dataset_pack_shards(tmp, spec->shards, msg, msglen);
+    if (rc == PB_OK)
+        rc = write_stamp(spec, tmp, msg, msglen);
+    bool theirs = false;
     if (rc == PB_OK) {
         rmdir(dir); /* an empty folder may already be there */
         if (rename(tmp, dir) != 0) {
-            snprintf(msg, msglen, "cannot rename '%s' to '%s': %s", tmp, dir, strerror(errno));
-            rc = PB_ERR;
+            int err = errno;
+            theirs = true; /* ours is removed either way */
+            if (err == ENOTEMPTY || err == EEXIST) {
+                rc = use_theirs(spec, dir, err, msg, msglen);
+            } else {
+                snprintf(msg, msglen, "cannot rename '%s' to '%s': %s", tmp, dir, strerror(err));
+                rc = PB_ERR;
+            }
         }
     }
     if (rc == PB_ERR_INTERRUPTED)
         snprintf(msg, msglen, "interrupted while generating '%s'; the partial data was removed",
                  dir);
-    if (rc != PB_OK)
+    if (rc != PB_OK || theirs)
         nftw(tmp, remove_tree_visit, 16, FTW_DEPTH | FTW_PHYS);
     return rc;
 }

@@ -48,7 +48,10 @@ int pb_parse_size_range(const char *text, int *min_w, int *min_h, int *max_w, in
  * random bytes (kind files), JPEG images (jpeg) or videos (video). Atomic
  * per folder: everything is written to dir.tmp-PID, then renamed to dir, so
  * an interrupted generation never leaves a half-made dataset; folders
- * dir.tmp-PID of processes that no longer exist are removed first. Same as
+ * dir.tmp-PID of processes that no longer exist are removed first. The
+ * folder gets its stamp (PB_GENERATE_STAMP). When another process renamed
+ * its folder into place first (two runs of one config started together),
+ * its data is used when its stamp matches spec, and ours removed. Same as
  * pb_dataset_generate_stoppable with no stop flag. */
 int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, char *msg,
                         size_t msglen);
@@ -58,6 +61,22 @@ int pb_dataset_generate(const struct pb_generate_spec *spec, const char *dir, ch
  * and PB_ERR_INTERRUPTED returned, with msg saying so. */
 int pb_dataset_generate_stoppable(const struct pb_generate_spec *spec, const char *dir,
                                   volatile sig_atomic_t *stop, char *msg, size_t msglen);
+
+/* The stamp a generation leaves in its folder: the dataset.generate spec
+ * that made it, one "key: value" line per setting that shapes the files
+ * (the settings of its kind), so that a folder is known complete and a
+ * changed spec is noticed. Hidden: the dataset walk skips it. */
+#define PB_GENERATE_STAMP ".pbench-generate"
+
+/* The stamp's text for spec into buf ("kind: files\ncount: 48\n..."). */
+void pb_generate_stamp_text(const struct pb_generate_spec *spec, char *buf, size_t buflen);
+
+/* Compares spec with the stamp in dir. PB_OK when they agree or dir has no
+ * stamp (data made before stamps, or by hand); PB_ERR_CONFIG when they
+ * differ, msg saying which settings ("count: 48 in the folder, 64 in the
+ * config") and the fix; PB_ERR when the stamp cannot be read. */
+int pb_generate_stamp_check(const struct pb_generate_spec *spec, const char *dir, char *msg,
+                            size_t msglen);
 
 /* Whether generated file index is one of the corrupt_fraction written
  * truncated (seeded, so the same files every time). */

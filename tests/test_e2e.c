@@ -729,6 +729,40 @@ static void test_output_not_a_file(void **state)
     json_decref(load_result("linked-result.json"));
 }
 
+/* -o is tested for writing before the run and never names an input: a
+ * folder that does not exist is refused (exit 2, before measuring, no
+ * folder made); the config, the baseline (as --trace), the report's
+ * result and a compared result are never written over. */
+static void test_output_writable_and_not_an_input(void **state)
+{
+    (void)state;
+    expect_stop_before_measuring("-s run.repeats=1 -o /nonexistent-pbench/dir/x.json", 2,
+                                 "the folder /nonexistent-pbench/dir does not exist");
+    assert_int_equal(access("/nonexistent-pbench", F_OK), -1);
+    char path[600], args[2048];
+    snprintf(path, sizeof(path), "%s/own.yaml", workdir);
+    char copy[1400];
+    snprintf(copy, sizeof(copy), "%s/configs/null.yaml", source_dir);
+    char *config = pb_test_read_file(copy, NULL, true);
+    pb_test_write_file(path, config, strlen(config));
+    snprintf(args, sizeof(args), "run own.yaml " FAST "-s run.repeats=1 -o own.yaml");
+    EXPECT_ERR(args, 2, "-o own.yaml is the config");
+    char *after = slurp(path);
+    assert_string_equal(after, config);
+    free(after);
+    free(config);
+    snprintf(path, sizeof(path), "%s/input.json", workdir);
+    pb_test_write_file(path, "{\"x\": 1}", 8);
+    expect_stop_before_measuring("-s run.repeats=1 --baseline input.json --trace input.json", 2,
+                                 "--trace input.json is the --baseline result");
+    EXPECT_ERR("report input.json --format html -o input.json", 1,
+               "input.json is the input input.json");
+    EXPECT_ERR("compare input.json other.json -o ./input.json", 1, "is the input input.json");
+    after = slurp(path);
+    assert_string_equal(after, "{\"x\": 1}");
+    free(after);
+}
+
 /* A baseline that cannot be read stops the run before it measures. */
 static void test_bad_baseline_stops_first(void **state)
 {
@@ -988,6 +1022,32 @@ static void test_issue16_pool_over_memory_exits_2(void **state)
     EXPECT_ERR(args, 2, "is allowed by run.max_memory_mib");
 }
 
+/* One file far bigger than the rest (a sparse 1 GiB file among small
+ * ones, run.max_memory_mib 1024): the refusal names that file, its size
+ * and the limit, not the loader's settings. */
+static void test_huge_file_named(void **state)
+{
+    (void)state;
+    char dir[600], path[700], args[2048];
+    snprintf(dir, sizeof(dir), "%s/huge15", workdir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    for (int i = 0; i < 8; i++) {
+        snprintf(path, sizeof(path), "%s/f%d.bin", dir, i);
+        pb_test_write_file(path, "0123456789abcdef", 16);
+    }
+    snprintf(path, sizeof(path), "%s/huge.bin", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(truncate(path, 1LL << 30), 0);
+    snprintf(args, sizeof(args),
+             "run '%s/configs/null.yaml' " FAST "-s dataset.path=huge15 -s run.repeats=1 "
+             "-s run.max_memory_mib=1024 -o huge.json",
+             source_dir);
+    EXPECT_ERR(args, 2, "largest file, huge15/huge.bin, is 1.0 GiB", "run.max_memory_mib",
+               "remove that file");
+}
+
 /* A folder of symlinks to files is a dataset; a broken link in it is
  * reported as a warning of the run. */
 static void test_issue16_symlinked_dataset(void **state)
@@ -1155,6 +1215,7 @@ int main(void)
         cmocka_unit_test(test_gpu_pipeline),
         cmocka_unit_test(test_list_version_help),
         cmocka_unit_test(test_output_not_a_file),
+        cmocka_unit_test(test_output_writable_and_not_an_input),
         cmocka_unit_test(test_bad_baseline_stops_first),
         cmocka_unit_test(test_sigterm_and_sighup_keep_results),
         cmocka_unit_test(test_sigterm_during_generation),
@@ -1166,6 +1227,7 @@ int main(void)
         cmocka_unit_test(test_issue16_bad_sample_share_exits_1),
         cmocka_unit_test(test_issue16_pool_over_memory_exits_2),
         cmocka_unit_test(test_issue16_symlinked_dataset),
+        cmocka_unit_test(test_huge_file_named),
         cmocka_unit_test(test_loop_time_first_batch_and_interference),
         cmocka_unit_test(test_single_run_ends_with_verdict),
         cmocka_unit_test(test_issue11_history_series_by_fingerprint),

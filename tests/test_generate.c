@@ -210,6 +210,71 @@ static void test_stale_temp_folders_removed(void **state)
     assert_int_equal(pb_test_tmpdir_remove(workdir), 0);
 }
 
+/* A generated folder holds its stamp: the same spec agrees with it, a
+ * changed one is refused with the settings that differ and the fix, and a
+ * folder without a stamp (made by hand, or before stamps) is accepted. */
+static void test_stamp_records_the_spec(void **state)
+{
+    (void)state;
+    char workdir[] = "/tmp/pbench-generate-XXXXXX";
+    assert_int_equal(pb_test_tmpdir_make(workdir), 0);
+    char dir[PB_PATH_MAX], msg[PB_MSG_MAX];
+    snprintf(dir, sizeof(dir), "%s/data", workdir);
+    struct pb_generate_spec spec = {.kind = PB_GENERATE_FILES, .count = 6, .size_bytes = 64,
+                                    .seed = 3};
+    assert_int_equal(pb_dataset_generate(&spec, dir, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(pb_generate_stamp_check(&spec, dir, msg, sizeof(msg)), PB_OK);
+    struct pb_generate_spec changed = spec;
+    changed.count = 9;
+    changed.size_bytes = 128;
+    assert_int_equal(pb_generate_stamp_check(&changed, dir, msg, sizeof(msg)), PB_ERR_CONFIG);
+    pb_test_assert_contains(msg, (const char *const[]){
+                                     "count: 6 in the folder, 9 in the config",
+                                     "size_bytes: 64 in the folder, 128 in the config",
+                                     "remove the folder", "dataset.path elsewhere", NULL});
+    assert_null(strstr(msg, "seed"));
+    char hand[PB_PATH_MAX], file[PB_PATH_MAX + 16];
+    snprintf(hand, sizeof(hand), "%s/by-hand", workdir);
+    assert_int_equal(mkdir(hand, 0755), 0);
+    snprintf(file, sizeof(file), "%s/a.bin", hand);
+    pb_test_write_file(file, "abc", 3);
+    assert_int_equal(pb_generate_stamp_check(&changed, hand, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(pb_test_tmpdir_remove(workdir), 0);
+}
+
+/* Three processes generating one folder at once all succeed: the first
+ * rename wins, the others use its data (its stamp matching) and remove
+ * their own; no temporary folder is left. */
+static void test_parallel_generation_all_succeed(void **state)
+{
+    (void)state;
+    char workdir[] = "/tmp/pbench-generate-XXXXXX";
+    assert_int_equal(pb_test_tmpdir_make(workdir), 0);
+    char dir[PB_PATH_MAX], msg[PB_MSG_MAX];
+    snprintf(dir, sizeof(dir), "%s/data", workdir);
+    struct pb_generate_spec spec = {.kind = PB_GENERATE_FILES, .count = 200, .size_bytes = 512};
+    pid_t kids[3];
+    for (int i = 0; i < 3; i++) {
+        kids[i] = fork();
+        assert_true(kids[i] >= 0);
+        if (kids[i] == 0)
+            _exit(pb_dataset_generate(&spec, dir, msg, sizeof(msg)) == PB_OK ? 0 : 1);
+    }
+    int ok = 0;
+    for (int i = 0; i < 3; i++) {
+        int status;
+        assert_int_equal(waitpid(kids[i], &status, 0), kids[i]);
+        ok += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    assert_int_equal(ok, 3);
+    assert_int_equal(count_entries(dir, "sample_"), 200);
+    assert_int_equal(count_entries(workdir, "data.tmp-"), 0);
+    /* A later run with the same spec finds the folder done. */
+    assert_int_equal(pb_dataset_generate(&spec, dir, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(count_entries(dir, "sample_"), 200);
+    assert_int_equal(pb_test_tmpdir_remove(workdir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +283,8 @@ int main(void)
         cmocka_unit_test(test_generate_files),
         cmocka_unit_test(test_generation_stops_and_cleans_up),
         cmocka_unit_test(test_stale_temp_folders_removed),
+        cmocka_unit_test(test_stamp_records_the_spec),
+        cmocka_unit_test(test_parallel_generation_all_succeed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

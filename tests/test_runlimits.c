@@ -59,6 +59,20 @@ static void test_pool_check(void **state)
     assert_int_equal(pb_pool_check(&huge, &run, 30 * gib, msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_non_null(strstr(msg, ", plus 2048 scratch buffers of 4.0 KiB) but"));
     /* Loading in the consumer: one batch. */
+    /* Buffers as big as the largest file: that file is named, with its
+     * size and the limit. */
+    struct pb_pool_plan big = {.workers = 4, .prefetch_factor = 2, .batch_size = 8,
+                               .slot_bytes = 4096, .scratch_bytes = (size_t)6 << 30,
+                               .scratch_buffers = 8, .largest_file = "data/huge.jpg",
+                               .largest_bytes = (uint64_t)5 << 30, .others_mean_bytes = 200000};
+    assert_int_equal(pb_pool_check(&big, &run, 21 * gib, msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "largest file, data/huge.jpg, is 5.0 GiB"));
+    assert_non_null(strstr(msg, "21.0 GiB is available"));
+    assert_null(strstr(msg, "prefetch"));
+    /* Every file that big: the loader's settings, as before. */
+    big.others_mean_bytes = big.largest_bytes;
+    assert_int_equal(pb_pool_check(&big, &run, 21 * gib, msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "lower loader.prefetch_factor"));
     struct pb_pool_plan one = {.workers = 0, .batch_size = 4, .slot_bytes = 1 << 20};
     assert_int_equal(pb_pool_check(&one, &run, 1 << 20, msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_non_null(strstr(msg, "(one batch of 4.0 MiB)"));

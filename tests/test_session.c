@@ -10,11 +10,14 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/base/pb.h"
@@ -56,11 +59,20 @@ static void write_config(const char *name, const char *text, const char *data_di
     fclose(f);
 }
 
+/* workdir/out, where the tests' -o files go: -o makes no folder. */
+static void make_out_folder(void)
+{
+    char out[512];
+    snprintf(out, sizeof(out), "%s/out", workdir);
+    assert_true(mkdir(out, 0755) == 0 || errno == EEXIST);
+}
+
 static void test_single_point(void **state)
 {
     (void)state;
     char config[512], output[512], msg[PB_MSG_MAX * 2];
     write_config("single.yaml", config_text, "data", config, sizeof(config));
+    make_out_folder();
     snprintf(output, sizeof(output), "%s/out/single.json", workdir);
     struct pb_session_opts opts = {.config_path = config, .output_path = output};
     struct pb_result result;
@@ -322,6 +334,134 @@ static void test_bad_output_and_baseline_stop_first(void **state)
     expect_early_stop(&opts, PB_ERR, (const char *const[]){"--baseline: ", path, NULL});
 }
 
+/* -o is checked for writing before anything runs, and never names an
+ * input: a missing folder (not created), a folder that takes no file, the
+ * config itself, and --trace on the baseline all stop the session before
+ * the data is made, the inputs left as they were. */
+static void test_output_checked_before_data(void **state)
+{
+    (void)state;
+    char path[600], config[512], base[512];
+    struct pb_session_opts opts = {.output_path = path};
+    snprintf(path, sizeof(path), "%s/no-such/dir/x.json", workdir);
+    expect_early_stop(&opts, PB_ERR_CONFIG, (const char *const[]){"-o ", "does not exist", NULL});
+    snprintf(path, sizeof(path), "%s/no-such", workdir);
+    assert_int_equal(access(path, F_OK), -1);
+    /* A folder that takes no file: read-only for a user, /sys for root. */
+    snprintf(path, sizeof(path), "%s/locked", workdir);
+    assert_int_equal(mkdir(path, 0555), 0);
+    snprintf(path, sizeof(path), geteuid() == 0 ? "/sys/pbench-x.json" : "%s/locked/x.json",
+             workdir);
+    expect_early_stop(&opts, PB_ERR_CONFIG,
+                      (const char *const[]){"-o ", "cannot create a file in", NULL});
+    /* The config itself, as -o: refused, the config intact. */
+    snprintf(path, sizeof(path), "%s/early.yaml", workdir);
+    expect_early_stop(&opts, PB_ERR_CONFIG,
+                      (const char *const[]){"-o ", "is the config", "another file", NULL});
+    write_config("early.yaml", config_text, "early.yaml.data", config, sizeof(config));
+    char *text = pb_test_read_file(config, NULL, true);
+    assert_non_null(strstr(text, "session-test"));
+    free(text);
+    /* --trace on the baseline: refused, the baseline intact. */
+    snprintf(base, sizeof(base), "%s/trace-base.json", workdir);
+    pb_test_write_file(base, "{}", 2);
+    snprintf(path, sizeof(path), "%s/trace-out.json", workdir);
+    opts = (struct pb_session_opts){.output_path = path, .baseline_path = base,
+                                    .trace_path = base, .threshold_pct = 5};
+    expect_early_stop(&opts, PB_ERR_CONFIG,
+                      (const char *const[]){"--trace ", "is the --baseline result", NULL});
+    text = pb_test_read_file(base, NULL, true);
+    assert_string_equal(text, "{}");
+    free(text);
+}
+
+/* Sessions started together with the default output each keep their
+ * result: results/NAME-DATE.json, -2.json, -3.json, no empty claim left. */
+static void test_parallel_default_names(void **state)
+{
+    (void)state;
+    char config[512], cwd[600], old_cwd[512], msg[PB_MSG_MAX * 2];
+    write_config("parallel.yaml", config_text, "data", config, sizeof(config));
+    snprintf(cwd, sizeof(cwd), "%s/parallel", workdir);
+    assert_int_equal(mkdir(cwd, 0755), 0);
+    assert_non_null(getcwd(old_cwd, sizeof(old_cwd)));
+    assert_int_equal(chdir(cwd), 0);
+    /* The data made once first: this test is about the results. */
+    const char *overrides[] = {"run.repeats=1", "run.min_time_s=0.02", "run.max_time_s=0.05"};
+    struct pb_session_opts opts = {.config_path = config, .overrides = overrides,
+                                   .override_count = 3};
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    int rc = pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg));
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+    pid_t kids[3];
+    for (int i = 0; rc == PB_OK && i < 3; i++) {
+        kids[i] = fork();
+        assert_true(kids[i] >= 0);
+        if (kids[i] == 0) {
+            int child_rc = pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg));
+            _exit(child_rc == PB_OK ? 0 : 1);
+        }
+    }
+    int ok = 0;
+    for (int i = 0; rc == PB_OK && i < 3; i++) {
+        int status;
+        assert_int_equal(waitpid(kids[i], &status, 0), kids[i]);
+        ok += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    int files = 0, empty = 0;
+    DIR *d = opendir("results");
+    for (struct dirent *e; d && (e = readdir(d));) {
+        struct stat st;
+        char file[600];
+        snprintf(file, sizeof(file), "results/%s", e->d_name);
+        if (e->d_name[0] == '.' || stat(file, &st) != 0)
+            continue;
+        files++;
+        empty += st.st_size == 0;
+    }
+    if (d)
+        closedir(d);
+    assert_int_equal(chdir(old_cwd), 0);
+    if (rc != PB_OK)
+        fail_msg("session failed: %s", msg);
+    assert_int_equal(ok, 3);
+    assert_int_equal(files, 4);
+    assert_int_equal(empty, 0);
+}
+
+/* A dataset folder generated from one dataset.generate and run with
+ * another is refused (a config error naming the differing settings and
+ * the fix), not measured as if it were the new data. */
+static void test_changed_generate_refused(void **state)
+{
+    (void)state;
+    char config[512], output[600], msg[PB_MSG_MAX * 2];
+    write_config("stamped.yaml", config_text, "data-stamped", config, sizeof(config));
+    make_out_folder();
+    snprintf(output, sizeof(output), "%s/out/stamped.json", workdir);
+    const char *overrides[] = {"run.repeats=1", "dataset.generate.count=50"};
+    struct pb_session_opts opts = {.config_path = config, .overrides = overrides,
+                                   .override_count = 1, .output_path = output};
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    int rc = pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg));
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+    if (rc != PB_OK)
+        fail_msg("session failed: %s", msg);
+    opts.override_count = 2;
+    rc = pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg));
+    assert_false(outcome.measured);
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+    assert_int_equal(rc, PB_ERR_CONFIG);
+    pb_test_assert_contains(msg, (const char *const[]){config, "count: 48 in the folder, 50 in "
+                                                               "the config",
+                                                       "remove the folder", NULL});
+}
+
 static void test_name_stays_in_results(void **state)
 {
     (void)state;
@@ -432,6 +572,7 @@ static void test_interleaved_configs(void **state)
     snprintf(slow_text, sizeof(slow_text), "%.*scost_us: 200%s", (int)(at - config_text),
              config_text, at + strlen("cost_us: 20"));
     write_config("ab-new.yaml", slow_text, "data-ab", next, sizeof(next));
+    make_out_folder();
     snprintf(output, sizeof(output), "%s/out/ab.json", workdir);
     struct pb_session_opts opts = {.config_path = base, .new_config_path = next,
                                    .overrides = &repeats5, .override_count = 1,
@@ -502,6 +643,9 @@ int main(void)
         cmocka_unit_test(test_sweep_axis_and_baseline),
         cmocka_unit_test(test_config_errors_make_no_data),
         cmocka_unit_test(test_bad_output_and_baseline_stop_first),
+        cmocka_unit_test(test_output_checked_before_data),
+        cmocka_unit_test(test_parallel_default_names),
+        cmocka_unit_test(test_changed_generate_refused),
         cmocka_unit_test(test_name_stays_in_results),
         cmocka_unit_test(test_stop_leaves_partial_repeat_out),
         cmocka_unit_test(test_interleaved_configs),

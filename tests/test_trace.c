@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bench/run/trace.h"
 #include "tests/testutil.h"
@@ -186,8 +187,12 @@ static void test_image_pipeline_trace(void **state)
     json_decref(root);
     json_decref(result);
 
-    /* --trace FILE names the file; a sweep's points and repeats are told
-     * apart by the marker where each measured part starts. */
+    /* --trace FILE names the file (its folder exists: pbench makes none
+     * for it); a sweep's points and repeats are told apart by the marker
+     * where each measured part starts. */
+    char sub[600];
+    snprintf(sub, sizeof(sub), "%s/sub", workdir);
+    assert_int_equal(mkdir(sub, 0755), 0);
     snprintf(args, sizeof(args),
              "run '%s/configs/null.yaml' -s dataset.path=nd -s dataset.generate.count=32 "
              "-s run.min_time_s=0.1 -s run.max_time_s=0.3 -s run.repeats=2 "

@@ -4,8 +4,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "bench/base/pb.h"
@@ -38,17 +41,24 @@ int pb_make_parent_dirs(const char *path, char *msg, size_t msglen)
     return PB_OK;
 }
 
-static void fsync_parent_dir(const char *path)
+/* The folder holding path: "." for a bare name, "/" for a file at the
+ * root. */
+static void folder_of(const char *path, char *dir, size_t dirlen)
 {
-    char dir[PB_PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s", path);
+    snprintf(dir, dirlen, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash == dir)
         slash[1] = '\0';
     else if (slash)
         *slash = '\0';
     else
-        snprintf(dir, sizeof(dir), ".");
+        snprintf(dir, dirlen, ".");
+}
+
+static void fsync_parent_dir(const char *path)
+{
+    char dir[PB_PATH_MAX];
+    folder_of(path, dir, sizeof(dir));
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd >= 0) {
         fsync(fd); /* best effort: makes the rename itself durable */
@@ -184,4 +194,133 @@ int pb_write_atomic(const char *path, int (*fill)(FILE *f, void *user), void *us
     }
     fsync_parent_dir(target);
     return PB_OK;
+}
+
+/* Whether the file system holding dir has no block left to write. */
+static bool folder_full(const char *dir)
+{
+    struct statvfs fs;
+    if (statvfs(dir, &fs) != 0)
+        return false; /* unknown: the write says */
+    return (geteuid() == 0 ? fs.f_bfree : fs.f_bavail) == 0;
+}
+
+int pb_output_check(const char *path, char *msg, size_t msglen)
+{
+    char target[PB_PATH_MAX], dir[PB_PATH_MAX], linked[PB_PATH_MAX + 64] = "";
+    int rc = pb_output_target(path, target, sizeof(target), msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    if (strcmp(target, path) != 0)
+        snprintf(linked, sizeof(linked), " (it links to %s)", target);
+    folder_of(target, dir, sizeof(dir));
+    struct stat st;
+    int err = stat(dir, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+    if (err) {
+        snprintf(msg, msglen,
+                 "%s%s: the folder %s %s; create it first (pbench makes no folder for an output "
+                 "path)",
+                 path, linked, dir,
+                 err == ENOENT || err == ENOTDIR ? "does not exist" : strerror(err));
+        return PB_ERR_CONFIG;
+    }
+    /* The name pb_write_atomic writes first, made and removed. */
+    char probe[PB_PATH_MAX + 32];
+    snprintf(probe, sizeof(probe), "%s.tmp.%ld", target, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) {
+        snprintf(msg, msglen, "%s%s: cannot create a file in %s: %s", path, linked, dir,
+                 strerror(errno));
+        return PB_ERR_CONFIG;
+    }
+    if (fd >= 0) {
+        close(fd);
+        unlink(probe);
+    }
+    if (folder_full(dir)) {
+        snprintf(msg, msglen, "%s%s: no space left on the file system of %s", path, linked, dir);
+        return PB_ERR_CONFIG;
+    }
+    return PB_OK;
+}
+
+/* path with its links followed and "."/".." removed, as far as it exists:
+ * the folder resolved and the file name kept when the file does not. */
+static void resolve_path(const char *path, char *out, size_t outlen)
+{
+    char real[PATH_MAX], dir[PB_PATH_MAX];
+    if (realpath(path, real)) {
+        snprintf(out, outlen, "%s", real);
+        return;
+    }
+    folder_of(path, dir, sizeof(dir));
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    int len = realpath(dir, real) ? snprintf(out, outlen, "%s/%s",
+                                             strcmp(real, "/") == 0 ? "" : real, name)
+                                  : -1;
+    if (len < 0 || (size_t)len >= outlen)
+        snprintf(out, outlen, "%s", path);
+}
+
+bool pb_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    bool has_a = stat(a, &sa) == 0, has_b = stat(b, &sb) == 0;
+    if (has_a && has_b)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (has_a != has_b)
+        return false;
+    char ra[PB_PATH_MAX], rb[PB_PATH_MAX];
+    resolve_path(a, ra, sizeof(ra));
+    resolve_path(b, rb, sizeof(rb));
+    return strcmp(ra, rb) == 0;
+}
+
+int pb_output_check_inputs(const char *path, const char *const *inputs, int count, char *msg,
+                           size_t msglen)
+{
+    int rc = pb_output_check(path, msg, msglen);
+    for (int i = 0; rc == PB_OK && i < count; i++) {
+        if (inputs[i] && pb_same_file(path, inputs[i])) {
+            snprintf(msg, msglen, "%s is the input %s; give another file", path, inputs[i]);
+            rc = PB_ERR_CONFIG;
+        }
+    }
+    return rc;
+}
+
+/* Names tried before pb_claim_new_file gives up. */
+#define MAX_CLAIMS 10000
+
+int pb_claim_new_file(const char *stem, const char *ext, char *path, size_t pathlen, char *msg,
+                      size_t msglen)
+{
+    for (int n = 1; n <= MAX_CLAIMS; n++) {
+        int len = n == 1 ? snprintf(path, pathlen, "%s%s", stem, ext)
+                         : snprintf(path, pathlen, "%s-%d%s", stem, n, ext);
+        if (len < 0 || (size_t)len >= pathlen) {
+            snprintf(msg, msglen, "%s%s: path too long", stem, ext);
+            return PB_ERR;
+        }
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            close(fd);
+            return PB_OK;
+        }
+        if (errno != EEXIST) {
+            char dir[PB_PATH_MAX];
+            folder_of(path, dir, sizeof(dir));
+            snprintf(msg, msglen, "cannot create a file in %s: %s", dir, strerror(errno));
+            return PB_ERR;
+        }
+    }
+    snprintf(msg, msglen, "%s%s: %d files of that name exist already", stem, ext, MAX_CLAIMS);
+    return PB_ERR;
+}
+
+void pb_release_claim(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+        unlink(path);
 }

@@ -3,6 +3,7 @@
 #ifndef PB_FILEIO_H
 #define PB_FILEIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -28,5 +29,39 @@ int pb_output_target(const char *path, char *target, size_t targetlen, char *msg
  * path pb_output_target refuses, its sentence). */
 int pb_write_atomic(const char *path, int (*fill)(FILE *f, void *user), void *user, char *msg,
                     size_t msglen);
+
+/* Checks, before a run, that a file can be written at path so that a
+ * result is not lost after it: the file it names (pb_output_target) has a
+ * folder that exists, takes a new file (a temporary file is made there and
+ * removed) and has free space. Creates no folder. PB_OK; PB_ERR_CONFIG
+ * with the sentence in msg ("PATH: the folder /x/y does not exist; create
+ * it, pbench makes no folder for -o"), or pb_output_target's code and
+ * sentence. */
+int pb_output_check(const char *path, char *msg, size_t msglen);
+
+/* Whether a and b name the same file: by device and inode when both exist,
+ * else by their resolved paths (links followed, "." and ".." removed from
+ * the part that exists). */
+bool pb_same_file(const char *a, const char *b);
+
+/* pb_output_check, and then that path names none of the count files in
+ * inputs (NULL entries skipped) by pb_same_file: PB_ERR_CONFIG with "PATH
+ * is the input INPUT; give another file" in msg for one that does. */
+int pb_output_check_inputs(const char *path, const char *const *inputs, int count, char *msg,
+                           size_t msglen);
+
+/* Claims a new file for writing: stem followed by ext ("results/NAME-DATE"
+ * and ".json"), or when that exists stem-2 then stem-3 and so on, created
+ * empty with O_EXCL so that two processes never claim one name. The folder
+ * must exist. Writes the claimed name into path. PB_OK; PB_ERR with msg
+ * naming the folder and why when no file can be made. The caller writes
+ * the file (pb_write_atomic replaces the empty claim) or gives it back
+ * with pb_release_claim. */
+int pb_claim_new_file(const char *stem, const char *ext, char *path, size_t pathlen, char *msg,
+                      size_t msglen);
+
+/* Removes a file pb_claim_new_file made when it is still empty: nothing
+ * was written into it. */
+void pb_release_claim(const char *path);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "bench/analyze/compare.h"
 #include "bench/analyze/history.h"
+#include "bench/base/fileio.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/cli/cli.h"
@@ -213,6 +214,7 @@ static int cmd_compare(int argc, char **argv)
     int format = PB_FORMAT_TABLE;
     bool force = false, fail_on_regression = false, quiet = false;
     const char *files[2] = {NULL, NULL}, *output = NULL;
+    char msg[PB_MSG_MAX];
     const char **overrides = calloc((size_t)argc, sizeof(char *));
     int nfiles = 0, override_count = 0, code = -1;
     for (int i = 1; i < argc && code < 0; i++) {
@@ -263,9 +265,11 @@ static int cmd_compare(int argc, char **argv)
     } else if (nfiles != 2) {
         code = pb_cli_usage_error("compare", "%s",
                            "expected BASE.json and NEW.json, or BASE.yaml and NEW.yaml");
+    } else if (output && pb_output_check_inputs(output, files, 2, msg, sizeof(msg)) != PB_OK) {
+        pb_cli_error("compare", msg); /* before comparing: never over an input */
+        code = PB_EXIT_ERROR;
     } else {
         struct pb_comparison cmp;
-        char msg[PB_MSG_MAX];
         if (pb_compare_files(files[0], files[1], threshold_pct, &cmp, msg, sizeof(msg)) != PB_OK) {
             pb_cli_error("compare", msg);
             code = PB_EXIT_ERROR;

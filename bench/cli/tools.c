@@ -8,6 +8,7 @@
 #include "bench/analyze/analysis.h"
 #include "bench/analyze/compare.h"
 #include "bench/analyze/history.h"
+#include "bench/base/fileio.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/cli/cli.h"
@@ -175,6 +176,10 @@ int cmd_report(int argc, char **argv)
         return pb_cli_usage_error("report", "%s", "expected a RESULT.json file");
     struct pb_result result;
     char msg[PB_MSG_MAX];
+    if (output && pb_output_check_inputs(output, &path, 1, msg, sizeof(msg)) != PB_OK) {
+        pb_cli_error("report", msg); /* before reading: never over its own input */
+        return PB_EXIT_ERROR;
+    }
     if (pb_result_read(path, &result, msg, sizeof(msg)) != PB_OK) {
         pb_cli_error(NULL, msg);
         pb_result_free(&result);

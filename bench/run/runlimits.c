@@ -25,6 +25,40 @@ double pb_pool_bytes(const struct pb_pool_plan *plan)
            (double)plan->scratch_buffers * (double)plan->scratch_bytes;
 }
 
+/* Whether the plan is that big because of the largest file: it is an
+ * outlier (over 16 times the others' mean), and the buffers as big as it take over
+ * half of need. */
+static bool one_file_to_blame(const struct pb_pool_plan *plan, double need)
+{
+    if (!plan->largest_file || plan->largest_bytes == 0 ||
+        (double)plan->largest_bytes <= 16.0 * (double)plan->others_mean_bytes)
+        return false;
+    struct pb_pool_plan tied = *plan;
+    if (tied.scratch_bytes < plan->largest_bytes)
+        tied.scratch_buffers = 0;
+    if (tied.slot_bytes < plan->largest_bytes)
+        tied.slot_bytes = 0;
+    return 2 * pb_pool_bytes(&tied) > need;
+}
+
+/* The pool is too big because one sample is: the loader holds a sample
+ * whole, so each buffer is as big as the largest file. */
+static int largest_file_error(const struct pb_pool_plan *plan, double need, double limit,
+                              bool by_option, char *msg, size_t msglen)
+{
+    char size_s[32], need_s[32], limit_s[32];
+    pb_format_bytes((double)plan->largest_bytes, size_s, sizeof(size_s));
+    pb_format_bytes(need, need_s, sizeof(need_s));
+    pb_format_bytes(limit, limit_s, sizeof(limit_s));
+    snprintf(msg, msglen,
+             "the dataset's largest file, %s, is %s: a sample is held whole, so the loader's "
+             "buffers need %s but %s %s; remove that file from dataset.path (or name the files "
+             "with a glob that leaves it out)",
+             plan->largest_file, size_s, need_s, limit_s,
+             by_option ? "is allowed by run.max_memory_mib" : "is available");
+    return PB_ERR_CONFIG;
+}
+
 int pb_pool_check(const struct pb_pool_plan *plan, const struct pb_run_spec *run,
                   uint64_t available_bytes, char *msg, size_t msglen)
 {
@@ -37,6 +71,8 @@ int pb_pool_check(const struct pb_pool_plan *plan, const struct pb_run_spec *run
         limit = allowed;
     if (limit == 0 || need <= limit)
         return PB_OK;
+    if (one_file_to_blame(plan, need))
+        return largest_file_error(plan, need, limit, by_option, msg, msglen);
     char need_s[32], batch_s[32], limit_s[32], one_s[32], pool[128], scratch[96] = "";
     pb_format_bytes(need, need_s, sizeof(need_s));
     pb_format_bytes(batch_bytes, batch_s, sizeof(batch_s));

@@ -23,6 +23,9 @@ struct pb_pool_plan {
     size_t slot_bytes;
     size_t scratch_bytes; /* one scratch buffer, 0 for none */
     int scratch_buffers;  /* all workers' together          */
+    const char *largest_file; /* the dataset's largest sample (NULL: unknown) */
+    uint64_t largest_bytes;   /* its size                                    */
+    uint64_t others_mean_bytes; /* the other samples' mean size              */
 };
 
 /* The bytes the plan takes: the pool and the scratch buffers. */
@@ -32,7 +35,10 @@ double pb_pool_bytes(const struct pb_pool_plan *plan);
  * limit) or run->max_memory_mib when that is lower. Returns PB_OK, or
  * PB_ERR_CONFIG with the sentence in msg ("the batch pool needs 25.8 GiB
  * (1024 workers x 1024 prefetch x 24.6 KiB) but 21.3 GiB is available;
- * lower ..."). */
+ * lower ..."); when the buffers are that big because of one sample (the
+ * largest file over 16 times the others' mean size, and the buffers as big as it
+ * over half the need), the sentence names that file, its size and the
+ * limit instead of advising on the loader. */
 int pb_pool_check(const struct pb_pool_plan *plan, const struct pb_run_spec *run,
                   uint64_t available_bytes, char *msg, size_t msglen);
 

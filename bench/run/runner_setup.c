@@ -106,7 +106,14 @@ static int setup_consumer(struct run *run, const struct pb_spec *spec, char *msg
 static int check_memory(const struct run *run, const struct pb_spec *spec, char *msg, size_t msglen)
 {
     size_t scratch = run->sizes.scratch_bytes;
+    char largest[PB_PATH_MAX + 256];
+    pb_dataset_largest_name(run->ds, largest, sizeof(largest));
     struct pb_pool_plan plan = {
+        .largest_file = largest[0] ? largest : NULL,
+        .largest_bytes = run->ds->max_bytes,
+        .others_mean_bytes = run->ds->count > 1 ? (run->ds->total_bytes - run->ds->max_bytes) /
+                                                      (run->ds->count - 1)
+                                                : run->ds->max_bytes,
         .workers = run->workers,
         .prefetch_factor = run->prefetch_factor,
         .batch_size = spec->loader.batch_size,

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,6 +58,7 @@ struct session {
     bool measuring;                 /* between the measuring hook's on and off */
     struct pb_result baseline;      /* read before measuring when opts ask     */
     bool has_baseline;
+    bool claimed;                   /* the default result file was made empty  */
 
     /* pbench compare BASE.yaml NEW.yaml: the new config, its sweep, its
      * dataset (the base's when both name one path), and which config each
@@ -201,6 +203,9 @@ static int open_dataset(const struct pb_session_opts *opts, const struct pb_sess
         if (rc == PB_OK)
             pb_mpi_barrier();
     }
+    /* Data generated from another spec is not what the config describes. */
+    if (rc == PB_OK && d->has_generate && !strpbrk(d->path, "*?["))
+        rc = pb_generate_stamp_check(&d->generate, d->path, inner, sizeof(inner));
     if (rc == PB_OK)
         rc = pb_dataset_open(d, ds, inner, sizeof(inner));
     if (rc != PB_OK)
@@ -646,7 +651,11 @@ static void safe_file_name(const char *name, char *buf, size_t buflen)
         snprintf(buf, buflen, "result");
 }
 
-static void default_result_path(const char *name, char *buf, size_t buflen)
+/* The folder default results go into, the only one a session creates. */
+#define RESULTS_FOLDER "results"
+
+/* results/NAME-YYYYmmdd-HHMMSS, the default result file without ".json". */
+static void default_result_stem(const char *name, char *buf, size_t buflen)
 {
     time_t now = time(NULL);
     struct tm tm;
@@ -654,25 +663,86 @@ static void default_result_path(const char *name, char *buf, size_t buflen)
     char stamp[32], file_name[SAFE_NAME_MAX + 1];
     strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
     safe_file_name(name, file_name, sizeof(file_name));
-    snprintf(buf, buflen, "results/%s-%s.json", file_name, stamp);
+    snprintf(buf, buflen, RESULTS_FOLDER "/%s-%s", file_name, stamp);
+}
+
+/* The default result file: results/NAME-DATE.json, or NAME-DATE-2.json
+ * and so on when that is taken, claimed (made empty) so that a session
+ * started in the same second gets another name. Ranks other than 0 write
+ * no result and claim nothing. */
+static int claim_default_output(struct session *s, char *path, size_t pathlen, char *why,
+                                size_t whylen)
+{
+    char stem[SAFE_NAME_MAX + 64];
+    default_result_stem(s->result->name, stem, sizeof(stem));
+    if (!pb_mpi_is_root()) {
+        snprintf(path, pathlen, "%s.json", stem);
+        return PB_OK;
+    }
+    if (mkdir(RESULTS_FOLDER, 0777) != 0 && errno != EEXIST) {
+        snprintf(why, whylen, "cannot create the folder %s: %s", RESULTS_FOLDER, strerror(errno));
+        return PB_ERR_CONFIG;
+    }
+    if (pb_claim_new_file(stem, ".json", path, pathlen, why, whylen) != PB_OK)
+        return PB_ERR_CONFIG;
+    s->claimed = true;
+    return pb_output_check(path, why, whylen);
+}
+
+/* An output (what names the option) that is one of the session's inputs:
+ * the config, the other config, the baseline. PB_ERR_CONFIG with msg. */
+static int output_is_input(struct session *s, const char *what, const char *path)
+{
+    const struct pb_session_opts *o = s->opts;
+    const char *inputs[][2] = {{o->config_path, "the config"},
+                               {o->new_config_path, "the new config"},
+                               {o->baseline_path, "the --baseline result"}};
+    for (size_t i = 0; i < PB_ARRAY_LEN(inputs); i++) {
+        if (!inputs[i][0] || !pb_same_file(path, inputs[i][0]))
+            continue;
+        snprintf(s->msg, s->msglen, "%s %s is %s (%s), an input it would overwrite; give another "
+                 "file", what, path, inputs[i][1], inputs[i][0]);
+        return fail(s, PB_ERR_CONFIG);
+    }
+    return PB_OK;
 }
 
 /* Where the result goes (-o, or results/NAME-DATE.json), decided and
- * checked before any data is made: a directory, device, FIFO or socket is
- * refused there rather than after the run. */
+ * checked before any data is made: a path that cannot be written (a
+ * missing or read-only folder, a full disk, a directory, a device) or that
+ * names an input is refused there rather than after the run. --trace's
+ * file is checked alike. */
 static int decide_output(struct session *s)
 {
-    char path[PB_PATH_MAX], target[PB_PATH_MAX], why[PB_MSG_MAX * 2];
-    if (s->opts->output_path)
-        pb_strlcpy(path, s->opts->output_path, sizeof(path));
-    else
-        default_result_path(s->result->name, path, sizeof(path));
+    const struct pb_session_opts *o = s->opts;
+    char path[PB_PATH_MAX], why[PB_MSG_MAX * 2];
+    int rc;
+    if (o->output_path) {
+        pb_strlcpy(path, o->output_path, sizeof(path));
+        rc = pb_output_check(path, why, sizeof(why));
+    } else {
+        rc = claim_default_output(s, path, sizeof(path), why, sizeof(why));
+    }
     pb_strlcpy(s->outcome->result_path, path, sizeof(s->outcome->result_path));
-    int rc = pb_output_target(path, target, sizeof(target), why, sizeof(why));
-    if (rc == PB_OK)
+    if (rc != PB_OK) {
+        snprintf(s->msg, s->msglen, "%s%s", o->output_path ? "-o " : "", why);
+        return fail(s, rc);
+    }
+    if (o->output_path && output_is_input(s, "-o", path) != PB_OK)
+        return PB_ERR_CONFIG;
+    if (!o->trace_path)
         return PB_OK;
-    snprintf(s->msg, s->msglen, "%s%s", s->opts->output_path ? "-o " : "", why);
-    return fail(s, rc);
+    if (pb_same_file(o->trace_path, path)) {
+        snprintf(s->msg, s->msglen, "--trace %s is the result file too; give another file",
+                 o->trace_path);
+        return fail(s, PB_ERR_CONFIG);
+    }
+    rc = pb_output_check(o->trace_path, why, sizeof(why));
+    if (rc != PB_OK) {
+        snprintf(s->msg, s->msglen, "--trace %s", why);
+        return fail(s, rc);
+    }
+    return output_is_input(s, "--trace", o->trace_path);
 }
 
 /* The baseline, read before measuring so that a missing or malformed file
@@ -845,6 +915,8 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
     if (rc == PB_OK)
         rc = run_measured(s);
     set_measuring(s->hooks, &s->measuring, false);
+    if (s->claimed)
+        pb_release_claim(outcome->result_path); /* no result went into it */
 
     if (s->has_baseline)
         pb_result_free(&s->baseline);
