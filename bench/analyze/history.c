@@ -271,26 +271,42 @@ void pb_history_metric_names(char *buf, size_t buflen, const char *sep)
     }
 }
 
+/* The runs of one series that show reads, oldest first: at most
+ * PB_HISTORY_MAX_RUNS, the newest of a longer series. */
+struct series_runs {
+    char key[4][256];   /* config, machine, point, fingerprint (shown short) */
+    char id[256];       /* the series column: fingerprint or "none:..."      */
+    size_t n;           /* runs read                                          */
+    long long total;    /* runs the series has in the database               */
+    double values[PB_HISTORY_MAX_RUNS];
+    char created[PB_HISTORY_MAX_RUNS][32], revision[PB_HISTORY_MAX_RUNS][48];
+};
+
 /* Prints one finished series: its runs, each against the median before it,
  * and its step change if any. Returns -1 for a step that is a regression,
  * 1 for one that is an improvement, 0 for none. */
-static int print_series(const char *const key[4], const char *metric, bool higher_is_better,
-                        const double *values, char (*created)[32], char (*revision)[48], size_t n,
+static int print_series(const struct series_runs *s, const char *metric, bool higher_is_better,
                         double threshold_pct)
 {
+    size_t n = s->n;
     double shift = 0;
-    long at = pb_history_step(values, n, threshold_pct, &shift);
+    long at = pb_history_step(s->values, n, threshold_pct, &shift);
     char shown[4][PB_PRINTABLE_SIZE(256)], when[PB_PRINTABLE_SIZE(32)];
     char rev[PB_PRINTABLE_SIZE(48)];
     for (int k = 0; k < 4; k++)
-        pb_printable(shown[k], sizeof(shown[k]), key[k]);
+        pb_printable(shown[k], sizeof(shown[k]), s->key[k]);
     printf("%s [%s] · %s · point %s · %s\n", shown[0], shown[3], shown[1], shown[2], metric);
+    if (s->total > (long long)n)
+        printf("  the newest %zu of its %lld runs (show reads at most %d a series; the step is "
+               "looked for among these)\n",
+               n, s->total, PB_HISTORY_MAX_RUNS);
     printf("  %-22s %-14s %14s %9s\n", "measured", "revision", metric, "vs median");
     for (size_t i = 0; i < n; i++) {
-        double ref = i ? pb_median(values, i) : values[0];
-        printf("  %-22s %-14.14s %14.1f %+8.1f%%%s\n", pb_printable(when, sizeof(when), created[i]),
-               pb_printable(rev, sizeof(rev), revision[i]), values[i],
-               ref != 0 ? 100 * (values[i] / ref - 1) : 0,
+        double ref = i ? pb_median(s->values, i) : s->values[0];
+        printf("  %-22s %-14.14s %14.1f %+8.1f%%%s\n",
+               pb_printable(when, sizeof(when), s->created[i]),
+               pb_printable(rev, sizeof(rev), s->revision[i]), s->values[i],
+               ref != 0 ? 100 * (s->values[i] / ref - 1) : 0,
                at >= 0 && (size_t)at == i ? "  <- step change" : "");
     }
     if (at < 0) {
@@ -301,12 +317,48 @@ static int print_series(const char *const key[4], const char *metric, bool highe
     bool worse = higher_is_better ? shift < 0 : shift > 0;
     printf("  STEP CHANGE: from %s (revision %s) the median moved %+.1f%% (threshold %.1f%%, held "
            "for %zu runs): %s\n",
-           pb_printable(when, sizeof(when), created[at]),
-           revision[at][0] ? pb_printable(rev, sizeof(rev), revision[at]) : "?", shift,
+           pb_printable(when, sizeof(when), s->created[at]),
+           s->revision[at][0] ? pb_printable(rev, sizeof(rev), s->revision[at]) : "?", shift,
            threshold_pct, n - (size_t)at,
            worse ? "a REGRESSION (exit 3); bisect between this revision and the one before"
                  : "an IMPROVEMENT (not a failure); the series' new level is from here on");
     return worse ? -1 : 1;
+}
+
+/* The rows show reads: per series (what was measured, at one point) its
+ * newest PB_HISTORY_MAX_RUNS runs in time order, with the series' size.
+ * metric is a name from the metric table, never user text in SQL. Rows
+ * from before fingerprints form a series per config and machine. Series
+ * are listed by config name, then fingerprint. */
+static void show_query(char *sql, size_t sqllen, const char *metric, bool one_config)
+{
+    snprintf(sql, sqllen,
+             "WITH keyed AS (SELECT id, config, machine, point, created, revision, %s AS value,"
+             " COALESCE(fingerprint, 'none:' || config || char(31) || machine) AS series"
+             " FROM runs %s),"
+             " ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY series, point"
+             " ORDER BY created DESC, id DESC) AS newer,"
+             " COUNT(*) OVER (PARTITION BY series, point) AS total,"
+             " MIN(config) OVER (PARTITION BY series) AS first_config FROM keyed)"
+             " SELECT config, machine, point, created, revision, value, series, total"
+             " FROM ranked WHERE newer <= %d ORDER BY first_config, series, point, created, id",
+             metric, one_config ? "WHERE config = ?" : "", PB_HISTORY_MAX_RUNS);
+}
+
+/* Starts series s at the current row of st. */
+static void series_start(struct series_runs *s, sqlite3_stmt *st)
+{
+    const char *id = (const char *)sqlite3_column_text(st, 6);
+    pb_strlcpy(s->key[0], (const char *)sqlite3_column_text(st, 0), sizeof(s->key[0]));
+    pb_strlcpy(s->key[1], (const char *)sqlite3_column_text(st, 1), sizeof(s->key[1]));
+    pb_strlcpy(s->key[2], (const char *)sqlite3_column_text(st, 2), sizeof(s->key[2]));
+    pb_strlcpy(s->id, id, sizeof(s->id));
+    if (strncmp(id, "none:", 5) == 0)
+        snprintf(s->key[3], sizeof(s->key[3]), "no fingerprint: added before they were kept");
+    else
+        snprintf(s->key[3], sizeof(s->key[3]), "fingerprint %.8s", id);
+    s->total = sqlite3_column_int64(st, 7);
+    s->n = 0;
 }
 
 int pb_history_show(const char *db_path, const char *config_name, const char *metric,
@@ -329,17 +381,8 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
     sqlite3 *db;
     if (open_db(db_path, &db, msg, msglen) != PB_OK)
         return PB_ERR;
-    char sql[640];
-    /* metric is a name from the metric table, never user text in SQL. A
-     * series is what was measured (the fingerprint) at one point; rows
-     * from before fingerprints form a series per config and machine.
-     * Series are listed by config name, then fingerprint. */
-    snprintf(sql, sizeof(sql),
-             "SELECT config, machine, point, created, revision, %s,"
-             " COALESCE(fingerprint, 'none:' || config || char(31) || machine) AS series"
-             " FROM runs %s ORDER BY MIN(config) OVER (PARTITION BY series), series, point,"
-             " created, id",
-             metric, config_name ? "WHERE config = ?" : "");
+    char sql[1024];
+    show_query(sql, sizeof(sql), metric, config_name != NULL);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         snprintf(msg, msglen, "%s: %s", db_path, sqlite3_errmsg(db));
@@ -349,43 +392,32 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
     if (config_name)
         sqlite3_bind_text(st, 1, config_name, -1, SQLITE_TRANSIENT);
 
-    enum { MAX_RUNS = 4096 };
-    static double values[MAX_RUNS];
-    static char created[MAX_RUNS][32], revision[MAX_RUNS][48];
-    /* The series key: config, machine, point, fingerprint (shown short). */
-    char series[4][256] = {{0}}, series_id[256] = "";
-    size_t n = 0;
+    static struct series_runs series; /* 400 KiB: not on the stack */
+    series.n = 0;
     int regressions = 0, improvements = 0, series_count = 0;
     for (;;) {
         bool row = sqlite3_step(st) == SQLITE_ROW;
         const char *p = row ? (const char *)sqlite3_column_text(st, 2) : "";
         const char *id = row ? (const char *)sqlite3_column_text(st, 6) : "";
-        bool same = row && strcmp(id, series_id) == 0 && strcmp(p, series[2]) == 0;
-        if (!same && n > 0) {
-            const char *key[4] = {series[0], series[1], series[2], series[3]};
-            int step = print_series(key, metric, known->higher_is_better, values, created,
-                                    revision, n, threshold_pct);
+        bool same = row && strcmp(id, series.id) == 0 && strcmp(p, series.key[2]) == 0;
+        if (!same && series.n > 0) {
+            int step = print_series(&series, metric, known->higher_is_better, threshold_pct);
             regressions += step < 0;
             improvements += step > 0;
             series_count++;
-            n = 0;
+            series.n = 0;
         }
         if (!row)
             break;
-        if (!same) {
-            pb_strlcpy(series[0], (const char *)sqlite3_column_text(st, 0), sizeof(series[0]));
-            pb_strlcpy(series[1], (const char *)sqlite3_column_text(st, 1), sizeof(series[1]));
-            pb_strlcpy(series[2], p, sizeof(series[2]));
-            pb_strlcpy(series_id, id, sizeof(series_id));
-            if (strncmp(id, "none:", 5) == 0)
-                snprintf(series[3], sizeof(series[3]), "no fingerprint: added before they were kept");
-            else
-                snprintf(series[3], sizeof(series[3]), "fingerprint %.8s", id);
-        }
-        if (n < MAX_RUNS) {
-            pb_strlcpy(created[n], (const char *)sqlite3_column_text(st, 3), sizeof(created[n]));
-            pb_strlcpy(revision[n], (const char *)sqlite3_column_text(st, 4), sizeof(revision[n]));
-            values[n++] = sqlite3_column_double(st, 5);
+        if (!same)
+            series_start(&series, st);
+        if (series.n < PB_HISTORY_MAX_RUNS) { /* the query reads no more */
+            size_t n = series.n++;
+            pb_strlcpy(series.created[n], (const char *)sqlite3_column_text(st, 3),
+                       sizeof(series.created[n]));
+            pb_strlcpy(series.revision[n], (const char *)sqlite3_column_text(st, 4),
+                       sizeof(series.revision[n]));
+            series.values[n] = sqlite3_column_double(st, 5);
         }
     }
     sqlite3_finalize(st);

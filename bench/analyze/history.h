@@ -10,6 +10,8 @@
 #include "bench/result/result.h"
 
 #define PB_STEP_MIN_RUNS 2
+/* The runs of a series history show reads: the newest, when it has more. */
+#define PB_HISTORY_MAX_RUNS 4096
 
 /* Adds every point of result to the database at db_path, a file name or a
  * SQLite "file:" URI (created when missing). revision may be NULL. A point
@@ -20,9 +22,12 @@ int pb_history_add(const char *db_path, const struct pb_result *result, const ch
                    const char *source, char *msg, size_t msglen);
 
 /* Prints the trend of metric (samples_per_s, stall_pct, assembly_p99_ns,
- * rss_peak_bytes) for each series (config, machine, point), optionally only
- * config_name, and flags step changes beyond threshold_pct. Returns the
- * number of series with a step change, or a negative code with a message. */
+ * rss_peak_bytes) for each series (what was measured, at one point),
+ * optionally only config_name, and flags step changes beyond threshold_pct.
+ * A series of more than PB_HISTORY_MAX_RUNS runs is shown, and searched for
+ * a step, by its newest PB_HISTORY_MAX_RUNS, and says so. Returns the number
+ * of series with a step that is a regression, or a negative code with a
+ * message. */
 int pb_history_show(const char *db_path, const char *config_name, const char *metric,
                     double threshold_pct, char *msg, size_t msglen);
 
