@@ -160,11 +160,11 @@ static void test_add_twice_keeps_one_row(void **state)
 
     assert_int_equal(pb_result_write(&r, file, msg, sizeof(msg)), PB_OK);
     assert_int_equal(
-        pb_history_add_file(db, file, "r2", summary, sizeof(summary), msg, sizeof(msg)), PB_OK);
+        pb_history_add_file(db, file, "r2", false, summary, sizeof(summary), msg, sizeof(msg)), PB_OK);
     assert_non_null(strstr(summary, "added 1 point(s) of ci"));
     assert_int_equal(count_rows(db), 2); /* filed under another revision */
     assert_int_equal(
-        pb_history_add_file(db, file, "r2", summary, sizeof(summary), msg, sizeof(msg)), PB_OK);
+        pb_history_add_file(db, file, "r2", false, summary, sizeof(summary), msg, sizeof(msg)), PB_OK);
     assert_non_null(strstr(summary, "already in the history"));
     assert_int_equal(count_rows(db), 2);
     pb_result_free(&r);
@@ -364,6 +364,67 @@ static void test_long_series_shows_newest_runs(void **state)
     rmdir(dir);
 }
 
+/* Writes one_point_result into dir/file after how(), which makes it
+ * partial in one way; returns the path in path. */
+static void write_partial(const char *dir, const char *file, int how, char *path, size_t pathlen)
+{
+    struct pb_result r;
+    char msg[PB_MSG_MAX];
+    one_point_result(&r, "2026-11-01T00:00:00Z", 38084);
+    struct pb_point_result *p = &r.points[0];
+    if (how == 0) /* run.on_error: fail keeps the repeat the failure cut short */
+        snprintf(p->error, sizeof(p->error), "data/s_29.bin: sample marked corrupt");
+    if (how == 1) { /* Ctrl-C in the only repeat */
+        r.interrupted = true;
+        p->repeats[0].interrupted = true;
+    }
+    if (how == 2) /* a repeat cut short, the result not marked */
+        p->repeats[0].interrupted = true;
+    if (how == 3) { /* a point never measured */
+        free(p->repeats);
+        p->repeats = NULL;
+        p->repeat_count = 0;
+    }
+    snprintf(path, pathlen, "%s/%s", dir, file);
+    assert_int_equal(pb_result_write(&r, path, msg, sizeof(msg)), PB_OK);
+    pb_result_free(&r);
+}
+
+/* history add refuses a result whose figures are partial, saying why and
+ * how to add it anyway; --force adds it. */
+static void test_add_refuses_partial_results(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], file[300], msg[PB_MSG_MAX * 2], summary[PB_MSG_MAX * 2];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    static const char *const why[] = {
+        "not added: point 0 failed (data/s_29.bin: sample marked corrupt), so its figures are "
+        "partial",
+        "not added: the run was interrupted", "not added: a repeat of point 0 was cut short",
+        "not added: point 0 has no complete repeat"};
+    for (int how = 0; how < 4; how++) {
+        write_partial(dir, "p.json", how, file, sizeof(file));
+        msg[0] = '\0';
+        assert_int_equal(pb_history_add_file(db, file, "r1", false, summary, sizeof(summary), msg,
+                                             sizeof(msg)),
+                         PB_ERR);
+        if (!strstr(msg, why[how]) || !strstr(msg, "add it anyway with --force"))
+            fail_msg("case %d: %s", how, msg);
+        assert_int_equal(access(db, F_OK), -1); /* nothing written */
+    }
+    write_partial(dir, "p.json", 0, file, sizeof(file));
+    assert_int_equal(
+        pb_history_add_file(db, file, "r1", true, summary, sizeof(summary), msg, sizeof(msg)),
+        PB_OK);
+    assert_non_null(strstr(summary, "added 1 point(s) of ci"));
+    assert_int_equal(count_rows(db), 1);
+    unlink(file);
+    unlink(db);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -375,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_series_keyed_by_what_was_measured),
         cmocka_unit_test(test_old_database_migrated),
         cmocka_unit_test(test_long_series_shows_newest_runs),
+        cmocka_unit_test(test_add_refuses_partial_results),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

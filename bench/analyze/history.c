@@ -451,11 +451,46 @@ void pb_history_revision(char *buf, size_t buflen)
     pclose(p);
 }
 
-int pb_history_add_file(const char *db_path, const char *path, const char *revision,
+/* Whether result's figures are whole: false, with the reason in why, for a
+ * run that was interrupted, a point that failed, a repeat cut short or a
+ * point without a complete repeat. */
+static bool result_is_whole(const struct pb_result *result, char *why, size_t whylen)
+{
+    if (result->interrupted) {
+        snprintf(why, whylen, "the run was interrupted");
+        return false;
+    }
+    for (size_t i = 0; i < result->point_count; i++) {
+        const struct pb_point_result *p = &result->points[i];
+        size_t complete = 0;
+        for (size_t r = 0; r < p->repeat_count; r++)
+            complete += !p->repeats[r].interrupted;
+        if (p->error[0])
+            snprintf(why, whylen, "point %zu failed (%s)", i, p->error);
+        else if (complete < p->repeat_count)
+            snprintf(why, whylen, "a repeat of point %zu was cut short", i);
+        else if (complete == 0)
+            snprintf(why, whylen, "point %zu has no complete repeat", i);
+        else
+            continue;
+        return false;
+    }
+    return true;
+}
+
+int pb_history_add_file(const char *db_path, const char *path, const char *revision, bool force,
                         char *summary, size_t summarylen, char *msg, size_t msglen)
 {
     struct pb_result result;
     int rc = pb_result_read(path, &result, msg, msglen);
+    char why[400];
+    if (rc == PB_OK && !force && !result_is_whole(&result, why, sizeof(why))) {
+        snprintf(msg, msglen,
+                 "%s not added: %s, so its figures are partial and would read as a step in the "
+                 "history; measure again, or add it anyway with --force",
+                 path, why);
+        rc = PB_ERR;
+    }
     if (rc == PB_OK) {
         char rev[64];
         if (revision)

@@ -5,6 +5,7 @@
 #ifndef PB_HISTORY_H
 #define PB_HISTORY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "bench/result/result.h"
@@ -43,11 +44,13 @@ long pb_history_step(const double *values, size_t n, double threshold_pct, doubl
 void pb_history_revision(char *buf, size_t buflen);
 
 /* `pbench history add`: reads the result file at path and adds it (as
- * pb_history_add) under revision, or pb_history_revision()'s when NULL. On
- * success writes "added N point(s) of NAME (CREATED, revision REV) to DB"
+ * pb_history_add) under revision, or pb_history_revision()'s when NULL. A
+ * result whose figures are partial (the run interrupted, a point failed, a
+ * repeat cut short, a point without a complete repeat) is refused with the
+ * reason unless force. On success writes "added N point(s) of NAME (CREATED, revision REV) to DB"
  * into summary, or "NAME (CREATED, revision REV) is already in the history
  * DB; nothing added". Returns PB_OK or PB_ERR with msg. */
-int pb_history_add_file(const char *db_path, const char *path, const char *revision,
+int pb_history_add_file(const char *db_path, const char *path, const char *revision, bool force,
                         char *summary, size_t summarylen, char *msg, size_t msglen);
 
 /* Writes the names of the metrics history keeps (a column each, those of

@@ -1,0 +1,94 @@
+/* pbench history through the binary: add refuses partial results unless
+ * --force. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/result/result.h"
+#include "tests/testutil.h"
+
+static char workdir[] = "/tmp/pbench-history-cli-XXXXXX";
+
+/* Runs pbench with args in workdir and checks its exit code and that its
+ * stdout (or stderr, when from_stderr) holds want. */
+static void expect(const char *args, int code, bool from_stderr, const char *want)
+{
+    char *err, path[PB_PATH_MAX];
+    int rc = pb_test_run_pbench(workdir, args, &err);
+    snprintf(path, sizeof(path), "%s/out.txt", workdir);
+    char *out = pb_test_read_file(path, NULL, false);
+    if (rc != code || !strstr(from_stderr ? err : out, want))
+        fail_msg("pbench %s: exit %d (expected %d), wanted \"%s\"\nstdout:\n%s\nstderr:\n%s",
+                 args, rc, code, want, out, err);
+    free(out);
+    free(err);
+}
+
+/* Writes workdir/file: one point of samples_per_s measured at created,
+ * complete, or failed (how 1: run.on_error: fail kept the repeat the failure
+ * cut short) or interrupted (how 2). */
+static void write_result(const char *file, const char *created, double samples_per_s, int how)
+{
+    struct pb_result r;
+    memset(&r, 0, sizeof(r));
+    r.schema_version = 1;
+    snprintf(r.name, sizeof(r.name), "hist");
+    snprintf(r.created, sizeof(r.created), "%s", created);
+    snprintf(r.machine.cpu_model, sizeof(r.machine.cpu_model), "Test CPU");
+    r.config = json_pack("{s s}", "name", "hist");
+    r.points = calloc(1, sizeof(*r.points));
+    assert_non_null(r.points);
+    r.point_count = 1;
+    struct pb_point_result *p = &r.points[0];
+    p->repeats = calloc(1, sizeof(*p->repeats));
+    assert_non_null(p->repeats);
+    p->repeat_count = 1;
+    p->repeats[0].wall_s = how == 1 ? 0.0001 : 1;
+    p->repeats[0].samples_per_s = p->samples_per_s = samples_per_s;
+    if (how == 1)
+        snprintf(p->error, sizeof(p->error), "data/sample_29.bin: marked corrupt");
+    r.interrupted = p->repeats[0].interrupted = how == 2;
+    char path[PB_PATH_MAX], msg[PB_MSG_MAX];
+    snprintf(path, sizeof(path), "%s/%s", workdir, file);
+    if (pb_result_write(&r, path, msg, sizeof(msg)) != PB_OK)
+        fail_msg("%s", msg);
+    pb_result_free(&r);
+}
+
+/* A failed run's partial repeat and an interrupted run are refused, with
+ * why and how to add them anyway; --force adds them. */
+static void test_add_refuses_partial_results(void **state)
+{
+    (void)state;
+    write_result("failed.json", "2026-11-01T00:00:00Z", 38084, 1);
+    write_result("stopped.json", "2026-11-02T00:00:00Z", 900, 2);
+    expect("history add failed.json --db partial.db --revision r1", 1, true,
+           "pbench history: failed.json not added: point 0 failed (data/sample_29.bin: marked "
+           "corrupt), so its figures are partial and would read as a step in the history; "
+           "measure again, or add it anyway with --force");
+    expect("history add stopped.json --db partial.db --revision r1", 1, true,
+           "stopped.json not added: the run was interrupted");
+    expect("history show --db partial.db", 1, true, "no history yet");
+    expect("history add failed.json --db partial.db --revision r1 --force", 0, false,
+           "added 1 point(s) of hist");
+    expect("history show --force", 2, true, "unexpected argument '--force'");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_add_refuses_partial_results),
+    };
+    pb_test_tmpdir_use(workdir);
+    if (!getenv("PBENCH_BINARY")) {
+        fprintf(stderr, "PBENCH_BINARY must be set (ctest sets it)\n");
+        return 1;
+    }
+    return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);
+}
