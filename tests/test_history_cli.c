@@ -1,11 +1,13 @@
 /* pbench history through the binary: add refuses partial results unless
- * --force. */
+ * --force, parallel adds to one database all land, a corrupt database is an
+ * error naming the file, and show opens a read-only SQLite URI. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,10 +82,94 @@ static void test_add_refuses_partial_results(void **state)
     expect("history show --force", 2, true, "unexpected argument '--force'");
 }
 
+/* Ten `history add`s at once into one new database all land: each waits
+ * for the others' writes instead of failing "database is locked". */
+static void test_parallel_adds_all_land(void **state)
+{
+    (void)state;
+    enum { ADDS = 10 };
+    for (int i = 0; i < ADDS; i++) {
+        char file[32], created[40];
+        snprintf(file, sizeof(file), "par%d.json", i);
+        snprintf(created, sizeof(created), "2026-11-01T00:00:%02dZ", i);
+        write_result(file, created, 1000 + i, 0);
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && for i in 0 1 2 3 4 5 6 7 8 9; do"
+             " ('%s' history add par$i.json --db par.db --revision r$i >par$i.out 2>&1;"
+             " echo $? >par$i.rc) & done; wait",
+             workdir, getenv("PBENCH_BINARY"));
+    assert_int_equal(system(cmd), 0);
+    for (int i = 0; i < ADDS; i++) {
+        char path[PB_PATH_MAX];
+        snprintf(path, sizeof(path), "%s/par%d.rc", workdir, i);
+        char *rc = pb_test_read_file(path, NULL, true);
+        snprintf(path, sizeof(path), "%s/par%d.out", workdir, i);
+        char *out = pb_test_read_file(path, NULL, false);
+        if (strcmp(rc, "0\n") != 0)
+            fail_msg("add %d of %d exited %s: %s", i, ADDS, rc, out);
+        free(rc);
+        free(out);
+    }
+    expect("history show --db par.db", 0, false,
+           "1 series of samples_per_s: 0 regression step(s)");
+    char path[PB_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/par.db", workdir);
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM runs", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), ADDS);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* A history whose pages after the first are garbage is an error naming
+ * the file, not "no runs". */
+static void test_corrupt_database_is_an_error(void **state)
+{
+    (void)state;
+    write_result("c.json", "2026-11-01T00:00:00Z", 1000, 0);
+    expect("history add c.json --db corrupt.db --revision r1", 0, false, "added 1 point(s)");
+    char path[PB_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/corrupt.db", workdir);
+    size_t size;
+    unsigned char *bytes = (unsigned char *)pb_test_read_file(path, &size, true);
+    size_t page = (size_t)bytes[16] << 8 | bytes[17];
+    assert_true(page >= 512 && size > 2 * page);
+    memset(bytes + page, 0xff, size - page); /* the first page, the schema, stays */
+    pb_test_write_file(path, bytes, size);
+    free(bytes);
+    expect("history show --db corrupt.db", 1, true,
+           "pbench history: corrupt.db: cannot read the history: database disk image is "
+           "malformed");
+}
+
+/* show takes the read-only SQLite URI the help shows; a URI naming a file
+ * that does not exist is "no history yet". */
+static void test_show_read_only_uri(void **state)
+{
+    (void)state;
+    write_result("ro.json", "2026-11-01T00:00:00Z", 1000, 0);
+    expect("history add ro.json --db ro.db --revision r1", 0, false, "added 1 point(s)");
+    expect("history show --db 'file:ro.db?mode=ro'", 0, false,
+           "1 series of samples_per_s: 0 regression step(s)");
+    expect("history show --db 'file:none.db?mode=ro'", 1, true,
+           "file:none.db?mode=ro: no history yet");
+    expect("history show --db none.db", 1, true, "none.db: no history yet");
+    expect("history add ro.json --db 'file:ro.db?mode=ro' --revision r2", 1, true,
+           "attempt to write a readonly database");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add_refuses_partial_results),
+        cmocka_unit_test(test_parallel_adds_all_land),
+        cmocka_unit_test(test_corrupt_database_is_an_error),
+        cmocka_unit_test(test_show_read_only_uri),
     };
     pb_test_tmpdir_use(workdir);
     if (!getenv("PBENCH_BINARY")) {

@@ -1,5 +1,6 @@
 #include "bench/analyze/history.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -37,35 +38,61 @@ static const char *const late_indexes =
     "CREATE UNIQUE INDEX IF NOT EXISTS runs_identity ON runs(identity);"
     "CREATE INDEX IF NOT EXISTS runs_fingerprint ON runs(fingerprint, point, created);";
 
-/* Adds column to runs when a database made before it lacks it. */
+/* Adds column to runs when a database made before it lacks it. Another
+ * process adding it at the same time is no error. */
 static int add_missing_column(sqlite3 *db, const char *column, const char *type, char **err)
 {
     char sql[128];
     snprintf(sql, sizeof(sql), "SELECT %s FROM runs", column);
     sqlite3_stmt *probe = NULL;
-    bool has = sqlite3_prepare_v2(db, sql, -1, &probe, NULL) == SQLITE_OK;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &probe, NULL);
     sqlite3_finalize(probe);
-    if (has)
+    if (rc == SQLITE_OK)
         return SQLITE_OK;
+    if (!strstr(sqlite3_errmsg(db), "no such column"))
+        return rc; /* busy past the timeout, corrupt: the caller reports it */
     snprintf(sql, sizeof(sql), "ALTER TABLE runs ADD COLUMN %s %s", column, type);
-    return sqlite3_exec(db, sql, NULL, NULL, err);
+    rc = sqlite3_exec(db, sql, NULL, NULL, err);
+    if (rc != SQLITE_OK && *err && strstr(*err, "duplicate column name")) {
+        sqlite3_free(*err);
+        *err = NULL;
+        rc = SQLITE_OK;
+    }
+    return rc;
 }
 
-/* Opens (creating when missing) the database at path, a file name or a
- * SQLite "file:" URI, and brings its schema up to date: databases made
- * before results had an identity or a fingerprint get the columns and
- * their indexes. */
-static int open_db(const char *path, sqlite3 **db, char *msg, size_t msglen)
+/* How long a command waits for another one writing the database (parallel
+ * `history add`s take turns). */
+#define BUSY_TIMEOUT_MS 60000
+
+/* Opens the database at path, a file name or a SQLite "file:" URI: creates
+ * it when missing if create, else a missing database is PB_ERR saying "no
+ * history yet". Waits up to BUSY_TIMEOUT_MS for other writers, puts a
+ * writable database in WAL mode (readers and a writer at once), and brings
+ * its schema up to date: databases made before results had an identity or
+ * a fingerprint get the columns and their indexes. */
+static int open_db(const char *path, bool create, sqlite3 **db, char *msg, size_t msglen)
 {
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | (create ? SQLITE_OPEN_CREATE : 0);
     if (sqlite3_open_v2(path, db, flags, NULL) != SQLITE_OK) {
-        snprintf(msg, msglen, "%s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
+        bool missing = !create && *db && sqlite3_errcode(*db) == SQLITE_CANTOPEN &&
+                       sqlite3_system_errno(*db) == ENOENT;
+        if (missing)
+            snprintf(msg, msglen, "%s: no history yet (pbench history add RESULT.json creates it)",
+                     path);
+        else
+            snprintf(msg, msglen, "%s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
         sqlite3_close(*db);
         *db = NULL;
         return PB_ERR;
     }
+    sqlite3_busy_timeout(*db, BUSY_TIMEOUT_MS);
     char *err = NULL;
-    int rc = sqlite3_exec(*db, schema, NULL, NULL, &err);
+    int rc = SQLITE_OK;
+    if (sqlite3_db_readonly(*db, "main") == 0)
+        rc = sqlite3_exec(*db, "PRAGMA journal_mode=WAL", NULL, NULL, &err);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(*db, schema, NULL, NULL, &err);
     if (rc == SQLITE_OK)
         rc = add_missing_column(*db, "identity", "TEXT", &err);
     if (rc == SQLITE_OK)
@@ -77,7 +104,13 @@ static int open_db(const char *path, sqlite3 **db, char *msg, size_t msglen)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(*db, late_indexes, NULL, NULL, &err);
     if (rc != SQLITE_OK) {
-        snprintf(msg, msglen, "%s: %s", path, err ? err : sqlite3_errmsg(*db));
+        /* A reader that cannot make the WAL's index beside the database. */
+        bool wal_reader = !create && sqlite3_errcode(*db) == SQLITE_READONLY;
+        snprintf(msg, msglen, "%s: %s%s", path, err ? err : sqlite3_errmsg(*db),
+                 wal_reader ? " (the history is in WAL mode: read it where its folder can be "
+                              "written, or as --db 'file:PATH?immutable=1' while nothing adds "
+                              "to it)"
+                            : "");
         sqlite3_free(err);
         sqlite3_close(*db);
         *db = NULL;
@@ -148,7 +181,7 @@ static int add_points(const char *db_path, const struct pb_result *result, const
 {
     *added = 0;
     sqlite3 *db;
-    if (open_db(db_path, &db, msg, msglen) != PB_OK)
+    if (open_db(db_path, true, &db, msg, msglen) != PB_OK)
         return PB_ERR;
     char machine[512], added_at[40];
     snprintf(machine, sizeof(machine), "%s, %d cores / %d PUs%s%s", result->machine.cpu_model,
@@ -178,7 +211,7 @@ static int add_points(const char *db_path, const struct pb_result *result, const
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+        rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL); /* the write lock first */
     for (size_t i = 0; rc == SQLITE_OK && i < result->point_count; i++) {
         const struct pb_point_result *p = &result->points[i];
         if (p->repeat_count == 0)
@@ -371,15 +404,8 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
         snprintf(msg, msglen, "--metric must be one of: %s; got '%s'", names, metric);
         return PB_ERR_CONFIG;
     }
-    FILE *probe = fopen(db_path, "rb");
-    if (!probe) {
-        snprintf(msg, msglen, "%s: no history yet (pbench history add RESULT.json creates it)",
-                 db_path);
-        return PB_ERR;
-    }
-    fclose(probe);
     sqlite3 *db;
-    if (open_db(db_path, &db, msg, msglen) != PB_OK)
+    if (open_db(db_path, false, &db, msg, msglen) != PB_OK)
         return PB_ERR;
     char sql[1024];
     show_query(sql, sizeof(sql), metric, config_name != NULL);
@@ -395,8 +421,10 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
     static struct series_runs series; /* 400 KiB: not on the stack */
     series.n = 0;
     int regressions = 0, improvements = 0, series_count = 0;
+    int step_rc;
     for (;;) {
-        bool row = sqlite3_step(st) == SQLITE_ROW;
+        step_rc = sqlite3_step(st);
+        bool row = step_rc == SQLITE_ROW;
         const char *p = row ? (const char *)sqlite3_column_text(st, 2) : "";
         const char *id = row ? (const char *)sqlite3_column_text(st, 6) : "";
         bool same = row && strcmp(id, series.id) == 0 && strcmp(p, series.key[2]) == 0;
@@ -420,8 +448,14 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
             series.values[n] = sqlite3_column_double(st, 5);
         }
     }
+    /* A read that fails (a corrupt file) is an error, not the end of the
+     * runs: what was printed is incomplete. */
+    if (step_rc != SQLITE_DONE)
+        snprintf(msg, msglen, "%s: cannot read the history: %s", db_path, sqlite3_errmsg(db));
     sqlite3_finalize(st);
     sqlite3_close(db);
+    if (step_rc != SQLITE_DONE)
+        return PB_ERR;
     if (series_count == 0) {
         snprintf(msg, msglen, "%s: no runs%s%s", db_path, config_name ? " of config " : "",
                  config_name ? config_name : "");

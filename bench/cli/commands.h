@@ -72,7 +72,8 @@
       "measured: a fingerprint of the config's dataset, pipeline, loader and run settings (not\n" \
       "its name, repeats or measuring times) and the machine, shown beside the config's name;\n" \
       "changing a setting starts a new series. Adding the same result under the same revision\n" \
-      "twice stores it once. --db also takes an SQLite URI (file:PATH?mode=ro).\n" \
+      "twice stores it once. --db also takes an SQLite URI (file:PATH?mode=ro). The database\n" \
+      "is in WAL mode; commands that write it at once take turns (each waits up to 60 s).\n" \
       "add refuses a result whose figures are partial: an interrupted run, a point that failed\n" \
       "(run.on_error: fail keeps the repeat it cut short), a repeat cut short, a point without\n" \
       "a complete repeat; --force adds it anyway.\n" \
