@@ -160,11 +160,13 @@ static void test_add_twice_keeps_one_row(void **state)
 
     assert_int_equal(pb_result_write(&r, file, msg, sizeof(msg)), PB_OK);
     assert_int_equal(
-        pb_history_add_file(db, file, "r2", false, summary, sizeof(summary), msg, sizeof(msg)), PB_OK);
+        pb_history_add_file(db, file, "r2", false, summary, sizeof(summary), msg, sizeof(msg)),
+        PB_OK);
     assert_non_null(strstr(summary, "added 1 point(s) of ci"));
     assert_int_equal(count_rows(db), 2); /* filed under another revision */
     assert_int_equal(
-        pb_history_add_file(db, file, "r2", false, summary, sizeof(summary), msg, sizeof(msg)), PB_OK);
+        pb_history_add_file(db, file, "r2", false, summary, sizeof(summary), msg, sizeof(msg)),
+        PB_OK);
     assert_non_null(strstr(summary, "already in the history"));
     assert_int_equal(count_rows(db), 2);
     pb_result_free(&r);
