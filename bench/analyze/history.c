@@ -65,6 +65,50 @@ static int add_missing_column(sqlite3 *db, const char *column, const char *type,
  * `history add`s take turns). */
 #define BUSY_TIMEOUT_MS 60000
 
+/* Runs sql, and again while it fails at once on another connection's lock:
+ * SQLite gives up without waiting where waiting could deadlock (two
+ * commands switching a new database to WAL, each holding the read lock the
+ * other waits on). Retries for up to BUSY_TIMEOUT_MS in all. */
+static int exec_retrying(sqlite3 *db, const char *sql, char **err)
+{
+    uint64_t deadline_ns = pb_now_ns() + (uint64_t)BUSY_TIMEOUT_MS * 1000000u;
+    for (;;) {
+        int rc = sqlite3_exec(db, sql, NULL, NULL, err);
+        if (rc != SQLITE_BUSY || pb_now_ns() >= deadline_ns)
+            return rc;
+        sqlite3_free(*err);
+        *err = NULL;
+        sqlite3_sleep(5);
+    }
+}
+
+/* Brings the schema up to date: the table and its first index, the columns
+ * that databases made before an identity, a fingerprint or a metric lack,
+ * and the indexes on them. A writable database is updated in one
+ * transaction that takes the write lock first, so commands opening one new
+ * database at once take turns. */
+static int update_schema(sqlite3 *db, bool writable, char **err)
+{
+    int rc = writable ? exec_retrying(db, "BEGIN IMMEDIATE", err) : SQLITE_OK;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, schema, NULL, NULL, err);
+    if (rc == SQLITE_OK)
+        rc = add_missing_column(db, "identity", "TEXT", err);
+    if (rc == SQLITE_OK)
+        rc = add_missing_column(db, "fingerprint", "TEXT", err);
+    /* A metric added to the table after the database was made. */
+    for (int m = 0; rc == SQLITE_OK && m < PB_METRIC_COUNT; m++)
+        if (pb_metrics[m].of_point)
+            rc = add_missing_column(db, pb_metrics[m].name, "REAL", err);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, late_indexes, NULL, NULL, err);
+    if (writable && rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, err);
+    if (writable && rc != SQLITE_OK)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
 /* Opens the database at path, a file name or a SQLite "file:" URI: creates
  * it when missing if create, else a missing database is PB_ERR saying "no
  * history yet". Waits up to BUSY_TIMEOUT_MS for other writers, puts a
@@ -88,21 +132,10 @@ static int open_db(const char *path, bool create, sqlite3 **db, char *msg, size_
     }
     sqlite3_busy_timeout(*db, BUSY_TIMEOUT_MS);
     char *err = NULL;
-    int rc = SQLITE_OK;
-    if (sqlite3_db_readonly(*db, "main") == 0)
-        rc = sqlite3_exec(*db, "PRAGMA journal_mode=WAL", NULL, NULL, &err);
+    bool writable = sqlite3_db_readonly(*db, "main") == 0;
+    int rc = writable ? exec_retrying(*db, "PRAGMA journal_mode=WAL", &err) : SQLITE_OK;
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(*db, schema, NULL, NULL, &err);
-    if (rc == SQLITE_OK)
-        rc = add_missing_column(*db, "identity", "TEXT", &err);
-    if (rc == SQLITE_OK)
-        rc = add_missing_column(*db, "fingerprint", "TEXT", &err);
-    /* A metric added to the table after the database was made. */
-    for (int m = 0; rc == SQLITE_OK && m < PB_METRIC_COUNT; m++)
-        if (pb_metrics[m].of_point)
-            rc = add_missing_column(*db, pb_metrics[m].name, "REAL", &err);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(*db, late_indexes, NULL, NULL, &err);
+        rc = update_schema(*db, writable, &err);
     if (rc != SQLITE_OK) {
         /* A reader that cannot make the WAL's index beside the database. */
         bool wal_reader = !create && sqlite3_errcode(*db) == SQLITE_READONLY;
@@ -210,8 +243,10 @@ static int add_points(const char *db_path, const struct pb_result *result, const
     snprintf(sql + used, sizeof(sql) - used, ") VALUES (%s)", values);
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    char *err = NULL;
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL); /* the write lock first */
+        rc = exec_retrying(db, "BEGIN IMMEDIATE", &err); /* the write lock first */
+    sqlite3_free(err); /* sqlite3_errmsg says it again below */
     for (size_t i = 0; rc == SQLITE_OK && i < result->point_count; i++) {
         const struct pb_point_result *p = &result->points[i];
         if (p->repeat_count == 0)
