@@ -462,6 +462,38 @@ static void test_what_the_data_can_detect(void **state)
     assert_true(decided >= 60);
 }
 
+/* The Markdown comparison shows names as written: a point's label is
+ * escaped as HTML and as a table cell, a file name stays in a code span
+ * even when it holds backticks. */
+static void test_markdown_names_not_html(void **state)
+{
+    (void)state;
+    const double a[] = {1000, 1010, 990}, b[] = {1000, 1005, 995};
+    struct pb_result x, y;
+    make_result(&x, a, 3, "cpu", 300);
+    make_result(&y, b, 3, "cpu", 300);
+    json_object_set_new(x.points[0].axes, "loader.workers", json_string("<img src=x>|a&b"));
+    json_object_set_new(y.points[0].axes, "loader.workers", json_string("<img src=x>|a&b"));
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare(&x, &y, 5, &cmp), PB_OK);
+    assert_int_equal(cmp.point_count, 1);
+    char *out = NULL;
+    size_t size = 0;
+    FILE *o = open_memstream(&out, &size);
+    pb_comparison_report(o, &cmp, "a`<b>`.json", "new.json", PB_FORMAT_MARKDOWN);
+    fclose(o);
+    static const char *const wants[] = {
+        "base `` a`<b>`.json `` → new `new.json`",
+        "| loader.workers=\"&lt;img src=x&gt;\\|a&amp;b\" | samples_per_s |", NULL};
+    pb_test_assert_contains(out, wants);
+    if (strstr(out, "<img"))
+        fail_msg("markdown holds raw HTML from a label:\n%s", out);
+    free(out);
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+}
+
 /* The report states the floor and the command that would decide. */
 static void test_report_says_what_would_decide(void **state)
 {
@@ -513,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_min_p_by_repeats),
         cmocka_unit_test(test_what_the_data_can_detect),
         cmocka_unit_test(test_report_says_what_would_decide),
+        cmocka_unit_test(test_markdown_names_not_html),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -550,7 +550,9 @@ static void test_compare_gate(void **state)
         md, (const char *const[]){"## pbench compare",
                                   "| point | metric | base | new | change | 95% CI | p | verdict |",
                                   "| samples_per_s |",
-                                  "- differs: config pipeline[1].decode.cost_us: 300.0 -> 340.0",
+                                  /* Markdown text: > as &gt;, shown as -> */
+                                  "- differs: config pipeline[1].decode.cost_us: 300.0 -&gt; "
+                                  "340.0",
                                   NULL});
     free(md);
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -159,11 +160,13 @@ static void test_add_twice_keeps_one_row(void **state)
 
     assert_int_equal(pb_result_write(&r, file, msg, sizeof(msg)), PB_OK);
     assert_int_equal(
-        pb_history_add_file(db, file, "r2", summary, sizeof(summary), msg, sizeof(msg)), PB_OK);
+        pb_history_add_file(db, file, "r2", false, summary, sizeof(summary), msg, sizeof(msg)),
+        PB_OK);
     assert_non_null(strstr(summary, "added 1 point(s) of ci"));
     assert_int_equal(count_rows(db), 2); /* filed under another revision */
     assert_int_equal(
-        pb_history_add_file(db, file, "r2", summary, sizeof(summary), msg, sizeof(msg)), PB_OK);
+        pb_history_add_file(db, file, "r2", false, summary, sizeof(summary), msg, sizeof(msg)),
+        PB_OK);
     assert_non_null(strstr(summary, "already in the history"));
     assert_int_equal(count_rows(db), 2);
     pb_result_free(&r);
@@ -289,6 +292,141 @@ static void test_old_database_migrated(void **state)
     rmdir(dir);
 }
 
+/* Calls pb_history_show with stdout going to the file out (read back by
+ * the caller) and returns what it returned. */
+static int show_into(const char *out, const char *db, const char *metric, char *msg,
+                     size_t msglen)
+{
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, STDOUT_FILENO);
+    close(fd);
+    int rc = pb_history_show(db, NULL, metric, 5, msg, msglen);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    return rc;
+}
+
+/* The file at path as a string the caller frees. */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    char *text = malloc((size_t)size + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)size, f), (size_t)size);
+    text[size] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* A series of 10,006 runs whose newest 6 are 30% slower: show reads the
+ * newest 4096, finds the step (a regression) and says it shows only the
+ * newest of a longer series. The runs are copies of one added run, made in
+ * one transaction. */
+static void test_long_series_shows_newest_runs(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], out[256], msg[PB_MSG_MAX];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    snprintf(out, sizeof(out), "%s/show.txt", dir);
+    add_run(db, "2026-01-01T00:00:00Z", 1000, 10, 300, "r0");
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(h,
+                     "WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k"
+                     " WHERE n < 10005)"
+                     " INSERT INTO runs (created, added, config, machine, revision, point,"
+                     " samples_per_s, stall_pct, identity, fingerprint)"
+                     " SELECT strftime('%Y-%m-%dT%H:%M:%SZ', created, '+' || n || ' minutes'),"
+                     " added, config, machine, 'g' || n, point,"
+                     " CASE WHEN n > 9999 THEN 700 ELSE 1000 + n % 7 END, stall_pct,"
+                     " 'gen' || n, fingerprint FROM k, (SELECT * FROM runs WHERE id = 1)",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(h);
+    assert_int_equal(count_rows(db), 10006);
+    assert_int_equal(show_into(out, db, "samples_per_s", msg, sizeof(msg)), 1);
+    char *text = read_text(out);
+    assert_non_null(strstr(text, "the newest 4096 of its 10006 runs"));
+    assert_non_null(strstr(text, "(revision g10000) the median moved -30."));
+    assert_non_null(strstr(text, "a REGRESSION (exit 3)"));
+    free(text);
+    unlink(out);
+    unlink(db);
+    rmdir(dir);
+}
+
+/* Writes one_point_result into dir/file after how(), which makes it
+ * partial in one way; returns the path in path. */
+static void write_partial(const char *dir, const char *file, int how, char *path, size_t pathlen)
+{
+    struct pb_result r;
+    char msg[PB_MSG_MAX];
+    one_point_result(&r, "2026-11-01T00:00:00Z", 38084);
+    struct pb_point_result *p = &r.points[0];
+    if (how == 0) /* run.on_error: fail keeps the repeat the failure cut short */
+        snprintf(p->error, sizeof(p->error), "data/s_29.bin: sample marked corrupt");
+    if (how == 1) { /* Ctrl-C in the only repeat */
+        r.interrupted = true;
+        p->repeats[0].interrupted = true;
+    }
+    if (how == 2) /* a repeat cut short, the result not marked */
+        p->repeats[0].interrupted = true;
+    if (how == 3) { /* a point never measured */
+        free(p->repeats);
+        p->repeats = NULL;
+        p->repeat_count = 0;
+    }
+    snprintf(path, pathlen, "%s/%s", dir, file);
+    assert_int_equal(pb_result_write(&r, path, msg, sizeof(msg)), PB_OK);
+    pb_result_free(&r);
+}
+
+/* history add refuses a result whose figures are partial, saying why and
+ * how to add it anyway; --force adds it. */
+static void test_add_refuses_partial_results(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], file[300], msg[PB_MSG_MAX * 2], summary[PB_MSG_MAX * 2];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    static const char *const why[] = {
+        "not added: point 0 failed (data/s_29.bin: sample marked corrupt), so its figures are "
+        "partial",
+        "not added: the run was interrupted", "not added: a repeat of point 0 was cut short",
+        "not added: point 0 has no complete repeat"};
+    for (int how = 0; how < 4; how++) {
+        write_partial(dir, "p.json", how, file, sizeof(file));
+        msg[0] = '\0';
+        assert_int_equal(pb_history_add_file(db, file, "r1", false, summary, sizeof(summary), msg,
+                                             sizeof(msg)),
+                         PB_ERR);
+        if (!strstr(msg, why[how]) || !strstr(msg, "add it anyway with --force"))
+            fail_msg("case %d: %s", how, msg);
+        assert_int_equal(access(db, F_OK), -1); /* nothing written */
+    }
+    write_partial(dir, "p.json", 0, file, sizeof(file));
+    assert_int_equal(
+        pb_history_add_file(db, file, "r1", true, summary, sizeof(summary), msg, sizeof(msg)),
+        PB_OK);
+    assert_non_null(strstr(summary, "added 1 point(s) of ci"));
+    assert_int_equal(count_rows(db), 1);
+    unlink(file);
+    unlink(db);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +437,8 @@ int main(void)
         cmocka_unit_test(test_only_regression_steps_count),
         cmocka_unit_test(test_series_keyed_by_what_was_measured),
         cmocka_unit_test(test_old_database_migrated),
+        cmocka_unit_test(test_long_series_shows_newest_runs),
+        cmocka_unit_test(test_add_refuses_partial_results),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

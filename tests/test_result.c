@@ -1112,6 +1112,49 @@ static void test_report_names_without_control_characters(void **state)
     pb_result_free(&result);
 }
 
+/* Text cells of CSV and TSV that a spreadsheet would run as a formula (=,
+ * +, -, @ first) get a leading ' (OWASP); numbers are written as they are.
+ * Markdown shows names from the result as written, never as HTML. */
+static void test_report_names_not_formulas_or_html(void **state)
+{
+    (void)state;
+    struct pb_result result;
+    make_result(&result, 13);
+    struct pb_point_result *p = &result.points[0];
+    assert_true(p->stage_count >= 2);
+    snprintf(p->stages[0].name, sizeof(p->stages[0].name), "=HYPERLINK(\"http://x\",\"y\")");
+    snprintf(p->stages[1].name, sizeof(p->stages[1].name), "@SUM(A1)");
+    snprintf(result.name, sizeof(result.name), "<img src=x onerror=alert(1)> & co");
+    snprintf(result.machine.hostname, sizeof(result.machine.hostname), "<b>host</b>");
+    snprintf(p->warnings[0], sizeof(p->warnings[0]), "<script>warn</script>");
+    p->warning_count = p->warning_count ? p->warning_count : 1;
+    p->samples_per_s = -5; /* a number, not a formula */
+    char *csv = render(&result, PB_FORMAT_CSV);
+    pb_test_assert_contains(csv, (const char *const[]){
+                                     ",\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",",
+                                     ",'@SUM(A1),", ",-5,", NULL});
+    assert_null(strstr(csv, ",=HYPERLINK"));
+    assert_null(strstr(csv, ",@SUM"));
+    free(csv);
+    char *tsv = render(&result, PB_FORMAT_TSV);
+    pb_test_assert_contains(tsv, (const char *const[]){"\t'=HYPERLINK(\"http://x\",\"y\")\t",
+                                                       "\t'@SUM(A1)\t", "\t-5\t", NULL});
+    free(tsv);
+    char *md = render(&result, PB_FORMAT_MARKDOWN);
+    pb_test_assert_contains(md, (const char *const[]){
+                                    "# pbench: &lt;img src=x onerror=alert(1)&gt; &amp; co",
+                                    "&lt;b&gt;host&lt;/b&gt;",
+                                    "&lt;script&gt;warn&lt;/script&gt;", NULL});
+    if (strstr(md, "<img") || strstr(md, "<b>") || strstr(md, "<script"))
+        fail_msg("markdown holds raw HTML from names:\n%s", md);
+    free(md);
+    /* The terminal table shows the names as they are. */
+    char *table = render(&result, PB_FORMAT_TABLE);
+    assert_non_null(strstr(table, "<img src=x onerror=alert(1)> & co"));
+    free(table);
+    pb_result_free(&result);
+}
+
 /* A repeat cut short by a signal stays in the result, marked, but the
  * table says the point's figures leave it out. */
 static void test_report_repeat_cut_short(void **state)
@@ -1339,6 +1382,7 @@ int main(void)
         cmocka_unit_test(test_impossible_values_rejected),
         cmocka_unit_test(test_read_what_is_not_a_result),
         cmocka_unit_test(test_report_names_without_control_characters),
+        cmocka_unit_test(test_report_names_not_formulas_or_html),
         cmocka_unit_test(test_report_repeat_cut_short),
         cmocka_unit_test(test_report_noise_unknown),
         cmocka_unit_test(test_report_overhead_below_noise),

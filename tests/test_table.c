@@ -74,6 +74,27 @@ static void test_markdown(void **state)
     pb_table_free(&t);
 }
 
+static void test_markdown_escapes_html(void **state)
+{
+    (void)state;
+    struct pb_table t;
+    pb_table_init(&t, 1, 0, false);
+    pb_table_add(&t, "name");
+    pb_table_add(&t, "%s", "<img src=x onerror=alert(1)>|a&b");
+    char *text = render_text(&t, true);
+    assert_string_equal(text, "| name |\n"
+                              "| --- |\n"
+                              "| &lt;img src=x onerror=alert(1)&gt;\\|a&amp;b |\n\n");
+    free(text);
+    pb_table_free(&t);
+    char buf[PB_MARKDOWN_SIZE(16)];
+    assert_string_equal(pb_markdown_text(buf, sizeof(buf), "a<b>&|c", false), "a&lt;b&gt;&amp;|c");
+    assert_string_equal(pb_markdown_text(buf, sizeof(buf), "a|b\nc", true), "a\\|b c");
+    /* Cut where the buffer ends, never inside an entity. */
+    assert_string_equal(pb_markdown_text(buf, 9, "ab&cd", false), "ab&amp;c");
+    assert_string_equal(pb_markdown_text(buf, 7, "ab&cd", false), "ab");
+}
+
 static void test_cells_are_printable(void **state)
 {
     (void)state;
@@ -94,6 +115,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_alignment),
         cmocka_unit_test(test_markdown),
+        cmocka_unit_test(test_markdown_escapes_html),
         cmocka_unit_test(test_cells_are_printable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

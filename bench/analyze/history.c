@@ -1,5 +1,6 @@
 #include "bench/analyze/history.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -37,47 +38,112 @@ static const char *const late_indexes =
     "CREATE UNIQUE INDEX IF NOT EXISTS runs_identity ON runs(identity);"
     "CREATE INDEX IF NOT EXISTS runs_fingerprint ON runs(fingerprint, point, created);";
 
-/* Adds column to runs when a database made before it lacks it. */
+/* Adds column to runs when a database made before it lacks it. Another
+ * process adding it at the same time is no error. */
 static int add_missing_column(sqlite3 *db, const char *column, const char *type, char **err)
 {
     char sql[128];
     snprintf(sql, sizeof(sql), "SELECT %s FROM runs", column);
     sqlite3_stmt *probe = NULL;
-    bool has = sqlite3_prepare_v2(db, sql, -1, &probe, NULL) == SQLITE_OK;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &probe, NULL);
     sqlite3_finalize(probe);
-    if (has)
+    if (rc == SQLITE_OK)
         return SQLITE_OK;
+    if (!strstr(sqlite3_errmsg(db), "no such column"))
+        return rc; /* busy past the timeout, corrupt: the caller reports it */
     snprintf(sql, sizeof(sql), "ALTER TABLE runs ADD COLUMN %s %s", column, type);
-    return sqlite3_exec(db, sql, NULL, NULL, err);
+    rc = sqlite3_exec(db, sql, NULL, NULL, err);
+    if (rc != SQLITE_OK && *err && strstr(*err, "duplicate column name")) {
+        sqlite3_free(*err);
+        *err = NULL;
+        rc = SQLITE_OK;
+    }
+    return rc;
 }
 
-/* Opens (creating when missing) the database at path, a file name or a
- * SQLite "file:" URI, and brings its schema up to date: databases made
- * before results had an identity or a fingerprint get the columns and
- * their indexes. */
-static int open_db(const char *path, sqlite3 **db, char *msg, size_t msglen)
+/* How long a command waits for another one writing the database (parallel
+ * `history add`s take turns). */
+#define BUSY_TIMEOUT_MS 60000
+
+/* Runs sql, and again while it fails at once on another connection's lock:
+ * SQLite gives up without waiting where waiting could deadlock (two
+ * commands switching a new database to WAL, each holding the read lock the
+ * other waits on). Retries for up to BUSY_TIMEOUT_MS in all. */
+static int exec_retrying(sqlite3 *db, const char *sql, char **err)
 {
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI;
+    uint64_t deadline_ns = pb_now_ns() + (uint64_t)BUSY_TIMEOUT_MS * 1000000u;
+    for (;;) {
+        int rc = sqlite3_exec(db, sql, NULL, NULL, err);
+        if (rc != SQLITE_BUSY || pb_now_ns() >= deadline_ns)
+            return rc;
+        sqlite3_free(*err);
+        *err = NULL;
+        sqlite3_sleep(5);
+    }
+}
+
+/* Brings the schema up to date: the table and its first index, the columns
+ * that databases made before an identity, a fingerprint or a metric lack,
+ * and the indexes on them. A writable database is updated in one
+ * transaction that takes the write lock first, so commands opening one new
+ * database at once take turns. */
+static int update_schema(sqlite3 *db, bool writable, char **err)
+{
+    int rc = writable ? exec_retrying(db, "BEGIN IMMEDIATE", err) : SQLITE_OK;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, schema, NULL, NULL, err);
+    if (rc == SQLITE_OK)
+        rc = add_missing_column(db, "identity", "TEXT", err);
+    if (rc == SQLITE_OK)
+        rc = add_missing_column(db, "fingerprint", "TEXT", err);
+    /* A metric added to the table after the database was made. */
+    for (int m = 0; rc == SQLITE_OK && m < PB_METRIC_COUNT; m++)
+        if (pb_metrics[m].of_point)
+            rc = add_missing_column(db, pb_metrics[m].name, "REAL", err);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, late_indexes, NULL, NULL, err);
+    if (writable && rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, err);
+    if (writable && rc != SQLITE_OK)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* Opens the database at path, a file name or a SQLite "file:" URI: creates
+ * it when missing if create, else a missing database is PB_ERR saying "no
+ * history yet". Waits up to BUSY_TIMEOUT_MS for other writers, puts a
+ * writable database in WAL mode (readers and a writer at once), and brings
+ * its schema up to date: databases made before results had an identity or
+ * a fingerprint get the columns and their indexes. */
+static int open_db(const char *path, bool create, sqlite3 **db, char *msg, size_t msglen)
+{
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | (create ? SQLITE_OPEN_CREATE : 0);
     if (sqlite3_open_v2(path, db, flags, NULL) != SQLITE_OK) {
-        snprintf(msg, msglen, "%s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
+        bool missing = !create && *db && sqlite3_errcode(*db) == SQLITE_CANTOPEN &&
+                       sqlite3_system_errno(*db) == ENOENT;
+        if (missing)
+            snprintf(msg, msglen, "%s: no history yet (pbench history add RESULT.json creates it)",
+                     path);
+        else
+            snprintf(msg, msglen, "%s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
         sqlite3_close(*db);
         *db = NULL;
         return PB_ERR;
     }
+    sqlite3_busy_timeout(*db, BUSY_TIMEOUT_MS);
     char *err = NULL;
-    int rc = sqlite3_exec(*db, schema, NULL, NULL, &err);
+    bool writable = sqlite3_db_readonly(*db, "main") == 0;
+    int rc = writable ? exec_retrying(*db, "PRAGMA journal_mode=WAL", &err) : SQLITE_OK;
     if (rc == SQLITE_OK)
-        rc = add_missing_column(*db, "identity", "TEXT", &err);
-    if (rc == SQLITE_OK)
-        rc = add_missing_column(*db, "fingerprint", "TEXT", &err);
-    /* A metric added to the table after the database was made. */
-    for (int m = 0; rc == SQLITE_OK && m < PB_METRIC_COUNT; m++)
-        if (pb_metrics[m].of_point)
-            rc = add_missing_column(*db, pb_metrics[m].name, "REAL", &err);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(*db, late_indexes, NULL, NULL, &err);
+        rc = update_schema(*db, writable, &err);
     if (rc != SQLITE_OK) {
-        snprintf(msg, msglen, "%s: %s", path, err ? err : sqlite3_errmsg(*db));
+        /* A reader that cannot make the WAL's index beside the database. */
+        bool wal_reader = !create && sqlite3_errcode(*db) == SQLITE_READONLY;
+        snprintf(msg, msglen, "%s: %s%s", path, err ? err : sqlite3_errmsg(*db),
+                 wal_reader ? " (the history is in WAL mode: read it where its folder can be "
+                              "written, or as --db 'file:PATH?immutable=1' while nothing adds "
+                              "to it)"
+                            : "");
         sqlite3_free(err);
         sqlite3_close(*db);
         *db = NULL;
@@ -148,7 +214,7 @@ static int add_points(const char *db_path, const struct pb_result *result, const
 {
     *added = 0;
     sqlite3 *db;
-    if (open_db(db_path, &db, msg, msglen) != PB_OK)
+    if (open_db(db_path, true, &db, msg, msglen) != PB_OK)
         return PB_ERR;
     char machine[512], added_at[40];
     snprintf(machine, sizeof(machine), "%s, %d cores / %d PUs%s%s", result->machine.cpu_model,
@@ -177,8 +243,10 @@ static int add_points(const char *db_path, const struct pb_result *result, const
     snprintf(sql + used, sizeof(sql) - used, ") VALUES (%s)", values);
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    char *err = NULL;
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+        rc = exec_retrying(db, "BEGIN IMMEDIATE", &err); /* the write lock first */
+    sqlite3_free(err); /* sqlite3_errmsg says it again below */
     for (size_t i = 0; rc == SQLITE_OK && i < result->point_count; i++) {
         const struct pb_point_result *p = &result->points[i];
         if (p->repeat_count == 0)
@@ -271,26 +339,42 @@ void pb_history_metric_names(char *buf, size_t buflen, const char *sep)
     }
 }
 
+/* The runs of one series that show reads, oldest first: at most
+ * PB_HISTORY_MAX_RUNS, the newest of a longer series. */
+struct series_runs {
+    char key[4][256];   /* config, machine, point, fingerprint (shown short) */
+    char id[256];       /* the series column: fingerprint or "none:..."      */
+    size_t n;           /* runs read                                          */
+    long long total;    /* runs the series has in the database               */
+    double values[PB_HISTORY_MAX_RUNS];
+    char created[PB_HISTORY_MAX_RUNS][32], revision[PB_HISTORY_MAX_RUNS][48];
+};
+
 /* Prints one finished series: its runs, each against the median before it,
  * and its step change if any. Returns -1 for a step that is a regression,
  * 1 for one that is an improvement, 0 for none. */
-static int print_series(const char *const key[4], const char *metric, bool higher_is_better,
-                        const double *values, char (*created)[32], char (*revision)[48], size_t n,
+static int print_series(const struct series_runs *s, const char *metric, bool higher_is_better,
                         double threshold_pct)
 {
+    size_t n = s->n;
     double shift = 0;
-    long at = pb_history_step(values, n, threshold_pct, &shift);
+    long at = pb_history_step(s->values, n, threshold_pct, &shift);
     char shown[4][PB_PRINTABLE_SIZE(256)], when[PB_PRINTABLE_SIZE(32)];
     char rev[PB_PRINTABLE_SIZE(48)];
     for (int k = 0; k < 4; k++)
-        pb_printable(shown[k], sizeof(shown[k]), key[k]);
+        pb_printable(shown[k], sizeof(shown[k]), s->key[k]);
     printf("%s [%s] · %s · point %s · %s\n", shown[0], shown[3], shown[1], shown[2], metric);
+    if (s->total > (long long)n)
+        printf("  the newest %zu of its %lld runs (show reads at most %d a series; the step is "
+               "looked for among these)\n",
+               n, s->total, PB_HISTORY_MAX_RUNS);
     printf("  %-22s %-14s %14s %9s\n", "measured", "revision", metric, "vs median");
     for (size_t i = 0; i < n; i++) {
-        double ref = i ? pb_median(values, i) : values[0];
-        printf("  %-22s %-14.14s %14.1f %+8.1f%%%s\n", pb_printable(when, sizeof(when), created[i]),
-               pb_printable(rev, sizeof(rev), revision[i]), values[i],
-               ref != 0 ? 100 * (values[i] / ref - 1) : 0,
+        double ref = i ? pb_median(s->values, i) : s->values[0];
+        printf("  %-22s %-14.14s %14.1f %+8.1f%%%s\n",
+               pb_printable(when, sizeof(when), s->created[i]),
+               pb_printable(rev, sizeof(rev), s->revision[i]), s->values[i],
+               ref != 0 ? 100 * (s->values[i] / ref - 1) : 0,
                at >= 0 && (size_t)at == i ? "  <- step change" : "");
     }
     if (at < 0) {
@@ -301,12 +385,48 @@ static int print_series(const char *const key[4], const char *metric, bool highe
     bool worse = higher_is_better ? shift < 0 : shift > 0;
     printf("  STEP CHANGE: from %s (revision %s) the median moved %+.1f%% (threshold %.1f%%, held "
            "for %zu runs): %s\n",
-           pb_printable(when, sizeof(when), created[at]),
-           revision[at][0] ? pb_printable(rev, sizeof(rev), revision[at]) : "?", shift,
+           pb_printable(when, sizeof(when), s->created[at]),
+           s->revision[at][0] ? pb_printable(rev, sizeof(rev), s->revision[at]) : "?", shift,
            threshold_pct, n - (size_t)at,
            worse ? "a REGRESSION (exit 3); bisect between this revision and the one before"
                  : "an IMPROVEMENT (not a failure); the series' new level is from here on");
     return worse ? -1 : 1;
+}
+
+/* The rows show reads: per series (what was measured, at one point) its
+ * newest PB_HISTORY_MAX_RUNS runs in time order, with the series' size.
+ * metric is a name from the metric table, never user text in SQL. Rows
+ * from before fingerprints form a series per config and machine. Series
+ * are listed by config name, then fingerprint. */
+static void show_query(char *sql, size_t sqllen, const char *metric, bool one_config)
+{
+    snprintf(sql, sqllen,
+             "WITH keyed AS (SELECT id, config, machine, point, created, revision, %s AS value,"
+             " COALESCE(fingerprint, 'none:' || config || char(31) || machine) AS series"
+             " FROM runs %s),"
+             " ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY series, point"
+             " ORDER BY created DESC, id DESC) AS newer,"
+             " COUNT(*) OVER (PARTITION BY series, point) AS total,"
+             " MIN(config) OVER (PARTITION BY series) AS first_config FROM keyed)"
+             " SELECT config, machine, point, created, revision, value, series, total"
+             " FROM ranked WHERE newer <= %d ORDER BY first_config, series, point, created, id",
+             metric, one_config ? "WHERE config = ?" : "", PB_HISTORY_MAX_RUNS);
+}
+
+/* Starts series s at the current row of st. */
+static void series_start(struct series_runs *s, sqlite3_stmt *st)
+{
+    const char *id = (const char *)sqlite3_column_text(st, 6);
+    pb_strlcpy(s->key[0], (const char *)sqlite3_column_text(st, 0), sizeof(s->key[0]));
+    pb_strlcpy(s->key[1], (const char *)sqlite3_column_text(st, 1), sizeof(s->key[1]));
+    pb_strlcpy(s->key[2], (const char *)sqlite3_column_text(st, 2), sizeof(s->key[2]));
+    pb_strlcpy(s->id, id, sizeof(s->id));
+    if (strncmp(id, "none:", 5) == 0)
+        snprintf(s->key[3], sizeof(s->key[3]), "no fingerprint: added before they were kept");
+    else
+        snprintf(s->key[3], sizeof(s->key[3]), "fingerprint %.8s", id);
+    s->total = sqlite3_column_int64(st, 7);
+    s->n = 0;
 }
 
 int pb_history_show(const char *db_path, const char *config_name, const char *metric,
@@ -319,27 +439,11 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
         snprintf(msg, msglen, "--metric must be one of: %s; got '%s'", names, metric);
         return PB_ERR_CONFIG;
     }
-    FILE *probe = fopen(db_path, "rb");
-    if (!probe) {
-        snprintf(msg, msglen, "%s: no history yet (pbench history add RESULT.json creates it)",
-                 db_path);
-        return PB_ERR;
-    }
-    fclose(probe);
     sqlite3 *db;
-    if (open_db(db_path, &db, msg, msglen) != PB_OK)
+    if (open_db(db_path, false, &db, msg, msglen) != PB_OK)
         return PB_ERR;
-    char sql[640];
-    /* metric is a name from the metric table, never user text in SQL. A
-     * series is what was measured (the fingerprint) at one point; rows
-     * from before fingerprints form a series per config and machine.
-     * Series are listed by config name, then fingerprint. */
-    snprintf(sql, sizeof(sql),
-             "SELECT config, machine, point, created, revision, %s,"
-             " COALESCE(fingerprint, 'none:' || config || char(31) || machine) AS series"
-             " FROM runs %s ORDER BY MIN(config) OVER (PARTITION BY series), series, point,"
-             " created, id",
-             metric, config_name ? "WHERE config = ?" : "");
+    char sql[1024];
+    show_query(sql, sizeof(sql), metric, config_name != NULL);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         snprintf(msg, msglen, "%s: %s", db_path, sqlite3_errmsg(db));
@@ -349,47 +453,44 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
     if (config_name)
         sqlite3_bind_text(st, 1, config_name, -1, SQLITE_TRANSIENT);
 
-    enum { MAX_RUNS = 4096 };
-    static double values[MAX_RUNS];
-    static char created[MAX_RUNS][32], revision[MAX_RUNS][48];
-    /* The series key: config, machine, point, fingerprint (shown short). */
-    char series[4][256] = {{0}}, series_id[256] = "";
-    size_t n = 0;
+    static struct series_runs series; /* 400 KiB: not on the stack */
+    series.n = 0;
     int regressions = 0, improvements = 0, series_count = 0;
+    int step_rc;
     for (;;) {
-        bool row = sqlite3_step(st) == SQLITE_ROW;
+        step_rc = sqlite3_step(st);
+        bool row = step_rc == SQLITE_ROW;
         const char *p = row ? (const char *)sqlite3_column_text(st, 2) : "";
         const char *id = row ? (const char *)sqlite3_column_text(st, 6) : "";
-        bool same = row && strcmp(id, series_id) == 0 && strcmp(p, series[2]) == 0;
-        if (!same && n > 0) {
-            const char *key[4] = {series[0], series[1], series[2], series[3]};
-            int step = print_series(key, metric, known->higher_is_better, values, created,
-                                    revision, n, threshold_pct);
+        bool same = row && strcmp(id, series.id) == 0 && strcmp(p, series.key[2]) == 0;
+        if (!same && series.n > 0) {
+            int step = print_series(&series, metric, known->higher_is_better, threshold_pct);
             regressions += step < 0;
             improvements += step > 0;
             series_count++;
-            n = 0;
+            series.n = 0;
         }
         if (!row)
             break;
-        if (!same) {
-            pb_strlcpy(series[0], (const char *)sqlite3_column_text(st, 0), sizeof(series[0]));
-            pb_strlcpy(series[1], (const char *)sqlite3_column_text(st, 1), sizeof(series[1]));
-            pb_strlcpy(series[2], p, sizeof(series[2]));
-            pb_strlcpy(series_id, id, sizeof(series_id));
-            if (strncmp(id, "none:", 5) == 0)
-                snprintf(series[3], sizeof(series[3]), "no fingerprint: added before they were kept");
-            else
-                snprintf(series[3], sizeof(series[3]), "fingerprint %.8s", id);
-        }
-        if (n < MAX_RUNS) {
-            pb_strlcpy(created[n], (const char *)sqlite3_column_text(st, 3), sizeof(created[n]));
-            pb_strlcpy(revision[n], (const char *)sqlite3_column_text(st, 4), sizeof(revision[n]));
-            values[n++] = sqlite3_column_double(st, 5);
+        if (!same)
+            series_start(&series, st);
+        if (series.n < PB_HISTORY_MAX_RUNS) { /* the query reads no more */
+            size_t n = series.n++;
+            pb_strlcpy(series.created[n], (const char *)sqlite3_column_text(st, 3),
+                       sizeof(series.created[n]));
+            pb_strlcpy(series.revision[n], (const char *)sqlite3_column_text(st, 4),
+                       sizeof(series.revision[n]));
+            series.values[n] = sqlite3_column_double(st, 5);
         }
     }
+    /* A read that fails (a corrupt file) is an error, not the end of the
+     * runs: what was printed is incomplete. */
+    if (step_rc != SQLITE_DONE)
+        snprintf(msg, msglen, "%s: cannot read the history: %s", db_path, sqlite3_errmsg(db));
     sqlite3_finalize(st);
     sqlite3_close(db);
+    if (step_rc != SQLITE_DONE)
+        return PB_ERR;
     if (series_count == 0) {
         snprintf(msg, msglen, "%s: no runs%s%s", db_path, config_name ? " of config " : "",
                  config_name ? config_name : "");
@@ -419,11 +520,46 @@ void pb_history_revision(char *buf, size_t buflen)
     pclose(p);
 }
 
-int pb_history_add_file(const char *db_path, const char *path, const char *revision,
+/* Whether result's figures are whole: false, with the reason in why, for a
+ * run that was interrupted, a point that failed, a repeat cut short or a
+ * point without a complete repeat. */
+static bool result_is_whole(const struct pb_result *result, char *why, size_t whylen)
+{
+    if (result->interrupted) {
+        snprintf(why, whylen, "the run was interrupted");
+        return false;
+    }
+    for (size_t i = 0; i < result->point_count; i++) {
+        const struct pb_point_result *p = &result->points[i];
+        size_t complete = 0;
+        for (size_t r = 0; r < p->repeat_count; r++)
+            complete += !p->repeats[r].interrupted;
+        if (p->error[0])
+            snprintf(why, whylen, "point %zu failed (%s)", i, p->error);
+        else if (complete < p->repeat_count)
+            snprintf(why, whylen, "a repeat of point %zu was cut short", i);
+        else if (complete == 0)
+            snprintf(why, whylen, "point %zu has no complete repeat", i);
+        else
+            continue;
+        return false;
+    }
+    return true;
+}
+
+int pb_history_add_file(const char *db_path, const char *path, const char *revision, bool force,
                         char *summary, size_t summarylen, char *msg, size_t msglen)
 {
     struct pb_result result;
     int rc = pb_result_read(path, &result, msg, msglen);
+    char why[400];
+    if (rc == PB_OK && !force && !result_is_whole(&result, why, sizeof(why))) {
+        snprintf(msg, msglen,
+                 "%s not added: %s, so its figures are partial and would read as a step in the "
+                 "history; measure again, or add it anyway with --force",
+                 path, why);
+        rc = PB_ERR;
+    }
     if (rc == PB_OK) {
         char rev[64];
         if (revision)

@@ -101,13 +101,44 @@ void pb_table_print_text(FILE *out, const struct pb_table *t, const char *indent
     }
 }
 
+/* What c becomes in Markdown text (in a table cell when in_cell), or NULL
+ * when it stays as it is. */
+static const char *markdown_escape(char c, bool in_cell)
+{
+    switch (c) {
+    case '&': return "&amp;";
+    case '<': return "&lt;";
+    case '>': return "&gt;";
+    case '|': return in_cell ? "\\|" : NULL;
+    case '\n':
+    case '\r': return in_cell ? " " : NULL;
+    default: return NULL;
+    }
+}
+
+const char *pb_markdown_text(char *buf, size_t size, const char *text, bool in_cell)
+{
+    size_t used = 0;
+    if (size == 0)
+        return buf;
+    for (; *text; text++) {
+        const char *escaped = markdown_escape(*text, in_cell);
+        size_t len = escaped ? strlen(escaped) : 1;
+        if (used + len >= size)
+            break;
+        memcpy(buf + used, escaped ? escaped : text, len);
+        used += len;
+    }
+    buf[used] = '\0';
+    return buf;
+}
+
 static void put_markdown_cell(FILE *out, const char *cell)
 {
     for (; *cell; cell++) {
-        if (*cell == '|')
-            fputs("\\|", out);
-        else if (*cell == '\n' || *cell == '\r')
-            fputc(' ', out);
+        const char *escaped = markdown_escape(*cell, true);
+        if (escaped)
+            fputs(escaped, out);
         else
             fputc(*cell, out);
     }

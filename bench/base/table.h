@@ -34,7 +34,19 @@ void pb_table_free(struct pb_table *t);
  * with plain_header). UTF-8 cells are measured in code points. */
 void pb_table_print_text(FILE *out, const struct pb_table *t, const char *indent);
 
-/* A GitHub Markdown table ('|' escaped, newlines as spaces). */
+/* A GitHub Markdown table ('|' escaped, newlines as spaces, and &, <, >
+ * as entities: cells hold names from configs and results, shown as
+ * written, never as HTML). */
 void pb_table_print_markdown(FILE *out, const struct pb_table *t);
+
+/* The bytes pb_markdown_text may need for text of n bytes. */
+#define PB_MARKDOWN_SIZE(n) (5 * (n) + 1)
+
+/* text (a name from a config or result, already printable) for GitHub
+ * Markdown: &, < and > as entities, so it shows as written and is never
+ * HTML; in_cell also escapes '|' and turns line breaks into spaces (a
+ * table cell). Writes into buf of size bytes, cut before a character or
+ * entity that does not fit, and returns buf. */
+const char *pb_markdown_text(char *buf, size_t size, const char *text, bool in_cell);
 
 #endif

@@ -61,7 +61,7 @@
       "3 a regression with --fail-on-regression, 1 unreadable files, 2 usage error,\n" \
       "incompatible results or no point of one result matching a point of the other.") \
     X(history, \
-      "pbench history add RESULT.json [--db results/history.db] [--revision REV]\n" \
+      "pbench history add RESULT.json [--db results/history.db] [--revision REV] [--force]\n" \
       "       pbench history show [--db results/history.db] [--config NAME]\n" \
       "                  [--metric {metrics}]\n" \
       "                  [--threshold 5%]", \
@@ -72,10 +72,14 @@
       "measured: a fingerprint of the config's dataset, pipeline, loader and run settings (not\n" \
       "its name, repeats or measuring times) and the machine, shown beside the config's name;\n" \
       "changing a setting starts a new series. Adding the same result under the same revision\n" \
-      "twice stores it once. --db also takes an SQLite URI (file:PATH?mode=ro).\n" \
+      "twice stores it once. --db also takes an SQLite URI (file:PATH?mode=ro). The database\n" \
+      "is in WAL mode; commands that write it at once take turns (each waits up to 60 s).\n" \
+      "add refuses a result whose figures are partial: an interrupted run, a point that failed\n" \
+      "(run.on_error: fail keeps the repeat it cut short), a repeat cut short, a point without\n" \
+      "a complete repeat; --force adds it anyway.\n" \
       "Exit codes: 0, or 3 when show finds a step that makes the metric worse (samples/s down;\n" \
       "stall %, assembly p99, peak RSS up); a step that is an improvement is reported and\n" \
-      "exits 0; 1 on errors.") \
+      "exits 0; 1 on errors and refused results.") \
     X(calibrate, \
       "pbench calibrate CONFIG [--gpu] [-s key.path=value]...", \
       "Measures what this machine does at best for CONFIG's data: the pipeline on one core\n" \

@@ -2,10 +2,12 @@
  * gen, report, list, version, help (listed in bench/cli/commands.h). This file
  * parses arguments and renders; a run or sweep is a session
  * (bench/session/session.h), drawn on the terminal by bench/cli/progress.h.
- * Exit codes: 0 success, 1 error, 2 usage or config error, 3 regression
+ * Exit codes: 0 success, 1 error (stdout that cannot be written included),
+ * 2 usage or config error, 3 regression
  * (compare, run --baseline, history show), 128 + the signal when
  * interrupted: 130 SIGINT (Ctrl-C), 143 SIGTERM, 129 SIGHUP (partial
  * results written). */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -409,21 +411,52 @@ int pb_cli_help(int argc, char **argv)
     return PB_EXIT_OK;
 }
 
-int main(int argc, char **argv)
+/* Runs the command argv names and returns its exit code; *name gets the
+ * command's name for messages (NULL when there is none). */
+static int dispatch(int argc, char **argv, const char **name)
 {
+    *name = NULL;
     if (argc < 2) {
         print_usage(stderr);
         return PB_EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        *name = "help";
         return pb_cli_help(1, argv);
-    if (strcmp(argv[1], "--version") == 0)
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        *name = "version";
         return cmd_version(1, argv);
+    }
     const struct command *cmd = find_command(argv[1]);
     if (!cmd) {
         fprintf(stderr, "pbench: unknown command '%s'\n\n", argv[1]);
         print_usage(stderr);
         return PB_EXIT_USAGE;
     }
+    *name = cmd->name;
     return cmd->fn(argc - 1, argv + 1);
+}
+
+/* Whether everything the command printed reached stdout: a full disk or a
+ * closed stdout is said ("pbench CMD: cannot write the output: REASON")
+ * and a success becomes exit 1; another failure keeps its code. */
+static int check_output(const char *name, int code)
+{
+    errno = 0;
+    bool flushed = fflush(stdout) == 0;
+    if (flushed && !ferror(stdout))
+        return code;
+    /* An error flag without a failing flush: the write that failed was
+     * earlier, and errno no longer says why. */
+    fprintf(stderr, "pbench%s%s: cannot write the output: %s\n", name ? " " : "",
+            name ? name : "", !flushed && errno ? strerror(errno) : "an earlier write failed");
+    return code == PB_EXIT_OK ? PB_EXIT_ERROR : code;
+}
+
+int main(int argc, char **argv)
+{
+    const char *name;
+    int code = dispatch(argc, argv, &name);
+    return check_output(name, code);
 }

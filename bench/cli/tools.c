@@ -32,7 +32,7 @@ int cmd_history(int argc, char **argv)
     const char *db = "results/history.db", *config = NULL, *metric = "samples_per_s";
     const char *revision = NULL, *file = NULL;
     double threshold = 5;
-    bool add = strcmp(argv[1], "add") == 0;
+    bool add = strcmp(argv[1], "add") == 0, force = false;
     if (!add && strcmp(argv[1], "show") != 0)
         return pb_cli_usage_error("history", "expected 'add' or 'show', got '%s'", argv[1]);
     for (int i = 2; i < argc; i++) {
@@ -46,6 +46,8 @@ int cmd_history(int argc, char **argv)
             metric = argv[++i];
         else if (strcmp(a, "--revision") == 0 && has_value && add)
             revision = argv[++i];
+        else if (strcmp(a, "--force") == 0 && add)
+            force = true;
         else if (strcmp(a, "--threshold") == 0 && has_value && !add) {
             if (pb_threshold_parse(argv[++i], &threshold) != PB_OK)
                 return pb_cli_usage_error(
@@ -59,7 +61,8 @@ int cmd_history(int argc, char **argv)
         return pb_cli_usage_error("history", "%s", "history add needs a RESULT.json");
     char msg[PB_MSG_MAX * 2], summary[PB_MSG_MAX * 2];
     int rc =
-        add ? pb_history_add_file(db, file, revision, summary, sizeof(summary), msg, sizeof(msg))
+        add ? pb_history_add_file(db, file, revision, force, summary, sizeof(summary), msg,
+                                  sizeof(msg))
             : pb_history_show(db, config, metric, threshold, msg, sizeof(msg));
     if (rc < 0) {
         pb_cli_error("history", msg);

@@ -9,6 +9,7 @@
 
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
+#include "bench/base/table.h"
 
 static void format_value(const struct pb_metric_cmp *m, double v, char *buf, size_t n)
 {
@@ -35,17 +36,49 @@ struct notes {
     int most, decidable;     /* decide_metric: repeats asked, metrics */
 };
 
-/* Calls note for every compared metric with its point's printable label. */
+/* A point's label as shown: printable, and in Markdown (md) with &, <
+ * and > as entities (in_cell: '|' escaped too), never HTML. */
+#define LABEL_SIZE PB_MARKDOWN_SIZE(PB_PRINTABLE_SIZE(sizeof(((struct pb_point_cmp *)0)->label)))
+static const char *shown_label(char *buf, size_t size, const char *label, bool md, bool in_cell)
+{
+    char printable[PB_PRINTABLE_SIZE(sizeof(((struct pb_point_cmp *)0)->label))];
+    pb_printable(printable, sizeof(printable), label);
+    if (md)
+        return pb_markdown_text(buf, size, printable, in_cell);
+    pb_strlcpy(buf, printable, size);
+    return buf;
+}
+
+/* Calls note for every compared metric with its point's label as shown. */
 static void each_metric(const struct pb_comparison *cmp, struct notes *notes,
                         void (*note)(struct notes *, const char *, const struct pb_metric_cmp *))
 {
     for (size_t i = 0; i < cmp->point_count; i++) {
         const struct pb_point_cmp *pc = &cmp->points[i];
-        char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
-        pb_printable(label, sizeof(label), pc->label);
+        char label[LABEL_SIZE];
+        shown_label(label, sizeof(label), pc->label, notes->md, false);
         for (int m = 0; m < pc->metric_count; m++)
             note(notes, label, &pc->metrics[m]);
     }
+}
+
+/* text (printable) as a Markdown code span: fenced by one backtick more
+ * than its longest run of them, and padded when the fence is longer than
+ * one, so a file name with backticks stays one span. */
+static const char *code_span(char *buf, size_t size, const char *text)
+{
+    size_t run = 0, longest = 0;
+    for (const char *c = text; *c; c++) {
+        run = *c == '`' ? run + 1 : 0;
+        if (run > longest)
+            longest = run;
+    }
+    char fence[8] = "";
+    size_t fence_len = longest + 1 < sizeof(fence) ? longest + 1 : sizeof(fence) - 1;
+    memset(fence, '`', fence_len);
+    const char *pad = fence_len > 1 ? " " : "";
+    snprintf(buf, size, "%s%s%s%s%s", fence, pad, text, pad, fence);
+    return buf;
 }
 
 /* A note on what the data could detect: that the repeats can never reach
@@ -151,13 +184,15 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
 {
     char base[PB_PRINTABLE_SIZE(256)], next[PB_PRINTABLE_SIZE(256)];
     char text[PB_PRINTABLE_SIZE(sizeof(cmp->differences[0]))];
+    char shown[PB_MARKDOWN_SIZE(sizeof(text))], span[2][sizeof(base) + 20];
     pb_printable(base, sizeof(base), base_name);
     pb_printable(next, sizeof(next), next_name);
     if (md)
-        fprintf(out, "## pbench compare\n\nbase `%s` → new `%s`; a change counts when it is "
+        fprintf(out, "## pbench compare\n\nbase %s → new %s; a change counts when it is "
                      "significant (Mann-Whitney p < %.2f, 95%% bootstrap CI excluding 0) and at "
                      "least %.1f%%\n\n",
-                base, next, PB_COMPARE_ALPHA, cmp->threshold_pct);
+                code_span(span[0], sizeof(span[0]), base),
+                code_span(span[1], sizeof(span[1]), next), PB_COMPARE_ALPHA, cmp->threshold_pct);
     else
         fprintf(out, "base %s -> new %s\na change counts when it is significant (Mann-Whitney p < "
                      "%.2f, 95%% bootstrap CI excluding 0) and at least %.1f%%\n",
@@ -167,12 +202,16 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
                           "the machine hits both alike\n"
                         : "measured together: rounds interleaved A B B A ..., so a drift of the "
                           "machine hits both alike\n");
-    for (int i = 0; i < cmp->difference_count; i++)
+    for (int i = 0; i < cmp->difference_count; i++) {
+        pb_printable(text, sizeof(text), cmp->differences[i]);
         fprintf(out, md ? "- differs: %s\n" : "differs: %s\n",
-                pb_printable(text, sizeof(text), cmp->differences[i]));
-    for (int i = 0; i < cmp->setting_change_count; i++)
+                md ? pb_markdown_text(shown, sizeof(shown), text, false) : text);
+    }
+    for (int i = 0; i < cmp->setting_change_count; i++) {
+        pb_printable(text, sizeof(text), cmp->setting_changes[i]);
         fprintf(out, md ? "- setting changed: %s\n" : "setting changed: %s\n",
-                pb_printable(text, sizeof(text), cmp->setting_changes[i]));
+                md ? pb_markdown_text(shown, sizeof(shown), text, false) : text);
+    }
     if (md)
         fputs("\n| point | metric | base | new | change | 95% CI | p | verdict | detectable |\n"
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n",
@@ -182,8 +221,8 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
                 "new", "change", "95% CI", "p", "detectable", "verdict");
     for (size_t i = 0; i < cmp->point_count; i++) {
         const struct pb_point_cmp *pc = &cmp->points[i];
-        char label[PB_PRINTABLE_SIZE(sizeof(pc->label))];
-        pb_printable(label, sizeof(label), pc->label);
+        char label[LABEL_SIZE];
+        shown_label(label, sizeof(label), pc->label, md, true);
         for (int m = 0; m < pc->metric_count; m++) {
             const struct pb_metric_cmp *mc = &pc->metrics[m];
             char a[32], b[32], change[32], ci[48], p[16];

@@ -16,6 +16,8 @@
 #include "bench/base/table.h"
 
 #define CELL_MAX PB_TABLE_CELL_MAX
+/* A line of names as shown: printable, then Markdown-escaped. */
+#define SHOWN_SIZE PB_MARKDOWN_SIZE(PB_PRINTABLE_SIZE(CELL_MAX + 300))
 
 /* ------------------------------------------------------------ formatting */
 
@@ -115,6 +117,19 @@ struct sink {
     const struct pb_analysis *analysis; /* of the result rendered; may be NULL */
 };
 
+/* raw (up to CELL_MAX + 300 bytes) made printable and, in Markdown, with
+ * &, < and > as entities: names from a config or result show as written,
+ * never as HTML. Writes into buf and returns it. */
+static const char *shown(const struct sink *s, char *buf, size_t size, const char *raw)
+{
+    char printable[PB_PRINTABLE_SIZE(CELL_MAX + 300)];
+    pb_printable(printable, sizeof(printable), raw);
+    if (s->markdown)
+        return pb_markdown_text(buf, size, printable, false);
+    pb_strlcpy(buf, printable, size);
+    return buf;
+}
+
 static void emit_table(const struct sink *s, const struct pb_table *t)
 {
     if (s->markdown)
@@ -127,9 +142,9 @@ static void emit_table(const struct sink *s, const struct pb_table *t)
 static void emit_item(const struct sink *s, const char *bullet, const char *label,
                       const char *text)
 {
-    char printable[PB_PRINTABLE_SIZE(CELL_MAX + 300)];
+    char line[SHOWN_SIZE];
     fprintf(s->out, "%s%s%s\n", bullet ? bullet : s->markdown ? "- " : "  ", label,
-            pb_printable(printable, sizeof(printable), text));
+            shown(s, line, sizeof(line), text));
 }
 
 static void emit_warning(const struct sink *s, const char *text)
@@ -140,7 +155,7 @@ static void emit_warning(const struct sink *s, const char *text)
 static void emit_header(const struct sink *s, const struct pb_result *result)
 {
     const struct pb_machine *m = &result->machine;
-    char gpu[200], raw[600], line[PB_PRINTABLE_SIZE(600)];
+    char gpu[200], raw[600], line[SHOWN_SIZE];
     if (m->gpu_count > 0)
         snprintf(gpu, sizeof(gpu), "%d × %s", m->gpu_count, m->gpu_name);
     else
@@ -149,15 +164,15 @@ static void emit_header(const struct sink *s, const struct pb_result *result)
     const char *line_end = s->markdown ? "  \n" : "\n"; /* markdown hard break */
     snprintf(raw, sizeof(raw), s->markdown ? "# pbench: %s" : "%s ·", name);
     fprintf(s->out, s->markdown ? "%s\n\npbench" : "%s pbench",
-            pb_printable(line, sizeof(line), raw));
+            shown(s, line, sizeof(line), raw));
     snprintf(raw, sizeof(raw), " %s · %s · %d cores / %d PUs",
              result->pbench_version[0] ? result->pbench_version : "?",
              m->cpu_model[0] ? m->cpu_model : "unknown CPU", m->cores, m->pus);
-    fprintf(s->out, "%s%s", pb_printable(line, sizeof(line), raw), line_end);
+    fprintf(s->out, "%s%s", shown(s, line, sizeof(line), raw), line_end);
     snprintf(raw, sizeof(raw), "created %s on %s · %s · GPU: %s",
              result->created[0] ? result->created : "?", m->hostname[0] ? m->hostname : "?",
              m->os[0] ? m->os : "unknown OS", gpu);
-    fprintf(s->out, "%s%s", pb_printable(line, sizeof(line), raw), line_end);
+    fprintf(s->out, "%s%s", shown(s, line, sizeof(line), raw), line_end);
 
     static const char *const loader_keys[] = {"workers", "batch_size", "prefetch_factor",
                                               "pin_memory"};
@@ -715,9 +730,9 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
         const struct pb_stage_result *st = &p->stages[i];
         if (st->counter_count == 0 || st->gpu)
             continue;
-        char name[PB_PRINTABLE_SIZE(sizeof(st->name))];
+        char name[PB_MARKDOWN_SIZE(PB_PRINTABLE_SIZE(sizeof(st->name)))];
         fprintf(s->out, s->markdown ? "\n%s counters:" : "  %s counters:",
-                pb_printable(name, sizeof(name), st->name));
+                shown(s, name, sizeof(name), st->name));
         for (int c = 0; c < st->counter_count; c++)
             fprintf(s->out, "%s %s %llu", c ? "," : "",
                     pb_printable(name, sizeof(name), st->counter_names[c]),
@@ -734,15 +749,15 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
     }
     if (!top)
         return;
-    char name[PB_PRINTABLE_SIZE(sizeof(top->name))], took[32];
+    char name[PB_MARKDOWN_SIZE(PB_PRINTABLE_SIZE(sizeof(top->name)))], took[32];
     format_ns(took, sizeof(took), (double)pb_hist_quantile(&top->hist, 0.50));
     fprintf(s->out, "%sslowest %s samples by wall time (p50 %s):", s->markdown ? "\n" : "  ",
-            pb_printable(name, sizeof(name), top->name), took);
+            shown(s, name, sizeof(name), top->name), took);
     for (int k = 0; k < top->slowest_count && k < 3 && top->slowest_files[k][0]; k++) {
-        char file[PB_PRINTABLE_SIZE(sizeof(top->slowest_files[k]))];
+        char file[PB_MARKDOWN_SIZE(PB_PRINTABLE_SIZE(sizeof(top->slowest_files[k])))];
         format_ns(took, sizeof(took), (double)top->slowest_ns[k]);
         fprintf(s->out, "%s %s %s", k ? "," : "",
-                pb_printable(file, sizeof(file), top->slowest_files[k]), took);
+                shown(s, file, sizeof(file), top->slowest_files[k]), took);
     }
     fputc('\n', s->out);
 }
@@ -830,10 +845,11 @@ static void report_human(FILE *out, const struct pb_result *result,
         emit_analysis(&s, an);
         if (an->recommended >= 0) {
             const struct pb_point_result *p = &result->points[an->recommended];
-            char axes[CELL_MAX];
+            char axes[CELL_MAX], md[PB_MARKDOWN_SIZE(CELL_MAX)];
             format_axes(axes, sizeof(axes), p->axes, ", ");
             if (markdown)
-                fprintf(out, "\n## Recommended point: %s\n\n", axes);
+                fprintf(out, "\n## Recommended point: %s\n\n",
+                        pb_markdown_text(md, sizeof(md), axes, false));
             else
                 fprintf(out, "\nrecommended point: %s\n", axes);
             emit_point_summary(&s, result, p);
@@ -869,12 +885,13 @@ static void report_human(FILE *out, const struct pb_result *result,
     } else {
         for (size_t i = 0; i < result->point_count; i++) {
             const struct pb_point_result *p = &result->points[i];
-            char axes[CELL_MAX];
+            char axes[CELL_MAX], md[PB_MARKDOWN_SIZE(CELL_MAX)];
             format_axes(axes, sizeof(axes), p->axes, ", ");
             if (!axes[0])
                 fputs(markdown ? "## Results\n\n" : "\n", out);
             else if (markdown)
-                fprintf(out, "## Point %zu: %s\n\n", i, axes);
+                fprintf(out, "## Point %zu: %s\n\n", i,
+                        pb_markdown_text(md, sizeof(md), axes, false));
             else
                 fprintf(out, "\npoint %zu: %s\n", i, axes);
             emit_point(&s, result, p);
@@ -905,8 +922,12 @@ struct delimited {
 
 static void cell_text(const struct delimited *d, const char *raw, bool last)
 {
-    char text[PB_PRINTABLE_SIZE(CELL_MAX)];
-    pb_printable(text, sizeof(text), raw); /* no control characters, as everywhere */
+    char guarded[PB_PRINTABLE_SIZE(CELL_MAX) + 1] = "'";
+    pb_printable(guarded + 1, sizeof(guarded) - 1, raw); /* no control characters */
+    /* A text cell a spreadsheet would run as a formula (=, +, - or @ first:
+     * a stage named =HYPERLINK(...)) gets a leading ', as OWASP advises.
+     * Numbers are cell_double's and cell_u64's, never guarded. */
+    const char *text = guarded[1] && strchr("=+-@", guarded[1]) ? guarded : guarded + 1;
     if (d->sep != '\t' && strpbrk(text, ",\"\r\n")) {
         fputc('"', d->out);
         for (const char *p = text; *p; p++) {
