@@ -58,7 +58,7 @@ static const char config[] = "name: mpi-tiny\n"
  * stacks (Open MPI is built without frame pointers, so the fast unwinder
  * stops in its first frame) and Open MPI's components kept loaded (a
  * component unloaded at exit leaves frames no suppression can name). */
-static void mpirun_prefix(char *buf, size_t buflen)
+static void mpirun_prefix_n(char *buf, size_t buflen, int ranks)
 {
     const char *source_dir = getenv("PBENCH_SOURCE_DIR");
     char env[1024] = "", pass[256] = "";
@@ -73,8 +73,13 @@ static void mpirun_prefix(char *buf, size_t buflen)
                  getenv("ASAN_OPTIONS") ? " -x ASAN_OPTIONS" : "",
                  getenv("UBSAN_OPTIONS") ? " -x UBSAN_OPTIONS" : "");
     }
-    snprintf(buf, buflen, "%smpirun -n %d --oversubscribe %s%s'%s'", env, RANKS,
+    snprintf(buf, buflen, "%smpirun -n %d --oversubscribe %s%s'%s'", env, ranks,
              geteuid() == 0 ? "--allow-run-as-root " : "", pass, getenv("PBENCH_BINARY"));
+}
+
+static void mpirun_prefix(char *buf, size_t buflen)
+{
+    mpirun_prefix_n(buf, buflen, RANKS);
 }
 
 /* Runs `cd workdir && PREFIX args`, stdout and stderr to files there;
@@ -264,6 +269,31 @@ static void test_error_names_rank_and_stops_all(void **state)
     free(listing);
 }
 
+/* Ranks launched on different settings (an MPMD launch, or one rank's
+ * command line edited) are refused before anything is measured, naming the
+ * rank and both fingerprints, and no result is written. */
+static void test_ranks_on_different_configs_refused(void **state)
+{
+    (void)state;
+    char prefix[2048], cmd[4096];
+    mpirun_prefix_n(prefix, sizeof(prefix), 1);
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && %s run -q tiny.yaml -s run.repeats=2 -o diff.json : -n 1 '%s' run -q "
+             "tiny.yaml -s run.repeats=4 -o diff.json >out.txt 2>err.txt",
+             workdir, prefix, getenv("PBENCH_BINARY"));
+    int status = system(cmd);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), PB_EXIT_USAGE);
+    char *err = workdir_file("err.txt");
+    const char *const wants[] = {"rank 1 (on ", "another config than rank 0", "fingerprint ",
+                                 NULL};
+    pb_test_assert_contains(err, wants);
+    free(err);
+    char *listing = workdir_file("diff.json");
+    assert_string_equal(listing, "");
+    free(listing);
+}
+
 /* Without mpirun, the run is a single process: no rank list. */
 static void test_plain_run_has_no_ranks(void **state)
 {
@@ -318,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_two_ranks_one_result),
         cmocka_unit_test(test_ranks_split_cores),
         cmocka_unit_test(test_error_names_rank_and_stops_all),
+        cmocka_unit_test(test_ranks_on_different_configs_refused),
         cmocka_unit_test(test_plain_run_has_no_ranks),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);

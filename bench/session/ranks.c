@@ -33,6 +33,53 @@ int pb_ranks_apply_shard(struct pb_dataset_spec *ds, const char *config_path, ch
 
 #include <mpi.h>
 
+/* What rank 0 sends back when a rank differs: which one, from where. */
+struct disagreement {
+    int32_t rank; /* -1: all agree */
+    uint64_t theirs;
+    char host[64];
+};
+
+int pb_ranks_agree(uint64_t fingerprint, const char *config_path, char *msg, size_t msglen)
+{
+    const struct pb_mpi_info *job = pb_mpi();
+    if (!job->active || job->size < 2)
+        return PB_OK;
+    struct {
+        uint64_t fingerprint;
+        char host[64];
+    } mine = {.fingerprint = fingerprint}, *all = NULL;
+    pb_strlcpy(mine.host, job->host, sizeof(mine.host));
+    if (job->rank == 0 && !(all = calloc((size_t)job->size, sizeof(*all))))
+        pb_mpi_abort(PB_EXIT_ERROR, "out of memory checking the ranks' configs");
+    MPI_Request req;
+    MPI_Igather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine), MPI_BYTE, 0,
+                MPI_COMM_WORLD, &req);
+    pb_mpi_wait(&req);
+    struct disagreement d = {.rank = -1, .theirs = fingerprint};
+    for (int k = 1; all && k < job->size && d.rank < 0; k++)
+        if (all[k].fingerprint != all[0].fingerprint) {
+            d.rank = k;
+            d.theirs = all[k].fingerprint;
+            pb_strlcpy(d.host, all[k].host, sizeof(d.host));
+        }
+    free(all);
+    uint64_t first = fingerprint;
+    MPI_Ibcast(&first, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, &req);
+    pb_mpi_wait(&req);
+    MPI_Ibcast(&d, (int)sizeof(d), MPI_BYTE, 0, MPI_COMM_WORLD, &req);
+    pb_mpi_wait(&req);
+    if (d.rank < 0)
+        return PB_OK;
+    snprintf(msg, msglen,
+             "%s: rank %d (on %s) would measure another config than rank 0: fingerprint %016llx "
+             "against rank 0's %016llx; every rank must run the same config with the same -s "
+             "and -a",
+             config_path, (int)d.rank, d.host, (unsigned long long)d.theirs,
+             (unsigned long long)first);
+    return PB_ERR_CONFIG;
+}
+
 /* One rank's repeat as rank 0 gathers it: plain bytes, the same layout on
  * every rank of a job (one pbench binary). */
 struct rank_repeat {
@@ -523,6 +570,15 @@ void pb_ranks_release(void)
 }
 
 #else /* !PB_HAVE_MPI: a single process, every call a no-op */
+
+int pb_ranks_agree(uint64_t fingerprint, const char *config_path, char *msg, size_t msglen)
+{
+    (void)fingerprint;
+    (void)config_path;
+    (void)msg;
+    (void)msglen;
+    return PB_OK;
+}
 
 void pb_ranks_repeat_begin(struct pb_ranks_repeat *r, struct pb_run_group **group)
 {

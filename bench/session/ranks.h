@@ -35,6 +35,14 @@
 int pb_ranks_apply_shard(struct pb_dataset_spec *ds, const char *config_path, char *msg,
                          size_t msglen);
 
+/* Every rank must measure the same thing: the caller passes a fingerprint
+ * of what this rank will measure (every point's resolved config, less
+ * the shard each rank reads). Under a job of two or more ranks, gathers
+ * them all; PB_ERR_CONFIG on every rank when one differs from rank 0's,
+ * with msg naming the rank, its host and both fingerprints (each rank must
+ * run the same config, -s and -a). PB_OK otherwise, and always alone. */
+int pb_ranks_agree(uint64_t fingerprint, const char *config_path, char *msg, size_t msglen);
+
 /* One repeat measured by every rank together. */
 struct pb_ranks_repeat {
     struct pb_run_group group; /* handed to the runner in pb_run_hooks */

@@ -383,6 +383,31 @@ static int build_specs(struct session *s)
     return PB_OK;
 }
 
+/* What this process will measure, as a 64-bit FNV-1a hash: every point's
+ * resolved config in canonical JSON, less the shard (each rank reads its
+ * own). Ranks of one job must agree on it (pb_ranks_agree). */
+static uint64_t measured_fingerprint(const struct session *s)
+{
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (long i = 0; i < s->point_count; i++) {
+        json_t *spec = pb_spec_to_json(&s->specs[i]);
+        json_object_del(json_object_get(spec, "dataset"), "shard");
+        char *text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+        for (const unsigned char *c = (const unsigned char *)(text ? text : ""); *c; c++)
+            hash = (hash ^ *c) * 0x100000001b3ull;
+        hash = (hash ^ 0x1e) * 0x100000001b3ull; /* between points */
+        free(text);
+        json_decref(spec);
+    }
+    return hash;
+}
+
+static int ranks_agree(struct session *s)
+{
+    int rc = pb_ranks_agree(measured_fingerprint(s), s->opts->config_path, s->msg, s->msglen);
+    return rc == PB_OK ? PB_OK : fail(s, rc);
+}
+
 /* GPU stages need a device: without one, stop (gpu: required) or run the
  * CPU part and say what was skipped (gpu: optional). */
 static int apply_gpu_policy(struct session *s)
@@ -884,6 +909,8 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
     }
     if (rc == PB_OK)
         rc = build_specs(s);
+    if (rc == PB_OK)
+        rc = ranks_agree(s);
     if (rc == PB_OK)
         rc = apply_gpu_policy(s);
     if (rc == PB_OK)
