@@ -761,6 +761,22 @@ static void test_sigterm_and_sighup_keep_results(void **state)
     }
 }
 
+/* Issue 28: GNU timeout sends SIGTERM to pbench and then to its process
+ * group, so a run gets two SIGTERMs a few milliseconds apart. They are one
+ * stop: the run exits 143 with every finished repeat written. */
+static void test_double_sigterm_is_one_stop(void **state)
+{
+    (void)state;
+    pid_t pid = start_run("null.yaml", SLOW_RUN, "twice.json", false);
+    assert_true(wait_for_err("repeat 1/50"));
+    kill(pid, SIGTERM);
+    usleep(10000);
+    kill(pid, SIGTERM);
+    assert_int_equal(wait_exit(pid), 143);
+    size_t kept = repeats_kept(load_result("twice.json"));
+    assert_true(kept >= 1 && kept < 50);
+}
+
 /* SIGTERM while the data is generated on first use: no temporary folder
  * is left behind, and the exit code says why. */
 static void test_sigterm_during_generation(void **state)
@@ -1158,6 +1174,7 @@ int main(void)
         cmocka_unit_test(test_bad_baseline_stops_first),
         cmocka_unit_test(test_sigterm_and_sighup_keep_results),
         cmocka_unit_test(test_sigterm_during_generation),
+        cmocka_unit_test(test_double_sigterm_is_one_stop),
         cmocka_unit_test(test_deep_yaml_fails_at_its_line),
         cmocka_unit_test(test_huge_axis_sweep_refused_with_its_size),
         cmocka_unit_test(test_bad_results_and_no_match),

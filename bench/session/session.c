@@ -770,11 +770,19 @@ static int run_measured(struct session *s)
             "stops and writes the result",
             pb_mpi()->size, pb_mpi()->local_size, pb_mpi()->size);
     calibrate_sweep(s);
+    /* The stop signals stay caught through summarizing and writing: a
+     * SIGTERM now (timeout's second one) must not cut the result short. */
     int rc = measure(s);
-    set_measuring(s->hooks, &s->measuring, false);
     size_t measured_points = summarize(s);
     if (s->interrupted)
         rc = PB_ERR_INTERRUPTED;
+    if (measured_points == 0 && rc == PB_ERR_INTERRUPTED) {
+        snprintf(s->msg, s->msglen,
+                 "interrupted by %s before any repeat finished: nothing was measured, no result "
+                 "written",
+                 stop_cause(s->hooks->stop ? (int)*s->hooks->stop : 0));
+        return fail(s, rc);
+    }
     if (measured_points == 0) {
         /* Every point failed: each said why (msg holds the last). */
         return rc == PB_OK ? PB_ERR : rc;
