@@ -777,6 +777,25 @@ static void test_double_sigterm_is_one_stop(void **state)
     assert_true(kept >= 1 && kept < 50);
 }
 
+/* An interrupt before any repeat finished says that nothing was written. */
+static void test_interrupt_before_any_repeat_says_so(void **state)
+{
+    (void)state;
+    pid_t pid = start_run("null.yaml", SLOW_RUN " -s pipeline.decode.cost_us=100000", "none.json",
+                          false);
+    assert_true(wait_for_err("50 repeats"));
+    usleep(100000);
+    kill(pid, SIGTERM);
+    assert_int_equal(wait_exit(pid), 143);
+    char *err = err_text();
+    pb_test_assert_contains(
+        err, (const char *const[]){"before any repeat finished", "no result written", NULL});
+    free(err);
+    char path[600];
+    snprintf(path, sizeof(path), "%s/none.json", workdir);
+    assert_int_not_equal(access(path, F_OK), 0);
+}
+
 /* SIGTERM while the data is generated on first use: no temporary folder
  * is left behind, and the exit code says why. */
 static void test_sigterm_during_generation(void **state)
@@ -1175,6 +1194,7 @@ int main(void)
         cmocka_unit_test(test_sigterm_and_sighup_keep_results),
         cmocka_unit_test(test_sigterm_during_generation),
         cmocka_unit_test(test_double_sigterm_is_one_stop),
+        cmocka_unit_test(test_interrupt_before_any_repeat_says_so),
         cmocka_unit_test(test_deep_yaml_fails_at_its_line),
         cmocka_unit_test(test_huge_axis_sweep_refused_with_its_size),
         cmocka_unit_test(test_bad_results_and_no_match),

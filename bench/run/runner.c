@@ -609,6 +609,11 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
         if (part_ends(run, c->measuring && pb_stoprule_batch(&run->rule, t_done, samples)))
             break;
     }
+    /* A repeat is complete only when its stopping rule (or the end of its
+     * data) ended it: a stop that woke the loop while it waited for a batch,
+     * or the decider's stop, leaves it cut short. */
+    if (run->rule.reason == PB_STOP_INTERRUPTED)
+        c->interrupted = true;
     if (run->hooks && run->hooks->group) {
         atomic_store(&run->hooks->group->local_reason, (int)run->rule.reason);
         atomic_store(&run->hooks->group->local_done, true);
