@@ -620,6 +620,31 @@ static void test_stop_during_warmup_is_an_interrupt(void **state)
     pb_spec_free(&spec);
 }
 
+/* A rank still in its warm-up when the decider of a multi-rank run stops
+ * the repeat ends it not kept, with no error: the decider's stop is not
+ * "the data ran out" (issue 28, item 4). */
+static void test_group_stop_during_warmup_is_not_kept(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    struct pb_result result;
+    char msg[PB_MSG_MAX];
+    load_spec(&spec, "workers: 1", "warmup_batches: 3, min_time_s: 0.05, max_time_s: 0.2", "");
+    struct pb_run_group group = {.decides = false};
+    atomic_init(&group.local_done, false);
+    atomic_init(&group.local_reason, PB_STOP_NONE);
+    atomic_init(&group.group_done, true);
+    atomic_init(&group.group_reason, PB_STOP_TIME_CAP);
+    struct pb_run_hooks hooks = {.group = &group};
+    int rc = run_hooked(&spec, NULL, &hooks, &result, msg, sizeof(msg));
+    if (rc != PB_OK)
+        fail_msg("rc %d: %s", rc, msg);
+    assert_int_equal(result.points[0].repeat_count, 0);
+    assert_true(atomic_load(&group.local_done));
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -637,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_loop_time_and_first_batch),
         cmocka_unit_test(test_stop_while_waiting_marks_the_repeat),
         cmocka_unit_test(test_stop_during_warmup_is_an_interrupt),
+        cmocka_unit_test(test_group_stop_during_warmup_is_not_kept),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);

@@ -547,8 +547,9 @@ static void record_batch(struct run *run, struct consumed *c, struct pb_repeat_r
 }
 
 /* Whether the measured part ends after this batch: on the stopping rule
- * (rule_done), or in a multi-rank run on the decider's word. */
-static bool part_ends(struct run *run, bool rule_done)
+ * (rule_done), or in a multi-rank run on the decider's word (which can
+ * come while this rank is still in its warm-up: c->group_stopped). */
+static bool part_ends(struct run *run, struct consumed *c, bool rule_done)
 {
     struct pb_run_group *g = run->hooks ? run->hooks->group : NULL;
     if (!g || g->decides)
@@ -559,6 +560,7 @@ static bool part_ends(struct run *run, bool rule_done)
     if (reason == PB_STOP_DATA_END)
         return rule_done; /* this rank reads its shard to its own end */
     run->rule.reason = (enum pb_stop_reason)reason; /* the decider's, not this rank's */
+    c->group_stopped = true;
     return true;
 }
 
@@ -606,7 +608,7 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
             pb_stoprule_end(&run->rule, PB_STOP_FAILED);
             break;
         }
-        if (part_ends(run, c->measuring && pb_stoprule_batch(&run->rule, t_done, samples)))
+        if (part_ends(run, c, c->measuring && pb_stoprule_batch(&run->rule, t_done, samples)))
             break;
     }
     /* A repeat is complete only when its stopping rule (or the end of its
@@ -716,6 +718,9 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
     consume(run, &c, rep);
     stop_repeat(run);
     *interrupted = c.interrupted;
+    if (c.group_stopped && !c.interrupted && run->fatal_rc == PB_OK &&
+        (!c.measuring || c.t_end <= c.t_start))
+        return PB_OK; /* the decider stopped before this rank measured: not kept */
     if (!c.measuring || c.t_end <= c.t_start)
         return nothing_measured(run, c.interrupted, msg, msglen);
     if (c.samples == 0) /* not kept: a rate of no samples is no figure */

@@ -110,6 +110,7 @@ int pb_runner_trace_setup(struct run *run, struct pb_trace *trace);
 struct consumed {
     bool measuring;
     bool interrupted;
+    bool group_stopped; /* the decider of a multi-rank run ended it */
     uint64_t t_start, t_end, cpu_start, cpu_end;
     uint64_t loader_cpu_start, loader_cpu_end;
     uint64_t samples, batches, bytes_read, errors;

@@ -776,6 +776,9 @@ static int run_measured(struct session *s)
     size_t measured_points = summarize(s);
     if (s->interrupted)
         rc = PB_ERR_INTERRUPTED;
+    if (!pb_mpi_is_root())
+        return rc; /* rank 0 writes the one result of a multi-rank run; a rank
+                    * that the decider always stopped in warm-up kept nothing */
     if (measured_points == 0 && rc == PB_ERR_INTERRUPTED) {
         snprintf(s->msg, s->msglen,
                  "interrupted by %s before any repeat finished: nothing was measured, no result "
@@ -787,8 +790,6 @@ static int run_measured(struct session *s)
         /* Every point failed: each said why (msg holds the last). */
         return rc == PB_OK ? PB_ERR : rc;
     }
-    if (!pb_mpi_is_root())
-        return rc; /* rank 0 writes the one result of a multi-rank run */
     s->outcome->measured = true;
     int wrc = write_result(s);
     if (wrc != PB_OK)
