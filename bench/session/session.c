@@ -535,8 +535,9 @@ static int measure(struct session *s)
     run_hooks.trace = s->cpu_trace = pb_trace_for_specs(s->specs, (size_t)s->point_count, &s->ds);
     s->overhead_pairs = calloc((size_t)repeats, sizeof(double));
     s->interrupted = h->stop && *h->stop;
-    for (int r = 0; r < repeats && !s->interrupted; r++) {
-        for (long k = 0; k < s->point_count && !s->interrupted; k++) {
+    bool stuck = false; /* a stage never returned: no round after it */
+    for (int r = 0; r < repeats && !s->interrupted && !stuck; r++) {
+        for (long k = 0; k < s->point_count && !s->interrupted && !stuck; k++) {
             /* Two configs go A B, then B A: neither always runs first
              * after the other, so what one leaves behind (a warm cache)
              * helps both alike. */
@@ -558,8 +559,9 @@ static int measure(struct session *s)
             } else if (rc != PB_OK) {
                 pb_strlcpy(pt->error, s->msg, sizeof(pt->error));
                 say(h, PB_SESSION_ERROR, "%s%s%s", label, label[0] ? ": " : "", s->msg);
-                if (!s->swept)
+                if (!s->swept || rc == PB_ERR_STALLED)
                     point_rc = rc;
+                stuck = rc == PB_ERR_STALLED;
             }
             if (!pb_ranks_repeat_end(&together, i, rc, s->msg, pt, kept_before))
                 s->interrupted = true; /* another rank was stopped */
