@@ -103,10 +103,10 @@ static void on_measuring(void *user, bool on)
             if (sigaction(stop_signals[i], NULL, &saved_actions[i]) == 0 &&
                 saved_actions[i].sa_handler != SIG_IGN)
                 handled[i] = sigaction(stop_signals[i], &sa, NULL) == 0;
-        } else if (!on && handled[i]) {
-            sigaction(stop_signals[i], &saved_actions[i], NULL);
-            handled[i] = false;
         }
+        /* Off, the handlers stay until the process ends: a signal while the
+         * table is printed must not kill it either, and the exit code says
+         * whether the session was cut short. */
     }
     if (on)
         return;

@@ -1,8 +1,9 @@
 /* The terminal side of a session: a progress bar redrawn in place on a
  * terminal, a line per repeat otherwise (logs, CI), the session's messages
  * as "pbench: ..." lines, all on stderr, and SIGINT (Ctrl-C), SIGTERM or
- * SIGHUP raising the session's stop flag while it generates data or
- * measures (repeated signals are one stop). A signal the process inherited
+ * SIGHUP raising the session's stop flag from the time it first generates
+ * data or measures until the process ends (repeated signals are one stop;
+ * a signal never takes its default action there). A signal the process inherited
  * ignored (SIGINT under `&` in a script, SIGHUP under nohup) stays
  * ignored. */
 #ifndef PB_PROGRESS_H
