@@ -393,7 +393,7 @@ static void test_bad_configs(void **state)
         {HEAD "run:\n  threads: 4\n",
          "bad.yaml:8:3: unknown key 'run.threads'; allowed: warmup_batches, min_time_s, "
          "max_time_s, min_samples, target_noise, window_s, repeats, step_ms, on_error, "
-         "stage_timing, max_error_pct, max_memory_mib, trace"},
+         "stage_timing, max_error_pct, max_memory_mib, trace, stage_timeout_s"},
         {"dataset:\n  path: /data\n  generat: {count: 4}\npipeline: [read]\n",
          "bad.yaml:3:3: unknown key 'dataset.generat'; did you mean 'generate'? allowed: path, "
          "shuffle, seed, epochs, max_samples, shard, cache, format, shuffle_buffer, generate"},

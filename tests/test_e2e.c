@@ -797,6 +797,79 @@ static void test_sigterm_and_sighup_keep_results(void **state)
     }
 }
 
+/* Issue 28: GNU timeout sends SIGTERM to pbench and then to its process
+ * group, so a run gets two SIGTERMs a few milliseconds apart. They are one
+ * stop: the run exits 143 with every finished repeat written. */
+static void test_double_sigterm_is_one_stop(void **state)
+{
+    (void)state;
+    pid_t pid = start_run("null.yaml", SLOW_RUN, "twice.json", false);
+    assert_true(wait_for_err("repeat 1/50"));
+    kill(pid, SIGTERM);
+    usleep(10000);
+    kill(pid, SIGTERM);
+    assert_int_equal(wait_exit(pid), 143);
+    size_t kept = repeats_kept(load_result("twice.json"));
+    assert_true(kept >= 1 && kept < 50);
+}
+
+/* An interrupt before any repeat finished says that nothing was written. */
+static void test_interrupt_before_any_repeat_says_so(void **state)
+{
+    (void)state;
+    pid_t pid = start_run("null.yaml", SLOW_RUN " -s pipeline.decode.cost_us=100000", "none.json",
+                          false);
+    assert_true(wait_for_err("50 repeats"));
+    usleep(100000);
+    kill(pid, SIGTERM);
+    assert_int_equal(wait_exit(pid), 143);
+    char *err = err_text();
+    pb_test_assert_contains(
+        err, (const char *const[]){"before any repeat finished", "no result written", NULL});
+    free(err);
+    char path[600];
+    snprintf(path, sizeof(path), "%s/none.json", workdir);
+    assert_int_not_equal(access(path, F_OK), 0);
+}
+
+/* A stage that never returns (tests/plugins/hang.c, after 600 samples) is named with its sample once run.stage_timeout_s has
+ * passed; the repeats measured before it are written, the one it cut short
+ * marked interrupted, and pbench exits 1 without waiting for the stage. */
+static void test_stuck_stage_is_named_and_the_result_written(void **state)
+{
+    (void)state;
+    char config[600], args[2048], out[512];
+    snprintf(config, sizeof(config), "%s/hang.yaml", workdir);
+    FILE *f = fopen(config, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "name: hang\n"
+            "dataset: {path: data, generate: {kind: files, count: 64, size_bytes: 4096, seed: 1}}\n"
+            "pipeline:\n"
+            "  - read:\n"
+            "  - decode: {decoder: null, width: 32, height: 32, channels: 3, cost_us: 1000}\n"
+            "  - plugin: {path: %s/libpbench_test_hang.so, after: 600}\n"
+            "loader: {workers: 2, batch_size: 8, prefetch_factor: 2}\n"
+            "run: {warmup_batches: 2, min_time_s: 0.2, max_time_s: 0.3, window_s: 0.05,\n"
+            "      repeats: 50, stage_timeout_s: 1}\n",
+            PB_TEST_PLUGIN_DIR);
+    fclose(f);
+    snprintf(args, sizeof(args), "run hang.yaml -o hang.json");
+    assert_int_equal(pbench(args, out, sizeof(out)), 1);
+    char *err = err_text();
+    pb_test_assert_contains(err, (const char *const[]){"stage 'hang' has not returned after",
+                                                       " on data/", "run.stage_timeout_s is 1 s",
+                                                       "result written to hang.json", NULL});
+    free(err);
+    json_t *r = load_result("hang.json");
+    json_t *repeats = json_object_get(json_array_get(json_object_get(r, "points"), 0), "repeats");
+    size_t kept = json_array_size(repeats);
+    assert_true(kept >= 1 && kept < 50);
+    json_t *last = json_array_get(repeats, kept - 1);
+    assert_true(json_is_true(json_object_get(last, "interrupted")));
+    json_decref(r);
+}
+
 /* SIGTERM while the data is generated on first use: no temporary folder
  * is left behind, and the exit code says why. */
 static void test_sigterm_during_generation(void **state)
@@ -1221,6 +1294,9 @@ int main(void)
         cmocka_unit_test(test_bad_baseline_stops_first),
         cmocka_unit_test(test_sigterm_and_sighup_keep_results),
         cmocka_unit_test(test_sigterm_during_generation),
+        cmocka_unit_test(test_double_sigterm_is_one_stop),
+        cmocka_unit_test(test_interrupt_before_any_repeat_says_so),
+        cmocka_unit_test(test_stuck_stage_is_named_and_the_result_written),
         cmocka_unit_test(test_deep_yaml_fails_at_its_line),
         cmocka_unit_test(test_huge_axis_sweep_refused_with_its_size),
         cmocka_unit_test(test_bad_results_and_no_match),

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -362,8 +364,9 @@ static void test_rule_other_reasons(void **state)
 
 /* Runs spec (with the -s style overrides, NULL-terminated) as one point;
  * returns the runner's code, msg its sentence. */
-static int run_overridden(struct pb_spec *spec, const char *const *overrides,
-                          struct pb_result *result, char *msg, size_t msglen)
+static int run_hooked(struct pb_spec *spec, const char *const *overrides,
+                      const struct pb_run_hooks *hooks, struct pb_result *result, char *msg,
+                      size_t msglen)
 {
     for (int i = 0; overrides && overrides[i]; i++)
         if (pb_config_override(spec, overrides[i], msg, msglen) != PB_OK)
@@ -377,9 +380,15 @@ static int run_overridden(struct pb_spec *spec, const char *const *overrides,
     if (open_dataset(spec, &ds, msg, msglen) != PB_OK)
         fail_msg("%s", msg);
     msg[0] = '\0';
-    int rc = pb_run_point(spec, &ds, NULL, result->points, msg, msglen);
+    int rc = pb_run_point(spec, &ds, hooks, result->points, msg, msglen);
     pb_dataset_free(&ds);
     return rc;
+}
+
+static int run_overridden(struct pb_spec *spec, const char *const *overrides,
+                          struct pb_result *result, char *msg, size_t msglen)
+{
+    return run_hooked(spec, overrides, NULL, result, msg, msglen);
 }
 
 /* Every sample bad: the repeat fails and is not kept (so no rate of it is
@@ -547,6 +556,95 @@ static void test_loop_time_and_first_batch(void **state)
     pb_spec_free(&spec);
 }
 
+/* ---- stops that come while the loop waits (issue 28) ------------------- */
+
+/* Slow batches (0.8 s each: 8 samples of 100 ms on one worker), so a stop
+ * finds the loop waiting for one. */
+static const char *const slow_batches[] = {
+    "pipeline.decode.cost_us=100000", "run.min_time_s=3", "run.max_time_s=4",
+    "run.warmup_batches=1", NULL};
+
+/* Raises the stop flag once a measured batch has been counted. */
+static void stop_after_a_batch(void *user, double samples_per_s)
+{
+    if (samples_per_s > 0)
+        *(volatile sig_atomic_t *)user = SIGTERM;
+}
+
+/* A stop while the loop waits for a batch cuts the repeat short: it is
+ * kept marked interrupted, and the point says interrupted. */
+static void test_stop_while_waiting_marks_the_repeat(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    struct pb_result result;
+    char msg[PB_MSG_MAX];
+    volatile sig_atomic_t stop = 0;
+    load_spec(&spec, "workers: 1", "warmup_batches: 1", "");
+    struct pb_run_hooks hooks = {.stop = &stop, .tick = stop_after_a_batch, .user = (void *)&stop};
+    assert_int_equal(run_hooked(&spec, slow_batches, &hooks, &result, msg, sizeof(msg)),
+                     PB_ERR_INTERRUPTED);
+    assert_int_equal(result.points[0].repeat_count, 1);
+    assert_true(result.points[0].repeats[0].interrupted);
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+}
+
+static void *stop_soon(void *arg)
+{
+    usleep(300000);
+    *(volatile sig_atomic_t *)arg = SIGTERM;
+    return NULL;
+}
+
+/* A stop during the warm-up is an interrupt, not "the data ran out". */
+static void test_stop_during_warmup_is_an_interrupt(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    struct pb_result result;
+    char msg[PB_MSG_MAX];
+    volatile sig_atomic_t stop = 0;
+    load_spec(&spec, "workers: 1", "warmup_batches: 1", "");
+    static const char *const long_warmup[] = {"pipeline.decode.cost_us=100000",
+                                              "run.warmup_batches=3", NULL};
+    struct pb_run_hooks hooks = {.stop = &stop};
+    pthread_t stopper;
+    assert_int_equal(pthread_create(&stopper, NULL, stop_soon, (void *)&stop), 0);
+    int rc = run_hooked(&spec, long_warmup, &hooks, &result, msg, sizeof(msg));
+    pthread_join(stopper, NULL);
+    if (rc != PB_ERR_INTERRUPTED)
+        fail_msg("rc %d: %s", rc, msg);
+    assert_int_equal(result.points[0].repeat_count, 0);
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+}
+
+/* A rank still in its warm-up when the decider of a multi-rank run stops
+ * the repeat ends it not kept, with no error: the decider's stop is not
+ * "the data ran out" (issue 28, item 4). */
+static void test_group_stop_during_warmup_is_not_kept(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    struct pb_result result;
+    char msg[PB_MSG_MAX];
+    load_spec(&spec, "workers: 1", "warmup_batches: 3, min_time_s: 0.05, max_time_s: 0.2", "");
+    struct pb_run_group group = {.decides = false};
+    atomic_init(&group.local_done, false);
+    atomic_init(&group.local_reason, PB_STOP_NONE);
+    atomic_init(&group.group_done, true);
+    atomic_init(&group.group_reason, PB_STOP_TIME_CAP);
+    struct pb_run_hooks hooks = {.group = &group};
+    int rc = run_hooked(&spec, NULL, &hooks, &result, msg, sizeof(msg));
+    if (rc != PB_OK)
+        fail_msg("rc %d: %s", rc, msg);
+    assert_int_equal(result.points[0].repeat_count, 0);
+    assert_true(atomic_load(&group.local_done));
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -562,6 +660,9 @@ int main(void)
         cmocka_unit_test(test_sample_over_the_bound_is_a_data_error),
         cmocka_unit_test(test_pool_over_memory_is_refused_first),
         cmocka_unit_test(test_loop_time_and_first_batch),
+        cmocka_unit_test(test_stop_while_waiting_marks_the_repeat),
+        cmocka_unit_test(test_stop_during_warmup_is_an_interrupt),
+        cmocka_unit_test(test_group_stop_during_warmup_is_not_kept),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);

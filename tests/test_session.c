@@ -557,6 +557,51 @@ static void test_stop_leaves_partial_repeat_out(void **state)
     pb_result_free(&result);
 }
 
+/* The stop signals stay caught while the result is summarized and written
+ * (issue 28): the measuring hook is still on when "result written" is
+ * said, and goes off only after it. */
+struct write_watch {
+    bool measuring, written, written_while_measuring;
+};
+
+static void watch_measuring(void *user, bool on)
+{
+    ((struct write_watch *)user)->measuring = on;
+}
+
+static void watch_message(void *user, enum pb_session_level level, const char *text)
+{
+    struct write_watch *w = user;
+    if (level == PB_SESSION_INFO && strncmp(text, "result written", 14) == 0) {
+        w->written = true;
+        w->written_while_measuring = w->measuring;
+    }
+}
+
+static void test_signals_caught_through_the_write(void **state)
+{
+    (void)state;
+    char config[512], output[512], msg[PB_MSG_MAX * 2];
+    write_config("write.yaml", config_text, "data", config, sizeof(config));
+    snprintf(output, sizeof(output), "%s/write.json", workdir);
+    const char *overrides[] = {"run.repeats=1"};
+    struct pb_session_opts opts = {.config_path = config, .output_path = output,
+                                   .overrides = overrides, .override_count = 1};
+    struct write_watch w = {0};
+    struct pb_session_hooks hooks = {
+        .user = &w, .message = watch_message, .measuring = watch_measuring};
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    int rc = pb_session_run(&opts, &hooks, &result, &outcome, msg, sizeof(msg));
+    if (rc != PB_OK)
+        fail_msg("session failed: %s", msg);
+    assert_true(w.written);
+    assert_true(w.written_while_measuring);
+    assert_false(w.measuring);
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+}
+
 /* pbench compare A.yaml B.yaml: both configs in one session, rounds in the
  * order A B B A A ..., one result holding both points tagged base/new, and
  * a comparison that finds a tenfold decode cost a regression; the file
@@ -648,6 +693,7 @@ int main(void)
         cmocka_unit_test(test_changed_generate_refused),
         cmocka_unit_test(test_name_stays_in_results),
         cmocka_unit_test(test_stop_leaves_partial_repeat_out),
+        cmocka_unit_test(test_signals_caught_through_the_write),
         cmocka_unit_test(test_interleaved_configs),
     };
     pb_test_tmpdir_use(workdir);

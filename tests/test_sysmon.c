@@ -1,6 +1,6 @@
 /* The system sampler on this process: the series fills while the thread
- * runs, the tick reports the consumer's published throughput, a user stop
- * wakes the consumer, and the one-shot readings are plausible. Waits are
+ * runs, the tick reports the consumer's published throughput, the runner's
+ * watchdog is called every period, and the one-shot readings are plausible. Waits are
  * for progress (with a generous limit), never for a time. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,9 +26,10 @@ static void on_tick(void *user, double samples_per_s)
     atomic_fetch_add(&ticks, 1);
 }
 
-static void on_wake(void *user)
+static void on_watch(void *user, uint64_t now_ns)
 {
     (void)user;
+    assert_true(now_ns > 0);
     atomic_fetch_add(&wakes, 1);
 }
 
@@ -75,15 +76,14 @@ static void test_series_and_tick(void **state)
     pb_sysmon_free(&mon);
 }
 
-static void test_user_stop_wakes(void **state)
+/* The watchdog is called every period, with the time, until the stop. */
+static void test_watch_called_each_period(void **state)
 {
     (void)state;
-    volatile sig_atomic_t stop = 0;
-    struct pb_sysmon mon = {.user_stop = &stop, .wake = on_wake};
+    struct pb_sysmon mon = {.watch = on_watch};
     assert_int_equal(pb_sysmon_init(&mon), PB_OK);
     assert_int_equal(pb_sysmon_start(&mon), PB_OK);
-    stop = 1;
-    wait_for(&wakes, 1);
+    wait_for(&wakes, 2);
     pb_sysmon_stop(&mon);
     pb_sysmon_free(&mon);
 }
@@ -150,7 +150,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_series_and_tick),
-        cmocka_unit_test(test_user_stop_wakes),
+        cmocka_unit_test(test_watch_called_each_period),
         cmocka_unit_test(test_readings),
         cmocka_unit_test(test_proc_stat_parse),
         cmocka_unit_test(test_interference),

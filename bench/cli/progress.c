@@ -16,11 +16,14 @@ static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 static struct sigaction saved_actions[PB_ARRAY_LEN(stop_signals)];
 static bool handled[PB_ARRAY_LEN(stop_signals)];
 
+/* A stop signal raises the flag and stays handled: SIGTERM sent twice (GNU
+ * timeout sends it to pbench, then to its process group) or SIGHUP after
+ * SIGTERM is one stop, and the first signal's number is kept for the exit
+ * code. */
 static void on_stop_signal(int sig)
 {
-    stop_signal = sig;
-    /* A second one ends the process at once. */
-    signal(sig, SIG_DFL);
+    if (!stop_signal)
+        stop_signal = sig;
 }
 
 int pb_progress_stop_signal(void)
@@ -46,6 +49,7 @@ static void draw_bar(struct pb_progress *p, double samples_per_s, bool live)
             p->round, p->rounds, p->point, p->points, p->label, samples_per_s,
             live ? " (running)" : "", eta);
     fflush(stderr);
+    p->bar_shown = true;
 }
 
 static void on_progress(void *user, int repeat, int repeats, const struct pb_repeat_result *r)
@@ -76,9 +80,11 @@ static void on_message(void *user, enum pb_session_level level, const char *text
     struct pb_progress *p = user;
     if (level != PB_SESSION_ERROR && p->quiet)
         return;
-    /* An error ends the bar's line rather than overwrite it. */
-    if (level == PB_SESSION_ERROR && p->in_rounds && p->tty && !p->quiet)
+    /* A message ends the bar's line rather than overwrite it. */
+    if (p->bar_shown) {
         fputc('\n', stderr);
+        p->bar_shown = false;
+    }
     fprintf(stderr, "%s: %s%s\n", level == PB_SESSION_ERROR ? p->command : "pbench",
             level == PB_SESSION_WARNING ? "warning: " : "", text);
 }
@@ -97,15 +103,16 @@ static void on_measuring(void *user, bool on)
             if (sigaction(stop_signals[i], NULL, &saved_actions[i]) == 0 &&
                 saved_actions[i].sa_handler != SIG_IGN)
                 handled[i] = sigaction(stop_signals[i], &sa, NULL) == 0;
-        } else if (!on && handled[i]) {
-            sigaction(stop_signals[i], &saved_actions[i], NULL);
-            handled[i] = false;
         }
+        /* Off, the handlers stay until the process ends: a signal while the
+         * table is printed must not kill it either, and the exit code says
+         * whether the session was cut short. */
     }
     if (on)
         return;
-    if (p->in_rounds && p->tty && !p->quiet)
+    if (p->bar_shown)
         fputc('\n', stderr);
+    p->bar_shown = false;
     p->in_rounds = false;
 }
 

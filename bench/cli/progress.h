@@ -1,8 +1,9 @@
 /* The terminal side of a session: a progress bar redrawn in place on a
  * terminal, a line per repeat otherwise (logs, CI), the session's messages
  * as "pbench: ..." lines, all on stderr, and SIGINT (Ctrl-C), SIGTERM or
- * SIGHUP raising the session's stop flag while it generates data or
- * measures (a second one ends the process). A signal the process inherited
+ * SIGHUP raising the session's stop flag from the time it first generates
+ * data or measures until the process ends (repeated signals are one stop;
+ * a signal never takes its default action there). A signal the process inherited
  * ignored (SIGINT under `&` in a script, SIGHUP under nohup) stays
  * ignored. */
 #ifndef PB_PROGRESS_H
@@ -18,6 +19,7 @@ struct pb_progress {
     bool quiet;             /* errors only                                */
     bool tty;               /* stderr is a terminal: draw the bar         */
     bool in_rounds;         /* between the rounds hook and the end        */
+    bool bar_shown;         /* the bar is drawn and its line not ended    */
     int rounds_total, rounds_done;
     uint64_t start_ns;
     char label[256];        /* the current point's axes                   */

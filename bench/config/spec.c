@@ -134,6 +134,9 @@ const struct pb_opt pb_run_opts[] = {
      "Perfetto or chrome://tracing): a span per sample per stage on each worker's track, the "
      "training loop's wait, stages and step, and the queue depth. Needs stage_timing for the "
      "stage spans; pbench run --trace FILE names the file."},
+    {"stage_timeout_s", PB_OPT_DOUBLE, RUN(stage_timeout_s), 0.1, 86400, "60", NULL,
+     "A stage call on one sample that has not returned after this many seconds is stuck: "
+     "pbench names it and the sample, writes what it measured and exits 1."},
     {0},
 };
 

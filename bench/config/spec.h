@@ -46,6 +46,7 @@ struct pb_run_spec {
     double max_error_pct;    /* a repeat with more bad samples fails     */
     int64_t max_memory_mib;  /* the batch pool's limit; 0: available memory */
     bool trace;              /* a CPU timeline beside the result (bench/run/trace.h) */
+    double stage_timeout_s;  /* a stage call longer than this is stuck: the run ends */
 };
 
 struct pb_stage_spec {

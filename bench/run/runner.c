@@ -182,7 +182,12 @@ static inline int process_sample(struct worker *w, struct pb_sample *s, uint8_t 
         if (bc->perf)
             pb_perf_read(&w->perf, sc.perf);
     }
+    atomic_store_explicit(&w->busy_sample, s->index, memory_order_relaxed);
     for (int k = 0; k <= last; k++) {
+        atomic_store_explicit(&w->busy_stage, k, memory_order_relaxed);
+        atomic_store_explicit(&w->stage_calls,
+                              atomic_load_explicit(&w->stage_calls, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
         rc = run_stage(w, k, k == last, s, out);
         if (bc->timing)
             stage_timed(w, k, s, &sc, bc);
@@ -200,6 +205,7 @@ static inline int process_sample(struct worker *w, struct pb_sample *s, uint8_t 
         s->in_bytes = s->out_bytes;
         s->in_shape = s->out_shape;
     }
+    atomic_store_explicit(&w->busy_stage, -1, memory_order_relaxed);
     return rc;
 }
 
@@ -421,6 +427,10 @@ static int start_repeat(struct run *run, int repeat, bool stage_timing, char *ms
         w->cpu_started = false;
         w->cpu_start_ns = w->cpu_end_ns = 0;
         atomic_store(&w->exit_cpu_ns, 0);
+        atomic_store(&w->busy_stage, -1);
+        atomic_store(&w->stage_calls, 0);
+        atomic_store(&w->stuck, false);
+        w->watched_calls = w->watched_since_ns = 0;
     }
     pb_stoprule_start(&run->rule, pb_now_ns()); /* no reason yet; restarted when measuring */
     run->mhz_start = pb_cpu_mhz_now();
@@ -463,6 +473,69 @@ static struct pb_slot *next_batch(struct run *run, uint64_t seq, uint32_t *depth
         return pb_queue_pop(&run->queue, run->spec->loader.in_order, seq, depth);
     struct pb_slot *slot = &run->slots[0];
     return build_batch(&run->worker[0], seq, slot) == BATCH_BUILT ? slot : NULL;
+}
+
+/* ---- the watchdog (the system sampler's thread) ------------------------- */
+
+/* Whether the measured part has run past run.max_time_s at now_ns; only a
+ * run that decides for itself (no group, or its decider) has a cap. */
+static bool past_time_cap(struct run *run, uint64_t now_ns)
+{
+    const struct pb_run_group *g = run->hooks ? run->hooks->group : NULL;
+    uint64_t start = atomic_load_explicit(&run->sysmon.live_start_ns, memory_order_relaxed);
+    return (!g || g->decides) && start && now_ns > start &&
+           (double)(now_ns - start) >= run->spec->run.max_time_s * 1e9;
+}
+
+/* Cold: loader worker w has been in stage `stage` for stuck_ns: the run
+ * fails with the stage and the sample named, and the loop is woken. */
+static void stage_stuck(struct run *run, struct worker *w, int stage, uint64_t stuck_ns)
+{
+    char text[PB_MSG_MAX];
+    uint64_t index = atomic_load_explicit(&w->busy_sample, memory_order_relaxed);
+    const struct pb_dataset *ds = run->ds;
+    const char *path = index < ds->count ? ds->paths[index] : "(sample)";
+    const char *member = index < ds->count && ds->members ? ds->members[index] : NULL;
+    snprintf(text, sizeof(text),
+             "stage '%s' has not returned after %.1f s on %s%s%s (loader worker %d; "
+             "run.stage_timeout_s is %g s): the repeat is cut short and marked interrupted, what "
+             "was measured is written, and pbench ends without waiting for the stage",
+             w->chain.stages[stage].ops->name, (double)stuck_ns / 1e9, path, member ? ":" : "",
+             member ? member : "", w->index, run->spec->run.stage_timeout_s);
+    atomic_store(&w->stuck, true);
+    fail_run(run, PB_ERR_STALLED, text);
+}
+
+/* Every loader worker inside a stage whose count of stage calls has not
+ * moved for run.stage_timeout_s is stuck. (With loader.workers: 0 the
+ * stages run in the loop's own thread, which nothing can wake.) */
+static void watch_stages(struct run *run, uint64_t now_ns)
+{
+    uint64_t limit_ns = (uint64_t)(run->spec->run.stage_timeout_s * 1e9);
+    for (int i = 0; i < run->workers; i++) {
+        struct worker *w = &run->worker[i];
+        uint64_t calls = atomic_load_explicit(&w->stage_calls, memory_order_relaxed);
+        int stage = atomic_load_explicit(&w->busy_stage, memory_order_relaxed);
+        if (stage < 0 || calls != w->watched_calls || !w->watched_since_ns) {
+            w->watched_calls = calls;
+            w->watched_since_ns = now_ns;
+        } else if (now_ns - w->watched_since_ns >= limit_ns && !atomic_load(&w->stuck)) {
+            stage_stuck(run, w, stage, now_ns - w->watched_since_ns);
+        }
+    }
+}
+
+/* The watchdog, called by the system sampler every period (user is the
+ * run): wakes the loop on a stop or past the time cap, and fails the run
+ * on a stage stuck past run.stage_timeout_s. */
+static void watch(void *user, uint64_t now_ns)
+{
+    struct run *run = user;
+    watch_stages(run, now_ns);
+    /* A stop, or the time cap passed: the loop may be waiting for a batch
+     * that is slow to come; it returns now. */
+    if (((run->user_stop && *run->user_stop) || past_time_cap(run, now_ns)) && run->queue_live)
+        pb_queue_close(&run->queue);
 }
 
 /* The training loop's part of a batch: consumer-side stages, then the
@@ -547,8 +620,9 @@ static void record_batch(struct run *run, struct consumed *c, struct pb_repeat_r
 }
 
 /* Whether the measured part ends after this batch: on the stopping rule
- * (rule_done), or in a multi-rank run on the decider's word. */
-static bool part_ends(struct run *run, bool rule_done)
+ * (rule_done), or in a multi-rank run on the decider's word (which can
+ * come while this rank is still in its warm-up: c->group_stopped). */
+static bool part_ends(struct run *run, struct consumed *c, bool rule_done)
 {
     struct pb_run_group *g = run->hooks ? run->hooks->group : NULL;
     if (!g || g->decides)
@@ -559,7 +633,29 @@ static bool part_ends(struct run *run, bool rule_done)
     if (reason == PB_STOP_DATA_END)
         return rule_done; /* this rank reads its shard to its own end */
     run->rule.reason = (enum pb_stop_reason)reason; /* the decider's, not this rank's */
+    c->group_stopped = true;
     return true;
+}
+
+/* The loop waited for a batch that did not come (t_wait0 to t_wait1): why
+ * the measured part ends. Past the time cap, the cap ends it at t_wait1
+ * with the wait counted as stall. */
+static void end_without_batch(struct run *run, struct consumed *c, uint64_t t_wait0,
+                              uint64_t t_wait1)
+{
+    enum pb_stop_reason reason = PB_STOP_DATA_END;
+    if (run->fatal_rc == PB_ERR_STALLED)
+        reason = PB_STOP_STUCK;
+    else if (run->fatal_rc != PB_OK)
+        reason = PB_STOP_FAILED;
+    else if (run->user_stop && *run->user_stop)
+        reason = PB_STOP_INTERRUPTED;
+    else if (c->measuring && past_time_cap(run, t_wait1)) {
+        reason = PB_STOP_TIME_CAP;
+        c->wait_total += t_wait1 - t_wait0;
+        c->t_end = t_wait1;
+    }
+    pb_stoprule_end(&run->rule, reason);
 }
 
 /* The consumer loop: warm-up batches, then measured ones until the
@@ -587,9 +683,7 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
                             t_wait1, depth);
         }
         if (!slot) {
-            pb_stoprule_end(&run->rule, run->fatal_rc != PB_OK              ? PB_STOP_FAILED
-                                        : run->user_stop && *run->user_stop ? PB_STOP_INTERRUPTED
-                                                                            : PB_STOP_DATA_END);
+            end_without_batch(run, c, t_wait0, t_wait1);
             break;
         }
         if (seq == 0)
@@ -606,9 +700,14 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
             pb_stoprule_end(&run->rule, PB_STOP_FAILED);
             break;
         }
-        if (part_ends(run, c->measuring && pb_stoprule_batch(&run->rule, t_done, samples)))
+        if (part_ends(run, c, c->measuring && pb_stoprule_batch(&run->rule, t_done, samples)))
             break;
     }
+    /* A repeat is complete only when its stopping rule (or the end of its
+     * data) ended it: a stop that woke the loop while it waited for a batch,
+     * or the decider's stop, leaves it cut short. */
+    if (run->rule.reason == PB_STOP_INTERRUPTED || run->rule.reason == PB_STOP_STUCK)
+        c->interrupted = true;
     if (run->hooks && run->hooks->group) {
         atomic_store(&run->hooks->group->local_reason, (int)run->rule.reason);
         atomic_store(&run->hooks->group->local_done, true);
@@ -619,6 +718,33 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
         pb_sysmon_interference(&run->sysmon, c->cpu_end - c->cpu_start, &rep->other_cpu_pct,
                                &rep->steal_pct);
     }
+}
+
+/* Joins the loader threads, finishing the batches in hand, while the
+ * watchdog still runs: a thread it finds stuck in a stage, or every thread
+ * still running after a stop with PB_RUN_STOP_NOW, is left running and the
+ * run abandoned. */
+static void join_workers(struct run *run)
+{
+    for (int i = 0; i < run->started_workers; i++) {
+        for (;;) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 50000000;
+            if (until.tv_nsec >= 1000000000) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000;
+            }
+            if (pthread_timedjoin_np(run->worker[i].thread, NULL, &until) == 0)
+                break;
+            if (atomic_load(&run->worker[i].stuck) ||
+                (run->user_stop && (*run->user_stop & PB_RUN_STOP_NOW))) {
+                run->abandoned = true;
+                break;
+            }
+        }
+    }
+    run->started_workers = 0;
 }
 
 /* Ends a repeat: batches still on the device are harvested (the measured
@@ -635,13 +761,11 @@ static void stop_repeat(struct run *run)
     atomic_store(&run->stop_workers, true);
     if (run->workers > 0)
         pb_queue_close(&run->queue);
-    for (int i = 0; i < run->started_workers; i++)
-        pthread_join(run->worker[i].thread, NULL);
-    run->started_workers = 0;
+    join_workers(run);
     if (run->workers == 0)
         pb_perf_close(&run->worker[0].perf);
     pb_sysmon_stop(&run->sysmon);
-    if (run->workers > 0) {
+    if (run->workers > 0 && !run->abandoned) {
         pb_queue_destroy(&run->queue);
         run->queue_live = false;
     }
@@ -710,7 +834,14 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
     struct consumed c = {.step_ns = (uint64_t)(run->spec->run.step_ms * 1e6)};
     consume(run, &c, rep);
     stop_repeat(run);
+    /* A stage found stuck, even while the threads were joined after the
+     * stopping rule ended the part, cuts the repeat short. */
+    if (run->fatal_rc == PB_ERR_STALLED)
+        c.interrupted = true;
     *interrupted = c.interrupted;
+    if (c.group_stopped && !c.interrupted && run->fatal_rc == PB_OK &&
+        (!c.measuring || c.t_end <= c.t_start))
+        return PB_OK; /* the decider stopped before this rank measured: not kept */
     if (!c.measuring || c.t_end <= c.t_start)
         return nothing_measured(run, c.interrupted, msg, msglen);
     if (c.samples == 0) /* not kept: a rate of no samples is no figure */
@@ -784,8 +915,9 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     pr->hooks = hooks;
     pr->run.hooks = hooks;
     pr->run.user_stop = hooks ? hooks->stop : NULL;
-    pr->run.sysmon.user_stop = pr->run.user_stop;
     pr->run.sysmon.tick = hooks ? hooks->tick : NULL;
+    pr->run.sysmon.watch = watch;
+    pr->run.sysmon.watch_user = &pr->run;
     pr->run.sysmon.tick_user = hooks ? hooks->user : NULL;
 
     if (pb_runner_trace_setup(&pr->run, hooks ? hooks->trace : NULL) != PB_OK)
@@ -847,10 +979,18 @@ int pb_point_repeat(struct pb_point_run *pr, int repeat, bool measure_overhead,
     return rc;
 }
 
+/* A run whose loader thread was left stuck in a stage: kept, never freed,
+ * since the thread may still use it until the process ends. */
+static struct pb_point_run *abandoned_run;
+
 void pb_point_close(struct pb_point_run *pr)
 {
     if (!pr)
         return;
+    if (pr->run.abandoned) {
+        abandoned_run = pr;
+        return;
+    }
     if (pr->run.affinity) {
         pb_affinity_thread_end(pr->run.affinity, 0);
         json_decref(pr->run.point->affinity);

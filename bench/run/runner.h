@@ -27,6 +27,15 @@
 #include "bench/run/stoprule.h"
 #include "pipelines/dataset.h"
 
+/* A stage did not return within run.stage_timeout_s: the run ended without
+ * waiting for its thread, which is left running with the run's state (so
+ * the process should write what it has and exit). */
+#define PB_ERR_STALLED (-100)
+
+/* Or'ed into *pb_run_hooks.stop: stop now, without waiting for the loader
+ * threads to finish the batches in hand (a second Ctrl-C). */
+#define PB_RUN_STOP_NOW 0x100
+
 /* Progress of a run, for the terminal. Called by the consumer thread
  * between repeats (never inside the measured part). */
 typedef void (*pb_progress_fn)(void *user, int repeat, int repeats,
@@ -54,8 +63,10 @@ struct pb_run_hooks {
     /* Called about four times a second from a sampler thread while a
      * repeat is measured, with its running throughput; may be NULL. */
     void (*tick)(void *user, double samples_per_s);
-    /* Set asynchronously (SIGINT): the run stops after the current batch
-     * and keeps what it measured, marked interrupted. */
+    /* Set asynchronously (SIGINT, SIGTERM, SIGHUP): the run stops at once
+     * (the loop is woken while it waits for a batch) and keeps what it
+     * measured, the repeat cut short marked interrupted; with
+     * PB_RUN_STOP_NOW, it does not wait for the loader threads either. */
     volatile sig_atomic_t *stop;
     /* Called by the consumer thread when a repeat's measured part has
      * ended and the repeat is kept, with why it ended (before progress);
@@ -74,8 +85,11 @@ struct pb_run_hooks {
 /* Runs spec over ds for run.repeats rounds and fills point (repeats and
  * summary; point->axes is left to the caller).
  * Returns PB_OK, PB_ERR_INTERRUPTED (partial results kept in point), or an
- * error with msg (PB_ERR_DATA under on_error: fail, naming the file; the
- * repeats measured before it are kept in point). */
+ * error with msg (PB_ERR_DATA under on_error: fail, naming the file;
+ * PB_ERR_STALLED naming the stuck stage and its sample; the repeats
+ * measured before it are kept in point, the one cut short marked
+ * interrupted). The measured part never outlasts run.max_time_s by more
+ * than the sampler's period, however long the loop waits for a batch. */
 int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
                  const struct pb_run_hooks *hooks, struct pb_point_result *point, char *msg,
                  size_t msglen);

@@ -5,15 +5,6 @@
 #include "bench/run/runner_setup.h"
 #include "kernels/gpu_rt.h"
 
-/* The sampler's wake-up when the user stops the run: a consumer blocked on
- * a slow batch returns. */
-void pb_runner_wake_consumer(void *user)
-{
-    struct run *run = user;
-    if (run->queue_live)
-        pb_queue_close(&run->queue);
-}
-
 int pb_runner_grow_scratch(struct worker *w, int which, size_t bytes)
 {
     size_t capacity = pb_batch_align(bytes + bytes / 4); /* headroom for the next one */
@@ -234,8 +225,6 @@ int pb_runner_setup(struct run *run, const struct pb_spec *spec, const struct pb
         return rc;
     if (pb_sysmon_init(&run->sysmon) != PB_OK || pb_stoprule_init(&run->rule, &spec->run) != PB_OK)
         return PB_ERR_NOMEM;
-    run->sysmon.wake = pb_runner_wake_consumer;
-    run->sysmon.wake_user = run;
     return PB_OK;
 }
 

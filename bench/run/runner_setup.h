@@ -51,6 +51,16 @@ struct worker {
     struct pb_trace_thread *trace_buffer, *trace;
     uint16_t trace_names[PB_MAX_STAGES];
     struct pb_perf_thread perf; /* profile.level comprehensive; mask 0: off */
+    /* What the watchdog reads (relaxed stores, one per stage call): the
+     * stage this thread is in (-1: none), on which sample (its dataset
+     * index), and how many stage calls it has begun; then the watchdog's
+     * own record of when it last saw that count move, and whether it found
+     * the thread stuck. */
+    atomic_int busy_stage;
+    _Atomic uint64_t busy_sample;
+    _Atomic uint64_t stage_calls;
+    uint64_t watched_calls, watched_since_ns;
+    atomic_bool stuck;
 };
 
 struct run {
@@ -100,6 +110,9 @@ struct run {
     struct pb_trace_thread *loop_trace_buffer, *loop_trace;
     bool perf_on; /* this repeat counts perf events per stage */
     uint16_t loop_trace_names[PB_MAX_STAGES];
+    /* A worker stuck in a stage was left running: the run's state is not
+     * freed (the thread may still touch it) and the process is to end. */
+    bool abandoned;
 };
 
 /* Gives the run's threads their buffers in trace (hooks' trace, when the
@@ -110,6 +123,7 @@ int pb_runner_trace_setup(struct run *run, struct pb_trace *trace);
 struct consumed {
     bool measuring;
     bool interrupted;
+    bool group_stopped; /* the decider of a multi-rank run ended it */
     uint64_t t_start, t_end, cpu_start, cpu_end;
     uint64_t loader_cpu_start, loader_cpu_end;
     uint64_t samples, batches, bytes_read, errors;
@@ -126,8 +140,6 @@ static inline int nworkers(const struct run *run)
 
 /* Grows worker w's scratch buffer `which` to hold bytes (with headroom). */
 int pb_runner_grow_scratch(struct worker *w, int which, size_t bytes);
-/* The sampler's wake-up when the user stops the run (user is the run). */
-void pb_runner_wake_consumer(void *user);
 /* Sets up everything a point's repeats share: loaders, pool, consumer. */
 int pb_runner_setup(struct run *run, const struct pb_spec *spec, const struct pb_dataset *ds,
                     struct pb_point_result *point, char *msg, size_t msglen);

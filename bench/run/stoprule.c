@@ -94,6 +94,7 @@ const char *pb_stop_reason_name(enum pb_stop_reason reason)
     case PB_STOP_DATA_END: return "data_end";
     case PB_STOP_INTERRUPTED: return "interrupted";
     case PB_STOP_FAILED: return "failed";
+    case PB_STOP_STUCK: return "stuck";
     }
     return "unknown";
 }

@@ -28,6 +28,7 @@ enum pb_stop_reason {
     PB_STOP_DATA_END,    /* the sampler ran out of batches (epochs, max_samples) */
     PB_STOP_INTERRUPTED, /* the user stopped the run (SIGINT) */
     PB_STOP_FAILED,      /* a stage or the device failed */
+    PB_STOP_STUCK,       /* a stage passed run.stage_timeout_s (the watchdog) */
 };
 
 struct pb_stoprule {

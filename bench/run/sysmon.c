@@ -118,9 +118,9 @@ static void *sampler_main(void *arg)
     while (!atomic_load(&mon->stop)) {
         struct timespec period = {0, (long)PB_SYSMON_PERIOD_NS};
         nanosleep(&period, NULL);
-        if (mon->user_stop && *mon->user_stop && mon->wake)
-            mon->wake(mon->wake_user);
         uint64_t now = pb_now_ns(), cpu = pb_process_cpu_ns();
+        if (mon->watch)
+            mon->watch(mon->watch_user, now);
         uint64_t rss = rss_bytes_now();
         if (mon->tick && (++ticks % 5) == 0) {
             uint64_t start = atomic_load_explicit(&mon->live_start_ns, memory_order_relaxed);

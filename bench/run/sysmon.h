@@ -1,7 +1,7 @@
 /* The system sampler: a thread that, while a repeat runs, samples the
  * process's resident memory and CPU use at 20 Hz into a series, keeps the
  * RSS peak, calls the progress tick about four times a second with the
- * running throughput, and wakes the consumer when the user stops the run.
+ * running throughput, and calls the runner's watchdog every period.
  * Also the one-shot readings the runner takes around a repeat (process CPU
  * time, MemAvailable, CPU clock).
  *
@@ -35,11 +35,11 @@ struct pb_sysmon {
     /* Set by the caller before pb_sysmon_start; any may be NULL. */
     void (*tick)(void *user, double samples_per_s);
     void *tick_user;
-    volatile sig_atomic_t *user_stop;
-    /* Called from the sampler thread while *user_stop is set, to wake a
-     * consumer blocked on a slow batch. */
-    void (*wake)(void *wake_user);
-    void *wake_user;
+    /* Called from the sampler thread every period with the time: the
+     * runner's watchdog (a stop, a stuck stage, the time cap), which wakes a
+     * consumer blocked on a slow batch. Runs until pb_sysmon_stop. */
+    void (*watch)(void *watch_user, uint64_t now_ns);
+    void *watch_user;
 
     pthread_t thread;
     bool running;

@@ -565,8 +565,9 @@ static int measure(struct session *s)
     run_hooks.trace = s->cpu_trace = pb_trace_for_specs(s->specs, (size_t)s->point_count, &s->ds);
     s->overhead_pairs = calloc((size_t)repeats, sizeof(double));
     s->interrupted = h->stop && *h->stop;
-    for (int r = 0; r < repeats && !s->interrupted; r++) {
-        for (long k = 0; k < s->point_count && !s->interrupted; k++) {
+    bool stuck = false; /* a stage never returned: no round after it */
+    for (int r = 0; r < repeats && !s->interrupted && !stuck; r++) {
+        for (long k = 0; k < s->point_count && !s->interrupted && !stuck; k++) {
             /* Two configs go A B, then B A: neither always runs first
              * after the other, so what one leaves behind (a warm cache)
              * helps both alike. */
@@ -588,8 +589,9 @@ static int measure(struct session *s)
             } else if (rc != PB_OK) {
                 pb_strlcpy(pt->error, s->msg, sizeof(pt->error));
                 say(h, PB_SESSION_ERROR, "%s%s%s", label, label[0] ? ": " : "", s->msg);
-                if (!s->swept)
+                if (!s->swept || rc == PB_ERR_STALLED)
                     point_rc = rc;
+                stuck = rc == PB_ERR_STALLED;
             }
             if (!pb_ranks_repeat_end(&together, i, rc, s->msg, pt, kept_before))
                 s->interrupted = true; /* another rank was stopped */
@@ -865,17 +867,26 @@ static int run_measured(struct session *s)
             "stops and writes the result",
             pb_mpi()->size, pb_mpi()->local_size, pb_mpi()->size);
     calibrate_sweep(s);
+    /* The stop signals stay caught through summarizing and writing: a
+     * SIGTERM now (timeout's second one) must not cut the result short. */
     int rc = measure(s);
-    set_measuring(s->hooks, &s->measuring, false);
     size_t measured_points = summarize(s);
     if (s->interrupted)
         rc = PB_ERR_INTERRUPTED;
+    if (!pb_mpi_is_root())
+        return rc; /* rank 0 writes the one result of a multi-rank run; a rank
+                    * that the decider always stopped in warm-up kept nothing */
+    if (measured_points == 0 && rc == PB_ERR_INTERRUPTED) {
+        snprintf(s->msg, s->msglen,
+                 "interrupted by %s before any repeat finished: nothing was measured, no result "
+                 "written",
+                 stop_cause(s->hooks->stop ? (int)*s->hooks->stop : 0));
+        return fail(s, rc);
+    }
     if (measured_points == 0) {
         /* Every point failed: each said why (msg holds the last). */
         return rc == PB_OK ? PB_ERR : rc;
     }
-    if (!pb_mpi_is_root())
-        return rc; /* rank 0 writes the one result of a multi-rank run */
     s->outcome->measured = true;
     int wrc = write_result(s);
     if (wrc != PB_OK)
