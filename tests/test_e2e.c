@@ -870,6 +870,52 @@ static void test_stuck_stage_is_named_and_the_result_written(void **state)
     json_decref(r);
 }
 
+/* A plugin stage that misbehaves (tests/plugins/misbehave.c) is named with
+ * the sample it was on, whatever it does: crash, a code that is not
+ * pbench's, a failure without a message, more output than its buffer, or
+ * exit(0); pbench never exits 0 and never prints an empty "pbench: ". */
+static void test_misbehaving_stage_is_named(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *mode, *said;
+        bool crash;
+    } cases[] = {
+        {"code", "stage 'misbehave' returned 42, which is not a pbench return code", false},
+        {"silent", "stage 'misbehave' failed (code -1) without saying why", false},
+        {"overrun", "stage 'misbehave' returned ", false},
+        {"exit", "stage 'misbehave' called exit(), on sample data/", false},
+        {"crash", "crashed (SIGSEGV) in stage 'misbehave' on sample data/", true},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char config[600], args[256], out[512];
+        snprintf(config, sizeof(config), "%s/misbehave.yaml", workdir);
+        FILE *f = fopen(config, "w");
+        assert_non_null(f);
+        fprintf(f,
+                "name: misbehave\n"
+                "dataset: {path: data, generate: {kind: files, count: 64, size_bytes: 4096, "
+                "seed: 1}}\n"
+                "pipeline:\n"
+                "  - read:\n"
+                "  - decode: {decoder: null, width: 32, height: 32, channels: 3}\n"
+                "  - plugin: {path: %s/libpbench_test_misbehave.so, after: 40, mode: %s}\n"
+                "loader: {workers: 2, batch_size: 8, prefetch_factor: 2}\n"
+                "run: {warmup_batches: 1, min_time_s: 0.2, max_time_s: 0.3, repeats: 3}\n",
+                PB_TEST_PLUGIN_DIR, cases[i].mode);
+        fclose(f);
+        snprintf(args, sizeof(args), "run -q misbehave.yaml -o misbehave.json");
+        int rc = pbench(args, out, sizeof(out));
+        char *err = err_text();
+        if (rc == 0 || !strstr(err, cases[i].said))
+            fail_msg("mode %s: exit %d, stderr: %s", cases[i].mode, rc, err);
+        if (!cases[i].crash)
+            assert_int_equal(rc, PB_EXIT_ERROR);
+        assert_null(strstr(err, "pbench: \n"));
+        free(err);
+    }
+}
+
 /* SIGTERM while the data is generated on first use: no temporary folder
  * is left behind, and the exit code says why. */
 static void test_sigterm_during_generation(void **state)
@@ -1297,6 +1343,7 @@ int main(void)
         cmocka_unit_test(test_double_sigterm_is_one_stop),
         cmocka_unit_test(test_interrupt_before_any_repeat_says_so),
         cmocka_unit_test(test_stuck_stage_is_named_and_the_result_written),
+        cmocka_unit_test(test_misbehaving_stage_is_named),
         cmocka_unit_test(test_deep_yaml_fails_at_its_line),
         cmocka_unit_test(test_huge_axis_sweep_refused_with_its_size),
         cmocka_unit_test(test_bad_results_and_no_match),

@@ -22,312 +22,6 @@
 
 #include "bench/run/runner_setup.h"
 
-/* ---- helpers ----------------------------------------------------------- */
-
-
-/* A bad sample under on_error: skip, into the point's list of files. */
-static void record_data_error(struct run *run, const char *path, const char *what)
-{
-    pthread_mutex_lock(&run->error_lock);
-    if (!run->first_error[0])
-        pb_strlcpy(run->first_error, what, sizeof(run->first_error));
-    pb_error_files_add(run->point, path, what);
-    pthread_mutex_unlock(&run->error_lock);
-}
-
-static void fail_run(struct run *run, int rc, const char *what)
-{
-    pthread_mutex_lock(&run->error_lock);
-    if (run->fatal_rc == PB_OK) {
-        run->fatal_rc = rc;
-        pb_strlcpy(run->fatal_msg, what, sizeof(run->fatal_msg));
-    }
-    pthread_mutex_unlock(&run->error_lock);
-    atomic_store(&run->stop_workers, true);
-    if (run->queue_live)
-        pb_queue_close(&run->queue);
-}
-
-/* ---- building a batch (the hot path) ------------------------------------ */
-
-enum { BATCH_BUILT = 0, BATCH_END = 1 };
-
-/* The clocks of one batch: whether it is measured and stage-timed, when
- * it started, and the time its samples spent inside stages (the rest of
- * its assembly is collation). */
-struct batch_clock {
-    bool measured, timing, perf;
-    uint64_t start_ns, cpu_start_ns;
-    uint64_t stage_wall_ns, stage_cpu_ns;
-};
-
-/* The clocks of one sample with timing on: one reading closes a stage and
- * opens the next, so a sample costs stages + 1 readings of each clock. */
-struct sample_clock {
-    uint64_t wall_ns, cpu_ns;
-    uint64_t perf[PB_PERF_COUNTERS];
-};
-
-/* Sample j of the batch as the stages see it, before the first stage. */
-static inline void sample_init(struct worker *w, uint32_t j, struct pb_sample *s)
-{
-    const struct run *run = w->run;
-    const struct pb_dataset *ds = run->ds;
-    uint64_t index = w->indices[j];
-    *s = (struct pb_sample){
-        .index = index,
-        .path = ds->paths[index],
-        .file_bytes = ds->sizes[index],
-        .file_offset = ds->offsets ? ds->offsets[index] : 0,
-        .member = ds->members ? ds->members[index] : NULL,
-        .seed = w->seeds[j],
-        .visit_seed = w->visit_seeds[j],
-        .clip = w->clips[j],
-        .clips = (uint32_t)run->clips_per_file,
-        .in_shape = {.dtype = PB_DTYPE_BYTES},
-        .msg = w->msg,
-        .msglen = sizeof(w->msg),
-    };
-}
-
-/* Cold: the sentence for a stage whose output does not fit. A size above
- * PB_SAMPLE_MAX_BYTES was read from a corrupt header and is never
- * allocated; a last stage of variable size cannot fill a fixed slot. */
-static int stage_too_large(struct worker *w, int k, const struct pb_sample *s, bool corrupt)
-{
-    const char *path = s->path ? s->path : "(sample)";
-    const char *stage = w->chain.stages[k].ops->name;
-    if (corrupt)
-        snprintf(w->msg, sizeof(w->msg),
-                 "%s: stage '%s' asks for %zu bytes for one sample, more than the %zu "
-                 "bytes pbench accepts: the file's size fields are corrupt or it is far "
-                 "too large",
-                 path, stage, s->out_bytes, (size_t)PB_SAMPLE_MAX_BYTES);
-    else
-        snprintf(w->msg, sizeof(w->msg),
-                 "%s: stage '%s' output of %zu bytes does not fit the batch slot of %zu "
-                 "bytes; end the pipeline with a stage of fixed size (resize, crop)",
-                 path, stage, s->out_bytes, s->out_capacity);
-    return PB_ERR_DATA;
-}
-
-/* Runs stage k on s into out (the sample's place in the batch for the last
- * stage, a scratch buffer before it). A larger image than any before grows
- * the scratch buffer once, then the stage runs again; nothing else
- * allocates. */
-static inline int run_stage(struct worker *w, int k, bool last, struct pb_sample *s, uint8_t *out)
-{
-    const struct pb_stage_inst *stage = &w->chain.stages[k];
-    s->out = last ? out : w->scratch[k & 1];
-    s->out_capacity = last ? w->run->sizes.slot_bytes : w->scratch_capacity[k & 1];
-    s->out_bytes = 0;
-    int rc = stage->ops->process(stage->state, s);
-    if (rc != PB_ERR_NOSPACE)
-        return rc;
-    if (s->out_bytes > PB_SAMPLE_MAX_BYTES)
-        return stage_too_large(w, k, s, true);
-    if (!last && s->out_bytes > s->out_capacity &&
-        pb_runner_grow_scratch(w, k & 1, s->out_bytes) == PB_OK) {
-        s->out = w->scratch[k & 1];
-        s->out_capacity = w->scratch_capacity[k & 1];
-        s->out_bytes = 0;
-        memset(s->substage_ns, 0, sizeof(s->substage_ns));
-        memset(s->counters, 0, sizeof(s->counters));
-        rc = stage->ops->process(stage->state, s);
-    }
-    return rc == PB_ERR_NOSPACE ? stage_too_large(w, k, s, false) : rc;
-}
-
-/* With timing on, stage k of s has just ended: its wall and CPU time into
- * the stage's histogram, slowest list and trace, its perf counters and
- * substage times; the sample clock moves on to the next stage. */
-static inline void stage_timed(struct worker *w, int k, const struct pb_sample *s,
-                               struct sample_clock *sc, struct batch_clock *bc)
-{
-    struct pb_stage_stats *st = w->stats;
-    uint64_t t = pb_now_ns(), c = pb_thread_cpu_ns();
-    if (w->trace)
-        pb_trace_record(w->trace, w->trace_names[k], PB_TRACE_SPAN, s->index, sc->wall_ns, t, 0);
-    pb_hist_add(st->hist[k], t - sc->wall_ns);
-    pb_slowest_add(&st->slowest[k], s->index, t - sc->wall_ns);
-    st->cpu_ns[k] += c - sc->cpu_ns;
-    if (bc->perf) {
-        uint64_t now[PB_PERF_COUNTERS] = {0};
-        pb_perf_read(&w->perf, now);
-        for (int i = 0; i < PB_PERF_COUNTERS; i++) {
-            st->perf[k][i] += now[i] - sc->perf[i];
-            sc->perf[i] = now[i];
-        }
-    }
-    bc->stage_wall_ns += t - sc->wall_ns;
-    bc->stage_cpu_ns += c - sc->cpu_ns;
-    sc->wall_ns = t;
-    sc->cpu_ns = c;
-    for (int i = 0; i < st->substage_count[k]; i++)
-        pb_hist_add(&st->substage_hist[k][i], s->substage_ns[i]);
-}
-
-/* Runs every stage on s, the last one writing into out; times each when
- * the batch is timed and counts what stages count when it is measured.
- * Returns the first stage's error, or PB_OK. */
-static inline int process_sample(struct worker *w, struct pb_sample *s, uint8_t *out,
-                                 struct batch_clock *bc)
-{
-    struct pb_stage_stats *st = w->stats;
-    int last = w->chain.count - 1, rc = PB_OK;
-    struct sample_clock sc = {0};
-    if (bc->timing) {
-        sc.wall_ns = pb_now_ns();
-        sc.cpu_ns = pb_thread_cpu_ns();
-        if (bc->perf)
-            pb_perf_read(&w->perf, sc.perf);
-    }
-    atomic_store_explicit(&w->busy_sample, s->index, memory_order_relaxed);
-    for (int k = 0; k <= last; k++) {
-        atomic_store_explicit(&w->busy_stage, k, memory_order_relaxed);
-        atomic_store_explicit(&w->stage_calls,
-                              atomic_load_explicit(&w->stage_calls, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
-        rc = run_stage(w, k, k == last, s, out);
-        if (bc->timing)
-            stage_timed(w, k, s, &sc, bc);
-        if (st->counter_count[k] && bc->measured) {
-            for (int i = 0; i < st->counter_count[k]; i++)
-                st->counters[k][i] += s->counters[i];
-        }
-        if (st->substage_count[k] | st->counter_count[k]) {
-            memset(s->substage_ns, 0, sizeof(s->substage_ns));
-            memset(s->counters, 0, sizeof(s->counters));
-        }
-        if (rc != PB_OK)
-            break;
-        s->in = s->out;
-        s->in_bytes = s->out_bytes;
-        s->in_shape = s->out_shape;
-    }
-    atomic_store_explicit(&w->busy_stage, -1, memory_order_relaxed);
-    return rc;
-}
-
-/* Whether a sample came out in another shape than the batch planned. */
-static inline bool ragged_sample(const struct pb_shape *got, const struct pb_shape *planned)
-{
-    return got->height != planned->height || got->width != planned->width ||
-           got->channels != planned->channels ||
-           (got->frames > 0 ? got->frames : 1) != (planned->frames > 0 ? planned->frames : 1);
-}
-
-/* The batch's clocks when it starts: measured once the warm-up is over,
- * stage-timed when the spec asks for it. */
-static inline void batch_clock_start(struct worker *w, uint64_t seq, uint64_t start_ns,
-                                     struct batch_clock *bc)
-{
-    const struct run *run = w->run;
-    bc->start_ns = start_ns;
-    bc->measured = seq >= run->first_measured_seq;
-    bc->timing = bc->measured && run->stage_timing;
-    if (bc->measured && !w->cpu_started) {
-        w->cpu_start_ns = pb_thread_cpu_ns();
-        w->cpu_started = true;
-    }
-    bc->cpu_start_ns = bc->timing ? pb_thread_cpu_ns() : 0;
-    bc->perf = bc->timing && w->perf.mask;
-    bc->stage_wall_ns = bc->stage_cpu_ns = 0;
-}
-
-/* The batch is built: its assembly time, the worker's CPU clock, and with
- * timing on the collation share (assembly less the stages) and its span in
- * the trace. */
-static inline void batch_clock_end(struct worker *w, uint64_t seq, struct pb_slot *slot,
-                                   const struct batch_clock *bc)
-{
-    struct pb_stage_stats *st = w->stats;
-    slot->assembly_ns = pb_now_ns() - bc->start_ns;
-    if (bc->measured)
-        w->cpu_end_ns = pb_thread_cpu_ns();
-    if (!bc->timing)
-        return;
-    pb_hist_add(&st->collate_hist,
-                slot->assembly_ns > bc->stage_wall_ns ? slot->assembly_ns - bc->stage_wall_ns : 0);
-    uint64_t batch_cpu = w->cpu_end_ns - bc->cpu_start_ns;
-    st->collate_cpu_ns += batch_cpu > bc->stage_cpu_ns ? batch_cpu - bc->stage_cpu_ns : 0;
-    if (w->trace)
-        pb_trace_record(w->trace, PB_TRACE_BATCH, PB_TRACE_SPAN, seq, bc->start_ns,
-                        bc->start_ns + slot->assembly_ns, 0);
-}
-
-/* Builds batch seq into slot, sample by sample, writing the last stage's
- * output straight into the sample's place in the batch. A sample that
- * fails on bad data is counted and skipped under run.on_error: skip; any
- * other failure ends the run. No allocation, no lock and no formatting
- * unless a sample fails. */
-static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
-{
-    struct run *run = w->run;
-    uint64_t start_ns = pb_now_ns();
-    uint32_t n;
-    if (!pb_sampler_batch_visits(&run->sampler, seq, w->indices, w->seeds, w->visit_seeds,
-                                 w->clips, &n))
-        return BATCH_END;
-    struct batch_clock bc;
-    batch_clock_start(w, seq, start_ns, &bc);
-    uint32_t delivered = 0, errors = 0;
-    uint64_t bytes_read = 0;
-    bool ragged = false;
-    for (uint32_t j = 0; j < n; j++) {
-        struct pb_sample s;
-        sample_init(w, j, &s);
-        int rc = process_sample(w, &s, slot->batch.data + (size_t)delivered * run->sizes.slot_bytes,
-                                &bc);
-        bytes_read += s.bytes_read;
-        if (rc == PB_ERR_DATA && run->spec->run.on_error == PB_ON_ERROR_SKIP) {
-            errors++;
-            record_data_error(run, s.path, w->msg);
-            continue;
-        }
-        if (rc != PB_OK) {
-            fail_run(run, rc, w->msg);
-            return rc;
-        }
-        ragged |= ragged_sample(&s.in_shape, &run->sizes.sample_shape);
-        slot->batch.seeds[delivered++] = w->seeds[j];
-    }
-    slot->batch.seq = seq;
-    slot->batch.samples = delivered;
-    slot->batch.shape = run->sizes.sample_shape;
-    slot->batch.ragged = ragged;
-    slot->errors = errors;
-    slot->bytes_read = bytes_read;
-    batch_clock_end(w, seq, slot, &bc);
-    return BATCH_BUILT;
-}
-
-static void *worker_main(void *arg)
-{
-    struct worker *w = arg;
-    struct run *run = w->run;
-    pb_affinity_bind(run->affinity, w->index + 1); /* once, before the first batch */
-    if (run->perf_on)
-        w->stats->perf_mask = pb_perf_open(&w->perf, NULL, 0);
-    for (uint64_t seq = (uint64_t)w->index; !atomic_load(&run->stop_workers);
-         seq += (uint64_t)run->workers) {
-        struct pb_slot *slot = pb_queue_acquire(&run->queue, w->index);
-        if (!slot)
-            break;
-        int rc = build_batch(w, seq, slot);
-        if (rc != BATCH_BUILT) {
-            pb_queue_release(&run->queue, slot);
-            break;
-        }
-        pb_queue_push(&run->queue, slot);
-    }
-    atomic_store(&w->exit_cpu_ns, pb_thread_cpu_ns());
-    pb_affinity_thread_end(run->affinity, w->index + 1);
-    pb_perf_close(&w->perf);
-    pb_queue_worker_done(&run->queue, w->index);
-    return NULL;
-}
-
 /* CPU time of every loader thread (the consumer's own when it loads), read
  * from the consumer so the window is exactly the measured part. */
 static uint64_t loader_cpu_ns(const struct run *run)
@@ -456,8 +150,8 @@ static int start_repeat(struct run *run, int repeat, bool stage_timing, char *ms
     if (run->workers == 0 && run->perf_on) /* the loop builds the batches itself */
         run->worker[0].stats->perf_mask = pb_perf_open(&run->worker[0].perf, NULL, 0);
     for (int i = 0; i < run->workers; i++) {
-        if (pthread_create(&run->worker[i].thread, NULL, worker_main, &run->worker[i]) != 0) {
-            fail_run(run, PB_ERR, "cannot start loader worker threads");
+        if (pthread_create(&run->worker[i].thread, NULL, pb_runner_worker_main, &run->worker[i]) != 0) {
+            pb_runner_fail(run, PB_ERR, "cannot start loader worker threads");
             break;
         }
         run->started_workers = i + 1;
@@ -472,7 +166,7 @@ static struct pb_slot *next_batch(struct run *run, uint64_t seq, uint32_t *depth
     if (run->workers > 0)
         return pb_queue_pop(&run->queue, run->spec->loader.in_order, seq, depth);
     struct pb_slot *slot = &run->slots[0];
-    return build_batch(&run->worker[0], seq, slot) == BATCH_BUILT ? slot : NULL;
+    return pb_runner_build_batch(&run->worker[0], seq, slot) == PB_BATCH_BUILT ? slot : NULL;
 }
 
 /* ---- the watchdog (the system sampler's thread) ------------------------- */
@@ -503,7 +197,7 @@ static void stage_stuck(struct run *run, struct worker *w, int stage, uint64_t s
              w->chain.stages[stage].ops->name, (double)stuck_ns / 1e9, path, member ? ":" : "",
              member ? member : "", w->index, run->spec->run.stage_timeout_s);
     atomic_store(&w->stuck, true);
-    fail_run(run, PB_ERR_STALLED, text);
+    pb_runner_fail(run, PB_ERR_STALLED, text);
 }
 
 /* Every loader worker inside a stage whose count of stage calls has not
@@ -555,7 +249,7 @@ static uint64_t train_on_batch(struct run *run, struct pb_slot *slot, bool measu
             pb_trace_record(run->loop_trace, run->loop_trace_names[k], PB_TRACE_SPAN,
                             slot->batch.seq, t0, pb_now_ns(), 0);
         if (src != PB_OK)
-            fail_run(run, src, stage_msg);
+            pb_runner_fail(run, src, stage_msg);
     }
     if (run->gpu && run->fatal_rc == PB_OK) {
         char gpu_msg[PB_MSG_MAX];
@@ -563,7 +257,7 @@ static uint64_t train_on_batch(struct run *run, struct pb_slot *slot, bool measu
         int grc = gpu_batch(run, slot, measuring, step_ns, &blocked, &copy_wait, &step_wall_ns,
                             gpu_msg, sizeof(gpu_msg));
         if (grc != PB_OK)
-            fail_run(run, grc, gpu_msg);
+            pb_runner_fail(run, grc, gpu_msg);
         if (measuring) {
             run->gpu_acc.fig.host_blocked_ns += blocked;
             run->gpu_acc.fig.copy_wait_ns += copy_wait;
@@ -606,7 +300,7 @@ static void record_batch(struct run *run, struct consumed *c, struct pb_repeat_r
         .samples = slot->batch.samples,
     };
     if (push_batch_record(rep, &c->records_cap, &rec) != PB_OK)
-        fail_run(run, PB_ERR_NOMEM, "out of memory recording batch timings");
+        pb_runner_fail(run, PB_ERR_NOMEM, "out of memory recording batch timings");
     c->samples += slot->batch.samples;
     pb_sysmon_publish(&run->sysmon, c->samples);
     c->batches++;
@@ -756,7 +450,7 @@ static void stop_repeat(struct run *run)
         char gpu_msg[PB_MSG_MAX];
         int grc = pb_gpu_loop_drain(run->gpu, gpu_msg, sizeof(gpu_msg));
         if (grc != PB_OK)
-            fail_run(run, grc, gpu_msg);
+            pb_runner_fail(run, grc, gpu_msg);
     }
     atomic_store(&run->stop_workers, true);
     if (run->workers > 0)

@@ -145,4 +145,20 @@ int pb_runner_setup(struct run *run, const struct pb_spec *spec, const struct pb
                     struct pb_point_result *point, char *msg, size_t msglen);
 void pb_runner_free(struct run *run);
 
+/* ---- the loader workers (worker.c) ---------------------------------- */
+
+enum { PB_BATCH_BUILT = 0, PB_BATCH_END = 1 };
+
+/* Builds batch seq into slot (PB_BATCH_BUILT), or says the data ran out
+ * (PB_BATCH_END); a negative code when the run failed (pb_runner_fail has
+ * recorded why). The loop calls it itself when loader.workers is 0. */
+int pb_runner_build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot);
+
+/* A loader worker thread's body (pthread_create's start routine). */
+void *pb_runner_worker_main(void *arg);
+
+/* Ends the run with rc and what (the first failure wins): the workers stop
+ * and the loop wakes. */
+void pb_runner_fail(struct run *run, int rc, const char *what);
+
 #endif
