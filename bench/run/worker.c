@@ -126,8 +126,9 @@ static void on_exit_in_stage(void)
 /* Installs the crash handler and the exit check once per process. */
 static void name_crashes(void)
 {
-    static atomic_flag installed = ATOMIC_FLAG_INIT;
-    if (atomic_flag_test_and_set(&installed))
+    static atomic_bool installed;
+    if (atomic_load_explicit(&installed, memory_order_relaxed) ||
+        atomic_exchange(&installed, true))
         return;
     atexit(on_exit_in_stage);
     struct sigaction sa;
@@ -390,13 +391,9 @@ static inline void batch_clock_end(struct worker *w, uint64_t seq, struct pb_slo
  * fails on bad data is counted and skipped under run.on_error: skip; any
  * other failure ends the run. No allocation, no lock and no formatting
  * unless a sample fails. */
-int pb_runner_build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
+static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
 {
     struct run *run = w->run;
-    if (this_worker != w) { /* once per thread and point */
-        this_worker = w;
-        name_crashes();
-    }
     uint64_t start_ns = pb_now_ns();
     uint32_t n;
     if (!pb_sampler_batch_visits(&run->sampler, seq, w->indices, w->seeds, w->visit_seeds,
@@ -433,6 +430,15 @@ int pb_runner_build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
     slot->bytes_read = bytes_read;
     batch_clock_end(w, seq, slot, &bc);
     return PB_BATCH_BUILT;
+}
+
+int pb_runner_build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
+{
+    name_crashes();
+    this_worker = w; /* only while the batch is built: the run is freed later */
+    int rc = build_batch(w, seq, slot);
+    this_worker = NULL;
+    return rc;
 }
 
 void *pb_runner_worker_main(void *arg)
