@@ -63,7 +63,9 @@ int pb_residency_measure(const struct pb_dataset *ds, struct pb_residency *out)
     for (size_t i = 0; i < files; i += stride) {
         if (sizes[i] == 0)
             continue;
-        int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: a file swapped for a FIFO after indexing must not
+         * block the loop's thread here (it has no watchdog). */
+        int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         int64_t resident = fd >= 0 ? resident_bytes(fd, sizes[i], vec, page) : -1;
         if (fd >= 0)
             close(fd);
@@ -97,7 +99,7 @@ uint64_t pb_storage_evict(const struct pb_dataset *ds)
     size_t files = pb_dataset_storage_files(ds, &paths, &sizes);
     uint64_t failed = 0;
     for (size_t i = 0; i < files; i++) {
-        int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+        int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0) {
             failed++;
             continue;

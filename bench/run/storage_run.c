@@ -21,7 +21,7 @@ static bool direct_works(const struct pb_dataset *ds)
     const uint64_t *sizes;
     if (pb_dataset_storage_files(ds, &paths, &sizes) == 0)
         return false;
-    int fd = open(paths[0], O_RDONLY | O_CLOEXEC | O_DIRECT);
+    int fd = open(paths[0], O_RDONLY | O_CLOEXEC | O_DIRECT | O_NONBLOCK);
     if (fd < 0)
         return errno != EINVAL;
     close(fd);
