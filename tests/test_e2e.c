@@ -14,6 +14,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <math.h>
+#include <poll.h>
+#include <pty.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
@@ -870,6 +872,93 @@ static void test_stuck_stage_is_named_and_the_result_written(void **state)
     json_decref(r);
 }
 
+/* Reads what the child wrote to the terminal for ms milliseconds (so it
+ * never blocks on a full one), appending to log. Returns false once the
+ * child closed it. */
+static bool drain_terminal(int master, int ms, char *log, size_t loglen)
+{
+    uint64_t end = pb_now_ns() + (uint64_t)ms * 1000000;
+    while (pb_now_ns() < end) {
+        struct pollfd p = {.fd = master, .events = POLLIN};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        char buf[512];
+        ssize_t n = read(master, buf, sizeof(buf));
+        if (n <= 0)
+            return false;
+        size_t used = strlen(log);
+        if (used + (size_t)n < loglen) {
+            memcpy(log + used, buf, (size_t)n);
+            log[used + (size_t)n] = '\0';
+        }
+    }
+    return true;
+}
+
+/* Ctrl-C typed at a terminal: the first asks for a polite stop, which
+ * waits for the loader threads; a second, seconds later, stops at once,
+ * without waiting for a loader stuck in a stage (here for good: hang.c
+ * after 2 samples, with the watchdog at 600 s), and says so. */
+static void test_second_ctrl_c_stops_now(void **state)
+{
+    (void)state;
+    char config[600];
+    snprintf(config, sizeof(config), "%s/ctrlc.yaml", workdir);
+    FILE *f = fopen(config, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "name: ctrlc\n"
+            "dataset: {path: data, generate: {kind: files, count: 64, size_bytes: 4096, seed: 1}}\n"
+            "pipeline:\n"
+            "  - read:\n"
+            "  - decode: {decoder: null, width: 8, height: 8, channels: 3}\n"
+            "  - plugin: {path: %s/libpbench_test_hang.so, after: 2}\n"
+            "loader: {workers: 1, batch_size: 1, prefetch_factor: 1}\n"
+            "run: {warmup_batches: 1, min_time_s: 0.01, max_time_s: 0.05, repeats: 3,\n"
+            "      stage_timeout_s: 600}\n",
+            PB_TEST_PLUGIN_DIR);
+    fclose(f);
+    int master;
+    pid_t pid = forkpty(&master, NULL, NULL, NULL);
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* As a shell starts it: Ctrl-C neither ignored nor blocked (a
+         * test runner may have done either, and both pass through exec). */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGINT, SIG_DFL);
+        if (chdir(workdir) != 0)
+            _exit(127);
+        execl(getenv("PBENCH_BINARY"), "pbench", "run", "ctrlc.yaml", "-o", "ctrlc.json",
+              (char *)NULL);
+        _exit(127);
+    }
+    static char log[65536];
+    log[0] = '\0';
+    drain_terminal(master, 3000, log, sizeof(log));
+    assert_int_equal(write(master, "\003", 1), 1); /* the first Ctrl-C: a polite stop */
+    drain_terminal(master, 2500, log, sizeof(log));
+    assert_int_equal(write(master, "\003", 1), 1); /* the second: at once */
+    int status = 0;
+    pid_t done = 0;
+    uint64_t deadline = pb_now_ns() + 15 * 1000000000ull;
+    while (done == 0 && pb_now_ns() < deadline) {
+        if (!drain_terminal(master, 50, log, sizeof(log)))
+            usleep(20000); /* the terminal closed: the process is ending */
+        done = waitpid(pid, &status, WNOHANG);
+    }
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fail_msg("pbench still ran 15 s after the second Ctrl-C: %s", log);
+    }
+    close(master);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 130);
+    pb_test_assert_contains(log, (const char *const[]){"second Ctrl-C: stopping now", NULL});
+}
+
 /* A plugin stage that misbehaves (tests/plugins/misbehave.c) is named with
  * the sample it was on, whatever it does: crash, a code that is not
  * pbench's, a failure without a message, more output than its buffer, or
@@ -1344,6 +1433,7 @@ int main(void)
         cmocka_unit_test(test_interrupt_before_any_repeat_says_so),
         cmocka_unit_test(test_stuck_stage_is_named_and_the_result_written),
         cmocka_unit_test(test_misbehaving_stage_is_named),
+        cmocka_unit_test(test_second_ctrl_c_stops_now),
         cmocka_unit_test(test_deep_yaml_fails_at_its_line),
         cmocka_unit_test(test_huge_axis_sweep_refused_with_its_size),
         cmocka_unit_test(test_bad_results_and_no_match),

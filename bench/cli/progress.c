@@ -4,9 +4,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/base/pb.h"
+#include "bench/run/runner.h"
 
 /* The session's stop flag: the number of the signal that raised it. */
 static volatile sig_atomic_t stop_signal;
@@ -16,19 +18,39 @@ static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 static struct sigaction saved_actions[PB_ARRAY_LEN(stop_signals)];
 static bool handled[PB_ARRAY_LEN(stop_signals)];
 
+/* When the first stop signal came (CLOCK_MONOTONIC, ns). */
+static volatile sig_atomic_t first_stop_s;
+
 /* A stop signal raises the flag and stays handled: SIGTERM sent twice (GNU
  * timeout sends it to pbench, then to its process group) or SIGHUP after
  * SIGTERM is one stop, and the first signal's number is kept for the exit
- * code. */
-static void on_stop_signal(int sig)
+ * code. Only a second Ctrl-C typed at the terminal (the kernel sends it:
+ * SI_KERNEL), a second or more after the first, asks for the stop to be
+ * at once: the loop stops waiting for loader threads still inside a
+ * stage, and what was measured is still written. */
+static void on_stop_signal(int sig, siginfo_t *info, void *context)
 {
-    if (!stop_signal)
+    (void)context;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!stop_signal) {
         stop_signal = sig;
+        first_stop_s = (sig_atomic_t)now.tv_sec;
+        return;
+    }
+    if (sig != SIGINT || info->si_code != SI_KERNEL || (stop_signal & PB_RUN_STOP_NOW) ||
+        now.tv_sec - first_stop_s < 2)
+        return;
+    stop_signal |= PB_RUN_STOP_NOW;
+    static const char said[] = "\npbench: second Ctrl-C: stopping now, without waiting for the "
+                               "loader threads; what was measured is still written\n";
+    ssize_t ignored = write(STDERR_FILENO, said, sizeof(said) - 1);
+    (void)ignored;
 }
 
 int pb_progress_stop_signal(void)
 {
-    return stop_signal;
+    return stop_signal & ~PB_RUN_STOP_NOW;
 }
 
 static void draw_bar(struct pb_progress *p, double samples_per_s, bool live)
@@ -96,7 +118,8 @@ static void on_measuring(void *user, bool on)
         if (on && !handled[i]) {
             struct sigaction sa;
             memset(&sa, 0, sizeof(sa));
-            sa.sa_handler = on_stop_signal;
+            sa.sa_sigaction = on_stop_signal;
+            sa.sa_flags = SA_SIGINFO;
             sigemptyset(&sa.sa_mask);
             /* A signal inherited ignored stays ignored: whoever started
              * pbench asked for that. */

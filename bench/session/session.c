@@ -603,8 +603,9 @@ static int measure(struct session *s)
 }
 
 /* What raised the stop flag, in a user's words. */
-static const char *stop_cause(int sig)
+static const char *stop_cause(int stop)
 {
+    int sig = stop & ~PB_RUN_STOP_NOW; /* the first signal's number */
     return sig == SIGINT ? "Ctrl-C" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP"
                                                                                  : "the user";
 }
