@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "bench/base/pb.h"
@@ -31,6 +32,7 @@ enum skip_reason {
     SKIP_WALKED_FOLDER,
     SKIP_UNREADABLE_ENTRY,
     SKIP_NOT_REGULAR,
+    SKIP_OUTSIDE,
     SKIP_REASONS
 };
 
@@ -42,6 +44,8 @@ static const char *const skip_names[SKIP_REASONS][2] = {
                                                       "symlink"},
     {"unreadable entry", "unreadable entries"},
     {"entry that is not a regular file", "entries that are not regular files"},
+    {"symlink to a folder that holds dataset.path, or to a system folder (/proc, /sys, /dev)",
+     "symlinks to folders that hold dataset.path, or to system folders (/proc, /sys, /dev)"},
 };
 
 /* A folder by device and inode, so one reached again (a symlink loop, or a
@@ -60,6 +64,7 @@ struct collect {
     size_t walked_count, walked_cap;
     uint64_t skipped[SKIP_REASONS];
     char first[SKIP_REASONS][PB_MSG_MAX / 2]; /* smallest path per reason, why */
+    char root[PB_PATH_MAX]; /* dataset.path resolved (realpath): the walk's top */
 };
 
 static int collect_add(struct collect *c, const char *path, uint64_t size)
@@ -149,6 +154,62 @@ static void skip_unstatable(struct collect *c, int err)
         skip(c, SKIP_UNREADABLE_ENTRY, c->path, err);
 }
 
+/* Whether the folder at path is a kernel's view (/proc, /sys, /dev and
+ * the like), which holds no data and, through /proc/self/root, the whole
+ * file system again. */
+static bool is_system_folder(const char *path)
+{
+    static const unsigned long kinds[] = {
+        0x9fa0,     /* proc */
+        0x62656572, /* sysfs */
+        0x1373,     /* devfs */
+        0x1cd1,     /* devpts */
+        0x64626720, /* debugfs */
+        0x74726163, /* tracefs */
+        0x27e0eb,   /* cgroup */
+        0x63677270, /* cgroup2 */
+        0x73636673, /* securityfs */
+        0xcafe4a11, /* bpf */
+    };
+    struct statfs fs;
+    if (statfs(path, &fs) != 0)
+        return false;
+    for (size_t i = 0; i < PB_ARRAY_LEN(kinds); i++)
+        if ((unsigned long)fs.f_type == kinds[i])
+            return true;
+    return false;
+}
+
+/* Whether a folder reached through a symlink leads back above the walk's
+ * top (to a folder that holds dataset.path: its parent, "/"), where the
+ * walk would take in everything beside the dataset. */
+static bool leads_above_root(const struct collect *c, const char *path)
+{
+    char real[PB_PATH_MAX];
+    if (!realpath(path, real))
+        return false;
+    size_t n = strlen(real);
+    if (n == 1) /* "/" */
+        return true;
+    /* The top itself is walked once already (walk_once says so). */
+    return strncmp(c->root, real, n) == 0 && c->root[n] == '/';
+}
+
+/* Whether a folder entry of the walk is one to leave out: a symlink to a
+ * folder above the top, or a system folder (looked for only where the
+ * walk crosses onto another file system: from the folder of device dev). */
+static bool outside_the_dataset(const struct collect *c, const struct dirent *d,
+                                const struct stat *entry, dev_t dev)
+{
+    bool link = d->d_type == DT_LNK;
+    if (d->d_type == DT_UNKNOWN) {
+        struct stat st;
+        link = lstat(c->path, &st) == 0 && S_ISLNK(st.st_mode);
+    }
+    return (link && leads_above_root(c, c->path)) ||
+           (entry->st_dev != dev && is_system_folder(c->path));
+}
+
 /* Walks the folder at c->path (st its stat), following symlinks to files
  * and folders; every folder once. Returns 0, or -1 with c->error set. */
 static int walk_folder(struct collect *c, const struct stat *st)
@@ -181,6 +242,8 @@ static int walk_folder(struct collect *c, const struct stat *st)
         struct stat entry;
         if (stat(c->path, &entry) != 0)
             skip_unstatable(c, errno);
+        else if (S_ISDIR(entry.st_mode) && outside_the_dataset(c, d, &entry, st->st_dev))
+            skip(c, SKIP_OUTSIDE, c->path, 0);
         else if (S_ISDIR(entry.st_mode))
             rc = walk_folder(c, &entry);
         else if (!S_ISREG(entry.st_mode))
@@ -261,6 +324,16 @@ static int index_files(const struct pb_dataset_spec *spec, struct pb_dataset *ds
             size_t len = strlen(c->path);
             while (len > 1 && c->path[len - 1] == '/')
                 c->path[--len] = '\0';
+            if (!realpath(c->path, c->root))
+                pb_strlcpy(c->root, c->path, sizeof(c->root));
+            if (strcmp(c->root, "/") == 0 || is_system_folder(c->path)) {
+                snprintf(msg, msglen,
+                         "dataset.path '%s' is %s: pbench does not walk %s for data; point "
+                         "dataset.path at the dataset's own folder",
+                         spec->path, strcmp(c->root, "/") == 0 ? "the root folder /" : "a system "
+                         "folder", strcmp(c->root, "/") == 0 ? "the whole file system" : "it");
+                return PB_ERR_CONFIG;
+            }
             walk_folder(c, &st);
         }
     }

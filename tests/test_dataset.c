@@ -446,9 +446,49 @@ static void test_visits_keep_a_files_clips_together(void **state)
         assert_int_equal(visited[f], 1); /* every file once per epoch, over the shards */
 }
 
+/* The walk stays in the dataset: a symlink to a folder that holds
+ * dataset.path (its parent, "/") or to /proc is left out and counted, and
+ * a dataset.path that is "/" (or reaches it, as /proc/self/root does) is
+ * refused rather than walked. */
+static void test_walk_stays_in_the_dataset(void **state)
+{
+    (void)state;
+    char base[256], dir[300], path[PB_PATH_MAX], msg[PB_MSG_MAX];
+    snprintf(base, sizeof(base), "/tmp/pbench-walk-XXXXXX");
+    assert_non_null(mkdtemp(base));
+    snprintf(dir, sizeof(dir), "%s/data", base);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof(path), "%s/a.bin", dir);
+    pb_test_write_file(path, "abc", 3);
+    snprintf(path, sizeof(path), "%s/beside.bin", base); /* beside the dataset: not in it */
+    pb_test_write_file(path, "xyz", 3);
+    snprintf(path, sizeof(path), "%s/up", dir);
+    assert_int_equal(symlink("..", path), 0);
+    snprintf(path, sizeof(path), "%s/proc", dir);
+    assert_int_equal(symlink("/proc", path), 0);
+    struct pb_dataset_spec spec = {.shard = {0, 1}};
+    snprintf(spec.path, sizeof(spec.path), "%s", dir);
+    struct pb_dataset ds;
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(ds.count, 1);
+    pb_test_assert_contains(ds.skipped, (const char *const[]){"2 symlinks to folders that hold "
+                                                              "dataset.path, or to system",
+                                                              NULL});
+    pb_dataset_free(&ds);
+
+    snprintf(spec.path, sizeof(spec.path), "/proc/self/root");
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), PB_ERR_CONFIG);
+    pb_test_assert_contains(msg, (const char *const[]){"is the root folder /", NULL});
+    snprintf(spec.path, sizeof(spec.path), "/sys/kernel");
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), PB_ERR_CONFIG);
+    pb_test_assert_contains(msg, (const char *const[]){"is a system folder", NULL});
+    assert_int_equal(pb_test_tmpdir_remove(base), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_walk_stays_in_the_dataset),
         cmocka_unit_test(test_permutation_properties),
         cmocka_unit_test(test_no_shuffle_is_identity),
         cmocka_unit_test(test_shards_disjoint_and_complete),
