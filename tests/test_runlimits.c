@@ -128,7 +128,7 @@ static void test_error_files_once_with_count(void **state)
     assert_int_equal(len, sizeof(p.error_files[4]) - 1);
     assert_string_equal(p.error_files[4] + len - 18, " (failed 12 times)");
     /* A full list keeps counting the files it holds. */
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < PB_MAX_ERROR_FILES + 12; i++) {
         char other[32];
         snprintf(other, sizeof(other), "c%d.jpg: bad", i);
         pb_error_files_add(&p, NULL, other);
@@ -138,6 +138,26 @@ static void test_error_files_once_with_count(void **state)
     assert_string_equal(p.error_files[2], "data/b.jpg: Bogus marker length (failed 2 times)");
 }
 
+/* The list keeps the first 64 failing files; failures of files after
+ * those are counted, and the result file carries the count. */
+static void test_error_files_beyond_the_list_are_counted(void **state)
+{
+    (void)state;
+    static struct pb_point_result p;
+    memset(&p, 0, sizeof(p));
+    for (int i = 0; i < PB_MAX_ERROR_FILES + 6; i++) {
+        char path[64], what[128];
+        snprintf(path, sizeof(path), "data/%03d.jpg", i);
+        snprintf(what, sizeof(what), "%s: corrupt", path);
+        pb_error_files_add(&p, path, what);
+    }
+    pb_error_files_add(&p, "data/000.jpg", "data/000.jpg: corrupt"); /* listed: its count */
+    assert_int_equal(p.error_file_count, PB_MAX_ERROR_FILES);
+    assert_int_equal(PB_MAX_ERROR_FILES, 64);
+    assert_int_equal(p.error_files_unlisted, 6);
+    assert_string_equal(p.error_files[0], "data/000.jpg: corrupt (failed 2 times)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -145,6 +165,7 @@ int main(void)
         cmocka_unit_test(test_pool_check),
         cmocka_unit_test(test_error_share),
         cmocka_unit_test(test_error_files_once_with_count),
+        cmocka_unit_test(test_error_files_beyond_the_list_are_counted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

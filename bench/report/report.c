@@ -16,6 +16,7 @@
 #include "bench/base/table.h"
 
 #define CELL_MAX PB_TABLE_CELL_MAX
+#define REPORT_ERROR_FILES 8 /* the terminal lists these; the result keeps 64 */
 /* A line of names as shown: printable, then Markdown-escaped. */
 #define SHOWN_SIZE PB_MARKDOWN_SIZE(PB_PRINTABLE_SIZE(CELL_MAX + 300))
 
@@ -657,10 +658,25 @@ static void summary_counts(struct pb_table *t, const struct pb_point_result *p)
     pb_table_add(t, "%llu", (unsigned long long)p->samples);
     pb_table_add(t, "errors");
     pb_table_add(t, "%llu", (unsigned long long)p->errors);
-    for (int i = 0; i < p->error_file_count && i < PB_MAX_ERROR_FILES; i++) {
+    int shown = p->error_file_count < REPORT_ERROR_FILES ? p->error_file_count : REPORT_ERROR_FILES;
+    for (int i = 0; i < shown; i++) {
         char file[PB_PRINTABLE_SIZE(sizeof(p->error_files[i]))];
         pb_table_add(t, "%s", i == 0 ? "error files" : "");
         pb_table_add(t, "%s", pb_printable(file, sizeof(file), p->error_files[i]));
+    }
+    if (p->error_file_count > shown || p->error_files_unlisted) {
+        char more[200] = "";
+        size_t used = 0;
+        if (p->error_file_count > shown)
+            used = (size_t)snprintf(more, sizeof(more), "%d more in the result file (errors.files)",
+                                    p->error_file_count - shown);
+        if (p->error_files_unlisted && used < sizeof(more))
+            snprintf(more + used, sizeof(more) - used, "%s%llu failures of other files after the "
+                     "first %d, counted only",
+                     used ? "; " : "", (unsigned long long)p->error_files_unlisted,
+                     PB_MAX_ERROR_FILES);
+        pb_table_add(t, "%s", "");
+        pb_table_add(t, "%s", more);
     }
 }
 

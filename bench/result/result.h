@@ -21,7 +21,7 @@
 
 #define PB_SCHEMA_VERSION 1
 #define PB_MAX_WARNINGS 32
-#define PB_MAX_ERROR_FILES 8
+#define PB_MAX_ERROR_FILES 64
 
 #define PB_STAGE_COUNTERS 4
 #define PB_PERF_COUNTERS 5      /* counted by bench/run/perfcount.h */
@@ -164,6 +164,7 @@ struct pb_point_result {
     uint64_t samples, errors;
     char error_files[PB_MAX_ERROR_FILES][256]; /* first failing files with why */
     int error_file_count;
+    uint64_t error_files_unlisted; /* failures of files after the list filled up */
     size_t stage_count;
     struct pb_stage_result *stages;        /* owned, merged over repeats  */
     int warning_count;

@@ -313,8 +313,10 @@ static json_t *point_to_json(const struct pb_point_result *p)
     json_t *files = json_array();
     for (int i = 0; i < p->error_file_count && i < PB_MAX_ERROR_FILES; i++)
         json_array_append_new(files, pb_json_text(p->error_files[i]));
-    json_object_set_new(obj, "errors",
-                        json_pack("{s o s o}", "count", pb_json_u64(p->errors), "files", files));
+    json_t *errors = json_pack("{s o s o}", "count", pb_json_u64(p->errors), "files", files);
+    if (p->error_files_unlisted)
+        json_object_set_new(errors, "unlisted", pb_json_u64(p->error_files_unlisted));
+    json_object_set_new(obj, "errors", errors);
     json_object_set_new(obj, "stages", stages_to_json(p->stages, p->stage_count));
     json_t *repeats = json_array();
     for (size_t i = 0; i < p->repeat_count; i++)
@@ -641,6 +643,9 @@ static int read_point(struct pb_json_reader *rd, const json_t *obj, const char *
         pb_json_child_path(at, path, "errors");
         if (pb_json_get_u64(rd, errors, at, "count", &p->errors) ||
             pb_json_get_array(rd, errors, at, "files", &files))
+            return PB_ERR;
+        if (json_object_get(errors, "unlisted") &&
+            pb_json_get_u64(rd, errors, at, "unlisted", &p->error_files_unlisted))
             return PB_ERR;
         for (size_t i = 0; files && i < json_array_size(files) && i < PB_MAX_ERROR_FILES; i++) {
             const json_t *v = json_array_get(files, i);

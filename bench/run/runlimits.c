@@ -154,4 +154,6 @@ void pb_error_files_add(struct pb_point_result *point, const char *path, const c
     if (point->error_file_count < PB_MAX_ERROR_FILES)
         pb_strlcpy(point->error_files[point->error_file_count++], what,
                    sizeof(point->error_files[0]));
+    else
+        point->error_files_unlisted++;
 }
