@@ -269,6 +269,26 @@ static void test_error_names_rank_and_stops_all(void **state)
     free(listing);
 }
 
+/* The line per repeat on stderr shows the job's figures (the ranks
+ * summed), the same the result holds, not rank 0's own. */
+static void test_progress_line_shows_the_job(void **state)
+{
+    (void)state;
+    mpirun_ok("run tiny.yaml -s run.repeats=2 -o P.json");
+    char *err = workdir_file("err.txt");
+    json_t *r = pb_test_load_json(workdir, "P.json");
+    json_t *repeats = json_object_get(json_array_get(json_object_get(r, "points"), 0), "repeats");
+    assert_int_equal(json_array_size(repeats), 2);
+    for (size_t k = 0; k < 2; k++) {
+        char line[96];
+        snprintf(line, sizeof(line), "repeat %zu/2: %.1f samples/s", k + 1,
+                 number(json_array_get(repeats, k), "samples_per_s"));
+        pb_test_assert_contains(err, (const char *const[]){line, NULL});
+    }
+    json_decref(r);
+    free(err);
+}
+
 /* Ranks launched on different settings (an MPMD launch, or one rank's
  * command line edited) are refused before anything is measured, naming the
  * rank and both fingerprints, and no result is written. */
@@ -349,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_ranks_split_cores),
         cmocka_unit_test(test_error_names_rank_and_stops_all),
         cmocka_unit_test(test_ranks_on_different_configs_refused),
+        cmocka_unit_test(test_progress_line_shows_the_job),
         cmocka_unit_test(test_plain_run_has_no_ranks),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);

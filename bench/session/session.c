@@ -559,8 +559,13 @@ static int measure(struct session *s)
         repeats = (int)s->alt.run.repeats;
     if (h->rounds)
         h->rounds(h->user, (int)s->point_count, repeats);
-    struct pb_run_hooks run_hooks = {
-        .progress = h->progress, .tick = h->tick, .user = h->user, .stop = h->stop};
+    /* A multi-rank run's line per repeat shows the job's figures, so it is
+     * said once rank 0 has gathered them, not by the runner. */
+    bool ranks = pb_mpi()->active && pb_mpi()->size > 1;
+    struct pb_run_hooks run_hooks = {.progress = ranks ? NULL : h->progress,
+                                     .tick = h->tick,
+                                     .user = h->user,
+                                     .stop = h->stop};
     start_cupti(s);
     run_hooks.trace = s->cpu_trace = pb_trace_for_specs(s->specs, (size_t)s->point_count, &s->ds);
     s->overhead_pairs = calloc((size_t)repeats, sizeof(double));
@@ -595,6 +600,9 @@ static int measure(struct session *s)
             }
             if (!pb_ranks_repeat_end(&together, i, rc, s->msg, pt, kept_before))
                 s->interrupted = true; /* another rank was stopped */
+            if (ranks && h->progress && pt->repeat_count > kept_before)
+                h->progress(h->user, r, (int)s->specs[i].run.repeats,
+                            &pt->repeats[pt->repeat_count - 1]);
             run_hooks.group = NULL;
         }
     }
