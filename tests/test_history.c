@@ -402,8 +402,8 @@ static void test_add_refuses_partial_results(void **state)
     char db[256], file[300], msg[PB_MSG_MAX * 2], summary[PB_MSG_MAX * 2];
     snprintf(db, sizeof(db), "%s/h.db", dir);
     static const char *const why[] = {
-        "not added: point 0 failed (data/s_29.bin: sample marked corrupt), so its figures are "
-        "partial",
+        ("not added: point 0 failed (data/s_29.bin: sample marked corrupt), so its figures are "
+         "partial"),
         "not added: the run was interrupted", "not added: a repeat of point 0 was cut short",
         "not added: point 0 has no complete repeat"};
     for (int how = 0; how < 4; how++) {
