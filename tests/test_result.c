@@ -8,11 +8,15 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/base/pb.h"
@@ -1365,6 +1369,36 @@ static void test_format_table_complete(void **state)
     assert_string_equal(names, "table, json, markdown, html");
 }
 
+/* A report that cannot be written says why with the write's own reason
+ * (a full disk reads "No space left on device", here a file size limit
+ * "File too large"), not a generic "Input/output error"; no file is left. */
+static void test_report_write_error_names_the_cause(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof(path), "%s/r.json", dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN); /* a write past the limit fails with EFBIG instead */
+        struct rlimit small = {512, 512};
+        setrlimit(RLIMIT_FSIZE, &small);
+        struct pb_result result;
+        make_result(&result, 17);
+        char msg[PB_MSG_MAX];
+        int rc = pb_report_write(path, &result, NULL, PB_FORMAT_JSON, msg, sizeof(msg));
+        pb_result_free(&result);
+        _exit(rc == PB_ERR && strstr(msg, strerror(EFBIG)) && access(path, F_OK) != 0 ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(pb_test_tmpdir_remove(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1391,6 +1425,7 @@ int main(void)
         cmocka_unit_test(test_report_p95_column),
         cmocka_unit_test(test_report_tsv),
         cmocka_unit_test(test_format_table_complete),
+        cmocka_unit_test(test_report_write_error_names_the_cause),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

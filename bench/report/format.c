@@ -119,7 +119,8 @@ static int fill_report(FILE *f, void *user)
     else
         pb_report_analyzed(f, r->result, r->analysis, (enum pb_format)r->format);
     if (ferror(f)) {
-        errno = EIO;
+        if (errno == 0) /* the failed write's own errno (ENOSPC) is the reason */
+            errno = EIO;
         return -1;
     }
     return 0;

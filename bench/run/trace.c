@@ -207,7 +207,8 @@ static int fill_trace(FILE *f, void *user)
         return -1;
     fputs("\n]}\n", f);
     if (ferror(f)) {
-        errno = EIO;
+        if (errno == 0) /* the failed write's own errno (ENOSPC) is the reason */
+            errno = EIO;
         return -1;
     }
     return 0;
