@@ -45,6 +45,13 @@ static void format_ns(char *buf, size_t size, double ns)
         snprintf(buf, size, "%.2f %s", v, units[unit]);
 }
 
+/* Decimals that show a noise figure as measured: a loop paced by its step
+ * can vary by 0.04%, which one decimal would print as a flat "0.0%". */
+static int noise_digits(double pct)
+{
+    return pct >= 0.1 || pct <= 0 ? 1 : pct >= 0.01 ? 2 : 3;
+}
+
 static double mib(uint64_t bytes)
 {
     return (double)bytes / (1024.0 * 1024.0);
@@ -297,7 +304,8 @@ static void sweep_figures_row(struct pb_table *t, const struct pb_result *result
     int windows;
     pb_table_add(t, "%.1f", p->samples_per_s);
     if (pb_point_noise_known(result, i, &windows))
-        pb_table_add(t, "±%.1f%%%s", p->samples_per_s_noise_pct, capped ? " capped" : "");
+        pb_table_add(t, "±%.*f%%%s", noise_digits(p->samples_per_s_noise_pct),
+                     p->samples_per_s_noise_pct, capped ? " capped" : "");
     else
         pb_table_add(t, "noise unknown (%d window%s)%s", windows, windows == 1 ? "" : "s",
                      capped ? " capped" : "");
@@ -512,15 +520,17 @@ static void summary_throughput(struct pb_table *t, const struct pb_result *resul
                      complete < p->repeat_count ? "; 1 repeat cut short, left out" : "");
     else if (complete < p->repeat_count)
         pb_table_add(t,
-                     "%.1f ± %.1f%%  (median of %zu complete repeat%s; %zu cut short, left out)",
-                     p->samples_per_s, p->samples_per_s_noise_pct, complete,
+                     "%.1f ± %.*f%%  (median of %zu complete repeat%s; %zu cut short, left out)",
+                     p->samples_per_s, noise_digits(p->samples_per_s_noise_pct),
+                     p->samples_per_s_noise_pct, complete,
                      complete == 1 ? "" : "s", p->repeat_count - complete);
     else if (p->repeat_count >= 2)
-        pb_table_add(t, "%.1f ± %.1f%%  (median of %zu repeats)", p->samples_per_s,
-                     p->samples_per_s_noise_pct, p->repeat_count);
+        pb_table_add(t, "%.1f ± %.*f%%  (median of %zu repeats)", p->samples_per_s,
+                     noise_digits(p->samples_per_s_noise_pct), p->samples_per_s_noise_pct,
+                     p->repeat_count);
     else if (p->repeat_count == 1)
-        pb_table_add(t, "%.1f ± %.1f%%  (1 repeat; ± is windowed noise)", p->samples_per_s,
-                     p->samples_per_s_noise_pct);
+        pb_table_add(t, "%.1f ± %.*f%%  (1 repeat; ± is windowed noise)", p->samples_per_s,
+                     noise_digits(p->samples_per_s_noise_pct), p->samples_per_s_noise_pct);
     else
         pb_table_add(t, "%.1f  (no repeats)", p->samples_per_s);
     pb_table_add(t, "measured");
