@@ -48,6 +48,10 @@ struct tar_index {
     char key[PB_PATH_MAX];
     bool open, has_image, truncated;
     uint64_t offset, size;
+    /* Members that are not regular files nor folders (links, devices,
+     * FIFOs): left out, counted, the first named. */
+    uint64_t odd_members;
+    char first_odd[PB_PATH_MAX];
 };
 
 /* The members a decoder can read (decoders/jpeg.c, decoders/image_av.c):
@@ -200,8 +204,12 @@ static int index_shard(struct tar_index *ix, uint64_t k, const char *path, uint6
             ix->truncated = true;
             break;
         }
-        if (archive_entry_filetype(e) != AE_IFREG)
+        if (archive_entry_filetype(e) != AE_IFREG) {
+            if (archive_entry_filetype(e) != AE_IFDIR && ix->odd_members++ == 0)
+                snprintf(ix->first_odd, sizeof(ix->first_odd), "%s (member %s)", path,
+                         archive_entry_pathname(e) ? archive_entry_pathname(e) : "?");
             continue;
+        }
         char key[PB_PATH_MAX];
         const char *ext;
         const char *name = archive_entry_pathname(e);
@@ -258,6 +266,23 @@ static size_t compressed_shards(const struct pb_dataset *ds, const char **exampl
             if (has_suffix(ds->paths[i], suffixes[k]) && n++ == 0)
                 *example = ds->paths[i];
     return n;
+}
+
+/* Adds the members left out for not being files to what the dataset
+ * skipped ("...; skipped 2 tar members that are not regular files (links,
+ * devices, FIFOs; first: SHARD (member NAME))"). */
+static void note_odd_members(const struct tar_index *ix, struct pb_dataset *ds)
+{
+    if (!ix->odd_members)
+        return;
+    size_t used = strlen(ds->skipped);
+    if (used < sizeof(ds->skipped))
+        snprintf(ds->skipped + used, sizeof(ds->skipped) - used,
+                 "%sskipped %llu tar %s (links, devices, FIFOs; first: %.300s)",
+                 used ? "; " : "", (unsigned long long)ix->odd_members,
+                 ix->odd_members == 1 ? "member that is not a regular file"
+                                      : "members that are not regular files",
+                 ix->first_odd);
 }
 
 int pb_dataset_index_tar(struct pb_dataset *ds, char *msg, size_t msglen)
@@ -332,6 +357,7 @@ int pb_dataset_index_tar(struct pb_dataset *ds, char *msg, size_t msglen)
                 ds->max_bytes = t->size, ds->max_index = i;
         }
         ds->count = ix.count;
+        note_odd_members(&ix, ds);
     }
     if (rc == PB_ERR_NOMEM)
         snprintf(msg, msglen, "out of memory indexing %zu tar shards", shards);

@@ -278,10 +278,11 @@ static void test_bad_shards_are_counted_errors(void **state)
     assert_non_null(strstr(msg, "no .tar shards"));
 }
 
-/* Compressed shards cannot be read member by member: a folder of .tar.gz
- * is a config error that says to decompress them, and a .tar that is
- * really gzip is a counted bad sample that says the same. */
-static void test_compressed_shards_are_named(void **state)
+/* What cannot be read member by member is named: a folder of .tar.gz is
+ * a config error that says to decompress them, a .tar that is really gzip
+ * a counted bad sample that says the same, a picture no decoder reads (a
+ * TIFF) no image member, and a link member a counted, named skip. */
+static void test_unreadable_shards_and_members_are_named(void **state)
 {
     (void)state;
     char dir[PB_PATH_MAX], path[PB_PATH_MAX * 2], msg[PB_MSG_MAX];
@@ -324,6 +325,25 @@ static void test_compressed_shards_are_named(void **state)
     assert_int_equal(ds.count, 1);
     assert_int_equal(ds.offsets[0], PB_MEMBER_BAD);
     assert_int_equal(ds.sizes[0], PB_MEMBER_NO_IMAGE);
+    pb_dataset_free(&ds);
+
+    /* A member that is a link (or a device, a FIFO) is no sample: it is
+     * left out, and counted and named where the run warns. */
+    char links[PB_PATH_MAX], cmd[PB_PATH_MAX * 2];
+    snprintf(links, sizeof(links), "%s/links-tar", root);
+    assert_int_equal(mkdir(links, 0755), 0);
+    snprintf(path, sizeof(path), "%s/a.jpg", links);
+    pb_test_write_file(path, "\xff\xd8\xff\xd9", 4);
+    snprintf(path, sizeof(path), "%s/b.jpg", links);
+    assert_int_equal(symlink("a.jpg", path), 0);
+    snprintf(cmd, sizeof(cmd), "cd '%s' && tar -cf s.tar a.jpg b.jpg && rm a.jpg b.jpg", links);
+    assert_int_equal(system(cmd), 0);
+    snprintf(spec.path, sizeof(spec.path), "%s", links);
+    assert_int_equal(pb_dataset_open(&spec, &ds, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(ds.count, 1);
+    pb_test_assert_contains(ds.skipped, (const char *const[]){
+                                            "skipped 1 tar member that is not a regular file",
+                                            "(member b.jpg)", NULL});
     pb_dataset_free(&ds);
 }
 
@@ -375,7 +395,7 @@ int main(void)
         cmocka_unit_test(test_stream_visits_each_sample_once),
         cmocka_unit_test(test_shuffle_buffer_stays_local),
         cmocka_unit_test(test_bad_shards_are_counted_errors),
-        cmocka_unit_test(test_compressed_shards_are_named),
+        cmocka_unit_test(test_unreadable_shards_and_members_are_named),
         cmocka_unit_test(test_run_over_shards),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
