@@ -1399,6 +1399,43 @@ static void test_report_write_error_names_the_cause(void **state)
     assert_int_equal(pb_test_tmpdir_remove(dir), 0);
 }
 
+/* An error file whose name is not UTF-8 reads back as the file's own
+ * bytes (errors.files_bytes), while errors.files stays readable; names in
+ * UTF-8 need nothing beside them. */
+static void test_error_file_names_keep_their_bytes(void **state)
+{
+    (void)state;
+    struct pb_result result, back;
+    char msg[PB_MSG_MAX] = "";
+    make_result(&result, 5);
+    struct pb_point_result *p = &result.points[0];
+    p->error_file_count = 3;
+    snprintf(p->error_files[0], 256, "data/ok.jpg: corrupt");
+    snprintf(p->error_files[1], 256, "data/bad\xff\xfe.jpg: truncated");
+    snprintf(p->error_files[2], 256, "data/caf\xc3\xa9.jpg: corrupt");
+    json_t *root = pb_result_to_json(&result);
+    char *text = json_dumps(root, 0);
+    assert_non_null(text); /* valid JSON: the stray bytes are not written raw */
+    json_decref(root);
+    json_error_t error;
+    json_t *loaded = json_loads(text, 0, &error);
+    assert_non_null(loaded);
+    free(text);
+    json_t *errors = json_object_get(json_array_get(json_object_get(loaded, "points"), 0),
+                                     "errors");
+    json_t *exact = json_object_get(errors, "files_bytes");
+    assert_int_equal(json_array_size(exact), 3); /* beside errors.files, entry by entry */
+    assert_true(json_is_null(json_array_get(exact, 0)));
+    assert_true(json_is_string(json_array_get(exact, 1)));
+    assert_true(json_is_null(json_array_get(exact, 2)));
+    assert_int_equal(pb_result_from_json(loaded, &back, msg, sizeof(msg)), PB_OK);
+    json_decref(loaded);
+    for (int k = 0; k < 3; k++)
+        assert_string_equal(back.points[0].error_files[k], p->error_files[k]);
+    pb_result_free(&back);
+    pb_result_free(&result);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1426,6 +1463,7 @@ int main(void)
         cmocka_unit_test(test_report_tsv),
         cmocka_unit_test(test_format_table_complete),
         cmocka_unit_test(test_report_write_error_names_the_cause),
+        cmocka_unit_test(test_error_file_names_keep_their_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -159,6 +159,15 @@ static void test_file_names_that_are_not_utf8(void **state)
     json_error_t error;
     json_t *back = json_loads(text, 0, &error);
     assert_non_null(back);
+    /* Read back, each name is the file's own bytes again (file_bytes),
+     * not its Latin-1 reading. */
+    struct pb_stage_result again;
+    memset(&again, 0, sizeof(again));
+    pb_slowest_from_json(back, &again);
+    assert_int_equal(again.slowest_count, 3);
+    for (int k = 0; k < 3; k++)
+        assert_string_equal(again.slowest_files[k], paths[k]);
+    assert_null(json_object_get(json_array_get(back, 0), "file_bytes")); /* UTF-8: not needed */
     json_decref(back);
     free(text);
     json_decref(j);

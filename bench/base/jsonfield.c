@@ -78,6 +78,49 @@ json_t *pb_json_text(const char *text)
     return s;
 }
 
+json_t *pb_json_bytes(const char *text)
+{
+    json_t *probe = json_string(text);
+    if (probe) {
+        json_decref(probe);
+        return NULL; /* UTF-8: pb_json_text holds it exactly */
+    }
+    static const char digits[] = "0123456789abcdef";
+    size_t len = strlen(text);
+    char *hex = malloc(2 * len + 1);
+    if (!hex)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        hex[2 * i] = digits[(unsigned char)text[i] >> 4];
+        hex[2 * i + 1] = digits[(unsigned char)text[i] & 15];
+    }
+    hex[2 * len] = '\0';
+    json_t *s = json_string(hex);
+    free(hex);
+    return s;
+}
+
+static int hex_value(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+bool pb_json_bytes_read(const json_t *v, char *buf, size_t buflen)
+{
+    const char *hex = json_string_value(v);
+    size_t len = hex ? strlen(hex) : 0;
+    if (!hex || len % 2 || buflen == 0)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (hex_value(hex[i]) < 0 || (i % 2 == 0 && hex[i] == '0' && hex[i + 1] == '0'))
+            return false; /* not hex, or a NUL byte no file name has */
+    size_t n = len / 2 < buflen - 1 ? len / 2 : buflen - 1;
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (char)(hex_value(hex[2 * i]) << 4 | hex_value(hex[2 * i + 1]));
+    buf[n] = '\0';
+    return true;
+}
+
 /* Sets the table's fields of the struct at base into obj, in table order. */
 void pb_fields_put(json_t *obj, const void *base, const struct pb_field *fields)
 {

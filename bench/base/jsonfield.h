@@ -70,6 +70,17 @@ int pb_utf8_length(const unsigned char *p);
  * memory. */
 json_t *pb_json_text(const char *text);
 
+/* The exact bytes of text that is not UTF-8, as a JSON string of hex
+ * digits, for a field beside its pb_json_text (which reads well but is not
+ * the file's name): reading it back with pb_json_bytes_read gives the name
+ * the file has. NULL when text is UTF-8 (nothing to add) or without
+ * memory. */
+json_t *pb_json_bytes(const char *text);
+
+/* The text a pb_json_bytes value holds, into buf (of buflen, cut short
+ * there). false, buf untouched, when v is not one. */
+bool pb_json_bytes_read(const json_t *v, char *buf, size_t buflen);
+
 /* Sets the table's fields of the struct at base into obj, in table order. */
 void pb_fields_put(json_t *obj, const void *base, const struct pb_field *fields);
 /* The same into a new object (a new reference). */

@@ -408,6 +408,9 @@ json_t *pb_slowest_to_json(const struct pb_stage_result *row)
             json_object_set_new(o, "file", file);
         else
             json_decref(file);
+        json_t *bytes = pb_json_bytes(row->slowest_files[k]); /* a name not in UTF-8 */
+        if (bytes)
+            json_object_set_new(o, "file_bytes", bytes);
         json_array_append_new(arr, o);
     }
     return arr;
@@ -426,7 +429,11 @@ void pb_slowest_from_json(const json_t *arr, struct pb_stage_result *row)
             json_integer_value(sample) < 0)
             continue;
         const json_t *file = json_object_get(o, "file");
+        char exact[sizeof(row->slowest_files[0])];
+        bool raw = pb_json_bytes_read(json_object_get(o, "file_bytes"), exact, sizeof(exact));
         row_add(row, (uint64_t)json_integer_value(ns), (uint64_t)json_integer_value(sample),
-                json_is_string(file) ? json_string_value(file) : NULL);
+                raw                     ? exact
+                : json_is_string(file) ? json_string_value(file)
+                                        : NULL);
     }
 }

@@ -305,6 +305,26 @@ static json_t *repeat_to_json(const struct pb_repeat_result *r)
     return obj;
 }
 
+/* errors.files_bytes: beside each error file whose name is not UTF-8, the
+ * entry's exact bytes (pb_json_bytes; null for the others), or NULL when
+ * every name is UTF-8. */
+static json_t *files_bytes(const struct pb_point_result *p)
+{
+    json_t *arr = NULL;
+    for (int i = 0; i < p->error_file_count && i < PB_MAX_ERROR_FILES; i++) {
+        json_t *bytes = pb_json_bytes(p->error_files[i]);
+        if (!bytes && !arr)
+            continue;
+        if (!arr) {
+            arr = json_array();
+            for (int k = 0; k < i; k++)
+                json_array_append_new(arr, json_null());
+        }
+        json_array_append_new(arr, bytes ? bytes : json_null());
+    }
+    return arr;
+}
+
 static json_t *point_to_json(const struct pb_point_result *p)
 {
     json_t *obj = json_object();
@@ -314,6 +334,9 @@ static json_t *point_to_json(const struct pb_point_result *p)
     for (int i = 0; i < p->error_file_count && i < PB_MAX_ERROR_FILES; i++)
         json_array_append_new(files, pb_json_text(p->error_files[i]));
     json_t *errors = json_pack("{s o s o}", "count", pb_json_u64(p->errors), "files", files);
+    json_t *exact = files_bytes(p); /* names not in UTF-8, as their bytes */
+    if (exact)
+        json_object_set_new(errors, "files_bytes", exact);
     if (p->error_files_unlisted)
         json_object_set_new(errors, "unlisted", pb_json_u64(p->error_files_unlisted));
     json_object_set_new(obj, "errors", errors);
@@ -652,7 +675,10 @@ static int read_point(struct pb_json_reader *rd, const json_t *obj, const char *
             if (!json_is_string(v))
                 return pb_json_fail(rd, pb_json_index_path(sub, at, "files", i), "",
                                     "expected a string");
-            snprintf(p->error_files[i], sizeof(p->error_files[i]), "%s", json_string_value(v));
+            const json_t *exact = json_array_get(json_object_get(errors, "files_bytes"), i);
+            if (!pb_json_bytes_read(exact, p->error_files[i], sizeof(p->error_files[i])))
+                snprintf(p->error_files[i], sizeof(p->error_files[i]), "%s",
+                         json_string_value(v));
             p->error_file_count = (int)i + 1;
         }
     }
