@@ -7,8 +7,8 @@
 #include "bench/report/report_storage.h"
 
 /* The lines for a point whose repeats measured pcts[0..count), as text. */
-static char *render(const struct pb_result *result, const double *pcts, size_t count,
-                    uint64_t checked, double mb_per_s)
+static char *render_as(const struct pb_result *result, const double *pcts, size_t count,
+                       uint64_t checked, double mb_per_s, bool markdown)
 {
     struct pb_repeat_result repeats[4] = {0};
     struct pb_point_result point = {
@@ -21,9 +21,15 @@ static char *render(const struct pb_result *result, const double *pcts, size_t c
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     assert_non_null(out);
-    pb_report_storage(out, false, result, &point);
+    pb_report_storage(out, markdown, result, &point);
     fclose(out);
     return text;
+}
+
+static char *render(const struct pb_result *result, const double *pcts, size_t count,
+                    uint64_t checked, double mb_per_s)
+{
+    return render_as(result, pcts, count, checked, mb_per_s, false);
 }
 
 static void test_memory_and_storage(void **state)
@@ -77,11 +83,27 @@ static void test_sampled_and_notes(void **state)
     free(text);
 }
 
+/* In Markdown, a name from the machine (a file system's) shows as
+ * written, never as HTML (issue 28, item 13). */
+static void test_markdown_names_not_html(void **state)
+{
+    (void)state;
+    struct pb_result result = {.dataset = {.format = "files",
+                                           .cache = "warm",
+                                           .filesystem = "<img src=x>",
+                                           .files = 4}};
+    char *text = render_as(&result, (double[]){97.2}, 1, 4, 50, true);
+    pb_test_assert_contains(text, (const char *const[]){"on &lt;img src=x&gt;", NULL});
+    assert_null(strstr(text, "<img"));
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_and_storage),
         cmocka_unit_test(test_sampled_and_notes),
+        cmocka_unit_test(test_markdown_names_not_html),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,12 +63,13 @@ static void report_ranks(FILE *out, bool markdown, const struct pb_point_result 
     pb_table_free(&t);
     if (!summary)
         return;
-    char host[PB_PRINTABLE_SIZE(64)];
+    char host[PB_PRINTABLE_SIZE(64)], shown[PB_MARKDOWN_SIZE(PB_PRINTABLE_SIZE(64))];
+    pb_printable(host, sizeof(host), text(summary, "slowest_host"));
     fprintf(out,
             "%sslowest rank %.0f on %s; imbalance %.2fx (fastest / slowest); stall mean %.1f%%, "
             "worst %.1f%% (rank %.0f)\n",
             markdown ? "- " : "  ", number(summary, "slowest_rank"),
-            pb_printable(host, sizeof(host), text(summary, "slowest_host")),
+            markdown ? pb_markdown_text(shown, sizeof(shown), host, false) : host,
             number(summary, "imbalance"), number(summary, "stall_mean_pct"),
             number(summary, "stall_worst_pct"), number(summary, "stall_worst_rank"));
     fprintf(out,
@@ -83,12 +84,17 @@ static void report_ranks(FILE *out, bool markdown, const struct pb_point_result 
 /* The policy, the topology and each thread's CPU set. */
 static void report_affinity(FILE *out, bool markdown, const json_t *aff)
 {
-    char line[PB_PRINTABLE_SIZE(512)];
+    char line[PB_PRINTABLE_SIZE(512)], shown[PB_MARKDOWN_SIZE(PB_PRINTABLE_SIZE(512))];
+    pb_printable(line, sizeof(line), text(aff, "topology"));
     fprintf(out, "\n%splacement: loader.affinity %s on %s\n", markdown ? "" : "  ",
-            text(aff, "policy"), pb_printable(line, sizeof(line), text(aff, "topology")));
+            text(aff, "policy"),
+            markdown ? pb_markdown_text(shown, sizeof(shown), line, false) : line);
     const char *note = text(aff, "note");
-    if (note[0])
-        fprintf(out, "%s%s\n", markdown ? "- " : "  ", pb_printable(line, sizeof(line), note));
+    if (note[0]) {
+        pb_printable(line, sizeof(line), note);
+        fprintf(out, "%s%s\n", markdown ? "- " : "  ",
+                markdown ? pb_markdown_text(shown, sizeof(shown), line, false) : line);
+    }
     struct pb_table t;
     pb_table_init(&t, 3, 0, false);
     pb_table_add(&t, "thread");

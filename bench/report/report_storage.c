@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "bench/base/printable.h"
+#include "bench/base/table.h"
 
 /* Shares of the dataset cached at a repeat's start that read as "from
  * memory" and "from storage"; between them, partly from each. */
@@ -51,8 +52,10 @@ void pb_report_storage(FILE *out, bool markdown, const struct pb_result *result,
              "%s%s%s)",
              where, share, measured == 1 ? "the repeat" : "each repeat",
              d->cache[0] ? d->cache : "warm", d->filesystem[0] ? ", on " : "", d->filesystem);
+    char shown[PB_MARKDOWN_SIZE(sizeof(printable))];
+    pb_printable(printable, sizeof(printable), text);
     fprintf(out, "%s%s%s\n", markdown ? "\n- " : "  ",
-            pb_printable(printable, sizeof(printable), text), files);
+            markdown ? pb_markdown_text(shown, sizeof(shown), printable, false) : printable, files);
     const char *bullet = markdown ? "- " : "  ";
     if (d->cache_note[0])
         fprintf(out, "%sdataset.cache: %s did not work as asked on %s: %s\n", bullet, d->cache,
