@@ -528,6 +528,40 @@ static void test_report_says_what_would_decide(void **state)
     pb_result_free(&y);
 }
 
+/* The gate fails on what a training job feels (samples/s, stall) by
+ * default; batch assembly and RSS regress in the table without failing it
+ * unless named with --gate; an unknown name lists the allowed ones. */
+static void test_gate_on_what_users_gate_on(void **state)
+{
+    (void)state;
+    struct pb_comparison cmp;
+    memset(&cmp, 0, sizeof(cmp));
+    cmp.point_count = 1;
+    cmp.points = calloc(1, sizeof(*cmp.points));
+    assert_non_null(cmp.points);
+    struct pb_point_cmp *pc = &cmp.points[0];
+    pc->metric_count = PB_METRIC_COUNT;
+    for (int m = 0; m < PB_METRIC_COUNT; m++) {
+        pc->metrics[m].name = pb_metrics[m].name;
+        pc->metrics[m].verdict = PB_VERDICT_SAME;
+    }
+    const struct pb_metric *p99 = pb_metric_find("assembly_p99_ns");
+    pc->metrics[p99 - pb_metrics].verdict = PB_VERDICT_REGRESSED; /* more workers: slower batches */
+    pc->metrics[0].verdict = PB_VERDICT_IMPROVED;                 /* but more samples/s */
+    char msg[PB_MSG_MAX];
+    assert_int_equal(pb_comparison_gate(&cmp, NULL, msg, sizeof(msg)), PB_OK);
+    assert_int_equal(cmp.gated_regressions, 0);
+    assert_false(pc->metrics[p99 - pb_metrics].gated);
+    assert_true(pc->metrics[0].gated);
+    assert_int_equal(pb_comparison_gate(&cmp, "rss_peak_bytes,assembly_p99_ns", msg, sizeof(msg)),
+                     PB_OK);
+    assert_int_equal(cmp.gated_regressions, 1);
+    assert_int_equal(pb_comparison_gate(&cmp, "bogus", msg, sizeof(msg)), PB_ERR_CONFIG);
+    pb_test_assert_contains(msg, (const char *const[]){"unknown metric 'bogus'",
+                                                       "samples_per_s", "rss_peak_bytes", NULL});
+    pb_comparison_free(&cmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -546,6 +580,7 @@ int main(void)
         cmocka_unit_test(test_what_the_data_can_detect),
         cmocka_unit_test(test_report_says_what_would_decide),
         cmocka_unit_test(test_markdown_names_not_html),
+        cmocka_unit_test(test_gate_on_what_users_gate_on),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

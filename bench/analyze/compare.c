@@ -348,6 +348,9 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
             default: break;
             }
             out->setting_costs += mc->cost_of_setting;
+            mc->gated = pb_metrics[m].gates;
+            out->gated_regressions +=
+                mc->gated && !mc->cost_of_setting && mc->verdict == PB_VERDICT_REGRESSED;
         }
     }
     out->unmatched += (int)(next->point_count > out->point_count ? next->point_count - out->point_count : 0);
@@ -370,6 +373,37 @@ void pb_comparison_free(struct pb_comparison *cmp)
 {
     free(cmp->points);
     memset(cmp, 0, sizeof(*cmp));
+}
+
+int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, size_t msglen)
+{
+    bool named[PB_METRIC_COUNT] = {false};
+    for (const char *at = names; at && *at;) {
+        size_t len = strcspn(at, ",");
+        int m = 0;
+        while (m < PB_METRIC_COUNT &&
+               (strlen(pb_metrics[m].name) != len || strncmp(pb_metrics[m].name, at, len) != 0))
+            m++;
+        if (m == PB_METRIC_COUNT) {
+            size_t used = (size_t)snprintf(msg, msglen, "--gate: unknown metric '%.*s'; allowed:",
+                                           (int)len, at);
+            for (int k = 0; k < PB_METRIC_COUNT && used < msglen; k++)
+                used += (size_t)snprintf(msg + used, msglen - used, "%s %s", k ? "," : "",
+                                         pb_metrics[k].name);
+            return PB_ERR_CONFIG;
+        }
+        named[m] = true;
+        at += len + (at[len] == ',');
+    }
+    cmp->gated_regressions = 0;
+    for (size_t i = 0; i < cmp->point_count; i++)
+        for (int m = 0; m < cmp->points[i].metric_count; m++) {
+            struct pb_metric_cmp *mc = &cmp->points[i].metrics[m];
+            mc->gated = pb_metrics[m].gates || named[m];
+            cmp->gated_regressions +=
+                mc->gated && !mc->cost_of_setting && mc->verdict == PB_VERDICT_REGRESSED;
+        }
+    return PB_OK;
 }
 
 const char *pb_verdict_name(enum pb_verdict verdict)
@@ -395,6 +429,7 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
         json_array_append_new(changes, json_string(cmp->setting_changes[i]));
     json_object_set_new(root, "setting_changes", changes);
     json_object_set_new(root, "regressions", json_integer(cmp->regressions));
+    json_object_set_new(root, "gated_regressions", json_integer(cmp->gated_regressions));
     json_object_set_new(root, "improvements", json_integer(cmp->improvements));
     json_object_set_new(root, "ambiguous", json_integer(cmp->ambiguous));
     json_object_set_new(root, "unmatched_points", json_integer(cmp->unmatched));
@@ -418,6 +453,7 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
             json_object_set_new(o, "p_value", isnan(mc->p_value) ? json_null() : json_real(mc->p_value));
             json_object_set_new(o, "repeats", json_pack("[i i]", mc->base_n, mc->next_n));
             json_object_set_new(o, "verdict", json_string(pb_verdict_name(mc->verdict)));
+            json_object_set_new(o, "gated", json_boolean(mc->gated));
             if (mc->cost_of_setting)
                 json_object_set_new(o, "cost_of_setting", json_true());
             json_object_set_new(o, "min_p", isnan(mc->min_p) ? json_null() : json_real(mc->min_p));

@@ -42,6 +42,9 @@ struct pb_metric_cmp {
      * workers or prefetch hold more batches): reported as the setting's
      * cost, not counted in regressions. */
     bool cost_of_setting;
+    /* Whether --fail-on-regression fails on this metric (its table row's
+     * default, or named with --gate: pb_comparison_gate). */
+    bool gated;
     /* What the data could detect (docs/statistics.md, "What a comparison
      * can detect"). */
     double min_p;              /* smallest p Mann-Whitney can give at n vs m */
@@ -78,6 +81,7 @@ struct pb_comparison {
     int setting_change_count;
     char setting_changes[12][300];
     int regressions, improvements, ambiguous;
+    int gated_regressions;     /* the regressions --fail-on-regression fails on */
     bool interleaved;          /* two configs measured in interleaved rounds */
 };
 
@@ -92,6 +96,12 @@ int pb_compare(const struct pb_result *base, const struct pb_result *next, doubl
 int pb_compare_configs(const struct pb_result *base, const struct pb_result *next,
                        double threshold_pct, struct pb_comparison *out);
 void pb_comparison_free(struct pb_comparison *cmp);
+
+/* Adds the metrics named in names (comma separated, as --gate takes them)
+ * to those the gate fails on, and counts cmp->gated_regressions again.
+ * PB_OK, or PB_ERR_CONFIG with msg naming an unknown metric and the
+ * allowed ones. names may be NULL (the table's defaults only). */
+int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, size_t msglen);
 
 const char *pb_verdict_name(enum pb_verdict verdict);
 json_t *pb_comparison_to_json(const struct pb_comparison *cmp);

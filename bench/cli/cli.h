@@ -13,8 +13,17 @@
  * number. */
 int pb_cli_exit(int rc);
 
-/* The exit code of a printed comparison (compare, run --baseline). */
-int pb_cli_comparison_exit(int print_rc, const struct pb_comparison *cmp, bool fail_on_regression);
+/* What a comparison's exit code answers to: --fail-on-regression, and the
+ * metrics --gate adds to those the table gates on by default. */
+struct pb_gate {
+    bool fail_on_regression;
+    const char *metrics; /* "assembly_p99_ns,rss_peak_bytes", or NULL */
+};
+
+/* The exit code of a printed comparison (compare, run --baseline): 3 for
+ * a regression of a gated metric under --fail-on-regression. */
+int pb_cli_comparison_exit(int print_rc, const struct pb_comparison *cmp,
+                           const struct pb_gate *gate);
 
 /* "pbench CMD: MESSAGE" on stderr; the message names files from the
  * command line or a result, printed without control characters. cmd may

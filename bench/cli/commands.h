@@ -10,7 +10,7 @@
     X(run, \
       "pbench run CONFIG [-s key.path=value]... [-a key.path=v1,v2]... [-o results/NAME.json]\n" \
       "                  [--format {formats}] [--quiet] [--overhead] [--trace FILE]\n" \
-      "                  [--baseline BASE.json [--threshold 5%] [--fail-on-regression]]", \
+      "                  [--baseline BASE.json [--threshold 5%] [--fail-on-regression] [--gate M,..]]", \
       "Runs the pipeline CONFIG describes under its loader settings, prints a table and writes\n" \
       "the complete result as JSON (default results/NAME-YYYYmmdd-HHMMSS.json).\n\n" \
       "  -s, --set key.path=value  override one config value, e.g. -s loader.workers=4,\n" \
@@ -27,7 +27,9 @@
       "      --no-calibrate        skip the one-core calibration a sweep starts with\n" \
       "      --baseline BASE.json  compare the new result with BASE.json (as pbench compare)\n" \
       "      --threshold PCT       practical threshold of that comparison (default 5%)\n" \
-      "      --fail-on-regression  exit 3 when the comparison finds a regression\n\n" \
+      "      --fail-on-regression  exit 3 when the comparison finds a regression of a gated\n" \
+      "                            metric (samples_per_s, stall_pct)\n" \
+      "      --gate M,...          gate on these metrics too ({metrics})\n\n" \
       "Ctrl-C, SIGTERM or SIGHUP stops after the current batch and still writes what was\n" \
       "measured (exit 130, 143 or 129).") \
     X(gen, \
@@ -40,9 +42,10 @@
       "config's dataset.generate block ('pbench list dataset.generate'), with - for _.") \
     X(compare, \
       "pbench compare BASE.json NEW.json [--threshold 5%] [--format {comparison-formats}]\n" \
-      "                  [-o FILE] [--fail-on-regression] [--force]\n" \
+      "                  [-o FILE] [--fail-on-regression] [--gate M,...] [--force]\n" \
       "pbench compare BASE.yaml NEW.yaml [-s key.path=value]... [-o results/NAME.json] [--quiet]\n" \
       "                  [--threshold 5%] [--format {comparison-formats}] [--fail-on-regression]\n" \
+      "                  [--gate M,...]\n" \
       "pbench compare BOTH.json          (re-prints what a compare of two configs wrote)", \
       "Compares two results point by point (matched by their sweep axes): samples/s, batch\n" \
       "assembly p50/p99, stall % and peak RSS, each with the change, a 95% bootstrap confidence\n" \
@@ -57,8 +60,11 @@
       "(A B B A A B ...: a drift of the machine falls on both alike), writes one result holding\n" \
       "both (each point tagged compare: base|new) and prints the same comparison. -s applies to\n" \
       "both configs. On a shared CI runner this is the strongest before/after evidence.\n\n" \
-      "Exit codes: 0 no regression (same, improved or ambiguous; or no --fail-on-regression),\n" \
-      "3 a regression with --fail-on-regression, 1 unreadable files, 2 usage error,\n" \
+      "--fail-on-regression gates on samples/s and stall %, what a training job feels; batch\n" \
+      "assembly and peak RSS are reported, and gate only when named with --gate.\n\n" \
+      "Exit codes: 0 no regression of a gated metric (same, improved or ambiguous; or no\n" \
+      "--fail-on-regression), 3 such a regression with --fail-on-regression, 1 unreadable\n" \
+      "files, 2 usage error,\n" \
       "incompatible results or no point of one result matching a point of the other.") \
     X(history, \
       "pbench history add RESULT.json [--db results/history.db] [--revision REV] [--force]\n" \

@@ -41,10 +41,11 @@ int pb_cli_exit(int rc)
                                       : PB_EXIT_ERROR;
 }
 
-int pb_cli_comparison_exit(int print_rc, const struct pb_comparison *cmp, bool fail_on_regression)
+int pb_cli_comparison_exit(int print_rc, const struct pb_comparison *cmp,
+                           const struct pb_gate *gate)
 {
-    return print_rc != PB_OK                           ? PB_EXIT_USAGE
-           : fail_on_regression && cmp->regressions > 0 ? PB_EXIT_REGRESSION
+    return print_rc != PB_OK ? PB_EXIT_USAGE
+           : gate->fail_on_regression && cmp->gated_regressions > 0 ? PB_EXIT_REGRESSION
                                                         : PB_EXIT_OK;
 }
 
@@ -55,6 +56,18 @@ void pb_cli_error(const char *cmd, const char *msg)
             pb_printable(shown, sizeof(shown), msg));
 }
 
+/* --gate NAME[,NAME]: each a comparable metric, else a usage error (-1:
+ * fine, so parsing goes on). */
+static int gate_check(const char *cmd, const char *names)
+{
+    struct pb_comparison none;
+    memset(&none, 0, sizeof(none));
+    char msg[PB_MSG_MAX];
+    if (pb_comparison_gate(&none, names, msg, sizeof(msg)) == PB_OK)
+        return -1;
+    return pb_cli_usage_error(cmd, "%s", msg);
+}
+
 /* ---- measuring: run and compare of two configs ------------------------- */
 
 /* Runs the session opts describes, with the progress lines on stderr, and
@@ -62,7 +75,7 @@ void pb_cli_error(const char *cmd, const char *msg)
  * (with --baseline); two configs measured together, their comparison
  * alone. Returns the exit code: the session's, else the comparison's. */
 static int measure(const struct pb_session_opts *opts, const char *title, bool quiet, int format,
-                   bool fail_on_regression)
+                   const struct pb_gate *gate)
 {
     struct pb_progress progress;
     struct pb_session_hooks hooks;
@@ -84,11 +97,12 @@ static int measure(const struct pb_session_opts *opts, const char *title, bool q
         bool beside_page = !two_configs && format == PB_FORMAT_HTML;
         if (!two_configs)
             fputc('\n', stdout);
+        pb_comparison_gate(&outcome.comparison, gate->metrics, msg, sizeof(msg));
         int rc = pb_comparison_print(beside_page ? stderr : stdout, stderr, &outcome.comparison,
                                      two_configs ? opts->config_path : opts->baseline_path,
                                      two_configs ? opts->new_config_path : outcome.result_path,
                                      beside_page ? PB_FORMAT_TABLE : format, false);
-        int verdict = pb_cli_comparison_exit(rc, &outcome.comparison, fail_on_regression);
+        int verdict = pb_cli_comparison_exit(rc, &outcome.comparison, gate);
         if (code == PB_EXIT_OK)
             code = verdict;
     }
@@ -108,6 +122,7 @@ static int cmd_run(int argc, char **argv)
         {"no-calibrate", no_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
         {"baseline", required_argument, NULL, 'B'}, {"threshold", required_argument, NULL, 'T'},
         {"fail-on-regression", no_argument, NULL, 'F'},
+        {"gate", required_argument, NULL, 'G'},
         {"trace", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
@@ -116,7 +131,8 @@ static int cmd_run(int argc, char **argv)
     struct pb_session_opts opts = {.overrides = overrides, .axes = axes, .calibrate = true,
                                    .threshold_pct = 5};
     enum pb_format format = PB_FORMAT_TABLE;
-    bool quiet = false, fail_on_regression = false;
+    bool quiet = false;
+    struct pb_gate gate = {false, NULL};
     int c, exit_code = -1;
     optind = 1;
     while (exit_code < 0 && (c = getopt_long(argc, argv, "s:a:o:f:qh", longopts, NULL)) != -1) {
@@ -136,7 +152,11 @@ static int cmd_run(int argc, char **argv)
             opts.trace_path = optarg;
             overrides[opts.override_count++] = "run.trace=true";
             break;
-        case 'F': fail_on_regression = true; break;
+        case 'F': gate.fail_on_regression = true; break;
+        case 'G':
+            gate.metrics = optarg;
+            exit_code = gate_check("run", optarg);
+            break;
         case 'T':
             if (pb_threshold_parse(optarg, &opts.threshold_pct) != PB_OK)
                 exit_code = pb_cli_usage_error(
@@ -159,7 +179,7 @@ static int cmd_run(int argc, char **argv)
         } else {
             /* One rank prints: the others only their errors. */
             exit_code = measure(&opts, "pbench", quiet || !pb_mpi_is_root(), format,
-                                fail_on_regression);
+                                &gate);
             pb_ranks_release();
             pb_mpi_finish();
         }
@@ -175,17 +195,17 @@ static int cmd_run(int argc, char **argv)
  * interleaved rounds, into one result; then the same comparison. */
 static int compare_configs(const char *base, const char *next, const char **overrides,
                            int override_count, const char *output, bool quiet,
-                           double threshold_pct, int format, bool fail_on_regression)
+                           double threshold_pct, int format, const struct pb_gate *gate)
 {
     struct pb_session_opts opts = {.config_path = base, .new_config_path = next,
                                    .overrides = overrides, .override_count = override_count,
                                    .output_path = output, .threshold_pct = threshold_pct};
-    return measure(&opts, "pbench compare", quiet, format, fail_on_regression);
+    return measure(&opts, "pbench compare", quiet, format, gate);
 }
 
 /* pbench compare AB.json: the comparison a compare of two configs wrote. */
 static int compare_one_file(const char *path, double threshold_pct, int format,
-                            bool fail_on_regression)
+                            const struct pb_gate *gate)
 {
     struct pb_result r;
     struct pb_comparison cmp;
@@ -202,9 +222,10 @@ static int compare_one_file(const char *path, double threshold_pct, int format,
         json_object_get(json_object_get(r.interleaved, "base"), "config_path"));
     const char *next = json_string_value(
         json_object_get(json_object_get(r.interleaved, "new"), "config_path"));
+    pb_comparison_gate(&cmp, gate->metrics, msg, sizeof(msg));
     rc = pb_comparison_print(stdout, stderr, &cmp, base ? base : "base", next ? next : "new",
                              format, false);
-    int code = pb_cli_comparison_exit(rc, &cmp, fail_on_regression);
+    int code = pb_cli_comparison_exit(rc, &cmp, gate);
     pb_comparison_free(&cmp);
     pb_result_free(&r);
     return code;
@@ -214,7 +235,8 @@ static int cmd_compare(int argc, char **argv)
 {
     double threshold_pct = 5;
     int format = PB_FORMAT_TABLE;
-    bool force = false, fail_on_regression = false, quiet = false;
+    bool force = false, quiet = false;
+    struct pb_gate gate = {false, NULL};
     const char *files[2] = {NULL, NULL}, *output = NULL;
     char msg[PB_MSG_MAX];
     const char **overrides = calloc((size_t)argc, sizeof(char *));
@@ -239,7 +261,10 @@ static int cmd_compare(int argc, char **argv)
         } else if (strcmp(a, "--force") == 0) {
             force = true;
         } else if (strcmp(a, "--fail-on-regression") == 0) {
-            fail_on_regression = true;
+            gate.fail_on_regression = true;
+        } else if (strcmp(a, "--gate") == 0 && i + 1 < argc) {
+            gate.metrics = argv[++i];
+            code = gate_check("compare", gate.metrics);
         } else if (a[0] == '-' || nfiles == 2) {
             code = pb_cli_usage_error("compare", "unexpected argument '%s'", a);
         } else {
@@ -258,12 +283,12 @@ static int cmd_compare(int argc, char **argv)
                            "-s applies when compare runs two configs (BASE.yaml NEW.yaml)");
     } else if (configs) {
         code = compare_configs(files[0], files[1], overrides, override_count, output, quiet,
-                               threshold_pct, format, fail_on_regression);
+                               threshold_pct, format, &gate);
     } else if (nfiles == 1 && pb_is_config_path(files[0])) {
         code = pb_cli_usage_error("compare", "%s",
                            "a config is compared with another: pbench compare BASE.yaml NEW.yaml");
     } else if (nfiles == 1) {
-        code = compare_one_file(files[0], threshold_pct, format, fail_on_regression);
+        code = compare_one_file(files[0], threshold_pct, format, &gate);
     } else if (nfiles != 2) {
         code = pb_cli_usage_error("compare", "%s",
                            "expected BASE.json and NEW.json, or BASE.yaml and NEW.yaml");
@@ -279,6 +304,7 @@ static int cmd_compare(int argc, char **argv)
             /* A comparison that can be shown goes to -o when given; one
              * that cannot is explained on stderr either way. */
             bool to_file = output && cmp.point_count > 0 && (force || !cmp.incompatible);
+            pb_comparison_gate(&cmp, gate.metrics, msg, sizeof(msg));
             int rc = to_file ? pb_comparison_write(output, &cmp, files[0], files[1], format, msg,
                                                    sizeof(msg))
                              : pb_comparison_print(stdout, stderr, &cmp, files[0], files[1],
@@ -287,7 +313,7 @@ static int cmd_compare(int argc, char **argv)
                 pb_cli_error("compare", msg);
                 code = PB_EXIT_ERROR;
             } else {
-                code = pb_cli_comparison_exit(rc, &cmp, fail_on_regression);
+                code = pb_cli_comparison_exit(rc, &cmp, &gate);
             }
             pb_comparison_free(&cmp);
         }

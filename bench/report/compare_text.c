@@ -130,8 +130,9 @@ static void list_metric(struct notes *n, const char *label, const struct pb_metr
     if (cost ? !mc->cost_of_setting : mc->verdict != n->verdict || mc->cost_of_setting)
         return;
     const char *unit = mc->absolute ? "pp" : "%";
-    fprintf(n->out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s", n->separator, mc->name,
-            mc->change_pct, unit, mc->ci_low_pct, mc->ci_high_pct, unit, label);
+    fprintf(n->out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s%s", n->separator, mc->name,
+            mc->change_pct, unit, mc->ci_low_pct, mc->ci_high_pct, unit, label,
+            n->verdict == PB_VERDICT_REGRESSED && !mc->gated ? " (not gated)" : "");
     n->separator = "; ";
 }
 
@@ -142,7 +143,8 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
     struct notes n = {.out = out, .md = md, .threshold_pct = cmp->threshold_pct};
     each_metric(cmp, &n, decide_metric);
     if (n.decidable > 1)
-        fprintf(out, "%sto decide all %d of these: measure again with -s run.repeats=%d\n",
+        fprintf(out, "%sto decide the %d of these that more repeats can: measure again with -s "
+                     "run.repeats=%d\n",
                 md ? "- " : "", n.decidable, n.most);
     for (int k = 0; k < 2; k++) {
         n.verdict = k == 0 ? PB_VERDICT_REGRESSED : PB_VERDICT_IMPROVED;
@@ -152,9 +154,11 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
         n.separator = " ";
         each_metric(cmp, &n, list_metric);
         fprintf(out, "; %s\n",
-                k == 0                ? "--fail-on-regression exits 3"
-                : cmp->regressions ? "an improvement never fails the gate"
-                                   : "the gate passes (exit 0)");
+                k == 0 && cmp->gated_regressions ? "--fail-on-regression exits 3"
+                : k == 0 ? "none of them is gated, so --fail-on-regression passes (the gate "
+                           "fails on samples/s and stall; add one with --gate NAME)"
+                : cmp->gated_regressions ? "an improvement never fails the gate"
+                                         : "the gate passes (exit 0)");
     }
     if (cmp->setting_costs > 0) {
         n.verdict = PB_VERDICT_SAME;

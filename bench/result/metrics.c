@@ -87,15 +87,15 @@ static double rss_of_point(const struct pb_point_result *p)
 }
 
 const struct pb_metric pb_metrics[PB_METRIC_COUNT] = {
-    {"samples_per_s", "samples/s", true, false, false, samples_of_repeat, samples_to_repeat,
+    {"samples_per_s", "samples/s", true, false, false, true, samples_of_repeat, samples_to_repeat,
      PB_RANKS_SUM, samples_of_point},
-    {"stall_pct", "%", false, true, false, stall_of_repeat, stall_to_repeat, PB_RANKS_MEAN,
+    {"stall_pct", "%", false, true, false, true, stall_of_repeat, stall_to_repeat, PB_RANKS_MEAN,
      stall_of_point},
-    {"assembly_p50_ns", "ns", false, false, false, assembly_p50_of_repeat, NULL, PB_RANKS_ROOT,
+    {"assembly_p50_ns", "ns", false, false, false, false, assembly_p50_of_repeat, NULL, PB_RANKS_ROOT,
      NULL},
-    {"assembly_p99_ns", "ns", false, false, false, assembly_p99_of_repeat, NULL, PB_RANKS_ROOT,
+    {"assembly_p99_ns", "ns", false, false, false, false, assembly_p99_of_repeat, NULL, PB_RANKS_ROOT,
      assembly_p99_of_point},
-    {"rss_peak_bytes", "bytes", false, false, true, rss_of_repeat, rss_to_repeat, PB_RANKS_SUM,
+    {"rss_peak_bytes", "bytes", false, false, true, false, rss_of_repeat, rss_to_repeat, PB_RANKS_SUM,
      rss_of_point},
 };
 

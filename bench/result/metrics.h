@@ -25,6 +25,9 @@ struct pb_metric {
     /* A regression that comes with changed loader settings is their cost
      * (more workers or prefetch hold more batches), not counted as one. */
     bool setting_cost;
+    /* --fail-on-regression fails on it unless told otherwise: what users
+     * gate on (throughput, stall); the others gate when named (--gate). */
+    bool gates;
     /* One repeat's value; NAN when it has none. */
     double (*of_repeat)(const struct pb_repeat_result *repeat);
     /* Writes a value back into a repeat (the ranks' aggregate); NULL for a
