@@ -852,6 +852,12 @@ static int write_result(struct session *s)
         return fail(s, PB_ERR);
     say(s->hooks, PB_SESSION_INFO, "result%s written to %s", s->ab ? " (both configs)" : "",
         path);
+    if (r->trace_path[0])
+        say(s->hooks, PB_SESSION_INFO, "trace written to %s: open it in Perfetto or "
+            "chrome://tracing", r->trace_path);
+    else if (r->gpu_trace_path[0])
+        say(s->hooks, PB_SESSION_INFO, "GPU trace written to %s: open it in Perfetto or "
+            "chrome://tracing", r->gpu_trace_path);
     return PB_OK;
 }
 
