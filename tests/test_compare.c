@@ -562,6 +562,39 @@ static void test_gate_on_what_users_gate_on(void **state)
     pb_comparison_free(&cmp);
 }
 
+/* Two pipelines of another length are told apart stage by stage: a stage
+ * added or removed is named with its place, and the stages both have are
+ * compared by their options, not as two lists of JSON cut short. */
+static void test_pipeline_changes_by_stage(void **state)
+{
+    (void)state;
+    struct pb_result a, b;
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
+    a.config = json_pack("{s [{s {}} {s {s s}} {s {s i}} {s {}}]}", "pipeline", "read", "decode",
+                         "decoder", "jpeg", "resize", "size", 224, "flip");
+    b.config = json_pack("{s [{s {}} {s {s s}} {s {}} {s {s i}}]}", "pipeline", "read", "decode",
+                         "decoder", "jpeg", "color_jitter", "resize", "size", 256);
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare_configs(&a, &b, 5, &cmp), PB_OK);
+    char all[2048] = "";
+    for (int k = 0; k < cmp.setting_change_count; k++) {
+        strcat(all, cmp.setting_changes[k]);
+        strcat(all, "\n");
+    }
+    pb_test_assert_contains(all, (const char *const[]){"pipeline[2] added: color_jitter\n",
+                                                       "pipeline[3].resize.size: 224 -> 256\n",
+                                                       "pipeline[3] removed: flip\n", NULL});
+    assert_int_equal(cmp.setting_change_count, 3);
+    pb_comparison_free(&cmp);
+    /* Two result files: the same change makes them incompatible, said so. */
+    assert_int_equal(pb_compare(&a, &b, 5, &cmp), PB_OK);
+    assert_true(cmp.incompatible);
+    pb_comparison_free(&cmp);
+    json_decref(a.config);
+    json_decref(b.config);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -581,6 +614,7 @@ int main(void)
         cmocka_unit_test(test_report_says_what_would_decide),
         cmocka_unit_test(test_markdown_names_not_html),
         cmocka_unit_test(test_gate_on_what_users_gate_on),
+        cmocka_unit_test(test_pipeline_changes_by_stage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

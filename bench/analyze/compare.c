@@ -26,7 +26,69 @@ static void json_text(const json_t *v, char *buf, size_t n)
     free(s);
 }
 
-/* Lists the leaves that differ between two JSON values, as dotted paths. */
+static void diff_json(struct pb_comparison *c, const char *path, const json_t *a, const json_t *b,
+                      bool setting);
+
+/* A difference the comparison lists: a setting change, or a difference
+ * that makes the results incompatible. */
+static void note_difference(struct pb_comparison *c, bool setting, const char *text)
+{
+    if (setting) {
+        PB_LINES_ADD(c->setting_changes, &c->setting_change_count, "%s", text);
+        return;
+    }
+    ADD_DIFFERENCE(c, "config %s", text);
+    c->incompatible = true;
+}
+
+/* The name of a pipeline stage ({"resize": {...}}), or NULL for anything
+ * else. */
+static const char *stage_name(const json_t *v)
+{
+    void *only = json_is_object(v) && json_object_size(v) == 1 ? json_object_iter((json_t *)v)
+                                                                : NULL;
+    return only ? json_object_iter_key(only) : NULL;
+}
+
+/* Whether stage `name` stands in list at from or later. */
+static bool stage_later(const json_t *list, size_t from, const char *name)
+{
+    for (size_t k = from; name && k < json_array_size(list); k++)
+        if (stage_name(json_array_get(list, k)) &&
+            !strcmp(stage_name(json_array_get(list, k)), name))
+            return true;
+    return false;
+}
+
+/* Two pipelines, stage by stage: the stages both have are diffed by their
+ * options, the others named as added or removed ("pipeline[2] added:
+ * color_jitter") instead of the lists' JSON cut short. */
+static void diff_stages(struct pb_comparison *c, const char *path, const json_t *a,
+                        const json_t *b, bool setting)
+{
+    size_t i = 0, j = 0, na = json_array_size(a), nb = json_array_size(b);
+    char text[300];
+    while (i < na || j < nb) {
+        const char *x = i < na ? stage_name(json_array_get(a, i)) : NULL;
+        const char *y = j < nb ? stage_name(json_array_get(b, j)) : NULL;
+        if (x && y && strcmp(x, y) == 0) {
+            char sub[256];
+            snprintf(sub, sizeof(sub), "%s[%zu].%s", path, j, y);
+            diff_json(c, sub, json_object_get(json_array_get(a, i), x),
+                      json_object_get(json_array_get(b, j), y), setting);
+            i++, j++;
+        } else if (j < nb && (i >= na || !stage_later(a, i, y))) {
+            snprintf(text, sizeof(text), "%s[%zu] added: %s", path, j, y ? y : "?");
+            note_difference(c, setting, text);
+            j++;
+        } else {
+            snprintf(text, sizeof(text), "%s[%zu] removed: %s", path, i, x ? x : "?");
+            note_difference(c, setting, text);
+            i++;
+        }
+    }
+}
+
 /* Lists where a and b differ under path: into the differences (the
  * results are incompatible) or, for settings, into the setting changes. */
 static void diff_json(struct pb_comparison *c, const char *path, const json_t *a, const json_t *b,
@@ -51,6 +113,11 @@ static void diff_json(struct pb_comparison *c, const char *path, const json_t *a
             snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
             diff_json(c, sub, NULL, v, setting);
         }
+        return;
+    }
+    if (json_is_array(a) && json_is_array(b) && stage_name(json_array_get(a, 0)) &&
+        stage_name(json_array_get(b, 0))) {
+        diff_stages(c, path, a, b, setting);
         return;
     }
     if (json_is_array(a) && json_is_array(b) && json_array_size(a) == json_array_size(b)) {
