@@ -128,15 +128,11 @@ static void diff_json(struct pb_comparison *c, const char *path, const json_t *a
         }
         return;
     }
-    char x[120], y[120];
+    char x[120], y[120], text[300];
     json_text(a, x, sizeof(x));
     json_text(b, y, sizeof(y));
-    if (setting) {
-        PB_LINES_ADD(c->setting_changes, &c->setting_change_count, "%s: %s -> %s", path, x, y);
-        return;
-    }
-    ADD_DIFFERENCE(c, "config %s: %s -> %s", path, x, y);
-    c->incompatible = true;
+    snprintf(text, sizeof(text), "%s: %s -> %s", path, x, y);
+    note_difference(c, setting, text);
 }
 
 static void check_compatible(struct pb_comparison *c, const struct pb_result *a,

@@ -152,16 +152,6 @@ static int open_db(const char *path, bool create, sqlite3 **db, char *msg, size_
     return PB_OK;
 }
 
-#define FNV_BASIS 0xcbf29ce484222325ull
-
-/* 64-bit FNV-1a of text, continuing from hash. */
-static uint64_t fnv1a(const char *text, uint64_t hash)
-{
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
-        hash = (hash ^ *c) * 0x100000001b3ull;
-    return hash;
-}
-
 /* What makes a row the same measurement: the result (when, what, where,
  * measured how fast), the point and the revision it is filed under, as a
  * 64-bit FNV-1a hash in hex. The same file added again under the same
@@ -175,7 +165,7 @@ static void row_identity(const struct pb_result *result, const char *machine, co
              result->created, result->name, machine, result->machine.hostname, axes, revision,
              p->samples_per_s, p->samples_per_s_noise_pct, p->stall_pct,
              (unsigned long long)p->assembly_p99_ns, (unsigned long long)p->rss_peak_bytes);
-    snprintf(buf, buflen, "%016llx", (unsigned long long)fnv1a(text, FNV_BASIS));
+    snprintf(buf, buflen, "%016llx", (unsigned long long)pb_fnv1a(text, PB_FNV_BASIS));
 }
 
 /* What was measured, as a 64-bit FNV-1a hash in hex: the resolved config's
@@ -200,9 +190,9 @@ static void config_fingerprint(const struct pb_result *result, const char *machi
     for (size_t i = 0; json_is_object(run) && i < PB_ARRAY_LEN(how_long); i++)
         json_object_del(run, how_long[i]);
     char *text = json_dumps(measured, JSON_COMPACT | JSON_SORT_KEYS);
-    uint64_t hash = fnv1a(text ? text : "{}", FNV_BASIS);
-    hash = fnv1a("\x1f", hash);
-    snprintf(buf, buflen, "%016llx", (unsigned long long)fnv1a(machine, hash));
+    uint64_t hash = pb_fnv1a(text ? text : "{}", PB_FNV_BASIS);
+    hash = pb_fnv1a("\x1f", hash);
+    snprintf(buf, buflen, "%016llx", (unsigned long long)pb_fnv1a(machine, hash));
     free(text);
     json_decref(measured);
 }

@@ -91,4 +91,14 @@ static inline uint64_t pb_mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+/* 64-bit FNV-1a of text, continuing from hash (start with PB_FNV_BASIS):
+ * the fingerprints of what a run measured (history series, MPI ranks). */
+#define PB_FNV_BASIS 0xcbf29ce484222325ull
+static inline uint64_t pb_fnv1a(const char *text, uint64_t hash)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        hash = (hash ^ *c) * 0x100000001b3ull;
+    return hash;
+}
+
 #endif

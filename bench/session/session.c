@@ -388,14 +388,12 @@ static int build_specs(struct session *s)
  * own). Ranks of one job must agree on it (pb_ranks_agree). */
 static uint64_t measured_fingerprint(const struct session *s)
 {
-    uint64_t hash = 0xcbf29ce484222325ull;
+    uint64_t hash = PB_FNV_BASIS;
     for (long i = 0; i < s->point_count; i++) {
         json_t *spec = pb_spec_to_json(&s->specs[i]);
         json_object_del(json_object_get(spec, "dataset"), "shard");
         char *text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
-        for (const unsigned char *c = (const unsigned char *)(text ? text : ""); *c; c++)
-            hash = (hash ^ *c) * 0x100000001b3ull;
-        hash = (hash ^ 0x1e) * 0x100000001b3ull; /* between points */
+        hash = pb_fnv1a("\x1e", pb_fnv1a(text ? text : "", hash)); /* points apart */
         free(text);
         json_decref(spec);
     }
