@@ -92,8 +92,9 @@ echo "SIGTERM as the last repeat ends (summary and write): $kept/$tries kept all
 "$pbench" run "$config" -s dataset.path="$work/fifo-data" -s dataset.generate.count=64 \
     -s run.repeats=1 -s run.min_time_s=0.1 -s run.max_time_s=0.1 -o fifo-warm.json \
     >/dev/null 2>&1
-"$pbench" run "$config" -s dataset.path="$work/fifo-data" -s run.repeats=50 \
-    -s run.min_time_s=3 -s run.max_time_s=3 -s run.stage_timeout_s=2 -o fifo.json \
+"$pbench" run "$config" -s dataset.path="$work/fifo-data" -s dataset.generate.count=64 \
+    -s run.repeats=50 -s run.min_time_s=3 -s run.max_time_s=3 -s run.stage_timeout_s=2 \
+    -o fifo.json \
     >/dev/null 2>fifo.err &
 pid=$!
 until grep -q "repeat 1/50" fifo.err 2>/dev/null || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done
@@ -101,7 +102,7 @@ sleep 1
 victim=$(ls "$work/fifo-data" | grep -v '^\.' | head -1)
 rm -f "$work/fifo-data/$victim" && mkfifo "$work/fifo-data/$victim"
 start=$(date +%s.%N)
-( sleep 60; kill -KILL $pid 2>/dev/null ) &
+( trap - EXIT; sleep 60; kill -KILL $pid 2>/dev/null ) & # bash runs EXIT traps in subshells
 guard=$!
 wait $pid
 code=$?
