@@ -36,6 +36,10 @@ struct pb_dataset_spec {
     int cache;              /* enum pb_cache_mode (pipelines/storage.h)  */
     int format;             /* enum pb_dataset_format: files or tar      */
     int64_t shuffle_buffer; /* tar: samples shuffled within this window  */
+    /* loader.engine torch: a user's Dataset ("module:callable") and its
+     * keyword arguments as JSON text; "" runs the files at path. */
+    char python[256];
+    char args[2048];
 };
 
 struct pb_dataset {

@@ -16,6 +16,7 @@
     X(flip)                \
     X(color_jitter)        \
     X(normalize)           \
+    X(python)              \
     X(to_device)
 
 #define PB_DECODERS(X) \

@@ -269,7 +269,8 @@ static void test_bad_overrides(void **state)
          "-s loader.workers=5000: loader.workers must be between 0 and 1024, got 5000"},
         {"loader.wrkers=4",
          "-s loader.wrkers=4: unknown key 'loader.wrkers'; did you mean 'workers'? allowed: "
-         "workers, batch_size, prefetch_factor, pin_memory, drop_last, in_order, device_prefetch, affinity"},
+         "workers, batch_size, prefetch_factor, pin_memory, drop_last, in_order, device_prefetch, affinity, engine, "
+         "persistent_workers, torch_decode, python, python_path"},
         {"workers", "-s workers: expected KEY=VALUE"},
         {"=4", "-s =4: expected KEY=VALUE"},
         {"lodaer.workers=4",
@@ -277,7 +278,8 @@ static void test_bad_overrides(void **state)
          "name, dataset, pipeline, loader, run, sweep, gpu, profile, analysis"},
         {"loader=4",
          "-s loader=4: expected loader.KEY=VALUE; keys: workers, batch_size, prefetch_factor, "
-         "pin_memory, drop_last, in_order, device_prefetch, affinity"},
+         "pin_memory, drop_last, in_order, device_prefetch, affinity, engine, "
+         "persistent_workers, torch_decode, python, python_path"},
         {"run.on_error=ignore",
          "-s run.on_error=ignore: run.on_error must be one of: skip, fail; got 'ignore'"},
         {"dataset.shard=2/2",
@@ -389,14 +391,15 @@ static void test_bad_configs(void **state)
          "pipeline, loader, run, sweep, gpu, profile, analysis"},
         {HEAD "loader:\n  worker: 4\n",
          "bad.yaml:8:3: unknown key 'loader.worker'; did you mean 'workers'? allowed: workers, "
-         "batch_size, prefetch_factor, pin_memory, drop_last, in_order, device_prefetch, affinity"},
+         "batch_size, prefetch_factor, pin_memory, drop_last, in_order, device_prefetch, affinity, engine, "
+         "persistent_workers, torch_decode, python, python_path"},
         {HEAD "run:\n  threads: 4\n",
          "bad.yaml:8:3: unknown key 'run.threads'; allowed: warmup_batches, min_time_s, "
          "max_time_s, min_samples, target_noise, window_s, repeats, step_ms, on_error, "
          "stage_timing, max_error_pct, max_memory_mib, trace, stage_timeout_s"},
         {"dataset:\n  path: /data\n  generat: {count: 4}\npipeline: [read]\n",
          "bad.yaml:3:3: unknown key 'dataset.generat'; did you mean 'generate'? allowed: path, "
-         "shuffle, seed, epochs, max_samples, shard, cache, format, shuffle_buffer, generate"},
+         "shuffle, seed, epochs, max_samples, shard, cache, format, shuffle_buffer, python, args, generate"},
         {"dataset:\n  path: /data\n  generate:\n    cnt: 4\npipeline: [read]\n",
          "bad.yaml:4:5: unknown key 'dataset.generate.cnt'; did you mean 'count'? allowed: "
          "kind, count, size_bytes, seed, size, quality, progressive_fraction, grayscale_fraction, "
@@ -473,6 +476,65 @@ static void test_invalid_configs(void **state)
          "does not read; set dataset.format: tar"},
     };
     check_bad_cases(cases, PB_ARRAY_LEN(cases), true);
+}
+
+/* What loader.engine can run: each refusal names the engine, the line
+ * and column of the stage or option, and what is allowed instead. */
+static void test_engine_rules(void **state)
+{
+    (void)state;
+#define JPEG_HEAD "dataset: {path: /data}\nloader: {engine: torch}\npipeline:\n  - read:\n"
+    const struct bad_case cases[] = {
+        {HEAD "loader: {engine: torch}\n",
+         "bad.yaml:5:5: loader.engine torch cannot run decoder 'null' (it is pbench's own); with "
+         "torch use jpeg, image, auto or video"},
+        {JPEG_HEAD "  - decode: {decoder: jpeg, scale: window}\n",
+         "bad.yaml:5:5: loader.engine torch cannot run jpeg's scale: window (PIL decodes whole "
+         "images or, with Image.draft, at 1/2, 1/4 and 1/8 (auto); it has no window decode); "
+         "allowed with torch: 1, auto, or loader.engine: pbench"},
+        {JPEG_HEAD "  - decode: {decoder: jpeg}\n  - to_device:\n",
+         "bad.yaml:6:5: loader.engine torch cannot run stage 'to_device' (a device stage: the "
+         "torch engine's batches stay on the host); the torch engine runs: read, decode, "
+         "resize, center_crop, random_crop, random_resized_crop, flip, color_jitter, normalize "
+         "and python stages, on the CPU"},
+        {"dataset: {path: /data}\nloader: {engine: torch, in_order: false}\n"
+         "pipeline: [read]\n",
+         "bad.yaml:2:25: loader.engine torch cannot run loader.in_order: false (torch 1.13's "
+         "DataLoader always delivers in order); set it true, or use loader.engine: pbench"},
+        {HEAD "  - python: {callable: 'm:f'}\n",
+         "bad.yaml:7:5: a python stage runs only on loader.engine: torch (pbench's own engine "
+         "runs no Python); set loader.engine: torch"},
+        {"dataset: {python: 'm:make'}\n",
+         "bad.yaml:1:12: dataset.python runs only on loader.engine: torch (pbench's own engine "
+         "runs no Python); set loader.engine: torch"},
+        {"dataset: {python: 'm:make'}\nloader: {engine: torch}\npipeline: [read]\n",
+         "bad.yaml:3:12: stage 'read' works on files at dataset.path, but dataset.python makes "
+         "the samples with its own __getitem__; with dataset.python the pipeline holds only "
+         "python stages (or none)"},
+        {"dataset: {python: 'm:make'}\nloader: {engine: torch}\n"
+         "pipeline: [{python: {callable: nocolon}}]\n",
+         "bad.yaml:3:12: pipeline.python.callable must be 'module:function' (e.g. "
+         "'my_transforms:add_noise'), got 'nocolon'"},
+    };
+#undef JPEG_HEAD
+    check_bad_cases(cases, PB_ARRAY_LEN(cases), true);
+    /* A user's Dataset needs no path nor pipeline; its arguments are a
+     * mapping kept as JSON. */
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    assert_int_equal(pb_config_load_string("dataset:\n  python: 'm:make'\n  args: {root: "
+                                           "data/x, n: 3, on: true, list: [1, 'a']}\n"
+                                           "loader: {engine: torch}\n",
+                                           "ok.yaml", &spec, msg, sizeof msg),
+                     PB_OK);
+    assert_int_equal(pb_config_validate(&spec, msg, sizeof msg), PB_OK);
+    assert_string_equal(spec.dataset.args, "{\"list\":[1,\"a\"],\"n\":3,\"on\":true,\"root\":\"data/x\"}");
+    json_t *j = pb_spec_to_json(&spec);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(j, "dataset"), "args"), "n")),
+                     3);
+    json_decref(j);
+    pb_spec_free(&spec);
 }
 
 /* A rule over two options names where the file set the first of them; a
@@ -918,7 +980,8 @@ static void test_sweep_errors_at_load(void **state)
         {HEAD "sweep:\n  loader.wrkers: [1, 2]\n",
          "bad.yaml:8:3: sweep axis loader.wrkers: unknown key 'loader.wrkers'; did you mean "
          "'workers'? allowed: workers, batch_size, prefetch_factor, pin_memory, drop_last, "
-         "in_order, device_prefetch, affinity"},
+         "in_order, device_prefetch, affinity, engine, persistent_workers, torch_decode, python, "
+         "python_path"},
         {HEAD "sweep:\n  pipeline.decode.widht: [1, 2]\n", unknown_null_key},
         {HEAD "sweep:\n  pipeline.decode.decoder: [null, xyzzy]\n", unknown_decoder},
     };
@@ -1217,6 +1280,7 @@ int main(void)
         cmocka_unit_test(test_deep_nesting_fails_fast),
         cmocka_unit_test(test_channel_mismatch_at_validate),
         cmocka_unit_test(test_run_limit_options),
+        cmocka_unit_test(test_engine_rules),
     };
     return cmocka_run_group_tests(tests, setup_names, NULL);
 }

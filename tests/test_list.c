@@ -129,7 +129,7 @@ static void test_one_section_and_one_key(void **state)
         {"loader.workers",
          {"loader.workers", "integer 0..1024; default 2", "Worker threads"},
          "batch_size"},
-        {"dataset", {"dataset.shuffle", "dataset.generate.count"}, "loader"},
+        {"dataset", {"dataset.shuffle", "dataset.generate.count"}, "loader.workers"},
         {"gpu", {"one of: required, optional"}, "profile"},
         {"resize.size", {"resize.size"}, "interpolation"},
         {"pipeline.resize", {"shorter_side"}, "cost_us"},

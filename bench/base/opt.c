@@ -268,6 +268,34 @@ static int parse_list_text(const struct pb_opt *opt, const char *text, void *bas
     return pb_opt_parse_list(opt, items, count, base, qualified, &bad, msg, msglen);
 }
 
+/* A JSON object's text ("" is {}), stored compact so that two spellings
+ * of one mapping compare equal. */
+static int parse_json_text(const struct pb_opt *opt, const char *text, void *base,
+                           const char *qualified, char *msg, size_t msglen)
+{
+    json_error_t err;
+    json_t *v = json_loads(text[0] ? text : "{}", JSON_DECODE_ANY, &err);
+    if (!json_is_object(v)) {
+        snprintf(msg, msglen, "%s must be a mapping (JSON: {\"key\": value, ...}), got '%s'%s%s",
+                 qualified, text, v ? "" : ": ", v ? "" : err.text);
+        json_decref(v);
+        return PB_ERR_CONFIG;
+    }
+    char *compact = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(v);
+    size_t size = (size_t)opt->max;
+    size_t len = compact ? strlen(compact) : 0;
+    if (!compact || size == 0 || len >= size) {
+        snprintf(msg, msglen, "%s is too long (at most %zu characters of JSON)", qualified,
+                 size ? size - 1 : 0);
+        free(compact);
+        return PB_ERR_CONFIG;
+    }
+    memcpy(slot(base, opt), compact, len + 1);
+    free(compact);
+    return PB_OK;
+}
+
 int pb_opt_parse(const struct pb_opt *opt, const char *text, void *base,
                  const char *qualified, char *msg, size_t msglen)
 {
@@ -299,6 +327,8 @@ int pb_opt_parse(const struct pb_opt *opt, const char *text, void *base,
         memcpy(slot(base, opt), text, len + 1);
         return PB_OK;
     }
+    case PB_OPT_JSON:
+        return parse_json_text(opt, text, base, qualified, msg, msglen);
     case PB_OPT_ENUM:
         for (int i = 0; opt->allowed && opt->allowed[i]; i++) {
             if (strcmp(opt->allowed[i], text) == 0) {
@@ -338,6 +368,7 @@ static size_t slot_size(const struct pb_opt *opt)
     case PB_OPT_DOUBLE:
         return sizeof(double);
     case PB_OPT_STRING:
+    case PB_OPT_JSON:
         return (size_t)opt->max;
     case PB_OPT_ENUM:
         return sizeof(int);
@@ -359,7 +390,8 @@ static struct pb_opt value_opt(const struct pb_opt *opt)
 {
     struct pb_opt v = *opt;
     v.offset = 0;
-    if (v.type == PB_OPT_STRING && (v.max <= 0 || v.max > PB_OPT_VALUE_TEXT))
+    if ((v.type == PB_OPT_STRING || v.type == PB_OPT_JSON) &&
+        (v.max <= 0 || v.max > PB_OPT_VALUE_TEXT))
         v.max = PB_OPT_VALUE_TEXT;
     return v;
 }
@@ -374,7 +406,7 @@ int pb_opt_parse_value(const struct pb_opt *opt, const char *text, union pb_opt_
 
 void pb_opt_store_value(const struct pb_opt *opt, const union pb_opt_value *value, void *base)
 {
-    if (opt->type == PB_OPT_STRING) {
+    if (opt->type == PB_OPT_STRING || opt->type == PB_OPT_JSON) {
         /* Checked against the option's own size when it was parsed. */
         memcpy(slot(base, opt), value->text, strlen(value->text) + 1);
         return;
@@ -514,6 +546,9 @@ void pb_opt_describe(const struct pb_opt *opt, char *buf, size_t buflen)
     case PB_OPT_STRING:
         snprintf(buf, buflen, "text");
         return;
+    case PB_OPT_JSON:
+        snprintf(buf, buflen, "a mapping (YAML, or JSON with -s)");
+        return;
     case PB_OPT_ENUM: {
         char names[PB_MSG_MAX / 2];
         join_allowed(opt->allowed, names, sizeof names);
@@ -560,6 +595,7 @@ void pb_opt_format(const struct pb_opt *opt, const void *base, char *buf, size_t
         format_double(*(const double *)p, buf, buflen);
         return;
     case PB_OPT_STRING:
+    case PB_OPT_JSON:
         snprintf(buf, buflen, "%s", (const char *)p);
         return;
     case PB_OPT_ENUM: {
@@ -623,6 +659,10 @@ static json_t *value_to_json(const struct pb_opt *opt, const void *base)
         /* Not UTF-8 (an odd path): its bytes as Latin-1 rather than drop
          * the key or write JSON no reader accepts. */
         return pb_json_text((const char *)p);
+    }
+    case PB_OPT_JSON: {
+        json_t *v = json_loads((const char *)p, 0, NULL);
+        return v ? v : json_object();
     }
     case PB_OPT_ENUM:
     case PB_OPT_SHARD:
@@ -744,6 +784,17 @@ int pb_opt_from_json(const struct pb_opt *opts, void *base, const json_t *obj,
                 return rc;
             continue;
         }
+        if (opt->type == PB_OPT_JSON) {
+            char *dumped = json_is_object(v) ? json_dumps(v, JSON_COMPACT) : NULL;
+            int rc = dumped ? pb_opt_parse(opt, dumped, base, qualified, msg, msglen)
+                            : PB_ERR_CONFIG;
+            if (!dumped)
+                snprintf(msg, msglen, "%s must be an object, got %s", qualified, json_kind(v));
+            free(dumped);
+            if (rc != PB_OK)
+                return rc;
+            continue;
+        }
         char number[64];
         const char *text = NULL;
         const char *want = "a string";
@@ -777,6 +828,7 @@ int pb_opt_from_json(const struct pb_opt *opts, void *base, const json_t *obj,
             break;
         case PB_OPT_INT_LIST:
         case PB_OPT_DOUBLE_LIST:
+        case PB_OPT_JSON:
         case PB_OPT_END:
             break;
         }

@@ -24,6 +24,9 @@ enum pb_opt_type {
     PB_OPT_SHARD,   /* struct pb_shard, written "RANK/COUNT", e.g. "0/4"     */
     PB_OPT_INT_LIST,    /* struct pb_int_list; each element in [min, max]   */
     PB_OPT_DOUBLE_LIST, /* struct pb_double_list; each element in [min, max] */
+    PB_OPT_JSON,    /* char[max]: a JSON object as compact text (in YAML a
+                       mapping), passed through to code pbench does not own,
+                       e.g. the keyword arguments of a user's Python Dataset */
 };
 
 /* List values hold up to PB_LIST_MAX elements. As text they are written

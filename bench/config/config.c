@@ -565,15 +565,149 @@ static int check_tar_format(const struct pb_spec *spec, char *msg, size_t msglen
     return PB_OK;
 }
 
+/* ---- what each engine runs (docs/engines.md) ------------------------- */
+
+/* An option value the torch engine cannot run as pbench means it: in
+ * stage (or its decoder) `owner`, option `option` must format as one of
+ * `allowed`; `why` says what torchvision or PIL lacks. */
+struct torch_rule {
+    const char *owner, *option;
+    const char *allowed[4];
+    const char *why;
+};
+
+static const struct torch_rule torch_rules[] = {
+    {"jpeg", "scale", {"1", "auto"}, "PIL decodes whole images or, with Image.draft, at 1/2, 1/4 "
+                                     "and 1/8 (auto); it has no window decode"},
+    {"image", "scale", {"1", "auto"}, "PIL decodes whole images or, with Image.draft, reduced"},
+    {"auto", "scale", {"1", "auto"}, "PIL decodes whole images or, with Image.draft, reduced"},
+    {"jpeg", "dct", {"accurate"}, "PIL decodes with libjpeg's accurate integer DCT only"},
+    {"jpeg", "fast_upsample", {"false"}, "PIL always uses fancy upsampling"},
+    {"video", "clips_per_visit", {"1"}, "a Dataset's __getitem__ returns one clip per call"},
+    {"normalize", "layout", {"chw", "cthw"}, "ToTensor gives CHW images, clips are CTHW"},
+    {"normalize", "dtype", {"float32", "float16"}, "ToTensor and Normalize give floats"},
+};
+
+static const char *const torch_stages[] = {"read", "decode", "resize", "center_crop",
+                                           "random_crop", "random_resized_crop", "flip",
+                                           "color_jitter", "normalize", "python", NULL};
+static const char *const torch_decoders[] = {"jpeg", "image", "auto", "video", NULL};
+
+static bool in_list(const char *const *list, const char *name)
+{
+    for (; *list; list++)
+        if (strcmp(*list, name) == 0)
+            return true;
+    return false;
+}
+
+/* The rules of torch_rules[] that apply to one owner's options. */
+static int check_torch_rules(const struct pb_spec *spec, const struct pb_stage_spec *st,
+                             const char *owner, const struct pb_opt *opts, const void *values,
+                             char *msg, size_t msglen)
+{
+    for (size_t i = 0; i < sizeof torch_rules / sizeof torch_rules[0]; i++) {
+        const struct torch_rule *r = &torch_rules[i];
+        const struct pb_opt *opt = strcmp(r->owner, owner) ? NULL : pb_opt_find(opts, r->option);
+        if (!opt)
+            continue;
+        char value[64], allowed[128] = "";
+        pb_opt_format(opt, values, value, sizeof value);
+        bool ok = false;
+        for (int k = 0; k < 4 && r->allowed[k]; k++) {
+            ok |= strcmp(value, r->allowed[k]) == 0;
+            size_t used = strlen(allowed);
+            snprintf(allowed + used, sizeof allowed - used, "%s%s", k ? ", " : "", r->allowed[k]);
+        }
+        if (!ok)
+            return spec_error(spec, st, msg, msglen,
+                              "loader.engine torch cannot run %s's %s: %s (%s); allowed with "
+                              "torch: %s, or loader.engine: pbench",
+                              owner, r->option, value, r->why, allowed);
+    }
+    return PB_OK;
+}
+
+/* One stage on the torch engine: a stage torchvision has, on the CPU,
+ * with options it can honour. */
+static int check_torch_stage(const struct pb_spec *spec, const struct pb_stage_spec *st, char *msg,
+                             size_t msglen)
+{
+    const char *name = st->ops->name;
+    if (!in_list(torch_stages, name) || (st->ops->flags & (PB_STAGE_GPU | PB_STAGE_TO_DEVICE)))
+        return spec_error(spec, st, msg, msglen,
+                          "loader.engine torch cannot run stage '%s'%s; the torch engine runs: "
+                          "read, decode, resize, center_crop, random_crop, random_resized_crop, "
+                          "flip, color_jitter, normalize and python stages, on the CPU",
+                          name,
+                          (st->ops->flags & (PB_STAGE_GPU | PB_STAGE_TO_DEVICE))
+                              ? " (a device stage: the torch engine's batches stay on the host)"
+                              : "");
+    if (spec->dataset.python[0] && strcmp(name, "python") != 0)
+        return spec_error(spec, st, msg, msglen,
+                          "stage '%s' works on files at dataset.path, but dataset.python makes "
+                          "the samples with its own __getitem__; with dataset.python the "
+                          "pipeline holds only python stages (or none)",
+                          name);
+    if (st->decoder && !in_list(torch_decoders, st->decoder->name))
+        return spec_error(spec, st, msg, msglen,
+                          "loader.engine torch cannot run decoder '%s' (it is pbench's own); "
+                          "with torch use jpeg, image, auto or video",
+                          st->decoder->name);
+    int rc = check_torch_rules(spec, st, name, st->ops->opts, st->opts, msg, msglen);
+    if (rc == PB_OK && st->decoder)
+        rc = check_torch_rules(spec, st, st->decoder->name, st->decoder->opts, st->decoder_opts,
+                               msg, msglen);
+    return rc;
+}
+
+/* What loader.engine can run: the torch engine (a real DataLoader) has
+ * no loader.in_order or affinity and runs only torchvision's stages;
+ * Python (dataset.python, python stages) needs the torch engine. */
+static int check_engine(const struct pb_spec *spec, char *msg, size_t msglen)
+{
+    if (spec->loader.engine != PB_ENGINE_TORCH) {
+        for (int i = 0; i < spec->stage_count; i++)
+            if (strcmp(spec->stages[i].ops->name, "python") == 0)
+                return spec_error(spec, &spec->stages[i], msg, msglen,
+                                  "a python stage runs only on loader.engine: torch (pbench's "
+                                  "own engine runs no Python); set loader.engine: torch");
+        if (spec->dataset.python[0])
+            return key_error(spec, KEYS("dataset.python", "dataset"), msg, msglen,
+                             "dataset.python runs only on loader.engine: torch (pbench's own "
+                             "engine runs no Python); set loader.engine: torch");
+        return PB_OK;
+    }
+    if (!spec->loader.in_order)
+        return key_error(spec, KEYS("loader.in_order", "loader.engine", "loader"), msg, msglen,
+                         "loader.engine torch cannot run loader.in_order: false (torch 1.13's "
+                         "DataLoader always delivers in order); set it true, or use "
+                         "loader.engine: pbench");
+    if (spec->loader.affinity != 0)
+        return key_error(spec, KEYS("loader.affinity", "loader.engine", "loader"), msg, msglen,
+                         "loader.engine torch cannot run loader.affinity (the DataLoader's "
+                         "worker processes are placed by the OS); set it none, or use "
+                         "loader.engine: pbench");
+    for (int i = 0; i < spec->stage_count; i++) {
+        int rc = check_torch_stage(spec, &spec->stages[i], msg, msglen);
+        if (rc != PB_OK)
+            return rc;
+    }
+    return PB_OK;
+}
+
 int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
 {
-    if (spec->dataset.path[0] == '\0')
+    bool own_dataset = spec->dataset.python[0] != '\0';
+    if (spec->dataset.path[0] == '\0' && !own_dataset)
         return key_error(spec, KEYS("dataset"), msg, msglen,
                          "dataset.path is required (a directory or a glob)");
-    if (spec->stage_count == 0)
+    if (spec->stage_count == 0 && !own_dataset)
         return key_error(spec, KEYS("pipeline"), msg, msglen,
                          "pipeline must list at least one stage");
-    int rc = check_stage_order(spec, msg, msglen);
+    int rc = check_engine(spec, msg, msglen);
+    if (rc == PB_OK)
+        rc = check_stage_order(spec, msg, msglen);
     if (rc == PB_OK)
         rc = check_bounds(spec, msg, msglen);
     if (rc == PB_OK)

@@ -139,6 +139,83 @@ static int set_list_option(const struct loader *ld, const struct pb_opt *opt, vo
     return PB_OK;
 }
 
+/* A plain YAML scalar as JSON reads it: a number, true/false, null, or
+ * else a string (a quoted scalar is always a string). */
+static json_t *scalar_to_json(const yaml_node_t *node)
+{
+    const char *text = scalar_text(node);
+    if (node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && text[0]) {
+        if (!strcmp(text, "true") || !strcmp(text, "false"))
+            return json_boolean(text[0] == 't');
+        if (!strcmp(text, "null") || !strcmp(text, "~"))
+            return json_null();
+        char *end;
+        long long i = strtoll(text, &end, 10);
+        if (*end == '\0')
+            return json_integer(i);
+        double d = strtod(text, &end);
+        if (*end == '\0')
+            return json_real(d);
+    }
+    return json_string(text);
+}
+
+/* A YAML value (mapping, sequence, scalar) as JSON, for a PB_OPT_JSON
+ * option; NULL for a key that is not a scalar or a depth past 32. */
+static json_t *node_to_json(const struct loader *ld, const yaml_node_t *node, int depth)
+{
+    if (depth > 32)
+        return NULL;
+    if (node->type == YAML_SCALAR_NODE)
+        return scalar_to_json(node);
+    if (node->type == YAML_SEQUENCE_NODE) {
+        json_t *a = json_array();
+        for (const yaml_node_item_t *i = node->data.sequence.items.start;
+             a && i < node->data.sequence.items.top; i++) {
+            json_t *e = node_to_json(ld, get_node(ld, *i), depth + 1);
+            if (!e || json_array_append_new(a, e) != 0) {
+                json_decref(a);
+                return NULL;
+            }
+        }
+        return a;
+    }
+    if (node->type != YAML_MAPPING_NODE)
+        return NULL;
+    json_t *o = json_object();
+    for (const yaml_node_pair_t *p = node->data.mapping.pairs.start;
+         o && p < node->data.mapping.pairs.top; p++) {
+        const yaml_node_t *k = get_node(ld, p->key);
+        json_t *v = k->type == YAML_SCALAR_NODE ? node_to_json(ld, get_node(ld, p->value), depth + 1)
+                                                : NULL;
+        if (!v || json_object_set_new(o, scalar_text(k), v) != 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+/* A PB_OPT_JSON option's value: a mapping, kept as JSON text. */
+static int set_json_option(const struct loader *ld, const struct pb_opt *opt, void *base,
+                           const char *qualified, const yaml_node_t *value)
+{
+    char why[PB_MSG_MAX];
+    if (value->type != YAML_MAPPING_NODE &&
+        !(value->type == YAML_SCALAR_NODE && scalar_text(value)[0] == '\0'))
+        return node_error(ld, value, "%s must be a mapping (key: value, ...), got %s", qualified,
+                          node_kind(value));
+    json_t *v = value->type == YAML_MAPPING_NODE ? node_to_json(ld, value, 0) : json_object();
+    char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
+    if (!text)
+        return node_error(ld, value, "%s: keys must be scalars, nested at most 32 deep",
+                          qualified);
+    int rc = pb_opt_parse(opt, text, base, qualified, why, sizeof why);
+    free(text);
+    return rc == PB_OK ? PB_OK : node_error(ld, value, "%s", why);
+}
+
 /* key: value where the key must be one of the scope's options. */
 static int set_option(const struct loader *ld, const struct pb_scope *scope, const yaml_node_t *key,
                       const yaml_node_t *value)
@@ -151,6 +228,11 @@ static int set_option(const struct loader *ld, const struct pb_scope *scope, con
     if (!opt) {
         pb_scope_unknown_key(scope, qualified, scalar_text(key), why, sizeof why);
         return node_error(ld, key, "%s", why);
+    }
+    if (opt->type == PB_OPT_JSON) {
+        pb_spec_note_position(ld->spec, qualified, (int)key->start_mark.line + 1,
+                              (int)key->start_mark.column + 1);
+        return set_json_option(ld, opt, base, qualified, value);
     }
     bool list = opt->type == PB_OPT_INT_LIST || opt->type == PB_OPT_DOUBLE_LIST;
     if (list && value->type == YAML_MAPPING_NODE)

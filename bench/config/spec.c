@@ -36,6 +36,13 @@ const struct pb_opt pb_dataset_opts[] = {
     {"shuffle_buffer", PB_OPT_INT, DATASET(shuffle_buffer), 0, 1e7, "0", NULL,
      "tar: shuffle samples within windows of this many as each worker streams its shards "
      "(with dataset.shuffle); 0 keeps shard order."},
+    {"python", PB_OPT_STRING, DATASET(python), 0, sizeof(((struct pb_dataset_spec *)0)->python),
+     "", NULL,
+     "loader.engine torch: your own Dataset, as 'module:callable' (a Dataset class or a function "
+     "returning one), called with dataset.args; its transforms are timed one by one "
+     "(docs/engines.md). Empty: the files at dataset.path through the pipeline."},
+    {"args", PB_OPT_JSON, DATASET(args), 0, sizeof(((struct pb_dataset_spec *)0)->args), "{}",
+     NULL, "The keyword arguments of dataset.python, as a mapping."},
     {0},
 };
 
@@ -74,6 +81,9 @@ const struct pb_opt pb_generate_opts[] = {
     {0},
 };
 
+const char *const pb_engine_names[] = {"pbench", "torch", NULL};
+const char *const pb_torch_decode_names[] = {"pil", "torchvision", NULL};
+
 #define LOADER(f) offsetof(struct pb_loader_spec, f)
 const struct pb_opt pb_loader_opts[] = {
     {"workers", PB_OPT_INT, LOADER(workers), 0, 1024, "2", NULL,
@@ -97,6 +107,21 @@ const struct pb_opt pb_loader_opts[] = {
      "cores (so neighbours land on different packages and NUMA nodes); numa binds each thread to a whole NUMA node, round "
      "robin (as compact, and said so, on a machine with one node). Under mpirun the ranks on "
      "a node split its cores first. The result records each thread's CPU set."},
+    {"engine", PB_OPT_ENUM, LOADER(engine), 0, 0, "pbench", pb_engine_names,
+     "Which loader runs the pipeline: pbench (its own C threads) or torch (a real PyTorch "
+     "DataLoader with torchvision transforms, in worker processes); see docs/engines.md."},
+    {"persistent_workers", PB_OPT_BOOL, LOADER(persistent_workers), 0, 0, "false", NULL,
+     "torch: keep the worker processes between epochs and repeats (the DataLoader's own "
+     "option); pbench's threads start per repeat either way."},
+    {"torch_decode", PB_OPT_ENUM, LOADER(torch_decode), 0, 0, "pil", pb_torch_decode_names,
+     "torch: how JPEGs are decoded: pil (Image.open(f).convert('RGB'), as most training code "
+     "does) or torchvision (torchvision.io.decode_jpeg)."},
+    {"python", PB_OPT_STRING, LOADER(python), 0, PB_PATH_MAX, "", NULL,
+     "torch: the Python interpreter; empty: $PBENCH_PYTHON, else /usr/bin/python3 (Debian's, "
+     "where python3-torch lives)."},
+    {"python_path", PB_OPT_STRING, LOADER(python_path), 0, PB_PATH_MAX, "", NULL,
+     "torch: folders put in front of sys.path for your modules, ':'-separated, relative to "
+     "the config file's folder."},
     {0},
 };
 

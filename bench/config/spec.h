@@ -21,6 +21,12 @@
 
 enum pb_on_error { PB_ON_ERROR_SKIP = 0, PB_ON_ERROR_FAIL = 1 };
 
+/* loader.engine: what runs dataset, pipeline and loader (docs/engines.md). */
+enum pb_engine { PB_ENGINE_PBENCH = 0, PB_ENGINE_TORCH = 1 };
+extern const char *const pb_engine_names[];
+enum pb_torch_decode { PB_TORCH_DECODE_PIL = 0, PB_TORCH_DECODE_TORCHVISION = 1 };
+extern const char *const pb_torch_decode_names[];
+
 struct pb_loader_spec {
     int64_t workers;         /* 0: load in the consumer thread           */
     int64_t batch_size;
@@ -30,6 +36,11 @@ struct pb_loader_spec {
     bool in_order;
     int64_t device_prefetch; /* batches in flight on the device (to_device) */
     int affinity;            /* enum pb_affinity_policy (bench/sys/affinity.h) */
+    int engine;              /* enum pb_engine                           */
+    bool persistent_workers; /* torch: keep worker processes between epochs */
+    int torch_decode;        /* enum pb_torch_decode                     */
+    char python[PB_PATH_MAX];      /* torch: the interpreter; "": default */
+    char python_path[PB_PATH_MAX]; /* torch: ':'-separated sys.path folders */
 };
 
 struct pb_run_spec {
