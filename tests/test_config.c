@@ -428,7 +428,8 @@ static void test_bad_configs(void **state)
         {"dataset:\n  path: /data\npipeline: []\n",
          "bad.yaml:3:11: pipeline must list at least one stage"},
         {"dataset:\n  path: /data\n",
-         "bad.yaml: pipeline is required (a list of stages, e.g. '- read:' then '- decode:')"},
+         "bad.yaml: pipeline is required (a list of stages, e.g. '- read:' then '- decode:'), "
+         "unless dataset.python names your own Dataset"},
         {too_many, "bad.yaml:20:5: pipeline has more than 16 stages"},
         {"pipeline:\n  - read:\n  - decode:\n    decoder: null\n",
          "bad.yaml:3:5: a pipeline item must name one stage, got 2 keys ('decode', 'decoder'); "

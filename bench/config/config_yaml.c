@@ -527,9 +527,11 @@ static int parse_root(struct loader *ld, const yaml_node_t *root)
             break;
         }
     }
-    if (rc == PB_OK && !ld->have_pipeline) {
+    /* A user's Dataset (dataset.python) makes its samples itself. */
+    if (rc == PB_OK && !ld->have_pipeline && !ld->spec->dataset.python[0]) {
         snprintf(ld->msg, ld->msglen,
-                 "%s: pipeline is required (a list of stages, e.g. '- read:' then '- decode:')",
+                 "%s: pipeline is required (a list of stages, e.g. '- read:' then '- decode:'), "
+                 "unless dataset.python names your own Dataset",
                  ld->file);
         rc = PB_ERR_CONFIG;
     }
