@@ -506,7 +506,7 @@ static void test_engine_rules(void **state)
          "bad.yaml:7:5: a python stage runs only on loader.engine: torch (pbench's own engine "
          "runs no Python); set loader.engine: torch"},
         {"dataset: {python: 'm:make'}\n",
-         "bad.yaml:1:12: dataset.python runs only on loader.engine: torch (pbench's own engine "
+         "bad.yaml:1:11: dataset.python runs only on loader.engine: torch (pbench's own engine "
          "runs no Python); set loader.engine: torch"},
         {"dataset: {python: 'm:make'}\nloader: {engine: torch}\npipeline: [read]\n",
          "bad.yaml:3:12: stage 'read' works on files at dataset.path, but dataset.python makes "
@@ -514,7 +514,7 @@ static void test_engine_rules(void **state)
          "python stages (or none)"},
         {"dataset: {python: 'm:make'}\nloader: {engine: torch}\n"
          "pipeline: [{python: {callable: nocolon}}]\n",
-         "bad.yaml:3:12: pipeline.python.callable must be 'module:function' (e.g. "
+         "bad.yaml:3:13: pipeline.python.callable must be 'module:function' (e.g. "
          "'my_transforms:add_noise'), got 'nocolon'"},
     };
 #undef JPEG_HEAD
