@@ -315,6 +315,7 @@ void pb_result_free(struct pb_result *result)
         json_decref(p->ranks);
         json_decref(p->multi_rank);
         json_decref(p->affinity);
+        json_decref(p->engine);
         for (size_t r = 0; r < p->repeat_count && p->repeats; r++) {
             free(p->repeats[r].batch_records);
             free(p->repeats[r].rss);

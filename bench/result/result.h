@@ -180,6 +180,10 @@ struct pb_point_result {
     /* loader.affinity other than none: the policy, topology and each
      * worker's CPU set (bench/sys/affinity.h); NULL otherwise. */
     json_t *affinity;
+    /* loader.engine other than pbench: the engine and its versions
+     * ({"name": "torch", "versions": {"python": ..., "torch": ...}},
+     * docs/engines.md); NULL for pbench's own. */
+    json_t *engine;
     struct pb_memory_growth memory_growth;
 };
 

@@ -354,6 +354,8 @@ static json_t *point_to_json(const struct pb_point_result *p)
         json_object_set_new(obj, "multi_rank", json_deep_copy(p->multi_rank));
     if (p->affinity)
         json_object_set_new(obj, "affinity", json_deep_copy(p->affinity));
+    if (p->engine)
+        json_object_set_new(obj, "engine", json_deep_copy(p->engine));
     json_t *growth = pb_memory_growth_to_json(&p->memory_growth);
     if (growth)
         json_object_set_new(obj, "memory_growth", growth);
@@ -661,6 +663,8 @@ static int read_point(struct pb_json_reader *rd, const json_t *obj, const char *
     p->ranks = json_is_array(ranks) ? json_deep_copy(ranks) : NULL;
     p->multi_rank = json_is_object(multi_rank) ? json_deep_copy(multi_rank) : NULL;
     p->affinity = json_is_object(affinity) ? json_deep_copy(affinity) : NULL;
+    const json_t *engine = json_object_get(obj, "engine");
+    p->engine = json_is_object(engine) ? json_deep_copy(engine) : NULL;
     if (errors) {
         const json_t *files;
         pb_json_child_path(at, path, "errors");

@@ -11,6 +11,7 @@
 
 #include "bench/base/pb.h"
 #include "bench/run/chain.h"
+#include "bench/run/engine.h"
 #include "bench/run/gpu_acc.h"
 #include "bench/run/gpuloop.h"
 #include "bench/run/queue.h"
@@ -567,6 +568,9 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
 struct pb_point_run {
     struct run run;
     const struct pb_run_hooks *hooks;
+    /* loader.engine other than pbench: the engine process measures the
+     * point (bench/run/engine.h) and run is unused. */
+    struct pb_engine_run *engine;
 };
 
 /* Warnings about the machine that hold for the whole point. */
@@ -598,6 +602,14 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     struct pb_point_run *pr = calloc(1, sizeof(*pr));
     if (!pr)
         return PB_ERR_NOMEM;
+    if (spec->loader.engine != PB_ENGINE_PBENCH) {
+        int rc = pb_engine_open(spec, ds, hooks, point, &pr->engine, msg, msglen);
+        if (rc != PB_OK)
+            free(pr);
+        else
+            *out = pr;
+        return rc;
+    }
     if (pb_spec_uses_gpu(spec))
         pb_gpu_note_start(point);
     int rc = pb_runner_setup(&pr->run, spec, ds, point, msg, msglen);
@@ -634,6 +646,8 @@ static void free_repeat(struct pb_repeat_result *rep)
 int pb_point_repeat(struct pb_point_run *pr, int repeat, bool measure_overhead,
                     double *overhead_pct, char *msg, size_t msglen)
 {
+    if (pr->engine)
+        return pb_engine_repeat(pr->engine, repeat, measure_overhead, overhead_pct, msg, msglen);
     struct run *run = &pr->run;
     const struct pb_spec *spec = run->spec;
     struct pb_point_result *point = run->point;
@@ -681,6 +695,11 @@ void pb_point_close(struct pb_point_run *pr)
 {
     if (!pr)
         return;
+    if (pr->engine) {
+        pb_engine_close(pr->engine);
+        free(pr);
+        return;
+    }
     if (pr->run.abandoned) {
         abandoned_run = pr;
         return;

@@ -1,0 +1,892 @@
+/* A point measured on another process's loader (bench/run/engine.h): the
+ * engine streams its batches; pbench applies its own warm-up, stopping
+ * rule, interference and memory readings, and builds the repeat exactly as
+ * runner.c does for its own threads. */
+#include "bench/run/engine.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/base/hist.h"
+#include "bench/base/pb.h"
+#include "bench/result/slowest.h"
+#include "bench/run/runlimits.h"
+#include "bench/run/runner.h"
+#include "bench/run/stoprule.h"
+#include "bench/run/storage_run.h"
+#include "bench/run/sysmon.h"
+
+#define FRAME_JSON 1
+#define FRAME_BATCH 2
+#define SAMPLE_PERIOD_NS 250000000ull /* memory and CPU of the engine: 4 Hz */
+#define BATCH_HEADER_BYTES (8 * 8 + 4 * 6)
+
+/* One timed column of the engine (a stage, a sub-stage or collate), with
+ * what the measured batches put in it. */
+struct column {
+    char name[64], parent[64];
+    struct pb_hist hist;
+    uint64_t cpu_ns;
+    struct pb_slowest slowest;
+    uint64_t counters[PB_STAGE_COUNTERS];
+    int counter_count;
+    char counter_names[PB_STAGE_COUNTERS][32];
+};
+
+/* The batch frame's fixed part (docs/engines.md). */
+struct batch_header {
+    uint64_t seq, t_wait, t_taken, t_done, step_ns, t_first, t_ready, bytes;
+    uint32_t samples, errors;
+    int32_t worker;
+    uint32_t columns, records, counters;
+};
+
+/* What one repeat's measured part has summed so far. */
+struct part {
+    bool measuring, stop_sent, ended, interrupted;
+    uint64_t t_start, t_end, last_done;
+    uint64_t samples, batches, bytes, errors, wait_total, step_total, first_batch_ns;
+    uint64_t loader_cpu_start, all_cpu_start, loader_cpu_end, all_cpu_end;
+    struct pb_machine_cpu machine_start;
+    size_t records_cap;
+    uint64_t *ready_ns, *taken_ns; /* per measured batch, for queue depth */
+    /* Memory and CPU of the engine's processes, sampled at 4 Hz. */
+    uint64_t repeat_start_ns, last_sample_ns, last_sample_cpu, last_tick_ns, last_frame_ns;
+    size_t rss_count, rss_cap;
+    struct pb_rss_sample *rss;
+    uint64_t pss_peak;
+};
+
+struct pb_engine_run {
+    const struct pb_spec *spec;
+    const struct pb_dataset *ds;
+    const struct pb_run_hooks *hooks;
+    struct pb_point_result *point;
+    struct pb_engine_proc *proc;
+    char index_path[PB_PATH_MAX];
+    int column_count, counter_count;
+    struct column columns[PB_ENGINE_MAX_COLUMNS];
+    int counter_column[PB_ENGINE_MAX_COUNTERS]; /* which column each counter adds to */
+    int counter_slot[PB_ENGINE_MAX_COUNTERS];   /* and where in its counters[] */
+    struct engine_pid {
+        int pid;
+        uint64_t start, last; /* CPU ns: at the measured part's start, last read */
+    } pids[PB_ENGINE_MAX_WORKERS];
+    int pid_count;    /* every worker seen in this repeat */
+    int live_workers; /* in the last `workers` frame: loader.workers as run */
+    uint64_t workers_start_ns;
+    struct pb_stoprule rule;
+    char first_error[PB_MSG_MAX];
+    bool failed; /* the engine is gone or broke the protocol */
+};
+
+/* ---- the engine's processes: CPU and memory ------------------------- */
+
+/* The worker processes' CPU time: re-read each one still alive (a worker
+ * that exited keeps its last reading, at most a sampling period old). */
+static uint64_t workers_cpu_ns(struct pb_engine_run *er)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < er->pid_count; i++) {
+        uint64_t now = pb_proc_cpu_ns(er->pids[i].pid);
+        if (now > er->pids[i].last)
+            er->pids[i].last = now;
+        sum += er->pids[i].last - er->pids[i].start;
+    }
+    return sum;
+}
+
+/* From now on, worker CPU counts from the workers' present readings (a
+ * worker that starts later counts from 0). */
+static void workers_cpu_zero(struct pb_engine_run *er)
+{
+    workers_cpu_ns(er);
+    for (int i = 0; i < er->pid_count; i++)
+        er->pids[i].start = er->pids[i].last;
+}
+
+/* The loader's CPU: the worker processes, or the engine's main process
+ * when it loads itself (0 workers). */
+static uint64_t loader_cpu_ns(struct pb_engine_run *er)
+{
+    return er->pid_count ? workers_cpu_ns(er) : pb_proc_cpu_ns(pb_engine_proc_pid(er->proc));
+}
+
+static uint64_t all_cpu_ns(struct pb_engine_run *er)
+{
+    return workers_cpu_ns(er) + pb_proc_cpu_ns(pb_engine_proc_pid(er->proc));
+}
+
+/* A `workers` frame: the repeat's worker processes (a new epoch without
+ * persistent workers brings new ones, added to the set). */
+static void add_workers(struct pb_engine_run *er, const json_t *pids)
+{
+    for (size_t i = 0; i < json_array_size(pids); i++) {
+        int pid = (int)json_integer_value(json_array_get(pids, i));
+        bool known = false;
+        for (int k = 0; k < er->pid_count && !known; k++)
+            known = er->pids[k].pid == pid;
+        if (!known && pid > 0 && er->pid_count < PB_ENGINE_MAX_WORKERS)
+            er->pids[er->pid_count++] = (struct engine_pid){.pid = pid};
+    }
+    er->live_workers = (int)json_array_size(pids);
+}
+
+/* A memory and CPU sample of the engine and its workers, every 250 ms,
+ * and the progress tick with the running throughput. */
+static void sample_processes(struct pb_engine_run *er, struct part *c, uint64_t now)
+{
+    if (now - c->last_sample_ns < SAMPLE_PERIOD_NS)
+        return;
+    uint64_t pss = pb_proc_pss_bytes(pb_engine_proc_pid(er->proc));
+    for (int i = 0; i < er->pid_count; i++)
+        pss += pb_proc_pss_bytes(er->pids[i].pid);
+    uint64_t cpu = all_cpu_ns(er);
+    if (pss > c->pss_peak)
+        c->pss_peak = pss;
+    if (c->rss_count == c->rss_cap) {
+        size_t cap = c->rss_cap ? 2 * c->rss_cap : 256;
+        struct pb_rss_sample *grown = realloc(c->rss, cap * sizeof(*grown));
+        if (grown) {
+            c->rss = grown;
+            c->rss_cap = cap;
+        }
+    }
+    if (c->rss_count < c->rss_cap)
+        c->rss[c->rss_count++] = (struct pb_rss_sample){
+            .t_s = (double)(now - c->repeat_start_ns) / 1e9,
+            .rss_bytes = pss,
+            .cpu_pct = cpu > c->last_sample_cpu
+                           ? 100.0 * (double)(cpu - c->last_sample_cpu) /
+                                 (double)(now - c->last_sample_ns)
+                           : 0,
+        };
+    c->last_sample_ns = now;
+    c->last_sample_cpu = cpu;
+    if (er->hooks && er->hooks->tick && c->measuring && now > c->t_start)
+        er->hooks->tick(er->hooks->user, (double)c->samples / ((double)(now - c->t_start) / 1e9));
+}
+
+/* ---- the columns ---------------------------------------------------- */
+
+static void reset_columns(struct pb_engine_run *er)
+{
+    for (int k = 0; k < er->column_count; k++) {
+        struct column *col = &er->columns[k];
+        pb_hist_init(&col->hist);
+        col->cpu_ns = 0;
+        memset(&col->slowest, 0, sizeof col->slowest);
+        memset(col->counters, 0, sizeof col->counters);
+    }
+}
+
+/* The engine's `ready`: its columns and counters, in frame order. */
+static int read_ready(struct pb_engine_run *er, const json_t *ready, char *msg, size_t msglen)
+{
+    const json_t *stages = json_object_get(ready, "stages");
+    const json_t *counters = json_object_get(ready, "counters");
+    size_t n = json_array_size(stages);
+    if (n == 0 || n > PB_ENGINE_MAX_COLUMNS ||
+        json_array_size(counters) > PB_ENGINE_MAX_COUNTERS) {
+        snprintf(msg, msglen,
+                 "the engine's ready names %zu stages and %zu counters (1 to %d and at most %d)",
+                 n, json_array_size(counters), PB_ENGINE_MAX_COLUMNS, PB_ENGINE_MAX_COUNTERS);
+        return PB_ERR;
+    }
+    er->column_count = (int)n;
+    for (size_t k = 0; k < n; k++) {
+        const json_t *s = json_array_get(stages, k);
+        const char *name = json_string_value(json_object_get(s, "name"));
+        const char *parent = json_string_value(json_object_get(s, "parent"));
+        snprintf(er->columns[k].name, sizeof er->columns[k].name, "%s", name ? name : "?");
+        snprintf(er->columns[k].parent, sizeof er->columns[k].parent, "%s",
+                 parent ? parent : "");
+    }
+    er->counter_count = (int)json_array_size(counters);
+    for (int c = 0; c < er->counter_count; c++) {
+        const json_t *e = json_array_get(counters, (size_t)c);
+        const char *stage = json_string_value(json_object_get(e, "stage"));
+        const char *name = json_string_value(json_object_get(e, "name"));
+        er->counter_column[c] = -1;
+        for (int k = 0; k < er->column_count && stage; k++)
+            if (strcmp(er->columns[k].name, stage) == 0)
+                er->counter_column[c] = k;
+        struct column *col =
+            er->counter_column[c] >= 0 ? &er->columns[er->counter_column[c]] : NULL;
+        if (!col || col->counter_count >= PB_STAGE_COUNTERS) {
+            er->counter_column[c] = -1;
+            continue;
+        }
+        er->counter_slot[c] = col->counter_count;
+        snprintf(col->counter_names[col->counter_count++], 32, "%s", name ? name : "?");
+    }
+    reset_columns(er);
+    return PB_OK;
+}
+
+/* A measured batch's sample records into the columns. */
+static void add_records(struct pb_engine_run *er, const struct batch_header *h,
+                        const uint8_t *data, size_t len)
+{
+    uint32_t S = h->columns, C = h->counters;
+    if (S != (uint32_t)er->column_count || C != (uint32_t)er->counter_count)
+        return; /* no timing in this batch (stage_timing off) */
+    size_t record = 8 * (1 + 3 * (size_t)S + C);
+    for (uint32_t r = 0; r < h->records && (size_t)(r + 1) * record <= len; r++) {
+        const uint8_t *p = data + (size_t)r * record;
+        uint64_t v[1 + 3 * PB_ENGINE_MAX_COLUMNS + PB_ENGINE_MAX_COUNTERS];
+        memcpy(v, p, record);
+        for (uint32_t k = 0; k < S; k++) {
+            uint64_t start = v[1 + 3 * k], end = v[2 + 3 * k], cpu = v[3 + 3 * k];
+            if (start == 0 && end == 0)
+                continue;
+            struct column *col = &er->columns[k];
+            uint64_t ns = end > start ? end - start : 0;
+            pb_hist_add(&col->hist, ns);
+            col->cpu_ns += cpu;
+            pb_slowest_add(&col->slowest, v[0], ns);
+        }
+        for (uint32_t c = 0; c < C; c++)
+            if (er->counter_column[c] >= 0)
+                er->columns[er->counter_column[c]].counters[er->counter_slot[c]] +=
+                    v[1 + 3 * S + c];
+    }
+}
+
+/* The columns as the repeat's stage rows (shares of the top-level rows'
+ * summed wall time, as pbench's own rows). */
+static int fill_rows(const struct pb_engine_run *er, struct pb_repeat_result *rep)
+{
+    rep->stages = calloc((size_t)er->column_count, sizeof(*rep->stages));
+    if (!rep->stages)
+        return PB_ERR_NOMEM;
+    uint64_t total = 0;
+    for (int k = 0; k < er->column_count; k++)
+        if (!er->columns[k].parent[0])
+            total += er->columns[k].hist.sum_ns;
+    for (int k = 0; k < er->column_count; k++) {
+        const struct column *col = &er->columns[k];
+        struct pb_stage_result *row = &rep->stages[k];
+        pb_strlcpy(row->name, col->name, sizeof row->name);
+        pb_strlcpy(row->parent, col->parent, sizeof row->parent);
+        row->hist = col->hist;
+        row->cpu_ns = col->cpu_ns;
+        row->share_pct = total && !col->parent[0] ? 100.0 * (double)col->hist.sum_ns / (double)total
+                                                  : 0;
+        row->counter_count = col->counter_count;
+        memcpy(row->counter_names, col->counter_names, sizeof row->counter_names);
+        memcpy(row->counters, col->counters, sizeof row->counters);
+        for (int i = 0; i < PB_SLOWEST_SAMPLES && col->slowest.ns[i]; i++) {
+            uint64_t index = col->slowest.sample[i];
+            row->slowest_ns[i] = col->slowest.ns[i];
+            row->slowest_sample[i] = index;
+            if (index < er->ds->count && er->ds->members)
+                snprintf(row->slowest_files[i], sizeof row->slowest_files[i], "%.120s:%.70s",
+                         er->ds->paths[index], er->ds->members[index]);
+            else if (index < er->ds->count)
+                pb_strlcpy(row->slowest_files[i], er->ds->paths[index],
+                           sizeof row->slowest_files[i]);
+            else
+                snprintf(row->slowest_files[i], sizeof row->slowest_files[i],
+                         "sample %" PRIu64, index);
+            row->slowest_count = i + 1;
+        }
+    }
+    rep->stage_count = (size_t)er->column_count;
+    return PB_OK;
+}
+
+/* ---- one repeat ----------------------------------------------------- */
+
+static int parse_header(const uint8_t *data, size_t len, struct batch_header *h)
+{
+    if (len < BATCH_HEADER_BYTES)
+        return PB_ERR;
+    uint64_t q[8];
+    memcpy(q, data, sizeof q);
+    h->seq = q[0], h->t_wait = q[1], h->t_taken = q[2], h->t_done = q[3];
+    h->step_ns = q[4], h->t_first = q[5], h->t_ready = q[6], h->bytes = q[7];
+    memcpy(&h->samples, data + 64, 4);
+    memcpy(&h->errors, data + 68, 4);
+    memcpy(&h->worker, data + 72, 4);
+    memcpy(&h->columns, data + 76, 4);
+    memcpy(&h->records, data + 80, 4);
+    memcpy(&h->counters, data + 84, 4);
+    if (h->columns > PB_ENGINE_MAX_COLUMNS || h->counters > PB_ENGINE_MAX_COUNTERS)
+        return PB_ERR;
+    return PB_OK;
+}
+
+static void send_command(struct pb_engine_run *er, const char *cmd)
+{
+    json_t *j = json_pack("{s:s}", "type", cmd);
+    if (j && pb_engine_proc_send(er->proc, j) != PB_OK)
+        er->failed = true;
+    json_decref(j);
+}
+
+static void start_measuring(struct pb_engine_run *er, struct part *c, uint64_t t_start)
+{
+    c->measuring = true;
+    c->t_start = t_start;
+    workers_cpu_zero(er);
+    c->loader_cpu_start = loader_cpu_ns(er);
+    c->all_cpu_start = all_cpu_ns(er) + pb_process_cpu_ns();
+    pb_machine_cpu_now(&c->machine_start);
+    pb_stoprule_start(&er->rule, t_start);
+}
+
+/* Ends the measured part at t_end for reason: the CPU clocks are read now
+ * (what the engine does after it is not measured) and the engine told. */
+static void end_part(struct pb_engine_run *er, struct part *c, uint64_t t_end,
+                     enum pb_stop_reason reason, struct pb_repeat_result *rep)
+{
+    if (c->stop_sent)
+        return;
+    pb_stoprule_end(&er->rule, reason);
+    if (c->measuring) {
+        c->t_end = t_end;
+        c->loader_cpu_end = loader_cpu_ns(er);
+        c->all_cpu_end = all_cpu_ns(er) + pb_process_cpu_ns();
+        struct pb_machine_cpu now;
+        pb_machine_cpu_now(&now);
+        pb_interference(&c->machine_start, &now, c->all_cpu_end - c->all_cpu_start,
+                        sysconf(_SC_CLK_TCK), &rep->other_cpu_pct, &rep->steal_pct);
+    }
+    struct pb_run_group *g = er->hooks ? er->hooks->group : NULL;
+    if (g) {
+        atomic_store(&g->local_reason, (int)reason);
+        atomic_store(&g->local_done, true);
+    }
+    if (reason != PB_STOP_DATA_END)
+        send_command(er, "stop");
+    c->stop_sent = true;
+}
+
+/* Whether the part ends after this batch: the stopping rule, or in a
+ * multi-rank run the decider's word (as runner.c's part_ends). */
+static bool part_ends(struct pb_engine_run *er, bool rule_done)
+{
+    struct pb_run_group *g = er->hooks ? er->hooks->group : NULL;
+    if (!g || g->decides)
+        return rule_done;
+    if (!atomic_load_explicit(&g->group_done, memory_order_acquire))
+        return false;
+    int reason = atomic_load_explicit(&g->group_reason, memory_order_relaxed);
+    if (reason == PB_STOP_DATA_END)
+        return rule_done;
+    er->rule.reason = (enum pb_stop_reason)reason;
+    return true;
+}
+
+static int push_record(struct pb_repeat_result *rep, struct part *c,
+                       const struct pb_batch_record *rec, uint64_t ready, uint64_t taken)
+{
+    if (rep->batch_count == c->records_cap) {
+        size_t cap = c->records_cap ? 2 * c->records_cap : 1024;
+        struct pb_batch_record *r = realloc(rep->batch_records, cap * sizeof(*r));
+        uint64_t *a = realloc(c->ready_ns, cap * sizeof(*a));
+        if (a)
+            c->ready_ns = a;
+        uint64_t *b = realloc(c->taken_ns, cap * sizeof(*b));
+        if (b)
+            c->taken_ns = b;
+        if (!r || !a || !b) {
+            if (r)
+                rep->batch_records = r;
+            return PB_ERR_NOMEM;
+        }
+        rep->batch_records = r;
+        c->records_cap = cap;
+    }
+    c->ready_ns[rep->batch_count] = ready;
+    c->taken_ns[rep->batch_count] = taken;
+    rep->batch_records[rep->batch_count++] = *rec;
+    return PB_OK;
+}
+
+static int on_batch(struct pb_engine_run *er, struct part *c, struct pb_repeat_result *rep,
+                    const uint8_t *data, uint32_t len, char *msg, size_t msglen)
+{
+    struct batch_header h;
+    if (parse_header(data, len, &h) != PB_OK) {
+        snprintf(msg, msglen, "the torch engine sent a malformed batch frame (%u bytes)", len);
+        return PB_ERR;
+    }
+    if (h.seq == 0 && er->workers_start_ns && h.t_taken > er->workers_start_ns)
+        c->first_batch_ns = h.t_taken - er->workers_start_ns;
+    if (c->stop_sent)
+        return PB_OK; /* built before the stop reached the engine: not counted */
+    if (!c->measuring && h.seq >= (uint64_t)er->spec->run.warmup_batches)
+        start_measuring(er, c, h.t_wait);
+    c->last_done = h.t_done;
+    if (!c->measuring)
+        return PB_OK;
+    struct pb_batch_record rec = {
+        .assembly_ns = h.t_ready > h.t_first ? h.t_ready - h.t_first : 0,
+        .wait_ns = h.t_taken - h.t_wait,
+        .step_ns = h.t_done - h.t_taken,
+        .samples = h.samples,
+    };
+    if (push_record(rep, c, &rec, h.t_ready, h.t_taken) != PB_OK) {
+        snprintf(msg, msglen, "out of memory recording batch timings");
+        return PB_ERR_NOMEM;
+    }
+    c->samples += h.samples;
+    c->batches++;
+    c->bytes += h.bytes;
+    c->errors += h.errors;
+    c->wait_total += h.t_taken - h.t_wait;
+    c->step_total += h.step_ns;
+    c->t_end = h.t_done;
+    add_records(er, &h, data + BATCH_HEADER_BYTES, len - BATCH_HEADER_BYTES);
+    if (part_ends(er, pb_stoprule_batch(&er->rule, h.t_done, h.samples)))
+        end_part(er, c, h.t_done, er->rule.reason ? er->rule.reason : PB_STOP_STABLE, rep);
+    return PB_OK;
+}
+
+/* "FILE:LINE:COLUMN: " where the config set option (the engine's dotted
+ * key, "pipeline[2].interpolation" or "loader.in_order"); "FILE: " when
+ * the file did not set it (a -s override, a default). */
+static void option_place(const struct pb_spec *spec, const char *option, char *out, size_t outlen)
+{
+    int line = 0, column = 0, stage;
+    if (option && sscanf(option, "pipeline[%d]", &stage) == 1 && stage >= 0 &&
+        stage < spec->stage_count) {
+        line = spec->stages[stage].line;
+        column = spec->stages[stage].column;
+    }
+    for (int i = 0; option && !line && i < spec->position_count; i++)
+        if (strcmp(spec->positions[i].path, option) == 0) {
+            line = spec->positions[i].line;
+            column = spec->positions[i].column;
+        }
+    const char *file = spec->source[0] ? spec->source : spec->name;
+    if (line > 0)
+        snprintf(out, outlen, "%s:%d:%d: ", file, line, column);
+    else
+        snprintf(out, outlen, "%s: ", file);
+}
+
+/* The engine's fatal: a config it cannot run (exit 2, at the option's
+ * line), an interpreter without torch (exit 2), a bad sample under
+ * on_error: fail, or anything else, with its message. */
+static int on_fatal(struct pb_engine_run *er, const json_t *j, char *msg, size_t msglen)
+{
+    const char *kind = json_string_value(json_object_get(j, "kind"));
+    const char *text = json_string_value(json_object_get(j, "message"));
+    const char *option = json_string_value(json_object_get(j, "option"));
+    er->failed = true;
+    kind = kind ? kind : "engine";
+    text = text ? text : "(no message)";
+    if (strcmp(kind, "config") == 0) {
+        char place[PB_PATH_MAX + 32];
+        option_place(er->spec, option, place, sizeof place);
+        snprintf(msg, msglen, "%sloader.engine torch: %s", place, text);
+        return PB_ERR_CONFIG;
+    }
+    if (strcmp(kind, "environment") == 0) {
+        snprintf(msg, msglen, "loader.engine torch: %s", text);
+        return PB_ERR_CONFIG;
+    }
+    snprintf(msg, msglen, "the torch engine failed: %s", text);
+    return strcmp(kind, "data") == 0 ? PB_ERR_DATA : PB_ERR;
+}
+
+/* A JSON frame during a repeat. Returns PB_OK, or the fatal's code. */
+static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_result *rep,
+                   const uint8_t *data, uint32_t len, char *msg, size_t msglen)
+{
+    json_t *j = json_loadb((const char *)data, len, 0, NULL);
+    const char *type = json_string_value(json_object_get(j, "type"));
+    int rc = PB_OK;
+    if (!type) {
+        snprintf(msg, msglen, "the torch engine sent a malformed JSON frame");
+        rc = PB_ERR;
+    } else if (strcmp(type, "fatal") == 0) {
+        rc = on_fatal(er, j, msg, msglen);
+    } else if (strcmp(type, "workers") == 0) {
+        add_workers(er, json_object_get(j, "pids"));
+        if (!er->workers_start_ns) /* the repeat's first: its time to first batch */
+            er->workers_start_ns =
+                (uint64_t)json_integer_value(json_object_get(j, "t_start_ns"));
+    } else if (strcmp(type, "error") == 0) {
+        const char *file = json_string_value(json_object_get(j, "file"));
+        const char *why = json_string_value(json_object_get(j, "message"));
+        char what[PB_MSG_MAX];
+        snprintf(what, sizeof what, "%s", why ? why : "unreadable");
+        pb_error_files_add(er->point, file, what);
+        if (!er->first_error[0])
+            snprintf(er->first_error, sizeof er->first_error, "%.200s: %.300s", file ? file : "?",
+                     what);
+    } else if (strcmp(type, "warning") == 0) {
+        const char *why = json_string_value(json_object_get(j, "message"));
+        pb_point_warn(er->point, "torch engine: %s", why ? why : "?");
+    } else if (strcmp(type, "repeat_end") == 0) {
+        const char *reason = json_string_value(json_object_get(j, "reason"));
+        if (!c->stop_sent)
+            end_part(er, c, c->last_done,
+                     reason && !strcmp(reason, "data_end") ? PB_STOP_DATA_END : PB_STOP_FAILED,
+                     rep);
+        c->ended = true;
+    }
+    json_decref(j);
+    return rc;
+}
+
+/* Between frames: a stop from the user, the time cap while the loop
+ * waits, an engine silent past run.stage_timeout_s. PB_OK to go on. */
+static int watch(struct pb_engine_run *er, struct part *c, struct pb_repeat_result *rep,
+                 uint64_t now, char *msg, size_t msglen)
+{
+    volatile sig_atomic_t *stop = er->hooks ? er->hooks->stop : NULL;
+    if (stop && *stop && !c->stop_sent) {
+        c->interrupted = true;
+        end_part(er, c, c->last_done ? c->last_done : now, PB_STOP_INTERRUPTED, rep);
+    }
+    if (stop && (*stop & PB_RUN_STOP_NOW)) {
+        c->interrupted = true;
+        return PB_ERR_INTERRUPTED;
+    }
+    if (c->measuring && !c->stop_sent &&
+        (double)(now - c->t_start) / 1e9 > er->spec->run.max_time_s) {
+        c->wait_total += now - c->last_done; /* the wait for a batch that did not come */
+        end_part(er, c, now, PB_STOP_TIME_CAP, rep);
+    }
+    double silent_s = (double)(now - c->last_frame_ns) / 1e9;
+    if (silent_s > er->spec->run.stage_timeout_s) {
+        c->interrupted = true;
+        snprintf(msg, msglen,
+                 "the torch engine sent nothing for %.0f s (run.stage_timeout_s %g): a stage, "
+                 "or the DataLoader, is stuck; the repeats measured before are kept. Its last "
+                 "words: %s",
+                 silent_s, er->spec->run.stage_timeout_s, pb_engine_proc_stderr(er->proc));
+        return PB_ERR_STALLED;
+    }
+    return PB_OK;
+}
+
+/* Reads the repeat's frames to its repeat_end. */
+static int read_repeat(struct pb_engine_run *er, struct part *c, struct pb_repeat_result *rep,
+                       char *msg, size_t msglen)
+{
+    while (!c->ended) {
+        uint32_t type = 0, len = 0;
+        const uint8_t *data = NULL;
+        int rc = pb_engine_proc_frame(er->proc, 50, &type, &data, &len, msg, msglen);
+        uint64_t now = pb_now_ns();
+        if (rc == PB_OK) {
+            c->last_frame_ns = now;
+            rc = type == FRAME_BATCH ? on_batch(er, c, rep, data, len, msg, msglen)
+                                     : on_json(er, c, rep, data, len, msg, msglen);
+        } else if (rc == PB_ENGINE_NO_FRAME) {
+            rc = PB_OK;
+        } else {
+            er->failed = true;
+        }
+        if (rc == PB_OK)
+            rc = watch(er, c, rep, now, msg, msglen);
+        if (rc != PB_OK) {
+            if (rc != PB_ERR_CONFIG && rc != PB_ERR_DATA)
+                er->failed = true; /* the engine is not to be trusted with another repeat */
+            return rc;
+        }
+        sample_processes(er, c, now);
+    }
+    return PB_OK;
+}
+
+/* Batches ready (collated) but not yet taken when each measured batch was
+ * taken, itself included: the engine's queue depth at dequeue. */
+static void queue_depths(const struct part *c, struct pb_repeat_result *rep)
+{
+    for (size_t k = 0; k < rep->batch_count; k++) {
+        uint32_t depth = 0;
+        for (size_t j = k; j < rep->batch_count && j < k + 1024; j++)
+            if (c->ready_ns[j] <= c->taken_ns[k])
+                depth++;
+        rep->batch_records[k].queue_depth = depth;
+    }
+}
+
+static void fill_totals(struct pb_engine_run *er, struct part *c, struct pb_repeat_result *rep)
+{
+    double span_ns = (double)(c->t_end - c->t_start);
+    rep->wall_s = span_ns / 1e9;
+    rep->samples = c->samples;
+    rep->batches = c->batches;
+    rep->bytes_read = c->bytes;
+    rep->errors = c->errors;
+    rep->samples_per_s = (double)c->samples / rep->wall_s;
+    rep->batches_per_s = (double)c->batches / rep->wall_s;
+    rep->mb_per_s = (double)c->bytes / 1e6 / rep->wall_s;
+    rep->stall_pct = 100.0 * (double)c->wait_total / span_ns;
+    rep->accel_util_pct = er->spec->run.step_ms > 0 ? 100.0 * (double)c->step_total / span_ns : 0;
+    rep->cpu_util_pct = 100.0 * (double)(c->all_cpu_end - c->all_cpu_start) / span_ns;
+    int workers = er->live_workers > 0 ? er->live_workers : 1;
+    uint64_t loader_cpu =
+        c->loader_cpu_end > c->loader_cpu_start ? c->loader_cpu_end - c->loader_cpu_start : 0;
+    rep->worker_cpu_pct = 100.0 * (double)loader_cpu / ((double)workers * span_ns);
+    rep->window_noise = pb_stoprule_noise(&er->rule);
+    rep->hit_time_cap = er->rule.reason == PB_STOP_TIME_CAP;
+    rep->noisy = pb_stoprule_noisy(&er->rule);
+    rep->interrupted = c->interrupted;
+    rep->rss_peak_bytes = c->pss_peak;
+    rep->rss = c->rss;
+    rep->rss_count = c->rss_count;
+    c->rss = NULL;
+    pb_repeat_loop_shares(rep, c->step_total, 0);
+    rep->first_batch_s = (double)c->first_batch_ns / 1e9;
+    queue_depths(c, rep);
+}
+
+static void free_repeat(struct pb_repeat_result *rep)
+{
+    free(rep->batch_records);
+    free(rep->rss);
+    free(rep->stages);
+    memset(rep, 0, sizeof(*rep));
+}
+
+/* One repeat, with or without stage timing, into rep. */
+static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
+                      struct pb_repeat_result *rep, char *msg, size_t msglen)
+{
+    memset(rep, 0, sizeof(*rep));
+    if (er->ds->count)
+        pb_storage_repeat_start(er->spec, er->ds, er->point, rep);
+    reset_columns(er);
+    er->pid_count = 0;
+    er->live_workers = 0;
+    er->workers_start_ns = 0;
+    er->rule.reason = PB_STOP_NONE;
+    uint64_t now = pb_now_ns();
+    struct part c = {.repeat_start_ns = now, .last_frame_ns = now, .last_sample_ns = 0};
+    json_t *cmd = json_pack("{s:s,s:i,s:b}", "type", "repeat", "repeat", repeat, "stage_timing",
+                            stage_timing);
+    int rc = cmd ? pb_engine_proc_send(er->proc, cmd) : PB_ERR_NOMEM;
+    json_decref(cmd);
+    if (rc != PB_OK) {
+        snprintf(msg, msglen, "the torch engine is gone; its last words: %s",
+                 pb_engine_proc_stderr(er->proc));
+        er->failed = true;
+        return PB_ERR;
+    }
+    rc = read_repeat(er, &c, rep, msg, msglen);
+    bool measured = c.measuring && c.t_end > c.t_start && c.samples > 0;
+    if (measured) {
+        fill_totals(er, &c, rep);
+        if (stage_timing && fill_rows(er, rep) != PB_OK)
+            pb_point_warn(er->point, "out of memory for the stage rows");
+    } else {
+        free_repeat(rep);
+    }
+    free(c.rss);
+    free(c.ready_ns);
+    free(c.taken_ns);
+    if (rc != PB_OK)
+        return rc;
+    if (c.interrupted)
+        return PB_ERR_INTERRUPTED;
+    if (!measured && c.errors == 0) {
+        snprintf(msg, msglen,
+                 "the data ran out during warm-up (%lld batches): lower run.warmup_batches or "
+                 "raise dataset.epochs",
+                 (long long)er->spec->run.warmup_batches);
+        return PB_ERR_CONFIG;
+    }
+    return pb_error_share_check(&er->spec->run, c.samples, c.errors, er->first_error, msg,
+                                msglen);
+}
+
+/* ---- a point -------------------------------------------------------- */
+
+/* The sample index the engine reads (docs/engines.md): per sample its
+ * offset (-1 a loose file, -2 a tar member pbench found unreadable), size,
+ * member and path, each ended by a NUL. */
+static int write_index(const struct pb_dataset *ds, char *path, size_t pathlen, char *msg,
+                       size_t msglen)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, pathlen, "%s/pbench-index-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        snprintf(msg, msglen, "cannot write the torch engine's sample index %s: %s", path,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        path[0] = '\0';
+        return PB_ERR;
+    }
+    for (size_t i = 0; i < ds->count; i++) {
+        long long offset = !ds->offsets                     ? -1
+                           : ds->offsets[i] == PB_MEMBER_BAD ? -2
+                                                             : (long long)ds->offsets[i];
+        uint64_t size = ds->offsets && ds->offsets[i] == PB_MEMBER_BAD ? 0 : ds->sizes[i];
+        fprintf(f, "%lld%c%" PRIu64 "%c%s%c%s%c", offset, 0, size, 0,
+                ds->members ? ds->members[i] : "", 0, ds->paths[i], 0);
+    }
+    if (fclose(f) != 0) {
+        snprintf(msg, msglen, "cannot write the torch engine's sample index %s: %s", path,
+                 strerror(errno));
+        return PB_ERR;
+    }
+    return PB_OK;
+}
+
+/* Sends `open` and waits for `ready` (importing torch takes seconds; on a
+ * busy machine, tens of them). */
+static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
+{
+    const struct pb_spec *spec = er->spec;
+    char dir[PB_PATH_MAX] = ".";
+    const char *slash = strrchr(spec->source, '/');
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - spec->source), spec->source);
+    json_t *open_cmd = json_pack("{s:s,s:i,s:o,s:s,s:s,s:b}", "type", "open", "protocol",
+                                 PB_ENGINE_PROTOCOL, "config", pb_spec_to_json(spec), "index",
+                                 er->index_path, "config_dir", dir, "stage_timing",
+                                 pb_spec_stage_timing(spec));
+    int rc = open_cmd ? pb_engine_proc_send(er->proc, open_cmd) : PB_ERR_NOMEM;
+    json_decref(open_cmd);
+    uint64_t deadline = pb_now_ns() + 300ull * 1000000000ull;
+    while (rc == PB_OK) {
+        uint32_t type, len;
+        const uint8_t *data;
+        rc = pb_engine_proc_frame(er->proc, 1000, &type, &data, &len, msg, msglen);
+        if (rc == PB_ENGINE_NO_FRAME) {
+            rc = pb_now_ns() < deadline ? PB_OK : PB_ERR;
+            if (rc != PB_OK)
+                snprintf(msg, msglen, "the torch engine did not answer within 300 s: %s",
+                         pb_engine_proc_stderr(er->proc));
+            if (er->hooks && er->hooks->stop && *er->hooks->stop)
+                return PB_ERR_INTERRUPTED;
+            continue;
+        }
+        if (rc != PB_OK)
+            break;
+        json_t *j = type == FRAME_JSON ? json_loadb((const char *)data, len, 0, NULL) : NULL;
+        const char *t = json_string_value(json_object_get(j, "type"));
+        if (t && strcmp(t, "ready") == 0) {
+            json_int_t protocol = json_integer_value(json_object_get(j, "protocol"));
+            if (protocol != PB_ENGINE_PROTOCOL) {
+                snprintf(msg, msglen, "the torch engine speaks protocol %lld, pbench %d",
+                         (long long)protocol, PB_ENGINE_PROTOCOL);
+                rc = PB_ERR;
+            } else if ((rc = read_ready(er, j, msg, msglen)) == PB_OK) {
+                json_decref(er->point->engine);
+                er->point->engine = json_pack("{s:s,s:O?}", "name", "torch", "versions",
+                                              json_object_get(j, "versions"));
+            }
+            json_decref(j);
+            return rc;
+        }
+        if (t && strcmp(t, "fatal") == 0)
+            rc = on_fatal(er, j, msg, msglen);
+        else if (t && strcmp(t, "warning") == 0)
+            pb_point_warn(er->point, "torch engine: %s",
+                          json_string_value(json_object_get(j, "message")));
+        json_decref(j);
+    }
+    return rc;
+}
+
+int pb_engine_open(const struct pb_spec *spec, const struct pb_dataset *ds,
+                   const struct pb_run_hooks *hooks, struct pb_point_result *point,
+                   struct pb_engine_run **out, char *msg, size_t msglen)
+{
+    *out = NULL;
+    if (!point->repeats) {
+        point->repeats = calloc((size_t)spec->run.repeats, sizeof(*point->repeats));
+        if (!point->repeats)
+            return PB_ERR_NOMEM;
+    }
+    struct pb_engine_run *er = calloc(1, sizeof(*er));
+    if (!er)
+        return PB_ERR_NOMEM;
+    er->spec = spec;
+    er->ds = ds;
+    er->hooks = hooks;
+    er->point = point;
+    int rc = pb_stoprule_init(&er->rule, &spec->run);
+    if (rc == PB_OK && !spec->dataset.python[0])
+        rc = write_index(ds, er->index_path, sizeof er->index_path, msg, msglen);
+    if (rc == PB_OK)
+        rc = pb_engine_proc_start(spec, &er->proc, msg, msglen);
+    if (rc == PB_OK)
+        rc = handshake(er, msg, msglen);
+    if (er->index_path[0]) { /* read by the engine before its ready */
+        unlink(er->index_path);
+        er->index_path[0] = '\0';
+    }
+    if (rc != PB_OK) {
+        pb_engine_close(er);
+        return rc;
+    }
+    if (pb_spec_traced(spec))
+        pb_point_warn(point, "run.trace: the torch engine records no CPU timeline (its stage "
+                             "rows and batch records are kept)");
+    long pus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (spec->loader.workers > pus && pus > 0)
+        pb_point_warn(point,
+                      "loader.workers (%lld) exceeds the %ld hardware threads: worker processes "
+                      "share cores",
+                      (long long)spec->loader.workers, pus);
+    *out = er;
+    return PB_OK;
+}
+
+int pb_engine_repeat(struct pb_engine_run *er, int repeat, bool measure_overhead,
+                     double *overhead_pct, char *msg, size_t msglen)
+{
+    struct pb_point_result *point = er->point;
+    int repeats = (int)er->spec->run.repeats;
+    if (er->failed) {
+        snprintf(msg, msglen, "the torch engine failed earlier in this point");
+        return PB_ERR;
+    }
+    if (point->repeat_count >= (size_t)repeats) {
+        snprintf(msg, msglen, "point already has its %d repeats", repeats);
+        return PB_ERR;
+    }
+    bool timed = pb_spec_stage_timing(er->spec);
+    struct pb_repeat_result *rep = &point->repeats[point->repeat_count];
+    int rc = run_repeat(er, repeat, timed, rep, msg, msglen);
+    if (rep->wall_s > 0) {
+        point->repeat_count++;
+        if (er->hooks && er->hooks->stopped)
+            er->hooks->stopped(er->hooks->user, repeat, er->rule.reason);
+        if (er->hooks && er->hooks->progress)
+            er->hooks->progress(er->hooks->user, repeat, repeats, rep);
+    }
+    if (rc != PB_OK || !measure_overhead)
+        return rc;
+    /* The same round with stage timing flipped, right after. */
+    struct pb_repeat_result other;
+    rc = run_repeat(er, repeat, !timed, &other, msg, msglen);
+    if (rc == PB_OK && other.samples_per_s > 0 && overhead_pct) {
+        double with = timed ? rep->samples_per_s : other.samples_per_s;
+        double without = timed ? other.samples_per_s : rep->samples_per_s;
+        *overhead_pct = 100.0 * (without - with) / without;
+    }
+    free_repeat(&other);
+    return rc;
+}
+
+void pb_engine_close(struct pb_engine_run *er)
+{
+    if (!er)
+        return;
+    pb_engine_proc_end(er->proc, !er->failed);
+    if (er->index_path[0])
+        unlink(er->index_path);
+    pb_stoprule_free(&er->rule);
+    free(er);
+}

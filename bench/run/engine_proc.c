@@ -1,0 +1,412 @@
+/* The engine's process: found, started, read and ended (bench/run/engine.h). */
+#include "bench/run/engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/base/pb.h"
+
+extern char **environ;
+
+#define FRAME_MAX (16u << 20) /* docs/engines.md: a frame is at most 16 MiB */
+#define TAIL_BYTES 4096       /* the engine's stderr kept for messages     */
+
+struct pb_engine_proc {
+    pid_t pid;
+    int cmd_fd;  /* its stdin                                  */
+    int rec_fd;  /* its fd 3                                   */
+    int err_fd;  /* its stdout and stderr                      */
+    uint8_t *buf; /* frames read, [start, end) not yet handed out */
+    size_t cap, start, end;
+    char tail[TAIL_BYTES]; /* ring of stderr's last bytes */
+    size_t tail_len, tail_pos;
+    char tail_text[TAIL_BYTES + 1];
+    bool ended; /* the record pipe reached its end */
+};
+
+const char *pb_engine_dir(char *buf, size_t buflen)
+{
+    const char *env = getenv("PBENCH_ENGINES");
+    if (env && env[0]) {
+        snprintf(buf, buflen, "%s", env);
+        return buf;
+    }
+    char exe[PB_PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            struct stat st;
+            snprintf(buf, buflen, "%s/../share/pbench/engines", exe);
+            if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
+                return buf;
+        }
+    }
+    snprintf(buf, buflen, "%s", PB_SOURCE_ENGINES);
+    return buf;
+}
+
+/* loader.python, else $PBENCH_PYTHON, else Debian's interpreter. */
+static const char *interpreter(const struct pb_spec *spec)
+{
+    if (spec->loader.python[0])
+        return spec->loader.python;
+    const char *env = getenv("PBENCH_PYTHON");
+    return env && env[0] ? env : "/usr/bin/python3";
+}
+
+/* PYTHONPATH for the engine: its package, loader.python_path's folders
+ * (relative ones against the config file's folder), then the caller's. */
+static void python_path(const struct pb_spec *spec, const char *engines, char *out, size_t outlen)
+{
+    char config_dir[PB_PATH_MAX] = ".";
+    const char *slash = strrchr(spec->source, '/');
+    if (slash)
+        snprintf(config_dir, sizeof config_dir, "%.*s", (int)(slash - spec->source),
+                 spec->source);
+    size_t used = (size_t)snprintf(out, outlen, "PYTHONPATH=%s/torch", engines);
+    char folders[PB_PATH_MAX];
+    pb_strlcpy(folders, spec->loader.python_path, sizeof folders);
+    char *save = NULL;
+    for (char *f = strtok_r(folders, ":", &save); f && used < outlen;
+         f = strtok_r(NULL, ":", &save)) {
+        used += (size_t)snprintf(out + used, outlen - used, ":%s%s%s", f[0] == '/' ? "" : config_dir,
+                                 f[0] == '/' ? "" : "/", f);
+    }
+    const char *caller = getenv("PYTHONPATH");
+    if (caller && caller[0] && used < outlen)
+        snprintf(out + used, outlen - used, ":%s", caller);
+}
+
+/* The environment: the caller's, with PYTHONPATH replaced and the
+ * protocol's version added. NULL when out of memory. */
+static char **engine_environment(const char *pythonpath)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 4, sizeof(*env));
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "PYTHONPATH=", 11) != 0 &&
+            strncmp(environ[i], "PBENCH_ENGINE_PROTOCOL=", 23) != 0)
+            env[k++] = environ[i];
+    env[k++] = (char *)pythonpath;
+    env[k++] = "PBENCH_ENGINE_PROTOCOL=1";
+    env[k++] = "PYTHONUNBUFFERED=1";
+    env[k] = NULL;
+    return env;
+}
+
+static int spawn(struct pb_engine_proc *p, const char *python, char **env, int cmd[2],
+                 int rec[2], int err[2])
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, cmd[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    posix_spawn_file_actions_adddup2(&fa, rec[1], 3);
+    char *argv[] = {(char *)python, "-m", "pbench_torch", NULL};
+    int rc = posix_spawn(&p->pid, python, &fa, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+int pb_engine_proc_start(const struct pb_spec *spec, struct pb_engine_proc **out, char *msg,
+                         size_t msglen)
+{
+    *out = NULL;
+    const char *python = interpreter(spec);
+    if (access(python, X_OK) != 0) {
+        snprintf(msg, msglen,
+                 "loader.engine torch: the interpreter '%s' cannot be run (%s); install "
+                 "Debian's python3-torch python3-torchvision python3-av (scripts/setup.sh "
+                 "does), or name one with loader.python or $PBENCH_PYTHON",
+                 python, strerror(errno));
+        return PB_ERR_CONFIG;
+    }
+    char engines[PB_PATH_MAX], pythonpath[3 * PB_PATH_MAX];
+    python_path(spec, pb_engine_dir(engines, sizeof engines), pythonpath, sizeof pythonpath);
+    struct pb_engine_proc *p = calloc(1, sizeof(*p));
+    char **env = engine_environment(pythonpath);
+    int cmd[2] = {-1, -1}, rec[2] = {-1, -1}, err[2] = {-1, -1};
+    if (!p || !env || pipe2(cmd, O_CLOEXEC) || pipe2(rec, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+        snprintf(msg, msglen, "cannot start the torch engine: %s", strerror(errno));
+        goto fail;
+    }
+    signal(SIGPIPE, SIG_IGN); /* an engine that died: write() says EPIPE */
+    int rc = spawn(p, python, env, cmd, rec, err);
+    if (rc != 0) {
+        snprintf(msg, msglen, "cannot start the torch engine (%s -m pbench_torch): %s", python,
+                 strerror(rc));
+        goto fail;
+    }
+    close(cmd[0]);
+    close(rec[1]);
+    close(err[1]);
+    p->cmd_fd = cmd[1];
+    p->rec_fd = rec[0];
+    p->err_fd = err[0];
+    fcntl(p->err_fd, F_SETFL, fcntl(p->err_fd, F_GETFL) | O_NONBLOCK);
+    free(env);
+    *out = p;
+    return PB_OK;
+fail:
+    for (int i = 0; i < 2; i++) {
+        if (cmd[i] >= 0)
+            close(cmd[i]);
+        if (rec[i] >= 0)
+            close(rec[i]);
+        if (err[i] >= 0)
+            close(err[i]);
+    }
+    free(env);
+    free(p);
+    return PB_ERR;
+}
+
+int pb_engine_proc_send(struct pb_engine_proc *p, json_t *command)
+{
+    char *line = json_dumps(command, JSON_COMPACT);
+    if (!line)
+        return PB_ERR_NOMEM;
+    size_t len = strlen(line);
+    line[len] = '\n'; /* replaces the NUL: the buffer is not a string now */
+    size_t done = 0;
+    while (done < len + 1) {
+        ssize_t n = write(p->cmd_fd, line + done, len + 1 - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    free(line);
+    return done == len + 1 ? PB_OK : PB_ERR;
+}
+
+/* Moves what the engine wrote to stdout and stderr into the tail ring. */
+static void drain_stderr(struct pb_engine_proc *p)
+{
+    char chunk[1024];
+    for (;;) {
+        ssize_t n = read(p->err_fd, chunk, sizeof chunk);
+        if (n <= 0)
+            return;
+        for (ssize_t i = 0; i < n; i++) {
+            p->tail[p->tail_pos] = chunk[i];
+            p->tail_pos = (p->tail_pos + 1) % TAIL_BYTES;
+            if (p->tail_len < TAIL_BYTES)
+                p->tail_len++;
+        }
+    }
+}
+
+const char *pb_engine_proc_stderr(struct pb_engine_proc *p)
+{
+    drain_stderr(p);
+    size_t first = (p->tail_pos + TAIL_BYTES - p->tail_len) % TAIL_BYTES;
+    for (size_t i = 0; i < p->tail_len; i++)
+        p->tail_text[i] = p->tail[(first + i) % TAIL_BYTES];
+    p->tail_text[p->tail_len] = '\0';
+    /* The last 8 lines, without the trailing newline. */
+    size_t len = p->tail_len;
+    while (len > 0 && p->tail_text[len - 1] == '\n')
+        p->tail_text[--len] = '\0';
+    const char *start = p->tail_text;
+    int lines = 0;
+    for (size_t i = len; i > 0; i--)
+        if (p->tail_text[i - 1] == '\n' && ++lines == 8) {
+            start = p->tail_text + i;
+            break;
+        }
+    return start;
+}
+
+int pb_engine_proc_pid(const struct pb_engine_proc *p)
+{
+    return (int)p->pid;
+}
+
+/* A whole frame in the buffer: its type, payload and length; false when
+ * more bytes are needed. */
+static bool have_frame(struct pb_engine_proc *p, uint32_t *type, const uint8_t **data,
+                       uint32_t *len, bool *too_big)
+{
+    size_t avail = p->end - p->start;
+    if (avail < 8)
+        return false;
+    uint32_t length, t;
+    memcpy(&length, p->buf + p->start, 4);
+    memcpy(&t, p->buf + p->start + 4, 4);
+    if (length < 4 || length > FRAME_MAX) {
+        *too_big = true;
+        return false;
+    }
+    if (avail < 4 + (size_t)length)
+        return false;
+    *type = t;
+    *data = p->buf + p->start + 8;
+    *len = length - 4;
+    p->start += 4 + (size_t)length;
+    return true;
+}
+
+/* Reads what the record pipe holds into the buffer; PB_OK, or PB_ERR at
+ * its end (the engine exited) or on an error. */
+static int fill(struct pb_engine_proc *p)
+{
+    if (p->start > 0 && p->start == p->end)
+        p->start = p->end = 0;
+    if (p->cap - p->end < 65536) {
+        if (p->start > 0) { /* slide the unread part to the front */
+            memmove(p->buf, p->buf + p->start, p->end - p->start);
+            p->end -= p->start;
+            p->start = 0;
+        }
+        if (p->cap - p->end < 65536) {
+            size_t cap = p->cap ? p->cap * 2 : 1u << 20;
+            uint8_t *grown = realloc(p->buf, cap);
+            if (!grown)
+                return PB_ERR_NOMEM;
+            p->buf = grown;
+            p->cap = cap;
+        }
+    }
+    ssize_t n = read(p->rec_fd, p->buf + p->end, p->cap - p->end);
+    if (n < 0 && errno == EINTR)
+        return PB_OK;
+    if (n <= 0) {
+        p->ended = true;
+        return PB_ERR;
+    }
+    p->end += (size_t)n;
+    return PB_OK;
+}
+
+int pb_engine_proc_frame(struct pb_engine_proc *p, int timeout_ms, uint32_t *type,
+                         const uint8_t **data, uint32_t *len, char *msg, size_t msglen)
+{
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : pb_now_ns() + (uint64_t)timeout_ms * 1000000;
+    for (;;) {
+        bool too_big = false;
+        if (have_frame(p, type, data, len, &too_big))
+            return PB_OK;
+        if (too_big) {
+            snprintf(msg, msglen,
+                     "the torch engine broke the protocol (a frame over 16 MiB or under 4 "
+                     "bytes); its last words: %s",
+                     pb_engine_proc_stderr(p));
+            return PB_ERR;
+        }
+        if (p->ended) {
+            snprintf(msg, msglen, "the torch engine exited; its last words: %s",
+                     pb_engine_proc_stderr(p));
+            return PB_ERR;
+        }
+        uint64_t now = pb_now_ns();
+        if (now >= deadline)
+            return PB_ENGINE_NO_FRAME;
+        struct pollfd fds[2] = {{.fd = p->rec_fd, .events = POLLIN},
+                                {.fd = p->err_fd, .events = POLLIN}};
+        uint64_t left_ms = deadline == UINT64_MAX ? 1000 : (deadline - now + 999999) / 1000000;
+        int n = poll(fds, 2, (int)(left_ms < 1000 ? left_ms : 1000));
+        if (n < 0 && errno != EINTR)
+            return PB_ERR;
+        if (n > 0 && fds[1].revents)
+            drain_stderr(p);
+        if (n > 0 && fds[0].revents) {
+            int rc = fill(p);
+            if (rc == PB_ERR_NOMEM) {
+                snprintf(msg, msglen, "out of memory reading the torch engine's records");
+                return rc;
+            }
+        }
+    }
+}
+
+void pb_engine_proc_end(struct pb_engine_proc *p, bool polite)
+{
+    if (!p)
+        return;
+    if (polite) {
+        json_t *close_cmd = json_pack("{s:s}", "type", "close");
+        if (close_cmd)
+            pb_engine_proc_send(p, close_cmd);
+        json_decref(close_cmd);
+    }
+    close(p->cmd_fd); /* end of stdin: the engine exits */
+    int status;
+    bool gone = false;
+    for (int i = 0; i < (polite ? 100 : 0) && !gone; i++) { /* up to 5 s */
+        gone = waitpid(p->pid, &status, WNOHANG) == p->pid;
+        if (!gone)
+            usleep(50000);
+    }
+    if (!gone) {
+        kill(p->pid, SIGTERM);
+        for (int i = 0; i < 40 && !gone; i++) { /* 2 s */
+            gone = waitpid(p->pid, &status, WNOHANG) == p->pid;
+            if (!gone)
+                usleep(50000);
+        }
+    }
+    if (!gone) {
+        kill(p->pid, SIGKILL);
+        waitpid(p->pid, &status, 0);
+    }
+    close(p->rec_fd);
+    close(p->err_fd);
+    free(p->buf);
+    free(p);
+}
+
+uint64_t pb_proc_cpu_ns(int pid)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *p = strrchr(text, ')'); /* the name may hold spaces */
+    unsigned long long utime = 0, stime = 0;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                     &stime) != 2)
+        return 0;
+    long tck = sysconf(_SC_CLK_TCK);
+    return (utime + stime) * (1000000000ull / (uint64_t)(tck > 0 ? tck : 100));
+}
+
+uint64_t pb_proc_pss_bytes(int pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/smaps_rollup", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Pss: %llu kB", &kib) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kib * 1024;
+}
