@@ -5,7 +5,7 @@ for records, sends commands and parses the frames that come back.
 Also makes the tiny datasets the tests run on (JPEGs, a tar shard, a
 video, a corrupt JPEG) and configs shaped as pbench's resolved config."""
 import copy
-import io
+import importlib.util
 import json
 import os
 import select
@@ -25,12 +25,8 @@ SKIP_REASON = ("torch is not installed: apt-get install python3-torch python3-to
 
 
 def torch_available():
-    try:
-        import torch  # noqa: F401
-        import torchvision  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return all(importlib.util.find_spec(name) is not None
+               for name in ("torch", "torchvision", "PIL", "numpy"))
 
 
 # --- data -----------------------------------------------------------------
@@ -251,11 +247,14 @@ class Engine:
             status = self.process.wait(self.timeout_s)
         finally:
             os.close(self.read_fd)
+            self.process.stderr.close()
         return status
 
     def stderr_tail(self):
         try:
             self.process.wait(5)
+            if self.process.stderr.closed:
+                return ""
             return self.process.stderr.read().decode(errors="replace")[-2000:]
         except Exception as e:
             return "(%s)" % e
