@@ -248,6 +248,11 @@ class Engine:
         finally:
             os.close(self.read_fd)
             self.process.stderr.close()
+            if not self.process.stdin.closed:
+                try:
+                    self.process.stdin.close()
+                except BrokenPipeError:
+                    pass
         return status
 
     def stderr_tail(self):
