@@ -64,12 +64,15 @@ class IndexDataset(Dataset):
         recorder = self.recorder
         recorder.enabled = enabled
         self.steps = []
+        counter_base = 0
         for stage, column in zip(self.stages, self.stage_columns):
             fn = stage.fn
             if stage.decoder is not None:
                 stage.decoder.recorder = recorder if enabled else None
+                stage.decoder.counter_base = counter_base
                 stage.decoder.clock = (SubStageClock(recorder, column + 1, len(stage.substages))
-                                       if enabled else None)
+                                       if enabled and stage.substages else None)
+            counter_base += len(stage.counters)
             self.steps.append((stage.name == "read", TimedCall(recorder, column, fn)
                                if enabled else fn))
 

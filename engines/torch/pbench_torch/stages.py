@@ -93,15 +93,35 @@ def read_bytes(entry):
         return f.read()
 
 
+JPEG_COUNTERS = ("scaled", "progressive", "grayscale", "cmyk")
+
+
 class PilDecode:
     """decode with PIL: Image.open(BytesIO(data)), draft for scale: auto,
-    exif_transpose, convert to RGB (or L)."""
+    exif_transpose, convert to RGB (or L). Counts, per sample, pbench's
+    JPEG decoder counters: scaled (draft reduced it), progressive,
+    grayscale (an L file), cmyk (a CMYK file) when stage timing is on."""
 
     def __init__(self, mode, exif, draft_size, max_pixels):
         self.mode = mode
         self.exif = exif
         self.draft_size = draft_size
         self.max_pixels = max_pixels
+        self.recorder = None     # set per repeat by the dataset (None: untimed)
+        self.clock = None
+        self.counter_base = 0
+
+    def _count(self, image, full_size):
+        """Adds this sample's counters (only with stage timing)."""
+        recorder, base = self.recorder, self.counter_base
+        if image.size != full_size:
+            recorder.add_counter(base, 1)
+        if image.info.get("progressive") or image.info.get("progression"):
+            recorder.add_counter(base + 1, 1)
+        if image.mode == "L":
+            recorder.add_counter(base + 2, 1)
+        elif image.mode == "CMYK":
+            recorder.add_counter(base + 3, 1)
 
     def __call__(self, data):
         from PIL import Image, ImageOps
@@ -111,8 +131,11 @@ class PilDecode:
         if image.width * image.height > self.max_pixels:
             raise SampleError("%dx%d is more than decode.max_pixels (%d)"
                               % (image.width, image.height, self.max_pixels))
+        full_size = image.size
         if self.draft_size is not None:
             image.draft(self.mode, self.draft_size)
+        if self.recorder is not None:
+            self._count(image, full_size)
         if self.exif:
             image = ImageOps.exif_transpose(image)
         return image.convert(self.mode)
@@ -203,9 +226,10 @@ def decode_stage(options, where, stages, position, torch_decode):
     if torch_decode != "pil":
         raise ConfigError("loader.torch_decode", "%r is not pil or torchvision" % torch_decode)
     draft = target_size(stages, position) if scale == "auto" else None
-    return Stage("decode", PilDecode("L" if output == "gray" else "RGB",
-                                     bool(options.get("exif_orientation", True)), draft,
-                                     int(options.get("max_pixels", 89478485))))
+    pil = PilDecode("L" if output == "gray" else "RGB", bool(options.get("exif_orientation", True)),
+                    draft, int(options.get("max_pixels", 89478485)))
+    counters = JPEG_COUNTERS if decoder == "jpeg" else ()
+    return Stage("decode", pil, counters=counters, decoder=pil if counters else None)
 
 
 def transform_stage(kind, options, where, is_video):

@@ -111,6 +111,7 @@ class VideoClips:
         self.opts = opts
         self.recorder = None
         self.clock = None
+        self.counter_base = 0
         self.container = None
         self.stream = None
         self.source = None
@@ -122,7 +123,7 @@ class VideoClips:
 
     def _count(self, counter, value=1):
         if self.recorder is not None:
-            self.recorder.add_counter(counter, value)
+            self.recorder.add_counter(self.counter_base + counter, value)
 
     def close(self):
         """Closes the file kept open, if any."""

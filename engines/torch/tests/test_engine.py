@@ -50,6 +50,9 @@ class EngineTest(unittest.TestCase):
                          ["read", "decode", "random_resized_crop", "flip", "normalize",
                           "collate"])
         self.assertEqual(ready["samples"], 12)
+        self.assertEqual([(c["stage"], c["name"]) for c in ready["counters"]],
+                         [("decode", "scaled"), ("decode", "progressive"),
+                          ("decode", "grayscale"), ("decode", "cmyk")])
         self.assertTrue(ready["versions"]["torch"])
 
     def test_one_epoch_ends_with_data_end_and_seq_counts_up(self):
