@@ -3,6 +3,7 @@ iter(loader) per repeat (and per epoch), a frame per batch.
 
 Engine.serve answers pbench's commands (open, repeat, stop, close) until
 close or the end of stdin, and returns the exit status."""
+import random
 import time
 
 import torch
@@ -153,8 +154,13 @@ class Engine:
         epochs = int(dataset_config.get("epochs", 0) or 0)
         max_samples = int(dataset_config.get("max_samples", 0) or 0)
         remaining = max_samples if max_samples > 0 else None
+        seed = int(dataset_config.get("seed", 0)) + repeat
         generator = torch.Generator()
-        generator.manual_seed(int(dataset_config.get("seed", 0)) + repeat)
+        generator.manual_seed(seed)
+        # The transforms' randomness: the main process's (0 workers), and the
+        # base seed the DataLoader draws for its workers' torch and random.
+        torch.manual_seed(seed)
+        random.seed(seed)
         step_s = float(run.get("step_ms", 0) or 0) / 1000.0
         fail_on_error = run.get("on_error", "skip") == "fail"
         seq, epoch, pids, reason = 0, 0, None, "data_end"
