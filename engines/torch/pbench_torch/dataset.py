@@ -1,0 +1,166 @@
+"""Map-style Datasets the DataLoader runs: pbench's index through the
+config's stages, or the user's own Dataset with its transforms timed.
+
+__getitem__ returns the sample, or a BadSample when anything raised (the
+collate function drops it and reports it): a corrupt file never stops the
+loader. Each sample's record goes to the worker's Recorder (timing.py)."""
+import traceback
+
+from torch.utils.data import Dataset
+
+from .index import entry_name
+from .timing import Recorder, SubStageClock, TimedCall
+from . import userdata
+
+
+class BadSample:
+    """A sample that raised: its index in the index, its file, a sentence."""
+
+    def __init__(self, index, file, message):
+        self.index = index
+        self.file = file
+        self.message = message
+
+
+def error_message(error):
+    """A one-line sentence for an exception a sample raised."""
+    text = str(error).strip().splitlines()
+    detail = text[0] if text else ""
+    name = type(error).__name__
+    if name == "SampleError":
+        return detail
+    return "%s: %s" % (name, detail) if detail else name
+
+
+class IndexDataset(Dataset):
+    """pbench's sample index (this rank's share) through the pipeline's
+    stages. columns() and counters() are the `ready` lists; collate last."""
+
+    def __init__(self, entries, positions, stages):
+        self.entries = entries        # the whole index
+        self.positions = positions    # this rank's indices into it
+        self.stages = stages
+        self._columns = []
+        self._counters = []
+        self.stage_columns = []
+        for stage in stages:
+            self.stage_columns.append(len(self._columns))
+            self._columns.append({"name": stage.name, "parent": ""})
+            self._columns += [{"name": s, "parent": stage.name} for s in stage.substages]
+            self._counters += [{"stage": stage.name, "name": c} for c in stage.counters]
+        self._columns.append({"name": "collate", "parent": ""})
+        self.recorder = Recorder(len(self._columns), len(self._counters))
+        self.steps = []
+        self.set_timing(True)
+
+    def columns(self):
+        return self._columns
+
+    def counters(self):
+        return self._counters
+
+    def set_timing(self, enabled):
+        """Picks timed or bare stages (before the workers fork)."""
+        recorder = self.recorder
+        recorder.enabled = enabled
+        self.steps = []
+        counter_base = 0
+        for stage, column in zip(self.stages, self.stage_columns):
+            fn = stage.fn
+            if stage.decoder is not None:
+                stage.decoder.recorder = recorder if enabled else None
+                stage.decoder.counter_base = counter_base
+                stage.decoder.clock = (SubStageClock(recorder, column + 1, len(stage.substages))
+                                       if enabled and stage.substages else None)
+            counter_base += len(stage.counters)
+            self.steps.append((stage.name == "read", TimedCall(recorder, column, fn)
+                               if enabled else fn))
+
+    def __len__(self):
+        return len(self.positions)
+
+    def __getitem__(self, i):
+        index = self.positions[i]
+        entry = self.entries[index]
+        recorder = self.recorder
+        recorder.begin_sample(index)
+        value = entry
+        try:
+            for is_read, step in self.steps:
+                value = step(value)
+                if is_read:
+                    recorder.add_bytes(len(value))
+        except Exception as e:
+            recorder.end_sample(False)
+            return BadSample(index, entry_name(entry), error_message(e))
+        if not any(is_read for is_read, _ in self.steps):
+            recorder.add_bytes(entry.size)
+        recorder.end_sample(True)
+        return value
+
+
+class UserDataset(Dataset):
+    """The user's Dataset (dataset.python), this rank's share of it, its
+    Compose's transforms timed one column each (else one "getitem"
+    column), then the config's `python` stages."""
+
+    def __init__(self, dataset, positions, stages):
+        self.dataset = dataset
+        self.positions = positions
+        self.stages = stages
+        self.compose = userdata.compose_of(dataset)
+        self.plain_transforms = list(self.compose.transforms) if self.compose else []
+        names = (userdata.transform_names(self.compose) if self.compose else ["getitem"])
+        names += [stage.name for stage in stages]
+        self._columns = [{"name": n, "parent": ""} for n in names]
+        self._columns.append({"name": "collate", "parent": ""})
+        self.recorder = Recorder(len(self._columns), 0)
+        self.timed_getitem = None
+        self.steps = []
+        self.set_timing(True)
+
+    def columns(self):
+        return self._columns
+
+    def counters(self):
+        return []
+
+    def set_timing(self, enabled):
+        """Wraps (or unwraps) the transforms (before the workers fork)."""
+        recorder = self.recorder
+        recorder.enabled = enabled
+        first = len(self.plain_transforms) if self.compose else 1
+        if self.compose:
+            self.compose.transforms = ([TimedCall(recorder, c, t)
+                                        for c, t in enumerate(self.plain_transforms)]
+                                       if enabled else list(self.plain_transforms))
+            self.timed_getitem = None
+        else:
+            self.timed_getitem = (TimedCall(recorder, 0, self.dataset.__getitem__)
+                                  if enabled else None)
+        self.steps = [TimedCall(recorder, first + k, s.fn) if enabled else s.fn
+                      for k, s in enumerate(self.stages)]
+
+    def __len__(self):
+        return len(self.positions)
+
+    def __getitem__(self, i):
+        index = self.positions[i]
+        recorder = self.recorder
+        recorder.begin_sample(index)
+        try:
+            getitem = self.timed_getitem or self.dataset.__getitem__
+            value = getitem(index)
+            for step in self.steps:
+                value = step(value)
+        except Exception as e:
+            recorder.end_sample(False)
+            return BadSample(index, userdata.sample_file(self.dataset, index),
+                             error_message(e))
+        recorder.end_sample(True)
+        return value
+
+
+def describe_exception():
+    """The last line of the current traceback (for fatal engine errors)."""
+    return traceback.format_exc().strip().splitlines()[-1]

@@ -1,0 +1,98 @@
+"""The wire format of docs/engines.md: frames out on fd 3, JSON command
+lines in on stdin.
+
+A frame is ``u32 length`` (bytes after the field), ``u32 type``, payload,
+little-endian. Type 1 is a UTF-8 JSON object; type 2 a batch: the fixed
+header BATCH_HEADER (packed, no padding, 88 bytes) followed by the records,
+R x (1 + 3S + C) little-endian 64-bit integers."""
+import json
+import os
+import select
+import struct
+
+FRAME_JSON = 1
+FRAME_BATCH = 2
+MAX_FRAME_BYTES = 16 << 20
+
+FRAME_HEAD = struct.Struct("<II")
+# seq, t_wait, t_taken, t_done, step, t_first, t_ready, bytes (u64);
+# samples, errors (u32); worker (i32); columns, records, counters (u32).
+BATCH_HEADER = struct.Struct("<8QIIiIII")
+
+
+class FrameWriter:
+    """Writes whole frames to one file descriptor (fd 3). Not thread-safe:
+    only the loop in the main process writes."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def _write(self, frame_type, payload):
+        """Writes one frame, retrying short writes; raises ValueError when
+        the payload exceeds the protocol's 16 MiB."""
+        if len(payload) + 4 > MAX_FRAME_BYTES:
+            raise ValueError("frame of %d bytes exceeds 16 MiB" % len(payload))
+        view = memoryview(FRAME_HEAD.pack(len(payload) + 4, frame_type) + payload)
+        while view:
+            written = os.write(self.fd, view)
+            view = view[written:]
+
+    def json(self, message):
+        """Sends a JSON frame; message is a dict with a "type" key."""
+        self._write(FRAME_JSON, json.dumps(message, separators=(",", ":")).encode("utf-8"))
+
+    def batch(self, header, records):
+        """Sends a batch frame. header is the BATCH_HEADER field tuple;
+        records the bytes of the R records (b"" without stage timing)."""
+        self._write(FRAME_BATCH, BATCH_HEADER.pack(*header) + records)
+
+
+class CommandReader:
+    """Reads pbench's JSON command lines from a file descriptor (stdin).
+
+    next_command blocks for the next one; poll returns one only if a whole
+    line is already there (select with a zero timeout), as the loop asks
+    once per batch. End of input reads as a "close" command."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.pending = b""
+        self.eof = False
+
+    def _take_line(self):
+        """The next whole line parsed as JSON, or None if none is buffered."""
+        while b"\n" in self.pending:
+            line, self.pending = self.pending.split(b"\n", 1)
+            if line.strip():
+                return json.loads(line)
+        return None
+
+    def _fill(self):
+        """Reads what the pipe holds (blocking until something comes)."""
+        chunk = os.read(self.fd, 65536)
+        if not chunk:
+            self.eof = True
+        self.pending += chunk
+
+    def next_command(self):
+        """Blocks for the next command; {"type": "close"} at end of input."""
+        while True:
+            command = self._take_line()
+            if command is not None:
+                return command
+            if self.eof:
+                return {"type": "close"}
+            self._fill()
+
+    def poll(self):
+        """The next command if one has arrived, else None; never blocks."""
+        command = self._take_line()
+        if command is not None or self.eof:
+            return command if command is not None else {"type": "close"}
+        readable, _, _ = select.select([self.fd], [], [], 0)
+        if readable:
+            self._fill()
+            command = self._take_line()
+            if command is None and self.eof:
+                return {"type": "close"}
+        return command

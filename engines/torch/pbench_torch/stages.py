@@ -1,0 +1,332 @@
+"""The YAML pipeline as torchvision transforms (docs/engines.md's table).
+
+build_pipeline turns the config's stage list into Stage objects: each one a
+timed column (name and parent as pbench's rows), its callable, and for the
+video decoder its sub-stage columns and counters. Anything the engine
+cannot run is a ConfigError naming the option (pipeline[2].interpolation),
+never a silent substitute."""
+import io
+
+from .errors import ConfigError, SampleError
+from . import video
+
+INTERPOLATIONS = ("bilinear", "nearest")
+IMAGE_DECODERS = ("jpeg", "image", "auto")
+
+
+class Stage:
+    """One pipeline stage: its column name, its callable (sample in,
+    sample out), and the sub-stage columns and counters it fills."""
+
+    def __init__(self, name, fn, substages=(), counters=(), decoder=None):
+        self.name = name
+        self.fn = fn
+        self.substages = list(substages)
+        self.counters = list(counters)
+        self.decoder = decoder  # the VideoClips, which records sub-stages itself
+
+
+def stage_list(pipeline):
+    """[(kind, options)] from the config's list of one-key objects."""
+    stages = []
+    for position, item in enumerate(pipeline or []):
+        if not isinstance(item, dict) or len(item) != 1:
+            raise ConfigError("pipeline[%d]" % position, "a stage is an object of one key")
+        (kind, options), = item.items()
+        stages.append((kind, dict(options or {})))
+    return stages
+
+
+def check_device(options, where):
+    if options.get("device", "cpu") != "cpu":
+        raise ConfigError(where + ".device", "the torch engine runs its transforms on the CPU "
+                          "(in the DataLoader's workers); device stages are pbench's own")
+
+
+def interpolation(options, where):
+    """torchvision's InterpolationMode for the stage's interpolation."""
+    from torchvision.transforms import InterpolationMode
+    name = options.get("interpolation", "bilinear")
+    if name not in INTERPOLATIONS:
+        raise ConfigError(where + ".interpolation", "torchvision has no %r interpolation for its "
+                          "transforms; use bilinear or nearest" % name)
+    return InterpolationMode.BILINEAR if name == "bilinear" else InterpolationMode.NEAREST
+
+
+def size_of(value, where):
+    """A size option (N, [N] or [h, w]) as torchvision's (h, w)."""
+    if isinstance(value, int):
+        return (value, value)
+    value = list(value or [])
+    if len(value) == 1:
+        return (int(value[0]), int(value[0]))
+    if len(value) == 2:
+        return (int(value[0]), int(value[1]))
+    raise ConfigError(where, "a size is N or [height, width]")
+
+
+def target_size(stages, position):
+    """(width, height) the stage after position needs at least, for
+    scale: auto (Image.draft), or None when no sizing stage follows."""
+    if position + 1 >= len(stages):
+        return None
+    kind, options = stages[position + 1]
+    where = "pipeline[%d].size" % (position + 1)
+    if kind in ("random_resized_crop", "center_crop", "random_crop"):
+        h, w = size_of(options.get("size", [224]), where)
+        return (w, h)
+    if kind == "resize":
+        side = int(options.get("shorter_side") or 0)
+        if side > 0:
+            return (side, side)
+        h, w = size_of(options.get("size"), where)
+        return (w, h)
+    return None
+
+
+def read_bytes(entry):
+    """The sample's bytes: the whole file, or the tar member at its offset."""
+    with open(entry.path, "rb") as f:
+        if entry.offset >= 0:
+            f.seek(entry.offset)
+            return f.read(entry.size)
+        return f.read()
+
+
+JPEG_COUNTERS = ("scaled", "progressive", "grayscale", "cmyk")
+
+
+class PilDecode:
+    """decode with PIL: Image.open(BytesIO(data)), draft for scale: auto,
+    exif_transpose, convert to RGB (or L). Counts, per sample, pbench's
+    JPEG decoder counters: scaled (draft reduced it), progressive,
+    grayscale (an L file), cmyk (a CMYK file) when stage timing is on."""
+
+    def __init__(self, mode, exif, draft_size, max_pixels):
+        self.mode = mode
+        self.exif = exif
+        self.draft_size = draft_size
+        self.max_pixels = max_pixels
+        self.recorder = None     # set per repeat by the dataset (None: untimed)
+        self.clock = None
+        self.counter_base = 0
+
+    def _count(self, image, full_size):
+        """Adds this sample's counters (only with stage timing)."""
+        recorder, base = self.recorder, self.counter_base
+        if image.size != full_size:
+            recorder.add_counter(base, 1)
+        if image.info.get("progressive") or image.info.get("progression"):
+            recorder.add_counter(base + 1, 1)
+        if image.mode == "L":
+            recorder.add_counter(base + 2, 1)
+        elif image.mode == "CMYK":
+            recorder.add_counter(base + 3, 1)
+
+    def __call__(self, data):
+        from PIL import Image, ImageOps
+        if not isinstance(data, (bytes, bytearray)):
+            data = read_bytes(data)
+        image = Image.open(io.BytesIO(data))
+        if image.width * image.height > self.max_pixels:
+            raise SampleError("%dx%d is more than decode.max_pixels (%d)"
+                              % (image.width, image.height, self.max_pixels))
+        full_size = image.size
+        if self.draft_size is not None:
+            image.draft(self.mode, self.draft_size)
+        if self.recorder is not None:
+            self._count(image, full_size)
+        if self.exif:
+            image = ImageOps.exif_transpose(image)
+        return image.convert(self.mode)
+
+
+class TorchvisionDecode:
+    """decode with torchvision.io: a C x H x W uint8 tensor."""
+
+    def __init__(self, gray, jpeg_only):
+        self.gray = gray
+        self.jpeg_only = jpeg_only
+
+    def __call__(self, data):
+        import warnings
+        import torch
+        import torchvision.io as tvio
+        if not isinstance(data, (bytes, bytearray)):
+            data = read_bytes(data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # frombuffer on read-only bytes
+            encoded = torch.frombuffer(data, dtype=torch.uint8)
+        mode = tvio.ImageReadMode.GRAY if self.gray else tvio.ImageReadMode.RGB
+        if self.jpeg_only:
+            return tvio.decode_jpeg(encoded, mode=mode)
+        return tvio.decode_image(encoded, mode=mode)
+
+
+class NormalizeStage:
+    """normalize: ToTensor() (PIL) or ConvertImageDtype(float) (a uint8
+    tensor) then Normalize(mean, std), cast to dtype; a T x C x H x W clip
+    is permuted to C x T x H x W for layout cthw."""
+
+    def __init__(self, mean, std, half, cthw):
+        from torchvision import transforms
+        self.to_tensor = transforms.ToTensor()
+        self.normalize = transforms.Normalize(mean, std)
+        self.half = half
+        self.cthw = cthw
+
+    def __call__(self, value):
+        import torch
+        from torchvision.transforms import functional as F
+        if isinstance(value, torch.Tensor):
+            value = F.convert_image_dtype(value, torch.float32)
+        else:
+            value = self.to_tensor(value)
+        value = self.normalize(value)
+        if self.cthw and value.dim() == 4:
+            value = value.permute(1, 0, 2, 3)
+        return value.half() if self.half else value
+
+
+def decode_stage(options, where, stages, position, torch_decode):
+    """The decode stage for the config's decoder, or ConfigError."""
+    decoder = options.get("decoder", "auto")
+    if decoder == "video":
+        opts = video.check_options(options, where)
+        clips = video.VideoClips(opts)
+        subs = [("decode." + s) for s in video.SUBSTAGES]
+        return Stage("decode", clips, subs, video.COUNTERS, decoder=clips)
+    if decoder not in IMAGE_DECODERS:
+        raise ConfigError(where + ".decoder", "the torch engine cannot run the %r decoder (it "
+                          "decodes jpeg, image and auto with PIL or torchvision, and video with "
+                          "PyAV)" % decoder)
+    scale = str(options.get("scale", "1"))
+    if scale not in ("1", "auto"):
+        raise ConfigError(where + ".scale", "PIL decodes whole images (scale 1) or picks its "
+                          "DCT scale from the size needed (scale auto); it has no %r" % scale)
+    if options.get("dct", "accurate") != "accurate":
+        raise ConfigError(where + ".dct", "PIL and torchvision decode with the accurate DCT only")
+    if options.get("fast_upsample", False):
+        raise ConfigError(where + ".fast_upsample", "PIL and torchvision have no fast upsampling")
+    output = options.get("output", "rgb")
+    if output not in ("rgb", "gray"):
+        raise ConfigError(where + ".output", "the torch engine decodes to rgb or gray, not %r"
+                          % output)
+    if options.get("cmyk", "convert") != "convert":
+        raise ConfigError(where + ".cmyk", "PIL converts CMYK images to RGB; use cmyk: convert")
+    if torch_decode == "torchvision":
+        if options.get("exif_orientation", True):
+            raise ConfigError(where + ".exif_orientation", "torchvision 0.14's decode_jpeg "
+                              "cannot apply EXIF orientation; set exif_orientation: false or "
+                              "loader.torch_decode: pil")
+        if scale == "auto":
+            raise ConfigError(where + ".scale", "torchvision's decode_jpeg has no DCT scaling; "
+                              "use scale: 1 or loader.torch_decode: pil")
+        return Stage("decode", TorchvisionDecode(output == "gray", decoder == "jpeg"))
+    if torch_decode != "pil":
+        raise ConfigError("loader.torch_decode", "%r is not pil or torchvision" % torch_decode)
+    draft = target_size(stages, position) if scale == "auto" else None
+    pil = PilDecode("L" if output == "gray" else "RGB", bool(options.get("exif_orientation", True)),
+                    draft, int(options.get("max_pixels", 89478485)))
+    counters = JPEG_COUNTERS if decoder == "jpeg" else ()
+    return Stage("decode", pil, counters=counters, decoder=pil if counters else None)
+
+
+def transform_stage(kind, options, where, is_video):
+    """A torchvision transform stage (everything but read and decode)."""
+    from torchvision import transforms
+    check_device(options, where)
+    if kind == "random_resized_crop":
+        return transforms.RandomResizedCrop(
+            size_of(options.get("size", [224]), where + ".size"),
+            scale=tuple(options.get("scale", [0.08, 1.0])),
+            ratio=tuple(options.get("ratio", [0.75, 4.0 / 3.0])),
+            interpolation=interpolation(options, where))
+    if kind == "resize":
+        side = int(options.get("shorter_side") or 0)
+        size = side if side > 0 else size_of(options.get("size"), where + ".size")
+        return transforms.Resize(size, interpolation=interpolation(options, where))
+    if kind == "center_crop":
+        return transforms.CenterCrop(size_of(options.get("size", [224]), where + ".size"))
+    if kind == "random_crop":
+        return transforms.RandomCrop(size_of(options.get("size", [224]), where + ".size"))
+    if kind == "flip":
+        return transforms.RandomHorizontalFlip(float(options.get("p", 0.5)))
+    if kind == "color_jitter":
+        return color_jitter(options, where)
+    if kind == "normalize":
+        return normalize(options, where, is_video)
+    raise ConfigError(where, "the torch engine cannot run the %r stage (pbench's own engine "
+                      "runs it: loader.engine: pbench)" % kind)
+
+
+def color_jitter(options, where):
+    """ColorJitter(brightness, contrast, saturation): J or [lo, hi] each."""
+    from torchvision import transforms
+    factors = {}
+    for key in ("brightness", "contrast", "saturation"):
+        value = options.get(key, [0.4])
+        value = list(value) if isinstance(value, (list, tuple)) else [value]
+        factors[key] = float(value[0]) if len(value) == 1 else (float(value[0]), float(value[1]))
+    if options.get("hue"):
+        raise ConfigError(where + ".hue", "pbench's color_jitter has no hue")
+    return transforms.ColorJitter(**factors)
+
+
+def normalize(options, where, is_video):
+    """The normalize stage, after checking dtype, layout and pixel_scale."""
+    dtype = options.get("dtype", "float32")
+    if dtype not in ("float32", "float16"):
+        raise ConfigError(where + ".dtype", "the torch engine normalizes to float32 or "
+                          "float16, not %r" % dtype)
+    layout = options.get("layout", "cthw" if is_video else "chw")
+    allowed = ("cthw", "tchw") if is_video else ("chw",)
+    if layout not in allowed:
+        raise ConfigError(where + ".layout", "ToTensor gives %s; use layout %s"
+                          % ("T x C x H x W clips" if is_video else "C x H x W",
+                             " or ".join(allowed)))
+    if float(options.get("pixel_scale", 255.0)) != 255.0:
+        raise ConfigError(where + ".pixel_scale", "ToTensor divides by 255; use pixel_scale 255")
+    return NormalizeStage(list(options.get("mean", [0.485, 0.456, 0.406])),
+                          list(options.get("std", [0.229, 0.224, 0.225])),
+                          dtype == "float16", layout == "cthw")
+
+
+def python_stage(options, where, import_callable):
+    """A `python: {callable: "module:fn"}` stage, its column named after fn."""
+    name = options.get("callable", "")
+    fn = import_callable(name, where + ".callable")
+    return Stage(getattr(fn, "__name__", name.split(":")[-1]), fn)
+
+
+def build_pipeline(config, import_callable):
+    """The config's pipeline as a list of Stage, checked. import_callable
+    (spec, option) resolves "module:fn" (userdata.import_callable)."""
+    stages = stage_list(config.get("pipeline"))
+    torch_decode = config.get("loader", {}).get("torch_decode", "pil") or "pil"
+    is_video = any(kind == "decode" and opts.get("decoder") == "video" for kind, opts in stages)
+    built = []
+    for position, (kind, options) in enumerate(stages):
+        where = "pipeline[%d]" % position
+        if kind == "read":
+            built.append(Stage("read", read_bytes))
+        elif kind == "decode":
+            check_device(options, where)
+            built.append(decode_stage(options, where, stages, position, torch_decode))
+        elif kind == "python":
+            built.append(python_stage(options, where, import_callable))
+        else:
+            built.append(Stage(kind, transform_stage(kind, options, where, is_video)))
+    names = unique_names([stage.name for stage in built])
+    for stage, name in zip(built, names):
+        stage.name = name
+    return built
+
+
+def unique_names(names):
+    """names with repeats numbered from the second: Resize, Resize_2."""
+    seen, unique = {}, []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        unique.append(name if seen[name] == 1 else "%s_%d" % (name, seen[name]))
+    return unique

@@ -1,0 +1,84 @@
+"""A user's Dataset (dataset.python) and `python` stages, end to end."""
+import os
+import shutil
+import tempfile
+import unittest
+
+import driver
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_config(python, args, pipeline=()):
+    config = driver.image_config(**{"dataset.epochs": 1, "dataset.python": python,
+                                    "dataset.args": args, "loader.python_path": HERE})
+    config["pipeline"] = list(pipeline)
+    return config
+
+
+@unittest.skipIf(not driver.torch_available(), driver.SKIP_REASON)
+class UserDatasetTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp(prefix="pbench-torch-user-")
+        cls.root = os.path.join(cls.folder, "img")
+        driver.make_jpegs(cls.root, 6)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.folder)
+
+    def run_point(self, config):
+        engine = driver.Engine()
+        ready = engine.open(config, "")
+        self.assertEqual(ready["type"], "ready", ready)
+        frames = engine.repeat(0)
+        self.assertEqual(engine.close(), 0, engine.stderr_tail())
+        return ready, [f for f in frames if f["type"] == "batch"]
+
+    def test_compose_gets_a_column_per_transform(self):
+        ready, got = self.run_point(user_config("user_code:make_folder", {"root": self.root}))
+        self.assertEqual([s["name"] for s in ready["stages"]],
+                         ["Resize", "Resize_2", "CenterCrop", "ToTensor", "collate"])
+        self.assertEqual(ready["samples"], 6)
+        self.assertEqual(sum(b["samples"] for b in got), 6)
+        for row in (row for b in got for row in b["rows"]):
+            self.assertTrue(all(row[1 + 3 * c] > 0 for c in range(4)))
+
+    def test_plain_dataset_gets_getitem_and_python_stage(self):
+        stage = {"python": {"callable": "user_code:invert"}}
+        config = user_config("user_code:Plain", {"root": self.root}, [stage])
+        ready, got = self.run_point(config)
+        self.assertEqual([s["name"] for s in ready["stages"]], ["getitem", "invert", "collate"])
+        self.assertTrue(all(row[4] > 0 for b in got for row in b["rows"]))  # invert ran
+
+    def test_python_stage_in_an_index_pipeline(self):
+        folder = os.path.join(self.folder, "index-run")
+        os.makedirs(folder, exist_ok=True)
+        index = driver.write_index(os.path.join(folder, "index"),
+                                   driver.file_records(driver.make_jpegs(folder + "/i", 4)))
+        config = driver.image_config(**{"dataset.epochs": 1, "loader.python_path": HERE})
+        config["pipeline"].append({"python": {"callable": "user_code:invert"}})
+        engine = driver.Engine()
+        ready = engine.open(config, index)
+        self.assertEqual(ready["stages"][-2]["name"], "invert")
+        frames = engine.repeat(0)
+        self.assertEqual(engine.close(), 0)
+        self.assertEqual(sum(f["samples"] for f in frames if f["type"] == "batch"), 4)
+
+    def test_sharded_user_dataset(self):
+        config = user_config("user_code:make_folder", {"root": self.root})
+        config["dataset"]["shard"] = "1/2"
+        ready, got = self.run_point(config)
+        self.assertEqual(ready["samples"], 3)
+        self.assertEqual(sorted(row[0] for b in got for row in b["rows"]), [1, 3, 5])
+
+    def test_bad_args_name_dataset_python(self):
+        engine = driver.Engine()
+        frame = engine.open(user_config("user_code:make_folder", {"nope": 1}), "")
+        self.assertEqual(engine.wait(), 2)
+        self.assertEqual((frame["kind"], frame["option"]), ("config", "dataset.python"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,47 @@
+"""User code the tests load through dataset.python and `python` stages."""
+import os
+
+from PIL import Image
+from torch.utils.data import Dataset
+from torchvision import transforms
+
+
+class Folder(Dataset):
+    """JPEGs under root, labels from the file number, a Compose."""
+
+    def __init__(self, root, size=16):
+        self.samples = [(os.path.join(root, f), i % 3)
+                        for i, f in enumerate(sorted(os.listdir(root)))]
+        self.transform = transforms.Compose([
+            transforms.Resize(size + 4), transforms.Resize(size + 2),
+            transforms.CenterCrop(size), transforms.ToTensor()])
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, index):
+        path, label = self.samples[index]
+        with open(path, "rb") as f:
+            image = Image.open(f).convert("RGB")
+        return self.transform(image), label
+
+
+class Plain(Folder):
+    """The same without a Compose: one getitem column."""
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.transform = None
+
+    def __getitem__(self, index):
+        path, label = self.samples[index]
+        return transforms.functional.to_tensor(Image.open(path).convert("RGB").resize((8, 8))), label
+
+
+def make_folder(root, size=16):
+    return Folder(root, size)
+
+
+def invert(tensor):
+    """A `python` stage: 1 - x."""
+    return 1.0 - tensor
