@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/analyze/engines.h"
 #include "bench/base/pb.h"
 
 /* ---- settings of a point ------------------------------------------------ */
@@ -771,6 +772,31 @@ static void jpeg_decode_suggestion(const struct pb_result *result, size_t i, dou
                 100 * progressive / count, progressive, count, run);
 }
 
+/* A dominant decode on the torch engine: PIL decodes whole images (no
+ * window decode), so what it can do is draft mode (DCT scaling), lighter
+ * sources, or pbench's engine, which decodes only the crop's window. */
+static void torch_decode_suggestion(const struct pb_result *result, size_t i, double share,
+                                    const char *of, const char *run, struct pb_analysis *an)
+{
+    const struct pb_stage_result *decode = find_stage(&result->points[i], "decode");
+    double per_sample = decode && decode->hist.count
+                            ? (double)decode->cpu_ns / (double)decode->hist.count / 1e3
+                            : 0;
+    const char *scale = json_string_value(decode_option(result, i, "scale"));
+    char draft[300] = "";
+    if (scale && strcmp(scale, "auto") != 0)
+        snprintf(draft, sizeof draft,
+                 "let PIL decode at 1/2, 1/4 or 1/8 where the crop allows (Image.draft; test: "
+                 "%.200s -s pipeline.decode.scale=auto); ",
+                 run);
+    SUGGEST(an,
+            "decode takes %.0f%% of %s on the torch engine (%.0f µs of CPU a sample; PIL "
+            "decodes the whole image before the crop): %ssmaller or baseline source files; or "
+            "pbench's engine, which decodes only the crop's window (test: %s -a "
+            "loader.engine=pbench,torch)",
+            share, of, per_sample, draft, run);
+}
+
 /* The suggestion for a dominant decode stage, by the decoder the config
  * uses: video, null (whose cost the config sets), else JPEG. */
 static void decode_suggestion(const struct pb_result *result, size_t i, const char *of,
@@ -797,6 +823,8 @@ static void decode_suggestion(const struct pb_result *result, size_t i, const ch
                 "decode takes %.0f%% of %s: the null decoder's cost_us sets it; a "
                 "real decoder's share is the figure to watch",
                 a->top_share_pct, of);
+    else if (strcmp(pb_point_engine(result, i), "pbench") != 0)
+        torch_decode_suggestion(result, i, a->top_share_pct, of, run, an);
     else
         jpeg_decode_suggestion(result, i, a->top_share_pct, of, run, an);
 }
@@ -962,6 +990,7 @@ int pb_analyze(const struct pb_result *result, struct pb_analysis *out)
         analyze_point(result, i, &out->thresholds, &out->points[i]);
     recommend(result, out);
     scaling(result, out);
+    pb_engine_comparison(result, out->engines, sizeof out->engines);
     if (out->recommended >= 0) {
         suggestions(result, (size_t)out->recommended, out);
         verdict_line(result, (size_t)out->recommended, out);
@@ -1009,6 +1038,7 @@ json_t *pb_analysis_to_json(const struct pb_analysis *an)
     json_object_set_new(root, "rule", json_string(an->rule));
     json_object_set_new(root, "reason", json_string(an->reason));
     json_object_set_new(root, "scaling", json_string(an->scaling));
+    json_object_set_new(root, "engines", json_string(an->engines));
     json_object_set_new(root, "verdict", json_string(an->verdict));
     json_t *s = json_array();
     for (int i = 0; i < an->suggestion_count; i++)

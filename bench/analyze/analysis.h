@@ -81,6 +81,10 @@ struct pb_analysis {
     char rule[400];           /* the rule, printed beside the choice       */
     char reason[700];         /* why this point, with its figures          */
     char scaling[600];        /* knee and efficiency per worker, or ""     */
+    /* Two engines side by side (a sweep over loader.engine): where the
+     * other loses, stage by stage, and what each needs to keep the step
+     * fed (bench/analyze/engines.h); "" otherwise. */
+    char engines[1100];
     /* The run's verdict, of the recommended point (a single run's only
      * point): input-bound class and dominant stage; "" when none. */
     char verdict[600];

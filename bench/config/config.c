@@ -586,6 +586,13 @@ static const struct torch_rule torch_rules[] = {
     {"video", "clips_per_visit", {"1"}, "a Dataset's __getitem__ returns one clip per call"},
     {"normalize", "layout", {"chw", "cthw"}, "ToTensor gives CHW images, clips are CTHW"},
     {"normalize", "dtype", {"float32", "float16"}, "ToTensor and Normalize give floats"},
+    {"resize", "interpolation", {"bilinear", "nearest"}, "torchvision has no area filter"},
+    {"random_resized_crop", "interpolation", {"bilinear", "nearest"},
+     "torchvision has no area filter"},
+    {"jpeg", "output", {"rgb", "gray"}, "PIL converts to RGB or L, not BGR"},
+    {"image", "output", {"rgb", "gray"}, "PIL converts to RGB or L, not BGR"},
+    {"auto", "output", {"rgb", "gray"}, "PIL converts to RGB or L, not BGR"},
+    {"video", "discard", {"none"}, "PyAV decodes every frame it is given"},
 };
 
 static const char *const torch_stages[] = {"read", "decode", "resize", "center_crop",

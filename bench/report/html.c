@@ -164,6 +164,10 @@ static void verdict_box(FILE *out, const struct pb_result *r, const struct pb_an
         fputs("<br><b>scaling</b> ", out);
         pb_svg_escape(out, an->scaling);
     }
+    if (an->engines[0]) {
+        fputs("<br><b>engines</b> ", out);
+        pb_svg_escape(out, an->engines);
+    }
     for (int i = 0; i < an->suggestion_count; i++) {
         fputs("<br><b>try</b> ", out);
         pb_svg_escape(out, an->suggestions[i]);

@@ -160,6 +160,33 @@ static void emit_warning(const struct sink *s, const char *text)
     emit_item(s, NULL, "warning: ", text);
 }
 
+/* The engines other than pbench's that ran points, with their versions
+ * ("engine: torch · Python 3.11.2 · torch 1.13.0 · ..."), one line each. */
+static void emit_engine(const struct sink *s, const struct pb_result *result, const char *line_end)
+{
+    const char *shown_name = NULL;
+    for (size_t i = 0; i < result->point_count; i++) {
+        const json_t *engine = result->points[i].engine;
+        const char *name = json_string_value(json_object_get(engine, "name"));
+        if (!name || (shown_name && strcmp(name, shown_name) == 0))
+            continue;
+        shown_name = name;
+        char raw[512], line[1024];
+        size_t used = (size_t)snprintf(raw, sizeof raw, "engine: %s", name);
+        static const char *const keys[][2] = {{"python", "Python"}, {"torch", "torch"},
+                                              {"torchvision", "torchvision"},
+                                              {"pillow", "Pillow"}, {"av", "PyAV"}};
+        const json_t *versions = json_object_get(engine, "versions");
+        for (size_t k = 0; k < PB_ARRAY_LEN(keys) && used < sizeof raw; k++) {
+            const char *v = json_string_value(json_object_get(versions, keys[k][0]));
+            if (v)
+                used += (size_t)snprintf(raw + used, sizeof raw - used, " · %s %s", keys[k][1],
+                                         v);
+        }
+        fprintf(s->out, "%s%s", line_end, shown(s, line, sizeof line, raw));
+    }
+}
+
 static void emit_header(const struct sink *s, const struct pb_result *result)
 {
     const struct pb_machine *m = &result->machine;
@@ -191,6 +218,7 @@ static void emit_header(const struct sink *s, const struct pb_result *result)
         format_json_value(value, sizeof(value), pb_result_config_value(result, path));
         fprintf(s->out, "%s%s=%s", i ? "  " : " ", loader_keys[i], value);
     }
+    emit_engine(s, result, line_end);
     fputs(s->markdown ? "\n\n" : "\n", s->out);
 }
 
@@ -446,6 +474,8 @@ static void emit_verdict(const struct sink *s, const struct pb_analysis *an)
         return;
     }
     emit_item(s, "", "verdict: ", an->verdict);
+    if (an->engines[0])
+        emit_item(s, s->markdown ? "" : "  ", "engines: ", an->engines);
     if (s->markdown && an->suggestion_count)
         fputc('\n', s->out);
     for (int i = 0; i < an->suggestion_count; i++)
@@ -617,6 +647,13 @@ static void summary_loop(struct pb_table *t, const struct pb_result *result,
 /* Peak RSS and pinned memory. */
 static void summary_memory(struct pb_table *t, const struct pb_point_result *p)
 {
+    if (p->engine) { /* another process's loader: its memory as it was sampled */
+        pb_table_add(t, "peak PSS");
+        pb_table_add(t, "%.1f MiB  (the engine and its worker processes together, shared "
+                        "copy-on-write pages counted once)",
+                     mib(p->rss_peak_bytes));
+        return;
+    }
     pb_table_add(t, "peak RSS");
     pb_table_add(t, "%.1f MiB", mib(p->rss_peak_bytes));
     pb_table_add(t, "pinned");

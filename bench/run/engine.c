@@ -17,7 +17,7 @@
 #include "bench/base/pb.h"
 #include "bench/result/slowest.h"
 #include "bench/run/runlimits.h"
-#include "bench/run/runner.h"
+#include "bench/run/hooks.h"
 #include "bench/run/stoprule.h"
 #include "bench/run/storage_run.h"
 #include "bench/run/sysmon.h"
