@@ -20,7 +20,7 @@ static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Where path names a file: absolute as is, with a '/' against the folder
  * of relative_to, a bare name in the plugins folder beside the executable
- * when it is there (else the bare name, for dlopen's own search). */
+ * or in ../lib/pbench/plugins from it (installed) when it is there (else the bare name, for dlopen's own search). */
 static void resolve(const char *path, const char *relative_to, char *out, size_t outlen)
 {
     if (path[0] == '/') {
@@ -42,8 +42,11 @@ static void resolve(const char *path, const char *relative_to, char *out, size_t
             exe[n] = '\0';
             slash = strrchr(exe, '/');
         }
-        if (slash) {
-            snprintf(out, outlen, "%.*s/plugins/%s", (int)(slash - exe), exe, path);
+        /* Beside the executable (a build folder), then where an
+         * installed pbench keeps its plugins (<prefix>/lib/pbench/plugins). */
+        static const char *const folders[] = {"plugins", "../lib/pbench/plugins"};
+        for (size_t i = 0; slash && i < PB_ARRAY_LEN(folders); i++) {
+            snprintf(out, outlen, "%.*s/%s/%s", (int)(slash - exe), exe, folders[i], path);
             if (access(out, F_OK) == 0)
                 return;
         }

@@ -49,7 +49,8 @@ struct pb_plugin {
 /* Loads the plugin at path. A path with a '/' that is not absolute is
  * taken relative to the folder of relative_to (the config file; NULL or ""
  * for the working directory); a bare file name is looked for in the
- * `plugins` folder beside the pbench executable, then where dlopen looks
+ * `plugins` folder beside the pbench executable, then in ../lib/pbench/plugins
+ * from it (an installed pbench), then where dlopen looks
  * (LD_LIBRARY_PATH, the system's folders). Checks the ABI version and the
  * ops table (a name no built-in stage has, a worker or training-loop
  * stage with its callbacks). Returns PB_OK with *plugin set, or

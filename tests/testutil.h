@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 
 #include "bench/base/pb.h"
+#include "tests/jsonschema.h"
 
 /* Creates a fresh folder from tmpl, whose name ends in XXXXXX (replaced in
  * place, as mkdtemp does). Returns 0 on success and -1 on failure, the
@@ -30,22 +31,80 @@ static inline int pb_test_tmpdir_make(char *tmpl)
     return mkdtemp(tmpl) ? 0 : -1;
 }
 
-/* The nftw callback of pb_test_tmpdir_remove: removes one entry. */
+/* The result schema (docs/result.schema.json), loaded once; NULL when
+ * PBENCH_SOURCE_DIR is not set (a test run by hand). */
+static inline json_t *pb_test_result_schema(void)
+{
+    static json_t *schema;
+    static bool loaded;
+    const char *src = getenv("PBENCH_SOURCE_DIR");
+    if (!loaded && src) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/docs/result.schema.json", src);
+        json_error_t jerr;
+        schema = json_load_file(path, 0, &jerr);
+        if (!schema) {
+            fprintf(stderr, "%s:%d: %s\n", path, jerr.line, jerr.text);
+            exit(1);
+        }
+    }
+    loaded = true;
+    return schema;
+}
+
+/* How many result files pb_test_remove_entry found not to match the schema. */
+static inline int *pb_test_schema_failures(void)
+{
+    static int failures;
+    return &failures;
+}
+
+/* A result file pbench wrote (schema_version, pbench_version and machine at
+ * the top) is checked against the schema before it goes: every result the
+ * test suite writes validates (docs/results.md). */
+static inline void pb_test_check_result_file(const char *path)
+{
+    size_t n = strlen(path);
+    json_t *schema = pb_test_result_schema();
+    if (!schema || n < 5 || strcmp(path + n - 5, ".json") != 0)
+        return;
+    json_t *doc = json_load_file(path, 0, NULL);
+    if (json_is_object(doc) && json_object_get(doc, "schema_version") &&
+        json_object_get(doc, "pbench_version") && json_object_get(doc, "machine")) {
+        char err[1024];
+        if (pb_schema_validate(schema, doc, err, sizeof(err)) != 0) {
+            fprintf(stderr, "%s does not match docs/result.schema.json: %s\n", path, err);
+            (*pb_test_schema_failures())++;
+        }
+    }
+    json_decref(doc);
+}
+
+/* The nftw callback of pb_test_tmpdir_remove: removes one entry, checking
+ * a result file first. */
 static inline int pb_test_remove_entry(const char *path, const struct stat *st, int flag,
                                        struct FTW *ftw)
 {
     (void)st;
-    (void)flag;
     (void)ftw;
+    if (flag == FTW_F)
+        pb_test_check_result_file(path);
     return remove(path);
 }
 
 /* Removes dir and everything below it, without following links. Returns 0
  * on success and -1 on failure, the return value of a CMocka group
- * teardown. */
+ * teardown. A result file below it that does not match the schema ends
+ * the test program with exit status 1. */
 static inline int pb_test_tmpdir_remove(const char *dir)
 {
-    return nftw(dir, pb_test_remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+    int rc = nftw(dir, pb_test_remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+    if (*pb_test_schema_failures() > 0) {
+        fprintf(stderr, "%d result file(s) do not match docs/result.schema.json\n",
+                *pb_test_schema_failures());
+        exit(1);
+    }
+    return rc;
 }
 
 /* The folder template that pb_test_tmpdir_setup makes and

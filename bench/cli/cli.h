@@ -5,6 +5,8 @@
 #define PB_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 
 #include "bench/analyze/compare.h"
 
@@ -38,8 +40,17 @@ int pb_cli_usage_error(const char *cmd, const char *fmt, const char *arg);
  * a comparison form when comparison), as pb_cli_usage_error. */
 int pb_cli_format_error(const char *cmd, const char *text, bool comparison);
 
-/* pbench help [COMMAND]. */
+/* pbench help [COMMAND]; `pbench help --man` writes the manual page. */
 int pb_cli_help(int argc, char **argv);
+
+/* text with {formats}, {format-list}, {comparison-formats} and {metrics}
+ * filled in from the tables they come from (bench/cli/main.c); returns buf. */
+const char *pb_cli_expand(const char *text, char *buf, size_t buflen);
+
+/* The manual page, pbench.1 in roff, written to out from the command
+ * table (bench/cli/commands.h) as help shows it, so the two cannot drift
+ * (bench/cli/manpage.c). Returns the exit code. */
+int pb_cli_man(FILE *out);
 
 /* The commands that do not measure a pipeline (bench/cli/tools.c). */
 int cmd_history(int argc, char **argv);

@@ -6,13 +6,20 @@
 #ifndef PB_COMMANDS_H
 #define PB_COMMANDS_H
 
+/* What `pbench help` and the manual page say about the exit codes. */
+#define PB_EXIT_CODES_TEXT                                                                      \
+    "0 success, 1 error, 2 usage or config error, 3 regression,\n"                             \
+    "130 interrupted by Ctrl-C (143 SIGTERM, 129 SIGHUP)."
+
 #define PB_COMMANDS(X) \
     X(run, \
       "pbench run CONFIG [-s key.path=value]... [-a key.path=v1,v2]... [-o results/NAME.json]\n" \
       "                  [--format {formats}] [--quiet] [--overhead] [--trace FILE]\n" \
       "                  [--baseline BASE.json [--threshold 5%] [--fail-on-regression] [--gate M,..]]", \
       "Runs the pipeline CONFIG describes under its loader settings, prints a table and writes\n" \
-      "the complete result as JSON (default results/NAME-YYYYmmdd-HHMMSS.json).\n\n" \
+      "the complete result as JSON (default results/NAME-YYYYmmdd-HHMMSS.json). CONFIG is a\n" \
+      "file, or the name of a shipped config ('pbench run null': ./configs/null.yaml, else the\n" \
+      "installed one; 'pbench list configs' lists them).\n\n" \
       "  -s, --set key.path=value  override one config value, e.g. -s loader.workers=4,\n" \
       "                            -s pipeline.decode.cost_us=500 (repeatable)\n" \
       "  -o, --output PATH         where to write the JSON result\n" \
@@ -98,11 +105,13 @@
       "self-contained page of charts (docs/results.md). -o writes FILE (atomically)\n" \
       "instead of printing.") \
     X(list, \
-      "pbench list [NAME | SECTION.KEY]", \
+      "pbench list [configs | NAME | SECTION.KEY]", \
       "Lists every config section, stage and decoder with its options, defaults and ranges,\n" \
       "and whether it is available in this build (with the reason when not). NAME shows one\n" \
       "section, stage or decoder ('pbench list decode' lists the decoders); SECTION.KEY one\n" \
-      "key, e.g. 'pbench list loader.workers' or 'pbench list resize.size'.") \
+      "key, e.g. 'pbench list loader.workers' or 'pbench list resize.size'. 'pbench list\n" \
+      "configs' lists the shipped configs by name, with their descriptions and where relative\n" \
+      "paths in a config lead.") \
     X(version, \
       "pbench version", \
       "Prints the pbench version, the build options and every library version, and the\n" \

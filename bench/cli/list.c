@@ -1,11 +1,13 @@
 #include "bench/cli/list.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/base/opt.h"
 #include "bench/base/pb.h"
 #include "bench/config/config.h"
+#include "bench/sys/paths.h"
 #include "decoders/decoder.h"
 #include "pipelines/plugin.h"
 #include "pipelines/stage.h"
@@ -262,10 +264,41 @@ static bool print_key(FILE *out, const char *owner, const char *key, struct name
     return shown;
 }
 
+/* `pbench list configs`: the shipped configs by name, with the rule for
+ * the relative paths inside them. */
+static void print_configs(FILE *out)
+{
+    struct pb_config_entry *entries = calloc(128, sizeof(*entries));
+    size_t count = entries ? pb_config_entries(entries, 128) : 0, width = 4;
+    for (size_t i = 0; i < count; i++)
+        width = strlen(entries[i].name) > width ? strlen(entries[i].name) : width;
+    fprintf(out, "Shipped configs (pbench run NAME): ./configs/NAME.yaml first, then "
+                 "%s/configs/NAME.yaml\n\n", pb_share_dir());
+    for (size_t i = 0; i < count; i++)
+        fprintf(out, "  %-*s  %s\n  %-*s  (%s)\n", (int)width, entries[i].name,
+                entries[i].description, (int)width, "", entries[i].path);
+    if (count == 0)
+        fprintf(out, "  (none found)\n");
+    char cache[PB_PATH_MAX], why[PB_MSG_MAX];
+    if (pb_data_cache_dir(cache, sizeof(cache), why, sizeof(why)) != PB_OK)
+        pb_strlcpy(cache, why, sizeof(cache));
+    fprintf(out, "\nRelative paths in a config (dataset.path, a plugin's path) are relative to "
+                 "the config file's\nfolder, with one exception: a shipped config's "
+                 "dataset.path is relative to its source tree\n(a clone's ./data) or, "
+                 "installed, to the cache folder, now %s\n($PBENCH_DATA, else "
+                 "$XDG_CACHE_HOME/pbench, else ~/.cache/pbench). -s values are relative\nto "
+                 "the current folder. docs/install.md has the rules.\n", cache);
+    free(entries);
+}
+
 int pb_list_print(FILE *out, const char *filter, char *msg, size_t msglen)
 {
     if (!filter || !filter[0]) {
         print_all(out);
+        return PB_OK;
+    }
+    if (strcmp(filter, "configs") == 0) {
+        print_configs(out);
         return PB_OK;
     }
     if (strchr(filter, '/') || strstr(filter, ".so"))

@@ -30,6 +30,7 @@
 #include "bench/session/ranks.h"
 #include "bench/session/session.h"
 #include "bench/sys/mpi.h"
+#include "bench/sys/paths.h"
 
 
 int pb_cli_exit(int rc)
@@ -170,8 +171,14 @@ static int cmd_run(int argc, char **argv)
         exit_code = pb_cli_usage_error("run", "%s",
                                 optind >= argc ? "expected one CONFIG file"
                                                : "expected one CONFIG file, got more");
+    char config[PB_PATH_MAX], msg[PB_MSG_MAX * 2];
+    if (exit_code < 0 && pb_config_by_name(argv[optind], config, sizeof(config), msg,
+                                        sizeof(msg)) != PB_OK) {
+        pb_cli_error("run", msg);
+        exit_code = PB_EXIT_USAGE;
+    }
     if (exit_code < 0) {
-        opts.config_path = argv[optind];
+        opts.config_path = config;
         char mpi_msg[PB_MSG_MAX];
         if (pb_mpi_start(mpi_msg, sizeof(mpi_msg)) != PB_OK) {
             fprintf(stderr, "pbench run: %s\n", mpi_msg);
@@ -380,6 +387,11 @@ static const char *expand(const char *text, char *buf, size_t buflen)
     return buf;
 }
 
+const char *pb_cli_expand(const char *text, char *buf, size_t buflen)
+{
+    return expand(text, buf, buflen);
+}
+
 static void print_usage(FILE *out)
 {
     fprintf(out, "pbench %s: benchmark ML data-loading pipelines\n\nUsage:\n", PB_VERSION);
@@ -397,9 +409,8 @@ static void print_usage(FILE *out)
             line += len + (line[len] == '\n');
         }
     }
-    fprintf(out, "\nExit codes: 0 success, 1 error, 2 usage or config error, 3 regression,\n"
-                 "130 interrupted by Ctrl-C (143 SIGTERM, 129 SIGHUP).\n"
-                 "Run 'pbench help COMMAND' for details.\n");
+    fprintf(out, "\nExit codes: %s\nRun 'pbench help COMMAND' for details.\n",
+            PB_EXIT_CODES_TEXT);
 }
 
 int pb_cli_usage_error(const char *cmd, const char *fmt, const char *arg)
@@ -425,6 +436,8 @@ int pb_cli_help(int argc, char **argv)
         print_usage(stdout);
         return PB_EXIT_OK;
     }
+    if (strcmp(argv[1], "--man") == 0)
+        return pb_cli_man(stdout);
     const struct command *cmd = find_command(argv[1]);
     if (!cmd) {
         fprintf(stderr, "pbench help: unknown command '%s'\n", argv[1]);

@@ -20,6 +20,7 @@
 #include "bench/session/calibrate.h"
 #include "bench/session/session.h"
 #include "bench/sys/machine.h"
+#include "bench/sys/paths.h"
 #include "pipelines/dataset.h"
 #include "pipelines/generate.h"
 
@@ -92,6 +93,14 @@ int cmd_calibrate(int argc, char **argv)
     }
     if (exit_code < 0 && !opts.config_path)
         exit_code = pb_cli_usage_error("calibrate", "%s", "expected a CONFIG file");
+    char config[PB_PATH_MAX], found_msg[PB_MSG_MAX * 2];
+    if (exit_code < 0 && pb_config_by_name(opts.config_path, config, sizeof(config), found_msg,
+                                        sizeof(found_msg)) != PB_OK) {
+        pb_cli_error("calibrate", found_msg);
+        exit_code = PB_EXIT_USAGE;
+    }
+    if (exit_code < 0)
+        opts.config_path = config;
     if (exit_code < 0) {
         struct pb_progress progress;
         struct pb_session_hooks hooks;

@@ -27,6 +27,7 @@
 #include "bench/session/ranks.h"
 #include "bench/sys/cupti.h"
 #include "bench/sys/mpi.h"
+#include "bench/sys/paths.h"
 #include "kernels/gpu_rt.h"
 #include "pipelines/dataset.h"
 #include "pipelines/generate.h"
@@ -121,6 +122,40 @@ void pb_format_duration(double s, char *buf, size_t buflen)
         snprintf(buf, buflen, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
 }
 
+/* A relative dataset.path in the config file, resolved against the
+ * config's data root (bench/sys/paths.h): the config's folder, the source
+ * tree of a shipped config, or the cache folder for an installed one;
+ * absolute, or relative to the current folder when it lies below it.
+ * -s values come after, relative to the current folder. */
+static int resolve_data_path(const char *config_path, struct pb_dataset_spec *d, char *msg,
+                             size_t msglen)
+{
+    if (d->path[0] == '\0' || d->path[0] == '/')
+        return PB_OK;
+    char root[PB_PATH_MAX], inner[PB_MSG_MAX];
+    enum pb_data_root kind;
+    if (pb_data_root(config_path, root, sizeof(root), &kind, inner, sizeof(inner)) != PB_OK) {
+        snprintf(msg, msglen, "%s: dataset.path '%s': %s", config_path, d->path, inner);
+        return PB_ERR_CONFIG;
+    }
+    const char *rest = strncmp(d->path, "./", 2) == 0 ? d->path + 2 : d->path;
+    char joined[PB_PATH_MAX * 2 + 2];
+    int n = snprintf(joined, sizeof(joined), "%s%s%s", root,
+                     root[strlen(root) - 1] == '/' ? "" : "/", rest);
+    if (n < 0 || (size_t)n >= sizeof(d->path)) {
+        snprintf(msg, msglen, "%s: dataset.path '%s' in %s is too long a path", config_path,
+                 d->path, root);
+        return PB_ERR_CONFIG;
+    }
+    /* Under the current folder it is said from there, as it was written
+     * when the two are one ("data/x", not "/home/u/pbench/data/x"). */
+    char cwd[PB_PATH_MAX];
+    size_t n_cwd = getcwd(cwd, sizeof(cwd)) ? strlen(cwd) : 0;
+    bool below = n_cwd > 1 && strncmp(joined, cwd, n_cwd) == 0 && joined[n_cwd] == '/';
+    pb_strlcpy(d->path, below ? joined + n_cwd + 1 : joined, sizeof(d->path));
+    return PB_OK;
+}
+
 /* The base spec: the config file, parsed once (its sweep: section too,
  * typed), the user's -s overrides, the -a axes, validated. base always
  * owns a sweep afterwards (with no axis when nothing is swept). */
@@ -128,6 +163,8 @@ static int load_base(const struct pb_session_opts *opts, struct pb_spec *base, c
                      size_t msglen)
 {
     int rc = pb_config_load(opts->config_path, base, msg, msglen);
+    if (rc == PB_OK)
+        rc = resolve_data_path(opts->config_path, &base->dataset, msg, msglen);
     for (int i = 0; rc == PB_OK && i < opts->override_count; i++)
         rc = pb_config_override(base, opts->overrides[i], msg, msglen);
     for (int i = 0; rc == PB_OK && i < opts->axis_count; i++)
@@ -187,6 +224,10 @@ static int open_dataset(const struct pb_session_opts *opts, const struct pb_sess
     /* Under mpirun, rank 0 makes the data first, then the first rank of a
      * node that still sees no data (a node-local path), each step ending on
      * a barrier; a single process has one step and no barrier. */
+    if (pb_path_in_data_cache(d->path))
+        say(hooks, PB_SESSION_INFO, "data: %s (%s; the cache folder: $PBENCH_DATA, else "
+            "$XDG_CACHE_HOME/pbench, else ~/.cache/pbench)", d->path,
+            needs_generating(d->path) && d->has_generate ? "generated on first use" : "cached");
     for (int step = 0; rc == PB_OK && step < pb_mpi_generation_steps(); step++) {
         if (!d->has_generate || !pb_mpi_generates(step) || !needs_generating(d->path)) {
             pb_mpi_barrier();
