@@ -425,8 +425,6 @@ static void test_bad_configs(void **state)
          "bad.yaml:9:3: duplicate key 'loader.workers' (first set on line 8)"},
         {HEAD "run: {}\nrun: {}\n", "bad.yaml:8:1: duplicate key 'run' (first set on line 7)"},
         /* Pipeline shape. */
-        {"dataset:\n  path: /data\npipeline: []\n",
-         "bad.yaml:3:11: pipeline must list at least one stage"},
         {"dataset:\n  path: /data\n",
          "bad.yaml: pipeline is required (a list of stages, e.g. '- read:' then '- decode:'), "
          "unless dataset.python names your own Dataset"},
@@ -460,6 +458,9 @@ static void test_invalid_configs(void **state)
     /* Cross-field rules, found by pb_config_validate(). */
     const struct bad_case cases[] = {
         {"pipeline:\n  - read:\n", "bad.yaml: dataset.path is required (a directory or a glob)"},
+        {"dataset:\n  path: /data\npipeline: []\n",
+         "bad.yaml:3:1: pipeline must list at least one stage, unless dataset.python names your own "
+         "Dataset"},
         {HEAD "run:\n  min_time_s: 20\n  max_time_s: 5\n",
          "bad.yaml:8:3: run.min_time_s (20) must not exceed run.max_time_s (5)"},
         {"dataset:\n  path: /data\npipeline:\n  - decode:\n      decoder: null\n  - read:\n",

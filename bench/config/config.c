@@ -711,7 +711,8 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
                          "dataset.path is required (a directory or a glob)");
     if (spec->stage_count == 0 && !own_dataset)
         return key_error(spec, KEYS("pipeline"), msg, msglen,
-                         "pipeline must list at least one stage");
+                         "pipeline must list at least one stage, unless dataset.python names "
+                         "your own Dataset");
     int rc = check_engine(spec, msg, msglen);
     if (rc == PB_OK)
         rc = check_stage_order(spec, msg, msglen);

@@ -379,6 +379,26 @@ static json_t *machine_to_json(const struct pb_machine *m)
     return obj;
 }
 
+/* The result's engine: the config's loader.engine with that engine's
+ * versions (pbench's own version, or what the engine reported in its
+ * first point). Derived when written, never read back. */
+static json_t *engine_to_json(const struct pb_result *result)
+{
+    const json_t *loader = result->config ? json_object_get(result->config, "loader") : NULL;
+    const char *name = json_string_value(json_object_get(loader, "engine"));
+    name = name ? name : "pbench";
+    for (size_t i = 0; i < result->point_count; i++) {
+        const json_t *e = result->points[i].engine;
+        const char *ran = json_string_value(json_object_get(e, "name"));
+        if (ran && strcmp(ran, name) == 0)
+            return json_deep_copy(e);
+    }
+    if (strcmp(name, "pbench") != 0) /* no point ran on it: no versions known */
+        return json_pack("{s:s}", "name", name);
+    return json_pack("{s:s,s:{s:s}}", "name", name, "versions", "pbench",
+                     result->pbench_version);
+}
+
 json_t *pb_result_to_json(const struct pb_result *result)
 {
     json_t *root = json_object();
@@ -391,6 +411,7 @@ json_t *pb_result_to_json(const struct pb_result *result)
     if (result->config_path[0])
         json_object_set_new(root, "config_path", json_string(result->config_path));
     json_object_set_new(root, "machine", machine_to_json(&result->machine));
+    json_object_set_new(root, "engine", engine_to_json(result));
     json_object_set_new(root, "config",
                         result->config ? json_deep_copy(result->config) : json_null());
     if (result->dataset.format[0])

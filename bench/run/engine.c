@@ -80,6 +80,7 @@ struct pb_engine_run {
     } pids[PB_ENGINE_MAX_WORKERS];
     int pid_count;    /* every worker seen in this repeat */
     int live_workers; /* in the last `workers` frame: loader.workers as run */
+    int live_pids[PB_ENGINE_MAX_WORKERS]; /* that frame's pids, by worker index */
     uint64_t workers_start_ns;
     struct pb_stoprule rule;
     char first_error[PB_MSG_MAX];
@@ -135,7 +136,26 @@ static void add_workers(struct pb_engine_run *er, const json_t *pids)
         if (!known && pid > 0 && er->pid_count < PB_ENGINE_MAX_WORKERS)
             er->pids[er->pid_count++] = (struct engine_pid){.pid = pid};
     }
-    er->live_workers = (int)json_array_size(pids);
+    er->live_workers = 0;
+    for (size_t i = 0; i < json_array_size(pids) && i < PB_ENGINE_MAX_WORKERS; i++)
+        er->live_pids[er->live_workers++] = (int)json_integer_value(json_array_get(pids, i));
+}
+
+/* A batch from worker `worker` (its index in the last `workers` frame):
+ * its CPU is read now, so a worker that exits at an epoch's end (without
+ * persistent workers) has its time counted up to its last batch. */
+static void worker_built(struct pb_engine_run *er, int32_t worker)
+{
+    if (worker < 0 || worker >= er->live_workers)
+        return;
+    int pid = er->live_pids[worker];
+    for (int k = 0; k < er->pid_count; k++)
+        if (er->pids[k].pid == pid) {
+            uint64_t now = pb_proc_cpu_ns(pid);
+            if (now > er->pids[k].last)
+                er->pids[k].last = now;
+            return;
+        }
 }
 
 /* A memory and CPU sample of the engine and its workers, every 250 ms,
@@ -150,6 +170,15 @@ static void sample_processes(struct pb_engine_run *er, struct part *c, uint64_t 
     uint64_t cpu = all_cpu_ns(er);
     if (pss > c->pss_peak)
         c->pss_peak = pss;
+    /* The series covers the measured part only, as pbench's own sampler's
+     * last wall_s seconds do (bench/result/memgrowth.h reads it so): the
+     * engine's start and its workers' shutdown after a stop are not part
+     * of it. The peak counts the whole repeat. */
+    if (!c->measuring || c->stop_sent) {
+        c->last_sample_ns = now;
+        c->last_sample_cpu = cpu;
+        return;
+    }
     if (c->rss_count == c->rss_cap) {
         size_t cap = c->rss_cap ? 2 * c->rss_cap : 256;
         struct pb_rss_sample *grown = realloc(c->rss, cap * sizeof(*grown));
@@ -423,6 +452,8 @@ static int on_batch(struct pb_engine_run *er, struct part *c, struct pb_repeat_r
         c->first_batch_ns = h.t_taken - er->workers_start_ns;
     if (c->stop_sent)
         return PB_OK; /* built before the stop reached the engine: not counted */
+    if (c->measuring)
+        worker_built(er, h.worker);
     if (!c->measuring && h.seq >= (uint64_t)er->spec->run.warmup_batches)
         start_measuring(er, c, h.t_wait);
     c->last_done = h.t_done;

@@ -47,8 +47,8 @@ void pb_engine_close(struct pb_engine_run *er);
 
 struct pb_engine_proc;
 
-/* The folder the engines live in: $PBENCH_ENGINES, else the installed
- * share/pbench/engines beside the binary, else the source tree's. */
+/* The folder the engines live in: $PBENCH_ENGINES, else pbench's share
+ * folder's engines/ (installed, or the source tree's; bench/sys/paths.h). */
 const char *pb_engine_dir(char *buf, size_t buflen);
 
 /* Starts `python -m pbench_torch` for spec with its pipes. PB_OK, or

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench/base/pb.h"
+#include "bench/sys/paths.h"
 
 extern char **environ;
 
@@ -38,24 +39,10 @@ struct pb_engine_proc {
 const char *pb_engine_dir(char *buf, size_t buflen)
 {
     const char *env = getenv("PBENCH_ENGINES");
-    if (env && env[0]) {
+    if (env && env[0])
         snprintf(buf, buflen, "%s", env);
-        return buf;
-    }
-    char exe[PB_PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            struct stat st;
-            snprintf(buf, buflen, "%s/../share/pbench/engines", exe);
-            if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
-                return buf;
-        }
-    }
-    snprintf(buf, buflen, "%s", PB_SOURCE_ENGINES);
+    else
+        snprintf(buf, buflen, "%s/engines", pb_share_dir());
     return buf;
 }
 

@@ -101,8 +101,11 @@ class IndexDataset(Dataset):
 
 class UserDataset(Dataset):
     """The user's Dataset (dataset.python), this rank's share of it, its
-    Compose's transforms timed one column each (else one "getitem"
-    column), then the config's `python` stages."""
+    Compose's transforms timed one column each, then the config's `python`
+    stages. Column 0, "getitem", is the rest of __getitem__ (opening and
+    decoding the file, as the user's code does it): the whole call less
+    its transforms' time, so the rows add up to the workers' work. Without
+    a Compose it is the whole __getitem__."""
 
     def __init__(self, dataset, positions, stages):
         self.dataset = dataset
@@ -110,7 +113,7 @@ class UserDataset(Dataset):
         self.stages = stages
         self.compose = userdata.compose_of(dataset)
         self.plain_transforms = list(self.compose.transforms) if self.compose else []
-        names = (userdata.transform_names(self.compose) if self.compose else ["getitem"])
+        names = ["getitem"] + (userdata.transform_names(self.compose) if self.compose else [])
         names += [stage.name for stage in stages]
         self._columns = [{"name": n, "parent": ""} for n in names]
         self._columns.append({"name": "collate", "parent": ""})
@@ -129,15 +132,13 @@ class UserDataset(Dataset):
         """Wraps (or unwraps) the transforms (before the workers fork)."""
         recorder = self.recorder
         recorder.enabled = enabled
-        first = len(self.plain_transforms) if self.compose else 1
+        first = 1 + len(self.plain_transforms)
         if self.compose:
-            self.compose.transforms = ([TimedCall(recorder, c, t)
+            self.compose.transforms = ([TimedCall(recorder, 1 + c, t)
                                         for c, t in enumerate(self.plain_transforms)]
                                        if enabled else list(self.plain_transforms))
-            self.timed_getitem = None
-        else:
-            self.timed_getitem = (TimedCall(recorder, 0, self.dataset.__getitem__)
-                                  if enabled else None)
+        self.timed_getitem = (TimedCall(recorder, 0, self.dataset.__getitem__)
+                              if enabled else None)
         self.steps = [TimedCall(recorder, first + k, s.fn) if enabled else s.fn
                       for k, s in enumerate(self.stages)]
 
@@ -151,6 +152,8 @@ class UserDataset(Dataset):
         try:
             getitem = self.timed_getitem or self.dataset.__getitem__
             value = getitem(index)
+            if self.timed_getitem and self.plain_transforms:
+                recorder.take_out(0, 1, 1 + len(self.plain_transforms))
             for step in self.steps:
                 value = step(value)
         except Exception as e:

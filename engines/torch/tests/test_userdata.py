@@ -39,11 +39,15 @@ class UserDatasetTest(unittest.TestCase):
     def test_compose_gets_a_column_per_transform(self):
         ready, got = self.run_point(user_config("user_code:make_folder", {"root": self.root}))
         self.assertEqual([s["name"] for s in ready["stages"]],
-                         ["Resize", "Resize_2", "CenterCrop", "ToTensor", "collate"])
+                         ["getitem", "Resize", "Resize_2", "CenterCrop", "ToTensor", "collate"])
         self.assertEqual(ready["samples"], 6)
         self.assertEqual(sum(b["samples"] for b in got), 6)
         for row in (row for b in got for row in b["rows"]):
-            self.assertTrue(all(row[1 + 3 * c] > 0 for c in range(4)))
+            self.assertTrue(all(row[1 + 3 * c] > 0 for c in range(5)))
+            # getitem less its transforms (the file's open and decode):
+            # its end moved back by their time, before the last one ends
+            self.assertLessEqual(row[2], row[1 + 3 * 4 + 1])
+            self.assertGreater(row[3], 0)
 
     def test_plain_dataset_gets_getitem_and_python_stage(self):
         stage = {"python": {"callable": "user_code:invert"}}
