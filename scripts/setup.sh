@@ -1,7 +1,9 @@
 #!/bin/sh
 # Installs what pbench needs from Debian's packages, then configures and
 # builds it into build/. Safe to run again: installed packages are skipped.
-# clang and libclang-rt-dev (libFuzzer) are for scripts/fuzz.sh.
+# clang and libclang-rt-dev (libFuzzer) are for scripts/fuzz.sh; Debian's
+# python3-torch, python3-torchvision and python3-av are the torch engine's
+# (loader.engine: torch, docs/engines.md), python3-pyflakes checks its code.
 #   scripts/setup.sh            install + build (Release with debug info)
 #   BUILD_DIR=build-asan CMAKE_ARGS=-DPBENCH_SANITIZE=address,undefined scripts/setup.sh
 set -eu
@@ -11,7 +13,8 @@ cd "$(dirname "$0")/.."
 PACKAGES="build-essential cmake pkg-config libyaml-dev libturbojpeg0-dev libjpeg62-turbo-dev libjpeg-turbo-progs \
 libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libhwloc-dev libcmocka-dev \
 libjansson-dev libsqlite3-dev clang libclang-rt-dev libopenmpi-dev openmpi-bin \
-libarchive-dev fio chromium python3-pil"
+libarchive-dev fio chromium python3-pil python3-torch python3-torchvision python3-av \
+python3-pyflakes"
 
 missing=""
 for p in $PACKAGES; do

@@ -25,7 +25,7 @@ class ExampleTest(unittest.TestCase):
             ready = engine.open(config, "", config_dir=os.path.join(REPO, "configs"))
             self.assertEqual(ready["type"], "ready", ready)
             self.assertEqual([s["name"] for s in ready["stages"]],
-                             ["RandomResizedCrop", "RandomHorizontalFlip", "ToTensor",
+                             ["getitem", "RandomResizedCrop", "RandomHorizontalFlip", "ToTensor",
                               "Normalize", "collate"])
             frames = engine.repeat(0)
             self.assertEqual(engine.close(), 0)

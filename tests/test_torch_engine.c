@@ -1,0 +1,297 @@
+/* End to end on the torch engine (loader.engine: torch, docs/engines.md):
+ * the pbench binary starts the Python engine on tiny generated photos and
+ * videos and the result holds the engine's versions, stage rows that
+ * agree with the workers' CPU, the side-by-side line of a sweep over
+ * loader.engine, a user's Dataset with a row per transform, and clear
+ * exit-2 errors for what the engine cannot run or an interpreter without
+ * torch. Skipped, saying why, where Debian's python3-torch is missing.
+ * No test asserts a wall-clock time. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+
+static const char *binary;
+static const char *source_dir;
+static char workdir[] = "/tmp/pbench-torch-XXXXXX";
+static bool have_torch;
+
+/* Small photos and short measured parts: each run is a few seconds, most
+ * of it Python importing torch. */
+#define IMAGES                                                                                 \
+    "-s dataset.path=img -s dataset.generate.count=48 -s dataset.generate.size=96x72-128x96 " \
+    "-s pipeline.random_resized_crop.size=48 -s run.warmup_batches=2 -s run.min_time_s=0.3 "  \
+    "-s run.max_time_s=0.8 -s run.window_s=0.1 -s run.repeats=2 -s loader.batch_size=8 "
+
+static int run(const char *args)
+{
+    char *err = NULL;
+    int rc = pb_test_run_pbench(workdir, args, &err);
+    free(err);
+    return rc;
+}
+
+static char *file_text(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", workdir, name);
+    return pb_test_read_file(path, NULL, false);
+}
+
+static void run_ok(const char *args)
+{
+    int rc = run(args);
+    if (rc != 0) {
+        char *err = file_text("err.txt");
+        fail_msg("pbench %s: exit %d: %s", args, rc, err);
+    }
+}
+
+static int setup(void **state)
+{
+    pb_test_tmpdir_use(workdir);
+    binary = getenv("PBENCH_BINARY");
+    source_dir = getenv("PBENCH_SOURCE_DIR");
+    if (!binary || !source_dir) {
+        fprintf(stderr, "PBENCH_BINARY and PBENCH_SOURCE_DIR must be set (ctest sets them)\n");
+        return -1;
+    }
+    const char *python = getenv("PBENCH_PYTHON");
+    char probe[600];
+    snprintf(probe, sizeof probe, "'%s' -c 'import torch, torchvision' >/dev/null 2>&1",
+             python && python[0] ? python : "/usr/bin/python3");
+    have_torch = system(probe) == 0;
+    return pb_test_tmpdir_setup(state);
+}
+
+#define NEED_TORCH()                                                                           \
+    do {                                                                                       \
+        if (!have_torch) {                                                                     \
+            fprintf(stderr, "skipped: torch is not installed: apt-get install python3-torch "  \
+                            "python3-torchvision python3-av (scripts/setup.sh does)\n");       \
+            skip();                                                                            \
+        }                                                                                      \
+    } while (0)
+
+static const json_t *point(const json_t *r, size_t i)
+{
+    return json_array_get(json_object_get(r, "points"), i);
+}
+
+static const json_t *stage(const json_t *p, const char *name)
+{
+    const json_t *stages = json_object_get(p, "stages");
+    for (size_t k = 0; k < json_array_size(stages); k++)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(stages, k), "name")), name))
+            return json_array_get(stages, k);
+    fail_msg("no stage row '%s'", name);
+    return NULL;
+}
+
+static double number(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!json_is_number(v))
+        fail_msg("'%s' is not a number", key);
+    return json_number_value(v);
+}
+
+/* The worker processes' CPU over the measured parts, in ns, from the
+ * point's repeats (worker_cpu_pct is per worker). */
+static double worker_cpu_ns(const json_t *p, int workers)
+{
+    const json_t *repeats = json_object_get(p, "repeats");
+    double sum = 0;
+    for (size_t r = 0; r < json_array_size(repeats); r++) {
+        const json_t *rep = json_array_get(repeats, r);
+        sum += number(rep, "wall_s") * 1e9 * number(rep, "worker_cpu_pct") / 100 * workers;
+    }
+    return sum;
+}
+
+static double stage_cpu_ns(const json_t *p)
+{
+    const json_t *stages = json_object_get(p, "stages");
+    double sum = 0;
+    for (size_t k = 0; k < json_array_size(stages); k++) {
+        const json_t *s = json_array_get(stages, k);
+        const char *parent = json_string_value(json_object_get(s, "parent"));
+        if (!parent || !parent[0])
+            sum += number(s, "cpu_ns");
+    }
+    return sum;
+}
+
+/* configs/image.yaml on the torch engine: versions, rows, worker CPU. */
+static void test_image_pipeline_on_torch(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char args[2048];
+    snprintf(args, sizeof args,
+             "run '%s/configs/image.yaml' " IMAGES "-s loader.engine=torch -o torch.json",
+             source_dir);
+    run_ok(args);
+    char *out = file_text("out.txt");
+    pb_test_assert_contains(out, (const char *const[]){"engine: torch · Python", "torch 1.",
+                                                        "peak PSS", "random_resized_crop",
+                                                        "on the torch engine", NULL});
+    free(out);
+    json_t *r = pb_test_load_json(workdir, "torch.json");
+    const json_t *engine = json_object_get(r, "engine");
+    assert_string_equal(json_string_value(json_object_get(engine, "name")), "torch");
+    assert_non_null(json_string_value(json_object_get(json_object_get(engine, "versions"),
+                                                      "torchvision")));
+    const json_t *p = point(r, 0);
+    assert_true(number(p, "samples") > 0);
+    assert_true(number(p, "first_batch_s") > 0);
+    static const char *const rows[] = {"read", "decode", "random_resized_crop", "flip",
+                                       "normalize", "collate"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(rows); i++)
+        assert_true(number(json_object_get(stage(p, rows[i]), "histogram"), "count") > 0 ||
+                    number(stage(p, rows[i]), "cpu_ns") > 0);
+    /* JPEG counters, as pbench's own decoder counts them. */
+    assert_non_null(json_object_get(json_object_get(stage(p, "decode"), "counters"),
+                                    "progressive"));
+    /* The rows are the workers' work: their CPU is most of the workers'
+     * CPU and not more (/proc's clock ticks are 10 ms, and a batch taken
+     * early in the part was begun before it). */
+    double rows_cpu = stage_cpu_ns(p), workers_cpu = worker_cpu_ns(p, 2);
+    if (!(rows_cpu > 0.5 * workers_cpu && rows_cpu < 1.5 * workers_cpu + 5e7))
+        fail_msg("stage rows' CPU %.0f ms against the workers' %.0f ms", rows_cpu / 1e6,
+                 workers_cpu / 1e6);
+    json_decref(r);
+}
+
+/* -a loader.engine=pbench,torch: one table, and the verdict's engines
+ * line with per-stage ratios and the per-core rates. */
+static void test_side_by_side(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char args[2048];
+    snprintf(args, sizeof args,
+             "run '%s/configs/image.yaml' " IMAGES "-a loader.engine=pbench,torch -o both.json",
+             source_dir);
+    run_ok(args);
+    char *out = file_text("out.txt");
+    pb_test_assert_contains(out, (const char *const[]){"engines: the torch engine delivers",
+                                                        "CPU per sample, torch against pbench: "
+                                                        "read ",
+                                                        "decode ", "per core of CPU", NULL});
+    free(out);
+    json_t *r = pb_test_load_json(workdir, "both.json");
+    assert_int_equal(json_array_size(json_object_get(r, "points")), 2);
+    const char *engines =
+        json_string_value(json_object_get(json_object_get(r, "analysis"), "engines"));
+    assert_non_null(engines);
+    assert_non_null(strstr(engines, "random_resized_crop"));
+    json_decref(r);
+}
+
+/* What the engine cannot run, and an interpreter without torch: exit 2,
+ * naming the engine, the place, and the packages. */
+static void test_refusals_exit_2(void **state)
+{
+    (void)state;
+    char args[2048];
+    snprintf(args, sizeof args,
+             "run '%s/configs/image.yaml' -s loader.engine=torch -s pipeline.decode.scale=window",
+             source_dir);
+    assert_int_equal(run(args), 2);
+    char *err = file_text("err.txt");
+    pb_test_assert_contains(err, (const char *const[]){"configs/image.yaml:", "loader.engine torch "
+                                                        "cannot run jpeg's scale: window", NULL});
+    free(err);
+    snprintf(args, sizeof args, "run '%s/configs/null.yaml' -s loader.engine=torch", source_dir);
+    assert_int_equal(run(args), 2);
+    /* An interpreter that cannot import torch (Python with torch hidden). */
+    char fake[600], script[1400];
+    snprintf(fake, sizeof fake, "%s/python-without-torch", workdir);
+    snprintf(script, sizeof script,
+             "#!/bin/sh\nexec /usr/bin/python3 -c \"import sys, runpy; sys.modules['torch'] = "
+             "None; sys.argv = ['pbench_torch']; runpy.run_module('pbench_torch', "
+             "run_name='__main__')\"\n");
+    pb_test_write_file(fake, script, strlen(script));
+    chmod(fake, 0755);
+    snprintf(args, sizeof args,
+             "run '%s/configs/image.yaml' " IMAGES "-s loader.engine=torch -s loader.python=%s",
+             source_dir, fake);
+    assert_int_equal(run(args), 2);
+    err = file_text("err.txt");
+    pb_test_assert_contains(err, (const char *const[]){"cannot import torch",
+                                                        "python3-torch python3-torchvision",
+                                                        NULL});
+    free(err);
+}
+
+/* configs/torch-dataset.yaml: the example Dataset class, a row per
+ * transform of its Compose and one for the rest of __getitem__. */
+static void test_users_dataset(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char args[2048];
+    snprintf(args, sizeof args,
+             "run '%s/configs/torch-dataset.yaml' -s dataset.path=img "
+             "-s 'dataset.args={\"root\": \"img\"}' -s dataset.generate.count=48 "
+             "-s dataset.generate.size=96x72-128x96 -s run.warmup_batches=2 "
+             "-s run.min_time_s=0.3 -s run.max_time_s=0.8 -s run.repeats=2 "
+             "-s loader.batch_size=8 -o user.json",
+             source_dir);
+    run_ok(args);
+    json_t *r = pb_test_load_json(workdir, "user.json");
+    const json_t *p = point(r, 0);
+    static const char *const rows[] = {"getitem", "RandomResizedCrop", "RandomHorizontalFlip",
+                                       "ToTensor", "Normalize", "collate"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(rows); i++)
+        assert_true(number(stage(p, rows[i]), "cpu_ns") > 0);
+    json_decref(r);
+}
+
+/* configs/video.yaml on the torch engine: clips through PyAV with the
+ * decoded and delivered frames counted as pbench's decoder counts them. */
+static void test_video_on_torch(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char args[2048];
+    snprintf(args, sizeof args,
+             "run '%s/configs/video.yaml' -s loader.engine=torch -s dataset.path=vid "
+             "-s dataset.generate.size=160x96 -s dataset.generate.frames=40 "
+             "-s dataset.generate.count=2 -s dataset.generate.gop=12 -s run.min_time_s=0.3 "
+             "-s run.max_time_s=0.8 -s run.repeats=1 -s run.window_s=0.1 "
+             "-s pipeline.decode.shorter_side=64 -s pipeline.random_crop.size=48 -o video.json",
+             source_dir);
+    run_ok(args);
+    json_t *r = pb_test_load_json(workdir, "video.json");
+    const json_t *counters = json_object_get(stage(point(r, 0), "decode"), "counters");
+    double decoded = number(counters, "frames_decoded");
+    double delivered = number(counters, "frames_delivered");
+    assert_true(delivered > 0 && decoded >= delivered);
+    stage(point(r, 0), "decode.seek"); /* PyAV's sub-stages as rows */
+    json_decref(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_refusals_exit_2),
+        cmocka_unit_test(test_image_pipeline_on_torch),
+        cmocka_unit_test(test_side_by_side),
+        cmocka_unit_test(test_users_dataset),
+        cmocka_unit_test(test_video_on_torch),
+    };
+    return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
+}
