@@ -690,6 +690,11 @@ static int check_engine(const struct pb_spec *spec, char *msg, size_t msglen)
                          "loader.engine torch cannot run loader.in_order: false (torch 1.13's "
                          "DataLoader always delivers in order); set it true, or use "
                          "loader.engine: pbench");
+    if (spec->dataset.cache == PB_CACHE_DIRECT)
+        return key_error(spec, KEYS("dataset.cache", "loader.engine", "dataset"), msg, msglen,
+                         "loader.engine torch cannot run dataset.cache: direct (Python's open() "
+                         "reads through the page cache); use warm or cold (evicted before "
+                         "each repeat and after each read), or loader.engine: pbench");
     if (spec->loader.affinity != 0)
         return key_error(spec, KEYS("loader.affinity", "loader.engine", "loader"), msg, msglen,
                          "loader.engine torch cannot run loader.affinity (the DataLoader's "

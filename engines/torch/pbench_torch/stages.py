@@ -6,6 +6,7 @@ video decoder its sub-stage columns and counters. Anything the engine
 cannot run is a ConfigError naming the option (pipeline[2].interpolation),
 never a silent substitute."""
 import io
+import os
 
 from .errors import ConfigError, SampleError
 from . import video
@@ -91,6 +92,21 @@ def read_bytes(entry):
             f.seek(entry.offset)
             return f.read(entry.size)
         return f.read()
+
+
+def read_bytes_cold(entry):
+    """read_bytes, then the file's pages dropped from the page cache
+    (dataset.cache: cold), as pbench's own read stage does: every epoch
+    reads storage."""
+    with open(entry.path, "rb") as f:
+        if entry.offset >= 0:
+            f.seek(entry.offset)
+            data = f.read(entry.size)
+            os.posix_fadvise(f.fileno(), entry.offset, entry.size, os.POSIX_FADV_DONTNEED)
+        else:
+            data = f.read()
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        return data
 
 
 JPEG_COUNTERS = ("scaled", "progressive", "grayscale", "cmyk")
@@ -309,7 +325,8 @@ def build_pipeline(config, import_callable):
     for position, (kind, options) in enumerate(stages):
         where = "pipeline[%d]" % position
         if kind == "read":
-            built.append(Stage("read", read_bytes))
+            cold = config.get("dataset", {}).get("cache") == "cold"
+            built.append(Stage("read", read_bytes_cold if cold else read_bytes))
         elif kind == "decode":
             check_device(options, where)
             built.append(decode_stage(options, where, stages, position, torch_decode))
