@@ -10,7 +10,11 @@
 #   5. instrumentation overhead on configs/image.yaml, pbench run --overhead
 #      (goal <= 1 %)
 #
-#   scripts/bench-image.sh [all|decode|torch|scaling|scale|overhead]...
+#   6. the torch engine (loader.engine: torch) against a plain DataLoader
+#      script with the same transforms, alternated (goal within 10 %), with
+#      its stage rows against its workers' CPU and its --overhead (<= 2 %)
+#
+#   scripts/bench-image.sh [all|decode|torch|scaling|scale|overhead|engine]...
 #   IMAGES=/tmp/photos scripts/bench-image.sh torch
 #
 # IMAGES names the folder of JPEGs the benchmarks read (default data/image,
@@ -223,6 +227,53 @@ print(f"2b. per core: pbench's whole pipeline {med(pb_per_core):.0f} samples per
 EOF
 }
 
+# ---- 6. the torch engine against a plain DataLoader script -------------------
+# pbench's torch engine (loader.engine: torch) runs configs/image.yaml as a
+# DataLoader; bench/peers/torch_image_loader.py is the plain DataLoader a
+# user writes for the same transforms. Alternated, same files, 2 workers,
+# persistent workers in both (the script's choice). Then the harness's own
+# cost in the torch engine: --overhead (paired repeats, timing on and off).
+bench_engine() {
+    install_packages python3-torch python3-torchvision python3-pil python3-av
+    ensure_images
+    round=1
+    while [ "$round" -le "$ROUNDS" ]; do
+        note "bench-image: 6. round $round/$ROUNDS: pbench's torch engine, 2 workers, batch $BATCH, $IMAGES"
+        run_image "$WORK/engine-$round.json" -s loader.engine=torch -s "loader.batch_size=$BATCH" \
+            -s loader.persistent_workers=true -s run.max_time_s=6 >/dev/null
+        note "bench-image: 6. round $round/$ROUNDS: a plain DataLoader script, same files and transforms"
+        "$PYTHON" bench/peers/torch_image_loader.py --data "$IMAGES" --workers 2 \
+            --batch-size "$BATCH" --time 5 --repeats 5 >"$WORK/plain-$round.json"
+        round=$((round + 1))
+    done
+    note "bench-image: 6. the torch engine with --overhead (6 paired repeats)"
+    run_image "$WORK/engine-overhead.json" -s loader.engine=torch -s "loader.batch_size=$BATCH" \
+        -s loader.persistent_workers=true -s run.repeats=6 --overhead >/dev/null
+    "$PYTHON" - "$WORK" "$ROUNDS" "$BATCH" "$IMAGES" <<'EOF' | tee -a "$SUMMARY"
+import json, statistics, sys
+work, rounds, batch, images = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+med = statistics.median
+engine, plain, rows_vs_workers = [], [], []
+for r in range(1, rounds + 1):
+    p = json.load(open(f"{work}/engine-{r}.json"))["points"][0]
+    engine.append(p["samples_per_s"])
+    rows = sum(s["cpu_ns"] for s in p["stages"] if not s.get("parent"))
+    workers = sum(x["wall_s"] * 1e9 * x["worker_cpu_pct"] / 100 * 2 for x in p["repeats"])
+    rows_vs_workers.append(100 * rows / workers)
+    plain.append(json.load(open(f"{work}/plain-{r}.json"))["samples_per_s"])
+o = json.load(open(f"{work}/engine-overhead.json"))["overhead"]
+spread = lambda xs: ", ".join(f"{x:.0f}" for x in xs)
+load = open("/proc/loadavg").read().split()[0]
+print(f"6. configs/image.yaml on the torch engine, 2 workers, batch {batch}, {images}, {rounds} "
+      f"rounds alternated: pbench's torch engine {med(engine):.1f} samples/s (rounds "
+      f"{spread(engine)}), a plain DataLoader script {med(plain):.1f} (rounds {spread(plain)}) "
+      f"-> {100 * (med(engine) / med(plain) - 1):+.1f} % (goal within 10 %); stage rows' CPU "
+      f"{med(rows_vs_workers):.0f} % of the worker processes' (goal 90-110 %); --overhead "
+      f"{o.get('pct', float('nan')):.2f} % +/- {o.get('noise_pct', float('nan')):.2f} % (goal <= 2 %) "
+      f"[load {load}]")
+EOF
+}
+
 # ---- 3. scaling 1 -> 2 workers ---------------------------------------------
 bench_scaling() {
     ensure_images
@@ -299,13 +350,14 @@ EOF
 : >"$SUMMARY"
 for what in "$@"; do
     case "$what" in
-    all) bench_decode; bench_torch; bench_scaling; bench_scale; bench_overhead ;;
+    all) bench_decode; bench_torch; bench_scaling; bench_scale; bench_overhead; bench_engine ;;
+    engine) bench_engine ;;
     decode) bench_decode ;;
     torch) bench_torch ;;
     scaling) bench_scaling ;;
     scale) bench_scale ;;
     overhead) bench_overhead ;;
-    *) note "usage: $0 [all|decode|torch|scaling|scale|overhead]..."; exit 2 ;;
+    *) note "usage: $0 [all|decode|torch|scaling|scale|overhead|engine]..."; exit 2 ;;
     esac
 done
 echo
