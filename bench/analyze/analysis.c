@@ -646,13 +646,18 @@ static bool name_is(const char *name, const char *const *names)
 
 /* The command a suggestion is tested with: the config file the result was
  * made from, or (a result from an older pbench) NAME.yaml standing for it. */
-static void run_command(const struct pb_result *result, char *buf, size_t size)
+static void run_command(const struct pb_result *result, size_t i, char *buf, size_t size)
 {
+    int n;
     if (result->config_path[0])
-        snprintf(buf, size, "pbench run %.*s", (int)(size > 12 ? size - 12 : 0),
-                 result->config_path);
+        n = snprintf(buf, size, "pbench run %.*s", (int)(size > 40 ? size - 40 : 0),
+                     result->config_path);
     else
-        snprintf(buf, size, "pbench run %s.yaml", result->name[0] ? result->name : "CONFIG");
+        n = snprintf(buf, size, "pbench run %s.yaml", result->name[0] ? result->name : "CONFIG");
+    /* The engine the point ran on, which the file may not name (-s). */
+    const char *engine = pb_point_engine(result, i);
+    if (n > 0 && (size_t)n < size && strcmp(engine, "pbench") != 0)
+        snprintf(buf + n, size - (size_t)n, " -s loader.engine=%s", engine);
 }
 
 /* Worker counts to sweep from now: doubling up to the hardware threads,
@@ -862,6 +867,8 @@ static void copy_suggestions(const struct pb_result *result, const struct pb_poi
                 g->copy_gb_per_s, 100 * g->copy_gb_per_s / peak, peak);
 }
 
+static double epoch_restart_pct(const struct pb_result *result, size_t i, double *epoch_s);
+
 /* What more workers can do for a waiting loop, by whether the cores are
  * saturated and the workers on CPU; and what workers beyond the hardware
  * threads cost. */
@@ -885,7 +892,9 @@ static void worker_suggestions(const struct pb_result *result, size_t i, const c
                 "workers are busy (%.0f%% on CPU) and the loop still waits %.1f%%: add workers, "
                 "up to the %d hardware threads (now %lld); test: %s -a loader.workers=%s",
                 p->worker_cpu_pct, p->stall_pct, pus, (long long)a->workers, run, workers);
-    if (waits && !a->cpu_bound && !a->saturated && a->workers > 0)
+    double epoch_s;
+    bool restarts = epoch_restart_pct(result, i, &epoch_s) >= 3; /* said on its own */
+    if (waits && !a->cpu_bound && !a->saturated && a->workers > 0 && !restarts)
         SUGGEST(an,
                 "workers are on CPU only %.0f%% of the time while the loop waits %.1f%%: they "
                 "wait on I/O or each other; more workers or a larger prefetch_factor can hide it "
@@ -918,6 +927,36 @@ static void memory_suggestion(const struct pb_result *result, size_t i, const ch
                 (long long)a->prefetch_factor, run);
 }
 
+/* A DataLoader without persistent workers starts its worker processes at
+ * every epoch: with a short epoch that start-up is a share of the time
+ * the workers do not load (measured: first batch after the start). The
+ * share in %, with the epoch's length; 0 where it does not apply. */
+static double epoch_restart_pct(const struct pb_result *result, size_t i, double *epoch_s)
+{
+    const struct pb_point_result *p = &result->points[i];
+    *epoch_s = 0;
+    if (strcmp(pb_point_engine(result, i), "torch") != 0 || p->samples_per_s <= 0 ||
+        p->first_batch_s <= 0 || result->dataset.samples == 0 ||
+        pb_point_setting_int(result, i, "loader.workers", 0) == 0 ||
+        json_is_true(pb_point_setting(result, i, "loader.persistent_workers")))
+        return 0;
+    *epoch_s = (double)result->dataset.samples / p->samples_per_s;
+    return 100.0 * p->first_batch_s / (*epoch_s + p->first_batch_s);
+}
+
+static void epoch_restart_suggestion(const struct pb_result *result, size_t i, const char *run,
+                                     struct pb_analysis *an)
+{
+    double epoch_s, share = epoch_restart_pct(result, i, &epoch_s);
+    if (share >= 3)
+        SUGGEST(an,
+                "the DataLoader starts its worker processes at every epoch (%.0f ms to the "
+                "first batch, against an epoch of %.1f s: about %.0f%% of the time without "
+                "batches): keep them with loader.persistent_workers: true (test: %s -a "
+                "loader.persistent_workers=false,true)",
+                1e3 * result->points[i].first_batch_s, epoch_s, share, run);
+}
+
 /* The suggestions for point i (the recommended one, or a single run's
  * only point), each quoting its figures and, where one exists, ending with
  * the command that tests it. */
@@ -932,7 +971,7 @@ static void suggestions(const struct pb_result *result, size_t i, struct pb_anal
 
     const char *of = a->top_share_of_cpu ? "worker CPU time" : "worker time";
     char run[160];
-    run_command(result, run, sizeof(run));
+    run_command(result, i, run, sizeof(run));
 
     if (a->input_bound == PB_INPUT_BOUND_NO)
         SUGGEST(an,
@@ -949,6 +988,7 @@ static void suggestions(const struct pb_result *result, size_t i, struct pb_anal
     if (p->gpu.used)
         copy_suggestions(result, p, an);
     worker_suggestions(result, i, run, an);
+    epoch_restart_suggestion(result, i, run, an);
     memory_suggestion(result, i, run, an);
 }
 

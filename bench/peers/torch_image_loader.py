@@ -78,6 +78,10 @@ def main():
     parser.add_argument("--warmup-batches", type=int, default=4)
     parser.add_argument("--time", type=float, default=5.0, help="measured seconds per repeat")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--step-ms", type=float, default=0,
+                        help="a simulated training step after each batch (time.sleep), as "
+                             "pbench's run.step_ms; the share of time spent waiting for "
+                             "batches is printed as stall_pct")
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -94,23 +98,29 @@ def main():
                         num_workers=args.workers, persistent_workers=args.workers > 0,
                         prefetch_factor=args.prefetch_factor if args.workers > 0 else None)
     batches = batches_forever(loader)
-    rates, cpu_pcts = [], []
+    rates, cpu_pcts, stalls = [], [], []
     for repeat in range(args.repeats):
         for _ in range(args.warmup_batches):
             next(batches)
         # The training process and its loader workers: CPU over the measured
         # part, 100 = one core, to tell a busy machine from a slow loader.
         pids = [os.getpid()] + [w.pid for w in getattr(loader._iterator, "_workers", [])]
-        samples = 0
+        samples, waited = 0, 0.0
         cpu_start, start = cpu_seconds(pids), time.perf_counter()
         while time.perf_counter() - start < args.time:
+            t0 = time.perf_counter()
             samples += next(batches).shape[0]
+            waited += time.perf_counter() - t0
+            if args.step_ms > 0:
+                time.sleep(args.step_ms / 1000)
         wall = time.perf_counter() - start
         rates.append(samples / wall)
+        stalls.append(100 * waited / wall)
         cpu_pcts.append(100 * (cpu_seconds(pids) - cpu_start) / wall)
         print(f"  torch repeat {repeat + 1}/{args.repeats}: {rates[-1]:.1f} samples/s, "
               f"CPU {cpu_pcts[-1]:.0f} %", file=sys.stderr)
     print(json.dumps({"samples_per_s": statistics.median(rates), "repeats": rates,
+                      "stall_pct": statistics.median(stalls), "step_ms": args.step_ms,
                       "cpu_pct": statistics.median(cpu_pcts),
                       "workers": args.workers, "batch_size": args.batch_size,
                       "files": len(dataset), "torch": torch.__version__}))
