@@ -646,6 +646,7 @@ static bool name_is(const char *name, const char *const *names)
 
 /* The command a suggestion is tested with: the config file the result was
  * made from, or (a result from an older pbench) NAME.yaml standing for it. */
+#define ANY_ENGINE ((size_t)-1) /* run_command: without -s loader.engine */
 static void run_command(const struct pb_result *result, size_t i, char *buf, size_t size)
 {
     int n;
@@ -654,8 +655,9 @@ static void run_command(const struct pb_result *result, size_t i, char *buf, siz
                      result->config_path);
     else
         n = snprintf(buf, size, "pbench run %s.yaml", result->name[0] ? result->name : "CONFIG");
-    /* The engine the point ran on, which the file may not name (-s). */
-    const char *engine = pb_point_engine(result, i);
+    /* The engine the point ran on, which the file may not name (-s); none
+     * for i past the points (a command that sweeps the engine). */
+    const char *engine = i < result->point_count ? pb_point_engine(result, i) : "pbench";
     if (n > 0 && (size_t)n < size && strcmp(engine, "pbench") != 0)
         snprintf(buf + n, size - (size_t)n, " -s loader.engine=%s", engine);
 }
@@ -788,6 +790,8 @@ static void torch_decode_suggestion(const struct pb_result *result, size_t i, do
                             ? (double)decode->cpu_ns / (double)decode->hist.count / 1e3
                             : 0;
     const char *scale = json_string_value(decode_option(result, i, "scale"));
+    char base[160];
+    run_command(result, ANY_ENGINE, base, sizeof base);
     char draft[300] = "";
     if (scale && strcmp(scale, "auto") != 0)
         snprintf(draft, sizeof draft,
@@ -799,7 +803,7 @@ static void torch_decode_suggestion(const struct pb_result *result, size_t i, do
             "decodes the whole image before the crop): %ssmaller or baseline source files; or "
             "pbench's engine, which decodes only the crop's window (test: %s -a "
             "loader.engine=pbench,torch)",
-            share, of, per_sample, draft, run);
+            share, of, per_sample, draft, base);
 }
 
 /* The suggestion for a dominant decode stage, by the decoder the config
@@ -809,13 +813,24 @@ static void decode_suggestion(const struct pb_result *result, size_t i, const ch
 {
     const struct pb_point_analysis *a = &an->points[i];
     const char *decoder = decoder_name(result);
+    char base[160];
+    run_command(result, ANY_ENGINE, base, sizeof base);
     char visit[320] = "";
     if (clips_per_visit(result, i) <= 1)
         snprintf(visit, sizeof visit,
                  "take several clips per video visit, decoded in one pass (test: %s -s "
                  "pipeline.decode.clips_per_visit=4), ",
                  run);
-    if (strcmp(decoder, "video") == 0)
+    if (strcmp(decoder, "video") == 0 && strcmp(pb_point_engine(result, i), "pbench") != 0)
+        SUGGEST(an, /* PyAV: no discard, one clip per __getitem__ */
+                "decode takes %.0f%% of %s and decodes %.2fx the frames it delivers (PyAV "
+                "decodes every frame from the keyframe before the clip): trade workers for "
+                "decoder threads (test: %s -a pipeline.decode.threads=1,2,4), encode the "
+                "sources with a shorter GOP, or measure pbench's engine, which can skip the "
+                "non-reference frames and take several clips per visit (test: %s -a "
+                "loader.engine=pbench,torch)",
+                a->top_share_pct, of, a->amplification, run, base);
+    else if (strcmp(decoder, "video") == 0)
         SUGGEST(an,
                 "decode takes %.0f%% of %s and decodes %.2fx the frames it delivers: "
                 "skip the non-reference frames nobody receives (test: %s -s "
