@@ -236,6 +236,36 @@ static void test_refusals_exit_2(void **state)
     free(err);
 }
 
+/* Corrupt photos on the torch engine: counted and listed with their files
+ * under on_error: skip; under fail the run stops naming the file. */
+static void test_bad_samples(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char args[2048];
+    snprintf(args, sizeof args,
+             "run '%s/configs/image.yaml' " IMAGES "-s dataset.path=bad "
+             "-s dataset.generate.corrupt_fraction=0.2 -s loader.engine=torch -o bad.json",
+             source_dir);
+    run_ok(args);
+    json_t *r = pb_test_load_json(workdir, "bad.json");
+    const json_t *errors = json_object_get(point(r, 0), "errors");
+    assert_true(number(errors, "count") > 0);
+    const char *first = json_string_value(json_array_get(json_object_get(errors, "files"), 0));
+    assert_non_null(first);
+    assert_non_null(strstr(first, "bad/img_"));
+    json_decref(r);
+    snprintf(args, sizeof args,
+             "run '%s/configs/image.yaml' " IMAGES "-s dataset.path=bad "
+             "-s dataset.generate.corrupt_fraction=0.2 -s loader.engine=torch "
+             "-s run.on_error=fail",
+             source_dir);
+    assert_int_equal(run(args), 1);
+    char *err = file_text("err.txt");
+    pb_test_assert_contains(err, (const char *const[]){"bad/img_", "run.on_error: fail", NULL});
+    free(err);
+}
+
 /* configs/torch-dataset.yaml: the example Dataset class, a row per
  * transform of its Compose and one for the rest of __getitem__. */
 static void test_users_dataset(void **state)
@@ -291,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_image_pipeline_on_torch),
         cmocka_unit_test(test_side_by_side),
         cmocka_unit_test(test_users_dataset),
+        cmocka_unit_test(test_bad_samples),
         cmocka_unit_test(test_video_on_torch),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);

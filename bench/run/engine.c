@@ -550,12 +550,12 @@ static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_re
     } else if (strcmp(type, "error") == 0) {
         const char *file = json_string_value(json_object_get(j, "file"));
         const char *why = json_string_value(json_object_get(j, "message"));
-        char what[PB_MSG_MAX];
-        snprintf(what, sizeof what, "%s", why ? why : "unreadable");
+        char what[PB_MSG_MAX]; /* "PATH: why", as pbench's own workers list them */
+        snprintf(what, sizeof what, "%.250s: %.250s", file ? file : "?",
+                 why ? why : "unreadable");
         pb_error_files_add(er->point, file, what);
         if (!er->first_error[0])
-            snprintf(er->first_error, sizeof er->first_error, "%.200s: %.300s", file ? file : "?",
-                     what);
+            pb_strlcpy(er->first_error, what, sizeof er->first_error);
     } else if (strcmp(type, "warning") == 0) {
         const char *why = json_string_value(json_object_get(j, "message"));
         pb_point_warn(er->point, "torch engine: %s", why ? why : "?");

@@ -109,8 +109,17 @@ static int spawn(struct pb_engine_proc *p, const char *python, char **env, int c
     posix_spawn_file_actions_adddup2(&fa, err[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err[1], 2);
     posix_spawn_file_actions_adddup2(&fa, rec[1], 3);
+    /* A process group of its own: the engine and its DataLoader workers
+     * are ended together (a worker stuck in a stage never notices its
+     * parent's end), and the terminal's Ctrl-C reaches pbench alone, which
+     * stops the engine through the protocol and keeps what it measured. */
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
     char *argv[] = {(char *)python, "-m", "pbench_torch", NULL};
-    int rc = posix_spawn(&p->pid, python, &fa, NULL, argv, env);
+    int rc = posix_spawn(&p->pid, python, &fa, &attr, argv, env);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     return rc;
 }
@@ -216,6 +225,8 @@ const char *pb_engine_proc_stderr(struct pb_engine_proc *p)
     size_t len = p->tail_len;
     while (len > 0 && p->tail_text[len - 1] == '\n')
         p->tail_text[--len] = '\0';
+    if (len == 0)
+        return "(nothing on its stderr)";
     const char *start = p->tail_text;
     int lines = 0;
     for (size_t i = len; i > 0; i--)
@@ -347,7 +358,7 @@ void pb_engine_proc_end(struct pb_engine_proc *p, bool polite)
             usleep(50000);
     }
     if (!gone) {
-        kill(p->pid, SIGTERM);
+        kill(-p->pid, SIGTERM); /* its group: the engine and its workers */
         for (int i = 0; i < 40 && !gone; i++) { /* 2 s */
             gone = waitpid(p->pid, &status, WNOHANG) == p->pid;
             if (!gone)
@@ -355,9 +366,10 @@ void pb_engine_proc_end(struct pb_engine_proc *p, bool polite)
         }
     }
     if (!gone) {
-        kill(p->pid, SIGKILL);
+        kill(-p->pid, SIGKILL);
         waitpid(p->pid, &status, 0);
     }
+    kill(-p->pid, SIGKILL); /* workers the engine left behind, if any */
     close(p->rec_fd);
     close(p->err_fd);
     free(p->buf);
