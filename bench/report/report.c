@@ -164,25 +164,15 @@ static void emit_warning(const struct sink *s, const char *text)
  * ("engine: torch · Python 3.11.2 · torch 1.13.0 · ..."), one line each. */
 static void emit_engine(const struct sink *s, const struct pb_result *result, const char *line_end)
 {
-    const char *shown_name = NULL;
+    char shown_name[64] = "";
     for (size_t i = 0; i < result->point_count; i++) {
-        const json_t *engine = result->points[i].engine;
-        const char *name = json_string_value(json_object_get(engine, "name"));
-        if (!name || (shown_name && strcmp(name, shown_name) == 0))
+        char text[400], raw[512], line[1024];
+        const char *name = json_string_value(json_object_get(result->points[i].engine, "name"));
+        if (!name || strcmp(name, shown_name) == 0 ||
+            !pb_point_engine_text(&result->points[i], text, sizeof text))
             continue;
-        shown_name = name;
-        char raw[512], line[1024];
-        size_t used = (size_t)snprintf(raw, sizeof raw, "engine: %s", name);
-        static const char *const keys[][2] = {{"python", "Python"}, {"torch", "torch"},
-                                              {"torchvision", "torchvision"},
-                                              {"pillow", "Pillow"}, {"av", "PyAV"}};
-        const json_t *versions = json_object_get(engine, "versions");
-        for (size_t k = 0; k < PB_ARRAY_LEN(keys) && used < sizeof raw; k++) {
-            const char *v = json_string_value(json_object_get(versions, keys[k][0]));
-            if (v)
-                used += (size_t)snprintf(raw + used, sizeof raw - used, " · %s %s", keys[k][1],
-                                         v);
-        }
+        pb_strlcpy(shown_name, name, sizeof shown_name);
+        snprintf(raw, sizeof raw, "engine: %s", text);
         fprintf(s->out, "%s%s", line_end, shown(s, line, sizeof line, raw));
     }
 }

@@ -438,3 +438,23 @@ void pb_slowest_from_json(const json_t *arr, struct pb_stage_result *row)
                                         : NULL);
     }
 }
+
+bool pb_point_engine_text(const struct pb_point_result *point, char *buf, size_t buflen)
+{
+    const char *name = json_string_value(json_object_get(point->engine, "name"));
+    if (buflen)
+        buf[0] = '\0';
+    if (!name || buflen == 0)
+        return false;
+    size_t used = (size_t)snprintf(buf, buflen, "%s", name);
+    static const char *const keys[][2] = {{"python", "Python"}, {"torch", "torch"},
+                                          {"torchvision", "torchvision"}, {"pillow", "Pillow"},
+                                          {"av", "PyAV"}};
+    const json_t *versions = json_object_get(point->engine, "versions");
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0] && used < buflen; k++) {
+        const char *v = json_string_value(json_object_get(versions, keys[k][0]));
+        if (v)
+            used += (size_t)snprintf(buf + used, buflen - used, " · %s %s", keys[k][1], v);
+    }
+    return true;
+}

@@ -264,6 +264,11 @@ void pb_point_warn(struct pb_point_result *point, const char *fmt, ...)
 void pb_result_warn(struct pb_result *result, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* "torch · Python 3.11.2 · torch 1.13.0 · torchvision 0.14.1 · Pillow 9.4.0
+ * · PyAV 10.0.0": the engine a point ran on with its versions; false (buf
+ * "") for pbench's own. */
+bool pb_point_engine_text(const struct pb_point_result *point, char *buf, size_t buflen);
+
 /* Fills the point's summary fields from its repeats (medians, noise,
  * wall-weighted percentages, exact batch percentiles, stages merged by
  * name) and warns about repeats that hit the time cap or were noisy, and
