@@ -792,7 +792,7 @@ static void torch_decode_suggestion(const struct pb_result *result, size_t i, do
     const char *scale = json_string_value(decode_option(result, i, "scale"));
     char base[160];
     run_command(result, ANY_ENGINE, base, sizeof base);
-    char draft[300] = "";
+    char draft[400] = "";
     if (scale && strcmp(scale, "auto") != 0)
         snprintf(draft, sizeof draft,
                  "let PIL decode at 1/2, 1/4 or 1/8 where the crop allows (Image.draft; test: "
