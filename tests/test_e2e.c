@@ -462,8 +462,11 @@ static void test_sweep_interrupt_keeps_finished_points(void **state)
  * and everything else as BASE measured it: a result whose comparison is
  * known in advance. The compare gate on real, noisy runs is
  * scripts/bench-gate.sh; the statistics are tested in test_compare.c. */
-static void synthetic_result(const char *base, const char *name, double factor, double cost_us,
-                             const char *created)
+/* A result of 8 repeats at 1000 x factor samples/s (a small spread),
+ * other processes at other_pct of the machine, and the process's CPU at
+ * cpu_pct (CPU per sample = cpu_pct / samples/s). */
+static void synthetic_repeats(const char *base, const char *name, double factor, double cost_us,
+                              const char *created, double other_pct, double cpu_pct)
 {
     static const double spread[8] = {0.990, 1.010, 1.000, 0.995, 1.005, 0.998, 1.002, 1.004};
     json_t *r = load_result(base);
@@ -474,6 +477,9 @@ static void synthetic_result(const char *base, const char *name, double factor, 
     for (int i = 0; i < 8; i++) {
         json_t *rep = json_deep_copy(json_array_get(measured, 0));
         json_object_set_new(rep, "samples_per_s", json_real(1000 * factor * spread[i]));
+        json_object_set_new(rep, "other_cpu_pct", json_real(other_pct));
+        json_object_set_new(rep, "steal_pct", json_real(0));
+        json_object_set_new(rep, "cpu_util_pct", json_real(cpu_pct * spread[7 - i]));
         json_array_append_new(repeats, rep);
     }
     json_object_set_new(point, "repeats", repeats);
@@ -486,6 +492,14 @@ static void synthetic_result(const char *base, const char *name, double factor, 
     snprintf(path, sizeof(path), "%s/%s.json", workdir, name);
     assert_int_equal(json_dump_file(r, path, JSON_INDENT(1)), 0);
     json_decref(r);
+}
+
+/* A quiet machine whose process CPU follows the throughput (CPU per
+ * sample unchanged): what a faster or slower loader of the same work gives. */
+static void synthetic_result(const char *base, const char *name, double factor, double cost_us,
+                             const char *created)
+{
+    synthetic_repeats(base, name, factor, cost_us, created, 0, 100 * factor);
 }
 
 static const char *samples_verdict(const char *out_path)
@@ -570,6 +584,19 @@ static void test_compare_gate(void **state)
     assert_int_equal(pbench("history show --db h.db --config ci", out, sizeof(out)), 0);
     assert_int_equal(pbench("history add ci-slow-same.json --db h.db --revision r4", out, sizeof(out)), 0);
     EXPECT_OUT("history show --db h.db --config ci", 3, "STEP CHANGE", "(revision r3)");
+
+    /* Beside busy processes: 10% fewer samples/s with the same CPU per
+     * sample is the machine, not the code; the wall-clock verdicts are
+     * withheld with the figures and the gate is inconclusive (exit 4).
+     * A costlier decode (CPU per sample +43%) is a regression even so. */
+    synthetic_repeats("ci-run.json", "ci-busy", 0.9, 300, "2026-01-01T10:06:00Z", 60, 90);
+    EXPECT_OUT("compare ci-a.json ci-busy.json --fail-on-regression", 4,
+               "interference at (single point): other processes took 0% of the machine's CPU "
+               "on the base side",
+               "and 60% on the new", "disturbed", "--fail-on-regression exits 4 (inconclusive)");
+    synthetic_repeats("ci-run.json", "ci-busy-costly", 0.7, 300, "2026-01-01T10:07:00Z", 60, 100);
+    EXPECT_OUT("compare ci-a.json ci-busy-costly.json --fail-on-regression", 3,
+               "REGRESSED: cpu_ns_per_sample +4", "--fail-on-regression exits 3");
 }
 
 /* The shipped configs, on tiny generated data. */

@@ -647,7 +647,17 @@ static void test_interleaved_configs(void **state)
     assert_true(cmp->interleaved);
     assert_false(cmp->incompatible);
     assert_int_equal(cmp->point_count, 1);
-    assert_int_equal(cmp->points[0].metrics[0].verdict, PB_VERDICT_REGRESSED);
+    /* The decode costs more: CPU per sample regresses whatever else runs;
+     * samples/s regresses too, or (another test beside this one under
+     * ctest -j2) its verdict is withheld as disturbed. */
+    const struct pb_metric_cmp *cpu = &cmp->points[0].metrics[3];
+    assert_string_equal(cpu->name, "cpu_ns_per_sample");
+    assert_int_equal(cpu->verdict, PB_VERDICT_REGRESSED);
+    enum pb_verdict samples = cmp->points[0].metrics[0].verdict;
+    if (cmp->points[0].interference.disturbed)
+        assert_true(samples == PB_VERDICT_DISTURBED || samples == PB_VERDICT_AMBIGUOUS);
+    else
+        assert_int_equal(samples, PB_VERDICT_REGRESSED);
     assert_true(cmp->regressions >= 1);
     assert_int_equal(cmp->setting_change_count, 1); /* the cost, not the name */
     assert_non_null(strstr(cmp->setting_changes[0], "cost_us"));
@@ -659,7 +669,7 @@ static void test_interleaved_configs(void **state)
     assert_non_null(json_object_get(back.interleaved, "comparison"));
     assert_int_equal(pb_interleaved_compare(&back, 5, &again, msg, sizeof(msg)), PB_OK);
     assert_int_equal(again.regressions, cmp->regressions);
-    assert_int_equal(again.points[0].metrics[0].verdict, PB_VERDICT_REGRESSED);
+    assert_int_equal(again.points[0].metrics[0].verdict, cmp->points[0].metrics[0].verdict);
     pb_comparison_free(&again);
     struct pb_result a, b;
     assert_int_equal(pb_interleaved_split(&back, &a, &b, msg, sizeof(msg)), PB_OK);

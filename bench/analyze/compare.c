@@ -371,6 +371,69 @@ static bool axes_equal(const json_t *a, const json_t *b)
     return json_equal((json_t *)a, (json_t *)b);
 }
 
+/* Other processes' CPU and steal over a point's repeats: median, range. */
+static void side_interference(const struct pb_point_result *p, double *median, double *lo,
+                              double *hi, double *steal)
+{
+    double other[PB_COMPARE_MAX_REPEATS], st[PB_COMPARE_MAX_REPEATS];
+    size_t n = 0;
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (size_t r = 0; r < p->repeat_count && n < PB_COMPARE_MAX_REPEATS; r++, n++) {
+        other[n] = p->repeats[r].other_cpu_pct;
+        st[n] = p->repeats[r].steal_pct;
+        *lo = fmin(*lo, other[n]);
+        *hi = fmax(*hi, other[n]);
+    }
+    *median = n ? pb_median(other, n) : 0;
+    *steal = n ? pb_median(st, n) : 0;
+    if (!n)
+        *lo = *hi = 0;
+}
+
+/* A point whose sides other processes disturbed: its wall-clock verdicts
+ * are withheld (the change and interval stay), and counted apart. */
+static void apply_interference(struct pb_point_cmp *pc,
+                               const struct pb_point_result *a, const struct pb_point_result *b)
+{
+    struct pb_interference *in = &pc->interference;
+    side_interference(a, &in->base_other, &in->base_other_lo, &in->base_other_hi, &in->base_steal);
+    side_interference(b, &in->next_other, &in->next_other_lo, &in->next_other_hi, &in->next_steal);
+    in->disturbed = in->base_other >= PB_BUSY_MACHINE_PCT || in->next_other >= PB_BUSY_MACHINE_PCT ||
+                    in->base_steal >= PB_STEAL_PCT || in->next_steal >= PB_STEAL_PCT;
+    if (!in->disturbed)
+        return;
+    for (int m = 0; m < pc->metric_count; m++) {
+        struct pb_metric_cmp *mc = &pc->metrics[m];
+        if (!pb_metrics[m].wall_clock || mc->verdict == PB_VERDICT_AMBIGUOUS)
+            continue;
+        mc->verdict = PB_VERDICT_DISTURBED;
+        mc->repeats_to_decide = 0;
+    }
+}
+
+/* The comparison's counts from its verdicts (after interference). */
+static void count_verdicts(struct pb_comparison *out)
+{
+    out->regressions = out->improvements = out->ambiguous = out->setting_costs = 0;
+    out->gated_regressions = out->disturbed = out->gated_withheld = 0;
+    for (size_t i = 0; i < out->point_count; i++)
+        for (int m = 0; m < out->points[i].metric_count; m++) {
+            struct pb_metric_cmp *mc = &out->points[i].metrics[m];
+            switch (mc->cost_of_setting ? PB_VERDICT_SAME : mc->verdict) {
+            case PB_VERDICT_REGRESSED: out->regressions++; break;
+            case PB_VERDICT_IMPROVED: out->improvements++; break;
+            case PB_VERDICT_AMBIGUOUS: out->ambiguous++; break;
+            case PB_VERDICT_DISTURBED: out->disturbed++; break;
+            default: break;
+            }
+            out->setting_costs += mc->cost_of_setting;
+            out->gated_regressions +=
+                mc->gated && !mc->cost_of_setting && mc->verdict == PB_VERDICT_REGRESSED;
+            out->gated_withheld += mc->gated && mc->verdict == PB_VERDICT_DISTURBED;
+        }
+}
+
 /* Both pb_compare and pb_compare_configs: the configs' differences are
  * incompatibilities, or (configs_may_differ) the change being compared. */
 static int compare_results(const struct pb_result *base, const struct pb_result *next,
@@ -404,18 +467,11 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
             struct pb_metric_cmp *mc = &pc->metrics[m];
             mc->cost_of_setting = mc->verdict == PB_VERDICT_REGRESSED && pb_metrics[m].setting_cost &&
                                   out->setting_change_count > 0;
-            switch (mc->cost_of_setting ? PB_VERDICT_SAME : mc->verdict) {
-            case PB_VERDICT_REGRESSED: out->regressions++; break;
-            case PB_VERDICT_IMPROVED: out->improvements++; break;
-            case PB_VERDICT_AMBIGUOUS: out->ambiguous++; break;
-            default: break;
-            }
-            out->setting_costs += mc->cost_of_setting;
             mc->gated = pb_metrics[m].gates;
-            out->gated_regressions +=
-                mc->gated && !mc->cost_of_setting && mc->verdict == PB_VERDICT_REGRESSED;
         }
+        apply_interference(pc, a, &next->points[j]);
     }
+    count_verdicts(out);
     out->unmatched += (int)(next->point_count > out->point_count ? next->point_count - out->point_count : 0);
     return PB_OK;
 }
@@ -458,20 +514,16 @@ int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, 
         named[m] = true;
         at += len + (at[len] == ',');
     }
-    cmp->gated_regressions = 0;
     for (size_t i = 0; i < cmp->point_count; i++)
-        for (int m = 0; m < cmp->points[i].metric_count; m++) {
-            struct pb_metric_cmp *mc = &cmp->points[i].metrics[m];
-            mc->gated = pb_metrics[m].gates || named[m];
-            cmp->gated_regressions +=
-                mc->gated && !mc->cost_of_setting && mc->verdict == PB_VERDICT_REGRESSED;
-        }
+        for (int m = 0; m < cmp->points[i].metric_count; m++)
+            cmp->points[i].metrics[m].gated = pb_metrics[m].gates || named[m];
+    count_verdicts(cmp);
     return PB_OK;
 }
 
 const char *pb_verdict_name(enum pb_verdict verdict)
 {
-    static const char *const names[] = {"same", "improved", "regressed", "ambiguous"};
+    static const char *const names[] = {"same", "improved", "regressed", "ambiguous", "disturbed"};
     return names[verdict];
 }
 
@@ -495,12 +547,22 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
     json_object_set_new(root, "gated_regressions", json_integer(cmp->gated_regressions));
     json_object_set_new(root, "improvements", json_integer(cmp->improvements));
     json_object_set_new(root, "ambiguous", json_integer(cmp->ambiguous));
+    json_object_set_new(root, "disturbed", json_integer(cmp->disturbed));
+    json_object_set_new(root, "gated_withheld", json_integer(cmp->gated_withheld));
     json_object_set_new(root, "unmatched_points", json_integer(cmp->unmatched));
     json_t *points = json_array();
     for (size_t i = 0; i < cmp->point_count; i++) {
         const struct pb_point_cmp *pc = &cmp->points[i];
         json_t *p = json_object();
         json_object_set_new(p, "point", json_string(pc->label));
+        const struct pb_interference *in = &pc->interference;
+        json_object_set_new(
+            p, "interference",
+            json_pack("{s:{s:f,s:[f,f],s:f},s:{s:f,s:[f,f],s:f},s:b}", "base", "other_cpu_pct",
+                      in->base_other, "other_cpu_range", in->base_other_lo, in->base_other_hi,
+                      "steal_pct", in->base_steal, "new", "other_cpu_pct", in->next_other,
+                      "other_cpu_range", in->next_other_lo, in->next_other_hi, "steal_pct",
+                      in->next_steal, "disturbed", in->disturbed));
         json_t *metrics = json_array();
         for (int m = 0; m < pc->metric_count; m++) {
             const struct pb_metric_cmp *mc = &pc->metrics[m];

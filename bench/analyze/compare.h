@@ -18,8 +18,22 @@
 #include "bench/result/metrics.h"
 #include "bench/result/result.h"
 
+/* DISTURBED: a wall-clock metric's verdict withheld because other
+ * processes took a material share of the machine on a side (see struct
+ * pb_interference); its change and interval are still given. */
 enum pb_verdict { PB_VERDICT_SAME = 0, PB_VERDICT_IMPROVED, PB_VERDICT_REGRESSED,
-                  PB_VERDICT_AMBIGUOUS };
+                  PB_VERDICT_AMBIGUOUS, PB_VERDICT_DISTURBED };
+
+/* What other processes took of the machine on each side of a point's
+ * comparison, over its repeats (median, and the range), and whether that
+ * disturbs the wall-clock verdicts: a side at PB_BUSY_MACHINE_PCT or more
+ * of the machine's CPU (or PB_STEAL_PCT of steal). CPU time per sample and
+ * memory are compared either way. */
+struct pb_interference {
+    double base_other, base_other_lo, base_other_hi, base_steal;
+    double next_other, next_other_lo, next_other_hi, next_steal;
+    bool disturbed;
+};
 
 #define PB_COMPARE_ALPHA 0.05
 #define PB_COMPARE_METRICS PB_METRIC_COUNT /* every row of bench/result/metrics.h */
@@ -64,6 +78,7 @@ struct pb_point_cmp {
     size_t base_index, next_index;
     int metric_count;
     struct pb_metric_cmp metrics[PB_COMPARE_METRICS];
+    struct pb_interference interference;
 };
 
 struct pb_comparison {
@@ -82,6 +97,8 @@ struct pb_comparison {
     char setting_changes[12][300];
     int regressions, improvements, ambiguous;
     int gated_regressions;     /* the regressions --fail-on-regression fails on */
+    int disturbed;             /* wall-clock verdicts withheld (interference) */
+    int gated_withheld;        /* of them, gated ones: the gate is inconclusive */
     bool interleaved;          /* two configs measured in interleaved rounds */
 };
 

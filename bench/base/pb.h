@@ -28,6 +28,7 @@ enum {
     PB_EXIT_ERROR = 1,
     PB_EXIT_USAGE = 2,
     PB_EXIT_REGRESSION = 3,
+    PB_EXIT_INCONCLUSIVE = 4, /* --fail-on-regression: a gated verdict withheld */
     PB_EXIT_SKIP = 77, /* ctest's skip code, used by tests only */
 };
 

@@ -8,8 +8,10 @@
 
 /* What `pbench help` and the manual page say about the exit codes. */
 #define PB_EXIT_CODES_TEXT                                                                      \
-    "0 success, 1 error, 2 usage or config error, 3 regression,\n"                             \
-    "130 interrupted by Ctrl-C (143 SIGTERM, 129 SIGHUP)."
+    "0 success, 1 error, 2 usage or config error, 3 regression, 4 inconclusive (with\n"       \
+    "--fail-on-regression: a gated wall-clock verdict withheld because other processes\n"      \
+    "disturbed a side, and no gated regression), 130 interrupted by Ctrl-C (143 SIGTERM,\n"    \
+    "129 SIGHUP)."
 
 #define PB_COMMANDS(X) \
     X(run, \

@@ -47,7 +47,8 @@ int pb_cli_comparison_exit(int print_rc, const struct pb_comparison *cmp,
 {
     return print_rc != PB_OK ? PB_EXIT_USAGE
            : gate->fail_on_regression && cmp->gated_regressions > 0 ? PB_EXIT_REGRESSION
-                                                        : PB_EXIT_OK;
+           : gate->fail_on_regression && cmp->gated_withheld > 0   ? PB_EXIT_INCONCLUSIVE
+                                                                   : PB_EXIT_OK;
 }
 
 void pb_cli_error(const char *cmd, const char *msg)

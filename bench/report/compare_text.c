@@ -156,7 +156,8 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
         fprintf(out, "; %s\n",
                 k == 0 && cmp->gated_regressions ? "--fail-on-regression exits 3"
                 : k == 0 ? "none of them is gated, so --fail-on-regression passes (the gate "
-                           "fails on samples/s and stall; add one with --gate NAME)"
+                           "fails on samples/s, stall, accelerator utilization and CPU per "
+                           "sample; add one with --gate NAME)"
                 : cmp->gated_regressions ? "an improvement never fails the gate"
                                          : "the gate passes (exit 0)");
     }
@@ -168,6 +169,33 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
         each_metric(cmp, &n, list_metric);
         fprintf(out, "; more memory comes with the settings changed above, so "
                      "--fail-on-regression does not count it\n");
+    }
+}
+
+/* Each point other processes disturbed: their share of the machine on
+ * each side, and what that means for the verdicts and the gate. */
+static void print_interference(FILE *out, const struct pb_comparison *cmp, bool md)
+{
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        const struct pb_interference *in = &pc->interference;
+        if (!in->disturbed)
+            continue;
+        char label[LABEL_SIZE];
+        shown_label(label, sizeof(label), pc->label, md, false);
+        fprintf(out,
+                "%sinterference at %s: other processes took %.0f%% of the machine's CPU on the "
+                "base side (%.0f-%.0f%% over its repeats, steal %.0f%%) and %.0f%% on the new "
+                "(%.0f-%.0f%%, steal %.0f%%): the wall-clock verdicts are withheld (disturbed: "
+                "a side at %.0f%% or more of the machine is measured against a machine it did "
+                "not have); CPU time per sample and memory are still compared%s\n",
+                md ? "- " : "", label, in->base_other, in->base_other_lo, in->base_other_hi,
+                in->base_steal, in->next_other, in->next_other_lo, in->next_other_hi,
+                in->next_steal, PB_BUSY_MACHINE_PCT,
+                cmp->gated_withheld && !cmp->gated_regressions
+                    ? "; --fail-on-regression exits 4 (inconclusive): rerun both on a quiet "
+                      "machine"
+                    : "");
     }
 }
 
@@ -268,10 +296,14 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
                                                              : verdict);
         }
     }
-    fprintf(out, md ? "\n**%d regressed, %d improved, %d ambiguous**%s\n"
-                    : "\n%d regressed, %d improved, %d ambiguous%s\n",
-            cmp->regressions, cmp->improvements, cmp->ambiguous,
+    char disturbed[48] = "";
+    if (cmp->disturbed)
+        snprintf(disturbed, sizeof disturbed, ", %d disturbed", cmp->disturbed);
+    fprintf(out, md ? "\n**%d regressed, %d improved, %d ambiguous%s**%s\n"
+                    : "\n%d regressed, %d improved, %d ambiguous%s%s\n",
+            cmp->regressions, cmp->improvements, cmp->ambiguous, disturbed,
             cmp->unmatched ? "; some points exist in only one result and were not compared" : "");
+    print_interference(out, cmp, md);
     print_notes(out, cmp, md);
 }
 

@@ -32,7 +32,8 @@ static const char *const page_css =
     ".warn{color:#8a4b00;font-size:13px}.charts{display:flex;flex-wrap:wrap;gap:12px}"
     ".charts svg{border:1px solid #e0e0e0}pre{font-size:12px;background:#fafafa;padding:10px;"
     "overflow-x:auto}.improved{color:#009E73;font-weight:bold}.regressed{color:#D55E00;"
-    "font-weight:bold}.ambiguous{color:#B07800;font-weight:bold}.note{font-size:12px;color:#555}";
+    "font-weight:bold}.ambiguous{color:#B07800;font-weight:bold}.disturbed{color:#777;"
+    "font-weight:bold}.note{font-size:12px;color:#555}";
 
 static void page_open(FILE *out, const char *title)
 {
@@ -811,9 +812,10 @@ void pb_html_comparison(FILE *out, const struct pb_comparison *cmp, const char *
     fputs("<div class=\"meta\">", out);
     pb_svg_escape(out, line);
     fputs("</div>\n<div class=\"verdict\">", out);
-    snprintf(line, sizeof(line), "%d regression%s, %d improvement%s, %d ambiguous over %zu point%s",
+    snprintf(line, sizeof(line),
+             "%d regression%s, %d improvement%s, %d ambiguous, %d disturbed over %zu point%s",
              cmp->regressions, cmp->regressions == 1 ? "" : "s", cmp->improvements,
-             cmp->improvements == 1 ? "" : "s", cmp->ambiguous, cmp->point_count,
+             cmp->improvements == 1 ? "" : "s", cmp->ambiguous, cmp->disturbed, cmp->point_count,
              cmp->point_count == 1 ? "" : "s");
     pb_svg_escape(out, line);
     fputs("</div>\n<ul class=\"warn\">\n", out);
@@ -821,6 +823,20 @@ void pb_html_comparison(FILE *out, const struct pb_comparison *cmp, const char *
         element(out, "li", cmp->differences[i]);
     for (int i = 0; i < cmp->setting_change_count; i++)
         element(out, "li", cmp->setting_changes[i]);
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_interference *in = &cmp->points[i].interference;
+        if (!in->disturbed)
+            continue;
+        snprintf(line, sizeof(line),
+                 "interference at %s: other processes took %.0f%% of the machine's CPU on the "
+                 "base side (%.0f-%.0f%%, steal %.0f%%) and %.0f%% on the new (%.0f-%.0f%%, steal "
+                 "%.0f%%): wall-clock verdicts withheld (disturbed); CPU time per sample and "
+                 "memory still compared",
+                 cmp->points[i].label, in->base_other, in->base_other_lo, in->base_other_hi,
+                 in->base_steal, in->next_other, in->next_other_lo, in->next_other_hi,
+                 in->next_steal);
+        element(out, "li", line);
+    }
     fputs("</ul>\n", out);
     for (size_t i = 0; i < cmp->point_count; i++) {
         const struct pb_point_cmp *pc = &cmp->points[i];
@@ -855,8 +871,10 @@ void pb_html_comparison(FILE *out, const struct pb_comparison *cmp, const char *
                 .high = sign > 0 ? mc->ci_high_pct : -mc->ci_low_pct,
                 .verdict = mc->verdict == PB_VERDICT_IMPROVED    ? 1
                            : mc->verdict == PB_VERDICT_REGRESSED ? 2
-                           : mc->verdict == PB_VERDICT_AMBIGUOUS ? 3
-                                                                 : 0};
+                           : mc->verdict == PB_VERDICT_AMBIGUOUS ||
+                                   mc->verdict == PB_VERDICT_DISTURBED
+                               ? 3
+                               : 0};
         }
         fputs("</table>\n", out);
         char title[LABEL_MAX + 32];

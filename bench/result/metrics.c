@@ -86,17 +86,56 @@ static double rss_of_point(const struct pb_point_result *p)
     return (double)p->rss_peak_bytes;
 }
 
+/* The loop's time in the simulated step (run.step_ms); NAN without one. */
+static double accel_of_repeat(const struct pb_repeat_result *r)
+{
+    return r->accel_util_pct > 0 ? r->accel_util_pct : NAN;
+}
+
+static void accel_to_repeat(struct pb_repeat_result *r, double v)
+{
+    r->accel_util_pct = v;
+}
+
+static double accel_of_point(const struct pb_point_result *p)
+{
+    return p->accel_util_pct > 0 ? p->accel_util_pct : NAN;
+}
+
+/* CPU time of the whole process (its engine's processes) per delivered
+ * sample, ns: the work per sample, which other processes barely move
+ * where they move wall-clock rates a lot. */
+static double cpu_per_sample_of_repeat(const struct pb_repeat_result *r)
+{
+    return r->samples_per_s > 0 && r->cpu_util_pct > 0
+               ? r->cpu_util_pct / 100.0 / r->samples_per_s * 1e9
+               : NAN;
+}
+
+static double cpu_per_sample_of_point(const struct pb_point_result *p)
+{
+    return p->samples_per_s > 0 && p->cpu_util_pct > 0
+               ? p->cpu_util_pct / 100.0 / p->samples_per_s * 1e9
+               : NAN;
+}
+
 const struct pb_metric pb_metrics[PB_METRIC_COUNT] = {
     {"samples_per_s", "samples/s", true, false, false, true, samples_of_repeat, samples_to_repeat,
-     PB_RANKS_SUM, samples_of_point},
+     PB_RANKS_SUM, samples_of_point, true},
     {"stall_pct", "%", false, true, false, true, stall_of_repeat, stall_to_repeat, PB_RANKS_MEAN,
-     stall_of_point},
+     stall_of_point, true},
+    {"accel_util_pct", "%", true, true, false, true, accel_of_repeat, accel_to_repeat,
+     PB_RANKS_MEAN, accel_of_point, true},
+    /* More workers on shared cores cost CPU per sample (cache, memory
+     * bandwidth): the cost of that setting, not a regression of the code. */
+    {"cpu_ns_per_sample", "ns", false, false, true, true, cpu_per_sample_of_repeat, NULL,
+     PB_RANKS_ROOT, cpu_per_sample_of_point, false},
     {"assembly_p50_ns", "ns", false, false, false, false, assembly_p50_of_repeat, NULL, PB_RANKS_ROOT,
-     NULL},
+     NULL, true},
     {"assembly_p99_ns", "ns", false, false, false, false, assembly_p99_of_repeat, NULL, PB_RANKS_ROOT,
-     assembly_p99_of_point},
+     assembly_p99_of_point, true},
     {"rss_peak_bytes", "bytes", false, false, true, false, rss_of_repeat, rss_to_repeat, PB_RANKS_SUM,
-     rss_of_point},
+     rss_of_point, false},
 };
 
 const struct pb_metric *pb_metric_find(const char *name)

@@ -36,9 +36,13 @@ struct pb_metric {
     enum pb_metric_ranks ranks;
     /* The point's summary value, kept by history; NULL: not kept. */
     double (*of_point)(const struct pb_point_result *point);
+    /* A wall-clock figure, which other processes on the machine move: its
+     * verdict is withheld where the two sides' interference differs
+     * (bench/analyze/compare.h). CPU time per sample and memory are not. */
+    bool wall_clock;
 };
 
-#define PB_METRIC_COUNT 5
+#define PB_METRIC_COUNT 7
 extern const struct pb_metric pb_metrics[PB_METRIC_COUNT];
 
 /* The metric named name, or NULL. */
