@@ -100,10 +100,12 @@
       "cores. A sweep runs the same calibration first (unless --no-calibrate) and states each\n" \
       "point's efficiency against it.") \
     X(report, \
-      "pbench report RESULT.json [--format {formats}] [-o FILE]", \
+      "pbench report RESULT.json [--format {formats}] [--rows points|repeats] [-o FILE]", \
       "Renders a result file written by pbench run again, in any format; html is one\n" \
       "self-contained page of charts (docs/results.md). -o writes FILE (atomically)\n" \
-      "instead of printing.") \
+      "instead of printing. csv and tsv are for your own tools (pandas, R, spreadsheets):\n" \
+      "each row names the run, its created time and point, with a column per sweep axis;\n" \
+      "a row per point and stage, or with --rows repeats one per repeat.") \
     X(list, \
       "pbench list [configs | NAME | SECTION.KEY]", \
       "Lists every config section, stage and decoder with its options, defaults and ranges,\n" \

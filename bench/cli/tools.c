@@ -169,10 +169,17 @@ int cmd_gen(int argc, char **argv)
 int cmd_report(int argc, char **argv)
 {
     enum pb_format format = PB_FORMAT_TABLE;
+    enum pb_report_rows rows = PB_ROWS_POINTS;
     const char *path = NULL, *output = NULL;
     for (int i = 1; i < argc; i++) {
         if ((strcmp(argv[i], "--output") == 0 || strcmp(argv[i], "-o") == 0) && i + 1 < argc) {
             output = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
+            if (pb_report_rows_parse(argv[++i], &rows) != PB_OK)
+                return pb_cli_usage_error("report", "--rows takes points or repeats, got '%s'",
+                                          argv[i]);
             continue;
         }
         if ((strcmp(argv[i], "--format") == 0 || strcmp(argv[i], "-f") == 0) && i + 1 < argc) {
@@ -186,6 +193,9 @@ int cmd_report(int argc, char **argv)
     }
     if (!path)
         return pb_cli_usage_error("report", "%s", "expected a RESULT.json file");
+    if (rows == PB_ROWS_REPEATS && !pb_formats[format].repeats)
+        return pb_cli_usage_error("report", "--rows repeats is for --format csv or tsv, not %s",
+                                  pb_formats[format].name);
     struct pb_result result;
     char msg[PB_MSG_MAX];
     if (output && pb_output_check_inputs(output, &path, 1, msg, sizeof(msg)) != PB_OK) {
@@ -208,8 +218,8 @@ int cmd_report(int argc, char **argv)
     }
     int code = PB_EXIT_OK;
     if (!output)
-        pb_report_analyzed(stdout, &result, analyzed ? &analysis : NULL, format);
-    else if (pb_report_write(output, &result, analyzed ? &analysis : NULL, (int)format, msg,
+        pb_report_rows(stdout, &result, analyzed ? &analysis : NULL, format, rows);
+    else if (pb_report_write(output, &result, analyzed ? &analysis : NULL, (int)format, rows, msg,
                              sizeof(msg)) != PB_OK) {
         pb_cli_error("report", msg);
         code = PB_EXIT_ERROR;

@@ -11,14 +11,15 @@
 #include "bench/report/compare_text.h"
 #include "bench/report/html.h"
 #include "bench/report/report.h"
+#include "bench/report/report_csv.h"
 
 const struct pb_format_ops pb_formats[PB_FORMAT_COUNT] = {
-    [PB_FORMAT_TABLE] = {"table", pb_report_table, pb_comparison_table, true},
-    [PB_FORMAT_JSON] = {"json", pb_report_json, pb_comparison_json, false},
-    [PB_FORMAT_MARKDOWN] = {"markdown", pb_report_markdown, pb_comparison_markdown, true},
-    [PB_FORMAT_CSV] = {"csv", pb_report_csv, NULL, true},
-    [PB_FORMAT_HTML] = {"html", pb_html_report, pb_html_comparison, true},
-    [PB_FORMAT_TSV] = {"tsv", pb_report_tsv, NULL, true},
+    [PB_FORMAT_TABLE] = {"table", pb_report_table, pb_comparison_table, true, NULL},
+    [PB_FORMAT_JSON] = {"json", pb_report_json, pb_comparison_json, false, NULL},
+    [PB_FORMAT_MARKDOWN] = {"markdown", pb_report_markdown, pb_comparison_markdown, true, NULL},
+    [PB_FORMAT_CSV] = {"csv", pb_report_csv, NULL, true, pb_report_csv_repeats},
+    [PB_FORMAT_HTML] = {"html", pb_html_report, pb_html_comparison, true, NULL},
+    [PB_FORMAT_TSV] = {"tsv", pb_report_tsv, NULL, true, pb_report_tsv_repeats},
 };
 
 int pb_format_parse(const char *text, enum pb_format *format)
@@ -52,10 +53,31 @@ static const struct pb_format_ops *format_ops(int format)
     return &pb_formats[format >= 0 && format < PB_FORMAT_COUNT ? format : PB_FORMAT_TABLE];
 }
 
+int pb_report_rows_parse(const char *text, enum pb_report_rows *rows)
+{
+    if (text && strcmp(text, "points") == 0)
+        *rows = PB_ROWS_POINTS;
+    else if (text && strcmp(text, "repeats") == 0)
+        *rows = PB_ROWS_REPEATS;
+    else
+        return PB_ERR_CONFIG;
+    return PB_OK;
+}
+
+void pb_report_rows(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis,
+                    enum pb_format format, enum pb_report_rows rows)
+{
+    const struct pb_format_ops *ops = format_ops((int)format);
+    if (rows == PB_ROWS_REPEATS && ops->repeats)
+        ops->repeats(out, result, analysis);
+    else
+        ops->result(out, result, analysis);
+}
+
 void pb_report_analyzed(FILE *out, const struct pb_result *result,
                         const struct pb_analysis *analysis, enum pb_format format)
 {
-    format_ops((int)format)->result(out, result, analysis);
+    pb_report_rows(out, result, analysis, format, PB_ROWS_POINTS);
 }
 
 void pb_report(FILE *out, const struct pb_result *result, enum pb_format format)
@@ -109,6 +131,7 @@ struct report_fill {
     const struct pb_comparison *cmp;
     const char *base_name, *next_name;
     int format;
+    enum pb_report_rows rows;
 };
 
 static int fill_report(FILE *f, void *user)
@@ -117,7 +140,7 @@ static int fill_report(FILE *f, void *user)
     if (r->cmp)
         pb_comparison_report(f, r->cmp, r->base_name, r->next_name, r->format);
     else
-        pb_report_analyzed(f, r->result, r->analysis, (enum pb_format)r->format);
+        pb_report_rows(f, r->result, r->analysis, (enum pb_format)r->format, r->rows);
     if (ferror(f)) {
         if (errno == 0) /* the failed write's own errno (ENOSPC) is the reason */
             errno = EIO;
@@ -127,9 +150,11 @@ static int fill_report(FILE *f, void *user)
 }
 
 int pb_report_write(const char *path, const struct pb_result *result,
-                    const struct pb_analysis *analysis, int format, char *msg, size_t msglen)
+                    const struct pb_analysis *analysis, int format, enum pb_report_rows rows,
+                    char *msg, size_t msglen)
 {
-    struct report_fill r = {.result = result, .analysis = analysis, .format = format};
+    struct report_fill r = {
+        .result = result, .analysis = analysis, .format = format, .rows = rows};
     return pb_write_atomic(path, fill_report, &r, msg, msglen);
 }
 
