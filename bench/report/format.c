@@ -9,17 +9,20 @@
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/report/compare_text.h"
+#include "bench/report/history_report.h"
 #include "bench/report/html.h"
 #include "bench/report/report.h"
 #include "bench/report/report_csv.h"
 
 const struct pb_format_ops pb_formats[PB_FORMAT_COUNT] = {
-    [PB_FORMAT_TABLE] = {"table", pb_report_table, pb_comparison_table, true, NULL},
-    [PB_FORMAT_JSON] = {"json", pb_report_json, pb_comparison_json, false, NULL},
-    [PB_FORMAT_MARKDOWN] = {"markdown", pb_report_markdown, pb_comparison_markdown, true, NULL},
-    [PB_FORMAT_CSV] = {"csv", pb_report_csv, NULL, true, pb_report_csv_repeats},
-    [PB_FORMAT_HTML] = {"html", pb_html_report, pb_html_comparison, true, NULL},
-    [PB_FORMAT_TSV] = {"tsv", pb_report_tsv, NULL, true, pb_report_tsv_repeats},
+    [PB_FORMAT_TABLE] = {"table", pb_report_table, pb_comparison_table, true, NULL,
+                         pb_history_print},
+    [PB_FORMAT_JSON] = {"json", pb_report_json, pb_comparison_json, false, NULL, pb_history_json},
+    [PB_FORMAT_MARKDOWN] = {"markdown", pb_report_markdown, pb_comparison_markdown, true, NULL,
+                            NULL},
+    [PB_FORMAT_CSV] = {"csv", pb_report_csv, NULL, true, pb_report_csv_repeats, pb_history_csv},
+    [PB_FORMAT_HTML] = {"html", pb_html_report, pb_html_comparison, true, NULL, pb_history_html},
+    [PB_FORMAT_TSV] = {"tsv", pb_report_tsv, NULL, true, pb_report_tsv_repeats, pb_history_tsv},
 };
 
 int pb_format_parse(const char *text, enum pb_format *format)
@@ -39,6 +42,20 @@ void pb_format_names(char *buf, size_t buflen, const char *sep, bool comparison)
     buf[0] = '\0';
     for (int i = 0; i < PB_FORMAT_COUNT && used < buflen; i++) {
         if (comparison && !pb_formats[i].comparison)
+            continue;
+        int n = snprintf(buf + used, buflen - used, "%s%s", used ? sep : "", pb_formats[i].name);
+        if (n < 0)
+            return;
+        used += (size_t)n;
+    }
+}
+
+void pb_format_history_names(char *buf, size_t buflen, const char *sep)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < PB_FORMAT_COUNT && used < buflen; i++) {
+        if (!pb_formats[i].history)
             continue;
         int n = snprintf(buf + used, buflen - used, "%s%s", used ? sep : "", pb_formats[i].name);
         if (n < 0)
@@ -126,6 +143,7 @@ int pb_comparison_print(FILE *out, FILE *err, const struct pb_comparison *cmp,
 /* ---- to a file ------------------------------------------------------------ */
 
 struct report_fill {
+    const struct pb_history *history;
     const struct pb_result *result;
     const struct pb_analysis *analysis;
     const struct pb_comparison *cmp;
@@ -137,7 +155,9 @@ struct report_fill {
 static int fill_report(FILE *f, void *user)
 {
     const struct report_fill *r = user;
-    if (r->cmp)
+    if (r->history)
+        format_ops(r->format)->history(f, r->history);
+    else if (r->cmp)
         pb_comparison_report(f, r->cmp, r->base_name, r->next_name, r->format);
     else
         pb_report_rows(f, r->result, r->analysis, (enum pb_format)r->format, r->rows);
@@ -164,4 +184,17 @@ int pb_comparison_write(const char *path, const struct pb_comparison *cmp, const
     struct report_fill r = {
         .cmp = cmp, .base_name = base_name, .next_name = next_name, .format = format};
     return pb_write_atomic(path, fill_report, &r, msg, msglen);
+}
+
+int pb_history_report(FILE *out, const char *path, const struct pb_history *history, int format,
+                      char *msg, size_t msglen)
+{
+    const struct pb_format_ops *ops = format_ops(format);
+    if (!ops->history)
+        ops = &pb_formats[PB_FORMAT_TABLE];
+    struct report_fill r = {.history = history, .format = (int)(ops - pb_formats)};
+    if (path)
+        return pb_write_atomic(path, fill_report, &r, msg, msglen);
+    ops->history(out, history);
+    return PB_OK;
 }

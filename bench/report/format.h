@@ -13,6 +13,7 @@
 
 #include "bench/analyze/analysis.h"
 #include "bench/analyze/compare.h"
+#include "bench/analyze/history.h"
 #include "bench/result/result.h"
 
 /* Indexes of pb_formats[], in the order help and messages list them. */
@@ -40,6 +41,9 @@ struct pb_format_ops {
     /* Renders a result one row per repeat (--rows repeats); NULL when the
      * format has no such form. */
     void (*repeats)(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis);
+    /* Renders what history show read; NULL when the format has no history
+     * form. */
+    void (*history)(FILE *out, const struct pb_history *history);
 };
 
 /* What a row of a tabular report is (--rows): a point (the default: in
@@ -56,6 +60,9 @@ int pb_format_parse(const char *text, enum pb_format *format);
  * ", " for messages) into buf; with comparison, only those that render a
  * comparison. */
 void pb_format_names(char *buf, size_t buflen, const char *sep, bool comparison);
+
+/* As pb_format_names, the formats with a history form. */
+void pb_format_history_names(char *buf, size_t buflen, const char *sep);
 
 /* Parses --rows ("points" or "repeats") into *rows; PB_OK, or
  * PB_ERR_CONFIG for anything else. */
@@ -97,5 +104,11 @@ int pb_report_write(const char *path, const struct pb_result *result,
                     char *msg, size_t msglen);
 int pb_comparison_write(const char *path, const struct pb_comparison *cmp, const char *base_name,
                         const char *next_name, int format, char *msg, size_t msglen);
+
+/* Renders history in format (one with a history form) to out, or to path
+ * atomically when path is not NULL. PB_OK, or PB_ERR with msg naming the
+ * file and why. */
+int pb_history_report(FILE *out, const char *path, const struct pb_history *history, int format,
+                      char *msg, size_t msglen);
 
 #endif

@@ -30,6 +30,12 @@ struct delimited {
 
 static void cell_text(const struct delimited *d, const char *raw, bool last)
 {
+    pb_csv_text(d->out, d->sep, raw, last);
+}
+
+void pb_csv_text(FILE *out, char sep, const char *raw, bool last)
+{
+    const struct delimited *d = &(struct delimited){.out = out, .sep = sep};
     char guarded[PB_PRINTABLE_SIZE(CELL_MAX) + 1] = "'";
     pb_printable(guarded + 1, sizeof(guarded) - 1, raw); /* no control characters */
     /* A text cell a spreadsheet would run as a formula (=, +, - or @ first:

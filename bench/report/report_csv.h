@@ -11,6 +11,7 @@
 #ifndef PB_REPORT_CSV_H
 #define PB_REPORT_CSV_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "bench/analyze/analysis.h"
@@ -31,5 +32,10 @@ void pb_report_csv_repeats(FILE *out, const struct pb_result *result,
                            const struct pb_analysis *analysis);
 void pb_report_tsv_repeats(FILE *out, const struct pb_result *result,
                            const struct pb_analysis *analysis);
+
+/* One text cell of a delimited table and its separator (a line break
+ * when last): printable, formula-guarded, and quoted as RFC 4180 asks
+ * unless sep is a tab. Shared with history show's CSV. */
+void pb_csv_text(FILE *out, char sep, const char *raw, bool last);
 
 #endif
