@@ -42,7 +42,7 @@ static void test_log_axis_of_durations(void **state)
     double x[] = {900, 12e3, 4.5e6, NAN, -1}, y[] = {0.1, 0.5, 1, 0.7, 0.9};
     struct pb_svg_series s = {.label = "decode <p50> & more", .count = 5, .x = x, .y = y,
                               .marked = -1};
-    struct pb_svg_rule q = {0.99, "p99"};
+    struct pb_svg_rule q = {0.99, "p99", false};
     struct pb_svg_chart c = {.title = "CDF", .x_label = "time", .y_label = "fraction",
                              .x_log = true, .x_ns = true, .series_count = 1, .series = &s,
                              .hrule_count = 1, .hrules = &q};

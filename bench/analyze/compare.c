@@ -35,6 +35,7 @@ static void note_difference(struct pb_comparison *c, bool setting, const char *t
 {
     if (setting) {
         PB_LINES_ADD(c->setting_changes, &c->setting_change_count, "%s", text);
+        c->loader_changed |= strncmp(text, "loader.", 7) == 0;
         return;
     }
     ADD_DIFFERENCE(c, "config %s", text);
@@ -466,7 +467,8 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
                            &pc->metrics[m]);
             struct pb_metric_cmp *mc = &pc->metrics[m];
             mc->cost_of_setting = mc->verdict == PB_VERDICT_REGRESSED && pb_metrics[m].setting_cost &&
-                                  out->setting_change_count > 0;
+                                  out->setting_change_count > 0 &&
+                                  (!pb_metrics[m].loader_cost || out->loader_changed);
             mc->gated = pb_metrics[m].gates;
         }
         apply_interference(pc, a, &next->points[j]);

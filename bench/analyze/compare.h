@@ -95,6 +95,7 @@ struct pb_comparison {
      * settings compares; listed, not refused. */
     int setting_change_count;
     char setting_changes[12][300];
+    bool loader_changed;       /* one of them is a loader.* setting          */
     int regressions, improvements, ambiguous;
     int gated_regressions;     /* the regressions --fail-on-regression fails on */
     int disturbed;             /* wall-clock verdicts withheld (interference) */

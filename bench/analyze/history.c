@@ -29,7 +29,8 @@ static const char *const schema =
     " assembly_p99_ns REAL, rss_peak_bytes REAL,"
     " source TEXT,"
     " identity TEXT,"              /* the row's measurement, see row_identity() */
-    " fingerprint TEXT);"          /* what was measured, see config_fingerprint() */
+    " fingerprint TEXT,"           /* what was measured, see config_fingerprint() */
+    " measured TEXT);"             /* the JSON the fingerprint hashes, machine aside */
     "CREATE INDEX IF NOT EXISTS runs_series ON runs(config, machine, point, created);";
 /* Made after the columns exist (databases from before them get them
  * added; their rows keep a NULL fingerprint and form a series of their own
@@ -96,6 +97,8 @@ static int update_schema(sqlite3 *db, bool writable, char **err)
         rc = add_missing_column(db, "identity", "TEXT", err);
     if (rc == SQLITE_OK)
         rc = add_missing_column(db, "fingerprint", "TEXT", err);
+    if (rc == SQLITE_OK)
+        rc = add_missing_column(db, "measured", "TEXT", err);
     /* A metric added to the table after the database was made. */
     for (int m = 0; rc == SQLITE_OK && m < PB_METRIC_COUNT; m++)
         if (pb_metrics[m].of_point)
@@ -174,7 +177,7 @@ static void row_identity(const struct pb_result *result, const char *machine, co
  * noise, not the quantity), in canonical JSON, then the machine. The
  * config's name is left out: renaming a config keeps its series. */
 static void config_fingerprint(const struct pb_result *result, const char *machine, char *buf,
-                               size_t buflen)
+                               size_t buflen, char **measured_text)
 {
     static const char *const sections[] = {"dataset", "pipeline", "loader", "profile", "run"};
     static const char *const how_long[] = {"warmup_batches", "min_time_s", "max_time_s",
@@ -193,7 +196,7 @@ static void config_fingerprint(const struct pb_result *result, const char *machi
     uint64_t hash = pb_fnv1a(text ? text : "{}", PB_FNV_BASIS);
     hash = pb_fnv1a("\x1f", hash);
     snprintf(buf, buflen, "%016llx", (unsigned long long)pb_fnv1a(machine, hash));
-    free(text);
+    *measured_text = text; /* the caller frees it */
     json_decref(measured);
 }
 
@@ -216,12 +219,12 @@ static int add_points(const char *db_path, const struct pb_result *result, const
     strftime(added_at, sizeof(added_at), "%Y-%m-%dT%H:%M:%SZ", &tm);
     if (!revision)
         revision = "";
-    char fingerprint[32];
-    config_fingerprint(result, machine, fingerprint, sizeof(fingerprint));
+    char fingerprint[32], *measured = NULL;
+    config_fingerprint(result, machine, fingerprint, sizeof(fingerprint), &measured);
     /* The fixed columns, then one per kept metric (bench/result/metrics.h). */
     char sql[1024] = "INSERT OR IGNORE INTO runs (created, added, config, machine, revision,"
-                     " point, noise_pct, source, identity, fingerprint";
-    char values[256] = "?,?,?,?,?,?,?,?,?,?";
+                     " point, noise_pct, source, identity, fingerprint, measured";
+    char values[256] = "?,?,?,?,?,?,?,?,?,?,?";
     for (int m = 0; m < PB_METRIC_COUNT; m++) {
         if (!pb_metrics[m].of_point)
             continue;
@@ -256,7 +259,8 @@ static int add_points(const char *db_path, const struct pb_result *result, const
         sqlite3_bind_text(st, 8, source ? source : "", -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 9, identity, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 10, fingerprint, -1, SQLITE_TRANSIENT);
-        for (int m = 0, column = 11; m < PB_METRIC_COUNT; m++)
+        sqlite3_bind_text(st, 11, measured ? measured : "{}", -1, SQLITE_TRANSIENT);
+        for (int m = 0, column = 12; m < PB_METRIC_COUNT; m++)
             if (pb_metrics[m].of_point)
                 sqlite3_bind_double(st, column++, pb_metrics[m].of_point(p));
         free(axes);
@@ -277,6 +281,7 @@ static int add_points(const char *db_path, const struct pb_result *result, const
     }
     sqlite3_finalize(st);
     sqlite3_close(db);
+    free(measured);
     return rc == SQLITE_OK ? PB_OK : PB_ERR;
 }
 
@@ -329,58 +334,106 @@ void pb_history_metric_names(char *buf, size_t buflen, const char *sep)
     }
 }
 
-/* The runs of one series that show reads, oldest first: at most
- * PB_HISTORY_MAX_RUNS, the newest of a longer series. */
-struct series_runs {
-    char key[4][256];   /* config, machine, point, fingerprint (shown short) */
-    char id[256];       /* the series column: fingerprint or "none:..."      */
-    size_t n;           /* runs read                                          */
-    long long total;    /* runs the series has in the database               */
-    double values[PB_HISTORY_MAX_RUNS];
-    char created[PB_HISTORY_MAX_RUNS][32], revision[PB_HISTORY_MAX_RUNS][48];
-};
-
-/* Prints one finished series: its runs, each against the median before it,
- * and its step change if any. Returns -1 for a step that is a regression,
- * 1 for one that is an improvement, 0 for none. */
-static int print_series(const struct series_runs *s, const char *metric, bool higher_is_better,
-                        double threshold_pct)
+void pb_history_free(struct pb_history *h)
 {
-    size_t n = s->n;
-    double shift = 0;
-    long at = pb_history_step(s->values, n, threshold_pct, &shift);
+    for (size_t i = 0; i < h->series_count; i++) {
+        free(h->series[i].runs);
+        free(h->series[i].measured);
+    }
+    free(h->series);
+    memset(h, 0, sizeof(*h));
+}
+
+/* Finds the series' step change (pb_history_step) and whether it makes
+ * the metric worse; counts it in h. */
+static void series_finish(struct pb_history *h, struct pb_history_series *s)
+{
+    double *values = malloc((s->run_count ? s->run_count : 1) * sizeof(double));
+    s->step = -1;
+    s->step_pct = 0;
+    s->step_worse = false;
+    if (!values)
+        return;
+    for (size_t i = 0; i < s->run_count; i++)
+        values[i] = s->runs[i].value;
+    s->step = pb_history_step(values, s->run_count, h->threshold_pct, &s->step_pct);
+    if (s->step >= 0) {
+        s->step_worse = h->higher_is_better ? s->step_pct < 0 : s->step_pct > 0;
+        h->regressions += s->step_worse;
+        h->improvements += !s->step_worse;
+    }
+    free(values);
+}
+
+/* The median of the runs' values before run i (run 0's own value at 0). */
+double pb_history_median_before(const struct pb_history_series *s, size_t i)
+{
+    if (i == 0)
+        return s->run_count ? s->runs[0].value : NAN;
+    double *values = malloc(i * sizeof(double));
+    if (!values)
+        return NAN;
+    for (size_t k = 0; k < i; k++)
+        values[k] = s->runs[k].value;
+    double median = pb_median(values, i);
+    free(values);
+    return median;
+}
+
+/* Prints one series: its runs, each against the median before it, and its
+ * step change if any. */
+static void print_series(FILE *out, const struct pb_history *h, const struct pb_history_series *s)
+{
+    size_t n = s->run_count;
     char shown[4][PB_PRINTABLE_SIZE(256)], when[PB_PRINTABLE_SIZE(32)];
-    char rev[PB_PRINTABLE_SIZE(48)];
-    for (int k = 0; k < 4; k++)
-        pb_printable(shown[k], sizeof(shown[k]), s->key[k]);
-    printf("%s [%s] · %s · point %s · %s\n", shown[0], shown[3], shown[1], shown[2], metric);
+    char rev[PB_PRINTABLE_SIZE(48)], key[256];
+    pb_printable(shown[0], sizeof(shown[0]), s->config);
+    pb_printable(shown[1], sizeof(shown[1]), s->machine);
+    pb_printable(shown[2], sizeof(shown[2]), s->point);
+    if (s->fingerprint[0])
+        snprintf(key, sizeof(key), "fingerprint %.8s", s->fingerprint);
+    else
+        snprintf(key, sizeof(key), "no fingerprint: added before they were kept");
+    pb_printable(shown[3], sizeof(shown[3]), key);
+    const char *metric = h->metric;
+    fprintf(out, "%s [%s] · %s · point %s · %s\n", shown[0], shown[3], shown[1], shown[2], metric);
     if (s->total > (long long)n)
-        printf("  the newest %zu of its %lld runs (show reads at most %d a series; the step is "
-               "looked for among these)\n",
-               n, s->total, PB_HISTORY_MAX_RUNS);
-    printf("  %-22s %-14s %14s %9s\n", "measured", "revision", metric, "vs median");
+        fprintf(out,
+                "  the newest %zu of its %lld runs (show reads at most %d a series; the step is "
+                "looked for among these)\n",
+                n, s->total, PB_HISTORY_MAX_RUNS);
+    fprintf(out, "  %-22s %-14s %14s %9s\n", "measured", "revision", metric, "vs median");
     for (size_t i = 0; i < n; i++) {
-        double ref = i ? pb_median(s->values, i) : s->values[0];
-        printf("  %-22s %-14.14s %14.1f %+8.1f%%%s\n",
-               pb_printable(when, sizeof(when), s->created[i]),
-               pb_printable(rev, sizeof(rev), s->revision[i]), s->values[i],
-               ref != 0 ? 100 * (s->values[i] / ref - 1) : 0,
-               at >= 0 && (size_t)at == i ? "  <- step change" : "");
+        double ref = pb_history_median_before(s, i);
+        fprintf(out, "  %-22s %-14.14s %14.1f %+8.1f%%%s\n",
+                pb_printable(when, sizeof(when), s->runs[i].created),
+                pb_printable(rev, sizeof(rev), s->runs[i].revision), s->runs[i].value,
+                ref != 0 ? 100 * (s->runs[i].value / ref - 1) : 0,
+                s->step >= 0 && (size_t)s->step == i ? "  <- step change" : "");
     }
-    if (at < 0) {
-        printf("  no step change beyond %.1f%% (needs %d runs in a row)\n", threshold_pct,
-               PB_STEP_MIN_RUNS);
-        return 0;
+    if (s->step < 0) {
+        fprintf(out, "  no step change beyond %.1f%% (needs %d runs in a row)\n", h->threshold_pct,
+                PB_STEP_MIN_RUNS);
+        return;
     }
-    bool worse = higher_is_better ? shift < 0 : shift > 0;
-    printf("  STEP CHANGE: from %s (revision %s) the median moved %+.1f%% (threshold %.1f%%, held "
-           "for %zu runs): %s\n",
-           pb_printable(when, sizeof(when), s->created[at]),
-           s->revision[at][0] ? pb_printable(rev, sizeof(rev), s->revision[at]) : "?", shift,
-           threshold_pct, n - (size_t)at,
-           worse ? "a REGRESSION (exit 3); bisect between this revision and the one before"
-                 : "an IMPROVEMENT (not a failure); the series' new level is from here on");
-    return worse ? -1 : 1;
+    const struct pb_history_run *at = &s->runs[s->step];
+    fprintf(out,
+            "  STEP CHANGE: from %s (revision %s) the median moved %+.1f%% (threshold %.1f%%, "
+            "held for %zu runs): %s\n",
+            pb_printable(when, sizeof(when), at->created),
+            at->revision[0] ? pb_printable(rev, sizeof(rev), at->revision) : "?", s->step_pct,
+            h->threshold_pct, n - (size_t)s->step,
+            s->step_worse ? "a REGRESSION (exit 3); bisect between this revision and the one before"
+                          : "an IMPROVEMENT (not a failure); the series' new level is from here on");
+}
+
+void pb_history_print(FILE *out, const struct pb_history *h)
+{
+    for (size_t i = 0; i < h->series_count; i++)
+        print_series(out, h, &h->series[i]);
+    fprintf(out, "%zu series of %s: %d regression step(s), %d improvement step(s)%s\n",
+            h->series_count, h->metric, h->regressions, h->improvements,
+            h->regressions ? "; show exits 3" : "; no regression, show exits 0");
 }
 
 /* The rows show reads: per series (what was measured, at one point) its
@@ -392,36 +445,93 @@ static void show_query(char *sql, size_t sqllen, const char *metric, bool one_co
 {
     snprintf(sql, sqllen,
              "WITH keyed AS (SELECT id, config, machine, point, created, revision, %s AS value,"
+             " noise_pct, measured,"
              " COALESCE(fingerprint, 'none:' || config || char(31) || machine) AS series"
              " FROM runs %s),"
              " ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY series, point"
              " ORDER BY created DESC, id DESC) AS newer,"
              " COUNT(*) OVER (PARTITION BY series, point) AS total,"
              " MIN(config) OVER (PARTITION BY series) AS first_config FROM keyed)"
-             " SELECT config, machine, point, created, revision, value, series, total"
+             " SELECT config, machine, point, created, revision, value, series, total,"
+             " noise_pct, measured"
              " FROM ranked WHERE newer <= %d ORDER BY first_config, series, point, created, id",
              metric, one_config ? "WHERE config = ?" : "", PB_HISTORY_MAX_RUNS);
 }
 
-/* Starts series s at the current row of st. */
-static void series_start(struct series_runs *s, sqlite3_stmt *st)
+static const char *column_text(sqlite3_stmt *st, int column)
 {
-    const char *id = (const char *)sqlite3_column_text(st, 6);
-    pb_strlcpy(s->key[0], (const char *)sqlite3_column_text(st, 0), sizeof(s->key[0]));
-    pb_strlcpy(s->key[1], (const char *)sqlite3_column_text(st, 1), sizeof(s->key[1]));
-    pb_strlcpy(s->key[2], (const char *)sqlite3_column_text(st, 2), sizeof(s->key[2]));
-    pb_strlcpy(s->id, id, sizeof(s->id));
-    if (strncmp(id, "none:", 5) == 0)
-        snprintf(s->key[3], sizeof(s->key[3]), "no fingerprint: added before they were kept");
-    else
-        snprintf(s->key[3], sizeof(s->key[3]), "fingerprint %.8s", id);
-    s->total = sqlite3_column_int64(st, 7);
-    s->n = 0;
+    const char *text = (const char *)sqlite3_column_text(st, column);
+    return text ? text : "";
 }
 
-int pb_history_show(const char *db_path, const char *config_name, const char *metric,
-                    double threshold_pct, char *msg, size_t msglen)
+/* Starts a series at the current row of st, appended to h; NULL when out
+ * of memory. */
+static struct pb_history_series *series_start(struct pb_history *h, sqlite3_stmt *st)
 {
+    struct pb_history_series *grown =
+        realloc(h->series, (h->series_count + 1) * sizeof(*h->series));
+    if (!grown)
+        return NULL;
+    h->series = grown;
+    struct pb_history_series *s = &h->series[h->series_count++];
+    memset(s, 0, sizeof(*s));
+    const char *id = column_text(st, 6);
+    pb_strlcpy(s->config, column_text(st, 0), sizeof(s->config));
+    pb_strlcpy(s->machine, column_text(st, 1), sizeof(s->machine));
+    pb_strlcpy(s->point, column_text(st, 2), sizeof(s->point));
+    pb_strlcpy(s->id, id, sizeof(s->id));
+    if (strncmp(id, "none:", 5) != 0)
+        pb_strlcpy(s->fingerprint, id, sizeof(s->fingerprint));
+    s->total = sqlite3_column_int64(st, 7);
+    return s;
+}
+
+/* Appends the current row of st to series s (its newest run's measured
+ * settings become the series'). PB_OK, or PB_ERR out of memory. */
+static int series_add(struct pb_history_series *s, sqlite3_stmt *st)
+{
+    struct pb_history_run *grown = realloc(s->runs, (s->run_count + 1) * sizeof(*s->runs));
+    if (!grown)
+        return PB_ERR;
+    s->runs = grown;
+    struct pb_history_run *run = &s->runs[s->run_count++];
+    pb_strlcpy(run->created, column_text(st, 3), sizeof(run->created));
+    pb_strlcpy(run->revision, column_text(st, 4), sizeof(run->revision));
+    run->value = sqlite3_column_type(st, 5) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 5);
+    run->noise_pct =
+        sqlite3_column_type(st, 8) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 8);
+    if (sqlite3_column_type(st, 9) != SQLITE_NULL) {
+        free(s->measured);
+        s->measured = strdup(column_text(st, 9));
+    }
+    return PB_OK;
+}
+
+/* Reads the rows of the prepared query st into h. Returns SQLITE_DONE, an
+ * SQLite error code, or SQLITE_NOMEM. */
+static int read_series(struct pb_history *h, sqlite3_stmt *st)
+{
+    struct pb_history_series *s = NULL;
+    int step_rc;
+    while ((step_rc = sqlite3_step(st)) == SQLITE_ROW) {
+        bool same = s && strcmp(column_text(st, 6), s->id) == 0 &&
+                    strcmp(column_text(st, 2), s->point) == 0;
+        if (!same && s)
+            series_finish(h, s);
+        if (!same && !(s = series_start(h, st)))
+            return SQLITE_NOMEM;
+        if (s->run_count < PB_HISTORY_MAX_RUNS && series_add(s, st) != PB_OK)
+            return SQLITE_NOMEM;
+    }
+    if (s)
+        series_finish(h, s);
+    return step_rc;
+}
+
+int pb_history_load(const char *db_path, const char *config_name, const char *metric,
+                    double threshold_pct, struct pb_history *h, char *msg, size_t msglen)
+{
+    memset(h, 0, sizeof(*h));
     const struct pb_metric *known = pb_metric_find(metric);
     if (!known || !known->of_point) {
         char names[256];
@@ -429,6 +539,10 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
         snprintf(msg, msglen, "--metric must be one of: %s; got '%s'", names, metric);
         return PB_ERR_CONFIG;
     }
+    pb_strlcpy(h->metric, metric, sizeof(h->metric));
+    pb_strlcpy(h->unit, known->unit ? known->unit : "", sizeof(h->unit));
+    h->higher_is_better = known->higher_is_better;
+    h->threshold_pct = threshold_pct;
     sqlite3 *db;
     if (open_db(db_path, false, &db, msg, msglen) != PB_OK)
         return PB_ERR;
@@ -442,53 +556,36 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
     }
     if (config_name)
         sqlite3_bind_text(st, 1, config_name, -1, SQLITE_TRANSIENT);
-
-    static struct series_runs series; /* 400 KiB: not on the stack */
-    series.n = 0;
-    int regressions = 0, improvements = 0, series_count = 0;
-    int step_rc;
-    for (;;) {
-        step_rc = sqlite3_step(st);
-        bool row = step_rc == SQLITE_ROW;
-        const char *p = row ? (const char *)sqlite3_column_text(st, 2) : "";
-        const char *id = row ? (const char *)sqlite3_column_text(st, 6) : "";
-        bool same = row && strcmp(id, series.id) == 0 && strcmp(p, series.key[2]) == 0;
-        if (!same && series.n > 0) {
-            int step = print_series(&series, metric, known->higher_is_better, threshold_pct);
-            regressions += step < 0;
-            improvements += step > 0;
-            series_count++;
-            series.n = 0;
-        }
-        if (!row)
-            break;
-        if (!same)
-            series_start(&series, st);
-        if (series.n < PB_HISTORY_MAX_RUNS) { /* the query reads no more */
-            size_t n = series.n++;
-            pb_strlcpy(series.created[n], (const char *)sqlite3_column_text(st, 3),
-                       sizeof(series.created[n]));
-            pb_strlcpy(series.revision[n], (const char *)sqlite3_column_text(st, 4),
-                       sizeof(series.revision[n]));
-            series.values[n] = sqlite3_column_double(st, 5);
-        }
-    }
+    int step_rc = read_series(h, st);
     /* A read that fails (a corrupt file) is an error, not the end of the
-     * runs: what was printed is incomplete. */
+     * runs: what was read is incomplete. */
     if (step_rc != SQLITE_DONE)
-        snprintf(msg, msglen, "%s: cannot read the history: %s", db_path, sqlite3_errmsg(db));
+        snprintf(msg, msglen, "%s: cannot read the history: %s", db_path,
+                 step_rc == SQLITE_NOMEM ? "out of memory" : sqlite3_errmsg(db));
     sqlite3_finalize(st);
     sqlite3_close(db);
-    if (step_rc != SQLITE_DONE)
-        return PB_ERR;
-    if (series_count == 0) {
+    if (step_rc == SQLITE_DONE && h->series_count == 0) {
         snprintf(msg, msglen, "%s: no runs%s%s", db_path, config_name ? " of config " : "",
                  config_name ? config_name : "");
+        step_rc = SQLITE_ERROR;
+    }
+    if (step_rc != SQLITE_DONE) {
+        pb_history_free(h);
         return PB_ERR;
     }
-    printf("%d series of %s: %d regression step(s), %d improvement step(s)%s\n", series_count,
-           metric, regressions, improvements,
-           regressions ? "; show exits 3" : "; no regression, show exits 0");
+    return PB_OK;
+}
+
+int pb_history_show(const char *db_path, const char *config_name, const char *metric,
+                    double threshold_pct, char *msg, size_t msglen)
+{
+    struct pb_history h;
+    int rc = pb_history_load(db_path, config_name, metric, threshold_pct, &h, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    pb_history_print(stdout, &h);
+    int regressions = h.regressions;
+    pb_history_free(&h);
     return regressions;
 }
 

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "bench/result/result.h"
 
@@ -21,6 +22,60 @@
  * database. */
 int pb_history_add(const char *db_path, const struct pb_result *result, const char *revision,
                    const char *source, char *msg, size_t msglen);
+
+/* One run of a series as history show reads it. */
+struct pb_history_run {
+    char created[32];           /* when it was measured (result.created)  */
+    char revision[48];          /* "" when none was recorded             */
+    double value;               /* the metric; NaN when the row lacks it */
+    double noise_pct;           /* the run's samples/s noise (CV, %); NaN unknown */
+};
+
+/* A series: what was measured (a config fingerprint, machine included) at
+ * one point, its runs in time order, and its step change. */
+struct pb_history_series {
+    char config[256], machine[256];
+    char point[256];            /* the point's axes as JSON ("{}" for none) */
+    char fingerprint[32];       /* "" for rows added before fingerprints   */
+    char id[256];               /* the series key (internal)               */
+    char *measured;             /* the newest run's measured settings as JSON
+                                   (what the fingerprint hashes); NULL for
+                                   rows added before they were kept; owned */
+    long long total;            /* runs the series has in the database     */
+    size_t run_count;           /* runs read: the newest PB_HISTORY_MAX_RUNS */
+    struct pb_history_run *runs; /* oldest first, owned                    */
+    long step;                  /* pb_history_step's index, -1 for none    */
+    double step_pct;            /* the median's shift at the step          */
+    bool step_worse;            /* the step makes the metric worse         */
+};
+
+/* What history show reads: every series of one metric. */
+struct pb_history {
+    char metric[64], unit[16];
+    bool higher_is_better;
+    double threshold_pct;
+    size_t series_count;
+    struct pb_history_series *series; /* owned                             */
+    int regressions, improvements;    /* steps that make the metric worse, better */
+};
+
+/* Reads the series of metric from the database at db_path (optionally
+ * only config_name's) into h, each with its step change beyond
+ * threshold_pct, as pb_history_show describes. PB_OK; PB_ERR_CONFIG for a
+ * metric history does not keep; PB_ERR for a missing, unreadable or empty
+ * history, with the message. On success the caller frees h with
+ * pb_history_free. */
+int pb_history_load(const char *db_path, const char *config_name, const char *metric,
+                    double threshold_pct, struct pb_history *h, char *msg, size_t msglen);
+void pb_history_free(struct pb_history *h);
+
+/* The median of series s's values before run i (run 0's own value for
+ * i = 0): what a run is compared with. */
+double pb_history_median_before(const struct pb_history_series *s, size_t i);
+
+/* Prints h as text (history show's table): per series its runs against
+ * the median before each and its step change, then the count of steps. */
+void pb_history_print(FILE *out, const struct pb_history *h);
 
 /* Prints the trend of metric (samples_per_s, stall_pct, assembly_p99_ns,
  * rss_peak_bytes) for each series (what was measured, at one point),

@@ -79,7 +79,7 @@
       "pbench history add RESULT.json [--db results/history.db] [--revision REV] [--force]\n" \
       "       pbench history show [--db results/history.db] [--config NAME]\n" \
       "                  [--metric {metrics}]\n" \
-      "                  [--threshold 5%]", \
+      "                  [--threshold 5%] [--format table|json|csv|tsv|html] [-o FILE]", \
       "Keeps each run's summary in an SQLite database (one row per point) under its git\n" \
       "revision (--revision, else $GITHUB_SHA, else git rev-parse in the current folder), and\n" \
       "prints the trend of a metric per series, flagging a step change: a shift of the median\n" \
@@ -92,6 +92,10 @@
       "add refuses a result whose figures are partial: an interrupted run, a point that failed\n" \
       "(run.on_error: fail keeps the repeat it cut short), a repeat cut short, a point without\n" \
       "a complete repeat; --force adds it anyway.\n" \
+      "show --format csv|tsv|json gives the series and their runs as plain data for your own\n" \
+      "tools; --format html -o history.html a self-contained page with a trend chart per\n" \
+      "series (each run's noise as a band, a step marked with its size and revision). -o\n" \
+      "writes FILE (atomically) instead of printing.\n" \
       "Exit codes: 0, or 3 when show finds a step that makes the metric worse (samples/s down;\n" \
       "stall %, assembly p99, peak RSS up); a step that is an improvement is reported and\n" \
       "exits 0; 1 on errors and refused results.") \
@@ -102,10 +106,12 @@
       "cores. A sweep runs the same calibration first (unless --no-calibrate) and states each\n" \
       "point's efficiency against it.") \
     X(report, \
-      "pbench report RESULT.json [--format {formats}] [-o FILE]", \
+      "pbench report RESULT.json [--format {formats}] [--rows points|repeats] [-o FILE]", \
       "Renders a result file written by pbench run again, in any format; html is one\n" \
       "self-contained page of charts (docs/results.md). -o writes FILE (atomically)\n" \
-      "instead of printing.") \
+      "instead of printing. csv and tsv are for your own tools (pandas, R, spreadsheets):\n" \
+      "each row names the run, its created time and point, with a column per sweep axis;\n" \
+      "a row per point and stage, or with --rows repeats one per repeat.") \
     X(list, \
       "pbench list [configs | NAME | SECTION.KEY]", \
       "Lists every config section, stage and decoder with its options, defaults and ranges,\n" \

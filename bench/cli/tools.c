@@ -26,13 +26,52 @@
 
 /* ---- history ------------------------------------------------------------ */
 
+/* history show's output: the series read once, rendered in format to
+ * stdout or to output (atomically, never over the database). The exit
+ * code says whether a step is a regression, whatever the format. */
+static int history_show(const char *db, const char *config, const char *metric, double threshold,
+                        enum pb_format format, const char *output)
+{
+    char msg[PB_MSG_MAX * 2];
+    if (output && pb_output_check_inputs(output, &db, 1, msg, sizeof(msg)) != PB_OK) {
+        pb_cli_error("history", msg);
+        return PB_EXIT_ERROR;
+    }
+    struct pb_history history;
+    int rc = pb_history_load(db, config, metric, threshold, &history, msg, sizeof(msg));
+    if (rc != PB_OK) {
+        pb_cli_error("history", msg);
+        return pb_cli_exit(rc);
+    }
+    rc = pb_history_report(stdout, output, &history, (int)format, msg, sizeof(msg));
+    int regressions = history.regressions;
+    pb_history_free(&history);
+    if (rc != PB_OK) {
+        pb_cli_error("history", msg);
+        return PB_EXIT_ERROR;
+    }
+    return regressions ? PB_EXIT_REGRESSION : PB_EXIT_OK;
+}
+
+/* history show --format NAME: one with a history form, or a usage error. */
+static int history_format(const char *name, enum pb_format *format)
+{
+    if (pb_format_parse(name, format) == PB_OK && pb_formats[*format].history)
+        return PB_OK;
+    char names[128], fmt[256];
+    pb_format_history_names(names, sizeof(names), ", ");
+    snprintf(fmt, sizeof(fmt), "history show --format takes %s; got '%%s'", names);
+    return pb_cli_usage_error("history", fmt, name);
+}
+
 int cmd_history(int argc, char **argv)
 {
     if (argc < 2)
         return pb_cli_usage_error("history", "%s", "expected 'add' or 'show'");
     const char *db = "results/history.db", *config = NULL, *metric = "samples_per_s";
-    const char *revision = NULL, *file = NULL;
+    const char *revision = NULL, *file = NULL, *output = NULL;
     double threshold = 5;
+    enum pb_format format = PB_FORMAT_TABLE;
     bool add = strcmp(argv[1], "add") == 0, force = false;
     if (!add && strcmp(argv[1], "show") != 0)
         return pb_cli_usage_error("history", "expected 'add' or 'show', got '%s'", argv[1]);
@@ -45,7 +84,12 @@ int cmd_history(int argc, char **argv)
             config = argv[++i];
         else if (strcmp(a, "--metric") == 0 && has_value && !add)
             metric = argv[++i];
-        else if (strcmp(a, "--revision") == 0 && has_value && add)
+        else if ((strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0) && has_value && !add)
+            output = argv[++i];
+        else if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && has_value && !add) {
+            if (history_format(argv[++i], &format) != PB_OK)
+                return PB_EXIT_USAGE;
+        } else if (strcmp(a, "--revision") == 0 && has_value && add)
             revision = argv[++i];
         else if (strcmp(a, "--force") == 0 && add)
             force = true;
@@ -58,20 +102,20 @@ int cmd_history(int argc, char **argv)
         else
             return pb_cli_usage_error("history", "unexpected argument '%s'", a);
     }
-    if (add && !file)
+    if (!add)
+        return history_show(db, config, metric, threshold, format, output);
+    if (!file)
         return pb_cli_usage_error("history", "%s", "history add needs a RESULT.json");
     char msg[PB_MSG_MAX * 2], summary[PB_MSG_MAX * 2];
-    int rc =
-        add ? pb_history_add_file(db, file, revision, force, summary, sizeof(summary), msg,
-                                  sizeof(msg))
-            : pb_history_show(db, config, metric, threshold, msg, sizeof(msg));
+    int rc = pb_history_add_file(db, file, revision, force, summary, sizeof(summary), msg,
+                                 sizeof(msg));
     if (rc < 0) {
         pb_cli_error("history", msg);
-    } else if (add) {
-        char shown[PB_PRINTABLE_SIZE(sizeof(summary))];
-        printf("%s\n", pb_printable(shown, sizeof(shown), summary));
+        return pb_cli_exit(rc);
     }
-    return rc < 0 ? pb_cli_exit(rc) : rc > 0 ? PB_EXIT_REGRESSION : PB_EXIT_OK;
+    char shown[PB_PRINTABLE_SIZE(sizeof(summary))];
+    printf("%s\n", pb_printable(shown, sizeof(shown), summary));
+    return PB_EXIT_OK;
 }
 
 /* ---- calibrate ---------------------------------------------------------- */
@@ -169,10 +213,17 @@ int cmd_gen(int argc, char **argv)
 int cmd_report(int argc, char **argv)
 {
     enum pb_format format = PB_FORMAT_TABLE;
+    enum pb_report_rows rows = PB_ROWS_POINTS;
     const char *path = NULL, *output = NULL;
     for (int i = 1; i < argc; i++) {
         if ((strcmp(argv[i], "--output") == 0 || strcmp(argv[i], "-o") == 0) && i + 1 < argc) {
             output = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
+            if (pb_report_rows_parse(argv[++i], &rows) != PB_OK)
+                return pb_cli_usage_error("report", "--rows takes points or repeats, got '%s'",
+                                          argv[i]);
             continue;
         }
         if ((strcmp(argv[i], "--format") == 0 || strcmp(argv[i], "-f") == 0) && i + 1 < argc) {
@@ -186,6 +237,9 @@ int cmd_report(int argc, char **argv)
     }
     if (!path)
         return pb_cli_usage_error("report", "%s", "expected a RESULT.json file");
+    if (rows == PB_ROWS_REPEATS && !pb_formats[format].repeats)
+        return pb_cli_usage_error("report", "--rows repeats is for --format csv or tsv, not %s",
+                                  pb_formats[format].name);
     struct pb_result result;
     char msg[PB_MSG_MAX];
     if (output && pb_output_check_inputs(output, &path, 1, msg, sizeof(msg)) != PB_OK) {
@@ -208,8 +262,8 @@ int cmd_report(int argc, char **argv)
     }
     int code = PB_EXIT_OK;
     if (!output)
-        pb_report_analyzed(stdout, &result, analyzed ? &analysis : NULL, format);
-    else if (pb_report_write(output, &result, analyzed ? &analysis : NULL, (int)format, msg,
+        pb_report_rows(stdout, &result, analyzed ? &analysis : NULL, format, rows);
+    else if (pb_report_write(output, &result, analyzed ? &analysis : NULL, (int)format, rows, msg,
                              sizeof(msg)) != PB_OK) {
         pb_cli_error("report", msg);
         code = PB_EXIT_ERROR;

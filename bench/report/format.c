@@ -9,16 +9,20 @@
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/report/compare_text.h"
+#include "bench/report/history_report.h"
 #include "bench/report/html.h"
 #include "bench/report/report.h"
+#include "bench/report/report_csv.h"
 
 const struct pb_format_ops pb_formats[PB_FORMAT_COUNT] = {
-    [PB_FORMAT_TABLE] = {"table", pb_report_table, pb_comparison_table, true},
-    [PB_FORMAT_JSON] = {"json", pb_report_json, pb_comparison_json, false},
-    [PB_FORMAT_MARKDOWN] = {"markdown", pb_report_markdown, pb_comparison_markdown, true},
-    [PB_FORMAT_CSV] = {"csv", pb_report_csv, NULL, true},
-    [PB_FORMAT_HTML] = {"html", pb_html_report, pb_html_comparison, true},
-    [PB_FORMAT_TSV] = {"tsv", pb_report_tsv, NULL, true},
+    [PB_FORMAT_TABLE] = {"table", pb_report_table, pb_comparison_table, true, NULL,
+                         pb_history_print},
+    [PB_FORMAT_JSON] = {"json", pb_report_json, pb_comparison_json, false, NULL, pb_history_json},
+    [PB_FORMAT_MARKDOWN] = {"markdown", pb_report_markdown, pb_comparison_markdown, true, NULL,
+                            NULL},
+    [PB_FORMAT_CSV] = {"csv", pb_report_csv, NULL, true, pb_report_csv_repeats, pb_history_csv},
+    [PB_FORMAT_HTML] = {"html", pb_html_report, pb_html_comparison, true, NULL, pb_history_html},
+    [PB_FORMAT_TSV] = {"tsv", pb_report_tsv, NULL, true, pb_report_tsv_repeats, pb_history_tsv},
 };
 
 int pb_format_parse(const char *text, enum pb_format *format)
@@ -46,16 +50,51 @@ void pb_format_names(char *buf, size_t buflen, const char *sep, bool comparison)
     }
 }
 
+void pb_format_history_names(char *buf, size_t buflen, const char *sep)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < PB_FORMAT_COUNT && used < buflen; i++) {
+        if (!pb_formats[i].history)
+            continue;
+        int n = snprintf(buf + used, buflen - used, "%s%s", used ? sep : "", pb_formats[i].name);
+        if (n < 0)
+            return;
+        used += (size_t)n;
+    }
+}
+
 /* A format number from outside the table reads as the table. */
 static const struct pb_format_ops *format_ops(int format)
 {
     return &pb_formats[format >= 0 && format < PB_FORMAT_COUNT ? format : PB_FORMAT_TABLE];
 }
 
+int pb_report_rows_parse(const char *text, enum pb_report_rows *rows)
+{
+    if (text && strcmp(text, "points") == 0)
+        *rows = PB_ROWS_POINTS;
+    else if (text && strcmp(text, "repeats") == 0)
+        *rows = PB_ROWS_REPEATS;
+    else
+        return PB_ERR_CONFIG;
+    return PB_OK;
+}
+
+void pb_report_rows(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis,
+                    enum pb_format format, enum pb_report_rows rows)
+{
+    const struct pb_format_ops *ops = format_ops((int)format);
+    if (rows == PB_ROWS_REPEATS && ops->repeats)
+        ops->repeats(out, result, analysis);
+    else
+        ops->result(out, result, analysis);
+}
+
 void pb_report_analyzed(FILE *out, const struct pb_result *result,
                         const struct pb_analysis *analysis, enum pb_format format)
 {
-    format_ops((int)format)->result(out, result, analysis);
+    pb_report_rows(out, result, analysis, format, PB_ROWS_POINTS);
 }
 
 void pb_report(FILE *out, const struct pb_result *result, enum pb_format format)
@@ -104,20 +143,24 @@ int pb_comparison_print(FILE *out, FILE *err, const struct pb_comparison *cmp,
 /* ---- to a file ------------------------------------------------------------ */
 
 struct report_fill {
+    const struct pb_history *history;
     const struct pb_result *result;
     const struct pb_analysis *analysis;
     const struct pb_comparison *cmp;
     const char *base_name, *next_name;
     int format;
+    enum pb_report_rows rows;
 };
 
 static int fill_report(FILE *f, void *user)
 {
     const struct report_fill *r = user;
-    if (r->cmp)
+    if (r->history)
+        format_ops(r->format)->history(f, r->history);
+    else if (r->cmp)
         pb_comparison_report(f, r->cmp, r->base_name, r->next_name, r->format);
     else
-        pb_report_analyzed(f, r->result, r->analysis, (enum pb_format)r->format);
+        pb_report_rows(f, r->result, r->analysis, (enum pb_format)r->format, r->rows);
     if (ferror(f)) {
         if (errno == 0) /* the failed write's own errno (ENOSPC) is the reason */
             errno = EIO;
@@ -127,9 +170,11 @@ static int fill_report(FILE *f, void *user)
 }
 
 int pb_report_write(const char *path, const struct pb_result *result,
-                    const struct pb_analysis *analysis, int format, char *msg, size_t msglen)
+                    const struct pb_analysis *analysis, int format, enum pb_report_rows rows,
+                    char *msg, size_t msglen)
 {
-    struct report_fill r = {.result = result, .analysis = analysis, .format = format};
+    struct report_fill r = {
+        .result = result, .analysis = analysis, .format = format, .rows = rows};
     return pb_write_atomic(path, fill_report, &r, msg, msglen);
 }
 
@@ -139,4 +184,17 @@ int pb_comparison_write(const char *path, const struct pb_comparison *cmp, const
     struct report_fill r = {
         .cmp = cmp, .base_name = base_name, .next_name = next_name, .format = format};
     return pb_write_atomic(path, fill_report, &r, msg, msglen);
+}
+
+int pb_history_report(FILE *out, const char *path, const struct pb_history *history, int format,
+                      char *msg, size_t msglen)
+{
+    const struct pb_format_ops *ops = format_ops(format);
+    if (!ops->history)
+        ops = &pb_formats[PB_FORMAT_TABLE];
+    struct report_fill r = {.history = history, .format = (int)(ops - pb_formats)};
+    if (path)
+        return pb_write_atomic(path, fill_report, &r, msg, msglen);
+    ops->history(out, history);
+    return PB_OK;
 }

@@ -33,9 +33,12 @@ static const char *const page_css =
     ".charts svg{border:1px solid #e0e0e0}pre{font-size:12px;background:#fafafa;padding:10px;"
     "overflow-x:auto}.improved{color:#009E73;font-weight:bold}.regressed{color:#D55E00;"
     "font-weight:bold}.ambiguous{color:#B07800;font-weight:bold}.disturbed{color:#777;"
-    "font-weight:bold}.note{font-size:12px;color:#555}";
+    "font-weight:bold}.note{font-size:12px;color:#555}"
+    ".series{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}"
+    ".side{max-width:520px;font-size:13px}.side pre{white-space:pre-wrap;word-break:break-all;"
+    "max-height:320px;overflow-y:auto;margin:4px 0}";
 
-static void page_open(FILE *out, const char *title)
+void pb_html_page_open(FILE *out, const char *title)
 {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>", out);
     pb_svg_escape(out, title);
@@ -408,7 +411,7 @@ static void sweep_charts(FILE *out, const struct pb_result *r, const struct pb_a
                 snprintf(title, sizeof(title), "%s vs %s",
                          util ? "accelerator utilization" : "throughput", axis);
                 struct pb_svg_rule target = {
-                    an ? an->thresholds.accel_util_target_pct : 90, "utilization target"};
+                    an ? an->thresholds.accel_util_target_pct : 90, "utilization target", false};
                 struct pb_svg_chart c = {
                     .title = title, .x_label = axis,
                     .y_label = util ? "accelerator utilization (%)" : "samples/s",
@@ -548,7 +551,7 @@ static void latency_cdf(FILE *out, const struct pb_result *r, size_t point)
     char title[LABEL_MAX + 64], label[LABEL_MAX];
     point_label(label, sizeof(label), p->axes, NULL);
     snprintf(title, sizeof(title), "latency CDF per stage: %s", label);
-    struct pb_svg_rule quantiles[] = {{0.5, "p50"}, {0.99, "p99"}};
+    struct pb_svg_rule quantiles[] = {{0.5, "p50", false}, {0.99, "p99", false}};
     struct pb_svg_chart c = {.title = title, .x_label = "time per sample (per batch for collate "
                                                         "and the wait), log scale",
                              .y_label = "fraction at or below", .x_log = true, .x_ns = true,
@@ -762,7 +765,7 @@ void pb_html_report(FILE *out, const struct pb_result *r, const struct pb_analys
 {
     char title[200];
     snprintf(title, sizeof(title), "pbench: %s", r->name[0] ? r->name : "(unnamed)");
-    page_open(out, title);
+    pb_html_page_open(out, title);
     header(out, r);
     verdict_box(out, r, an);
     fputs("<h2>Points</h2>\n", out);
@@ -802,7 +805,7 @@ static void metric_value(char *buf, size_t size, double v, const char *unit)
 void pb_html_comparison(FILE *out, const struct pb_comparison *cmp, const char *base_name,
                         const char *next_name)
 {
-    page_open(out, "pbench compare");
+    pb_html_page_open(out, "pbench compare");
     element(out, "h1", "pbench compare");
     char line[1200];
     snprintf(line, sizeof(line),

@@ -12,6 +12,11 @@
 #include "bench/analyze/compare.h"
 #include "bench/result/result.h"
 
+/* Opens a page in the report's style: the doctype, title (escaped) and
+ * the inline stylesheet, up to <body>. The caller writes the body and
+ * "</body></html>". */
+void pb_html_page_open(FILE *out, const char *title);
+
 /* Writes the page for result: the verdict and recommendation, the points'
  * summary table, for a sweep samples/s (with noise bars) and accelerator
  * utilization against each swept axis, each point's stage breakdown (CPU

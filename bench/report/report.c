@@ -1,4 +1,5 @@
-/* Renderings of a result: terminal table, GitHub markdown, CSV and JSON.
+/* Renderings of a result: terminal table, GitHub markdown and JSON (CSV
+ * and TSV: report_csv.c).
  *
  * The table and markdown forms share one shape: the report is built as a
  * sequence of small tables (struct pb_table), and each table is rendered
@@ -79,8 +80,7 @@ static void format_json_value(char *buf, size_t size, const json_t *v)
     }
 }
 
-/* Axes as "key=value" joined by sep, printable; empty without axes. */
-static void format_axes(char *buf, size_t size, const json_t *axes, const char *sep)
+void pb_report_axes(char *buf, size_t size, const json_t *axes, const char *sep)
 {
     const char *key;
     const json_t *value;
@@ -899,7 +899,7 @@ static void report_human(FILE *out, const struct pb_result *result,
         if (an->recommended >= 0) {
             const struct pb_point_result *p = &result->points[an->recommended];
             char axes[CELL_MAX], md[PB_MARKDOWN_SIZE(CELL_MAX)];
-            format_axes(axes, sizeof(axes), p->axes, ", ");
+            pb_report_axes(axes, sizeof(axes), p->axes, ", ");
             if (markdown)
                 fprintf(out, "\n## Recommended point: %s\n\n",
                         pb_markdown_text(md, sizeof(md), axes, false));
@@ -924,13 +924,13 @@ static void report_human(FILE *out, const struct pb_result *result,
                     fputc('\n', out);
                 any = true;
                 char axes[CELL_MAX], text[CELL_MAX + 300];
-                format_axes(axes, sizeof(axes), p->axes, ", ");
+                pb_report_axes(axes, sizeof(axes), p->axes, ", ");
                 snprintf(text, sizeof(text), "%s (first at %s)", p->warnings[w], axes);
                 emit_warning(&s, text);
             }
             if (p->error[0]) {
                 char axes[CELL_MAX], text[CELL_MAX + 300];
-                format_axes(axes, sizeof(axes), p->axes, ", ");
+                pb_report_axes(axes, sizeof(axes), p->axes, ", ");
                 snprintf(text, sizeof(text), "point %s failed: %s", axes, p->error);
                 emit_warning(&s, text);
             }
@@ -939,7 +939,7 @@ static void report_human(FILE *out, const struct pb_result *result,
         for (size_t i = 0; i < result->point_count; i++) {
             const struct pb_point_result *p = &result->points[i];
             char axes[CELL_MAX], md[PB_MARKDOWN_SIZE(CELL_MAX)];
-            format_axes(axes, sizeof(axes), p->axes, ", ");
+            pb_report_axes(axes, sizeof(axes), p->axes, ", ");
             if (!axes[0])
                 fputs(markdown ? "## Results\n\n" : "\n", out);
             else if (markdown)
@@ -959,147 +959,6 @@ static void report_human(FILE *out, const struct pb_result *result,
     if (result->overhead_measured)
         emit_overhead(&s, result);
     emit_verdict(&s, an);
-}
-
-/* ------------------------------------------------------------ CSV and TSV */
-
-/* A delimited table, one row per point and stage. CSV follows RFC 4180: a
- * field with a comma, quote or line break is quoted, and its quotes are
- * doubled. With a tab for separator nothing is quoted: a field is printable
- * (a tab or line break in a name reads \x09, \x0a), so a tab always ends
- * a cell, as spreadsheets and `cut -f` expect. */
-struct delimited {
-    FILE *out;
-    char sep;
-};
-
-static void cell_text(const struct delimited *d, const char *raw, bool last)
-{
-    char guarded[PB_PRINTABLE_SIZE(CELL_MAX) + 1] = "'";
-    pb_printable(guarded + 1, sizeof(guarded) - 1, raw); /* no control characters */
-    /* A text cell a spreadsheet would run as a formula (=, +, - or @ first:
-     * a stage named =HYPERLINK(...)) gets a leading ', as OWASP advises.
-     * Numbers are cell_double's and cell_u64's, never guarded. */
-    const char *text = guarded[1] && strchr("=+-@", guarded[1]) ? guarded : guarded + 1;
-    if (d->sep != '\t' && strpbrk(text, ",\"\r\n")) {
-        fputc('"', d->out);
-        for (const char *p = text; *p; p++) {
-            if (*p == '"')
-                fputc('"', d->out);
-            fputc(*p, d->out);
-        }
-        fputc('"', d->out);
-    } else {
-        fputs(text, d->out);
-    }
-    fputc(last ? '\n' : d->sep, d->out);
-}
-
-static void cell_double(const struct delimited *d, double v)
-{
-    if (isfinite(v))
-        fprintf(d->out, "%.10g", v);
-    fputc(d->sep, d->out);
-}
-
-static void cell_u64(const struct delimited *d, uint64_t v)
-{
-    fprintf(d->out, "%llu%c", (unsigned long long)v, d->sep);
-}
-
-static const char *const delimited_columns[] = {
-    "point", "axes", "samples_per_s", "samples_per_s_noise_pct", "batches_per_s", "mb_per_s",
-    "stall_pct", "accel_util_pct", "cpu_util_pct", "worker_cpu_pct", "wait_p50_ns",
-    "wait_p99_ns", "assembly_p50_ns", "assembly_p99_ns", "rss_peak_bytes", "pinned_bytes",
-    "samples", "errors", "input_bound", "recommended", "stage", "count", "mean_ns", "p50_ns",
-    "p90_ns", "p95_ns", "p99_ns", "max_ns", "cpu_ns", "share_pct"};
-enum { STAGE_COLUMNS = 10 }; /* from "stage" on */
-
-/* The point's cells of a row, up to the stage's. */
-static void point_cells(const struct delimited *d, const struct pb_result *result, size_t i,
-                        const char *axes, const char *input_bound, bool recommended)
-{
-    const struct pb_point_result *p = &result->points[i];
-    fprintf(d->out, "%zu%c", i, d->sep);
-    cell_text(d, axes, false);
-    cell_double(d, p->samples_per_s);
-    int windows;
-    cell_double(d, pb_point_noise_known(result, i, &windows) ? p->samples_per_s_noise_pct : NAN);
-    cell_double(d, p->batches_per_s);
-    cell_double(d, p->mb_per_s);
-    cell_double(d, p->stall_pct);
-    cell_double(d, p->accel_util_pct);
-    cell_double(d, p->cpu_util_pct);
-    cell_double(d, p->worker_cpu_pct);
-    cell_u64(d, p->wait_p50_ns);
-    cell_u64(d, p->wait_p99_ns);
-    cell_u64(d, p->assembly_p50_ns);
-    cell_u64(d, p->assembly_p99_ns);
-    cell_u64(d, p->rss_peak_bytes);
-    cell_u64(d, p->pinned_bytes);
-    cell_u64(d, p->samples);
-    cell_u64(d, p->errors);
-    fprintf(d->out, "%s%c%d%c", input_bound, d->sep, recommended ? 1 : 0, d->sep);
-}
-
-/* A stage's cells, ending the row. */
-static void stage_cells(const struct delimited *d, const struct pb_stage_result *st)
-{
-    const struct pb_hist *h = &st->hist;
-    char row_name[80];
-    snprintf(row_name, sizeof(row_name), "%s%s", st->gpu ? "gpu:" : "", st->name);
-    cell_text(d, row_name, false);
-    cell_u64(d, h->count);
-    cell_double(d, h->count ? h->mean_ns : 0);
-    cell_u64(d, pb_hist_quantile(h, 0.50));
-    cell_u64(d, pb_hist_quantile(h, 0.90));
-    cell_u64(d, pb_hist_quantile(h, 0.95));
-    cell_u64(d, pb_hist_quantile(h, 0.99));
-    cell_u64(d, h->count ? h->max_ns : 0);
-    cell_u64(d, st->cpu_ns);
-    if (isfinite(st->share_pct))
-        fprintf(d->out, "%.10g", st->share_pct);
-    fputc('\n', d->out);
-}
-
-static void delimited_report(const struct delimited *d, const struct pb_result *result,
-                             const struct pb_analysis *an)
-{
-    size_t columns = PB_ARRAY_LEN(delimited_columns);
-    for (size_t c = 0; c < columns; c++)
-        fprintf(d->out, "%s%c", delimited_columns[c], c + 1 < columns ? d->sep : '\n');
-    static const char *const bound[] = {"no", "moderate", "high"};
-    for (size_t i = 0; i < result->point_count; i++) {
-        const struct pb_point_result *p = &result->points[i];
-        bool analyzed = an && i < an->point_count;
-        const char *input_bound =
-            analyzed && an->points[i].usable ? bound[an->points[i].input_bound] : "";
-        bool recommended = analyzed && an->recommended == (int)i;
-        char axes[CELL_MAX];
-        format_axes(axes, sizeof(axes), p->axes, ";");
-        /* A point without stages still gets one row, with empty stage cells. */
-        size_t rows = p->stage_count ? p->stage_count : 1;
-        for (size_t r = 0; r < rows; r++) {
-            point_cells(d, result, i, axes, input_bound, recommended);
-            if (p->stage_count) {
-                stage_cells(d, &p->stages[r]);
-                continue;
-            }
-            for (int c = 1; c < STAGE_COLUMNS; c++)
-                fputc(d->sep, d->out);
-            fputc('\n', d->out);
-        }
-    }
-}
-
-void pb_report_csv(FILE *out, const struct pb_result *result, const struct pb_analysis *an)
-{
-    delimited_report(&(struct delimited){out, ','}, result, an);
-}
-
-void pb_report_tsv(FILE *out, const struct pb_result *result, const struct pb_analysis *an)
-{
-    delimited_report(&(struct delimited){out, '\t'}, result, an);
 }
 
 void pb_report_table(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis)

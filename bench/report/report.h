@@ -1,5 +1,5 @@
 /* Renderings of a result for people and tools: terminal table, GitHub
- * markdown, CSV and JSON, each a row of the format table
+ * markdown and JSON (CSV and TSV: report_csv.h), each a row of the format table
  * (bench/report/format.h), which is where a format is chosen. Nothing here
  * measures; the analysis shown beside the points is computed by the caller
  * (bench/analyze/analysis.h). */
@@ -19,10 +19,9 @@ void pb_report_table(FILE *out, const struct pb_result *result,
 void pb_report_markdown(FILE *out, const struct pb_result *result,
                         const struct pb_analysis *analysis);
 
-/* One row per point and stage, for spreadsheets and scripts: CSV (RFC
- * 4180 quoting) and TSV (tab-separated, no quoting). */
-void pb_report_csv(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis);
-void pb_report_tsv(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis);
+/* A point's axes as "key=value" joined by sep, printable (control
+ * characters as \xNN); "" without axes. */
+void pb_report_axes(char *buf, size_t size, const json_t *axes, const char *sep);
 
 /* The result file's JSON (bench/result/result_json.c), analysis unused. */
 void pb_report_json(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis);

@@ -169,6 +169,8 @@ static void svg_open(FILE *out, int width, int height, const char *title)
     text_at(out, 12, 20, "start", 14, " font-weight=\"bold\"", title);
 }
 
+static size_t text_chars(const char *text);
+
 /* Gridlines, ticks and tick labels of the x (horizontal) and y axes. */
 static void draw_axes(FILE *out, const struct axis *x, const struct axis *y, bool y_ticks, bool x_ns,
                       const char *const *x_names, size_t x_name_count, const char *x_label,
@@ -186,11 +188,22 @@ static void draw_axes(FILE *out, const struct axis *x, const struct axis *y, boo
         text_at(out, left - 6, py + 4, "end", 11, NULL, label);
     }
     if (x_names) {
+        /* Room for a name of the longest length at 6.5 px a character. */
+        size_t longest = 1;
+        for (size_t i = 0; i < x_name_count; i++)
+            longest = text_chars(x_names[i]) > longest ? text_chars(x_names[i]) : longest;
+        double slot = x_name_count > 1 ? (right - left) / (double)x_name_count : right - left;
+        size_t every = (size_t)ceil(((double)longest * 6.5 + 10) / slot);
+        every = every ? every : 1;
         for (size_t i = 0; i < x_name_count; i++) {
             double px = axis_px(x, (double)i);
             fprintf(out,
                     "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n",
                     px, top, px, bottom);
+            /* The last name always; the one before it only with room. */
+            bool last = i + 1 == x_name_count;
+            if (!last && (i % every != 0 || (x_name_count - 1 - i) < every))
+                continue;
             char cut[64];
             snprintf(cut, sizeof(cut), "%s", x_names[i]);
             text_at(out, px, bottom + 16, "middle", 11, NULL, cut);
@@ -305,7 +318,9 @@ static void draw_rules(FILE *out, const struct pb_svg_chart *c, const struct axi
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
                 "stroke-dasharray=\"5 4\"/>\n",
                 x->px0, py, x->px1, py);
-        text_at(out, x->px1 - 4, py - 4, "end", 10, " fill=\"#333\"", c->hrules[r].label);
+        bool start = c->hrules[r].label_at_start;
+        text_at(out, start ? x->px0 + 4 : x->px1 - 4, py - 4, start ? "start" : "end", 10,
+                " fill=\"#333\"", c->hrules[r].label);
     }
     for (size_t r = 0; r < c->vrule_count; r++) {
         if (!axis_ok(x, c->vrules[r].at))
@@ -315,7 +330,9 @@ static void draw_rules(FILE *out, const struct pb_svg_chart *c, const struct axi
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
                 "stroke-dasharray=\"5 4\"/>\n",
                 px, y->px1, px, y->px0);
-        text_at(out, px + 3, y->px1 + 12, "start", 10, " fill=\"#333\"", c->vrules[r].label);
+        bool right_half = px > (x->px0 + x->px1) / 2;
+        text_at(out, right_half ? px - 4 : px + 4, y->px1 + 12 + 13 * (double)r,
+                right_half ? "end" : "start", 10, " fill=\"#333\"", c->vrules[r].label);
     }
 }
 
@@ -326,7 +343,7 @@ static void draw_point(FILE *out, const struct pb_svg_series *se, size_t i, cons
 {
     double px = axis_px(x, se->x[i]), py = axis_px(y, se->y[i]);
     double err = se->y_err && isfinite(se->y_err[i]) ? se->y_err[i] : 0;
-    if (err > 0 && axis_ok(y, se->y[i] - err)) {
+    if (err > 0 && !se->band && axis_ok(y, se->y[i] - err)) {
         double a = axis_px(y, se->y[i] - err), b = axis_px(y, se->y[i] + err);
         fprintf(out,
                 "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" stroke=\"%s\" "
@@ -345,10 +362,38 @@ static void draw_point(FILE *out, const struct pb_svg_series *se, size_t i, cons
     }
 }
 
+/* A band series' noise: a translucent area from y - err to y + err along
+ * the plottable points with a known err (none for a lone point: its ring
+ * is its bar), drawn under the line so the line stays on top. */
+static void draw_band(FILE *out, const struct pb_svg_series *se, const char *color,
+                      const struct axis *x, const struct axis *y)
+{
+    size_t drawn = 0;
+    for (size_t i = 0; i < se->count; i++)
+        drawn += axis_ok(x, se->x[i]) && axis_ok(y, se->y[i]) && se->y_err &&
+                 isfinite(se->y_err[i]) && axis_ok(y, se->y[i] - se->y_err[i]);
+    if (drawn < 2)
+        return;
+    fprintf(out, "<polygon fill=\"%s\" fill-opacity=\"0.18\" stroke=\"none\" points=\"", color);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < se->count; k++) {
+            size_t i = pass == 0 ? k : se->count - 1 - k;
+            double err = se->y_err[i];
+            if (!axis_ok(x, se->x[i]) || !axis_ok(y, se->y[i]) || !isfinite(err) ||
+                !axis_ok(y, se->y[i] - err))
+                continue;
+            fprintf(out, "%.1f,%.1f ", axis_px(x, se->x[i]),
+                    axis_px(y, pass == 0 ? se->y[i] + err : se->y[i] - err));
+        }
+    fputs("\"/>\n", out);
+}
+
 /* One series: the line through its plottable points, then each point. */
 static void draw_series(FILE *out, const struct pb_svg_series *se, const char *color,
                         const struct axis *x, const struct axis *y)
 {
+    if (se->band && se->y_err)
+        draw_band(out, se, color, x, y);
     fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
     for (size_t i = 0; i < se->count; i++)
         if (axis_ok(x, se->x[i]) && axis_ok(y, se->y[i]))

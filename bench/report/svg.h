@@ -20,12 +20,19 @@ struct pb_svg_series {
     int marked;
     const char *mark_label;
     bool dots;                  /* draw a dot at each point                */
+    /* Draw y_err as a shaded band around the line (a run's noise over
+     * time) instead of a bar at each point. */
+    bool band;
 };
 
-/* A horizontal or vertical reference line with a short label. */
+/* A horizontal or vertical reference line with a short label. A vertical
+ * rule's label sits at the top beside the line, on its left where the
+ * line is in the right half of the plot; a horizontal rule's at its right
+ * end (or left, label_at_start), above the line. */
 struct pb_svg_rule {
     double at;
     const char *label;
+    bool label_at_start;        /* a horizontal rule's label at its left end */
 };
 
 struct pb_svg_chart {
@@ -36,7 +43,8 @@ struct pb_svg_chart {
     bool x_ns;                  /* x values are nanoseconds: ticks "10 µs" */
     double y_max;               /* > 0: a linear y axis up to exactly this */
     /* Categorical x: names of the positions x = 0, 1, ...; NULL for a
-     * numeric axis. */
+     * numeric axis. Where they would crowd, every k-th is written (the
+     * first and the last always). */
     const char *const *x_names;
     size_t x_name_count;
     size_t series_count;

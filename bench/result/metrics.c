@@ -121,21 +121,21 @@ static double cpu_per_sample_of_point(const struct pb_point_result *p)
 
 const struct pb_metric pb_metrics[PB_METRIC_COUNT] = {
     {"samples_per_s", "samples/s", true, false, false, true, samples_of_repeat, samples_to_repeat,
-     PB_RANKS_SUM, samples_of_point, true},
+     PB_RANKS_SUM, samples_of_point, true, false},
     {"stall_pct", "%", false, true, false, true, stall_of_repeat, stall_to_repeat, PB_RANKS_MEAN,
-     stall_of_point, true},
+     stall_of_point, true, false},
     {"accel_util_pct", "%", true, true, false, true, accel_of_repeat, accel_to_repeat,
-     PB_RANKS_MEAN, accel_of_point, true},
+     PB_RANKS_MEAN, accel_of_point, true, false},
     /* More workers on shared cores cost CPU per sample (cache, memory
      * bandwidth): the cost of that setting, not a regression of the code. */
     {"cpu_ns_per_sample", "ns", false, false, true, true, cpu_per_sample_of_repeat, NULL,
-     PB_RANKS_ROOT, cpu_per_sample_of_point, false},
+     PB_RANKS_ROOT, cpu_per_sample_of_point, false, true},
     {"assembly_p50_ns", "ns", false, false, false, false, assembly_p50_of_repeat, NULL, PB_RANKS_ROOT,
-     NULL, true},
+     NULL, true, false},
     {"assembly_p99_ns", "ns", false, false, false, false, assembly_p99_of_repeat, NULL, PB_RANKS_ROOT,
-     assembly_p99_of_point, true},
+     assembly_p99_of_point, true, false},
     {"rss_peak_bytes", "bytes", false, false, true, false, rss_of_repeat, rss_to_repeat, PB_RANKS_SUM,
-     rss_of_point, false},
+     rss_of_point, false, false},
 };
 
 const struct pb_metric *pb_metric_find(const char *name)

@@ -22,8 +22,11 @@ struct pb_metric {
     const char *unit; /* "samples/s", "ns", "%" or "bytes"             */
     bool higher_is_better;
     bool absolute; /* its change is in percentage points (stall)   */
-    /* A regression that comes with changed loader settings is their cost
-     * (more workers or prefetch hold more batches), not counted as one. */
+    /* A regression that comes with changed settings is their cost (more
+     * workers or prefetch hold more batches), not counted as one; with
+     * loader_cost, only a change of loader.* settings explains it (more
+     * workers sharing cores cost CPU per sample; a costlier stage is a
+     * regression). */
     bool setting_cost;
     /* --fail-on-regression fails on it unless told otherwise: what users
      * gate on (throughput, stall); the others gate when named (--gate). */
@@ -40,6 +43,7 @@ struct pb_metric {
      * verdict is withheld where the two sides' interference differs
      * (bench/analyze/compare.h). CPU time per sample and memory are not. */
     bool wall_clock;
+    bool loader_cost;
 };
 
 #define PB_METRIC_COUNT 7
