@@ -909,7 +909,18 @@ static void worker_suggestions(const struct pb_result *result, size_t i, const c
                 p->worker_cpu_pct, p->stall_pct, pus, (long long)a->workers, run, workers);
     double epoch_s;
     bool restarts = epoch_restart_pct(result, i, &epoch_s) >= 3; /* said on its own */
-    if (waits && !a->cpu_bound && !a->saturated && a->workers > 0 && !restarts)
+    /* Workers off CPU while other processes hold the machine were starved
+     * of it: neither more workers nor prefetch is the cure. */
+    bool starved = p->other_cpu_pct >= PB_BUSY_MACHINE_PCT || p->steal_pct >= PB_STEAL_PCT;
+    if (waits && !a->cpu_bound && !a->saturated && a->workers > 0 && starved)
+        SUGGEST(an,
+                "workers are on CPU only %.0f%% of the time while the loop waits %.1f%%, and "
+                "other processes took %.0f%% of the machine's CPU (steal %.0f%%) while this ran: "
+                "the workers were starved of CPU by them, which more workers or prefetch would "
+                "not cure; measure on a quiet machine (or compare CPU per sample, which they "
+                "barely move)",
+                p->worker_cpu_pct, p->stall_pct, p->other_cpu_pct, p->steal_pct);
+    if (waits && !a->cpu_bound && !a->saturated && a->workers > 0 && !restarts && !starved)
         SUGGEST(an,
                 "workers are on CPU only %.0f%% of the time while the loop waits %.1f%%: they "
                 "wait on I/O or each other; more workers or a larger prefetch_factor can hide it "
@@ -1030,6 +1041,39 @@ static void verdict_line(const struct pb_result *result, size_t i, struct pb_ana
                  a->top_share_of_cpu ? "the workers' stage CPU time" : "the stages' wall time");
 }
 
+/* The question users ask first: how many cores feeding this step takes. */
+static void capacity_line(const struct pb_result *result, size_t i, struct pb_analysis *an)
+{
+    const struct pb_point_result *p = &result->points[i];
+    double step = step_ms_of(result, i);
+    double batch = (double)pb_point_setting_int(result, i, "loader.batch_size", 0);
+    const struct pb_calibration *cal = &result->calibration;
+    double cores_used = p->cpu_util_pct / 100.0;
+    if (step <= 0 || batch <= 0 || (!cal->measured && (cores_used <= 0 || p->samples_per_s <= 0)))
+        return;
+    double need = batch * 1000.0 / step;
+    double per_core = cal->measured && cal->single_core_samples_per_s > 0
+                          ? cal->single_core_samples_per_s
+                          : p->samples_per_s / cores_used;
+    char from[160];
+    if (cal->measured && cal->single_core_samples_per_s > 0)
+        snprintf(from, sizeof from, "calibrated on one uncontended core");
+    else
+        snprintf(from, sizeof from, "this run: %.0f samples/s on %.1f cores of CPU",
+                 p->samples_per_s, cores_used);
+    double cores = need / per_core;
+    int pus = result->machine.pus > 0 ? result->machine.pus : 1;
+    char verdict[120];
+    if (cores <= pus)
+        snprintf(verdict, sizeof verdict, "enough, with %.1f to spare", pus - cores);
+    else
+        snprintf(verdict, sizeof verdict, "short by %.1f", cores - pus);
+    snprintf(an->capacity, sizeof an->capacity,
+             "a %.4g ms step at batch %.0f needs %.0f samples/s; at %.0f samples/s per core (%s), "
+             "that takes about %.1f cores of loading; this machine has %d hardware threads: %s",
+             step, batch, need, per_core, from, cores, pus, verdict);
+}
+
 int pb_analyze(const struct pb_result *result, struct pb_analysis *out)
 {
     memset(out, 0, sizeof(*out));
@@ -1049,6 +1093,7 @@ int pb_analyze(const struct pb_result *result, struct pb_analysis *out)
     if (out->recommended >= 0) {
         suggestions(result, (size_t)out->recommended, out);
         verdict_line(result, (size_t)out->recommended, out);
+        capacity_line(result, (size_t)out->recommended, out);
     }
     return PB_OK;
 }
@@ -1094,6 +1139,7 @@ json_t *pb_analysis_to_json(const struct pb_analysis *an)
     json_object_set_new(root, "reason", json_string(an->reason));
     json_object_set_new(root, "scaling", json_string(an->scaling));
     json_object_set_new(root, "engines", json_string(an->engines));
+    json_object_set_new(root, "capacity", json_string(an->capacity));
     json_object_set_new(root, "verdict", json_string(an->verdict));
     json_t *s = json_array();
     for (int i = 0; i < an->suggestion_count; i++)

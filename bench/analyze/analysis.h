@@ -85,6 +85,10 @@ struct pb_analysis {
      * other loses, stage by stage, and what each needs to keep the step
      * fed (bench/analyze/engines.h); "" otherwise. */
     char engines[1100];
+    /* With a training step: the samples/s the step needs, the per-core
+     * rate (calibrated, else this run's), the cores that implies against
+     * the machine's; "" without a step. */
+    char capacity[500];
     /* The run's verdict, of the recommended point (a single run's only
      * point): input-bound class and dominant stage; "" when none. */
     char verdict[600];

@@ -178,6 +178,10 @@ static void verdict_box(FILE *out, const struct pb_result *r, const struct pb_an
         fputs("<br><b>scaling</b> ", out);
         pb_svg_escape(out, an->scaling);
     }
+    if (an->capacity[0]) {
+        fputs("<br><b>capacity</b> ", out);
+        pb_svg_escape(out, an->capacity);
+    }
     if (an->engines[0]) {
         fputs("<br><b>engines</b> ", out);
         pb_svg_escape(out, an->engines);

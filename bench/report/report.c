@@ -464,6 +464,8 @@ static void emit_verdict(const struct sink *s, const struct pb_analysis *an)
         return;
     }
     emit_item(s, "", "verdict: ", an->verdict);
+    if (an->capacity[0])
+        emit_item(s, s->markdown ? "" : "  ", "capacity: ", an->capacity);
     if (an->engines[0])
         emit_item(s, s->markdown ? "" : "  ", "engines: ", an->engines);
     if (s->markdown && an->suggestion_count)

@@ -93,6 +93,15 @@ void pb_memory_growth_check(struct pb_point_result *point, double threshold_mib)
             n = before;
     }
     double slope, half;
+    /* The measured batches and seconds of a repeat, on average: what the
+     * slope is projected over. */
+    double batches = 0, seconds = 0;
+    for (size_t r = 0; r < repeats; r++) {
+        batches += point->repeats[r].wall_s * point->repeats[r].batches_per_s;
+        seconds += point->repeats[r].wall_s;
+    }
+    batches /= repeats ? (double)repeats : 1;
+    seconds /= repeats ? (double)repeats : 1;
     if (groups > 0 && pb_slope_fit(x, y, group, n, &slope, &half) == PB_OK) {
         g->known = true;
         g->mib_per_1000_batches = slope;
@@ -101,7 +110,13 @@ void pb_memory_growth_check(struct pb_point_result *point, double threshold_mib)
         g->samples = n;
         g->repeats = groups;
         g->significant = g->ci_low > 0 || g->ci_high < 0;
-        if (g->significant && slope > 0 && slope >= threshold_mib)
+        /* Settling (allocator arenas, caches filling once) looks like
+         * growth over a short part: a warning needs the growth to be
+         * material within a repeat, or the repeats long enough that the
+         * slope is the steady state's (docs/profiling.md). */
+        bool material = slope * batches / 1000.0 >= PB_MEMGROWTH_MIN_MIB ||
+                        (batches >= PB_MEMGROWTH_LONG_BATCHES && seconds >= PB_MEMGROWTH_LONG_S);
+        if (g->significant && slope > 0 && slope >= threshold_mib && material)
             pb_point_warn(point,
                           "memory grows %.1f MiB per 1000 batches (95%% interval %.1f to %.1f, "
                           "RSS over the measured part of %d repeat%s): a leak, or a cache "

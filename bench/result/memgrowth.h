@@ -5,7 +5,8 @@
  * (thread arenas, the allocator's caches) is not read as growth; what
  * grows with every batch, a leak or a cache without a bound, is. A point
  * warns "memory grows N MiB per 1000 batches" when the interval excludes
- * 0 and the slope is at least the analysis section's memory_growth_mib. */
+ * 0, the slope is at least the analysis section's memory_growth_mib, and
+ * the growth is material (PB_MEMGROWTH_MIN_MIB below). */
 #ifndef PB_MEMGROWTH_H
 #define PB_MEMGROWTH_H
 
@@ -14,6 +15,14 @@
 #include <jansson.h>
 
 #include "bench/result/result.h"
+
+/* A warning also needs the growth to be material: at least this many MiB
+ * over a repeat's measured batches, or repeats of at least this many
+ * batches and seconds (where the slope is the steady state's, not the
+ * allocator settling). */
+#define PB_MEMGROWTH_MIN_MIB 16.0
+#define PB_MEMGROWTH_LONG_BATCHES 5000.0
+#define PB_MEMGROWTH_LONG_S 30.0
 
 /* Least-squares slope of y on x with a separate intercept per group (group
  * ids 0, 1, ...; within-group centering): *slope, and *ci_half the half
