@@ -88,6 +88,33 @@ static void test_residency_after_eviction_and_read(void **state)
     pb_dataset_free(&ds);
 }
 
+/* A warm repeat right after a cold one: the repeat's start reads the
+ * dataset in (it fits in memory) and says so, so it reads from memory. */
+static void test_warm_means_warm(void **state)
+{
+    (void)state;
+    struct pb_dataset ds;
+    open_dir("data", &ds);
+    assert_int_equal(pb_storage_evict(&ds), 0);
+    assert_true(resident_pct(&ds) < 5.0);
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX];
+    assert_int_equal(pb_spec_init(&spec, "", msg, sizeof msg), PB_OK);
+    spec.dataset.cache = PB_CACHE_WARM;
+    struct pb_point_result point = {0};
+    struct pb_repeat_result rep = {0};
+    pb_storage_repeat_start(&spec, &ds, &point, &rep);
+    assert_true(rep.page_cache_resident_pct > 90.0);
+    assert_int_equal(point.warning_count, 1);
+    assert_non_null(strstr(point.warnings[0], "dataset.cache: warm: 0% of the dataset"));
+    /* Already warm: nothing to read, nothing said. */
+    struct pb_point_result again = {0};
+    pb_storage_repeat_start(&spec, &ds, &again, &rep);
+    assert_int_equal(again.warning_count, 0);
+    pb_spec_free(&spec);
+    pb_dataset_free(&ds);
+}
+
 /* The read stage under cold drops each file after reading it; under warm
  * the file stays cached. */
 static void test_read_stage_cold_evicts(void **state)
@@ -261,6 +288,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_residency_after_eviction_and_read),
+        cmocka_unit_test(test_warm_means_warm),
         cmocka_unit_test(test_read_stage_cold_evicts),
         cmocka_unit_test(test_read_stage_out_of_descriptors),
         cmocka_unit_test(test_fifo_does_not_block_the_cache_step),
