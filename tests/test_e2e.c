@@ -1354,7 +1354,8 @@ static void test_loop_time_first_batch_and_interference(void **state)
 }
 
 /* A single run ends with its verdict: a line starting "verdict", after
- * which come only its suggestions; its noise is a figure or "unknown". */
+ * which come only its capacity line and its suggestions; its noise is a
+ * figure or "unknown". */
 static void test_single_run_ends_with_verdict(void **state)
 {
     (void)state;
@@ -1368,7 +1369,9 @@ static void test_single_run_ends_with_verdict(void **state)
     assert_non_null(strstr(verdict, "dominant stage: decode"));
     for (const char *line = strchr(verdict + 1, '\n'); line && line[1];
          line = strchr(line + 1, '\n'))
-        assert_true(strncmp(line + 1, "  try: ", 7) == 0);
+        assert_true(strncmp(line + 1, "  try: ", 7) == 0 ||
+                    strncmp(line + 1, "  capacity: ", 12) == 0);
+    assert_non_null(strstr(verdict, "\n  capacity: a 1 ms step at batch 8 needs 8000 samples/s"));
     assert_null(strstr(text, "± 0.0%"));
     free(text);
 }

@@ -375,6 +375,30 @@ static void describe_point(const struct pb_result *result, size_t i, char *buf, 
     }
 }
 
+/* A pick with more workers than hardware threads gives way to the best
+ * point within them when the two are apart by less than the tie or either
+ * one's noise: no point is recommended that the suggestions would then
+ * advise against. */
+static int within_threads(const struct pb_result *result, const struct pb_analysis *an, int pick,
+                          double tie_pct)
+{
+    if (pick < 0 || !an->points[pick].oversubscribed)
+        return pick;
+    int alt = -1;
+    for (size_t i = 0; i < result->point_count; i++)
+        if (an->points[i].usable && !an->points[i].oversubscribed &&
+            (alt < 0 || result->points[i].samples_per_s > result->points[alt].samples_per_s))
+            alt = (int)i;
+    if (alt < 0)
+        return pick;
+    double tie = fmax(tie_pct, fmax(result->points[pick].samples_per_s_noise_pct,
+                                    result->points[alt].samples_per_s_noise_pct));
+    return result->points[alt].samples_per_s >=
+                   result->points[pick].samples_per_s * (1 - tie / 100)
+               ? alt
+               : pick;
+}
+
 static void recommend(const struct pb_result *result, struct pb_analysis *an)
 {
     an->recommended = -1;
@@ -413,7 +437,8 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
         snprintf(an->rule, sizeof(an->rule),
                  "with a %.3g ms step: the cheapest point (fewest workers, then least memory, "
                  "then smallest batch) that keeps accelerator utilization >= %.0f%%; if none "
-                 "does, the cheapest within %.0f points of the best utilization",
+                 "does, the cheapest within %.0f%% (or the best point's noise) of the best "
+                 "utilization",
                  step_ms, an->thresholds.accel_util_target_pct, an->thresholds.tie_pct);
         if (pick >= 0) {
             an->recommended = pick;
@@ -426,24 +451,26 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
             return;
         }
         /* None meets the target: the closest, i.e. the cheapest point
-         * within 3 points of the best utilization. */
+         * within the tie (relative: the larger of tie_pct and the best
+         * point's noise) of the best utilization. */
+        double util_tie = fmax(an->thresholds.tie_pct,
+                               result->points[best_util_point].samples_per_s_noise_pct);
         pick = -1;
         for (size_t i = 0; i < result->point_count; i++)
             if (an->points[i].usable &&
-                result->points[i].accel_util_pct >= best_util - an->thresholds.tie_pct &&
+                result->points[i].accel_util_pct >= best_util * (1 - util_tie / 100) &&
                 (pick < 0 || cheaper(&an->points[i], &an->points[pick]) < 0))
                 pick = (int)i;
         an->recommended = pick;
         describe_point(result, (size_t)pick, name, sizeof(name));
         snprintf(an->reason, sizeof(an->reason),
                  "no point keeps the accelerator >= %.0f%% busy; the closest: %s at %.1f%% "
-                 "(the best is %.1f%%; within %.0f points the cheapest wins), %.1f samples/s "
+                 "(the best is %.1f%%; within %.1f%% of it the cheapest wins), %.1f samples/s "
                  "with %s and %.0f MiB",
                  an->thresholds.accel_util_target_pct, name, result->points[pick].accel_util_pct, best_util,
-                 an->thresholds.tie_pct, result->points[pick].samples_per_s,
+                 util_tie, result->points[pick].samples_per_s,
                  workers_phrase(workers, sizeof(workers), an->points[pick].workers),
                  (double)an->points[pick].memory_bytes / 1048576.0);
-        (void)best_util_point;
         return;
     }
 
@@ -456,6 +483,7 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
         if (pick < 0 || cheaper(&an->points[i], &an->points[pick]) < 0)
             pick = (int)i;
     }
+    pick = within_threads(result, an, pick, tie_pct);
     an->recommended = pick;
     size_t used = strlen(an->reason);
     if (step_ms <= 0)
@@ -932,9 +960,17 @@ static void worker_suggestions(const struct pb_result *result, size_t i, const c
                 "%d adds only queueing (more batches in flight), not compute; compare the %d-worker "
                 "rows before buying it with memory",
                 (long long)a->workers, pus, pus, pus);
+    else if (a->oversubscribed && (int)i == an->recommended && result->point_count > 1)
+        SUGGEST(an,
+                "%lld workers share %d hardware threads and still measured faster than every "
+                "point within them by more than the noise: the extra workers overlap their "
+                "waits (reads, page faults) with the others' work; recheck on the training "
+                "machine, whose cores may differ",
+                (long long)a->workers, pus);
     else if (a->oversubscribed)
-        SUGGEST(an, "%lld workers share %d hardware threads: use at most %d", (long long)a->workers,
-                pus, pus);
+        SUGGEST(an, "%lld workers share %d hardware threads: use at most %d (test: %s -a "
+                    "loader.workers=%d,%lld)",
+                (long long)a->workers, pus, pus, run, pus, (long long)a->workers);
 }
 
 /* A loader holding over a quarter of the machine's memory. */
