@@ -169,12 +169,57 @@ static void test_accelerator_rule_and_fallback(void **state)
     pb_analysis_free(&an);
     release(&r);
 
-    /* Within 3 points of the best utilization, the cheaper point wins. */
+    /* Within 3% of the best utilization, the cheaper point wins. */
     const struct spec_point close[] = {
         {1, 32, 900, 1, 30, 78, 95, 100, NULL},
         {2, 32, 1500, 1, 20, 80, 95, 150, NULL},
     };
     assert_int_equal(recommend(close, 2, 20, &an, &r), 0);
+    pb_analysis_free(&an);
+    release(&r);
+
+    /* The tie is relative: at single-digit utilization 9.1% is 37% under
+     * 14.4%, not a tie (3 points absolute would have called it one). */
+    const struct spec_point video[] = {
+        {2, 8, 9.1, 1, 90, 9.1, 95, 100, NULL},
+        {2, 8, 14.4, 1, 85, 14.4, 95, 100, NULL},
+    };
+    assert_int_equal(recommend(video, 2, 5, &an, &r), 1);
+    assert_non_null(strstr(an.rule, "within 3% (or the best point's noise)"));
+    pb_analysis_free(&an);
+    release(&r);
+}
+
+/* More workers than hardware threads: within the noise of the best point
+ * within them, the point within them is recommended (the suggestions would
+ * advise against the other); clearly faster, it stays, and is not then
+ * advised against. */
+static void test_oversubscribed_ties_give_way(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {
+        {2, 32, 1000, 4, 30, 0, 95, 100, NULL},
+        {3, 32, 1040, 4, 25, 0, 95, 100, NULL}, /* 4% faster, noise 4%: a tie */
+    };
+    struct pb_result r;
+    struct pb_analysis an;
+    make(&r, rows, 2, 0);
+    r.machine.pus = 2;
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    assert_int_equal(an.recommended, 0);
+    pb_analysis_free(&an);
+    release(&r);
+
+    const struct spec_point clear[] = {
+        {2, 32, 1000, 1, 30, 0, 95, 100, NULL},
+        {3, 32, 1300, 1, 25, 0, 95, 100, NULL}, /* 30% faster */
+    };
+    make(&r, clear, 2, 0);
+    r.machine.pus = 2;
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    assert_int_equal(an.recommended, 1);
+    for (int i = 0; i < an.suggestion_count; i++)
+        assert_null(strstr(an.suggestions[i], "use at most"));
     pb_analysis_free(&an);
     release(&r);
 }
@@ -524,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_memory_then_batch_break_ties),
         cmocka_unit_test(test_failed_point_is_never_recommended),
         cmocka_unit_test(test_accelerator_rule_and_fallback),
+        cmocka_unit_test(test_oversubscribed_ties_give_way),
         cmocka_unit_test(test_verdict_thresholds),
         cmocka_unit_test(test_thresholds_from_config),
         cmocka_unit_test(test_knee),
