@@ -81,6 +81,9 @@ static const char *code_span(char *buf, size_t size, const char *text)
     return buf;
 }
 
+/* More repeats than this a side is not a measurement plan, it is noise. */
+#define PB_SENSIBLE_REPEATS 50
+
 /* A note on what the data could detect: that the repeats can never reach
  * significance (once), and for an ambiguous metric the repeats per side
  * that would decide it, as a command option. */
@@ -106,19 +109,27 @@ static void decide_metric(struct notes *n, const char *label, const struct pb_me
     else
         snprintf(seen, sizeof(seen), " (noise unknown: %d and %d repeats)", mc->base_n,
                  mc->next_n);
-    if (mc->repeats_to_decide > 0)
+    /* Past a sensible number of repeats, or noisier per repeat than the
+     * threshold itself, a metric is not decidable here: said so, rather
+     * than asking for hundreds of repeats. */
+    bool sensible = mc->repeats_to_decide > 0 && mc->repeats_to_decide <= PB_SENSIBLE_REPEATS &&
+                    !(mc->noise > n->threshold_pct);
+    if (sensible)
         fprintf(n->out,
                 "%sambiguous %s at %s%s: about %d repeats a side would decide it; measure again "
                 "with -s run.repeats=%d\n",
                 bullet, mc->name, label, seen, mc->repeats_to_decide, mc->repeats_to_decide);
     else
         fprintf(n->out,
-                "%sambiguous %s at %s%s: too noisy to decide against the %.1f%s threshold (more "
-                "than %d repeats a side); lengthen each repeat (-s run.min_time_s) to lower its "
-                "noise\n",
-                bullet, mc->name, label, seen, n->threshold_pct, unit, PB_COMPARE_MAX_REPEATS);
-    n->decidable += mc->repeats_to_decide > 0;
-    if (mc->repeats_to_decide > n->most)
+                "%sambiguous %s at %s%s: not decidable here (%s the %.1f%s threshold); "
+                "lengthen each repeat (-s run.min_time_s) or measure on a quieter machine to "
+                "lower its noise\n",
+                bullet, mc->name, label, seen,
+                mc->noise > n->threshold_pct ? "its noise per repeat is above"
+                                             : "more than 50 repeats a side to decide at",
+                n->threshold_pct, unit);
+    n->decidable += sensible;
+    if (sensible && mc->repeats_to_decide > n->most)
         n->most = mc->repeats_to_decide;
 }
 
