@@ -544,6 +544,7 @@ static void test_gate_on_what_users_gate_on(void **state)
     for (int m = 0; m < PB_METRIC_COUNT; m++) {
         pc->metrics[m].name = pb_metrics[m].name;
         pc->metrics[m].verdict = PB_VERDICT_SAME;
+        pc->metrics[m].base_n = pc->metrics[m].next_n = 5; /* measured on both sides */
     }
     const struct pb_metric *p99 = pb_metric_find("assembly_p99_ns");
     pc->metrics[p99 - pb_metrics].verdict = PB_VERDICT_REGRESSED; /* more workers: slower batches */

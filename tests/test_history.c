@@ -78,7 +78,7 @@ static void test_add_and_show(void **state)
     assert_int_equal(pb_history_show(db, NULL, "bogus", 5, msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_string_equal(msg, "--metric must be one of: samples_per_s, stall_pct, accel_util_pct, "
                              "cpu_ns_per_sample, assembly_p99_ns, "
-                             "rss_peak_bytes; got 'bogus'");
+                             "rss_peak_bytes, machine_ref_ns; got 'bogus'");
     unlink(db);
     rmdir(dir);
 }

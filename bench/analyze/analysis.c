@@ -399,6 +399,67 @@ static int within_threads(const struct pb_result *result, const struct pb_analys
                : pick;
 }
 
+/* With a training step: the cheapest point that keeps the accelerator at
+ * its target utilization, or the cheapest within the tie of the best. */
+static void recommend_for_step(const struct pb_result *result, struct pb_analysis *an,
+                               double step_ms)
+{
+    char name[256], workers[64];
+    int pick = -1;
+    double best_util = -1;
+    int best_util_point = -1;
+    for (size_t i = 0; i < result->point_count; i++) {
+        if (!an->points[i].usable)
+            continue;
+        double util = result->points[i].accel_util_pct;
+        if (util > best_util) {
+            best_util = util;
+            best_util_point = (int)i;
+        }
+        if (util >= an->thresholds.accel_util_target_pct &&
+            (pick < 0 || cheaper(&an->points[i], &an->points[pick]) < 0))
+            pick = (int)i;
+    }
+    snprintf(an->rule, sizeof(an->rule),
+             "with a %.3g ms step: the cheapest point (fewest workers, then least memory, "
+             "then smallest batch) that keeps accelerator utilization >= %.0f%%; if none "
+             "does, the cheapest within %.0f%% (or the best point's noise) of the best "
+             "utilization",
+             step_ms, an->thresholds.accel_util_target_pct, an->thresholds.tie_pct);
+    if (pick >= 0) {
+        an->recommended = pick;
+        describe_point(result, (size_t)pick, name, sizeof(name));
+        snprintf(an->reason, sizeof(an->reason),
+                 "%s keeps the accelerator %.1f%% busy at %.1f samples/s with %s and %.0f MiB",
+                 name, result->points[pick].accel_util_pct, result->points[pick].samples_per_s,
+                 workers_phrase(workers, sizeof(workers), an->points[pick].workers),
+                 (double)an->points[pick].memory_bytes / 1048576.0);
+        return;
+    }
+    /* None meets the target: the closest, i.e. the cheapest point
+     * within the tie (relative: the larger of tie_pct and the best
+     * point's noise) of the best utilization. */
+    double util_tie = fmax(an->thresholds.tie_pct,
+                           result->points[best_util_point].samples_per_s_noise_pct);
+    pick = -1;
+    for (size_t i = 0; i < result->point_count; i++)
+        if (an->points[i].usable &&
+            result->points[i].accel_util_pct >= best_util * (1 - util_tie / 100) &&
+            (pick < 0 || cheaper(&an->points[i], &an->points[pick]) < 0))
+            pick = (int)i;
+    an->recommended = pick;
+    describe_point(result, (size_t)pick, name, sizeof(name));
+    snprintf(an->reason, sizeof(an->reason),
+             "no point keeps the accelerator >= %.0f%% busy; the closest: %s at %.1f%% "
+             "(the best is %.1f%%; within %.1f%% of it the cheapest wins), %.1f samples/s "
+             "with %s and %.0f MiB",
+             an->thresholds.accel_util_target_pct, name, result->points[pick].accel_util_pct, best_util,
+             util_tie, result->points[pick].samples_per_s,
+             workers_phrase(workers, sizeof(workers), an->points[pick].workers),
+             (double)an->points[pick].memory_bytes / 1048576.0);
+    return;
+}
+
 static void recommend(const struct pb_result *result, struct pb_analysis *an)
 {
     an->recommended = -1;
@@ -419,58 +480,7 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
     char name[256], workers[64];
 
     if (step_ms > 0) {
-        int pick = -1;
-        double best_util = -1;
-        int best_util_point = -1;
-        for (size_t i = 0; i < result->point_count; i++) {
-            if (!an->points[i].usable)
-                continue;
-            double util = result->points[i].accel_util_pct;
-            if (util > best_util) {
-                best_util = util;
-                best_util_point = (int)i;
-            }
-            if (util >= an->thresholds.accel_util_target_pct &&
-                (pick < 0 || cheaper(&an->points[i], &an->points[pick]) < 0))
-                pick = (int)i;
-        }
-        snprintf(an->rule, sizeof(an->rule),
-                 "with a %.3g ms step: the cheapest point (fewest workers, then least memory, "
-                 "then smallest batch) that keeps accelerator utilization >= %.0f%%; if none "
-                 "does, the cheapest within %.0f%% (or the best point's noise) of the best "
-                 "utilization",
-                 step_ms, an->thresholds.accel_util_target_pct, an->thresholds.tie_pct);
-        if (pick >= 0) {
-            an->recommended = pick;
-            describe_point(result, (size_t)pick, name, sizeof(name));
-            snprintf(an->reason, sizeof(an->reason),
-                     "%s keeps the accelerator %.1f%% busy at %.1f samples/s with %s and %.0f MiB",
-                     name, result->points[pick].accel_util_pct, result->points[pick].samples_per_s,
-                     workers_phrase(workers, sizeof(workers), an->points[pick].workers),
-                     (double)an->points[pick].memory_bytes / 1048576.0);
-            return;
-        }
-        /* None meets the target: the closest, i.e. the cheapest point
-         * within the tie (relative: the larger of tie_pct and the best
-         * point's noise) of the best utilization. */
-        double util_tie = fmax(an->thresholds.tie_pct,
-                               result->points[best_util_point].samples_per_s_noise_pct);
-        pick = -1;
-        for (size_t i = 0; i < result->point_count; i++)
-            if (an->points[i].usable &&
-                result->points[i].accel_util_pct >= best_util * (1 - util_tie / 100) &&
-                (pick < 0 || cheaper(&an->points[i], &an->points[pick]) < 0))
-                pick = (int)i;
-        an->recommended = pick;
-        describe_point(result, (size_t)pick, name, sizeof(name));
-        snprintf(an->reason, sizeof(an->reason),
-                 "no point keeps the accelerator >= %.0f%% busy; the closest: %s at %.1f%% "
-                 "(the best is %.1f%%; within %.1f%% of it the cheapest wins), %.1f samples/s "
-                 "with %s and %.0f MiB",
-                 an->thresholds.accel_util_target_pct, name, result->points[pick].accel_util_pct, best_util,
-                 util_tie, result->points[pick].samples_per_s,
-                 workers_phrase(workers, sizeof(workers), an->points[pick].workers),
-                 (double)an->points[pick].memory_bytes / 1048576.0);
+        recommend_for_step(result, an, step_ms);
         return;
     }
 

@@ -292,6 +292,7 @@ static void compare_metric(int metric, const struct pb_point_result *a,
     m->unit = row->unit;
     m->higher_is_better = row->higher_is_better;
     m->absolute = row->absolute;
+    m->machine = row->machine;
     double *x = calloc(a->repeat_count + 1, sizeof(double));
     double *y = calloc(b->repeat_count + 1, sizeof(double));
     size_t n = metric_values(a, row, x), k = metric_values(b, row, y);
@@ -392,6 +393,36 @@ static void side_interference(const struct pb_point_result *p, double *median, d
         *lo = *hi = 0;
 }
 
+static double median_throttled(const struct pb_point_result *p)
+{
+    double v[PB_COMPARE_MAX_REPEATS];
+    size_t n = 0;
+    for (size_t r = 0; r < p->repeat_count && n < PB_COMPARE_MAX_REPEATS; r++)
+        v[n++] = p->repeats[r].throttled_pct;
+    return n ? pb_median(v, n) : 0;
+}
+
+/* Whether the machine changed under the code between the sides: its
+ * reference workload's comparison (the machine_ref_ns row), and a CPU
+ * quota throttling either side. */
+static void machine_change(struct pb_point_cmp *pc, const struct pb_point_result *a,
+                           const struct pb_point_result *b)
+{
+    struct pb_interference *in = &pc->interference;
+    in->machine_change_pct = NAN;
+    for (int m = 0; m < pc->metric_count; m++) {
+        const struct pb_metric_cmp *mc = &pc->metrics[m];
+        if (strcmp(mc->name, "machine_ref_ns") != 0 || isnan(mc->ci_low_pct))
+            continue;
+        in->machine_change_pct = mc->change_pct;
+        in->machine_changed = fabs(mc->change_pct) >= PB_MACHINE_CHANGE_PCT &&
+                              (mc->ci_low_pct > 0 || mc->ci_high_pct < 0);
+    }
+    in->base_throttled = median_throttled(a);
+    in->next_throttled = median_throttled(b);
+    in->throttled = in->base_throttled >= PB_THROTTLED_PCT || in->next_throttled >= PB_THROTTLED_PCT;
+}
+
 /* A point whose sides other processes disturbed: its wall-clock verdicts
  * are withheld (the change and interval stay), and counted apart. */
 static void apply_interference(struct pb_point_cmp *pc,
@@ -402,11 +433,15 @@ static void apply_interference(struct pb_point_cmp *pc,
     side_interference(b, &in->next_other, &in->next_other_lo, &in->next_other_hi, &in->next_steal);
     in->disturbed = in->base_other >= PB_BUSY_MACHINE_PCT || in->next_other >= PB_BUSY_MACHINE_PCT ||
                     in->base_steal >= PB_STEAL_PCT || in->next_steal >= PB_STEAL_PCT;
+    machine_change(pc, a, b);
+    in->disturbed |= in->machine_changed || in->throttled;
     if (!in->disturbed)
         return;
     for (int m = 0; m < pc->metric_count; m++) {
         struct pb_metric_cmp *mc = &pc->metrics[m];
-        if (!pb_metrics[m].wall_clock || mc->verdict == PB_VERDICT_AMBIGUOUS)
+        bool cpu_time = strcmp(pb_metrics[m].name, "cpu_ns_per_sample") == 0;
+        if (!(pb_metrics[m].wall_clock || (cpu_time && in->machine_changed)) ||
+            mc->verdict == PB_VERDICT_AMBIGUOUS)
             continue;
         mc->verdict = PB_VERDICT_DISTURBED;
         mc->repeats_to_decide = 0;
@@ -421,6 +456,8 @@ static void count_verdicts(struct pb_comparison *out)
     for (size_t i = 0; i < out->point_count; i++)
         for (int m = 0; m < out->points[i].metric_count; m++) {
             struct pb_metric_cmp *mc = &out->points[i].metrics[m];
+            if (!pb_metric_cmp_measured(mc) || mc->machine)
+                continue;
             switch (mc->cost_of_setting ? PB_VERDICT_SAME : mc->verdict) {
             case PB_VERDICT_REGRESSED: out->regressions++; break;
             case PB_VERDICT_IMPROVED: out->improvements++; break;
@@ -523,6 +560,11 @@ int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, 
     return PB_OK;
 }
 
+const char *pb_metric_cmp_verdict(const struct pb_metric_cmp *mc)
+{
+    return pb_metric_cmp_measured(mc) ? pb_verdict_name(mc->verdict) : "not measured";
+}
+
 const char *pb_verdict_name(enum pb_verdict verdict)
 {
     static const char *const names[] = {"same", "improved", "regressed", "ambiguous", "disturbed"};
@@ -565,6 +607,15 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
                       "steal_pct", in->base_steal, "new", "other_cpu_pct", in->next_other,
                       "other_cpu_range", in->next_other_lo, in->next_other_hi, "steal_pct",
                       in->next_steal, "disturbed", in->disturbed));
+        json_t *inj = json_object_get(p, "interference");
+        json_object_set_new(inj, "machine",
+                            json_pack("{s:o,s:f,s:f,s:b,s:b}", "reference_change_pct",
+                                      isnan(in->machine_change_pct)
+                                          ? json_null()
+                                          : json_real(in->machine_change_pct),
+                                      "base_throttled_pct", in->base_throttled,
+                                      "new_throttled_pct", in->next_throttled, "changed",
+                                      in->machine_changed, "throttled", in->throttled));
         json_t *metrics = json_array();
         for (int m = 0; m < pc->metric_count; m++) {
             const struct pb_metric_cmp *mc = &pc->metrics[m];
@@ -579,7 +630,7 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
                                                : json_pack("[f f]", mc->ci_low_pct, mc->ci_high_pct));
             json_object_set_new(o, "p_value", isnan(mc->p_value) ? json_null() : json_real(mc->p_value));
             json_object_set_new(o, "repeats", json_pack("[i i]", mc->base_n, mc->next_n));
-            json_object_set_new(o, "verdict", json_string(pb_verdict_name(mc->verdict)));
+            json_object_set_new(o, "verdict", json_string(pb_metric_cmp_verdict(mc)));
             json_object_set_new(o, "gated", json_boolean(mc->gated));
             if (mc->cost_of_setting)
                 json_object_set_new(o, "cost_of_setting", json_true());

@@ -32,8 +32,17 @@ enum pb_verdict { PB_VERDICT_SAME = 0, PB_VERDICT_IMPROVED, PB_VERDICT_REGRESSED
 struct pb_interference {
     double base_other, base_other_lo, base_other_hi, base_steal;
     double next_other, next_other_lo, next_other_hi, next_steal;
+    /* The machine itself: the reference workload's change from base to new
+     * (%, NAN unknown), the share of time each side's cgroup was throttled
+     * by a CPU quota, and whether either changed the machine under the
+     * code: a reference change past PB_MACHINE_CHANGE_PCT (its interval
+     * excluding 0) withholds CPU per sample too; a quota, the wall clock. */
+    double machine_change_pct, base_throttled, next_throttled;
+    bool machine_changed, throttled;
     bool disturbed;
 };
+#define PB_MACHINE_CHANGE_PCT 3.0
+#define PB_THROTTLED_PCT 1.0
 
 #define PB_COMPARE_ALPHA 0.05
 #define PB_COMPARE_METRICS PB_METRIC_COUNT /* every row of bench/result/metrics.h */
@@ -56,6 +65,8 @@ struct pb_metric_cmp {
      * workers or prefetch hold more batches): reported as the setting's
      * cost, not counted in regressions. */
     bool cost_of_setting;
+    /* The machine's figure (bench/result/metrics.h): shown, not counted. */
+    bool machine;
     /* Whether --fail-on-regression fails on this metric (its table row's
      * default, or named with --gate: pb_comparison_gate). */
     bool gated;
@@ -122,6 +133,16 @@ void pb_comparison_free(struct pb_comparison *cmp);
 int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, size_t msglen);
 
 const char *pb_verdict_name(enum pb_verdict verdict);
+
+/* A metric neither side measured (accelerator utilization without a step,
+ * the machine's reference in results from before it): shown as "not
+ * measured", left out of the counts and the notes. */
+static inline bool pb_metric_cmp_measured(const struct pb_metric_cmp *mc)
+{
+    return mc->base_n > 0 && mc->next_n > 0;
+}
+/* Its verdict's name, "not measured" for such a metric. */
+const char *pb_metric_cmp_verdict(const struct pb_metric_cmp *mc);
 json_t *pb_comparison_to_json(const struct pb_comparison *cmp);
 /* The smallest two-sided p-value the Mann-Whitney test can give for n
  * against m repeats (the two samples fully apart, no ties). 3 against 3

@@ -90,6 +90,8 @@ static const char *code_span(char *buf, size_t size, const char *text)
 static void decide_metric(struct notes *n, const char *label, const struct pb_metric_cmp *mc)
 {
     const char *bullet = n->md ? "- " : "";
+    if (!pb_metric_cmp_measured(mc) || mc->machine)
+        return;
     if (isinf(mc->detectable) && !n->said_never) {
         fprintf(n->out,
                 "\n%s%d vs %d repeats can never reach p < %.2f with Mann-Whitney (the smallest p "
@@ -183,26 +185,56 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
     }
 }
 
-/* Each point other processes disturbed: their share of the machine on
- * each side, and what that means for the verdicts and the gate. */
+void pb_interference_text(const struct pb_point_cmp *pc, char *buf, size_t buflen)
+{
+    const struct pb_interference *in = &pc->interference;
+    size_t used = 0;
+    if (buflen)
+        buf[0] = '\0';
+    if (!in->disturbed || buflen == 0)
+        return;
+    if (in->base_other >= PB_BUSY_MACHINE_PCT || in->next_other >= PB_BUSY_MACHINE_PCT ||
+        in->base_steal >= PB_STEAL_PCT || in->next_steal >= PB_STEAL_PCT)
+        used += (size_t)snprintf(
+            buf + used, buflen - used,
+            "other processes took %.0f%% of the machine's CPU on the base side (%.0f-%.0f%% "
+            "over its repeats, steal %.0f%%) and %.0f%% on the new (%.0f-%.0f%%, steal %.0f%%)",
+            in->base_other, in->base_other_lo, in->base_other_hi, in->base_steal, in->next_other,
+            in->next_other_lo, in->next_other_hi, in->next_steal);
+    if (in->machine_changed && used < buflen)
+        used += (size_t)snprintf(buf + used, buflen - used,
+                                 "%sthe machine's own reference workload took %+.1f%% on the new "
+                                 "side (a %s core: its clock, or what shares it)",
+                                 used ? "; " : "", in->machine_change_pct,
+                                 in->machine_change_pct > 0 ? "slower" : "faster");
+    if (in->throttled && used < buflen)
+        used += (size_t)snprintf(buf + used, buflen - used,
+                                 "%sthe process's cgroup was held back by its CPU quota "
+                                 "(throttled %.0f%% of the machine's CPU time on the base side, "
+                                 "%.0f%% on the new)",
+                                 used ? "; " : "", in->base_throttled, in->next_throttled);
+    if (used < buflen)
+        snprintf(buf + used, buflen - used,
+                 ": the wall-clock verdicts%s are withheld (disturbed), as the change is the "
+                 "machine's as much as the code's%s",
+                 in->machine_changed ? " and CPU time per sample" : "",
+                 in->machine_changed ? "; memory is still compared"
+                                     : "; CPU time per sample and memory are still compared");
+}
+
+/* Each point whose verdicts were withheld, with why, and what that means
+ * for the gate. */
 static void print_interference(FILE *out, const struct pb_comparison *cmp, bool md)
 {
     for (size_t i = 0; i < cmp->point_count; i++) {
         const struct pb_point_cmp *pc = &cmp->points[i];
-        const struct pb_interference *in = &pc->interference;
-        if (!in->disturbed)
+        char text[1200];
+        pb_interference_text(pc, text, sizeof text);
+        if (!text[0])
             continue;
         char label[LABEL_SIZE];
         shown_label(label, sizeof(label), pc->label, md, false);
-        fprintf(out,
-                "%sinterference at %s: other processes took %.0f%% of the machine's CPU on the "
-                "base side (%.0f-%.0f%% over its repeats, steal %.0f%%) and %.0f%% on the new "
-                "(%.0f-%.0f%%, steal %.0f%%): the wall-clock verdicts are withheld (disturbed: "
-                "a side at %.0f%% or more of the machine is measured against a machine it did "
-                "not have); CPU time per sample and memory are still compared%s\n",
-                md ? "- " : "", label, in->base_other, in->base_other_lo, in->base_other_hi,
-                in->base_steal, in->next_other, in->next_other_lo, in->next_other_hi,
-                in->next_steal, PB_BUSY_MACHINE_PCT,
+        fprintf(out, "%sinterference at %s: %s%s\n", md ? "- " : "", label, text,
                 cmp->gated_withheld && !cmp->gated_regressions
                     ? "; --fail-on-regression exits 4 (inconclusive): rerun both on a quiet "
                       "machine"
@@ -283,7 +315,7 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
                 snprintf(p, sizeof(p), "-");
             else
                 snprintf(p, sizeof(p), "%.3f", mc->p_value);
-            const char *verdict = pb_verdict_name(mc->verdict);
+            const char *verdict = pb_metric_cmp_verdict(mc);
             char detectable[32];
             if (isinf(mc->detectable))
                 snprintf(detectable, sizeof(detectable), "never");

@@ -17,4 +17,9 @@ void pb_comparison_markdown(FILE *out, const struct pb_comparison *cmp, const ch
 void pb_comparison_json(FILE *out, const struct pb_comparison *cmp, const char *base_name,
                         const char *next_name);
 
+/* Why a point's verdicts were withheld, in one sentence with its figures
+ * (other processes, the machine's reference speed, a CPU quota); ""
+ * when they were not. */
+void pb_interference_text(const struct pb_point_cmp *pc, char *buf, size_t buflen);
+
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench/base/pb.h"
+#include "bench/report/compare_text.h"
 #include "bench/report/report.h"
 #include "bench/report/svg.h"
 
@@ -831,18 +832,12 @@ void pb_html_comparison(FILE *out, const struct pb_comparison *cmp, const char *
     for (int i = 0; i < cmp->setting_change_count; i++)
         element(out, "li", cmp->setting_changes[i]);
     for (size_t i = 0; i < cmp->point_count; i++) {
-        const struct pb_interference *in = &cmp->points[i].interference;
-        if (!in->disturbed)
+        char why[1000], item[1400];
+        pb_interference_text(&cmp->points[i], why, sizeof why);
+        if (!why[0])
             continue;
-        snprintf(line, sizeof(line),
-                 "interference at %s: other processes took %.0f%% of the machine's CPU on the "
-                 "base side (%.0f-%.0f%%, steal %.0f%%) and %.0f%% on the new (%.0f-%.0f%%, steal "
-                 "%.0f%%): wall-clock verdicts withheld (disturbed); CPU time per sample and "
-                 "memory still compared",
-                 cmp->points[i].label, in->base_other, in->base_other_lo, in->base_other_hi,
-                 in->base_steal, in->next_other, in->next_other_lo, in->next_other_hi,
-                 in->next_steal);
-        element(out, "li", line);
+        snprintf(item, sizeof(item), "interference at %.256s: %s", cmp->points[i].label, why);
+        element(out, "li", item);
     }
     fputs("</ul>\n", out);
     for (size_t i = 0; i < cmp->point_count; i++) {
@@ -867,7 +862,7 @@ void pb_html_comparison(FILE *out, const struct pb_comparison *cmp, const char *
             cell(out, false, "%.3g", mc->p_value);
             cell(out, false, "%d vs %d", mc->base_n, mc->next_n);
             fprintf(out, "<td class=\"l %s\">%s%s</td></tr>\n", pb_verdict_name(mc->verdict),
-                    pb_verdict_name(mc->verdict),
+                    pb_metric_cmp_verdict(mc),
                     mc->cost_of_setting ? " (cost of the setting change)" : "");
             /* Better is to the right on every row: lower-is-better metrics
              * are drawn with their sign flipped. */

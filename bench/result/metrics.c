@@ -119,23 +119,49 @@ static double cpu_per_sample_of_point(const struct pb_point_result *p)
                : NAN;
 }
 
+/* The machine's reference workload before the repeat (ns; lower: a faster
+ * machine); NAN where it was not measured. */
+static double ref_of_repeat(const struct pb_repeat_result *r)
+{
+    return r->ref_cpu_ns > 0 ? r->ref_cpu_ns : NAN;
+}
+
+static void ref_to_repeat(struct pb_repeat_result *r, double v)
+{
+    r->ref_cpu_ns = v;
+}
+
+static double ref_of_point(const struct pb_point_result *p)
+{
+    double v[64];
+    size_t n = 0;
+    for (size_t r = 0; p->repeats && r < p->repeat_count && n < 64; r++)
+        if (p->repeats[r].ref_cpu_ns > 0)
+            v[n++] = p->repeats[r].ref_cpu_ns;
+    return n ? pb_median(v, n) : NAN;
+}
+
 const struct pb_metric pb_metrics[PB_METRIC_COUNT] = {
     {"samples_per_s", "samples/s", true, false, false, true, samples_of_repeat, samples_to_repeat,
-     PB_RANKS_SUM, samples_of_point, true, false},
+     PB_RANKS_SUM, samples_of_point, true, false, false},
     {"stall_pct", "%", false, true, false, true, stall_of_repeat, stall_to_repeat, PB_RANKS_MEAN,
-     stall_of_point, true, false},
+     stall_of_point, true, false, false},
     {"accel_util_pct", "%", true, true, false, true, accel_of_repeat, accel_to_repeat,
-     PB_RANKS_MEAN, accel_of_point, true, false},
+     PB_RANKS_MEAN, accel_of_point, true, false, false},
     /* More workers on shared cores cost CPU per sample (cache, memory
      * bandwidth): the cost of that setting, not a regression of the code. */
     {"cpu_ns_per_sample", "ns", false, false, true, true, cpu_per_sample_of_repeat, NULL,
-     PB_RANKS_ROOT, cpu_per_sample_of_point, false, true},
+     PB_RANKS_ROOT, cpu_per_sample_of_point, false, true, false},
     {"assembly_p50_ns", "ns", false, false, false, false, assembly_p50_of_repeat, NULL, PB_RANKS_ROOT,
-     NULL, true, false},
+     NULL, true, false, false},
     {"assembly_p99_ns", "ns", false, false, false, false, assembly_p99_of_repeat, NULL, PB_RANKS_ROOT,
-     assembly_p99_of_point, true, false},
+     assembly_p99_of_point, true, false, false},
     {"rss_peak_bytes", "bytes", false, false, true, false, rss_of_repeat, rss_to_repeat, PB_RANKS_SUM,
-     rss_of_point, false, false},
+     rss_of_point, false, false, false},
+    /* Not the code's: the machine's speed, shown beside the verdicts and
+     * kept as a series, never gated (bench/analyze/compare.c reads it). */
+    {"machine_ref_ns", "ns", false, false, false, false, ref_of_repeat, ref_to_repeat,
+     PB_RANKS_MEAN, ref_of_point, false, false, true},
 };
 
 const struct pb_metric *pb_metric_find(const char *name)

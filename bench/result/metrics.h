@@ -44,9 +44,12 @@ struct pb_metric {
      * (bench/analyze/compare.h). CPU time per sample and memory are not. */
     bool wall_clock;
     bool loader_cost;
+    /* The machine's figure, not the code's (its reference workload): shown
+     * beside the verdicts and kept by history, never counted or gated. */
+    bool machine;
 };
 
-#define PB_METRIC_COUNT 7
+#define PB_METRIC_COUNT 8
 extern const struct pb_metric pb_metrics[PB_METRIC_COUNT];
 
 /* The metric named name, or NULL. */

@@ -124,6 +124,11 @@ struct pb_repeat_result {
     double page_cache_resident_pct;
     uint64_t page_cache_files_checked;
     uint64_t rss_peak_bytes;
+    /* The machine's own speed around the repeat (bench/sys/refspeed.h):
+     * the reference workload's time (ns, before the repeat), memory
+     * bandwidth (GB/s), and the share of the repeat's time the process's
+     * cgroup was throttled by a CPU quota; 0 where not measured. */
+    double ref_cpu_ns, ref_mem_gb_s, throttled_pct;
     size_t batch_count;
     struct pb_batch_record *batch_records; /* owned                       */
     size_t rss_count;

@@ -38,7 +38,9 @@ static const struct pb_field repeat_fields[] = {
     R(window_noise, PB_FIELD_DOUBLE),  R(hit_time_cap, PB_FIELD_BOOL),
     R(noisy, PB_FIELD_BOOL),           R(interrupted, PB_FIELD_BOOL),
     R(rss_peak_bytes, PB_FIELD_U64),   R(page_cache_resident_pct, PB_FIELD_DOUBLE),
-    R(page_cache_files_checked, PB_FIELD_U64), PB_FIELD_END,
+    R(page_cache_files_checked, PB_FIELD_U64), SHARE(ref_cpu_ns),
+    SHARE(ref_mem_gb_s),               SHARE(throttled_pct),
+    PB_FIELD_END,
 };
 #undef RATE
 #undef SHARE

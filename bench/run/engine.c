@@ -692,6 +692,8 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
     memset(rep, 0, sizeof(*rep));
     if (er->ds->count)
         pb_storage_repeat_start(er->spec, er->ds, er->point, rep);
+    struct pb_speed_mark speed;
+    pb_machine_speed_before(rep, &speed);
     reset_columns(er);
     er->pid_count = 0;
     er->live_workers = 0;
@@ -712,6 +714,7 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
     rc = read_repeat(er, &c, rep, msg, msglen);
     bool measured = c.measuring && c.t_end > c.t_start && c.samples > 0;
     if (measured) {
+        pb_machine_speed_after(rep, &speed);
         fill_totals(er, &c, rep);
         if (stage_timing && fill_rows(er, rep) != PB_OK)
             pb_point_warn(er->point, "out of memory for the stage rows");

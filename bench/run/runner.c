@@ -523,12 +523,15 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
     memset(rep, 0, sizeof(*rep));
     *interrupted = false;
     pb_storage_repeat_start(run->spec, run->ds, run->point, rep);
+    struct pb_speed_mark speed;
+    pb_machine_speed_before(rep, &speed);
     int rc = start_repeat(run, repeat, stage_timing, msg, msglen);
     if (rc != PB_OK)
         return rc;
     struct consumed c = {.step_ns = (uint64_t)(run->spec->run.step_ms * 1e6)};
     consume(run, &c, rep);
     stop_repeat(run);
+    pb_machine_speed_after(rep, &speed);
     /* A stage found stuck, even while the threads were joined after the
      * stopping rule ended the part, cuts the repeat short. */
     if (run->fatal_rc == PB_ERR_STALLED)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bench/base/pb.h"
+#include "bench/sys/refspeed.h"
 
 static uint64_t rss_bytes_now(void)
 {
@@ -205,4 +206,26 @@ void pb_sysmon_copy(const struct pb_sysmon *mon, struct pb_rss_sample **rss, siz
         memcpy(*rss, mon->rss, mon->rss_count * sizeof(**rss));
         *rss_count = mon->rss_count;
     }
+}
+
+void pb_machine_speed_before(struct pb_repeat_result *rep, struct pb_speed_mark *mark)
+{
+    struct pb_ref_speed ref;
+    pb_ref_speed_measure(&ref);
+    rep->ref_cpu_ns = ref.cpu_ns;
+    rep->ref_mem_gb_s = ref.mem_gb_s;
+    mark->throttled_us = pb_cgroup_throttled_us();
+    mark->t_ns = pb_now_ns();
+}
+
+void pb_machine_speed_after(struct pb_repeat_result *rep, const struct pb_speed_mark *mark)
+{
+    /* The cgroup's throttled time is summed over its CPUs: a share of the
+     * machine's CPU time over the repeat. */
+    uint64_t us = pb_cgroup_throttled_us(), elapsed_ns = pb_now_ns() - mark->t_ns;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    double capacity_ns = (double)elapsed_ns * (double)(cpus > 0 ? cpus : 1);
+    rep->throttled_pct = us > mark->throttled_us && elapsed_ns > 0
+                             ? 100.0 * (double)(us - mark->throttled_us) * 1e3 / capacity_ns
+                             : 0;
 }

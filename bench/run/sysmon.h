@@ -89,6 +89,15 @@ uint64_t pb_process_cpu_ns(void);
 uint64_t pb_mem_available_bytes(void);
 double pb_cpu_mhz_now(void);
 
+/* The machine's own speed around a repeat (bench/sys/refspeed.h): before
+ * it, the reference workload into rep and the cgroup's throttled time
+ * into mark; after it, the share of the repeat's time throttled. */
+struct pb_speed_mark {
+    uint64_t throttled_us, t_ns;
+};
+void pb_machine_speed_before(struct pb_repeat_result *rep, struct pb_speed_mark *mark);
+void pb_machine_speed_after(struct pb_repeat_result *rep, const struct pb_speed_mark *mark);
+
 /* Parses the text of /proc/stat (only its first "cpu " line is read).
  * Returns PB_OK, or PB_ERR when the line is missing or malformed. */
 int pb_proc_stat_parse(const char *text, struct pb_machine_cpu *out);

@@ -1,0 +1,27 @@
+/* The machine's own speed, measured where pbench runs: a short fixed
+ * reference workload timed before each repeat, and the CPU time the
+ * process's cgroup was throttled (a CPU quota). A result records both per
+ * repeat, so a compare can tell a slower machine (a lower clock, a busier
+ * core, a quota) from slower code, and history keeps the reference as a
+ * series of its own. */
+#ifndef PB_REFSPEED_H
+#define PB_REFSPEED_H
+
+#include <stdint.h>
+
+/* The reference workload: a fixed integer loop over an L1-resident table
+ * (the core's speed: its clock and what shares the core), median ns of
+ * five runs of about a millisecond each; and a 32 MiB memcpy, GB/s,
+ * median of three (the memory system's). About 20 ms in all. */
+struct pb_ref_speed {
+    double cpu_ns;
+    double mem_gb_s;
+};
+void pb_ref_speed_measure(struct pb_ref_speed *out);
+
+/* The CPU time this process's cgroup (v2) has been throttled by its quota
+ * (cpu.max), in microseconds since the cgroup began; 0 when there is no
+ * such accounting (no cgroup v2, no quota). */
+uint64_t pb_cgroup_throttled_us(void);
+
+#endif
