@@ -275,7 +275,7 @@ static void test_users_dataset(void **state)
     char args[2048];
     snprintf(args, sizeof args,
              "run '%s/configs/torch-dataset.yaml' -s dataset.path=img "
-             "-s 'dataset.args={\"root\": \"img\"}' -s dataset.generate.count=48 "
+             "-s dataset.generate.count=48 "
              "-s dataset.generate.size=96x72-128x96 -s run.warmup_batches=2 "
              "-s run.min_time_s=0.3 -s run.max_time_s=0.8 -s run.repeats=2 "
              "-s loader.batch_size=8 -o user.json",

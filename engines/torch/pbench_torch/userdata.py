@@ -41,6 +41,19 @@ def import_callable(spec, option):
     return obj
 
 
+def expand_args(args, dataset_path):
+    """dataset.args with "${dataset.path}" in its strings replaced by the
+    dataset's path as pbench resolved it (a shipped config's data may be in
+    the cache folder, wherever pbench runs)."""
+    if isinstance(args, str):
+        return args.replace("${dataset.path}", dataset_path)
+    if isinstance(args, dict):
+        return {k: expand_args(v, dataset_path) for k, v in args.items()}
+    if isinstance(args, list):
+        return [expand_args(v, dataset_path) for v in args]
+    return args
+
+
 def make_user_dataset(dataset_config):
     """Calls dataset.python with dataset.args as keyword arguments; the
     result must be a map-style Dataset (__getitem__ and __len__)."""
@@ -48,6 +61,7 @@ def make_user_dataset(dataset_config):
     args = dataset_config.get("args") or {}
     if not isinstance(args, dict):
         raise ConfigError("dataset.args", "dataset.args is an object of keyword arguments")
+    args = expand_args(args, dataset_config.get("path") or "")
     try:
         dataset = make(**args)
     except Exception as e:

@@ -16,6 +16,14 @@ def user_config(python, args, pipeline=()):
     return config
 
 
+class ExpandArgsTest(unittest.TestCase):
+    def test_dataset_path_in_args(self):
+        from pbench_torch import userdata
+        got = userdata.expand_args({"root": "${dataset.path}", "n": 3,
+                                    "more": ["${dataset.path}/x", {"k": "plain"}]}, "/d")
+        self.assertEqual(got, {"root": "/d", "n": 3, "more": ["/d/x", {"k": "plain"}]})
+
+
 @unittest.skipIf(not driver.torch_available(), driver.SKIP_REASON)
 class UserDatasetTest(unittest.TestCase):
     @classmethod
