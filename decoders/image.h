@@ -48,6 +48,10 @@ struct pb_image_opts {
 extern const struct pb_opt pb_jpeg_opts[];
 extern const char *const pb_jpeg_counters[];
 
+/* A JPEG's width and height from its frame header (SOF), read from the
+ * first len bytes of the file; false when they do not hold one. */
+bool pb_jpeg_dimensions(const uint8_t *data, size_t len, int *width, int *height);
+
 /* The decoders' output_channels: 1 for output: gray, else 3. */
 int pb_image_output_channels(const void *opts);
 

@@ -578,3 +578,33 @@ const struct pb_decoder_ops pb_decoder_jpeg = {
     .decode = jpeg_decode,
     .cleanup = jpeg_cleanup,
 };
+
+bool pb_jpeg_dimensions(const uint8_t *data, size_t len, int *width, int *height)
+{
+    if (len < 4 || data[0] != 0xFF || data[1] != 0xD8)
+        return false;
+    size_t at = 2;
+    while (at + 4 <= len) {
+        if (data[at] != 0xFF)
+            return false;
+        uint8_t marker = data[at + 1];
+        if (marker == 0xFF) { /* fill byte */
+            at++;
+            continue;
+        }
+        size_t seg = (size_t)data[at + 2] << 8 | data[at + 3];
+        /* SOF0..SOF15, less DHT (C4), JPG (C8) and DAC (CC). */
+        if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 &&
+            marker != 0xCC) {
+            if (at + 9 > len)
+                return false;
+            *height = data[at + 5] << 8 | data[at + 6];
+            *width = data[at + 7] << 8 | data[at + 8];
+            return *width > 0 && *height > 0;
+        }
+        if (marker == 0xDA || seg < 2)
+            return false; /* scan data before any frame header */
+        at += 2 + seg;
+    }
+    return false;
+}

@@ -459,22 +459,30 @@ static void test_jpeg_decode_suggestion(void **state)
         const char *next, *scale;
         bool fused;
         const char *want, *absent;
+        uint64_t source_w, source_h; /* the dataset's median JPEG; 0 unknown */
     } cases[] = {
         {"random_resized_crop", "1", true,
          "decode takes 90% of worker CPU time although it decodes only the crop's window "
          "(fused with the crop; 7 of 1000 samples DCT-reduced)",
-         "scale=auto"},
+         "scale=auto", 0, 0},
         {"random_resized_crop", "1", true,
          "for sources larger than 448x320 (test: pbench run image.yaml -s "
          "pipeline.decode.scale=window); smaller or lower-quality source files; or a GPU "
          "decoder",
-         NULL},
+         NULL, 0, 0},
         {"random_resized_crop", "window", true, "What cuts it: smaller or lower-quality",
-         "scale=window"},
+         "scale=window", 0, 0},
         {"random_resized_crop", "1", false, "test: pbench run image.yaml -s "
                                             "pipeline.decode.scale=auto",
-         "fused with the crop"},
-        {"resize", "1", true, "pipeline.decode.scale=auto", "fused with the crop"},
+         "fused with the crop", 0, 0},
+        {"resize", "1", true, "pipeline.decode.scale=auto", "fused with the crop", 0, 0},
+        /* Sources known: 400x300 are under twice 224x160 wide, so no window
+         * scaling; 1000x800 are over, so it is suggested. */
+        {"random_resized_crop", "1", true,
+         "not DCT scaling: these sources (median 400x300) are under twice the 224x160 output",
+         "scale=window", 400, 300},
+        {"random_resized_crop", "1", true, "-s pipeline.decode.scale=window", "not DCT scaling",
+         1000, 800},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         const struct spec_point row = {2, 32, 1000, 1, 30, 50, 95, 100, NULL};
@@ -487,6 +495,8 @@ static void test_jpeg_decode_suggestion(void **state)
                              "run", "step_ms", 10.0, "pipeline", "read", "decode", "decoder",
                              "jpeg", "scale", cases[c].scale, "fused_crop", cases[c].fused,
                              cases[c].next, "size", 160, 224);
+        r.dataset.source_width = cases[c].source_w;
+        r.dataset.source_height = cases[c].source_h;
         struct pb_stage_result *decode = &r.points[0].stages[1];
         decode->cpu_ns = 90000000;
         r.points[0].stages[0].cpu_ns = 10000000;

@@ -175,6 +175,28 @@ static bool is_progressive(const struct bytes *b)
     return false;
 }
 
+/* The header probe the dataset info uses: a baseline and a progressive
+ * file's size, and what is not a JPEG or is cut before its frame header. */
+static void test_dimensions_from_header(void **state)
+{
+    (void)state;
+    uint8_t *pixels = scene(123, 77, 3, 5);
+    struct bytes base = encode_jpeg(pixels, 123, 77, TJPF_RGB, TJSAMP_420, 90, 0);
+    struct bytes prog = encode_jpeg(pixels, 123, 77, TJPF_RGB, TJSAMP_444, 90, TJFLAG_PROGRESSIVE);
+    int w = 0, h = 0;
+    assert_true(pb_jpeg_dimensions(base.data, base.len, &w, &h));
+    assert_int_equal(w, 123);
+    assert_int_equal(h, 77);
+    assert_true(pb_jpeg_dimensions(prog.data, prog.len, &w, &h));
+    assert_int_equal(w, 123);
+    assert_false(pb_jpeg_dimensions(base.data, 3, &w, &h));
+    static const uint8_t png[] = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
+    assert_false(pb_jpeg_dimensions(png, sizeof png, &w, &h));
+    free(base.data);
+    free(prog.data);
+    free(pixels);
+}
+
 static void test_generated_files_match_reference(void **state)
 {
     (void)state;
@@ -918,6 +940,7 @@ int main(void)
         cmocka_unit_test(test_exif_orientation),
         cmocka_unit_test(test_cmyk_convert_and_reject),
         cmocka_unit_test(test_bad_input_and_buffers),
+        cmocka_unit_test(test_dimensions_from_header),
         cmocka_unit_test(test_png_bmp_webp),
         cmocka_unit_test(test_broken_folder_end_to_end),
         cmocka_unit_test(test_image_config_end_to_end),

@@ -790,11 +790,21 @@ static void jpeg_decode_suggestion(const struct pb_result *result, size_t i, dou
         int64_t w = json_is_array(size) ? json_integer_value(json_array_get(size, 1)) : h;
         const char *scale = json_string_value(decode_option(result, i, "scale"));
         char window[400] = "";
-        if (scale && strcmp(scale, "window") != 0 && h > 0 && w > 0)
+        /* DCT scaling helps only windows at least twice the output: said
+         * where the sources (their median, from the dataset's headers) are
+         * large enough, or their size is unknown. */
+        uint64_t sw = result->dataset.source_width, sh = result->dataset.source_height;
+        bool small = sw > 0 && sh > 0 && (sw < 2 * (uint64_t)w || sh < 2 * (uint64_t)h);
+        if (scale && strcmp(scale, "window") != 0 && h > 0 && w > 0 && !small)
             snprintf(window, sizeof(window),
                      "DCT scaling of the windows at least twice the output, for sources larger "
                      "than %lldx%lld (test: %.200s -s pipeline.decode.scale=window); ",
                      (long long)(2 * w), (long long)(2 * h), run);
+        else if (small)
+            snprintf(window, sizeof(window),
+                     "not DCT scaling: these sources (median %llux%llu) are under twice the "
+                     "%lldx%lld output, where it cannot reduce the window; ",
+                     (unsigned long long)sw, (unsigned long long)sh, (long long)w, (long long)h);
         SUGGEST(an,
                 "decode takes %.0f%% of %s although it decodes only the crop's window (fused "
                 "with the crop; %.0f of %.0f samples DCT-reduced): the rest is libjpeg's entropy "

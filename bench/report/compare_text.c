@@ -253,13 +253,41 @@ void pb_comparison_json(FILE *out, const struct pb_comparison *cmp, const char *
     json_decref(j);
 }
 
+/* What the numbers stand on: how the two were measured, what differs
+ * between them and which settings changed. */
+static void print_context(FILE *out, const struct pb_comparison *cmp, bool md)
+{
+    char text[PB_PRINTABLE_SIZE(sizeof(cmp->differences[0]))];
+    char shown[PB_MARKDOWN_SIZE(sizeof(text))];
+    if (cmp->interleaved)
+        fprintf(out, md ? "- measured together: rounds interleaved A B B A ..., so a drift of "
+                          "the machine hits both alike\n"
+                        : "measured together: rounds interleaved A B B A ..., so a drift of the "
+                          "machine hits both alike\n");
+    else
+        fprintf(out, "%snoise: each side's is the spread of its own repeats, within one run that "
+                     "shared the machine's state; from run to run the machine moves more "
+                     "(machine_ref_ns below is its own speed; pbench history show gives a "
+                     "series' run-to-run spread)\n",
+                md ? "- " : "");
+    for (int i = 0; i < cmp->difference_count; i++) {
+        pb_printable(text, sizeof(text), cmp->differences[i]);
+        fprintf(out, md ? "- differs: %s\n" : "differs: %s\n",
+                md ? pb_markdown_text(shown, sizeof(shown), text, false) : text);
+    }
+    for (int i = 0; i < cmp->setting_change_count; i++) {
+        pb_printable(text, sizeof(text), cmp->setting_changes[i]);
+        fprintf(out, md ? "- setting changed: %s\n" : "setting changed: %s\n",
+                md ? pb_markdown_text(shown, sizeof(shown), text, false) : text);
+    }
+}
+
 /* The comparison as a terminal table (md false) or GitHub markdown. */
 static void comparison_text(FILE *out, const struct pb_comparison *cmp, const char *base_name,
                             const char *next_name, bool md)
 {
     char base[PB_PRINTABLE_SIZE(256)], next[PB_PRINTABLE_SIZE(256)];
-    char text[PB_PRINTABLE_SIZE(sizeof(cmp->differences[0]))];
-    char shown[PB_MARKDOWN_SIZE(sizeof(text))], span[2][sizeof(base) + 20];
+    char span[2][sizeof(base) + 20];
     pb_printable(base, sizeof(base), base_name);
     pb_printable(next, sizeof(next), next_name);
     if (md)
@@ -272,21 +300,7 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
         fprintf(out, "base %s -> new %s\na change counts when it is significant (Mann-Whitney p < "
                      "%.2f, 95%% bootstrap CI excluding 0) and at least %.1f%%\n",
                 base, next, PB_COMPARE_ALPHA, cmp->threshold_pct);
-    if (cmp->interleaved)
-        fprintf(out, md ? "- measured together: rounds interleaved A B B A ..., so a drift of "
-                          "the machine hits both alike\n"
-                        : "measured together: rounds interleaved A B B A ..., so a drift of the "
-                          "machine hits both alike\n");
-    for (int i = 0; i < cmp->difference_count; i++) {
-        pb_printable(text, sizeof(text), cmp->differences[i]);
-        fprintf(out, md ? "- differs: %s\n" : "differs: %s\n",
-                md ? pb_markdown_text(shown, sizeof(shown), text, false) : text);
-    }
-    for (int i = 0; i < cmp->setting_change_count; i++) {
-        pb_printable(text, sizeof(text), cmp->setting_changes[i]);
-        fprintf(out, md ? "- setting changed: %s\n" : "setting changed: %s\n",
-                md ? pb_markdown_text(shown, sizeof(shown), text, false) : text);
-    }
+    print_context(out, cmp, md);
     if (md)
         fputs("\n| point | metric | base | new | change | 95% CI | p | verdict | detectable |\n"
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n",

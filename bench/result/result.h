@@ -226,6 +226,10 @@ struct pb_dataset_info {
     /* cold and direct: the storage's cold sequential read measured before
      * the run (up to 256 MiB of the files, 1 MiB reads), MB/s; 0 when not. */
     double cold_read_mb_per_s;
+    /* JPEG sources: the median width and height of up to 32 of them read
+     * from their headers (0: not JPEG, or not measured), so a suggestion
+     * that depends on the source size knows it. */
+    uint64_t source_width, source_height;
 };
 
 struct pb_result {

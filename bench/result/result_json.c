@@ -170,7 +170,8 @@ static const struct pb_field dataset_info_fields[] = {
     DI(format, PB_FIELD_TEXT),     DI(path, PB_FIELD_TEXT),        DI(cache, PB_FIELD_TEXT),
     DI(filesystem, PB_FIELD_TEXT), DI(samples, PB_FIELD_U64),      DI(bytes, PB_FIELD_U64),
     DI(files, PB_FIELD_U64),       DI(shards, PB_FIELD_U64),       DI(bad_samples, PB_FIELD_U64),
-    DI(cache_note, PB_FIELD_TEXT), DI(cold_read_mb_per_s, PB_FIELD_DOUBLE), PB_FIELD_END,
+    DI(cache_note, PB_FIELD_TEXT), DI(cold_read_mb_per_s, PB_FIELD_DOUBLE),
+    DI(source_width, PB_FIELD_U64), DI(source_height, PB_FIELD_U64), PB_FIELD_END,
 };
 #undef DI
 

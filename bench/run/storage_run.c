@@ -9,6 +9,7 @@
 
 #include "bench/base/pb.h"
 #include "bench/run/sysmon.h"
+#include "decoders/image.h"
 #include "pipelines/storage.h"
 
 /* Residency left after an eviction above this share means the file system
@@ -102,6 +103,46 @@ void pb_storage_repeat_start(const struct pb_spec *spec, const struct pb_dataset
     }
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median size of up to 32 of the dataset's samples that are JPEGs,
+ * from their headers (loose files and tar members alike). */
+static void source_size(const struct pb_dataset *ds, struct pb_dataset_info *info)
+{
+    enum { PROBES = 32, HEAD = 256 * 1024 };
+    uint64_t w[PROBES], h[PROBES];
+    size_t n = 0;
+    uint8_t *buf = malloc(HEAD);
+    for (size_t k = 0; buf && k < PROBES && k < ds->count; k++) {
+        size_t i = ds->count <= PROBES ? k : k * (ds->count / PROBES);
+        uint64_t offset = ds->offsets ? ds->offsets[i] : 0;
+        if (offset == PB_MEMBER_BAD)
+            continue;
+        int fd = open(ds->paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0)
+            continue;
+        size_t want = ds->sizes[i] < HEAD ? (size_t)ds->sizes[i] : HEAD;
+        ssize_t got = pread(fd, buf, want, (off_t)offset);
+        close(fd);
+        int width, height;
+        if (got > 0 && pb_jpeg_dimensions(buf, (size_t)got, &width, &height)) {
+            w[n] = (uint64_t)width;
+            h[n++] = (uint64_t)height;
+        }
+    }
+    free(buf);
+    if (n == 0)
+        return;
+    qsort(w, n, sizeof(*w), cmp_u64);
+    qsort(h, n, sizeof(*h), cmp_u64);
+    info->source_width = w[n / 2];
+    info->source_height = h[n / 2];
+}
+
 void pb_storage_dataset_info(const struct pb_spec *spec, const struct pb_dataset *ds,
                              struct pb_dataset_info *info)
 {
@@ -117,6 +158,7 @@ void pb_storage_dataset_info(const struct pb_spec *spec, const struct pb_dataset
     info->shards = ds->shard_count;
     info->bytes = ds->total_bytes;
     info->bad_samples = ds->bad_samples;
+    source_size(ds, info);
     /* This rank's samples per epoch (shard RANK/COUNT), as its sampler
      * splits them. */
     uint64_t count = d->shard.count > 0 ? (uint64_t)d->shard.count : 1;
