@@ -327,6 +327,50 @@ static char *read_text(const char *path)
     return text;
 }
 
+/* A step that comes with the machine's own reference slowing as much is
+ * the runner's, said so and not counted; the same step on a steady machine
+ * is the code's. */
+static void test_machine_step_is_the_runners(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], out[300], msg[PB_MSG_MAX];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    snprintf(out, sizeof(out), "%s/show.txt", dir);
+    for (int slower_machine = 1; slower_machine >= 0; slower_machine--) {
+        unlink(db);
+        for (int i = 0; i < 6; i++) {
+            struct pb_result r;
+            char created[32], rev[8];
+            snprintf(created, sizeof(created), "2026-11-%02dT00:00:00Z", i + 1);
+            snprintf(rev, sizeof(rev), "r%d", i);
+            one_point_result(&r, created, i < 3 ? 1000 : 800);
+            r.points[0].repeats[0].ref_cpu_ns = i < 3 || !slower_machine ? 600e3 : 750e3;
+            r.config = json_pack("{s:s}", "name", "ci");
+            assert_int_equal(pb_history_add(db, &r, rev, "test", msg, sizeof(msg)), PB_OK);
+            pb_result_free(&r);
+        }
+        int rc = show_into(out, db, "samples_per_s", msg, sizeof(msg));
+        char *text = read_text(out);
+        if (slower_machine) {
+            assert_int_equal(rc, 0);
+            assert_non_null(strstr(text, "not counted as a regression"));
+            assert_non_null(strstr(text, "machine_ref_ns) moved +25.0% at the same run: a "
+                                         "slower runner"));
+        } else {
+            assert_int_equal(rc, 1);
+            assert_non_null(strstr(text, "a REGRESSION (exit 3)"));
+            assert_non_null(strstr(text, "moved +0.0% at the same run: the runner did not "
+                                         "slow down"));
+        }
+        free(text);
+    }
+    unlink(out);
+    unlink(db);
+    rmdir(dir);
+}
+
 /* A series of 10,006 runs whose newest 6 are 30% slower: show reads the
  * newest 4096, finds the step (a regression) and says it shows only the
  * newest of a longer series. The runs are copies of one added run, made in
@@ -436,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_add_to_read_only_database),
         cmocka_unit_test(test_add_twice_keeps_one_row),
         cmocka_unit_test(test_only_regression_steps_count),
+        cmocka_unit_test(test_machine_step_is_the_runners),
         cmocka_unit_test(test_series_keyed_by_what_was_measured),
         cmocka_unit_test(test_old_database_migrated),
         cmocka_unit_test(test_long_series_shows_newest_runs),

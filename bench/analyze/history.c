@@ -344,6 +344,22 @@ void pb_history_free(struct pb_history *h)
     memset(h, 0, sizeof(*h));
 }
 
+/* The machine reference's median shift across s's step, in %: the runs
+ * before it against the runs from it (values is scratch of run_count). */
+static double machine_shift(const struct pb_history_series *s, double *values)
+{
+    size_t before = 0, after = 0;
+    for (size_t i = 0; i < (size_t)s->step; i++)
+        if (!isnan(s->runs[i].machine))
+            values[before++] = s->runs[i].machine;
+    double b = before ? pb_median(values, before) : NAN;
+    for (size_t i = (size_t)s->step; i < s->run_count; i++)
+        if (!isnan(s->runs[i].machine))
+            values[after++] = s->runs[i].machine;
+    double a = after ? pb_median(values, after) : NAN;
+    return b > 0 && a > 0 ? 100.0 * (a / b - 1) : NAN;
+}
+
 /* Finds the series' step change (pb_history_step) and whether it makes
  * the metric worse; counts it in h. */
 static void series_finish(struct pb_history *h, struct pb_history_series *s)
@@ -357,9 +373,14 @@ static void series_finish(struct pb_history *h, struct pb_history_series *s)
     for (size_t i = 0; i < s->run_count; i++)
         values[i] = s->runs[i].value;
     s->step = pb_history_step(values, s->run_count, h->threshold_pct, &s->step_pct);
+    s->machine_shift_pct = NAN;
+    s->machine_step = false;
     if (s->step >= 0) {
         s->step_worse = h->higher_is_better ? s->step_pct < 0 : s->step_pct > 0;
-        h->regressions += s->step_worse;
+        s->machine_shift_pct = machine_shift(s, values);
+        s->machine_step = s->step_worse && strcmp(h->metric, "machine_ref_ns") != 0 &&
+                          s->machine_shift_pct >= PB_HISTORY_MACHINE_PCT;
+        h->regressions += s->step_worse && !s->machine_step;
         h->improvements += !s->step_worse;
     }
     free(values);
@@ -423,8 +444,19 @@ static void print_series(FILE *out, const struct pb_history *h, const struct pb_
             pb_printable(when, sizeof(when), at->created),
             at->revision[0] ? pb_printable(rev, sizeof(rev), at->revision) : "?", s->step_pct,
             h->threshold_pct, n - (size_t)s->step,
-            s->step_worse ? "a REGRESSION (exit 3); bisect between this revision and the one before"
-                          : "an IMPROVEMENT (not a failure); the series' new level is from here on");
+            s->machine_step
+                ? "worse, but the machine moved with it (below): not counted as a regression"
+            : s->step_worse
+                ? "a REGRESSION (exit 3); bisect between this revision and the one before"
+                : "an IMPROVEMENT (not a failure); the series' new level is from here on");
+    if (!isnan(s->machine_shift_pct))
+        fprintf(out,
+                "  the machine's own reference workload (machine_ref_ns) moved %+.1f%% at the same "
+                "run%s\n",
+                s->machine_shift_pct,
+                s->machine_step ? ": a slower runner, not the code; rerun on the old runner, or "
+                                  "refresh the baseline for this one"
+                                : ": the runner did not slow down, so the step is the code's");
 }
 
 void pb_history_print(FILE *out, const struct pb_history *h)
@@ -445,7 +477,7 @@ static void show_query(char *sql, size_t sqllen, const char *metric, bool one_co
 {
     snprintf(sql, sqllen,
              "WITH keyed AS (SELECT id, config, machine, point, created, revision, %s AS value,"
-             " noise_pct, measured,"
+             " noise_pct, measured, machine_ref_ns AS machine_ref,"
              " COALESCE(fingerprint, 'none:' || config || char(31) || machine) AS series"
              " FROM runs %s),"
              " ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY series, point"
@@ -453,7 +485,7 @@ static void show_query(char *sql, size_t sqllen, const char *metric, bool one_co
              " COUNT(*) OVER (PARTITION BY series, point) AS total,"
              " MIN(config) OVER (PARTITION BY series) AS first_config FROM keyed)"
              " SELECT config, machine, point, created, revision, value, series, total,"
-             " noise_pct, measured"
+             " noise_pct, measured, machine_ref"
              " FROM ranked WHERE newer <= %d ORDER BY first_config, series, point, created, id",
              metric, one_config ? "WHERE config = ?" : "", PB_HISTORY_MAX_RUNS);
 }
@@ -500,6 +532,8 @@ static int series_add(struct pb_history_series *s, sqlite3_stmt *st)
     run->value = sqlite3_column_type(st, 5) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 5);
     run->noise_pct =
         sqlite3_column_type(st, 8) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 8);
+    run->machine =
+        sqlite3_column_type(st, 10) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 10);
     if (sqlite3_column_type(st, 9) != SQLITE_NULL) {
         free(s->measured);
         s->measured = strdup(column_text(st, 9));

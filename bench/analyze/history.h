@@ -29,6 +29,7 @@ struct pb_history_run {
     char revision[48];          /* "" when none was recorded             */
     double value;               /* the metric; NaN when the row lacks it */
     double noise_pct;           /* the run's samples/s noise (CV, %); NaN unknown */
+    double machine;             /* the machine's reference (machine_ref_ns); NaN unknown */
 };
 
 /* A series: what was measured (a config fingerprint, machine included) at
@@ -47,7 +48,14 @@ struct pb_history_series {
     long step;                  /* pb_history_step's index, -1 for none    */
     double step_pct;            /* the median's shift at the step          */
     bool step_worse;            /* the step makes the metric worse         */
+    /* The machine's reference across the step: the median's shift from
+     * the runs before to the runs from it (%, NaN unknown), and whether it
+     * slowed by PB_HISTORY_MACHINE_PCT or more: a slower runner, whose
+     * step is not counted as a regression of the code. */
+    double machine_shift_pct;
+    bool machine_step;
 };
+#define PB_HISTORY_MACHINE_PCT 3.0
 
 /* What history show reads: every series of one metric. */
 struct pb_history {

@@ -48,7 +48,7 @@ static void delimited(FILE *out, char sep, const struct pb_history *h)
             cell_number(out, sep, before != 0 ? 100 * (run->value / before - 1) : NAN, false);
             fprintf(out, "%d%c", step ? 1 : 0, sep);
             cell_number(out, sep, step ? s->step_pct : NAN, false);
-            fprintf(out, "%d\n", step && s->step_worse ? 1 : 0);
+            fprintf(out, "%d\n", step && s->step_worse && !s->machine_step ? 1 : 0);
         }
     }
 }
@@ -92,7 +92,8 @@ static json_t *series_json(const struct pb_history_series *s)
     if (s->step >= 0)
         step = json_pack("{s I s s s s s o s b}", "run", (json_int_t)s->step, "created",
                          s->runs[s->step].created, "revision", s->runs[s->step].revision,
-                         "change_pct", json_number(s->step_pct), "regression", s->step_worse);
+                         "change_pct", json_number(s->step_pct), "regression",
+                         s->step_worse && !s->machine_step);
     return json_pack("{s s s s s o s o s o s I s o s o}", "config", s->config, "machine",
                      s->machine, "point", json_parsed(s->point), "fingerprint",
                      s->fingerprint[0] ? json_string(s->fingerprint) : json_null(), "measured",
@@ -182,7 +183,9 @@ static void series_chart(FILE *out, const struct pb_history *h, const struct pb_
         const struct pb_history_run *at = &s->runs[s->step];
         snprintf(step_label, sizeof(step_label), "step %+.1f%% from %s%s", s->step_pct,
                  at->revision[0] ? at->revision : at->created,
-                 s->step_worse ? " (regression)" : " (improvement)");
+                 s->machine_step ? " (the machine's)"
+                 : s->step_worse ? " (regression)"
+                                 : " (improvement)");
         vrule = (struct pb_svg_rule){(double)s->step - 0.5, step_label, false};
         double before = pb_history_median_before(s, (size_t)s->step);
         snprintf(before_label, sizeof(before_label), "median before: %.4g", before);
@@ -252,7 +255,9 @@ static void series_side(FILE *out, const struct pb_history *h, const struct pb_h
                  s->step_pct, s->runs[s->step].created,
                  s->runs[s->step].revision[0] ? s->runs[s->step].revision : "?",
                  s->run_count - (size_t)s->step,
-                 s->step_worse ? "a regression" : "an improvement");
+                 s->machine_step ? "worse, with the machine's own speed"
+                 : s->step_worse ? "a regression"
+                                 : "an improvement");
     else
         snprintf(text, sizeof(text), "none beyond %.1f%%", h->threshold_pct);
     side_row(out, "step change", text);
