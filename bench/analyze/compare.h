@@ -41,7 +41,7 @@ struct pb_interference {
     bool machine_changed, throttled;
     bool disturbed;
 };
-#define PB_MACHINE_CHANGE_PCT 3.0
+#define PB_MACHINE_CHANGE_PCT 10.0
 #define PB_THROTTLED_PCT 1.0
 
 #define PB_COMPARE_ALPHA 0.05

@@ -55,7 +55,7 @@ struct pb_history_series {
     double machine_shift_pct;
     bool machine_step;
 };
-#define PB_HISTORY_MACHINE_PCT 3.0
+#define PB_HISTORY_MACHINE_PCT 5.0
 
 /* What history show reads: every series of one metric. */
 struct pb_history {

@@ -10,9 +10,9 @@
 #include <stdint.h>
 
 /* The reference workload: a fixed integer loop over an L1-resident table
- * (the core's speed: its clock and what shares the core), median ns of
- * five runs of about a millisecond each; and a 32 MiB memcpy, GB/s,
- * median of three (the memory system's). About 20 ms in all. */
+ * (the core's speed: its clock and what shares the core), the fastest of
+ * seven runs of about a millisecond each, in ns; and a 32 MiB memcpy,
+ * GB/s, median of three (the memory system's). About 20 ms in all. */
 struct pb_ref_speed {
     double cpu_ns;
     double mem_gb_s;
