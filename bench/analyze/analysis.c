@@ -47,58 +47,6 @@ static void read_thresholds(const struct pb_result *result, struct pb_analysis_s
         pb_opt_set_defaults(pb_analysis_opts, t, msg, sizeof(msg)); /* a bad file: defaults */
 }
 
-static const json_t *config_path(const json_t *config, const char *path)
-{
-    char key[128];
-    const json_t *node = config;
-    const char *at = path;
-    while (node && *at) {
-        const char *dot = strchr(at, '.');
-        size_t n = dot ? (size_t)(dot - at) : strlen(at);
-        if (n >= sizeof(key))
-            return NULL;
-        memcpy(key, at, n);
-        key[n] = 0;
-        node = json_is_object(node) ? json_object_get(node, key) : NULL;
-        at = dot ? dot + 1 : at + n;
-    }
-    return node;
-}
-
-const json_t *pb_result_config_value(const struct pb_result *result, const char *path)
-{
-    return result->config ? config_path(result->config, path) : NULL;
-}
-
-const json_t *pb_point_setting(const struct pb_result *result, size_t point, const char *path)
-{
-    if (point < result->point_count && result->points[point].axes) {
-        const json_t *v = json_object_get(result->points[point].axes, path);
-        if (v)
-            return v;
-    }
-    return pb_result_config_value(result, path);
-}
-
-int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const char *path,
-                             int64_t def)
-{
-    const json_t *v = pb_point_setting(result, point, path);
-    if (json_is_integer(v))
-        return json_integer_value(v);
-    if (json_is_real(v))
-        return (int64_t)json_real_value(v);
-    if (json_is_boolean(v))
-        return json_is_true(v);
-    return def;
-}
-
-double pb_point_setting_double(const struct pb_result *result, size_t point, const char *path,
-                               double def)
-{
-    const json_t *v = pb_point_setting(result, point, path);
-    return json_is_number(v) ? json_number_value(v) : def;
-}
 
 static double step_ms_of(const struct pb_result *result, size_t point)
 {

@@ -107,18 +107,6 @@ int pb_analyze(const struct pb_result *result, struct pb_analysis *out);
 void pb_analysis_free(struct pb_analysis *analysis);
 json_t *pb_analysis_to_json(const struct pb_analysis *analysis);
 
-/* A setting of point i as it ran, by dotted path ("loader.workers"): its
- * axis value if swept, else the base config's value; NULL when neither has
- * it. This is the one way to read a point's settings back from a result. */
-const json_t *pb_point_setting(const struct pb_result *result, size_t point, const char *path);
-
-/* The same as a number: integers, reals and booleans convert; def when
- * there is no such setting or it is not a number. */
-int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const char *path,
-                             int64_t def);
-double pb_point_setting_double(const struct pb_result *result, size_t point, const char *path,
-                               double def);
-
 /* Whether point's samples/s noise can be judged: from the spread of two or
  * more complete repeats, or with one repeat from its throughput windows
  * (the stopping rule computed their noise: 2 windows or more). windows
@@ -126,9 +114,7 @@ double pb_point_setting_double(const struct pb_result *result, size_t point, con
  * more repeats). */
 bool pb_point_noise_known(const struct pb_result *result, size_t point, int *windows);
 
-/* The base config's value at a dotted path, whatever the points swept;
- * NULL when absent. */
-const json_t *pb_result_config_value(const struct pb_result *result, const char *path);
-
+/* A point's settings (pb_point_setting and the like) are read with
+ * bench/result/result.h's functions. */
 
 #endif

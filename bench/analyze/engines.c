@@ -7,34 +7,9 @@
 
 #include "bench/base/pb.h"
 
-/* A setting of point i: its axis, else the result's config at the dotted
- * path; NULL when neither has it. */
-static const json_t *setting(const struct pb_result *r, size_t i, const char *path)
-{
-    const json_t *v = r->points[i].axes ? json_object_get(r->points[i].axes, path) : NULL;
-    if (v)
-        return v;
-    const json_t *node = r->config;
-    char key[64];
-    for (const char *p = path; node && *p;) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        snprintf(key, sizeof key, "%.*s", (int)n, p);
-        node = json_object_get(node, key);
-        p += n + (dot ? 1 : 0);
-    }
-    return node;
-}
-
-static double setting_number(const struct pb_result *r, size_t i, const char *path)
-{
-    const json_t *v = setting(r, i, path);
-    return json_is_number(v) ? json_number_value(v) : 0;
-}
-
 const char *pb_point_engine(const struct pb_result *result, size_t i)
 {
-    const char *e = json_string_value(setting(result, i, "loader.engine"));
+    const char *e = json_string_value(pb_point_setting(result, i, "loader.engine"));
     return e ? e : "pbench";
 }
 
@@ -112,8 +87,8 @@ static double per_core(const struct pb_point_result *p)
 static void feeding(const struct pb_result *r, size_t x, size_t y, char *out, size_t outlen)
 {
     const struct pb_point_result *px = &r->points[x], *py = &r->points[y];
-    double step_ms = setting_number(r, x, "run.step_ms");
-    double batch = setting_number(r, x, "loader.batch_size");
+    double step_ms = pb_point_setting_double(r, x, "run.step_ms", 0);
+    double batch = pb_point_setting_double(r, x, "loader.batch_size", 0);
     double rx = per_core(px), ry = per_core(py);
     if (rx <= 0 || ry <= 0) {
         out[0] = '\0';

@@ -133,13 +133,8 @@ static void header(FILE *out, const struct pb_result *r)
              r->pbench_version, r->created, m->hostname, m->cpu_model[0] ? m->cpu_model : "?",
              m->cores, m->pus, m->os, m->gpu_count > 0 ? m->gpu_name : "none");
     pb_svg_escape(out, line);
-    char engine[400], shown_name[64] = "";
-    for (size_t i = 0; i < r->point_count; i++) {
-        const char *name = json_string_value(json_object_get(r->points[i].engine, "name"));
-        if (!name || strcmp(name, shown_name) == 0 ||
-            !pb_point_engine_text(&r->points[i], engine, sizeof engine))
-            continue;
-        pb_strlcpy(shown_name, name, sizeof shown_name);
+    char engine[800];
+    if (pb_result_engines_text(r, engine, sizeof engine)) {
         fputs("<br>engine: ", out);
         pb_svg_escape(out, engine);
     }

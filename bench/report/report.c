@@ -161,20 +161,14 @@ static void emit_warning(const struct sink *s, const char *text)
 }
 
 /* The engines other than pbench's that ran points, with their versions
- * ("engine: torch · Python 3.11.2 · torch 1.13.0 · ..."), one line each. */
+ * ("engine: torch · Python 3.11.2 · torch 1.13.0 · ..."). */
 static void emit_engine(const struct sink *s, const struct pb_result *result, const char *line_end)
 {
-    char shown_name[64] = "";
-    for (size_t i = 0; i < result->point_count; i++) {
-        char text[400], raw[512], line[1024];
-        const char *name = json_string_value(json_object_get(result->points[i].engine, "name"));
-        if (!name || strcmp(name, shown_name) == 0 ||
-            !pb_point_engine_text(&result->points[i], text, sizeof text))
-            continue;
-        pb_strlcpy(shown_name, name, sizeof shown_name);
-        snprintf(raw, sizeof raw, "engine: %s", text);
-        fprintf(s->out, "%s%s", line_end, shown(s, line, sizeof line, raw));
-    }
+    char text[800], raw[900], line[1800];
+    if (!pb_result_engines_text(result, text, sizeof text))
+        return;
+    snprintf(raw, sizeof raw, "engine: %s", text);
+    fprintf(s->out, "%s%s", line_end, shown(s, line, sizeof line, raw));
 }
 
 static void emit_header(const struct sink *s, const struct pb_result *result)
@@ -395,6 +389,18 @@ static void sweep_legend(const struct sink *s, const struct pb_result *result,
                 "min(workers, %d cores); memcpy %.1f GB/s\n",
                 bullet, result->calibration.single_core_samples_per_s, result->calibration.cores,
                 result->calibration.memcpy_gb_per_s);
+    char engines[800];
+    if (pb_result_engines_text(result, engines, sizeof engines)) {
+        const char *base = json_string_value(pb_result_config_value(result, "loader.engine"));
+        fprintf(s->out,
+                "%son another engine (%.200s): RSS MiB is the PSS of the engine's process and "
+                "its worker processes together (shared pages counted once), wkr CPU is per "
+                "worker process%s%s%s\n",
+                bullet, engines, c->calibrated ? ", and eff is against the calibration made on "
+                                                 "the base config's engine ("
+                                               : "",
+                c->calibrated ? (base ? base : "pbench") : "", c->calibrated ? ")" : "");
+    }
     if (c->gpu)
         fprintf(s->out,
                 "%saccel = GPU time in the step kernel / wall time; copy GB/s = bytes / CUDA-event "

@@ -316,11 +316,8 @@ void pb_result_free(struct pb_result *result)
         json_decref(p->multi_rank);
         json_decref(p->affinity);
         json_decref(p->engine);
-        for (size_t r = 0; r < p->repeat_count && p->repeats; r++) {
-            free(p->repeats[r].batch_records);
-            free(p->repeats[r].rss);
-            free(p->repeats[r].stages);
-        }
+        for (size_t r = 0; r < p->repeat_count && p->repeats; r++)
+            pb_repeat_result_free(&p->repeats[r]);
         free(p->repeats);
         free(p->stages);
     }
@@ -457,4 +454,86 @@ bool pb_point_engine_text(const struct pb_point_result *point, char *buf, size_t
             used += (size_t)snprintf(buf + used, buflen - used, " · %s %s", keys[k][1], v);
     }
     return true;
+}
+
+/* ---- a point's settings ---------------------------------------------- */
+
+static const json_t *config_path(const json_t *config, const char *path)
+{
+    char key[128];
+    const json_t *node = config;
+    const char *at = path;
+    while (node && *at) {
+        const char *dot = strchr(at, '.');
+        size_t n = dot ? (size_t)(dot - at) : strlen(at);
+        if (n >= sizeof(key))
+            return NULL;
+        memcpy(key, at, n);
+        key[n] = 0;
+        node = json_is_object(node) ? json_object_get(node, key) : NULL;
+        at = dot ? dot + 1 : at + n;
+    }
+    return node;
+}
+
+const json_t *pb_result_config_value(const struct pb_result *result, const char *path)
+{
+    return result->config ? config_path(result->config, path) : NULL;
+}
+
+const json_t *pb_point_setting(const struct pb_result *result, size_t point, const char *path)
+{
+    if (point < result->point_count && result->points[point].axes) {
+        const json_t *v = json_object_get(result->points[point].axes, path);
+        if (v)
+            return v;
+    }
+    return pb_result_config_value(result, path);
+}
+
+int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const char *path,
+                             int64_t def)
+{
+    const json_t *v = pb_point_setting(result, point, path);
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    if (json_is_real(v))
+        return (int64_t)json_real_value(v);
+    if (json_is_boolean(v))
+        return json_is_true(v);
+    return def;
+}
+
+double pb_point_setting_double(const struct pb_result *result, size_t point, const char *path,
+                               double def)
+{
+    const json_t *v = pb_point_setting(result, point, path);
+    return json_is_number(v) ? json_number_value(v) : def;
+}
+
+void pb_repeat_result_free(struct pb_repeat_result *rep)
+{
+    free(rep->batch_records);
+    free(rep->rss);
+    free(rep->stages);
+    memset(rep, 0, sizeof(*rep));
+}
+
+bool pb_result_engines_text(const struct pb_result *result, char *buf, size_t buflen)
+{
+    size_t used = 0;
+    if (buflen)
+        buf[0] = '\0';
+    for (size_t i = 0; i < result->point_count && used < buflen; i++) {
+        const char *name = json_string_value(json_object_get(result->points[i].engine, "name"));
+        bool seen = false;
+        for (size_t k = 0; name && k < i && !seen; k++)
+            seen = json_equal(json_object_get(result->points[k].engine, "name"),
+                              json_object_get(result->points[i].engine, "name"));
+        char text[400];
+        if (!name || seen || !pb_point_engine_text(&result->points[i], text, sizeof text))
+            continue;
+        used += (size_t)snprintf(buf + used, buflen - used, "%s%s", used ? "; " : "", text);
+    }
+    return used > 0;
 }

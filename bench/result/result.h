@@ -273,10 +273,34 @@ void pb_point_warn(struct pb_point_result *point, const char *fmt, ...)
 void pb_result_warn(struct pb_result *result, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A setting of point i as it ran, by dotted path ("loader.workers"): its
+ * axis value if swept, else the base config's value; NULL when neither has
+ * it. This is the one way to read a point's settings back from a result. */
+const json_t *pb_point_setting(const struct pb_result *result, size_t point, const char *path);
+
+/* The same as a number: integers, reals and booleans convert; def when
+ * there is no such setting or it is not a number. */
+int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const char *path,
+                             int64_t def);
+double pb_point_setting_double(const struct pb_result *result, size_t point, const char *path,
+                               double def);
+
+/* The base config's value at a dotted path, whatever the points swept;
+ * NULL when absent. */
+const json_t *pb_result_config_value(const struct pb_result *result, const char *path);
+
 /* "torch · Python 3.11.2 · torch 1.13.0 · torchvision 0.14.1 · Pillow 9.4.0
  * · PyAV 10.0.0": the engine a point ran on with its versions; false (buf
  * "") for pbench's own. */
 bool pb_point_engine_text(const struct pb_point_result *point, char *buf, size_t buflen);
+
+/* The engines other than pbench's that ran the result's points, each once
+ * with its versions, "; "-separated; false (buf "") when none did. */
+bool pb_result_engines_text(const struct pb_result *result, char *buf, size_t buflen);
+
+/* Releases what a repeat owns (batch records, RSS series, stage rows) and
+ * zeroes it. */
+void pb_repeat_result_free(struct pb_repeat_result *rep);
 
 /* Fills the point's summary fields from its repeats (medians, noise,
  * wall-weighted percentages, exact batch percentiles, stages merged by

@@ -677,14 +677,6 @@ static void fill_totals(struct pb_engine_run *er, struct part *c, struct pb_repe
     queue_depths(c, rep);
 }
 
-static void free_repeat(struct pb_repeat_result *rep)
-{
-    free(rep->batch_records);
-    free(rep->rss);
-    free(rep->stages);
-    memset(rep, 0, sizeof(*rep));
-}
-
 /* One repeat, with or without stage timing, into rep. */
 static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
                       struct pb_repeat_result *rep, char *msg, size_t msglen)
@@ -719,7 +711,7 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
         if (stage_timing && fill_rows(er, rep) != PB_OK)
             pb_point_warn(er->point, "out of memory for the stage rows");
     } else {
-        free_repeat(rep);
+        pb_repeat_result_free(rep);
     }
     free(c.rss);
     free(c.ready_ns);
@@ -780,10 +772,8 @@ static int write_index(const struct pb_dataset *ds, char *path, size_t pathlen, 
 static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
 {
     const struct pb_spec *spec = er->spec;
-    char dir[PB_PATH_MAX] = ".";
-    const char *slash = strrchr(spec->source, '/');
-    if (slash)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - spec->source), spec->source);
+    char dir[PB_PATH_MAX];
+    pb_engine_config_dir(spec, dir, sizeof dir);
     json_t *open_cmd = json_pack("{s:s,s:i,s:o,s:s,s:s,s:b}", "type", "open", "protocol",
                                  PB_ENGINE_PROTOCOL, "config", pb_spec_to_json(spec), "index",
                                  er->index_path, "config_dir", dir, "stage_timing",
@@ -910,7 +900,7 @@ int pb_engine_repeat(struct pb_engine_run *er, int repeat, bool measure_overhead
         double without = timed ? other.samples_per_s : rep->samples_per_s;
         *overhead_pct = 100.0 * (without - with) / without;
     }
-    free_repeat(&other);
+    pb_repeat_result_free(&other);
     return rc;
 }
 

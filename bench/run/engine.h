@@ -51,6 +51,10 @@ struct pb_engine_proc;
  * folder's engines/ (installed, or the source tree's; bench/sys/paths.h). */
 const char *pb_engine_dir(char *buf, size_t buflen);
 
+/* The folder of spec's config file ("." for none): what the engine
+ * resolves loader.python_path and your modules' relative paths against. */
+const char *pb_engine_config_dir(const struct pb_spec *spec, char *buf, size_t buflen);
+
 /* Starts `python -m pbench_torch` for spec with its pipes. PB_OK, or
  * PB_ERR_CONFIG with msg when the interpreter cannot be run. */
 int pb_engine_proc_start(const struct pb_spec *spec, struct pb_engine_proc **out, char *msg,

@@ -55,15 +55,22 @@ static const char *interpreter(const struct pb_spec *spec)
     return env && env[0] ? env : "/usr/bin/python3";
 }
 
+const char *pb_engine_config_dir(const struct pb_spec *spec, char *buf, size_t buflen)
+{
+    const char *slash = strrchr(spec->source, '/');
+    if (slash)
+        snprintf(buf, buflen, "%.*s", (int)(slash - spec->source), spec->source);
+    else
+        snprintf(buf, buflen, ".");
+    return buf;
+}
+
 /* PYTHONPATH for the engine: its package, loader.python_path's folders
  * (relative ones against the config file's folder), then the caller's. */
 static void python_path(const struct pb_spec *spec, const char *engines, char *out, size_t outlen)
 {
-    char config_dir[PB_PATH_MAX] = ".";
-    const char *slash = strrchr(spec->source, '/');
-    if (slash)
-        snprintf(config_dir, sizeof config_dir, "%.*s", (int)(slash - spec->source),
-                 spec->source);
+    char config_dir[PB_PATH_MAX];
+    pb_engine_config_dir(spec, config_dir, sizeof config_dir);
     size_t used = (size_t)snprintf(out, outlen, "PYTHONPATH=%s/torch", engines);
     char folders[PB_PATH_MAX];
     pb_strlcpy(folders, spec->loader.python_path, sizeof folders);

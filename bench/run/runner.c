@@ -639,13 +639,6 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     return PB_OK;
 }
 
-static void free_repeat(struct pb_repeat_result *rep)
-{
-    free(rep->batch_records);
-    free(rep->rss);
-    free(rep->stages);
-}
-
 int pb_point_repeat(struct pb_point_run *pr, int repeat, bool measure_overhead,
                     double *overhead_pct, char *msg, size_t msglen)
 {
@@ -671,8 +664,7 @@ int pb_point_repeat(struct pb_point_run *pr, int repeat, bool measure_overhead,
         if (pr->hooks && pr->hooks->progress)
             pr->hooks->progress(pr->hooks->user, repeat, repeats, rep);
     } else {
-        free_repeat(rep);
-        memset(rep, 0, sizeof(*rep));
+        pb_repeat_result_free(rep);
     }
     if (rc != PB_OK || !measure_overhead)
         return rc;
@@ -686,7 +678,7 @@ int pb_point_repeat(struct pb_point_run *pr, int repeat, bool measure_overhead,
         double untimed = timed_first ? other.samples_per_s : rep->samples_per_s;
         *overhead_pct = 100.0 * (untimed - timed) / untimed;
     }
-    free_repeat(&other);
+    pb_repeat_result_free(&other);
     return rc;
 }
 

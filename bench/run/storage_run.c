@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bench/base/pb.h"
+#include "bench/base/stats.h"
 #include "bench/run/sysmon.h"
 #include "decoders/image.h"
 #include "pipelines/storage.h"
@@ -103,12 +104,6 @@ void pb_storage_repeat_start(const struct pb_spec *spec, const struct pb_dataset
     }
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The median size of up to 32 of the dataset's samples that are JPEGs,
  * from their headers (loose files and tar members alike). */
 static void source_size(const struct pb_dataset *ds, struct pb_dataset_info *info)
@@ -137,8 +132,8 @@ static void source_size(const struct pb_dataset *ds, struct pb_dataset_info *inf
     free(buf);
     if (n == 0)
         return;
-    qsort(w, n, sizeof(*w), cmp_u64);
-    qsort(h, n, sizeof(*h), cmp_u64);
+    pb_sort_u64(w, n);
+    pb_sort_u64(h, n);
     info->source_width = w[n / 2];
     info->source_height = h[n / 2];
 }

@@ -11,6 +11,7 @@
 #include "bench/base/pb.h"
 #include "bench/run/runner.h"
 #include "bench/sys/h2d_bandwidth.h"
+#include "bench/sys/refspeed.h"
 
 const char *const pb_calibration_overrides[] = {
     "loader.workers=1", "run.step_ms=0", "run.repeats=1", "run.warmup_batches=2", NULL,
@@ -18,21 +19,7 @@ const char *const pb_calibration_overrides[] = {
 
 double pb_memcpy_gb_per_s(void)
 {
-    size_t bytes = 64u << 20;
-    double gb_per_s = 0;
-    char *a = malloc(bytes), *b = malloc(bytes);
-    if (a && b) {
-        memset(a, 1, bytes);
-        memset(b, 2, bytes);
-        uint64_t t0 = pb_now_ns();
-        for (int i = 0; i < 8; i++)
-            memcpy(i % 2 ? a : b, i % 2 ? b : a, bytes);
-        double s = (double)(pb_now_ns() - t0) / 1e9;
-        gb_per_s = 8.0 * (double)bytes / 1e9 / s;
-    }
-    free(a);
-    free(b);
-    return gb_per_s;
+    return pb_memcpy_gb_s(64u << 20, 8);
 }
 
 /* Host-to-device copies of one batch of this pipeline, as CUDA's

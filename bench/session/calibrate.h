@@ -30,7 +30,8 @@ int pb_calibrate(struct pb_spec *spec, const struct pb_dataset *ds, bool gpu,
                  volatile sig_atomic_t *stop, struct pb_calibration *cal, char *msg,
                  size_t msglen);
 
-/* memcpy bandwidth in GB/s over 64 MiB buffers; 0 when out of memory. */
+/* memcpy bandwidth in GB/s over 64 MiB buffers, the median of 8 copies
+ * (bench/sys/refspeed.h); 0 when out of memory. */
 double pb_memcpy_gb_per_s(void);
 
 /* `pbench calibrate`'s table for the config called name. */

@@ -53,15 +53,16 @@ static double cpu_reference_ns(void)
     return best;
 }
 
-static double memcpy_gb_s(void)
+double pb_memcpy_gb_s(size_t bytes, int copies)
 {
-    size_t bytes = 32u << 20;
     char *a = malloc(bytes), *b = malloc(bytes);
-    double runs[3] = {0};
-    if (a && b) {
+    double runs[16] = {0};
+    copies = copies < 1 ? 1 : copies > 16 ? 16 : copies;
+    bool ok = a && b;
+    if (ok) {
         memset(a, 1, bytes);
         memset(b, 2, bytes);
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < copies; k++) {
             uint64_t t0 = pb_now_ns();
             memcpy(k % 2 ? a : b, k % 2 ? b : a, bytes);
             double s = (double)(pb_now_ns() - t0) / 1e9;
@@ -70,13 +71,13 @@ static double memcpy_gb_s(void)
     }
     free(a);
     free(b);
-    return pb_median(runs, 3);
+    return ok ? pb_median(runs, (size_t)copies) : 0;
 }
 
 void pb_ref_speed_measure(struct pb_ref_speed *out)
 {
     out->cpu_ns = cpu_reference_ns();
-    out->mem_gb_s = memcpy_gb_s();
+    out->mem_gb_s = pb_memcpy_gb_s(32u << 20, 3);
 }
 
 /* The cpu.stat file of this process's cgroup for the CPU controller:

@@ -7,6 +7,7 @@
 #ifndef PB_REFSPEED_H
 #define PB_REFSPEED_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The reference workload: a fixed integer loop over an L1-resident table
@@ -18,6 +19,10 @@ struct pb_ref_speed {
     double mem_gb_s;
 };
 void pb_ref_speed_measure(struct pb_ref_speed *out);
+
+/* memcpy bandwidth between two buffers of bytes each, GB/s: the median of
+ * copies copies (1 to 16); 0 when out of memory. */
+double pb_memcpy_gb_s(size_t bytes, int copies);
 
 /* The CPU time this process's cgroup (v2) has been throttled by its quota
  * (cpu.max), in microseconds since the cgroup began; 0 when there is no
