@@ -92,7 +92,7 @@ static char **engine_environment(const char *pythonpath)
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + 4, sizeof(*env));
+    char **env = calloc(n + 5, sizeof(*env));
     if (!env)
         return NULL;
     size_t k = 0;
@@ -103,6 +103,7 @@ static char **engine_environment(const char *pythonpath)
     env[k++] = (char *)pythonpath;
     env[k++] = "PBENCH_ENGINE_PROTOCOL=1";
     env[k++] = "PYTHONUNBUFFERED=1";
+    env[k++] = "PYTHONDONTWRITEBYTECODE=1"; /* nothing written into share/ or the tree */
     env[k] = NULL;
     return env;
 }
