@@ -1063,7 +1063,7 @@ static void capacity_line(const struct pb_result *result, size_t i, struct pb_an
     if (cal->measured && cal->single_core_samples_per_s > 0)
         snprintf(from, sizeof from, "calibrated on one uncontended core");
     else
-        snprintf(from, sizeof from, "this run: %.0f samples/s on %.1f cores of CPU",
+        snprintf(from, sizeof from, "this run: %.4g samples/s on %.1f cores of CPU",
                  p->samples_per_s, cores_used);
     double cores = need / per_core;
     int pus = result->machine.pus > 0 ? result->machine.pus : 1;
@@ -1073,7 +1073,7 @@ static void capacity_line(const struct pb_result *result, size_t i, struct pb_an
     else
         snprintf(verdict, sizeof verdict, "short by %.1f", cores - pus);
     snprintf(an->capacity, sizeof an->capacity,
-             "a %.4g ms step at batch %.0f needs %.0f samples/s; at %.0f samples/s per core (%s), "
+             "a %.4g ms step at batch %.0f needs %.4g samples/s; at %.4g samples/s per core (%s), "
              "that takes about %.1f cores of loading; this machine has %d hardware threads: %s",
              step, batch, need, per_core, from, cores, pus, verdict);
 }
