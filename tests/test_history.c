@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <math.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -472,6 +473,115 @@ static void test_add_refuses_partial_results(void **state)
     rmdir(dir);
 }
 
+/* Adds night i of a nightly series: samples/s, other processes' CPU and
+ * the process's CPU (100 = one core), under revision ri. */
+static void add_night(const char *db, int i, double samples_per_s, double other_cpu,
+                      double cpu_util)
+{
+    struct pb_result r;
+    char created[32], rev[8], msg[PB_MSG_MAX];
+    snprintf(created, sizeof(created), "2026-11-%02dT03:00:00Z", i + 1);
+    snprintf(rev, sizeof(rev), "r%d", i);
+    one_point_result(&r, created, samples_per_s);
+    r.points[0].other_cpu_pct = other_cpu;
+    r.points[0].cpu_util_pct = cpu_util;
+    r.config = json_pack("{s:s}", "name", "ci");
+    assert_int_equal(pb_history_add(db, &r, rev, "test", msg, sizeof(msg)), PB_OK);
+    pb_result_free(&r);
+}
+
+/* Nights on a runner that turns busy from night 3 (other processes at
+ * 40%): samples/s drops a third, a step that is the machine's, withheld.
+ * From night 5 the code costs 20% more CPU per sample: the gate catches
+ * it by CPU per sample, which other processes barely move. */
+static void test_busy_nights_gate_on_cpu_time(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], out[300], msg[PB_MSG_MAX];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    snprintf(out, sizeof(out), "%s/show.txt", dir);
+    for (int i = 0; i < 8; i++) {
+        double sps = i < 3 ? 2000 : i < 5 ? 1330 : 1110;
+        double cpu_per_sample_s = (i < 5 ? 500e-6 : 600e-6) * (1 + 0.01 * (i % 2));
+        add_night(db, i, sps + i, i < 3 ? 1 : 40, 100 * sps * cpu_per_sample_s);
+    }
+    int rc = show_into(out, db, "samples_per_s", msg, sizeof(msg));
+    char *text = read_text(out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(text, "not counted: other processes shared the machine"));
+    assert_non_null(strstr(text, "other processes took 1% of the machine's CPU over the runs "
+                                 "before it and 40% from it"));
+    assert_non_null(strstr(text, "1 step(s) withheld (other processes)"));
+    free(text);
+
+    FILE *f = fopen(out, "w");
+    assert_non_null(f);
+    assert_int_equal(pb_history_gate(f, db, "ci", 5, msg, sizeof(msg)), 1);
+    fclose(f);
+    text = read_text(out);
+    assert_non_null(strstr(text, "cpu_ns_per_sample"));
+    assert_non_null(strstr(text, "from revision r5: a REGRESSION"));
+    assert_non_null(strstr(text, "stall_pct          no step in 1 series"));
+    assert_non_null(strstr(text, "a regression step: history show exits 3"));
+    free(text);
+    unlink(out);
+    unlink(db);
+    rmdir(dir);
+}
+
+/* Stall is a share of time: its steps are in percentage points, so 0.5%
+ * against 0.8% is no 60% step, and 10% against 20% is a 10-point one. */
+static void test_stall_steps_in_points(void **state)
+{
+    (void)state;
+    const double small[] = {0.5, 0.4, 0.5, 0.8, 0.9, 0.8};
+    double change;
+    assert_true(pb_history_step(small, 6, 5, &change) >= 0); /* a "step" of +60% */
+    assert_int_equal(pb_history_step_pp(small, 6, 5, &change), -1);
+    const double big[] = {10, 10, 11, 20, 21};
+    assert_int_equal(pb_history_step_pp(big, 5, 5, &change), 3);
+    assert_true(change > 9.9 && change < 11.1);
+    /* A run without the figure (NaN) is left out, not a break. */
+    const double gap[] = {10, NAN, 10, 20, NAN, 21};
+    assert_int_equal(pb_history_step_pp(gap, 6, 5, &change), 3);
+}
+
+/* The run-to-run spread of a series: from consecutive runs, in % of the
+ * median; unknown below PB_SPREAD_MIN_RUNS runs or without a database. */
+static void test_run_spread(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    double spread[PB_METRIC_COUNT];
+    int runs;
+    struct pb_result r;
+    one_point_result(&r, "2026-12-01T00:00:00Z", 1000);
+    r.config = json_pack("{s:s}", "name", "ci");
+    assert_int_equal(pb_history_run_spread(db, &r, 0, spread, &runs), PB_OK);
+    assert_int_equal(runs, 0);
+    assert_true(isnan(spread[0]));
+    /* Runs alternating 1000 +- 20: consecutive runs differ by 40, 4% of the
+     * median, which is sqrt(2) 0.6745 sigma: sigma = 4.19%. */
+    for (int i = 0; i < 10; i++)
+        add_night(db, i, i % 2 ? 1020 : 980, 0, 50);
+    assert_int_equal(pb_history_run_spread(db, &r, 0, spread, &runs), PB_OK);
+    assert_int_equal(runs, 10);
+    const struct pb_metric *sps = pb_metric_find("samples_per_s");
+    assert_true(fabs(spread[sps - pb_metrics] - 4.0 / (0.6745 * M_SQRT2)) < 0.01);
+    /* Another point of the config has no runs. */
+    r.points[0].axes = json_pack("{s:i}", "loader.workers", 2);
+    assert_int_equal(pb_history_run_spread(db, &r, 0, spread, &runs), PB_OK);
+    assert_int_equal(runs, 0);
+    pb_result_free(&r);
+    unlink(db);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -481,6 +591,9 @@ int main(void)
         cmocka_unit_test(test_add_twice_keeps_one_row),
         cmocka_unit_test(test_only_regression_steps_count),
         cmocka_unit_test(test_machine_step_is_the_runners),
+        cmocka_unit_test(test_busy_nights_gate_on_cpu_time),
+        cmocka_unit_test(test_stall_steps_in_points),
+        cmocka_unit_test(test_run_spread),
         cmocka_unit_test(test_series_keyed_by_what_was_measured),
         cmocka_unit_test(test_old_database_migrated),
         cmocka_unit_test(test_long_series_shows_newest_runs),

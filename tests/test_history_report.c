@@ -162,16 +162,17 @@ static void test_csv_and_json(void **state)
     char *csv = render(&h, PB_FORMAT_CSV);
     assert_int_equal(count(csv, "\n"), 1 + 2 * NIGHTS);
     const char *head = "config,machine,fingerprint,point,series,run,created,revision,metric,"
-                       "value,noise_pct,median_before,vs_median_pct,step,step_pct,regression\n";
+                       "value,noise_pct,median_before,vs_median_pct,step,step_pct,regression,"
+                       "other_cpu_pct\n";
     assert_memory_equal(csv, head, strlen(head));
     /* The point's JSON is quoted, its quotes doubled. */
     assert_int_equal(count(csv, ",\"{\"\"loader.workers\"\":1}\",0,"), NIGHTS);
     char row[200];
     snprintf(row, sizeof(row), ",0,5,2026-11-06T03:00:00Z,r5,samples_per_s,705,2,1005,");
     assert_non_null(strstr(csv, row));
-    snprintf(row, sizeof(row), ",1,%.10g,1\n", h.series[0].step_pct);
+    snprintf(row, sizeof(row), ",1,%.10g,1,0\n", h.series[0].step_pct);
     assert_int_equal(count(csv, row), 1);
-    assert_int_equal(count(csv, ",1\n"), 1); /* one regression flag */
+    assert_int_equal(count(csv, ",1,0\n"), 1); /* one regression flag, other CPU 0% */
     free(csv);
 
     char *text = render(&h, PB_FORMAT_JSON);

@@ -42,7 +42,6 @@ struct pb_interference {
     bool disturbed;
 };
 #define PB_MACHINE_CHANGE_PCT 10.0
-#define PB_THROTTLED_PCT 1.0
 
 #define PB_COMPARE_ALPHA 0.05
 #define PB_COMPARE_METRICS PB_METRIC_COUNT /* every row of bench/result/metrics.h */

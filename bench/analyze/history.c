@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <sqlite3.h>
@@ -99,6 +101,10 @@ static int update_schema(sqlite3 *db, bool writable, char **err)
         rc = add_missing_column(db, "fingerprint", "TEXT", err);
     if (rc == SQLITE_OK)
         rc = add_missing_column(db, "measured", "TEXT", err);
+    /* What the machine was doing besides the run (struct pb_history_run). */
+    static const char *const interference[] = {"other_cpu_pct", "steal_pct", "throttled_pct"};
+    for (size_t i = 0; rc == SQLITE_OK && i < PB_ARRAY_LEN(interference); i++)
+        rc = add_missing_column(db, interference[i], "REAL", err);
     /* A metric added to the table after the database was made. */
     for (int m = 0; rc == SQLITE_OK && m < PB_METRIC_COUNT; m++)
         if (pb_metrics[m].of_point)
@@ -171,6 +177,14 @@ static void row_identity(const struct pb_result *result, const char *machine, co
     snprintf(buf, buflen, "%016llx", (unsigned long long)pb_fnv1a(text, PB_FNV_BASIS));
 }
 
+/* The machine a series is kept for, as its column holds it. */
+static void machine_text(const struct pb_result *result, char *buf, size_t buflen)
+{
+    snprintf(buf, buflen, "%s, %d cores / %d PUs%s%s", result->machine.cpu_model,
+             result->machine.cores, result->machine.pus, result->machine.gpu_name[0] ? ", " : "",
+             result->machine.gpu_name);
+}
+
 /* What was measured, as a 64-bit FNV-1a hash in hex: the resolved config's
  * dataset, pipeline, loader and profile sections and its run section less
  * the settings that say how long and how often to measure (they change the
@@ -200,6 +214,20 @@ static void config_fingerprint(const struct pb_result *result, const char *machi
     json_decref(measured);
 }
 
+/* The median share of a point's repeats a CPU quota throttled, %. */
+static double median_throttled(const struct pb_point_result *p)
+{
+    double *v = malloc((p->repeat_count + 1) * sizeof(double));
+    if (!v)
+        return NAN;
+    size_t n = 0;
+    for (size_t r = 0; p->repeats && r < p->repeat_count; r++)
+        v[n++] = p->repeats[r].throttled_pct;
+    double median = n ? pb_median(v, n) : 0;
+    free(v);
+    return median;
+}
+
 /* Adds result's points; *added counts the rows that were new (a point
  * already in the history is left as it is). */
 static int add_points(const char *db_path, const struct pb_result *result, const char *revision,
@@ -210,9 +238,7 @@ static int add_points(const char *db_path, const struct pb_result *result, const
     if (open_db(db_path, true, &db, msg, msglen) != PB_OK)
         return PB_ERR;
     char machine[512], added_at[40];
-    snprintf(machine, sizeof(machine), "%s, %d cores / %d PUs%s%s", result->machine.cpu_model,
-             result->machine.cores, result->machine.pus, result->machine.gpu_name[0] ? ", " : "",
-             result->machine.gpu_name);
+    machine_text(result, machine, sizeof(machine));
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -223,8 +249,9 @@ static int add_points(const char *db_path, const struct pb_result *result, const
     config_fingerprint(result, machine, fingerprint, sizeof(fingerprint), &measured);
     /* The fixed columns, then one per kept metric (bench/result/metrics.h). */
     char sql[1024] = "INSERT OR IGNORE INTO runs (created, added, config, machine, revision,"
-                     " point, noise_pct, source, identity, fingerprint, measured";
-    char values[256] = "?,?,?,?,?,?,?,?,?,?,?";
+                     " point, noise_pct, source, identity, fingerprint, measured,"
+                     " other_cpu_pct, steal_pct, throttled_pct";
+    char values[256] = "?,?,?,?,?,?,?,?,?,?,?,?,?,?";
     for (int m = 0; m < PB_METRIC_COUNT; m++) {
         if (!pb_metrics[m].of_point)
             continue;
@@ -260,7 +287,10 @@ static int add_points(const char *db_path, const struct pb_result *result, const
         sqlite3_bind_text(st, 9, identity, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 10, fingerprint, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 11, measured ? measured : "{}", -1, SQLITE_TRANSIENT);
-        for (int m = 0, column = 12; m < PB_METRIC_COUNT; m++)
+        sqlite3_bind_double(st, 12, p->other_cpu_pct);
+        sqlite3_bind_double(st, 13, p->steal_pct);
+        sqlite3_bind_double(st, 14, median_throttled(p));
+        for (int m = 0, column = 15; m < PB_METRIC_COUNT; m++)
             if (pb_metrics[m].of_point)
                 sqlite3_bind_double(st, column++, pb_metrics[m].of_point(p));
         free(axes);
@@ -292,17 +322,20 @@ int pb_history_add(const char *db_path, const struct pb_result *result, const ch
     return add_points(db_path, result, revision, source, &added, msg, msglen);
 }
 
-long pb_history_step(const double *values, size_t n, double threshold_pct, double *change_pct)
+/* pb_history_step and pb_history_step_pp over values without NaN: a
+ * change is relative (%) or, absolute, in the values' own unit (pp). */
+static long find_step(const double *values, size_t n, double threshold, bool absolute,
+                      double *change)
 {
     for (size_t i = 1; i + PB_STEP_MIN_RUNS <= n; i++) {
         double before = pb_median(values, i);
-        if (!(before > 0) && !(before < 0))
+        if (!absolute && !(before > 0) && !(before < 0))
             continue;
         int direction = 0;
         bool all = true;
         for (size_t j = i; j < n && all; j++) {
-            double d = 100 * (values[j] / before - 1);
-            int dir = d > threshold_pct ? 1 : d < -threshold_pct ? -1 : 0;
+            double d = absolute ? values[j] - before : 100 * (values[j] / before - 1);
+            int dir = d > threshold ? 1 : d < -threshold ? -1 : 0;
             if (dir == 0 || (direction && dir != direction))
                 all = false;
             direction = dir;
@@ -310,14 +343,47 @@ long pb_history_step(const double *values, size_t n, double threshold_pct, doubl
         if (!all)
             continue;
         double after = pb_median(values + i, n - i);
-        double shift = 100 * (after / before - 1);
-        if (fabs(shift) > threshold_pct) {
-            if (change_pct)
-                *change_pct = shift;
+        double shift = absolute ? after - before : 100 * (after / before - 1);
+        if (fabs(shift) > threshold) {
+            if (change)
+                *change = shift;
             return (long)i;
         }
     }
     return -1;
+}
+
+/* Both step searches: the values that are numbers, kept in order, and the
+ * step's index mapped back to values. */
+static long step_of(const double *values, size_t n, double threshold, bool absolute,
+                    double *change)
+{
+    double *known = malloc((n ? n : 1) * sizeof(double));
+    size_t *at = malloc((n ? n : 1) * sizeof(size_t));
+    long step = -1;
+    size_t k = 0;
+    for (size_t i = 0; known && at && i < n; i++)
+        if (!isnan(values[i])) {
+            known[k] = values[i];
+            at[k++] = i;
+        }
+    if (known && at) {
+        step = find_step(known, k, threshold, absolute, change);
+        step = step >= 0 ? (long)at[step] : -1;
+    }
+    free(known);
+    free(at);
+    return step;
+}
+
+long pb_history_step(const double *values, size_t n, double threshold_pct, double *change_pct)
+{
+    return step_of(values, n, threshold_pct, false, change_pct);
+}
+
+long pb_history_step_pp(const double *values, size_t n, double threshold_pp, double *change_pp)
+{
+    return step_of(values, n, threshold_pp, true, change_pp);
 }
 
 void pb_history_metric_names(char *buf, size_t buflen, const char *sep)
@@ -344,44 +410,77 @@ void pb_history_free(struct pb_history *h)
     memset(h, 0, sizeof(*h));
 }
 
+/* The median of one figure of s's runs [from, to), its NaNs left out
+ * (NaN when none has it); field is the figure's offset in the run. values
+ * is scratch of run_count. */
+static double runs_median(const struct pb_history_series *s, size_t from, size_t to, size_t field,
+                          double *values)
+{
+    size_t n = 0;
+    for (size_t i = from; i < to; i++) {
+        double v;
+        memcpy(&v, (const char *)&s->runs[i] + field, sizeof(v));
+        if (!isnan(v))
+            values[n++] = v;
+    }
+    return n ? pb_median(values, n) : NAN;
+}
+
 /* The machine reference's median shift across s's step, in %: the runs
  * before it against the runs from it (values is scratch of run_count). */
 static double machine_shift(const struct pb_history_series *s, double *values)
 {
-    size_t before = 0, after = 0;
-    for (size_t i = 0; i < (size_t)s->step; i++)
-        if (!isnan(s->runs[i].machine))
-            values[before++] = s->runs[i].machine;
-    double b = before ? pb_median(values, before) : NAN;
-    for (size_t i = (size_t)s->step; i < s->run_count; i++)
-        if (!isnan(s->runs[i].machine))
-            values[after++] = s->runs[i].machine;
-    double a = after ? pb_median(values, after) : NAN;
+    size_t field = offsetof(struct pb_history_run, machine);
+    double b = runs_median(s, 0, (size_t)s->step, field, values);
+    double a = runs_median(s, (size_t)s->step, s->run_count, field, values);
     return b > 0 && a > 0 ? 100.0 * (a / b - 1) : NAN;
 }
 
+/* Whether other processes (or a CPU quota) moved a wall-clock step of s:
+ * the runs before it or from it took place on a busy machine (the rule of
+ * compare, bench/analyze/compare.h). Fills other_before, other_after. */
+static bool step_disturbed(struct pb_history_series *s, double *values)
+{
+    size_t step = (size_t)s->step, n = s->run_count;
+    size_t other = offsetof(struct pb_history_run, other_cpu),
+           steal = offsetof(struct pb_history_run, steal),
+           throttled = offsetof(struct pb_history_run, throttled);
+    s->other_before = runs_median(s, 0, step, other, values);
+    s->other_after = runs_median(s, step, n, other, values);
+    double steal_before = runs_median(s, 0, step, steal, values),
+           steal_after = runs_median(s, step, n, steal, values);
+    double quota_before = runs_median(s, 0, step, throttled, values),
+           quota_after = runs_median(s, step, n, throttled, values);
+    return s->other_before >= PB_BUSY_MACHINE_PCT || s->other_after >= PB_BUSY_MACHINE_PCT ||
+           steal_before >= PB_STEAL_PCT || steal_after >= PB_STEAL_PCT ||
+           quota_before >= PB_THROTTLED_PCT || quota_after >= PB_THROTTLED_PCT;
+}
+
 /* Finds the series' step change (pb_history_step) and whether it makes
- * the metric worse; counts it in h. */
+ * the metric worse; counts it in h, unless the machine moved it: a slower
+ * reference workload, or (a wall-clock metric) other processes. */
 static void series_finish(struct pb_history *h, struct pb_history_series *s)
 {
     double *values = malloc((s->run_count ? s->run_count : 1) * sizeof(double));
     s->step = -1;
     s->step_pct = 0;
     s->step_worse = false;
+    s->machine_shift_pct = s->other_before = s->other_after = NAN;
+    s->machine_step = s->disturbed = false;
     if (!values)
         return;
     for (size_t i = 0; i < s->run_count; i++)
         values[i] = s->runs[i].value;
-    s->step = pb_history_step(values, s->run_count, h->threshold_pct, &s->step_pct);
-    s->machine_shift_pct = NAN;
-    s->machine_step = false;
+    s->step = step_of(values, s->run_count, h->threshold_pct, h->absolute, &s->step_pct);
     if (s->step >= 0) {
         s->step_worse = h->higher_is_better ? s->step_pct < 0 : s->step_pct > 0;
         s->machine_shift_pct = machine_shift(s, values);
         s->machine_step = s->step_worse && strcmp(h->metric, "machine_ref_ns") != 0 &&
                           s->machine_shift_pct >= PB_HISTORY_MACHINE_PCT;
-        h->regressions += s->step_worse && !s->machine_step;
-        h->improvements += !s->step_worse;
+        s->disturbed = h->wall_clock && step_disturbed(s, values);
+        h->disturbed += s->disturbed;
+        h->regressions += s->step_worse && !s->machine_step && !s->disturbed;
+        h->improvements += !s->step_worse && !s->disturbed;
     }
     free(values);
 }
@@ -401,8 +500,61 @@ double pb_history_median_before(const struct pb_history_series *s, size_t i)
     return median;
 }
 
-/* Prints one series: its runs, each against the median before it, and its
- * step change if any. */
+/* The change of v against ref in the metric's unit: % or pp. */
+static double change_of(const struct pb_history *h, double v, double ref)
+{
+    return h->absolute ? v - ref : ref != 0 ? 100 * (v / ref - 1) : 0;
+}
+
+/* What a step of series s means, after "STEP CHANGE: ...: ". */
+static const char *step_meaning(const struct pb_history_series *s)
+{
+    return s->disturbed      ? "not counted: other processes shared the machine (below)"
+           : s->machine_step ? "worse, but the machine moved with it (below): not counted as a "
+                               "regression"
+           : s->step_worse   ? "a REGRESSION (exit 3); bisect between this revision and the one "
+                               "before"
+                             : "an IMPROVEMENT (not a failure); the series' new level is from "
+                               "here on";
+}
+
+/* The lines under a series' table: its step change, or that it has none,
+ * and what the machine did across it. */
+static void print_step(FILE *out, const struct pb_history *h, const struct pb_history_series *s)
+{
+    const char *unit = h->absolute ? "pp" : "%";
+    if (s->step < 0) {
+        fprintf(out, "  no step change beyond %.1f%s (needs %d runs in a row)\n", h->threshold_pct,
+                unit, PB_STEP_MIN_RUNS);
+        return;
+    }
+    char when[PB_PRINTABLE_SIZE(32)], rev[PB_PRINTABLE_SIZE(48)];
+    const struct pb_history_run *at = &s->runs[s->step];
+    fprintf(out,
+            "  STEP CHANGE: from %s (revision %s) the median moved %+.1f%s (threshold %.1f%s, "
+            "held for %zu runs): %s\n",
+            pb_printable(when, sizeof(when), at->created),
+            at->revision[0] ? pb_printable(rev, sizeof(rev), at->revision) : "?", s->step_pct,
+            unit, h->threshold_pct, unit, s->run_count - (size_t)s->step, step_meaning(s));
+    if (s->disturbed)
+        fprintf(out,
+                "  other processes took %.0f%% of the machine's CPU over the runs before it and "
+                "%.0f%% from it (medians; %.0f%% disturbs a wall-clock figure): %s moves with "
+                "them; CPU time per sample (history show --metric cpu_ns_per_sample) says "
+                "whether the code changed\n",
+                s->other_before, s->other_after, PB_BUSY_MACHINE_PCT, h->metric);
+    if (!isnan(s->machine_shift_pct))
+        fprintf(out,
+                "  the machine's own reference workload (machine_ref_ns) moved %+.1f%% at the same "
+                "run%s\n",
+                s->machine_shift_pct,
+                s->machine_step ? ": a slower runner, not the code; rerun on the old runner, or "
+                                  "refresh the baseline for this one"
+                                : ": the runner did not slow down");
+}
+
+/* Prints one series: its runs, each against the median before it and
+ * with what other processes took of the machine, and its step change. */
 static void print_series(FILE *out, const struct pb_history *h, const struct pb_history_series *s)
 {
     size_t n = s->run_count;
@@ -423,49 +575,33 @@ static void print_series(FILE *out, const struct pb_history *h, const struct pb_
                 "  the newest %zu of its %lld runs (show reads at most %d a series; the step is "
                 "looked for among these)\n",
                 n, s->total, PB_HISTORY_MAX_RUNS);
-    fprintf(out, "  %-22s %-14s %14s %9s\n", "measured", "revision", metric, "vs median");
+    fprintf(out, "  %-22s %-14s %17s %10s %10s\n", "measured", "revision", metric, "vs median",
+            "other CPU");
     for (size_t i = 0; i < n; i++) {
-        double ref = pb_history_median_before(s, i);
-        fprintf(out, "  %-22s %-14.14s %14.1f %+8.1f%%%s\n",
-                pb_printable(when, sizeof(when), s->runs[i].created),
-                pb_printable(rev, sizeof(rev), s->runs[i].revision), s->runs[i].value,
-                ref != 0 ? 100 * (s->runs[i].value / ref - 1) : 0,
+        const struct pb_history_run *run = &s->runs[i];
+        char other[16] = "-";
+        if (!isnan(run->other_cpu))
+            snprintf(other, sizeof(other), "%.0f%%", run->other_cpu);
+        fprintf(out, "  %-22s %-14.14s %17.1f %+8.1f%s %10s%s\n",
+                pb_printable(when, sizeof(when), run->created),
+                pb_printable(rev, sizeof(rev), run->revision), run->value,
+                change_of(h, run->value, pb_history_median_before(s, i)),
+                h->absolute ? "pp" : "% ", other,
                 s->step >= 0 && (size_t)s->step == i ? "  <- step change" : "");
     }
-    if (s->step < 0) {
-        fprintf(out, "  no step change beyond %.1f%% (needs %d runs in a row)\n", h->threshold_pct,
-                PB_STEP_MIN_RUNS);
-        return;
-    }
-    const struct pb_history_run *at = &s->runs[s->step];
-    fprintf(out,
-            "  STEP CHANGE: from %s (revision %s) the median moved %+.1f%% (threshold %.1f%%, "
-            "held for %zu runs): %s\n",
-            pb_printable(when, sizeof(when), at->created),
-            at->revision[0] ? pb_printable(rev, sizeof(rev), at->revision) : "?", s->step_pct,
-            h->threshold_pct, n - (size_t)s->step,
-            s->machine_step
-                ? "worse, but the machine moved with it (below): not counted as a regression"
-            : s->step_worse
-                ? "a REGRESSION (exit 3); bisect between this revision and the one before"
-                : "an IMPROVEMENT (not a failure); the series' new level is from here on");
-    if (!isnan(s->machine_shift_pct))
-        fprintf(out,
-                "  the machine's own reference workload (machine_ref_ns) moved %+.1f%% at the same "
-                "run%s\n",
-                s->machine_shift_pct,
-                s->machine_step ? ": a slower runner, not the code; rerun on the old runner, or "
-                                  "refresh the baseline for this one"
-                                : ": the runner did not slow down, so the step is the code's");
+    print_step(out, h, s);
 }
 
 void pb_history_print(FILE *out, const struct pb_history *h)
 {
     for (size_t i = 0; i < h->series_count; i++)
         print_series(out, h, &h->series[i]);
+    char withheld[96] = "";
+    if (h->disturbed)
+        snprintf(withheld, sizeof(withheld), ", %d step(s) withheld (other processes)",
+                 h->disturbed);
     fprintf(out, "%zu series of %s: %d regression step(s), %d improvement step(s)%s\n",
-            h->series_count, h->metric, h->regressions, h->improvements,
-            h->regressions ? "; show exits 3" : "; no regression, show exits 0");
+            h->series_count, h->metric, h->regressions, h->improvements, withheld);
 }
 
 /* The rows show reads: per series (what was measured, at one point) its
@@ -478,6 +614,7 @@ static void show_query(char *sql, size_t sqllen, const char *metric, bool one_co
     snprintf(sql, sqllen,
              "WITH keyed AS (SELECT id, config, machine, point, created, revision, %s AS value,"
              " noise_pct, measured, machine_ref_ns AS machine_ref,"
+             " other_cpu_pct, steal_pct, throttled_pct,"
              " COALESCE(fingerprint, 'none:' || config || char(31) || machine) AS series"
              " FROM runs %s),"
              " ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY series, point"
@@ -485,7 +622,7 @@ static void show_query(char *sql, size_t sqllen, const char *metric, bool one_co
              " COUNT(*) OVER (PARTITION BY series, point) AS total,"
              " MIN(config) OVER (PARTITION BY series) AS first_config FROM keyed)"
              " SELECT config, machine, point, created, revision, value, series, total,"
-             " noise_pct, measured, machine_ref"
+             " noise_pct, measured, machine_ref, other_cpu_pct, steal_pct, throttled_pct"
              " FROM ranked WHERE newer <= %d ORDER BY first_config, series, point, created, id",
              metric, one_config ? "WHERE config = ?" : "", PB_HISTORY_MAX_RUNS);
 }
@@ -494,6 +631,12 @@ static const char *column_text(sqlite3_stmt *st, int column)
 {
     const char *text = (const char *)sqlite3_column_text(st, column);
     return text ? text : "";
+}
+
+/* A REAL column, NaN where it is NULL (a row from before it was kept). */
+static double column_number(sqlite3_stmt *st, int column)
+{
+    return sqlite3_column_type(st, column) == SQLITE_NULL ? NAN : sqlite3_column_double(st, column);
 }
 
 /* Starts a series at the current row of st, appended to h; NULL when out
@@ -529,11 +672,12 @@ static int series_add(struct pb_history_series *s, sqlite3_stmt *st)
     struct pb_history_run *run = &s->runs[s->run_count++];
     pb_strlcpy(run->created, column_text(st, 3), sizeof(run->created));
     pb_strlcpy(run->revision, column_text(st, 4), sizeof(run->revision));
-    run->value = sqlite3_column_type(st, 5) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 5);
-    run->noise_pct =
-        sqlite3_column_type(st, 8) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 8);
-    run->machine =
-        sqlite3_column_type(st, 10) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 10);
+    run->value = column_number(st, 5);
+    run->noise_pct = column_number(st, 8);
+    run->machine = column_number(st, 10);
+    run->other_cpu = column_number(st, 11);
+    run->steal = column_number(st, 12);
+    run->throttled = column_number(st, 13);
     if (sqlite3_column_type(st, 9) != SQLITE_NULL) {
         free(s->measured);
         s->measured = strdup(column_text(st, 9));
@@ -576,6 +720,8 @@ int pb_history_load(const char *db_path, const char *config_name, const char *me
     pb_strlcpy(h->metric, metric, sizeof(h->metric));
     pb_strlcpy(h->unit, known->unit ? known->unit : "", sizeof(h->unit));
     h->higher_is_better = known->higher_is_better;
+    h->absolute = known->absolute;
+    h->wall_clock = known->wall_clock;
     h->threshold_pct = threshold_pct;
     sqlite3 *db;
     if (open_db(db_path, false, &db, msg, msglen) != PB_OK)
@@ -621,6 +767,120 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
     int regressions = h.regressions;
     pb_history_free(&h);
     return regressions;
+}
+
+int pb_history_gate(FILE *out, const char *db_path, const char *config_name, double threshold_pct,
+                    char *msg, size_t msglen)
+{
+    int regressions = 0;
+    if (out)
+        fprintf(out, "the gate (what --fail-on-regression gates on, steps beyond %.1f%%; "
+                     "percentage points for shares of time):\n",
+                threshold_pct);
+    for (int m = 0; m < PB_METRIC_COUNT; m++) {
+        const struct pb_metric *metric = &pb_metrics[m];
+        if (!metric->gates || !metric->of_point)
+            continue;
+        struct pb_history h;
+        int rc = pb_history_load(db_path, config_name, metric->name, threshold_pct, &h, msg,
+                                 msglen);
+        if (rc != PB_OK)
+            return rc;
+        int steps = 0;
+        for (size_t i = 0; i < h.series_count; i++) {
+            const struct pb_history_series *s = &h.series[i];
+            if (s->step < 0)
+                continue;
+            steps++;
+            char point[PB_PRINTABLE_SIZE(256)], rev[PB_PRINTABLE_SIZE(48)];
+            if (out)
+                fprintf(out, "  %-18s %s point %s: %+.1f%s from revision %s: %s\n", metric->name,
+                        s->fingerprint[0] ? s->fingerprint : s->config,
+                        pb_printable(point, sizeof(point), s->point), s->step_pct,
+                        h.absolute ? "pp" : "%",
+                        s->runs[s->step].revision[0]
+                            ? pb_printable(rev, sizeof(rev), s->runs[s->step].revision)
+                            : "?",
+                        step_meaning(s));
+        }
+        if (out && steps == 0)
+            fprintf(out, "  %-18s no step in %zu series\n", metric->name, h.series_count);
+        regressions += h.regressions;
+        pb_history_free(&h);
+    }
+    if (out)
+        fprintf(out, "%s\n", regressions ? "a regression step: history show exits 3"
+                                          : "no regression step: history show exits 0");
+    return regressions;
+}
+
+/* The robust run-to-run SD of values (in time order, NaNs left out): the
+ * median |difference| of consecutive runs / 0.954 (for normal noise the
+ * difference's SD is sqrt(2) sigma, and its median absolute value 0.6745
+ * of that), in % of their median, or pp; NaN below PB_SPREAD_MIN_RUNS. */
+static double run_spread(const double *values, size_t n, bool absolute)
+{
+    double *known = malloc((n ? n : 1) * sizeof(double));
+    double *diff = malloc((n ? n : 1) * sizeof(double));
+    size_t k = 0, d = 0;
+    for (size_t i = 0; known && diff && i < n; i++)
+        if (!isnan(values[i]))
+            known[k++] = values[i];
+    double spread = NAN;
+    if (k >= PB_SPREAD_MIN_RUNS) {
+        double median = pb_median(known, k);
+        for (size_t i = 1; i < k; i++)
+            diff[d++] = fabs(known[i] - known[i - 1]);
+        double sd = pb_median(diff, d) / (0.6745 * M_SQRT2);
+        spread = absolute ? sd : median != 0 ? 100 * sd / fabs(median) : NAN;
+    }
+    free(known);
+    free(diff);
+    return spread;
+}
+
+int pb_history_run_spread(const char *db_path, const struct pb_result *result, size_t point,
+                          double spread[PB_METRIC_COUNT], int *runs)
+{
+    for (int m = 0; m < PB_METRIC_COUNT; m++)
+        spread[m] = NAN;
+    *runs = 0;
+    if (!db_path || point >= result->point_count || access(db_path, R_OK) != 0)
+        return PB_OK;
+    char machine[512], fingerprint[32], *measured = NULL;
+    machine_text(result, machine, sizeof(machine));
+    config_fingerprint(result, machine, fingerprint, sizeof(fingerprint), &measured);
+    free(measured);
+    const json_t *axes = result->points[point].axes;
+    char *axes_text = axes ? json_dumps(axes, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    sqlite3 *db;
+    char msg[PB_MSG_MAX];
+    int rc = open_db(db_path, false, &db, msg, sizeof(msg));
+    for (int m = 0; rc == PB_OK && m < PB_METRIC_COUNT; m++) {
+        if (!pb_metrics[m].of_point)
+            continue;
+        char sql[512];
+        snprintf(sql, sizeof(sql),
+                 "SELECT %s FROM (SELECT %s, created, id FROM runs WHERE fingerprint = ? AND "
+                 "point = ? ORDER BY created DESC, id DESC LIMIT %d) ORDER BY created, id",
+                 pb_metrics[m].name, pb_metrics[m].name, PB_SPREAD_RUNS);
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+            break;
+        sqlite3_bind_text(st, 1, fingerprint, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, axes_text ? axes_text : "{}", -1, SQLITE_TRANSIENT);
+        double values[PB_SPREAD_RUNS];
+        size_t n = 0;
+        while (n < PB_SPREAD_RUNS && sqlite3_step(st) == SQLITE_ROW)
+            values[n++] = column_number(st, 0);
+        sqlite3_finalize(st);
+        spread[m] = run_spread(values, n, pb_metrics[m].absolute);
+        *runs = (int)n > *runs ? (int)n : *runs;
+    }
+    if (rc == PB_OK)
+        sqlite3_close(db);
+    free(axes_text);
+    return PB_OK;
 }
 
 void pb_history_revision(char *buf, size_t buflen)

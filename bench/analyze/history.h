@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "bench/result/metrics.h"
 #include "bench/result/result.h"
 
 #define PB_STEP_MIN_RUNS 2
@@ -30,6 +31,10 @@ struct pb_history_run {
     double value;               /* the metric; NaN when the row lacks it */
     double noise_pct;           /* the run's samples/s noise (CV, %); NaN unknown */
     double machine;             /* the machine's reference (machine_ref_ns); NaN unknown */
+    /* Other processes' CPU (% of the machine) and steal over the run's
+     * repeats (medians), and the share of its time a CPU quota throttled
+     * it; NaN for rows added before they were kept. */
+    double other_cpu, steal, throttled;
 };
 
 /* A series: what was measured (a config fingerprint, machine included) at
@@ -54,17 +59,34 @@ struct pb_history_series {
      * step is not counted as a regression of the code. */
     double machine_shift_pct;
     bool machine_step;
+    /* A wall-clock metric's step (bench/result/metrics.h) where other
+     * processes took PB_BUSY_MACHINE_PCT of the machine (or steal, or a CPU
+     * quota throttled the runs) before or from it: the medians of the runs
+     * before and from the step (NaN unknown), and whether that withholds
+     * the step, which then counts as neither regression nor improvement. */
+    double other_before, other_after;
+    bool disturbed;
 };
 #define PB_HISTORY_MACHINE_PCT 5.0
+
+/* Whether s's step counts as a regression: worse, and neither a slower
+ * machine nor other processes moved it. */
+static inline bool pb_history_step_counts(const struct pb_history_series *s)
+{
+    return s->step >= 0 && s->step_worse && !s->machine_step && !s->disturbed;
+}
 
 /* What history show reads: every series of one metric. */
 struct pb_history {
     char metric[64], unit[16];
     bool higher_is_better;
+    bool absolute;              /* steps in percentage points (stall)      */
+    bool wall_clock;            /* other processes move it (metrics.h)     */
     double threshold_pct;
     size_t series_count;
     struct pb_history_series *series; /* owned                             */
     int regressions, improvements;    /* steps that make the metric worse, better */
+    int disturbed;                    /* steps withheld: other processes moved them */
 };
 
 /* Reads the series of metric from the database at db_path (optionally
@@ -99,8 +121,35 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
  * every value from i on differs from the median of the values before i by
  * more than threshold_pct in one direction, the median from i on does too,
  * and at least PB_STEP_MIN_RUNS values follow i (i included). -1 if none.
- * *change_pct gets the shift of the median. */
+ * *change_pct gets the shift of the median. NaN values (a run without the
+ * metric) are left out. pb_history_step_pp is the same in percentage
+ * points, for shares of time such as stall_pct (a stall of 0.5% against
+ * 0.8% is no 60% step). */
 long pb_history_step(const double *values, size_t n, double threshold_pct, double *change_pct);
+long pb_history_step_pp(const double *values, size_t n, double threshold_pp, double *change_pp);
+
+/* What the nightly gate reads without --metric: every metric
+ * --fail-on-regression gates on that history keeps (samples/s, stall,
+ * accelerator utilization, CPU per sample), each searched for a step as
+ * history show does. Writes, when out is not NULL, one line per metric and
+ * series with a step (or that it has none). Returns the number of counted
+ * regression steps, or a negative code with msg (as pb_history_load). */
+int pb_history_gate(FILE *out, const char *db_path, const char *config_name, double threshold_pct,
+                    char *msg, size_t msglen);
+
+/* The run-to-run spread of result's point i in the history at db_path: for
+ * each metric of the table (bench/result/metrics.h) that history keeps, the
+ * standard deviation of one run's value, robustly from the differences of
+ * consecutive runs (median |difference| / 0.954, which is the SD for normal
+ * noise and ignores a rare step), in % of the series' median (pp for an
+ * absolute metric), over the newest PB_SPREAD_RUNS runs of the series with
+ * the same fingerprint and point; NaN where the series has fewer than
+ * PB_SPREAD_MIN_RUNS. *runs gets the series' runs read (0: no history, or
+ * no database at db_path, which is no error). */
+#define PB_SPREAD_RUNS 30
+#define PB_SPREAD_MIN_RUNS 5
+int pb_history_run_spread(const char *db_path, const struct pb_result *result, size_t point,
+                          double spread[PB_METRIC_COUNT], int *runs);
 
 /* The revision a run is filed under when none is given: $GITHUB_SHA, else
  * `git rev-parse --short HEAD` in the current folder, else "". */

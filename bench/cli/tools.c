@@ -28,9 +28,11 @@
 
 /* history show's output: the series read once, rendered in format to
  * stdout or to output (atomically, never over the database). The exit
- * code says whether a step is a regression, whatever the format. */
-static int history_show(const char *db, const char *config, const char *metric, double threshold,
-                        enum pb_format format, const char *output)
+ * code says whether a step is a regression, whatever the format: of the
+ * metric named with --metric, else of any metric the gate gates on (the
+ * table then ends with each one's step). */
+static int history_show(const char *db, const char *config, const char *metric, bool gate,
+                        double threshold, enum pb_format format, const char *output)
 {
     char msg[PB_MSG_MAX * 2];
     if (output && pb_output_check_inputs(output, &db, 1, msg, sizeof(msg)) != PB_OK) {
@@ -49,6 +51,14 @@ static int history_show(const char *db, const char *config, const char *metric, 
     if (rc != PB_OK) {
         pb_cli_error("history", msg);
         return PB_EXIT_ERROR;
+    }
+    if (gate) {
+        bool text = format == PB_FORMAT_TABLE && !output;
+        regressions = pb_history_gate(text ? stdout : NULL, db, config, threshold, msg, sizeof(msg));
+        if (regressions < 0) {
+            pb_cli_error("history", msg);
+            return pb_cli_exit(regressions);
+        }
     }
     return regressions ? PB_EXIT_REGRESSION : PB_EXIT_OK;
 }
@@ -72,7 +82,7 @@ int cmd_history(int argc, char **argv)
     const char *revision = NULL, *file = NULL, *output = NULL;
     double threshold = 5;
     enum pb_format format = PB_FORMAT_TABLE;
-    bool add = strcmp(argv[1], "add") == 0, force = false;
+    bool add = strcmp(argv[1], "add") == 0, force = false, metric_named = false;
     if (!add && strcmp(argv[1], "show") != 0)
         return pb_cli_usage_error("history", "expected 'add' or 'show', got '%s'", argv[1]);
     for (int i = 2; i < argc; i++) {
@@ -82,8 +92,10 @@ int cmd_history(int argc, char **argv)
             db = argv[++i];
         else if (strcmp(a, "--config") == 0 && has_value && !add)
             config = argv[++i];
-        else if (strcmp(a, "--metric") == 0 && has_value && !add)
+        else if (strcmp(a, "--metric") == 0 && has_value && !add) {
             metric = argv[++i];
+            metric_named = true;
+        }
         else if ((strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0) && has_value && !add)
             output = argv[++i];
         else if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && has_value && !add) {
@@ -103,7 +115,7 @@ int cmd_history(int argc, char **argv)
             return pb_cli_usage_error("history", "unexpected argument '%s'", a);
     }
     if (!add)
-        return history_show(db, config, metric, threshold, format, output);
+        return history_show(db, config, metric, !metric_named, threshold, format, output);
     if (!file)
         return pb_cli_usage_error("history", "%s", "history add needs a RESULT.json");
     char msg[PB_MSG_MAX * 2], summary[PB_MSG_MAX * 2];

@@ -25,7 +25,7 @@ static void delimited(FILE *out, char sep, const struct pb_history *h)
     static const char *const columns[] = {
         "config",    "machine", "fingerprint", "point", "series",        "run",
         "created",   "revision", "metric",     "value", "noise_pct",     "median_before",
-        "vs_median_pct", "step", "step_pct",   "regression"};
+        "vs_median_pct", "step", "step_pct",   "regression", "other_cpu_pct"};
     for (size_t c = 0; c < PB_ARRAY_LEN(columns); c++)
         fprintf(out, "%s%c", columns[c], c + 1 < PB_ARRAY_LEN(columns) ? sep : '\n');
     for (size_t i = 0; i < h->series_count; i++) {
@@ -48,7 +48,8 @@ static void delimited(FILE *out, char sep, const struct pb_history *h)
             cell_number(out, sep, before != 0 ? 100 * (run->value / before - 1) : NAN, false);
             fprintf(out, "%d%c", step ? 1 : 0, sep);
             cell_number(out, sep, step ? s->step_pct : NAN, false);
-            fprintf(out, "%d\n", step && s->step_worse && !s->machine_step ? 1 : 0);
+            fprintf(out, "%d%c", step && pb_history_step_counts(s) ? 1 : 0, sep);
+            cell_number(out, sep, run->other_cpu, true);
         }
     }
 }
@@ -84,16 +85,17 @@ static json_t *series_json(const struct pb_history_series *s)
 {
     json_t *runs = json_array();
     for (size_t r = 0; r < s->run_count; r++)
-        json_array_append_new(runs, json_pack("{s s s s s o s o}", "created", s->runs[r].created,
-                                              "revision", s->runs[r].revision, "value",
-                                              json_number(s->runs[r].value), "noise_pct",
-                                              json_number(s->runs[r].noise_pct)));
+        json_array_append_new(runs, json_pack("{s s s s s o s o s o}", "created",
+                                              s->runs[r].created, "revision", s->runs[r].revision,
+                                              "value", json_number(s->runs[r].value), "noise_pct",
+                                              json_number(s->runs[r].noise_pct), "other_cpu_pct",
+                                              json_number(s->runs[r].other_cpu)));
     json_t *step = json_null();
     if (s->step >= 0)
-        step = json_pack("{s I s s s s s o s b}", "run", (json_int_t)s->step, "created",
+        step = json_pack("{s I s s s s s o s b s b}", "run", (json_int_t)s->step, "created",
                          s->runs[s->step].created, "revision", s->runs[s->step].revision,
                          "change_pct", json_number(s->step_pct), "regression",
-                         s->step_worse && !s->machine_step);
+                         pb_history_step_counts(s), "withheld_other_processes", s->disturbed);
     return json_pack("{s s s s s o s o s o s I s o s o}", "config", s->config, "machine",
                      s->machine, "point", json_parsed(s->point), "fingerprint",
                      s->fingerprint[0] ? json_string(s->fingerprint) : json_null(), "measured",
@@ -181,16 +183,17 @@ static void series_chart(FILE *out, const struct pb_history *h, const struct pb_
     size_t hrule_count = 0;
     if (s->step >= 0) {
         const struct pb_history_run *at = &s->runs[s->step];
-        snprintf(step_label, sizeof(step_label), "step %+.1f%% from %s%s", s->step_pct,
-                 at->revision[0] ? at->revision : at->created,
-                 s->machine_step ? " (the machine's)"
+        snprintf(step_label, sizeof(step_label), "step %+.1f%s from %s%s", s->step_pct,
+                 h->absolute ? "pp" : "%", at->revision[0] ? at->revision : at->created,
+                 s->disturbed      ? " (withheld: other processes)"
+                 : s->machine_step ? " (the machine's)"
                  : s->step_worse ? " (regression)"
                                  : " (improvement)");
         vrule = (struct pb_svg_rule){(double)s->step - 0.5, step_label, false};
         double before = pb_history_median_before(s, (size_t)s->step);
         snprintf(before_label, sizeof(before_label), "median before: %.4g", before);
         snprintf(after_label, sizeof(after_label), "median from the step: %.4g",
-                 before * (1 + s->step_pct / 100));
+                 h->absolute ? before + s->step_pct : before * (1 + s->step_pct / 100));
         /* Each label over the part of its line the other level's runs
          * leave clear: before's at the right, after's at the left. */
         hrules[0] = (struct pb_svg_rule){before, before_label, false};
@@ -251,12 +254,13 @@ static void series_side(FILE *out, const struct pb_history *h, const struct pb_h
                  s->run_count ? s->runs[s->run_count - 1].created : "-");
     side_row(out, "runs", text);
     if (s->step >= 0)
-        snprintf(text, sizeof(text), "%+.1f%% from %s (revision %s), held for %zu runs: %s",
-                 s->step_pct, s->runs[s->step].created,
+        snprintf(text, sizeof(text), "%+.1f%s from %s (revision %s), held for %zu runs: %s",
+                 s->step_pct, h->absolute ? "pp" : "%", s->runs[s->step].created,
                  s->runs[s->step].revision[0] ? s->runs[s->step].revision : "?",
                  s->run_count - (size_t)s->step,
-                 s->machine_step ? "worse, with the machine's own speed"
-                 : s->step_worse ? "a regression"
+                 s->disturbed ? "withheld: other processes shared the machine"
+                 : s->machine_step ? "worse, with the machine's own speed"
+                 : s->step_worse   ? "a regression"
                                  : "an improvement");
     else
         snprintf(text, sizeof(text), "none beyond %.1f%%", h->threshold_pct);

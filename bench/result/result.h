@@ -29,6 +29,9 @@
 /* Interference that makes a point's figures lower than the machine alone. */
 #define PB_BUSY_MACHINE_PCT 10.0
 #define PB_STEAL_PCT 5.0
+/* A run a CPU quota throttled this share of its time or more was held back
+ * by its quota, whatever the code did. */
+#define PB_THROTTLED_PCT 1.0
 
 /* Per stage, merged over workers (and over repeats in the point summary).
  * A decoder's sub-stages ("decode.seek") are rows of their own with parent
