@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/analyze/compare.h"
+#include "bench/analyze/history.h"
 #include "bench/base/pb.h"
 #include "bench/base/stats.h"
 #include "bench/report/format.h"
@@ -596,6 +598,80 @@ static void test_pipeline_changes_by_stage(void **state)
     json_decref(b.config);
 }
 
+/* One run of a machine whose level moves run to run (a sd of run_sd,
+ * relative) while its repeats within a run agree to 0.5%: its 8 repeats'
+ * samples/s, and the point's median as history keeps it. */
+static void run_on_moving_machine(struct pb_result *r, double mean, double run_sd,
+                                  const char *created)
+{
+    double level = normal(mean, mean * run_sd), v[8];
+    for (size_t i = 0; i < 8; i++)
+        v[i] = normal(level, level * 0.005);
+    make_result(r, v, 8, "cpu", 300);
+    r->points[0].samples_per_s = pb_median(v, 8);
+    snprintf(r->created, sizeof(r->created), "%s", created);
+}
+
+/* Two result files of one config compare two runs: their repeats miss the
+ * machine's run-to-run movement, so on a machine that moves 4% from run to
+ * run an A/A pair reads as a 5% change often. With the series' history,
+ * the interval takes the run-to-run spread: the false alarms go, the
+ * undecidable ones say why, and a real 30% slowdown is still caught. */
+static void test_run_noise_from_history(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-compare-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[300], msg[PB_MSG_MAX];
+    snprintf(db, sizeof(db), "%s/history.db", dir);
+    enum { RUNS = 21 };
+    struct pb_result runs[RUNS];
+    for (int i = 0; i < RUNS; i++) {
+        char created[32];
+        snprintf(created, sizeof(created), "2026-11-%02dT03:00:00Z", i + 1);
+        run_on_moving_machine(&runs[i], 1000, 0.04, created);
+        assert_int_equal(pb_history_add(db, &runs[i], "r", "test", msg, sizeof(msg)), PB_OK);
+    }
+    int alarms_within = 0, alarms_history = 0, undecidable = 0;
+    for (int i = 0; i + 1 < RUNS; i++) {
+        struct pb_comparison within, history;
+        assert_int_equal(pb_compare_runs(&runs[i], &runs[i + 1], 5, NULL, &within), PB_OK);
+        assert_int_equal(pb_compare_runs(&runs[i], &runs[i + 1], 5, db, &history), PB_OK);
+        const struct pb_metric_cmp *w = &within.points[0].metrics[0], *h = &history.points[0].metrics[0];
+        alarms_within += w->verdict == PB_VERDICT_REGRESSED || w->verdict == PB_VERDICT_IMPROVED;
+        alarms_history += h->verdict == PB_VERDICT_REGRESSED || h->verdict == PB_VERDICT_IMPROVED;
+        undecidable += h->verdict == PB_VERDICT_AMBIGUOUS && h->repeats_to_decide == -1;
+        assert_true(isnan(w->run_noise));
+        assert_int_equal(h->run_noise_runs, RUNS);
+        assert_true(h->run_noise > 2 && h->run_noise < 7);
+        assert_int_equal(history.history_runs, RUNS);
+        pb_comparison_free(&within);
+        pb_comparison_free(&history);
+    }
+    print_message("A/A pairs of %d: %d alarms from within-run noise, %d with history, %d not "
+                  "decidable from two runs\n", RUNS - 1, alarms_within, alarms_history, undecidable);
+    assert_true(alarms_within >= 5);
+    assert_true(alarms_history <= 1);
+    assert_true(undecidable >= 10);
+    /* A real slowdown of 30% is past the run-to-run noise. */
+    struct pb_result slow;
+    run_on_moving_machine(&slow, 700, 0.0, "2026-12-01T03:00:00Z");
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare_runs(&runs[RUNS - 1], &slow, 5, db, &cmp), PB_OK);
+    assert_int_equal(cmp.points[0].metrics[0].verdict, PB_VERDICT_REGRESSED);
+    pb_comparison_free(&cmp);
+    pb_result_free(&slow);
+    for (int i = 0; i < RUNS; i++)
+        pb_result_free(&runs[i]);
+    unlink(db);
+    char wal[320];
+    snprintf(wal, sizeof(wal), "%s-wal", db);
+    unlink(wal);
+    snprintf(wal, sizeof(wal), "%s-shm", db);
+    unlink(wal);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -616,6 +692,7 @@ int main(void)
         cmocka_unit_test(test_markdown_names_not_html),
         cmocka_unit_test(test_gate_on_what_users_gate_on),
         cmocka_unit_test(test_pipeline_changes_by_stage),
+        cmocka_unit_test(test_run_noise_from_history),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -484,6 +484,8 @@ static void synthetic_repeats(const char *base, const char *name, double factor,
     }
     json_object_set_new(point, "repeats", repeats);
     json_object_set_new(point, "samples_per_s", json_real(1000 * factor));
+    json_object_set_new(point, "other_cpu_pct", json_real(other_pct));
+    json_object_set_new(point, "steal_pct", json_real(0));
     json_t *decode = json_object_get(
         json_array_get(json_object_get(json_object_get(r, "config"), "pipeline"), 1), "decode");
     json_object_set_new(decode, "cost_us", json_real(cost_us));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/analyze/history.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/base/stats.h"
@@ -282,9 +283,60 @@ static int repeats_to_decide(const struct pb_metric_cmp *m, double better, doubl
     return need > PB_COMPARE_MAX_REPEATS ? -1 : (int)need;
 }
 
+/* The verdict from the change, its interval and p: improved or regressed
+ * when significant and past the threshold, same when the interval lies
+ * within it, else ambiguous, with the repeats that would decide it. */
+static void decide(struct pb_metric_cmp *m, double threshold_pct)
+{
+    /* "Better" is positive from here on. */
+    double sign = m->higher_is_better ? 1 : -1;
+    double better = sign * m->change_pct;
+    double ci_lo = fmin(sign * m->ci_low_pct, sign * m->ci_high_pct);
+    double ci_hi = fmax(sign * m->ci_low_pct, sign * m->ci_high_pct);
+    bool significant = m->p_value < PB_COMPARE_ALPHA && (ci_lo > 0 || ci_hi < 0);
+    if (significant && better >= threshold_pct)
+        m->verdict = PB_VERDICT_IMPROVED;
+    else if (significant && better <= -threshold_pct)
+        m->verdict = PB_VERDICT_REGRESSED;
+    else if (ci_lo > -threshold_pct && ci_hi < threshold_pct)
+        m->verdict = PB_VERDICT_SAME;       /* any change is smaller than matters */
+    else if (significant)
+        m->verdict = PB_VERDICT_SAME;       /* real, but under the threshold */
+    else
+        m->verdict = PB_VERDICT_AMBIGUOUS;  /* could be a change that matters */
+    m->repeats_to_decide = 0;
+    if (m->verdict != PB_VERDICT_AMBIGUOUS)
+        return;
+    /* Run-to-run noise that alone hides the threshold: no number of
+     * repeats within the two runs decides it. */
+    bool runs_hide_it = !isnan(m->run_noise) &&
+                        (Z_ALPHA + Z_POWER) * M_SQRT2 * m->run_noise >= threshold_pct;
+    m->repeats_to_decide = runs_hide_it ? -1 : repeats_to_decide(m, better, threshold_pct);
+}
+
+/* Widens m's interval to the run-to-run spread run_noise (% or pp) where
+ * that is the larger noise: each side's median is one run's, so the change
+ * carries sqrt(2) run_noise whatever the repeats. */
+static void widen_by_run_noise(struct pb_metric_cmp *m, double run_noise, int runs)
+{
+    m->run_noise = run_noise;
+    m->run_noise_runs = runs;
+    if (isnan(run_noise) || isnan(m->ci_low_pct))
+        return;
+    double half = Z_ALPHA * M_SQRT2 * run_noise;
+    m->ci_low_pct = fmin(m->ci_low_pct, m->change_pct - half);
+    m->ci_high_pct = fmax(m->ci_high_pct, m->change_pct + half);
+    double detectable = (Z_ALPHA + Z_POWER) * M_SQRT2 * run_noise;
+    if (!(m->detectable >= detectable))
+        m->detectable = isinf(m->detectable) ? m->detectable : detectable;
+}
+
+/* Compares metric between points a and b: medians, the change with its
+ * bootstrap interval (widened to run_noise, NAN: none) and Mann-Whitney p,
+ * and the verdict. */
 static void compare_metric(int metric, const struct pb_point_result *a,
                            const struct pb_point_result *b, double threshold_pct, uint64_t seed,
-                           struct pb_metric_cmp *m)
+                           double run_noise, int runs, struct pb_metric_cmp *m)
 {
     memset(m, 0, sizeof(*m));
     const struct pb_metric *row = &pb_metrics[metric];
@@ -293,6 +345,7 @@ static void compare_metric(int metric, const struct pb_point_result *a,
     m->higher_is_better = row->higher_is_better;
     m->absolute = row->absolute;
     m->machine = row->machine;
+    m->run_noise = NAN;
     double *x = calloc(a->repeat_count + 1, sizeof(double));
     double *y = calloc(b->repeat_count + 1, sizeof(double));
     size_t n = metric_values(a, row, x), k = metric_values(b, row, y);
@@ -325,25 +378,8 @@ static void compare_metric(int metric, const struct pb_point_result *a,
     m->p_value = pb_mann_whitney(y, k, x, n, NULL);
     free(x);
     free(y);
-
-    /* "Better" is positive from here on. */
-    double sign = m->higher_is_better ? 1 : -1;
-    double better = sign * m->change_pct;
-    double ci_lo = fmin(sign * m->ci_low_pct, sign * m->ci_high_pct);
-    double ci_hi = fmax(sign * m->ci_low_pct, sign * m->ci_high_pct);
-    bool significant = m->p_value < PB_COMPARE_ALPHA && (ci_lo > 0 || ci_hi < 0);
-    if (significant && better >= threshold_pct)
-        m->verdict = PB_VERDICT_IMPROVED;
-    else if (significant && better <= -threshold_pct)
-        m->verdict = PB_VERDICT_REGRESSED;
-    else if (ci_lo > -threshold_pct && ci_hi < threshold_pct)
-        m->verdict = PB_VERDICT_SAME;       /* any change is smaller than matters */
-    else if (significant)
-        m->verdict = PB_VERDICT_SAME;       /* real, but under the threshold */
-    else
-        m->verdict = PB_VERDICT_AMBIGUOUS;  /* could be a change that matters */
-    if (m->verdict == PB_VERDICT_AMBIGUOUS)
-        m->repeats_to_decide = repeats_to_decide(m, better, threshold_pct);
+    widen_by_run_noise(m, run_noise, runs);
+    decide(m, threshold_pct);
 }
 
 static void axes_label(const json_t *axes, char *buf, size_t n)
@@ -475,12 +511,14 @@ static void count_verdicts(struct pb_comparison *out)
 /* Both pb_compare and pb_compare_configs: the configs' differences are
  * incompatibilities, or (configs_may_differ) the change being compared. */
 static int compare_results(const struct pb_result *base, const struct pb_result *next,
-                           double threshold_pct, bool configs_may_differ,
+                           double threshold_pct, bool configs_may_differ, const char *history_db,
                            struct pb_comparison *out)
 {
     memset(out, 0, sizeof(*out));
     out->threshold_pct = threshold_pct;
     out->interleaved = configs_may_differ;
+    if (history_db)
+        pb_strlcpy(out->history_db, history_db, sizeof(out->history_db));
     check_compatible(out, base, next, configs_may_differ);
     out->points = calloc(base->point_count + 1, sizeof(*out->points));
     if (!out->points)
@@ -499,8 +537,13 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
         pc->next_index = j;
         axes_label(a->axes, pc->label, sizeof(pc->label));
         pc->metric_count = PB_COMPARE_METRICS;
+        double spread[PB_METRIC_COUNT];
+        int runs = 0;
+        pb_history_run_spread(history_db, base, i, spread, &runs);
+        out->history_runs = runs > out->history_runs ? runs : out->history_runs;
         for (int m = 0; m < PB_COMPARE_METRICS; m++) {
-            compare_metric(m, a, &next->points[j], threshold_pct, 0x5eed + (uint64_t)i * 131 + (uint64_t)m,
+            compare_metric(m, a, &next->points[j], threshold_pct,
+                           0x5eed + (uint64_t)i * 131 + (uint64_t)m, spread[m], runs,
                            &pc->metrics[m]);
             struct pb_metric_cmp *mc = &pc->metrics[m];
             mc->cost_of_setting = mc->verdict == PB_VERDICT_REGRESSED && pb_metrics[m].setting_cost &&
@@ -518,13 +561,19 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
 int pb_compare(const struct pb_result *base, const struct pb_result *next, double threshold_pct,
                struct pb_comparison *out)
 {
-    return compare_results(base, next, threshold_pct, false, out);
+    return compare_results(base, next, threshold_pct, false, NULL, out);
+}
+
+int pb_compare_runs(const struct pb_result *base, const struct pb_result *next,
+                    double threshold_pct, const char *history_db, struct pb_comparison *out)
+{
+    return compare_results(base, next, threshold_pct, false, history_db, out);
 }
 
 int pb_compare_configs(const struct pb_result *base, const struct pb_result *next,
                        double threshold_pct, struct pb_comparison *out)
 {
-    return compare_results(base, next, threshold_pct, true, out);
+    return compare_results(base, next, threshold_pct, true, NULL, out);
 }
 
 void pb_comparison_free(struct pb_comparison *cmp)
@@ -663,14 +712,15 @@ int pb_threshold_parse(const char *text, double *threshold_pct)
 }
 
 int pb_compare_files(const char *base_path, const char *next_path, double threshold_pct,
-                     struct pb_comparison *out, char *msg, size_t msglen)
+                     const char *history_db, struct pb_comparison *out, char *msg,
+                     size_t msglen)
 {
     struct pb_result base, next;
     memset(&next, 0, sizeof(next));
     int rc = pb_result_read(base_path, &base, msg, msglen);
     if (rc == PB_OK)
         rc = pb_result_read(next_path, &next, msg, msglen);
-    if (rc == PB_OK && pb_compare(&base, &next, threshold_pct, out) != PB_OK) {
+    if (rc == PB_OK && pb_compare_runs(&base, &next, threshold_pct, history_db, out) != PB_OK) {
         snprintf(msg, msglen, "out of memory");
         rc = PB_ERR_NOMEM;
     }

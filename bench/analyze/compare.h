@@ -79,8 +79,16 @@ struct pb_metric_cmp {
                                   when the noise is unknown                  */
     int repeats_to_decide;     /* ambiguous only: repeats per side that would
                                   decide it; -1 more than
-                                  PB_COMPARE_MAX_REPEATS; 0
-                                  when not ambiguous                        */
+                                  PB_COMPARE_MAX_REPEATS (or run to run
+                                  noise no repeats lower); 0 when not
+                                  ambiguous                                  */
+    /* Two runs compared from their files: the series' run-to-run spread
+     * from history (SD of one run's value, % or pp; NAN where history has
+     * none), from run_noise_runs runs. Repeats within one run share the
+     * machine's state and miss it, so where it is the larger noise the
+     * interval is widened to it: change +- z sqrt(2) run_noise. */
+    double run_noise;
+    int run_noise_runs;
 };
 
 struct pb_point_cmp {
@@ -111,6 +119,10 @@ struct pb_comparison {
     int disturbed;             /* wall-clock verdicts withheld (interference) */
     int gated_withheld;        /* of them, gated ones: the gate is inconclusive */
     bool interleaved;          /* two configs measured in interleaved rounds */
+    /* The history database looked in for the run-to-run spread ("": none
+     * was given), and the most runs a point's series had there. */
+    char history_db[256];
+    int history_runs;
 };
 
 /* Compares next against base. Returns PB_OK; fills out (release with
@@ -123,6 +135,13 @@ int pb_compare(const struct pb_result *base, const struct pb_result *next, doubl
  * change under test, listed as a setting change, never refused. */
 int pb_compare_configs(const struct pb_result *base, const struct pb_result *next,
                        double threshold_pct, struct pb_comparison *out);
+/* pb_compare for two separate runs (two result files, or a run against
+ * its --baseline): where the history database at history_db (NULL: none)
+ * holds the base's series (its fingerprint and point), each metric's
+ * run-to-run spread widens its interval when it is larger than the
+ * repeats' own (struct pb_metric_cmp, run_noise). */
+int pb_compare_runs(const struct pb_result *base, const struct pb_result *next,
+                    double threshold_pct, const char *history_db, struct pb_comparison *out);
 void pb_comparison_free(struct pb_comparison *cmp);
 
 /* Adds the metrics named in names (comma separated, as --gate takes them)
@@ -158,9 +177,11 @@ int pb_compare_min_repeats(void);
 int pb_threshold_parse(const char *text, double *threshold_pct);
 
 /* Reads the result files at base_path and next_path and compares them into
- * out (release with pb_comparison_free). Returns PB_OK, or PB_ERR with msg
+ * out (as pb_compare_runs, with history_db; release with
+ * pb_comparison_free). Returns PB_OK, or PB_ERR with msg
  * naming the unreadable file, or PB_ERR_NOMEM ("out of memory"). */
 int pb_compare_files(const char *base_path, const char *next_path, double threshold_pct,
-                     struct pb_comparison *out, char *msg, size_t msglen);
+                     const char *history_db, struct pb_comparison *out, char *msg,
+                     size_t msglen);
 
 #endif

@@ -13,6 +13,9 @@
 #include "bench/result/result.h"
 
 #define PB_STEP_MIN_RUNS 2
+/* Where history add and show, and compare's run-to-run noise, look for
+ * the database unless told (--db). */
+#define PB_HISTORY_DB "results/history.db"
 /* The runs of a series history show reads: the newest, when it has more. */
 #define PB_HISTORY_MAX_RUNS 4096
 

@@ -245,7 +245,7 @@ static int cmd_compare(int argc, char **argv)
     int format = PB_FORMAT_TABLE;
     bool force = false, quiet = false;
     struct pb_gate gate = {false, NULL};
-    const char *files[2] = {NULL, NULL}, *output = NULL;
+    const char *files[2] = {NULL, NULL}, *output = NULL, *history_db = PB_HISTORY_DB;
     char msg[PB_MSG_MAX];
     const char **overrides = calloc((size_t)argc, sizeof(char *));
     int nfiles = 0, override_count = 0, code = -1;
@@ -268,6 +268,8 @@ static int cmd_compare(int argc, char **argv)
             quiet = true;
         } else if (strcmp(a, "--force") == 0) {
             force = true;
+        } else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
+            history_db = argv[++i];
         } else if (strcmp(a, "--fail-on-regression") == 0) {
             gate.fail_on_regression = true;
         } else if (strcmp(a, "--gate") == 0 && i + 1 < argc) {
@@ -305,7 +307,8 @@ static int cmd_compare(int argc, char **argv)
         code = PB_EXIT_ERROR;
     } else {
         struct pb_comparison cmp;
-        if (pb_compare_files(files[0], files[1], threshold_pct, &cmp, msg, sizeof(msg)) != PB_OK) {
+        if (pb_compare_files(files[0], files[1], threshold_pct, history_db, &cmp, msg,
+                             sizeof(msg)) != PB_OK) {
             pb_cli_error("compare", msg);
             code = PB_EXIT_ERROR;
         } else {

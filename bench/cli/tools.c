@@ -78,7 +78,7 @@ int cmd_history(int argc, char **argv)
 {
     if (argc < 2)
         return pb_cli_usage_error("history", "%s", "expected 'add' or 'show'");
-    const char *db = "results/history.db", *config = NULL, *metric = "samples_per_s";
+    const char *db = PB_HISTORY_DB, *config = NULL, *metric = "samples_per_s";
     const char *revision = NULL, *file = NULL, *output = NULL;
     double threshold = 5;
     enum pb_format format = PB_FORMAT_TABLE;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/analyze/history.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/base/table.h"
@@ -111,6 +112,17 @@ static void decide_metric(struct notes *n, const char *label, const struct pb_me
     else
         snprintf(seen, sizeof(seen), " (noise unknown: %d and %d repeats)", mc->base_n,
                  mc->next_n);
+    /* Run-to-run noise no repeats within the two runs lower. */
+    if (mc->repeats_to_decide < 0 && !isnan(mc->run_noise)) {
+        fprintf(n->out,
+                "%sambiguous %s at %s%s: not decidable from two runs here: from run to run this "
+                "series moves ±%.1f%s (%d runs in the history), which hides a %.1f%s change; "
+                "measure both in one interleaved session (pbench compare BASE.yaml NEW.yaml), "
+                "or gate on a threshold of %.0f%s\n",
+                bullet, mc->name, label, seen, mc->run_noise, unit, mc->run_noise_runs,
+                n->threshold_pct, unit, ceil(mc->detectable), unit);
+        return;
+    }
     /* Past a sensible number of repeats, or noisier per repeat than the
      * threshold itself, a metric is not decidable here: said so, rather
      * than asking for hundreds of repeats. */
@@ -264,12 +276,23 @@ static void print_context(FILE *out, const struct pb_comparison *cmp, bool md)
                           "the machine hits both alike\n"
                         : "measured together: rounds interleaved A B B A ..., so a drift of the "
                           "machine hits both alike\n");
-    else
+    else if (cmp->history_runs >= PB_SPREAD_MIN_RUNS)
+        fprintf(out, "%snoise: each side's repeats, within one run, and this series' run-to-run "
+                     "spread from its %d newest runs in %s, which repeats within one run miss; "
+                     "where it is the larger, the interval is widened to it\n",
+                md ? "- " : "", cmp->history_runs, cmp->history_db);
+    else {
+        char hint[400] = "";
+        if (cmp->history_db[0])
+            snprintf(hint, sizeof(hint),
+                     "; with %d runs of this series in %s (pbench history add RESULT.json) its "
+                     "run-to-run spread would count too",
+                     PB_SPREAD_MIN_RUNS, cmp->history_db);
         fprintf(out, "%snoise: each side's is the spread of its own repeats, within one run that "
                      "shared the machine's state; from run to run the machine moves more "
-                     "(machine_ref_ns below is its own speed; pbench history show gives a "
-                     "series' run-to-run spread)\n",
-                md ? "- " : "");
+                     "(machine_ref_ns below is its own speed)%s\n",
+                md ? "- " : "", hint);
+    }
     for (int i = 0; i < cmp->difference_count; i++) {
         pb_printable(text, sizeof(text), cmp->differences[i]);
         fprintf(out, md ? "- differs: %s\n" : "differs: %s\n",

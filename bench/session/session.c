@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bench/analyze/analysis.h"
+#include "bench/analyze/history.h"
 #include "bench/base/fileio.h"
 #include "bench/base/pb.h"
 #include "bench/base/stats.h"
@@ -902,8 +903,9 @@ static int write_result(struct session *s)
 
 static int compare_baseline(struct session *s)
 {
-    if (pb_compare(&s->baseline, s->result, s->opts->threshold_pct, &s->outcome->comparison) !=
-        PB_OK) {
+    /* Two runs: history's run-to-run spread of the series counts too. */
+    if (pb_compare_runs(&s->baseline, s->result, s->opts->threshold_pct, PB_HISTORY_DB,
+                        &s->outcome->comparison) != PB_OK) {
         snprintf(s->msg, s->msglen, "--baseline: out of memory");
         return fail(s, PB_ERR_NOMEM);
     }
