@@ -643,6 +643,10 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
     json_object_set_new(root, "disturbed", json_integer(cmp->disturbed));
     json_object_set_new(root, "gated_withheld", json_integer(cmp->gated_withheld));
     json_object_set_new(root, "unmatched_points", json_integer(cmp->unmatched));
+    json_object_set_new(root, "history",
+                        cmp->history_db[0] ? json_pack("{s:s,s:i}", "db", cmp->history_db,
+                                                       "runs", cmp->history_runs)
+                                           : json_null());
     json_t *points = json_array();
     for (size_t i = 0; i < cmp->point_count; i++) {
         const struct pb_point_cmp *pc = &cmp->points[i];
@@ -689,6 +693,9 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
                                 isnan(mc->noise) ? json_null() : json_real(mc->noise));
             json_object_set_new(o, mc->absolute ? "detectable_change_pp" : "detectable_change_pct",
                                 isfinite(mc->detectable) ? json_real(mc->detectable) : json_null());
+            json_object_set_new(o, mc->absolute ? "run_noise_pp" : "run_noise_pct",
+                                isnan(mc->run_noise) ? json_null() : json_real(mc->run_noise));
+            json_object_set_new(o, "run_noise_runs", json_integer(mc->run_noise_runs));
             json_object_set_new(o, "repeats_to_decide",
                                 mc->repeats_to_decide > 0 ? json_integer(mc->repeats_to_decide)
                                                           : json_null());
