@@ -544,7 +544,8 @@ static void test_gate_on_what_users_gate_on(void **state)
     struct pb_point_cmp *pc = &cmp.points[0];
     pc->metric_count = PB_METRIC_COUNT;
     for (int m = 0; m < PB_METRIC_COUNT; m++) {
-        pc->metrics[m].name = pb_metrics[m].name;
+        snprintf(pc->metrics[m].name, sizeof(pc->metrics[m].name), "%s", pb_metrics[m].name);
+        pc->metrics[m].row = &pb_metrics[m];
         pc->metrics[m].verdict = PB_VERDICT_SAME;
         pc->metrics[m].base_n = pc->metrics[m].next_n = 5; /* measured on both sides */
     }
@@ -672,6 +673,74 @@ static void test_run_noise_from_history(void **state)
     rmdir(dir);
 }
 
+/* Gives every repeat of r's point stages decode and resize, costing
+ * decode_us and 40 us of CPU a sample (+-1% from repeat to repeat), and
+ * the point the same stages. */
+static void add_stages(struct pb_result *r, double decode_us)
+{
+    struct pb_point_result *p = &r->points[0];
+    for (size_t i = 0; i <= p->repeat_count; i++) {
+        struct pb_stage_result *st = calloc(2, sizeof(*st));
+        assert_non_null(st);
+        snprintf(st[0].name, sizeof(st[0].name), "decode");
+        snprintf(st[1].name, sizeof(st[1].name), "resize");
+        double jitter = 1 + 0.01 * (double)((int)(i % 3) - 1);
+        for (int s = 0; s < 2; s++) {
+            st[s].hist.count = 1000;
+            st[s].cpu_ns = (uint64_t)(1000 * 1e3 * (s ? 40 : decode_us) * jitter);
+        }
+        if (i < p->repeat_count) {
+            p->repeats[i].stages = st;
+            p->repeats[i].stage_count = 2;
+        } else {
+            p->stages = st;
+            p->stage_count = 2;
+        }
+    }
+}
+
+/* Each stage's CPU time per sample is compared as cpu_ns_per_sample is:
+ * a costlier decode is named as such, reported, and gates when named. */
+static void test_stage_cpu_rows(void **state)
+{
+    (void)state;
+    double a[6] = {1000, 1010, 990, 1005, 995, 1000};
+    struct pb_result x, y;
+    make_result(&x, a, 6, "cpu", 300);
+    make_result(&y, a, 6, "cpu", 300);
+    add_stages(&x, 300);
+    add_stages(&y, 390);
+    struct pb_comparison cmp;
+    char msg[PB_MSG_MAX];
+    assert_int_equal(pb_compare(&x, &y, 5, &cmp), PB_OK);
+    const struct pb_point_cmp *pc = &cmp.points[0];
+    assert_int_equal(pc->metric_count, PB_METRIC_COUNT + 2);
+    const struct pb_metric_cmp *decode = &pc->metrics[PB_METRIC_COUNT];
+    const struct pb_metric_cmp *resize = &pc->metrics[PB_METRIC_COUNT + 1];
+    assert_string_equal(decode->name, "cpu_ns_per_sample.decode");
+    assert_string_equal(decode->stage, "decode");
+    assert_null(decode->row);
+    assert_int_equal(decode->verdict, PB_VERDICT_REGRESSED);
+    assert_true(decode->change_pct > 29 && decode->change_pct < 31);
+    assert_int_equal(resize->verdict, PB_VERDICT_SAME);
+    assert_false(decode->gated);
+    assert_int_equal(cmp.regressions, 1);
+    assert_int_equal(cmp.gated_regressions, 0);
+    assert_int_equal(pb_comparison_gate(&cmp, "cpu_ns_per_sample.decode", msg, sizeof(msg)), PB_OK);
+    assert_int_equal(cmp.gated_regressions, 1);
+    assert_int_equal(pb_comparison_gate(&cmp, "decode", msg, sizeof(msg)), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "cpu_ns_per_sample.STAGE"));
+    json_t *j = pb_comparison_to_json(&cmp);
+    json_t *row = json_array_get(
+        json_object_get(json_array_get(json_object_get(j, "points"), 0), "metrics"), PB_METRIC_COUNT);
+    assert_string_equal(json_string_value(json_object_get(row, "stage")), "decode");
+    assert_string_equal(json_string_value(json_object_get(row, "verdict")), "regressed");
+    json_decref(j);
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -693,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_gate_on_what_users_gate_on),
         cmocka_unit_test(test_pipeline_changes_by_stage),
         cmocka_unit_test(test_run_noise_from_history),
+        cmocka_unit_test(test_stage_cpu_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -331,24 +331,15 @@ static void widen_by_run_noise(struct pb_metric_cmp *m, double run_noise, int ru
         m->detectable = isinf(m->detectable) ? m->detectable : detectable;
 }
 
-/* Compares metric between points a and b: medians, the change with its
- * bootstrap interval (widened to run_noise, NAN: none) and Mann-Whitney p,
- * and the verdict. */
-static void compare_metric(int metric, const struct pb_point_result *a,
-                           const struct pb_point_result *b, double threshold_pct, uint64_t seed,
-                           double run_noise, int runs, struct pb_metric_cmp *m)
+/* Compares the repeats' values x (base, n) and y (new, k) of metric m,
+ * whose name and kind are set: medians, the change with its bootstrap
+ * interval (widened to run_noise, NAN: none) and Mann-Whitney p, and the
+ * verdict. */
+static void compare_values(struct pb_metric_cmp *m, const double *x, size_t n, const double *y,
+                           size_t k, double threshold_pct, uint64_t seed, double run_noise,
+                           int runs)
 {
-    memset(m, 0, sizeof(*m));
-    const struct pb_metric *row = &pb_metrics[metric];
-    m->name = row->name;
-    m->unit = row->unit;
-    m->higher_is_better = row->higher_is_better;
-    m->absolute = row->absolute;
-    m->machine = row->machine;
     m->run_noise = NAN;
-    double *x = calloc(a->repeat_count + 1, sizeof(double));
-    double *y = calloc(b->repeat_count + 1, sizeof(double));
-    size_t n = metric_values(a, row, x), k = metric_values(b, row, y);
     m->base_n = (int)n;
     m->next_n = (int)k;
     m->base = pb_median(x, n);
@@ -358,8 +349,6 @@ static void compare_metric(int metric, const struct pb_point_result *a,
     m->ci_low_pct = m->ci_high_pct = NAN;
     what_can_be_detected(m, x, n, y, k);
     if (n < 2 || k < 2 || isnan(m->base) || isnan(m->next) || (!m->absolute && m->base == 0)) {
-        free(x);
-        free(y);
         m->repeats_to_decide = repeats_to_decide(m, NAN, threshold_pct);
         return; /* not enough data to tell */
     }
@@ -376,10 +365,78 @@ static void compare_metric(int metric, const struct pb_point_result *a,
         m->ci_high_pct = 100 * (hi - 1);
     }
     m->p_value = pb_mann_whitney(y, k, x, n, NULL);
-    free(x);
-    free(y);
     widen_by_run_noise(m, run_noise, runs);
     decide(m, threshold_pct);
+}
+
+/* Compares row metric of the table between points a and b. */
+static void compare_metric(int metric, const struct pb_point_result *a,
+                           const struct pb_point_result *b, double threshold_pct, uint64_t seed,
+                           double run_noise, int runs, struct pb_metric_cmp *m)
+{
+    memset(m, 0, sizeof(*m));
+    const struct pb_metric *row = &pb_metrics[metric];
+    pb_strlcpy(m->name, row->name, sizeof(m->name));
+    m->row = row;
+    m->unit = row->unit;
+    m->higher_is_better = row->higher_is_better;
+    m->absolute = row->absolute;
+    m->machine = row->machine;
+    double *x = calloc(a->repeat_count + 1, sizeof(double));
+    double *y = calloc(b->repeat_count + 1, sizeof(double));
+    size_t n = x ? metric_values(a, row, x) : 0, k = y ? metric_values(b, row, y) : 0;
+    compare_values(m, x, n, y, k, threshold_pct, seed, run_noise, runs);
+    free(x);
+    free(y);
+}
+
+/* A repeat's stage named name, or NULL. */
+static const struct pb_stage_result *repeat_stage(const struct pb_repeat_result *r,
+                                                  const char *name)
+{
+    for (size_t s = 0; r->stages && s < r->stage_count; s++)
+        if (strcmp(r->stages[s].name, name) == 0)
+            return &r->stages[s];
+    return NULL;
+}
+
+/* A point's CPU time per sample in stage, one per complete repeat that ran
+ * it on the CPU. */
+static size_t stage_values(const struct pb_point_result *p, const char *stage, double *out)
+{
+    size_t n = 0;
+    for (size_t r = 0; r < p->repeat_count; r++) {
+        const struct pb_stage_result *st = repeat_stage(&p->repeats[r], stage);
+        if (!p->repeats[r].interrupted && st && st->hist.count > 0 && st->cpu_ns > 0)
+            out[n++] = (double)st->cpu_ns / (double)st->hist.count;
+    }
+    return n;
+}
+
+/* The stages' rows of a point: CPU time per sample of each pipeline stage
+ * (not its sub-stages, not device rows) both sides ran, after the table's
+ * rows, up to PB_COMPARE_STAGES. */
+static void compare_stages(struct pb_point_cmp *pc, const struct pb_point_result *a,
+                           const struct pb_point_result *b, double threshold_pct, uint64_t seed)
+{
+    double *x = calloc(a->repeat_count + 1, sizeof(double));
+    double *y = calloc(b->repeat_count + 1, sizeof(double));
+    for (size_t s = 0; x && y && s < a->stage_count && pc->metric_count < PB_COMPARE_METRICS; s++) {
+        const struct pb_stage_result *st = &a->stages[s];
+        if (st->gpu || st->parent[0] || st->cpu_ns == 0)
+            continue;
+        size_t n = stage_values(a, st->name, x), k = stage_values(b, st->name, y);
+        if (n == 0 || k == 0)
+            continue;
+        struct pb_metric_cmp *m = &pc->metrics[pc->metric_count++];
+        memset(m, 0, sizeof(*m));
+        snprintf(m->name, sizeof(m->name), "cpu_ns_per_sample.%s", st->name);
+        pb_strlcpy(m->stage, st->name, sizeof(m->stage));
+        m->unit = "ns";
+        compare_values(m, x, n, y, k, threshold_pct, seed + s, NAN, 0);
+    }
+    free(x);
+    free(y);
 }
 
 static void axes_label(const json_t *axes, char *buf, size_t n)
@@ -475,8 +532,9 @@ static void apply_interference(struct pb_point_cmp *pc,
         return;
     for (int m = 0; m < pc->metric_count; m++) {
         struct pb_metric_cmp *mc = &pc->metrics[m];
-        bool cpu_time = strcmp(pb_metrics[m].name, "cpu_ns_per_sample") == 0;
-        if (!(pb_metrics[m].wall_clock || (cpu_time && in->machine_changed)) ||
+        bool cpu_time = !mc->row || mc->row->loader_cost; /* the process's or a stage's */
+        bool wall_clock = mc->row && mc->row->wall_clock;
+        if (!(wall_clock || (cpu_time && in->machine_changed)) ||
             mc->verdict == PB_VERDICT_AMBIGUOUS)
             continue;
         mc->verdict = PB_VERDICT_DISTURBED;
@@ -494,7 +552,9 @@ static void count_verdicts(struct pb_comparison *out)
             struct pb_metric_cmp *mc = &out->points[i].metrics[m];
             if (!pb_metric_cmp_measured(mc) || mc->machine)
                 continue;
-            switch (mc->cost_of_setting ? PB_VERDICT_SAME : mc->verdict) {
+            /* A stage's row undecided is no call for more repeats. */
+            bool untold = mc->stage[0] && !mc->gated && mc->verdict == PB_VERDICT_AMBIGUOUS;
+            switch (mc->cost_of_setting || untold ? PB_VERDICT_SAME : mc->verdict) {
             case PB_VERDICT_REGRESSED: out->regressions++; break;
             case PB_VERDICT_IMPROVED: out->improvements++; break;
             case PB_VERDICT_AMBIGUOUS: out->ambiguous++; break;
@@ -536,20 +596,24 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
         pc->base_index = i;
         pc->next_index = j;
         axes_label(a->axes, pc->label, sizeof(pc->label));
-        pc->metric_count = PB_COMPARE_METRICS;
+        pc->metric_count = PB_METRIC_COUNT;
         double spread[PB_METRIC_COUNT];
         int runs = 0;
         pb_history_run_spread(history_db, base, i, spread, &runs);
         out->history_runs = runs > out->history_runs ? runs : out->history_runs;
-        for (int m = 0; m < PB_COMPARE_METRICS; m++) {
+        for (int m = 0; m < PB_METRIC_COUNT; m++)
             compare_metric(m, a, &next->points[j], threshold_pct,
                            0x5eed + (uint64_t)i * 131 + (uint64_t)m, spread[m], runs,
                            &pc->metrics[m]);
+        compare_stages(pc, a, &next->points[j], threshold_pct, 0x57a9e + (uint64_t)i * 131);
+        for (int m = 0; m < pc->metric_count; m++) {
+            /* A stage's CPU time is the process's, as cpu_ns_per_sample. */
             struct pb_metric_cmp *mc = &pc->metrics[m];
-            mc->cost_of_setting = mc->verdict == PB_VERDICT_REGRESSED && pb_metrics[m].setting_cost &&
+            const struct pb_metric *row = mc->row ? mc->row : pb_metric_find("cpu_ns_per_sample");
+            mc->cost_of_setting = mc->verdict == PB_VERDICT_REGRESSED && row->setting_cost &&
                                   out->setting_change_count > 0 &&
-                                  (!pb_metrics[m].loader_cost || out->loader_changed);
-            mc->gated = pb_metrics[m].gates;
+                                  (!row->loader_cost || out->loader_changed);
+            mc->gated = mc->row && mc->row->gates;
         }
         apply_interference(pc, a, &next->points[j]);
     }
@@ -582,29 +646,47 @@ void pb_comparison_free(struct pb_comparison *cmp)
     memset(cmp, 0, sizeof(*cmp));
 }
 
-int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, size_t msglen)
+/* Whether the comma-separated list names holds name exactly. */
+static bool names_hold(const char *names, const char *name)
 {
-    bool named[PB_METRIC_COUNT] = {false};
+    size_t want = strlen(name);
     for (const char *at = names; at && *at;) {
         size_t len = strcspn(at, ",");
+        if (len == want && strncmp(at, name, len) == 0)
+            return true;
+        at += len + (at[len] == ',');
+    }
+    return false;
+}
+
+#define STAGE_PREFIX "cpu_ns_per_sample."
+
+int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, size_t msglen)
+{
+    for (const char *at = names; at && *at;) {
+        size_t len = strcspn(at, ",");
+        bool stage = len > strlen(STAGE_PREFIX) && strncmp(at, STAGE_PREFIX, strlen(STAGE_PREFIX)) == 0;
         int m = 0;
         while (m < PB_METRIC_COUNT &&
                (strlen(pb_metrics[m].name) != len || strncmp(pb_metrics[m].name, at, len) != 0))
             m++;
-        if (m == PB_METRIC_COUNT) {
+        if (m == PB_METRIC_COUNT && !stage) {
             size_t used = (size_t)snprintf(msg, msglen, "--gate: unknown metric '%.*s'; allowed:",
                                            (int)len, at);
             for (int k = 0; k < PB_METRIC_COUNT && used < msglen; k++)
                 used += (size_t)snprintf(msg + used, msglen - used, "%s %s", k ? "," : "",
                                          pb_metrics[k].name);
+            if (used < msglen)
+                snprintf(msg + used, msglen - used, ", or " STAGE_PREFIX "STAGE for a stage's");
             return PB_ERR_CONFIG;
         }
-        named[m] = true;
         at += len + (at[len] == ',');
     }
     for (size_t i = 0; i < cmp->point_count; i++)
-        for (int m = 0; m < cmp->points[i].metric_count; m++)
-            cmp->points[i].metrics[m].gated = pb_metrics[m].gates || named[m];
+        for (int m = 0; m < cmp->points[i].metric_count; m++) {
+            struct pb_metric_cmp *mc = &cmp->points[i].metrics[m];
+            mc->gated = (mc->row && mc->row->gates) || names_hold(names, mc->name);
+        }
     count_verdicts(cmp);
     return PB_OK;
 }
@@ -674,6 +756,8 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
             const struct pb_metric_cmp *mc = &pc->metrics[m];
             json_t *o = json_object();
             json_object_set_new(o, "metric", json_string(mc->name));
+            if (mc->stage[0])
+                json_object_set_new(o, "stage", json_string(mc->stage));
             json_object_set_new(o, "base", json_real(mc->base));
             json_object_set_new(o, "new", json_real(mc->next));
             json_object_set_new(o, mc->absolute ? "change_pp" : "change_pct",

@@ -44,13 +44,22 @@ struct pb_interference {
 #define PB_MACHINE_CHANGE_PCT 10.0
 
 #define PB_COMPARE_ALPHA 0.05
-#define PB_COMPARE_METRICS PB_METRIC_COUNT /* every row of bench/result/metrics.h */
+/* Every row of bench/result/metrics.h, then CPU time per sample of up to
+ * PB_COMPARE_STAGES pipeline stages both sides ran ("cpu_ns_per_sample.
+ * decode"): where the work per sample changed, by stage. */
+#define PB_COMPARE_STAGES 8
+#define PB_COMPARE_METRICS (PB_METRIC_COUNT + PB_COMPARE_STAGES)
 #define PB_BOOTSTRAP_RESAMPLES 4000
 #define PB_COMPARE_POWER 0.80      /* the detection rate "detectable" means */
 #define PB_COMPARE_MAX_REPEATS 1000 /* run.repeats' upper bound              */
 
 struct pb_metric_cmp {
-    const char *name;          /* "samples_per_s", "assembly_p50_ns", ... */
+    char name[96];             /* "samples_per_s", ..., "cpu_ns_per_sample.decode" */
+    /* Its row of the metric table; NULL for a stage's CPU time per sample
+     * (stage names the stage), which is compared as cpu_ns_per_sample is
+     * and gates only when named (--gate cpu_ns_per_sample.decode). */
+    const struct pb_metric *row;
+    char stage[64];
     const char *unit;
     bool higher_is_better;
     bool absolute;             /* change in percentage points (stall)      */
@@ -144,10 +153,11 @@ int pb_compare_runs(const struct pb_result *base, const struct pb_result *next,
                     double threshold_pct, const char *history_db, struct pb_comparison *out);
 void pb_comparison_free(struct pb_comparison *cmp);
 
-/* Adds the metrics named in names (comma separated, as --gate takes them)
- * to those the gate fails on, and counts cmp->gated_regressions again.
- * PB_OK, or PB_ERR_CONFIG with msg naming an unknown metric and the
- * allowed ones. names may be NULL (the table's defaults only). */
+/* Adds the metrics named in names (comma separated, as --gate takes them:
+ * a row of the metric table, or cpu_ns_per_sample.STAGE) to those the gate
+ * fails on, and counts cmp->gated_regressions again. PB_OK, or
+ * PB_ERR_CONFIG with msg naming an unknown metric and the allowed ones.
+ * names may be NULL (the table's defaults only). */
 int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, size_t msglen);
 
 const char *pb_verdict_name(enum pb_verdict verdict);

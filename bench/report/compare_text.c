@@ -102,7 +102,9 @@ static void decide_metric(struct notes *n, const char *label, const struct pb_me
                 pb_compare_min_repeats());
         n->said_never = true;
     }
-    if (mc->verdict != PB_VERDICT_AMBIGUOUS)
+    /* A stage's row is the diagnosis, not the verdict: only its changes
+     * are told, unless the gate names it. */
+    if (mc->verdict != PB_VERDICT_AMBIGUOUS || (mc->stage[0] && !mc->gated))
         return;
     const char *unit = mc->absolute ? "pp" : "%";
     char seen[96];
@@ -328,9 +330,14 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
         fputs("\n| point | metric | base | new | change | 95% CI | p | verdict | detectable |\n"
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n",
               out);
-    else
-        fprintf(out, "\n%-28s %-16s %12s %12s %9s %19s %7s %10s  %s\n", "point", "metric", "base",
-                "new", "change", "95% CI", "p", "detectable", "verdict");
+    int width = 16; /* the metric column: its longest name (a stage's row) */
+    for (size_t i = 0; i < cmp->point_count; i++)
+        for (int m = 0; m < cmp->points[i].metric_count; m++)
+            if ((int)strlen(cmp->points[i].metrics[m].name) > width)
+                width = (int)strlen(cmp->points[i].metrics[m].name);
+    if (!md)
+        fprintf(out, "\n%-28s %-*s %12s %12s %9s %19s %7s %10s  %s\n", "point", width, "metric",
+                "base", "new", "change", "95% CI", "p", "detectable", "verdict");
     for (size_t i = 0; i < cmp->point_count; i++) {
         const struct pb_point_cmp *pc = &cmp->points[i];
         char label[LABEL_SIZE];
@@ -367,8 +374,8 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
                 fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s | %s |\n", m ? "" : label,
                         mc->name, a, b, change, ci, p, bold, verdict, bold, detectable);
             else
-                fprintf(out, "%-28.28s %-16s %12s %12s %9s %19s %7s %*s  %s\n", m ? "" : label,
-                        mc->name, a, b, change, ci, p,
+                fprintf(out, "%-28.28s %-*s %12s %12s %9s %19s %7s %*s  %s\n", m ? "" : label,
+                        width, mc->name, a, b, change, ci, p,
                         /* "±" is two bytes and one column wide */
                         strncmp(detectable, "±", 2) == 0 ? 11 : 10, detectable,
                         mc->verdict == PB_VERDICT_REGRESSED  ? "REGRESSED"
