@@ -480,6 +480,8 @@ static void synthetic_repeats(const char *base, const char *name, double factor,
         json_object_set_new(rep, "other_cpu_pct", json_real(other_pct));
         json_object_set_new(rep, "steal_pct", json_real(0));
         json_object_set_new(rep, "cpu_util_pct", json_real(cpu_pct * spread[7 - i]));
+        /* CPU per sample from cpu_util_pct: the stages' own times go. */
+        json_object_set_new(rep, "stages", json_array());
         json_array_append_new(repeats, rep);
     }
     json_object_set_new(point, "repeats", repeats);

@@ -51,30 +51,38 @@
       "config's dataset.generate block ('pbench list dataset.generate'), with - for _.") \
     X(compare, \
       "pbench compare BASE.json NEW.json [--threshold 5%] [--format {comparison-formats}]\n" \
-      "                  [-o FILE] [--fail-on-regression] [--gate M,...] [--force]\n" \
+      "                  [-o FILE] [--fail-on-regression] [--gate M,...] [--force] [--db DB]\n" \
       "pbench compare BASE.yaml NEW.yaml [-s key.path=value]... [-o results/NAME.json] [--quiet]\n" \
       "                  [--threshold 5%] [--format {comparison-formats}] [--fail-on-regression]\n" \
       "                  [--gate M,...]\n" \
       "pbench compare BOTH.json          (re-prints what a compare of two configs wrote)", \
-      "Compares two results point by point (matched by their sweep axes): samples/s, batch\n" \
-      "assembly p50/p99, stall % and peak RSS, each with the change, a 95% bootstrap confidence\n" \
-      "interval over the repeats, a Mann-Whitney U p-value, and a verdict: improved, regressed,\n" \
-      "same or ambiguous (not enough data to tell). A change counts only when it is significant\n" \
-      "and at least --threshold (default 5%). Results from different machines or configs are\n" \
-      "refused, with every difference listed, unless --force. Each metric also says the\n" \
-      "smallest change its repeats could detect given their noise ('never' where too few\n" \
+      "Compares two results point by point (matched by their sweep axes): samples/s, stall %,\n" \
+      "accelerator utilization, CPU time per sample (and per pipeline stage:\n" \
+      "cpu_ns_per_sample.STAGE), batch assembly p50/p99, peak RSS and the machine's own\n" \
+      "reference speed, each with the change, a 95% bootstrap confidence interval over the\n" \
+      "repeats, a Mann-Whitney U p-value, and a verdict: improved, regressed, same, ambiguous\n" \
+      "(not enough data to tell) or disturbed (a wall-clock figure withheld where other\n" \
+      "processes, a CPU quota or a slower machine moved it). A change counts only when it is\n" \
+      "significant and at least --threshold (default 5%). Results from different machines or\n" \
+      "configs are refused, with every difference listed, unless --force. Each metric also says\n" \
+      "the smallest change its repeats could detect given their noise ('never' where too few\n" \
       "repeats can reach p < 0.05: 3 against 3 cannot), and an ambiguous one how many repeats\n" \
-      "a side would decide it (-s run.repeats=N). See docs/statistics.md.\n\n" \
+      "a side would decide it (-s run.repeats=N), or that it is not decidable here.\n\n" \
+      "Two result files are two runs: where the history database (--db, default\n" \
+      "results/history.db) holds 5 or more runs of the base's series, each metric's run-to-run\n" \
+      "spread widens its interval when larger than the repeats' own. See docs/statistics.md.\n\n" \
       "Given two configs, compare measures both itself, here and now, in interleaved rounds\n" \
       "(A B B A A B ...: a drift of the machine falls on both alike), writes one result holding\n" \
       "both (each point tagged compare: base|new) and prints the same comparison. -s applies to\n" \
       "both configs. On a shared CI runner this is the strongest before/after evidence.\n\n" \
-      "--fail-on-regression gates on samples/s and stall %, what a training job feels; batch\n" \
-      "assembly and peak RSS are reported, and gate only when named with --gate.\n\n" \
+      "--fail-on-regression gates on samples/s, stall %, accelerator utilization and CPU per\n" \
+      "sample, what a training job feels; batch assembly, peak RSS and the stages' rows are\n" \
+      "reported, and gate only when named with --gate.\n\n" \
       "Exit codes: 0 no regression of a gated metric (same, improved or ambiguous; or no\n" \
-      "--fail-on-regression), 3 such a regression with --fail-on-regression, 1 unreadable\n" \
-      "files, 2 usage error,\n" \
-      "incompatible results or no point of one result matching a point of the other.") \
+      "--fail-on-regression), 3 such a regression with --fail-on-regression, 4 inconclusive\n" \
+      "(no gated regression, but a gated verdict withheld as disturbed), 1 unreadable files,\n" \
+      "2 usage error, incompatible results or no point of one result matching a point of the\n" \
+      "other.") \
     X(history, \
       "pbench history add RESULT.json [--db results/history.db] [--revision REV] [--force]\n" \
       "       pbench history show [--db results/history.db] [--config NAME]\n" \
@@ -96,9 +104,14 @@
       "tools; --format html -o history.html a self-contained page with a trend chart per\n" \
       "series (each run's noise as a band, a step marked with its size and revision). -o\n" \
       "writes FILE (atomically) instead of printing.\n" \
-      "Exit codes: 0, or 3 when show finds a step that makes the metric worse (samples/s down;\n" \
-      "stall %, assembly p99, peak RSS up); a step that is an improvement is reported and\n" \
-      "exits 0; 1 on errors and refused results.") \
+      "Each run keeps what else ran on the machine (other processes' CPU, steal, CPU-quota\n" \
+      "throttling): a step of a wall-clock metric on a busy machine is withheld, not counted.\n" \
+      "Without --metric, show prints samples/s, then gates on every metric the gate of compare\n" \
+      "gates on (samples/s, stall, accelerator utilization, CPU per sample), one line each.\n" \
+      "Exit codes: 0, or 3 when show finds a step that makes a gated metric (or the --metric)\n" \
+      "worse (samples/s down; stall %, CPU per sample, assembly p99, peak RSS up) and neither\n" \
+      "other processes nor a slower machine explain it; a step that is an improvement is\n" \
+      "reported and exits 0; 1 on errors and refused results.") \
     X(calibrate, \
       "pbench calibrate CONFIG [--gpu] [-s key.path=value]...", \
       "Measures what this machine does at best for CONFIG's data: the pipeline on one core\n" \
