@@ -470,14 +470,16 @@ static void test_jpeg_decode_suggestion(void **state)
          "(fused with the crop; 7 of 1000 samples DCT-reduced)",
          "scale=auto", 0, 0},
         {"random_resized_crop", "1", true,
-         "for sources larger than 448x320 (test: pbench compare image.yaml image.yaml "
-         "--set-new pipeline.decode.scale=window); smaller or lower-quality source files; or a GPU "
+         "for sources larger than 448x320 (test: pbench compare image.yaml image.yaml -s "
+         "pipeline.decode.scale=1 --set-new pipeline.decode.scale=window); smaller or "
+         "lower-quality source files; or a GPU "
          "decoder",
          NULL, 0, 0},
         {"random_resized_crop", "window", true, "What cuts it: smaller or lower-quality",
          "scale=window", 0, 0},
-        {"random_resized_crop", "1", false, "test: pbench compare image.yaml image.yaml "
-                                            "--set-new pipeline.decode.scale=auto)",
+        {"random_resized_crop", "1", false, "test: pbench compare image.yaml image.yaml -s "
+                                            "pipeline.decode.scale=1 --set-new "
+                                            "pipeline.decode.scale=auto)",
          "fused with the crop", 0, 0},
         {"resize", "1", true, "pipeline.decode.scale=auto", "fused with the crop", 0, 0},
         /* Sources known: 400x300 are under twice 224x160 wide, so no window
@@ -567,9 +569,9 @@ static void make_image_run(struct pb_result *r, const char *config_path, const c
 
 /* A suggestion's test of one setting is a compare of the config with
  * itself, the setting on the new side: "pbench compare C C [-s
- * loader.engine=E] --set-new KEY=VALUE", whose config is the result's and
- * whose settings that config takes; a torch point's engine goes on both
- * sides. */
+ * loader.engine=E] -s KEY=NOW --set-new KEY=VALUE", whose config is the
+ * result's and whose settings that config takes; a torch point's engine
+ * and the setting as the point ran go on both sides. */
 static void test_suggestion_compare_command_well_formed(void **state)
 {
     (void)state;
@@ -581,8 +583,8 @@ static void test_suggestion_compare_command_well_formed(void **state)
         const char *engine, *needle;
         int words;
     } cases[] = {
-        {"pbench", "pbench compare", 6},
-        {"torch", "pbench compare", 8}, /* PIL's draft mode: scale=auto, on torch */
+        {"pbench", "pbench compare", 8},
+        {"torch", "pbench compare", 10}, /* PIL's draft mode: scale=auto, on torch */
     };
     for (size_t c = 0; c < PB_ARRAY_LEN(cases); c++) {
         struct pb_result r;
@@ -601,10 +603,12 @@ static void test_suggestion_compare_command_well_formed(void **state)
         assert_string_equal(word[3], config);
         assert_string_equal(word[n - 2], "--set-new");
         assert_string_equal(word[n - 1], "pipeline.decode.scale=auto");
-        if (n == 8) {
+        if (n == 10) {
             assert_string_equal(word[4], "-s");
             assert_string_equal(word[5], "loader.engine=torch");
         }
+        assert_string_equal(word[n - 4], "-s");
+        assert_string_equal(word[n - 3], "pipeline.decode.scale=1");
         struct pb_spec spec;
         if (pb_config_load(word[2], &spec, msg, sizeof(msg)) != PB_OK)
             fail_msg("%s", msg);
@@ -618,7 +622,7 @@ static void test_suggestion_compare_command_well_formed(void **state)
 }
 
 /* Workers beyond the hardware threads: as many as threads, compared with
- * the count now; where the result swept the workers, swept instead (the
+ * the count now (given on both sides, as a run may have set it with -s); where the result swept the workers, swept instead (the
  * sweep would override --set-new). Twice the workers, compared with the
  * count now. A torch point that restarts its workers every epoch:
  * persistent workers, compared on the torch engine. */
@@ -633,8 +637,8 @@ static void test_one_setting_suggestions_compare(void **state)
     json_object_set_new(json_object_get(r.config, "loader"), "workers", json_integer(16));
     assert_int_equal(pb_analyze(&r, &an), 0);
     assert_true(any_suggestion(&an, "16 workers share 8 hardware threads: use at most 8 (test: "
-                                    "pbench compare CONFIG.yaml CONFIG.yaml --set-new "
-                                    "loader.workers=8)"));
+                                    "pbench compare CONFIG.yaml CONFIG.yaml -s "
+                                    "loader.workers=16 --set-new loader.workers=8)"));
     pb_analysis_free(&an);
     release(&r);
 
@@ -653,27 +657,28 @@ static void test_one_setting_suggestions_compare(void **state)
     json_object_clear(r.points[0].axes);
     assert_int_equal(pb_analyze(&r, &an), 0);
     assert_true(any_suggestion(&an, "add workers, up to the 4 hardware threads (now 2); test: "
-                                    "pbench compare CONFIG.yaml CONFIG.yaml --set-new "
-                                    "loader.workers=4"));
+                                    "pbench compare CONFIG.yaml CONFIG.yaml -s "
+                                    "loader.workers=2 --set-new loader.workers=4"));
     pb_analysis_free(&an);
     release(&r);
 
     make_image_run(&r, "configs/image.yaml", "torch");
+    json_object_set_new(json_object_get(r.config, "loader"), "persistent_workers", json_false());
     r.points[0].first_batch_s = 0.5;
     r.dataset.samples = 1000; /* an epoch of 1 s at 1000 samples/s */
     assert_int_equal(pb_analyze(&r, &an), 0);
     assert_true(any_suggestion(&an, "keep them with loader.persistent_workers: true (test: "
                                     "pbench compare configs/image.yaml configs/image.yaml -s "
-                                    "loader.engine=torch --set-new "
-                                    "loader.persistent_workers=true)"));
+                                    "loader.engine=torch -s loader.persistent_workers=false "
+                                    "--set-new loader.persistent_workers=true)"));
     pb_analysis_free(&an);
     release(&r);
 }
 
 /* The longest suggestion (a video decode: three commands, two of them
- * compares naming the config twice) stays whole with a config path of
- * 120 characters; a longer path is not quoted, NAME.yaml stands for it,
- * and one with a space is quoted for the shell. */
+ * compares naming the config twice and the setting now) stays whole with
+ * a config path of 120 characters; a longer path is not quoted, NAME.yaml
+ * stands for it, and one with a space is quoted for the shell. */
 static void test_long_config_path_keeps_commands_whole(void **state)
 {
     (void)state;
@@ -696,9 +701,10 @@ static void test_long_config_path_keeps_commands_whole(void **state)
         assert_int_equal(strlen(path), cases[c].length);
         snprintf(r.config_path, sizeof(r.config_path), "%s", path);
         json_decref(r.config);
-        r.config = json_pack("{s {s i s i s i} s {s f} s [{s {s s}}]}", "loader", "workers", 2,
-                             "batch_size", 32, "prefetch_factor", 2, "run", "step_ms", 10.0,
-                             "pipeline", "decode", "decoder", "video");
+        r.config = json_pack("{s {s i s i s i} s {s f} s [{s {s s s s s i}}]}", "loader",
+                             "workers", 2, "batch_size", 32, "prefetch_factor", 2, "run",
+                             "step_ms", 10.0, "pipeline", "decode", "decoder", "video", "discard",
+                             "none", "clips_per_visit", 1);
         r.points[0].stages[0].cpu_ns = 10000000;
         r.points[0].stages[1].cpu_ns = 90000000;
         struct pb_analysis an;
@@ -706,10 +712,11 @@ static void test_long_config_path_keeps_commands_whole(void **state)
         char shown[130], want[2048];
         snprintf(shown, sizeof(shown), cases[c].space ? "'%s'" : "%s",
                  cases[c].shown ? cases[c].shown : path);
-        snprintf(want, sizeof(want), "(test: pbench compare %s %s --set-new "
-                 "pipeline.decode.discard=nonref), take several clips per video visit, decoded "
-                 "in one pass (test: pbench compare %s %s --set-new "
-                 "pipeline.decode.clips_per_visit=4), trade workers for decoder threads (test: "
+        snprintf(want, sizeof(want), "(test: pbench compare %s %s -s pipeline.decode.discard=none "
+                 "--set-new pipeline.decode.discard=nonref), take several clips per video visit, "
+                 "decoded in one pass (test: pbench compare %s %s -s "
+                 "pipeline.decode.clips_per_visit=1 --set-new pipeline.decode.clips_per_visit=4), "
+                 "trade workers for decoder threads (test: "
                  "pbench run %s -a pipeline.decode.threads=1,2,4), encode the sources with a "
                  "shorter GOP, or decode on the GPU",
                  shown, shown, shown, shown, shown);

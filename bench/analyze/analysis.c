@@ -639,21 +639,32 @@ static bool name_is(const char *name, const char *const *names)
 /* Room for "pbench run CONFIG -s loader.engine=NAME". */
 #define RUN_SIZE (CONFIG_SIZE + 80)
 /* Room for any test command: a sweep appended to a run, or a compare, its
- * config twice, the engine and one setting. */
-#define COMMAND_SIZE 448
+ * config twice, the engine, the setting now and the one to test. */
+#define COMMAND_SIZE 512
+
+/* text as one word of a shell command into buf: as it is when it holds
+ * only letters, digits and ./_+=,-, else in single quotes. False (buf "")
+ * when it holds a single quote or would not fit. */
+static bool shell_word(const char *text, char *buf, size_t size)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                "0123456789./_+=,-";
+    bool quote = text[strspn(text, plain)] != '\0';
+    int n = snprintf(buf, size, quote ? "'%s'" : "%s", text);
+    if (strchr(text, '\'') || n < 0 || (size_t)n >= size) {
+        buf[0] = '\0';
+        return false;
+    }
+    return true;
+}
 
 /* The config a suggestion's commands name, as typed in a shell: the file
- * the result was made from (in single quotes when it holds anything but
- * letters, digits and ./_+-), or NAME.yaml standing for it (a result from
+ * the result was made from, or NAME.yaml standing for it (a result from
  * an older pbench, a path over CONFIG_QUOTED_MAX or with a quote). */
 static void command_config(const struct pb_result *result, char *buf, size_t size)
 {
-    const char *path = result->config_path;
-    size_t plain = strspn(path, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                "0123456789./_+-");
-    if (path[0] && strlen(path) <= CONFIG_QUOTED_MAX && !strchr(path, '\''))
-        snprintf(buf, size, path[plain] ? "'%s'" : "%s", path);
-    else
+    if (strlen(result->config_path) > CONFIG_QUOTED_MAX || !result->config_path[0] ||
+        !shell_word(result->config_path, buf, size))
         snprintf(buf, size, "%.100s.yaml", result->name[0] ? result->name : "CONFIG");
 }
 
@@ -692,32 +703,53 @@ static void value_text(const json_t *v, char *buf, size_t size)
         snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
 }
 
-/* The command that tests one setting ("key.path=value") against point i:
- * the config compared with itself in interleaved rounds, the setting on
- * the new side alone and the point's engine on both ("pbench compare
- * C.yaml C.yaml -s loader.engine=torch --set-new key.path=value"), which
- * gives the change with its confidence interval (for a config with a
- * sweep: section, at each of its points). A setting the result swept is
- * compared by sweeping it ("pbench run C.yaml -a key.path=NOW,value"),
- * since a sweep would override --set-new. Fits whole in COMMAND_SIZE. */
+static const json_t *decode_option(const struct pb_result *result, size_t i, const char *opt);
+
+/* Setting key (a dotted path) at point i as it ran: its axis, else the
+ * config's value (a decode option: the decode stage's); NULL when the
+ * result does not hold it. */
+static const json_t *setting_now(const struct pb_result *result, size_t i, const char *key)
+{
+    static const char decode[] = "pipeline.decode.";
+    if (strncmp(key, decode, strlen(decode)) == 0)
+        return decode_option(result, i, key + strlen(decode));
+    return pb_point_setting(result, i, key);
+}
+
+/* The command that tests one setting ("key.path=value") against point i
+ * as it ran: the config compared with itself in interleaved rounds, the
+ * setting on the new side alone, on both the point's engine and the
+ * setting's value now, which the run may have set with -s ("pbench compare
+ * C.yaml C.yaml -s pipeline.decode.scale=1 --set-new
+ * pipeline.decode.scale=auto"): a verdict with its confidence interval
+ * (for a config with a sweep: section, at each of its points). A setting
+ * the result swept is compared by sweeping it ("pbench run C.yaml -a
+ * key.path=NOW,value"), since a sweep would override --set-new. Fits whole
+ * in COMMAND_SIZE. */
 static void compare_command(const struct pb_result *result, size_t i, const char *setting,
                             char *buf, size_t size)
 {
-    char config[CONFIG_SIZE], engine[64], key[96], now[64];
+    char config[CONFIG_SIZE], engine[64], key[96], now[100] = "", pin[120] = "", word[112];
     command_config(result, config, sizeof config);
     engine_option(result, i, engine, sizeof engine);
     size_t keylen = strcspn(setting, "=");
     snprintf(key, sizeof key, "%.*s", (int)keylen, setting);
     const json_t *swept = i < result->point_count ? json_object_get(result->points[i].axes, key)
                                                   : NULL;
-    if (swept) {
-        value_text(swept, now, sizeof now);
+    const json_t *current = setting_now(result, i, key);
+    if (current) {
+        value_text(current, now, sizeof now);
+        char assignment[200];
+        snprintf(assignment, sizeof assignment, "%s=%s", key, now);
+        if (shell_word(assignment, word, sizeof word))
+            snprintf(pin, sizeof pin, " -s %s", word);
+    }
+    if (swept)
         snprintf(buf, size, "pbench run %s%s -a %s=%s,%s", config, engine, key, now,
                  setting[keylen] ? setting + keylen + 1 : "");
-    } else {
-        snprintf(buf, size, "pbench compare %s %s%s --set-new %s", config, config, engine,
+    else
+        snprintf(buf, size, "pbench compare %s %s%s%s --set-new %s", config, config, engine, pin,
                  setting);
-    }
 }
 
 /* Worker counts to sweep from now: doubling up to the hardware threads,
