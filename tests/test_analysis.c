@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bench/analyze/analysis.h"
+#include "bench/config/config.h"
 
 struct spec_point {
     int workers, batch;
@@ -440,7 +441,10 @@ static void test_dominant_stage_by_cpu_share(void **state)
     assert_true(an.points[0].top_share_pct > 89.9 && an.points[0].top_share_pct < 90.1);
     assert_non_null(strstr(an.verdict, "dominant stage: decode, 90% of the workers' stage CPU time"));
     assert_true(any_suggestion(&an, "decode takes 90% of worker CPU time"));
-    assert_true(any_suggestion(&an, "test: pbench run video-basic.yaml -s pipeline.decode.discard=nonref"));
+    assert_true(any_suggestion(&an, "(test: pbench compare video-basic.yaml video-basic.yaml "
+                                    "--set-new pipeline.decode.discard=nonref), "));
+    assert_true(any_suggestion(&an, "(test: pbench compare video-basic.yaml video-basic.yaml "
+                                    "--set-new pipeline.decode.clips_per_visit=4), "));
     assert_true(any_suggestion(&an, "-a pipeline.decode.threads=1,2,4"));
     /* the longest suggestion is whole, not cut at its buffer's end */
     assert_true(any_suggestion(&an, "encode the sources with a shorter GOP, or decode on the GPU"));
@@ -466,14 +470,16 @@ static void test_jpeg_decode_suggestion(void **state)
          "(fused with the crop; 7 of 1000 samples DCT-reduced)",
          "scale=auto", 0, 0},
         {"random_resized_crop", "1", true,
-         "for sources larger than 448x320 (test: pbench run image.yaml -s "
-         "pipeline.decode.scale=window); smaller or lower-quality source files; or a GPU "
+         "for sources larger than 448x320 (test: pbench compare image.yaml image.yaml -s "
+         "pipeline.decode.scale=1 --set-new pipeline.decode.scale=window); smaller or "
+         "lower-quality source files; or a GPU "
          "decoder",
          NULL, 0, 0},
         {"random_resized_crop", "window", true, "What cuts it: smaller or lower-quality",
          "scale=window", 0, 0},
-        {"random_resized_crop", "1", false, "test: pbench run image.yaml -s "
-                                            "pipeline.decode.scale=auto",
+        {"random_resized_crop", "1", false, "test: pbench compare image.yaml image.yaml -s "
+                                            "pipeline.decode.scale=1 --set-new "
+                                            "pipeline.decode.scale=auto)",
          "fused with the crop", 0, 0},
         {"resize", "1", true, "pipeline.decode.scale=auto", "fused with the crop", 0, 0},
         /* Sources known: 400x300 are under twice 224x160 wide, so no window
@@ -481,7 +487,8 @@ static void test_jpeg_decode_suggestion(void **state)
         {"random_resized_crop", "1", true,
          "not DCT scaling: these sources (median 400x300) are under twice the 224x160 output",
          "scale=window", 400, 300},
-        {"random_resized_crop", "1", true, "-s pipeline.decode.scale=window", "not DCT scaling",
+        {"random_resized_crop", "1", true, "--set-new pipeline.decode.scale=window",
+         "not DCT scaling",
          1000, 800},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
@@ -519,9 +526,202 @@ static void test_jpeg_decode_suggestion(void **state)
         assert_true(progressive == (c == 0));
         if (c == 0)
             assert_true(any_suggestion(&an, "jpegtran -copy all -outfile OUT.jpg IN.jpg for each "
-                                            "file) and measure the copy (test: pbench run "
-                                            "image.yaml -s dataset.path=COPY)"));
+                                            "file) and measure the copy (test: pbench compare "
+                                            "image.yaml image.yaml --set-new dataset.path=COPY)"));
         assert_false(any_suggestion(&an, "are progressive") && c != 0);
+        pb_analysis_free(&an);
+        release(&r);
+    }
+}
+
+/* The command of the suggestion holding needle, from needle to the ")"
+ * that closes it, into buf. */
+static void suggestion_command(const struct pb_analysis *an, const char *needle, char *buf,
+                               size_t size)
+{
+    for (int i = 0; i < an->suggestion_count; i++) {
+        const char *at = strstr(an->suggestions[i], needle);
+        if (at) {
+            snprintf(buf, size, "%.*s", (int)strcspn(at, ")"), at);
+            return;
+        }
+    }
+    fail_msg("no suggestion has \"%s\"", needle);
+}
+
+/* A one-point result of configs/image.yaml as it ran (axes {}), its JPEG
+ * decode 90% of the workers' CPU with no crop after it, on engine. */
+static void make_image_run(struct pb_result *r, const char *config_path, const char *engine)
+{
+    const struct spec_point row = {2, 32, 1000, 1, 30, 50, 95, 100, NULL};
+    make(r, &row, 1, 10);
+    snprintf(r->name, sizeof(r->name), "image");
+    snprintf(r->config_path, sizeof(r->config_path), "%s", config_path);
+    json_decref(r->config);
+    r->config = json_pack("{s {s i s i s i s s} s {s f} s [{s {}}, {s {s s s s}}]}", "loader",
+                          "workers", 2, "batch_size", 32, "prefetch_factor", 2, "engine", engine,
+                          "run", "step_ms", 10.0, "pipeline", "read", "decode", "decoder",
+                          "jpeg", "scale", "1");
+    json_object_clear(r->points[0].axes);
+    r->points[0].stages[0].cpu_ns = 10000000;
+    r->points[0].stages[1].cpu_ns = 90000000;
+}
+
+/* A suggestion's test of one setting is a compare of the config with
+ * itself, the setting on the new side: "pbench compare C C [-s
+ * loader.engine=E] -s KEY=NOW --set-new KEY=VALUE", whose config is the
+ * result's and whose settings that config takes; a torch point's engine
+ * and the setting as the point ran go on both sides. */
+static void test_suggestion_compare_command_well_formed(void **state)
+{
+    (void)state;
+    const char *source = getenv("PBENCH_SOURCE_DIR");
+    assert_non_null(source);
+    char config[PB_PATH_MAX], msg[PB_MSG_MAX * 2];
+    snprintf(config, sizeof(config), "%s/configs/image.yaml", source);
+    static const struct {
+        const char *engine, *needle;
+        int words;
+    } cases[] = {
+        {"pbench", "pbench compare", 8},
+        {"torch", "pbench compare", 10}, /* PIL's draft mode: scale=auto, on torch */
+    };
+    for (size_t c = 0; c < PB_ARRAY_LEN(cases); c++) {
+        struct pb_result r;
+        make_image_run(&r, config, cases[c].engine);
+        struct pb_analysis an;
+        assert_int_equal(pb_analyze(&r, &an), 0);
+        char command[1024], *word[12] = {NULL};
+        suggestion_command(&an, cases[c].needle, command, sizeof(command));
+        int n = 0;
+        for (char *w = strtok(command, " "); w && n < 12; w = strtok(NULL, " "))
+            word[n++] = w;
+        assert_int_equal(n, cases[c].words);
+        assert_string_equal(word[0], "pbench");
+        assert_string_equal(word[1], "compare");
+        assert_string_equal(word[2], config);
+        assert_string_equal(word[3], config);
+        assert_string_equal(word[n - 2], "--set-new");
+        assert_string_equal(word[n - 1], "pipeline.decode.scale=auto");
+        if (n == 10) {
+            assert_string_equal(word[4], "-s");
+            assert_string_equal(word[5], "loader.engine=torch");
+        }
+        assert_string_equal(word[n - 4], "-s");
+        assert_string_equal(word[n - 3], "pipeline.decode.scale=1");
+        struct pb_spec spec;
+        if (pb_config_load(word[2], &spec, msg, sizeof(msg)) != PB_OK)
+            fail_msg("%s", msg);
+        for (int w = 4; w + 1 < n; w += 2)
+            if (pb_config_override(&spec, word[w + 1], msg, sizeof(msg)) != PB_OK)
+                fail_msg("%s: %s", word[w], msg);
+        pb_spec_free(&spec);
+        pb_analysis_free(&an);
+        release(&r);
+    }
+}
+
+/* Workers beyond the hardware threads: as many as threads, compared with
+ * the count now (given on both sides, as a run may have set it with -s); where the result swept the workers, swept instead (the
+ * sweep would override --set-new). Twice the workers, compared with the
+ * count now. A torch point that restarts its workers every epoch:
+ * persistent workers, compared on the torch engine. */
+static void test_one_setting_suggestions_compare(void **state)
+{
+    (void)state;
+    const struct spec_point row = {16, 32, 1000, 1, 30, 50, 95, 100, NULL};
+    struct pb_result r;
+    struct pb_analysis an;
+    make(&r, &row, 1, 10);
+    json_object_clear(r.points[0].axes); /* a single run of a config with 16 workers */
+    json_object_set_new(json_object_get(r.config, "loader"), "workers", json_integer(16));
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    assert_true(any_suggestion(&an, "16 workers share 8 hardware threads: use at most 8 (test: "
+                                    "pbench compare CONFIG.yaml CONFIG.yaml -s "
+                                    "loader.workers=16 --set-new loader.workers=8)"));
+    pb_analysis_free(&an);
+    release(&r);
+
+    make(&r, &row, 1, 10);
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    assert_true(any_suggestion(&an, "use at most 8 (test: pbench run CONFIG.yaml -a "
+                                    "loader.workers=16,8)"));
+    pb_analysis_free(&an);
+    release(&r);
+
+    /* Busy workers, 2 of 4 threads: the sweep from now is 2,4, which is
+     * one change, compared. */
+    const struct spec_point busy = {2, 32, 1000, 1, 30, 50, 95, 100, NULL};
+    make(&r, &busy, 1, 10);
+    r.machine.pus = 4;
+    json_object_clear(r.points[0].axes);
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    assert_true(any_suggestion(&an, "add workers, up to the 4 hardware threads (now 2); test: "
+                                    "pbench compare CONFIG.yaml CONFIG.yaml -s "
+                                    "loader.workers=2 --set-new loader.workers=4"));
+    pb_analysis_free(&an);
+    release(&r);
+
+    make_image_run(&r, "configs/image.yaml", "torch");
+    json_object_set_new(json_object_get(r.config, "loader"), "persistent_workers", json_false());
+    r.points[0].first_batch_s = 0.5;
+    r.dataset.samples = 1000; /* an epoch of 1 s at 1000 samples/s */
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    assert_true(any_suggestion(&an, "keep them with loader.persistent_workers: true (test: "
+                                    "pbench compare configs/image.yaml configs/image.yaml -s "
+                                    "loader.engine=torch -s loader.persistent_workers=false "
+                                    "--set-new loader.persistent_workers=true)"));
+    pb_analysis_free(&an);
+    release(&r);
+}
+
+/* The longest suggestion (a video decode: three commands, two of them
+ * compares naming the config twice and the setting now) stays whole with
+ * a config path of 120 characters; a longer path is not quoted, NAME.yaml
+ * stands for it, and one with a space is quoted for the shell. */
+static void test_long_config_path_keeps_commands_whole(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t length;
+        bool space;
+        const char *shown;
+    } cases[] = {{120, false, NULL}, {121, false, "video-basic.yaml"}, {40, true, NULL}};
+    for (size_t c = 0; c < PB_ARRAY_LEN(cases); c++) {
+        const struct spec_point row = {2, 32, 1000, 1, 30, 50, 95, 100, NULL};
+        struct pb_result r;
+        make(&r, &row, 1, 10);
+        snprintf(r.name, sizeof(r.name), "video-basic");
+        char path[200];
+        memset(path, 'd', sizeof(path));
+        path[0] = '/';
+        if (cases[c].space)
+            path[5] = ' ';
+        snprintf(path + cases[c].length - strlen("/video-basic.yaml"), 32, "/video-basic.yaml");
+        assert_int_equal(strlen(path), cases[c].length);
+        snprintf(r.config_path, sizeof(r.config_path), "%s", path);
+        json_decref(r.config);
+        r.config = json_pack("{s {s i s i s i} s {s f} s [{s {s s s s s i}}]}", "loader",
+                             "workers", 2, "batch_size", 32, "prefetch_factor", 2, "run",
+                             "step_ms", 10.0, "pipeline", "decode", "decoder", "video", "discard",
+                             "none", "clips_per_visit", 1);
+        r.points[0].stages[0].cpu_ns = 10000000;
+        r.points[0].stages[1].cpu_ns = 90000000;
+        struct pb_analysis an;
+        assert_int_equal(pb_analyze(&r, &an), 0);
+        char shown[130], want[2048];
+        snprintf(shown, sizeof(shown), cases[c].space ? "'%s'" : "%s",
+                 cases[c].shown ? cases[c].shown : path);
+        snprintf(want, sizeof(want), "(test: pbench compare %s %s -s pipeline.decode.discard=none "
+                 "--set-new pipeline.decode.discard=nonref), take several clips per video visit, "
+                 "decoded in one pass (test: pbench compare %s %s -s "
+                 "pipeline.decode.clips_per_visit=1 --set-new pipeline.decode.clips_per_visit=4), "
+                 "trade workers for decoder threads (test: "
+                 "pbench run %s -a pipeline.decode.threads=1,2,4), encode the sources with a "
+                 "shorter GOP, or decode on the GPU",
+                 shown, shown, shown, shown, shown);
+        if (!any_suggestion(&an, want))
+            fail_msg("case %zu: no suggestion has \"%s\"", c, want);
         pb_analysis_free(&an);
         release(&r);
     }
@@ -588,6 +788,9 @@ int main(void)
         cmocka_unit_test(test_single_point_verdict),
         cmocka_unit_test(test_dominant_stage_by_cpu_share),
         cmocka_unit_test(test_jpeg_decode_suggestion),
+        cmocka_unit_test(test_suggestion_compare_command_well_formed),
+        cmocka_unit_test(test_one_setting_suggestions_compare),
+        cmocka_unit_test(test_long_config_path_keeps_commands_whole),
         cmocka_unit_test(test_step_time_cap),
         cmocka_unit_test(test_zero_and_one_worker),
     };

@@ -1437,6 +1437,8 @@ static void test_compare_forms_are_told_apart(void **state)
         {"compare a.yaml b.json", "not one of each"},
         {"compare a.yaml", "pbench compare BASE.yaml NEW.yaml"},
         {"compare a.json b.json -s loader.workers=2", "-s applies when compare runs two configs"},
+        {"compare a.json b.json --set-new loader.workers=2",
+         "--set-new applies when compare runs two configs"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         assert_int_equal(pbench(cases[i].args, out, sizeof(out)), 2);
@@ -1445,6 +1447,35 @@ static void test_compare_forms_are_told_apart(void **state)
             fail_msg("%s: expected '%s' in: %s", cases[i].args, cases[i].says, err);
         free(err);
     }
+}
+
+/* pbench compare C.yaml C.yaml --set-new KEY=VALUE: one config against
+ * itself with one change, which the header names on the new side and the
+ * comparison lists as the setting under test, also when the result is
+ * printed again; a bad key in --set-new exits 2 naming it and the file. */
+static void test_compare_set_new_on_one_config(void **state)
+{
+    (void)state;
+    char args[4096], want[1024];
+    snprintf(args, sizeof(args),
+             "compare '%s/configs/null.yaml' '%s/configs/null.yaml' " FAST
+             "-s run.repeats=4 -s run.max_time_s=0.3 --set-new pipeline.decode.cost_us=400 "
+             "-o set-new.json",
+             source_dir, source_dir);
+    snprintf(want, sizeof(want), "-> new %s/configs/null.yaml with pipeline.decode.cost_us=400",
+             source_dir);
+    EXPECT_OUT(args, 0, want, "setting changed: pipeline[1].decode.cost_us: 100.0 -> 400.0",
+               "REGRESSED: ");
+    EXPECT_OUT("compare set-new.json", 0, want,
+               "setting changed: pipeline[1].decode.cost_us: 100.0 -> 400.0");
+    snprintf(args, sizeof(args),
+             "compare '%s/configs/null.yaml' '%s/configs/null.yaml' " FAST
+             "-S loader.wrkers=2",
+             source_dir, source_dir);
+    snprintf(want, sizeof(want), "pbench compare: %s/configs/null.yaml: --set-new "
+             "loader.wrkers=2: unknown key 'loader.wrkers'; did you mean 'workers'? allowed: ",
+             source_dir);
+    EXPECT_ERR(args, 2, want);
 }
 
 int main(void)
@@ -1485,6 +1516,7 @@ int main(void)
         cmocka_unit_test(test_issue11_history_series_by_fingerprint),
         cmocka_unit_test(test_issue11_gate_fails_only_on_regression),
         cmocka_unit_test(test_compare_forms_are_told_apart),
+        cmocka_unit_test(test_compare_set_new_on_one_config),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);

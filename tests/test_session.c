@@ -691,6 +691,66 @@ static void test_interleaved_configs(void **state)
     pb_result_free(&b);
 }
 
+/* pbench compare C.yaml C.yaml --set-new KEY=VALUE: one config given
+ * twice, the setting on the new side alone (after -s), listed as the
+ * change under test and in the new side's name; a bad or swept key stops
+ * before any data is made, naming the file and the option. */
+static void test_set_new_on_one_config(void **state)
+{
+    (void)state;
+    char config[512], output[512], msg[PB_MSG_MAX * 2], label[PB_MSG_MAX];
+    static const char *const shared = "pipeline.decode.cost_us=30";
+    static const char *const change = "pipeline.decode.cost_us=300";
+    write_config("one.yaml", config_text, "data-one", config, sizeof(config));
+    make_out_folder();
+    snprintf(output, sizeof(output), "%s/out/one.json", workdir);
+    struct pb_session_opts opts = {.config_path = config, .new_config_path = config,
+                                   .overrides = &shared, .override_count = 1,
+                                   .new_overrides = &change, .new_override_count = 1,
+                                   .output_path = output, .threshold_pct = 5};
+    struct pb_result result;
+    struct pb_session_outcome outcome;
+    if (pb_session_run(&opts, NULL, &result, &outcome, msg, sizeof(msg)) != PB_OK)
+        fail_msg("session failed: %s", msg);
+    assert_true(outcome.compared);
+    const struct pb_comparison *cmp = &outcome.comparison;
+    assert_false(cmp->incompatible);
+    assert_int_equal(cmp->setting_change_count, 1);
+    assert_non_null(strstr(cmp->setting_changes[0], "decode.cost_us: 30.0 -> 300.0"));
+    char want[700];
+    snprintf(want, sizeof(want), "%s with pipeline.decode.cost_us=300", config);
+    assert_string_equal(pb_interleaved_label(result.interleaved, "new", label, sizeof(label)),
+                        want);
+    assert_string_equal(pb_interleaved_label(result.interleaved, "base", label, sizeof(label)),
+                        config);
+    const struct pb_metric_cmp *cpu = &cmp->points[0].metrics[3]; /* the new side ran it */
+    assert_string_equal(cpu->name, "cpu_ns_per_sample");
+    assert_true(cpu->next > 2 * cpu->base);
+    pb_session_outcome_free(&outcome);
+    pb_result_free(&result);
+
+    /* A bad key, and a key the config sweeps. */
+    static const char *const typo = "loader.wrkers=2";
+    opts = (struct pb_session_opts){.new_overrides = &typo, .new_override_count = 1};
+    opts.new_config_path = config;
+    expect_stop_before_data("one.yaml", config_text, &opts, PB_ERR_CONFIG, config,
+                            sizeof(config), msg, sizeof(msg));
+    snprintf(want, sizeof(want), "%s: --set-new loader.wrkers=2: unknown key 'loader.wrkers'; "
+             "did you mean 'workers'? allowed: workers,", config);
+    if (strncmp(msg, want, strlen(want)) != 0)
+        fail_msg("expected '%s...', got '%s'", want, msg);
+    static const char *const swept = "loader.workers=4";
+    char sweep_text[1024];
+    snprintf(sweep_text, sizeof(sweep_text), "%ssweep:\n  loader.workers: [1, 2]\n",
+             config_text);
+    opts = (struct pb_session_opts){.new_overrides = &swept, .new_override_count = 1};
+    write_config("swept.yaml", sweep_text, "swept.yaml.data", config, sizeof(config));
+    opts.new_config_path = config;
+    expect_stop_before_data("swept.yaml", sweep_text, &opts, PB_ERR_CONFIG, config,
+                            sizeof(config), msg, sizeof(msg));
+    assert_non_null(strstr(msg, "--set-new loader.workers=4: loader.workers is swept"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -705,6 +765,7 @@ int main(void)
         cmocka_unit_test(test_stop_leaves_partial_repeat_out),
         cmocka_unit_test(test_signals_caught_through_the_write),
         cmocka_unit_test(test_interleaved_configs),
+        cmocka_unit_test(test_set_new_on_one_config),
     };
     pb_test_tmpdir_use(workdir);
     return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);

@@ -630,22 +630,126 @@ static bool name_is(const char *name, const char *const *names)
     return false;
 }
 
-/* The command a suggestion is tested with: the config file the result was
- * made from, or (a result from an older pbench) NAME.yaml standing for it. */
-#define ANY_ENGINE ((size_t)-1) /* run_command: without -s loader.engine */
+/* A config path longer than this is not quoted in a suggestion's
+ * commands: NAME.yaml stands for it, so that no command is cut short (a
+ * compare names the config twice, and a suggestion may hold three
+ * commands). */
+#define CONFIG_QUOTED_MAX 120
+#define CONFIG_SIZE (CONFIG_QUOTED_MAX + 8)
+/* Room for "pbench run CONFIG -s loader.engine=NAME". */
+#define RUN_SIZE (CONFIG_SIZE + 80)
+/* Room for any test command: a sweep appended to a run, or a compare, its
+ * config twice, the engine, the setting now and the one to test. */
+#define COMMAND_SIZE 512
+
+/* text as one word of a shell command into buf: as it is when it holds
+ * only letters, digits and ./_+=,-, else in single quotes. False (buf "")
+ * when it holds a single quote or would not fit. */
+static bool shell_word(const char *text, char *buf, size_t size)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                "0123456789./_+=,-";
+    bool quote = text[strspn(text, plain)] != '\0';
+    int n = snprintf(buf, size, quote ? "'%s'" : "%s", text);
+    if (strchr(text, '\'') || n < 0 || (size_t)n >= size) {
+        buf[0] = '\0';
+        return false;
+    }
+    return true;
+}
+
+/* The config a suggestion's commands name, as typed in a shell: the file
+ * the result was made from, or NAME.yaml standing for it (a result from
+ * an older pbench, a path over CONFIG_QUOTED_MAX or with a quote). */
+static void command_config(const struct pb_result *result, char *buf, size_t size)
+{
+    if (strlen(result->config_path) > CONFIG_QUOTED_MAX || !result->config_path[0] ||
+        !shell_word(result->config_path, buf, size))
+        snprintf(buf, size, "%.100s.yaml", result->name[0] ? result->name : "CONFIG");
+}
+
+/* " -s loader.engine=NAME" for point i on an engine other than pbench's,
+ * which the file may not name; "" for pbench's, and for i past the points
+ * (a command that sweeps the engine). Returns buf. */
+#define ANY_ENGINE ((size_t)-1)
+static const char *engine_option(const struct pb_result *result, size_t i, char *buf,
+                                 size_t size)
+{
+    const char *engine = i < result->point_count ? pb_point_engine(result, i) : "pbench";
+    snprintf(buf, size, strcmp(engine, "pbench") != 0 ? " -s loader.engine=%.40s" : "", engine);
+    return buf;
+}
+
+/* The command that measures point i's config again, for a suggestion to
+ * append its sweep to (-a key=v1,v2): "pbench run CONFIG", with the
+ * point's engine. */
 static void run_command(const struct pb_result *result, size_t i, char *buf, size_t size)
 {
-    int n;
-    if (result->config_path[0])
-        n = snprintf(buf, size, "pbench run %.*s", (int)(size > 40 ? size - 40 : 0),
-                     result->config_path);
+    char config[CONFIG_SIZE], engine[64];
+    command_config(result, config, sizeof config);
+    snprintf(buf, size, "pbench run %s%s", config, engine_option(result, i, engine, sizeof engine));
+}
+
+/* A setting's value as typed after '=': numbers, booleans and strings. */
+static void value_text(const json_t *v, char *buf, size_t size)
+{
+    if (json_is_string(v))
+        snprintf(buf, size, "%s", json_string_value(v));
+    else if (json_is_integer(v))
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+    else if (json_is_number(v))
+        snprintf(buf, size, "%g", json_number_value(v));
     else
-        n = snprintf(buf, size, "pbench run %s.yaml", result->name[0] ? result->name : "CONFIG");
-    /* The engine the point ran on, which the file may not name (-s); none
-     * for i past the points (a command that sweeps the engine). */
-    const char *engine = i < result->point_count ? pb_point_engine(result, i) : "pbench";
-    if (n > 0 && (size_t)n < size && strcmp(engine, "pbench") != 0)
-        snprintf(buf + n, size - (size_t)n, " -s loader.engine=%s", engine);
+        snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
+}
+
+static const json_t *decode_option(const struct pb_result *result, size_t i, const char *opt);
+
+/* Setting key (a dotted path) at point i as it ran: its axis, else the
+ * config's value (a decode option: the decode stage's); NULL when the
+ * result does not hold it. */
+static const json_t *setting_now(const struct pb_result *result, size_t i, const char *key)
+{
+    static const char decode[] = "pipeline.decode.";
+    if (strncmp(key, decode, strlen(decode)) == 0)
+        return decode_option(result, i, key + strlen(decode));
+    return pb_point_setting(result, i, key);
+}
+
+/* The command that tests one setting ("key.path=value") against point i
+ * as it ran: the config compared with itself in interleaved rounds, the
+ * setting on the new side alone, on both the point's engine and the
+ * setting's value now, which the run may have set with -s ("pbench compare
+ * C.yaml C.yaml -s pipeline.decode.scale=1 --set-new
+ * pipeline.decode.scale=auto"): a verdict with its confidence interval
+ * (for a config with a sweep: section, at each of its points). A setting
+ * the result swept is compared by sweeping it ("pbench run C.yaml -a
+ * key.path=NOW,value"), since a sweep would override --set-new. Fits whole
+ * in COMMAND_SIZE. */
+static void compare_command(const struct pb_result *result, size_t i, const char *setting,
+                            char *buf, size_t size)
+{
+    char config[CONFIG_SIZE], engine[64], key[96], now[100] = "", pin[120] = "", word[112];
+    command_config(result, config, sizeof config);
+    engine_option(result, i, engine, sizeof engine);
+    size_t keylen = strcspn(setting, "=");
+    snprintf(key, sizeof key, "%.*s", (int)keylen, setting);
+    const json_t *swept = i < result->point_count ? json_object_get(result->points[i].axes, key)
+                                                  : NULL;
+    const json_t *current = setting_now(result, i, key);
+    if (current) {
+        value_text(current, now, sizeof now);
+        char assignment[200];
+        snprintf(assignment, sizeof assignment, "%s=%s", key, now);
+        if (shell_word(assignment, word, sizeof word))
+            snprintf(pin, sizeof pin, " -s %s", word);
+    }
+    if (swept)
+        snprintf(buf, size, "pbench run %s%s -a %s=%s,%s", config, engine, key, now,
+                 setting[keylen] ? setting + keylen + 1 : "");
+    else
+        snprintf(buf, size, "pbench compare %s %s%s%s --set-new %s", config, config, engine, pin,
+                 setting);
 }
 
 /* Worker counts to sweep from now: doubling up to the hardware threads,
@@ -720,34 +824,36 @@ static const json_t *jpeg_fused_crop(const struct pb_result *result, size_t i)
  * at least twice the output) is the one setting that cuts more, and only
  * on sources larger than twice the output. */
 static void jpeg_decode_suggestion(const struct pb_result *result, size_t i, double share,
-                                   const char *of, const char *run, struct pb_analysis *an)
+                                   const char *of, struct pb_analysis *an)
 {
     const struct pb_stage_result *decode = find_stage(&result->points[i], "decode");
     const json_t *crop = jpeg_fused_crop(result, i);
     double scaled = 0, progressive = 0, count = decode ? (double)decode->hist.count : 0;
+    char test[COMMAND_SIZE];
     if (!crop || count <= 0) {
+        compare_command(result, i, "pipeline.decode.scale=auto", test, sizeof test);
         SUGGEST(an,
                 "decode takes %.0f%% of %s: decode at reduced size (JPEG DCT scaling; "
-                "test: %s -s pipeline.decode.scale=auto), store a smaller source "
-                "resolution, or decode on the GPU",
-                share, of, run);
+                "test: %s), store a smaller source resolution, or decode on the GPU",
+                share, of, test);
     } else {
         counter(decode, "scaled", &scaled);
         const json_t *size = json_object_get(crop, "size");
         int64_t h = json_integer_value(json_is_array(size) ? json_array_get(size, 0) : size);
         int64_t w = json_is_array(size) ? json_integer_value(json_array_get(size, 1)) : h;
         const char *scale = json_string_value(decode_option(result, i, "scale"));
-        char window[400] = "";
+        char window[COMMAND_SIZE + 160] = "";
         /* DCT scaling helps only windows at least twice the output: said
          * where the sources (their median, from the dataset's headers) are
          * large enough, or their size is unknown. */
         uint64_t sw = result->dataset.source_width, sh = result->dataset.source_height;
         bool small = sw > 0 && sh > 0 && (sw < 2 * (uint64_t)w || sh < 2 * (uint64_t)h);
+        compare_command(result, i, "pipeline.decode.scale=window", test, sizeof test);
         if (scale && strcmp(scale, "window") != 0 && h > 0 && w > 0 && !small)
             snprintf(window, sizeof(window),
                      "DCT scaling of the windows at least twice the output, for sources larger "
-                     "than %lldx%lld (test: %.200s -s pipeline.decode.scale=window); ",
-                     (long long)(2 * w), (long long)(2 * h), run);
+                     "than %lldx%lld (test: %s); ",
+                     (long long)(2 * w), (long long)(2 * h), test);
         else if (small)
             snprintf(window, sizeof(window),
                      "not DCT scaling: these sources (median %llux%llu) are under twice the "
@@ -764,36 +870,37 @@ static void jpeg_decode_suggestion(const struct pb_result *result, size_t i, dou
      * scripts/real-photos.sh's 400 photographs rewritten progressive with
      * `jpegtran -progressive` decode in 1455 us against 400 us as baseline
      * (configs/image.yaml, batch 32: 1304 against 4060 samples/s). */
+    compare_command(result, i, "dataset.path=COPY", test, sizeof test);
     if (decode && count > 0 && counter(decode, "progressive", &progressive) &&
         progressive >= 0.05 * count)
         SUGGEST(an,
                 "%.0f%% of the JPEGs decoded (%.0f of %.0f) are progressive, which libjpeg "
                 "entropy-decodes whole, in several passes, before its first row: rewrite them "
                 "as baseline, losslessly, with libjpeg-turbo's jpegtran (jpegtran -copy all "
-                "-outfile OUT.jpg IN.jpg for each file) and measure the copy (test: %s -s "
-                "dataset.path=COPY)",
-                100 * progressive / count, progressive, count, run);
+                "-outfile OUT.jpg IN.jpg for each file) and measure the copy (test: %s)",
+                100 * progressive / count, progressive, count, test);
 }
 
 /* A dominant decode on the torch engine: PIL decodes whole images (no
  * window decode), so what it can do is draft mode (DCT scaling), lighter
  * sources, or pbench's engine, which decodes only the crop's window. */
 static void torch_decode_suggestion(const struct pb_result *result, size_t i, double share,
-                                    const char *of, const char *run, struct pb_analysis *an)
+                                    const char *of, struct pb_analysis *an)
 {
     const struct pb_stage_result *decode = find_stage(&result->points[i], "decode");
     double per_sample = decode && decode->hist.count
                             ? (double)decode->cpu_ns / (double)decode->hist.count / 1e3
                             : 0;
     const char *scale = json_string_value(decode_option(result, i, "scale"));
-    char base[160];
+    char base[RUN_SIZE], test[COMMAND_SIZE];
     run_command(result, ANY_ENGINE, base, sizeof base);
-    char draft[400] = "";
+    compare_command(result, i, "pipeline.decode.scale=auto", test, sizeof test);
+    char draft[COMMAND_SIZE + 120] = "";
     if (scale && strcmp(scale, "auto") != 0)
         snprintf(draft, sizeof draft,
                  "let PIL decode at 1/2, 1/4 or 1/8 where the crop allows (Image.draft; test: "
-                 "%.200s -s pipeline.decode.scale=auto); ",
-                 run);
+                 "%s); ",
+                 test);
     SUGGEST(an,
             "decode takes %.0f%% of %s on the torch engine (%.0f µs of CPU a sample; PIL "
             "decodes the whole image before the crop): %ssmaller or baseline source files; or "
@@ -809,14 +916,13 @@ static void decode_suggestion(const struct pb_result *result, size_t i, const ch
 {
     const struct pb_point_analysis *a = &an->points[i];
     const char *decoder = decoder_name(result);
-    char base[160];
+    char base[RUN_SIZE], test[COMMAND_SIZE], visit[COMMAND_SIZE + 80] = "";
     run_command(result, ANY_ENGINE, base, sizeof base);
-    char visit[320] = "";
+    compare_command(result, i, "pipeline.decode.clips_per_visit=4", test, sizeof test);
     if (clips_per_visit(result, i) <= 1)
         snprintf(visit, sizeof visit,
-                 "take several clips per video visit, decoded in one pass (test: %s -s "
-                 "pipeline.decode.clips_per_visit=4), ",
-                 run);
+                 "take several clips per video visit, decoded in one pass (test: %s), ", test);
+    compare_command(result, i, "pipeline.decode.discard=nonref", test, sizeof test);
     if (strcmp(decoder, "video") == 0 && strcmp(pb_point_engine(result, i), "pbench") != 0)
         SUGGEST(an, /* PyAV: no discard, one clip per __getitem__ */
                 "decode takes %.0f%% of %s and decodes %.2fx the frames it delivers (PyAV "
@@ -829,20 +935,19 @@ static void decode_suggestion(const struct pb_result *result, size_t i, const ch
     else if (strcmp(decoder, "video") == 0)
         SUGGEST(an,
                 "decode takes %.0f%% of %s and decodes %.2fx the frames it delivers: "
-                "skip the non-reference frames nobody receives (test: %s -s "
-                "pipeline.decode.discard=nonref), %strade workers for decoder threads (test: "
-                "%s -a pipeline.decode.threads=1,2,4), encode the sources with a shorter "
-                "GOP, or decode on the GPU",
-                a->top_share_pct, of, a->amplification, run, visit, run);
+                "skip the non-reference frames nobody receives (test: %s), %strade workers "
+                "for decoder threads (test: %s -a pipeline.decode.threads=1,2,4), encode the "
+                "sources with a shorter GOP, or decode on the GPU",
+                a->top_share_pct, of, a->amplification, test, visit, run);
     else if (strcmp(decoder, "null") == 0)
         SUGGEST(an,
                 "decode takes %.0f%% of %s: the null decoder's cost_us sets it; a "
                 "real decoder's share is the figure to watch",
                 a->top_share_pct, of);
     else if (strcmp(pb_point_engine(result, i), "pbench") != 0)
-        torch_decode_suggestion(result, i, a->top_share_pct, of, run, an);
+        torch_decode_suggestion(result, i, a->top_share_pct, of, an);
     else
-        jpeg_decode_suggestion(result, i, a->top_share_pct, of, run, an);
+        jpeg_decode_suggestion(result, i, a->top_share_pct, of, an);
 }
 
 /* The device side: what the copy to the GPU costs the loop and the GPU. */
@@ -880,6 +985,33 @@ static void copy_suggestions(const struct pb_result *result, const struct pb_poi
 
 static double epoch_restart_pct(const struct pb_result *result, size_t i, double *epoch_s);
 
+/* The test of more workers than now, counts being worker_counts': a
+ * sweep of them, or where they are the count now and twice it, a compare
+ * of the two. */
+static void more_workers_command(const struct pb_result *result, size_t i, const char *run,
+                                 int64_t now, const char *counts, char *buf, size_t size)
+{
+    char pair[64], setting[64];
+    snprintf(pair, sizeof pair, "%lld,%lld", (long long)now, (long long)(2 * now));
+    snprintf(setting, sizeof setting, "loader.workers=%lld", (long long)(2 * now));
+    if (now > 0 && strcmp(counts, pair) == 0)
+        compare_command(result, i, setting, buf, size);
+    else
+        snprintf(buf, size, "%s -a loader.workers=%s", run, counts);
+}
+
+/* Workers beyond the hardware threads, cores not saturated: back to as
+ * many workers as threads, tested against the count now. */
+static void fewer_workers_suggestion(const struct pb_result *result, size_t i, int pus,
+                                     struct pb_analysis *an)
+{
+    char setting[64], test[COMMAND_SIZE];
+    snprintf(setting, sizeof setting, "loader.workers=%d", pus);
+    compare_command(result, i, setting, test, sizeof test);
+    SUGGEST(an, "%lld workers share %d hardware threads: use at most %d (test: %s)",
+            (long long)an->points[i].workers, pus, pus, test);
+}
+
 /* What more workers can do for a waiting loop, by whether the cores are
  * saturated and the workers on CPU; and what workers beyond the hardware
  * threads cost. */
@@ -898,11 +1030,14 @@ static void worker_suggestions(const struct pb_result *result, size_t i, const c
                 "more workers cannot help; cut the work per sample (the largest stage first) or "
                 "add cores",
                 pus, p->cpu_util_pct, p->stall_pct);
-    if (waits && a->cpu_bound && !a->saturated && a->workers < pus)
+    if (waits && a->cpu_bound && !a->saturated && a->workers < pus) {
+        char test[COMMAND_SIZE];
+        more_workers_command(result, i, run, a->workers, workers, test, sizeof test);
         SUGGEST(an,
                 "workers are busy (%.0f%% on CPU) and the loop still waits %.1f%%: add workers, "
-                "up to the %d hardware threads (now %lld); test: %s -a loader.workers=%s",
-                p->worker_cpu_pct, p->stall_pct, pus, (long long)a->workers, run, workers);
+                "up to the %d hardware threads (now %lld); test: %s",
+                p->worker_cpu_pct, p->stall_pct, pus, (long long)a->workers, test);
+    }
     double epoch_s;
     bool restarts = epoch_restart_pct(result, i, &epoch_s) >= 3; /* said on its own */
     /* Workers off CPU while other processes hold the machine were starved
@@ -936,9 +1071,7 @@ static void worker_suggestions(const struct pb_result *result, size_t i, const c
                 "machine, whose cores may differ",
                 (long long)a->workers, pus);
     else if (a->oversubscribed)
-        SUGGEST(an, "%lld workers share %d hardware threads: use at most %d (test: %s -a "
-                    "loader.workers=%d,%lld)",
-                (long long)a->workers, pus, pus, run, pus, (long long)a->workers);
+        fewer_workers_suggestion(result, i, pus, an);
 }
 
 /* A loader holding over a quarter of the machine's memory. */
@@ -974,17 +1107,18 @@ static double epoch_restart_pct(const struct pb_result *result, size_t i, double
     return 100.0 * p->first_batch_s / (*epoch_s + p->first_batch_s);
 }
 
-static void epoch_restart_suggestion(const struct pb_result *result, size_t i, const char *run,
+static void epoch_restart_suggestion(const struct pb_result *result, size_t i,
                                      struct pb_analysis *an)
 {
     double epoch_s, share = epoch_restart_pct(result, i, &epoch_s);
+    char test[COMMAND_SIZE];
+    compare_command(result, i, "loader.persistent_workers=true", test, sizeof test);
     if (share >= 3)
         SUGGEST(an,
                 "the DataLoader starts its worker processes at every epoch (%.0f ms to the "
                 "first batch, against an epoch of %.1f s: about %.0f%% of the time without "
-                "batches): keep them with loader.persistent_workers: true (test: %s -a "
-                "loader.persistent_workers=false,true)",
-                1e3 * result->points[i].first_batch_s, epoch_s, share, run);
+                "batches): keep them with loader.persistent_workers: true (test: %s)",
+                1e3 * result->points[i].first_batch_s, epoch_s, share, test);
 }
 
 /* The suggestions for point i (the recommended one, or a single run's
@@ -1000,7 +1134,7 @@ static void suggestions(const struct pb_result *result, size_t i, struct pb_anal
                                                "random_resized_crop", NULL};
 
     const char *of = a->top_share_of_cpu ? "worker CPU time" : "worker time";
-    char run[160];
+    char run[RUN_SIZE];
     run_command(result, i, run, sizeof(run));
 
     if (a->input_bound == PB_INPUT_BOUND_NO)
@@ -1018,7 +1152,7 @@ static void suggestions(const struct pb_result *result, size_t i, struct pb_anal
     if (p->gpu.used)
         copy_suggestions(result, p, an);
     worker_suggestions(result, i, run, an);
-    epoch_restart_suggestion(result, i, run, an);
+    epoch_restart_suggestion(result, i, an);
     memory_suggestion(result, i, run, an);
 }
 

@@ -93,7 +93,11 @@ struct pb_analysis {
      * point): input-bound class and dominant stage; "" when none. */
     char verdict[600];
     int suggestion_count;
-    char suggestions[8][800];
+    /* Each quotes its figures and ends with the commands that test it: a
+     * video decode's holds three, two of them compares naming the config
+     * twice (paths up to 120 characters are quoted whole), about 1150
+     * characters at most. */
+    char suggestions[8][1280];
     /* The thresholds it was made with: the result's config's analysis
      * section, defaults for what it does not say (older results). */
     struct pb_analysis_spec thresholds;

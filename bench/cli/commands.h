@@ -52,9 +52,10 @@
     X(compare, \
       "pbench compare BASE.json NEW.json [--threshold 5%] [--format {comparison-formats}]\n" \
       "                  [-o FILE] [--fail-on-regression] [--gate M,...] [--force] [--db DB]\n" \
-      "pbench compare BASE.yaml NEW.yaml [-s key.path=value]... [-o results/NAME.json] [--quiet]\n" \
-      "                  [--threshold 5%] [--format {comparison-formats}] [--fail-on-regression]\n" \
-      "                  [--gate M,...]\n" \
+      "pbench compare BASE.yaml NEW.yaml [-s key.path=value]... [-S key.path=value]...\n" \
+      "                  [-o results/NAME.json] [--quiet] [--threshold 5%]\n" \
+      "                  [--format {comparison-formats}] [--fail-on-regression] [--gate M,...]\n" \
+      "pbench compare CONFIG.yaml CONFIG.yaml --set-new key.path=value   (one setting, tested)\n" \
       "pbench compare BOTH.json          (re-prints what a compare of two configs wrote)", \
       "Compares two results point by point (matched by their sweep axes): samples/s, stall %,\n" \
       "accelerator utilization, CPU time per sample (and per pipeline stage:\n" \
@@ -74,7 +75,11 @@
       "Given two configs, compare measures both itself, here and now, in interleaved rounds\n" \
       "(A B B A A B ...: a drift of the machine falls on both alike), writes one result holding\n" \
       "both (each point tagged compare: base|new) and prints the same comparison. -s applies to\n" \
-      "both configs. On a shared CI runner this is the strongest before/after evidence.\n\n" \
+      "both configs; --set-new (-S) key.path=value to NEW alone, after the -s ones, so one\n" \
+      "config given twice tests one change: pbench compare configs/image.yaml\n" \
+      "configs/image.yaml --set-new loader.workers=4 (the suggestions of pbench run give such\n" \
+      "commands). Every config difference is listed as a setting change under test. On a\n" \
+      "shared CI runner this is the strongest before/after evidence.\n\n" \
       "--fail-on-regression gates on samples/s, stall %, accelerator utilization and CPU per\n" \
       "sample, what a training job feels; batch assembly, peak RSS and the stages' rows are\n" \
       "reported, and gate only when named with --gate.\n\n" \

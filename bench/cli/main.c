@@ -100,9 +100,12 @@ static int measure(const struct pb_session_opts *opts, const char *title, bool q
         if (!two_configs)
             fputc('\n', stdout);
         pb_comparison_gate(&outcome.comparison, gate->metrics, msg, sizeof(msg));
+        char next[PB_MSG_MAX];
+        if (two_configs)
+            pb_interleaved_label(result.interleaved, "new", next, sizeof(next));
         int rc = pb_comparison_print(beside_page ? stderr : stdout, stderr, &outcome.comparison,
                                      two_configs ? opts->config_path : opts->baseline_path,
-                                     two_configs ? opts->new_config_path : outcome.result_path,
+                                     two_configs ? next : outcome.result_path,
                                      beside_page ? PB_FORMAT_TABLE : format, false);
         int verdict = pb_cli_comparison_exit(rc, &outcome.comparison, gate);
         if (code == PB_EXIT_OK)
@@ -199,16 +202,82 @@ static int cmd_run(int argc, char **argv)
 
 /* ---- compare ------------------------------------------------------------ */
 
+/* What `pbench compare` was given. */
+struct compare_args {
+    const char *files[2];
+    int nfiles;
+    const char *output;
+    double threshold_pct;
+    int format;
+    bool force, quiet;
+    struct pb_gate gate;
+    const char **overrides;     /* -s: both configs                          */
+    int override_count;
+    const char **new_overrides; /* --set-new (-S): the new config alone      */
+    int new_override_count;
+    const char *history_db;     /* --db: run-to-run noise of two result files */
+};
+
+/* Reads compare's arguments into args (its override lists sized for argc
+ * entries; release them with free). Returns -1, or the exit code of a
+ * usage error it printed. */
+static int compare_parse(int argc, char **argv, struct compare_args *args)
+{
+    *args = (struct compare_args){
+        .threshold_pct = 5, .format = PB_FORMAT_TABLE, .history_db = PB_HISTORY_DB};
+    args->overrides = calloc((size_t)argc, sizeof(char *));
+    args->new_overrides = calloc((size_t)argc, sizeof(char *));
+    int code = -1;
+    for (int i = 1; i < argc && code < 0; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--threshold") == 0 && i + 1 < argc) {
+            if (pb_threshold_parse(argv[++i], &args->threshold_pct) != PB_OK)
+                code = pb_cli_usage_error(
+                    "compare", "--threshold takes a percentage such as 5%%, got '%s'", argv[i]);
+        } else if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc) {
+            enum pb_format f;
+            if (pb_format_parse(argv[++i], &f) != PB_OK || !pb_formats[f].comparison)
+                code = pb_cli_format_error("compare", argv[i], true);
+            args->format = (int)f;
+        } else if ((strcmp(a, "--set") == 0 || strcmp(a, "-s") == 0) && i + 1 < argc) {
+            args->overrides[args->override_count++] = argv[++i];
+        } else if ((strcmp(a, "--set-new") == 0 || strcmp(a, "-S") == 0) && i + 1 < argc) {
+            args->new_overrides[args->new_override_count++] = argv[++i];
+        } else if ((strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0) && i + 1 < argc) {
+            args->output = argv[++i];
+        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            args->quiet = true;
+        } else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
+            args->history_db = argv[++i];
+        } else if (strcmp(a, "--force") == 0) {
+            args->force = true;
+        } else if (strcmp(a, "--fail-on-regression") == 0) {
+            args->gate.fail_on_regression = true;
+        } else if (strcmp(a, "--gate") == 0 && i + 1 < argc) {
+            args->gate.metrics = argv[++i];
+            code = gate_check("compare", args->gate.metrics);
+        } else if (a[0] == '-' || args->nfiles == 2) {
+            code = pb_cli_usage_error("compare", "unexpected argument '%s'", a);
+        } else {
+            args->files[args->nfiles++] = a;
+        }
+    }
+    return code;
+}
+
 /* pbench compare BASE.yaml NEW.yaml: both configs measured here, in
  * interleaved rounds, into one result; then the same comparison. */
-static int compare_configs(const char *base, const char *next, const char **overrides,
-                           int override_count, const char *output, bool quiet,
-                           double threshold_pct, int format, const struct pb_gate *gate)
+static int compare_configs(const struct compare_args *args)
 {
-    struct pb_session_opts opts = {.config_path = base, .new_config_path = next,
-                                   .overrides = overrides, .override_count = override_count,
-                                   .output_path = output, .threshold_pct = threshold_pct};
-    return measure(&opts, "pbench compare", quiet, format, gate);
+    struct pb_session_opts opts = {.config_path = args->files[0],
+                                   .new_config_path = args->files[1],
+                                   .overrides = args->overrides,
+                                   .override_count = args->override_count,
+                                   .new_overrides = args->new_overrides,
+                                   .new_override_count = args->new_override_count,
+                                   .output_path = args->output,
+                                   .threshold_pct = args->threshold_pct};
+    return measure(&opts, "pbench compare", args->quiet, args->format, &args->gate);
 }
 
 /* pbench compare AB.json: the comparison a compare of two configs wrote. */
@@ -226,61 +295,57 @@ static int compare_one_file(const char *path, double threshold_pct, int format,
         pb_cli_error("compare", msg);
         return PB_EXIT_ERROR;
     }
-    const char *base = json_string_value(
-        json_object_get(json_object_get(r.interleaved, "base"), "config_path"));
-    const char *next = json_string_value(
-        json_object_get(json_object_get(r.interleaved, "new"), "config_path"));
+    char base[PB_MSG_MAX], next[PB_MSG_MAX];
+    pb_interleaved_label(r.interleaved, "base", base, sizeof(base));
+    pb_interleaved_label(r.interleaved, "new", next, sizeof(next));
     pb_comparison_gate(&cmp, gate->metrics, msg, sizeof(msg));
-    rc = pb_comparison_print(stdout, stderr, &cmp, base ? base : "base", next ? next : "new",
-                             format, false);
+    rc = pb_comparison_print(stdout, stderr, &cmp, base, next, format, false);
     int code = pb_cli_comparison_exit(rc, &cmp, gate);
     pb_comparison_free(&cmp);
     pb_result_free(&r);
     return code;
 }
 
+/* pbench compare BASE.json NEW.json: two result files, compared. */
+static int compare_results(const struct compare_args *args)
+{
+    char msg[PB_MSG_MAX];
+    if (args->output &&
+        pb_output_check_inputs(args->output, args->files, 2, msg, sizeof(msg)) != PB_OK) {
+        pb_cli_error("compare", msg); /* before comparing: never over an input */
+        return PB_EXIT_ERROR;
+    }
+    struct pb_comparison cmp;
+    if (pb_compare_files(args->files[0], args->files[1], args->threshold_pct, args->history_db,
+                         &cmp, msg, sizeof(msg)) != PB_OK) {
+        pb_cli_error("compare", msg);
+        return PB_EXIT_ERROR;
+    }
+    /* A comparison that can be shown goes to -o when given; one that
+     * cannot is explained on stderr either way. */
+    bool to_file = args->output && cmp.point_count > 0 && (args->force || !cmp.incompatible);
+    pb_comparison_gate(&cmp, args->gate.metrics, msg, sizeof(msg));
+    int rc = to_file ? pb_comparison_write(args->output, &cmp, args->files[0], args->files[1],
+                                           args->format, msg, sizeof(msg))
+                     : pb_comparison_print(stdout, stderr, &cmp, args->files[0], args->files[1],
+                                           args->format, args->force);
+    int code;
+    if (to_file && rc != PB_OK) {
+        pb_cli_error("compare", msg);
+        code = PB_EXIT_ERROR;
+    } else {
+        code = pb_cli_comparison_exit(rc, &cmp, &args->gate);
+    }
+    pb_comparison_free(&cmp);
+    return code;
+}
+
 static int cmd_compare(int argc, char **argv)
 {
-    double threshold_pct = 5;
-    int format = PB_FORMAT_TABLE;
-    bool force = false, quiet = false;
-    struct pb_gate gate = {false, NULL};
-    const char *files[2] = {NULL, NULL}, *output = NULL, *history_db = PB_HISTORY_DB;
-    char msg[PB_MSG_MAX];
-    const char **overrides = calloc((size_t)argc, sizeof(char *));
-    int nfiles = 0, override_count = 0, code = -1;
-    for (int i = 1; i < argc && code < 0; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--threshold") == 0 && i + 1 < argc) {
-            if (pb_threshold_parse(argv[++i], &threshold_pct) != PB_OK)
-                code = pb_cli_usage_error(
-                    "compare", "--threshold takes a percentage such as 5%%, got '%s'", argv[i]);
-        } else if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && i + 1 < argc) {
-            enum pb_format f;
-            if (pb_format_parse(argv[++i], &f) != PB_OK || !pb_formats[f].comparison)
-                code = pb_cli_format_error("compare", argv[i], true);
-            format = (int)f;
-        } else if ((strcmp(a, "--set") == 0 || strcmp(a, "-s") == 0) && i + 1 < argc) {
-            overrides[override_count++] = argv[++i];
-        } else if ((strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0) && i + 1 < argc) {
-            output = argv[++i];
-        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
-            quiet = true;
-        } else if (strcmp(a, "--force") == 0) {
-            force = true;
-        } else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
-            history_db = argv[++i];
-        } else if (strcmp(a, "--fail-on-regression") == 0) {
-            gate.fail_on_regression = true;
-        } else if (strcmp(a, "--gate") == 0 && i + 1 < argc) {
-            gate.metrics = argv[++i];
-            code = gate_check("compare", gate.metrics);
-        } else if (a[0] == '-' || nfiles == 2) {
-            code = pb_cli_usage_error("compare", "unexpected argument '%s'", a);
-        } else {
-            files[nfiles++] = a;
-        }
-    }
+    struct compare_args args;
+    int code = compare_parse(argc, argv, &args);
+    const char **files = args.files;
+    int nfiles = args.nfiles;
     bool configs = nfiles == 2 && pb_is_config_path(files[0]) && pb_is_config_path(files[1]);
     if (code >= 0) {
         /* a usage error was printed */
@@ -288,48 +353,27 @@ static int cmd_compare(int argc, char **argv)
         code = pb_cli_usage_error("compare", "%s",
                            "give two results (BASE.json NEW.json) or two configs (BASE.yaml "
                            "NEW.yaml), not one of each");
-    } else if (!configs && override_count > 0) {
-        code = pb_cli_usage_error("compare", "%s",
-                           "-s applies when compare runs two configs (BASE.yaml NEW.yaml)");
+    } else if (!configs && (args.override_count > 0 || args.new_override_count > 0)) {
+        code = pb_cli_usage_error("compare", "%s applies when compare runs two configs "
+                                  "(BASE.yaml NEW.yaml)",
+                                  args.override_count > 0 ? "-s" : "--set-new");
     } else if (configs) {
-        code = compare_configs(files[0], files[1], overrides, override_count, output, quiet,
-                               threshold_pct, format, &gate);
+        code = compare_configs(&args);
     } else if (nfiles == 1 && pb_is_config_path(files[0])) {
         code = pb_cli_usage_error("compare", "%s",
-                           "a config is compared with another: pbench compare BASE.yaml NEW.yaml");
+                           "a config is compared with another, or with itself and a change: "
+                           "pbench compare BASE.yaml NEW.yaml, pbench compare CONFIG.yaml "
+                           "CONFIG.yaml --set-new key.path=value");
     } else if (nfiles == 1) {
-        code = compare_one_file(files[0], threshold_pct, format, &gate);
+        code = compare_one_file(files[0], args.threshold_pct, args.format, &args.gate);
     } else if (nfiles != 2) {
         code = pb_cli_usage_error("compare", "%s",
                            "expected BASE.json and NEW.json, or BASE.yaml and NEW.yaml");
-    } else if (output && pb_output_check_inputs(output, files, 2, msg, sizeof(msg)) != PB_OK) {
-        pb_cli_error("compare", msg); /* before comparing: never over an input */
-        code = PB_EXIT_ERROR;
     } else {
-        struct pb_comparison cmp;
-        if (pb_compare_files(files[0], files[1], threshold_pct, history_db, &cmp, msg,
-                             sizeof(msg)) != PB_OK) {
-            pb_cli_error("compare", msg);
-            code = PB_EXIT_ERROR;
-        } else {
-            /* A comparison that can be shown goes to -o when given; one
-             * that cannot is explained on stderr either way. */
-            bool to_file = output && cmp.point_count > 0 && (force || !cmp.incompatible);
-            pb_comparison_gate(&cmp, gate.metrics, msg, sizeof(msg));
-            int rc = to_file ? pb_comparison_write(output, &cmp, files[0], files[1], format, msg,
-                                                   sizeof(msg))
-                             : pb_comparison_print(stdout, stderr, &cmp, files[0], files[1],
-                                                   format, force);
-            if (to_file && rc != PB_OK) {
-                pb_cli_error("compare", msg);
-                code = PB_EXIT_ERROR;
-            } else {
-                code = pb_cli_comparison_exit(rc, &cmp, &gate);
-            }
-            pb_comparison_free(&cmp);
-        }
+        code = compare_results(&args);
     }
-    free(overrides);
+    free(args.overrides);
+    free(args.new_overrides);
     return code;
 }
 

@@ -369,10 +369,16 @@ static const struct pb_key_position *key_position(const struct pb_spec *spec, co
 
 int pb_config_override(struct pb_spec *spec, const char *assignment, char *msg, size_t msglen)
 {
+    return pb_config_override_as(spec, "-s", assignment, msg, msglen);
+}
+
+int pb_config_override_as(struct pb_spec *spec, const char *option, const char *assignment,
+                          char *msg, size_t msglen)
+{
     char why[PB_MSG_MAX];
     int rc = apply_override(spec, assignment, why, sizeof why);
     if (rc != PB_OK)
-        snprintf(msg, msglen, "-s %s: %s", assignment, why);
+        snprintf(msg, msglen, "%s %s: %s", option, assignment, why);
     return rc;
 }
 

@@ -64,6 +64,11 @@ int pb_config_load_string(const char *yaml, const char *name, struct pb_spec *sp
  * Errors read "-s loader.workers=abc: loader.workers must be ...". */
 int pb_config_override(struct pb_spec *spec, const char *assignment, char *msg, size_t msglen);
 
+/* pb_config_override under the name of the option that gave it, for its
+ * errors: "--set-new loader.workers=abc: loader.workers must be ...". */
+int pb_config_override_as(struct pb_spec *spec, const char *option, const char *assignment,
+                          char *msg, size_t msglen);
+
 /* Checks cross-field rules after overrides (e.g. a decode stage needs a
  * read stage before it). Same message conventions. */
 int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen);

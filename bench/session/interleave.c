@@ -14,15 +14,43 @@ static json_t *side(const char *path, const json_t *config)
 }
 
 json_t *pb_interleaved_new(const char *base_path, const json_t *base_config,
-                           const char *new_path, const json_t *new_config)
+                           const char *new_path, const json_t *new_config,
+                           const char *const *new_sets, int new_set_count)
 {
     json_t *o = json_object();
     if (!o)
         return NULL;
     json_object_set_new(o, "order", json_string("ABBA"));
     json_object_set_new(o, "base", side(base_path, base_config));
-    json_object_set_new(o, "new", side(new_path, new_config));
+    json_t *next = side(new_path, new_config);
+    if (new_set_count > 0) {
+        json_t *sets = json_array();
+        for (int i = 0; i < new_set_count; i++)
+            json_array_append_new(sets, json_string(new_sets[i]));
+        json_object_set_new(next, "set", sets);
+    }
+    json_object_set_new(o, "new", next);
     return o;
+}
+
+const char *pb_interleaved_label(const json_t *interleaved, const char *role, char *buf,
+                                 size_t size)
+{
+    const json_t *s = json_object_get(interleaved, role);
+    const char *path = json_string_value(json_object_get(s, "config_path"));
+    int n = snprintf(buf, size, "%s", path && path[0] ? path : role);
+    size_t used = n > 0 ? (size_t)n : 0;
+    size_t i;
+    const json_t *set;
+    json_array_foreach(json_object_get(s, "set"), i, set)
+    {
+        if (used >= size)
+            break;
+        n = snprintf(buf + used, size - used, "%s%s", i ? ", " : " with ",
+                     json_string_value(set) ? json_string_value(set) : "?");
+        used += n > 0 ? (size_t)n : 0;
+    }
+    return buf;
 }
 
 /* The standalone result of one role ("base" or "new") as JSON: the

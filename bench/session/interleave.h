@@ -20,9 +20,20 @@
 #define PB_INTERLEAVE_AXIS "compare"
 
 /* {"order": "ABBA", "base": {"config_path", "config"}, "new": {...}}; the
- * configs are copied. NULL when out of memory. */
+ * configs are copied. The new side also holds "set": its --set-new
+ * overrides (new_sets[0..new_set_count)), when there are any. NULL when
+ * out of memory. */
 json_t *pb_interleaved_new(const char *base_path, const json_t *base_config,
-                           const char *new_path, const json_t *new_config);
+                           const char *new_path, const json_t *new_config,
+                           const char *const *new_sets, int new_set_count);
+
+/* The name a side of an interleaved result goes by (role "base" or
+ * "new"): its config path, with the new side's --set-new overrides after
+ * it ("configs/image.yaml with loader.workers=4"), so that one config
+ * compared with itself reads as two. Writes into buf (fallback, "base" or
+ * "new", when the object names no path) and returns buf. */
+const char *pb_interleaved_label(const json_t *interleaved, const char *role, char *buf,
+                                 size_t size);
 
 /* Splits a result holding both configs into two standalone results
  * (release both with pb_result_free whatever the return): each keeps its

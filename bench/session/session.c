@@ -157,17 +157,47 @@ static int resolve_data_path(const char *config_path, struct pb_dataset_spec *d,
     return PB_OK;
 }
 
-/* The base spec: the config file, parsed once (its sweep: section too,
- * typed), the user's -s overrides, the -a axes, validated. base always
- * owns a sweep afterwards (with no axis when nothing is swept). */
-static int load_base(const struct pb_session_opts *opts, struct pb_spec *base, char *msg,
-                     size_t msglen)
+/* One --set-new override of the new config, its errors naming that file
+ * ("NEW.yaml: --set-new loader.workers=abc: sentence"). A key the sweep
+ * varies is refused: the sweep would set it at every point, and the
+ * comparison would list a change that was never measured. */
+static int set_new(struct pb_spec *spec, const char *path, const char *assignment, char *msg,
+                   size_t msglen)
 {
-    int rc = pb_config_load(opts->config_path, base, msg, msglen);
+    char inner[PB_MSG_MAX];
+    int rc = pb_config_override_as(spec, "--set-new", assignment, inner, sizeof(inner));
+    size_t keylen = strcspn(assignment, "=");
+    for (int a = 0; rc == PB_OK && spec->sweep && a < spec->sweep->axis_count; a++) {
+        if (strlen(spec->sweep->axes[a].path) != keylen ||
+            strncmp(spec->sweep->axes[a].path, assignment, keylen) != 0)
+            continue;
+        snprintf(inner, sizeof(inner), "--set-new %s: %s is swept by the config's sweep: "
+                 "section, which would set it at every point over --set-new; compare a copy of the "
+                 "config without that axis",
+                 assignment, spec->sweep->axes[a].path);
+        rc = PB_ERR_CONFIG;
+    }
+    if (rc != PB_OK)
+        snprintf(msg, msglen, "%s: %s", path, inner);
+    return rc;
+}
+
+/* The base spec of a side (new_side: the new config of a compare): the
+ * config file, parsed once (its sweep: section too, typed), the user's -s
+ * overrides, on the new side then its --set-new ones, the -a axes,
+ * validated. base always owns a sweep afterwards (with no axis when
+ * nothing is swept). */
+static int load_base(const struct pb_session_opts *opts, bool new_side, struct pb_spec *base,
+                     char *msg, size_t msglen)
+{
+    const char *path = new_side ? opts->new_config_path : opts->config_path;
+    int rc = pb_config_load(path, base, msg, msglen);
     if (rc == PB_OK)
-        rc = resolve_data_path(opts->config_path, &base->dataset, msg, msglen);
+        rc = resolve_data_path(path, &base->dataset, msg, msglen);
     for (int i = 0; rc == PB_OK && i < opts->override_count; i++)
         rc = pb_config_override(base, opts->overrides[i], msg, msglen);
+    for (int i = 0; rc == PB_OK && new_side && i < opts->new_override_count; i++)
+        rc = set_new(base, path, opts->new_overrides[i], msg, msglen);
     for (int i = 0; rc == PB_OK && i < opts->axis_count; i++)
         rc = pb_config_sweep_axis(base, opts->axes[i], msg, msglen);
     if (rc == PB_OK && !base->sweep && !(base->sweep = calloc(1, sizeof(*base->sweep)))) {
@@ -279,13 +309,11 @@ static int run_calibration(const struct pb_session_hooks *hooks, struct pb_spec 
 /* The base config and the sweep, checked in full before anything runs. */
 static int load_config(struct session *s)
 {
-    int rc = load_base(s->opts, &s->base, s->msg, s->msglen);
+    int rc = load_base(s->opts, false, &s->base, s->msg, s->msglen);
     s->sweep = s->base.sweep;
     if (rc == PB_OK && s->opts->new_config_path) {
-        struct pb_session_opts alt = *s->opts;
-        alt.config_path = s->opts->new_config_path;
         s->ab = true;
-        rc = load_base(&alt, &s->alt, s->msg, s->msglen);
+        rc = load_base(s->opts, true, &s->alt, s->msg, s->msglen);
     }
     if (rc == PB_OK)
         rc = pb_ranks_apply_shard(&s->base.dataset, s->opts->config_path, s->msg, s->msglen);
@@ -314,7 +342,9 @@ static void start_result(struct session *s)
     if (s->ab) {
         json_t *alt = pb_spec_to_json(&s->alt);
         r->interleaved = pb_interleaved_new(s->opts->config_path, r->config,
-                                            s->opts->new_config_path, alt);
+                                            s->opts->new_config_path, alt,
+                                            s->opts->new_overrides,
+                                            s->opts->new_override_count);
         json_decref(alt);
         snprintf(r->name, sizeof(r->name), "%.60s-vs-%.60s", s->base.name, s->alt.name);
     }
@@ -491,9 +521,11 @@ static void announce(struct session *s)
     if (s->ab) {
         int rounds = (int)(b->run.repeats > s->alt.run.repeats ? b->run.repeats
                                                                 : s->alt.run.repeats);
+        char next[PB_MSG_MAX];
+        pb_interleaved_label(s->result->interleaved, "new", next, sizeof(next));
         snprintf(text + used, sizeof(text) - used,
                  "; %s (base) against %s (new), %d rounds interleaved A B B A ...",
-                 s->opts->config_path, s->opts->new_config_path, rounds);
+                 s->opts->config_path, next, rounds);
         say(s->hooks, PB_SESSION_INFO, "%s", text);
         return;
     }
@@ -1056,7 +1088,7 @@ int pb_session_calibrate(const struct pb_session_opts *opts, const struct pb_ses
     /* The calibration spec is the config's, validated, with a few settings
      * on top: checked in full before the dataset is made. */
     struct pb_spec base;
-    int rc = load_base(opts, &base, msg, msglen);
+    int rc = load_base(opts, false, &base, msg, msglen);
     if (rc == PB_OK)
         rc = point_spec(&base, NULL, pb_calibration_overrides, &spec, msg, msglen);
     pb_spec_free(&base);

@@ -39,6 +39,10 @@ struct pb_session_opts {
                                        run in rounds interleaved with config_path's,
                                        one result holds both (bench/session/interleave.h)
                                        and the outcome their comparison          */
+    const char *const *new_overrides; /* pbench compare --set-new key.path=value: on the
+                                       new config alone, after the -s overrides; the
+                                       change under test when both configs are one file */
+    int new_override_count;
     const char *baseline_path;      /* NULL: no comparison                        */
     const char *trace_path;         /* run.trace's file; NULL: NAME.trace.json beside
                                        the result                                 */
