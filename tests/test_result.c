@@ -114,6 +114,7 @@ static void fill_repeat(struct rng *r, struct pb_repeat_result *rep)
     for (size_t i = 0; i < rep->rss_count; i++) {
         rep->rss[i].t_s = 0.1 * (double)i + rng_unit(r) * 1e-3;
         rep->rss[i].rss_bytes = rng_next(r) % (1ull << 36);
+        rep->rss[i].own_bytes = rep->rss[i].rss_bytes / (1 + i % 8);
         rep->rss[i].cpu_pct = 800 * rng_unit(r);
     }
     rep->stage_count = PB_ARRAY_LEN(stage_names);
@@ -267,6 +268,7 @@ static void assert_repeat_equal(const struct pb_repeat_result *a, const struct p
     for (size_t i = 0; i < a->rss_count; i++) {
         assert_close(a->rss[i].t_s, b->rss[i].t_s);
         assert_int_equal(a->rss[i].rss_bytes, b->rss[i].rss_bytes);
+        assert_int_equal(a->rss[i].own_bytes, b->rss[i].own_bytes);
         assert_close(a->rss[i].cpu_pct, b->rss[i].cpu_pct);
     }
     ASSERT_EACH_EQUAL(assert_stage_equal, stage_count, stages);
@@ -594,6 +596,7 @@ static void test_json_round_trip(void **state)
             fail_msg("from_json: %s", msg);
         json_decref(loaded);
         assert_result_equal(&result, &back);
+        assert_true(back.points[0].repeats[0].rss[0].own_bytes > 0);
 
         /* Derived stage fields are written for readers that don't recompute. */
         json_t *again = pb_result_to_json(&back);
@@ -607,6 +610,26 @@ static void test_json_round_trip(void **state)
         assert_true(json_array_size(bins) > 0);
         assert_int_equal(json_array_size(json_array_get(bins, 0)), 3);
         json_decref(again);
+
+        /* A result from a pbench before own_bytes: its samples read as
+         * none of pbench's own. */
+        root = pb_result_to_json(&result);
+        json_t *rss = json_object_get(
+            json_array_get(json_object_get(json_array_get(json_object_get(root, "points"), 0),
+                                           "repeats"),
+                           0),
+            "rss");
+        assert_int_equal(json_object_del(rss, "own_bytes"), 0);
+        struct pb_result old;
+        assert_int_equal(pb_result_from_json(root, &old, msg, sizeof(msg)), PB_OK);
+        json_decref(root);
+        assert_int_equal(old.points[0].repeats[0].rss_count, result.points[0].repeats[0].rss_count);
+        for (size_t i = 0; i < old.points[0].repeats[0].rss_count; i++) {
+            assert_int_equal(old.points[0].repeats[0].rss[i].own_bytes, 0);
+            assert_int_equal(old.points[0].repeats[0].rss[i].rss_bytes,
+                             result.points[0].repeats[0].rss[i].rss_bytes);
+        }
+        pb_result_free(&old);
 
         pb_result_free(&result);
         pb_result_free(&back);

@@ -84,7 +84,9 @@ void pb_memory_growth_check(struct pb_point_result *point, double threshold_mib)
             if (rep->rss[i].t_s < start_s)
                 continue;
             x[n] = (rep->rss[i].t_s - start_s) * rep->batches_per_s / 1000.0; /* k batches */
-            y[n] = (double)rep->rss[i].rss_bytes / 1048576.0;
+            /* pbench's own growing buffers (the trace, the batch
+             * records) are not the pipeline's growth. */
+            y[n] = ((double)rep->rss[i].rss_bytes - (double)rep->rss[i].own_bytes) / 1048576.0;
             group[n++] = groups;
         }
         if (n - before >= 3)

@@ -3,7 +3,9 @@
  * with a 95% confidence interval. Each repeat is its own group (its own
  * intercept, one common slope), so memory that a new repeat takes once
  * (thread arenas, the allocator's caches) is not read as growth; what
- * grows with every batch, a leak or a cache without a bound, is. A point
+ * grows with every batch, a leak or a cache without a bound, is. Each
+ * sample counts its RSS less own_bytes, pbench's own buffers that fill as
+ * the repeat goes (the trace's records, the batch records). A point
  * warns "memory grows N MiB per 1000 batches" when the interval excludes
  * 0, the slope is at least the analysis section's memory_growth_mib, and
  * the growth is material (PB_MEMGROWTH_MIN_MIB below). */

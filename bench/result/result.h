@@ -73,6 +73,9 @@ struct pb_batch_record {
 struct pb_rss_sample {
     double t_s;
     uint64_t rss_bytes;
+    /* Of rss_bytes, pbench's own buffers that grow during a repeat (the
+     * trace's records, the batch records): left out of memory growth. */
+    uint64_t own_bytes;
     double cpu_pct;             /* process CPU over the period, 100 = 1 core */
 };
 

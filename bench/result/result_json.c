@@ -294,14 +294,16 @@ static json_t *repeat_to_json(const struct pb_repeat_result *r)
                         json_pack("{s o s o s o s o s o}", "assembly_ns", assembly, "wait_ns", wait,
                                   "step_ns", step, "queue_depth", depth, "samples", samples));
 
-    json_t *t = json_array(), *rss = json_array(), *cpu = json_array();
+    json_t *t = json_array(), *rss = json_array(), *own = json_array(), *cpu = json_array();
     for (size_t i = 0; i < r->rss_count; i++) {
         json_array_append_new(t, pb_json_number(r->rss[i].t_s));
         json_array_append_new(rss, pb_json_u64(r->rss[i].rss_bytes));
+        json_array_append_new(own, pb_json_u64(r->rss[i].own_bytes));
         json_array_append_new(cpu, pb_json_number(r->rss[i].cpu_pct));
     }
     json_object_set_new(obj, "rss",
-                        json_pack("{s o s o s o}", "t_s", t, "rss_bytes", rss, "cpu_pct", cpu));
+                        json_pack("{s o s o s o s o}", "t_s", t, "rss_bytes", rss, "own_bytes", own,
+                                  "cpu_pct", cpu));
     json_object_set_new(obj, "stages", stages_to_json(r->stages, r->stage_count));
     if (r->gpu.used)
         json_object_set_new(obj, "gpu", pb_fields_to_json(&r->gpu, gpu_figures_fields));
@@ -606,10 +608,11 @@ static int read_batch_records(struct pb_json_reader *rd, const json_t *obj, cons
 static int read_rss(struct pb_json_reader *rd, const json_t *obj, const char *path,
                     struct pb_repeat_result *r)
 {
-    static const char *const keys[] = {"t_s", "rss_bytes", "cpu_pct"};
-    const json_t *arrays[3];
+    /* own_bytes is missing from an older pbench's results: 0. */
+    static const char *const keys[] = {"t_s", "rss_bytes", "cpu_pct", "own_bytes"};
+    const json_t *arrays[4];
     size_t count;
-    if (pb_json_parallel_arrays(rd, obj, path, keys, arrays, 3, &count))
+    if (pb_json_parallel_arrays(rd, obj, path, keys, arrays, 4, &count))
         return PB_ERR;
     if (count == 0)
         return PB_OK;
@@ -620,7 +623,8 @@ static int read_rss(struct pb_json_reader *rd, const json_t *obj, const char *pa
     for (size_t i = 0; i < count; i++)
         if (pb_json_elem_double(rd, arrays[0], path, keys[0], i, &r->rss[i].t_s) ||
             pb_json_elem_u64(rd, arrays[1], path, keys[1], i, &r->rss[i].rss_bytes) ||
-            pb_json_elem_double(rd, arrays[2], path, keys[2], i, &r->rss[i].cpu_pct))
+            pb_json_elem_double(rd, arrays[2], path, keys[2], i, &r->rss[i].cpu_pct) ||
+            pb_json_elem_u64(rd, arrays[3], path, keys[3], i, &r->rss[i].own_bytes))
             return PB_ERR;
     return PB_OK;
 }

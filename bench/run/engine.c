@@ -191,6 +191,7 @@ static void sample_processes(struct pb_engine_run *er, struct part *c, uint64_t 
         c->rss[c->rss_count++] = (struct pb_rss_sample){
             .t_s = (double)(now - c->repeat_start_ns) / 1e9,
             .rss_bytes = pss,
+            .own_bytes = 0, /* pbench's trace is not in the engine's processes */
             .cpu_pct = cpu > c->last_sample_cpu
                            ? 100.0 * (double)(cpu - c->last_sample_cpu) /
                                  (double)(now - c->last_sample_ns)

@@ -58,8 +58,25 @@ static int push_batch_record(struct pb_repeat_result *rep, size_t *cap,
         rep->batch_records = grown;
         *cap = next;
     }
-    rep->batch_records[rep->batch_count++] = *rec;
+    rep->batch_records[rep->batch_count] = *rec;
+    /* Relaxed: the sampler reads the count (own_bytes below). */
+    __atomic_store_n(&rep->batch_count, rep->batch_count + 1, __ATOMIC_RELAXED);
     return PB_OK;
+}
+
+/* The sampler's hook: the bytes of pbench's own buffers that grow with
+ * the batches of a repeat, the trace's records and the batch records.
+ * Other buffers of pbench's are either fixed at set-up (histograms, the
+ * slowest samples, perf counters, the sampler's own series) or grow only
+ * on a data error. */
+static uint64_t own_bytes(void *user)
+{
+    const struct run *run = user;
+    uint64_t bytes = run->trace ? pb_trace_bytes(run->trace) : 0;
+    if (run->recording)
+        bytes += __atomic_load_n(&run->recording->batch_count, __ATOMIC_RELAXED) *
+                 sizeof(struct pb_batch_record);
+    return bytes;
 }
 
 static uint64_t sleep_ns(uint64_t ns)
@@ -525,12 +542,16 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
     pb_storage_repeat_start(run->spec, run->ds, run->point, rep);
     struct pb_speed_mark speed;
     pb_machine_speed_before(rep, &speed);
+    run->recording = rep;
     int rc = start_repeat(run, repeat, stage_timing, msg, msglen);
-    if (rc != PB_OK)
+    if (rc != PB_OK) {
+        run->recording = NULL;
         return rc;
+    }
     struct consumed c = {.step_ns = (uint64_t)(run->spec->run.step_ms * 1e6)};
     consume(run, &c, rep);
     stop_repeat(run);
+    run->recording = NULL; /* the sampler has stopped */
     pb_machine_speed_after(rep, &speed);
     /* A stage found stuck, even while the threads were joined after the
      * stopping rule ended the part, cuts the repeat short. */
@@ -628,6 +649,8 @@ int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     pr->run.sysmon.watch = watch;
     pr->run.sysmon.watch_user = &pr->run;
     pr->run.sysmon.tick_user = hooks ? hooks->user : NULL;
+    pr->run.sysmon.own_bytes = own_bytes;
+    pr->run.sysmon.own_user = &pr->run;
 
     if (pb_runner_trace_setup(&pr->run, hooks ? hooks->trace : NULL) != PB_OK)
         pb_point_warn(point, "run.trace: out of memory for the trace buffers; no trace");

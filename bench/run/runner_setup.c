@@ -247,5 +247,6 @@ int pb_runner_trace_setup(struct run *run, struct pb_trace *trace)
         for (int k = 0; k < w->chain.count; k++)
             w->trace_names[k] = pb_trace_name(trace, w->chain.stages[k].ops->name);
     }
+    run->trace = trace;
     return PB_OK;
 }

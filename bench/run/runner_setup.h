@@ -106,8 +106,13 @@ struct run {
     struct pb_stoprule rule;
     double mhz_start;             /* CPU clock when the repeat began */
     struct pb_affinity *affinity; /* loader.affinity's plan; NULL for none */
-    /* The training loop's trace buffer, as the workers' above. */
+    /* The training loop's trace buffer, as the workers' above, and the
+     * trace they all record into (NULL: not traced). */
     struct pb_trace_thread *loop_trace_buffer, *loop_trace;
+    const struct pb_trace *trace;
+    /* The repeat whose batch records the consumer is filling, while the
+     * sampler runs: what it counts of pbench's own memory. */
+    const struct pb_repeat_result *recording;
     bool perf_on; /* this repeat counts perf events per stage */
     uint16_t loop_trace_names[PB_MAX_STAGES];
     /* A worker stuck in a stage was left running: the run's state is not

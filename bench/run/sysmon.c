@@ -135,6 +135,7 @@ static void *sampler_main(void *arg)
             struct pb_rss_sample *r = &mon->rss[mon->rss_count++];
             r->t_s = (double)(now - mon->start_ns) / 1e9;
             r->rss_bytes = rss;
+            r->own_bytes = mon->own_bytes ? mon->own_bytes(mon->own_user) : 0;
             r->cpu_pct =
                 now > last_ns ? 100.0 * (double)(cpu - last_cpu) / (double)(now - last_ns) : 0;
         }

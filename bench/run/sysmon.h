@@ -5,6 +5,9 @@
  * Also the one-shot readings the runner takes around a repeat (process CPU
  * time, MemAvailable, CPU clock).
  *
+ * Each sample also holds what pbench's own growing buffers (the trace,
+ * the batch records) take of that RSS, from the own_bytes hook.
+ *
  * The consumer publishes its measured samples with pb_sysmon_publish (one
  * relaxed store per batch); the series belongs to the sampler thread
  * between pb_sysmon_start and pb_sysmon_stop and to the caller outside. */
@@ -40,6 +43,12 @@ struct pb_sysmon {
      * consumer blocked on a slow batch. Runs until pb_sysmon_stop. */
     void (*watch)(void *watch_user, uint64_t now_ns);
     void *watch_user;
+    /* Called from the sampler thread at each sample: the bytes of
+     * pbench's own buffers that grow during a repeat (the trace's records,
+     * the batch records), kept beside the RSS as own_bytes so that memory
+     * growth leaves them out (bench/result/memgrowth.h). NULL: none. */
+    uint64_t (*own_bytes)(void *own_user);
+    void *own_user;
 
     pthread_t thread;
     bool running;

@@ -68,6 +68,15 @@ struct pb_trace_thread *pb_trace_thread(struct pb_trace *trace, size_t thread)
     return t;
 }
 
+size_t pb_trace_bytes(const struct pb_trace *trace)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < trace->thread_count; i++)
+        bytes += __atomic_load_n(&trace->threads[i].count, __ATOMIC_RELAXED) *
+                 sizeof(struct pb_trace_event);
+    return bytes;
+}
+
 void pb_trace_counts(const struct pb_trace *trace, uint64_t *kept, uint64_t *dropped)
 {
     *kept = *dropped = 0;

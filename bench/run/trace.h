@@ -50,7 +50,7 @@ struct pb_trace_event {
 
 struct pb_trace_thread {
     struct pb_trace_event *events; /* capacity entries, allocated at set-up */
-    size_t count, capacity;
+    size_t count, capacity;         /* count: stored by its thread, relaxed */
     uint64_t dropped;               /* records past the capacity          */
 };
 
@@ -81,18 +81,28 @@ struct pb_trace_thread *pb_trace_thread(struct pb_trace *trace, size_t thread);
 static inline void pb_trace_record(struct pb_trace_thread *t, uint16_t name, uint16_t kind,
                                    uint64_t sample, uint64_t t0_ns, uint64_t t1_ns, uint32_t value)
 {
-    if (t->count < t->capacity) {
-        struct pb_trace_event *e = &t->events[t->count++];
+    size_t n = t->count;
+    if (n < t->capacity) {
+        struct pb_trace_event *e = &t->events[n];
         e->t0_ns = t0_ns;
         e->t1_ns = t1_ns;
         e->sample = sample;
         e->name = name;
         e->kind = kind;
         e->value = value;
+        /* Relaxed: the system sampler reads the count (pb_trace_bytes); a
+         * plain store on x86, no fence. */
+        __atomic_store_n(&t->count, n + 1, __ATOMIC_RELAXED);
     } else {
         t->dropped++;
     }
 }
+
+/* The bytes of records kept so far over all threads: what the trace has
+ * made resident (its buffers are calloc'd, so a page counts once a record
+ * is written to it). Safe from another thread while the workers record
+ * (a relaxed load of each count); the threads' buffers must be set up. */
+size_t pb_trace_bytes(const struct pb_trace *trace);
 
 /* Records kept and dropped over all threads. */
 void pb_trace_counts(const struct pb_trace *trace, uint64_t *kept, uint64_t *dropped);
