@@ -161,6 +161,22 @@ static void test_sort(void **state)
     }
 }
 
+/* Student's t quantiles against the tables' values (0.975 and 0.95). */
+static void test_t_quantile(void **state)
+{
+    (void)state;
+    static const struct {
+        double dof, t975, t95;
+    } table[] = {{3, 3.182, 2.353}, {4, 2.776, 2.132}, {10, 2.228, 1.812},
+                 {19, 2.093, 1.729}, {60, 2.000, 1.671}};
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        assert_true(fabs(pb_t_quantile(1.959964, table[i].dof) - table[i].t975) < 0.03);
+        assert_true(fabs(pb_t_quantile(1.644854, table[i].dof) - table[i].t95) < 0.03);
+        if (table[i].dof >= 10)
+            assert_true(fabs(pb_t_quantile(1.959964, table[i].dof) - table[i].t975) < 0.002);
+    }
+}
+
 static void test_median(void **state)
 {
     (void)state;
@@ -389,6 +405,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sort),
         cmocka_unit_test(test_median),
+        cmocka_unit_test(test_t_quantile),
         cmocka_unit_test(test_quantiles),
         cmocka_unit_test(test_mean_and_stddev),
         cmocka_unit_test(test_welford),

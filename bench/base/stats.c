@@ -33,6 +33,13 @@ void pb_sort_u64(uint64_t *values, size_t n)
         qsort(values, n, sizeof(*values), cmp_u64);
 }
 
+double pb_t_quantile(double z, double dof)
+{
+    double z2 = z * z, z3 = z2 * z, z5 = z3 * z2, z7 = z5 * z2;
+    return z + (z3 + z) / (4 * dof) + (5 * z5 + 16 * z3 + 3 * z) / (96 * dof * dof) +
+           (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * dof * dof * dof);
+}
+
 double pb_median(const double *values, size_t n)
 {
     if (n == 0)

@@ -16,6 +16,12 @@
 void pb_sort_double(double *values, size_t n);
 void pb_sort_u64(uint64_t *values, size_t n);
 
+/* Student's t quantile at probability p (0.5 < p < 1) with dof degrees of
+ * freedom (>= 1), from the normal quantile z by the Cornish-Fisher
+ * expansion: within 0.03 of the exact value at 3 degrees of freedom and
+ * 0.001 from 10 (t(0.975, 19) = 2.093). z is the normal quantile at p. */
+double pb_t_quantile(double z, double dof);
+
 /* The median of n values (the mean of the two middle ones when n is even),
  * from a sorted copy. NAN when n is 0 or the copy cannot be allocated. */
 double pb_median(const double *values, size_t n);
