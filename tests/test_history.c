@@ -79,7 +79,8 @@ static void test_add_and_show(void **state)
     assert_int_equal(pb_history_show(db, NULL, "bogus", 5, msg, sizeof(msg)), PB_ERR_CONFIG);
     assert_string_equal(msg, "--metric must be one of: samples_per_s, stall_pct, accel_util_pct, "
                              "cpu_ns_per_sample, assembly_p99_ns, "
-                             "rss_peak_bytes, machine_ref_ns; got 'bogus'");
+                             "rss_peak_bytes, machine_ref_ns, or cpu_ns_per_sample.STAGE; got "
+                             "'bogus'");
     unlink(db);
     rmdir(dir);
 }
@@ -582,6 +583,53 @@ static void test_run_spread(void **state)
     rmdir(dir);
 }
 
+/* Each run keeps its stages' CPU time per sample: history show --metric
+ * cpu_ns_per_sample.decode follows one stage and finds its step, which the
+ * pipeline's total shows diluted. */
+static void test_stage_cpu_series(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], out[300], msg[PB_MSG_MAX];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    snprintf(out, sizeof(out), "%s/show.txt", dir);
+    for (int i = 0; i < 6; i++) {
+        struct pb_result r;
+        char created[32], rev[8];
+        snprintf(created, sizeof(created), "2026-11-%02dT03:00:00Z", i + 1);
+        snprintf(rev, sizeof(rev), "r%d", i);
+        one_point_result(&r, created, 1000);
+        struct pb_point_result *p = &r.points[0];
+        p->samples = 1000;
+        p->stages = calloc(2, sizeof(*p->stages));
+        assert_non_null(p->stages);
+        p->stage_count = 2;
+        snprintf(p->stages[0].name, sizeof(p->stages[0].name), "decode");
+        snprintf(p->stages[1].name, sizeof(p->stages[1].name), "resize");
+        p->stages[0].cpu_ns = (uint64_t)(1000 * (i < 3 ? 100e3 : 125e3));
+        p->stages[1].cpu_ns = (uint64_t)(1000 * 600e3);
+        r.config = json_pack("{s:s}", "name", "ci");
+        assert_int_equal(pb_history_add(db, &r, rev, "test", msg, sizeof(msg)), PB_OK);
+        pb_result_free(&r);
+    }
+    int rc = show_into(out, db, "cpu_ns_per_sample.decode", msg, sizeof(msg));
+    char *text = read_text(out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(text, "the median moved +25.0%"));
+    free(text);
+    /* The pipeline's total moves 3.6%: under the threshold, no step. */
+    assert_int_equal(show_into(out, db, "cpu_ns_per_sample", msg, sizeof(msg)), 0);
+    /* A stage no run has is no step; a bare prefix is no metric. */
+    assert_int_equal(show_into(out, db, "cpu_ns_per_sample.flip", msg, sizeof(msg)), 0);
+    assert_int_equal(pb_history_show(db, NULL, "cpu_ns_per_sample.", 5, msg, sizeof(msg)),
+                     PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "cpu_ns_per_sample.STAGE"));
+    unlink(out);
+    unlink(db);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -594,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_busy_nights_gate_on_cpu_time),
         cmocka_unit_test(test_stall_steps_in_points),
         cmocka_unit_test(test_run_spread),
+        cmocka_unit_test(test_stage_cpu_series),
         cmocka_unit_test(test_series_keyed_by_what_was_measured),
         cmocka_unit_test(test_old_database_migrated),
         cmocka_unit_test(test_long_series_shows_newest_runs),

@@ -433,7 +433,7 @@ static void compare_stages(struct pb_point_cmp *pc, const struct pb_point_result
             continue;
         struct pb_metric_cmp *m = &pc->metrics[pc->metric_count++];
         memset(m, 0, sizeof(*m));
-        snprintf(m->name, sizeof(m->name), "cpu_ns_per_sample.%s", st->name);
+        snprintf(m->name, sizeof(m->name), PB_STAGE_CPU_PREFIX "%s", st->name);
         pb_strlcpy(m->stage, st->name, sizeof(m->stage));
         m->unit = "ns";
         compare_values(m, x, n, y, k, threshold_pct, seed + s, NAN, 0);
@@ -662,13 +662,12 @@ static bool names_hold(const char *names, const char *name)
     return false;
 }
 
-#define STAGE_PREFIX "cpu_ns_per_sample."
-
 int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, size_t msglen)
 {
     for (const char *at = names; at && *at;) {
         size_t len = strcspn(at, ",");
-        bool stage = len > strlen(STAGE_PREFIX) && strncmp(at, STAGE_PREFIX, strlen(STAGE_PREFIX)) == 0;
+        size_t prefix = strlen(PB_STAGE_CPU_PREFIX);
+        bool stage = len > prefix && strncmp(at, PB_STAGE_CPU_PREFIX, prefix) == 0;
         int m = 0;
         while (m < PB_METRIC_COUNT &&
                (strlen(pb_metrics[m].name) != len || strncmp(pb_metrics[m].name, at, len) != 0))
@@ -680,7 +679,7 @@ int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, 
                 used += (size_t)snprintf(msg + used, msglen - used, "%s %s", k ? "," : "",
                                          pb_metrics[k].name);
             if (used < msglen)
-                snprintf(msg + used, msglen - used, ", or " STAGE_PREFIX "STAGE for a stage's");
+                snprintf(msg + used, msglen - used, ", or " PB_STAGE_CPU_PREFIX "STAGE for a stage's");
             return PB_ERR_CONFIG;
         }
         at += len + (at[len] == ',');

@@ -105,6 +105,9 @@ static int update_schema(sqlite3 *db, bool writable, char **err)
     static const char *const interference[] = {"other_cpu_pct", "steal_pct", "throttled_pct"};
     for (size_t i = 0; rc == SQLITE_OK && i < PB_ARRAY_LEN(interference); i++)
         rc = add_missing_column(db, interference[i], "REAL", err);
+    /* Each pipeline stage's CPU time per sample, {"decode": ns, ...}. */
+    if (rc == SQLITE_OK)
+        rc = add_missing_column(db, "stage_cpu_ns", "TEXT", err);
     /* A metric added to the table after the database was made. */
     for (int m = 0; rc == SQLITE_OK && m < PB_METRIC_COUNT; m++)
         if (pb_metrics[m].of_point)
@@ -228,6 +231,22 @@ static double median_throttled(const struct pb_point_result *p)
     return median;
 }
 
+/* A point's pipeline stages' CPU time per sample (ns) as a JSON object,
+ * the sub-stages and device rows aside; the caller frees it. */
+static char *stage_cpu_text(const struct pb_point_result *p)
+{
+    json_t *stages = json_object();
+    for (size_t s = 0; p->stages && s < p->stage_count; s++) {
+        const struct pb_stage_result *st = &p->stages[s];
+        if (!st->gpu && !st->parent[0] && st->cpu_ns > 0 && p->samples > 0)
+            json_object_set_new(stages, st->name,
+                                json_real((double)st->cpu_ns / (double)p->samples));
+    }
+    char *text = json_dumps(stages, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(stages);
+    return text;
+}
+
 /* Adds result's points; *added counts the rows that were new (a point
  * already in the history is left as it is). */
 static int add_points(const char *db_path, const struct pb_result *result, const char *revision,
@@ -250,8 +269,8 @@ static int add_points(const char *db_path, const struct pb_result *result, const
     /* The fixed columns, then one per kept metric (bench/result/metrics.h). */
     char sql[1024] = "INSERT OR IGNORE INTO runs (created, added, config, machine, revision,"
                      " point, noise_pct, source, identity, fingerprint, measured,"
-                     " other_cpu_pct, steal_pct, throttled_pct";
-    char values[256] = "?,?,?,?,?,?,?,?,?,?,?,?,?,?";
+                     " other_cpu_pct, steal_pct, throttled_pct, stage_cpu_ns";
+    char values[256] = "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?";
     for (int m = 0; m < PB_METRIC_COUNT; m++) {
         if (!pb_metrics[m].of_point)
             continue;
@@ -290,7 +309,10 @@ static int add_points(const char *db_path, const struct pb_result *result, const
         sqlite3_bind_double(st, 12, p->other_cpu_pct);
         sqlite3_bind_double(st, 13, p->steal_pct);
         sqlite3_bind_double(st, 14, median_throttled(p));
-        for (int m = 0, column = 15; m < PB_METRIC_COUNT; m++)
+        char *stages = stage_cpu_text(p);
+        sqlite3_bind_text(st, 15, stages ? stages : "{}", -1, SQLITE_TRANSIENT);
+        free(stages);
+        for (int m = 0, column = 16; m < PB_METRIC_COUNT; m++)
             if (pb_metrics[m].of_point)
                 sqlite3_bind_double(st, column++, pb_metrics[m].of_point(p));
         free(axes);
@@ -611,6 +633,9 @@ void pb_history_print(FILE *out, const struct pb_history *h)
  * are listed by config name, then fingerprint. */
 static void show_query(char *sql, size_t sqllen, const char *metric, bool one_config)
 {
+    /* A stage's CPU time per sample: read from the JSON column by a bound
+     * path (:stage), never the user's text in the SQL. */
+    bool stage = strncmp(metric, PB_STAGE_CPU_PREFIX, strlen(PB_STAGE_CPU_PREFIX)) == 0;
     snprintf(sql, sqllen,
              "WITH keyed AS (SELECT id, config, machine, point, created, revision, %s AS value,"
              " noise_pct, measured, machine_ref_ns AS machine_ref,"
@@ -624,7 +649,8 @@ static void show_query(char *sql, size_t sqllen, const char *metric, bool one_co
              " SELECT config, machine, point, created, revision, value, series, total,"
              " noise_pct, measured, machine_ref, other_cpu_pct, steal_pct, throttled_pct"
              " FROM ranked WHERE newer <= %d ORDER BY first_config, series, point, created, id",
-             metric, one_config ? "WHERE config = ?" : "", PB_HISTORY_MAX_RUNS);
+             stage ? "json_extract(stage_cpu_ns, :stage)" : metric,
+             one_config ? "WHERE config = :config" : "", PB_HISTORY_MAX_RUNS);
 }
 
 static const char *column_text(sqlite3_stmt *st, int column)
@@ -710,11 +736,17 @@ int pb_history_load(const char *db_path, const char *config_name, const char *me
                     double threshold_pct, struct pb_history *h, char *msg, size_t msglen)
 {
     memset(h, 0, sizeof(*h));
-    const struct pb_metric *known = pb_metric_find(metric);
-    if (!known || !known->of_point) {
+    /* A stage's row reads as CPU time per sample does. */
+    const char *stage = strncmp(metric, PB_STAGE_CPU_PREFIX, strlen(PB_STAGE_CPU_PREFIX)) == 0
+                            ? metric + strlen(PB_STAGE_CPU_PREFIX)
+                            : NULL;
+    const struct pb_metric *known = pb_metric_find(stage && *stage ? "cpu_ns_per_sample" : metric);
+    if (!known || !known->of_point || strlen(metric) >= sizeof(h->metric)) {
         char names[256];
         pb_history_metric_names(names, sizeof(names), ", ");
-        snprintf(msg, msglen, "--metric must be one of: %s; got '%s'", names, metric);
+        snprintf(msg, msglen,
+                 "--metric must be one of: %s, or " PB_STAGE_CPU_PREFIX "STAGE; got '%s'", names,
+                 metric);
         return PB_ERR_CONFIG;
     }
     pb_strlcpy(h->metric, metric, sizeof(h->metric));
@@ -735,7 +767,14 @@ int pb_history_load(const char *db_path, const char *config_name, const char *me
         return PB_ERR;
     }
     if (config_name)
-        sqlite3_bind_text(st, 1, config_name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":config"), config_name, -1,
+                          SQLITE_TRANSIENT);
+    if (stage) {
+        char path[200];
+        snprintf(path, sizeof(path), "$.\"%s\"", stage);
+        sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":stage"), path, -1,
+                          SQLITE_TRANSIENT);
+    }
     int step_rc = read_series(h, st);
     /* A read that fails (a corrupt file) is an error, not the end of the
      * runs: what was read is incomplete. */

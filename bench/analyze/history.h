@@ -16,6 +16,9 @@
 /* Where history add and show, and compare's run-to-run noise, look for
  * the database unless told (--db). */
 #define PB_HISTORY_DB "results/history.db"
+/* history show --metric cpu_ns_per_sample.STAGE: a pipeline stage's CPU
+ * time per sample, kept per run as compare gives it a row. */
+#define PB_STAGE_CPU_PREFIX "cpu_ns_per_sample."
 /* The runs of a series history show reads: the newest, when it has more. */
 #define PB_HISTORY_MAX_RUNS 4096
 

@@ -113,6 +113,7 @@
       "throttling): a step of a wall-clock metric on a busy machine is withheld, not counted.\n" \
       "Without --metric, show prints samples/s, then gates on every metric the gate of compare\n" \
       "gates on (samples/s, stall, accelerator utilization, CPU per sample), one line each.\n" \
+      "--metric cpu_ns_per_sample.STAGE follows one pipeline stage's CPU time per sample.\n" \
       "Exit codes: 0, or 3 when show finds a step that makes a gated metric (or the --metric)\n" \
       "worse (samples/s down; stall %, CPU per sample, assembly p99, peak RSS up) and neither\n" \
       "other processes nor a slower machine explain it; a step that is an improvement is\n" \
