@@ -328,6 +328,8 @@ static void widen_by_run_noise(struct pb_metric_cmp *m, double run_noise, int ru
         return;
     double half = pb_t_quantile(Z_ALPHA, runs - 2) * M_SQRT2 * run_noise;
     m->ci_low_pct = fmin(m->ci_low_pct, m->change_pct - half);
+    if (!m->absolute && m->ci_low_pct < -100)
+        m->ci_low_pct = -100; /* a rate or a time falls at most to 0 */
     m->ci_high_pct = fmax(m->ci_high_pct, m->change_pct + half);
     double detectable = (Z_ALPHA + Z_POWER) * M_SQRT2 * run_noise;
     if (!(m->detectable >= detectable))
