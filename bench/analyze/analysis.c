@@ -676,7 +676,10 @@ static const char *engine_option(const struct pb_result *result, size_t i, char 
                                  size_t size)
 {
     const char *engine = i < result->point_count ? pb_point_engine(result, i) : "pbench";
-    snprintf(buf, size, strcmp(engine, "pbench") != 0 ? " -s loader.engine=%.40s" : "", engine);
+    if (strcmp(engine, "pbench") != 0)
+        snprintf(buf, size, " -s loader.engine=%.40s", engine);
+    else if (size > 0)
+        buf[0] = '\0';
     return buf;
 }
 
