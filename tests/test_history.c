@@ -607,6 +607,7 @@ static void test_stage_cpu_series(void **state)
         p->stage_count = 2;
         snprintf(p->stages[0].name, sizeof(p->stages[0].name), "decode");
         snprintf(p->stages[1].name, sizeof(p->stages[1].name), "resize");
+        p->stages[0].hist.count = p->stages[1].hist.count = 1000;
         p->stages[0].cpu_ns = (uint64_t)(1000 * (i < 3 ? 100e3 : 125e3));
         p->stages[1].cpu_ns = (uint64_t)(1000 * 600e3);
         r.config = json_pack("{s:s}", "name", "ci");

@@ -405,15 +405,18 @@ static const struct pb_stage_result *repeat_stage(const struct pb_repeat_result 
     return NULL;
 }
 
-/* A point's CPU time per sample in stage, one per complete repeat that ran
- * it on the CPU. */
+/* A point's CPU time per sample in stage (over the samples through the
+ * pipeline, as cpu_ns_per_sample: collate's per batch is spread over its
+ * samples), one per complete repeat that ran it on the CPU. */
 static size_t stage_values(const struct pb_point_result *p, const char *stage, double *out)
 {
     size_t n = 0;
     for (size_t r = 0; r < p->repeat_count; r++) {
-        const struct pb_stage_result *st = repeat_stage(&p->repeats[r], stage);
-        if (!p->repeats[r].interrupted && st && st->hist.count > 0 && st->cpu_ns > 0)
-            out[n++] = (double)st->cpu_ns / (double)st->hist.count;
+        const struct pb_repeat_result *rep = &p->repeats[r];
+        const struct pb_stage_result *st = repeat_stage(rep, stage);
+        uint64_t samples = pb_stages_samples(rep->stages, rep->stage_count);
+        if (!rep->interrupted && st && samples > 0 && st->cpu_ns > 0)
+            out[n++] = (double)st->cpu_ns / (double)samples;
     }
     return n;
 }

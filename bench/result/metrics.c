@@ -102,17 +102,17 @@ static double accel_of_point(const struct pb_point_result *p)
     return p->accel_util_pct > 0 ? p->accel_util_pct : NAN;
 }
 
-/* The pipeline's CPU time per delivered sample, ns: the thread CPU time
- * its stages took (sub-stages and device rows aside), over the samples.
- * It is the work per sample, which other processes barely move: on a
- * 2-core machine beside busy loops it held within 3% where the whole
- * process's CPU over wall time moved 20% (waits and bookkeeping are
- * scheduled differently). A run without stage timing falls back to the
- * whole process's CPU (its engine's processes) per sample. */
-static double stage_cpu_per_sample(const struct pb_stage_result *stages, size_t count,
-                                   uint64_t samples)
+/* The pipeline's CPU time per sample, ns: the thread CPU time its stages
+ * took (sub-stages and device rows aside) over the samples that went
+ * through them (pb_stages_samples). It is the work per sample, which other
+ * processes barely move: on a 2-core machine beside busy loops it held
+ * within 3% where the whole process's CPU over wall time moved 20% (waits
+ * and bookkeeping are scheduled differently). A run without stage timing
+ * falls back to the whole process's CPU (its engine's processes) per
+ * delivered sample. */
+static double stage_cpu_per_sample(const struct pb_stage_result *stages, size_t count)
 {
-    uint64_t cpu = 0;
+    uint64_t cpu = 0, samples = pb_stages_samples(stages, count);
     for (size_t s = 0; stages && s < count; s++)
         if (!stages[s].gpu && !stages[s].parent[0])
             cpu += stages[s].cpu_ns;
@@ -121,7 +121,7 @@ static double stage_cpu_per_sample(const struct pb_stage_result *stages, size_t 
 
 static double cpu_per_sample_of_repeat(const struct pb_repeat_result *r)
 {
-    double v = stage_cpu_per_sample(r->stages, r->stage_count, r->samples);
+    double v = stage_cpu_per_sample(r->stages, r->stage_count);
     if (!isnan(v))
         return v;
     return r->samples_per_s > 0 && r->cpu_util_pct > 0
@@ -131,7 +131,7 @@ static double cpu_per_sample_of_repeat(const struct pb_repeat_result *r)
 
 static double cpu_per_sample_of_point(const struct pb_point_result *p)
 {
-    double v = stage_cpu_per_sample(p->stages, p->stage_count, p->samples);
+    double v = stage_cpu_per_sample(p->stages, p->stage_count);
     if (!isnan(v))
         return v;
     return p->samples_per_s > 0 && p->cpu_util_pct > 0

@@ -511,6 +511,16 @@ double pb_point_setting_double(const struct pb_result *result, size_t point, con
     return json_is_number(v) ? json_number_value(v) : def;
 }
 
+uint64_t pb_stages_samples(const struct pb_stage_result *stages, size_t count)
+{
+    uint64_t most = 0;
+    for (size_t s = 0; stages && s < count; s++)
+        if (!stages[s].gpu && !stages[s].parent[0] && stages[s].cpu_ns > 0 &&
+            stages[s].hist.count > most)
+            most = stages[s].hist.count;
+    return most;
+}
+
 void pb_repeat_result_free(struct pb_repeat_result *rep)
 {
     free(rep->batch_records);

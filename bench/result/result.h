@@ -304,6 +304,13 @@ bool pb_point_engine_text(const struct pb_point_result *point, char *buf, size_t
  * with its versions, "; "-separated; false (buf "") when none did. */
 bool pb_result_engines_text(const struct pb_result *result, char *buf, size_t buflen);
 
+/* The samples that went through a pipeline: the most any CPU stage of its
+ * rows handled (the first stage sees each; collate counts batches), which
+ * includes the samples of batches still in flight when the measured part
+ * ended. A stage's CPU time per sample is its cpu_ns over this; 0 without
+ * a CPU stage. Sub-stages and device rows aside. */
+uint64_t pb_stages_samples(const struct pb_stage_result *stages, size_t count);
+
 /* Releases what a repeat owns (batch records, RSS series, stage rows) and
  * zeroes it. */
 void pb_repeat_result_free(struct pb_repeat_result *rep);
