@@ -180,12 +180,18 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
         fprintf(out, md ? "\n**%s**:" : "%s:", k == 0 ? "REGRESSED" : "IMPROVED");
         n.separator = " ";
         each_metric(cmp, &n, list_metric);
+        /* With a gated verdict withheld the gate neither passes nor fails
+         * on these: it is inconclusive (said with the interference). */
+        bool withheld = cmp->gated_withheld > 0;
         fprintf(out, "; %s\n",
                 k == 0 && cmp->gated_regressions ? "--fail-on-regression exits 3"
+                : k == 0 && withheld ? "none of them is gated, so they do not fail the gate "
+                                       "(add one with --gate NAME)"
                 : k == 0 ? "none of them is gated, so --fail-on-regression passes (the gate "
                            "fails on samples/s, stall, accelerator utilization and CPU per "
                            "sample; add one with --gate NAME)"
                 : cmp->gated_regressions ? "an improvement never fails the gate"
+                : withheld               ? "an improvement never fails the gate"
                                          : "the gate passes (exit 0)");
     }
     if (cmp->setting_costs > 0) {

@@ -105,9 +105,10 @@ static double accel_of_point(const struct pb_point_result *p)
 /* The pipeline's CPU time per sample, ns: the thread CPU time its stages
  * took (sub-stages and device rows aside) over the samples that went
  * through them (pb_stages_samples). It is the work per sample, which other
- * processes barely move: on a 2-core machine beside busy loops it held
- * within 3% where the whole process's CPU over wall time moved 20% (waits
- * and bookkeeping are scheduled differently). A run without stage timing
+ * processes barely move: on a 2-core machine beside one or two busy loops
+ * it held within 1% over five unchanged runs, where the whole process's
+ * CPU over wall time moved 20% (waits and bookkeeping are scheduled
+ * differently). A run without stage timing
  * falls back to the whole process's CPU (its engine's processes) per
  * delivered sample. */
 static double stage_cpu_per_sample(const struct pb_stage_result *stages, size_t count)
