@@ -95,7 +95,8 @@ static void test_stacked_bars_and_forest(void **state)
     size_t size = 0;
     FILE *mem = open_memstream(&text, &size);
     pb_svg_stacked_bars(mem, &b);
-    struct pb_svg_interval rows[] = {{"samples_per_s", 8, 3, 12, 1}, {"stall_pct", -1, -4, 2, 0}};
+    struct pb_svg_interval rows[] = {{"samples_per_s", 8, 3, 12, 1, NULL},
+                                     {"stall_pct", -1, -4, 2, 0, "disturbed"}};
     struct pb_svg_forest f = {.title = "change", .x_label = "%", .band = 5, .row_count = 2,
                               .rows = rows};
     pb_svg_forest_chart(mem, &f);
@@ -103,7 +104,7 @@ static void test_stacked_bars_and_forest(void **state)
     /* Three drawn layers (the missing one is left out) plus the legend's. */
     assert_int_equal(count_of(text, "<rect x=") - count_of(text, "fill=\"none\""), 3 + 2 + 1);
     pb_test_assert_contains(text, (const char *const[]){"read: 10", "decode: 300", "improved",
-                                                         "same", "samples_per_s", NULL});
+                                                         "disturbed", "samples_per_s", NULL});
     assert_null(strstr(text, "nan"));
     free(text);
 }

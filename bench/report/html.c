@@ -848,13 +848,20 @@ void pb_html_comparison(FILE *out, const struct pb_comparison *cmp, const char *
             char a[48], b[48];
             metric_value(a, sizeof(a), mc->base, mc->unit);
             metric_value(b, sizeof(b), mc->next, mc->unit);
+            bool measured = pb_metric_cmp_measured(mc), interval = !isnan(mc->ci_low_pct);
             fputs("<tr>", out);
             cell(out, true, "%s", mc->name);
-            cell(out, false, "%s", a);
-            cell(out, false, "%s", b);
-            cell(out, false, "%+.1f %s", mc->change_pct, unit);
-            cell(out, false, "[%+.1f, %+.1f] %s", mc->ci_low_pct, mc->ci_high_pct, unit);
-            cell(out, false, "%.3g", mc->p_value);
+            cell(out, false, "%s", measured ? a : "-");
+            cell(out, false, "%s", measured ? b : "-");
+            if (interval) {
+                cell(out, false, "%+.1f %s", mc->change_pct, unit);
+                cell(out, false, "[%+.1f, %+.1f] %s", mc->ci_low_pct, mc->ci_high_pct, unit);
+                cell(out, false, "%.3g", mc->p_value);
+            } else {
+                cell(out, false, "-");
+                cell(out, false, "(too few repeats)");
+                cell(out, false, "-");
+            }
             cell(out, false, "%d vs %d", mc->base_n, mc->next_n);
             fprintf(out, "<td class=\"l %s\">%s%s</td></tr>\n", pb_verdict_name(mc->verdict),
                     pb_metric_cmp_verdict(mc),
@@ -863,9 +870,10 @@ void pb_html_comparison(FILE *out, const struct pb_comparison *cmp, const char *
              * are drawn with their sign flipped. */
             double sign = mc->higher_is_better ? 1 : -1;
             rows[m] = (struct pb_svg_interval){
-                .name = mc->name, .value = sign * mc->change_pct,
+                .name = mc->name, .value = interval ? sign * mc->change_pct : NAN,
                 .low = sign > 0 ? mc->ci_low_pct : -mc->ci_high_pct,
                 .high = sign > 0 ? mc->ci_high_pct : -mc->ci_low_pct,
+                .label = pb_metric_cmp_verdict(mc),
                 .verdict = mc->verdict == PB_VERDICT_IMPROVED    ? 1
                            : mc->verdict == PB_VERDICT_REGRESSED ? 2
                            : mc->verdict == PB_VERDICT_AMBIGUOUS ||

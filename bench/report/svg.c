@@ -494,7 +494,14 @@ void pb_svg_forest_chart(FILE *out, const struct pb_svg_forest *f)
 {
     static const char *const verdict_color[] = {"#7F7F7F", "#009E73", "#D55E00", "#E69F00"};
     static const char *const verdict_name[] = {"same", "improved", "regressed", "ambiguous"};
-    int width = f->width ? f->width : 900, name_w = 200, row_h = 26;
+    /* The names' column fits the longest (11 px text, about 6.6 px a
+     * character), the plot keeps its width. */
+    size_t longest = 0;
+    for (size_t i = 0; i < f->row_count; i++)
+        longest = f->rows[i].name && strlen(f->rows[i].name) > longest ? strlen(f->rows[i].name)
+                                                                        : longest;
+    int name_w = (int)fmax(200, 16 + 6.6 * (double)longest);
+    int width = (f->width ? f->width : 900) + name_w - 200, row_h = 26;
     int plot_h = (int)f->row_count * row_h + 10;
     int height = 36 + plot_h + 56;
     double lo = -f->band, hi = f->band;
@@ -538,7 +545,7 @@ void pb_svg_forest_chart(FILE *out, const struct pb_svg_forest *f)
                     axis_px(&x, r->value), cy, verdict_color[v]);
         char extra[64];
         snprintf(extra, sizeof(extra), " fill=\"%s\" font-weight=\"bold\"", verdict_color[v]);
-        text_at(out, x.px1 + 10, cy + 4, "start", 11, extra, verdict_name[v]);
+        text_at(out, x.px1 + 10, cy + 4, "start", 11, extra, r->label ? r->label : verdict_name[v]);
     }
     fputs("</svg>\n", out);
 }

@@ -77,8 +77,10 @@ void pb_svg_stacked_bars(FILE *out, const struct pb_svg_bars *b);
  * practical threshold), and 0 is drawn. */
 struct pb_svg_interval {
     const char *name;
-    double value, low, high;
-    int verdict;
+    double value, low, high;    /* NAN: nothing drawn (not measured)       */
+    int verdict;                /* its colour: same, improved, regressed,
+                                   else undecided                           */
+    const char *label;          /* the verdict as written; NULL: its name  */
 };
 
 struct pb_svg_forest {
