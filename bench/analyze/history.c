@@ -833,6 +833,18 @@ int pb_history_gate(FILE *out, const char *db_path, const char *config_name, dou
                 continue;
             steps++;
             char point[PB_PRINTABLE_SIZE(256)], rev[PB_PRINTABLE_SIZE(48)];
+            char why[200];
+            if (s->disturbed)
+                snprintf(why, sizeof(why),
+                         "not counted: other processes took %.0f%% of the machine's CPU before "
+                         "it and %.0f%% from it",
+                         s->other_before, s->other_after);
+            else if (s->machine_step)
+                snprintf(why, sizeof(why),
+                         "not counted: the machine's reference slowed %+.1f%% with it",
+                         s->machine_shift_pct);
+            else
+                pb_strlcpy(why, step_meaning(s), sizeof(why));
             if (out)
                 fprintf(out, "  %-18s %s point %s: %+.1f%s from revision %s: %s\n", metric->name,
                         s->fingerprint[0] ? s->fingerprint : s->config,
@@ -841,7 +853,7 @@ int pb_history_gate(FILE *out, const char *db_path, const char *config_name, dou
                         s->runs[s->step].revision[0]
                             ? pb_printable(rev, sizeof(rev), s->runs[s->step].revision)
                             : "?",
-                        step_meaning(s));
+                        why);
         }
         if (out && steps == 0)
             fprintf(out, "  %-18s no step in %zu series\n", metric->name, h.series_count);

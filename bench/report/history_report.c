@@ -297,10 +297,17 @@ static void overview(FILE *out, const struct pb_history *h)
         fprintf(out, "</td><td>%zu</td><td>%.4g</td>", s->run_count,
                 s->run_count ? s->runs[s->run_count - 1].value : NAN);
         if (s->step >= 0)
-            snprintf(text, sizeof(text), "%+.1f%% from %s", s->step_pct,
-                     s->runs[s->step].revision[0] ? s->runs[s->step].revision : "?");
-        fprintf(out, "<td class=\"l%s\">", s->step < 0 ? "" : s->step_worse ? " regressed"
-                                                                              : " improved");
+            snprintf(text, sizeof(text), "%+.1f%s from %s%s", s->step_pct,
+                     h->absolute ? "pp" : "%",
+                     s->runs[s->step].revision[0] ? s->runs[s->step].revision : "?",
+                     s->disturbed      ? " (withheld: other processes)"
+                     : s->machine_step ? " (the machine's)"
+                                       : "");
+        /* Coloured as a regression only when it counts as one. */
+        fprintf(out, "<td class=\"l%s\">", s->step < 0               ? ""
+                                           : pb_history_step_counts(s) ? " regressed"
+                                           : s->step_worse             ? ""
+                                                                       : " improved");
         pb_svg_escape(out, s->step >= 0 ? text : "none");
         fputs("</td></tr>\n", out);
     }
@@ -320,6 +327,9 @@ void pb_history_html(FILE *out, const struct pb_history *h)
             "least %d runs · %d regression step(s), %d improvement step(s)",
             h->series_count, h->threshold_pct, PB_STEP_MIN_RUNS, h->regressions,
             h->improvements);
+    if (h->disturbed)
+        fprintf(out, " · %d step(s) withheld: other processes shared the machine",
+                h->disturbed);
     fputs("</div>\n", out);
     overview(out, h);
     for (size_t i = 0; i < h->series_count; i++) {
