@@ -673,28 +673,30 @@ static void test_run_noise_from_history(void **state)
     rmdir(dir);
 }
 
-/* Gives every repeat of r's point stages decode and resize, costing
- * decode_us and 40 us of CPU a sample (+-1% from repeat to repeat), and
- * the point the same stages. */
-static void add_stages(struct pb_result *r, double decode_us)
+/* Gives every repeat of r's point stages decode, resize and flip, costing
+ * decode_us, 40 us and flip_us of CPU a sample (+-1% from repeat to
+ * repeat), and the point the same stages. */
+static void add_stages(struct pb_result *r, double decode_us, double flip_us)
 {
     struct pb_point_result *p = &r->points[0];
+    const double cost[3] = {decode_us, 40, flip_us};
     for (size_t i = 0; i <= p->repeat_count; i++) {
-        struct pb_stage_result *st = calloc(2, sizeof(*st));
+        struct pb_stage_result *st = calloc(3, sizeof(*st));
         assert_non_null(st);
         snprintf(st[0].name, sizeof(st[0].name), "decode");
         snprintf(st[1].name, sizeof(st[1].name), "resize");
+        snprintf(st[2].name, sizeof(st[2].name), "flip");
         double jitter = 1 + 0.01 * (double)((int)(i % 3) - 1);
-        for (int s = 0; s < 2; s++) {
+        for (int s = 0; s < 3; s++) {
             st[s].hist.count = 1000;
-            st[s].cpu_ns = (uint64_t)(1000 * 1e3 * (s ? 40 : decode_us) * jitter);
+            st[s].cpu_ns = (uint64_t)(1000 * 1e3 * cost[s] * jitter);
         }
         if (i < p->repeat_count) {
             p->repeats[i].stages = st;
-            p->repeats[i].stage_count = 2;
+            p->repeats[i].stage_count = 3;
         } else {
             p->stages = st;
-            p->stage_count = 2;
+            p->stage_count = 3;
         }
     }
 }
@@ -708,13 +710,13 @@ static void test_stage_cpu_rows(void **state)
     struct pb_result x, y;
     make_result(&x, a, 6, "cpu", 300);
     make_result(&y, a, 6, "cpu", 300);
-    add_stages(&x, 300);
-    add_stages(&y, 390);
+    add_stages(&x, 300, 0.7);
+    add_stages(&y, 390, 0.9); /* flip +29%, a twentieth of 1% of the sample */
     struct pb_comparison cmp;
     char msg[PB_MSG_MAX];
     assert_int_equal(pb_compare(&x, &y, 5, &cmp), PB_OK);
     const struct pb_point_cmp *pc = &cmp.points[0];
-    assert_int_equal(pc->metric_count, PB_METRIC_COUNT + 2);
+    assert_int_equal(pc->metric_count, PB_METRIC_COUNT + 3);
     const struct pb_metric_cmp *decode = &pc->metrics[PB_METRIC_COUNT];
     const struct pb_metric_cmp *resize = &pc->metrics[PB_METRIC_COUNT + 1];
     assert_string_equal(decode->name, "cpu_ns_per_sample.decode");
@@ -723,6 +725,10 @@ static void test_stage_cpu_rows(void **state)
     assert_int_equal(decode->verdict, PB_VERDICT_REGRESSED);
     assert_true(decode->change_pct > 29 && decode->change_pct < 31);
     assert_int_equal(resize->verdict, PB_VERDICT_SAME);
+    const struct pb_metric_cmp *flip = &pc->metrics[PB_METRIC_COUNT + 2];
+    assert_true(flip->change_pct > 28);
+    assert_true(flip->p_value < PB_COMPARE_ALPHA);
+    assert_int_equal(flip->verdict, PB_VERDICT_SAME); /* real, and of no consequence */
     assert_false(decode->gated);
     /* The pipeline's CPU per sample is the stages' sum: 340 -> 430 us. */
     const struct pb_metric_cmp *total = &pc->metrics[pb_metric_find("cpu_ns_per_sample") - pb_metrics];

@@ -423,9 +423,13 @@ static size_t stage_values(const struct pb_point_result *p, const char *stage, d
 
 /* The stages' rows of a point: CPU time per sample of each pipeline stage
  * (not its sub-stages, not device rows) both sides ran, after the table's
- * rows, up to PB_COMPARE_STAGES. */
+ * rows, up to PB_COMPARE_STAGES. A stage's change counts when it matters
+ * to the pipeline: it moves the pipeline's CPU per sample (total, ns) by a
+ * fifth of the threshold or more (1% at 5%); a flip going from 0.7 to 0.9
+ * us beside busy loops is real and of no consequence. */
 static void compare_stages(struct pb_point_cmp *pc, const struct pb_point_result *a,
-                           const struct pb_point_result *b, double threshold_pct, uint64_t seed)
+                           const struct pb_point_result *b, double threshold_pct, uint64_t seed,
+                           double total)
 {
     double *x = calloc(a->repeat_count + 1, sizeof(double));
     double *y = calloc(b->repeat_count + 1, sizeof(double));
@@ -442,6 +446,9 @@ static void compare_stages(struct pb_point_cmp *pc, const struct pb_point_result
         pb_strlcpy(m->stage, st->name, sizeof(m->stage));
         m->unit = "ns";
         compare_values(m, x, n, y, k, threshold_pct, seed + s, NAN, 0);
+        bool changed = m->verdict == PB_VERDICT_REGRESSED || m->verdict == PB_VERDICT_IMPROVED;
+        if (changed && total > 0 && fabs(m->next - m->base) < threshold_pct / 5 / 100 * total)
+            m->verdict = PB_VERDICT_SAME;
     }
     free(x);
     free(y);
@@ -613,7 +620,9 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
             compare_metric(m, a, &next->points[j], threshold_pct,
                            0x5eed + (uint64_t)i * 131 + (uint64_t)m, spread[m], runs,
                            &pc->metrics[m]);
-        compare_stages(pc, a, &next->points[j], threshold_pct, 0x57a9e + (uint64_t)i * 131);
+        const struct pb_metric *cpu = pb_metric_find("cpu_ns_per_sample");
+        compare_stages(pc, a, &next->points[j], threshold_pct, 0x57a9e + (uint64_t)i * 131,
+                       pc->metrics[cpu - pb_metrics].base);
         for (int m = 0; m < pc->metric_count; m++) {
             /* A stage's CPU time is the process's, as cpu_ns_per_sample. */
             struct pb_metric_cmp *mc = &pc->metrics[m];
