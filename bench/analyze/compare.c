@@ -547,7 +547,9 @@ static void apply_interference(struct pb_point_cmp *pc,
         return;
     for (int m = 0; m < pc->metric_count; m++) {
         struct pb_metric_cmp *mc = &pc->metrics[m];
-        bool cpu_time = !mc->row || mc->row->loader_cost; /* the process's or a stage's */
+        /* CPU time per sample, the pipeline's or a stage's: a slower core
+         * raises it too. */
+        bool cpu_time = !mc->row || strcmp(mc->row->name, "cpu_ns_per_sample") == 0;
         bool wall_clock = mc->row && mc->row->wall_clock;
         if (!(wall_clock || (cpu_time && in->machine_changed)) ||
             mc->verdict == PB_VERDICT_AMBIGUOUS)

@@ -120,24 +120,26 @@ static double stage_cpu_per_sample(const struct pb_stage_result *stages, size_t 
     return cpu > 0 && samples > 0 ? (double)cpu / (double)samples : NAN;
 }
 
-static double cpu_per_sample_of_repeat(const struct pb_repeat_result *r)
+/* stage_cpu_per_sample, else the process's CPU (100 = one core) over the
+ * samples it delivered. */
+static double cpu_per_sample(const struct pb_stage_result *stages, size_t count,
+                             double samples_per_s, double cpu_util_pct)
 {
-    double v = stage_cpu_per_sample(r->stages, r->stage_count);
+    double v = stage_cpu_per_sample(stages, count);
     if (!isnan(v))
         return v;
-    return r->samples_per_s > 0 && r->cpu_util_pct > 0
-               ? r->cpu_util_pct / 100.0 / r->samples_per_s * 1e9
-               : NAN;
+    return samples_per_s > 0 && cpu_util_pct > 0 ? cpu_util_pct / 100.0 / samples_per_s * 1e9
+                                                 : NAN;
+}
+
+static double cpu_per_sample_of_repeat(const struct pb_repeat_result *r)
+{
+    return cpu_per_sample(r->stages, r->stage_count, r->samples_per_s, r->cpu_util_pct);
 }
 
 static double cpu_per_sample_of_point(const struct pb_point_result *p)
 {
-    double v = stage_cpu_per_sample(p->stages, p->stage_count);
-    if (!isnan(v))
-        return v;
-    return p->samples_per_s > 0 && p->cpu_util_pct > 0
-               ? p->cpu_util_pct / 100.0 / p->samples_per_s * 1e9
-               : NAN;
+    return cpu_per_sample(p->stages, p->stage_count, p->samples_per_s, p->cpu_util_pct);
 }
 
 /* The machine's reference workload before the repeat (ns; lower: a faster
