@@ -15,7 +15,7 @@
 #include "kernels/tensor.h"
 
 #define PB_MAX_SUBSTAGES 6
-#define PB_MAX_COUNTERS 4
+#define PB_MAX_COUNTERS 8
 
 /* The most bytes one sample may take at any stage (4 GiB): a stage asking
  * for more (PB_ERR_NOSPACE with out_bytes above it) has read a corrupt

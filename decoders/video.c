@@ -31,7 +31,6 @@
 #include "decoders/video_clip.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +43,7 @@
 
 #include "bench/base/pb.h"
 #include "decoders/decoder.h"
+#include "decoders/video_av.h"
 #include "decoders/video_visit.h"
 
 enum { SEEK_KEYFRAME = 0, SEEK_NONE };
@@ -54,7 +54,7 @@ enum { ROTATION_APPLY = 0, ROTATION_IGNORE };
 enum { CORRUPT_ERROR = 0, CORRUPT_CONCEAL };
 
 enum { SUB_OPEN, SUB_SEEK, SUB_DEMUX, SUB_DECODE, SUB_CONVERT };
-enum { CNT_DECODED, CNT_DELIVERED, CNT_SEEKS, CNT_OPENS };
+enum { CNT_DECODED, CNT_DELIVERED, CNT_SEEKS, CNT_OPENS, CNT_HW_FRAMES };
 
 #define MAX_CLIP_FRAMES 4096
 #define MAX_SEEK_RETRIES 5
@@ -76,6 +76,7 @@ struct video_opts {
     int rotation;
     int corrupt_frames;
     int64_t clips_per_visit;
+    int hwaccel;
 };
 
 static const char *const sampling_names[] = {"random", "uniform", "sequential", NULL};
@@ -86,6 +87,7 @@ static const char *const reopen_names[] = {"reuse", "per_clip", NULL};
 static const char *const discard_names[] = {"none", "nonref", NULL};
 static const char *const rotation_names[] = {"apply", "ignore", NULL};
 static const char *const corrupt_names[] = {"error", "conceal", NULL};
+static const char *const hwaccel_names[] = {"none", "cuda", "auto", NULL};
 
 #define OPT(f) offsetof(struct video_opts, f)
 static const struct pb_opt video_opts[] = {
@@ -130,12 +132,17 @@ static const struct pb_opt video_opts[] = {
      NULL, "Clips each visit of a video gives, each its own sample (an epoch holds videos x this "
      "many), planned in file order and decoded in one pass (random or uniform sampling); a "
      "batch_size that is a multiple of it keeps a visit in one worker's batch."},
+    {"hwaccel", PB_OPT_ENUM, OPT(hwaccel), 0, 0, "none", hwaccel_names,
+     "cuda: decode on the GPU's video engine (NVDEC, through FFmpeg's CUDA hwaccel; the NVIDIA "
+     "driver provides libnvcuvid), each frame copied back for conversion; an error where no "
+     "CUDA device or NVDEC answers. auto: NVDEC where it answers, else the CPU. none: the "
+     "CPU. Counter hw_frames: frames NVDEC decoded."},
     {0},
 };
 
 static const char *const video_substages[] = {"open", "seek", "demux", "decode", "convert", NULL};
 static const char *const video_counters[] = {"frames_decoded", "frames_delivered", "seeks",
-                                             "opens", NULL};
+                                             "opens", "hw_frames", NULL};
 
 struct video_state {
     struct video_opts o;
@@ -166,34 +173,11 @@ struct video_state {
     uint8_t *rotate_buf;
     size_t rotate_capacity;
     struct pb_video_visit *visit; /* clips_per_visit > 1 */
+    /* hwaccel: the worker's CUDA device for NVDEC (NULL: the CPU), and the
+     * frame a device frame is copied back into for conversion. */
+    AVBufferRef *hw_device;
+    AVFrame *hw_download;
 };
-
-/* ---- FFmpeg messages ---------------------------------------------------- */
-
-/* FFmpeg's last error line on this thread: the detail av_strerror lacks
- * ("moov atom not found"). Formatted only when FFmpeg reports an error. */
-static _Thread_local char last_log[160];
-
-static void log_callback(void *avcl, int level, const char *fmt, va_list args)
-{
-    (void)avcl;
-    if (level > AV_LOG_ERROR)
-        return;
-    char line[sizeof(last_log)];
-    vsnprintf(line, sizeof(line), fmt, args);
-    size_t n = strlen(line);
-    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-        line[--n] = 0;
-    if (n)
-        memcpy(last_log, line, n + 1);
-}
-
-static void install_log_callback(void)
-{
-    static atomic_flag done = ATOMIC_FLAG_INIT;
-    if (!atomic_flag_test_and_set(&done))
-        av_log_set_callback(log_callback);
-}
 
 /* "PATH: what: FFmpeg's reason (its last log line)". Returns PB_ERR_DATA. */
 static int data_error(struct pb_sample *s, const char *what, int averr)
@@ -201,10 +185,11 @@ static int data_error(struct pb_sample *s, const char *what, int averr)
     char why[128] = "";
     if (averr < 0)
         av_strerror(averr, why, sizeof(why));
+    const char *last_log = pb_video_av_last_log();
     const char *sep1 = why[0] ? ": " : "", *sep2 = last_log[0] ? " (" : "";
     snprintf(s->msg, s->msglen, "%s: %s%s%s%s%s%s", s->path ? s->path : "(no file)", what, sep1,
              why, sep2, last_log, last_log[0] ? ")" : "");
-    last_log[0] = 0;
+    pb_video_av_clear_log();
     return PB_ERR_DATA;
 }
 
@@ -258,7 +243,7 @@ static bool header_is_enough(const AVFormatContext *fmt)
 static int open_file(struct video_state *st, struct pb_sample *s)
 {
     const struct video_opts *o = &st->o;
-    last_log[0] = 0;
+    pb_video_av_clear_log();
     int ret = avformat_open_input(&st->fmt, s->path, NULL, NULL);
     if (ret < 0)
         return data_error(s, "cannot open", ret);
@@ -289,6 +274,9 @@ static int open_file(struct video_state *st, struct pb_sample *s)
         return data_error(s, "bad codec parameters", ret);
     st->dec->thread_count = (int)o->threads;
     st->dec->thread_type = o->thread_type == THREAD_SLICE ? FF_THREAD_SLICE : FF_THREAD_FRAME;
+    ret = pb_video_hw_attach(st->dec, st->hw_device);
+    if (ret < 0)
+        return data_error(s, "cannot use NVDEC", ret);
     st->dec->pkt_timebase = vs->time_base;
     if (o->corrupt_frames == CORRUPT_ERROR)
         st->dec->err_recognition |= AV_EF_EXPLODE;
@@ -376,6 +364,10 @@ static void output_size(const struct video_state *st, int *height, int *width)
 static int convert_frame(struct video_state *st, const AVFrame *frame, int out_h, int out_w,
                          uint8_t *dst, struct pb_sample *s)
 {
+    int averr = 0;
+    frame = pb_video_hw_download(frame, st->hw_download, &averr);
+    if (!frame)
+        return data_error(s, "cannot copy an NVDEC frame back from the GPU", averr);
     bool rotate = st->o.rotation == ROTATION_APPLY && st->rotation_deg != 0;
     bool sideways = rotate && st->rotation_deg % 180 != 0;
     int conv_h = sideways ? out_w : out_h, conv_w = sideways ? out_h : out_w;
@@ -411,8 +403,8 @@ static int seek_error(const struct video_state *st, struct pb_sample *s, int64_t
              "%s: corrupt or truncated video data: cannot seek to frame %lld of %lld (FFmpeg: "
              "%s%s%s)",
              s->path ? s->path : "(no file)", (long long)frame, (long long)st->frame_count, why,
-             last_log[0] ? "; " : "", last_log);
-    last_log[0] = 0;
+             pb_video_av_last_log()[0] ? "; " : "", pb_video_av_last_log());
+    pb_video_av_clear_log();
     return PB_ERR_DATA;
 }
 
@@ -673,6 +665,7 @@ static int take_frame(struct video_state *st, struct pb_sample *s, struct clip *
     const struct video_opts *o = &st->o;
     c->consecutive_errors = 0;
     s->counters[CNT_DECODED]++;
+    s->counters[CNT_HW_FRAMES] += pb_video_hw_frame(st->frame);
     int64_t pts = st->frame->best_effort_timestamp;
     int64_t f = pts == AV_NOPTS_VALUE ? st->decoded_frame + 1 : pts_to_frame(st, pts);
     st->decoded_frame = f;
@@ -889,6 +882,8 @@ static void video_cleanup(void *state)
     free(st->targets);
     free(st->rotate_buf);
     pb_video_visit_free(st->visit);
+    av_frame_free(&st->hw_download);
+    av_buffer_unref(&st->hw_device);
     free(st);
 }
 
@@ -924,7 +919,7 @@ static int video_init(void **state, const void *opts, const struct pb_stage_plan
     int rc = video_validate(o, msg, msglen);
     if (rc != PB_OK)
         return rc;
-    install_log_callback();
+    pb_video_av_install_log();
     struct video_state *st = calloc(1, sizeof(*st));
     if (!st)
         return PB_ERR_NOMEM;
@@ -934,14 +929,20 @@ static int video_init(void **state, const void *opts, const struct pb_stage_plan
     st->pkt = av_packet_alloc();
     st->frame = av_frame_alloc();
     st->held = av_frame_alloc();
+    st->hw_download = av_frame_alloc();
     st->indices = calloc((size_t)o->clip_frames, sizeof(*st->indices));
     st->targets = calloc((size_t)(o->clip_frames * o->clips_per_visit), sizeof(*st->targets));
     if (o->clips_per_visit > 1)
         st->visit = pb_video_visit_new((int)o->clips_per_visit, o->clip_frames);
-    if (!st->pkt || !st->frame || !st->held || !st->indices || !st->targets ||
-        (o->clips_per_visit > 1 && !st->visit)) {
+    if (!st->pkt || !st->frame || !st->held || !st->hw_download || !st->indices ||
+        !st->targets || (o->clips_per_visit > 1 && !st->visit)) {
         video_cleanup(st);
         return PB_ERR_NOMEM;
+    }
+    rc = pb_video_hw_open(o->hwaccel, &st->hw_device, msg, msglen);
+    if (rc != PB_OK) {
+        video_cleanup(st);
+        return rc;
     }
     /* The largest clip: exact with size; otherwise a guess
      * (landscape 16:9, or 720p at native size) that the pipeline grows

@@ -751,6 +751,49 @@ static void test_stage_cpu_rows(void **state)
     pb_result_free(&y);
 }
 
+/* A GPU the driver slowed down (power cap, thermal) on half or more of a
+ * side's repeats moves its wall clock as a CPU quota does: the wall-clock
+ * verdicts are withheld as disturbed, with the repeats counted; one slowed
+ * repeat of six is not enough. */
+static void test_gpu_slowed_is_disturbed(void **state)
+{
+    (void)state;
+    double a[6] = {1000, 1010, 990, 1005, 995, 1000};
+    double b[6] = {800, 808, 792, 804, 796, 800};
+    for (int slowed = 0; slowed <= 4; slowed += 1) {
+        struct pb_result x, y;
+        make_result(&x, a, 6, "cpu", 300);
+        make_result(&y, b, 6, "cpu", 300);
+        for (size_t r = 0; r < 6; r++) {
+            x.points[0].repeats[r].gpu.used = y.points[0].repeats[r].gpu.used = true;
+            y.points[0].repeats[r].gpu.slowed = (int)r < slowed;
+        }
+        struct pb_comparison cmp;
+        assert_int_equal(pb_compare(&x, &y, 5, &cmp), PB_OK);
+        const struct pb_point_cmp *pc = &cmp.points[0];
+        bool withheld = slowed >= 3;
+        assert_int_equal(pc->interference.gpu_slowed, withheld);
+        assert_int_equal(pc->interference.next_gpu_slowed, slowed);
+        assert_int_equal(pc->metrics[0].verdict,
+                         withheld ? PB_VERDICT_DISTURBED : PB_VERDICT_REGRESSED);
+        if (withheld) {
+            char *out, *err;
+            print_to_strings(&cmp, "a.json", "b.json", false, &out, &err);
+            size_t both_len = strlen(out) + strlen(err) + 1;
+            char *both = malloc(both_len);
+            snprintf(both, both_len, "%s%s", out, err);
+            pb_test_assert_contains(both, (const char *const[]){
+                "the GPU's driver was slowing it down", "of 6 repeats", NULL});
+            free(both);
+            free(out);
+            free(err);
+        }
+        pb_comparison_free(&cmp);
+        pb_result_free(&x);
+        pb_result_free(&y);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -773,6 +816,7 @@ int main(void)
         cmocka_unit_test(test_pipeline_changes_by_stage),
         cmocka_unit_test(test_run_noise_from_history),
         cmocka_unit_test(test_stage_cpu_rows),
+        cmocka_unit_test(test_gpu_slowed_is_disturbed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -398,9 +398,9 @@ static void test_sweep_table_and_recommendation(void **state)
     char out[512], args[2048];
     run_args(args, "sweep-null.yaml",
              "-s run.repeats=2 -a loader.workers=1,2 -a loader.batch_size=4,8 "
-             "-a loader.prefetch_factor=1 -o sweep.json");
-    /* No GPU here: the pin_memory axis is dropped with a warning (with a
-     * GPU it stays); either way the run says what it did. */
+             "-a loader.prefetch_factor=1 -a loader.pin_memory=false -o sweep.json");
+    /* The pin_memory axis is fixed: on a machine with a GPU it would double
+     * the points (without one it is dropped with a warning). */
     pbench_ok(args, out, sizeof(out));
     char *table = slurp(out);
     pb_test_assert_contains(
@@ -437,7 +437,7 @@ static void test_sweep_interrupt_keeps_finished_points(void **state)
     json_t *r = interrupted_run("sweep-null.yaml",
                                 "-s run.repeats=20 -s run.min_time_s=0.2 -s run.max_time_s=0.2 "
                                 "--no-calibrate -a loader.workers=1,2 -a loader.batch_size=8 "
-                                "-a loader.prefetch_factor=1",
+                                "-a loader.prefetch_factor=1 -a loader.pin_memory=false",
                                 "workers=2 batch_size=8 prefetch_factor=1 repeat 2/20",
                                 "sweep-int.json");
     json_t *points = json_object_get(r, "points");

@@ -521,6 +521,36 @@ static void test_cupti_trace_on_device(void **state)
 }
 #endif
 
+/* Kernel names as CUPTI gives them (mangled, the anonymous namespace of
+ * kernels/gpu.cu) read as the kernel's name with its template arguments. */
+static void test_kernel_labels(void **state)
+{
+    (void)state;
+    char label[96];
+    pb_cupti_kernel_label("_ZN38_GLOBAL__N__21283914_6_gpu_cu_cedd018316normalize_kernelIfLNS_"
+                          "14normalize_kindE0EEEvNS_14normalize_argsE",
+                          label, sizeof(label));
+    print_message("label: %s\n", label);
+    assert_true(strncmp(label, "normalize_kernel<", 17) == 0);
+    assert_int_equal(label[strlen(label) - 1], '>'); /* no parameter list after it */
+    pb_cupti_kernel_label("_ZN38_GLOBAL__N__21283914_6_gpu_cu_cedd018311busy_kernelEm", label,
+                          sizeof(label));
+    assert_string_equal(label, "busy_kernel");
+    pb_cupti_kernel_label("_Z6squarePfi", label, sizeof(label));
+    assert_string_equal(label, "square");
+    pb_cupti_kernel_label("my_c_kernel", label, sizeof(label)); /* extern "C": as it is */
+    assert_string_equal(label, "my_c_kernel");
+    pb_cupti_kernel_label("_ZN3", label, sizeof(label)); /* cut short: kept, never overrun */
+    assert_string_equal(label, "_ZN3");
+    pb_cupti_kernel_label(NULL, label, sizeof(label));
+    assert_string_equal(label, "(unnamed kernel)");
+    char tiny[8];
+    pb_cupti_kernel_label("_Z6squarePfi", tiny, sizeof(tiny));
+    assert_string_equal(tiny, "square");
+    pb_cupti_kernel_label("a_rather_long_kernel_name", tiny, sizeof(tiny));
+    assert_string_equal(tiny, "a_rathe");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -528,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_summary_of_empty_trace),
         cmocka_unit_test(test_summary_matches_reference_on_random_records),
         cmocka_unit_test(test_chrome_trace),
+        cmocka_unit_test(test_kernel_labels),
         cmocka_unit_test(test_bandwidth_without_device),
         cmocka_unit_test(test_clocks_without_device),
         cmocka_unit_test(test_cupti_without_device),

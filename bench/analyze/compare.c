@@ -501,6 +501,15 @@ static void side_interference(const struct pb_point_result *p, double *median, d
         *lo = *hi = 0;
 }
 
+/* The repeats of p whose GPU NVML found slowed down at their end. */
+static int gpu_slowed_repeats(const struct pb_point_result *p)
+{
+    int n = 0;
+    for (size_t r = 0; r < p->repeat_count; r++)
+        n += p->repeats[r].gpu.used && p->repeats[r].gpu.slowed;
+    return n;
+}
+
 static double median_throttled(const struct pb_point_result *p)
 {
     double v[PB_COMPARE_MAX_REPEATS];
@@ -529,6 +538,12 @@ static void machine_change(struct pb_point_cmp *pc, const struct pb_point_result
     in->base_throttled = median_throttled(a);
     in->next_throttled = median_throttled(b);
     in->throttled = in->base_throttled >= PB_THROTTLED_PCT || in->next_throttled >= PB_THROTTLED_PCT;
+    in->base_gpu_slowed = gpu_slowed_repeats(a);
+    in->next_gpu_slowed = gpu_slowed_repeats(b);
+    in->base_repeats = (int)a->repeat_count;
+    in->next_repeats = (int)b->repeat_count;
+    in->gpu_slowed = (in->base_gpu_slowed > 0 && 2 * in->base_gpu_slowed >= in->base_repeats) ||
+                     (in->next_gpu_slowed > 0 && 2 * in->next_gpu_slowed >= in->next_repeats);
 }
 
 /* A point whose sides other processes disturbed: its wall-clock verdicts
@@ -542,7 +557,7 @@ static void apply_interference(struct pb_point_cmp *pc,
     in->disturbed = in->base_other >= PB_BUSY_MACHINE_PCT || in->next_other >= PB_BUSY_MACHINE_PCT ||
                     in->base_steal >= PB_STEAL_PCT || in->next_steal >= PB_STEAL_PCT;
     machine_change(pc, a, b);
-    in->disturbed |= in->machine_changed || in->throttled;
+    in->disturbed |= in->machine_changed || in->throttled || in->gpu_slowed;
     if (!in->disturbed)
         return;
     for (int m = 0; m < pc->metric_count; m++) {
@@ -769,6 +784,9 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
                                       "base_throttled_pct", in->base_throttled,
                                       "new_throttled_pct", in->next_throttled, "changed",
                                       in->machine_changed, "throttled", in->throttled));
+        json_object_set_new(inj, "gpu_slowed_repeats",
+                            json_pack("{s:i, s:i, s:b}", "base", in->base_gpu_slowed, "new",
+                                      in->next_gpu_slowed, "disturbed", in->gpu_slowed));
         json_t *metrics = json_array();
         for (int m = 0; m < pc->metric_count; m++) {
             const struct pb_metric_cmp *mc = &pc->metrics[m];

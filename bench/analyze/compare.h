@@ -39,6 +39,11 @@ struct pb_interference {
      * excluding 0) withholds CPU per sample too; a quota, the wall clock. */
     double machine_change_pct, base_throttled, next_throttled;
     bool machine_changed, throttled;
+    /* The GPU: repeats NVML found slowed down (power cap, thermal,
+     * hardware slowdown) on each side; half or more of a side's repeats
+     * slowed withholds the wall-clock verdicts, as a CPU quota does. */
+    int base_gpu_slowed, next_gpu_slowed, base_repeats, next_repeats;
+    bool gpu_slowed;
     bool disturbed;
 };
 #define PB_MACHINE_CHANGE_PCT 10.0

@@ -233,6 +233,13 @@ void pb_interference_text(const struct pb_point_cmp *pc, char *buf, size_t bufle
                                  "(throttled %.0f%% of the machine's CPU time on the base side, "
                                  "%.0f%% on the new)",
                                  used ? "; " : "", in->base_throttled, in->next_throttled);
+    if (in->gpu_slowed && used < buflen)
+        used += (size_t)snprintf(buf + used, buflen - used,
+                                 "%sthe GPU's driver was slowing it down (power cap, thermal or "
+                                 "hardware slowdown, NVML) at the end of %d of %d repeats on the "
+                                 "base side and %d of %d on the new",
+                                 used ? "; " : "", in->base_gpu_slowed, in->base_repeats,
+                                 in->next_gpu_slowed, in->next_repeats);
     if (used < buflen)
         snprintf(buf + used, buflen - used,
                  ": the wall-clock verdicts%s are withheld (disturbed), as the change is the "

@@ -272,6 +272,10 @@ void pb_point_summarize(struct pb_point_result *point)
         point->gpu.wall_s += g->wall_s;
         point->gpu.host_blocked_ns += g->host_blocked_ns;
         point->gpu.copy_wait_ns += g->copy_wait_ns;
+        /* The point's clock is its slowest repeat's; slowed if any was. */
+        if (g->sm_mhz && (!point->gpu.sm_mhz || g->sm_mhz < point->gpu.sm_mhz))
+            point->gpu.sm_mhz = g->sm_mhz;
+        point->gpu.slowed |= g->slowed;
     }
     pb_gpu_figures_ratios(&point->gpu);
 

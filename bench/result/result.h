@@ -23,7 +23,7 @@
 #define PB_MAX_WARNINGS 32
 #define PB_MAX_ERROR_FILES 64
 
-#define PB_STAGE_COUNTERS 4
+#define PB_STAGE_COUNTERS 8
 #define PB_PERF_COUNTERS 5      /* counted by bench/run/perfcount.h */
 
 /* Interference that makes a point's figures lower than the machine alone. */
@@ -92,6 +92,13 @@ struct pb_gpu_figures {
     double wall_s;
     uint64_t host_blocked_ns;   /* loop waited for a free device buffer   */
     uint64_t copy_wait_ns;      /* loop waited for copies to finish       */
+    /* NVML at the repeat's end: the SM clock (0 unknown) and whether the
+     * driver was slowing the GPU down (thermal, power or hardware
+     * slowdown; see bench/sys/nvml.c), which disturbs a comparison as a
+     * CPU quota does. A point holds its slowest repeat's clock, and
+     * slowed if any repeat was. */
+    unsigned sm_mhz;
+    bool slowed;
 };
 
 /* The device a point ran on, as seen around its measurement. */
@@ -212,6 +219,10 @@ struct pb_calibration {
      * bandwidthTest measures it; 0 when not measured. */
     uint64_t h2d_bytes;
     double h2d_pinned_gb_s, h2d_pageable_gb_s;
+    /* The same for one large copy (PB_CALIBRATE_H2D_LARGE_BYTES, 256 MiB):
+     * the link's peak, against which a batch's copy is read. */
+    uint64_t h2d_large_bytes;
+    double h2d_large_pinned_gb_s, h2d_large_pageable_gb_s;
     /* The storage ceiling: the dataset's files (tar: shards) read cold
      * (evicted first), sequentially, in MB/s; 0 when not measured. */
     double storage_cold_mb_per_s;

@@ -135,6 +135,8 @@ static const struct pb_field gpu_figures_fields[] = {
     G(wall_s, PB_FIELD_DOUBLE),
     G(host_blocked_ns, PB_FIELD_U64),
     G(copy_wait_ns, PB_FIELD_U64),
+    G(sm_mhz, PB_FIELD_UINT),
+    G(slowed, PB_FIELD_BOOL),
     PB_FIELD_END,
 };
 #undef G
@@ -159,6 +161,9 @@ static const struct pb_field calibration_fields[] = {
     C("h2d_bytes", h2d_bytes, PB_FIELD_U64),
     C("h2d_pinned_gb_per_s", h2d_pinned_gb_s, PB_FIELD_DOUBLE),
     C("h2d_pageable_gb_per_s", h2d_pageable_gb_s, PB_FIELD_DOUBLE),
+    C("h2d_large_bytes", h2d_large_bytes, PB_FIELD_U64),
+    C("h2d_large_pinned_gb_per_s", h2d_large_pinned_gb_s, PB_FIELD_DOUBLE),
+    C("h2d_large_pageable_gb_per_s", h2d_large_pageable_gb_s, PB_FIELD_DOUBLE),
     C("storage_cold_mb_per_s", storage_cold_mb_per_s, PB_FIELD_DOUBLE),
     PB_FIELD_END,
 };

@@ -97,6 +97,11 @@ void pb_gpu_acc_result(struct pb_gpu_acc *a, struct pb_repeat_result *rep, doubl
     if (!a->oom)
         rep->gpu.overlap_ns = pb_gpu_overlap_ns(a->copy_iv, a->compute_iv, a->iv_count);
     pb_gpu_figures_ratios(&rep->gpu);
+    struct pb_gpu_clocks clocks; /* outside the measured part: NVML is slow */
+    if (pb_gpu_clocks_read(0, &clocks) == 0) {
+        rep->gpu.sm_mhz = clocks.sm_mhz;
+        rep->gpu.slowed = clocks.throttle_text[0] != '\0';
+    }
     size_t rows = (size_t)a->stage_count + 2;
     struct pb_stage_result *grown =
         realloc(rep->stages, (rep->stage_count + rows) * sizeof(*rep->stages));

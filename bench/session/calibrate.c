@@ -23,7 +23,8 @@ double pb_memcpy_gb_per_s(void)
 }
 
 /* Host-to-device copies of one batch of this pipeline, as CUDA's
- * bandwidthTest measures them (pinned and pageable). */
+ * bandwidthTest measures them (pinned and pageable); asked for (required:
+ * calibrate --gpu), also one copy of 256 MiB, the link's peak. */
 static int measure_h2d(const struct pb_point_result *point, bool required,
                        struct pb_calibration *cal, char *msg, size_t msglen)
 {
@@ -34,6 +35,12 @@ static int measure_h2d(const struct pb_point_result *point, bool required,
         cal->h2d_bytes = bw.bytes;
         cal->h2d_pinned_gb_s = bw.pinned_gb_s;
         cal->h2d_pageable_gb_s = bw.pageable_gb_s;
+        if (required && pb_gpu_h2d_bandwidth(PB_CALIBRATE_H2D_LARGE_BYTES, 5, &bw, why,
+                                             sizeof(why)) == 0) {
+            cal->h2d_large_bytes = bw.bytes;
+            cal->h2d_large_pinned_gb_s = bw.pinned_gb_s;
+            cal->h2d_large_pageable_gb_s = bw.pageable_gb_s;
+        }
     } else if (required) {
         snprintf(msg, msglen, "calibrate --gpu: %s", why);
         return PB_ERR_UNAVAILABLE;
@@ -96,4 +103,10 @@ void pb_calibration_print(FILE *out, const char *name, const struct pb_calibrati
         fprintf(out, "  host-to-device  pinned %.1f GB/s, pageable %.1f GB/s  (cudaMemcpyAsync of "
                      "one %.1f MiB batch, as bandwidthTest)\n",
                 cal->h2d_pinned_gb_s, cal->h2d_pageable_gb_s, (double)cal->h2d_bytes / 1048576.0);
+    if (cal->h2d_large_bytes && cal->h2d_large_pinned_gb_s > 0)
+        fprintf(out, "                  pinned %.1f GB/s, pageable %.1f GB/s  (one %.0f MiB copy: "
+                     "the link's peak; a batch copies at %.0f%% of it pinned)\n",
+                cal->h2d_large_pinned_gb_s, cal->h2d_large_pageable_gb_s,
+                (double)cal->h2d_large_bytes / 1048576.0,
+                100.0 * cal->h2d_pinned_gb_s / cal->h2d_large_pinned_gb_s);
 }

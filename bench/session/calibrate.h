@@ -15,6 +15,9 @@
 #include "bench/result/result.h"
 #include "pipelines/dataset.h"
 
+/* The large host-to-device copy of calibrate --gpu: the link's peak. */
+#define PB_CALIBRATE_H2D_LARGE_BYTES ((size_t)256 << 20)
+
 /* The `-s` overrides calibration runs a config under, NULL-terminated:
  * one worker, no training step, one repeat, a short warm-up. */
 extern const char *const pb_calibration_overrides[];

@@ -331,6 +331,109 @@ int pb_cupti_write_chrome_trace(const struct pb_cupti_trace *trace, const char *
 
 /* ---- activity trace: recording (CUPTI) ------------------------------- */
 
+/* ---- kernel names --------------------------------------------------------- */
+
+/* libstdc++'s demangler, looked up once (libstdc++ is on every machine
+ * with the CUDA toolkit; CUPTI itself loads it); NULL where it is absent. */
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+static demangle_fn demangler;
+static pthread_once_t demangler_once = PTHREAD_ONCE_INIT;
+
+static void find_demangler(void)
+{
+    void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    void *fn = lib ? dlsym(lib, "__cxa_demangle") : NULL;
+    memcpy(&demangler, &fn, sizeof(fn)); /* object to function pointer, as POSIX allows */
+}
+
+/* Copies src[0..n) into dst as printable ASCII, dropping every
+ * "(anonymous namespace)::". */
+static void copy_printable(char *dst, size_t size, const char *src, size_t n)
+{
+    static const char anon[] = "(anonymous namespace)::";
+    size_t o = 0;
+    for (size_t i = 0; i < n && src[i] && o + 1 < size;) {
+        if (strncmp(src + i, anon, sizeof(anon) - 1) == 0) {
+            i += sizeof(anon) - 1;
+            continue;
+        }
+        unsigned char ch = (unsigned char)src[i++];
+        dst[o++] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+    }
+    dst[o] = '\0';
+}
+
+/* The function's name in a demangled signature ("void ns::f<int>(args)"):
+ * from after the return type (the last space at template depth 0 before
+ * the name) to the '(' of its parameter list at depth 0 (a '(' inside
+ * <...> is a cast such as "(kind)0"). Sets *start; returns the end. */
+static size_t function_name(const char *demangled, size_t *start)
+{
+    int depth = 0;
+    size_t i = 0;
+    *start = 0;
+    for (; demangled[i]; i++) {
+        if (demangled[i] == '<')
+            depth++;
+        else if (demangled[i] == '>' && depth > 0)
+            depth--;
+        else if (demangled[i] == ' ' && depth == 0)
+            *start = i + 1;
+        else if (demangled[i] == '(' && depth == 0 && i > *start)
+            break;
+    }
+    return i;
+}
+
+/* Without a demangler: the last component of an Itanium nested name
+ * (_ZN <len><id>... E) or plain name (_Z <len><id>), "<...>" after it
+ * when template arguments follow. false when src is not of that shape. */
+static bool simple_label(const char *src, char *dst, size_t size)
+{
+    if (strncmp(src, "_Z", 2) != 0)
+        return false;
+    const char *p = src + 2 + (src[2] == 'N');
+    const char *last = NULL;
+    size_t last_len = 0;
+    while (*p >= '1' && *p <= '9') {
+        char *end;
+        unsigned long len = strtoul(p, &end, 10);
+        if (strnlen(end, len) < len)
+            return false;
+        last = end;
+        last_len = len;
+        p = end + len;
+        if (src[2] != 'N')
+            break;
+    }
+    if (!last)
+        return false;
+    copy_printable(dst, size, last, last_len);
+    if (*p == 'I' && strlen(dst) + 6 < size)
+        strcat(dst, "<...>");
+    return true;
+}
+
+void pb_cupti_kernel_label(const char *mangled, char *dst, size_t size)
+{
+    if (!mangled) {
+        copy_printable(dst, size, "(unnamed kernel)", SIZE_MAX);
+        return;
+    }
+    pthread_once(&demangler_once, find_demangler);
+    int status = -1;
+    char *demangled = demangler ? demangler(mangled, NULL, NULL, &status) : NULL;
+    if (demangled && status == 0) {
+        char plain[512];
+        size_t start;
+        copy_printable(plain, sizeof(plain), demangled, SIZE_MAX);
+        size_t end = function_name(plain, &start);
+        copy_printable(dst, size, plain + start, end - start);
+    } else if (!simple_label(mangled, dst, size))
+        copy_printable(dst, size, mangled, SIZE_MAX);
+    free(demangled);
+}
+
 #if PB_HAVE_CUPTI_HEADERS
 
 #define CUPTI_BUFFER_BYTES ((size_t)8 << 20)
@@ -478,16 +581,6 @@ static bool memcpy_pinned(const CUpti_ActivityMemcpy6 *m)
 
 /* Kernel names are copied as CUPTI gives them (mangled C++ names are
  * ASCII); any byte outside printable ASCII becomes '?'. */
-static void copy_name(char *dst, size_t size, const char *src)
-{
-    size_t i = 0;
-    for (; src && src[i] && i + 1 < size; i++) {
-        unsigned char ch = (unsigned char)src[i];
-        dst[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
-    }
-    dst[i] = '\0';
-}
-
 /* Fills r from a CUPTI record; false for kinds not traced. The record
  * structs are the ones of the CUPTI 13 headers; their leading fields,
  * which are all that is read, are unchanged across CUPTI versions. */
@@ -499,7 +592,7 @@ static bool convert_record(const CUpti_Activity *a, struct pb_cupti_record *r)
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)a;
         r->kind = PB_CUPTI_KERNEL;
-        copy_name(r->name, sizeof(r->name), k->name ? k->name : "(unnamed kernel)");
+        pb_cupti_kernel_label(k->name, r->name, sizeof(r->name));
         r->start_ns = k->start;
         r->end_ns = k->end;
         r->stream = k->streamId;

@@ -20,8 +20,9 @@ enum pb_cupti_kind { PB_CUPTI_KERNEL = 0, PB_CUPTI_MEMCPY, PB_CUPTI_MEMSET };
 
 struct pb_cupti_record {
     enum pb_cupti_kind kind;
-    char name[96];        /* kernel name (demangled when CUPTI gives one),
-                           * or "HtoD", "DtoH", "DtoD" ...                */
+    char name[96];        /* kernel name as pb_cupti_kernel_label makes it
+                           * ("normalize_kernel<float, ...>"), or "HtoD",
+                           * "DtoH", "DtoD" ...                           */
     uint64_t start_ns, end_ns; /* CUPTI timestamps (ns)                 */
     uint64_t bytes;       /* copies and memsets                           */
     bool pinned;          /* copies: host side page-locked                */
@@ -40,6 +41,16 @@ int pb_cupti_start(struct pb_cupti_trace **trace, char *msg, size_t msglen);
  * counted as dropped, never grown into on CUPTI's buffer callback path
  * beyond that cap. */
 int pb_cupti_stop(struct pb_cupti_trace *trace, char *msg, size_t msglen);
+
+/* A kernel's name as a reader knows it, from the mangled name CUPTI
+ * gives: demangled (through libstdc++'s __cxa_demangle where the process
+ * has it), without "(anonymous namespace)::" and the parameter list, so
+ * "_ZN..._GLOBAL__N_...16normalize_kernelIfLNS_14normalize_kindE0EEEv..."
+ * reads "normalize_kernel<float, (normalize_kind)0>". Without the
+ * demangler, template arguments read "<...>". A name that is not
+ * mangled is kept; characters outside printable ASCII become '?'. Always
+ * terminates dst (size > 0). */
+void pb_cupti_kernel_label(const char *mangled, char *dst, size_t size);
 
 size_t pb_cupti_records(const struct pb_cupti_trace *trace, const struct pb_cupti_record **records);
 uint64_t pb_cupti_dropped(const struct pb_cupti_trace *trace);
