@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench/analyze/engines.h"
+#include "bench/base/fmt.h"
 #include "bench/base/pb.h"
 #include "bench/result/figures.h"
 
@@ -307,14 +308,7 @@ static void describe_point(const struct pb_result *result, size_t i, char *buf, 
         json_object_foreach((json_t *)axes, key, v)
         {
             char value[64];
-            if (json_is_integer(v))
-                snprintf(value, sizeof(value), "%lld", (long long)json_integer_value(v));
-            else if (json_is_real(v))
-                snprintf(value, sizeof(value), "%g", json_real_value(v));
-            else if (json_is_boolean(v))
-                snprintf(value, sizeof(value), "%s", json_is_true(v) ? "true" : "false");
-            else
-                snprintf(value, sizeof(value), "%s", json_is_string(v) ? json_string_value(v) : "?");
+            pb_fmt_json_value(value, sizeof(value), v);
             if (used < buflen)
                 used += (size_t)snprintf(buf + used, buflen - used, "%s%s=%s", used ? " " : "",
                                          key, value);

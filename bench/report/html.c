@@ -396,9 +396,13 @@ static void sweep_charts(FILE *out, const struct pb_result *r, const struct pb_a
                          util ? "accelerator utilization" : "throughput", axis);
                 struct pb_svg_rule target = {
                     an ? an->thresholds.accel_util_target_pct : 90, "utilization target", false};
+                char y_label[80];
+                pb_fmt_axis_label(y_label, sizeof(y_label),
+                                  util ? "accelerator utilization" : "samples/s",
+                                  util ? "%" : NULL);
                 struct pb_svg_chart c = {
                     .title = title, .x_label = axis,
-                    .y_label = util ? "accelerator utilization (%)" : "samples/s",
+                    .y_label = y_label,
                     .y_from_zero = true, .x_names = names, .x_name_count = count,
                     .series_count = s.count, .series = s.series,
                     .hrule_count = util ? 1 : 0, .hrules = &target, .width = 660};
@@ -465,9 +469,12 @@ static void stage_breakdown(FILE *out, const struct pb_result *r, const struct p
     if (an && n > 1 && an->recommended >= 0)
         fputs(" The recommended point's name is in red.", out);
     fputs("</p>\n", out);
+    char x_label[80];
+    pb_fmt_axis_label(x_label, sizeof(x_label),
+                      any_cpu ? "CPU time per sample" : "wall time per sample", "µs");
     struct pb_svg_bars b = {
         .title = "stage breakdown per point",
-        .x_label = any_cpu ? "CPU time per sample (µs)" : "wall time per sample (µs)",
+        .x_label = x_label,
         .width = 1000, .bar_count = n, .layer_count = layers, .bar_names = bar_names,
         .layer_names = layer_names, .values = values,
         .highlighted = an && n > 1 ? an->recommended : -1};
