@@ -23,6 +23,7 @@
 #include "bench/base/pb.h"
 #include "bench/report/format.h"
 #include "bench/result/metrics.h"
+#include "tests/testutil.h"
 
 #define STAGES 3
 #define REPEATS 3
@@ -395,10 +396,33 @@ static void test_every_format_shows_the_same_figures(void **state)
     pb_result_free(&r);
 }
 
+/* Each figure says how it aggregates where it is shown: the stall as the
+ * repeats' total with their median beside it, the stage table's wall and
+ * CPU columns by name. */
+static void test_aggregations_are_named(void **state)
+{
+    (void)state;
+    struct pb_result r;
+    make_result(&r);
+    char *table = render(&r, PB_FORMAT_TABLE), *html = render(&r, PB_FORMAT_HTML);
+    pb_test_assert_contains(table, (const char *const[]){"(median of 3 repeats)",
+                                                         "total wait / total wall of the repeats",
+                                                         "per repeat median 30.0 %, 20.0-40.0 %",
+                                                         "cpu/sample", "wall%", NULL});
+    pb_test_assert_contains(html, (const char *const[]){"samples/s is the median of the repeats",
+                                                        "stall, accelerator utilization and worker "
+                                                        "CPU are totals over the repeats",
+                                                        "<th>wall time %</th>", NULL});
+    free(table);
+    free(html);
+    pb_result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_format_shows_the_same_figures),
+        cmocka_unit_test(test_aggregations_are_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

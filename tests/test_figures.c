@@ -1,7 +1,8 @@
 /* One definition per figure (bench/result/figures.h) on hand-made stage
  * rows: CPU per sample over the samples through the pipeline (collate's
  * batches spread), sub-stages and device rows aside, the process's CPU
- * when there are no stage CPU times, and CPU shares that add up. */
+ * when there are no stage CPU times, CPU shares that add up, and the
+ * repeats' stall beside the point's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,11 +72,27 @@ static void test_cpu_per_sample_falls_back_to_the_process(void **state)
     assert_true(fabs(pb_point_cpu_ns_per_sample(&p) - 2000) < 1e-9);
 }
 
+/* The point's stall is a ratio of sums; the repeats' median and range
+ * are there to show beside it, from the finished repeats only. */
+static void test_stall_of_the_repeats(void **state)
+{
+    (void)state;
+    struct pb_repeat_result reps[4] = {{.stall_pct = 40}, {.stall_pct = 20}, {.stall_pct = 30},
+                                       {.stall_pct = 90, .interrupted = true}};
+    struct pb_point_result p = {.repeats = reps, .repeat_count = 4};
+    double median, lo, hi;
+    assert_true(pb_point_stall_repeats(&p, &median, &lo, &hi));
+    assert_true(median == 30 && lo == 20 && hi == 40);
+    p.repeat_count = 1;
+    assert_false(pb_point_stall_repeats(&p, &median, &lo, &hi));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpu_per_sample_spreads_collate),
         cmocka_unit_test(test_cpu_per_sample_falls_back_to_the_process),
+        cmocka_unit_test(test_stall_of_the_repeats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -221,7 +221,12 @@ static void points_table(FILE *out, const struct pb_result *r, const struct pb_a
         cell(out, true, "%s", pa ? pa->bottleneck : "-");
         fputs("</tr>\n", out);
     }
-    fputs("</table>\n", out);
+    fputs("</table>\n<p class=\"note\">samples/s is the median of the repeats; stall, "
+          "accelerator utilization and worker CPU are totals over the repeats (total wait, step "
+          "or CPU time over total wall time), so that the loop's wait, step, stages and other "
+          "add up to 100%; CPU per sample is the stages' thread CPU over the samples that went "
+          "through them, all repeats pooled.</p>\n",
+          out);
 }
 
 static void warnings(FILE *out, const struct pb_result *r)

@@ -292,7 +292,8 @@ static void sweep_figures_row(struct pb_table *t, const struct pb_result *result
     pb_table_add(t, "%.0f", mib(p->rss_peak_bytes));
     pb_table_add(t, "%.0f", mib(p->pinned_bytes));
     if (a->top_stage >= 0)
-        pb_table_add(t, "%s %.0f%%", p->stages[a->top_stage].name, a->top_share_pct);
+        pb_table_add(t, "%s %.0f%%%s", p->stages[a->top_stage].name, a->top_share_pct,
+                     a->top_share_of_cpu ? "" : " wall");
     else
         pb_table_add(t, "-");
     if (c->show[FIG_EFF] && a->at_step_cap)
@@ -337,9 +338,11 @@ static void sweep_legend(const struct sink *s, const struct pb_result *result,
                     "than run.target_noise\n",
             s->markdown ? "\n" : "", bullet);
     fprintf(s->out, "%sasm = batch assembly time in a worker; stall = share of the training "
-                    "loop's time spent waiting for a batch; input-bound: stall >= %.0f%% HIGH, "
+                    "loop's time spent waiting for a batch (total wait / total wall of the "
+                    "repeats, where samples/s is their median); input-bound: stall >= %.0f%% HIGH, "
                     ">= %.0f%% moderate (TensorFlow's input-pipeline thresholds); top stage = "
-                    "largest share of the workers' stage CPU time\n",
+                    "largest share of the workers' stage CPU time (\"wall\": of their wall "
+                    "time, where the result has no CPU times)\n",
             bullet, an->thresholds.input_bound_high_pct, an->thresholds.input_bound_moderate_pct);
     if (c->calibrated)
         fprintf(s->out,
@@ -574,13 +577,21 @@ static void summary_loop(struct pb_table *t, const struct pb_result *result,
     pb_fmt_duration(a, sizeof(a), (double)p->wait_p50_ns);
     pb_fmt_duration(b, sizeof(b), (double)p->wait_p99_ns);
     pb_table_add(t, "stall");
+    char repeats[160] = "";
+    double median, lo, hi;
+    if (pb_point_stall_repeats(p, &median, &lo, &hi))
+        snprintf(repeats, sizeof(repeats),
+                 "total wait / total wall of the repeats; per repeat median %.1f %%, %.1f-%.1f "
+                 "%%; ",
+                 median, lo, hi);
     if (step_ms(result, index) > 0)
-        pb_table_add(t, "%.1f %%  (consumer wait per batch p50 %s, p99 %s)", p->stall_pct, a, b);
+        pb_table_add(t, "%.1f %%  (%sconsumer wait per batch p50 %s, p99 %s)", p->stall_pct,
+                     repeats, a, b);
     else
         pb_table_add(t,
-                     "%.1f %%  (run.step_ms is 0: the loop only waits, so samples/s is the "
+                     "%.1f %%  (%srun.step_ms is 0: the loop only waits, so samples/s is the "
                      "loader's ceiling; wait per batch p50 %s, p99 %s)",
-                     p->stall_pct, a, b);
+                     p->stall_pct, repeats, a, b);
     {
         int64_t workers = pb_point_setting_int(result, index, "loader.workers", 0);
         int64_t prefetch = pb_point_setting_int(result, index, "loader.prefetch_factor", 0);
@@ -761,6 +772,11 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
         fputc('\n', s->out);
     emit_table(s, &t);
     pb_table_free(&t);
+    fprintf(s->out,
+            "%scpu/sample = the stage's thread CPU over the samples through the pipeline (collate's "
+            "per batch spread over its samples; they add up to CPU per sample); wall%% = its share "
+            "of the stages' wall time\n",
+            s->markdown ? "\n" : "  ");
     if (p->stages[0].hist.count > p->samples + p->errors)
         fprintf(s->out,
                 "%sstage counts (%llu) exceed the samples the loop took (%llu): they include the "

@@ -2,6 +2,9 @@
 #include "bench/result/figures.h"
 
 #include <math.h>
+#include <stdlib.h>
+
+#include "bench/base/stats.h"
 
 bool pb_stage_is_cpu(const struct pb_stage_result *stage)
 {
@@ -63,4 +66,22 @@ double pb_stage_cpu_share_pct(const struct pb_stage_result *stages, size_t count
     if (!stage || !pb_stage_is_cpu(stage) || cpu == 0)
         return NAN;
     return 100.0 * (double)stage->cpu_ns / (double)cpu;
+}
+
+bool pb_point_stall_repeats(const struct pb_point_result *point, double *median, double *lo,
+                            double *hi)
+{
+    size_t n = pb_point_finished_repeats(point);
+    double *v = n >= 2 ? malloc(n * sizeof(double)) : NULL;
+    if (!v)
+        return false;
+    *lo = *hi = point->repeats[0].stall_pct;
+    for (size_t r = 0; r < n; r++) {
+        v[r] = point->repeats[r].stall_pct;
+        *lo = fmin(*lo, v[r]);
+        *hi = fmax(*hi, v[r]);
+    }
+    *median = pb_median(v, n);
+    free(v);
+    return true;
 }

@@ -47,4 +47,13 @@ double pb_repeat_cpu_ns_per_sample(const struct pb_repeat_result *repeat);
 double pb_stage_cpu_share_pct(const struct pb_stage_result *stages, size_t count,
                               const struct pb_stage_result *stage);
 
+/* The point's stall as its repeats had it: the median and the range of
+ * the finished repeats' stall_pct (pb_point_finished_repeats); false when
+ * there are fewer than 2. The point's stall_pct itself is the total wait
+ * over the total wall of those repeats (a ratio of sums, like step, stages
+ * and other, so that the four add up to 100), not this median: tables
+ * show both, each named. */
+bool pb_point_stall_repeats(const struct pb_point_result *point, double *median, double *lo,
+                            double *hi);
+
 #endif
