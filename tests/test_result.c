@@ -22,6 +22,7 @@
 #include "bench/base/pb.h"
 #include "bench/report/format.h"
 #include "bench/report/report.h"
+#include "bench/result/figures.h"
 #include "bench/result/result.h"
 #include "bench/sys/machine.h"
 #include "kernels/gpu_rt.h"
@@ -841,7 +842,7 @@ static void test_report_formats(void **state)
                    "Test CPU @ 3.0GHz",
                    "workers=4", "pin_memory=true", "sweep: 2 points, fastest first",
                    "recommendation", "accelerator" /* run.step_ms > 0 */, "decode", "normalize",
-                   "share%", "data/a.jpg: corrupt JPEG data", "warning: custom warning 1",
+                   "cpu/sample", "wall%", "data/a.jpg: corrupt JPEG data", "warning: custom warning 1",
                    "warning: dataset (512 MiB) fits in the page cache",
                    "interrupted: partial results", "instrumentation overhead: 1.2 %", NULL});
     free(table);
@@ -851,7 +852,7 @@ static void test_report_formats(void **state)
         markdown,
         (const char *const[]){"# pbench: image-basic", "## Sweep: 2 points",
                               "## Recommended point: loader.workers=",
-                              "| stage | count | mean | p50 | p90 | p95 | p99 | max | cpu | share% |",
+                              "| stage | count | mean | p50 | p90 | p95 | p99 | max | cpu | cpu/sample | wall% |",
                               "| samples/s |", "| resize |", "- warning: custom warning 0", NULL});
     free(markdown);
 
@@ -1442,8 +1443,9 @@ static __attribute__((noinline)) char *render_rows(const struct pb_result *resul
 /* Data out for people's own tools: each CSV row names the run, its created
  * time and point, a column per sweep axis holds the point's value (numbers
  * as numbers, never formula-guarded; text guarded), and the point's other
- * CPU, time to the first batch and CPU per delivered sample sit beside the
- * stage's CPU per sample it processed. */
+ * CPU, time to the first batch and CPU per sample (the stages' CPU over the
+ * samples through them, as compare and history read it) sit beside the
+ * stage's CPU per sample through the pipeline. */
 static void test_report_csv_columns(void **state)
 {
     (void)state;
@@ -1478,14 +1480,14 @@ static void test_report_csv_columns(void **state)
         assert_string_equal(cells[tag], i == 0 ? "" : "'=cmd");
         assert_true(fabs(strtod(cells[other], NULL) - p->other_cpu_pct) < 1e-6);
         assert_true(fabs(strtod(cells[first], NULL) - p->first_batch_s) < 1e-6);
-        double want = p->cpu_util_pct / 100 / p->samples_per_s * 1e6;
+        double want = pb_point_cpu_ns_per_sample(p) / 1000;
         assert_true(fabs(strtod(cells[cpu_us], NULL) / want - 1) < 1e-8);
         const struct pb_stage_result *st = NULL;
         for (size_t k = 0; k < p->stage_count; k++)
             if (strcmp(p->stages[k].name, cells[stage]) == 0)
                 st = &p->stages[k];
         assert_non_null(st);
-        want = (double)st->cpu_ns / (double)st->hist.count / 1000;
+        want = (double)st->cpu_ns / (double)pb_stages_samples(p->stages, p->stage_count) / 1000;
         assert_true(fabs(strtod(cells[stage_us], NULL) / want - 1) < 1e-8);
         cells_free(cells, n);
     }
@@ -1525,11 +1527,12 @@ static void test_report_csv_repeats(void **state)
         const struct pb_repeat_result *rep = &result.points[i].repeats[r];
         assert_int_equal(atoi(cells[workers]), 2 + 2 * (int)i);
         assert_true(fabs(strtod(cells[sps], NULL) / rep->samples_per_s - 1) < 1e-8);
-        double want = rep->cpu_util_pct / 100 / rep->samples_per_s * 1e6;
+        double want = pb_repeat_cpu_ns_per_sample(rep) / 1000;
         assert_true(fabs(strtod(cells[cpu_us], NULL) / want - 1) < 1e-8);
         const struct pb_stage_result *decode = &rep->stages[1];
         assert_string_equal(decode->name, "decode");
-        want = (double)decode->cpu_ns / (double)decode->hist.count / 1000;
+        want = (double)decode->cpu_ns / (double)pb_stages_samples(rep->stages, rep->stage_count) /
+               1000;
         assert_true(fabs(strtod(cells[decode_us], NULL) / want - 1) < 1e-8);
         assert_int_equal(atoi(cells[interrupted]), rep->interrupted ? 1 : 0);
         cells_free(cells, n);

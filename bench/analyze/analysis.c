@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "bench/analyze/engines.h"
+#include "bench/base/fmt.h"
 #include "bench/base/pb.h"
+#include "bench/result/figures.h"
 
 /* ---- settings of a point ------------------------------------------------ */
 
@@ -151,16 +153,16 @@ static void classify_input_bound(const struct pb_point_result *p, const struct p
  * Without CPU times (an older result), by wall share. */
 static void find_top_stage(const struct pb_point_result *p, struct pb_point_analysis *a)
 {
-    double cpu_total_ns = 0;
-    for (size_t s = 0; s < p->stage_count; s++)
-        if (!p->stages[s].parent[0] && !p->stages[s].gpu)
-            cpu_total_ns += (double)p->stages[s].cpu_ns;
-    a->top_share_of_cpu = cpu_total_ns > 0;
+    a->top_share_of_cpu = false;
+    for (size_t s = 0; s < p->stage_count && !a->top_share_of_cpu; s++)
+        a->top_share_of_cpu =
+            !isnan(pb_stage_cpu_share_pct(p->stages, p->stage_count, &p->stages[s]));
     for (size_t s = 0; s < p->stage_count; s++) {
-        if (p->stages[s].parent[0] || p->stages[s].gpu)
+        if (!pb_stage_is_cpu(&p->stages[s]))
             continue;
-        double share = a->top_share_of_cpu ? 100.0 * (double)p->stages[s].cpu_ns / cpu_total_ns
-                                           : p->stages[s].share_pct;
+        double share = a->top_share_of_cpu
+                           ? pb_stage_cpu_share_pct(p->stages, p->stage_count, &p->stages[s])
+                           : p->stages[s].share_pct;
         if (a->top_stage < 0 || share > a->top_share_pct) {
             a->top_stage = (int)s;
             a->top_share_pct = share;
@@ -306,14 +308,7 @@ static void describe_point(const struct pb_result *result, size_t i, char *buf, 
         json_object_foreach((json_t *)axes, key, v)
         {
             char value[64];
-            if (json_is_integer(v))
-                snprintf(value, sizeof(value), "%lld", (long long)json_integer_value(v));
-            else if (json_is_real(v))
-                snprintf(value, sizeof(value), "%g", json_real_value(v));
-            else if (json_is_boolean(v))
-                snprintf(value, sizeof(value), "%s", json_is_true(v) ? "true" : "false");
-            else
-                snprintf(value, sizeof(value), "%s", json_is_string(v) ? json_string_value(v) : "?");
+            pb_fmt_json_value(value, sizeof(value), v);
             if (used < buflen)
                 used += (size_t)snprintf(buf + used, buflen - used, "%s%s=%s", used ? " " : "",
                                          key, value);
@@ -890,10 +885,10 @@ static void jpeg_decode_suggestion(const struct pb_result *result, size_t i, dou
 static void torch_decode_suggestion(const struct pb_result *result, size_t i, double share,
                                     const char *of, struct pb_analysis *an)
 {
-    const struct pb_stage_result *decode = find_stage(&result->points[i], "decode");
-    double per_sample = decode && decode->hist.count
-                            ? (double)decode->cpu_ns / (double)decode->hist.count / 1e3
-                            : 0;
+    const struct pb_point_result *p = &result->points[i];
+    const struct pb_stage_result *decode = find_stage(p, "decode");
+    double per_sample = pb_stage_cpu_ns_per_sample(p->stages, p->stage_count, decode) / 1e3;
+    per_sample = isnan(per_sample) ? 0 : per_sample;
     const char *scale = json_string_value(decode_option(result, i, "scale"));
     char base[RUN_SIZE], test[COMMAND_SIZE];
     run_command(result, ANY_ENGINE, base, sizeof base);

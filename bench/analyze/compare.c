@@ -413,10 +413,10 @@ static size_t stage_values(const struct pb_point_result *p, const char *stage, d
     size_t n = 0;
     for (size_t r = 0; r < p->repeat_count; r++) {
         const struct pb_repeat_result *rep = &p->repeats[r];
-        const struct pb_stage_result *st = repeat_stage(rep, stage);
-        uint64_t samples = pb_stages_samples(rep->stages, rep->stage_count);
-        if (!rep->interrupted && st && samples > 0 && st->cpu_ns > 0)
-            out[n++] = (double)st->cpu_ns / (double)samples;
+        double v = pb_stage_cpu_ns_per_sample(rep->stages, rep->stage_count,
+                                              repeat_stage(rep, stage));
+        if (!rep->interrupted && !isnan(v))
+            out[n++] = v;
     }
     return n;
 }

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/base/fmt.h"
 #include "bench/base/pb.h"
+#include "bench/result/figures.h"
 
 const char *pb_point_engine(const struct pb_result *result, size_t i)
 {
@@ -30,22 +32,6 @@ static bool engine_pair(const struct pb_result *r, size_t a, size_t b)
     return json_object_size(pa->axes) == json_object_size(pb->axes);
 }
 
-static void format_duration(char *buf, size_t size, double ns)
-{
-    if (ns >= 1e6)
-        snprintf(buf, size, "%.2f ms", ns / 1e6);
-    else if (ns >= 1e3)
-        snprintf(buf, size, "%.0f µs", ns / 1e3);
-    else
-        snprintf(buf, size, "%.0f ns", ns);
-}
-
-/* CPU per sample of a top-level stage row (per batch for collate). */
-static double cpu_per_item(const struct pb_stage_result *s)
-{
-    return s->hist.count ? (double)s->cpu_ns / (double)s->hist.count : 0;
-}
-
 static const struct pb_stage_result *row(const struct pb_point_result *p, const char *name)
 {
     for (size_t k = 0; k < p->stage_count; k++)
@@ -54,8 +40,10 @@ static const struct pb_stage_result *row(const struct pb_point_result *p, const 
     return NULL;
 }
 
-/* "decode 1.49 ms against 855 µs (1.7x), ..." over the stages both ran,
- * slowest ratio first would reorder the pipeline: kept in pipeline order. */
+/* "decode 1.49 ms against 855 µs (1.7x), ..." over the stages both ran, in
+ * CPU per sample (bench/result/figures.h: collate's per batch spread over
+ * its samples),
+ * kept in pipeline order (slowest ratio first would reorder the pipeline). */
 static size_t stage_ratios(const struct pb_point_result *x, const struct pb_point_result *y,
                            char *out, size_t outlen)
 {
@@ -63,15 +51,15 @@ static size_t stage_ratios(const struct pb_point_result *x, const struct pb_poin
     for (size_t k = 0; k < x->stage_count && used < outlen; k++) {
         const struct pb_stage_result *sx = &x->stages[k];
         const struct pb_stage_result *sy = sx->parent[0] ? NULL : row(y, sx->name);
-        double cx = sy ? cpu_per_item(sx) : 0, cy = sy ? cpu_per_item(sy) : 0;
-        if (cx <= 0 || cy <= 0)
+        double cx = sy ? pb_stage_cpu_ns_per_sample(x->stages, x->stage_count, sx) : NAN;
+        double cy = sy ? pb_stage_cpu_ns_per_sample(y->stages, y->stage_count, sy) : NAN;
+        if (!(cx > 0) || !(cy > 0))
             continue;
         char a[32], b[32];
-        format_duration(a, sizeof a, cx);
-        format_duration(b, sizeof b, cy);
-        used += (size_t)snprintf(out + used, outlen - used, "%s%s%s %s against %s (%.1fx)",
-                                 used ? ", " : "", sx->name,
-                                 strcmp(sx->name, "collate") ? "" : " (a batch)", a, b, cx / cy);
+        pb_fmt_duration(a, sizeof a, cx);
+        pb_fmt_duration(b, sizeof b, cy);
+        used += (size_t)snprintf(out + used, outlen - used, "%s%s %s against %s (%.1fx)",
+                                 used ? ", " : "", sx->name, a, b, cx / cy);
     }
     return used;
 }

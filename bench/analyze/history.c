@@ -236,12 +236,11 @@ static double median_throttled(const struct pb_point_result *p)
 static char *stage_cpu_text(const struct pb_point_result *p)
 {
     json_t *stages = json_object();
-    uint64_t samples = pb_stages_samples(p->stages, p->stage_count);
     for (size_t s = 0; p->stages && s < p->stage_count; s++) {
         const struct pb_stage_result *st = &p->stages[s];
-        if (!st->gpu && !st->parent[0] && st->cpu_ns > 0 && samples > 0)
-            json_object_set_new(stages, st->name,
-                                json_real((double)st->cpu_ns / (double)samples));
+        double v = pb_stage_cpu_ns_per_sample(p->stages, p->stage_count, st);
+        if (pb_stage_is_cpu(st) && !isnan(v))
+            json_object_set_new(stages, st->name, json_real(v));
     }
     char *text = json_dumps(stages, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(stages);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bench/analyze/history.h"
+#include "bench/base/fmt.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/base/table.h"
@@ -17,7 +18,7 @@ static void format_value(const struct pb_metric_cmp *m, double v, char *buf, siz
     if (isnan(v))
         snprintf(buf, n, "-");
     else if (strcmp(m->unit, "ns") == 0)
-        snprintf(buf, n, v >= 1e6 ? "%.2f ms" : "%.1f µs", v >= 1e6 ? v / 1e6 : v / 1e3);
+        pb_fmt_duration(buf, n, v);
     else if (strcmp(m->unit, "bytes") == 0)
         snprintf(buf, n, "%.1f MiB", v / 1048576.0);
     else if (strcmp(m->unit, "%") == 0)
@@ -106,7 +107,7 @@ static void decide_metric(struct notes *n, const char *label, const struct pb_me
      * are told, unless the gate names it. */
     if (mc->verdict != PB_VERDICT_AMBIGUOUS || (mc->stage[0] && !mc->gated))
         return;
-    const char *unit = mc->absolute ? "pp" : "%";
+    const char *unit = pb_fmt_change_unit(mc->absolute);
     char seen[96];
     if (!isnan(mc->noise) && !isnan(mc->change_pct))
         snprintf(seen, sizeof(seen), " (change %+.1f%s, noise ±%.1f%s per repeat)", mc->change_pct,
@@ -156,7 +157,7 @@ static void list_metric(struct notes *n, const char *label, const struct pb_metr
     bool cost = n->verdict == PB_VERDICT_SAME; /* listing the settings' costs */
     if (cost ? !mc->cost_of_setting : mc->verdict != n->verdict || mc->cost_of_setting)
         return;
-    const char *unit = mc->absolute ? "pp" : "%";
+    const char *unit = pb_fmt_change_unit(mc->absolute);
     fprintf(n->out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s%s", n->separator, mc->name,
             mc->change_pct, unit, mc->ci_low_pct, mc->ci_high_pct, unit, label,
             n->verdict == PB_VERDICT_REGRESSED && !mc->gated ? " (not gated)" : "");
@@ -360,7 +361,7 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
             char a[32], b[32], change[32], ci[48], p[16];
             format_value(mc, mc->base, a, sizeof(a));
             format_value(mc, mc->next, b, sizeof(b));
-            const char *unit = mc->absolute ? "pp" : "%";
+            const char *unit = pb_fmt_change_unit(mc->absolute);
             if (isnan(mc->ci_low_pct)) {
                 snprintf(change, sizeof(change), "-");
                 snprintf(ci, sizeof(ci), "(too few repeats)");

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "bench/base/fmt.h"
 #include "bench/base/pb.h"
 #include "bench/report/html.h"
 #include "bench/report/report_csv.h"
@@ -184,7 +185,7 @@ static void series_chart(FILE *out, const struct pb_history *h, const struct pb_
     if (s->step >= 0) {
         const struct pb_history_run *at = &s->runs[s->step];
         snprintf(step_label, sizeof(step_label), "step %+.1f%s from %s%s", s->step_pct,
-                 h->absolute ? "pp" : "%", at->revision[0] ? at->revision : at->created,
+                 pb_fmt_change_unit(h->absolute), at->revision[0] ? at->revision : at->created,
                  s->disturbed      ? " (withheld: other processes)"
                  : s->machine_step ? " (the machine's)"
                  : s->step_worse ? " (regression)"
@@ -201,7 +202,7 @@ static void series_chart(FILE *out, const struct pb_history *h, const struct pb_
         hrule_count = 2;
     }
     char y_label[96];
-    snprintf(y_label, sizeof(y_label), "%s (%s)", h->metric, h->unit[0] ? h->unit : "value");
+    pb_fmt_axis_label(y_label, sizeof(y_label), h->metric, h->unit[0] ? h->unit : "value");
     /* No legend: the plot keeps the width; the caption says what the band
      * is. The step's first run is ringed; its size is on the step's rule. */
     struct pb_svg_series line = {.count = n, .x = x, .y = y, .y_err = err,
@@ -255,7 +256,7 @@ static void series_side(FILE *out, const struct pb_history *h, const struct pb_h
     side_row(out, "runs", text);
     if (s->step >= 0)
         snprintf(text, sizeof(text), "%+.1f%s from %s (revision %s), held for %zu runs: %s",
-                 s->step_pct, h->absolute ? "pp" : "%", s->runs[s->step].created,
+                 s->step_pct, pb_fmt_change_unit(h->absolute), s->runs[s->step].created,
                  s->runs[s->step].revision[0] ? s->runs[s->step].revision : "?",
                  s->run_count - (size_t)s->step,
                  s->disturbed ? "withheld: other processes shared the machine"
@@ -298,7 +299,7 @@ static void overview(FILE *out, const struct pb_history *h)
                 s->run_count ? s->runs[s->run_count - 1].value : NAN);
         if (s->step >= 0)
             snprintf(text, sizeof(text), "%+.1f%s from %s%s", s->step_pct,
-                     h->absolute ? "pp" : "%",
+                     pb_fmt_change_unit(h->absolute),
                      s->runs[s->step].revision[0] ? s->runs[s->step].revision : "?",
                      s->disturbed      ? " (withheld: other processes)"
                      : s->machine_step ? " (the machine's)"

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/base/fmt.h"
 #include "bench/base/pb.h"
+#include "bench/result/figures.h"
 #include "bench/report/compare_text.h"
 #include "bench/report/report.h"
 #include "bench/report/svg.h"
@@ -67,27 +69,6 @@ static void cell(FILE *out, bool left, const char *fmt, ...)
     fputs("</td>", out);
 }
 
-/* A duration: "850 ns", "12.3 µs", "1.2 ms". */
-static void duration(char *buf, size_t size, double ns)
-{
-    pb_svg_duration(buf, size, ns, false);
-}
-
-/* A JSON scalar as text ("4", "true", "fast"). */
-static void json_text(char *buf, size_t size, const json_t *v)
-{
-    if (json_is_string(v))
-        snprintf(buf, size, "%s", json_string_value(v));
-    else if (json_is_integer(v))
-        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
-    else if (json_is_real(v))
-        snprintf(buf, size, "%g", json_real_value(v));
-    else if (json_is_boolean(v))
-        snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
-    else
-        snprintf(buf, size, "?");
-}
-
 /* A point's axes as "workers=2 batch_size=32" (last path component),
  * leaving out the axis named skip (may be NULL); "run" without axes. */
 static void point_label(char *buf, size_t size, const json_t *axes, const char *skip)
@@ -102,7 +83,7 @@ static void point_label(char *buf, size_t size, const json_t *axes, const char *
                 continue;
             const char *dot = strrchr(key, '.');
             char text[64];
-            json_text(text, sizeof(text), value);
+            pb_fmt_json_value(text, sizeof(text), value);
             int n = snprintf(buf + used, size - used, "%s%s=%s", used ? " " : "",
                              dot ? dot + 1 : key, text);
             if (n < 0 || (size_t)n >= size - used)
@@ -193,7 +174,8 @@ static void points_table(FILE *out, const struct pb_result *r, const struct pb_a
 {
     static const char *const bound[] = {"no", "moderate", "high"};
     fputs("<table><tr><th class=\"l\">point</th><th>samples/s</th><th>noise ±%</th>"
-          "<th>stall %</th><th>accel. util. %</th><th>worker CPU %</th><th>wait p99</th>"
+          "<th>stall %</th><th>accel. util. %</th><th>worker CPU %</th><th>CPU per sample</th>"
+          "<th>wait p99</th>"
           "<th>batch assembly p50</th><th>peak RSS MiB</th><th>RSS growth MiB / 1000 batches</th>"
           "<th>errors</th>"
           "<th class=\"l\">input-bound</th><th class=\"l\">bottleneck</th></tr>\n",
@@ -206,7 +188,7 @@ static void points_table(FILE *out, const struct pb_result *r, const struct pb_a
         fputs(rec ? "<tr class=\"rec\">" : "<tr>", out);
         cell(out, true, "%s%s", label, rec ? " (recommended)" : "");
         if (p->error[0]) {
-            fputs("<td colspan=\"12\" class=\"l\">failed: ", out);
+            fputs("<td colspan=\"13\" class=\"l\">failed: ", out);
             pb_svg_escape(out, p->error);
             fputs("</td></tr>\n", out);
             continue;
@@ -220,8 +202,10 @@ static void points_table(FILE *out, const struct pb_result *r, const struct pb_a
         cell(out, false, "%.1f", p->stall_pct);
         cell(out, false, "%.1f", p->accel_util_pct);
         cell(out, false, "%.0f", p->worker_cpu_pct);
-        duration(a, sizeof(a), (double)p->wait_p99_ns);
-        duration(b, sizeof(b), (double)p->assembly_p50_ns);
+        pb_fmt_duration(a, sizeof(a), pb_point_cpu_ns_per_sample(p));
+        cell(out, false, "%s", a);
+        pb_fmt_duration(a, sizeof(a), (double)p->wait_p99_ns);
+        pb_fmt_duration(b, sizeof(b), (double)p->assembly_p50_ns);
         cell(out, false, "%s", a);
         cell(out, false, "%s", b);
         cell(out, false, "%.1f", (double)p->rss_peak_bytes / 1048576.0);
@@ -237,7 +221,12 @@ static void points_table(FILE *out, const struct pb_result *r, const struct pb_a
         cell(out, true, "%s", pa ? pa->bottleneck : "-");
         fputs("</tr>\n", out);
     }
-    fputs("</table>\n", out);
+    fputs("</table>\n<p class=\"note\">samples/s is the median of the repeats; stall, "
+          "accelerator utilization and worker CPU are totals over the repeats (total wait, step "
+          "or CPU time over total wall time), so that the loop's wait, step, stages and other "
+          "add up to 100%; CPU per sample is the stages' thread CPU over the samples that went "
+          "through them, all repeats pooled.</p>\n",
+          out);
 }
 
 static void warnings(FILE *out, const struct pb_result *r)
@@ -401,7 +390,7 @@ static void sweep_charts(FILE *out, const struct pb_result *r, const struct pb_a
         char texts[64][48];
         size_t count = axis_values(r, axis, values, PB_ARRAY_LEN(values));
         for (size_t k = 0; k < count; k++) {
-            json_text(texts[k], sizeof(texts[k]), values[k]);
+            pb_fmt_json_value(texts[k], sizeof(texts[k]), values[k]);
             names[k] = texts[k];
         }
         for (int util = 0; util <= (stepped ? 1 : 0); util++) {
@@ -412,9 +401,13 @@ static void sweep_charts(FILE *out, const struct pb_result *r, const struct pb_a
                          util ? "accelerator utilization" : "throughput", axis);
                 struct pb_svg_rule target = {
                     an ? an->thresholds.accel_util_target_pct : 90, "utilization target", false};
+                char y_label[80];
+                pb_fmt_axis_label(y_label, sizeof(y_label),
+                                  util ? "accelerator utilization" : "samples/s",
+                                  util ? "%" : NULL);
                 struct pb_svg_chart c = {
                     .title = title, .x_label = axis,
-                    .y_label = util ? "accelerator utilization (%)" : "samples/s",
+                    .y_label = y_label,
                     .y_from_zero = true, .x_names = names, .x_name_count = count,
                     .series_count = s.count, .series = s.series,
                     .hrule_count = util ? 1 : 0, .hrules = &target, .width = 660};
@@ -461,26 +454,32 @@ static void stage_breakdown(FILE *out, const struct pb_result *r, const struct p
         bar_names[i] = labels[i];
         for (size_t s = 0; s < p->stage_count && p->samples; s++) {
             const struct pb_stage_result *st = &p->stages[s];
+            double cpu = pb_stage_cpu_ns_per_sample(p->stages, p->stage_count, st);
             for (size_t l = 0; l < layers && cpu_stage(st); l++)
                 if (strcmp(layer_names[l], st->name) == 0)
                     values[i * layers + l] =
-                        any_cpu ? (double)st->cpu_ns / (double)p->samples / 1000
-                                : st->hist.mean_ns * (double)st->hist.count / (double)p->samples /
-                                      1000;
+                        any_cpu ? (isnan(cpu) ? 0 : cpu / 1000)
+                                : st->hist.mean_ns * (double)st->hist.count /
+                                      (double)p->samples / 1000;
         }
     }
     fputs("<h2>Where the workers' time goes</h2>\n<p class=\"note\">", out);
-    fputs(any_cpu ? "Thread CPU time per delivered sample, by pipeline stage (per-batch stages "
-                    "such as collate are spread over the batch's samples)."
+    fputs(any_cpu ? "Thread CPU time per sample, by pipeline stage: each stage's CPU time over "
+                    "the samples that went through the pipeline (batches still in flight when "
+                    "measuring stopped included; per-batch stages such as collate are spread "
+                    "over the batch's samples), the figure the tables, compare and history show."
                   : "Wall time per delivered sample, by pipeline stage (the result carries no "
                     "CPU times).",
           out);
     if (an && n > 1 && an->recommended >= 0)
         fputs(" The recommended point's name is in red.", out);
     fputs("</p>\n", out);
+    char x_label[80];
+    pb_fmt_axis_label(x_label, sizeof(x_label),
+                      any_cpu ? "CPU time per sample" : "wall time per sample", "µs");
     struct pb_svg_bars b = {
         .title = "stage breakdown per point",
-        .x_label = any_cpu ? "CPU time per sample (µs)" : "wall time per sample (µs)",
+        .x_label = x_label,
         .width = 1000, .bar_count = n, .layer_count = layers, .bar_names = bar_names,
         .layer_names = layer_names, .values = values,
         .highlighted = an && n > 1 ? an->recommended : -1};
@@ -536,8 +535,8 @@ static void latency_cdf(FILE *out, const struct pb_result *r, size_t point)
         if (!h->count)
             continue;
         char p50[32], p99[32];
-        duration(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.5));
-        duration(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
+        pb_fmt_duration(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.5));
+        pb_fmt_duration(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
         snprintf(labels[count], LABEL_MAX, "%s%s: p50 %s, p99 %s",
                  s < p->stage_count && p->stages[s].gpu ? "gpu:" : "", name, p50, p99);
         struct pb_svg_series *se = &series[count];
@@ -676,7 +675,7 @@ static void stage_table(FILE *out, const struct pb_point_result *p)
     if (!p->stage_count)
         return;
     fputs("<table><tr><th class=\"l\">stage</th><th>count</th><th>mean</th><th>p50</th>"
-          "<th>p99</th><th>max</th><th>CPU mean</th><th>share %</th>",
+          "<th>p99</th><th>max</th><th>CPU per sample</th><th>wall time %</th>",
           out);
     for (int c = 0; c < PB_PERF_COUNTERS; c++)
         if (perf_mask & (1u << c))
@@ -686,11 +685,11 @@ static void stage_table(FILE *out, const struct pb_point_result *p)
         const struct pb_stage_result *st = &p->stages[s];
         const struct pb_hist *h = &st->hist;
         char a[32], b[32], c[32], d[32], e[32];
-        duration(a, sizeof(a), h->count ? h->mean_ns : 0);
-        duration(b, sizeof(b), (double)pb_hist_quantile(h, 0.5));
-        duration(c, sizeof(c), (double)pb_hist_quantile(h, 0.99));
-        duration(d, sizeof(d), (double)(h->count ? h->max_ns : 0));
-        duration(e, sizeof(e), h->count ? (double)st->cpu_ns / (double)h->count : 0);
+        pb_fmt_duration(a, sizeof(a), h->count ? h->mean_ns : 0);
+        pb_fmt_duration(b, sizeof(b), (double)pb_hist_quantile(h, 0.5));
+        pb_fmt_duration(c, sizeof(c), (double)pb_hist_quantile(h, 0.99));
+        pb_fmt_duration(d, sizeof(d), (double)(h->count ? h->max_ns : 0));
+        pb_fmt_duration(e, sizeof(e), pb_stage_cpu_ns_per_sample(p->stages, p->stage_count, st));
         fputs("<tr>", out);
         cell(out, true, "%s%s", st->gpu ? "gpu:" : "", st->name);
         cell(out, false, "%llu", (unsigned long long)h->count);
@@ -719,7 +718,7 @@ static void stage_table(FILE *out, const struct pb_point_result *p)
         fputs(":", out);
         for (int k = 0; k < st->slowest_count; k++) {
             char t[32];
-            duration(t, sizeof(t), (double)st->slowest_ns[k]);
+            pb_fmt_duration(t, sizeof(t), (double)st->slowest_ns[k]);
             fprintf(out, "%s ", k ? "," : "");
             pb_svg_escape(out, st->slowest_files[k][0] ? st->slowest_files[k] : "sample");
             if (!st->slowest_files[k][0])
@@ -795,7 +794,7 @@ void pb_html_report(FILE *out, const struct pb_result *r, const struct pb_analys
 static void metric_value(char *buf, size_t size, double v, const char *unit)
 {
     if (strcmp(unit, "ns") == 0)
-        duration(buf, size, v);
+        pb_fmt_duration(buf, size, v);
     else if (strcmp(unit, "bytes") == 0)
         snprintf(buf, size, "%.1f MiB", v / 1048576.0);
     else
@@ -844,7 +843,7 @@ void pb_html_comparison(FILE *out, const struct pb_comparison *cmp, const char *
         struct pb_svg_interval rows[PB_COMPARE_METRICS];
         for (int m = 0; m < pc->metric_count; m++) {
             const struct pb_metric_cmp *mc = &pc->metrics[m];
-            const char *unit = mc->absolute ? "pp" : "%";
+            const char *unit = pb_fmt_change_unit(mc->absolute);
             char a[48], b[48];
             metric_value(a, sizeof(a), mc->base, mc->unit);
             metric_value(b, sizeof(b), mc->next, mc->unit);

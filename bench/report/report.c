@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/base/fmt.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/base/table.h"
+#include "bench/result/figures.h"
 
 #define CELL_MAX PB_TABLE_CELL_MAX
 #define REPORT_ERROR_FILES 8 /* the terminal lists these; the result keeps 64 */
@@ -22,29 +24,6 @@
 #define SHOWN_SIZE PB_MARKDOWN_SIZE(PB_PRINTABLE_SIZE(CELL_MAX + 300))
 
 /* ------------------------------------------------------------ formatting */
-
-/* A duration with 3 significant digits and a unit: "850 ns", "12.3 µs",
- * "1.20 ms", "3.46 s". */
-static void format_ns(char *buf, size_t size, double ns)
-{
-    static const char *const units[] = {"ns", "µs", "ms", "s"};
-    if (!isfinite(ns)) {
-        snprintf(buf, size, "-");
-        return;
-    }
-    double v = ns;
-    size_t unit = 0;
-    while (unit + 1 < PB_ARRAY_LEN(units) && fabs(v) >= 999.5) {
-        v /= 1000;
-        unit++;
-    }
-    if (unit == 0 || fabs(v) >= 99.95)
-        snprintf(buf, size, "%.0f %s", v, units[unit]);
-    else if (fabs(v) >= 9.995)
-        snprintf(buf, size, "%.1f %s", v, units[unit]);
-    else
-        snprintf(buf, size, "%.2f %s", v, units[unit]);
-}
 
 /* Decimals that show a noise figure as measured: a loop paced by its step
  * can vary by 0.04%, which one decimal would print as a flat "0.0%". */
@@ -58,27 +37,6 @@ static double mib(uint64_t bytes)
     return (double)bytes / (1024.0 * 1024.0);
 }
 
-/* A JSON scalar as a user would type it; other values as compact JSON. */
-static void format_json_value(char *buf, size_t size, const json_t *v)
-{
-    if (!v) {
-        snprintf(buf, size, "?");
-    } else if (json_is_string(v)) {
-        snprintf(buf, size, "%s", json_string_value(v));
-    } else if (json_is_integer(v)) {
-        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
-    } else if (json_is_real(v)) {
-        snprintf(buf, size, "%g", json_real_value(v));
-    } else if (json_is_boolean(v)) {
-        snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
-    } else if (json_is_null(v)) {
-        snprintf(buf, size, "null");
-    } else {
-        char *text = json_dumps(v, JSON_COMPACT);
-        snprintf(buf, size, "%s", text ? text : "?");
-        free(text);
-    }
-}
 
 void pb_report_axes(char *buf, size_t size, const json_t *axes, const char *sep)
 {
@@ -91,7 +49,7 @@ void pb_report_axes(char *buf, size_t size, const json_t *axes, const char *sep)
         return;
     json_object_foreach ((json_t *)axes, key, value) {
         char text[256];
-        format_json_value(text, sizeof(text), value);
+        pb_fmt_json_value(text, sizeof(text), value);
         int n = snprintf(joined + used, sizeof(joined) - used, "%s%s=%s", used ? sep : "", key,
                          text);
         if (n < 0 || (size_t)n >= sizeof(joined) - used)
@@ -199,7 +157,7 @@ static void emit_header(const struct sink *s, const struct pb_result *result)
     for (size_t i = 0; i < PB_ARRAY_LEN(loader_keys); i++) {
         char path[64], value[64];
         snprintf(path, sizeof(path), "loader.%s", loader_keys[i]);
-        format_json_value(value, sizeof(value), pb_result_config_value(result, path));
+        pb_fmt_json_value(value, sizeof(value), pb_result_config_value(result, path));
         fprintf(s->out, "%s%s=%s", i ? "  " : " ", loader_keys[i], value);
     }
     emit_engine(s, result, line_end);
@@ -308,8 +266,8 @@ static void sweep_figures_row(struct pb_table *t, const struct pb_result *result
 {
     const struct pb_point_result *p = &result->points[i];
     char p50[32], p99[32];
-    format_ns(p50, sizeof(p50), (double)p->assembly_p50_ns);
-    format_ns(p99, sizeof(p99), (double)p->assembly_p99_ns);
+    pb_fmt_duration(p50, sizeof(p50), (double)p->assembly_p50_ns);
+    pb_fmt_duration(p99, sizeof(p99), (double)p->assembly_p99_ns);
     int capped = 0;
     for (size_t q = 0; q < p->repeat_count; q++)
         capped += p->repeats[q].noisy;
@@ -334,7 +292,8 @@ static void sweep_figures_row(struct pb_table *t, const struct pb_result *result
     pb_table_add(t, "%.0f", mib(p->rss_peak_bytes));
     pb_table_add(t, "%.0f", mib(p->pinned_bytes));
     if (a->top_stage >= 0)
-        pb_table_add(t, "%s %.0f%%", p->stages[a->top_stage].name, a->top_share_pct);
+        pb_table_add(t, "%s %.0f%%%s", p->stages[a->top_stage].name, a->top_share_pct,
+                     a->top_share_of_cpu ? "" : " wall");
     else
         pb_table_add(t, "-");
     if (c->show[FIG_EFF] && a->at_step_cap)
@@ -354,7 +313,7 @@ static void sweep_row(struct pb_table *t, const struct pb_result *result,
     pb_table_add(t, "%s", (int)i == an->recommended ? "*" : "");
     for (size_t x = 0; x < c->axis_count; x++) {
         char text[64];
-        format_json_value(text, sizeof(text),
+        pb_fmt_json_value(text, sizeof(text),
                           p->axes ? json_object_get(p->axes, c->axis_keys[x]) : NULL);
         pb_table_add(t, "%s", text);
     }
@@ -379,9 +338,11 @@ static void sweep_legend(const struct sink *s, const struct pb_result *result,
                     "than run.target_noise\n",
             s->markdown ? "\n" : "", bullet);
     fprintf(s->out, "%sasm = batch assembly time in a worker; stall = share of the training "
-                    "loop's time spent waiting for a batch; input-bound: stall >= %.0f%% HIGH, "
+                    "loop's time spent waiting for a batch (total wait / total wall of the "
+                    "repeats, where samples/s is their median); input-bound: stall >= %.0f%% HIGH, "
                     ">= %.0f%% moderate (TensorFlow's input-pipeline thresholds); top stage = "
-                    "largest share of the workers' stage CPU time\n",
+                    "largest share of the workers' stage CPU time (\"wall\": of their wall "
+                    "time, where the result has no CPU times)\n",
             bullet, an->thresholds.input_bound_high_pct, an->thresholds.input_bound_moderate_pct);
     if (c->calibrated)
         fprintf(s->out,
@@ -510,8 +471,8 @@ static void emit_gpu_summary(struct pb_table *t, const struct pb_result *result,
                      g->overlap_pct, prefetch);
     else
         pb_table_add(t, "%.0f %% of copy time ran while the GPU computed", g->overlap_pct);
-    format_ns(a, sizeof(a), g->batches ? g->stage_ns / (double)g->batches : 0);
-    format_ns(b, sizeof(b), g->batches ? g->step_ns / (double)g->batches : 0);
+    pb_fmt_duration(a, sizeof(a), g->batches ? g->stage_ns / (double)g->batches : 0);
+    pb_fmt_duration(b, sizeof(b), g->batches ? g->step_ns / (double)g->batches : 0);
     pb_table_add(t, "GPU busy");
     pb_table_add(t, "%.1f %%  (GPU stages %s + step %s per batch)", g->busy_pct, a, b);
     double wall_ns = g->wall_s * 1e9;
@@ -590,22 +551,47 @@ static void summary_throughput(struct pb_table *t, const struct pb_result *resul
     pb_table_add(t, "%.1f", p->mb_per_s);
 }
 
+/* CPU per sample (bench/result/figures.h), pooled over the repeats, and
+ * what it is the CPU of. */
+static void summary_cpu_per_sample(struct pb_table *t, const struct pb_point_result *p)
+{
+    char cpu[32];
+    double stages = pb_stages_cpu_ns_per_sample(p->stages, p->stage_count);
+    pb_fmt_duration(cpu, sizeof(cpu), pb_point_cpu_ns_per_sample(p));
+    pb_table_add(t, "CPU per sample");
+    if (!isnan(stages))
+        pb_table_add(t, "%s  (the stages' thread CPU over the %llu samples through them, all "
+                        "repeats pooled)",
+                     cpu, (unsigned long long)pb_stages_samples(p->stages, p->stage_count));
+    else
+        pb_table_add(t, "%s  (the process's CPU over the samples delivered: no stage CPU times)",
+                     cpu);
+}
+
 /* The training loop: stall, queue depth, the accelerator, the GPU, worker
  * CPU, where the loop's time went, the first batch, other processes. */
 static void summary_loop(struct pb_table *t, const struct pb_result *result,
                          const struct pb_point_result *p, size_t index)
 {
     char a[32], b[32];
-    format_ns(a, sizeof(a), (double)p->wait_p50_ns);
-    format_ns(b, sizeof(b), (double)p->wait_p99_ns);
+    pb_fmt_duration(a, sizeof(a), (double)p->wait_p50_ns);
+    pb_fmt_duration(b, sizeof(b), (double)p->wait_p99_ns);
     pb_table_add(t, "stall");
+    char repeats[160] = "";
+    double median, lo, hi;
+    if (pb_point_stall_repeats(p, &median, &lo, &hi))
+        snprintf(repeats, sizeof(repeats),
+                 "total wait / total wall of the repeats; per repeat median %.1f %%, %.1f-%.1f "
+                 "%%; ",
+                 median, lo, hi);
     if (step_ms(result, index) > 0)
-        pb_table_add(t, "%.1f %%  (consumer wait per batch p50 %s, p99 %s)", p->stall_pct, a, b);
+        pb_table_add(t, "%.1f %%  (%sconsumer wait per batch p50 %s, p99 %s)", p->stall_pct,
+                     repeats, a, b);
     else
         pb_table_add(t,
-                     "%.1f %%  (run.step_ms is 0: the loop only waits, so samples/s is the "
+                     "%.1f %%  (%srun.step_ms is 0: the loop only waits, so samples/s is the "
                      "loader's ceiling; wait per batch p50 %s, p99 %s)",
-                     p->stall_pct, a, b);
+                     p->stall_pct, repeats, a, b);
     {
         int64_t workers = pb_point_setting_int(result, index, "loader.workers", 0);
         int64_t prefetch = pb_point_setting_int(result, index, "loader.prefetch_factor", 0);
@@ -619,7 +605,7 @@ static void summary_loop(struct pb_table *t, const struct pb_result *result,
     }
     double step = step_ms(result, index);
     if (step > 0) {
-        format_ns(a, sizeof(a), step * 1e6);
+        pb_fmt_duration(a, sizeof(a), step * 1e6);
         pb_table_add(t, "accelerator");
         pb_table_add(t, "%.1f %% utilized  (step %s)", p->accel_util_pct, a);
     }
@@ -628,11 +614,12 @@ static void summary_loop(struct pb_table *t, const struct pb_result *result,
     pb_table_add(t, "worker CPU");
     pb_table_add(t, "%.1f %%  (process %.0f %%, 100 %% = one core)", p->worker_cpu_pct,
                  p->cpu_util_pct);
+    summary_cpu_per_sample(t, p);
     if (p->first_batch_s > 0) { /* 0 in results from before these figures */
         pb_table_add(t, "loop time");
         pb_table_add(t, "wait %.1f%%, step %.1f%%, stages %.1f%%, other %.1f%%", p->stall_pct,
                      p->loop_step_pct, p->loop_stages_pct, p->loop_other_pct);
-        format_ns(a, sizeof(a), p->first_batch_s * 1e9);
+        pb_fmt_duration(a, sizeof(a), p->first_batch_s * 1e9);
         pb_table_add(t, "first batch");
         pb_table_add(t, "%s after the workers start, median over repeats (paid at every epoch "
                          "start without persistent workers)", a);
@@ -664,8 +651,8 @@ static void summary_assembly(struct pb_table *t, const struct sink *s,
                              const struct pb_point_result *p, size_t index)
 {
     char a[32], b[32];
-    format_ns(a, sizeof(a), (double)p->assembly_p50_ns);
-    format_ns(b, sizeof(b), (double)p->assembly_p99_ns);
+    pb_fmt_duration(a, sizeof(a), (double)p->assembly_p50_ns);
+    pb_fmt_duration(b, sizeof(b), (double)p->assembly_p99_ns);
     pb_table_add(t, "batch assembly");
     pb_table_add(t, "p50 %s, p99 %s", a, b);
     double amp, ns_frame, frames_per_sample;
@@ -748,9 +735,9 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
     if (p->stage_count == 0)
         return;
     struct pb_table t;
-    pb_table_init(&t, 10, 0x3feu, false); /* all but the name right-aligned */
-    static const char *const header[] = {"stage", "count", "mean", "p50", "p90",
-                                         "p95",   "p99",   "max",  "cpu", "share%"};
+    pb_table_init(&t, 11, 0x7feu, false); /* all but the name right-aligned */
+    static const char *const header[] = {"stage", "count", "mean", "p50",        "p90",  "p95",
+                                         "p99",   "max",   "cpu",  "cpu/sample", "wall%"};
     for (size_t c = 0; c < PB_ARRAY_LEN(header); c++)
         pb_table_add(&t, "%s", header[c]);
     for (size_t i = 0; i < p->stage_count; i++) {
@@ -758,22 +745,26 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
         const struct pb_hist *h = &st->hist;
         if (st->gpu)
             continue;
-        char mean[32], p50[32], p90[32], p95[32], p99[32], max[32], cpu[32];
-        format_ns(mean, sizeof(mean), h->count ? h->mean_ns : 0);
-        format_ns(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
-        format_ns(p90, sizeof(p90), (double)pb_hist_quantile(h, 0.90));
-        format_ns(p95, sizeof(p95), (double)pb_hist_quantile(h, 0.95));
-        format_ns(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
-        format_ns(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
-        if (st->parent[0])
+        char mean[32], p50[32], p90[32], p95[32], p99[32], max[32], cpu[32], per[32];
+        pb_fmt_duration(mean, sizeof(mean), h->count ? h->mean_ns : 0);
+        pb_fmt_duration(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
+        pb_fmt_duration(p90, sizeof(p90), (double)pb_hist_quantile(h, 0.90));
+        pb_fmt_duration(p95, sizeof(p95), (double)pb_hist_quantile(h, 0.95));
+        pb_fmt_duration(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
+        pb_fmt_duration(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
+        if (st->parent[0]) {
             snprintf(cpu, sizeof(cpu), "-"); /* counted in the parent's */
-        else
-            format_ns(cpu, sizeof(cpu), (double)st->cpu_ns);
+            snprintf(per, sizeof(per), "-");
+        } else {
+            pb_fmt_duration(cpu, sizeof(cpu), (double)st->cpu_ns);
+            pb_fmt_duration(per, sizeof(per),
+                            pb_stage_cpu_ns_per_sample(p->stages, p->stage_count, st));
+        }
         if (st->parent[0])
             pb_table_add(&t, "  %s", st->name + strlen(st->parent)); /* "  .seek" under decode */
         else
             pb_table_add(&t, "%s", st->name);
-        const char *const cells[] = {mean, p50, p90, p95, p99, max, cpu};
+        const char *const cells[] = {mean, p50, p90, p95, p99, max, cpu, per};
         add_count_and_cells(&t, h->count, cells, PB_ARRAY_LEN(cells));
         pb_table_add(&t, "%.1f", st->share_pct);
     }
@@ -781,6 +772,11 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
         fputc('\n', s->out);
     emit_table(s, &t);
     pb_table_free(&t);
+    fprintf(s->out,
+            "%scpu/sample = the stage's thread CPU over the samples through the pipeline (collate's "
+            "per batch spread over its samples; they add up to CPU per sample); wall%% = its share "
+            "of the stages' wall time\n",
+            s->markdown ? "\n" : "  ");
     if (p->stages[0].hist.count > p->samples + p->errors)
         fprintf(s->out,
                 "%sstage counts (%llu) exceed the samples the loop took (%llu): they include the "
@@ -811,12 +807,12 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
     if (!top)
         return;
     char name[PB_MARKDOWN_SIZE(PB_PRINTABLE_SIZE(sizeof(top->name)))], took[32];
-    format_ns(took, sizeof(took), (double)pb_hist_quantile(&top->hist, 0.50));
+    pb_fmt_duration(took, sizeof(took), (double)pb_hist_quantile(&top->hist, 0.50));
     fprintf(s->out, "%sslowest %s samples by wall time (p50 %s):", s->markdown ? "\n" : "  ",
             shown(s, name, sizeof(name), top->name), took);
     for (int k = 0; k < top->slowest_count && k < 3 && top->slowest_files[k][0]; k++) {
         char file[PB_MARKDOWN_SIZE(PB_PRINTABLE_SIZE(sizeof(top->slowest_files[k])))];
-        format_ns(took, sizeof(took), (double)top->slowest_ns[k]);
+        pb_fmt_duration(took, sizeof(took), (double)top->slowest_ns[k]);
         fprintf(s->out, "%s %s %s", k ? "," : "",
                 shown(s, file, sizeof(file), top->slowest_files[k]), took);
     }
@@ -841,10 +837,10 @@ static void emit_gpu_stages(const struct sink *s, const struct pb_point_result *
             continue;
         const struct pb_hist *h = &st->hist;
         char mean[32], p50[32], p99[32], max[32];
-        format_ns(mean, sizeof(mean), h->count ? h->mean_ns : 0);
-        format_ns(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
-        format_ns(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
-        format_ns(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
+        pb_fmt_duration(mean, sizeof(mean), h->count ? h->mean_ns : 0);
+        pb_fmt_duration(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
+        pb_fmt_duration(p99, sizeof(p99), (double)pb_hist_quantile(h, 0.99));
+        pb_fmt_duration(max, sizeof(max), (double)(h->count ? h->max_ns : 0));
         pb_table_add(&t, "%s", st->name);
         const char *const cells[] = {mean, p50, p99, max};
         add_count_and_cells(&t, h->count, cells, PB_ARRAY_LEN(cells));

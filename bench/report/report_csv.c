@@ -8,6 +8,7 @@
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/base/table.h"
+#include "bench/result/figures.h"
 #include "bench/report/report.h"
 
 #define CELL_MAX PB_TABLE_CELL_MAX
@@ -68,18 +69,10 @@ static void cell_u64(const struct delimited *d, uint64_t v)
     fprintf(d->out, "%llu%c", (unsigned long long)v, d->sep);
 }
 
-/* µs of CPU per delivered sample: CPU (100 = one core) over samples/s;
- * NaN (an empty cell) when nothing was delivered. */
-static double cpu_us_per_sample(double cpu_util_pct, double samples_per_s)
+/* ns as µs; NaN stays NaN (an empty cell). */
+static double us(double ns)
 {
-    return samples_per_s > 0 ? cpu_util_pct / 100 / samples_per_s * 1e6 : NAN;
-}
-
-/* A stage's µs of thread CPU per sample it processed (as engines.c
- * counts it); NaN for a device row or a stage without samples. */
-static double stage_cpu_us(const struct pb_stage_result *st)
-{
-    return !st->gpu && st->hist.count ? (double)st->cpu_ns / (double)st->hist.count / 1000 : NAN;
+    return ns / 1000;
 }
 
 /* Adds name to names (count of max) unless it is there. */
@@ -201,7 +194,7 @@ static void point_cells(const struct delimited *d, const struct pb_result *resul
     cell_double(d, p->worker_cpu_pct);
     cell_double(d, p->other_cpu_pct);
     cell_double(d, p->first_batch_s);
-    cell_double(d, cpu_us_per_sample(p->cpu_util_pct, p->samples_per_s));
+    cell_double(d, us(pb_point_cpu_ns_per_sample(p)));
     cell_u64(d, p->wait_p50_ns);
     cell_u64(d, p->wait_p99_ns);
     cell_u64(d, p->assembly_p50_ns);
@@ -214,7 +207,8 @@ static void point_cells(const struct delimited *d, const struct pb_result *resul
 }
 
 /* A stage's cells, ending the row. */
-static void stage_cells(const struct delimited *d, const struct pb_stage_result *st)
+static void stage_cells(const struct delimited *d, const struct pb_point_result *p,
+                        const struct pb_stage_result *st)
 {
     const struct pb_hist *h = &st->hist;
     char row_name[80];
@@ -229,9 +223,9 @@ static void stage_cells(const struct delimited *d, const struct pb_stage_result 
     cell_u64(d, h->count ? h->max_ns : 0);
     cell_u64(d, st->cpu_ns);
     cell_double(d, st->share_pct);
-    double us = stage_cpu_us(st);
-    if (isfinite(us))
-        fprintf(d->out, "%.10g", us);
+    double cpu_us = us(pb_stage_cpu_ns_per_sample(p->stages, p->stage_count, st));
+    if (isfinite(cpu_us))
+        fprintf(d->out, "%.10g", cpu_us);
     fputc('\n', d->out);
 }
 
@@ -254,7 +248,7 @@ static void point_rows(struct delimited *d, const struct pb_result *result,
             lead_cells(d, result, i, -1);
             point_cells(d, result, i, input_bound, recommended);
             if (p->stage_count) {
-                stage_cells(d, &p->stages[r]);
+                stage_cells(d, p, &p->stages[r]);
                 continue;
             }
             for (int c = 1; c < STAGE_COLUMNS; c++)
@@ -276,7 +270,7 @@ static double repeat_stage_us(const struct pb_repeat_result *rep, const char *na
 {
     for (size_t s = 0; s < rep->stage_count; s++)
         if (!rep->stages[s].gpu && strcmp(rep->stages[s].name, name) == 0)
-            return stage_cpu_us(&rep->stages[s]);
+            return us(pb_stage_cpu_ns_per_sample(rep->stages, rep->stage_count, &rep->stages[s]));
     return NAN;
 }
 
@@ -293,16 +287,16 @@ static void repeat_row(const struct delimited *d, const struct pb_repeat_result 
     cell_double(d, rep->other_cpu_pct);
     cell_double(d, rep->steal_pct);
     cell_double(d, rep->first_batch_s);
-    cell_double(d, cpu_us_per_sample(rep->cpu_util_pct, rep->samples_per_s));
+    cell_double(d, us(pb_repeat_cpu_ns_per_sample(rep)));
     cell_u64(d, rep->rss_peak_bytes);
     cell_u64(d, rep->samples);
     cell_u64(d, rep->errors);
     fprintf(d->out, "%d", rep->interrupted ? 1 : 0);
     for (size_t s = 0; s < d->stage_count; s++) {
         fputc(d->sep, d->out);
-        double us = repeat_stage_us(rep, d->stages[s]);
-        if (isfinite(us))
-            fprintf(d->out, "%.10g", us);
+        double cpu_us = repeat_stage_us(rep, d->stages[s]);
+        if (isfinite(cpu_us))
+            fprintf(d->out, "%.10g", cpu_us);
     }
     fputc('\n', d->out);
 }

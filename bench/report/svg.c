@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "bench/base/fmt.h"
 #include "bench/base/pb.h"
 
 #define FONT "font-family=\"sans-serif\""
@@ -107,22 +108,11 @@ static void axis_fit(struct axis *a, double lo, double hi, bool from_zero)
     a->hi = ceil(hi / step) * step;
 }
 
-void pb_svg_duration(char *buf, size_t size, double ns, bool exact)
-{
-    static const char *const units[] = {"ns", "µs", "ms", "s"};
-    size_t u = 0;
-    while (u + 1 < PB_ARRAY_LEN(units) && fabs(ns) >= (exact ? 1000 : 999.5)) {
-        ns /= 1000;
-        u++;
-    }
-    snprintf(buf, size, exact ? "%g %s" : "%.3g %s", ns, units[u]);
-}
-
 /* A tick label: durations for ns axes, else 3 significant digits with k/M. */
 static void tick_label(char *buf, size_t size, double v, bool ns)
 {
     if (ns) {
-        pb_svg_duration(buf, size, v, true);
+        pb_fmt_duration_tick(buf, size, v);
     } else if (fabs(v) >= 1e6) {
         snprintf(buf, size, "%gM", v / 1e6);
     } else if (fabs(v) >= 1e4) {

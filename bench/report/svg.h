@@ -93,10 +93,6 @@ struct pb_svg_forest {
 
 void pb_svg_forest_chart(FILE *out, const struct pb_svg_forest *f);
 
-/* A duration with its unit: "850 ns", "12.3 µs", "1.2 ms" (3 significant
- * digits), or with exact the value as it is ("10 µs", for ticks). */
-void pb_svg_duration(char *buf, size_t size, double ns, bool exact);
-
 /* text with &, <, >, " and ' escaped, control characters dropped. */
 void pb_svg_escape(FILE *out, const char *text);
 

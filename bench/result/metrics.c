@@ -102,44 +102,20 @@ static double accel_of_point(const struct pb_point_result *p)
     return p->accel_util_pct > 0 ? p->accel_util_pct : NAN;
 }
 
-/* The pipeline's CPU time per sample, ns: the thread CPU time its stages
- * took (sub-stages and device rows aside) over the samples that went
- * through them (pb_stages_samples). It is the work per sample, which other
- * processes barely move: on a 2-core machine beside one or two busy loops
- * it held within 1% over five unchanged runs, where the whole process's
- * CPU over wall time moved 20% (waits and bookkeeping are scheduled
- * differently). A run without stage timing
- * falls back to the whole process's CPU (its engine's processes) per
- * delivered sample. */
-static double stage_cpu_per_sample(const struct pb_stage_result *stages, size_t count)
-{
-    uint64_t cpu = 0, samples = pb_stages_samples(stages, count);
-    for (size_t s = 0; stages && s < count; s++)
-        if (!stages[s].gpu && !stages[s].parent[0])
-            cpu += stages[s].cpu_ns;
-    return cpu > 0 && samples > 0 ? (double)cpu / (double)samples : NAN;
-}
-
-/* stage_cpu_per_sample, else the process's CPU (100 = one core) over the
- * samples it delivered. */
-static double cpu_per_sample(const struct pb_stage_result *stages, size_t count,
-                             double samples_per_s, double cpu_util_pct)
-{
-    double v = stage_cpu_per_sample(stages, count);
-    if (!isnan(v))
-        return v;
-    return samples_per_s > 0 && cpu_util_pct > 0 ? cpu_util_pct / 100.0 / samples_per_s * 1e9
-                                                 : NAN;
-}
-
+/* The pipeline's CPU time per sample, ns (bench/result/figures.h: the
+ * stages' thread CPU over the samples through them, else the process's).
+ * It is the work per sample, which other processes barely move: on a
+ * 2-core machine beside one or two busy loops it held within 1% over five
+ * unchanged runs, where the whole process's CPU over wall time moved 20%
+ * (waits and bookkeeping are scheduled differently). */
 static double cpu_per_sample_of_repeat(const struct pb_repeat_result *r)
 {
-    return cpu_per_sample(r->stages, r->stage_count, r->samples_per_s, r->cpu_util_pct);
+    return pb_repeat_cpu_ns_per_sample(r);
 }
 
 static double cpu_per_sample_of_point(const struct pb_point_result *p)
 {
-    return cpu_per_sample(p->stages, p->stage_count, p->samples_per_s, p->cpu_util_pct);
+    return pb_point_cpu_ns_per_sample(p);
 }
 
 /* The machine's reference workload before the repeat (ns; lower: a faster

@@ -3,13 +3,16 @@
  * combine into the job's figure, each read from this one row per metric.
  * A new metric is one row here plus whatever produces its value; the
  * comparison, its table, markdown, JSON and HTML, the history database's
- * column, `history show --metric` and the ranks' aggregate follow. */
+ * column, `history show --metric` and the ranks' aggregate follow. A
+ * figure a metric shares with the sinks (CPU per sample) is defined once,
+ * in bench/result/figures.h, and read from there by both. */
 #ifndef PB_METRICS_H
 #define PB_METRICS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "bench/result/figures.h"
 #include "bench/result/result.h"
 
 /* How the ranks of a multi-rank run combine one repeat's value into the

@@ -15,6 +15,7 @@
 #include "bench/base/fileio.h"
 #include "bench/base/jsonfield.h"
 #include "bench/base/pb.h"
+#include "bench/result/figures.h"
 #include "bench/result/memgrowth.h"
 
 /* ------------------------------------------------------------ field tables */
@@ -267,6 +268,9 @@ static json_t *stages_to_json(const struct pb_stage_result *stages, size_t count
         json_object_set_new(obj, "max_ns", pb_json_u64(s->hist.max_ns));
         json_object_set_new(obj, "cpu_ns", pb_json_u64(s->cpu_ns));
         json_object_set_new(obj, "share_pct", pb_json_number(s->share_pct));
+        if (pb_stage_is_cpu(s) || s->parent[0])
+            json_object_set_new(obj, "cpu_ns_per_sample",
+                                pb_json_number(pb_stage_cpu_ns_per_sample(stages, count, s)));
         json_object_set_new(obj, "histogram", hist_to_json(&s->hist));
         json_array_append_new(arr, obj);
     }
@@ -284,6 +288,8 @@ static json_t *warnings_to_json(const char (*warnings)[256], int count)
 static json_t *repeat_to_json(const struct pb_repeat_result *r)
 {
     json_t *obj = pb_fields_to_json(r, repeat_fields);
+    /* Derived (bench/result/figures.h), for readers that do not recompute. */
+    json_object_set_new(obj, "cpu_ns_per_sample", pb_json_number(pb_repeat_cpu_ns_per_sample(r)));
 
     json_t *assembly = json_array(), *wait = json_array(), *step = json_array();
     json_t *depth = json_array(), *samples = json_array();
@@ -350,6 +356,8 @@ static json_t *point_to_json(const struct pb_point_result *p)
     if (p->error_files_unlisted)
         json_object_set_new(errors, "unlisted", pb_json_u64(p->error_files_unlisted));
     json_object_set_new(obj, "errors", errors);
+    /* Derived (bench/result/figures.h), for readers that do not recompute. */
+    json_object_set_new(obj, "cpu_ns_per_sample", pb_json_number(pb_point_cpu_ns_per_sample(p)));
     json_object_set_new(obj, "stages", stages_to_json(p->stages, p->stage_count));
     json_t *repeats = json_array();
     for (size_t i = 0; i < p->repeat_count; i++)

@@ -1,0 +1,59 @@
+/* One definition per figure: the figures with one name that every sink,
+ * the verdict, compare and history read from a result, each computed
+ * here and nowhere else, so the terminal table, Markdown, CSV, TSV, JSON,
+ * HTML, the engines line, the analysis, compare and history show the same
+ * number under the same name (tests/test_agreement.c holds them to it).
+ *
+ * CPU per sample is the stages' thread CPU time over the samples that went
+ * through them: the most any CPU stage handled (pb_stages_samples: the
+ * first stage sees each sample, batches still in flight when measuring
+ * stopped included), so collate's per-batch cost is spread over its
+ * samples. It is the work per sample, which other processes barely move,
+ * where the whole process's CPU over delivered samples (the loop's waits
+ * and bookkeeping included) moves with the machine's load. */
+#ifndef PB_FIGURES_H
+#define PB_FIGURES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bench/result/result.h"
+
+/* Whether a stage row is one of the pipeline's CPU stages: not a device
+ * row, not a decoder's sub-stage (whose time is its parent's). */
+bool pb_stage_is_cpu(const struct pb_stage_result *stage);
+
+/* A stage's thread CPU time per sample, ns, over the samples through the
+ * pipeline of the rows it belongs to (stages, count: a point's or a
+ * repeat's); NAN for a device row or a stage without CPU time. A
+ * sub-stage's is over the same samples. */
+double pb_stage_cpu_ns_per_sample(const struct pb_stage_result *stages, size_t count,
+                                  const struct pb_stage_result *stage);
+
+/* The pipeline's CPU time per sample, ns: the CPU stages' summed thread
+ * CPU over the samples through them; NAN without stage CPU times. */
+double pb_stages_cpu_ns_per_sample(const struct pb_stage_result *stages, size_t count);
+
+/* The point's (pooled over its repeats: the merged stage rows) and a
+ * repeat's CPU time per sample, ns. Without stage CPU times (no stage
+ * timing) the whole process's CPU (100 = one core; its engine's processes)
+ * over the samples it delivered; NAN when neither is known. */
+double pb_point_cpu_ns_per_sample(const struct pb_point_result *point);
+double pb_repeat_cpu_ns_per_sample(const struct pb_repeat_result *repeat);
+
+/* A CPU stage's share of the pipeline's thread CPU time, %; NAN for a row
+ * that is not a CPU stage or rows without CPU times. The shares of the
+ * CPU stages add up to 100. (A stage row's share_pct is of wall time.) */
+double pb_stage_cpu_share_pct(const struct pb_stage_result *stages, size_t count,
+                              const struct pb_stage_result *stage);
+
+/* The point's stall as its repeats had it: the median and the range of
+ * the finished repeats' stall_pct (pb_point_finished_repeats); false when
+ * there are fewer than 2. The point's stall_pct itself is the total wait
+ * over the total wall of those repeats (a ratio of sums, like step, stages
+ * and other, so that the four add up to 100), not this median: tables
+ * show both, each named. */
+bool pb_point_stall_repeats(const struct pb_point_result *point, double *median, double *lo,
+                            double *hi);
+
+#endif
