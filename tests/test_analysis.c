@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bench/analyze/analysis.h"
+#include "bench/analyze/verdict.h"
 #include "bench/config/config.h"
 
 struct spec_point {

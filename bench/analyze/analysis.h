@@ -68,6 +68,13 @@ struct pb_point_analysis {
     double ceiling_frames_per_s, delivered_frames_per_s, ceiling_pct;
 };
 
+/* Point p's CPU stage (not a GPU row) of that name, or NULL. */
+const struct pb_stage_result *pb_analysis_find_stage(const struct pb_point_result *p,
+                                                     const char *name);
+
+/* Stage s's counter of that name into *value; false when it has none. */
+bool pb_analysis_counter(const struct pb_stage_result *s, const char *name, double *value);
+
 /* Decode amplification and per-frame decode time of a point's stages:
  * returns false when the stages carry no frames_decoded/frames_delivered
  * counters or demux/decode sub-stages. */
@@ -103,11 +110,15 @@ struct pb_analysis {
     struct pb_analysis_spec thresholds;
 };
 
-/* Analyzes result into out (release with pb_analysis_free), a single run
- * as a sweep of one point: the verdict and suggestions are of the
- * recommended point. A point whose repeats failed or that has none is not
- * usable and never recommended. */
-int pb_analyze(const struct pb_result *result, struct pb_analysis *out);
+/* The figures of every point of result into out (release with
+ * pb_analysis_free): each point's class and top stage, the recommended
+ * point, scaling and the engines line; no suggestions or verdict (those
+ * are pb_analyze's, bench/analyze/verdict.h). A point whose repeats failed
+ * or that has none is not usable and never recommended. */
+int pb_analysis_points(const struct pb_result *result, struct pb_analysis *out);
+
+/* Point `point`'s run.step_ms (0: no simulated step). */
+double pb_analysis_step_ms(const struct pb_result *result, size_t point);
 void pb_analysis_free(struct pb_analysis *analysis);
 json_t *pb_analysis_to_json(const struct pb_analysis *analysis);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench/analyze/analysis.h"
+#include "bench/analyze/verdict.h"
 #include "bench/analyze/compare.h"
 #include "bench/analyze/history.h"
 #include "bench/base/fileio.h"

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "bench/analyze/verdict.h"
 #include "bench/base/fileio.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"

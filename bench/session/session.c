@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bench/analyze/analysis.h"
+#include "bench/analyze/verdict.h"
 #include "bench/analyze/history.h"
 #include "bench/base/fileio.h"
 #include "bench/base/pb.h"

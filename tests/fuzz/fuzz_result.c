@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "bench/analyze/analysis.h"
+#include "bench/analyze/verdict.h"
 #include "bench/analyze/compare.h"
 #include "bench/report/format.h"
 #include "bench/report/report.h"
