@@ -194,7 +194,7 @@ class Engine:
         while True:
             t_wait_ns = time.monotonic_ns()
             try:
-                batch, records, errors, t_first, t_ready, nbytes, worker = next(iterator)
+                batch, count, records, errors, t_first, t_ready, nbytes, worker = next(iterator)
             except StopIteration:
                 return (batches, samples), False, False
             t_taken_ns = time.monotonic_ns()
@@ -207,7 +207,6 @@ class Engine:
                     return (batches, samples), True, True
                 self.writer.json({"type": "error", "index": index, "file": file,
                                   "message": message})
-            count = self.samples_in(batch)
             self.write_batch(seq + batches, (t_wait_ns, t_taken_ns, t_done_ns, step_ns, t_first,
                                              t_ready, nbytes), count, len(errors), worker, records)
             batches += 1
@@ -223,15 +222,6 @@ class Engine:
         start = time.monotonic_ns()
         time.sleep(step_s)
         return time.monotonic_ns() - start
-
-    @staticmethod
-    def samples_in(batch):
-        """Samples in a collated batch: the first tensor's first dimension."""
-        while isinstance(batch, (list, tuple, dict)) and batch:
-            batch = batch[0] if not isinstance(batch, dict) else next(iter(batch.values()))
-        if isinstance(batch, torch.Tensor) and batch.dim() > 0:
-            return int(batch.shape[0])
-        return 0 if batch is None else 1
 
     def write_batch(self, seq, times, samples, errors, worker, records):
         """The batch frame: header, then the records' bytes."""

@@ -85,6 +85,18 @@ class UserDatasetTest(unittest.TestCase):
         self.assertEqual(ready["samples"], 3)
         self.assertEqual(sorted(row[0] for b in got for row in b["rows"]), [1, 3, 5])
 
+    def test_samples_counted_whatever_a_sample_holds(self):
+        # 6 samples in batches of 4: the count is the samples collate took,
+        # whether a sample is a tensor, (path, tensor), a dict with a name
+        # first, the file's bytes or its path.
+        for shape in ("tensor", "path", "dict", "bytes", "str"):
+            config = user_config("user_code:Shapes", {"root": self.root, "shape": shape})
+            _, got = self.run_point(config)
+            self.assertEqual([b["samples"] for b in got], [4, 2], shape)
+        stage = {"python": {"callable": "user_code:to_name"}}
+        _, got = self.run_point(user_config("user_code:Plain", {"root": self.root}, [stage]))
+        self.assertEqual([b["samples"] for b in got], [4, 2], "a python stage's string")
+
     def test_bad_args_name_dataset_python(self):
         engine = driver.Engine()
         frame = engine.open(user_config("user_code:make_folder", {"nope": 1}), "")
