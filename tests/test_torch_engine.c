@@ -266,6 +266,68 @@ static void test_bad_samples(void **state)
     free(err);
 }
 
+/* A small pipeline on the torch engine, as a config file's text, reading
+ * `data` (an absolute folder of JPEGs). */
+static void write_config(const char *path, const char *data, const char *extra)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "dataset:\n  path: %s\npipeline:\n  - read:\n  - decode: {decoder: jpeg}\n"
+             "  - center_crop: {size: [32, 32]}\n  - normalize:\nloader:\n  engine: torch\n"
+             "  workers: 0\n  batch_size: 4\nrun:\n  warmup_batches: 1\n  min_time_s: 0.3\n"
+             "  max_time_s: 0.8\n  window_s: 0.1\n  repeats: 1\n  on_error: skip\n%s",
+             data, extra ? extra : "");
+    pb_test_write_file(path, text, strlen(text));
+}
+
+/* JPEGs in workdir/name (48 small photos), made once; its absolute path. */
+static const char *photos(const char *name, char *buf, size_t buflen)
+{
+    snprintf(buf, buflen, "%s/%s", workdir, name);
+    struct stat st;
+    if (stat(buf, &st) != 0) {
+        char args[1024];
+        snprintf(args, sizeof args, "gen --kind jpeg --out '%s' --count 48 --size 96x72-128x96",
+                 buf);
+        run_ok(args);
+    }
+    return buf;
+}
+
+/* File names travel as bytes: a corrupt file whose name is not UTF-8 is a
+ * bad sample listed with its exact bytes (errors.files_bytes), and a
+ * config in a folder whose name is not UTF-8 runs. */
+static void test_names_not_utf8(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char data[600], path[700], cmd[1600];
+    photos("odd", data, sizeof data);
+    snprintf(path, sizeof path, "%s/corrupt\xff.jpg", data);
+    pb_test_write_file(path, "x", 1);
+    snprintf(path, sizeof path, "%s/odd.yaml", workdir);
+    write_config(path, data, NULL);
+    run_ok("run odd.yaml -o odd.json");
+    json_t *r = pb_test_load_json(workdir, "odd.json");
+    const json_t *errors = json_object_get(point(r, 0), "errors");
+    assert_true(number(errors, "count") > 0);
+    const char *exact = json_string_value(json_array_get(json_object_get(errors, "files_bytes"), 0));
+    assert_non_null(exact);
+    assert_non_null(strstr(exact, "636f7272757074ff2e6a7067")); /* "corrupt\xff.jpg" */
+    json_decref(r);
+    /* The config in a folder named with a byte that is not UTF-8, given by
+     * its absolute path. */
+    snprintf(path, sizeof path, "%s/cfg\xfe", workdir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/cfg\xfe/odd.yaml", workdir);
+    write_config(path, data, NULL);
+    snprintf(cmd, sizeof cmd, "run '%s' -o odd2.json", path);
+    run_ok(cmd);
+    r = pb_test_load_json(workdir, "odd2.json");
+    assert_true(number(point(r, 0), "samples") > 0);
+    json_decref(r);
+}
+
 /* configs/torch-dataset.yaml: the example Dataset class, a row per
  * transform of its Compose and one for the rest of __getitem__. */
 static void test_users_dataset(void **state)
@@ -323,6 +385,9 @@ int main(void)
         cmocka_unit_test(test_users_dataset),
         cmocka_unit_test(test_bad_samples),
         cmocka_unit_test(test_video_on_torch),
+        cmocka_unit_test(test_names_not_utf8),
     };
+    if (getenv("PB_TEST_FILTER")) /* one test by name, while working on it */
+        cmocka_set_test_filter(getenv("PB_TEST_FILTER"));
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }

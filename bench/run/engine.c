@@ -549,7 +549,8 @@ static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_re
             er->workers_start_ns =
                 (uint64_t)json_integer_value(json_object_get(j, "t_start_ns"));
     } else if (strcmp(type, "error") == 0) {
-        const char *file = json_string_value(json_object_get(j, "file"));
+        char name[PB_PATH_MAX];
+        const char *file = pb_engine_name(j, "file", name, sizeof name);
         const char *why = json_string_value(json_object_get(j, "message"));
         char what[PB_MSG_MAX]; /* "PATH: why", as pbench's own workers list them */
         snprintf(what, sizeof what, "%.250s: %.250s", file ? file : "?",
@@ -775,11 +776,16 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
     const struct pb_spec *spec = er->spec;
     char dir[PB_PATH_MAX];
     pb_engine_config_dir(spec, dir, sizeof dir);
-    json_t *open_cmd = json_pack("{s:s,s:i,s:o,s:s,s:s,s:b}", "type", "open", "protocol",
-                                 PB_ENGINE_PROTOCOL, "config", pb_spec_to_json(spec), "index",
-                                 er->index_path, "config_dir", dir, "stage_timing",
-                                 pb_spec_stage_timing(spec));
-    int rc = open_cmd ? pb_engine_proc_send(er->proc, open_cmd) : PB_ERR_NOMEM;
+    json_t *open_cmd = json_pack("{s:s,s:i,s:o,s:b}", "type", "open", "protocol",
+                                 PB_ENGINE_PROTOCOL, "config", pb_spec_to_json(spec),
+                                 "stage_timing", pb_spec_stage_timing(spec));
+    int rc = open_cmd && pb_engine_put_name(open_cmd, "index", er->index_path) == PB_OK &&
+                     pb_engine_put_name(open_cmd, "config_dir", dir) == PB_OK &&
+                     pb_engine_put_name(open_cmd, "dataset_path", spec->dataset.path) == PB_OK
+                 ? pb_engine_proc_send(er->proc, open_cmd)
+                 : PB_ERR_NOMEM;
+    if (rc == PB_ERR_NOMEM)
+        snprintf(msg, msglen, "out of memory for the torch engine's open command");
     json_decref(open_cmd);
     uint64_t deadline = pb_now_ns() + 300ull * 1000000000ull;
     while (rc == PB_OK) {

@@ -63,6 +63,13 @@ int pb_engine_proc_start(const struct pb_spec *spec, struct pb_engine_proc **out
 /* Sends one command line (a JSON object, without its newline). */
 int pb_engine_proc_send(struct pb_engine_proc *p, json_t *command);
 
+/* Names travel as bytes (docs/engines.md): key holds the name as text
+ * (pb_json_text) and, when it is not UTF-8, key + "_bytes" its exact bytes
+ * (pb_json_bytes). put sets both into obj (PB_OK, or PB_ERR_NOMEM); name
+ * reads them back into buf and returns buf, or NULL when obj has no key. */
+int pb_engine_put_name(json_t *obj, const char *key, const char *name);
+const char *pb_engine_name(const json_t *obj, const char *key, char *buf, size_t buflen);
+
 #define PB_ENGINE_NO_FRAME 1 /* pb_engine_proc_frame: none came in time */
 
 /* The next frame within timeout_ms (-1: wait): PB_OK with *type (1 JSON,

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/base/jsonfield.h"
 #include "bench/base/pb.h"
 #include "bench/sys/paths.h"
 
@@ -183,6 +184,30 @@ fail:
     free(env);
     free(p);
     return PB_ERR;
+}
+
+int pb_engine_put_name(json_t *obj, const char *key, const char *name)
+{
+    char bytes_key[64];
+    snprintf(bytes_key, sizeof bytes_key, "%s_bytes", key);
+    json_t *exact = pb_json_bytes(name); /* NULL for UTF-8 */
+    int rc = json_object_set_new(obj, key, pb_json_text(name)) == 0 ? PB_OK : PB_ERR_NOMEM;
+    if (exact && json_object_set_new(obj, bytes_key, exact) != 0)
+        rc = PB_ERR_NOMEM;
+    return rc;
+}
+
+const char *pb_engine_name(const json_t *obj, const char *key, char *buf, size_t buflen)
+{
+    char bytes_key[64];
+    snprintf(bytes_key, sizeof bytes_key, "%s_bytes", key);
+    if (pb_json_bytes_read(json_object_get(obj, bytes_key), buf, buflen))
+        return buf;
+    const char *text = json_string_value(json_object_get(obj, key));
+    if (!text)
+        return NULL;
+    pb_strlcpy(buf, text, buflen);
+    return buf;
 }
 
 int pb_engine_proc_send(struct pb_engine_proc *p, json_t *command)

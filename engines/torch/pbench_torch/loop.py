@@ -16,6 +16,7 @@ from .errors import ConfigError
 from .index import parse_shard, read_index, shard_indices
 from .stages import build_pipeline
 from .userdata import add_python_path, import_callable, make_user_dataset
+from .protocol import name_field, name_fields
 from .versions import versions
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
@@ -75,7 +76,11 @@ class Engine:
         loader_config = config.get("loader", {})
         dataset_config = config.get("dataset", {})
         check_loader(loader_config)
-        add_python_path(loader_config.get("python_path"), command.get("config_dir", "."))
+        add_python_path(loader_config.get("python_path"),
+                        name_field(command, "config_dir") or ".")
+        dataset_path = name_field(command, "dataset_path")  # its bytes, where not UTF-8
+        if dataset_path is not None:
+            dataset_config = dict(dataset_config, path=dataset_path)
         try:
             rank, count = parse_shard(dataset_config.get("shard", "0/1"))
         except ValueError as e:
@@ -88,7 +93,7 @@ class Engine:
             if not stages:
                 raise ConfigError("pipeline", "the pipeline is empty and dataset.python is not "
                                   "set: nothing to load")
-            entries = read_index(command.get("index"))
+            entries = read_index(name_field(command, "index"))
             self.dataset = IndexDataset(entries, shard_indices(len(entries), rank, count), stages)
         if len(self.dataset) == 0:
             raise ConfigError("dataset.shard", "shard %d/%d holds no samples" % (rank, count))
@@ -205,8 +210,8 @@ class Engine:
                     self.writer.json({"type": "fatal", "kind": "data", "message":
                                       "%s: %s (run.on_error: fail)" % (file, message)})
                     return (batches, samples), True, True
-                self.writer.json({"type": "error", "index": index, "file": file,
-                                  "message": message})
+                self.writer.json(dict({"type": "error", "index": index, "message": message},
+                                      **name_fields("file", file)))
             self.write_batch(seq + batches, (t_wait_ns, t_taken_ns, t_done_ns, step_ns, t_first,
                                              t_ready, nbytes), count, len(errors), worker, records)
             batches += 1
