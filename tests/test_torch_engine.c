@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/testutil.h"
@@ -328,6 +329,133 @@ static void test_names_not_utf8(void **state)
     json_decref(r);
 }
 
+/* A config of your own Dataset dies:Dies(how) (a module in workdir) with
+ * extra lines under loader:, at workdir/name. */
+static void write_dies(const char *name, const char *how, const char *loader_extra,
+                       const char *run_extra)
+{
+    static const char module[] =
+        "import os, signal, time\n"
+        "class Dies:\n"
+        "    def __init__(self, how):\n"
+        "        self.how = how\n"
+        "        if how == 'exit':\n"
+        "            os._exit(7)\n"
+        "        if how == 'hang':\n"
+        "            time.sleep(3600)\n"
+        "    def __len__(self):\n"
+        "        return 64\n"
+        "    def __getitem__(self, i):\n"
+        "        if self.how == 'segv':\n"
+        "            os.kill(os.getpid(), signal.SIGSEGV)\n"
+        "        return i\n";
+    char path[700], text[2048];
+    snprintf(path, sizeof path, "%s/dies.py", workdir);
+    pb_test_write_file(path, module, strlen(module));
+    snprintf(text, sizeof text,
+             "dataset:\n  python: \"dies:Dies\"\n  args: {how: %s}\npipeline: []\n"
+             "loader:\n  engine: torch\n  python_path: %s\n  workers: 0\n  batch_size: 4\n%s"
+             "run:\n  warmup_batches: 1\n  min_time_s: 0.3\n  max_time_s: 0.8\n  repeats: 1\n%s",
+             how, workdir, loader_extra ? loader_extra : "", run_extra ? run_extra : "");
+    snprintf(path, sizeof path, "%s/%s", workdir, name);
+    pb_test_write_file(path, text, strlen(text));
+}
+
+static void assert_run_says(const char *args, int code, const char *const *needles)
+{
+    assert_int_equal(run(args), code);
+    char *err = file_text("err.txt");
+    pb_test_assert_contains(err, needles);
+    free(err);
+}
+
+/* loader.python as the path rule says: a bare name on PATH, a relative
+ * path against the config's folder; one that cannot start is a config
+ * error at its line (a folder and a text file alike). */
+static void test_interpreter_found_and_refused(void **state)
+{
+    (void)state;
+    char path[700], args[1600];
+    snprintf(path, sizeof path, "%s/bin", workdir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/bin/python3", workdir);
+    assert_int_equal(symlink("/usr/bin/python3", path), 0);
+    snprintf(path, sizeof path, "%s/bin/notes.txt", workdir);
+    pb_test_write_file(path, "not a program\n", 14);
+    write_dies("folder.yaml", "none", "  python: ./bin\n", NULL);
+    assert_run_says("run folder.yaml", 2,
+                    (const char *const[]){"folder.yaml:10:3: loader.engine torch: the "
+                                          "interpreter", "/bin' (loader.python) cannot be "
+                                          "started (it is a folder)", NULL});
+    write_dies("text.yaml", "none", "  python: bin/notes.txt\n", NULL);
+    assert_run_says("run text.yaml", 2,
+                    (const char *const[]){"text.yaml:10:3:", "cannot be started", NULL});
+    write_dies("nowhere.yaml", "none", "  python: no-such-python\n", NULL);
+    assert_run_says("run nowhere.yaml", 2,
+                    (const char *const[]){"nowhere.yaml:10:3:", "not found on PATH", NULL});
+    if (!have_torch)
+        return;
+    /* Relative to the config's folder, run from another folder. */
+    snprintf(path, sizeof path, "%s/elsewhere", workdir);
+    mkdir(path, 0755);
+    write_dies("relative.yaml", "none", "  python: bin/python3\n", NULL);
+    run_ok("run relative.yaml -o relative.json");
+    snprintf(args, sizeof args, "run '%s/relative.yaml' -o '%s/relative2.json'", workdir, workdir);
+    char *err = NULL;
+    snprintf(path, sizeof path, "%s/elsewhere", workdir);
+    int rc = pb_test_run_pbench(path, args, &err);
+    if (rc != 0)
+        fail_msg("from another folder: exit %d: %s", rc, err);
+    free(err);
+    /* A bare name on PATH. */
+    write_dies("bare.yaml", "none", "  python: python3\n", NULL);
+    snprintf(args, sizeof args, "run bare.yaml -o bare.json");
+    char command[2048];
+    snprintf(command, sizeof command, "cd '%s' && PATH='%s/bin':\"$PATH\" '%s' %s >out.txt 2>err.txt",
+             workdir, workdir, binary, args);
+    rc = system(command);
+    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
+        char *text = file_text("err.txt");
+        fail_msg("loader.python: python3 on PATH: %s", text);
+    }
+}
+
+/* An engine that dies says how: its exit status or signal. */
+static void test_engine_death_says_how(void **state)
+{
+    (void)state;
+    write_dies("false.yaml", "none", "  python: /bin/false\n", NULL);
+    assert_run_says("run false.yaml", 1,
+                    (const char *const[]){"/bin/false -m pbench_torch", "exited with status 1",
+                                          NULL});
+    write_dies("true.yaml", "none", "  python: /bin/true\n", NULL);
+    assert_run_says("run true.yaml", 1, (const char *const[]){"exited with status 0", NULL});
+    NEED_TORCH();
+    write_dies("exit.yaml", "exit", NULL, NULL);
+    assert_run_says("run exit.yaml", 1, (const char *const[]){"exited with status 7", NULL});
+    write_dies("segv.yaml", "segv", NULL, NULL);
+    assert_run_says("run segv.yaml", 1,
+                    (const char *const[]){"the torch engine's process", "killed by signal 11 "
+                                          "(SIGSEGV)", NULL});
+    /* In a worker: the engine names the worker and how it ended. */
+    assert_run_says("run segv.yaml -s loader.workers=1", 1,
+                    (const char *const[]){"DataLoader worker 0 (pid", "killed by signal 11 "
+                                          "(SIGSEGV)", "the engine's own process is alive",
+                                          NULL});
+}
+
+/* A Dataset constructor that hangs: the wait for the engine's ready is
+ * run.stage_timeout_s, and the message says so. */
+static void test_startup_wait_is_the_stage_timeout(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    write_dies("hang.yaml", "hang", NULL, "  stage_timeout_s: 6\n");
+    assert_run_says("run hang.yaml", 1,
+                    (const char *const[]){"did not answer open within run.stage_timeout_s (6 s)",
+                                          NULL});
+}
+
 /* configs/torch-dataset.yaml: the example Dataset class, a row per
  * transform of its Compose and one for the rest of __getitem__. */
 static void test_users_dataset(void **state)
@@ -386,6 +514,9 @@ int main(void)
         cmocka_unit_test(test_bad_samples),
         cmocka_unit_test(test_video_on_torch),
         cmocka_unit_test(test_names_not_utf8),
+        cmocka_unit_test(test_interpreter_found_and_refused),
+        cmocka_unit_test(test_engine_death_says_how),
+        cmocka_unit_test(test_startup_wait_is_the_stage_timeout),
     };
     if (getenv("PB_TEST_FILTER")) /* one test by name, while working on it */
         cmocka_set_test_filter(getenv("PB_TEST_FILTER"));

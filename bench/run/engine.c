@@ -483,10 +483,8 @@ static int on_batch(struct pb_engine_run *er, struct part *c, struct pb_repeat_r
     return PB_OK;
 }
 
-/* "FILE:LINE:COLUMN: " where the config set option (the engine's dotted
- * key, "pipeline[2].interpolation" or "loader.in_order"); "FILE: " when
- * the file did not set it (a -s override, a default). */
-static void option_place(const struct pb_spec *spec, const char *option, char *out, size_t outlen)
+void pb_engine_option_place(const struct pb_spec *spec, const char *option, char *out,
+                            size_t outlen)
 {
     int line = 0, column = 0, stage;
     if (option && sscanf(option, "pipeline[%d]", &stage) == 1 && stage >= 0 &&
@@ -519,7 +517,7 @@ static int on_fatal(struct pb_engine_run *er, const json_t *j, char *msg, size_t
     text = text ? text : "(no message)";
     if (strcmp(kind, "config") == 0) {
         char place[PB_PATH_MAX + 32];
-        option_place(er->spec, option, place, sizeof place);
+        pb_engine_option_place(er->spec, option, place, sizeof place);
         snprintf(msg, msglen, "%sloader.engine torch: %s", place, text);
         return PB_ERR_CONFIG;
     }
@@ -787,7 +785,10 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
     if (rc == PB_ERR_NOMEM)
         snprintf(msg, msglen, "out of memory for the torch engine's open command");
     json_decref(open_cmd);
-    uint64_t deadline = pb_now_ns() + 300ull * 1000000000ull;
+    /* Importing torch and making the Dataset are a stage like any other:
+     * run.stage_timeout_s bounds the wait for ready. */
+    double timeout_s = spec->run.stage_timeout_s;
+    uint64_t deadline = pb_now_ns() + (uint64_t)(timeout_s * 1e9);
     while (rc == PB_OK) {
         uint32_t type, len;
         const uint8_t *data;
@@ -795,8 +796,11 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
         if (rc == PB_ENGINE_NO_FRAME) {
             rc = pb_now_ns() < deadline ? PB_OK : PB_ERR;
             if (rc != PB_OK)
-                snprintf(msg, msglen, "the torch engine did not answer within 300 s: %s",
-                         pb_engine_proc_stderr(er->proc));
+                snprintf(msg, msglen,
+                         "the torch engine did not answer open within run.stage_timeout_s "
+                         "(%g s): importing torch, or your Dataset's constructor, is stuck "
+                         "(raise run.stage_timeout_s if it is only slow); its last words: %s",
+                         timeout_s, pb_engine_proc_stderr(er->proc));
             if (er->hooks && er->hooks->stop && *er->hooks->stop)
                 return PB_ERR_INTERRUPTED;
             continue;

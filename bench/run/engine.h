@@ -83,6 +83,17 @@ int pb_engine_proc_frame(struct pb_engine_proc *p, int timeout_ms, uint32_t *typ
 int pb_engine_proc_pid(const struct pb_engine_proc *p);
 const char *pb_engine_proc_stderr(struct pb_engine_proc *p);
 
+/* How the engine's process ended, once its record pipe has: "exited with
+ * status 7", "was killed by signal 11 (SIGSEGV)" (waits up to 2 s for it
+ * to be reaped). Into buf, which it returns. */
+const char *pb_engine_proc_ending(struct pb_engine_proc *p, char *buf, size_t buflen);
+
+/* "FILE:LINE:COLUMN: " where spec's config set option (the engine's dotted
+ * key: "pipeline[2].interpolation", "loader.python"); "FILE: " when the
+ * file did not set it (a -s override, a default). */
+void pb_engine_option_place(const struct pb_spec *spec, const char *option, char *out,
+                            size_t outlen);
+
 /* Ends it: close (polite), then SIGTERM, then SIGKILL after 2 s; reaps. */
 void pb_engine_proc_end(struct pb_engine_proc *p, bool polite);
 

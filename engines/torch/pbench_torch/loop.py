@@ -4,6 +4,7 @@ iter(loader) per repeat (and per epoch), a frame per batch.
 Engine.serve answers pbench's commands (open, repeat, stop, close) until
 close or the end of stdin, and returns the exit status."""
 import random
+import signal
 import time
 
 import torch
@@ -176,7 +177,15 @@ class Engine:
             new_pids = [w.pid for w in getattr(iterator, "_workers", [])]
             if pids is None or new_pids != pids:
                 pids = self.send_workers(repeat, iterator, t_start_ns)
-            delivered, stopped, failed = self.run_epoch(iterator, seq, step_s, fail_on_error)
+            try:
+                delivered, stopped, failed = self.run_epoch(iterator, seq, step_s, fail_on_error)
+            except Exception:
+                endings = worker_endings(iterator)
+                if not endings:
+                    raise
+                self.fatal("engine", "%s (%s; the engine's own process is alive)"
+                           % (describe_exception(), endings))
+                return False
             del iterator  # non-persistent workers exit here
             if failed:
                 return False
@@ -281,6 +290,27 @@ class Engine:
             frame["option"] = option
         self.writer.json(frame)
         return EXIT_CONFIG if kind in ("config", "environment") else EXIT_FAILED
+
+
+def worker_endings(iterator):
+    """How the iterator's worker processes that died ended ("DataLoader
+    worker 0 (pid 123) was killed by signal 11 (SIGSEGV)"), or ""."""
+    said = []
+    for number, worker in enumerate(getattr(iterator, "_workers", None) or []):
+        code = worker.exitcode
+        if code is None or code == 0:
+            continue
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = "an unknown signal"
+            said.append("DataLoader worker %d (pid %d) was killed by signal %d (%s)"
+                        % (number, worker.pid, -code, name))
+        else:
+            said.append("DataLoader worker %d (pid %d) exited with status %d"
+                        % (number, worker.pid, code))
+    return "; ".join(said)
 
 
 def command_type(command):
