@@ -456,6 +456,58 @@ static void test_startup_wait_is_the_stage_timeout(void **state)
                                           NULL});
 }
 
+/* The slowest samples of your own Dataset are named from the Dataset (its
+ * `paths` here, in the reverse of pbench's order), not from pbench's index
+ * of dataset.path; a Dataset that names no files says so. */
+static void test_slowest_files_of_own_dataset(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    static const char module[] =
+        "import os, time\n"
+        "class Reversed:\n"
+        "    def __init__(self, root, named=True):\n"
+        "        self.files = [os.path.join(root, f) for f in sorted(os.listdir(root))[::-1]]\n"
+        "        if named:\n"
+        "            self.paths = self.files\n"
+        "        else:\n"
+        "            del self.files  # no attribute that names them\n"
+        "            self.hidden = [os.path.join(root, f) for f in sorted(os.listdir(root))[::-1]]\n"
+        "    def __len__(self):\n"
+        "        return len(getattr(self, 'paths', None) or self.hidden)\n"
+        "    def __getitem__(self, i):\n"
+        "        path = (getattr(self, 'paths', None) or self.hidden)[i]\n"
+        "        if path.endswith('img_0000007.jpg'):\n"
+        "            time.sleep(0.2)\n"
+        "        with open(path, 'rb') as f:\n"
+        "            return len(f.read())\n";
+    char data[600], path[700], text[2048];
+    photos("slow", data, sizeof data);
+    snprintf(path, sizeof path, "%s/slowfile.py", workdir);
+    pb_test_write_file(path, module, strlen(module));
+    for (int named = 1; named >= 0; named--) {
+        snprintf(text, sizeof text,
+                 "dataset:\n  path: %s\n  python: \"slowfile:Reversed\"\n"
+                 "  args: {root: \"${dataset.path}\", named: %s}\npipeline: []\n"
+                 "loader:\n  engine: torch\n  python_path: .\n  workers: 0\n  batch_size: 4\n"
+                 "run:\n  warmup_batches: 0\n  min_time_s: 0.3\n  max_time_s: 1\n"
+                 "  repeats: 1\n  window_s: 0.1\n",
+                 data, named ? "true" : "false");
+        snprintf(path, sizeof path, "%s/slow.yaml", workdir);
+        pb_test_write_file(path, text, strlen(text));
+        run_ok("run slow.yaml -s dataset.epochs=1 -o slow.json");
+        json_t *r = pb_test_load_json(workdir, "slow.json");
+        const json_t *slowest = json_object_get(stage(point(r, 0), "getitem"), "slowest");
+        const char *file = json_string_value(json_object_get(json_array_get(slowest, 0), "file"));
+        assert_non_null(file);
+        if (named)
+            assert_non_null(strstr(file, "/slow/img_0000007.jpg"));
+        else
+            assert_non_null(strstr(file, "names no file"));
+        json_decref(r);
+    }
+}
+
 /* configs/torch-dataset.yaml: the example Dataset class, a row per
  * transform of its Compose and one for the rest of __getitem__. */
 static void test_users_dataset(void **state)
@@ -514,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_bad_samples),
         cmocka_unit_test(test_video_on_torch),
         cmocka_unit_test(test_names_not_utf8),
+        cmocka_unit_test(test_slowest_files_of_own_dataset),
         cmocka_unit_test(test_interpreter_found_and_refused),
         cmocka_unit_test(test_engine_death_says_how),
         cmocka_unit_test(test_startup_wait_is_the_stage_timeout),

@@ -316,7 +316,10 @@ static int fill_rows(const struct pb_engine_run *er, struct pb_repeat_result *re
             uint64_t index = col->slowest.sample[i];
             row->slowest_ns[i] = col->slowest.ns[i];
             row->slowest_sample[i] = index;
-            if (index < er->ds->count && er->ds->members)
+            if (er->spec->dataset.python[0]) /* not pbench's index: the engine names it */
+                snprintf(row->slowest_files[i], sizeof row->slowest_files[i],
+                         "sample %" PRIu64, index);
+            else if (index < er->ds->count && er->ds->members)
                 snprintf(row->slowest_files[i], sizeof row->slowest_files[i], "%.120s:%.70s",
                          er->ds->paths[index], er->ds->members[index]);
             else if (index < er->ds->count)
@@ -710,6 +713,8 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
         fill_totals(er, &c, rep);
         if (stage_timing && fill_rows(er, rep) != PB_OK)
             pb_point_warn(er->point, "out of memory for the stage rows");
+        else if (stage_timing && er->spec->dataset.python[0] && rc == PB_OK && c.ended)
+            pb_engine_name_slowest(er->proc, rep, er->spec->run.stage_timeout_s);
     } else {
         pb_repeat_result_free(rep);
     }

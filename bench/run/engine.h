@@ -40,12 +40,20 @@ void pb_engine_close(struct pb_engine_run *er);
 
 /* ---- the process (engine_proc.c) ------------------------------------ */
 
+struct pb_engine_proc;
+
+/* Your own Dataset's samples (dataset.python) are not in pbench's index:
+ * asks the engine, between repeats, for the files of rep's slowest
+ * samples (the `names` command) and writes them into the rows' slowest
+ * files; a sample the Dataset names no file for says so. Waits up to
+ * timeout_s for the answer (engine_names.c). */
+void pb_engine_name_slowest(struct pb_engine_proc *p, struct pb_repeat_result *rep,
+                            double timeout_s);
+
 #define PB_ENGINE_PROTOCOL 1
 #define PB_ENGINE_MAX_COLUMNS 32
 #define PB_ENGINE_MAX_COUNTERS 8
 #define PB_ENGINE_MAX_WORKERS 256
-
-struct pb_engine_proc;
 
 /* The folder the engines live in: $PBENCH_ENGINES, else pbench's share
  * folder's engines/ (installed, or the source tree's; bench/sys/paths.h). */

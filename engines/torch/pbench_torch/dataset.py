@@ -79,6 +79,10 @@ class IndexDataset(Dataset):
     def __len__(self):
         return len(self.positions)
 
+    def file_of(self, index):
+        """The file of sample index (in the index), or ""."""
+        return entry_name(self.entries[index]) if 0 <= index < len(self.entries) else ""
+
     def __getitem__(self, i):
         index = self.positions[i]
         entry = self.entries[index]
@@ -144,6 +148,11 @@ class UserDataset(Dataset):
 
     def __len__(self):
         return len(self.positions)
+
+    def file_of(self, index):
+        """The file of the user's sample index, as the Dataset names it, or
+        "" (userdata.sample_file)."""
+        return userdata.sample_file(self.dataset, index)
 
     def __getitem__(self, i):
         index = self.positions[i]

@@ -273,6 +273,8 @@ class Engine:
                         return self.fatal("engine", "repeat before open")
                     if not self.repeat(command):
                         return EXIT_FAILED
+                elif kind == "names":
+                    self.names(command)
                 elif kind == "close":
                     break
                 elif kind != "stop":  # a stop between repeats has nothing to end
@@ -282,6 +284,15 @@ class Engine:
             except Exception:
                 return self.fatal("engine", describe_exception())
         return EXIT_OK
+
+    def names(self, command):
+        """Answers names: the file of each sample asked for, from the
+        Dataset itself ("" where it names none)."""
+        found = []
+        for index in command.get("indices") or []:
+            file = self.dataset.file_of(int(index)) if self.dataset is not None else ""
+            found.append(dict({"index": int(index)}, **name_fields("file", file)))
+        self.writer.json({"type": "names", "names": found})
 
     def fatal(self, kind, message, option=None):
         """Sends a fatal frame; returns the exit status to leave with."""
