@@ -523,6 +523,10 @@ static void test_users_dataset(void **state)
              "-s loader.batch_size=8 -o user.json",
              source_dir);
     run_ok(args);
+    char *out = file_text("out.txt"); /* its bytes read are not known, not zero */
+    pb_test_assert_contains(out, (const char *const[]){"MB/s read", "unknown (your Dataset "
+                                                        "reads its files itself)", NULL});
+    free(out);
     json_t *r = pb_test_load_json(workdir, "user.json");
     const json_t *p = point(r, 0);
     static const char *const rows[] = {"getitem", "RandomResizedCrop", "RandomHorizontalFlip",

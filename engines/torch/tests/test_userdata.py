@@ -24,6 +24,24 @@ class ExpandArgsTest(unittest.TestCase):
         self.assertEqual(got, {"root": "/d", "n": 3, "more": ["/d/x", {"k": "plain"}]})
 
 
+class ImportCallableTest(unittest.TestCase):
+    def test_an_attribute_that_is_none_is_said_so(self):
+        import sys
+        from pbench_torch import userdata
+        from pbench_torch.errors import ConfigError
+        sys.path.insert(0, HERE)
+        try:
+            with self.assertRaises(ConfigError) as caught:
+                userdata.import_callable("user_code:NONE_ATTR", "dataset.python")
+            self.assertEqual(caught.exception.message,
+                             "user_code.NONE_ATTR is None, not a callable")
+            with self.assertRaises(ConfigError) as caught:
+                userdata.import_callable("user_code:no_such_attr", "dataset.python")
+            self.assertEqual(caught.exception.message, "module user_code has no no_such_attr")
+        finally:
+            sys.path.remove(HERE)
+
+
 @unittest.skipIf(not driver.torch_available(), driver.SKIP_REASON)
 class UserDatasetTest(unittest.TestCase):
     @classmethod

@@ -72,3 +72,6 @@ class Shapes(Dataset):
 def to_name(sample):
     """A `python` stage that returns a string."""
     return "a sample of %d fields" % len(sample)
+
+
+NONE_ATTR = None  # exists, and is not a callable
