@@ -508,6 +508,33 @@ static void test_slowest_files_of_own_dataset(void **state)
     }
 }
 
+/* An engine whose batches claim more samples than they carry (a copy of
+ * the engine that multiplies collate's count) is refused, not believed. */
+static void test_sample_count_is_checked(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char command[2048], data[600], path[700];
+    snprintf(command, sizeof command,
+             "cp -r '%s/engines' '%s/liar' && sed -i 's/return batch, len(good), records/"
+             "return batch, len(good) * 1000, records/' '%s/liar/torch/pbench_torch/collate.py' "
+             "&& grep -q 'len(good) \\* 1000' '%s/liar/torch/pbench_torch/collate.py'",
+             source_dir, workdir, workdir, workdir);
+    assert_int_equal(system(command), 0);
+    photos("liar-photos", data, sizeof data); /* every one good: 4 samples a batch */
+    snprintf(path, sizeof path, "%s/liar.yaml", workdir);
+    write_config(path, data, NULL);
+    snprintf(command, sizeof command,
+             "cd '%s' && PBENCH_ENGINES='%s/liar' '%s' run liar.yaml >out.txt 2>err.txt", workdir,
+             workdir, binary);
+    int rc = system(command);
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+    char *err = file_text("err.txt");
+    pb_test_assert_contains(err, (const char *const[]){"says it holds 4000 samples",
+                                                        "a count pbench cannot trust", NULL});
+    free(err);
+}
+
 /* configs/torch-dataset.yaml: the example Dataset class, a row per
  * transform of its Compose and one for the rest of __getitem__. */
 static void test_users_dataset(void **state)
@@ -570,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_bad_samples),
         cmocka_unit_test(test_video_on_torch),
         cmocka_unit_test(test_names_not_utf8),
+        cmocka_unit_test(test_sample_count_is_checked),
         cmocka_unit_test(test_slowest_files_of_own_dataset),
         cmocka_unit_test(test_interpreter_found_and_refused),
         cmocka_unit_test(test_engine_death_says_how),

@@ -452,6 +452,15 @@ static int on_batch(struct pb_engine_run *er, struct part *c, struct pb_repeat_r
         snprintf(msg, msglen, "the torch engine sent a malformed batch frame (%u bytes)", len);
         return PB_ERR;
     }
+    uint64_t batch_size = (uint64_t)er->spec->loader.batch_size;
+    if ((h.records && h.records != h.samples) || (uint64_t)h.samples + h.errors > batch_size) {
+        snprintf(msg, msglen,
+                 "the torch engine's batch %" PRIu64 " says it holds %u samples and %u bad ones, "
+                 "but it carries %u sample records and loader.batch_size is %" PRIu64
+                 ": a count pbench cannot trust",
+                 h.seq, h.samples, h.errors, h.records, batch_size);
+        return PB_ERR;
+    }
     if (h.seq == 0 && er->workers_start_ns && h.t_taken > er->workers_start_ns)
         c->first_batch_ns = h.t_taken - er->workers_start_ns;
     if (c->stop_sent)
