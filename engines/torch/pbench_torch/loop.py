@@ -12,7 +12,8 @@ from torch.utils.data import DataLoader, Sampler
 
 from . import ENGINE_NAME, PROTOCOL_VERSION
 from .collate import Collate
-from .dataset import IndexDataset, UserDataset, describe_exception
+from .dataset import (FOLDED_ROW, MAX_COLUMNS, IndexDataset, UserDataset,
+                      describe_exception)
 from .errors import ConfigError
 from .index import parse_shard, read_index, shard_indices
 from .stages import build_pipeline
@@ -90,6 +91,12 @@ class Engine:
         if dataset_config.get("python"):
             user = make_user_dataset(dataset_config)
             self.dataset = UserDataset(user, shard_indices(len(user), rank, count), stages)
+            if self.dataset.folded:
+                self.writer.json({"type": "warning", "message": (
+                    "the Dataset's Compose has %d transforms: the last %d are timed together "
+                    "as the row %s (pbench reads at most %d stage columns)"
+                    % (len(self.dataset.original_transforms), self.dataset.folded,
+                       FOLDED_ROW, MAX_COLUMNS))})
         else:
             if not stages:
                 raise ConfigError("pipeline", "the pipeline is empty and dataset.python is not "

@@ -115,6 +115,25 @@ class UserDatasetTest(unittest.TestCase):
         _, got = self.run_point(user_config("user_code:Plain", {"root": self.root}, [stage]))
         self.assertEqual([b["samples"] for b in got], [4, 2], "a python stage's string")
 
+    def test_a_long_compose_folds_its_last_transforms_into_one_row(self):
+        config = user_config("user_code:make_long_compose", {"root": self.root})
+        engine = driver.Engine()
+        engine.send("open", protocol=1, config=config, index="", config_dir=".",
+                    stage_timing=True)
+        frames = engine.until("ready", "fatal")
+        ready = frames[-1]
+        self.assertEqual(ready["type"], "ready", ready)
+        names = [s["name"] for s in ready["stages"]]
+        self.assertEqual(len(names), 32)
+        self.assertEqual(names[:3], ["getitem", "Resize", "Lambda"])
+        self.assertEqual(names[-2:], ["more_transforms", "collate"])
+        warnings = [f["message"] for f in frames if f["type"] == "warning"]
+        self.assertIn("the last 10 are timed together as the row more_transforms", warnings[0])
+        got = [f for f in engine.repeat(0) if f["type"] == "batch"]
+        self.assertEqual(engine.close(), 0, engine.stderr_tail())
+        self.assertEqual(sum(b["samples"] for b in got), 6)
+        self.assertTrue(all(row[1 + 3 * 30] > 0 for b in got for row in b["rows"]))
+
     def test_bad_args_name_dataset_python(self):
         engine = driver.Engine()
         frame = engine.open(user_config("user_code:make_folder", {"nope": 1}), "")

@@ -75,3 +75,13 @@ def to_name(sample):
 
 
 NONE_ATTR = None  # exists, and is not a callable
+
+
+def make_long_compose(root, transforms_count=39):
+    """Folder with a Compose of transforms_count transforms (Resize, then
+    identity Lambdas, then ToTensor)."""
+    dataset = Folder(root)
+    dataset.transform = transforms.Compose(
+        [transforms.Resize(8)] + [transforms.Lambda(lambda x: x)] * (transforms_count - 2) +
+        [transforms.ToTensor()])
+    return dataset
