@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/testutil.h"
@@ -266,6 +267,274 @@ static void test_bad_samples(void **state)
     free(err);
 }
 
+/* A small pipeline on the torch engine, as a config file's text, reading
+ * `data` (an absolute folder of JPEGs). */
+static void write_config(const char *path, const char *data, const char *extra)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "dataset:\n  path: %s\npipeline:\n  - read:\n  - decode: {decoder: jpeg}\n"
+             "  - center_crop: {size: [32, 32]}\n  - normalize:\nloader:\n  engine: torch\n"
+             "  workers: 0\n  batch_size: 4\nrun:\n  warmup_batches: 1\n  min_time_s: 0.3\n"
+             "  max_time_s: 0.8\n  window_s: 0.1\n  repeats: 1\n  on_error: skip\n%s",
+             data, extra ? extra : "");
+    pb_test_write_file(path, text, strlen(text));
+}
+
+/* JPEGs in workdir/name (48 small photos), made once; its absolute path. */
+static const char *photos(const char *name, char *buf, size_t buflen)
+{
+    snprintf(buf, buflen, "%s/%s", workdir, name);
+    struct stat st;
+    if (stat(buf, &st) != 0) {
+        char args[1024];
+        snprintf(args, sizeof args, "gen --kind jpeg --out '%s' --count 48 --size 96x72-128x96",
+                 buf);
+        run_ok(args);
+    }
+    return buf;
+}
+
+/* File names travel as bytes: a corrupt file whose name is not UTF-8 is a
+ * bad sample listed with its exact bytes (errors.files_bytes), and a
+ * config in a folder whose name is not UTF-8 runs. */
+static void test_names_not_utf8(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char data[600], path[700], cmd[1600];
+    photos("odd", data, sizeof data);
+    snprintf(path, sizeof path, "%s/corrupt\xff.jpg", data);
+    pb_test_write_file(path, "x", 1);
+    snprintf(path, sizeof path, "%s/odd.yaml", workdir);
+    write_config(path, data, NULL);
+    run_ok("run odd.yaml -o odd.json");
+    json_t *r = pb_test_load_json(workdir, "odd.json");
+    const json_t *errors = json_object_get(point(r, 0), "errors");
+    assert_true(number(errors, "count") > 0);
+    const char *exact = json_string_value(json_array_get(json_object_get(errors, "files_bytes"), 0));
+    assert_non_null(exact);
+    assert_non_null(strstr(exact, "636f7272757074ff2e6a7067")); /* "corrupt\xff.jpg" */
+    json_decref(r);
+    /* The config in a folder named with a byte that is not UTF-8, given by
+     * its absolute path. */
+    snprintf(path, sizeof path, "%s/cfg\xfe", workdir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/cfg\xfe/odd.yaml", workdir);
+    write_config(path, data, NULL);
+    snprintf(cmd, sizeof cmd, "run '%s' -o odd2.json", path);
+    run_ok(cmd);
+    r = pb_test_load_json(workdir, "odd2.json");
+    assert_true(number(point(r, 0), "samples") > 0);
+    json_decref(r);
+}
+
+/* A config of your own Dataset dies:Dies(how) (a module in workdir) with
+ * extra lines under loader:, at workdir/name. */
+static void write_dies(const char *name, const char *how, const char *loader_extra,
+                       const char *run_extra)
+{
+    static const char module[] =
+        "import os, signal, time\n"
+        "class Dies:\n"
+        "    def __init__(self, how):\n"
+        "        self.how = how\n"
+        "        if how == 'exit':\n"
+        "            os._exit(7)\n"
+        "        if how == 'hang':\n"
+        "            time.sleep(3600)\n"
+        "    def __len__(self):\n"
+        "        return 64\n"
+        "    def __getitem__(self, i):\n"
+        "        if self.how == 'segv':\n"
+        "            os.kill(os.getpid(), signal.SIGSEGV)\n"
+        "        return i\n";
+    char path[700], text[2048];
+    snprintf(path, sizeof path, "%s/dies.py", workdir);
+    pb_test_write_file(path, module, strlen(module));
+    snprintf(text, sizeof text,
+             "dataset:\n  python: \"dies:Dies\"\n  args: {how: %s}\npipeline: []\n"
+             "loader:\n  engine: torch\n  python_path: %s\n  workers: 0\n  batch_size: 4\n%s"
+             "run:\n  warmup_batches: 1\n  min_time_s: 0.3\n  max_time_s: 0.8\n  repeats: 1\n%s",
+             how, workdir, loader_extra ? loader_extra : "", run_extra ? run_extra : "");
+    snprintf(path, sizeof path, "%s/%s", workdir, name);
+    pb_test_write_file(path, text, strlen(text));
+}
+
+static void assert_run_says(const char *args, int code, const char *const *needles)
+{
+    assert_int_equal(run(args), code);
+    char *err = file_text("err.txt");
+    pb_test_assert_contains(err, needles);
+    free(err);
+}
+
+/* loader.python as the path rule says: a bare name on PATH, a relative
+ * path against the config's folder; one that cannot start is a config
+ * error at its line (a folder and a text file alike). */
+static void test_interpreter_found_and_refused(void **state)
+{
+    (void)state;
+    char path[700], args[1600];
+    snprintf(path, sizeof path, "%s/bin", workdir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/bin/python3", workdir);
+    assert_int_equal(symlink("/usr/bin/python3", path), 0);
+    snprintf(path, sizeof path, "%s/bin/notes.txt", workdir);
+    pb_test_write_file(path, "not a program\n", 14);
+    write_dies("folder.yaml", "none", "  python: ./bin\n", NULL);
+    assert_run_says("run folder.yaml", 2,
+                    (const char *const[]){"folder.yaml:10:3: loader.engine torch: the "
+                                          "interpreter", "/bin' (loader.python) cannot be "
+                                          "started (it is a folder)", NULL});
+    write_dies("text.yaml", "none", "  python: bin/notes.txt\n", NULL);
+    assert_run_says("run text.yaml", 2,
+                    (const char *const[]){"text.yaml:10:3:", "cannot be started", NULL});
+    write_dies("nowhere.yaml", "none", "  python: no-such-python\n", NULL);
+    assert_run_says("run nowhere.yaml", 2,
+                    (const char *const[]){"nowhere.yaml:10:3:", "not found on PATH", NULL});
+    if (!have_torch)
+        return;
+    /* Relative to the config's folder, run from another folder. */
+    snprintf(path, sizeof path, "%s/elsewhere", workdir);
+    mkdir(path, 0755);
+    write_dies("relative.yaml", "none", "  python: bin/python3\n", NULL);
+    run_ok("run relative.yaml -o relative.json");
+    snprintf(args, sizeof args, "run '%s/relative.yaml' -o '%s/relative2.json'", workdir, workdir);
+    char *err = NULL;
+    snprintf(path, sizeof path, "%s/elsewhere", workdir);
+    int rc = pb_test_run_pbench(path, args, &err);
+    if (rc != 0)
+        fail_msg("from another folder: exit %d: %s", rc, err);
+    free(err);
+    /* A bare name on PATH. */
+    write_dies("bare.yaml", "none", "  python: python3\n", NULL);
+    snprintf(args, sizeof args, "run bare.yaml -o bare.json");
+    char command[2048];
+    snprintf(command, sizeof command, "cd '%s' && PATH='%s/bin':\"$PATH\" '%s' %s >out.txt 2>err.txt",
+             workdir, workdir, binary, args);
+    rc = system(command);
+    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
+        char *text = file_text("err.txt");
+        fail_msg("loader.python: python3 on PATH: %s", text);
+    }
+}
+
+/* An engine that dies says how: its exit status or signal. */
+static void test_engine_death_says_how(void **state)
+{
+    (void)state;
+    write_dies("false.yaml", "none", "  python: /bin/false\n", NULL);
+    assert_run_says("run false.yaml", 1,
+                    (const char *const[]){"/bin/false -m pbench_torch", "exited with status 1",
+                                          NULL});
+    write_dies("true.yaml", "none", "  python: /bin/true\n", NULL);
+    assert_run_says("run true.yaml", 1, (const char *const[]){"exited with status 0", NULL});
+    NEED_TORCH();
+    write_dies("exit.yaml", "exit", NULL, NULL);
+    assert_run_says("run exit.yaml", 1, (const char *const[]){"exited with status 7", NULL});
+    write_dies("segv.yaml", "segv", NULL, NULL);
+    assert_run_says("run segv.yaml", 1,
+                    (const char *const[]){"the torch engine's process", "killed by signal 11 "
+                                          "(SIGSEGV)", NULL});
+    /* In a worker: the engine names the worker and how it ended. */
+    assert_run_says("run segv.yaml -s loader.workers=1", 1,
+                    (const char *const[]){"DataLoader worker 0 (pid", "killed by signal 11 "
+                                          "(SIGSEGV)", "the engine's own process is alive",
+                                          NULL});
+}
+
+/* A Dataset constructor that hangs: the wait for the engine's ready is
+ * run.stage_timeout_s, and the message says so. */
+static void test_startup_wait_is_the_stage_timeout(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    write_dies("hang.yaml", "hang", NULL, "  stage_timeout_s: 6\n");
+    assert_run_says("run hang.yaml", 1,
+                    (const char *const[]){"did not answer open within run.stage_timeout_s (6 s)",
+                                          NULL});
+}
+
+/* The slowest samples of your own Dataset are named from the Dataset (its
+ * `paths` here, in the reverse of pbench's order), not from pbench's index
+ * of dataset.path; a Dataset that names no files says so. */
+static void test_slowest_files_of_own_dataset(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    static const char module[] =
+        "import os, time\n"
+        "class Reversed:\n"
+        "    def __init__(self, root, named=True):\n"
+        "        self.files = [os.path.join(root, f) for f in sorted(os.listdir(root))[::-1]]\n"
+        "        if named:\n"
+        "            self.paths = self.files\n"
+        "        else:\n"
+        "            del self.files  # no attribute that names them\n"
+        "            self.hidden = [os.path.join(root, f) for f in sorted(os.listdir(root))[::-1]]\n"
+        "    def __len__(self):\n"
+        "        return len(getattr(self, 'paths', None) or self.hidden)\n"
+        "    def __getitem__(self, i):\n"
+        "        path = (getattr(self, 'paths', None) or self.hidden)[i]\n"
+        "        if path.endswith('img_0000007.jpg'):\n"
+        "            time.sleep(0.2)\n"
+        "        with open(path, 'rb') as f:\n"
+        "            return len(f.read())\n";
+    char data[600], path[700], text[2048];
+    photos("slow", data, sizeof data);
+    snprintf(path, sizeof path, "%s/slowfile.py", workdir);
+    pb_test_write_file(path, module, strlen(module));
+    for (int named = 1; named >= 0; named--) {
+        snprintf(text, sizeof text,
+                 "dataset:\n  path: %s\n  python: \"slowfile:Reversed\"\n"
+                 "  args: {root: \"${dataset.path}\", named: %s}\npipeline: []\n"
+                 "loader:\n  engine: torch\n  python_path: .\n  workers: 0\n  batch_size: 4\n"
+                 "run:\n  warmup_batches: 0\n  min_time_s: 0.3\n  max_time_s: 1\n"
+                 "  repeats: 1\n  window_s: 0.1\n",
+                 data, named ? "true" : "false");
+        snprintf(path, sizeof path, "%s/slow.yaml", workdir);
+        pb_test_write_file(path, text, strlen(text));
+        run_ok("run slow.yaml -s dataset.epochs=1 -o slow.json");
+        json_t *r = pb_test_load_json(workdir, "slow.json");
+        const json_t *slowest = json_object_get(stage(point(r, 0), "getitem"), "slowest");
+        const char *file = json_string_value(json_object_get(json_array_get(slowest, 0), "file"));
+        assert_non_null(file);
+        if (named)
+            assert_non_null(strstr(file, "/slow/img_0000007.jpg"));
+        else
+            assert_non_null(strstr(file, "names no file"));
+        json_decref(r);
+    }
+}
+
+/* An engine whose batches claim more samples than they carry (a copy of
+ * the engine that multiplies collate's count) is refused, not believed. */
+static void test_sample_count_is_checked(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char command[2048], data[600], path[700];
+    snprintf(command, sizeof command,
+             "cp -r '%s/engines' '%s/liar' && sed -i 's/return batch, len(good), records/"
+             "return batch, len(good) * 1000, records/' '%s/liar/torch/pbench_torch/collate.py' "
+             "&& grep -q 'len(good) \\* 1000' '%s/liar/torch/pbench_torch/collate.py'",
+             source_dir, workdir, workdir, workdir);
+    assert_int_equal(system(command), 0);
+    photos("liar-photos", data, sizeof data); /* every one good: 4 samples a batch */
+    snprintf(path, sizeof path, "%s/liar.yaml", workdir);
+    write_config(path, data, NULL);
+    snprintf(command, sizeof command,
+             "cd '%s' && PBENCH_ENGINES='%s/liar' '%s' run liar.yaml >out.txt 2>err.txt", workdir,
+             workdir, binary);
+    int rc = system(command);
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+    char *err = file_text("err.txt");
+    pb_test_assert_contains(err, (const char *const[]){"says it holds 4000 samples",
+                                                        "a count pbench cannot trust", NULL});
+    free(err);
+}
+
 /* configs/torch-dataset.yaml: the example Dataset class, a row per
  * transform of its Compose and one for the rest of __getitem__. */
 static void test_users_dataset(void **state)
@@ -281,6 +550,10 @@ static void test_users_dataset(void **state)
              "-s loader.batch_size=8 -o user.json",
              source_dir);
     run_ok(args);
+    char *out = file_text("out.txt"); /* its bytes read are not known, not zero */
+    pb_test_assert_contains(out, (const char *const[]){"MB/s read", "unknown (your Dataset "
+                                                        "reads its files itself)", NULL});
+    free(out);
     json_t *r = pb_test_load_json(workdir, "user.json");
     const json_t *p = point(r, 0);
     static const char *const rows[] = {"getitem", "RandomResizedCrop", "RandomHorizontalFlip",
@@ -323,6 +596,14 @@ int main(void)
         cmocka_unit_test(test_users_dataset),
         cmocka_unit_test(test_bad_samples),
         cmocka_unit_test(test_video_on_torch),
+        cmocka_unit_test(test_names_not_utf8),
+        cmocka_unit_test(test_sample_count_is_checked),
+        cmocka_unit_test(test_slowest_files_of_own_dataset),
+        cmocka_unit_test(test_interpreter_found_and_refused),
+        cmocka_unit_test(test_engine_death_says_how),
+        cmocka_unit_test(test_startup_wait_is_the_stage_timeout),
     };
+    if (getenv("PB_TEST_FILTER")) /* one test by name, while working on it */
+        cmocka_set_test_filter(getenv("PB_TEST_FILTER"));
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }

@@ -548,7 +548,11 @@ static void summary_throughput(struct pb_table *t, const struct pb_result *resul
     pb_table_add(t, "batches/s");
     pb_table_add(t, "%.2f", p->batches_per_s);
     pb_table_add(t, "MB/s read");
-    pb_table_add(t, "%.1f", p->mb_per_s);
+    const char *own = json_string_value(pb_point_setting(result, index, "dataset.python"));
+    if (own && own[0] && p->mb_per_s == 0) /* not zero: not measured */
+        pb_table_add(t, "unknown (your Dataset reads its files itself)");
+    else
+        pb_table_add(t, "%.1f", p->mb_per_s);
 }
 
 /* CPU per sample (bench/result/figures.h), pooled over the repeats, and

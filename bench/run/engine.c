@@ -316,7 +316,10 @@ static int fill_rows(const struct pb_engine_run *er, struct pb_repeat_result *re
             uint64_t index = col->slowest.sample[i];
             row->slowest_ns[i] = col->slowest.ns[i];
             row->slowest_sample[i] = index;
-            if (index < er->ds->count && er->ds->members)
+            if (er->spec->dataset.python[0]) /* not pbench's index: the engine names it */
+                snprintf(row->slowest_files[i], sizeof row->slowest_files[i],
+                         "sample %" PRIu64, index);
+            else if (index < er->ds->count && er->ds->members)
                 snprintf(row->slowest_files[i], sizeof row->slowest_files[i], "%.120s:%.70s",
                          er->ds->paths[index], er->ds->members[index]);
             else if (index < er->ds->count)
@@ -449,6 +452,15 @@ static int on_batch(struct pb_engine_run *er, struct part *c, struct pb_repeat_r
         snprintf(msg, msglen, "the torch engine sent a malformed batch frame (%u bytes)", len);
         return PB_ERR;
     }
+    uint64_t batch_size = (uint64_t)er->spec->loader.batch_size;
+    if ((h.records && h.records != h.samples) || (uint64_t)h.samples + h.errors > batch_size) {
+        snprintf(msg, msglen,
+                 "the torch engine's batch %" PRIu64 " says it holds %u samples and %u bad ones, "
+                 "but it carries %u sample records and loader.batch_size is %" PRIu64
+                 ": a count pbench cannot trust",
+                 h.seq, h.samples, h.errors, h.records, batch_size);
+        return PB_ERR;
+    }
     if (h.seq == 0 && er->workers_start_ns && h.t_taken > er->workers_start_ns)
         c->first_batch_ns = h.t_taken - er->workers_start_ns;
     if (c->stop_sent)
@@ -483,10 +495,8 @@ static int on_batch(struct pb_engine_run *er, struct part *c, struct pb_repeat_r
     return PB_OK;
 }
 
-/* "FILE:LINE:COLUMN: " where the config set option (the engine's dotted
- * key, "pipeline[2].interpolation" or "loader.in_order"); "FILE: " when
- * the file did not set it (a -s override, a default). */
-static void option_place(const struct pb_spec *spec, const char *option, char *out, size_t outlen)
+void pb_engine_option_place(const struct pb_spec *spec, const char *option, char *out,
+                            size_t outlen)
 {
     int line = 0, column = 0, stage;
     if (option && sscanf(option, "pipeline[%d]", &stage) == 1 && stage >= 0 &&
@@ -519,7 +529,7 @@ static int on_fatal(struct pb_engine_run *er, const json_t *j, char *msg, size_t
     text = text ? text : "(no message)";
     if (strcmp(kind, "config") == 0) {
         char place[PB_PATH_MAX + 32];
-        option_place(er->spec, option, place, sizeof place);
+        pb_engine_option_place(er->spec, option, place, sizeof place);
         snprintf(msg, msglen, "%sloader.engine torch: %s", place, text);
         return PB_ERR_CONFIG;
     }
@@ -549,7 +559,8 @@ static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_re
             er->workers_start_ns =
                 (uint64_t)json_integer_value(json_object_get(j, "t_start_ns"));
     } else if (strcmp(type, "error") == 0) {
-        const char *file = json_string_value(json_object_get(j, "file"));
+        char name[PB_PATH_MAX];
+        const char *file = pb_engine_name(j, "file", name, sizeof name);
         const char *why = json_string_value(json_object_get(j, "message"));
         char what[PB_MSG_MAX]; /* "PATH: why", as pbench's own workers list them */
         snprintf(what, sizeof what, "%.250s: %.250s", file ? file : "?",
@@ -711,6 +722,8 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
         fill_totals(er, &c, rep);
         if (stage_timing && fill_rows(er, rep) != PB_OK)
             pb_point_warn(er->point, "out of memory for the stage rows");
+        else if (stage_timing && er->spec->dataset.python[0] && rc == PB_OK && c.ended)
+            pb_engine_name_slowest(er->proc, rep, er->spec->run.stage_timeout_s);
     } else {
         pb_repeat_result_free(rep);
     }
@@ -775,13 +788,21 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
     const struct pb_spec *spec = er->spec;
     char dir[PB_PATH_MAX];
     pb_engine_config_dir(spec, dir, sizeof dir);
-    json_t *open_cmd = json_pack("{s:s,s:i,s:o,s:s,s:s,s:b}", "type", "open", "protocol",
-                                 PB_ENGINE_PROTOCOL, "config", pb_spec_to_json(spec), "index",
-                                 er->index_path, "config_dir", dir, "stage_timing",
-                                 pb_spec_stage_timing(spec));
-    int rc = open_cmd ? pb_engine_proc_send(er->proc, open_cmd) : PB_ERR_NOMEM;
+    json_t *open_cmd = json_pack("{s:s,s:i,s:o,s:b}", "type", "open", "protocol",
+                                 PB_ENGINE_PROTOCOL, "config", pb_spec_to_json(spec),
+                                 "stage_timing", pb_spec_stage_timing(spec));
+    int rc = open_cmd && pb_engine_put_name(open_cmd, "index", er->index_path) == PB_OK &&
+                     pb_engine_put_name(open_cmd, "config_dir", dir) == PB_OK &&
+                     pb_engine_put_name(open_cmd, "dataset_path", spec->dataset.path) == PB_OK
+                 ? pb_engine_proc_send(er->proc, open_cmd)
+                 : PB_ERR_NOMEM;
+    if (rc == PB_ERR_NOMEM)
+        snprintf(msg, msglen, "out of memory for the torch engine's open command");
     json_decref(open_cmd);
-    uint64_t deadline = pb_now_ns() + 300ull * 1000000000ull;
+    /* Importing torch and making the Dataset are a stage like any other:
+     * run.stage_timeout_s bounds the wait for ready. */
+    double timeout_s = spec->run.stage_timeout_s;
+    uint64_t deadline = pb_now_ns() + (uint64_t)(timeout_s * 1e9);
     while (rc == PB_OK) {
         uint32_t type, len;
         const uint8_t *data;
@@ -789,8 +810,11 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
         if (rc == PB_ENGINE_NO_FRAME) {
             rc = pb_now_ns() < deadline ? PB_OK : PB_ERR;
             if (rc != PB_OK)
-                snprintf(msg, msglen, "the torch engine did not answer within 300 s: %s",
-                         pb_engine_proc_stderr(er->proc));
+                snprintf(msg, msglen,
+                         "the torch engine did not answer open within run.stage_timeout_s "
+                         "(%g s): importing torch, or your Dataset's constructor, is stuck "
+                         "(raise run.stage_timeout_s if it is only slow); its last words: %s",
+                         timeout_s, pb_engine_proc_stderr(er->proc));
             if (er->hooks && er->hooks->stop && *er->hooks->stop)
                 return PB_ERR_INTERRUPTED;
             continue;

@@ -40,12 +40,20 @@ void pb_engine_close(struct pb_engine_run *er);
 
 /* ---- the process (engine_proc.c) ------------------------------------ */
 
+struct pb_engine_proc;
+
+/* Your own Dataset's samples (dataset.python) are not in pbench's index:
+ * asks the engine, between repeats, for the files of rep's slowest
+ * samples (the `names` command) and writes them into the rows' slowest
+ * files; a sample the Dataset names no file for says so. Waits up to
+ * timeout_s for the answer (engine_names.c). */
+void pb_engine_name_slowest(struct pb_engine_proc *p, struct pb_repeat_result *rep,
+                            double timeout_s);
+
 #define PB_ENGINE_PROTOCOL 1
 #define PB_ENGINE_MAX_COLUMNS 32
 #define PB_ENGINE_MAX_COUNTERS 8
 #define PB_ENGINE_MAX_WORKERS 256
-
-struct pb_engine_proc;
 
 /* The folder the engines live in: $PBENCH_ENGINES, else pbench's share
  * folder's engines/ (installed, or the source tree's; bench/sys/paths.h). */
@@ -63,6 +71,13 @@ int pb_engine_proc_start(const struct pb_spec *spec, struct pb_engine_proc **out
 /* Sends one command line (a JSON object, without its newline). */
 int pb_engine_proc_send(struct pb_engine_proc *p, json_t *command);
 
+/* Names travel as bytes (docs/engines.md): key holds the name as text
+ * (pb_json_text) and, when it is not UTF-8, key + "_bytes" its exact bytes
+ * (pb_json_bytes). put sets both into obj (PB_OK, or PB_ERR_NOMEM); name
+ * reads them back into buf and returns buf, or NULL when obj has no key. */
+int pb_engine_put_name(json_t *obj, const char *key, const char *name);
+const char *pb_engine_name(const json_t *obj, const char *key, char *buf, size_t buflen);
+
 #define PB_ENGINE_NO_FRAME 1 /* pb_engine_proc_frame: none came in time */
 
 /* The next frame within timeout_ms (-1: wait): PB_OK with *type (1 JSON,
@@ -75,6 +90,17 @@ int pb_engine_proc_frame(struct pb_engine_proc *p, int timeout_ms, uint32_t *typ
 /* The engine's process id, and the last lines it wrote to stderr. */
 int pb_engine_proc_pid(const struct pb_engine_proc *p);
 const char *pb_engine_proc_stderr(struct pb_engine_proc *p);
+
+/* How the engine's process ended, once its record pipe has: "exited with
+ * status 7", "was killed by signal 11 (SIGSEGV)" (waits up to 2 s for it
+ * to be reaped). Into buf, which it returns. */
+const char *pb_engine_proc_ending(struct pb_engine_proc *p, char *buf, size_t buflen);
+
+/* "FILE:LINE:COLUMN: " where spec's config set option (the engine's dotted
+ * key: "pipeline[2].interpolation", "loader.python"); "FILE: " when the
+ * file did not set it (a -s override, a default). */
+void pb_engine_option_place(const struct pb_spec *spec, const char *option, char *out,
+                            size_t outlen);
 
 /* Ends it: close (polite), then SIGTERM, then SIGKILL after 2 s; reaps. */
 void pb_engine_proc_end(struct pb_engine_proc *p, bool polite);

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/base/jsonfield.h"
 #include "bench/base/pb.h"
 #include "bench/sys/paths.h"
 
@@ -33,7 +34,10 @@ struct pb_engine_proc {
     char tail[TAIL_BYTES]; /* ring of stderr's last bytes */
     size_t tail_len, tail_pos;
     char tail_text[TAIL_BYTES + 1];
-    bool ended; /* the record pipe reached its end */
+    bool ended;  /* the record pipe reached its end */
+    bool reaped; /* waited for: status says how it ended */
+    int status;
+    char python[PB_PATH_MAX]; /* the interpreter, as started */
 };
 
 const char *pb_engine_dir(char *buf, size_t buflen)
@@ -46,13 +50,75 @@ const char *pb_engine_dir(char *buf, size_t buflen)
     return buf;
 }
 
-/* loader.python, else $PBENCH_PYTHON, else Debian's interpreter. */
-static const char *interpreter(const struct pb_spec *spec)
+/* A bare name (no '/') on PATH, as a shell finds it: its path into out, or
+ * false. */
+static bool on_path(const char *name, char *out, size_t outlen)
 {
-    if (spec->loader.python[0])
-        return spec->loader.python;
+    const char *path = getenv("PATH");
+    char folders[4096];
+    pb_strlcpy(folders, path && path[0] ? path : "/usr/local/bin:/usr/bin:/bin", sizeof folders);
+    char *save = NULL;
+    for (char *f = strtok_r(folders, ":", &save); f; f = strtok_r(NULL, ":", &save)) {
+        int n = snprintf(out, outlen, "%s/%s", f, name);
+        struct stat st;
+        if (n > 0 && (size_t)n < outlen && stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The interpreter to start, into out: loader.python (a bare name looked up
+ * on PATH, a relative path against the config file's folder, as
+ * loader.python_path), else $PBENCH_PYTHON (a bare name on PATH), else
+ * Debian's interpreter. *from says which: the option, the variable or
+ * the default. */
+static const char *interpreter(const struct pb_spec *spec, char *out, size_t outlen,
+                               const char **from)
+{
     const char *env = getenv("PBENCH_PYTHON");
-    return env && env[0] ? env : "/usr/bin/python3";
+    const char *name = spec->loader.python[0] ? spec->loader.python
+                       : env && env[0]        ? env
+                                              : "/usr/bin/python3";
+    *from = spec->loader.python[0] ? "loader.python" : env && env[0] ? "$PBENCH_PYTHON" : NULL;
+    if (!strchr(name, '/')) {
+        if (!on_path(name, out, outlen))
+            pb_strlcpy(out, name, outlen); /* not found: said so when it is run */
+    } else if (name[0] != '/' && spec->loader.python[0]) {
+        char dir[PB_PATH_MAX];
+        int n = snprintf(out, outlen, "%s/%s", pb_engine_config_dir(spec, dir, sizeof dir), name);
+        if (n < 0 || (size_t)n >= outlen)
+            pb_strlcpy(out, name, outlen); /* too long a path: said so when it is run */
+    } else {
+        pb_strlcpy(out, name, outlen);
+    }
+    return out;
+}
+
+/* Why python cannot be started (a missing file, a folder, a file that is
+ * not executable), as a config error at loader.python's place; PB_OK
+ * when it can. */
+static int check_interpreter(const struct pb_spec *spec, const char *python, const char *from,
+                             char *msg, size_t msglen)
+{
+    struct stat st;
+    const char *why = !strchr(python, '/')     ? "not found on PATH"
+                      : stat(python, &st) != 0 ? strerror(errno)
+                      : S_ISDIR(st.st_mode)  ? "it is a folder"
+                      : !S_ISREG(st.st_mode) ? "it is not a file"
+                      : access(python, X_OK) != 0 ? strerror(errno)
+                                                  : NULL;
+    if (!why)
+        return PB_OK;
+    char place[PB_PATH_MAX + 32] = "";
+    if (from && strcmp(from, "loader.python") == 0)
+        pb_engine_option_place(spec, "loader.python", place, sizeof place);
+    snprintf(msg, msglen,
+             "%sloader.engine torch: the interpreter '%s'%s%s%s cannot be started (%s); name a "
+             "Python 3 with Debian's python3-torch python3-torchvision python3-av "
+             "(scripts/setup.sh installs them for /usr/bin/python3) with loader.python or "
+             "$PBENCH_PYTHON",
+             place, python, from ? " (" : "", from ? from : "", from ? ")" : "", why);
+    return PB_ERR_CONFIG;
 }
 
 const char *pb_engine_config_dir(const struct pb_spec *spec, char *buf, size_t buflen)
@@ -136,18 +202,16 @@ int pb_engine_proc_start(const struct pb_spec *spec, struct pb_engine_proc **out
                          size_t msglen)
 {
     *out = NULL;
-    const char *python = interpreter(spec);
-    if (access(python, X_OK) != 0) {
-        snprintf(msg, msglen,
-                 "loader.engine torch: the interpreter '%s' cannot be run (%s); install "
-                 "Debian's python3-torch python3-torchvision python3-av (scripts/setup.sh "
-                 "does), or name one with loader.python or $PBENCH_PYTHON",
-                 python, strerror(errno));
-        return PB_ERR_CONFIG;
-    }
+    char python[PB_PATH_MAX];
+    const char *from = NULL;
+    interpreter(spec, python, sizeof python, &from);
+    int checked = check_interpreter(spec, python, from, msg, msglen);
+    if (checked != PB_OK)
+        return checked;
     char engines[PB_PATH_MAX], pythonpath[3 * PB_PATH_MAX];
     python_path(spec, pb_engine_dir(engines, sizeof engines), pythonpath, sizeof pythonpath);
     struct pb_engine_proc *p = calloc(1, sizeof(*p));
+    bool spawn_failed = false;
     char **env = engine_environment(pythonpath);
     int cmd[2] = {-1, -1}, rec[2] = {-1, -1}, err[2] = {-1, -1};
     if (!p || !env || pipe2(cmd, O_CLOEXEC) || pipe2(rec, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
@@ -156,11 +220,18 @@ int pb_engine_proc_start(const struct pb_spec *spec, struct pb_engine_proc **out
     }
     signal(SIGPIPE, SIG_IGN); /* an engine that died: write() says EPIPE */
     int rc = spawn(p, python, env, cmd, rec, err);
-    if (rc != 0) {
-        snprintf(msg, msglen, "cannot start the torch engine (%s -m pbench_torch): %s", python,
-                 strerror(rc));
+    if (rc != 0) { /* not a program the kernel runs (ENOEXEC, EACCES) */
+        char place[PB_PATH_MAX + 32] = "";
+        if (from && strcmp(from, "loader.python") == 0)
+            pb_engine_option_place(spec, "loader.python", place, sizeof place);
+        snprintf(msg, msglen,
+                 "%sloader.engine torch: the interpreter '%s' cannot be started (%s -m "
+                 "pbench_torch: %s)",
+                 place, python, python, strerror(rc));
+        spawn_failed = true;
         goto fail;
     }
+    pb_strlcpy(p->python, python, sizeof p->python);
     close(cmd[0]);
     close(rec[1]);
     close(err[1]);
@@ -182,7 +253,31 @@ fail:
     }
     free(env);
     free(p);
-    return PB_ERR;
+    return spawn_failed ? PB_ERR_CONFIG : PB_ERR;
+}
+
+int pb_engine_put_name(json_t *obj, const char *key, const char *name)
+{
+    char bytes_key[64];
+    snprintf(bytes_key, sizeof bytes_key, "%s_bytes", key);
+    json_t *exact = pb_json_bytes(name); /* NULL for UTF-8 */
+    int rc = json_object_set_new(obj, key, pb_json_text(name)) == 0 ? PB_OK : PB_ERR_NOMEM;
+    if (exact && json_object_set_new(obj, bytes_key, exact) != 0)
+        rc = PB_ERR_NOMEM;
+    return rc;
+}
+
+const char *pb_engine_name(const json_t *obj, const char *key, char *buf, size_t buflen)
+{
+    char bytes_key[64];
+    snprintf(bytes_key, sizeof bytes_key, "%s_bytes", key);
+    if (pb_json_bytes_read(json_object_get(obj, bytes_key), buf, buflen))
+        return buf;
+    const char *text = json_string_value(json_object_get(obj, key));
+    if (!text)
+        return NULL;
+    pb_strlcpy(buf, text, buflen);
+    return buf;
 }
 
 int pb_engine_proc_send(struct pb_engine_proc *p, json_t *command)
@@ -322,7 +417,10 @@ int pb_engine_proc_frame(struct pb_engine_proc *p, int timeout_ms, uint32_t *typ
             return PB_ERR;
         }
         if (p->ended) {
-            snprintf(msg, msglen, "the torch engine exited; its last words: %s",
+            char how[160];
+            snprintf(msg, msglen, "the torch engine's process (%s -m pbench_torch, pid %d) %s; "
+                     "its last words: %s",
+                     p->python, (int)p->pid, pb_engine_proc_ending(p, how, sizeof how),
                      pb_engine_proc_stderr(p));
             return PB_ERR;
         }
@@ -347,6 +445,26 @@ int pb_engine_proc_frame(struct pb_engine_proc *p, int timeout_ms, uint32_t *typ
     }
 }
 
+const char *pb_engine_proc_ending(struct pb_engine_proc *p, char *buf, size_t buflen)
+{
+    /* Its record pipe is closed: it has exited, or is about to. */
+    for (int i = 0; i < 40 && !p->reaped; i++) { /* up to 2 s */
+        p->reaped = waitpid(p->pid, &p->status, WNOHANG) == p->pid;
+        if (!p->reaped)
+            usleep(50000);
+    }
+    if (!p->reaped)
+        snprintf(buf, buflen, "closed its record pipe and is still running");
+    else if (WIFEXITED(p->status))
+        snprintf(buf, buflen, "exited with status %d", WEXITSTATUS(p->status));
+    else if (WIFSIGNALED(p->status))
+        snprintf(buf, buflen, "was killed by signal %d (SIG%s)", WTERMSIG(p->status),
+                 sigabbrev_np(WTERMSIG(p->status)) ? sigabbrev_np(WTERMSIG(p->status)) : "?");
+    else
+        snprintf(buf, buflen, "ended (wait status %#x)", (unsigned)p->status);
+    return buf;
+}
+
 void pb_engine_proc_end(struct pb_engine_proc *p, bool polite)
 {
     if (!p)
@@ -359,7 +477,7 @@ void pb_engine_proc_end(struct pb_engine_proc *p, bool polite)
     }
     close(p->cmd_fd); /* end of stdin: the engine exits */
     int status;
-    bool gone = false;
+    bool gone = p->reaped; /* already waited for: its pid may be another's now */
     for (int i = 0; i < (polite ? 100 : 0) && !gone; i++) { /* up to 5 s */
         gone = waitpid(p->pid, &status, WNOHANG) == p->pid;
         if (!gone)
@@ -377,7 +495,8 @@ void pb_engine_proc_end(struct pb_engine_proc *p, bool polite)
         kill(-p->pid, SIGKILL);
         waitpid(p->pid, &status, 0);
     }
-    kill(-p->pid, SIGKILL); /* workers the engine left behind, if any */
+    if (!p->reaped)
+        kill(-p->pid, SIGKILL); /* workers the engine left behind, if any */
     close(p->rec_fd);
     close(p->err_fd);
     free(p->buf);

@@ -279,7 +279,9 @@ static int open_dataset(const struct pb_session_opts *opts, const struct pb_sess
     /* Data generated from another spec is not what the config describes. */
     if (rc == PB_OK && d->has_generate && !strpbrk(d->path, "*?["))
         rc = pb_generate_stamp_check(&d->generate, d->path, inner, sizeof(inner));
-    if (rc == PB_OK)
+    /* Your own Dataset (dataset.python) makes its samples; dataset.path is
+     * then only the data it may be handed, and may be left out. */
+    if (rc == PB_OK && (d->path[0] || !d->python[0]))
         rc = pb_dataset_open(d, ds, inner, sizeof(inner));
     if (rc != PB_OK)
         snprintf(msg, msglen, "%s: %s", opts->config_path, inner);

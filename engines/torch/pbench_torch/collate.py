@@ -1,9 +1,11 @@
 """The DataLoader's collate_fn: default_collate in the worker, timed as the
 last column, with the batch's records riding along.
 
-Returns (batch, records, errors, t_first_ns, t_ready_ns, bytes, worker):
-batch is default_collate of the good samples (None when every sample was
-bad), records an int64 tensor of R x (1 + 3S + C) (empty without stage
+Returns (batch, samples, records, errors, t_first_ns, t_ready_ns, bytes,
+worker): batch is default_collate of the good samples (None when every
+sample was bad), samples how many good samples it holds (counted here:
+what a sample is made of, a tensor, a path, a dict, bytes, says nothing
+of the batch's size), records an int64 tensor of R x (1 + 3S + C) (empty without stage
 timing), errors [(index, file, message)] of the samples dropped, worker the
 DataLoader worker's id (-1: the main process)."""
 import numpy as np
@@ -50,4 +52,4 @@ class Collate:
             records = torch.empty(0, dtype=torch.int64)
         info = get_worker_info()
         worker = info.id if info is not None else -1
-        return batch, records, errors, t_first_ns, monotonic_ns(), nbytes, worker
+        return batch, len(good), records, errors, t_first_ns, monotonic_ns(), nbytes, worker

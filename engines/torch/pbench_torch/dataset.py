@@ -79,6 +79,10 @@ class IndexDataset(Dataset):
     def __len__(self):
         return len(self.positions)
 
+    def file_of(self, index):
+        """The file of sample index (in the index), or ""."""
+        return entry_name(self.entries[index]) if 0 <= index < len(self.entries) else ""
+
     def __getitem__(self, i):
         index = self.positions[i]
         entry = self.entries[index]
@@ -99,6 +103,10 @@ class IndexDataset(Dataset):
         return value
 
 
+MAX_COLUMNS = 32  # PB_ENGINE_MAX_COLUMNS: the columns pbench reads
+FOLDED_ROW = "more_transforms"
+
+
 class UserDataset(Dataset):
     """The user's Dataset (dataset.python), this rank's share of it, its
     Compose's transforms timed one column each, then the config's `python`
@@ -112,9 +120,20 @@ class UserDataset(Dataset):
         self.positions = positions
         self.stages = stages
         self.compose = userdata.compose_of(dataset)
-        self.plain_transforms = list(self.compose.transforms) if self.compose else []
-        names = ["getitem"] + (userdata.transform_names(self.compose) if self.compose else [])
-        names += [stage.name for stage in stages]
+        self.original_transforms = list(self.compose.transforms) if self.compose else []
+        # pbench reads at most MAX_COLUMNS columns: getitem, the
+        # transforms, the python stages, collate. Past that the last
+        # transforms are timed together, as one row.
+        room = MAX_COLUMNS - 2 - len(stages)
+        self.plain_transforms = list(self.original_transforms)
+        names = userdata.transform_names(self.compose) if self.compose else []
+        self.folded = 0
+        if len(self.plain_transforms) > room >= 1:
+            self.folded = len(self.plain_transforms) - (room - 1)
+            rest = type(self.compose)(self.plain_transforms[room - 1:])
+            self.plain_transforms = self.plain_transforms[:room - 1] + [rest]
+            names = names[:room - 1] + [FOLDED_ROW]
+        names = ["getitem"] + names + [stage.name for stage in stages]
         self._columns = [{"name": n, "parent": ""} for n in names]
         self._columns.append({"name": "collate", "parent": ""})
         self.recorder = Recorder(len(self._columns), 0)
@@ -136,7 +155,7 @@ class UserDataset(Dataset):
         if self.compose:
             self.compose.transforms = ([TimedCall(recorder, 1 + c, t)
                                         for c, t in enumerate(self.plain_transforms)]
-                                       if enabled else list(self.plain_transforms))
+                                       if enabled else list(self.original_transforms))
         self.timed_getitem = (TimedCall(recorder, 0, self.dataset.__getitem__)
                               if enabled else None)
         self.steps = [TimedCall(recorder, first + k, s.fn) if enabled else s.fn
@@ -144,6 +163,11 @@ class UserDataset(Dataset):
 
     def __len__(self):
         return len(self.positions)
+
+    def file_of(self, index):
+        """The file of the user's sample index, as the Dataset names it, or
+        "" (userdata.sample_file)."""
+        return userdata.sample_file(self.dataset, index)
 
     def __getitem__(self, i):
         index = self.positions[i]

@@ -4,6 +4,7 @@ iter(loader) per repeat (and per epoch), a frame per batch.
 Engine.serve answers pbench's commands (open, repeat, stop, close) until
 close or the end of stdin, and returns the exit status."""
 import random
+import signal
 import time
 
 import torch
@@ -11,11 +12,13 @@ from torch.utils.data import DataLoader, Sampler
 
 from . import ENGINE_NAME, PROTOCOL_VERSION
 from .collate import Collate
-from .dataset import IndexDataset, UserDataset, describe_exception
+from .dataset import (FOLDED_ROW, MAX_COLUMNS, IndexDataset, UserDataset,
+                      describe_exception)
 from .errors import ConfigError
 from .index import parse_shard, read_index, shard_indices
 from .stages import build_pipeline
 from .userdata import add_python_path, import_callable, make_user_dataset
+from .protocol import name_field, name_fields
 from .versions import versions
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
@@ -75,7 +78,11 @@ class Engine:
         loader_config = config.get("loader", {})
         dataset_config = config.get("dataset", {})
         check_loader(loader_config)
-        add_python_path(loader_config.get("python_path"), command.get("config_dir", "."))
+        add_python_path(loader_config.get("python_path"),
+                        name_field(command, "config_dir") or ".")
+        dataset_path = name_field(command, "dataset_path")  # its bytes, where not UTF-8
+        if dataset_path is not None:
+            dataset_config = dict(dataset_config, path=dataset_path)
         try:
             rank, count = parse_shard(dataset_config.get("shard", "0/1"))
         except ValueError as e:
@@ -84,11 +91,17 @@ class Engine:
         if dataset_config.get("python"):
             user = make_user_dataset(dataset_config)
             self.dataset = UserDataset(user, shard_indices(len(user), rank, count), stages)
+            if self.dataset.folded:
+                self.writer.json({"type": "warning", "message": (
+                    "the Dataset's Compose has %d transforms: the last %d are timed together "
+                    "as the row %s (pbench reads at most %d stage columns)"
+                    % (len(self.dataset.original_transforms), self.dataset.folded,
+                       FOLDED_ROW, MAX_COLUMNS))})
         else:
             if not stages:
                 raise ConfigError("pipeline", "the pipeline is empty and dataset.python is not "
                                   "set: nothing to load")
-            entries = read_index(command.get("index"))
+            entries = read_index(name_field(command, "index"))
             self.dataset = IndexDataset(entries, shard_indices(len(entries), rank, count), stages)
         if len(self.dataset) == 0:
             raise ConfigError("dataset.shard", "shard %d/%d holds no samples" % (rank, count))
@@ -171,7 +184,15 @@ class Engine:
             new_pids = [w.pid for w in getattr(iterator, "_workers", [])]
             if pids is None or new_pids != pids:
                 pids = self.send_workers(repeat, iterator, t_start_ns)
-            delivered, stopped, failed = self.run_epoch(iterator, seq, step_s, fail_on_error)
+            try:
+                delivered, stopped, failed = self.run_epoch(iterator, seq, step_s, fail_on_error)
+            except Exception:
+                endings = worker_endings(iterator)
+                if not endings:
+                    raise
+                self.fatal("engine", "%s (%s; the engine's own process is alive)"
+                           % (describe_exception(), endings))
+                return False
             del iterator  # non-persistent workers exit here
             if failed:
                 return False
@@ -194,7 +215,7 @@ class Engine:
         while True:
             t_wait_ns = time.monotonic_ns()
             try:
-                batch, records, errors, t_first, t_ready, nbytes, worker = next(iterator)
+                batch, count, records, errors, t_first, t_ready, nbytes, worker = next(iterator)
             except StopIteration:
                 return (batches, samples), False, False
             t_taken_ns = time.monotonic_ns()
@@ -205,9 +226,8 @@ class Engine:
                     self.writer.json({"type": "fatal", "kind": "data", "message":
                                       "%s: %s (run.on_error: fail)" % (file, message)})
                     return (batches, samples), True, True
-                self.writer.json({"type": "error", "index": index, "file": file,
-                                  "message": message})
-            count = self.samples_in(batch)
+                self.writer.json(dict({"type": "error", "index": index, "message": message},
+                                      **name_fields("file", file)))
             self.write_batch(seq + batches, (t_wait_ns, t_taken_ns, t_done_ns, step_ns, t_first,
                                              t_ready, nbytes), count, len(errors), worker, records)
             batches += 1
@@ -223,15 +243,6 @@ class Engine:
         start = time.monotonic_ns()
         time.sleep(step_s)
         return time.monotonic_ns() - start
-
-    @staticmethod
-    def samples_in(batch):
-        """Samples in a collated batch: the first tensor's first dimension."""
-        while isinstance(batch, (list, tuple, dict)) and batch:
-            batch = batch[0] if not isinstance(batch, dict) else next(iter(batch.values()))
-        if isinstance(batch, torch.Tensor) and batch.dim() > 0:
-            return int(batch.shape[0])
-        return 0 if batch is None else 1
 
     def write_batch(self, seq, times, samples, errors, worker, records):
         """The batch frame: header, then the records' bytes."""
@@ -269,6 +280,8 @@ class Engine:
                         return self.fatal("engine", "repeat before open")
                     if not self.repeat(command):
                         return EXIT_FAILED
+                elif kind == "names":
+                    self.names(command)
                 elif kind == "close":
                     break
                 elif kind != "stop":  # a stop between repeats has nothing to end
@@ -279,6 +292,15 @@ class Engine:
                 return self.fatal("engine", describe_exception())
         return EXIT_OK
 
+    def names(self, command):
+        """Answers names: the file of each sample asked for, from the
+        Dataset itself ("" where it names none)."""
+        found = []
+        for index in command.get("indices") or []:
+            file = self.dataset.file_of(int(index)) if self.dataset is not None else ""
+            found.append(dict({"index": int(index)}, **name_fields("file", file)))
+        self.writer.json({"type": "names", "names": found})
+
     def fatal(self, kind, message, option=None):
         """Sends a fatal frame; returns the exit status to leave with."""
         frame = {"type": "fatal", "kind": kind, "message": message}
@@ -286,6 +308,27 @@ class Engine:
             frame["option"] = option
         self.writer.json(frame)
         return EXIT_CONFIG if kind in ("config", "environment") else EXIT_FAILED
+
+
+def worker_endings(iterator):
+    """How the iterator's worker processes that died ended ("DataLoader
+    worker 0 (pid 123) was killed by signal 11 (SIGSEGV)"), or ""."""
+    said = []
+    for number, worker in enumerate(getattr(iterator, "_workers", None) or []):
+        code = worker.exitcode
+        if code is None or code == 0:
+            continue
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = "an unknown signal"
+            said.append("DataLoader worker %d (pid %d) was killed by signal %d (%s)"
+                        % (number, worker.pid, -code, name))
+        else:
+            said.append("DataLoader worker %d (pid %d) exited with status %d"
+                        % (number, worker.pid, code))
+    return "; ".join(said)
 
 
 def command_type(command):

@@ -4,7 +4,14 @@ lines in on stdin.
 A frame is ``u32 length`` (bytes after the field), ``u32 type``, payload,
 little-endian. Type 1 is a UTF-8 JSON object; type 2 a batch: the fixed
 header BATCH_HEADER (packed, no padding, 88 bytes) followed by the records,
-R x (1 + 3S + C) little-endian 64-bit integers."""
+R x (1 + 3S + C) little-endian 64-bit integers.
+
+Names travel as bytes: a file name (or a folder) that is not UTF-8 comes
+as readable text, each byte that is not UTF-8 the Latin-1 character of its
+value, with its exact bytes in hex in a field of the same name and
+"_bytes" after it ("file" and "file_bytes"), as a result file keeps them.
+No JSON text holds a lone surrogate (os.fsdecode's U+DC80 to U+DCFF), which
+pbench's JSON reader rightly refuses."""
 import json
 import os
 import select
@@ -18,6 +25,55 @@ FRAME_HEAD = struct.Struct("<II")
 # seq, t_wait, t_taken, t_done, step, t_first, t_ready, bytes (u64);
 # samples, errors (u32); worker (i32); columns, records, counters (u32).
 BATCH_HEADER = struct.Struct("<8QIIiIII")
+
+
+def readable(text):
+    """text with its surrogate escapes (os.fsdecode's U+DC80 to U+DCFF for a byte
+    that is not UTF-8) as the Latin-1 character of that byte: what pbench
+    shows for such a name (pb_json_text)."""
+    if not isinstance(text, str):
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return "".join(chr(ord(c) - 0xdc00) if 0xdc80 <= ord(c) <= 0xdcff else
+                       "\ufffd" if 0xd800 <= ord(c) <= 0xdfff else c for c in text)
+
+
+def without_surrogates(message):
+    """A JSON-ready copy of message with every string made readable()."""
+    if isinstance(message, str):
+        return readable(message)
+    if isinstance(message, dict):
+        return {readable(k): without_surrogates(v) for k, v in message.items()}
+    if isinstance(message, (list, tuple)):
+        return [without_surrogates(v) for v in message]
+    return message
+
+
+def name_fields(key, name):
+    """{key: readable name} and, for a name that is not UTF-8, {key +
+    "_bytes": its bytes in hex}. name is bytes or a str from os.fsdecode."""
+    raw = name if isinstance(name, bytes) else os.fsencode(name)
+    fields = {key: readable(os.fsdecode(raw))}
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        fields[key + "_bytes"] = raw.hex()
+    return fields
+
+
+def name_field(command, key):
+    """The name a command's key holds, as os.fsdecode gives it (the exact
+    bytes of key + "_bytes" when pbench sent them)."""
+    raw = command.get(key + "_bytes")
+    if isinstance(raw, str):
+        try:
+            return os.fsdecode(bytes.fromhex(raw))
+        except ValueError:
+            pass
+    return command.get(key)
 
 
 class FrameWriter:
@@ -38,8 +94,10 @@ class FrameWriter:
             view = view[written:]
 
     def json(self, message):
-        """Sends a JSON frame; message is a dict with a "type" key."""
-        self._write(FRAME_JSON, json.dumps(message, separators=(",", ":")).encode("utf-8"))
+        """Sends a JSON frame; message is a dict with a "type" key. Text
+        with surrogate escapes is sent readable() (see name_fields)."""
+        self._write(FRAME_JSON, json.dumps(without_surrogates(message),
+                                           separators=(",", ":")).encode("utf-8"))
 
     def batch(self, header, records):
         """Sends a batch frame. header is the BATCH_HEADER field tuple;

@@ -32,10 +32,14 @@ def import_callable(spec, option):
     except Exception as e:  # the user's module may raise anything on import
         raise ConfigError(option, "cannot import %s: %s: %s"
                           % (module_name, type(e).__name__, e)) from e
+    missing = object()
     for part in attr.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
+        owner, obj = obj, getattr(obj, part, missing)
+        if obj is missing:
             raise ConfigError(option, "module %s has no %s" % (module_name, attr))
+        if obj is None:
+            raise ConfigError(option, "%s.%s is None, not a callable"
+                              % (getattr(owner, "__name__", module_name), part))
     if not callable(obj):
         raise ConfigError(option, "%s is not callable" % spec)
     return obj

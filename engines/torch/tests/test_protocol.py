@@ -31,6 +31,23 @@ class FrameTest(unittest.TestCase):
         self.assertEqual(frame_type, 1)
         self.assertEqual(json.loads(payload), {"type": "ready", "protocol": 1})
 
+    def test_names_travel_as_bytes(self):
+        # A name that is not UTF-8: readable text and its exact bytes; no
+        # lone surrogate in the frame (pbench's JSON reader refuses them).
+        name = os.fsdecode(b"/d/corrupt\xff.jpg")
+        self.writer.json(dict({"type": "error", "message": "%s: bad" % name},
+                              **protocol.name_fields("file", name)))
+        _, payload = self.read_frame()
+        self.assertNotIn(b"\\udc", payload)
+        frame = json.loads(payload)
+        self.assertEqual(frame["file"], "/d/corrupt\u00ff.jpg")
+        self.assertEqual(bytes.fromhex(frame["file_bytes"]), b"/d/corrupt\xff.jpg")
+        self.assertEqual(frame["message"], "/d/corrupt\u00ff.jpg: bad")
+        self.assertEqual(protocol.name_fields("file", "/d/caf\u00e9.jpg"),
+                         {"file": "/d/caf\u00e9.jpg"})
+        self.assertEqual(protocol.name_field(frame, "file"), name)
+        self.assertEqual(protocol.name_field({"index": "/tmp/i"}, "index"), "/tmp/i")
+
     def test_batch_frame_is_88_bytes_of_header_then_records(self):
         header = (3, 10, 20, 30, 5, 1, 2, 100, 2, 1, -1, 1, 2, 0)
         records = b"".join(v.to_bytes(8, "little") for v in (7, 1, 2, 3, 9, 4, 5, 6))

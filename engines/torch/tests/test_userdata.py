@@ -24,6 +24,24 @@ class ExpandArgsTest(unittest.TestCase):
         self.assertEqual(got, {"root": "/d", "n": 3, "more": ["/d/x", {"k": "plain"}]})
 
 
+class ImportCallableTest(unittest.TestCase):
+    def test_an_attribute_that_is_none_is_said_so(self):
+        import sys
+        from pbench_torch import userdata
+        from pbench_torch.errors import ConfigError
+        sys.path.insert(0, HERE)
+        try:
+            with self.assertRaises(ConfigError) as caught:
+                userdata.import_callable("user_code:NONE_ATTR", "dataset.python")
+            self.assertEqual(caught.exception.message,
+                             "user_code.NONE_ATTR is None, not a callable")
+            with self.assertRaises(ConfigError) as caught:
+                userdata.import_callable("user_code:no_such_attr", "dataset.python")
+            self.assertEqual(caught.exception.message, "module user_code has no no_such_attr")
+        finally:
+            sys.path.remove(HERE)
+
+
 @unittest.skipIf(not driver.torch_available(), driver.SKIP_REASON)
 class UserDatasetTest(unittest.TestCase):
     @classmethod
@@ -84,6 +102,37 @@ class UserDatasetTest(unittest.TestCase):
         ready, got = self.run_point(config)
         self.assertEqual(ready["samples"], 3)
         self.assertEqual(sorted(row[0] for b in got for row in b["rows"]), [1, 3, 5])
+
+    def test_samples_counted_whatever_a_sample_holds(self):
+        # 6 samples in batches of 4: the count is the samples collate took,
+        # whether a sample is a tensor, (path, tensor), a dict with a name
+        # first, the file's bytes or its path.
+        for shape in ("tensor", "path", "dict", "bytes", "str"):
+            config = user_config("user_code:Shapes", {"root": self.root, "shape": shape})
+            _, got = self.run_point(config)
+            self.assertEqual([b["samples"] for b in got], [4, 2], shape)
+        stage = {"python": {"callable": "user_code:to_name"}}
+        _, got = self.run_point(user_config("user_code:Plain", {"root": self.root}, [stage]))
+        self.assertEqual([b["samples"] for b in got], [4, 2], "a python stage's string")
+
+    def test_a_long_compose_folds_its_last_transforms_into_one_row(self):
+        config = user_config("user_code:make_long_compose", {"root": self.root})
+        engine = driver.Engine()
+        engine.send("open", protocol=1, config=config, index="", config_dir=".",
+                    stage_timing=True)
+        frames = engine.until("ready", "fatal")
+        ready = frames[-1]
+        self.assertEqual(ready["type"], "ready", ready)
+        names = [s["name"] for s in ready["stages"]]
+        self.assertEqual(len(names), 32)
+        self.assertEqual(names[:3], ["getitem", "Resize", "Lambda"])
+        self.assertEqual(names[-2:], ["more_transforms", "collate"])
+        warnings = [f["message"] for f in frames if f["type"] == "warning"]
+        self.assertIn("the last 10 are timed together as the row more_transforms", warnings[0])
+        got = [f for f in engine.repeat(0) if f["type"] == "batch"]
+        self.assertEqual(engine.close(), 0, engine.stderr_tail())
+        self.assertEqual(sum(b["samples"] for b in got), 6)
+        self.assertTrue(all(row[1 + 3 * 30] > 0 for b in got for row in b["rows"]))
 
     def test_bad_args_name_dataset_python(self):
         engine = driver.Engine()

@@ -1,0 +1,97 @@
+/* The files of your own Dataset's slowest samples (bench/run/engine.h):
+ * pbench's index does not list a Dataset's samples, so the engine names
+ * them, between repeats, from the Dataset itself (the `names` command of
+ * docs/engines.md). */
+#include "bench/run/engine.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/base/pb.h"
+
+#define FRAME_JSON 1
+
+/* Puts each row's slowest samples' indices, once each, into indices
+ * (of at most max); returns how many. */
+static size_t slowest_indices(const struct pb_repeat_result *rep, json_t *indices, size_t max)
+{
+    size_t count = 0;
+    for (size_t k = 0; k < rep->stage_count; k++) {
+        const struct pb_stage_result *row = &rep->stages[k];
+        for (int i = 0; i < row->slowest_count && count < max; i++) {
+            bool seen = false;
+            for (size_t j = 0; j < json_array_size(indices) && !seen; j++)
+                seen = (uint64_t)json_integer_value(json_array_get(indices, j)) ==
+                       row->slowest_sample[i];
+            if (!seen && json_array_append_new(indices,
+                                               json_integer((json_int_t)row->slowest_sample[i])) == 0)
+                count++;
+        }
+    }
+    return count;
+}
+
+/* The engine's `names` answer, waited for up to timeout_s; NULL when none
+ * came (an engine that does not know the command, or one that failed). */
+static json_t *await_names(struct pb_engine_proc *p, double timeout_s)
+{
+    uint64_t deadline = pb_now_ns() + (uint64_t)(timeout_s * 1e9);
+    char msg[PB_MSG_MAX];
+    while (pb_now_ns() < deadline) {
+        uint32_t type = 0, len = 0;
+        const uint8_t *data = NULL;
+        int rc = pb_engine_proc_frame(p, 100, &type, &data, &len, msg, sizeof msg);
+        if (rc == PB_ENGINE_NO_FRAME)
+            continue;
+        if (rc != PB_OK)
+            return NULL;
+        json_t *j = type == FRAME_JSON ? json_loadb((const char *)data, len, 0, NULL) : NULL;
+        const char *t = json_string_value(json_object_get(j, "type"));
+        if (t && strcmp(t, "names") == 0)
+            return j;
+        json_decref(j);
+        if (t && strcmp(t, "fatal") == 0)
+            return NULL;
+    }
+    return NULL;
+}
+
+/* The file the answer names for sample index, into buf; false where the
+ * Dataset names none. */
+static bool named_file(const json_t *answer, uint64_t index, char *buf, size_t buflen)
+{
+    const json_t *names = json_object_get(answer, "names");
+    for (size_t i = 0; i < json_array_size(names); i++) {
+        const json_t *n = json_array_get(names, i);
+        if ((uint64_t)json_integer_value(json_object_get(n, "index")) != index)
+            continue;
+        return pb_engine_name(n, "file", buf, buflen) && buf[0];
+    }
+    return false;
+}
+
+void pb_engine_name_slowest(struct pb_engine_proc *p, struct pb_repeat_result *rep,
+                            double timeout_s)
+{
+    json_t *indices = json_array();
+    json_t *command = json_pack("{s:s,s:o}", "type", "names", "indices", indices);
+    json_t *answer = NULL;
+    if (command && slowest_indices(rep, indices, 256) > 0 &&
+        pb_engine_proc_send(p, command) == PB_OK)
+        answer = await_names(p, timeout_s);
+    json_decref(command);
+    for (size_t k = 0; k < rep->stage_count; k++) {
+        struct pb_stage_result *row = &rep->stages[k];
+        for (int i = 0; i < row->slowest_count; i++) {
+            char file[PB_PATH_MAX];
+            uint64_t index = row->slowest_sample[i];
+            if (named_file(answer, index, file, sizeof file))
+                pb_strlcpy(row->slowest_files[i], file, sizeof row->slowest_files[i]);
+            else
+                snprintf(row->slowest_files[i], sizeof row->slowest_files[i],
+                         "sample %" PRIu64 " (your Dataset names no file for it)", index);
+        }
+    }
+    json_decref(answer);
+}
