@@ -376,6 +376,41 @@ static void test_suggestions_quote_their_figures(void **state)
     release(&r);
 }
 
+static bool any_suggestion(const struct pb_analysis *an, const char *needle);
+
+/* A workers sweep that measured 3 and 4 workers slower than 2: no line
+ * advises more workers, whether the workers were busy or waiting, and the
+ * line that replaces it quotes the sweep's figures. Without the slower
+ * points the same 2-worker point is told to add workers. */
+static void test_no_advice_against_the_sweep(void **state)
+{
+    (void)state;
+    for (int busy = 0; busy <= 1; busy++) {
+        double cpu = busy ? 95 : 40;
+        const struct spec_point rows[] = {
+            {2, 32, 1000, 1, 40, 0, cpu, 100, NULL},
+            {3, 32, 900, 1, 45, 0, cpu, 110, NULL},
+            {4, 32, 850, 1, 48, 0, cpu, 120, NULL},
+        };
+        struct pb_result r;
+        struct pb_analysis an;
+        assert_int_equal(recommend(rows, 3, 10, &an, &r), 0);
+        for (int k = 0; k < an.suggestion_count; k++) {
+            assert_null(strstr(an.suggestions[k], "add workers"));
+            assert_null(strstr(an.suggestions[k], "more workers or a larger prefetch_factor"));
+        }
+        assert_true(any_suggestion(&an, "this sweep measured more workers no faster (4 workers: "
+                                        "850 samples/s against 1000 with 2)"));
+        pb_analysis_free(&an);
+        release(&r);
+
+        assert_int_equal(recommend(rows, 1, 10, &an, &r), 0); /* the 2-worker point alone */
+        assert_true(any_suggestion(&an, busy ? "add workers" : "more workers or a larger"));
+        pb_analysis_free(&an);
+        release(&r);
+    }
+}
+
 static bool any_suggestion(const struct pb_analysis *an, const char *needle)
 {
     for (int i = 0; i < an->suggestion_count; i++)
@@ -794,6 +829,7 @@ int main(void)
         cmocka_unit_test(test_long_config_path_keeps_commands_whole),
         cmocka_unit_test(test_step_time_cap),
         cmocka_unit_test(test_zero_and_one_worker),
+        cmocka_unit_test(test_no_advice_against_the_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

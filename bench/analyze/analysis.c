@@ -458,9 +458,7 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
 
 /* ---- scaling ------------------------------------------------------------ */
 
-/* The usable points whose axes match base's in all but loader.workers (at
- * most max of them), in order of workers; returns their count. */
-static int worker_series(const struct pb_result *result, const struct pb_analysis *an, size_t base,
+int pb_analysis_worker_series(const struct pb_result *result, const struct pb_analysis *an, size_t base,
                          int *series, int max)
 {
     json_t *axes = result->points[base].axes;
@@ -591,7 +589,7 @@ static void scaling(const struct pb_result *result, struct pb_analysis *an)
         if (!an->points[base].usable)
             continue;
         int series[64];
-        int count = worker_series(result, an, base, series, (int)PB_ARRAY_LEN(series));
+        int count = pb_analysis_worker_series(result, an, base, series, (int)PB_ARRAY_LEN(series));
         if (count < 2 || an->points[series[0]].workers == an->points[series[count - 1]].workers)
             continue;
         size_t used = per_worker_rates(result, an, base, series, count);

@@ -117,6 +117,11 @@ struct pb_analysis {
  * or that has none is not usable and never recommended. */
 int pb_analysis_points(const struct pb_result *result, struct pb_analysis *out);
 
+/* The usable points whose axes match base's in all but loader.workers (at
+ * most max of them, into series), in order of workers; returns their count. */
+int pb_analysis_worker_series(const struct pb_result *result, const struct pb_analysis *an,
+                              size_t base, int *series, int max);
+
 /* Point `point`'s run.step_ms (0: no simulated step). */
 double pb_analysis_step_ms(const struct pb_result *result, size_t point);
 void pb_analysis_free(struct pb_analysis *analysis);

@@ -424,6 +424,32 @@ static void fewer_workers_suggestion(const struct pb_result *result, size_t i, i
 /* What more workers can do for a waiting loop, by whether the cores are
  * saturated and the workers on CPU; and what workers beyond the hardware
  * threads cost. */
+/* Whether this result's sweep measured more workers than point i's, with
+ * its other settings, and none of them faster beyond the tie (the larger
+ * of analysis.tie_pct and i's noise): then no line may advise more
+ * workers. Sets *most and *most_rate to the largest such count and its
+ * samples/s. */
+static bool more_workers_measured_no_faster(const struct pb_result *result,
+                                            const struct pb_analysis *an, size_t i,
+                                            int64_t *most, double *most_rate)
+{
+    int series[64];
+    int n = pb_analysis_worker_series(result, an, i, series, 64);
+    const struct pb_point_result *p = &result->points[i];
+    double tie = fmax(an->thresholds.tie_pct, p->samples_per_s_noise_pct) / 100.0;
+    *most = 0;
+    for (int k = 0; k < n; k++) {
+        const struct pb_point_analysis *o = &an->points[series[k]];
+        if (o->workers <= an->points[i].workers)
+            continue;
+        if (result->points[series[k]].samples_per_s > p->samples_per_s * (1 + tie))
+            return false;
+        *most = o->workers;
+        *most_rate = result->points[series[k]].samples_per_s;
+    }
+    return *most > 0;
+}
+
 static void worker_suggestions(const struct pb_result *result, size_t i, const char *run,
                                struct pb_analysis *an)
 {
@@ -439,7 +465,18 @@ static void worker_suggestions(const struct pb_result *result, size_t i, const c
                 "more workers cannot help; cut the work per sample (the largest stage first) or "
                 "add cores",
                 pus, p->cpu_util_pct, p->stall_pct);
-    if (waits && a->cpu_bound && !a->saturated && a->workers < pus) {
+    int64_t most = 0;
+    double most_rate = 0;
+    bool measured_no_faster = more_workers_measured_no_faster(result, an, i, &most, &most_rate);
+    if (waits && measured_no_faster && !a->saturated)
+        SUGGEST(an,
+                "the loop waits %.1f%%, yet this sweep measured more workers no faster (%lld "
+                "workers: %.4g samples/s against %.4g with %lld): more workers do not help here; "
+                "cut the work per sample (the largest stage first)%s",
+                p->stall_pct, (long long)most, most_rate, p->samples_per_s,
+                (long long)a->workers,
+                a->cpu_bound ? "" : ", or look for what the workers wait on (storage, a lock)");
+    if (waits && a->cpu_bound && !a->saturated && a->workers < pus && !measured_no_faster) {
         char test[COMMAND_SIZE];
         more_workers_command(result, i, run, a->workers, workers, test, sizeof test);
         SUGGEST(an,
@@ -460,7 +497,8 @@ static void worker_suggestions(const struct pb_result *result, size_t i, const c
                 "not cure; measure on a quiet machine (or compare CPU per sample, which they "
                 "barely move)",
                 p->worker_cpu_pct, p->stall_pct, p->other_cpu_pct, p->steal_pct);
-    if (waits && !a->cpu_bound && !a->saturated && a->workers > 0 && !restarts && !starved)
+    if (waits && !a->cpu_bound && !a->saturated && a->workers > 0 && !restarts && !starved &&
+        !measured_no_faster)
         SUGGEST(an,
                 "workers are on CPU only %.0f%% of the time while the loop waits %.1f%%: they "
                 "wait on I/O or each other; more workers or a larger prefetch_factor can hide it "
