@@ -203,6 +203,90 @@ static void test_own_buffers_are_not_growth(void **state)
     assert_non_null(strstr(p.warnings[0], "memory grows 320"));
 }
 
+/* RSS of repeat r at t seconds (the measured part from 0.5 s), in MiB. */
+typedef double (*rss_shape)(int r, int i, double t);
+
+/* A point of 3 repeats of `seconds` measured at batches_per_s, sampled
+ * at 20 Hz from 0.05 s, RSS given by shape. samples holds 3 x count. */
+static void make_shaped_point(struct pb_point_result *p, struct pb_repeat_result *reps,
+                              struct pb_rss_sample *samples, int count, double seconds,
+                              double batches_per_s, rss_shape shape)
+{
+    memset(p, 0, sizeof(*p));
+    p->repeats = reps;
+    p->repeat_count = 3;
+    for (int r = 0; r < 3; r++) {
+        struct pb_repeat_result *rep = &reps[r];
+        memset(rep, 0, sizeof(*rep));
+        rep->wall_s = seconds;
+        rep->batches_per_s = batches_per_s;
+        rep->rss = samples + r * count;
+        rep->rss_count = (size_t)count;
+        for (int i = 0; i < count; i++) {
+            double t = 0.05 * (i + 1);
+            rep->rss[i].t_s = t;
+            rep->rss[i].rss_bytes = (uint64_t)(shape(r, i, t) * 1048576.0);
+        }
+    }
+}
+
+/* Workers touching their pages once: 300 MiB more, most of it in the
+ * first second, then flat. */
+static double settling(int r, int i, double t)
+{
+    (void)i;
+    return 200 + 10 * r + 300 * (1 - exp(-3 * t));
+}
+
+/* A Dataset allocating and freeing 1 GB per sample: every other sample
+ * catches the allocation. */
+static double sawtooth(int r, int i, double t)
+{
+    (void)t;
+    return 300 + 5 * r + ((i * 7 + r) % 3 == 0 ? 1000 : 0);
+}
+
+/* A leak of 640 MiB per 1000 batches at 10 batches/s. */
+static double slow_leak(int r, int i, double t)
+{
+    (void)i;
+    return 200 + 30 * r + 640 * (t > 0.5 ? (t - 0.5) * 10 : 0) / 1000;
+}
+
+/* What is not growth: memory that settles early in a repeat, memory
+ * allocated and freed per sample, and a leak over repeats too short to
+ * judge (under PB_MEMGROWTH_MIN_BATCHES) - none warns; the short one says
+ * it was not judged. */
+static void test_settling_sawtooth_and_short_runs_are_not_growth(void **state)
+{
+    (void)state;
+    struct pb_point_result p;
+    struct pb_repeat_result reps[3];
+    static struct pb_rss_sample samples[3 * 90];
+
+    make_shaped_point(&p, reps, samples, 90, 4.0, 12, settling); /* a 4 s repeat, 48 batches */
+    pb_memory_growth_check(&p, 1.0);
+    assert_true(p.memory_growth.known);
+    assert_int_equal(p.warning_count, 0);
+    make_shaped_point(&p, reps, samples, 90, 4.0, 100, settling); /* 400 batches: judged */
+    pb_memory_growth_check(&p, 1.0);
+    assert_true(p.memory_growth.judged);
+    assert_int_equal(p.warning_count, 0);
+
+    make_shaped_point(&p, reps, samples, 90, 4.0, 100, sawtooth);
+    pb_memory_growth_check(&p, 1.0);
+    assert_true(p.memory_growth.known);
+    print_message("sawtooth: %.1f MiB per 1000 batches\n", p.memory_growth.mib_per_1000_batches);
+    assert_true(fabs(p.memory_growth.mib_per_1000_batches) < 50); /* not 976976 */
+    assert_int_equal(p.warning_count, 0);
+
+    make_shaped_point(&p, reps, samples, 40, 1.5, 10, slow_leak); /* 15 batches a repeat */
+    pb_memory_growth_check(&p, 1.0);
+    assert_true(p.memory_growth.known);
+    assert_false(p.memory_growth.judged);
+    assert_int_equal(p.warning_count, 0);
+}
+
 static void test_null_decoder_leak_end_to_end(void **state)
 {
     (void)state;
@@ -253,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_steps_between_groups_are_not_growth),
         cmocka_unit_test(test_warning_on_synthetic_samples),
         cmocka_unit_test(test_own_buffers_are_not_growth),
+        cmocka_unit_test(test_settling_sawtooth_and_short_runs_are_not_growth),
         cmocka_unit_test(test_null_decoder_leak_end_to_end),
     };
     return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);

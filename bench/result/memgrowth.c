@@ -60,41 +60,69 @@ int pb_slope_fit(const double *x, const double *y, const int *group, size_t n, d
     return rc;
 }
 
+/* The samples of the measured part of each finished repeat, as (k
+ * batches, MiB less pbench's own buffers, repeat) into x, y, group: the
+ * lowest RSS of each run of PB_MEMGROWTH_WINDOW samples, the floor the
+ * memory comes back to. Allocate-and-free per sample saws RSS up and down
+ * between samples; its floor stays flat, while a leak lifts the floor too.
+ * With later_half, every sample of each repeat's second half (too few to
+ * take floors of; a saw there only widens the interval). Returns the
+ * count; *groups the repeats that gave 3 or more. */
+static size_t floor_samples(const struct pb_point_result *point, size_t repeats, bool later_half,
+                            double *x, double *y, int *group, int *groups)
+{
+    size_t n = 0;
+    *groups = 0;
+    for (size_t r = 0; r < repeats; r++) {
+        const struct pb_repeat_result *rep = &point->repeats[r];
+        if (rep->rss_count < 3 || rep->wall_s <= 0 || rep->batches_per_s <= 0)
+            continue;
+        /* The sampler runs from the repeat's start to just after its
+         * measured part: the last wall_s seconds of it are measured. */
+        double end_s = rep->rss[rep->rss_count - 1].t_s, start_s = end_s - rep->wall_s;
+        if (later_half)
+            start_s += rep->wall_s / 2;
+        size_t before = n, in_window = 0;
+        for (size_t i = 0; i < rep->rss_count; i++) {
+            if (rep->rss[i].t_s < start_s)
+                continue;
+            double k = (rep->rss[i].t_s - start_s) * rep->batches_per_s / 1000.0;
+            /* pbench's own growing buffers (the trace, the batch records)
+             * are not the pipeline's growth. */
+            double mib =
+                ((double)rep->rss[i].rss_bytes - (double)rep->rss[i].own_bytes) / 1048576.0;
+            if (in_window == 0 || mib < y[n - 1]) {
+                if (in_window == 0)
+                    n++;
+                x[n - 1] = k;
+                y[n - 1] = mib;
+                group[n - 1] = *groups;
+            }
+            in_window = later_half ? 0 : (in_window + 1) % PB_MEMGROWTH_WINDOW;
+        }
+        if (in_window != 0) /* a last window cut short has no floor to speak of */
+            n--;
+        if (n - before >= 3)
+            (*groups)++;
+        else
+            n = before;
+    }
+    return n;
+}
+
 void pb_memory_growth_check(struct pb_point_result *point, double threshold_mib)
 {
     struct pb_memory_growth *g = &point->memory_growth;
     *g = (struct pb_memory_growth){0};
-    size_t repeats = pb_point_finished_repeats(point), n = 0, cap = 0;
+    size_t repeats = pb_point_finished_repeats(point), cap = 0;
     for (size_t r = 0; r < repeats; r++)
         cap += point->repeats[r].rss_count;
     if (cap == 0)
         return;
     double *x = malloc(cap * sizeof(double)), *y = malloc(cap * sizeof(double));
     int *group = malloc(cap * sizeof(int));
-    int groups = 0;
-    for (size_t r = 0; x && y && group && r < repeats; r++) {
-        const struct pb_repeat_result *rep = &point->repeats[r];
-        if (rep->rss_count < 3 || rep->wall_s <= 0 || rep->batches_per_s <= 0)
-            continue;
-        /* The sampler runs from the repeat's start to just after its
-         * measured part: the last wall_s seconds of it are measured. */
-        double start_s = rep->rss[rep->rss_count - 1].t_s - rep->wall_s;
-        size_t before = n;
-        for (size_t i = 0; i < rep->rss_count; i++) {
-            if (rep->rss[i].t_s < start_s)
-                continue;
-            x[n] = (rep->rss[i].t_s - start_s) * rep->batches_per_s / 1000.0; /* k batches */
-            /* pbench's own growing buffers (the trace, the batch
-             * records) are not the pipeline's growth. */
-            y[n] = ((double)rep->rss[i].rss_bytes - (double)rep->rss[i].own_bytes) / 1048576.0;
-            group[n++] = groups;
-        }
-        if (n - before >= 3)
-            groups++;
-        else
-            n = before;
-    }
-    double slope, half;
+    int groups = 0, later_groups = 0;
+    size_t n = x && y && group ? floor_samples(point, repeats, false, x, y, group, &groups) : 0;
     /* The measured batches and seconds of a repeat, on average: what the
      * slope is projected over. */
     double batches = 0, seconds = 0;
@@ -104,6 +132,7 @@ void pb_memory_growth_check(struct pb_point_result *point, double threshold_mib)
     }
     batches /= repeats ? (double)repeats : 1;
     seconds /= repeats ? (double)repeats : 1;
+    double slope, half, later_slope = 0, later_half = 0;
     if (groups > 0 && pb_slope_fit(x, y, group, n, &slope, &half) == PB_OK) {
         g->known = true;
         g->mib_per_1000_batches = slope;
@@ -112,17 +141,23 @@ void pb_memory_growth_check(struct pb_point_result *point, double threshold_mib)
         g->samples = n;
         g->repeats = groups;
         g->significant = g->ci_low > 0 || g->ci_high < 0;
-        /* Settling (allocator arenas, caches filling once) looks like
-         * growth over a short part: a warning needs the growth to be
-         * material within a repeat, or the repeats long enough that the
-         * slope is the steady state's (docs/profiling.md). */
+        g->judged = batches >= PB_MEMGROWTH_MIN_BATCHES;
+        /* Settling (allocator arenas, caches filling, workers touching
+         * their pages once) rises early and flattens: a leak grows as fast
+         * in each repeat's second half, and by a material amount. */
+        size_t later = floor_samples(point, repeats, true, x, y, group, &later_groups);
+        bool steady = later_groups > 0 &&
+                      pb_slope_fit(x, y, group, later, &later_slope, &later_half) == PB_OK &&
+                      later_slope - later_half > 0 && later_slope >= slope / 2;
         bool material = slope * batches / 1000.0 >= PB_MEMGROWTH_MIN_MIB ||
                         (batches >= PB_MEMGROWTH_LONG_BATCHES && seconds >= PB_MEMGROWTH_LONG_S);
-        if (g->significant && slope > 0 && slope >= threshold_mib && material)
+        if (g->judged && g->significant && slope > 0 && slope >= threshold_mib && material &&
+            steady)
             pb_point_warn(point,
                           "memory grows %.1f MiB per 1000 batches (95%% interval %.1f to %.1f, "
-                          "RSS over the measured part of %d repeat%s): a leak, or a cache "
-                          "without a bound, in the pipeline",
+                          "the floor of RSS over the measured part of %d repeat%s, as fast in "
+                          "their second halves): a leak, or a cache without a bound, in the "
+                          "pipeline",
                           slope, g->ci_low, g->ci_high, groups, groups == 1 ? "" : "s");
     }
     free(x);
@@ -134,10 +169,10 @@ json_t *pb_memory_growth_to_json(const struct pb_memory_growth *g)
 {
     if (!g->known)
         return NULL;
-    return json_pack("{s f s f s f s I s i s b}", "mib_per_1000_batches", g->mib_per_1000_batches,
-                     "ci95_low", g->ci_low, "ci95_high", g->ci_high, "samples",
-                     (json_int_t)g->samples, "repeats", g->repeats, "significant",
-                     g->significant);
+    return json_pack("{s f s f s f s I s i s b s b}", "mib_per_1000_batches",
+                     g->mib_per_1000_batches, "ci95_low", g->ci_low, "ci95_high", g->ci_high,
+                     "samples", (json_int_t)g->samples, "repeats", g->repeats, "significant",
+                     g->significant, "judged", g->judged);
 }
 
 void pb_memory_growth_from_json(const json_t *obj, struct pb_memory_growth *g)
@@ -153,4 +188,6 @@ void pb_memory_growth_from_json(const json_t *obj, struct pb_memory_growth *g)
     g->samples = (size_t)json_integer_value(json_object_get(obj, "samples"));
     g->repeats = (int)json_integer_value(json_object_get(obj, "repeats"));
     g->significant = json_is_true(json_object_get(obj, "significant"));
+    const json_t *judged = json_object_get(obj, "judged");
+    g->judged = judged ? json_is_true(judged) : true; /* older results judged every run */
 }

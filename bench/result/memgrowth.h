@@ -5,10 +5,13 @@
  * (thread arenas, the allocator's caches) is not read as growth; what
  * grows with every batch, a leak or a cache without a bound, is. Each
  * sample counts its RSS less own_bytes, pbench's own buffers that fill as
- * the repeat goes (the trace's records, the batch records). A point
- * warns "memory grows N MiB per 1000 batches" when the interval excludes
- * 0, the slope is at least the analysis section's memory_growth_mib, and
- * the growth is material (PB_MEMGROWTH_MIN_MIB below). */
+ * the repeat goes (the trace's records, the batch records). The fit
+ * reads the floor RSS comes back to (PB_MEMGROWTH_WINDOW), not every
+ * sample. A point warns "memory grows N MiB per 1000 batches" when the
+ * repeats measured PB_MEMGROWTH_MIN_BATCHES batches or more, the interval
+ * excludes 0, the slope is at least the analysis section's
+ * memory_growth_mib, the growth is material (PB_MEMGROWTH_MIN_MIB) and as
+ * fast in each repeat's second half (settling flattens; a leak does not). */
 #ifndef PB_MEMGROWTH_H
 #define PB_MEMGROWTH_H
 
@@ -23,6 +26,12 @@
  * batches and seconds (where the slope is the steady state's, not the
  * allocator settling). */
 #define PB_MEMGROWTH_MIN_MIB 16.0
+/* Nor is growth judged over repeats of fewer measured batches than this,
+ * on average (too short to tell settling from growth). */
+#define PB_MEMGROWTH_MIN_BATCHES 50.0
+/* The fit reads the floor of RSS: the lowest sample of each run of this
+ * many (20 Hz: 0.2 s), so allocating and freeing per sample is no growth. */
+#define PB_MEMGROWTH_WINDOW 4
 #define PB_MEMGROWTH_LONG_BATCHES 5000.0
 #define PB_MEMGROWTH_LONG_S 30.0
 

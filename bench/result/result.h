@@ -158,6 +158,8 @@ struct pb_memory_growth {
     size_t samples;
     int repeats;
     bool significant;           /* the interval excludes 0                 */
+    bool judged;                /* the repeats were long enough to warn
+                                 * (PB_MEMGROWTH_MIN_BATCHES)               */
 };
 
 struct pb_point_result {
