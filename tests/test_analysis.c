@@ -16,6 +16,8 @@
 #include "bench/analyze/analysis.h"
 #include "bench/analyze/verdict.h"
 #include "bench/config/config.h"
+#include "bench/report/report.h"
+#include "tests/testutil.h"
 
 struct spec_point {
     int workers, batch;
@@ -406,6 +408,55 @@ static void test_no_advice_against_the_sweep(void **state)
 
         assert_int_equal(recommend(rows, 1, 10, &an, &r), 0); /* the 2-worker point alone */
         assert_true(any_suggestion(&an, busy ? "add workers" : "more workers or a larger"));
+        pb_analysis_free(&an);
+        release(&r);
+    }
+}
+
+/* A calibration the run beats is no figure: eff over 100% reads "cal?"
+ * with the reason, and a calibration made beside other processes marks
+ * every eff and says how busy the machine was. Cores needed come from the
+ * CPU per sample the repeats measured, with their range. */
+static void test_calibration_and_capacity(void **state)
+{
+    (void)state;
+    const struct spec_point rows[] = {{2, 32, 1000, 1, 40, 60, 95, 100, NULL},
+                                      {1, 32, 150, 1, 80, 9, 95, 100, NULL}};
+    for (int busy = 0; busy <= 1; busy++) {
+        struct pb_result r;
+        struct pb_analysis an;
+        make(&r, rows, 2, 10);
+        r.calibration = (struct pb_calibration){.measured = true, .single_core_samples_per_s = 200,
+                                                .cores = 8, .memcpy_gb_per_s = 5,
+                                                .other_cpu_pct = busy ? 55 : 1, .busy = busy};
+        struct pb_repeat_result reps[3] = {0};
+        double util[3] = {150, 160, 140}; /* 1.5, 1.6 and 1.4 ms of CPU per sample */
+        for (int k = 0; k < 3; k++) {
+            reps[k].samples_per_s = 1000;
+            reps[k].cpu_util_pct = util[k];
+            reps[k].wall_s = 2;
+        }
+        r.points[0].repeats = r.points[1].repeats = reps; /* the table reads both */
+        assert_int_equal(pb_analyze(&r, &an), 0);
+        assert_int_equal(an.recommended, 0);
+        assert_true(an.points[0].efficiency_pct > 100);
+        assert_true(an.points[0].calibration_suspect);
+        /* 32 a batch every 10 ms: 3200 samples/s x 1.5 ms = 4.8 cores. */
+        pb_test_assert_contains(an.capacity, (const char *const[]){
+            "needs 3200 samples/s", "1.50 ms of CPU per sample", "4.8 cores of loading",
+            "(4.5 to 5.1 over the repeats)", "8 hardware threads: enough", NULL});
+        char *text = NULL;
+        size_t size = 0;
+        FILE *out = open_memstream(&text, &size);
+        pb_report_table(out, &r, &an);
+        fclose(out);
+        assert_non_null(strstr(text, "cal?"));
+        assert_null(strstr(text, "250%"));
+        assert_non_null(strstr(text, busy ? "75%?" : "75%")); /* 150 against 1 x 200 */
+        assert_non_null(strstr(text, busy ? "calibrated beside other processes (55%"
+                                          : "cal? = above the calibrated limit"));
+        free(text);
+        r.points[0].repeats = r.points[1].repeats = NULL;
         pb_analysis_free(&an);
         release(&r);
     }
@@ -830,6 +881,7 @@ int main(void)
         cmocka_unit_test(test_step_time_cap),
         cmocka_unit_test(test_zero_and_one_worker),
         cmocka_unit_test(test_no_advice_against_the_sweep),
+        cmocka_unit_test(test_calibration_and_capacity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

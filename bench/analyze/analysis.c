@@ -233,6 +233,9 @@ static void core_efficiency(const struct pb_result *result, const struct pb_poin
     if (cal->cores > 0 && cores > cal->cores)
         cores = cal->cores;
     a->efficiency_pct = 100.0 * p->samples_per_s / (cal->single_core_samples_per_s * cores);
+    /* Over 100% is no figure: the calibration itself was held back (a
+     * busy machine, a cold cache); the table says so instead. */
+    a->calibration_suspect = a->efficiency_pct > 100.0 || cal->busy;
 }
 
 static void analyze_point(const struct pb_result *result, size_t i,
@@ -640,6 +643,8 @@ json_t *pb_analysis_to_json(const struct pb_analysis *an)
         json_object_set_new(obj, "oversubscribed", json_boolean(a->oversubscribed));
         if (a->efficiency_pct >= 0)
             json_object_set_new(obj, "efficiency_pct", json_real(a->efficiency_pct));
+        if (a->calibration_suspect)
+            json_object_set_new(obj, "calibration_suspect", json_true());
         if (a->amplification > 0)
             json_object_set_new(
                 obj, "decode",

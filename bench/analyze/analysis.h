@@ -56,6 +56,7 @@ struct pb_point_analysis {
     int64_t workers, batch_size, prefetch_factor;
     uint64_t memory_bytes;    /* peak RSS + pinned                         */
     double efficiency_pct;    /* vs calibrated single-core rate x workers; <0 unknown */
+    bool calibration_suspect; /* over 100%, or calibrated on a busy machine */
     /* Video: decode amplification (frames decoded / delivered) and the
      * decode ceiling: the delivered frames/s that decoding alone would
      * allow, = workers x decoded frames/s of one worker / amplification.

@@ -1,10 +1,14 @@
 #include "bench/analyze/verdict.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "bench/analyze/suggest.h"
+#include "bench/base/fmt.h"
 #include "bench/base/pb.h"
+#include "bench/base/stats.h"
+#include "bench/result/figures.h"
 
 /* The closing line of every run: the input-bound class of point i (or,
  * without a training step, that the run measured the loader's ceiling),
@@ -29,37 +33,74 @@ static void verdict_line(const struct pb_result *result, size_t i, struct pb_ana
                  a->top_share_of_cpu ? "the workers' stage CPU time" : "the stages' wall time");
 }
 
-/* The question users ask first: how many cores feeding this step takes. */
+/* Point p's cores of loading for need samples/s, from its measured CPU
+ * time per sample: the median over its finished repeats into *cores and
+ * their range into *lo, *hi, with that median CPU per sample. false where
+ * no repeat has the figure. */
+static bool cores_from_cpu(const struct pb_point_result *p, double need, double *cores,
+                           double *lo, double *hi, double *cpu_ns)
+{
+    double v[64];
+    size_t n = 0, repeats = p->repeats ? pb_point_finished_repeats(p) : 0;
+    for (size_t r = 0; r < repeats && n < 64; r++) {
+        double ns = pb_repeat_cpu_ns_per_sample(&p->repeats[r]);
+        if (isfinite(ns) && ns > 0)
+            v[n++] = ns;
+    }
+    if (n == 0)
+        return false;
+    *cpu_ns = pb_median(v, n);
+    *lo = *hi = v[0];
+    for (size_t k = 1; k < n; k++) {
+        *lo = fmin(*lo, v[k]);
+        *hi = fmax(*hi, v[k]);
+    }
+    *cores = need * *cpu_ns / 1e9;
+    *lo = need * *lo / 1e9;
+    *hi = need * *hi / 1e9;
+    return true;
+}
+
+/* The question users ask first: how many cores feeding this step takes,
+ * from the CPU time per sample the run measured (the stages' thread CPU,
+ * which other processes on the machine barely move), with its range over
+ * the repeats; from the calibration only where the run has no CPU times. */
 static void capacity_line(const struct pb_result *result, size_t i, struct pb_analysis *an)
 {
     const struct pb_point_result *p = &result->points[i];
     double step = pb_analysis_step_ms(result, i);
     double batch = (double)pb_point_setting_int(result, i, "loader.batch_size", 0);
     const struct pb_calibration *cal = &result->calibration;
-    double cores_used = p->cpu_util_pct / 100.0;
-    if (step <= 0 || batch <= 0 || (!cal->measured && (cores_used <= 0 || p->samples_per_s <= 0)))
+    if (step <= 0 || batch <= 0)
         return;
-    double need = batch * 1000.0 / step;
-    double per_core = cal->measured && cal->single_core_samples_per_s > 0
-                          ? cal->single_core_samples_per_s
-                          : p->samples_per_s / cores_used;
-    char from[160];
-    if (cal->measured && cal->single_core_samples_per_s > 0)
-        snprintf(from, sizeof from, "calibrated on one uncontended core");
-    else
-        snprintf(from, sizeof from, "this run: %.4g samples/s on %.1f cores of CPU",
-                 p->samples_per_s, cores_used);
-    double cores = need / per_core;
+    double need = batch * 1000.0 / step, cores, lo, hi, cpu_ns;
+    char from[200];
+    if (cores_from_cpu(p, need, &cores, &lo, &hi, &cpu_ns)) {
+        char cpu[32];
+        pb_fmt_duration(cpu, sizeof cpu, cpu_ns);
+        snprintf(from, sizeof from, "at %s of CPU per sample (median of the repeats)", cpu);
+    } else if (cal->measured && cal->single_core_samples_per_s > 0) {
+        cores = lo = hi = need / cal->single_core_samples_per_s;
+        snprintf(from, sizeof from, "at %.4g samples/s per core (calibrated on one core%s)",
+                 cal->single_core_samples_per_s, cal->busy ? ", beside other processes" : "");
+    } else {
+        return;
+    }
     int pus = result->machine.pus > 0 ? result->machine.pus : 1;
+    char range[64] = "";
+    if (hi > lo)
+        snprintf(range, sizeof range, " (%.1f to %.1f over the repeats)", lo, hi);
     char verdict[120];
-    if (cores <= pus)
+    if (hi <= pus)
         snprintf(verdict, sizeof verdict, "enough, with %.1f to spare", pus - cores);
+    else if (cores <= pus)
+        snprintf(verdict, sizeof verdict, "enough at the median, short at the slowest repeat");
     else
         snprintf(verdict, sizeof verdict, "short by %.1f", cores - pus);
     snprintf(an->capacity, sizeof an->capacity,
-             "a %.4g ms step at batch %.0f needs %.4g samples/s; at %.4g samples/s per core (%s), "
-             "that takes about %.1f cores of loading; this machine has %d hardware threads: %s",
-             step, batch, need, per_core, from, cores, pus, verdict);
+             "a %.4g ms step at batch %.0f needs %.4g samples/s; %s, that takes %.1f cores of "
+             "loading%s; this machine has %d hardware threads: %s",
+             step, batch, need, from, cores, range, pus, verdict);
 }
 
 int pb_analyze(const struct pb_result *result, struct pb_analysis *out)

@@ -298,8 +298,10 @@ static void sweep_figures_row(struct pb_table *t, const struct pb_result *result
         pb_table_add(t, "-");
     if (c->show[FIG_EFF] && a->at_step_cap)
         pb_table_add(t, "at the step-time cap (%.0f samples/s max)", a->step_cap_samples_per_s);
+    else if (c->show[FIG_EFF] && a->efficiency_pct > 100.0)
+        pb_table_add(t, "cal?"); /* over the calibrated limit: the calibration is the problem */
     else if (c->show[FIG_EFF])
-        pb_table_add(t, "%.0f%%", a->efficiency_pct);
+        pb_table_add(t, "%.0f%%%s", a->efficiency_pct, a->calibration_suspect ? "?" : "");
     static const char *const bound[] = {"no", "moderate", "HIGH"};
     pb_table_add(t, "%s", bound[a->input_bound]);
 }
@@ -328,6 +330,30 @@ static void sweep_row(struct pb_table *t, const struct pb_result *result,
                                                               : "-");
 }
 
+/* The eff column's caveat: a point over the calibrated limit reads "cal?"
+ * (the calibration was held back, not the loader over 100%), and a
+ * calibration measured on a busy machine marks every eff with "?". */
+static const char *calibration_note(const struct pb_result *result, const struct pb_analysis *an,
+                                    char *buf, size_t size)
+{
+    const struct pb_calibration *cal = &result->calibration;
+    bool over = false;
+    for (size_t i = 0; i < an->point_count; i++)
+        over |= an->points[i].efficiency_pct > 100.0;
+    buf[0] = '\0';
+    if (cal->busy)
+        snprintf(buf, size,
+                 "; ? = calibrated beside other processes (%.0f%% of the machine's CPU, steal "
+                 "%.0f%%), so the limit is low%s; run pbench calibrate on a quiet machine",
+                 cal->other_cpu_pct, cal->steal_pct, over ? " and cal? = above it" : "");
+    else if (over)
+        snprintf(buf, size,
+                 "; cal? = above the calibrated limit, which no loader reaches: the calibration "
+                 "ran slower than this point (a cold cache, a clock that rose later); run "
+                 "pbench calibrate again");
+    return buf;
+}
+
 /* What the sweep table's columns mean, under it. */
 static void sweep_legend(const struct sink *s, const struct pb_result *result,
                          const struct pb_analysis *an, const struct sweep_columns *c)
@@ -344,12 +370,14 @@ static void sweep_legend(const struct sink *s, const struct pb_result *result,
                     "largest share of the workers' stage CPU time (\"wall\": of their wall "
                     "time, where the result has no CPU times)\n",
             bullet, an->thresholds.input_bound_high_pct, an->thresholds.input_bound_moderate_pct);
+    char note[400];
     if (c->calibrated)
         fprintf(s->out,
                 "%seff = samples/s against the calibrated limit: %.1f samples/s on one core x "
-                "min(workers, %d cores); memcpy %.1f GB/s\n",
+                "min(workers, %d cores); memcpy %.1f GB/s%s\n",
                 bullet, result->calibration.single_core_samples_per_s, result->calibration.cores,
-                result->calibration.memcpy_gb_per_s);
+                result->calibration.memcpy_gb_per_s,
+                calibration_note(result, an, note, sizeof note));
     char engines[800];
     if (pb_result_engines_text(result, engines, sizeof engines)) {
         const char *base = json_string_value(pb_result_config_value(result, "loader.engine"));

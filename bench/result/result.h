@@ -211,6 +211,13 @@ struct pb_point_result {
  * the pipeline on one core with no training step, and memory bandwidth. */
 struct pb_calibration {
     bool measured;
+    /* What else ran while the one-core pipeline was measured: other
+     * processes' share of the machine's CPU and steal (%), as a repeat
+     * records them. busy: over the thresholds compare uses
+     * (PB_BUSY_MACHINE_PCT, PB_STEAL_PCT), so the one-core figure is a
+     * floor, not the machine's. */
+    double other_cpu_pct, steal_pct;
+    bool busy;
     double single_core_samples_per_s;
     double memcpy_gb_per_s;
     int cores;

@@ -156,6 +156,9 @@ static const struct pb_field gpu_device_fields[] = {
 #define C(key, member, kind) PB_FIELD(struct pb_calibration, key, member, kind)
 static const struct pb_field calibration_fields[] = {
     C("single_core_samples_per_s", single_core_samples_per_s, PB_FIELD_DOUBLE),
+    C("other_cpu_pct", other_cpu_pct, PB_FIELD_DOUBLE),
+    C("steal_pct", steal_pct, PB_FIELD_DOUBLE),
+    C("busy", busy, PB_FIELD_BOOL),
     C("memcpy_gb_per_s", memcpy_gb_per_s, PB_FIELD_DOUBLE),
     C("cores", cores, PB_FIELD_INT),
     C("decode_ns_per_frame", decode_ns_per_frame, PB_FIELD_DOUBLE),

@@ -65,6 +65,9 @@ int pb_calibrate(struct pb_spec *spec, const struct pb_dataset *ds, bool gpu,
     int rc = pb_run_point(spec, ds, &hooks, point, msg, msglen);
     if (rc == PB_OK) {
         cal->single_core_samples_per_s = point->samples_per_s;
+        cal->other_cpu_pct = point->other_cpu_pct;
+        cal->steal_pct = point->steal_pct;
+        cal->busy = point->other_cpu_pct >= PB_BUSY_MACHINE_PCT || point->steal_pct >= PB_STEAL_PCT;
         double amp, ns_frame, frames;
         if (pb_decode_figures(point, &amp, &ns_frame, &frames))
             cal->decode_ns_per_frame = ns_frame;
@@ -87,6 +90,11 @@ void pb_calibration_print(FILE *out, const char *name, const struct pb_calibrati
     fprintf(out, "%s on this machine, at best:\n", name);
     fprintf(out, "  one core        %.1f samples/s  (the whole pipeline in one worker, no step)\n",
             cal->single_core_samples_per_s);
+    if (cal->busy)
+        fprintf(out, "                  measured beside other processes (%.0f%% of the machine's "
+                     "CPU, steal %.0f%%): a floor, not this machine's ceiling; calibrate again "
+                     "on a quiet machine\n",
+                cal->other_cpu_pct, cal->steal_pct);
     char cores[32];
     snprintf(cores, sizeof(cores), "all %d cores", cal->cores);
     fprintf(out, "  %-15s %.1f samples/s  if the pipeline scaled perfectly\n", cores,
