@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/base/pb.h"
 #include "bench/cli/list.h"
 #include "bench/config/config.h"
+#include "bench/sys/paths.h"
 #include "decoders/decoder.h"
 #include "pipelines/stage.h"
 
@@ -169,6 +171,30 @@ static void test_unknown_names(void **state)
     free(text);
 }
 
+/* Each shipped config's line in `pbench list configs` is a whole
+ * sentence: joined from its comment's first paragraph, ended by a full
+ * stop, or cut at a word with "..." - never mid-phrase ("my_data.py (a"). */
+static void test_config_descriptions_are_sentences(void **state)
+{
+    (void)state;
+    const char *src = getenv("PBENCH_SOURCE_DIR");
+    if (!src)
+        skip();
+    assert_int_equal(chdir(src), 0);
+    static struct pb_config_entry entries[64];
+    size_t n = pb_config_entries(entries, 64);
+    assert_true(n >= 5);
+    for (size_t i = 0; i < n; i++) {
+        const char *d = entries[i].description;
+        size_t len = strlen(d);
+        int open = 0;
+        for (const char *c = d; *c; c++)
+            open += *c == '(' ? 1 : *c == ')' ? -1 : 0;
+        if (len == 0 || d[len - 1] != '.' || open != 0)
+            fail_msg("%s: description '%s' is not a sentence", entries[i].name, d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -176,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_decode_lists_decoders),
         cmocka_unit_test(test_one_section_and_one_key),
         cmocka_unit_test(test_unknown_names),
+        cmocka_unit_test(test_config_descriptions_are_sentences),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

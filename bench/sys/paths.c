@@ -165,19 +165,36 @@ static void first_comment_line(const char *path, char *out, size_t outlen)
     FILE *f = fopen(path, "r");
     if (!f)
         return;
-    char line[1024];
+    /* The first sentence of the leading comment, its lines joined: a
+     * description cut mid-phrase ("... my_data.py (a") says nothing. */
+    char line[1024], text[1024] = "";
+    size_t used = 0;
     while (fgets(line, sizeof(line), f)) {
         const char *p = line + strspn(line, " \t");
-        if (*p == '\n' || *p == '\0')
-            continue;
-        if (*p == '#') {
-            p += 1 + strspn(p + 1, " \t");
-            pb_strlcpy(out, p, outlen);
-            out[strcspn(out, "\r\n")] = '\0';
-        }
-        break; /* the first non-blank line: a comment, or none */
+        if (*p != '#')
+            break; /* the comment ends (or there is none) */
+        p += 1 + strspn(p + 1, " \t");
+        size_t n = strcspn(p, "\r\n");
+        if (n == 0)
+            break; /* a blank comment line ends the first paragraph */
+        used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%.*s", used ? " " : "",
+                                 (int)n, p);
+        if (used >= sizeof(text) - 1 || (n > 0 && p[n - 1] == '.') || strstr(text, ". "))
+            break;
     }
     fclose(f);
+    char *stop = strstr(text, ". ");
+    if (stop)
+        stop[1] = '\0';
+    if (strlen(text) < outlen) {
+        pb_strlcpy(out, text, outlen);
+        return;
+    }
+    /* Too long for one line of the list: cut at a word, and say so. */
+    size_t cut = outlen > 4 ? outlen - 4 : 0;
+    while (cut > 0 && text[cut] != ' ')
+        cut--;
+    snprintf(out, outlen, "%.*s...", (int)cut, text);
 }
 
 static int by_name(const void *a, const void *b)

@@ -51,7 +51,8 @@ bool pb_path_in_data_cache(const char *path);
 int pb_config_by_name(const char *name, char *out, size_t outlen, char *msg, size_t msglen);
 
 /* One shipped config: its name, its file, and its description (the first
- * line of its leading comment). */
+ * sentence of its leading comment, its lines joined; cut at a word with
+ * "..." where longer than the field). */
 struct pb_config_entry {
     char name[64];
     char path[4096];
