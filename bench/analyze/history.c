@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "bench/analyze/steps.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/base/stats.h"
@@ -345,70 +346,6 @@ int pb_history_add(const char *db_path, const struct pb_result *result, const ch
     return add_points(db_path, result, revision, source, &added, msg, msglen);
 }
 
-/* pb_history_step and pb_history_step_pp over values without NaN: a
- * change is relative (%) or, absolute, in the values' own unit (pp). */
-static long find_step(const double *values, size_t n, double threshold, bool absolute,
-                      double *change)
-{
-    for (size_t i = 1; i + PB_STEP_MIN_RUNS <= n; i++) {
-        double before = pb_median(values, i);
-        if (!absolute && !(before > 0) && !(before < 0))
-            continue;
-        int direction = 0;
-        bool all = true;
-        for (size_t j = i; j < n && all; j++) {
-            double d = absolute ? values[j] - before : 100 * (values[j] / before - 1);
-            int dir = d > threshold ? 1 : d < -threshold ? -1 : 0;
-            if (dir == 0 || (direction && dir != direction))
-                all = false;
-            direction = dir;
-        }
-        if (!all)
-            continue;
-        double after = pb_median(values + i, n - i);
-        double shift = absolute ? after - before : 100 * (after / before - 1);
-        if (fabs(shift) > threshold) {
-            if (change)
-                *change = shift;
-            return (long)i;
-        }
-    }
-    return -1;
-}
-
-/* Both step searches: the values that are numbers, kept in order, and the
- * step's index mapped back to values. */
-static long step_of(const double *values, size_t n, double threshold, bool absolute,
-                    double *change)
-{
-    double *known = malloc((n ? n : 1) * sizeof(double));
-    size_t *at = malloc((n ? n : 1) * sizeof(size_t));
-    long step = -1;
-    size_t k = 0;
-    for (size_t i = 0; known && at && i < n; i++)
-        if (!isnan(values[i])) {
-            known[k] = values[i];
-            at[k++] = i;
-        }
-    if (known && at) {
-        step = find_step(known, k, threshold, absolute, change);
-        step = step >= 0 ? (long)at[step] : -1;
-    }
-    free(known);
-    free(at);
-    return step;
-}
-
-long pb_history_step(const double *values, size_t n, double threshold_pct, double *change_pct)
-{
-    return step_of(values, n, threshold_pct, false, change_pct);
-}
-
-long pb_history_step_pp(const double *values, size_t n, double threshold_pp, double *change_pp)
-{
-    return step_of(values, n, threshold_pp, true, change_pp);
-}
-
 void pb_history_metric_names(char *buf, size_t buflen, const char *sep)
 {
     size_t used = 0;
@@ -494,7 +431,7 @@ static void series_finish(struct pb_history *h, struct pb_history_series *s)
         return;
     for (size_t i = 0; i < s->run_count; i++)
         values[i] = s->runs[i].value;
-    s->step = step_of(values, s->run_count, h->threshold_pct, h->absolute, &s->step_pct);
+    s->step = pb_step_find(values, s->run_count, h->threshold_pct, h->absolute, &s->step_pct);
     if (s->step >= 0) {
         s->step_worse = h->higher_is_better ? s->step_pct < 0 : s->step_pct > 0;
         s->machine_shift_pct = machine_shift(s, values);
@@ -866,31 +803,6 @@ int pb_history_gate(FILE *out, const char *db_path, const char *config_name, dou
     return regressions;
 }
 
-/* The robust run-to-run SD of values (in time order, NaNs left out): the
- * median |difference| of consecutive runs / 0.954 (for normal noise the
- * difference's SD is sqrt(2) sigma, and its median absolute value 0.6745
- * of that), in % of their median, or pp; NaN below PB_SPREAD_MIN_RUNS. */
-static double run_spread(const double *values, size_t n, bool absolute)
-{
-    double *known = malloc((n ? n : 1) * sizeof(double));
-    double *diff = malloc((n ? n : 1) * sizeof(double));
-    size_t k = 0, d = 0;
-    for (size_t i = 0; known && diff && i < n; i++)
-        if (!isnan(values[i]))
-            known[k++] = values[i];
-    double spread = NAN;
-    if (k >= PB_SPREAD_MIN_RUNS) {
-        double median = pb_median(known, k);
-        for (size_t i = 1; i < k; i++)
-            diff[d++] = fabs(known[i] - known[i - 1]);
-        double sd = pb_median(diff, d) / (0.6745 * M_SQRT2);
-        spread = absolute ? sd : median != 0 ? 100 * sd / fabs(median) : NAN;
-    }
-    free(known);
-    free(diff);
-    return spread;
-}
-
 int pb_history_run_spread(const char *db_path, const struct pb_result *result, size_t point,
                           double spread[PB_METRIC_COUNT], int *runs)
 {
@@ -926,7 +838,7 @@ int pb_history_run_spread(const char *db_path, const struct pb_result *result, s
         while (n < PB_SPREAD_RUNS && sqlite3_step(st) == SQLITE_ROW)
             values[n++] = column_number(st, 0);
         sqlite3_finalize(st);
-        spread[m] = run_spread(values, n, pb_metrics[m].absolute);
+        spread[m] = pb_run_spread(values, n, pb_metrics[m].absolute);
         *runs = (int)n > *runs ? (int)n : *runs;
     }
     if (rc == PB_OK)

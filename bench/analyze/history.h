@@ -9,10 +9,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "bench/analyze/steps.h"
 #include "bench/result/metrics.h"
 #include "bench/result/result.h"
 
-#define PB_STEP_MIN_RUNS 2
 /* Where history add and show, and compare's run-to-run noise, look for
  * the database unless told (--db). */
 #define PB_HISTORY_DB "results/history.db"
@@ -123,17 +123,6 @@ void pb_history_print(FILE *out, const struct pb_history *h);
 int pb_history_show(const char *db_path, const char *config_name, const char *metric,
                     double threshold_pct, char *msg, size_t msglen);
 
-/* Step detection on a series in time order: the earliest index i such that
- * every value from i on differs from the median of the values before i by
- * more than threshold_pct in one direction, the median from i on does too,
- * and at least PB_STEP_MIN_RUNS values follow i (i included). -1 if none.
- * *change_pct gets the shift of the median. NaN values (a run without the
- * metric) are left out. pb_history_step_pp is the same in percentage
- * points, for shares of time such as stall_pct (a stall of 0.5% against
- * 0.8% is no 60% step). */
-long pb_history_step(const double *values, size_t n, double threshold_pct, double *change_pct);
-long pb_history_step_pp(const double *values, size_t n, double threshold_pp, double *change_pp);
-
 /* What the nightly gate reads without --metric: every metric
  * --fail-on-regression gates on that history keeps (samples/s, stall,
  * accelerator utilization, CPU per sample), each searched for a step as
@@ -153,7 +142,6 @@ int pb_history_gate(FILE *out, const char *db_path, const char *config_name, dou
  * PB_SPREAD_MIN_RUNS. *runs gets the series' runs read (0: no history, or
  * no database at db_path, which is no error). */
 #define PB_SPREAD_RUNS 30
-#define PB_SPREAD_MIN_RUNS 5
 int pb_history_run_spread(const char *db_path, const struct pb_result *result, size_t point,
                           double spread[PB_METRIC_COUNT], int *runs);
 
