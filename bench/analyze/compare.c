@@ -421,37 +421,151 @@ static size_t stage_values(const struct pb_point_result *p, const char *stage, d
     return n;
 }
 
+/* Whether st is a pipeline stage run on the CPU: not a sub-stage, not a
+ * device row, with CPU time. */
+static bool cpu_stage(const struct pb_stage_result *st)
+{
+    return !st->gpu && !st->parent[0] && st->cpu_ns > 0;
+}
+
+/* Whether point p's summary has the CPU stage name. */
+static bool point_has_stage(const struct pb_point_result *p, const char *name)
+{
+    for (size_t s = 0; p->stages && s < p->stage_count; s++)
+        if (cpu_stage(&p->stages[s]) && strcmp(p->stages[s].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* The repeats of p that ran to their end. */
+static int complete_repeats(const struct pb_point_result *p)
+{
+    int n = 0;
+    for (size_t r = 0; r < p->repeat_count; r++)
+        n += !p->repeats[r].interrupted;
+    return n;
+}
+
+/* A stage one side alone ran: its CPU per sample against nothing on the
+ * other side (values, n of them: the new side's when added). Counts when
+ * it moves the pipeline's CPU per sample (base total, ns) as a stage's
+ * change must (compare_stages). */
+static void stage_one_side(struct pb_metric_cmp *m, bool added, const double *values, size_t n,
+                           int other_n, double threshold_pct, double total)
+{
+    double v = pb_median(values, n);
+    m->added = added;
+    m->removed = !added;
+    m->base = added ? 0 : v;
+    m->next = added ? v : 0;
+    m->base_n = added ? other_n : (int)n;
+    m->next_n = added ? (int)n : other_n;
+    m->change_pct = m->ci_low_pct = m->ci_high_pct = m->p_value = NAN;
+    m->noise = m->detectable = m->run_noise = NAN;
+    m->min_p = pb_compare_min_p((size_t)m->base_n, (size_t)m->next_n);
+    bool matters = !(total > 0) || v >= threshold_pct / 5 / 100 * total;
+    m->verdict = !matters ? PB_VERDICT_SAME : added ? PB_VERDICT_REGRESSED : PB_VERDICT_IMPROVED;
+}
+
+/* One stage's row at the end of pc: both sides' repeats compared, or the
+ * stage added or removed. x and y are scratch of each side's repeats. */
+static void compare_stage(struct pb_point_cmp *pc, const char *name,
+                          const struct pb_point_result *a, const struct pb_point_result *b,
+                          double threshold_pct, uint64_t seed, double total, double *x, double *y)
+{
+    size_t n = stage_values(a, name, x), k = stage_values(b, name, y);
+    if (n == 0 && k == 0)
+        return;
+    struct pb_metric_cmp *m = &pc->metrics[pc->metric_count++];
+    memset(m, 0, sizeof(*m));
+    snprintf(m->name, sizeof(m->name), PB_STAGE_CPU_PREFIX "%s", name);
+    pb_strlcpy(m->stage, name, sizeof(m->stage));
+    m->unit = "ns";
+    if (n == 0 || k == 0) {
+        stage_one_side(m, n == 0, n == 0 ? y : x, n == 0 ? k : n,
+                       complete_repeats(n == 0 ? a : b), threshold_pct, total);
+        return;
+    }
+    compare_values(m, x, n, y, k, threshold_pct, seed, NAN, 0);
+    bool changed = m->verdict == PB_VERDICT_REGRESSED || m->verdict == PB_VERDICT_IMPROVED;
+    if (changed && total > 0 && fabs(m->next - m->base) < threshold_pct / 5 / 100 * total)
+        m->verdict = PB_VERDICT_SAME;
+}
+
 /* The stages' rows of a point: CPU time per sample of each pipeline stage
- * (not its sub-stages, not device rows) both sides ran, after the table's
- * rows, up to PB_COMPARE_STAGES. A stage's change counts when it matters
- * to the pipeline: it moves the pipeline's CPU per sample (total, ns) by a
- * fifth of the threshold or more (1% at 5%); a flip going from 0.7 to 0.9
- * us beside busy loops is real and of no consequence. */
+ * (not its sub-stages, not device rows) either side ran, the base's in
+ * its order then those the new side added, after the table's rows, up to
+ * PB_COMPARE_STAGES. A stage's change counts when it matters to the
+ * pipeline: it moves the pipeline's CPU per sample (total, ns) by a fifth
+ * of the threshold or more (1% at 5%); a flip going from 0.7 to 0.9 us
+ * beside busy loops is real and of no consequence. */
 static void compare_stages(struct pb_point_cmp *pc, const struct pb_point_result *a,
                            const struct pb_point_result *b, double threshold_pct, uint64_t seed,
                            double total)
 {
     double *x = calloc(a->repeat_count + 1, sizeof(double));
     double *y = calloc(b->repeat_count + 1, sizeof(double));
-    for (size_t s = 0; x && y && s < a->stage_count && pc->metric_count < PB_COMPARE_METRICS; s++) {
-        const struct pb_stage_result *st = &a->stages[s];
-        if (st->gpu || st->parent[0] || st->cpu_ns == 0)
-            continue;
-        size_t n = stage_values(a, st->name, x), k = stage_values(b, st->name, y);
-        if (n == 0 || k == 0)
-            continue;
-        struct pb_metric_cmp *m = &pc->metrics[pc->metric_count++];
-        memset(m, 0, sizeof(*m));
-        snprintf(m->name, sizeof(m->name), PB_STAGE_CPU_PREFIX "%s", st->name);
-        pb_strlcpy(m->stage, st->name, sizeof(m->stage));
-        m->unit = "ns";
-        compare_values(m, x, n, y, k, threshold_pct, seed + s, NAN, 0);
-        bool changed = m->verdict == PB_VERDICT_REGRESSED || m->verdict == PB_VERDICT_IMPROVED;
-        if (changed && total > 0 && fabs(m->next - m->base) < threshold_pct / 5 / 100 * total)
-            m->verdict = PB_VERDICT_SAME;
+    for (int side = 0; x && y && side < 2; side++) {
+        const struct pb_point_result *p = side ? b : a;
+        for (size_t s = 0; p->stages && s < p->stage_count; s++) {
+            const struct pb_stage_result *st = &p->stages[s];
+            if (!cpu_stage(st) || (side && point_has_stage(a, st->name)) ||
+                pc->metric_count >= PB_COMPARE_METRICS)
+                continue;
+            compare_stage(pc, st->name, a, b, threshold_pct, seed + s + 977 * (uint64_t)side,
+                          total, x, y);
+        }
     }
     free(x);
     free(y);
+}
+
+/* Each stage row's share of its side's pipeline CPU per sample, and the
+ * stages that explain the pipeline's change (struct pb_cpu_explanation):
+ * those that moved with it by a fifth of the threshold of the base's
+ * pipeline or more, the largest share first. */
+static void explain_cpu_change(struct pb_point_cmp *pc, double threshold_pct)
+{
+    const struct pb_metric_cmp *cpu =
+        &pc->metrics[pb_metric_find("cpu_ns_per_sample") - pb_metrics];
+    struct pb_cpu_explanation *e = &pc->explained;
+    e->change_ns = pb_metric_cmp_measured(cpu) ? cpu->next - cpu->base : NAN;
+    e->change_pct = cpu->base > 0 ? 100 * (cpu->next / cpu->base - 1) : NAN;
+    e->count = 0;
+    for (int m = PB_METRIC_COUNT; m < pc->metric_count; m++) {
+        struct pb_metric_cmp *mc = &pc->metrics[m];
+        double side = mc->removed ? cpu->base : cpu->next;
+        mc->share_pct = side > 0 ? 100 * (mc->removed ? mc->base : mc->next) / side : NAN;
+        double moved = mc->next - mc->base;
+        if (isnan(e->change_ns) || e->change_ns == 0 || moved * e->change_ns <= 0 ||
+            fabs(moved) < threshold_pct / 5 / 100 * cpu->base || e->count >= PB_COMPARE_STAGES)
+            continue;
+        int at = e->count++;
+        while (at > 0 && fabs(pc->metrics[e->metric[at - 1]].next -
+                              pc->metrics[e->metric[at - 1]].base) < fabs(moved)) {
+            e->metric[at] = e->metric[at - 1];
+            at--;
+        }
+        e->metric[at] = m;
+    }
+    for (int i = 0; i < e->count; i++) {
+        const struct pb_metric_cmp *mc = &pc->metrics[e->metric[i]];
+        e->share_pct[i] = 100 * (mc->next - mc->base) / e->change_ns;
+    }
+}
+
+/* Adds the CPU stages of p to names, each once. */
+static void collect_stage_names(struct pb_stage_names *names, const struct pb_point_result *p)
+{
+    for (size_t s = 0; p->stages && s < p->stage_count; s++) {
+        if (!cpu_stage(&p->stages[s]))
+            continue;
+        int k = 0;
+        while (k < names->count && strcmp(names->names[k], p->stages[s].name) != 0)
+            k++;
+        if (k == names->count && k < PB_COMPARE_STAGE_NAMES)
+            pb_strlcpy(names->names[names->count++], p->stages[s].name, sizeof(names->names[0]));
+    }
 }
 
 static void axes_label(const json_t *axes, char *buf, size_t n)
@@ -600,6 +714,10 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
     out->points = calloc(base->point_count + 1, sizeof(*out->points));
     if (!out->points)
         return PB_ERR_NOMEM;
+    for (size_t i = 0; i < base->point_count; i++)
+        collect_stage_names(&out->base_stages, &base->points[i]);
+    for (size_t i = 0; i < next->point_count; i++)
+        collect_stage_names(&out->next_stages, &next->points[i]);
     for (size_t i = 0; i < base->point_count; i++) {
         const struct pb_point_result *a = &base->points[i];
         size_t j = 0;
@@ -625,6 +743,7 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
         const struct pb_metric *cpu = pb_metric_find("cpu_ns_per_sample");
         compare_stages(pc, a, &next->points[j], threshold_pct, 0x57a9e + (uint64_t)i * 131,
                        pc->metrics[cpu - pb_metrics].base);
+        explain_cpu_change(pc, threshold_pct);
         for (int m = 0; m < pc->metric_count; m++) {
             /* A stage's CPU time is the process's, as cpu_ns_per_sample. */
             struct pb_metric_cmp *mc = &pc->metrics[m];
@@ -678,26 +797,70 @@ static bool names_hold(const char *names, const char *name)
     return false;
 }
 
+/* Whether names holds name. */
+static bool stage_named(const struct pb_stage_names *names, const char *name, size_t len)
+{
+    for (int k = 0; k < names->count; k++)
+        if (strlen(names->names[k]) == len && strncmp(names->names[k], name, len) == 0)
+            return true;
+    return false;
+}
+
+/* Appends "; the base ran: a, b" for one side's stages to msg at *used. */
+static void list_stages(char *msg, size_t msglen, size_t *used, const char *side,
+                        const struct pb_stage_names *names)
+{
+    if (*used < msglen)
+        *used += (size_t)snprintf(msg + *used, msglen - *used, "; %s ran:", side);
+    for (int k = 0; k < names->count && *used < msglen; k++)
+        *used += (size_t)snprintf(msg + *used, msglen - *used, "%s %s", k ? "," : "",
+                                  names->names[k]);
+    if (names->count == 0 && *used < msglen)
+        *used += (size_t)snprintf(msg + *used, msglen - *used, " no timed stage");
+}
+
+/* Checks one name of --gate (len bytes at name): a row of the metric
+ * table, or cpu_ns_per_sample.STAGE of a stage either side ran (any stage
+ * before points are compared). PB_OK, or PB_ERR_CONFIG with msg listing
+ * the names known. */
+static int gate_name_check(const struct pb_comparison *cmp, const char *name, size_t len,
+                           char *msg, size_t msglen)
+{
+    size_t prefix = strlen(PB_STAGE_CPU_PREFIX), used = 0;
+    bool stage = len > prefix && strncmp(name, PB_STAGE_CPU_PREFIX, prefix) == 0;
+    for (int m = 0; m < PB_METRIC_COUNT; m++)
+        if (strlen(pb_metrics[m].name) == len && strncmp(pb_metrics[m].name, name, len) == 0)
+            return PB_OK;
+    if (stage && (cmp->point_count == 0 ||
+                  stage_named(&cmp->base_stages, name + prefix, len - prefix) ||
+                  stage_named(&cmp->next_stages, name + prefix, len - prefix)))
+        return PB_OK;
+    char names[512];
+    pb_metric_names(names, sizeof(names), ", ", false);
+    if (stage) {
+        used = (size_t)snprintf(msg, msglen,
+                                "--gate: no stage '%.*s' on either side, so the gate would "
+                                "gate nothing",
+                                (int)(len - prefix), name + prefix);
+        list_stages(msg, msglen, &used, "the base", &cmp->base_stages);
+        list_stages(msg, msglen, &used, "the new", &cmp->next_stages);
+        if (used < msglen)
+            snprintf(msg + used, msglen - used, " (name one as " PB_STAGE_CPU_PREFIX
+                                                "STAGE); the metrics: %s", names);
+        return PB_ERR_CONFIG;
+    }
+    snprintf(msg, msglen, "--gate: unknown metric '%.*s'; allowed: %s, or " PB_STAGE_CPU_PREFIX
+                          "STAGE for a stage's",
+             (int)len, name, names);
+    return PB_ERR_CONFIG;
+}
+
 int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, size_t msglen)
 {
     for (const char *at = names; at && *at;) {
         size_t len = strcspn(at, ",");
-        size_t prefix = strlen(PB_STAGE_CPU_PREFIX);
-        bool stage = len > prefix && strncmp(at, PB_STAGE_CPU_PREFIX, prefix) == 0;
-        int m = 0;
-        while (m < PB_METRIC_COUNT &&
-               (strlen(pb_metrics[m].name) != len || strncmp(pb_metrics[m].name, at, len) != 0))
-            m++;
-        if (m == PB_METRIC_COUNT && !stage) {
-            size_t used = (size_t)snprintf(msg, msglen, "--gate: unknown metric '%.*s'; allowed:",
-                                           (int)len, at);
-            for (int k = 0; k < PB_METRIC_COUNT && used < msglen; k++)
-                used += (size_t)snprintf(msg + used, msglen - used, "%s %s", k ? "," : "",
-                                         pb_metrics[k].name);
-            if (used < msglen)
-                snprintf(msg + used, msglen - used, ", or " PB_STAGE_CPU_PREFIX "STAGE for a stage's");
+        if (gate_name_check(cmp, at, len, msg, msglen) != PB_OK)
             return PB_ERR_CONFIG;
-        }
         at += len + (at[len] == ',');
     }
     for (size_t i = 0; i < cmp->point_count; i++)
@@ -718,6 +881,25 @@ const char *pb_verdict_name(enum pb_verdict verdict)
 {
     static const char *const names[] = {"same", "improved", "regressed", "ambiguous", "disturbed"};
     return names[verdict];
+}
+
+/* A point's change of CPU per sample and the stages that explain it,
+ * largest share first. */
+static json_t *explanation_json(const struct pb_point_cmp *pc)
+{
+    const struct pb_cpu_explanation *e = &pc->explained;
+    json_t *stages = json_array();
+    for (int k = 0; k < e->count; k++) {
+        const struct pb_metric_cmp *mc = &pc->metrics[e->metric[k]];
+        json_array_append_new(stages, json_pack("{s:s,s:f,s:f,s:b,s:b}", "stage", mc->stage,
+                                                "change_ns", mc->next - mc->base,
+                                                "share_of_change_pct", e->share_pct[k], "added",
+                                                mc->added, "removed", mc->removed));
+    }
+    return json_pack("{s:o,s:o,s:o}", "change_ns",
+                     isnan(e->change_ns) ? json_null() : json_real(e->change_ns), "change_pct",
+                     isnan(e->change_pct) ? json_null() : json_real(e->change_pct),
+                     "explained_by", stages);
 }
 
 json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
@@ -774,8 +956,13 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
             const struct pb_metric_cmp *mc = &pc->metrics[m];
             json_t *o = json_object();
             json_object_set_new(o, "metric", json_string(mc->name));
-            if (mc->stage[0])
+            if (mc->stage[0]) {
                 json_object_set_new(o, "stage", json_string(mc->stage));
+                json_object_set_new(o, "added", json_boolean(mc->added));
+                json_object_set_new(o, "removed", json_boolean(mc->removed));
+                json_object_set_new(o, "share_of_pipeline_pct",
+                                    isnan(mc->share_pct) ? json_null() : json_real(mc->share_pct));
+            }
             json_object_set_new(o, "base", json_real(mc->base));
             json_object_set_new(o, "new", json_real(mc->next));
             json_object_set_new(o, mc->absolute ? "change_pp" : "change_pct",
@@ -804,6 +991,7 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
             json_array_append_new(metrics, o);
         }
         json_object_set_new(p, "metrics", metrics);
+        json_object_set_new(p, "cpu_per_sample_change", explanation_json(pc));
         json_array_append_new(points, p);
     }
     json_object_set_new(root, "points", points);

@@ -348,16 +348,7 @@ int pb_history_add(const char *db_path, const struct pb_result *result, const ch
 
 void pb_history_metric_names(char *buf, size_t buflen, const char *sep)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int m = 0; m < PB_METRIC_COUNT && used < buflen; m++) {
-        if (!pb_metrics[m].of_point)
-            continue;
-        int n = snprintf(buf + used, buflen - used, "%s%s", used ? sep : "", pb_metrics[m].name);
-        if (n < 0)
-            return;
-        used += (size_t)n;
-    }
+    pb_metric_names(buf, buflen, sep, true);
 }
 
 void pb_history_free(struct pb_history *h)
