@@ -481,9 +481,20 @@ static void compare_stage(struct pb_point_cmp *pc, const char *name,
     snprintf(m->name, sizeof(m->name), PB_STAGE_CPU_PREFIX "%s", name);
     pb_strlcpy(m->stage, name, sizeof(m->stage));
     m->unit = "ns";
+    int other_n = n == 0 ? complete_repeats(a) : k == 0 ? complete_repeats(b) : 1;
+    if (other_n == 0) { /* the other side measured nothing: not measured */
+        m->base = n ? pb_median(x, n) : NAN;
+        m->next = k ? pb_median(y, k) : NAN;
+        m->base_n = (int)n;
+        m->next_n = (int)k;
+        m->change_pct = m->ci_low_pct = m->ci_high_pct = m->p_value = NAN;
+        m->noise = m->detectable = m->run_noise = m->min_p = NAN;
+        m->verdict = PB_VERDICT_AMBIGUOUS;
+        return;
+    }
     if (n == 0 || k == 0) {
-        stage_one_side(m, n == 0, n == 0 ? y : x, n == 0 ? k : n,
-                       complete_repeats(n == 0 ? a : b), threshold_pct, total);
+        stage_one_side(m, n == 0, n == 0 ? y : x, n == 0 ? k : n, other_n, threshold_pct,
+                       total);
         return;
     }
     compare_values(m, x, n, y, k, threshold_pct, seed, NAN, 0);
