@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "bench/analyze/history.h"
+#include "bench/report/history_text.h"
 #include "bench/base/pb.h"
 
 static void test_step_detection(void **state)

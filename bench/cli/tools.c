@@ -16,6 +16,7 @@
 #include "bench/cli/progress.h"
 #include "bench/config/config.h"
 #include "bench/report/format.h"
+#include "bench/report/history_text.h"
 #include "bench/result/result.h"
 #include "bench/session/calibrate.h"
 #include "bench/session/session.h"
