@@ -354,6 +354,8 @@ void pb_history_metric_names(char *buf, size_t buflen, const char *sep)
 void pb_history_free(struct pb_history *h)
 {
     for (size_t i = 0; i < h->series_count; i++) {
+        for (size_t r = 0; r < h->series[i].run_count; r++)
+            free(h->series[i].runs[r].stages);
         free(h->series[i].runs);
         free(h->series[i].measured);
     }
@@ -407,9 +409,127 @@ static bool step_disturbed(struct pb_history_series *s, double *values)
            quota_before >= PB_THROTTLED_PCT || quota_after >= PB_THROTTLED_PCT;
 }
 
+/* A run's CPU time per sample in stage (ns) from its stages JSON: 0 where
+ * the run has stage data without it, NaN where it has none (a row from
+ * before they were kept). *has says whether the run ran the stage. */
+static double run_stage_ns(const json_t *stages, const char *stage, bool *has)
+{
+    const json_t *v = json_object_get(stages, stage);
+    *has = json_is_number(v);
+    return !json_is_object(stages) ? NAN : *has ? json_number_value(v) : 0;
+}
+
+/* One stage's change across [begin, split) and [split, end) of a series'
+ * runs (parsed is each run's stages JSON, values scratch of its runs). */
+static void stage_change(json_t *const *parsed, size_t begin, size_t split, size_t end,
+                         const char *stage, double *values, struct pb_history_stage_change *c)
+{
+    memset(c, 0, sizeof(*c));
+    pb_strlcpy(c->stage, stage, sizeof(c->stage));
+    size_t k = 0, had_before = 0, had_after = 0;
+    c->first_run = SIZE_MAX;
+    for (size_t i = begin; i < end; i++) {
+        bool has;
+        double v = run_stage_ns(parsed[i], stage, &has);
+        if (has && c->first_run == SIZE_MAX)
+            c->first_run = i;
+        if (i == split) {
+            c->before_ns = k ? pb_median(values, k) : NAN;
+            k = 0;
+        }
+        if (!isnan(v))
+            values[k++] = v;
+        had_before += has && i < split;
+        had_after += has && i >= split;
+    }
+    c->after_ns = k ? pb_median(values, k) : NAN;
+    c->absent_before = had_before == 0;
+    c->absent_after = had_after == 0;
+}
+
+/* The stages that explain s's change at split (against the runs from
+ * begin): each stage any of the runs had, by its change, largest first,
+ * those moving the stages' sum before by a fifth of the threshold or
+ * more (as compare counts a stage's change). */
+static void explain_stages(struct pb_history_series *s, double threshold_pct, size_t begin,
+                           size_t split)
+{
+    s->explained_count = 0;
+    s->explained_from = split;
+    json_t **parsed = calloc(s->run_count + 1, sizeof(json_t *));
+    double *values = malloc((s->run_count + 1) * sizeof(double));
+    json_t *names = json_object();
+    for (size_t i = begin; parsed && i < s->run_count; i++) {
+        parsed[i] = s->runs[i].stages ? json_loads(s->runs[i].stages, 0, NULL) : NULL;
+        json_object_update(names, json_is_object(parsed[i]) ? parsed[i] : NULL);
+    }
+    struct pb_history_stage_change all[64];
+    int n = 0;
+    double total_before = 0, total_change = 0;
+    const char *stage;
+    json_t *unused;
+    json_object_foreach(names, stage, unused)
+    {
+        if (!parsed || !values || n >= 64)
+            break;
+        stage_change(parsed, begin, split, s->run_count, stage, values, &all[n]);
+        double before = isnan(all[n].before_ns) ? 0 : all[n].before_ns;
+        double after = isnan(all[n].after_ns) ? 0 : all[n].after_ns;
+        total_before += before;
+        total_change += after - before;
+        n++;
+    }
+    for (int i = 0; i < n; i++) {
+        double moved = (isnan(all[i].after_ns) ? 0 : all[i].after_ns) -
+                       (isnan(all[i].before_ns) ? 0 : all[i].before_ns);
+        all[i].share_pct = total_change != 0 ? 100 * moved / total_change : NAN;
+        if (fabs(moved) < threshold_pct / 5 / 100 * total_before || moved * total_change <= 0 ||
+            s->explained_count >= PB_HISTORY_EXPLAINED)
+            continue;
+        int at = s->explained_count++;
+        while (at > 0 && s->explained[at - 1].share_pct < all[i].share_pct) {
+            s->explained[at] = s->explained[at - 1];
+            at--;
+        }
+        s->explained[at] = all[i];
+    }
+    for (size_t i = begin; parsed && i < s->run_count; i++)
+        json_decref(parsed[i]);
+    json_decref(names);
+    free(parsed);
+    free(values);
+}
+
+/* The engine of s from its newest run's measured settings (loader.engine,
+ * "pbench" when the setting is absent); "" for rows without them. */
+static void series_engine(struct pb_history_series *s)
+{
+    json_t *measured = s->measured ? json_loads(s->measured, 0, NULL) : NULL;
+    const char *engine = json_string_value(
+        json_object_get(json_object_get(measured, "loader"), "engine"));
+    pb_strlcpy(s->engine, engine ? engine : measured ? "pbench" : "", sizeof(s->engine));
+    json_decref(measured);
+}
+
+/* Whether s's newest run is suspect (struct pb_history_series), against
+ * the runs from its step (or all); values holds the runs' values. */
+static void find_suspect(const struct pb_history *h, struct pb_history_series *s,
+                         const double *values)
+{
+    size_t from = s->step >= 0 ? (size_t)s->step : 0, n = s->run_count;
+    pb_step_suspect(values + from, n - from, h->threshold_pct, h->absolute, &s->newest);
+    bool worse = h->higher_is_better ? s->newest.change < 0 : s->newest.change > 0;
+    const struct pb_history_run *last = &s->runs[n - 1];
+    bool busy = h->wall_clock && (last->other_cpu >= PB_BUSY_MACHINE_PCT ||
+                                  last->steal >= PB_STEAL_PCT ||
+                                  last->throttled >= PB_THROTTLED_PCT);
+    s->suspect = s->newest.suspect && worse && !busy && !isnan(values[n - 1]);
+}
+
 /* Finds the series' step change (pb_history_step) and whether it makes
  * the metric worse; counts it in h, unless the machine moved it: a slower
- * reference workload, or (a wall-clock metric) other processes. */
+ * reference workload, or (a wall-clock metric) other processes. Then
+ * whether the newest run is suspect, and the stages that explain either. */
 static void series_finish(struct pb_history *h, struct pb_history_series *s)
 {
     double *values = malloc((s->run_count ? s->run_count : 1) * sizeof(double));
@@ -422,6 +542,8 @@ static void series_finish(struct pb_history *h, struct pb_history_series *s)
         return;
     for (size_t i = 0; i < s->run_count; i++)
         values[i] = s->runs[i].value;
+    while (s->first_with_value < s->run_count && isnan(values[s->first_with_value]))
+        s->first_with_value++;
     s->step = pb_step_find(values, s->run_count, h->threshold_pct, h->absolute, &s->step_pct);
     if (s->step >= 0) {
         s->step_worse = h->higher_is_better ? s->step_pct < 0 : s->step_pct > 0;
@@ -433,6 +555,14 @@ static void series_finish(struct pb_history *h, struct pb_history_series *s)
         h->regressions += s->step_worse && !s->machine_step && !s->disturbed;
         h->improvements += !s->step_worse && !s->disturbed;
     }
+    find_suspect(h, s, values);
+    h->suspects += s->suspect;
+    series_engine(s);
+    size_t from = s->step >= 0 ? (size_t)s->step : 0;
+    if (s->suspect)
+        explain_stages(s, h->threshold_pct, from, s->run_count - 1);
+    else if (s->step >= 0)
+        explain_stages(s, h->threshold_pct, 0, (size_t)s->step);
     free(values);
 }
 
@@ -444,9 +574,11 @@ double pb_history_median_before(const struct pb_history_series *s, size_t i)
     double *values = malloc(i * sizeof(double));
     if (!values)
         return NAN;
+    size_t n = 0;
     for (size_t k = 0; k < i; k++)
-        values[k] = s->runs[k].value;
-    double median = pb_median(values, i);
+        if (!isnan(s->runs[k].value))
+            values[n++] = s->runs[k].value;
+    double median = n ? pb_median(values, n) : NAN;
     free(values);
     return median;
 }
@@ -464,7 +596,7 @@ static void show_query(char *sql, size_t sqllen, const char *metric, bool one_co
     snprintf(sql, sqllen,
              "WITH keyed AS (SELECT id, config, machine, point, created, revision, %s AS value,"
              " noise_pct, measured, machine_ref_ns AS machine_ref,"
-             " other_cpu_pct, steal_pct, throttled_pct,"
+             " other_cpu_pct, steal_pct, throttled_pct, stage_cpu_ns,"
              " COALESCE(fingerprint, 'none:' || config || char(31) || machine) AS series"
              " FROM runs %s),"
              " ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY series, point"
@@ -472,8 +604,9 @@ static void show_query(char *sql, size_t sqllen, const char *metric, bool one_co
              " COUNT(*) OVER (PARTITION BY series, point) AS total,"
              " MIN(config) OVER (PARTITION BY series) AS first_config FROM keyed)"
              " SELECT config, machine, point, created, revision, value, series, total,"
-             " noise_pct, measured, machine_ref, other_cpu_pct, steal_pct, throttled_pct"
-             " FROM ranked WHERE newer <= %d ORDER BY first_config, series, point, created, id",
+             " noise_pct, measured, machine_ref, other_cpu_pct, steal_pct, throttled_pct,"
+             " stage_cpu_ns FROM ranked WHERE newer <= %d"
+             " ORDER BY first_config, series, point, created, id",
              stage ? "json_extract(stage_cpu_ns, :stage)" : metric,
              one_config ? "WHERE config = :config" : "", PB_HISTORY_MAX_RUNS);
 }
@@ -529,6 +662,7 @@ static int series_add(struct pb_history_series *s, sqlite3_stmt *st)
     run->other_cpu = column_number(st, 11);
     run->steal = column_number(st, 12);
     run->throttled = column_number(st, 13);
+    run->stages = sqlite3_column_type(st, 14) == SQLITE_NULL ? NULL : strdup(column_text(st, 14));
     if (sqlite3_column_type(st, 9) != SQLITE_NULL) {
         free(s->measured);
         s->measured = strdup(column_text(st, 9));
@@ -555,6 +689,49 @@ static int read_series(struct pb_history *h, sqlite3_stmt *st)
     if (s)
         series_finish(h, s);
     return step_rc;
+}
+
+/* Whether any run read has a value: a stage's metric names a stage some
+ * run ran. */
+static bool stage_known(const struct pb_history *h)
+{
+    for (size_t i = 0; i < h->series_count; i++)
+        if (h->series[i].first_with_value < h->series[i].run_count)
+            return true;
+    return false;
+}
+
+/* "--metric cpu_ns_per_sample.TYPO: no run ... has a stage 'TYPO'", with
+ * the stages the runs read have and the metrics. */
+static void stage_names_message(const struct pb_history *h, const char *stage, char *msg,
+                                size_t msglen)
+{
+    json_t *names = json_object();
+    for (size_t i = 0; i < h->series_count; i++)
+        for (size_t r = 0; r < h->series[i].run_count; r++) {
+            json_t *stages = h->series[i].runs[r].stages
+                                 ? json_loads(h->series[i].runs[r].stages, 0, NULL)
+                                 : NULL;
+            json_object_update(names, json_is_object(stages) ? stages : NULL);
+            json_decref(stages);
+        }
+    size_t used = (size_t)snprintf(msg, msglen,
+                                   "--metric " PB_STAGE_CPU_PREFIX "%s: no run of the history has "
+                                   "a stage '%s', so it would show nothing; the stages its runs "
+                                   "have:",
+                                   stage, stage);
+    const char *name;
+    json_t *unused;
+    int k = 0;
+    json_object_foreach(names, name, unused)
+        if (used < msglen)
+            used += (size_t)snprintf(msg + used, msglen - used, "%s %s", k++ ? "," : "", name);
+    char metrics[256];
+    pb_history_metric_names(metrics, sizeof(metrics), ", ");
+    if (used < msglen)
+        snprintf(msg + used, msglen - used, "%s (as " PB_STAGE_CPU_PREFIX "STAGE); the metrics: %s",
+                 k ? "" : " none", metrics);
+    json_decref(names);
 }
 
 int pb_history_load(const char *db_path, const char *config_name, const char *metric,
@@ -608,6 +785,11 @@ int pb_history_load(const char *db_path, const char *config_name, const char *me
                  step_rc == SQLITE_NOMEM ? "out of memory" : sqlite3_errmsg(db));
     sqlite3_finalize(st);
     sqlite3_close(db);
+    if (step_rc == SQLITE_DONE && stage && h->series_count > 0 && !stage_known(h)) {
+        stage_names_message(h, stage, msg, msglen);
+        pb_history_free(h);
+        return PB_ERR_CONFIG;
+    }
     if (step_rc == SQLITE_DONE && h->series_count == 0) {
         snprintf(msg, msglen, "%s: no runs%s%s", db_path, config_name ? " of config " : "",
                  config_name ? config_name : "");

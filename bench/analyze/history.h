@@ -41,7 +41,23 @@ struct pb_history_run {
      * repeats (medians), and the share of its time a CPU quota throttled
      * it; NaN for rows added before they were kept. */
     double other_cpu, steal, throttled;
+    /* Its stages' CPU time per sample as JSON, {"decode": ns, ...}; NULL
+     * for rows added before they were kept; owned. */
+    char *stages;
 };
+
+/* A stage's CPU time per sample across a change of a series (its step,
+ * or its suspect newest run): the medians of the runs before and from it
+ * (a stage a run lacks counts 0 there), and its share of the change of
+ * the stages' sum. */
+struct pb_history_stage_change {
+    char stage[64];
+    double before_ns, after_ns;
+    bool absent_before, absent_after; /* no run before (from) it had it */
+    size_t first_run;                 /* absent before: the first run with it */
+    double share_pct;
+};
+#define PB_HISTORY_EXPLAINED 6
 
 /* A series: what was measured (a config fingerprint, machine included) at
  * one point, its runs in time order, and its step change. */
@@ -72,6 +88,24 @@ struct pb_history_series {
      * the step, which then counts as neither regression nor improvement. */
     double other_before, other_after;
     bool disturbed;
+    char engine[16];            /* the engine that measured it ("pbench",
+                                   "torch"); "" unknown (older rows)       */
+    /* The newest run against the runs before it (from the step, when there
+     * is one; bench/analyze/steps.h): suspect when it is worse and outside
+     * the series' run-to-run noise by more than the threshold, unless other
+     * processes took the machine during it (a wall-clock metric). One night
+     * is not a step; two in a row make one. */
+    struct pb_suspect newest;
+    bool suspect;
+    /* The first run with a value (a stage's metric: the runs before it did
+     * not run the stage); 0 when the first run has one. */
+    size_t first_with_value;
+    /* The stages that explain the suspect newest run, else the step,
+     * largest change first (those moving the stages' sum by a fifth of
+     * the threshold or more), and the run the change starts at. */
+    int explained_count;
+    struct pb_history_stage_change explained[PB_HISTORY_EXPLAINED];
+    size_t explained_from;
 };
 #define PB_HISTORY_MACHINE_PCT 5.0
 
@@ -93,20 +127,24 @@ struct pb_history {
     struct pb_history_series *series; /* owned                             */
     int regressions, improvements;    /* steps that make the metric worse, better */
     int disturbed;                    /* steps withheld: other processes moved them */
+    int suspects;                     /* series whose newest run is suspect  */
 };
 
 /* Reads the series of metric from the database at db_path (optionally
  * only config_name's) into h, each with its step change beyond
- * threshold_pct, as pb_history_show describes. PB_OK; PB_ERR_CONFIG for a
- * metric history does not keep; PB_ERR for a missing, unreadable or empty
- * history, with the message. On success the caller frees h with
+ * threshold_pct and whether its newest run is suspect, as pb_history_show
+ * describes. PB_OK; PB_ERR_CONFIG for a metric history does not keep, or
+ * a stage (cpu_ns_per_sample.STAGE) no run read has, with the names known;
+ * PB_ERR for a missing, unreadable or empty history, with the message. On
+ * success the caller frees h with
  * pb_history_free. */
 int pb_history_load(const char *db_path, const char *config_name, const char *metric,
                     double threshold_pct, struct pb_history *h, char *msg, size_t msglen);
 void pb_history_free(struct pb_history *h);
 
-/* The median of series s's values before run i (run 0's own value for
- * i = 0): what a run is compared with. */
+/* The median of series s's values before run i, the runs without one
+ * left out (run 0's own value for i = 0; NaN when no run before has
+ * one): what a run is compared with. */
 double pb_history_median_before(const struct pb_history_series *s, size_t i);
 
 /* The run-to-run spread of result's point i in the history at db_path: for

@@ -10,8 +10,9 @@
 #define PB_EXIT_CODES_TEXT                                                                      \
     "0 success, 1 error, 2 usage or config error, 3 regression, 4 inconclusive (with\n"       \
     "--fail-on-regression: a gated wall-clock verdict withheld because other processes\n"      \
-    "disturbed a side, and no gated regression), 130 interrupted by Ctrl-C (143 SIGTERM,\n"    \
-    "129 SIGHUP)."
+    "disturbed a side, and no gated regression), 5 suspect (history show: a series' newest\n"  \
+    "run is outside its run-to-run noise by more than the threshold, one night, not yet a\n"  \
+    "step; no regression step), 130 interrupted by Ctrl-C (143 SIGTERM, 129 SIGHUP)."
 
 #define PB_COMMANDS(X) \
     X(run, \

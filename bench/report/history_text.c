@@ -15,6 +15,70 @@ static double change_of(const struct pb_history *h, double v, double ref)
     return h->absolute ? v - ref : ref != 0 ? 100 * (v / ref - 1) : 0;
 }
 
+/* A CPU time per sample for a sentence: "340.0 us" or "3.30 ms". */
+static const char *ns_text(char *buf, size_t size, double ns)
+{
+    if (ns >= 1e6)
+        snprintf(buf, size, "%.2f ms", ns / 1e6);
+    else
+        snprintf(buf, size, "%.1f µs", ns / 1e3);
+    return buf;
+}
+
+/* The stages that explain a series' change (struct pb_history_series),
+ * after "  ": "the stages that explain it ...: GaussianBlur new (absent
+ * before run 4) +340.0 us a sample (97%); ...". */
+static void print_explained(FILE *out, const struct pb_history_series *s)
+{
+    if (s->explained_count == 0)
+        return;
+    fprintf(out, "  the stages that explain it (CPU per sample, run %zu against the runs before; "
+                 "largest share first):",
+            s->explained_from + 1);
+    for (int k = 0; k < s->explained_count; k++) {
+        const struct pb_history_stage_change *c = &s->explained[k];
+        char name[PB_PRINTABLE_SIZE(64)], by[32], absent[64] = "";
+        double before = isnan(c->before_ns) ? 0 : c->before_ns;
+        double after = isnan(c->after_ns) ? 0 : c->after_ns;
+        if (c->absent_before)
+            snprintf(absent, sizeof(absent), " new (absent before run %zu)", c->first_run + 1);
+        else if (c->absent_after)
+            snprintf(absent, sizeof(absent), " removed");
+        fprintf(out, "%s %s%s %s%s a sample", k ? ";" : "",
+                pb_printable(name, sizeof(name), c->stage), absent, after >= before ? "+" : "-", ns_text(by, sizeof(by), fabs(after - before)));
+        if (!isnan(c->share_pct))
+            fprintf(out, " (%.0f%% of the change)", c->share_pct);
+    }
+    fputc('\n', out);
+}
+
+/* The line of a suspect newest run: what it moved, against what noise,
+ * and the exit code. */
+static void print_suspect(FILE *out, const struct pb_history *h, const struct pb_history_series *s)
+{
+    if (!s->suspect)
+        return;
+    const char *unit = h->absolute ? "pp" : "%";
+    const struct pb_history_run *last = &s->runs[s->run_count - 1];
+    char when[PB_PRINTABLE_SIZE(32)], rev[PB_PRINTABLE_SIZE(48)], noise[160];
+    if (isnan(s->newest.noise))
+        snprintf(noise, sizeof(noise), "past the %.1f%s threshold (the series' run-to-run noise "
+                                       "is not known under %d runs)",
+                 h->threshold_pct, unit, PB_SPREAD_MIN_RUNS);
+    else
+        snprintf(noise, sizeof(noise), "past the %.1f%s threshold by more than %.0f times the "
+                                       "series' run-to-run noise of ±%.1f%s",
+                 h->threshold_pct, unit, PB_SUSPECT_SIGMAS, s->newest.noise, unit);
+    fprintf(out,
+            "  SUSPECT: the newest run (%s, revision %s) moved %+.1f%s against the median of the "
+            "%zu runs before it, %s: one night, not yet a step (%d in a row make one); history "
+            "show exits 5\n",
+            pb_printable(when, sizeof(when), last->created),
+            last->revision[0] ? pb_printable(rev, sizeof(rev), last->revision) : "?",
+            s->newest.change, unit, s->newest.before, noise,
+            PB_STEP_MIN_RUNS);
+}
+
 /* What a step of series s means, after "STEP CHANGE: ...: ". */
 static const char *step_meaning(const struct pb_history_series *s)
 {
@@ -35,6 +99,8 @@ static void print_step(FILE *out, const struct pb_history *h, const struct pb_hi
     if (s->step < 0) {
         fprintf(out, "  no step change beyond %.1f%s (needs %d runs in a row)\n", h->threshold_pct,
                 unit, PB_STEP_MIN_RUNS);
+        print_suspect(out, h, s);
+        print_explained(out, s);
         return;
     }
     char when[PB_PRINTABLE_SIZE(32)], rev[PB_PRINTABLE_SIZE(48)];
@@ -60,6 +126,8 @@ static void print_step(FILE *out, const struct pb_history *h, const struct pb_hi
                 s->machine_step ? ": a slower runner, not the code; rerun on the old runner, or "
                                   "refresh the baseline for this one"
                                 : ": the runner did not slow down");
+    print_suspect(out, h, s);
+    print_explained(out, s);
 }
 
 /* Prints one series: its runs, each against the median before it and
@@ -78,7 +146,10 @@ static void print_series(FILE *out, const struct pb_history *h, const struct pb_
         snprintf(key, sizeof(key), "no fingerprint: added before they were kept");
     pb_printable(shown[3], sizeof(shown[3]), key);
     const char *metric = h->metric;
-    fprintf(out, "%s [%s] · %s · point %s · %s\n", shown[0], shown[3], shown[1], shown[2], metric);
+    char engine[PB_PRINTABLE_SIZE(16)];
+    fprintf(out, "%s [%s] · engine %s · %s · point %s · %s\n", shown[0], shown[3],
+            s->engine[0] ? pb_printable(engine, sizeof(engine), s->engine) : "unknown", shown[1],
+            shown[2], metric);
     if (s->total > (long long)n)
         fprintf(out,
                 "  the newest %zu of its %lld runs (show reads at most %d a series; the step is "
@@ -88,16 +159,28 @@ static void print_series(FILE *out, const struct pb_history *h, const struct pb_
             "other CPU");
     for (size_t i = 0; i < n; i++) {
         const struct pb_history_run *run = &s->runs[i];
-        char other[16] = "-";
+        char other[16] = "-", value[32] = "absent", versus[32] = "-";
         if (!isnan(run->other_cpu))
             snprintf(other, sizeof(other), "%.0f%%", run->other_cpu);
-        fprintf(out, "  %-22s %-14.14s %17.1f %+8.1f%s %10s%s\n",
+        double before = pb_history_median_before(s, i);
+        if (!isnan(run->value))
+            snprintf(value, sizeof(value), "%.1f", run->value);
+        if (!isnan(run->value) && !isnan(before))
+            snprintf(versus, sizeof(versus), "%+.1f%s", change_of(h, run->value, before),
+                     h->absolute ? "pp" : "% ");
+        else if (!isnan(run->value) && i > 0)
+            snprintf(versus, sizeof(versus), "new");
+        fprintf(out, "  %-22s %-14.14s %17s %10s %10s%s\n",
                 pb_printable(when, sizeof(when), run->created),
-                pb_printable(rev, sizeof(rev), run->revision), run->value,
-                change_of(h, run->value, pb_history_median_before(s, i)),
-                h->absolute ? "pp" : "% ", other,
-                s->step >= 0 && (size_t)s->step == i ? "  <- step change" : "");
+                pb_printable(rev, sizeof(rev), run->revision), value, versus, other,
+                s->step >= 0 && (size_t)s->step == i ? "  <- step change"
+                : s->suspect && i + 1 == n          ? "  <- suspect"
+                                                    : "");
     }
+    if (s->first_with_value > 0 && s->first_with_value < n)
+        fprintf(out, "  absent before run %zu (%s): the runs before it did not run it\n",
+                s->first_with_value + 1,
+                pb_printable(when, sizeof(when), s->runs[s->first_with_value].created));
     print_step(out, h, s);
 }
 
@@ -109,8 +192,9 @@ void pb_history_print(FILE *out, const struct pb_history *h)
     if (h->disturbed)
         snprintf(withheld, sizeof(withheld), ", %d step(s) withheld (other processes)",
                  h->disturbed);
-    fprintf(out, "%zu series of %s: %d regression step(s), %d improvement step(s)%s\n",
-            h->series_count, h->metric, h->regressions, h->improvements, withheld);
+    fprintf(out, "%zu series of %s: %d regression step(s), %d improvement step(s)%s, %d suspect "
+                 "newest run(s)\n",
+            h->series_count, h->metric, h->regressions, h->improvements, withheld, h->suspects);
 }
 
 int pb_history_show(const char *db_path, const char *config_name, const char *metric,
@@ -126,10 +210,52 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
     return regressions;
 }
 
+/* The gate's line for series s of metric's history h with a step: the
+ * step, its revision and what it means. */
+static void gate_step_line(FILE *out, const struct pb_history *h,
+                           const struct pb_history_series *s)
+{
+    char point[PB_PRINTABLE_SIZE(256)], rev[PB_PRINTABLE_SIZE(48)], why[200];
+    if (s->disturbed)
+        snprintf(why, sizeof(why),
+                 "not counted: other processes took %.0f%% of the machine's CPU before it and "
+                 "%.0f%% from it",
+                 s->other_before, s->other_after);
+    else if (s->machine_step)
+        snprintf(why, sizeof(why), "not counted: the machine's reference slowed %+.1f%% with it",
+                 s->machine_shift_pct);
+    else
+        pb_strlcpy(why, step_meaning(s), sizeof(why));
+    fprintf(out, "  %-18s %s point %s: %+.1f%s from revision %s: %s\n", h->metric,
+            s->fingerprint[0] ? s->fingerprint : s->config,
+            pb_printable(point, sizeof(point), s->point), s->step_pct, h->absolute ? "pp" : "%",
+            s->runs[s->step].revision[0]
+                ? pb_printable(rev, sizeof(rev), s->runs[s->step].revision)
+                : "?",
+            why);
+}
+
+/* The gate's line for series s whose newest run is suspect. */
+static void gate_suspect_line(FILE *out, const struct pb_history *h,
+                              const struct pb_history_series *s)
+{
+    char point[PB_PRINTABLE_SIZE(256)], rev[PB_PRINTABLE_SIZE(48)];
+    const struct pb_history_run *last = &s->runs[s->run_count - 1];
+    fprintf(out, "  %-18s %s point %s: SUSPECT newest run (revision %s) %+.1f%s against the "
+                 "runs before it, outside the series' noise; one night, not yet a step\n",
+            h->metric, s->fingerprint[0] ? s->fingerprint : s->config,
+            pb_printable(point, sizeof(point), s->point),
+            last->revision[0] ? pb_printable(rev, sizeof(rev), last->revision) : "?",
+            s->newest.change, h->absolute ? "pp" : "%");
+    fputs("  ", out);
+    print_explained(out, s);
+}
+
 int pb_history_gate(FILE *out, const char *db_path, const char *config_name, double threshold_pct,
-                    char *msg, size_t msglen)
+                    int *suspects, char *msg, size_t msglen)
 {
     int regressions = 0;
+    *suspects = 0;
     if (out)
         fprintf(out, "the gate (what --fail-on-regression gates on, steps beyond %.1f%%; "
                      "percentage points for shares of time):\n",
@@ -143,43 +269,27 @@ int pb_history_gate(FILE *out, const char *db_path, const char *config_name, dou
                                  msglen);
         if (rc != PB_OK)
             return rc;
-        int steps = 0;
-        for (size_t i = 0; i < h.series_count; i++) {
+        int told = 0;
+        for (size_t i = 0; out && i < h.series_count; i++) {
             const struct pb_history_series *s = &h.series[i];
-            if (s->step < 0)
-                continue;
-            steps++;
-            char point[PB_PRINTABLE_SIZE(256)], rev[PB_PRINTABLE_SIZE(48)];
-            char why[200];
-            if (s->disturbed)
-                snprintf(why, sizeof(why),
-                         "not counted: other processes took %.0f%% of the machine's CPU before "
-                         "it and %.0f%% from it",
-                         s->other_before, s->other_after);
-            else if (s->machine_step)
-                snprintf(why, sizeof(why),
-                         "not counted: the machine's reference slowed %+.1f%% with it",
-                         s->machine_shift_pct);
-            else
-                pb_strlcpy(why, step_meaning(s), sizeof(why));
-            if (out)
-                fprintf(out, "  %-18s %s point %s: %+.1f%s from revision %s: %s\n", metric->name,
-                        s->fingerprint[0] ? s->fingerprint : s->config,
-                        pb_printable(point, sizeof(point), s->point), s->step_pct,
-                        h.absolute ? "pp" : "%",
-                        s->runs[s->step].revision[0]
-                            ? pb_printable(rev, sizeof(rev), s->runs[s->step].revision)
-                            : "?",
-                        why);
+            if (s->step >= 0)
+                gate_step_line(out, &h, s);
+            if (s->suspect)
+                gate_suspect_line(out, &h, s);
+            told += s->step >= 0 || s->suspect;
         }
-        if (out && steps == 0)
-            fprintf(out, "  %-18s no step in %zu series\n", metric->name, h.series_count);
+        if (out && told == 0)
+            fprintf(out, "  %-18s no step and no suspect run in %zu series\n", metric->name,
+                    h.series_count);
         regressions += h.regressions;
+        *suspects += h.suspects;
         pb_history_free(&h);
     }
     if (out)
-        fprintf(out, "%s\n", regressions ? "a regression step: history show exits 3"
-                                          : "no regression step: history show exits 0");
+        fprintf(out, "%s\n", regressions  ? "a regression step: history show exits 3"
+                             : *suspects ? "a suspect newest run, no regression step: history "
+                                           "show exits 5"
+                                         : "no regression step, no suspect run: history show "
+                                           "exits 0");
     return regressions;
 }
-

@@ -25,11 +25,13 @@ int pb_history_show(const char *db_path, const char *config_name, const char *me
 
 /* What the nightly gate reads without --metric: every metric
  * --fail-on-regression gates on that history keeps (samples/s, stall,
- * accelerator utilization, CPU per sample), each searched for a step as
- * history show does. Writes, when out is not NULL, one line per metric and
- * series with a step (or that it has none). Returns the number of counted
- * regression steps, or a negative code with msg (as pb_history_load). */
+ * accelerator utilization, CPU per sample), each searched for a step and a
+ * suspect newest run as history show does. Writes, when out is not NULL,
+ * one line per metric and series with a step or a suspect newest run (or
+ * that it has neither). Returns the number of counted regression steps
+ * (*suspects: the series whose newest run is suspect), or a negative code
+ * with msg (as pb_history_load). */
 int pb_history_gate(FILE *out, const char *db_path, const char *config_name, double threshold_pct,
-                    char *msg, size_t msglen);
+                    int *suspects, char *msg, size_t msglen);
 
 #endif
