@@ -854,6 +854,42 @@ static void test_added_stage_named(void **state)
     pb_result_free(&y);
 }
 
+/* Under interference a wall-clock verdict is withheld whatever it would
+ * have been, ambiguous included: the table, the count and the text agree
+ * on "disturbed"; a metric neither side measured stays "not measured". */
+static void test_disturbed_told_alike(void **state)
+{
+    (void)state;
+    double a[3] = {1000, 1100, 900}, b[3] = {1000, 950, 1080};
+    struct pb_result x, y;
+    make_result(&x, a, 3, "cpu", 300);
+    make_result(&y, b, 3, "cpu", 300);
+    for (int i = 0; i < 3; i++)
+        x.points[0].repeats[i].other_cpu_pct = 55; /* another job on the base side */
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare(&x, &y, 5, &cmp), PB_OK);
+    const struct pb_metric_cmp *samples = &cmp.points[0].metrics[0];
+    assert_true(cmp.points[0].interference.disturbed);
+    assert_int_equal(samples->verdict, PB_VERDICT_DISTURBED);
+    assert_int_equal(cmp.ambiguous, 0);
+    assert_true(cmp.disturbed >= 2); /* samples/s and stall */
+    char *table = rendered(&cmp, PB_FORMAT_TABLE);
+    char count[64];
+    snprintf(count, sizeof(count), "0 ambiguous, %d disturbed", cmp.disturbed);
+    pb_test_assert_contains(table, (const char *const[]){"withheld (disturbed)", count, NULL});
+    const char *row = strstr(table, "samples_per_s");
+    assert_non_null(row);
+    const char *end = strchr(row, '\n');
+    assert_non_null(strstr(row, "disturbed"));
+    assert_true(strstr(row, "disturbed") < end);
+    const char *accel = strstr(table, "accel_util_pct");
+    assert_true(strstr(accel, "not measured") < strchr(accel, '\n'));
+    free(table);
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -877,6 +913,7 @@ int main(void)
         cmocka_unit_test(test_run_noise_from_history),
         cmocka_unit_test(test_stage_cpu_rows),
         cmocka_unit_test(test_added_stage_named),
+        cmocka_unit_test(test_disturbed_told_alike),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

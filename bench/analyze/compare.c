@@ -676,8 +676,9 @@ static void apply_interference(struct pb_point_cmp *pc,
          * raises it too. */
         bool cpu_time = !mc->row || strcmp(mc->row->name, "cpu_ns_per_sample") == 0;
         bool wall_clock = mc->row && mc->row->wall_clock;
-        if (!(wall_clock || (cpu_time && in->machine_changed)) ||
-            mc->verdict == PB_VERDICT_AMBIGUOUS)
+        /* An undecided verdict is withheld too: the table, the count and
+         * the text all call it disturbed. */
+        if (!(wall_clock || (cpu_time && in->machine_changed)) || !pb_metric_cmp_measured(mc))
             continue;
         mc->verdict = PB_VERDICT_DISTURBED;
         mc->repeats_to_decide = 0;
