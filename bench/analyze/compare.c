@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/analyze/config_diff.h"
 #include "bench/analyze/history.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
@@ -16,25 +17,19 @@
 /* Adds a difference; past the last slot, drops it. */
 #define ADD_DIFFERENCE(c, ...) PB_LINES_ADD((c)->differences, &(c)->difference_count, __VA_ARGS__)
 
-static void json_text(const json_t *v, char *buf, size_t n)
-{
-    if (!v) {
-        snprintf(buf, n, "(none)");
-        return;
-    }
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    snprintf(buf, n, "%s", s ? s : "?");
-    free(s);
-}
+/* Where a difference goes: a setting change, or (not setting) a
+ * difference that makes the results incompatible. */
+struct difference_sink {
+    struct pb_comparison *c;
+    bool setting;
+};
 
-static void diff_json(struct pb_comparison *c, const char *path, const json_t *a, const json_t *b,
-                      bool setting);
-
-/* A difference the comparison lists: a setting change, or a difference
- * that makes the results incompatible. */
-static void note_difference(struct pb_comparison *c, bool setting, const char *text)
+/* A difference the comparison lists (pb_config_diff's callback). */
+static void note_difference(void *user, const char *text)
 {
-    if (setting) {
+    struct difference_sink *sink = user;
+    struct pb_comparison *c = sink->c;
+    if (sink->setting) {
         PB_LINES_ADD(c->setting_changes, &c->setting_change_count, "%s", text);
         c->loader_changed |= strncmp(text, "loader.", 7) == 0;
         return;
@@ -43,98 +38,13 @@ static void note_difference(struct pb_comparison *c, bool setting, const char *t
     c->incompatible = true;
 }
 
-/* The name of a pipeline stage ({"resize": {...}}), or NULL for anything
- * else. */
-static const char *stage_name(const json_t *v)
-{
-    void *only = json_is_object(v) && json_object_size(v) == 1 ? json_object_iter((json_t *)v)
-                                                                : NULL;
-    return only ? json_object_iter_key(only) : NULL;
-}
-
-/* Whether stage `name` stands in list at from or later. */
-static bool stage_later(const json_t *list, size_t from, const char *name)
-{
-    for (size_t k = from; name && k < json_array_size(list); k++)
-        if (stage_name(json_array_get(list, k)) &&
-            !strcmp(stage_name(json_array_get(list, k)), name))
-            return true;
-    return false;
-}
-
-/* Two pipelines, stage by stage: the stages both have are diffed by their
- * options, the others named as added or removed ("pipeline[2] added:
- * color_jitter") instead of the lists' JSON cut short. */
-static void diff_stages(struct pb_comparison *c, const char *path, const json_t *a,
-                        const json_t *b, bool setting)
-{
-    size_t i = 0, j = 0, na = json_array_size(a), nb = json_array_size(b);
-    char text[300];
-    while (i < na || j < nb) {
-        const char *x = i < na ? stage_name(json_array_get(a, i)) : NULL;
-        const char *y = j < nb ? stage_name(json_array_get(b, j)) : NULL;
-        if (x && y && strcmp(x, y) == 0) {
-            char sub[256];
-            snprintf(sub, sizeof(sub), "%s[%zu].%s", path, j, y);
-            diff_json(c, sub, json_object_get(json_array_get(a, i), x),
-                      json_object_get(json_array_get(b, j), y), setting);
-            i++, j++;
-        } else if (j < nb && (i >= na || !stage_later(a, i, y))) {
-            snprintf(text, sizeof(text), "%s[%zu] added: %s", path, j, y ? y : "?");
-            note_difference(c, setting, text);
-            j++;
-        } else {
-            snprintf(text, sizeof(text), "%s[%zu] removed: %s", path, i, x ? x : "?");
-            note_difference(c, setting, text);
-            i++;
-        }
-    }
-}
-
 /* Lists where a and b differ under path: into the differences (the
  * results are incompatible) or, for settings, into the setting changes. */
 static void diff_json(struct pb_comparison *c, const char *path, const json_t *a, const json_t *b,
                       bool setting)
 {
-    if ((!a && !b) || json_equal((json_t *)a, (json_t *)b))
-        return; /* json_equal calls two missing values different */
-    if (json_is_object(a) && json_is_object(b)) {
-        const char *key;
-        json_t *v;
-        json_object_foreach((json_t *)a, key, v)
-        {
-            char sub[256];
-            snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
-            diff_json(c, sub, v, json_object_get(b, key), setting);
-        }
-        json_object_foreach((json_t *)b, key, v)
-        {
-            if (json_object_get(a, key))
-                continue;
-            char sub[256];
-            snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
-            diff_json(c, sub, NULL, v, setting);
-        }
-        return;
-    }
-    if (json_is_array(a) && json_is_array(b) && stage_name(json_array_get(a, 0)) &&
-        stage_name(json_array_get(b, 0))) {
-        diff_stages(c, path, a, b, setting);
-        return;
-    }
-    if (json_is_array(a) && json_is_array(b) && json_array_size(a) == json_array_size(b)) {
-        for (size_t i = 0; i < json_array_size(a); i++) {
-            char sub[256];
-            snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
-            diff_json(c, sub, json_array_get(a, i), json_array_get(b, i), setting);
-        }
-        return;
-    }
-    char x[120], y[120], text[300];
-    json_text(a, x, sizeof(x));
-    json_text(b, y, sizeof(y));
-    snprintf(text, sizeof(text), "%s: %s -> %s", path, x, y);
-    note_difference(c, setting, text);
+    struct difference_sink sink = {c, setting};
+    pb_config_diff(path, a, b, note_difference, &sink);
 }
 
 static void check_compatible(struct pb_comparison *c, const struct pb_result *a,
@@ -592,7 +502,7 @@ static void axes_label(const json_t *axes, char *buf, size_t n)
     json_object_foreach((json_t *)axes, key, v)
     {
         char value[64];
-        json_text(v, value, sizeof(value));
+        pb_json_short_text(v, value, sizeof(value));
         if (used < n)
             used += (size_t)snprintf(buf + used, n - used, "%s%s=%s", used ? ", " : "", key, value);
     }
