@@ -254,6 +254,35 @@ static void test_series_keyed_by_what_was_measured(void **state)
     assert_int_equal(sqlite3_column_int(st, 0), 2);
     sqlite3_finalize(st);
     sqlite3_close(h);
+    /* Not a silent new series: a break, naming what changed. */
+    struct pb_history loaded;
+    assert_int_equal(pb_history_load(db, "ci", "samples_per_s", 5, &loaded, msg, sizeof(msg)),
+                     PB_OK);
+    assert_int_equal(loaded.series_count, 2);
+    const struct pb_history_series *later =
+        loaded.series[0].runs[0].created[9] == '3' ? &loaded.series[0] : &loaded.series[1];
+    const struct pb_history_series *earlier = later == loaded.series ? &loaded.series[1]
+                                                                     : &loaded.series[0];
+    assert_int_equal(earlier->break_count, 0);
+    assert_int_equal(later->break_count, 1);
+    assert_string_equal(later->breaks[0], "pipeline[0].decode.cost_us: 300.0 -> 600.0");
+    assert_string_equal(later->break_revision, "r2");
+    char out[300];
+    snprintf(out, sizeof(out), "%s/show.txt", dir);
+    FILE *f = fopen(out, "w");
+    assert_non_null(f);
+    pb_history_print(f, &loaded);
+    fclose(f);
+    pb_history_free(&loaded);
+    char *text = pb_test_read_file(out, NULL, true);
+    pb_test_assert_contains(text, (const char *const[]){"BREAK in the series: from "
+                                                        "2026-11-03T00:00:00Z on",
+                                                        "(newest run: revision r2)",
+                                                        "what changed: pipeline[0].decode.cost_us: "
+                                                        "300.0 -> 600.0",
+                                                        NULL});
+    free(text);
+    unlink(out);
     /* The same cost again, measured in more repeats (how often, not what):
      * the same series, now slower, a step. */
     add_run_repeats(db, "2026-11-05T00:00:00Z", 400, 10, 600, 8, "r5");

@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "bench/analyze/config_diff.h"
 #include "bench/analyze/steps.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
@@ -691,6 +692,52 @@ static int read_series(struct pb_history *h, sqlite3_stmt *st)
     return step_rc;
 }
 
+/* One change that broke a series (pb_config_diff's callback). */
+static void note_break(void *user, const char *text)
+{
+    struct pb_history_series *s = user;
+    if (s->break_count < PB_HISTORY_BREAKS)
+        pb_strlcpy(s->breaks[s->break_count++], text, sizeof(s->breaks[0]));
+    else
+        s->break_more++;
+}
+
+/* Whether p is the series s broke from: the same config, machine and
+ * point under another fingerprint, every run of it before s's first. */
+static bool broke_from(const struct pb_history_series *s, const struct pb_history_series *p)
+{
+    return p != s && p->fingerprint[0] && p->measured && p->run_count > 0 &&
+           strcmp(p->id, s->id) != 0 && strcmp(p->config, s->config) == 0 &&
+           strcmp(p->machine, s->machine) == 0 && strcmp(p->point, s->point) == 0 &&
+           strcmp(p->runs[p->run_count - 1].created, s->runs[0].created) <= 0;
+}
+
+/* Each series that follows another of the same config, machine and point
+ * measured differently: a break, with what changed between the newest
+ * such series and it. */
+static void find_breaks(struct pb_history *h)
+{
+    for (size_t i = 0; i < h->series_count; i++) {
+        struct pb_history_series *s = &h->series[i];
+        const struct pb_history_series *before = NULL;
+        for (size_t j = 0; s->fingerprint[0] && s->measured && s->run_count && j < h->series_count;
+             j++)
+            if (broke_from(s, &h->series[j]) &&
+                (!before || strcmp(h->series[j].runs[h->series[j].run_count - 1].created,
+                                   before->runs[before->run_count - 1].created) > 0))
+                before = &h->series[j];
+        if (!before)
+            continue;
+        json_t *a = json_loads(before->measured, 0, NULL), *b = json_loads(s->measured, 0, NULL);
+        pb_config_diff("", a, b, note_break, s);
+        json_decref(a);
+        json_decref(b);
+        pb_strlcpy(s->break_from, before->fingerprint, sizeof(s->break_from));
+        pb_strlcpy(s->break_revision, before->runs[before->run_count - 1].revision,
+                   sizeof(s->break_revision));
+    }
+}
+
 /* Whether any run read has a value: a stage's metric names a stage some
  * run ran. */
 static bool stage_known(const struct pb_history *h)
@@ -785,6 +832,8 @@ int pb_history_load(const char *db_path, const char *config_name, const char *me
                  step_rc == SQLITE_NOMEM ? "out of memory" : sqlite3_errmsg(db));
     sqlite3_finalize(st);
     sqlite3_close(db);
+    if (step_rc == SQLITE_DONE)
+        find_breaks(h);
     if (step_rc == SQLITE_DONE && stage && h->series_count > 0 && !stage_known(h)) {
         stage_names_message(h, stage, msg, msglen);
         pb_history_free(h);

@@ -58,6 +58,7 @@ struct pb_history_stage_change {
     double share_pct;
 };
 #define PB_HISTORY_EXPLAINED 6
+#define PB_HISTORY_BREAKS 6
 
 /* A series: what was measured (a config fingerprint, machine included) at
  * one point, its runs in time order, and its step change. */
@@ -106,6 +107,15 @@ struct pb_history_series {
     int explained_count;
     struct pb_history_stage_change explained[PB_HISTORY_EXPLAINED];
     size_t explained_from;
+    /* A break in the series: the same config name, machine and point was
+     * measured differently before this series (another fingerprint, every
+     * run of it older than this one's first), with what changed, as
+     * compare words it (bench/analyze/config_diff.h); break_count 0 when
+     * none, break_more the changes past PB_HISTORY_BREAKS. */
+    char break_from[32];        /* the earlier series' fingerprint         */
+    char break_revision[48];    /* its newest run's revision               */
+    int break_count, break_more;
+    char breaks[PB_HISTORY_BREAKS][200];
 };
 #define PB_HISTORY_MACHINE_PCT 5.0
 

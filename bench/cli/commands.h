@@ -107,7 +107,8 @@
       "beyond the threshold that holds for at least 2 runs in a row. A series is what was\n" \
       "measured: a fingerprint of the config's dataset, pipeline, loader and run settings (not\n" \
       "its name, repeats or measuring times) and the machine, shown beside the config's name;\n" \
-      "changing a setting starts a new series. Adding the same result under the same revision\n" \
+      "changing a setting starts a new series, shown as a BREAK naming what changed (as compare\n" \
+      "words a config diff). Adding the same result under the same revision\n" \
       "twice stores it once. --db also takes an SQLite URI (file:PATH?mode=ro). The database\n" \
       "is in WAL mode; commands that write it at once take turns (each waits up to 60 s).\n" \
       "add refuses a result whose figures are partial: an interrupted run, a point that failed\n" \

@@ -116,6 +116,14 @@ static json_t *series_json(const struct pb_history_series *s)
                                                 json_number(c->share_pct)));
     }
     json_object_set_new(o, "explained_by", stages);
+    json_t *changes = json_array();
+    for (int k = 0; k < s->break_count; k++)
+        json_array_append_new(changes, json_string(s->breaks[k]));
+    json_object_set_new(o, "break",
+                        s->break_count ? json_pack("{s s s s s o}", "from_fingerprint",
+                                                   s->break_from, "from_revision",
+                                                   s->break_revision, "changes", changes)
+                                       : (json_decref(changes), json_null()));
     json_object_set_new(o, "explained_from_run", json_integer((json_int_t)s->explained_from));
     return o;
 }

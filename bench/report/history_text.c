@@ -52,6 +52,26 @@ static void print_explained(FILE *out, const struct pb_history_series *s)
     fputc('\n', out);
 }
 
+/* A break in the series: the config measured differently from this
+ * series' first run on, and what changed. */
+static void print_break(FILE *out, const struct pb_history_series *s)
+{
+    if (s->break_count == 0)
+        return;
+    char when[PB_PRINTABLE_SIZE(32)], rev[PB_PRINTABLE_SIZE(48)], text[PB_PRINTABLE_SIZE(200)];
+    fprintf(out,
+            "  BREAK in the series: from %s on this config is measured differently than in "
+            "its series [fingerprint %.8s] (newest run: revision %s), so its runs start a new "
+            "series here, not a step; what changed:",
+            pb_printable(when, sizeof(when), s->runs[0].created), s->break_from,
+            s->break_revision[0] ? pb_printable(rev, sizeof(rev), s->break_revision) : "?");
+    for (int k = 0; k < s->break_count; k++)
+        fprintf(out, "%s %s", k ? ";" : "", pb_printable(text, sizeof(text), s->breaks[k]));
+    if (s->break_more)
+        fprintf(out, "; and %d more", s->break_more);
+    fputc('\n', out);
+}
+
 /* The line of a suspect newest run: what it moved, against what noise,
  * and the exit code. */
 static void print_suspect(FILE *out, const struct pb_history *h, const struct pb_history_series *s)
@@ -150,6 +170,7 @@ static void print_series(FILE *out, const struct pb_history *h, const struct pb_
     fprintf(out, "%s [%s] · engine %s · %s · point %s · %s\n", shown[0], shown[3],
             s->engine[0] ? pb_printable(engine, sizeof(engine), s->engine) : "unknown", shown[1],
             shown[2], metric);
+    print_break(out, s);
     if (s->total > (long long)n)
         fprintf(out,
                 "  the newest %zu of its %lld runs (show reads at most %d a series; the step is "
