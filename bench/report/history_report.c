@@ -319,8 +319,12 @@ static void overview(FILE *out, const struct pb_history *h)
         pb_svg_escape(out, s->config);
         fputs("</a></td><td class=\"l\">", out);
         pb_svg_escape(out, point);
-        fprintf(out, "</td><td>%zu</td><td>%.4g</td>", s->run_count,
-                s->run_count ? s->runs[s->run_count - 1].value : NAN);
+        double newest = s->run_count ? s->runs[s->run_count - 1].value : NAN;
+        fprintf(out, "</td><td>%zu</td>", s->run_count);
+        if (isfinite(newest))
+            fprintf(out, "<td>%.4g%s</td>", newest, s->suspect ? " (suspect)" : "");
+        else
+            fputs("<td>absent</td>", out);
         if (s->step >= 0)
             snprintf(text, sizeof(text), "%+.1f%s from %s%s", s->step_pct,
                      h->absolute ? "pp" : "%",
