@@ -158,11 +158,13 @@ static void list_metric(struct notes *n, const char *label, const struct pb_metr
         return;
     const char *unit = mc->absolute ? "pp" : "%";
     if (mc->added || mc->removed) {
-        char cost[32];
+        char cost[32], share[48] = "";
         format_value(mc, mc->added ? mc->next : mc->base, cost, sizeof(cost));
-        fprintf(n->out, "%s%s %s: %s a sample, %.0f%% of the %s pipeline, at %s%s", n->separator,
-                mc->name, mc->added ? "new" : "removed", cost, mc->share_pct,
-                mc->added ? "new" : "base", label,
+        if (!isnan(mc->share_pct))
+            snprintf(share, sizeof(share), ", %.0f%% of the %s pipeline", mc->share_pct,
+                     mc->added ? "new" : "base");
+        fprintf(n->out, "%s%s %s: %s a sample%s, at %s%s", n->separator, mc->name,
+                mc->added ? "new" : "removed", cost, share, label,
                 n->verdict == PB_VERDICT_REGRESSED && !mc->gated ? " (not gated)" : "");
     } else {
         fprintf(n->out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s%s", n->separator, mc->name,
@@ -447,7 +449,11 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
             const char *unit = mc->absolute ? "pp" : "%";
             if (mc->added || mc->removed) {
                 snprintf(change, sizeof(change), "%s", mc->added ? "new" : "removed");
-                snprintf(ci, sizeof(ci), "%.0f%% of %s", mc->share_pct, mc->added ? "new" : "base");
+                if (isnan(mc->share_pct))
+                    snprintf(ci, sizeof(ci), "-");
+                else
+                    snprintf(ci, sizeof(ci), "%.0f%% of %s", mc->share_pct,
+                             mc->added ? "new" : "base");
             } else if (isnan(mc->ci_low_pct)) {
                 snprintf(change, sizeof(change), "-");
                 snprintf(ci, sizeof(ci), "(too few repeats)");
