@@ -13,6 +13,13 @@
 # machine is, which is why this is a benchmark and not a test; the
 # statistics are tested on synthetic data in tests/test_compare.c, and the
 # exit codes on results of known samples/s in tests/test_e2e.c.
+# The exit codes a nightly job acts on: `pbench compare --fail-on-regression`
+# 0 pass, 3 a gated regression, 4 inconclusive (a gated verdict withheld:
+# other processes disturbed a side), 2 a usage error (a --gate name no side
+# has included); `pbench history show` 0 no regression step and no suspect
+# run, 3 a regression step (2 runs in a row past the threshold), 5 a suspect
+# newest run (one night outside the series' run-to-run noise by more than
+# the threshold, not yet a step), 2 a --metric name no run has.
 #   scripts/bench-gate.sh            (about a minute; after a build)
 #   KEEP=1 scripts/bench-gate.sh     keeps the results and says where
 set -eu
@@ -68,4 +75,7 @@ rc=0
 "$PB" history show --db h.db --config ci > history.txt 2>&1 || rc=$?
 step="no step change"
 grep -q "STEP CHANGE" history.txt && step="$(grep -o 'STEP CHANGE.*' history.txt | head -n 1)"
-printf '%-22s exit %s  (expected exit 0, no step in unchanged runs): %s\n' "history" "$rc" "$step"
+grep -q "SUSPECT" history.txt && step="$step; $(grep -o 'SUSPECT.*' history.txt | head -n 1)"
+printf '%-22s exit %s  (expected exit 0, no step and no suspect run in unchanged runs; 3 is a\n' \
+    "history" "$rc"
+printf '%-22s regression step, 5 a suspect newest run): %s\n' "" "$step"

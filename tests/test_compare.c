@@ -794,6 +794,145 @@ static void test_gpu_slowed_is_disturbed(void **state)
     }
 }
 
+/* Appends a stage named name of cost_us a sample to every repeat and the
+ * point of r (after add_stages). */
+static void append_stage(struct pb_result *r, const char *name, double cost_us)
+{
+    struct pb_point_result *p = &r->points[0];
+    for (size_t i = 0; i <= p->repeat_count; i++) {
+        struct pb_stage_result **st = i < p->repeat_count ? &p->repeats[i].stages : &p->stages;
+        size_t *count = i < p->repeat_count ? &p->repeats[i].stage_count : &p->stage_count;
+        struct pb_stage_result *grown = realloc(*st, (*count + 1) * sizeof(**st));
+        assert_non_null(grown);
+        *st = grown;
+        struct pb_stage_result *added = &grown[(*count)++];
+        memset(added, 0, sizeof(*added));
+        snprintf(added->name, sizeof(added->name), "%s", name);
+        double jitter = 1 + 0.01 * (double)((int)(i % 3) - 1);
+        added->hist.count = 1000;
+        added->cpu_ns = (uint64_t)(1000 * 1e3 * cost_us * jitter);
+    }
+}
+
+/* What compare rendered of cmp in format, as a string to free. */
+static char *rendered(const struct pb_comparison *cmp, enum pb_format format)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    pb_comparison_report(out, cmp, "base.json", "new.json", (int)format);
+    fclose(out);
+    return text;
+}
+
+/* A stage the new side added, which doubles the CPU per sample, is a row
+ * of its own with its cost and share, and the verdict names it first; a
+ * gate on a stage neither side ran is refused with the stages listed. */
+static void test_added_stage_named(void **state)
+{
+    (void)state;
+    double a[6] = {1000, 1010, 990, 1005, 995, 1000}, b[6] = {520, 515, 510, 505, 525, 500};
+    struct pb_result x, y;
+    make_result(&x, a, 6, "cpu", 300);
+    make_result(&y, b, 6, "cpu", 300);
+    add_stages(&x, 300, 0.7);
+    add_stages(&y, 310, 0.7);
+    append_stage(&y, "GaussianBlur", 340); /* 340.7 -> 690.7 us a sample */
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare_configs(&x, &y, 5, &cmp), PB_OK);
+    const struct pb_point_cmp *pc = &cmp.points[0];
+    assert_int_equal(pc->metric_count, PB_METRIC_COUNT + 4);
+    const struct pb_metric_cmp *blur = &pc->metrics[PB_METRIC_COUNT + 3];
+    assert_string_equal(blur->name, "cpu_ns_per_sample.GaussianBlur");
+    assert_true(blur->added);
+    assert_int_equal(blur->verdict, PB_VERDICT_REGRESSED);
+    assert_true(blur->share_pct > 48 && blur->share_pct < 50);
+    assert_true(pb_metric_cmp_measured(blur));
+    assert_true(pc->explained.count >= 1);
+    assert_int_equal(pc->explained.metric[0], PB_METRIC_COUNT + 3);
+    assert_true(pc->explained.share_pct[0] > 95);
+    char msg[PB_MSG_MAX * 4];
+    assert_int_equal(pb_comparison_gate(&cmp, "cpu_ns_per_sample.typo", msg, sizeof(msg)),
+                     PB_ERR_CONFIG);
+    pb_test_assert_contains(msg, (const char *const[]){"no stage 'typo'", "the base ran: decode",
+                                                       "GaussianBlur", "samples_per_s", NULL});
+    assert_int_equal(pb_comparison_gate(&cmp, "cpu_ns_per_sample.GaussianBlur", msg, sizeof(msg)),
+                     PB_OK);
+    assert_true(pc->metrics[PB_METRIC_COUNT + 3].gated);
+    char *table = rendered(&cmp, PB_FORMAT_TABLE);
+    pb_test_assert_contains(table, (const char *const[]){"new: GaussianBlur 340 µs a sample of "
+                                                         "CPU, 49% of the new pipeline",
+                                                         "the stages that explain it, largest "
+                                                         "share first: GaussianBlur (new)",
+                                                         NULL});
+    assert_null(strstr(table, "nan"));
+    /* The verdict names GaussianBlur before decode. */
+    const char *verdict = strstr(table, "REGRESSED:");
+    assert_non_null(verdict);
+    const char *blur_at = strstr(verdict, "GaussianBlur"), *decode_at = strstr(verdict, ".decode");
+    assert_non_null(blur_at);
+    assert_true(!decode_at || blur_at < decode_at);
+    free(table);
+    char *md = rendered(&cmp, PB_FORMAT_MARKDOWN);
+    pb_test_assert_contains(md, (const char *const[]){"- new: GaussianBlur", "GaussianBlur (new)",
+                                                      NULL});
+    assert_null(strstr(md, "nan"));
+    free(md);
+    char *json = rendered(&cmp, PB_FORMAT_JSON);
+    pb_test_assert_contains(json, (const char *const[]){"\"explained_by\"", "\"added\": true",
+                                                        NULL});
+    free(json);
+    pb_comparison_free(&cmp);
+    /* Removed: the other way round. */
+    assert_int_equal(pb_compare_configs(&y, &x, 5, &cmp), PB_OK);
+    blur = &cmp.points[0].metrics[PB_METRIC_COUNT + 3];
+    assert_true(blur->removed);
+    assert_int_equal(blur->verdict, PB_VERDICT_IMPROVED);
+    table = rendered(&cmp, PB_FORMAT_TABLE);
+    pb_test_assert_contains(table, (const char *const[]){"removed: GaussianBlur", NULL});
+    free(table);
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+}
+
+/* Under interference a wall-clock verdict is withheld whatever it would
+ * have been, ambiguous included: the table, the count and the text agree
+ * on "disturbed"; a metric neither side measured stays "not measured". */
+static void test_disturbed_told_alike(void **state)
+{
+    (void)state;
+    double a[3] = {1000, 1100, 900}, b[3] = {1000, 950, 1080};
+    struct pb_result x, y;
+    make_result(&x, a, 3, "cpu", 300);
+    make_result(&y, b, 3, "cpu", 300);
+    for (int i = 0; i < 3; i++)
+        x.points[0].repeats[i].other_cpu_pct = 55; /* another job on the base side */
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare(&x, &y, 5, &cmp), PB_OK);
+    const struct pb_metric_cmp *samples = &cmp.points[0].metrics[0];
+    assert_true(cmp.points[0].interference.disturbed);
+    assert_int_equal(samples->verdict, PB_VERDICT_DISTURBED);
+    assert_int_equal(cmp.ambiguous, 0);
+    assert_true(cmp.disturbed >= 2); /* samples/s and stall */
+    char *table = rendered(&cmp, PB_FORMAT_TABLE);
+    char count[64];
+    snprintf(count, sizeof(count), "0 ambiguous, %d disturbed", cmp.disturbed);
+    pb_test_assert_contains(table, (const char *const[]){"withheld (disturbed)", count, NULL});
+    const char *row = strstr(table, "samples_per_s");
+    assert_non_null(row);
+    const char *end = strchr(row, '\n');
+    assert_non_null(strstr(row, "disturbed"));
+    assert_true(strstr(row, "disturbed") < end);
+    const char *accel = strstr(table, "accel_util_pct");
+    assert_true(strstr(accel, "not measured") < strchr(accel, '\n'));
+    free(table);
+    pb_comparison_free(&cmp);
+    pb_result_free(&x);
+    pb_result_free(&y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -817,6 +956,8 @@ int main(void)
         cmocka_unit_test(test_run_noise_from_history),
         cmocka_unit_test(test_stage_cpu_rows),
         cmocka_unit_test(test_gpu_slowed_is_disturbed),
+        cmocka_unit_test(test_added_stage_named),
+        cmocka_unit_test(test_disturbed_told_alike),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -536,6 +536,20 @@ static void test_engine_rules(void **state)
                          json_object_get(json_object_get(j, "dataset"), "args"), "n")),
                      3);
     json_decref(j);
+    /* -s and -S take a key inside the mapping, nested too: JSON where it
+     * is JSON, a string otherwise. */
+    assert_int_equal(pb_config_override(&spec, "dataset.args.draft=true", msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_config_override(&spec, "dataset.args.n=4", msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_config_override(&spec, "dataset.args.crop.size=[224,224]", msg,
+                                        sizeof msg),
+                     PB_OK);
+    assert_int_equal(pb_config_override(&spec, "dataset.args.mode=fast", msg, sizeof msg), PB_OK);
+    assert_string_equal(spec.dataset.args,
+                        "{\"crop\":{\"size\":[224,224]},\"draft\":true,\"list\":[1,\"a\"],"
+                        "\"mode\":\"fast\",\"n\":4,\"on\":true,\"root\":\"data/x\"}");
+    assert_int_equal(pb_config_override(&spec, "dataset.nosuch.x=1", msg, sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "dataset.nosuch"));
     pb_spec_free(&spec);
 }
 

@@ -577,7 +577,7 @@ static void test_compare_gate(void **state)
     free(md);
 
     /* History: two slow runs after two fast ones are a step change; one
-     * slow run is not yet. (The same file twice makes the series exact.)
+     * slow run is not yet (it is suspect). (The same file twice makes the series exact.)
      * The history keys a series by what was measured, so the fast and slow
      * runs here share the config (the same cost_us) and differ in speed. */
     synthetic_result("ci-run.json", "ci-fast-same", 1.1, 300, "2026-01-01T10:04:00Z");
@@ -585,7 +585,9 @@ static void test_compare_gate(void **state)
     assert_int_equal(pbench("history add ci-fast-same.json --db h.db --revision r1", out, sizeof(out)), 0);
     assert_int_equal(pbench("history add ci-fast-same.json --db h.db --revision r2", out, sizeof(out)), 0);
     assert_int_equal(pbench("history add ci-slow-same.json --db h.db --revision r3", out, sizeof(out)), 0);
-    assert_int_equal(pbench("history show --db h.db --config ci", out, sizeof(out)), 0);
+    /* One slow night is flagged at once: suspect, exit 5, not yet a step. */
+    EXPECT_OUT("history show --db h.db --config ci", 5, "SUSPECT newest run (revision r3)",
+               "history show exits 5");
     assert_int_equal(pbench("history add ci-slow-same.json --db h.db --revision r4", out, sizeof(out)), 0);
     EXPECT_OUT("history show --db h.db --config ci", 3, "STEP CHANGE", "(revision r3)");
 

@@ -16,7 +16,9 @@
 #include <sqlite3.h>
 
 #include "bench/analyze/history.h"
+#include "bench/report/history_text.h"
 #include "bench/base/pb.h"
+#include "tests/testutil.h"
 
 static void test_step_detection(void **state)
 {
@@ -252,6 +254,35 @@ static void test_series_keyed_by_what_was_measured(void **state)
     assert_int_equal(sqlite3_column_int(st, 0), 2);
     sqlite3_finalize(st);
     sqlite3_close(h);
+    /* Not a silent new series: a break, naming what changed. */
+    struct pb_history loaded;
+    assert_int_equal(pb_history_load(db, "ci", "samples_per_s", 5, &loaded, msg, sizeof(msg)),
+                     PB_OK);
+    assert_int_equal(loaded.series_count, 2);
+    const struct pb_history_series *later =
+        loaded.series[0].runs[0].created[9] == '3' ? &loaded.series[0] : &loaded.series[1];
+    const struct pb_history_series *earlier = later == loaded.series ? &loaded.series[1]
+                                                                     : &loaded.series[0];
+    assert_int_equal(earlier->break_count, 0);
+    assert_int_equal(later->break_count, 1);
+    assert_string_equal(later->breaks[0], "pipeline[0].decode.cost_us: 300.0 -> 600.0");
+    assert_string_equal(later->break_revision, "r2");
+    char out[300];
+    snprintf(out, sizeof(out), "%s/show.txt", dir);
+    FILE *f = fopen(out, "w");
+    assert_non_null(f);
+    pb_history_print(f, &loaded);
+    fclose(f);
+    pb_history_free(&loaded);
+    char *text = pb_test_read_file(out, NULL, true);
+    pb_test_assert_contains(text, (const char *const[]){"BREAK in the series: from "
+                                                        "2026-11-03T00:00:00Z on",
+                                                        "(newest run: revision r2)",
+                                                        "what changed: pipeline[0].decode.cost_us: "
+                                                        "300.0 -> 600.0",
+                                                        NULL});
+    free(text);
+    unlink(out);
     /* The same cost again, measured in more repeats (how often, not what):
      * the same series, now slower, a step. */
     add_run_repeats(db, "2026-11-05T00:00:00Z", 400, 10, 600, 8, "r5");
@@ -519,12 +550,13 @@ static void test_busy_nights_gate_on_cpu_time(void **state)
 
     FILE *f = fopen(out, "w");
     assert_non_null(f);
-    assert_int_equal(pb_history_gate(f, db, "ci", 5, msg, sizeof(msg)), 1);
+    int suspects;
+    assert_int_equal(pb_history_gate(f, db, "ci", 5, &suspects, msg, sizeof(msg)), 1);
     fclose(f);
     text = read_text(out);
     assert_non_null(strstr(text, "cpu_ns_per_sample"));
     assert_non_null(strstr(text, "from revision r5: a REGRESSION"));
-    assert_non_null(strstr(text, "stall_pct          no step in 1 series"));
+    assert_non_null(strstr(text, "stall_pct          no step and no suspect run in 1 series"));
     assert_non_null(strstr(text, "a regression step: history show exits 3"));
     free(text);
     unlink(out);
@@ -621,11 +653,104 @@ static void test_stage_cpu_series(void **state)
     free(text);
     /* The pipeline's total moves 3.6%: under the threshold, no step. */
     assert_int_equal(show_into(out, db, "cpu_ns_per_sample", msg, sizeof(msg)), 0);
-    /* A stage no run has is no step; a bare prefix is no metric. */
-    assert_int_equal(show_into(out, db, "cpu_ns_per_sample.flip", msg, sizeof(msg)), 0);
+    /* A stage no run has would show nothing: refused, with the stages the
+     * runs have; a bare prefix is no metric. */
+    assert_int_equal(show_into(out, db, "cpu_ns_per_sample.flip", msg, sizeof(msg)),
+                     PB_ERR_CONFIG);
+    pb_test_assert_contains(msg, (const char *const[]){"no run of the history has a stage 'flip'",
+                                                       "decode, resize", "samples_per_s", NULL});
     assert_int_equal(pb_history_show(db, NULL, "cpu_ns_per_sample.", 5, msg, sizeof(msg)),
                      PB_ERR_CONFIG);
     assert_non_null(strstr(msg, "cpu_ns_per_sample.STAGE"));
+    unlink(out);
+    unlink(db);
+    rmdir(dir);
+}
+
+/* Night i of a config whose Dataset gained a GaussianBlur from night
+ * blur_from on: decode 300 us and resize 40 us a sample, then blur 340 us,
+ * which halves samples/s. */
+static void add_blur_night(const char *db, int i, int blur_from)
+{
+    struct pb_result r;
+    char created[32], rev[8], msg[PB_MSG_MAX];
+    snprintf(created, sizeof(created), "2026-11-%02dT03:00:00Z", i + 1);
+    snprintf(rev, sizeof(rev), "r%d", i);
+    bool blur = i >= blur_from;
+    double jitter = 1 + 0.004 * (double)(i % 3);
+    one_point_result(&r, created, (blur ? 500 : 1000) * jitter);
+    struct pb_point_result *p = &r.points[0];
+    p->samples = 1000;
+    p->stage_count = blur ? 3 : 2;
+    p->stages = calloc(3, sizeof(*p->stages));
+    assert_non_null(p->stages);
+    static const char *const names[] = {"decode", "resize", "GaussianBlur"};
+    static const double cost_us[] = {300, 40, 340};
+    for (size_t s = 0; s < p->stage_count; s++) {
+        snprintf(p->stages[s].name, sizeof(p->stages[s].name), "%s", names[s]);
+        p->stages[s].hist.count = 1000;
+        p->stages[s].cpu_ns = (uint64_t)(1000 * cost_us[s] * 1e3 * jitter);
+    }
+    r.config = json_pack("{s:s, s:{s:s}}", "name", "ci", "loader", "engine", "torch");
+    assert_int_equal(pb_history_add(db, &r, rev, "test", msg, sizeof(msg)), PB_OK);
+    pb_result_free(&r);
+}
+
+/* The first night a stage doubles the CPU per sample is suspect at once,
+ * naming the new stage; the second makes the step, naming it too; the
+ * stage's own series says it was absent before, never nan. */
+static void test_bad_night_suspect_then_step(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pbench-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], out[300], msg[PB_MSG_MAX * 2];
+    snprintf(db, sizeof(db), "%s/h.db", dir);
+    snprintf(out, sizeof(out), "%s/show.txt", dir);
+    for (int i = 0; i < 4; i++)
+        add_blur_night(db, i, 3);
+    struct pb_history h;
+    assert_int_equal(pb_history_load(db, NULL, "cpu_ns_per_sample", 5, &h, msg, sizeof(msg)),
+                     PB_OK);
+    const struct pb_history_series *s = &h.series[0];
+    assert_int_equal(s->step, -1);
+    assert_true(s->suspect);
+    assert_int_equal(h.suspects, 1);
+    assert_string_equal(s->engine, "torch");
+    assert_true(s->explained_count >= 1);
+    assert_string_equal(s->explained[0].stage, "GaussianBlur");
+    assert_true(s->explained[0].absent_before);
+    assert_int_equal(s->explained[0].first_run, 3);
+    pb_history_free(&h);
+    FILE *f = fopen(out, "w");
+    assert_non_null(f);
+    int suspects;
+    assert_int_equal(pb_history_gate(f, db, NULL, 5, &suspects, msg, sizeof(msg)), 0);
+    fclose(f);
+    assert_int_equal(suspects, 2); /* samples/s and CPU per sample */
+    char *text = read_text(out);
+    pb_test_assert_contains(text, (const char *const[]){"SUSPECT newest run (revision r3)",
+                                                        "GaussianBlur new (absent before run 4)",
+                                                        "history show exits 5", NULL});
+    free(text);
+    assert_int_equal(show_into(out, db, "cpu_ns_per_sample", msg, sizeof(msg)), 0);
+    text = read_text(out);
+    pb_test_assert_contains(text, (const char *const[]){"engine torch", "<- suspect",
+                                                        "SUSPECT: the newest run", NULL});
+    free(text);
+    add_blur_night(db, 4, 3);
+    assert_int_equal(show_into(out, db, "cpu_ns_per_sample", msg, sizeof(msg)), 1);
+    text = read_text(out);
+    pb_test_assert_contains(text, (const char *const[]){"STEP CHANGE", "a REGRESSION",
+                                                        "GaussianBlur new (absent before run 4)",
+                                                        NULL});
+    assert_null(strstr(text, "SUSPECT"));
+    free(text);
+    assert_int_equal(show_into(out, db, "cpu_ns_per_sample.GaussianBlur", msg, sizeof(msg)), 0);
+    text = read_text(out);
+    pb_test_assert_contains(text, (const char *const[]){"absent", "absent before run 4", NULL});
+    assert_null(strstr(text, "nan"));
+    free(text);
     unlink(out);
     unlink(db);
     rmdir(dir);
@@ -644,6 +769,7 @@ int main(void)
         cmocka_unit_test(test_stall_steps_in_points),
         cmocka_unit_test(test_run_spread),
         cmocka_unit_test(test_stage_cpu_series),
+        cmocka_unit_test(test_bad_night_suspect_then_step),
         cmocka_unit_test(test_series_keyed_by_what_was_measured),
         cmocka_unit_test(test_old_database_migrated),
         cmocka_unit_test(test_long_series_shows_newest_runs),

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/base/hist.h"
 #include "bench/result/result.h"
 #include "tests/testutil.h"
 
@@ -163,6 +164,71 @@ static void test_show_read_only_uri(void **state)
            "attempt to write a readonly database");
 }
 
+/* Writes workdir/file: night i of a config whose pipeline gained a
+ * GaussianBlur (340 us a sample, doubling the CPU per sample) from night
+ * blur_from on. */
+static void write_blur_night(const char *file, int i, int blur_from)
+{
+    struct pb_result r;
+    memset(&r, 0, sizeof(r));
+    r.schema_version = 1;
+    snprintf(r.name, sizeof(r.name), "blur");
+    snprintf(r.created, sizeof(r.created), "2026-11-%02dT03:00:00Z", i + 1);
+    snprintf(r.machine.cpu_model, sizeof(r.machine.cpu_model), "Test CPU");
+    r.config = json_pack("{s s}", "name", "blur");
+    r.points = calloc(1, sizeof(*r.points));
+    assert_non_null(r.points);
+    r.point_count = 1;
+    struct pb_point_result *p = &r.points[0];
+    p->repeats = calloc(1, sizeof(*p->repeats));
+    assert_non_null(p->repeats);
+    p->repeat_count = 1;
+    bool blur = i >= blur_from;
+    double jitter = 1 + 0.004 * (double)(i % 3);
+    p->repeats[0].wall_s = 1;
+    p->repeats[0].samples_per_s = p->samples_per_s = (blur ? 500 : 1000) * jitter;
+    p->stage_count = blur ? 2 : 1;
+    p->stages = calloc(2, sizeof(*p->stages));
+    assert_non_null(p->stages);
+    for (size_t s = 0; s < p->stage_count; s++) {
+        snprintf(p->stages[s].name, sizeof(p->stages[s].name), "%s", s ? "GaussianBlur" : "decode");
+        for (int k = 0; k < 100; k++)
+            pb_hist_add(&p->stages[s].hist, 340000);
+        p->stages[s].cpu_ns = (uint64_t)(100 * 340e3 * jitter);
+    }
+    char path[PB_PATH_MAX], msg[PB_MSG_MAX];
+    snprintf(path, sizeof(path), "%s/%s", workdir, file);
+    if (pb_result_write(&r, path, msg, sizeof(msg)) != PB_OK)
+        fail_msg("%s", msg);
+    pb_result_free(&r);
+}
+
+/* The nightly gate: the first night a stage doubles the CPU per sample
+ * exits 5 (suspect) naming the stage, the second 3 (the step); a metric or
+ * stage misspelt exits 2 with the names known. */
+static void test_bad_night_exit_codes(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 5; i++) {
+        char file[32], args[128];
+        snprintf(file, sizeof(file), "night%d.json", i);
+        write_blur_night(file, i, 3);
+        snprintf(args, sizeof(args), "history add %s --db blur.db --revision r%d", file, i);
+        expect(args, 0, false, "added 1 point(s)");
+        if (i < 2)
+            continue;
+        expect("history show --db blur.db", i == 2 ? 0 : i == 3 ? 5 : 3, false,
+               i == 2 ? "no regression step, no suspect run: history show exits 0"
+               : i == 3 ? "GaussianBlur new (absent before run 4)"
+                        : "a regression step: history show exits 3");
+    }
+    expect("history show --db blur.db --metric cpu_ns_per_sample.GaussianBlur", 0, false,
+           "absent before run 4");
+    expect("history show --db blur.db --metric typo", 2, true, "samples_per_s, stall_pct");
+    expect("history show --db blur.db --metric cpu_ns_per_sample.typo", 2, true,
+           "the stages its runs have: decode, GaussianBlur");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_parallel_adds_all_land),
         cmocka_unit_test(test_corrupt_database_is_an_error),
         cmocka_unit_test(test_show_read_only_uri),
+        cmocka_unit_test(test_bad_night_exit_codes),
     };
     pb_test_tmpdir_use(workdir);
     if (!getenv("PBENCH_BINARY")) {

@@ -203,11 +203,32 @@ static void test_csv_and_json(void **state)
     pb_history_free(&h);
 }
 
+/* A run without the metric (a stage before it existed, a row from before a
+ * column was kept) never prints nan, in any format. */
+static void test_absent_value_never_nan(void **state)
+{
+    (void)state;
+    struct pb_history h;
+    load(&h);
+    h.series[0].runs[0].value = NAN;
+    h.series[0].runs[NIGHTS - 1].value = NAN;
+    static const enum pb_format formats[] = {PB_FORMAT_TABLE, PB_FORMAT_CSV, PB_FORMAT_JSON,
+                                             PB_FORMAT_HTML};
+    for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++) {
+        char *text = render(&h, formats[f]);
+        if (count(text, "nan") || count(text, "NaN"))
+            fail_msg("format %d prints nan:\n%s", (int)formats[f], text);
+        free(text);
+    }
+    pb_history_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load),
         cmocka_unit_test(test_html),
+        cmocka_unit_test(test_absent_value_never_nan),
         cmocka_unit_test(test_csv_and_json),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

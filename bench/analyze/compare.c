@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/analyze/config_diff.h"
 #include "bench/analyze/history.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
@@ -16,25 +17,19 @@
 /* Adds a difference; past the last slot, drops it. */
 #define ADD_DIFFERENCE(c, ...) PB_LINES_ADD((c)->differences, &(c)->difference_count, __VA_ARGS__)
 
-static void json_text(const json_t *v, char *buf, size_t n)
-{
-    if (!v) {
-        snprintf(buf, n, "(none)");
-        return;
-    }
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    snprintf(buf, n, "%s", s ? s : "?");
-    free(s);
-}
+/* Where a difference goes: a setting change, or (not setting) a
+ * difference that makes the results incompatible. */
+struct difference_sink {
+    struct pb_comparison *c;
+    bool setting;
+};
 
-static void diff_json(struct pb_comparison *c, const char *path, const json_t *a, const json_t *b,
-                      bool setting);
-
-/* A difference the comparison lists: a setting change, or a difference
- * that makes the results incompatible. */
-static void note_difference(struct pb_comparison *c, bool setting, const char *text)
+/* A difference the comparison lists (pb_config_diff's callback). */
+static void note_difference(void *user, const char *text)
 {
-    if (setting) {
+    struct difference_sink *sink = user;
+    struct pb_comparison *c = sink->c;
+    if (sink->setting) {
         PB_LINES_ADD(c->setting_changes, &c->setting_change_count, "%s", text);
         c->loader_changed |= strncmp(text, "loader.", 7) == 0;
         return;
@@ -43,98 +38,13 @@ static void note_difference(struct pb_comparison *c, bool setting, const char *t
     c->incompatible = true;
 }
 
-/* The name of a pipeline stage ({"resize": {...}}), or NULL for anything
- * else. */
-static const char *stage_name(const json_t *v)
-{
-    void *only = json_is_object(v) && json_object_size(v) == 1 ? json_object_iter((json_t *)v)
-                                                                : NULL;
-    return only ? json_object_iter_key(only) : NULL;
-}
-
-/* Whether stage `name` stands in list at from or later. */
-static bool stage_later(const json_t *list, size_t from, const char *name)
-{
-    for (size_t k = from; name && k < json_array_size(list); k++)
-        if (stage_name(json_array_get(list, k)) &&
-            !strcmp(stage_name(json_array_get(list, k)), name))
-            return true;
-    return false;
-}
-
-/* Two pipelines, stage by stage: the stages both have are diffed by their
- * options, the others named as added or removed ("pipeline[2] added:
- * color_jitter") instead of the lists' JSON cut short. */
-static void diff_stages(struct pb_comparison *c, const char *path, const json_t *a,
-                        const json_t *b, bool setting)
-{
-    size_t i = 0, j = 0, na = json_array_size(a), nb = json_array_size(b);
-    char text[300];
-    while (i < na || j < nb) {
-        const char *x = i < na ? stage_name(json_array_get(a, i)) : NULL;
-        const char *y = j < nb ? stage_name(json_array_get(b, j)) : NULL;
-        if (x && y && strcmp(x, y) == 0) {
-            char sub[256];
-            snprintf(sub, sizeof(sub), "%s[%zu].%s", path, j, y);
-            diff_json(c, sub, json_object_get(json_array_get(a, i), x),
-                      json_object_get(json_array_get(b, j), y), setting);
-            i++, j++;
-        } else if (j < nb && (i >= na || !stage_later(a, i, y))) {
-            snprintf(text, sizeof(text), "%s[%zu] added: %s", path, j, y ? y : "?");
-            note_difference(c, setting, text);
-            j++;
-        } else {
-            snprintf(text, sizeof(text), "%s[%zu] removed: %s", path, i, x ? x : "?");
-            note_difference(c, setting, text);
-            i++;
-        }
-    }
-}
-
 /* Lists where a and b differ under path: into the differences (the
  * results are incompatible) or, for settings, into the setting changes. */
 static void diff_json(struct pb_comparison *c, const char *path, const json_t *a, const json_t *b,
                       bool setting)
 {
-    if ((!a && !b) || json_equal((json_t *)a, (json_t *)b))
-        return; /* json_equal calls two missing values different */
-    if (json_is_object(a) && json_is_object(b)) {
-        const char *key;
-        json_t *v;
-        json_object_foreach((json_t *)a, key, v)
-        {
-            char sub[256];
-            snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
-            diff_json(c, sub, v, json_object_get(b, key), setting);
-        }
-        json_object_foreach((json_t *)b, key, v)
-        {
-            if (json_object_get(a, key))
-                continue;
-            char sub[256];
-            snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", key);
-            diff_json(c, sub, NULL, v, setting);
-        }
-        return;
-    }
-    if (json_is_array(a) && json_is_array(b) && stage_name(json_array_get(a, 0)) &&
-        stage_name(json_array_get(b, 0))) {
-        diff_stages(c, path, a, b, setting);
-        return;
-    }
-    if (json_is_array(a) && json_is_array(b) && json_array_size(a) == json_array_size(b)) {
-        for (size_t i = 0; i < json_array_size(a); i++) {
-            char sub[256];
-            snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
-            diff_json(c, sub, json_array_get(a, i), json_array_get(b, i), setting);
-        }
-        return;
-    }
-    char x[120], y[120], text[300];
-    json_text(a, x, sizeof(x));
-    json_text(b, y, sizeof(y));
-    snprintf(text, sizeof(text), "%s: %s -> %s", path, x, y);
-    note_difference(c, setting, text);
+    struct difference_sink sink = {c, setting};
+    pb_config_diff(path, a, b, note_difference, &sink);
 }
 
 static void check_compatible(struct pb_comparison *c, const struct pb_result *a,
@@ -421,37 +331,162 @@ static size_t stage_values(const struct pb_point_result *p, const char *stage, d
     return n;
 }
 
+/* Whether st is a pipeline stage run on the CPU: not a sub-stage, not a
+ * device row, with CPU time. */
+static bool cpu_stage(const struct pb_stage_result *st)
+{
+    return !st->gpu && !st->parent[0] && st->cpu_ns > 0;
+}
+
+/* Whether point p's summary has the CPU stage name. */
+static bool point_has_stage(const struct pb_point_result *p, const char *name)
+{
+    for (size_t s = 0; p->stages && s < p->stage_count; s++)
+        if (cpu_stage(&p->stages[s]) && strcmp(p->stages[s].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* The repeats of p that ran to their end. */
+static int complete_repeats(const struct pb_point_result *p)
+{
+    int n = 0;
+    for (size_t r = 0; r < p->repeat_count; r++)
+        n += !p->repeats[r].interrupted;
+    return n;
+}
+
+/* A stage one side alone ran: its CPU per sample against nothing on the
+ * other side (values, n of them: the new side's when added). Counts when
+ * it moves the pipeline's CPU per sample (base total, ns) as a stage's
+ * change must (compare_stages). */
+static void stage_one_side(struct pb_metric_cmp *m, bool added, const double *values, size_t n,
+                           int other_n, double threshold_pct, double total)
+{
+    double v = pb_median(values, n);
+    m->added = added;
+    m->removed = !added;
+    m->base = added ? 0 : v;
+    m->next = added ? v : 0;
+    m->base_n = added ? other_n : (int)n;
+    m->next_n = added ? (int)n : other_n;
+    m->change_pct = m->ci_low_pct = m->ci_high_pct = m->p_value = NAN;
+    m->noise = m->detectable = m->run_noise = NAN;
+    m->min_p = pb_compare_min_p((size_t)m->base_n, (size_t)m->next_n);
+    bool matters = !(total > 0) || v >= threshold_pct / 5 / 100 * total;
+    m->verdict = !matters ? PB_VERDICT_SAME : added ? PB_VERDICT_REGRESSED : PB_VERDICT_IMPROVED;
+}
+
+/* One stage's row at the end of pc: both sides' repeats compared, or the
+ * stage added or removed. x and y are scratch of each side's repeats. */
+static void compare_stage(struct pb_point_cmp *pc, const char *name,
+                          const struct pb_point_result *a, const struct pb_point_result *b,
+                          double threshold_pct, uint64_t seed, double total, double *x, double *y)
+{
+    size_t n = stage_values(a, name, x), k = stage_values(b, name, y);
+    if (n == 0 && k == 0)
+        return;
+    struct pb_metric_cmp *m = &pc->metrics[pc->metric_count++];
+    memset(m, 0, sizeof(*m));
+    snprintf(m->name, sizeof(m->name), PB_STAGE_CPU_PREFIX "%s", name);
+    pb_strlcpy(m->stage, name, sizeof(m->stage));
+    m->unit = "ns";
+    int other_n = n == 0 ? complete_repeats(a) : k == 0 ? complete_repeats(b) : 1;
+    if (other_n == 0) { /* the other side measured nothing: not measured */
+        m->base = n ? pb_median(x, n) : NAN;
+        m->next = k ? pb_median(y, k) : NAN;
+        m->base_n = (int)n;
+        m->next_n = (int)k;
+        m->change_pct = m->ci_low_pct = m->ci_high_pct = m->p_value = NAN;
+        m->noise = m->detectable = m->run_noise = m->min_p = NAN;
+        m->verdict = PB_VERDICT_AMBIGUOUS;
+        return;
+    }
+    if (n == 0 || k == 0) {
+        stage_one_side(m, n == 0, n == 0 ? y : x, n == 0 ? k : n, other_n, threshold_pct,
+                       total);
+        return;
+    }
+    compare_values(m, x, n, y, k, threshold_pct, seed, NAN, 0);
+    bool changed = m->verdict == PB_VERDICT_REGRESSED || m->verdict == PB_VERDICT_IMPROVED;
+    if (changed && total > 0 && fabs(m->next - m->base) < threshold_pct / 5 / 100 * total)
+        m->verdict = PB_VERDICT_SAME;
+}
+
 /* The stages' rows of a point: CPU time per sample of each pipeline stage
- * (not its sub-stages, not device rows) both sides ran, after the table's
- * rows, up to PB_COMPARE_STAGES. A stage's change counts when it matters
- * to the pipeline: it moves the pipeline's CPU per sample (total, ns) by a
- * fifth of the threshold or more (1% at 5%); a flip going from 0.7 to 0.9
- * us beside busy loops is real and of no consequence. */
+ * (not its sub-stages, not device rows) either side ran, the base's in
+ * its order then those the new side added, after the table's rows, up to
+ * PB_COMPARE_STAGES. A stage's change counts when it matters to the
+ * pipeline: it moves the pipeline's CPU per sample (total, ns) by a fifth
+ * of the threshold or more (1% at 5%); a flip going from 0.7 to 0.9 us
+ * beside busy loops is real and of no consequence. */
 static void compare_stages(struct pb_point_cmp *pc, const struct pb_point_result *a,
                            const struct pb_point_result *b, double threshold_pct, uint64_t seed,
                            double total)
 {
     double *x = calloc(a->repeat_count + 1, sizeof(double));
     double *y = calloc(b->repeat_count + 1, sizeof(double));
-    for (size_t s = 0; x && y && s < a->stage_count && pc->metric_count < PB_COMPARE_METRICS; s++) {
-        const struct pb_stage_result *st = &a->stages[s];
-        if (st->gpu || st->parent[0] || st->cpu_ns == 0)
-            continue;
-        size_t n = stage_values(a, st->name, x), k = stage_values(b, st->name, y);
-        if (n == 0 || k == 0)
-            continue;
-        struct pb_metric_cmp *m = &pc->metrics[pc->metric_count++];
-        memset(m, 0, sizeof(*m));
-        snprintf(m->name, sizeof(m->name), PB_STAGE_CPU_PREFIX "%s", st->name);
-        pb_strlcpy(m->stage, st->name, sizeof(m->stage));
-        m->unit = "ns";
-        compare_values(m, x, n, y, k, threshold_pct, seed + s, NAN, 0);
-        bool changed = m->verdict == PB_VERDICT_REGRESSED || m->verdict == PB_VERDICT_IMPROVED;
-        if (changed && total > 0 && fabs(m->next - m->base) < threshold_pct / 5 / 100 * total)
-            m->verdict = PB_VERDICT_SAME;
+    for (int side = 0; x && y && side < 2; side++) {
+        const struct pb_point_result *p = side ? b : a;
+        for (size_t s = 0; p->stages && s < p->stage_count; s++) {
+            const struct pb_stage_result *st = &p->stages[s];
+            if (!cpu_stage(st) || (side && point_has_stage(a, st->name)) ||
+                pc->metric_count >= PB_COMPARE_METRICS)
+                continue;
+            compare_stage(pc, st->name, a, b, threshold_pct, seed + s + 977 * (uint64_t)side,
+                          total, x, y);
+        }
     }
     free(x);
     free(y);
+}
+
+/* Each stage row's share of its side's pipeline CPU per sample, and the
+ * stages that explain the pipeline's change (struct pb_cpu_explanation):
+ * those that moved with it by a fifth of the threshold of the base's
+ * pipeline or more, the largest share first. */
+static void explain_cpu_change(struct pb_point_cmp *pc, double threshold_pct)
+{
+    const struct pb_metric_cmp *cpu =
+        &pc->metrics[pb_metric_find("cpu_ns_per_sample") - pb_metrics];
+    struct pb_cpu_explanation *e = &pc->explained;
+    e->change_ns = pb_metric_cmp_measured(cpu) ? cpu->next - cpu->base : NAN;
+    e->change_pct = cpu->base > 0 ? 100 * (cpu->next / cpu->base - 1) : NAN;
+    e->count = 0;
+    for (int m = PB_METRIC_COUNT; m < pc->metric_count; m++) {
+        struct pb_metric_cmp *mc = &pc->metrics[m];
+        double side = mc->removed ? cpu->base : cpu->next;
+        mc->share_pct = side > 0 ? 100 * (mc->removed ? mc->base : mc->next) / side : NAN;
+        double moved = mc->next - mc->base;
+        if (isnan(e->change_ns) || e->change_ns == 0 || moved * e->change_ns <= 0 ||
+            fabs(moved) < threshold_pct / 5 / 100 * cpu->base || e->count >= PB_COMPARE_STAGES)
+            continue;
+        int at = e->count++;
+        while (at > 0 && fabs(pc->metrics[e->metric[at - 1]].next -
+                              pc->metrics[e->metric[at - 1]].base) < fabs(moved)) {
+            e->metric[at] = e->metric[at - 1];
+            at--;
+        }
+        e->metric[at] = m;
+    }
+    for (int i = 0; i < e->count; i++) {
+        const struct pb_metric_cmp *mc = &pc->metrics[e->metric[i]];
+        e->share_pct[i] = 100 * (mc->next - mc->base) / e->change_ns;
+    }
+}
+
+/* Adds the CPU stages of p to names, each once. */
+static void collect_stage_names(struct pb_stage_names *names, const struct pb_point_result *p)
+{
+    for (size_t s = 0; p->stages && s < p->stage_count; s++) {
+        if (!cpu_stage(&p->stages[s]))
+            continue;
+        int k = 0;
+        while (k < names->count && strcmp(names->names[k], p->stages[s].name) != 0)
+            k++;
+        if (k == names->count && k < PB_COMPARE_STAGE_NAMES)
+            pb_strlcpy(names->names[names->count++], p->stages[s].name, sizeof(names->names[0]));
+    }
 }
 
 static void axes_label(const json_t *axes, char *buf, size_t n)
@@ -467,7 +502,7 @@ static void axes_label(const json_t *axes, char *buf, size_t n)
     json_object_foreach((json_t *)axes, key, v)
     {
         char value[64];
-        json_text(v, value, sizeof(value));
+        pb_json_short_text(v, value, sizeof(value));
         if (used < n)
             used += (size_t)snprintf(buf + used, n - used, "%s%s=%s", used ? ", " : "", key, value);
     }
@@ -566,8 +601,9 @@ static void apply_interference(struct pb_point_cmp *pc,
          * raises it too. */
         bool cpu_time = !mc->row || strcmp(mc->row->name, "cpu_ns_per_sample") == 0;
         bool wall_clock = mc->row && mc->row->wall_clock;
-        if (!(wall_clock || (cpu_time && in->machine_changed)) ||
-            mc->verdict == PB_VERDICT_AMBIGUOUS)
+        /* An undecided verdict is withheld too: the table, the count and
+         * the text all call it disturbed. */
+        if (!(wall_clock || (cpu_time && in->machine_changed)) || !pb_metric_cmp_measured(mc))
             continue;
         mc->verdict = PB_VERDICT_DISTURBED;
         mc->repeats_to_decide = 0;
@@ -615,6 +651,10 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
     out->points = calloc(base->point_count + 1, sizeof(*out->points));
     if (!out->points)
         return PB_ERR_NOMEM;
+    for (size_t i = 0; i < base->point_count; i++)
+        collect_stage_names(&out->base_stages, &base->points[i]);
+    for (size_t i = 0; i < next->point_count; i++)
+        collect_stage_names(&out->next_stages, &next->points[i]);
     for (size_t i = 0; i < base->point_count; i++) {
         const struct pb_point_result *a = &base->points[i];
         size_t j = 0;
@@ -640,6 +680,7 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
         const struct pb_metric *cpu = pb_metric_find("cpu_ns_per_sample");
         compare_stages(pc, a, &next->points[j], threshold_pct, 0x57a9e + (uint64_t)i * 131,
                        pc->metrics[cpu - pb_metrics].base);
+        explain_cpu_change(pc, threshold_pct);
         for (int m = 0; m < pc->metric_count; m++) {
             /* A stage's CPU time is the process's, as cpu_ns_per_sample. */
             struct pb_metric_cmp *mc = &pc->metrics[m];
@@ -693,26 +734,70 @@ static bool names_hold(const char *names, const char *name)
     return false;
 }
 
+/* Whether names holds name. */
+static bool stage_named(const struct pb_stage_names *names, const char *name, size_t len)
+{
+    for (int k = 0; k < names->count; k++)
+        if (strlen(names->names[k]) == len && strncmp(names->names[k], name, len) == 0)
+            return true;
+    return false;
+}
+
+/* Appends "; the base ran: a, b" for one side's stages to msg at *used. */
+static void list_stages(char *msg, size_t msglen, size_t *used, const char *side,
+                        const struct pb_stage_names *names)
+{
+    if (*used < msglen)
+        *used += (size_t)snprintf(msg + *used, msglen - *used, "; %s ran:", side);
+    for (int k = 0; k < names->count && *used < msglen; k++)
+        *used += (size_t)snprintf(msg + *used, msglen - *used, "%s %s", k ? "," : "",
+                                  names->names[k]);
+    if (names->count == 0 && *used < msglen)
+        *used += (size_t)snprintf(msg + *used, msglen - *used, " no timed stage");
+}
+
+/* Checks one name of --gate (len bytes at name): a row of the metric
+ * table, or cpu_ns_per_sample.STAGE of a stage either side ran (any stage
+ * before points are compared). PB_OK, or PB_ERR_CONFIG with msg listing
+ * the names known. */
+static int gate_name_check(const struct pb_comparison *cmp, const char *name, size_t len,
+                           char *msg, size_t msglen)
+{
+    size_t prefix = strlen(PB_STAGE_CPU_PREFIX), used = 0;
+    bool stage = len > prefix && strncmp(name, PB_STAGE_CPU_PREFIX, prefix) == 0;
+    for (int m = 0; m < PB_METRIC_COUNT; m++)
+        if (strlen(pb_metrics[m].name) == len && strncmp(pb_metrics[m].name, name, len) == 0)
+            return PB_OK;
+    if (stage && (cmp->point_count == 0 ||
+                  stage_named(&cmp->base_stages, name + prefix, len - prefix) ||
+                  stage_named(&cmp->next_stages, name + prefix, len - prefix)))
+        return PB_OK;
+    char names[512];
+    pb_metric_names(names, sizeof(names), ", ", false);
+    if (stage) {
+        used = (size_t)snprintf(msg, msglen,
+                                "--gate: no stage '%.*s' on either side, so the gate would "
+                                "gate nothing",
+                                (int)(len - prefix), name + prefix);
+        list_stages(msg, msglen, &used, "the base", &cmp->base_stages);
+        list_stages(msg, msglen, &used, "the new", &cmp->next_stages);
+        if (used < msglen)
+            snprintf(msg + used, msglen - used, " (name one as " PB_STAGE_CPU_PREFIX
+                                                "STAGE); the metrics: %s", names);
+        return PB_ERR_CONFIG;
+    }
+    snprintf(msg, msglen, "--gate: unknown metric '%.*s'; allowed: %s, or " PB_STAGE_CPU_PREFIX
+                          "STAGE for a stage's",
+             (int)len, name, names);
+    return PB_ERR_CONFIG;
+}
+
 int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, size_t msglen)
 {
     for (const char *at = names; at && *at;) {
         size_t len = strcspn(at, ",");
-        size_t prefix = strlen(PB_STAGE_CPU_PREFIX);
-        bool stage = len > prefix && strncmp(at, PB_STAGE_CPU_PREFIX, prefix) == 0;
-        int m = 0;
-        while (m < PB_METRIC_COUNT &&
-               (strlen(pb_metrics[m].name) != len || strncmp(pb_metrics[m].name, at, len) != 0))
-            m++;
-        if (m == PB_METRIC_COUNT && !stage) {
-            size_t used = (size_t)snprintf(msg, msglen, "--gate: unknown metric '%.*s'; allowed:",
-                                           (int)len, at);
-            for (int k = 0; k < PB_METRIC_COUNT && used < msglen; k++)
-                used += (size_t)snprintf(msg + used, msglen - used, "%s %s", k ? "," : "",
-                                         pb_metrics[k].name);
-            if (used < msglen)
-                snprintf(msg + used, msglen - used, ", or " PB_STAGE_CPU_PREFIX "STAGE for a stage's");
+        if (gate_name_check(cmp, at, len, msg, msglen) != PB_OK)
             return PB_ERR_CONFIG;
-        }
         at += len + (at[len] == ',');
     }
     for (size_t i = 0; i < cmp->point_count; i++)
@@ -733,6 +818,25 @@ const char *pb_verdict_name(enum pb_verdict verdict)
 {
     static const char *const names[] = {"same", "improved", "regressed", "ambiguous", "disturbed"};
     return names[verdict];
+}
+
+/* A point's change of CPU per sample and the stages that explain it,
+ * largest share first. */
+static json_t *explanation_json(const struct pb_point_cmp *pc)
+{
+    const struct pb_cpu_explanation *e = &pc->explained;
+    json_t *stages = json_array();
+    for (int k = 0; k < e->count; k++) {
+        const struct pb_metric_cmp *mc = &pc->metrics[e->metric[k]];
+        json_array_append_new(stages, json_pack("{s:s,s:f,s:f,s:b,s:b}", "stage", mc->stage,
+                                                "change_ns", mc->next - mc->base,
+                                                "share_of_change_pct", e->share_pct[k], "added",
+                                                mc->added, "removed", mc->removed));
+    }
+    return json_pack("{s:o,s:o,s:o}", "change_ns",
+                     isnan(e->change_ns) ? json_null() : json_real(e->change_ns), "change_pct",
+                     isnan(e->change_pct) ? json_null() : json_real(e->change_pct),
+                     "explained_by", stages);
 }
 
 json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
@@ -792,8 +896,13 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
             const struct pb_metric_cmp *mc = &pc->metrics[m];
             json_t *o = json_object();
             json_object_set_new(o, "metric", json_string(mc->name));
-            if (mc->stage[0])
+            if (mc->stage[0]) {
                 json_object_set_new(o, "stage", json_string(mc->stage));
+                json_object_set_new(o, "added", json_boolean(mc->added));
+                json_object_set_new(o, "removed", json_boolean(mc->removed));
+                json_object_set_new(o, "share_of_pipeline_pct",
+                                    isnan(mc->share_pct) ? json_null() : json_real(mc->share_pct));
+            }
             json_object_set_new(o, "base", json_real(mc->base));
             json_object_set_new(o, "new", json_real(mc->next));
             json_object_set_new(o, mc->absolute ? "change_pp" : "change_pct",
@@ -822,6 +931,7 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
             json_array_append_new(metrics, o);
         }
         json_object_set_new(p, "metrics", metrics);
+        json_object_set_new(p, "cpu_per_sample_change", explanation_json(pc));
         json_array_append_new(points, p);
     }
     json_object_set_new(root, "points", points);

@@ -50,9 +50,10 @@ struct pb_interference {
 
 #define PB_COMPARE_ALPHA 0.05
 /* Every row of bench/result/metrics.h, then CPU time per sample of up to
- * PB_COMPARE_STAGES pipeline stages both sides ran ("cpu_ns_per_sample.
- * decode"): where the work per sample changed, by stage. */
-#define PB_COMPARE_STAGES 8
+ * PB_COMPARE_STAGES pipeline stages either side ran ("cpu_ns_per_sample.
+ * decode"): where the work per sample changed, by stage. A stage one side
+ * alone ran is a row of its own, added or removed. */
+#define PB_COMPARE_STAGES 16
 #define PB_COMPARE_METRICS (PB_METRIC_COUNT + PB_COMPARE_STAGES)
 #define PB_BOOTSTRAP_RESAMPLES 4000
 #define PB_COMPARE_POWER 0.80      /* the detection rate "detectable" means */
@@ -103,6 +104,27 @@ struct pb_metric_cmp {
      * interval is widened to it: change +- z sqrt(2) run_noise. */
     double run_noise;
     int run_noise_runs;
+    /* A stage's row where one side alone ran the stage: added (the new
+     * side's only: base 0) or removed (the base's only: new 0). Its change
+     * has no ratio (change_pct NAN); its verdict is regressed (added) or
+     * improved (removed) when it moves the pipeline's CPU per sample as a
+     * stage's change must to count, else same. */
+    bool added, removed;
+    /* A stage's row: its share of its side's pipeline CPU per sample (%,
+     * the new side's, or the base's for a removed stage); NAN unknown. */
+    double share_pct;
+};
+
+/* The stages that explain a change of the pipeline's CPU per sample, in
+ * order of their share of it: the stage rows that moved with it (added
+ * stages included) by a fifth of the threshold of the base's pipeline or
+ * more. */
+struct pb_cpu_explanation {
+    double change_ns;          /* the pipeline's: new - base median, NAN unknown */
+    double change_pct;
+    int count;
+    int metric[PB_COMPARE_STAGES]; /* index into the point's metrics        */
+    double share_pct[PB_COMPARE_STAGES]; /* of change_ns                    */
 };
 
 struct pb_point_cmp {
@@ -111,6 +133,15 @@ struct pb_point_cmp {
     int metric_count;
     struct pb_metric_cmp metrics[PB_COMPARE_METRICS];
     struct pb_interference interference;
+    struct pb_cpu_explanation explained;
+};
+
+/* The pipeline stages a side ran (on the CPU, sub-stages aside), over all
+ * its points: what --gate cpu_ns_per_sample.STAGE may name. */
+#define PB_COMPARE_STAGE_NAMES 64
+struct pb_stage_names {
+    int count;
+    char names[PB_COMPARE_STAGE_NAMES][64];
 };
 
 struct pb_comparison {
@@ -137,6 +168,7 @@ struct pb_comparison {
      * was given), and the most runs a point's series had there. */
     char history_db[256];
     int history_runs;
+    struct pb_stage_names base_stages, next_stages;
 };
 
 /* Compares next against base. Returns PB_OK; fills out (release with
@@ -161,7 +193,9 @@ void pb_comparison_free(struct pb_comparison *cmp);
 /* Adds the metrics named in names (comma separated, as --gate takes them:
  * a row of the metric table, or cpu_ns_per_sample.STAGE) to those the gate
  * fails on, and counts cmp->gated_regressions again. PB_OK, or
- * PB_ERR_CONFIG with msg naming an unknown metric and the allowed ones.
+ * PB_ERR_CONFIG with msg naming an unknown metric and the allowed ones, or
+ * (where cmp compared points) a stage neither side ran and the stages
+ * each side ran: a gate that names nothing must not pass in silence.
  * names may be NULL (the table's defaults only). */
 int pb_comparison_gate(struct pb_comparison *cmp, const char *names, char *msg, size_t msglen);
 

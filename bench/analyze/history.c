@@ -13,6 +13,8 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "bench/analyze/config_diff.h"
+#include "bench/analyze/steps.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/base/stats.h"
@@ -344,87 +346,16 @@ int pb_history_add(const char *db_path, const struct pb_result *result, const ch
     return add_points(db_path, result, revision, source, &added, msg, msglen);
 }
 
-/* pb_history_step and pb_history_step_pp over values without NaN: a
- * change is relative (%) or, absolute, in the values' own unit (pp). */
-static long find_step(const double *values, size_t n, double threshold, bool absolute,
-                      double *change)
-{
-    for (size_t i = 1; i + PB_STEP_MIN_RUNS <= n; i++) {
-        double before = pb_median(values, i);
-        if (!absolute && !(before > 0) && !(before < 0))
-            continue;
-        int direction = 0;
-        bool all = true;
-        for (size_t j = i; j < n && all; j++) {
-            double d = absolute ? values[j] - before : 100 * (values[j] / before - 1);
-            int dir = d > threshold ? 1 : d < -threshold ? -1 : 0;
-            if (dir == 0 || (direction && dir != direction))
-                all = false;
-            direction = dir;
-        }
-        if (!all)
-            continue;
-        double after = pb_median(values + i, n - i);
-        double shift = absolute ? after - before : 100 * (after / before - 1);
-        if (fabs(shift) > threshold) {
-            if (change)
-                *change = shift;
-            return (long)i;
-        }
-    }
-    return -1;
-}
-
-/* Both step searches: the values that are numbers, kept in order, and the
- * step's index mapped back to values. */
-static long step_of(const double *values, size_t n, double threshold, bool absolute,
-                    double *change)
-{
-    double *known = malloc((n ? n : 1) * sizeof(double));
-    size_t *at = malloc((n ? n : 1) * sizeof(size_t));
-    long step = -1;
-    size_t k = 0;
-    for (size_t i = 0; known && at && i < n; i++)
-        if (!isnan(values[i])) {
-            known[k] = values[i];
-            at[k++] = i;
-        }
-    if (known && at) {
-        step = find_step(known, k, threshold, absolute, change);
-        step = step >= 0 ? (long)at[step] : -1;
-    }
-    free(known);
-    free(at);
-    return step;
-}
-
-long pb_history_step(const double *values, size_t n, double threshold_pct, double *change_pct)
-{
-    return step_of(values, n, threshold_pct, false, change_pct);
-}
-
-long pb_history_step_pp(const double *values, size_t n, double threshold_pp, double *change_pp)
-{
-    return step_of(values, n, threshold_pp, true, change_pp);
-}
-
 void pb_history_metric_names(char *buf, size_t buflen, const char *sep)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int m = 0; m < PB_METRIC_COUNT && used < buflen; m++) {
-        if (!pb_metrics[m].of_point)
-            continue;
-        int n = snprintf(buf + used, buflen - used, "%s%s", used ? sep : "", pb_metrics[m].name);
-        if (n < 0)
-            return;
-        used += (size_t)n;
-    }
+    pb_metric_names(buf, buflen, sep, true);
 }
 
 void pb_history_free(struct pb_history *h)
 {
     for (size_t i = 0; i < h->series_count; i++) {
+        for (size_t r = 0; r < h->series[i].run_count; r++)
+            free(h->series[i].runs[r].stages);
         free(h->series[i].runs);
         free(h->series[i].measured);
     }
@@ -478,9 +409,127 @@ static bool step_disturbed(struct pb_history_series *s, double *values)
            quota_before >= PB_THROTTLED_PCT || quota_after >= PB_THROTTLED_PCT;
 }
 
+/* A run's CPU time per sample in stage (ns) from its stages JSON: 0 where
+ * the run has stage data without it, NaN where it has none (a row from
+ * before they were kept). *has says whether the run ran the stage. */
+static double run_stage_ns(const json_t *stages, const char *stage, bool *has)
+{
+    const json_t *v = json_object_get(stages, stage);
+    *has = json_is_number(v);
+    return !json_is_object(stages) ? NAN : *has ? json_number_value(v) : 0;
+}
+
+/* One stage's change across [begin, split) and [split, end) of a series'
+ * runs (parsed is each run's stages JSON, values scratch of its runs). */
+static void stage_change(json_t *const *parsed, size_t begin, size_t split, size_t end,
+                         const char *stage, double *values, struct pb_history_stage_change *c)
+{
+    memset(c, 0, sizeof(*c));
+    pb_strlcpy(c->stage, stage, sizeof(c->stage));
+    size_t k = 0, had_before = 0, had_after = 0;
+    c->first_run = SIZE_MAX;
+    for (size_t i = begin; i < end; i++) {
+        bool has;
+        double v = run_stage_ns(parsed[i], stage, &has);
+        if (has && c->first_run == SIZE_MAX)
+            c->first_run = i;
+        if (i == split) {
+            c->before_ns = k ? pb_median(values, k) : NAN;
+            k = 0;
+        }
+        if (!isnan(v))
+            values[k++] = v;
+        had_before += has && i < split;
+        had_after += has && i >= split;
+    }
+    c->after_ns = k ? pb_median(values, k) : NAN;
+    c->absent_before = had_before == 0;
+    c->absent_after = had_after == 0;
+}
+
+/* The stages that explain s's change at split (against the runs from
+ * begin): each stage any of the runs had, by its change, largest first,
+ * those moving the stages' sum before by a fifth of the threshold or
+ * more (as compare counts a stage's change). */
+static void explain_stages(struct pb_history_series *s, double threshold_pct, size_t begin,
+                           size_t split)
+{
+    s->explained_count = 0;
+    s->explained_from = split;
+    json_t **parsed = calloc(s->run_count + 1, sizeof(json_t *));
+    double *values = malloc((s->run_count + 1) * sizeof(double));
+    json_t *names = json_object();
+    for (size_t i = begin; parsed && i < s->run_count; i++) {
+        parsed[i] = s->runs[i].stages ? json_loads(s->runs[i].stages, 0, NULL) : NULL;
+        json_object_update(names, json_is_object(parsed[i]) ? parsed[i] : NULL);
+    }
+    struct pb_history_stage_change all[64];
+    int n = 0;
+    double total_before = 0, total_change = 0;
+    const char *stage;
+    json_t *unused;
+    json_object_foreach(names, stage, unused)
+    {
+        if (!parsed || !values || n >= 64)
+            break;
+        stage_change(parsed, begin, split, s->run_count, stage, values, &all[n]);
+        double before = isnan(all[n].before_ns) ? 0 : all[n].before_ns;
+        double after = isnan(all[n].after_ns) ? 0 : all[n].after_ns;
+        total_before += before;
+        total_change += after - before;
+        n++;
+    }
+    for (int i = 0; i < n; i++) {
+        double moved = (isnan(all[i].after_ns) ? 0 : all[i].after_ns) -
+                       (isnan(all[i].before_ns) ? 0 : all[i].before_ns);
+        all[i].share_pct = total_change != 0 ? 100 * moved / total_change : NAN;
+        if (fabs(moved) < threshold_pct / 5 / 100 * total_before || moved * total_change <= 0 ||
+            s->explained_count >= PB_HISTORY_EXPLAINED)
+            continue;
+        int at = s->explained_count++;
+        while (at > 0 && s->explained[at - 1].share_pct < all[i].share_pct) {
+            s->explained[at] = s->explained[at - 1];
+            at--;
+        }
+        s->explained[at] = all[i];
+    }
+    for (size_t i = begin; parsed && i < s->run_count; i++)
+        json_decref(parsed[i]);
+    json_decref(names);
+    free(parsed);
+    free(values);
+}
+
+/* The engine of s from its newest run's measured settings (loader.engine,
+ * "pbench" when the setting is absent); "" for rows without them. */
+static void series_engine(struct pb_history_series *s)
+{
+    json_t *measured = s->measured ? json_loads(s->measured, 0, NULL) : NULL;
+    const char *engine = json_string_value(
+        json_object_get(json_object_get(measured, "loader"), "engine"));
+    pb_strlcpy(s->engine, engine ? engine : measured ? "pbench" : "", sizeof(s->engine));
+    json_decref(measured);
+}
+
+/* Whether s's newest run is suspect (struct pb_history_series), against
+ * the runs from its step (or all); values holds the runs' values. */
+static void find_suspect(const struct pb_history *h, struct pb_history_series *s,
+                         const double *values)
+{
+    size_t from = s->step >= 0 ? (size_t)s->step : 0, n = s->run_count;
+    pb_step_suspect(values + from, n - from, h->threshold_pct, h->absolute, &s->newest);
+    bool worse = h->higher_is_better ? s->newest.change < 0 : s->newest.change > 0;
+    const struct pb_history_run *last = &s->runs[n - 1];
+    bool busy = h->wall_clock && (last->other_cpu >= PB_BUSY_MACHINE_PCT ||
+                                  last->steal >= PB_STEAL_PCT ||
+                                  last->throttled >= PB_THROTTLED_PCT);
+    s->suspect = s->newest.suspect && worse && !busy && !isnan(values[n - 1]);
+}
+
 /* Finds the series' step change (pb_history_step) and whether it makes
  * the metric worse; counts it in h, unless the machine moved it: a slower
- * reference workload, or (a wall-clock metric) other processes. */
+ * reference workload, or (a wall-clock metric) other processes. Then
+ * whether the newest run is suspect, and the stages that explain either. */
 static void series_finish(struct pb_history *h, struct pb_history_series *s)
 {
     double *values = malloc((s->run_count ? s->run_count : 1) * sizeof(double));
@@ -493,7 +542,9 @@ static void series_finish(struct pb_history *h, struct pb_history_series *s)
         return;
     for (size_t i = 0; i < s->run_count; i++)
         values[i] = s->runs[i].value;
-    s->step = step_of(values, s->run_count, h->threshold_pct, h->absolute, &s->step_pct);
+    while (s->first_with_value < s->run_count && isnan(values[s->first_with_value]))
+        s->first_with_value++;
+    s->step = pb_step_find(values, s->run_count, h->threshold_pct, h->absolute, &s->step_pct);
     if (s->step >= 0) {
         s->step_worse = h->higher_is_better ? s->step_pct < 0 : s->step_pct > 0;
         s->machine_shift_pct = machine_shift(s, values);
@@ -504,6 +555,14 @@ static void series_finish(struct pb_history *h, struct pb_history_series *s)
         h->regressions += s->step_worse && !s->machine_step && !s->disturbed;
         h->improvements += !s->step_worse && !s->disturbed;
     }
+    find_suspect(h, s, values);
+    h->suspects += s->suspect;
+    series_engine(s);
+    size_t from = s->step >= 0 ? (size_t)s->step : 0;
+    if (s->suspect)
+        explain_stages(s, h->threshold_pct, from, s->run_count - 1);
+    else if (s->step >= 0)
+        explain_stages(s, h->threshold_pct, 0, (size_t)s->step);
     free(values);
 }
 
@@ -515,115 +574,13 @@ double pb_history_median_before(const struct pb_history_series *s, size_t i)
     double *values = malloc(i * sizeof(double));
     if (!values)
         return NAN;
+    size_t n = 0;
     for (size_t k = 0; k < i; k++)
-        values[k] = s->runs[k].value;
-    double median = pb_median(values, i);
+        if (!isnan(s->runs[k].value))
+            values[n++] = s->runs[k].value;
+    double median = n ? pb_median(values, n) : NAN;
     free(values);
     return median;
-}
-
-/* The change of v against ref in the metric's unit: % or pp. */
-static double change_of(const struct pb_history *h, double v, double ref)
-{
-    return h->absolute ? v - ref : ref != 0 ? 100 * (v / ref - 1) : 0;
-}
-
-/* What a step of series s means, after "STEP CHANGE: ...: ". */
-static const char *step_meaning(const struct pb_history_series *s)
-{
-    return s->disturbed      ? "not counted: other processes shared the machine (below)"
-           : s->machine_step ? "worse, but the machine moved with it (below): not counted as a "
-                               "regression"
-           : s->step_worse   ? "a REGRESSION (exit 3); bisect between this revision and the one "
-                               "before"
-                             : "an IMPROVEMENT (not a failure); the series' new level is from "
-                               "here on";
-}
-
-/* The lines under a series' table: its step change, or that it has none,
- * and what the machine did across it. */
-static void print_step(FILE *out, const struct pb_history *h, const struct pb_history_series *s)
-{
-    const char *unit = h->absolute ? "pp" : "%";
-    if (s->step < 0) {
-        fprintf(out, "  no step change beyond %.1f%s (needs %d runs in a row)\n", h->threshold_pct,
-                unit, PB_STEP_MIN_RUNS);
-        return;
-    }
-    char when[PB_PRINTABLE_SIZE(32)], rev[PB_PRINTABLE_SIZE(48)];
-    const struct pb_history_run *at = &s->runs[s->step];
-    fprintf(out,
-            "  STEP CHANGE: from %s (revision %s) the median moved %+.1f%s (threshold %.1f%s, "
-            "held for %zu runs): %s\n",
-            pb_printable(when, sizeof(when), at->created),
-            at->revision[0] ? pb_printable(rev, sizeof(rev), at->revision) : "?", s->step_pct,
-            unit, h->threshold_pct, unit, s->run_count - (size_t)s->step, step_meaning(s));
-    if (s->disturbed)
-        fprintf(out,
-                "  other processes took %.0f%% of the machine's CPU over the runs before it and "
-                "%.0f%% from it (medians; %.0f%% disturbs a wall-clock figure): %s moves with "
-                "them; CPU time per sample (history show --metric cpu_ns_per_sample) says "
-                "whether the code changed\n",
-                s->other_before, s->other_after, PB_BUSY_MACHINE_PCT, h->metric);
-    if (!isnan(s->machine_shift_pct))
-        fprintf(out,
-                "  the machine's own reference workload (machine_ref_ns) moved %+.1f%% at the same "
-                "run%s\n",
-                s->machine_shift_pct,
-                s->machine_step ? ": a slower runner, not the code; rerun on the old runner, or "
-                                  "refresh the baseline for this one"
-                                : ": the runner did not slow down");
-}
-
-/* Prints one series: its runs, each against the median before it and
- * with what other processes took of the machine, and its step change. */
-static void print_series(FILE *out, const struct pb_history *h, const struct pb_history_series *s)
-{
-    size_t n = s->run_count;
-    char shown[4][PB_PRINTABLE_SIZE(256)], when[PB_PRINTABLE_SIZE(32)];
-    char rev[PB_PRINTABLE_SIZE(48)], key[256];
-    pb_printable(shown[0], sizeof(shown[0]), s->config);
-    pb_printable(shown[1], sizeof(shown[1]), s->machine);
-    pb_printable(shown[2], sizeof(shown[2]), s->point);
-    if (s->fingerprint[0])
-        snprintf(key, sizeof(key), "fingerprint %.8s", s->fingerprint);
-    else
-        snprintf(key, sizeof(key), "no fingerprint: added before they were kept");
-    pb_printable(shown[3], sizeof(shown[3]), key);
-    const char *metric = h->metric;
-    fprintf(out, "%s [%s] · %s · point %s · %s\n", shown[0], shown[3], shown[1], shown[2], metric);
-    if (s->total > (long long)n)
-        fprintf(out,
-                "  the newest %zu of its %lld runs (show reads at most %d a series; the step is "
-                "looked for among these)\n",
-                n, s->total, PB_HISTORY_MAX_RUNS);
-    fprintf(out, "  %-22s %-14s %17s %10s %10s\n", "measured", "revision", metric, "vs median",
-            "other CPU");
-    for (size_t i = 0; i < n; i++) {
-        const struct pb_history_run *run = &s->runs[i];
-        char other[16] = "-";
-        if (!isnan(run->other_cpu))
-            snprintf(other, sizeof(other), "%.0f%%", run->other_cpu);
-        fprintf(out, "  %-22s %-14.14s %17.1f %+8.1f%s %10s%s\n",
-                pb_printable(when, sizeof(when), run->created),
-                pb_printable(rev, sizeof(rev), run->revision), run->value,
-                change_of(h, run->value, pb_history_median_before(s, i)),
-                h->absolute ? "pp" : "% ", other,
-                s->step >= 0 && (size_t)s->step == i ? "  <- step change" : "");
-    }
-    print_step(out, h, s);
-}
-
-void pb_history_print(FILE *out, const struct pb_history *h)
-{
-    for (size_t i = 0; i < h->series_count; i++)
-        print_series(out, h, &h->series[i]);
-    char withheld[96] = "";
-    if (h->disturbed)
-        snprintf(withheld, sizeof(withheld), ", %d step(s) withheld (other processes)",
-                 h->disturbed);
-    fprintf(out, "%zu series of %s: %d regression step(s), %d improvement step(s)%s\n",
-            h->series_count, h->metric, h->regressions, h->improvements, withheld);
 }
 
 /* The rows show reads: per series (what was measured, at one point) its
@@ -639,7 +596,7 @@ static void show_query(char *sql, size_t sqllen, const char *metric, bool one_co
     snprintf(sql, sqllen,
              "WITH keyed AS (SELECT id, config, machine, point, created, revision, %s AS value,"
              " noise_pct, measured, machine_ref_ns AS machine_ref,"
-             " other_cpu_pct, steal_pct, throttled_pct,"
+             " other_cpu_pct, steal_pct, throttled_pct, stage_cpu_ns,"
              " COALESCE(fingerprint, 'none:' || config || char(31) || machine) AS series"
              " FROM runs %s),"
              " ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY series, point"
@@ -647,8 +604,9 @@ static void show_query(char *sql, size_t sqllen, const char *metric, bool one_co
              " COUNT(*) OVER (PARTITION BY series, point) AS total,"
              " MIN(config) OVER (PARTITION BY series) AS first_config FROM keyed)"
              " SELECT config, machine, point, created, revision, value, series, total,"
-             " noise_pct, measured, machine_ref, other_cpu_pct, steal_pct, throttled_pct"
-             " FROM ranked WHERE newer <= %d ORDER BY first_config, series, point, created, id",
+             " noise_pct, measured, machine_ref, other_cpu_pct, steal_pct, throttled_pct,"
+             " stage_cpu_ns FROM ranked WHERE newer <= %d"
+             " ORDER BY first_config, series, point, created, id",
              stage ? "json_extract(stage_cpu_ns, :stage)" : metric,
              one_config ? "WHERE config = :config" : "", PB_HISTORY_MAX_RUNS);
 }
@@ -704,6 +662,7 @@ static int series_add(struct pb_history_series *s, sqlite3_stmt *st)
     run->other_cpu = column_number(st, 11);
     run->steal = column_number(st, 12);
     run->throttled = column_number(st, 13);
+    run->stages = sqlite3_column_type(st, 14) == SQLITE_NULL ? NULL : strdup(column_text(st, 14));
     if (sqlite3_column_type(st, 9) != SQLITE_NULL) {
         free(s->measured);
         s->measured = strdup(column_text(st, 9));
@@ -730,6 +689,95 @@ static int read_series(struct pb_history *h, sqlite3_stmt *st)
     if (s)
         series_finish(h, s);
     return step_rc;
+}
+
+/* One change that broke a series (pb_config_diff's callback). */
+static void note_break(void *user, const char *text)
+{
+    struct pb_history_series *s = user;
+    if (s->break_count < PB_HISTORY_BREAKS)
+        pb_strlcpy(s->breaks[s->break_count++], text, sizeof(s->breaks[0]));
+    else
+        s->break_more++;
+}
+
+/* Whether p is the series s broke from: the same config, machine and
+ * point under another fingerprint, every run of it before s's first. */
+static bool broke_from(const struct pb_history_series *s, const struct pb_history_series *p)
+{
+    return p != s && p->fingerprint[0] && p->measured && p->run_count > 0 &&
+           strcmp(p->id, s->id) != 0 && strcmp(p->config, s->config) == 0 &&
+           strcmp(p->machine, s->machine) == 0 && strcmp(p->point, s->point) == 0 &&
+           strcmp(p->runs[p->run_count - 1].created, s->runs[0].created) <= 0;
+}
+
+/* Each series that follows another of the same config, machine and point
+ * measured differently: a break, with what changed between the newest
+ * such series and it. */
+static void find_breaks(struct pb_history *h)
+{
+    for (size_t i = 0; i < h->series_count; i++) {
+        struct pb_history_series *s = &h->series[i];
+        const struct pb_history_series *before = NULL;
+        for (size_t j = 0; s->fingerprint[0] && s->measured && s->run_count && j < h->series_count;
+             j++)
+            if (broke_from(s, &h->series[j]) &&
+                (!before || strcmp(h->series[j].runs[h->series[j].run_count - 1].created,
+                                   before->runs[before->run_count - 1].created) > 0))
+                before = &h->series[j];
+        if (!before)
+            continue;
+        json_t *a = json_loads(before->measured, 0, NULL), *b = json_loads(s->measured, 0, NULL);
+        pb_config_diff("", a, b, note_break, s);
+        json_decref(a);
+        json_decref(b);
+        pb_strlcpy(s->break_from, before->fingerprint, sizeof(s->break_from));
+        pb_strlcpy(s->break_revision, before->runs[before->run_count - 1].revision,
+                   sizeof(s->break_revision));
+    }
+}
+
+/* Whether any run read has a value: a stage's metric names a stage some
+ * run ran. */
+static bool stage_known(const struct pb_history *h)
+{
+    for (size_t i = 0; i < h->series_count; i++)
+        if (h->series[i].first_with_value < h->series[i].run_count)
+            return true;
+    return false;
+}
+
+/* "--metric cpu_ns_per_sample.TYPO: no run ... has a stage 'TYPO'", with
+ * the stages the runs read have and the metrics. */
+static void stage_names_message(const struct pb_history *h, const char *stage, char *msg,
+                                size_t msglen)
+{
+    json_t *names = json_object();
+    for (size_t i = 0; i < h->series_count; i++)
+        for (size_t r = 0; r < h->series[i].run_count; r++) {
+            json_t *stages = h->series[i].runs[r].stages
+                                 ? json_loads(h->series[i].runs[r].stages, 0, NULL)
+                                 : NULL;
+            json_object_update(names, json_is_object(stages) ? stages : NULL);
+            json_decref(stages);
+        }
+    size_t used = (size_t)snprintf(msg, msglen,
+                                   "--metric " PB_STAGE_CPU_PREFIX "%s: no run of the history has "
+                                   "a stage '%s', so it would show nothing; the stages its runs "
+                                   "have:",
+                                   stage, stage);
+    const char *name;
+    json_t *unused;
+    int k = 0;
+    json_object_foreach(names, name, unused)
+        if (used < msglen)
+            used += (size_t)snprintf(msg + used, msglen - used, "%s %s", k++ ? "," : "", name);
+    char metrics[256];
+    pb_history_metric_names(metrics, sizeof(metrics), ", ");
+    if (used < msglen)
+        snprintf(msg + used, msglen - used, "%s (as " PB_STAGE_CPU_PREFIX "STAGE); the metrics: %s",
+                 k ? "" : " none", metrics);
+    json_decref(names);
 }
 
 int pb_history_load(const char *db_path, const char *config_name, const char *metric,
@@ -783,6 +831,13 @@ int pb_history_load(const char *db_path, const char *config_name, const char *me
                  step_rc == SQLITE_NOMEM ? "out of memory" : sqlite3_errmsg(db));
     sqlite3_finalize(st);
     sqlite3_close(db);
+    if (step_rc == SQLITE_DONE)
+        find_breaks(h);
+    if (step_rc == SQLITE_DONE && stage && h->series_count > 0 && !stage_known(h)) {
+        stage_names_message(h, stage, msg, msglen);
+        pb_history_free(h);
+        return PB_ERR_CONFIG;
+    }
     if (step_rc == SQLITE_DONE && h->series_count == 0) {
         snprintf(msg, msglen, "%s: no runs%s%s", db_path, config_name ? " of config " : "",
                  config_name ? config_name : "");
@@ -793,101 +848,6 @@ int pb_history_load(const char *db_path, const char *config_name, const char *me
         return PB_ERR;
     }
     return PB_OK;
-}
-
-int pb_history_show(const char *db_path, const char *config_name, const char *metric,
-                    double threshold_pct, char *msg, size_t msglen)
-{
-    struct pb_history h;
-    int rc = pb_history_load(db_path, config_name, metric, threshold_pct, &h, msg, msglen);
-    if (rc != PB_OK)
-        return rc;
-    pb_history_print(stdout, &h);
-    int regressions = h.regressions;
-    pb_history_free(&h);
-    return regressions;
-}
-
-int pb_history_gate(FILE *out, const char *db_path, const char *config_name, double threshold_pct,
-                    char *msg, size_t msglen)
-{
-    int regressions = 0;
-    if (out)
-        fprintf(out, "the gate (what --fail-on-regression gates on, steps beyond %.1f%%; "
-                     "percentage points for shares of time):\n",
-                threshold_pct);
-    for (int m = 0; m < PB_METRIC_COUNT; m++) {
-        const struct pb_metric *metric = &pb_metrics[m];
-        if (!metric->gates || !metric->of_point)
-            continue;
-        struct pb_history h;
-        int rc = pb_history_load(db_path, config_name, metric->name, threshold_pct, &h, msg,
-                                 msglen);
-        if (rc != PB_OK)
-            return rc;
-        int steps = 0;
-        for (size_t i = 0; i < h.series_count; i++) {
-            const struct pb_history_series *s = &h.series[i];
-            if (s->step < 0)
-                continue;
-            steps++;
-            char point[PB_PRINTABLE_SIZE(256)], rev[PB_PRINTABLE_SIZE(48)];
-            char why[200];
-            if (s->disturbed)
-                snprintf(why, sizeof(why),
-                         "not counted: other processes took %.0f%% of the machine's CPU before "
-                         "it and %.0f%% from it",
-                         s->other_before, s->other_after);
-            else if (s->machine_step)
-                snprintf(why, sizeof(why),
-                         "not counted: the machine's reference slowed %+.1f%% with it",
-                         s->machine_shift_pct);
-            else
-                pb_strlcpy(why, step_meaning(s), sizeof(why));
-            if (out)
-                fprintf(out, "  %-18s %s point %s: %+.1f%s from revision %s: %s\n", metric->name,
-                        s->fingerprint[0] ? s->fingerprint : s->config,
-                        pb_printable(point, sizeof(point), s->point), s->step_pct,
-                        h.absolute ? "pp" : "%",
-                        s->runs[s->step].revision[0]
-                            ? pb_printable(rev, sizeof(rev), s->runs[s->step].revision)
-                            : "?",
-                        why);
-        }
-        if (out && steps == 0)
-            fprintf(out, "  %-18s no step in %zu series\n", metric->name, h.series_count);
-        regressions += h.regressions;
-        pb_history_free(&h);
-    }
-    if (out)
-        fprintf(out, "%s\n", regressions ? "a regression step: history show exits 3"
-                                          : "no regression step: history show exits 0");
-    return regressions;
-}
-
-/* The robust run-to-run SD of values (in time order, NaNs left out): the
- * median |difference| of consecutive runs / 0.954 (for normal noise the
- * difference's SD is sqrt(2) sigma, and its median absolute value 0.6745
- * of that), in % of their median, or pp; NaN below PB_SPREAD_MIN_RUNS. */
-static double run_spread(const double *values, size_t n, bool absolute)
-{
-    double *known = malloc((n ? n : 1) * sizeof(double));
-    double *diff = malloc((n ? n : 1) * sizeof(double));
-    size_t k = 0, d = 0;
-    for (size_t i = 0; known && diff && i < n; i++)
-        if (!isnan(values[i]))
-            known[k++] = values[i];
-    double spread = NAN;
-    if (k >= PB_SPREAD_MIN_RUNS) {
-        double median = pb_median(known, k);
-        for (size_t i = 1; i < k; i++)
-            diff[d++] = fabs(known[i] - known[i - 1]);
-        double sd = pb_median(diff, d) / (0.6745 * M_SQRT2);
-        spread = absolute ? sd : median != 0 ? 100 * sd / fabs(median) : NAN;
-    }
-    free(known);
-    free(diff);
-    return spread;
 }
 
 int pb_history_run_spread(const char *db_path, const struct pb_result *result, size_t point,
@@ -925,7 +885,7 @@ int pb_history_run_spread(const char *db_path, const struct pb_result *result, s
         while (n < PB_SPREAD_RUNS && sqlite3_step(st) == SQLITE_ROW)
             values[n++] = column_number(st, 0);
         sqlite3_finalize(st);
-        spread[m] = run_spread(values, n, pb_metrics[m].absolute);
+        spread[m] = pb_run_spread(values, n, pb_metrics[m].absolute);
         *runs = (int)n > *runs ? (int)n : *runs;
     }
     if (rc == PB_OK)

@@ -9,10 +9,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "bench/analyze/steps.h"
 #include "bench/result/metrics.h"
 #include "bench/result/result.h"
 
-#define PB_STEP_MIN_RUNS 2
 /* Where history add and show, and compare's run-to-run noise, look for
  * the database unless told (--db). */
 #define PB_HISTORY_DB "results/history.db"
@@ -41,7 +41,24 @@ struct pb_history_run {
      * repeats (medians), and the share of its time a CPU quota throttled
      * it; NaN for rows added before they were kept. */
     double other_cpu, steal, throttled;
+    /* Its stages' CPU time per sample as JSON, {"decode": ns, ...}; NULL
+     * for rows added before they were kept; owned. */
+    char *stages;
 };
+
+/* A stage's CPU time per sample across a change of a series (its step,
+ * or its suspect newest run): the medians of the runs before and from it
+ * (a stage a run lacks counts 0 there), and its share of the change of
+ * the stages' sum. */
+struct pb_history_stage_change {
+    char stage[64];
+    double before_ns, after_ns;
+    bool absent_before, absent_after; /* no run before (from) it had it */
+    size_t first_run;                 /* absent before: the first run with it */
+    double share_pct;
+};
+#define PB_HISTORY_EXPLAINED 6
+#define PB_HISTORY_BREAKS 6
 
 /* A series: what was measured (a config fingerprint, machine included) at
  * one point, its runs in time order, and its step change. */
@@ -72,6 +89,33 @@ struct pb_history_series {
      * the step, which then counts as neither regression nor improvement. */
     double other_before, other_after;
     bool disturbed;
+    char engine[16];            /* the engine that measured it ("pbench",
+                                   "torch"); "" unknown (older rows)       */
+    /* The newest run against the runs before it (from the step, when there
+     * is one; bench/analyze/steps.h): suspect when it is worse and outside
+     * the series' run-to-run noise by more than the threshold, unless other
+     * processes took the machine during it (a wall-clock metric). One night
+     * is not a step; two in a row make one. */
+    struct pb_suspect newest;
+    bool suspect;
+    /* The first run with a value (a stage's metric: the runs before it did
+     * not run the stage); 0 when the first run has one. */
+    size_t first_with_value;
+    /* The stages that explain the suspect newest run, else the step,
+     * largest change first (those moving the stages' sum by a fifth of
+     * the threshold or more), and the run the change starts at. */
+    int explained_count;
+    struct pb_history_stage_change explained[PB_HISTORY_EXPLAINED];
+    size_t explained_from;
+    /* A break in the series: the same config name, machine and point was
+     * measured differently before this series (another fingerprint, every
+     * run of it older than this one's first), with what changed, as
+     * compare words it (bench/analyze/config_diff.h); break_count 0 when
+     * none, break_more the changes past PB_HISTORY_BREAKS. */
+    char break_from[32];        /* the earlier series' fingerprint         */
+    char break_revision[48];    /* its newest run's revision               */
+    int break_count, break_more;
+    char breaks[PB_HISTORY_BREAKS][200];
 };
 #define PB_HISTORY_MACHINE_PCT 5.0
 
@@ -93,55 +137,25 @@ struct pb_history {
     struct pb_history_series *series; /* owned                             */
     int regressions, improvements;    /* steps that make the metric worse, better */
     int disturbed;                    /* steps withheld: other processes moved them */
+    int suspects;                     /* series whose newest run is suspect  */
 };
 
 /* Reads the series of metric from the database at db_path (optionally
  * only config_name's) into h, each with its step change beyond
- * threshold_pct, as pb_history_show describes. PB_OK; PB_ERR_CONFIG for a
- * metric history does not keep; PB_ERR for a missing, unreadable or empty
- * history, with the message. On success the caller frees h with
+ * threshold_pct and whether its newest run is suspect, as pb_history_show
+ * describes. PB_OK; PB_ERR_CONFIG for a metric history does not keep, or
+ * a stage (cpu_ns_per_sample.STAGE) no run read has, with the names known;
+ * PB_ERR for a missing, unreadable or empty history, with the message. On
+ * success the caller frees h with
  * pb_history_free. */
 int pb_history_load(const char *db_path, const char *config_name, const char *metric,
                     double threshold_pct, struct pb_history *h, char *msg, size_t msglen);
 void pb_history_free(struct pb_history *h);
 
-/* The median of series s's values before run i (run 0's own value for
- * i = 0): what a run is compared with. */
+/* The median of series s's values before run i, the runs without one
+ * left out (run 0's own value for i = 0; NaN when no run before has
+ * one): what a run is compared with. */
 double pb_history_median_before(const struct pb_history_series *s, size_t i);
-
-/* Prints h as text (history show's table): per series its runs against
- * the median before each and its step change, then the count of steps. */
-void pb_history_print(FILE *out, const struct pb_history *h);
-
-/* Prints the trend of metric (samples_per_s, stall_pct, assembly_p99_ns,
- * rss_peak_bytes) for each series (what was measured, at one point),
- * optionally only config_name, and flags step changes beyond threshold_pct.
- * A series of more than PB_HISTORY_MAX_RUNS runs is shown, and searched for
- * a step, by its newest PB_HISTORY_MAX_RUNS, and says so. Returns the number
- * of series with a step that is a regression, or a negative code with a
- * message. */
-int pb_history_show(const char *db_path, const char *config_name, const char *metric,
-                    double threshold_pct, char *msg, size_t msglen);
-
-/* Step detection on a series in time order: the earliest index i such that
- * every value from i on differs from the median of the values before i by
- * more than threshold_pct in one direction, the median from i on does too,
- * and at least PB_STEP_MIN_RUNS values follow i (i included). -1 if none.
- * *change_pct gets the shift of the median. NaN values (a run without the
- * metric) are left out. pb_history_step_pp is the same in percentage
- * points, for shares of time such as stall_pct (a stall of 0.5% against
- * 0.8% is no 60% step). */
-long pb_history_step(const double *values, size_t n, double threshold_pct, double *change_pct);
-long pb_history_step_pp(const double *values, size_t n, double threshold_pp, double *change_pp);
-
-/* What the nightly gate reads without --metric: every metric
- * --fail-on-regression gates on that history keeps (samples/s, stall,
- * accelerator utilization, CPU per sample), each searched for a step as
- * history show does. Writes, when out is not NULL, one line per metric and
- * series with a step (or that it has none). Returns the number of counted
- * regression steps, or a negative code with msg (as pb_history_load). */
-int pb_history_gate(FILE *out, const char *db_path, const char *config_name, double threshold_pct,
-                    char *msg, size_t msglen);
 
 /* The run-to-run spread of result's point i in the history at db_path: for
  * each metric of the table (bench/result/metrics.h) that history keeps, the
@@ -153,7 +167,6 @@ int pb_history_gate(FILE *out, const char *db_path, const char *config_name, dou
  * PB_SPREAD_MIN_RUNS. *runs gets the series' runs read (0: no history, or
  * no database at db_path, which is no error). */
 #define PB_SPREAD_RUNS 30
-#define PB_SPREAD_MIN_RUNS 5
 int pb_history_run_spread(const char *db_path, const struct pb_result *result, size_t point,
                           double spread[PB_METRIC_COUNT], int *runs);
 

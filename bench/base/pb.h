@@ -29,6 +29,7 @@ enum {
     PB_EXIT_USAGE = 2,
     PB_EXIT_REGRESSION = 3,
     PB_EXIT_INCONCLUSIVE = 4, /* --fail-on-regression: a gated verdict withheld */
+    PB_EXIT_SUSPECT = 5,      /* history show: a newest run outside the noise, not yet a step */
     PB_EXIT_SKIP = 77, /* ctest's skip code, used by tests only */
 };
 

@@ -10,8 +10,9 @@
 #define PB_EXIT_CODES_TEXT                                                                      \
     "0 success, 1 error, 2 usage or config error, 3 regression, 4 inconclusive (with\n"       \
     "--fail-on-regression: a gated wall-clock verdict withheld because other processes\n"      \
-    "disturbed a side, and no gated regression), 130 interrupted by Ctrl-C (143 SIGTERM,\n"    \
-    "129 SIGHUP)."
+    "disturbed a side, and no gated regression), 5 suspect (history show: a series' newest\n"  \
+    "run is outside its run-to-run noise by more than the threshold, one night, not yet a\n"  \
+    "step; no regression step), 130 interrupted by Ctrl-C (143 SIGTERM, 129 SIGHUP)."
 
 #define PB_COMMANDS(X) \
     X(run, \
@@ -82,7 +83,14 @@
       "shared CI runner this is the strongest before/after evidence.\n\n" \
       "--fail-on-regression gates on samples/s, stall %, accelerator utilization and CPU per\n" \
       "sample, what a training job feels; batch assembly, peak RSS and the stages' rows are\n" \
-      "reported, and gate only when named with --gate.\n\n" \
+      "reported, and gate only when named with --gate. A --gate name that names nothing (an\n" \
+      "unknown metric, or a stage neither side ran) exits 2 with the names known. A stage one\n" \
+      "side alone ran is a row of its own, new or removed, with its CPU per sample and share\n" \
+      "of the pipeline; the verdict names the stages that explain the change of CPU per\n" \
+      "sample, largest share first. -o FILE writes the comparison of two results or of\n" \
+      "BOTH.json (in --format) instead of printing it; with two configs it names the result.\n" \
+      "Two configs are checked in full, each torch-engine point started once, before either\n" \
+      "is measured.\n\n" \
       "Exit codes: 0 no regression of a gated metric (same, improved or ambiguous; or no\n" \
       "--fail-on-regression), 3 such a regression with --fail-on-regression, 4 inconclusive\n" \
       "(no gated regression, but a gated verdict withheld as disturbed), 1 unreadable files,\n" \
@@ -99,7 +107,8 @@
       "beyond the threshold that holds for at least 2 runs in a row. A series is what was\n" \
       "measured: a fingerprint of the config's dataset, pipeline, loader and run settings (not\n" \
       "its name, repeats or measuring times) and the machine, shown beside the config's name;\n" \
-      "changing a setting starts a new series. Adding the same result under the same revision\n" \
+      "changing a setting starts a new series, shown as a BREAK naming what changed (as compare\n" \
+      "words a config diff). Adding the same result under the same revision\n" \
       "twice stores it once. --db also takes an SQLite URI (file:PATH?mode=ro). The database\n" \
       "is in WAL mode; commands that write it at once take turns (each waits up to 60 s).\n" \
       "add refuses a result whose figures are partial: an interrupted run, a point that failed\n" \
@@ -114,10 +123,17 @@
       "Without --metric, show prints samples/s, then gates on every metric the gate of compare\n" \
       "gates on (samples/s, stall, accelerator utilization, CPU per sample), one line each.\n" \
       "--metric cpu_ns_per_sample.STAGE follows one pipeline stage's CPU time per sample.\n" \
+      "A series' newest run that is worse than the runs before it by more than the threshold\n" \
+      "plus 3 times the series' run-to-run noise is SUSPECT at once, one night before two in\n" \
+      "a row make a step; the stages that explain a suspect run or a step are named, from\n" \
+      "each run's stage CPU times, a stage new to the series as 'absent before run N'. Each\n" \
+      "series names its engine. A --metric no run has (cpu_ns_per_sample.TYPO) is a usage\n" \
+      "error that lists the stages the runs have.\n" \
       "Exit codes: 0, or 3 when show finds a step that makes a gated metric (or the --metric)\n" \
       "worse (samples/s down; stall %, CPU per sample, assembly p99, peak RSS up) and neither\n" \
       "other processes nor a slower machine explain it; a step that is an improvement is\n" \
-      "reported and exits 0; 1 on errors and refused results.") \
+      "reported and exits 0; 5 when no step is a regression but a newest run is suspect;\n" \
+      "2 on a --metric no run has; 1 on errors and refused results.") \
     X(calibrate, \
       "pbench calibrate CONFIG [--gpu] [-s key.path=value]...", \
       "Measures what this machine does at best for CONFIG's data: the pipeline on one core\n" \

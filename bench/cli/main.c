@@ -70,6 +70,16 @@ static int gate_check(const char *cmd, const char *names)
     return pb_cli_usage_error(cmd, "%s", msg);
 }
 
+/* --gate against what was compared: a stage neither side ran is a usage
+ * error that lists the stages each side ran (-1: fine). */
+static int gate_apply(const char *cmd, struct pb_comparison *cmp, const struct pb_gate *gate)
+{
+    char msg[PB_MSG_MAX * 4];
+    if (pb_comparison_gate(cmp, gate->metrics, msg, sizeof(msg)) == PB_OK)
+        return -1;
+    return pb_cli_usage_error(cmd, "%s", msg);
+}
+
 /* ---- measuring: run and compare of two configs ------------------------- */
 
 /* Runs the session opts describes, with the progress lines on stderr, and
@@ -99,7 +109,7 @@ static int measure(const struct pb_session_opts *opts, const char *title, bool q
         bool beside_page = !two_configs && format == PB_FORMAT_HTML;
         if (!two_configs)
             fputc('\n', stdout);
-        pb_comparison_gate(&outcome.comparison, gate->metrics, msg, sizeof(msg));
+        int gate_code = gate_apply(two_configs ? "compare" : "run", &outcome.comparison, gate);
         char next[PB_MSG_MAX];
         if (two_configs)
             pb_interleaved_label(result.interleaved, "new", next, sizeof(next));
@@ -107,7 +117,8 @@ static int measure(const struct pb_session_opts *opts, const char *title, bool q
                                      two_configs ? opts->config_path : opts->baseline_path,
                                      two_configs ? next : outcome.result_path,
                                      beside_page ? PB_FORMAT_TABLE : format, false);
-        int verdict = pb_cli_comparison_exit(rc, &outcome.comparison, gate);
+        int verdict =
+            gate_code >= 0 ? gate_code : pb_cli_comparison_exit(rc, &outcome.comparison, gate);
         if (code == PB_EXIT_OK)
             code = verdict;
     }
@@ -280,16 +291,42 @@ static int compare_configs(const struct compare_args *args)
     return measure(&opts, "pbench compare", args->quiet, args->format, &args->gate);
 }
 
+/* Shows a comparison as pbench compare does: into -o when given and the
+ * comparison can be shown (else explained on stderr), else on stdout; the
+ * gate checked first. Returns the exit code. */
+static int compare_show(const struct compare_args *args, struct pb_comparison *cmp,
+                        const char *base, const char *next)
+{
+    char msg[PB_MSG_MAX * 2];
+    int code = gate_apply("compare", cmp, &args->gate);
+    if (code >= 0)
+        return code;
+    bool to_file = args->output && cmp->point_count > 0 && (args->force || !cmp->incompatible);
+    int rc = to_file ? pb_comparison_write(args->output, cmp, base, next, args->format, msg,
+                                           sizeof(msg))
+                     : pb_comparison_print(stdout, stderr, cmp, base, next, args->format,
+                                           args->force);
+    if (to_file && rc != PB_OK) {
+        pb_cli_error("compare", msg);
+        return PB_EXIT_ERROR;
+    }
+    return pb_cli_comparison_exit(rc, cmp, &args->gate);
+}
+
 /* pbench compare AB.json: the comparison a compare of two configs wrote. */
-static int compare_one_file(const char *path, double threshold_pct, int format,
-                            const struct pb_gate *gate)
+static int compare_one_file(const struct compare_args *args)
 {
     struct pb_result r;
     struct pb_comparison cmp;
     char msg[PB_MSG_MAX * 2];
-    int rc = pb_result_read(path, &r, msg, sizeof(msg));
+    if (args->output &&
+        pb_output_check_inputs(args->output, args->files, 1, msg, sizeof(msg)) != PB_OK) {
+        pb_cli_error("compare", msg); /* before comparing: never over the input */
+        return PB_EXIT_ERROR;
+    }
+    int rc = pb_result_read(args->files[0], &r, msg, sizeof(msg));
     if (rc == PB_OK)
-        rc = pb_interleaved_compare(&r, threshold_pct, &cmp, msg, sizeof(msg));
+        rc = pb_interleaved_compare(&r, args->threshold_pct, &cmp, msg, sizeof(msg));
     if (rc != PB_OK) {
         pb_result_free(&r);
         pb_cli_error("compare", msg);
@@ -298,9 +335,7 @@ static int compare_one_file(const char *path, double threshold_pct, int format,
     char base[PB_MSG_MAX], next[PB_MSG_MAX];
     pb_interleaved_label(r.interleaved, "base", base, sizeof(base));
     pb_interleaved_label(r.interleaved, "new", next, sizeof(next));
-    pb_comparison_gate(&cmp, gate->metrics, msg, sizeof(msg));
-    rc = pb_comparison_print(stdout, stderr, &cmp, base, next, format, false);
-    int code = pb_cli_comparison_exit(rc, &cmp, gate);
+    int code = compare_show(args, &cmp, base, next);
     pb_comparison_free(&cmp);
     pb_result_free(&r);
     return code;
@@ -323,19 +358,7 @@ static int compare_results(const struct compare_args *args)
     }
     /* A comparison that can be shown goes to -o when given; one that
      * cannot is explained on stderr either way. */
-    bool to_file = args->output && cmp.point_count > 0 && (args->force || !cmp.incompatible);
-    pb_comparison_gate(&cmp, args->gate.metrics, msg, sizeof(msg));
-    int rc = to_file ? pb_comparison_write(args->output, &cmp, args->files[0], args->files[1],
-                                           args->format, msg, sizeof(msg))
-                     : pb_comparison_print(stdout, stderr, &cmp, args->files[0], args->files[1],
-                                           args->format, args->force);
-    int code;
-    if (to_file && rc != PB_OK) {
-        pb_cli_error("compare", msg);
-        code = PB_EXIT_ERROR;
-    } else {
-        code = pb_cli_comparison_exit(rc, &cmp, &args->gate);
-    }
+    int code = compare_show(args, &cmp, args->files[0], args->files[1]);
     pb_comparison_free(&cmp);
     return code;
 }
@@ -365,7 +388,7 @@ static int cmd_compare(int argc, char **argv)
                            "pbench compare BASE.yaml NEW.yaml, pbench compare CONFIG.yaml "
                            "CONFIG.yaml --set-new key.path=value");
     } else if (nfiles == 1) {
-        code = compare_one_file(files[0], args.threshold_pct, args.format, &args.gate);
+        code = compare_one_file(&args);
     } else if (nfiles != 2) {
         code = pb_cli_usage_error("compare", "%s",
                            "expected BASE.json and NEW.json, or BASE.yaml and NEW.yaml");

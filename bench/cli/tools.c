@@ -17,6 +17,7 @@
 #include "bench/cli/progress.h"
 #include "bench/config/config.h"
 #include "bench/report/format.h"
+#include "bench/report/history_text.h"
 #include "bench/result/result.h"
 #include "bench/session/calibrate.h"
 #include "bench/session/session.h"
@@ -29,9 +30,10 @@
 
 /* history show's output: the series read once, rendered in format to
  * stdout or to output (atomically, never over the database). The exit
- * code says whether a step is a regression, whatever the format: of the
- * metric named with --metric, else of any metric the gate gates on (the
- * table then ends with each one's step). */
+ * code says whether a step is a regression (3), else whether a series'
+ * newest run is suspect (5), whatever the format: of the metric named with
+ * --metric, else of any metric the gate gates on (the table then ends with
+ * each one's step). */
 static int history_show(const char *db, const char *config, const char *metric, bool gate,
                         double threshold, enum pb_format format, const char *output)
 {
@@ -47,7 +49,7 @@ static int history_show(const char *db, const char *config, const char *metric, 
         return pb_cli_exit(rc);
     }
     rc = pb_history_report(stdout, output, &history, (int)format, msg, sizeof(msg));
-    int regressions = history.regressions;
+    int regressions = history.regressions, suspects = history.suspects;
     pb_history_free(&history);
     if (rc != PB_OK) {
         pb_cli_error("history", msg);
@@ -55,13 +57,14 @@ static int history_show(const char *db, const char *config, const char *metric, 
     }
     if (gate) {
         bool text = format == PB_FORMAT_TABLE && !output;
-        regressions = pb_history_gate(text ? stdout : NULL, db, config, threshold, msg, sizeof(msg));
+        regressions = pb_history_gate(text ? stdout : NULL, db, config, threshold, &suspects, msg,
+                                      sizeof(msg));
         if (regressions < 0) {
             pb_cli_error("history", msg);
             return pb_cli_exit(regressions);
         }
     }
-    return regressions ? PB_EXIT_REGRESSION : PB_EXIT_OK;
+    return regressions ? PB_EXIT_REGRESSION : suspects ? PB_EXIT_SUSPECT : PB_EXIT_OK;
 }
 
 /* history show --format NAME: one with a history form, or a usage error. */

@@ -316,6 +316,52 @@ static int switch_decoder(struct pb_stage_spec *st, const char *name, char *why,
     return PB_OK;
 }
 
+/* A key inside a JSON option's mapping (dataset.args.draft=true, or
+ * dataset.args.crop.size=[224,224] through nested mappings): the option's
+ * JSON with that key set to value, read as JSON where it is JSON (true, 3,
+ * "x", [1, 2], {...}) and as a string otherwise, then parsed as the option
+ * is. PB_OK or the option's error; NOT_IN_JSON when no prefix of path
+ * names a JSON option (why untouched). */
+#define NOT_IN_JSON 1
+static int override_in_json(struct pb_spec *spec, const char *path, const char *value,
+                            char *why, size_t whylen)
+{
+    char prefix[256], inner[PB_MSG_MAX];
+    pb_strlcpy(prefix, path, sizeof prefix);
+    struct pb_config_target t = {0};
+    char *dot;
+    while ((dot = strrchr(prefix, '.')) != NULL) {
+        *dot = '\0';
+        if (pb_config_find(spec, prefix, &t, inner, sizeof inner) == PB_OK && t.opt)
+            break;
+    }
+    if (!dot || t.opt->type != PB_OPT_JSON)
+        return NOT_IN_JSON;
+    json_t *root = json_loads((const char *)t.base + t.opt->offset, 0, NULL);
+    json_t *leaf = json_loads(value, JSON_DECODE_ANY, NULL);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        root = json_object();
+    }
+    json_t *at = root;
+    char *key = prefix + strlen(prefix) + 1, *next;
+    pb_strlcpy(key, path + (size_t)(key - prefix), sizeof prefix - (size_t)(key - prefix));
+    for (; (next = strchr(key, '.')) != NULL; key = next + 1) {
+        *next = '\0';
+        if (!json_is_object(json_object_get(at, key)))
+            json_object_set_new(at, key, json_object());
+        at = json_object_get(at, key);
+    }
+    json_object_set_new(at, key, leaf ? leaf : json_string(value));
+    char *text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(root);
+    int rc = text ? pb_opt_parse(t.opt, text, t.base, path, why, whylen) : PB_ERR_NOMEM;
+    free(text);
+    if (rc == PB_OK)
+        pb_config_touched(spec, &t);
+    return rc;
+}
+
 static int apply_override(struct pb_spec *spec, const char *assignment, char *why, size_t whylen)
 {
     const char *eq = strchr(assignment, '=');
@@ -333,8 +379,10 @@ static int apply_override(struct pb_spec *spec, const char *assignment, char *wh
     path[keylen] = '\0';
     struct pb_config_target t;
     int rc = pb_config_find(spec, path, &t, why, whylen);
-    if (rc != PB_OK)
-        return rc;
+    if (rc != PB_OK) {
+        int in_json = override_in_json(spec, path, eq + 1, why, whylen);
+        return in_json == NOT_IN_JSON ? rc : in_json;
+    }
     if (!t.opt)
         return switch_decoder(t.stage, eq + 1, why, whylen);
     rc = pb_opt_parse(t.opt, eq + 1, t.base, path, why, whylen);

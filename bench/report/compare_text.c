@@ -158,10 +158,100 @@ static void list_metric(struct notes *n, const char *label, const struct pb_metr
     if (cost ? !mc->cost_of_setting : mc->verdict != n->verdict || mc->cost_of_setting)
         return;
     const char *unit = pb_fmt_change_unit(mc->absolute);
-    fprintf(n->out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s%s", n->separator, mc->name,
-            mc->change_pct, unit, mc->ci_low_pct, mc->ci_high_pct, unit, label,
-            n->verdict == PB_VERDICT_REGRESSED && !mc->gated ? " (not gated)" : "");
+    if (mc->added || mc->removed) {
+        char cost[32], share[48] = "";
+        format_value(mc, mc->added ? mc->next : mc->base, cost, sizeof(cost));
+        if (!isnan(mc->share_pct))
+            snprintf(share, sizeof(share), ", %.0f%% of the %s pipeline", mc->share_pct,
+                     mc->added ? "new" : "base");
+        fprintf(n->out, "%s%s %s: %s a sample%s, at %s%s", n->separator, mc->name,
+                mc->added ? "new" : "removed", cost, share, label,
+                n->verdict == PB_VERDICT_REGRESSED && !mc->gated ? " (not gated)" : "");
+    } else {
+        fprintf(n->out, "%s%s %+.1f%s (95%% CI [%+.1f, %+.1f]%s) at %s%s", n->separator, mc->name,
+                mc->change_pct, unit, mc->ci_low_pct, mc->ci_high_pct, unit, label,
+                n->verdict == PB_VERDICT_REGRESSED && !mc->gated ? " (not gated)" : "");
+    }
     n->separator = "; ";
+}
+
+/* each_metric in the order a verdict names them: the table's rows, then
+ * the stages that explain the change of CPU per sample (largest share
+ * first), then the other stages. */
+static void each_metric_explained(const struct pb_comparison *cmp, struct notes *notes,
+                                  void (*note)(struct notes *, const char *,
+                                               const struct pb_metric_cmp *))
+{
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        const struct pb_cpu_explanation *e = &pc->explained;
+        char label[LABEL_SIZE];
+        shown_label(label, sizeof(label), pc->label, notes->md, false);
+        bool told[PB_COMPARE_METRICS] = {false};
+        for (int m = 0; m < pc->metric_count && m < PB_METRIC_COUNT; m++)
+            note(notes, label, &pc->metrics[m]);
+        for (int k = 0; k < e->count; k++) {
+            told[e->metric[k]] = true;
+            note(notes, label, &pc->metrics[e->metric[k]]);
+        }
+        for (int m = PB_METRIC_COUNT; m < pc->metric_count; m++)
+            if (!told[m])
+                note(notes, label, &pc->metrics[m]);
+    }
+}
+
+/* Where the pipeline's CPU per sample went, per point whose stages
+ * explain its change: each stage with its change and share of it, the
+ * largest first, added and removed stages included. */
+static void print_explanations(FILE *out, const struct pb_comparison *cmp, bool md)
+{
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        const struct pb_cpu_explanation *e = &pc->explained;
+        if (e->count == 0)
+            continue;
+        const struct pb_metric_cmp *cpu =
+        &pc->metrics[pb_metric_find("cpu_ns_per_sample") - pb_metrics];
+        char label[LABEL_SIZE], moved[32];
+        shown_label(label, sizeof(label), pc->label, md, false);
+        format_value(cpu, fabs(e->change_ns), moved, sizeof(moved));
+        fprintf(out, "%sCPU per sample %s by %s (%+.1f%%) at %s; the stages that explain it, "
+                     "largest share first:",
+                md ? "- " : "", e->change_ns > 0 ? "rose" : "fell", moved, e->change_pct, label);
+        for (int k = 0; k < e->count; k++) {
+            const struct pb_metric_cmp *mc = &pc->metrics[e->metric[k]];
+            char by[32];
+            format_value(mc, fabs(mc->next - mc->base), by, sizeof(by));
+            fprintf(out, "%s %s%s %s%s a sample (%.0f%% of the change)", k ? ";" : "", mc->stage,
+                    mc->added ? " (new)" : mc->removed ? " (removed)" : "",
+                    mc->next > mc->base ? "+" : "-", by, e->share_pct[k]);
+        }
+        fputc('\n', out);
+    }
+}
+
+/* The stages one side alone ran, each on its own line: "new: GaussianBlur
+ * 3.30 ms a sample of CPU, 54% of the new pipeline". */
+static void print_added_stages(FILE *out, const struct pb_comparison *cmp, bool md)
+{
+    for (size_t i = 0; i < cmp->point_count; i++) {
+        const struct pb_point_cmp *pc = &cmp->points[i];
+        char label[LABEL_SIZE];
+        shown_label(label, sizeof(label), pc->label, md, false);
+        for (int m = PB_METRIC_COUNT; m < pc->metric_count; m++) {
+            const struct pb_metric_cmp *mc = &pc->metrics[m];
+            if (!mc->added && !mc->removed)
+                continue;
+            char cost[32], share[48] = "";
+            format_value(mc, mc->added ? mc->next : mc->base, cost, sizeof(cost));
+            if (!isnan(mc->share_pct))
+                snprintf(share, sizeof(share), ", %.0f%% of the %s pipeline",
+                         mc->share_pct, mc->added ? "new" : "base");
+            fprintf(out, "%s%s: %s %s a sample of CPU%s%s%s\n", md ? "- " : "",
+                    mc->added ? "new" : "removed", mc->stage, cost, share,
+                    cmp->point_count > 1 ? ", at " : "", cmp->point_count > 1 ? label : "");
+        }
+    }
 }
 
 /* The notes under the table: what would decide, then the regressions and
@@ -180,7 +270,7 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
             continue;
         fprintf(out, md ? "\n**%s**:" : "%s:", k == 0 ? "REGRESSED" : "IMPROVED");
         n.separator = " ";
-        each_metric(cmp, &n, list_metric);
+        each_metric_explained(cmp, &n, list_metric);
         /* With a gated verdict withheld the gate neither passes nor fails
          * on these: it is inconclusive (said with the interference). */
         bool withheld = cmp->gated_withheld > 0;
@@ -195,6 +285,7 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
                 : withheld               ? "an improvement never fails the gate"
                                          : "the gate passes (exit 0)");
     }
+    print_explanations(out, cmp, md);
     if (cmp->setting_costs > 0) {
         n.verdict = PB_VERDICT_SAME;
         n.separator = " ";
@@ -361,8 +452,17 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
             char a[32], b[32], change[32], ci[48], p[16];
             format_value(mc, mc->base, a, sizeof(a));
             format_value(mc, mc->next, b, sizeof(b));
+            if (mc->added || mc->removed)
+                snprintf(mc->added ? a : b, sizeof(a), "absent");
             const char *unit = pb_fmt_change_unit(mc->absolute);
-            if (isnan(mc->ci_low_pct)) {
+            if (mc->added || mc->removed) {
+                snprintf(change, sizeof(change), "%s", mc->added ? "new" : "removed");
+                if (isnan(mc->share_pct))
+                    snprintf(ci, sizeof(ci), "-");
+                else
+                    snprintf(ci, sizeof(ci), "%.0f%% of %s", mc->share_pct,
+                             mc->added ? "new" : "base");
+            } else if (isnan(mc->ci_low_pct)) {
                 snprintf(change, sizeof(change), "-");
                 snprintf(ci, sizeof(ci), "(too few repeats)");
             } else {
@@ -405,6 +505,7 @@ static void comparison_text(FILE *out, const struct pb_comparison *cmp, const ch
             cmp->regressions, cmp->improvements, cmp->ambiguous, disturbed,
             cmp->unmatched ? "; some points exist in only one result and were not compared" : "");
     print_interference(out, cmp, md);
+    print_added_stages(out, cmp, md);
     print_notes(out, cmp, md);
 }
 

@@ -11,6 +11,7 @@
 #include "bench/base/printable.h"
 #include "bench/report/compare_text.h"
 #include "bench/report/history_report.h"
+#include "bench/report/history_text.h"
 #include "bench/report/html.h"
 #include "bench/report/report.h"
 #include "bench/report/report_csv.h"

@@ -97,11 +97,36 @@ static json_t *series_json(const struct pb_history_series *s)
                          s->runs[s->step].created, "revision", s->runs[s->step].revision,
                          "change_pct", json_number(s->step_pct), "regression",
                          pb_history_step_counts(s), "withheld_other_processes", s->disturbed);
-    return json_pack("{s s s s s o s o s o s I s o s o}", "config", s->config, "machine",
-                     s->machine, "point", json_parsed(s->point), "fingerprint",
-                     s->fingerprint[0] ? json_string(s->fingerprint) : json_null(), "measured",
-                     json_parsed(s->measured), "runs_in_database", (json_int_t)s->total, "step",
-                     step, "runs", runs);
+    json_t *o = json_pack("{s s s s s o s o s o s I s o s o}", "config", s->config, "machine",
+                          s->machine, "point", json_parsed(s->point), "fingerprint",
+                          s->fingerprint[0] ? json_string(s->fingerprint) : json_null(),
+                          "measured", json_parsed(s->measured), "runs_in_database",
+                          (json_int_t)s->total, "step", step, "runs", runs);
+    json_object_set_new(o, "engine", s->engine[0] ? json_string(s->engine) : json_null());
+    json_object_set_new(o, "newest_run_suspect", json_boolean(s->suspect));
+    json_object_set_new(o, "newest_run_change", json_number(s->newest.change));
+    json_object_set_new(o, "first_run_with_value", json_integer((json_int_t)s->first_with_value));
+    json_t *stages = json_array();
+    for (int k = 0; k < s->explained_count; k++) {
+        const struct pb_history_stage_change *c = &s->explained[k];
+        json_array_append_new(stages, json_pack("{s s s o s o s b s b s o}", "stage", c->stage,
+                                                "before_ns", json_number(c->before_ns),
+                                                "after_ns", json_number(c->after_ns),
+                                                "absent_before", c->absent_before,
+                                                "absent_after", c->absent_after, "share_pct",
+                                                json_number(c->share_pct)));
+    }
+    json_object_set_new(o, "explained_by", stages);
+    json_t *changes = json_array();
+    for (int k = 0; k < s->break_count; k++)
+        json_array_append_new(changes, json_string(s->breaks[k]));
+    json_object_set_new(o, "break",
+                        s->break_count ? json_pack("{s s s s s o}", "from_fingerprint",
+                                                   s->break_from, "from_revision",
+                                                   s->break_revision, "changes", changes)
+                                       : (json_decref(changes), json_null()));
+    json_object_set_new(o, "explained_from_run", json_integer((json_int_t)s->explained_from));
+    return o;
 }
 
 void pb_history_json(FILE *out, const struct pb_history *h)
@@ -295,8 +320,12 @@ static void overview(FILE *out, const struct pb_history *h)
         pb_svg_escape(out, s->config);
         fputs("</a></td><td class=\"l\">", out);
         pb_svg_escape(out, point);
-        fprintf(out, "</td><td>%zu</td><td>%.4g</td>", s->run_count,
-                s->run_count ? s->runs[s->run_count - 1].value : NAN);
+        double newest = s->run_count ? s->runs[s->run_count - 1].value : NAN;
+        fprintf(out, "</td><td>%zu</td>", s->run_count);
+        if (isfinite(newest))
+            fprintf(out, "<td>%.4g%s</td>", newest, s->suspect ? " (suspect)" : "");
+        else
+            fputs("<td>absent</td>", out);
         if (s->step >= 0)
             snprintf(text, sizeof(text), "%+.1f%s from %s%s", s->step_pct,
                      pb_fmt_change_unit(h->absolute),

@@ -1,5 +1,5 @@
 /* history show's renderings besides its text table (which is
- * pb_history_print, bench/analyze/history.h): CSV and TSV, JSON and one
+ * pb_history_print, bench/report/history_text.h): CSV and TSV, JSON and one
  * self-contained HTML page, each from the series pb_history_load read,
  * chosen by the history column of the format table
  * (bench/report/format.h). Nothing here reads the database. */

@@ -858,7 +858,9 @@ void pb_html_comparison(FILE *out, const struct pb_comparison *cmp, const char *
                 cell(out, false, "%.3g", mc->p_value);
             } else {
                 cell(out, false, "-");
-                cell(out, false, "(too few repeats)");
+                cell(out, false, "%s", mc->added     ? "new stage"
+                                       : mc->removed ? "removed stage"
+                                                     : "(too few repeats)");
                 cell(out, false, "-");
             }
             cell(out, false, "%d vs %d", mc->base_n, mc->next_n);

@@ -170,3 +170,18 @@ const struct pb_metric *pb_metric_find(const char *name)
             return &pb_metrics[i];
     return NULL;
 }
+
+void pb_metric_names(char *buf, size_t buflen, const char *sep, bool kept)
+{
+    size_t used = 0;
+    if (buflen)
+        buf[0] = '\0';
+    for (int m = 0; m < PB_METRIC_COUNT && used < buflen; m++) {
+        if (kept && !pb_metrics[m].of_point)
+            continue;
+        int n = snprintf(buf + used, buflen - used, "%s%s", used ? sep : "", pb_metrics[m].name);
+        if (n < 0)
+            return;
+        used += (size_t)n;
+    }
+}

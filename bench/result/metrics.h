@@ -58,4 +58,9 @@ extern const struct pb_metric pb_metrics[PB_METRIC_COUNT];
 /* The metric named name, or NULL. */
 const struct pb_metric *pb_metric_find(const char *name);
 
+/* Writes the table's metric names joined by sep into buf (cut short at
+ * buflen); with kept, only those history keeps (a point value): the names
+ * a message about an unknown metric lists. */
+void pb_metric_names(char *buf, size_t buflen, const char *sep, bool kept);
+
 #endif

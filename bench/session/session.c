@@ -22,6 +22,7 @@
 #include "bench/config/config.h"
 #include "bench/config/sweep.h"
 #include "bench/result/memgrowth.h"
+#include "bench/run/runner.h"
 #include "bench/run/storage_run.h"
 #include "bench/run/trace.h"
 #include "bench/session/calibrate.h"
@@ -623,6 +624,33 @@ static int run_round(struct session *s, long i, int round, const struct pb_run_h
     return rc;
 }
 
+/* Two configs compared: each point on the torch engine is started once
+ * and closed before either side is measured, so that the engine's
+ * refusals of either config come before any measurement. */
+static int check_engines(struct session *s)
+{
+    for (long i = 0; s->ab && i < s->point_count; i++) {
+        if (s->specs[i].loader.engine != PB_ENGINE_TORCH)
+            continue;
+        struct pb_result scratch = {.point_count = 1, .points = calloc(1, sizeof(*scratch.points))};
+        struct pb_run_hooks quiet = {.stop = s->hooks->stop};
+        struct pb_point_run *run = NULL;
+        char inner[PB_MSG_MAX * 2];
+        int rc = scratch.points ? pb_point_open(&s->specs[i], ds_of(s, i), &quiet, scratch.points,
+                                                &run, inner, sizeof(inner))
+                                : PB_ERR_NOMEM;
+        if (rc == PB_OK)
+            pb_point_close(run);
+        pb_result_free(&scratch);
+        if (rc != PB_OK) {
+            snprintf(s->msg, s->msglen, "%s (checked before either config was measured): %s",
+                     s->variant[i] ? "new" : "base", rc == PB_ERR_NOMEM ? "out of memory" : inner);
+            return fail(s, rc);
+        }
+    }
+    return PB_OK;
+}
+
 /* Rounds interleaved across points: round 1 of every point, then round 2,
  * so a drift in machine speed does not pass for a difference. Returns the
  * error of a failed single point, else PB_OK. */
@@ -1041,6 +1069,8 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
         else
             fail(s, rc);
     }
+    if (rc == PB_OK)
+        rc = check_engines(s);
     if (rc == PB_OK)
         rc = run_measured(s);
     set_measuring(s->hooks, &s->measuring, false);
