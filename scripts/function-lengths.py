@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Lists pbench's C functions longer than a limit (default 100 lines).
+"""Lists pbench's C functions longer than a limit (default 100 lines), and
+its C files longer than a file limit (default 1000 lines).
 
 A function runs from the line of its name to its closing brace at the
-start of a line, as the tree's style writes them. Exits 1 when any is
-longer, so it can gate.
+start of a line, as the tree's style writes them. Exits 1 when any
+function or file is longer, so it can gate. The folders are the product's
+(bench, pipelines, decoders, kernels); tests/ is not held to the file
+limit: a module's test file holds its cases side by side.
 
-    scripts/function-lengths.py [--limit 100] [--top N] [folders...]
+    scripts/function-lengths.py [--limit 100] [--file-limit 1000] [--top N] [folders...]
 """
 import argparse
 import os
@@ -40,10 +43,11 @@ def functions(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=100)
+    ap.add_argument("--file-limit", type=int, default=1000)
     ap.add_argument("--top", type=int, default=0, help="list the N longest whatever the limit")
     ap.add_argument("folders", nargs="*", default=["bench", "pipelines", "decoders", "kernels"])
     args = ap.parse_args()
-    found = []
+    found, long_files = [], []
     for top in args.folders:
         for dirpath, _, names in os.walk(os.path.join(ROOT, top)):
             for n in names:
@@ -51,13 +55,20 @@ def main():
                     p = os.path.join(dirpath, n)
                     for name, line, length in functions(p):
                         found.append((length, os.path.relpath(p, ROOT), line, name))
+                    with open(p, encoding="utf-8", errors="replace") as fh:
+                        lines = fh.read().count("\n")
+                    if lines > args.file_limit:
+                        long_files.append((lines, os.path.relpath(p, ROOT)))
     found.sort(reverse=True)
     shown = found[:args.top] if args.top else [f for f in found if f[0] > args.limit]
     for length, path, line, name in shown:
         print(f"{length:5d}  {path}:{line}  {name}")
     over = [f for f in found if f[0] > args.limit]
     print(f"{len(over)} functions over {args.limit} lines")
-    return 1 if over else 0
+    for lines, path in sorted(long_files, reverse=True):
+        print(f"{lines:5d}  {path}")
+    print(f"{len(long_files)} files over {args.file_limit} lines")
+    return 1 if over or long_files else 0
 
 
 if __name__ == "__main__":

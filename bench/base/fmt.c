@@ -72,3 +72,13 @@ void pb_fmt_axis_label(char *buf, size_t size, const char *what, const char *uni
     else
         snprintf(buf, size, "%s", what);
 }
+
+void pb_fmt_eta(double s, char *buf, size_t buflen)
+{
+    if (s < 60)
+        snprintf(buf, buflen, "%.0fs", s);
+    else if (s < 3600)
+        snprintf(buf, buflen, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else
+        snprintf(buf, buflen, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}

@@ -32,4 +32,7 @@ void pb_fmt_json_value(char *buf, size_t size, const json_t *value);
  * "CPU time per sample (µs)"; what alone when unit is NULL or "". */
 void pb_fmt_axis_label(char *buf, size_t size, const char *what, const char *unit);
 
+/* A coarse span of seconds for ETAs and plans: "45s", "2m05s", "1h30m". */
+void pb_fmt_eta(double seconds, char *buf, size_t buflen);
+
 #endif

@@ -43,6 +43,11 @@ int pb_cli_format_error(const char *cmd, const char *text, bool comparison);
 /* pbench help [COMMAND]; `pbench help --man` writes the manual page. */
 int pb_cli_help(int argc, char **argv);
 
+/* Runs the command argv names (argv[1]; --help and --version too) and
+ * returns its exit code; *name gets the command's name for messages (NULL
+ * when there is none). */
+int pb_cli_dispatch(int argc, char **argv, const char **name);
+
 /* text with {formats}, {format-list}, {comparison-formats} and {metrics}
  * filled in from the tables they come from (bench/cli/main.c); returns buf. */
 const char *pb_cli_expand(const char *text, char *buf, size_t buflen);
@@ -53,6 +58,8 @@ const char *pb_cli_expand(const char *text, char *buf, size_t buflen);
 int pb_cli_man(FILE *out);
 
 /* The commands that do not measure a pipeline (bench/cli/tools.c). */
+int cmd_run(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_gen(int argc, char **argv);

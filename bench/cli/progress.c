@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/base/fmt.h"
 #include "bench/base/pb.h"
 #include "bench/run/runner.h"
 
@@ -64,7 +65,7 @@ static void draw_bar(struct pb_progress *p, double samples_per_s, bool live)
     bar[width] = 0;
     if (p->rounds_done > 0) {
         double elapsed = (double)(pb_now_ns() - p->start_ns) / 1e9;
-        pb_format_duration(elapsed / p->rounds_done * (p->rounds_total - p->rounds_done), eta,
+        pb_fmt_eta(elapsed / p->rounds_done * (p->rounds_total - p->rounds_done), eta,
                            sizeof(eta));
     }
     fprintf(stderr, "\r\033[K[%s] round %d/%d point %d/%d %s · %.0f samples/s%s · ETA %s", bar,

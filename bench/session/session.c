@@ -17,6 +17,7 @@
 #include "bench/analyze/verdict.h"
 #include "bench/analyze/history.h"
 #include "bench/base/fileio.h"
+#include "bench/base/fmt.h"
 #include "bench/base/pb.h"
 #include "bench/base/stats.h"
 #include "bench/config/config.h"
@@ -27,6 +28,8 @@
 #include "bench/run/trace.h"
 #include "bench/session/calibrate.h"
 #include "bench/session/interleave.h"
+#include "bench/session/output.h"
+#include "bench/session/data.h"
 #include "bench/session/ranks.h"
 #include "bench/sys/cupti.h"
 #include "bench/sys/mpi.h"
@@ -86,25 +89,11 @@ static const struct pb_dataset *ds_of(const struct session *s, long i)
 
 static const struct pb_session_hooks no_hooks;
 
-static void say(const struct pb_session_hooks *hooks, enum pb_session_level level,
-                const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(const struct pb_session_hooks *hooks, enum pb_session_level level,
-                const char *fmt, ...)
-{
-    if (!hooks->message)
-        return;
-    char text[PB_MSG_MAX * 3];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
-    hooks->message(hooks->user, level, text);
-}
 
 /* The session stops with rc: msg is its sentence, given to the hook too. */
 static int fail(struct session *s, int rc)
 {
-    say(s->hooks, PB_SESSION_ERROR, "%s", s->msg);
+    pb_session_say(s->hooks, PB_SESSION_ERROR, "%s", s->msg);
     return rc;
 }
 
@@ -112,17 +101,7 @@ static int fail(struct session *s, int rc)
 static void warn(struct session *s, const char *text)
 {
     pb_result_warn(s->result, "%s", text);
-    say(s->hooks, PB_SESSION_WARNING, "%s", text);
-}
-
-void pb_format_duration(double s, char *buf, size_t buflen)
-{
-    if (s < 60)
-        snprintf(buf, buflen, "%.0fs", s);
-    else if (s < 3600)
-        snprintf(buf, buflen, "%dm%02ds", (int)s / 60, (int)s % 60);
-    else
-        snprintf(buf, buflen, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+    pb_session_say(s->hooks, PB_SESSION_WARNING, "%s", text);
 }
 
 /* A relative dataset.path in the config file, resolved against the
@@ -228,67 +207,6 @@ static int point_spec(const struct pb_spec *base, const struct pb_sweep_point *p
     return rc;
 }
 
-/* Whether dataset.path is a folder still to be made: missing or empty,
- * and not a glob (a glob names files, never a folder to fill). */
-static bool needs_generating(const char *path)
-{
-    if (strpbrk(path, "*?["))
-        return false;
-    DIR *d = opendir(path);
-    if (!d)
-        return errno == ENOENT;
-    bool empty = true;
-    for (struct dirent *e; empty && (e = readdir(d));)
-        empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
-    closedir(d);
-    return empty;
-}
-
-/* Opens the dataset the spec names, generating it first when it is
- * missing, saying so; the stop flag stops the generation. */
-static int open_dataset(const struct pb_session_opts *opts, const struct pb_session_hooks *hooks,
-                        const struct pb_spec *spec, struct pb_dataset *ds, char *msg,
-                        size_t msglen)
-{
-    const struct pb_dataset_spec *d = &spec->dataset;
-    char inner[PB_MSG_MAX * 2];
-    int rc = PB_OK;
-    memset(ds, 0, sizeof(*ds));
-    /* Under mpirun, rank 0 makes the data first, then the first rank of a
-     * node that still sees no data (a node-local path), each step ending on
-     * a barrier; a single process has one step and no barrier. */
-    if (pb_path_in_data_cache(d->path))
-        say(hooks, PB_SESSION_INFO, "data: %s (%s; the cache folder: $PBENCH_DATA, else "
-            "$XDG_CACHE_HOME/pbench, else ~/.cache/pbench)", d->path,
-            needs_generating(d->path) && d->has_generate ? "generated on first use" : "cached");
-    for (int step = 0; rc == PB_OK && step < pb_mpi_generation_steps(); step++) {
-        if (!d->has_generate || !pb_mpi_generates(step) || !needs_generating(d->path)) {
-            pb_mpi_barrier();
-            continue;
-        }
-        say(hooks, PB_SESSION_INFO, "generating %lld %s files into %s (first use)",
-            (long long)d->generate.count,
-            d->generate.kind == PB_GENERATE_JPEG    ? "JPEG"
-            : d->generate.kind == PB_GENERATE_VIDEO ? "video"
-                                                    : "random-byte",
-            d->path);
-        rc = pb_dataset_generate_stoppable(&d->generate, d->path, hooks->stop, inner,
-                                           sizeof(inner));
-        if (rc == PB_OK)
-            pb_mpi_barrier();
-    }
-    /* Data generated from another spec is not what the config describes. */
-    if (rc == PB_OK && d->has_generate && !strpbrk(d->path, "*?["))
-        rc = pb_generate_stamp_check(&d->generate, d->path, inner, sizeof(inner));
-    /* Your own Dataset (dataset.python) makes its samples; dataset.path is
-     * then only the data it may be handed, and may be left out. */
-    if (rc == PB_OK && (d->path[0] || !d->python[0]))
-        rc = pb_dataset_open(d, ds, inner, sizeof(inner));
-    if (rc != PB_OK)
-        snprintf(msg, msglen, "%s: %s", opts->config_path, inner);
-    return rc;
-}
-
 /* The session enters (on) or leaves the part a stop signal ends politely:
  * data generation, calibration and the measured rounds. */
 static void set_measuring(const struct pb_session_hooks *hooks, bool *measuring, bool on)
@@ -303,7 +221,7 @@ static int run_calibration(const struct pb_session_hooks *hooks, struct pb_spec 
                            const struct pb_dataset *ds, bool gpu, struct pb_calibration *cal,
                            char *msg, size_t msglen)
 {
-    say(hooks, PB_SESSION_INFO, "calibrating: the pipeline on one core, then memory bandwidth%s",
+    pb_session_say(hooks, PB_SESSION_INFO, "calibrating: the pipeline on one core, then memory bandwidth%s",
         pb_spec_uses_gpu(spec) || gpu ? " and host-to-device copies" : "");
     return pb_calibrate(spec, ds, gpu, hooks->stop, cal, msg, msglen);
 }
@@ -530,7 +448,7 @@ static void announce(struct session *s)
         snprintf(text + used, sizeof(text) - used,
                  "; %s (base) against %s (new), %d rounds interleaved A B B A ...",
                  s->opts->config_path, next, rounds);
-        say(s->hooks, PB_SESSION_INFO, "%s", text);
+        pb_session_say(s->hooks, PB_SESSION_INFO, "%s", text);
         return;
     }
     if (!s->swept) {
@@ -539,7 +457,7 @@ static void announce(struct session *s)
                  (long long)b->loader.workers, b->loader.workers == 1 ? "" : "s",
                  (long long)b->loader.batch_size, (long long)b->loader.prefetch_factor,
                  (int)b->run.repeats, b->run.repeats == 1 ? "" : "s");
-        say(s->hooks, PB_SESSION_INFO, "%s", text);
+        pb_session_say(s->hooks, PB_SESSION_INFO, "%s", text);
         return;
     }
     double lo = 0, hi = 0;
@@ -548,14 +466,14 @@ static void announce(struct session *s)
         hi += (double)s->specs[i].run.repeats * s->specs[i].run.max_time_s;
     }
     char a[32], z[32];
-    pb_format_duration(lo, a, sizeof(a));
-    pb_format_duration(hi, z, sizeof(z));
+    pb_fmt_eta(lo, a, sizeof(a));
+    pb_fmt_eta(hi, z, sizeof(z));
     snprintf(text + used, sizeof(text) - used,
              "; sweep of %ld points x %d repeats, interleaved: %s to %s measured, plus warm-up",
              s->point_count, (int)b->run.repeats, a, z);
-    say(s->hooks, PB_SESSION_INFO, "%s", text);
+    pb_session_say(s->hooks, PB_SESSION_INFO, "%s", text);
     if (hi > 3600)
-        say(s->hooks, PB_SESSION_WARNING, "this sweep may take over an hour; narrow it with -a "
+        pb_session_say(s->hooks, PB_SESSION_WARNING, "this sweep may take over an hour; narrow it with -a "
                                           "PATH=V1,V2 or lower run.max_time_s");
 }
 
@@ -696,7 +614,7 @@ static int measure(struct session *s)
                 s->interrupted = true;
             } else if (rc != PB_OK) {
                 pb_strlcpy(pt->error, s->msg, sizeof(pt->error));
-                say(h, PB_SESSION_ERROR, "%s%s%s", label, label[0] ? ": " : "", s->msg);
+                pb_session_say(h, PB_SESSION_ERROR, "%s%s%s", label, label[0] ? ": " : "", s->msg);
                 if (!s->swept || rc == PB_ERR_STALLED)
                     point_rc = rc;
                 stuck = rc == PB_ERR_STALLED;
@@ -771,117 +689,14 @@ static size_t summarize(struct session *s)
     return measured_points;
 }
 
-/* The longest config name a default result file name keeps. */
-#define SAFE_NAME_MAX 64
-
-/* name as a file name: letters, digits, '.', '_' and '-' kept, anything
- * else (a '/', a space, a control character) '_', no leading '.', at most
- * SAFE_NAME_MAX bytes, "result" when nothing is left. */
-static void safe_file_name(const char *name, char *buf, size_t buflen)
-{
-    size_t n = 0;
-    for (const char *c = name; *c && n + 1 < buflen && n < SAFE_NAME_MAX; c++) {
-        bool keep = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                    (*c >= '0' && *c <= '9') || *c == '_' || *c == '-' || (*c == '.' && n > 0);
-        buf[n++] = keep ? *c : '_';
-    }
-    buf[n] = '\0';
-    if (n == 0)
-        snprintf(buf, buflen, "result");
-}
-
-/* The folder default results go into, the only one a session creates. */
-#define RESULTS_FOLDER "results"
-
-/* results/NAME-YYYYmmdd-HHMMSS, the default result file without ".json". */
-static void default_result_stem(const char *name, char *buf, size_t buflen)
-{
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    char stamp[32], file_name[SAFE_NAME_MAX + 1];
-    strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-    safe_file_name(name, file_name, sizeof(file_name));
-    snprintf(buf, buflen, RESULTS_FOLDER "/%s-%s", file_name, stamp);
-}
-
-/* The default result file: results/NAME-DATE.json, or NAME-DATE-2.json
- * and so on when that is taken, claimed (made empty) so that a session
- * started in the same second gets another name. Ranks other than 0 write
- * no result and claim nothing. */
-static int claim_default_output(struct session *s, char *path, size_t pathlen, char *why,
-                                size_t whylen)
-{
-    char stem[SAFE_NAME_MAX + 64];
-    default_result_stem(s->result->name, stem, sizeof(stem));
-    if (!pb_mpi_is_root()) {
-        snprintf(path, pathlen, "%s.json", stem);
-        return PB_OK;
-    }
-    if (mkdir(RESULTS_FOLDER, 0777) != 0 && errno != EEXIST) {
-        snprintf(why, whylen, "cannot create the folder %s: %s", RESULTS_FOLDER, strerror(errno));
-        return PB_ERR_CONFIG;
-    }
-    if (pb_claim_new_file(stem, ".json", path, pathlen, why, whylen) != PB_OK)
-        return PB_ERR_CONFIG;
-    s->claimed = true;
-    return pb_output_check(path, why, whylen);
-}
-
-/* An output (what names the option) that is one of the session's inputs:
- * the config, the other config, the baseline. PB_ERR_CONFIG with msg. */
-static int output_is_input(struct session *s, const char *what, const char *path)
-{
-    const struct pb_session_opts *o = s->opts;
-    const char *inputs[][2] = {{o->config_path, "the config"},
-                               {o->new_config_path, "the new config"},
-                               {o->baseline_path, "the --baseline result"}};
-    for (size_t i = 0; i < PB_ARRAY_LEN(inputs); i++) {
-        if (!inputs[i][0] || !pb_same_file(path, inputs[i][0]))
-            continue;
-        snprintf(s->msg, s->msglen, "%s %s is %s (%s), an input it would overwrite; give another "
-                 "file", what, path, inputs[i][1], inputs[i][0]);
-        return fail(s, PB_ERR_CONFIG);
-    }
-    return PB_OK;
-}
-
-/* Where the result goes (-o, or results/NAME-DATE.json), decided and
- * checked before any data is made: a path that cannot be written (a
- * missing or read-only folder, a full disk, a directory, a device) or that
- * names an input is refused there rather than after the run. --trace's
- * file is checked alike. */
+/* Where the result goes, decided before any data is made
+ * (bench/session/output.h). */
 static int decide_output(struct session *s)
 {
-    const struct pb_session_opts *o = s->opts;
-    char path[PB_PATH_MAX], why[PB_MSG_MAX * 2];
-    int rc;
-    if (o->output_path) {
-        pb_strlcpy(path, o->output_path, sizeof(path));
-        rc = pb_output_check(path, why, sizeof(why));
-    } else {
-        rc = claim_default_output(s, path, sizeof(path), why, sizeof(why));
-    }
-    pb_strlcpy(s->outcome->result_path, path, sizeof(s->outcome->result_path));
-    if (rc != PB_OK) {
-        snprintf(s->msg, s->msglen, "%s%s", o->output_path ? "-o " : "", why);
-        return fail(s, rc);
-    }
-    if (o->output_path && output_is_input(s, "-o", path) != PB_OK)
-        return PB_ERR_CONFIG;
-    if (!o->trace_path)
-        return PB_OK;
-    if (pb_same_file(o->trace_path, path)) {
-        snprintf(s->msg, s->msglen, "--trace %s is the result file too; give another file",
-                 o->trace_path);
-        return fail(s, PB_ERR_CONFIG);
-    }
-    rc = pb_output_check(o->trace_path, why, sizeof(why));
-    if (rc != PB_OK) {
-        snprintf(s->msg, s->msglen, "--trace %s", why);
-        return fail(s, rc);
-    }
-    return output_is_input(s, "--trace", o->trace_path);
+    int rc = pb_session_decide_output(s->opts, s->result->name, s->outcome->result_path,
+                                      sizeof(s->outcome->result_path), &s->claimed, s->msg,
+                                      s->msglen);
+    return rc == PB_OK ? PB_OK : fail(s, rc);
 }
 
 /* The baseline, read before measuring so that a missing or malformed file
@@ -953,13 +768,13 @@ static int write_result(struct session *s)
     }
     if (pb_result_write(r, path, s->msg, s->msglen) != PB_OK)
         return fail(s, PB_ERR);
-    say(s->hooks, PB_SESSION_INFO, "result%s written to %s", s->ab ? " (both configs)" : "",
+    pb_session_say(s->hooks, PB_SESSION_INFO, "result%s written to %s", s->ab ? " (both configs)" : "",
         path);
     if (r->trace_path[0])
-        say(s->hooks, PB_SESSION_INFO, "trace written to %s: open it in Perfetto or "
+        pb_session_say(s->hooks, PB_SESSION_INFO, "trace written to %s: open it in Perfetto or "
             "chrome://tracing", r->trace_path);
     else if (r->gpu_trace_path[0])
-        say(s->hooks, PB_SESSION_INFO, "GPU trace written to %s: open it in Perfetto or "
+        pb_session_say(s->hooks, PB_SESSION_INFO, "GPU trace written to %s: open it in Perfetto or "
             "chrome://tracing", r->gpu_trace_path);
     return PB_OK;
 }
@@ -981,7 +796,7 @@ static int run_measured(struct session *s)
 {
     announce(s);
     if (pb_mpi()->active)
-        say(s->hooks, PB_SESSION_INFO,
+        pb_session_say(s->hooks, PB_SESSION_INFO,
             "%d ranks (%d on this node): each reads shard rank/%d; rank 0 decides when a repeat "
             "stops and writes the result",
             pb_mpi()->size, pb_mpi()->local_size, pb_mpi()->size);
@@ -1052,7 +867,7 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
     if (rc == PB_OK)
         set_measuring(s->hooks, &s->measuring, true);
     if (rc == PB_OK) {
-        rc = open_dataset(opts, s->hooks, &s->base, &s->ds, msg, msglen);
+        rc = pb_session_open_dataset(opts, s->hooks, &s->base, &s->ds, msg, msglen);
         if (rc == PB_OK) {
             s->ds_open = true;
             pb_storage_dataset_info(&s->base, &s->ds, &s->result->dataset);
@@ -1063,7 +878,7 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
     if (rc == PB_OK && s->ab && strcmp(s->alt.dataset.path, s->base.dataset.path) != 0) {
         struct pb_session_opts alt = *opts;
         alt.config_path = opts->new_config_path;
-        rc = open_dataset(&alt, s->hooks, &s->alt, &s->alt_ds, msg, msglen);
+        rc = pb_session_open_dataset(&alt, s->hooks, &s->alt, &s->alt_ds, msg, msglen);
         if (rc == PB_OK)
             s->alt_ds_open = true;
         else
@@ -1129,13 +944,13 @@ int pb_session_calibrate(const struct pb_session_opts *opts, const struct pb_ses
     if (rc == PB_OK) {
         pb_strlcpy(name, spec.name, namelen);
         set_measuring(hooks, &measuring, true);
-        rc = open_dataset(opts, hooks, &spec, &ds, msg, msglen);
+        rc = pb_session_open_dataset(opts, hooks, &spec, &ds, msg, msglen);
     }
     if (rc == PB_OK)
         rc = run_calibration(hooks, &spec, &ds, opts->calibrate_gpu, cal, msg, msglen);
     set_measuring(hooks, &measuring, false);
     if (rc != PB_OK)
-        say(hooks, PB_SESSION_ERROR, "%s", msg);
+        pb_session_say(hooks, PB_SESSION_ERROR, "%s", msg);
     pb_dataset_free(&ds);
     pb_spec_free(&spec);
     return rc;

@@ -1,0 +1,72 @@
+/* What a session is asked and how it speaks (bench/session/hooks.c): the
+ * options of a session, its hooks (every sentence a user reads, progress,
+ * the stop flag), and the one helper that says a sentence through them.
+ * Below session.h, so the session's own modules (data, output) read them
+ * without reaching back up to the session. */
+#ifndef PB_SESSION_HOOKS_H
+#define PB_SESSION_HOOKS_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bench/run/runner.h"
+
+struct pb_session_opts {
+    const char *config_path;
+    const char *const *overrides;   /* "-s key.path=value", applied in order */
+    int override_count;
+    const char *const *axes;        /* "-a key.path=v1,v2", over the sweep: section */
+    int axis_count;
+    const char *output_path;        /* NULL: results/NAME-YYYYmmdd-HHMMSS.json; a link
+                                       is followed to the file it names */
+    bool overhead;                  /* paired rounds with stage timing off       */
+    bool calibrate;                 /* a sweep starts with the one-core calibration */
+    bool calibrate_gpu;             /* pb_session_calibrate: host-to-device copies too,
+                                       failing without a device                  */
+    const char *new_config_path;    /* pbench compare BASE.yaml NEW.yaml: NEW's points
+                                       run in rounds interleaved with config_path's,
+                                       one result holds both (bench/session/interleave.h)
+                                       and the outcome their comparison          */
+    const char *const *new_overrides; /* pbench compare --set-new key.path=value: on the
+                                       new config alone, after the -s overrides; the
+                                       change under test when both configs are one file */
+    int new_override_count;
+    const char *baseline_path;      /* NULL: no comparison                        */
+    const char *trace_path;         /* run.trace's file; NULL: NAME.trace.json beside
+                                       the result                                 */
+    double threshold_pct;           /* practical threshold of that comparison     */
+};
+
+enum pb_session_level {
+    PB_SESSION_INFO,    /* what is happening ("generating 512 files ...")     */
+    PB_SESSION_WARNING, /* a caveat that also travels into the result          */
+    PB_SESSION_ERROR,   /* an error: the session stops, or a point failed      */
+};
+
+/* Every callback may be NULL, and so may the hooks themselves. */
+struct pb_session_hooks {
+    void *user;
+    /* One sentence for the user, without a prefix or a newline. */
+    void (*message)(void *user, enum pb_session_level level, const char *text);
+    /* The session enters (on) and leaves (off) the part that a stop signal
+     * (Ctrl-C, SIGTERM, SIGHUP) should end politely: data generation,
+     * calibration and the measured rounds. */
+    void (*measuring)(void *user, bool on);
+    /* The interleaved rounds start: points x repeats rounds in all. */
+    void (*rounds)(void *user, int points, int repeats);
+    /* A round of one point starts (both 1-based); label names its axes,
+     * "workers=2 batch_size=32", or "" without a sweep. */
+    void (*round)(void *user, int point, int round, const char *label);
+    /* Passed to the runner as they are (see bench/run/runner.h). */
+    pb_progress_fn progress;
+    void (*tick)(void *user, double samples_per_s);
+    volatile sig_atomic_t *stop;
+};
+
+/* Says a sentence through hooks->message at level (nothing where hooks
+ * or its message hook is NULL). */
+void pb_session_say(const struct pb_session_hooks *hooks, enum pb_session_level level,
+                    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif
