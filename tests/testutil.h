@@ -197,6 +197,17 @@ static inline int pb_test_run_pbench(const char *dir, const char *args, char **e
 
 /* Loads the JSON document dir/name; fails the running test with the parser's
  * message when it cannot. The caller owns the reference. */
+/* Whether the Python that the torch engine runs ($PBENCH_PYTHON, else
+ * Debian's /usr/bin/python3) imports torch and torchvision. */
+static inline bool pb_test_have_torch(void)
+{
+    const char *python = getenv("PBENCH_PYTHON");
+    char probe[600];
+    snprintf(probe, sizeof probe, "'%s' -c 'import torch, torchvision' >/dev/null 2>&1",
+             python && python[0] ? python : "/usr/bin/python3");
+    return system(probe) == 0;
+}
+
 static inline json_t *pb_test_load_json(const char *dir, const char *name)
 {
     char path[PB_PATH_MAX];
