@@ -545,14 +545,6 @@ static int gpu_slowed_repeats(const struct pb_point_result *p)
     return n;
 }
 
-static double median_throttled(const struct pb_point_result *p)
-{
-    double v[PB_COMPARE_MAX_REPEATS];
-    size_t n = 0;
-    for (size_t r = 0; r < p->repeat_count && n < PB_COMPARE_MAX_REPEATS; r++)
-        v[n++] = p->repeats[r].throttled_pct;
-    return n ? pb_median(v, n) : 0;
-}
 
 /* Whether the machine changed under the code between the sides: its
  * reference workload's comparison (the machine_ref_ns row), and a CPU
@@ -564,14 +556,14 @@ static void machine_change(struct pb_point_cmp *pc, const struct pb_point_result
     in->machine_change_pct = NAN;
     for (int m = 0; m < pc->metric_count; m++) {
         const struct pb_metric_cmp *mc = &pc->metrics[m];
-        if (strcmp(mc->name, "machine_ref_ns") != 0 || isnan(mc->ci_low_pct))
+        if (!mc->row || !mc->row->machine || isnan(mc->ci_low_pct))
             continue;
         in->machine_change_pct = mc->change_pct;
         in->machine_changed = fabs(mc->change_pct) >= PB_MACHINE_CHANGE_PCT &&
                               (mc->ci_low_pct > 0 || mc->ci_high_pct < 0);
     }
-    in->base_throttled = median_throttled(a);
-    in->next_throttled = median_throttled(b);
+    in->base_throttled = pb_point_median_throttled(a);
+    in->next_throttled = pb_point_median_throttled(b);
     in->throttled = in->base_throttled >= PB_THROTTLED_PCT || in->next_throttled >= PB_THROTTLED_PCT;
     in->base_gpu_slowed = gpu_slowed_repeats(a);
     in->next_gpu_slowed = gpu_slowed_repeats(b);
@@ -589,8 +581,8 @@ static void apply_interference(struct pb_point_cmp *pc,
     struct pb_interference *in = &pc->interference;
     side_interference(a, &in->base_other, &in->base_other_lo, &in->base_other_hi, &in->base_steal);
     side_interference(b, &in->next_other, &in->next_other_lo, &in->next_other_hi, &in->next_steal);
-    in->disturbed = in->base_other >= PB_BUSY_MACHINE_PCT || in->next_other >= PB_BUSY_MACHINE_PCT ||
-                    in->base_steal >= PB_STEAL_PCT || in->next_steal >= PB_STEAL_PCT;
+    in->disturbed = pb_machine_disturbed(in->base_other, in->base_steal, 0) ||
+                    pb_machine_disturbed(in->next_other, in->next_steal, 0);
     machine_change(pc, a, b);
     in->disturbed |= in->machine_changed || in->throttled || in->gpu_slowed;
     if (!in->disturbed)

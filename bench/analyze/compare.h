@@ -46,7 +46,6 @@ struct pb_interference {
     bool gpu_slowed;
     bool disturbed;
 };
-#define PB_MACHINE_CHANGE_PCT 10.0
 
 #define PB_COMPARE_ALPHA 0.05
 /* Every row of bench/result/metrics.h, then CPU time per sample of up to

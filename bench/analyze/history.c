@@ -219,19 +219,6 @@ static void config_fingerprint(const struct pb_result *result, const char *machi
     json_decref(measured);
 }
 
-/* The median share of a point's repeats a CPU quota throttled, %. */
-static double median_throttled(const struct pb_point_result *p)
-{
-    double *v = malloc((p->repeat_count + 1) * sizeof(double));
-    if (!v)
-        return NAN;
-    size_t n = 0;
-    for (size_t r = 0; p->repeats && r < p->repeat_count; r++)
-        v[n++] = p->repeats[r].throttled_pct;
-    double median = n ? pb_median(v, n) : 0;
-    free(v);
-    return median;
-}
 
 /* A point's pipeline stages' CPU time per sample (ns) as a JSON object,
  * the sub-stages and device rows aside; the caller frees it. */
@@ -310,7 +297,7 @@ static int add_points(const char *db_path, const struct pb_result *result, const
         sqlite3_bind_text(st, 11, measured ? measured : "{}", -1, SQLITE_TRANSIENT);
         sqlite3_bind_double(st, 12, p->other_cpu_pct);
         sqlite3_bind_double(st, 13, p->steal_pct);
-        sqlite3_bind_double(st, 14, median_throttled(p));
+        sqlite3_bind_double(st, 14, pb_point_median_throttled(p));
         char *stages = stage_cpu_text(p);
         sqlite3_bind_text(st, 15, stages ? stages : "{}", -1, SQLITE_TRANSIENT);
         free(stages);
@@ -404,9 +391,8 @@ static bool step_disturbed(struct pb_history_series *s, double *values)
            steal_after = runs_median(s, step, n, steal, values);
     double quota_before = runs_median(s, 0, step, throttled, values),
            quota_after = runs_median(s, step, n, throttled, values);
-    return s->other_before >= PB_BUSY_MACHINE_PCT || s->other_after >= PB_BUSY_MACHINE_PCT ||
-           steal_before >= PB_STEAL_PCT || steal_after >= PB_STEAL_PCT ||
-           quota_before >= PB_THROTTLED_PCT || quota_after >= PB_THROTTLED_PCT;
+    return pb_machine_disturbed(s->other_before, steal_before, quota_before) ||
+           pb_machine_disturbed(s->other_after, steal_after, quota_after);
 }
 
 /* A run's CPU time per sample in stage (ns) from its stages JSON: 0 where
@@ -520,9 +506,8 @@ static void find_suspect(const struct pb_history *h, struct pb_history_series *s
     pb_step_suspect(values + from, n - from, h->threshold_pct, h->absolute, &s->newest);
     bool worse = h->higher_is_better ? s->newest.change < 0 : s->newest.change > 0;
     const struct pb_history_run *last = &s->runs[n - 1];
-    bool busy = h->wall_clock && (last->other_cpu >= PB_BUSY_MACHINE_PCT ||
-                                  last->steal >= PB_STEAL_PCT ||
-                                  last->throttled >= PB_THROTTLED_PCT);
+    bool busy =
+        h->wall_clock && pb_machine_disturbed(last->other_cpu, last->steal, last->throttled);
     s->suspect = s->newest.suspect && worse && !busy && !isnan(values[n - 1]);
 }
 
@@ -548,8 +533,9 @@ static void series_finish(struct pb_history *h, struct pb_history_series *s)
     if (s->step >= 0) {
         s->step_worse = h->higher_is_better ? s->step_pct < 0 : s->step_pct > 0;
         s->machine_shift_pct = machine_shift(s, values);
-        s->machine_step = s->step_worse && strcmp(h->metric, "machine_ref_ns") != 0 &&
-                          s->machine_shift_pct >= PB_HISTORY_MACHINE_PCT;
+        const struct pb_metric *row = pb_metric_find(h->metric);
+        s->machine_step = s->step_worse && !(row && row->machine) &&
+                          s->machine_shift_pct >= PB_MACHINE_CHANGE_PCT;
         s->disturbed = h->wall_clock && step_disturbed(s, values);
         h->disturbed += s->disturbed;
         h->regressions += s->step_worse && !s->machine_step && !s->disturbed;

@@ -78,7 +78,7 @@ struct pb_history_series {
     bool step_worse;            /* the step makes the metric worse         */
     /* The machine's reference across the step: the median's shift from
      * the runs before to the runs from it (%, NaN unknown), and whether it
-     * slowed by PB_HISTORY_MACHINE_PCT or more: a slower runner, whose
+     * slowed by PB_MACHINE_CHANGE_PCT or more: a slower runner, whose
      * step is not counted as a regression of the code. */
     double machine_shift_pct;
     bool machine_step;
@@ -117,7 +117,6 @@ struct pb_history_series {
     int break_count, break_more;
     char breaks[PB_HISTORY_BREAKS][200];
 };
-#define PB_HISTORY_MACHINE_PCT 5.0
 
 /* Whether s's step counts as a regression: worse, and neither a slower
  * machine nor other processes moved it. */

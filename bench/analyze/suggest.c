@@ -488,7 +488,7 @@ static void worker_suggestions(const struct pb_result *result, size_t i, const c
     bool restarts = epoch_restart_pct(result, i, &epoch_s) >= 3; /* said on its own */
     /* Workers off CPU while other processes hold the machine were starved
      * of it: neither more workers nor prefetch is the cure. */
-    bool starved = p->other_cpu_pct >= PB_BUSY_MACHINE_PCT || p->steal_pct >= PB_STEAL_PCT;
+    bool starved = pb_machine_disturbed(p->other_cpu_pct, p->steal_pct, 0);
     if (waits && !a->cpu_bound && !a->saturated && a->workers > 0 && starved)
         SUGGEST(an,
                 "workers are on CPU only %.0f%% of the time while the loop waits %.1f%%, and "

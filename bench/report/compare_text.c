@@ -305,8 +305,8 @@ void pb_interference_text(const struct pb_point_cmp *pc, char *buf, size_t bufle
         buf[0] = '\0';
     if (!in->disturbed || buflen == 0)
         return;
-    if (in->base_other >= PB_BUSY_MACHINE_PCT || in->next_other >= PB_BUSY_MACHINE_PCT ||
-        in->base_steal >= PB_STEAL_PCT || in->next_steal >= PB_STEAL_PCT)
+    if (pb_machine_disturbed(in->base_other, in->base_steal, 0) ||
+        pb_machine_disturbed(in->next_other, in->next_steal, 0))
         used += (size_t)snprintf(
             buf + used, buflen - used,
             "other processes took %.0f%% of the machine's CPU on the base side (%.0f-%.0f%% "

@@ -140,28 +140,44 @@ static double ref_of_point(const struct pb_point_result *p)
     return n ? pb_median(v, n) : NAN;
 }
 
-const struct pb_metric pb_metrics[PB_METRIC_COUNT] = {
-    {"samples_per_s", "samples/s", true, false, false, true, samples_of_repeat, samples_to_repeat,
-     PB_RANKS_SUM, samples_of_point, true, false, false},
-    {"stall_pct", "%", false, true, false, true, stall_of_repeat, stall_to_repeat, PB_RANKS_MEAN,
-     stall_of_point, true, false, false},
-    {"accel_util_pct", "%", true, true, false, true, accel_of_repeat, accel_to_repeat,
-     PB_RANKS_MEAN, accel_of_point, true, false, false},
+const struct pb_metric pb_metrics[] = {
+    {.name = "samples_per_s", .unit = "samples/s", .higher_is_better = true, .gates = true,
+     .of_repeat = samples_of_repeat, .to_repeat = samples_to_repeat, .ranks = PB_RANKS_SUM,
+     .of_point = samples_of_point, .wall_clock = true},
+    {.name = "stall_pct", .unit = "%", .absolute = true, .gates = true,
+     .of_repeat = stall_of_repeat, .to_repeat = stall_to_repeat, .ranks = PB_RANKS_MEAN,
+     .of_point = stall_of_point, .wall_clock = true},
+    {.name = "accel_util_pct", .unit = "%", .higher_is_better = true, .absolute = true,
+     .gates = true, .of_repeat = accel_of_repeat, .to_repeat = accel_to_repeat,
+     .ranks = PB_RANKS_MEAN, .of_point = accel_of_point, .wall_clock = true},
     /* More workers on shared cores cost CPU per sample (cache, memory
      * bandwidth): the cost of that setting, not a regression of the code. */
-    {"cpu_ns_per_sample", "ns", false, false, true, true, cpu_per_sample_of_repeat, NULL,
-     PB_RANKS_ROOT, cpu_per_sample_of_point, false, true, false},
-    {"assembly_p50_ns", "ns", false, false, false, false, assembly_p50_of_repeat, NULL, PB_RANKS_ROOT,
-     NULL, true, false, false},
-    {"assembly_p99_ns", "ns", false, false, false, false, assembly_p99_of_repeat, NULL, PB_RANKS_ROOT,
-     assembly_p99_of_point, true, false, false},
-    {"rss_peak_bytes", "bytes", false, false, true, false, rss_of_repeat, rss_to_repeat, PB_RANKS_SUM,
-     rss_of_point, false, false, false},
+    {.name = "cpu_ns_per_sample", .unit = "ns", .setting_cost = true, .gates = true,
+     .of_repeat = cpu_per_sample_of_repeat, .ranks = PB_RANKS_ROOT,
+     .of_point = cpu_per_sample_of_point, .loader_cost = true},
+    {.name = "assembly_p50_ns", .unit = "ns", .of_repeat = assembly_p50_of_repeat,
+     .ranks = PB_RANKS_ROOT, .wall_clock = true},
+    {.name = "assembly_p99_ns", .unit = "ns", .of_repeat = assembly_p99_of_repeat,
+     .ranks = PB_RANKS_ROOT, .of_point = assembly_p99_of_point, .wall_clock = true},
+    {.name = "rss_peak_bytes", .unit = "bytes", .setting_cost = true, .of_repeat = rss_of_repeat,
+     .to_repeat = rss_to_repeat, .ranks = PB_RANKS_SUM, .of_point = rss_of_point},
     /* Not the code's: the machine's speed, shown beside the verdicts and
-     * kept as a series, never gated (bench/analyze/compare.c reads it). */
-    {"machine_ref_ns", "ns", false, false, false, false, ref_of_repeat, ref_to_repeat,
-     PB_RANKS_MEAN, ref_of_point, false, false, true},
+     * kept as a series, never gated (compare and history find it by its
+     * machine flag). */
+    {.name = "machine_ref_ns", .unit = "ns", .of_repeat = ref_of_repeat,
+     .to_repeat = ref_to_repeat, .ranks = PB_RANKS_MEAN, .of_point = ref_of_point,
+     .machine = true},
 };
+_Static_assert(sizeof(pb_metrics) / sizeof(pb_metrics[0]) == PB_METRIC_COUNT,
+               "PB_METRIC_COUNT counts the rows of pb_metrics[]");
+
+const struct pb_metric *pb_metric_machine(void)
+{
+    for (size_t i = 0; i < PB_METRIC_COUNT; i++)
+        if (pb_metrics[i].machine)
+            return &pb_metrics[i];
+    return NULL;
+}
 
 const struct pb_metric *pb_metric_find(const char *name)
 {

@@ -58,6 +58,9 @@ extern const struct pb_metric pb_metrics[PB_METRIC_COUNT];
 /* The metric named name, or NULL. */
 const struct pb_metric *pb_metric_find(const char *name);
 
+/* The machine's own row (the one with .machine), or NULL. */
+const struct pb_metric *pb_metric_machine(void);
+
 /* Writes the table's metric names joined by sep into buf (cut short at
  * buflen); with kept, only those history keeps (a point value): the names
  * a message about an unknown metric lists. */

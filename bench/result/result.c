@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,7 +251,7 @@ void pb_point_summarize(struct pb_point_result *point)
     point->steal_pct = MEDIAN(steal_pct);
     point->first_batch_s = MEDIAN(first_batch_s);
 #undef MEDIAN
-    if (point->other_cpu_pct >= PB_BUSY_MACHINE_PCT || point->steal_pct >= PB_STEAL_PCT)
+    if (pb_machine_disturbed(point->other_cpu_pct, point->steal_pct, 0))
         pb_point_warn(point,
                       "other processes used %.0f%% of the machine's CPU while this point was "
                       "measured (steal %.0f%%): the figures are lower than this machine can do "
@@ -550,4 +551,23 @@ bool pb_result_engines_text(const struct pb_result *result, char *buf, size_t bu
         used += (size_t)snprintf(buf + used, buflen - used, "%s%s", used ? "; " : "", text);
     }
     return used > 0;
+}
+
+bool pb_machine_disturbed(double other_cpu_pct, double steal_pct, double throttled_pct)
+{
+    return other_cpu_pct >= PB_BUSY_MACHINE_PCT || steal_pct >= PB_STEAL_PCT ||
+           throttled_pct >= PB_THROTTLED_PCT;
+}
+
+double pb_point_median_throttled(const struct pb_point_result *p)
+{
+    double *v = malloc((p->repeat_count + 1) * sizeof(double));
+    if (!v)
+        return NAN;
+    size_t n = 0;
+    for (size_t r = 0; p->repeats && r < p->repeat_count; r++)
+        v[n++] = p->repeats[r].throttled_pct;
+    double median = n ? pb_median(v, n) : 0;
+    free(v);
+    return median;
 }

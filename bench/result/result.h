@@ -26,12 +26,23 @@
 #define PB_STAGE_COUNTERS 8
 #define PB_PERF_COUNTERS 5      /* counted by bench/run/perfcount.h */
 
-/* Interference that makes a point's figures lower than the machine alone. */
+/* Interference that makes a point's figures lower than the machine alone:
+ * other processes' share of the machine's CPU, steal, and the share of its
+ * time a CPU quota throttled the run. One rule (pb_machine_disturbed) for
+ * compare, history, the calibration and the suggestions. */
 #define PB_BUSY_MACHINE_PCT 10.0
 #define PB_STEAL_PCT 5.0
-/* A run a CPU quota throttled this share of its time or more was held back
- * by its quota, whatever the code did. */
 #define PB_THROTTLED_PCT 1.0
+/* The machine itself changed when its own reference workload moved this
+ * much: compare between two sides (its interval excluding 0 too) and
+ * history between the runs before a step and from it. 5%, the default
+ * threshold of a change: a machine that moved less cannot explain a change
+ * that counts. */
+#define PB_MACHINE_CHANGE_PCT 5.0
+
+/* Whether figures measured with these medians of interference (other
+ * processes' CPU %, steal %, CPU-quota throttled %) were disturbed. */
+bool pb_machine_disturbed(double other_cpu_pct, double steal_pct, double throttled_pct);
 
 /* Per stage, merged over workers (and over repeats in the point summary).
  * A decoder's sub-stages ("decode.seek") are rows of their own with parent
@@ -344,6 +355,10 @@ void pb_repeat_result_free(struct pb_repeat_result *rep);
  * The summary stands on pb_point_finished_repeats: a last repeat a stop
  * cut short stays in the point but is left out. */
 void pb_point_summarize(struct pb_point_result *point);
+
+/* The median over the point's repeats of the share of time a CPU quota
+ * throttled them, %; 0 without repeats. */
+double pb_point_median_throttled(const struct pb_point_result *point);
 
 /* The repeats a point's summary stands on: all of them, less the last when
  * a stop cut it short (it stays in the result, marked interrupted) and an

@@ -67,7 +67,8 @@ int pb_calibrate(struct pb_spec *spec, const struct pb_dataset *ds, bool gpu,
         cal->single_core_samples_per_s = point->samples_per_s;
         cal->other_cpu_pct = point->other_cpu_pct;
         cal->steal_pct = point->steal_pct;
-        cal->busy = point->other_cpu_pct >= PB_BUSY_MACHINE_PCT || point->steal_pct >= PB_STEAL_PCT;
+        cal->busy = pb_machine_disturbed(point->other_cpu_pct, point->steal_pct,
+                                         pb_point_median_throttled(point));
         double amp, ns_frame, frames;
         if (pb_decode_figures(point, &amp, &ns_frame, &frames))
             cal->decode_ns_per_frame = ns_frame;
