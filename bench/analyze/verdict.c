@@ -97,10 +97,12 @@ static void capacity_line(const struct pb_result *result, size_t i, struct pb_an
         snprintf(verdict, sizeof verdict, "enough at the median, short at the slowest repeat");
     else
         snprintf(verdict, sizeof verdict, "short by %.1f", cores - pus);
-    snprintf(an->capacity, sizeof an->capacity,
-             "a %.4g ms step at batch %.0f needs %.4g samples/s; %s, that takes %.1f cores of "
-             "loading%s; this machine has %d hardware threads: %s",
-             step, batch, need, from, cores, range, pus, verdict);
+    int n = snprintf(an->capacity, sizeof an->capacity,
+                     "a %.4g ms step at batch %.0f needs %.4g samples/s; %s, that takes %.1f "
+                     "cores of loading%s; this machine has %d hardware threads: %s",
+                     step, batch, need, from, cores, range, pus, verdict);
+    if (n < 0)
+        an->capacity[0] = '\0'; /* cut short at the buffer's end otherwise, still a line */
 }
 
 int pb_analyze(const struct pb_result *result, struct pb_analysis *out)
