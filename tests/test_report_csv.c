@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,10 +246,108 @@ static void test_report_csv_repeats(void **state)
     pb_result_free(&result);
 }
 
+/* One text cell through pb_csv_text with separator sep; the caller frees
+ * the text. */
+static __attribute__((noinline)) char *text_cell(char sep, const char *raw, bool last)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    assert_non_null(out);
+    pb_csv_text(out, sep, raw, last);
+    fclose(out);
+    return text;
+}
+
+/* A text cell, as RFC 4180 asks: quoted when it holds a comma or a quote,
+ * a quote doubled inside; a line break printed as \x0a, so it needs no
+ * quotes; text a spreadsheet would run as a formula (=, +, -, @ first)
+ * guarded with a leading ', then quoted if need be; TSV never quotes. The
+ * separator follows, a line break after the last cell. */
+static void test_csv_text_cells(void **state)
+{
+    (void)state;
+    static const struct {
+        char sep;
+        const char *raw;
+        bool last;
+        const char *want;
+    } cases[] = {
+        {',', "decode", false, "decode,"},
+        {',', "decode", true, "decode\n"},
+        {',', "", true, "\n"},
+        {',', "224,224", false, "\"224,224\","},
+        {',', "say \"hi\"", false, "\"say \"\"hi\"\"\","},
+        {',', "line\nbreak", false, "line\\x0abreak,"},
+        {',', "tab\there", true, "tab\\x09here\n"},
+        {',', "=1+2", false, "'=1+2,"},
+        {',', "+cmd", false, "'+cmd,"},
+        {',', "-cmd", false, "'-cmd,"},
+        {',', "@SUM(A1)", false, "'@SUM(A1),"},
+        {',', "=A1,B1", false, "\"'=A1,B1\","},
+        {',', "a=b", false, "a=b,"},
+        {'\t', "224,224", false, "224,224\t"},
+        {'\t', "say \"hi\"", true, "say \"hi\"\n"},
+        {'\t', "=1", false, "'=1\t"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        char *got = text_cell(cases[i].sep, cases[i].raw, cases[i].last);
+        if (strcmp(got, cases[i].want) != 0)
+            fail_msg("case %zu: got [%s], want [%s]", i, got, cases[i].want);
+        free(got);
+    }
+}
+
+/* The header names the run, created time and point, then a column per
+ * sweep axis (in the order the points first have them), the axes as one
+ * cell and the point's and stage's figures in their documented order; the
+ * figures are numbers, unquoted and never guarded, and an axis that is a
+ * number is written as one. */
+static void test_csv_header_and_numbers(void **state)
+{
+    (void)state;
+    struct pb_result result;
+    make_result(&result, 21);
+    json_object_set_new(result.points[0].axes, "loader.workers", json_integer(-4));
+    result.points[0].samples_per_s = 1234.5;
+    char *csv = render(&result, PB_FORMAT_CSV);
+    const char *header =
+        "run,created,point,loader.workers,pipeline.resize.size,axes,samples_per_s,"
+        "samples_per_s_noise_pct,batches_per_s,mb_per_s,stall_pct,accel_util_pct,cpu_util_pct,"
+        "worker_cpu_pct,other_cpu_pct,first_batch_s,cpu_us_per_sample,wait_p50_ns,wait_p99_ns,"
+        "assembly_p50_ns,assembly_p99_ns,rss_peak_bytes,pinned_bytes,samples,errors,input_bound,"
+        "recommended,stage,count,mean_ns,p50_ns,p90_ns,p95_ns,p99_ns,max_ns,cpu_ns,share_pct,"
+        "stage_cpu_us_per_sample\n";
+    assert_memory_equal(csv, header, strlen(header));
+    char *cells[64];
+    size_t n = csv_cells(csv + strlen(header), cells, 64);
+    assert_int_equal(n, 38);
+    assert_string_equal(cells[0], "image-basic");
+    assert_string_equal(cells[2], "0");
+    assert_string_equal(cells[3], "-4"); /* a number: not guarded */
+    assert_string_equal(cells[4], "224,224");
+    assert_string_equal(cells[6], "1234.5");
+    assert_string_equal(cells[27], result.points[0].stages[0].name);
+    char count[32];
+    snprintf(count, sizeof(count), "%llu",
+             (unsigned long long)result.points[0].stages[0].hist.count);
+    assert_string_equal(cells[28], count);
+    cells_free(cells, n);
+    /* No figure is quoted: the only quotes are the axis value's and the
+     * axes cell's, both holding a comma. */
+    const char *row = csv + strlen(header);
+    assert_non_null(strstr(row, ",-4,\"224,224\","
+                                "\"loader.workers=-4;pipeline.resize.size=224,224\",1234.5,"));
+    free(csv);
+    pb_result_free(&result);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_tsv),
+        cmocka_unit_test(test_csv_text_cells),
+        cmocka_unit_test(test_csv_header_and_numbers),
         cmocka_unit_test(test_report_csv_columns),
         cmocka_unit_test(test_report_csv_repeats),
     };
