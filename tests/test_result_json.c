@@ -424,11 +424,102 @@ static void test_gpu_result(void **state)
     pb_result_free(&result);
 }
 
+/* A result through text and back, as a file holds it; fails the test with
+ * the reader's message when it refuses. */
+static void round_trip(const struct pb_result *result, struct pb_result *back)
+{
+    char msg[PB_MSG_MAX] = "";
+    json_t *root = pb_result_to_json(result);
+    assert_non_null(root);
+    char *text = json_dumps(root, JSON_INDENT(2));
+    assert_non_null(text);
+    json_decref(root);
+    json_t *loaded = json_loads(text, 0, NULL);
+    assert_non_null(loaded);
+    free(text);
+    if (pb_result_from_json(loaded, back, msg, sizeof(msg)) != PB_OK)
+        fail_msg("from_json: %s", msg);
+    json_decref(loaded);
+}
+
+/* Names with quotes, backslashes, control characters, non-ASCII UTF-8 and
+ * dots come back byte for byte: the run's, the machine's, a stage's, an
+ * axis's key and value, a warning. A count past 2^53 keeps every digit. */
+static void test_odd_names_round_trip(void **state)
+{
+    (void)state;
+    static const char odd[] = "say \"hi\" \\ \t\n caf\xc3\xa9 \xe2\x9c\x93 a.b=c";
+    struct pb_result result, back;
+    make_result(&result, 31);
+    snprintf(result.name, sizeof(result.name), "%s", odd);
+    snprintf(result.machine.hostname, sizeof(result.machine.hostname), "%s", odd);
+    struct pb_point_result *p = &result.points[1];
+    snprintf(p->stages[2].name, sizeof(p->stages[2].name), "%s", odd);
+    snprintf(p->repeats[0].stages[2].name, sizeof(p->repeats[0].stages[2].name), "%s", odd);
+    json_object_set_new(p->axes, odd, json_string(odd));
+    pb_result_warn(&result, "%s", odd);
+    p->repeats[1].bytes_read = (1ull << 62) + 1;
+    round_trip(&result, &back);
+    assert_result_equal(&result, &back);
+    assert_string_equal(back.name, odd);
+    assert_string_equal(back.points[1].stages[2].name, odd);
+    assert_string_equal(json_string_value(json_object_get(back.points[1].axes, odd)), odd);
+    assert_string_equal(back.warnings[back.warning_count - 1], odd);
+    assert_int_equal(back.points[1].repeats[1].bytes_read, (1ull << 62) + 1);
+    pb_result_free(&back);
+    pb_result_free(&result);
+}
+
+/* Non-finite numbers have no JSON form: they are written as null and read
+ * back as NaN where a figure may be missing (a repeat's windowed noise, a
+ * point's noise, the overhead), while a rate a repeat must have is refused
+ * with its path (docs/results.md). */
+static void test_non_finite_numbers(void **state)
+{
+    (void)state;
+    struct pb_result result, back;
+    make_result(&result, 32);
+    result.points[0].repeats[1].window_noise = NAN;
+    result.points[0].samples_per_s_noise_pct = NAN;
+    result.overhead_pct = INFINITY;
+    result.overhead_noise_pct = -INFINITY;
+    json_t *root = pb_result_to_json(&result);
+    json_t *point = json_array_get(json_object_get(root, "points"), 0);
+    json_t *repeat = json_array_get(json_object_get(point, "repeats"), 1);
+    assert_true(json_is_null(json_object_get(repeat, "window_noise")));
+    assert_true(json_is_null(json_object_get(point, "samples_per_s_noise_pct")));
+    assert_true(json_is_null(json_object_get(json_object_get(root, "overhead"), "pct")));
+    assert_true(json_is_null(json_object_get(json_object_get(root, "overhead"), "noise_pct")));
+    json_decref(root);
+    round_trip(&result, &back);
+    assert_true(isnan(back.points[0].repeats[1].window_noise));
+    assert_true(isnan(back.points[0].samples_per_s_noise_pct));
+    assert_true(isnan(back.overhead_pct));
+    assert_true(isnan(back.overhead_noise_pct));
+    assert_close(back.points[0].samples_per_s, result.points[0].samples_per_s);
+    pb_result_free(&back);
+
+    result.points[0].repeats[1].samples_per_s = NAN;
+    root = pb_result_to_json(&result);
+    assert_true(json_is_null(json_object_get(
+        json_array_get(json_object_get(json_array_get(json_object_get(root, "points"), 0),
+                                       "repeats"),
+                       1),
+        "samples_per_s")));
+    char msg[PB_MSG_MAX] = "";
+    assert_int_equal(pb_result_from_json(root, &back, msg, sizeof(msg)), PB_ERR);
+    assert_string_equal(msg, "points[0].repeats[1].samples_per_s must be a number >= 0, got null");
+    json_decref(root);
+    pb_result_free(&result);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_empty_result_round_trip),
+        cmocka_unit_test(test_odd_names_round_trip),
+        cmocka_unit_test(test_non_finite_numbers),
         cmocka_unit_test(test_write_and_read),
         cmocka_unit_test(test_reader_messages),
         cmocka_unit_test(test_impossible_values_rejected),
