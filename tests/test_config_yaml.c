@@ -4,7 +4,8 @@
  * values it allows (a range, one of a list, true or false; the keys a
  * mapping takes, with a suggestion for a near miss); positions from a
  * file and its base name as the config's name; nesting capped while
- * parsing; a message cut to the caller's buffer. Rules between options,
+ * parsing; a message cut to the caller's buffer. And what it accepts: the
+ * same config in block or flow style, quoted or not, loads alike. Rules between options,
  * checked after loading, are tests/test_config.c. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -293,9 +294,77 @@ static void test_deep_nesting_fails_fast(void **state)
     free(yaml);
 }
 
+/* Loads yaml as name and returns the resolved config as JSON (a new
+ * reference); fails the test with the loader's message when it refuses. */
+static json_t *load_as_json(const char *yaml, const char *name)
+{
+    struct pb_spec spec;
+    char msg[PB_MSG_MAX] = "";
+    if (pb_config_load_string(yaml, name, &spec, msg, sizeof msg) != PB_OK)
+        fail_msg("%s refused: %s\n%s", name, msg, yaml);
+    json_t *json = pb_spec_to_json(&spec);
+    assert_non_null(json);
+    pb_spec_free(&spec);
+    return json;
+}
+
+/* The same config in block style, in flow style, with comments, quotes
+ * and each form a pipeline item takes ('- read', '- read:', '- read: {}')
+ * loads to the same spec: the loader reads YAML's nodes, not its layout. */
+static void test_styles_load_alike(void **state)
+{
+    (void)state;
+    static const char block[] = "name: styles\n"
+                                "dataset:\n"
+                                "  path: /data\n"
+                                "pipeline:\n"
+                                "  - read:\n"
+                                "  - decode:\n"
+                                "      decoder: null\n"
+                                "      cost_us: 12.5\n"
+                                "  - resize:\n"
+                                "      size: [64, 48]\n"
+                                "loader:\n"
+                                "  workers: 3\n"
+                                "  pin_memory: true\n";
+    static const char flow[] = "{name: styles, dataset: {path: /data},\n"
+                               " pipeline: [read, {decode: {decoder: null, cost_us: 12.5}},\n"
+                               "            {resize: {size: [64, 48]}}],\n"
+                               " loader: {workers: 3, pin_memory: true}}\n";
+    static const char commented[] = "# a comment\n"
+                                    "name: 'styles'   # quoted\n"
+                                    "dataset: {path: \"/data\"}\n"
+                                    "pipeline:\n"
+                                    "  - read: {}\n"
+                                    "  - decode: {decoder: \"null\", cost_us: \"12.5\"}\n"
+                                    "  - resize:\n"
+                                    "      size:\n"
+                                    "        - 64\n"
+                                    "        - 48\n"
+                                    "loader:\n"
+                                    "  workers: \"3\"\n"
+                                    "  pin_memory: true\n";
+    json_t *want = load_as_json(block, "block.yaml");
+    json_t *loader = json_object_get(want, "loader");
+    assert_int_equal(json_integer_value(json_object_get(loader, "workers")), 3);
+    assert_true(json_is_true(json_object_get(loader, "pin_memory")));
+    assert_string_equal(json_string_value(json_object_get(want, "name")), "styles");
+    const char *const others[] = {flow, commented};
+    for (size_t i = 0; i < PB_ARRAY_LEN(others); i++) {
+        json_t *got = load_as_json(others[i], "other.yaml");
+        if (!json_equal(got, want)) {
+            char *a = json_dumps(want, JSON_COMPACT), *b = json_dumps(got, JSON_COMPACT);
+            fail_msg("style %zu loads differently:\nwant %s\n got %s", i, a, b);
+        }
+        json_decref(got);
+    }
+    json_decref(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_styles_load_alike),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_bad_list_options),
         cmocka_unit_test(test_files),
