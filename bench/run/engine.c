@@ -572,6 +572,19 @@ static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_re
     return rc;
 }
 
+/* Ends the measured part at now, while the loop waits for a batch that did
+ * not come (the time cap, a stop, the engine's failure): the wait counts,
+ * so the repeat covers its whole time, not the span up to its last batch. */
+static void end_waiting(struct pb_engine_run *er, struct part *c, uint64_t now,
+                        enum pb_stop_reason reason, struct pb_repeat_result *rep)
+{
+    if (c->stop_sent)
+        return;
+    if (c->measuring && now > c->last_done)
+        c->wait_total += now - c->last_done;
+    end_part(er, c, now, reason, rep);
+}
+
 /* Between frames: a stop from the user, the time cap while the loop
  * waits, an engine silent past run.stage_timeout_s. PB_OK to go on. */
 static int watch(struct pb_engine_run *er, struct part *c, struct pb_repeat_result *rep,
@@ -580,17 +593,15 @@ static int watch(struct pb_engine_run *er, struct part *c, struct pb_repeat_resu
     volatile sig_atomic_t *stop = er->hooks ? er->hooks->stop : NULL;
     if (stop && *stop && !c->stop_sent) {
         c->interrupted = true;
-        end_part(er, c, c->last_done ? c->last_done : now, PB_STOP_INTERRUPTED, rep);
+        end_waiting(er, c, now, PB_STOP_INTERRUPTED, rep);
     }
     if (stop && (*stop & PB_RUN_STOP_NOW)) {
         c->interrupted = true;
         return PB_ERR_INTERRUPTED;
     }
     if (c->measuring && !c->stop_sent &&
-        (double)(now - c->t_start) / 1e9 > er->spec->run.max_time_s) {
-        c->wait_total += now - c->last_done; /* the wait for a batch that did not come */
-        end_part(er, c, now, PB_STOP_TIME_CAP, rep);
-    }
+        (double)(now - c->t_start) / 1e9 > er->spec->run.max_time_s)
+        end_waiting(er, c, now, PB_STOP_TIME_CAP, rep);
     double silent_s = (double)(now - c->last_frame_ns) / 1e9;
     if (silent_s > er->spec->run.stage_timeout_s) {
         c->interrupted = true;
@@ -627,6 +638,10 @@ static int read_repeat(struct pb_engine_run *er, struct part *c, struct pb_repea
         if (rc != PB_OK) {
             if (rc != PB_ERR_CONFIG && rc != PB_ERR_DATA)
                 er->failed = true; /* the engine is not to be trusted with another repeat */
+            if (!c->stop_sent) { /* the engine failed inside the measured part: cut short */
+                c->interrupted = true;
+                end_waiting(er, c, now, PB_STOP_FAILED, rep);
+            }
             return rc;
         }
         sample_processes(er, c, now);
@@ -711,9 +726,17 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
         fill_totals(er, &c, rep);
         if (stage_timing && fill_rows(er, rep) != PB_OK)
             pb_point_warn(er->point, "out of memory for the stage rows");
-    } else {
-        pb_repeat_result_free(rep);
+        /* The engine's processes' CPU comes from /proc in clock ticks. */
+        long tck = sysconf(_SC_CLK_TCK);
+        double tick_ns = 1e9 / (double)(tck > 0 ? tck : 100);
+        if (pb_repeat_cpu_impossible(rep, sysconf(_SC_NPROCESSORS_ONLN),
+                                     (er->pid_count + 1) * tick_ns, msg, msglen)) {
+            measured = false;
+            rc = PB_ERR;
+        }
     }
+    if (!measured)
+        pb_repeat_result_free(rep);
     free(c.rss);
     free(c.ready_ns);
     free(c.taken_ns);

@@ -350,8 +350,10 @@ static bool part_ends(struct run *run, struct consumed *c, bool rule_done)
 }
 
 /* The loop waited for a batch that did not come (t_wait0 to t_wait1): why
- * the measured part ends. Past the time cap, the cap ends it at t_wait1
- * with the wait counted as stall. */
+ * the measured part ends. Anything but the end of the data (the time cap, a
+ * stop, a stuck stage, a failure) ends it at t_wait1 with the wait counted
+ * as stall: a repeat cut while it waited covers its whole time, not the
+ * span up to its last batch. */
 static void end_without_batch(struct run *run, struct consumed *c, uint64_t t_wait0,
                               uint64_t t_wait1)
 {
@@ -362,8 +364,9 @@ static void end_without_batch(struct run *run, struct consumed *c, uint64_t t_wa
         reason = PB_STOP_FAILED;
     else if (run->user_stop && *run->user_stop)
         reason = PB_STOP_INTERRUPTED;
-    else if (c->measuring && past_time_cap(run, t_wait1)) {
+    else if (c->measuring && past_time_cap(run, t_wait1))
         reason = PB_STOP_TIME_CAP;
+    if (reason != PB_STOP_DATA_END && c->measuring) {
         c->wait_total += t_wait1 - t_wait0;
         c->t_end = t_wait1;
     }
@@ -418,7 +421,8 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
     /* A repeat is complete only when its stopping rule (or the end of its
      * data) ended it: a stop that woke the loop while it waited for a batch,
      * or the decider's stop, leaves it cut short. */
-    if (run->rule.reason == PB_STOP_INTERRUPTED || run->rule.reason == PB_STOP_STUCK)
+    if (run->rule.reason == PB_STOP_INTERRUPTED || run->rule.reason == PB_STOP_STUCK ||
+        run->rule.reason == PB_STOP_FAILED)
         c->interrupted = true;
     if (run->hooks && run->hooks->group) {
         atomic_store(&run->hooks->group->local_reason, (int)run->rule.reason);
@@ -570,6 +574,10 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
                                           msglen);
 
     fill_totals(run, &c, rep);
+    if (pb_repeat_cpu_impossible(rep, sysconf(_SC_NPROCESSORS_ONLN), 0, msg, msglen)) {
+        pb_repeat_result_free(rep); /* not a figure: not kept */
+        return PB_ERR;
+    }
     if (stage_timing && pb_stage_rows_merge(run->stats, nworkers(run), rep) == PB_OK)
         pb_stage_rows_slowest(run->stats, nworkers(run), rep, run->ds->paths, run->ds->count);
     if (run->gpu) {
