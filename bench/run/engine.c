@@ -26,6 +26,9 @@
 #define FRAME_BATCH 2
 #define SAMPLE_PERIOD_NS 250000000ull /* memory and CPU of the engine: 4 Hz */
 #define BATCH_HEADER_BYTES (8 * 8 + 4 * 6)
+/* How long after a stop the engine may take to end its repeat before it
+ * is taken as stuck and killed: a stop ends a run in about this time. */
+#define PB_ENGINE_STOP_GRACE_NS 1500000000ull
 
 /* One timed column of the engine (a stage, a sub-stage or collate), with
  * what the measured batches put in it. */
@@ -51,6 +54,7 @@ struct batch_header {
 struct part {
     bool measuring, stop_sent, ended, interrupted;
     uint64_t t_start, t_end, last_done;
+    uint64_t stop_seen_ns; /* when the loop saw the user's stop; 0: none */
     uint64_t samples, batches, bytes, errors, wait_total, step_total, first_batch_ns;
     uint64_t loader_cpu_start, all_cpu_start, loader_cpu_end, all_cpu_end;
     struct pb_machine_cpu machine_start;
@@ -586,30 +590,43 @@ static void end_waiting(struct pb_engine_run *er, struct part *c, uint64_t now,
 }
 
 /* Between frames: a stop from the user, the time cap while the loop
- * waits, an engine silent past run.stage_timeout_s. PB_OK to go on. */
+ * waits, an engine silent past run.stage_timeout_s. PB_OK to go on. A
+ * stop ends the repeat at once; an engine that has not ended it
+ * PB_ENGINE_STOP_GRACE_NS later is stuck in a stage, and is ended. */
 static int watch(struct pb_engine_run *er, struct part *c, struct pb_repeat_result *rep,
                  uint64_t now, char *msg, size_t msglen)
 {
     volatile sig_atomic_t *stop = er->hooks ? er->hooks->stop : NULL;
-    if (stop && *stop && !c->stop_sent) {
-        c->interrupted = true;
+    if (stop && *stop && !c->stop_seen_ns) {
+        c->stop_seen_ns = now;
+        if (!c->stop_sent)
+            c->interrupted = true;
         end_waiting(er, c, now, PB_STOP_INTERRUPTED, rep);
     }
-    if (stop && (*stop & PB_RUN_STOP_NOW)) {
-        c->interrupted = true;
+    if (stop && ((*stop & PB_RUN_STOP_NOW) ||
+                 (c->stop_seen_ns && now - c->stop_seen_ns > PB_ENGINE_STOP_GRACE_NS))) {
+        if (!(*stop & PB_RUN_STOP_NOW))
+            pb_point_warn(er->point,
+                          "stopped while the torch engine's loop was stuck: it had not ended "
+                          "its repeat %.1f s after the stop (a stage or the Dataset never "
+                          "returned), so its processes were killed. Its last words: %s",
+                          (double)PB_ENGINE_STOP_GRACE_NS / 1e9, pb_engine_proc_stderr(er->proc));
+        er->failed = true; /* killed, not closed */
         return PB_ERR_INTERRUPTED;
     }
     if (c->measuring && !c->stop_sent &&
         (double)(now - c->t_start) / 1e9 > er->spec->run.max_time_s)
         end_waiting(er, c, now, PB_STOP_TIME_CAP, rep);
     double silent_s = (double)(now - c->last_frame_ns) / 1e9;
-    if (silent_s > er->spec->run.stage_timeout_s) {
+    double limit_s = pb_stage_timeout_s(&er->spec->run);
+    if (silent_s > limit_s) {
         c->interrupted = true;
         snprintf(msg, msglen,
-                 "the torch engine sent nothing for %.0f s (run.stage_timeout_s %g): a stage, "
-                 "or the DataLoader, is stuck; the repeats measured before are kept. Its last "
-                 "words: %s",
-                 silent_s, er->spec->run.stage_timeout_s, pb_engine_proc_stderr(er->proc));
+                 "the torch engine sent nothing for %.0f s (run.stage_timeout_s is %g s%s): a "
+                 "stage, or the DataLoader, is stuck. Its last words: %s",
+                 silent_s, limit_s,
+                 er->spec->run.stage_timeout_s > 0 ? "" : ", run.max_time_s + 10 s",
+                 pb_engine_proc_stderr(er->proc));
         return PB_ERR_STALLED;
     }
     return PB_OK;
@@ -814,8 +831,10 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
             if (rc != PB_OK)
                 snprintf(msg, msglen, "the torch engine did not answer within 300 s: %s",
                          pb_engine_proc_stderr(er->proc));
-            if (er->hooks && er->hooks->stop && *er->hooks->stop)
+            if (er->hooks && er->hooks->stop && *er->hooks->stop) {
+                er->failed = true; /* still starting: killed, not closed */
                 return PB_ERR_INTERRUPTED;
+            }
             continue;
         }
         if (rc != PB_OK)

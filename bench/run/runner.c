@@ -208,12 +208,14 @@ static void stage_stuck(struct run *run, struct worker *w, int stage, uint64_t s
     const struct pb_dataset *ds = run->ds;
     const char *path = index < ds->count ? ds->paths[index] : "(sample)";
     const char *member = index < ds->count && ds->members ? ds->members[index] : NULL;
+    const struct pb_run_spec *limits = &run->spec->run;
     snprintf(text, sizeof(text),
              "stage '%s' has not returned after %.1f s on %s%s%s (loader worker %d; "
-             "run.stage_timeout_s is %g s): the repeat is cut short and marked interrupted, what "
-             "was measured is written, and pbench ends without waiting for the stage",
+             "run.stage_timeout_s is %g s%s): the repeat is cut short and marked interrupted, "
+             "and pbench ends without waiting for the stage",
              w->chain.stages[stage].ops->name, (double)stuck_ns / 1e9, path, member ? ":" : "",
-             member ? member : "", w->index, run->spec->run.stage_timeout_s);
+             member ? member : "", w->index, pb_stage_timeout_s(limits),
+             limits->stage_timeout_s > 0 ? "" : ", run.max_time_s + 10 s");
     atomic_store(&w->stuck, true);
     pb_runner_fail(run, PB_ERR_STALLED, text);
 }
@@ -223,7 +225,7 @@ static void stage_stuck(struct run *run, struct worker *w, int stage, uint64_t s
  * stages run in the loop's own thread, which nothing can wake.) */
 static void watch_stages(struct run *run, uint64_t now_ns)
 {
-    uint64_t limit_ns = (uint64_t)(run->spec->run.stage_timeout_s * 1e9);
+    uint64_t limit_ns = (uint64_t)(pb_stage_timeout_s(&run->spec->run) * 1e9);
     for (int i = 0; i < run->workers; i++) {
         struct worker *w = &run->worker[i];
         uint64_t calls = atomic_load_explicit(&w->stage_calls, memory_order_relaxed);
@@ -436,13 +438,39 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
     }
 }
 
+/* How long, after a stop, a loader thread may take to finish the stage
+ * call it is in before it is left running: a stop ends the run in about
+ * this time whatever a stage does. */
+#define STOP_GRACE_NS 1500000000ull
+
+/* Cold: a stop came while loader worker w was in stage `stage` and the
+ * call has not returned within STOP_GRACE_NS: the thread is left running,
+ * the run abandoned, and the stage and its sample named. */
+static void abandon_on_stop(struct run *run, struct worker *w, int stage)
+{
+    uint64_t index = atomic_load_explicit(&w->busy_sample, memory_order_relaxed);
+    const struct pb_dataset *ds = run->ds;
+    const char *path = index < ds->count ? ds->paths[index] : "(sample)";
+    const char *member = index < ds->count && ds->members ? ds->members[index] : NULL;
+    pb_point_warn(run->point,
+                  "stopped while stage '%s' had not returned on %s%s%s (loader worker %d); "
+                  "pbench ended without waiting for it",
+                  w->chain.stages[stage].ops->name, path, member ? ":" : "",
+                  member ? member : "", w->index);
+    atomic_store(&w->stuck, true);
+    run->abandoned = true;
+}
+
 /* Joins the loader threads, finishing the batches in hand, while the
- * watchdog still runs: a thread it finds stuck in a stage, or every thread
- * still running after a stop with PB_RUN_STOP_NOW, is left running and the
- * run abandoned. */
+ * watchdog still runs: a thread it finds stuck in a stage, a thread still
+ * in one stage call STOP_GRACE_NS after a stop, or every thread still
+ * running after a stop with PB_RUN_STOP_NOW, is left running and the run
+ * abandoned. */
 static void join_workers(struct run *run)
 {
+    uint64_t joining_ns = pb_now_ns();
     for (int i = 0; i < run->started_workers; i++) {
+        struct worker *w = &run->worker[i];
         for (;;) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
@@ -451,11 +479,16 @@ static void join_workers(struct run *run)
                 until.tv_sec++;
                 until.tv_nsec -= 1000000000;
             }
-            if (pthread_timedjoin_np(run->worker[i].thread, NULL, &until) == 0)
+            if (pthread_timedjoin_np(w->thread, NULL, &until) == 0)
                 break;
-            if (atomic_load(&run->worker[i].stuck) ||
-                (run->user_stop && (*run->user_stop & PB_RUN_STOP_NOW))) {
+            int stop = run->user_stop ? *run->user_stop : 0;
+            if (atomic_load(&w->stuck) || (stop & PB_RUN_STOP_NOW)) {
                 run->abandoned = true;
+                break;
+            }
+            int stage = atomic_load_explicit(&w->busy_stage, memory_order_relaxed);
+            if (stop && stage >= 0 && pb_now_ns() - joining_ns >= STOP_GRACE_NS) {
+                abandon_on_stop(run, w, stage);
                 break;
             }
         }
