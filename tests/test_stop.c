@@ -2,7 +2,8 @@
  * engines (issue 38): one SIGTERM ends a run whose stage never returns
  * (exit 143, the stuck stage named, what was measured written, the cut
  * repeat covering its whole time and left out of the summary); a repeat
- * cut by the torch engine's failure is marked and left out too.
+ * cut by the torch engine's failure is marked and left out too; and the
+ * torch engine's processes die with pbench even when it is SIGKILLed.
  * The bounds on how long a stop takes are generous (the bugs took 60 s or
  * forever); the checks are on outcomes. The torch cases skip, saying why,
  * where Debian's python3-torch is missing. */
@@ -353,12 +354,48 @@ static void test_engine_failure_cuts_the_repeat_torch(void **state)
     json_decref(r);
 }
 
+/* pbench SIGKILLed (a job runner's `timeout -k`) while the Dataset hangs:
+ * the engine and its workers die with it (before: they lived on, blocked
+ * in the Dataset, with ppid 1). */
+static void test_engine_dies_with_pbench_torch(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    forget_pids();
+    write_torch_config("orphan.yaml", 20, "hang");
+    pid_t pid = start_pbench("orphan.yaml", "orphan");
+    /* The engine and both workers have noted their pids. */
+    uint64_t end = pb_now_ns() + 120 * 1000000000ull;
+    for (;;) {
+        char *pids = file_text("pids.txt");
+        int lines = 0;
+        for (char *c = pids; *c; c++)
+            lines += *c == '\n';
+        free(pids);
+        if (lines >= 3)
+            break;
+        if (pb_now_ns() > end || waitpid(pid, NULL, WNOHANG) == pid)
+            fail_msg("the engine's workers did not start: %s", file_text("orphan.err"));
+        usleep(100000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    long left = 0;
+    if (!engine_gone(10, &left)) {
+        char *pids = file_text("pids.txt"); /* the first is the engine, its group's leader */
+        kill(-(pid_t)strtol(pids, NULL, 10), SIGKILL);
+        free(pids);
+        fail_msg("process %ld of the torch engine outlived pbench", left);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sigterm_ends_a_stuck_stage_pbench),
         cmocka_unit_test(test_sigterm_ends_a_stuck_dataset_torch),
         cmocka_unit_test(test_engine_failure_cuts_the_repeat_torch),
+        cmocka_unit_test(test_engine_dies_with_pbench_torch),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }

@@ -76,7 +76,8 @@ int pb_engine_proc_frame(struct pb_engine_proc *p, int timeout_ms, uint32_t *typ
 int pb_engine_proc_pid(const struct pb_engine_proc *p);
 const char *pb_engine_proc_stderr(struct pb_engine_proc *p);
 
-/* Ends it: close (polite), then SIGTERM, then SIGKILL after 2 s; reaps. */
+/* Ends it: close (polite: up to 2 s), then SIGTERM to its group, then SIGKILL
+ * after 0.5 s; reaps. */
 void pb_engine_proc_end(struct pb_engine_proc *p, bool polite);
 
 /* /proc readings of a process: CPU time (utime + stime) in ns, and its
