@@ -293,8 +293,9 @@ static bool engine_gone(double limit_s, long *left)
 
 /* A Dataset that never returns its 100th item (the second repeat's 36th),
  * the watchdog at 600 s: one SIGTERM ends the run within seconds, exit
- * 143, the first repeat the summary, the cut one covering its wait and
- * left out, and no process of the engine left. */
+ * 143, the stuck sample and the place in the Dataset named, the first
+ * repeat the summary, the cut one covering its wait and left out, and no
+ * process of the engine left. */
 static void test_sigterm_ends_a_stuck_dataset_torch(void **state)
 {
     (void)state;
@@ -315,6 +316,14 @@ static void test_sigterm_ends_a_stuck_dataset_torch(void **state)
                                                        NULL});
     free(out);
     json_t *r = pb_test_load_json(workdir, "hang.json");
+    /* The stuck process names its sample and the place in the Dataset. */
+    char *warnings = json_dumps(json_object_get(json_array_get(json_object_get(r, "points"), 0),
+                                                "warnings"),
+                                0);
+    pb_test_assert_contains(warnings, (const char *const[]){"is stuck on sample ",
+                                                            "faulty.py:", "in __getitem__",
+                                                            NULL});
+    free(warnings);
     const json_t *first = repeat_of(r, 0), *cut = repeat_of(r, 1);
     assert_non_null(cut);
     assert_true(json_is_true(json_object_get(cut, "interrupted")));

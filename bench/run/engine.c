@@ -589,6 +589,28 @@ static void end_waiting(struct pb_engine_run *er, struct part *c, uint64_t now,
     end_part(er, c, now, reason, rep);
 }
 
+/* Where the engine is stuck: its processes loading a sample say which one
+ * and where in the code on SIGUSR1 (pbench_torch/lifeline.py), on stderr;
+ * their lines, or else the engine's last words. */
+static const char *where_stuck(struct pb_engine_run *er)
+{
+    kill(-pb_engine_proc_pid(er->proc), SIGUSR1);
+    usleep(200000);
+    const char *said = pb_engine_proc_stderr(er->proc);
+    const char *line = strstr(said, "pbench_torch: process ");
+    if (!line)
+        return said[0] == '(' ? "It said nothing on its stderr" : said;
+    static char where[PB_MSG_MAX]; /* cold, and read at once */
+    size_t used = 0;
+    for (; line && used < sizeof where; line = strstr(line, "pbench_torch: process ")) {
+        line += strlen("pbench_torch: ");
+        size_t len = strcspn(line, "\n");
+        used += (size_t)snprintf(where + used, sizeof where - used, "%s%.*s", used ? "; " : "",
+                                 (int)len, line);
+    }
+    return where;
+}
+
 /* Between frames: a stop from the user, the time cap while the loop
  * waits, an engine silent past run.stage_timeout_s. PB_OK to go on. A
  * stop ends the repeat at once; an engine that has not ended it
@@ -608,9 +630,8 @@ static int watch(struct pb_engine_run *er, struct part *c, struct pb_repeat_resu
         if (!(*stop & PB_RUN_STOP_NOW))
             pb_point_warn(er->point,
                           "stopped while the torch engine's loop was stuck: it had not ended "
-                          "its repeat %.1f s after the stop (a stage or the Dataset never "
-                          "returned), so its processes were killed. Its last words: %s",
-                          (double)PB_ENGINE_STOP_GRACE_NS / 1e9, pb_engine_proc_stderr(er->proc));
+                          "its repeat %.1f s after the stop, so its processes were killed. %s",
+                          (double)PB_ENGINE_STOP_GRACE_NS / 1e9, where_stuck(er));
         er->failed = true; /* killed, not closed */
         return PB_ERR_INTERRUPTED;
     }
@@ -623,10 +644,10 @@ static int watch(struct pb_engine_run *er, struct part *c, struct pb_repeat_resu
         c->interrupted = true;
         snprintf(msg, msglen,
                  "the torch engine sent nothing for %.0f s (run.stage_timeout_s is %g s%s): a "
-                 "stage, or the DataLoader, is stuck. Its last words: %s",
+                 "stage, or the DataLoader, is stuck. %s",
                  silent_s, limit_s,
                  er->spec->run.stage_timeout_s > 0 ? "" : ", run.max_time_s + 10 s",
-                 pb_engine_proc_stderr(er->proc));
+                 where_stuck(er));
         return PB_ERR_STALLED;
     }
     return PB_OK;

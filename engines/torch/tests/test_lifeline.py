@@ -4,6 +4,7 @@ ends, and a worker whose engine is already gone exits at once."""
 import os
 import select
 import signal
+import sys
 import time
 import unittest
 
@@ -59,6 +60,12 @@ class LifelineTest(unittest.TestCase):
             os._exit(0)
         _, status = os.waitpid(pid, 0)
         self.assertEqual(os.WEXITSTATUS(status), 1)
+
+    def test_where_stuck_needs_a_sample(self):
+        """Outside a sample being loaded (an idle worker, the loop), a
+        process says nothing on SIGUSR1 (tests/test_stop.c has one that is
+        inside a Dataset's __getitem__)."""
+        self.assertIsNone(lifeline.where_stuck(sys._getframe()))
 
 
 if __name__ == "__main__":
