@@ -189,14 +189,13 @@ for engine in pbench torch; do
     [ $code = 1 ] && python3 -c "import sys; sys.exit(0 if $took < 20 else 1)" && [ $n = yes ] &&
         [ -z "$l" ] && ok=1
     report "$engine: left alone, run.max_time_s=2" $ok "exit $code (want 1) after $took s (want < 20), stuck stage named: $n, engine processes left: ${l:-none}"
-    grep -h "$said" a.err | cut -c1-160 | sed 's/^/        /'
+    grep -h "$said" a.err | cut -c1-300 | sed 's/^/        /'
 done
 
 if "$python" -c 'import torch' 2>/dev/null; then
     # pbench SIGKILLed: the engine and its workers die with it.
     fresh
-    timeout -s KILL 10 "$pbench" run torch.yaml -o k.json >/dev/null 2>&1
-    code=$?
+    code=$(timeout -s KILL 10 "$pbench" run torch.yaml -o k.json >/dev/null 2>&1; echo $?)
     sleep 2
     l=$(left)
     ok=0; [ -z "$l" ] && [ "$(sort -u pids.txt | wc -l)" -ge 3 ] && ok=1
