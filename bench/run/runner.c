@@ -462,15 +462,18 @@ static void abandon_on_stop(struct run *run, struct worker *w, int stage)
 }
 
 /* Joins the loader threads, finishing the batches in hand, while the
- * watchdog still runs: a thread it finds stuck in a stage, a thread still
- * in one stage call STOP_GRACE_NS after a stop, or every thread still
+ * watchdog still runs: a thread it finds stuck in a stage, a thread in one
+ * stage call for STOP_GRACE_NS of the join after a stop, or every thread still
  * running after a stop with PB_RUN_STOP_NOW, is left running and the run
  * abandoned. */
 static void join_workers(struct run *run)
 {
-    uint64_t joining_ns = pb_now_ns();
     for (int i = 0; i < run->started_workers; i++) {
         struct worker *w = &run->worker[i];
+        /* The stage call the thread is in, and since when it is seen: a
+         * thread that goes on to other calls is finishing its batch. */
+        uint64_t calls = atomic_load_explicit(&w->stage_calls, memory_order_relaxed);
+        uint64_t since_ns = pb_now_ns();
         for (;;) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
@@ -486,8 +489,13 @@ static void join_workers(struct run *run)
                 run->abandoned = true;
                 break;
             }
+            uint64_t now_calls = atomic_load_explicit(&w->stage_calls, memory_order_relaxed);
+            if (now_calls != calls) {
+                calls = now_calls;
+                since_ns = pb_now_ns();
+            }
             int stage = atomic_load_explicit(&w->busy_stage, memory_order_relaxed);
-            if (stop && stage >= 0 && pb_now_ns() - joining_ns >= STOP_GRACE_NS) {
+            if (stop && stage >= 0 && pb_now_ns() - since_ns >= STOP_GRACE_NS) {
                 abandon_on_stop(run, w, stage);
                 break;
             }
