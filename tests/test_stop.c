@@ -186,6 +186,37 @@ static void test_sigterm_ends_a_stuck_stage_pbench(void **state)
     free(out);
 }
 
+/* A stage stuck in the warm-up, found by the watchdog: nothing was
+ * measured, and pbench says that nothing was written, never that what was
+ * measured is. */
+static void test_stuck_before_measuring_says_nothing_written(void **state)
+{
+    (void)state;
+    char config[1024];
+    snprintf(config, sizeof config,
+             "name: early\n"
+             "dataset: {path: data, generate: {kind: files, count: 64, size_bytes: 4096, seed: 1}}\n"
+             "pipeline:\n"
+             "  - read:\n"
+             "  - decode: {decoder: null, width: 8, height: 8, channels: 3}\n"
+             "  - plugin: {path: %s/libpbench_test_hang.so, after: 0}\n"
+             "loader: {workers: 1, batch_size: 8, prefetch_factor: 1}\n"
+             "run: {warmup_batches: 2, min_time_s: 1, max_time_s: 1, stage_timeout_s: 0.5}\n",
+             PB_TEST_PLUGIN_DIR);
+    write_text("early.yaml", config);
+    pid_t pid = start_pbench("early.yaml", "early");
+    int code = wait_exit(pid, 30);
+    char *err = file_text("early.err");
+    if (code != 1)
+        fail_msg("exit %d (want 1): %s", code, err);
+    pb_test_assert_contains(err, (const char *const[]){"stage 'hang' has not returned",
+                                                       "nothing was measured: no result written",
+                                                       NULL});
+    if (strstr(err, "what was measured is written"))
+        fail_msg("says what was measured is written, with nothing measured: %s", err);
+    free(err);
+}
+
 /* ---- the torch engine ------------------------------------------------- */
 
 /* A Dataset of tensors that, over all its processes and repeats (counted
@@ -402,6 +433,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sigterm_ends_a_stuck_stage_pbench),
+        cmocka_unit_test(test_stuck_before_measuring_says_nothing_written),
         cmocka_unit_test(test_sigterm_ends_a_stuck_dataset_torch),
         cmocka_unit_test(test_engine_failure_cuts_the_repeat_torch),
         cmocka_unit_test(test_engine_dies_with_pbench_torch),

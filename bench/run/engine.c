@@ -598,9 +598,11 @@ static const char *where_stuck(struct pb_engine_run *er)
     usleep(200000);
     const char *said = pb_engine_proc_stderr(er->proc);
     const char *line = strstr(said, "pbench_torch: process ");
-    if (!line)
-        return said[0] == '(' ? "It said nothing on its stderr" : said;
     static char where[PB_MSG_MAX]; /* cold, and read at once */
+    if (!line) {
+        snprintf(where, sizeof where, "Its last words: %s", said);
+        return where;
+    }
     size_t used = 0;
     for (; line && used < sizeof where; line = strstr(line, "pbench_torch: process ")) {
         line += strlen("pbench_torch: ");
