@@ -461,19 +461,40 @@ static void abandon_on_stop(struct run *run, struct worker *w, int stage)
     run->abandoned = true;
 }
 
+/* The stage call a loader thread was seen in during the join, and since
+ * when: a thread that goes on to other calls is finishing its batch. */
+struct call_seen {
+    uint64_t calls, since_ns;
+};
+
+/* The stage worker w has been in, in one and the same call, for
+ * STOP_GRACE_NS (seen: what the join saw of it before); -1 if none. */
+static int in_one_call(const struct worker *w, struct call_seen *seen, uint64_t now_ns)
+{
+    uint64_t calls = atomic_load_explicit(&w->stage_calls, memory_order_relaxed);
+    if (calls != seen->calls) {
+        seen->calls = calls;
+        seen->since_ns = now_ns;
+    }
+    int stage = atomic_load_explicit(&w->busy_stage, memory_order_relaxed);
+    return stage >= 0 && now_ns - seen->since_ns >= STOP_GRACE_NS ? stage : -1;
+}
+
 /* Joins the loader threads, finishing the batches in hand, while the
  * watchdog still runs: a thread it finds stuck in a stage, a thread in one
- * stage call for STOP_GRACE_NS of the join after a stop, or every thread still
- * running after a stop with PB_RUN_STOP_NOW, is left running and the run
- * abandoned. */
+ * stage call for STOP_GRACE_NS of the join after a stop, or every thread
+ * still running after a stop with PB_RUN_STOP_NOW, is left running and the
+ * run abandoned. Every thread's grace counts from the join's start. */
 static void join_workers(struct run *run)
 {
+    uint64_t start_ns = pb_now_ns();
+    struct call_seen *seen = calloc((size_t)run->started_workers + 1, sizeof(*seen));
+    for (int i = 0; i < run->started_workers && seen; i++) /* every thread, at the start */
+        seen[i] = (struct call_seen){atomic_load(&run->worker[i].stage_calls), start_ns};
     for (int i = 0; i < run->started_workers; i++) {
         struct worker *w = &run->worker[i];
-        /* The stage call the thread is in, and since when it is seen: a
-         * thread that goes on to other calls is finishing its batch. */
-        uint64_t calls = atomic_load_explicit(&w->stage_calls, memory_order_relaxed);
-        uint64_t since_ns = pb_now_ns();
+        struct call_seen alone = {atomic_load(&w->stage_calls), pb_now_ns()};
+        struct call_seen *look = seen ? &seen[i] : &alone; /* out of memory: from now */
         for (;;) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
@@ -489,18 +510,14 @@ static void join_workers(struct run *run)
                 run->abandoned = true;
                 break;
             }
-            uint64_t now_calls = atomic_load_explicit(&w->stage_calls, memory_order_relaxed);
-            if (now_calls != calls) {
-                calls = now_calls;
-                since_ns = pb_now_ns();
-            }
-            int stage = atomic_load_explicit(&w->busy_stage, memory_order_relaxed);
-            if (stop && stage >= 0 && pb_now_ns() - since_ns >= STOP_GRACE_NS) {
+            int stage = stop ? in_one_call(w, look, pb_now_ns()) : -1;
+            if (stage >= 0) {
                 abandon_on_stop(run, w, stage);
                 break;
             }
         }
     }
+    free(seen);
     run->started_workers = 0;
 }
 
