@@ -182,6 +182,15 @@ static void test_minimal_config_defaults(void **state)
     assert_int_equal(spec.loader.workers, 2);
     assert_int_equal(spec.run.on_error, PB_ON_ERROR_SKIP);
     assert_true(spec.run.max_time_s == 10.0);
+    /* A stuck stage ends a run near its own time: the default stage
+     * timeout follows run.max_time_s (issue 38: it was a fixed 60 s, so a
+     * 2-second run took a minute), and a timeout that is set is kept. */
+    assert_true(spec.run.stage_timeout_s == 0);
+    assert_true(pb_stage_timeout_s(&spec.run) == 10.0 + PB_STAGE_TIMEOUT_GRACE_S);
+    spec.run.max_time_s = 2;
+    assert_true(pb_stage_timeout_s(&spec.run) == 12.0);
+    spec.run.stage_timeout_s = 1;
+    assert_true(pb_stage_timeout_s(&spec.run) == 1.0);
     pb_spec_free(&spec);
 }
 

@@ -15,6 +15,7 @@
 
 #include "bench/base/pb.h"
 #include "bench/result/result.h"
+#include "tests/testutil.h"
 #include "tests/result_fixture.h"
 
 static void test_warnings_dedupe_and_cap(void **state)
@@ -231,12 +232,35 @@ static void test_summarize_interference(void **state)
     free(point.stages);
 }
 
+/* A process CPU share above 100% per core is pbench's error, not a
+ * figure ("process 840 %" on 2 cores over a span cut short); within what
+ * the clocks' resolution explains, it is a figure. */
+static void test_impossible_cpu_share(void **state)
+{
+    (void)state;
+    struct pb_repeat_result rep = {.wall_s = 0.05, .cpu_util_pct = 840};
+    char msg[PB_MSG_MAX] = "";
+    assert_true(pb_repeat_cpu_impossible(&rep, 2, 0, msg, sizeof msg));
+    pb_test_assert_contains(msg, (const char *const[]){"internal error in pbench", "840%",
+                                                       "2 cores", NULL});
+    rep.cpu_util_pct = 199;
+    assert_false(pb_repeat_cpu_impossible(&rep, 2, 0, msg, sizeof msg));
+    /* Three processes read from /proc in 10 ms ticks over 0.05 s: up to
+     * 60 points more are the clock's, not an error. */
+    rep.cpu_util_pct = 250;
+    assert_false(pb_repeat_cpu_impossible(&rep, 2, 3 * 1e7, msg, sizeof msg));
+    assert_true(pb_repeat_cpu_impossible(&rep, 2, 0, msg, sizeof msg));
+    rep.wall_s = 0; /* nothing measured: nothing to check */
+    assert_false(pb_repeat_cpu_impossible(&rep, 2, 0, msg, sizeof msg));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_warnings_dedupe_and_cap),
         cmocka_unit_test(test_summarize_fixed_inputs),
         cmocka_unit_test(test_summarize_interference),
+        cmocka_unit_test(test_impossible_cpu_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,7 @@ static volatile sig_atomic_t first_stop_s;
  * code. Only a second Ctrl-C typed at the terminal (the kernel sends it:
  * SI_KERNEL), a second or more after the first, asks for the stop to be
  * at once: the loop stops waiting for loader threads still inside a
- * stage, and what was measured is still written. */
+ * stage (the session still writes what was measured, and says so). */
 static void on_stop_signal(int sig, siginfo_t *info, void *context)
 {
     (void)context;
@@ -44,7 +44,7 @@ static void on_stop_signal(int sig, siginfo_t *info, void *context)
         return;
     stop_signal |= PB_RUN_STOP_NOW;
     static const char said[] = "\npbench: second Ctrl-C: stopping now, without waiting for the "
-                               "loader threads; what was measured is still written\n";
+                               "loader threads\n";
     ssize_t ignored = write(STDERR_FILENO, said, sizeof(said) - 1);
     (void)ignored;
 }

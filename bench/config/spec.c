@@ -159,9 +159,11 @@ const struct pb_opt pb_run_opts[] = {
      "Perfetto or chrome://tracing): a span per sample per stage on each worker's track, the "
      "training loop's wait, stages and step, and the queue depth. Needs stage_timing for the "
      "stage spans; pbench run --trace FILE names the file."},
-    {"stage_timeout_s", PB_OPT_DOUBLE, RUN(stage_timeout_s), 0.1, 86400, "60", NULL,
+    {"stage_timeout_s", PB_OPT_DOUBLE, RUN(stage_timeout_s), 0, 86400, "0", NULL,
      "A stage call on one sample that has not returned after this many seconds is stuck: "
-     "pbench names it and the sample, writes what it measured and exits 1."},
+     "pbench names it and the sample, writes what it measured and exits 1. 0 (the default) "
+     "follows the run's own time: run.max_time_s plus 10 s, so a stuck stage ends a run near "
+     "its own end while a slow one (a 4K video decode of a few seconds) is still allowed."},
     {0},
 };
 

@@ -57,8 +57,21 @@ struct pb_run_spec {
     double max_error_pct;    /* a repeat with more bad samples fails     */
     int64_t max_memory_mib;  /* the batch pool's limit; 0: available memory */
     bool trace;              /* a CPU timeline beside the result (bench/run/trace.h) */
-    double stage_timeout_s;  /* a stage call longer than this is stuck: the run ends */
+    double stage_timeout_s;  /* a stage call longer than this is stuck: the run ends;
+                              * 0: pb_stage_timeout_s's default */
 };
+
+/* What run.stage_timeout_s 0 (its default) adds to run.max_time_s. */
+#define PB_STAGE_TIMEOUT_GRACE_S 10.0
+
+/* The stage timeout a run applies: run.stage_timeout_s, or where that is 0,
+ * run.max_time_s plus PB_STAGE_TIMEOUT_GRACE_S (a stuck stage ends the run
+ * near its own end; a stage call of a few seconds is still allowed). */
+static inline double pb_stage_timeout_s(const struct pb_run_spec *run)
+{
+    return run->stage_timeout_s > 0 ? run->stage_timeout_s
+                                    : run->max_time_s + PB_STAGE_TIMEOUT_GRACE_S;
+}
 
 struct pb_stage_spec {
     const struct pb_stage_ops *ops;

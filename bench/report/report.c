@@ -478,20 +478,25 @@ static void summary_throughput(struct pb_table *t, const struct pb_result *resul
     /* A repeat cut short by a signal is kept in the file but left out of
      * the point's summary. */
     size_t complete = pb_point_finished_repeats(p);
+    /* Why it was cut: the point's error (a stuck stage, the engine's death), or a stop. */
+    const char *why = p->error[0] ? " by a failure" : result->interrupted ? " by a stop" : "";
     int windows;
     bool noise_known = pb_point_noise_known(result, index, &windows);
     pb_table_add(t, "samples/s");
     if (!noise_known && p->repeat_count > 0)
         pb_table_add(t, "%.1f, noise unknown (%d window%s)  (1 repeat: noise unknown; raise "
-                         "run.repeats, or run.min_time_s for more windows)%s",
+                         "run.repeats, or run.min_time_s for more windows)%s%s%s",
                      p->samples_per_s, windows, windows == 1 ? "" : "s",
-                     complete < p->repeat_count ? "; 1 repeat cut short, left out" : "");
+                     complete < p->repeat_count ? "; 1 repeat cut short" : "",
+                     complete < p->repeat_count ? why : "",
+                     complete < p->repeat_count ? ", left out" : "");
     else if (complete < p->repeat_count)
         pb_table_add(t,
-                     "%.1f ± %.*f%%  (median of %zu complete repeat%s; %zu cut short, left out)",
+                     "%.1f ± %.*f%%  (median of %zu complete repeat%s; %zu cut short%s, left "
+                     "out)",
                      p->samples_per_s, noise_digits(p->samples_per_s_noise_pct),
-                     p->samples_per_s_noise_pct, complete,
-                     complete == 1 ? "" : "s", p->repeat_count - complete);
+                     p->samples_per_s_noise_pct, complete, complete == 1 ? "" : "s",
+                     p->repeat_count - complete, why);
     else if (p->repeat_count >= 2)
         pb_table_add(t, "%.1f ± %.*f%%  (median of %zu repeats)", p->samples_per_s,
                      noise_digits(p->samples_per_s_noise_pct), p->samples_per_s_noise_pct,

@@ -203,6 +203,22 @@ void pb_repeat_loop_shares(struct pb_repeat_result *rep, uint64_t step_ns, uint6
     rep->loop_other_pct = rest > 0 ? rest : 0;
 }
 
+bool pb_repeat_cpu_impossible(const struct pb_repeat_result *rep, long cores,
+                              double resolution_ns, char *msg, size_t msglen)
+{
+    if (cores <= 0 || !(rep->wall_s > 0))
+        return false;
+    double limit_pct = 100.0 * (double)cores * 1.01 + 100.0 * resolution_ns / (rep->wall_s * 1e9);
+    if (!(rep->cpu_util_pct > limit_pct))
+        return false;
+    snprintf(msg, msglen,
+             "internal error in pbench: a repeat measured %.0f%% process CPU over %.3f s on %ld "
+             "core%s (at most %.0f%%), which is impossible; the repeat is not kept. Please "
+             "report it with the config",
+             rep->cpu_util_pct, rep->wall_s, cores, cores == 1 ? "" : "s", 100.0 * (double)cores);
+    return true;
+}
+
 void pb_gpu_figures_ratios(struct pb_gpu_figures *g)
 {
     g->copy_gb_per_s = g->copy_ns > 0 ? (double)g->copy_bytes / g->copy_ns : 0;

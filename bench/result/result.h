@@ -370,6 +370,15 @@ size_t pb_point_finished_repeats(const struct pb_point_result *point);
  * part; wall_s and stall_pct must be set. The rest is clamped at 0. */
 void pb_repeat_loop_shares(struct pb_repeat_result *rep, uint64_t step_ns, uint64_t stages_ns);
 
+/* Whether the repeat's process CPU share (cpu_util_pct) is impossible: above
+ * 100% for each of cores, beyond what the clocks' resolution explains
+ * (resolution_ns: how far the CPU time read may be off, e.g. a clock tick
+ * per process read from /proc; 0 for exact clocks). Such a share is
+ * pbench's own error (a span cut short, a clock misread), never a figure:
+ * msg then says so, with the share, the cores and the span. */
+bool pb_repeat_cpu_impossible(const struct pb_repeat_result *rep, long cores,
+                              double resolution_ns, char *msg, size_t msglen);
+
 /* Recomputes copy_gb_per_s, overlap_pct and busy_pct from the sums. */
 void pb_gpu_figures_ratios(struct pb_gpu_figures *g);
 

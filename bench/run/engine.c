@@ -26,6 +26,9 @@
 #define FRAME_BATCH 2
 #define SAMPLE_PERIOD_NS 250000000ull /* memory and CPU of the engine: 4 Hz */
 #define BATCH_HEADER_BYTES (8 * 8 + 4 * 6)
+/* How long after a stop the engine may take to end its repeat before it
+ * is taken as stuck and killed: a stop ends a run in about this time. */
+#define PB_ENGINE_STOP_GRACE_NS 1500000000ull
 
 /* One timed column of the engine (a stage, a sub-stage or collate), with
  * what the measured batches put in it. */
@@ -51,6 +54,7 @@ struct batch_header {
 struct part {
     bool measuring, stop_sent, ended, interrupted;
     uint64_t t_start, t_end, last_done;
+    uint64_t stop_seen_ns; /* when the loop saw the user's stop; 0: none */
     uint64_t samples, batches, bytes, errors, wait_total, step_total, first_batch_ns;
     uint64_t loader_cpu_start, all_cpu_start, loader_cpu_end, all_cpu_end;
     struct pb_machine_cpu machine_start;
@@ -583,33 +587,80 @@ static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_re
     return rc;
 }
 
+/* Ends the measured part at now, while the loop waits for a batch that did
+ * not come (the time cap, a stop, the engine's failure): the wait counts,
+ * so the repeat covers its whole time, not the span up to its last batch. */
+static void end_waiting(struct pb_engine_run *er, struct part *c, uint64_t now,
+                        enum pb_stop_reason reason, struct pb_repeat_result *rep)
+{
+    if (c->stop_sent)
+        return;
+    if (c->measuring && now > c->last_done)
+        c->wait_total += now - c->last_done;
+    end_part(er, c, now, reason, rep);
+}
+
+/* Where the engine is stuck: its processes loading a sample say which one
+ * and where in the code on SIGUSR1 (pbench_torch/lifeline.py), on stderr;
+ * their lines, or else the engine's last words. */
+static const char *where_stuck(struct pb_engine_run *er)
+{
+    kill(-pb_engine_proc_pid(er->proc), SIGUSR1);
+    usleep(200000);
+    const char *said = pb_engine_proc_stderr(er->proc);
+    const char *line = strstr(said, "pbench_torch: process ");
+    static char where[PB_MSG_MAX]; /* cold, and read at once */
+    if (!line) {
+        snprintf(where, sizeof where, "Its last words: %s", said);
+        return where;
+    }
+    size_t used = 0;
+    for (; line && used < sizeof where; line = strstr(line, "pbench_torch: process ")) {
+        line += strlen("pbench_torch: ");
+        size_t len = strcspn(line, "\n");
+        used += (size_t)snprintf(where + used, sizeof where - used, "%s%.*s", used ? "; " : "",
+                                 (int)len, line);
+    }
+    return where;
+}
+
 /* Between frames: a stop from the user, the time cap while the loop
- * waits, an engine silent past run.stage_timeout_s. PB_OK to go on. */
+ * waits, an engine silent past run.stage_timeout_s. PB_OK to go on. A
+ * stop ends the repeat at once; an engine that has not ended it
+ * PB_ENGINE_STOP_GRACE_NS later is stuck in a stage, and is ended. */
 static int watch(struct pb_engine_run *er, struct part *c, struct pb_repeat_result *rep,
                  uint64_t now, char *msg, size_t msglen)
 {
     volatile sig_atomic_t *stop = er->hooks ? er->hooks->stop : NULL;
-    if (stop && *stop && !c->stop_sent) {
-        c->interrupted = true;
-        end_part(er, c, c->last_done ? c->last_done : now, PB_STOP_INTERRUPTED, rep);
+    if (stop && *stop && !c->stop_seen_ns) {
+        c->stop_seen_ns = now;
+        if (!c->stop_sent)
+            c->interrupted = true;
+        end_waiting(er, c, now, PB_STOP_INTERRUPTED, rep);
     }
-    if (stop && (*stop & PB_RUN_STOP_NOW)) {
-        c->interrupted = true;
+    if (stop && ((*stop & PB_RUN_STOP_NOW) ||
+                 (c->stop_seen_ns && now - c->stop_seen_ns > PB_ENGINE_STOP_GRACE_NS))) {
+        if (!(*stop & PB_RUN_STOP_NOW))
+            pb_point_warn(er->point,
+                          "stopped while the torch engine's loop was stuck: it had not ended "
+                          "its repeat %.1f s after the stop, so its processes were killed. %s",
+                          (double)PB_ENGINE_STOP_GRACE_NS / 1e9, where_stuck(er));
+        er->failed = true; /* killed, not closed */
         return PB_ERR_INTERRUPTED;
     }
     if (c->measuring && !c->stop_sent &&
-        (double)(now - c->t_start) / 1e9 > er->spec->run.max_time_s) {
-        c->wait_total += now - c->last_done; /* the wait for a batch that did not come */
-        end_part(er, c, now, PB_STOP_TIME_CAP, rep);
-    }
+        (double)(now - c->t_start) / 1e9 > er->spec->run.max_time_s)
+        end_waiting(er, c, now, PB_STOP_TIME_CAP, rep);
     double silent_s = (double)(now - c->last_frame_ns) / 1e9;
-    if (silent_s > er->spec->run.stage_timeout_s) {
+    double limit_s = pb_stage_timeout_s(&er->spec->run);
+    if (silent_s > limit_s) {
         c->interrupted = true;
         snprintf(msg, msglen,
-                 "the torch engine sent nothing for %.0f s (run.stage_timeout_s %g): a stage, "
-                 "or the DataLoader, is stuck; the repeats measured before are kept. Its last "
-                 "words: %s",
-                 silent_s, er->spec->run.stage_timeout_s, pb_engine_proc_stderr(er->proc));
+                 "the torch engine sent nothing for %.0f s (run.stage_timeout_s is %g s%s): a "
+                 "stage, or the DataLoader, is stuck. %s",
+                 silent_s, limit_s,
+                 er->spec->run.stage_timeout_s > 0 ? "" : ", run.max_time_s + 10 s",
+                 where_stuck(er));
         return PB_ERR_STALLED;
     }
     return PB_OK;
@@ -638,6 +689,10 @@ static int read_repeat(struct pb_engine_run *er, struct part *c, struct pb_repea
         if (rc != PB_OK) {
             if (rc != PB_ERR_CONFIG && rc != PB_ERR_DATA)
                 er->failed = true; /* the engine is not to be trusted with another repeat */
+            if (!c->stop_sent) { /* the engine failed inside the measured part: cut short */
+                c->interrupted = true;
+                end_waiting(er, c, now, PB_STOP_FAILED, rep);
+            }
             return rc;
         }
         sample_processes(er, c, now);
@@ -723,10 +778,18 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
         if (stage_timing && fill_rows(er, rep) != PB_OK)
             pb_point_warn(er->point, "out of memory for the stage rows");
         else if (stage_timing && er->spec->dataset.python[0] && rc == PB_OK && c.ended)
-            pb_engine_name_slowest(er->proc, rep, er->spec->run.stage_timeout_s);
-    } else {
-        pb_repeat_result_free(rep);
+            pb_engine_name_slowest(er->proc, rep, pb_stage_timeout_s(&er->spec->run));
+        /* The engine's processes' CPU comes from /proc in clock ticks. */
+        long tck = sysconf(_SC_CLK_TCK);
+        double tick_ns = 1e9 / (double)(tck > 0 ? tck : 100);
+        if (pb_repeat_cpu_impossible(rep, sysconf(_SC_NPROCESSORS_ONLN),
+                                     (er->pid_count + 1) * tick_ns, msg, msglen)) {
+            measured = false;
+            rc = PB_ERR;
+        }
     }
+    if (!measured)
+        pb_repeat_result_free(rep);
     free(c.rss);
     free(c.ready_ns);
     free(c.taken_ns);
@@ -747,40 +810,6 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
 
 /* ---- a point -------------------------------------------------------- */
 
-/* The sample index the engine reads (docs/engines.md): per sample its
- * offset (-1 a loose file, -2 a tar member pbench found unreadable), size,
- * member and path, each ended by a NUL. */
-static int write_index(const struct pb_dataset *ds, char *path, size_t pathlen, char *msg,
-                       size_t msglen)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(path, pathlen, "%s/pbench-index-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    int fd = mkstemp(path);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        snprintf(msg, msglen, "cannot write the torch engine's sample index %s: %s", path,
-                 strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        path[0] = '\0';
-        return PB_ERR;
-    }
-    for (size_t i = 0; i < ds->count; i++) {
-        long long offset = !ds->offsets                     ? -1
-                           : ds->offsets[i] == PB_MEMBER_BAD ? -2
-                                                             : (long long)ds->offsets[i];
-        uint64_t size = ds->offsets && ds->offsets[i] == PB_MEMBER_BAD ? 0 : ds->sizes[i];
-        fprintf(f, "%lld%c%" PRIu64 "%c%s%c%s%c", offset, 0, size, 0,
-                ds->members ? ds->members[i] : "", 0, ds->paths[i], 0);
-    }
-    if (fclose(f) != 0) {
-        snprintf(msg, msglen, "cannot write the torch engine's sample index %s: %s", path,
-                 strerror(errno));
-        return PB_ERR;
-    }
-    return PB_OK;
-}
-
 /* Sends `open` and waits for `ready` (importing torch takes seconds; on a
  * busy machine, tens of them). */
 static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
@@ -800,8 +829,13 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
         snprintf(msg, msglen, "out of memory for the torch engine's open command");
     json_decref(open_cmd);
     /* Importing torch and making the Dataset are a stage like any other:
-     * run.stage_timeout_s bounds the wait for ready. */
-    double timeout_s = spec->run.stage_timeout_s;
+     * run.stage_timeout_s bounds the wait for ready. Where it is left to
+     * its default (run.max_time_s + 10 s), the wait is at least
+     * PB_ENGINE_STARTUP_MIN_S: importing torch alone takes seconds, tens of
+     * them on a busy machine. */
+    double timeout_s = pb_stage_timeout_s(&spec->run);
+    if (spec->run.stage_timeout_s <= 0 && timeout_s < PB_ENGINE_STARTUP_MIN_S)
+        timeout_s = PB_ENGINE_STARTUP_MIN_S;
     uint64_t deadline = pb_now_ns() + (uint64_t)(timeout_s * 1e9);
     while (rc == PB_OK) {
         uint32_t type, len;
@@ -811,12 +845,15 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
             rc = pb_now_ns() < deadline ? PB_OK : PB_ERR;
             if (rc != PB_OK)
                 snprintf(msg, msglen,
-                         "the torch engine did not answer open within run.stage_timeout_s "
-                         "(%g s): importing torch, or your Dataset's constructor, is stuck "
+                         "the torch engine did not answer open within %g s (run.stage_timeout_s, "
+                         "at least 60 s where left to its default): importing torch, or your "
+                         "Dataset's constructor, is stuck "
                          "(raise run.stage_timeout_s if it is only slow); its last words: %s",
                          timeout_s, pb_engine_proc_stderr(er->proc));
-            if (er->hooks && er->hooks->stop && *er->hooks->stop)
+            if (er->hooks && er->hooks->stop && *er->hooks->stop) {
+                er->failed = true; /* still starting: killed, not closed */
                 return PB_ERR_INTERRUPTED;
+            }
             continue;
         }
         if (rc != PB_OK)
@@ -866,7 +903,7 @@ int pb_engine_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     er->point = point;
     int rc = pb_stoprule_init(&er->rule, &spec->run);
     if (rc == PB_OK && !spec->dataset.python[0])
-        rc = write_index(ds, er->index_path, sizeof er->index_path, msg, msglen);
+        rc = pb_engine_write_index(ds, er->index_path, sizeof er->index_path, msg, msglen);
     if (rc == PB_OK)
         rc = pb_engine_proc_start(spec, &er->proc, msg, msglen);
     if (rc == PB_OK)

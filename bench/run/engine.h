@@ -50,7 +50,18 @@ struct pb_engine_proc;
 void pb_engine_name_slowest(struct pb_engine_proc *p, struct pb_repeat_result *rep,
                             double timeout_s);
 
+/* Writes the sample index the engine reads (docs/engines.md) into a new
+ * temporary file, its name into path: per sample its offset (-1 a loose
+ * file, -2 a tar member pbench found unreadable), size, member and path,
+ * each ended by a NUL. PB_OK, or PB_ERR with msg (path "" when none was
+ * made). */
+int pb_engine_write_index(const struct pb_dataset *ds, char *path, size_t pathlen, char *msg,
+                          size_t msglen);
+
 #define PB_ENGINE_PROTOCOL 1
+/* The least an engine's start-up (import torch, make the Dataset) is waited
+ * for where run.stage_timeout_s is left to its default. */
+#define PB_ENGINE_STARTUP_MIN_S 60.0
 #define PB_ENGINE_MAX_COLUMNS 32
 #define PB_ENGINE_MAX_COUNTERS 8
 #define PB_ENGINE_MAX_WORKERS 256
@@ -102,7 +113,8 @@ const char *pb_engine_proc_ending(struct pb_engine_proc *p, char *buf, size_t bu
 void pb_engine_option_place(const struct pb_spec *spec, const char *option, char *out,
                             size_t outlen);
 
-/* Ends it: close (polite), then SIGTERM, then SIGKILL after 2 s; reaps. */
+/* Ends it: close (polite: up to 2 s), then SIGTERM to its group, then SIGKILL
+ * after 0.5 s; reaps. */
 void pb_engine_proc_end(struct pb_engine_proc *p, bool polite);
 
 /* /proc readings of a process: CPU time (utime + stime) in ns, and its

@@ -1,10 +1,14 @@
-/* The files of your own Dataset's slowest samples (bench/run/engine.h):
- * pbench's index does not list a Dataset's samples, so the engine names
- * them, between repeats, from the Dataset itself (the `names` command of
- * docs/engines.md). */
+/* The names the engine and pbench exchange (bench/run/engine.h): the
+ * sample index pbench writes for the engine at a point's start, and the
+ * files of your own Dataset's slowest samples, which pbench's index does
+ * not list, so the engine names them between repeats from the Dataset
+ * itself (the `names` command of docs/engines.md). */
 #include "bench/run/engine.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -95,3 +99,37 @@ void pb_engine_name_slowest(struct pb_engine_proc *p, struct pb_repeat_result *r
     }
     json_decref(answer);
 }
+
+/* ---- the sample index ---------------------------------------------------- */
+
+int pb_engine_write_index(const struct pb_dataset *ds, char *path, size_t pathlen, char *msg,
+                          size_t msglen)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, pathlen, "%s/pbench-index-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        snprintf(msg, msglen, "cannot write the torch engine's sample index %s: %s", path,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        path[0] = '\0';
+        return PB_ERR;
+    }
+    for (size_t i = 0; i < ds->count; i++) {
+        long long offset = !ds->offsets                     ? -1
+                           : ds->offsets[i] == PB_MEMBER_BAD ? -2
+                                                             : (long long)ds->offsets[i];
+        uint64_t size = ds->offsets && ds->offsets[i] == PB_MEMBER_BAD ? 0 : ds->sizes[i];
+        fprintf(f, "%lld%c%" PRIu64 "%c%s%c%s%c", offset, 0, size, 0,
+                ds->members ? ds->members[i] : "", 0, ds->paths[i], 0);
+    }
+    if (fclose(f) != 0) {
+        snprintf(msg, msglen, "cannot write the torch engine's sample index %s: %s", path,
+                 strerror(errno));
+        return PB_ERR;
+    }
+    return PB_OK;
+}
+

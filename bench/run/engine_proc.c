@@ -476,16 +476,19 @@ void pb_engine_proc_end(struct pb_engine_proc *p, bool polite)
         json_decref(close_cmd);
     }
     close(p->cmd_fd); /* end of stdin: the engine exits */
+    /* Short waits: a stop must end pbench within the 5 s that job runners
+     * (`timeout -k 5`) give before SIGKILL, and the engine exits in well
+     * under a second after close. */
     int status;
     bool gone = p->reaped; /* already waited for: its pid may be another's now */
-    for (int i = 0; i < (polite ? 100 : 0) && !gone; i++) { /* up to 5 s */
+    for (int i = 0; i < (polite ? 40 : 0) && !gone; i++) { /* up to 2 s */
         gone = waitpid(p->pid, &status, WNOHANG) == p->pid;
         if (!gone)
             usleep(50000);
     }
     if (!gone) {
         kill(-p->pid, SIGTERM); /* its group: the engine and its workers */
-        for (int i = 0; i < 40 && !gone; i++) { /* 2 s */
+        for (int i = 0; i < 10 && !gone; i++) { /* 0.5 s */
             gone = waitpid(p->pid, &status, WNOHANG) == p->pid;
             if (!gone)
                 usleep(50000);

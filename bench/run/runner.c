@@ -208,12 +208,14 @@ static void stage_stuck(struct run *run, struct worker *w, int stage, uint64_t s
     const struct pb_dataset *ds = run->ds;
     const char *path = index < ds->count ? ds->paths[index] : "(sample)";
     const char *member = index < ds->count && ds->members ? ds->members[index] : NULL;
+    const struct pb_run_spec *limits = &run->spec->run;
     snprintf(text, sizeof(text),
              "stage '%s' has not returned after %.1f s on %s%s%s (loader worker %d; "
-             "run.stage_timeout_s is %g s): the repeat is cut short and marked interrupted, what "
-             "was measured is written, and pbench ends without waiting for the stage",
+             "run.stage_timeout_s is %g s%s): the repeat is cut short and marked interrupted, "
+             "and pbench ends without waiting for the stage",
              w->chain.stages[stage].ops->name, (double)stuck_ns / 1e9, path, member ? ":" : "",
-             member ? member : "", w->index, run->spec->run.stage_timeout_s);
+             member ? member : "", w->index, pb_stage_timeout_s(limits),
+             limits->stage_timeout_s > 0 ? "" : ", run.max_time_s + 10 s");
     atomic_store(&w->stuck, true);
     pb_runner_fail(run, PB_ERR_STALLED, text);
 }
@@ -223,7 +225,7 @@ static void stage_stuck(struct run *run, struct worker *w, int stage, uint64_t s
  * stages run in the loop's own thread, which nothing can wake.) */
 static void watch_stages(struct run *run, uint64_t now_ns)
 {
-    uint64_t limit_ns = (uint64_t)(run->spec->run.stage_timeout_s * 1e9);
+    uint64_t limit_ns = (uint64_t)(pb_stage_timeout_s(&run->spec->run) * 1e9);
     for (int i = 0; i < run->workers; i++) {
         struct worker *w = &run->worker[i];
         uint64_t calls = atomic_load_explicit(&w->stage_calls, memory_order_relaxed);
@@ -350,8 +352,10 @@ static bool part_ends(struct run *run, struct consumed *c, bool rule_done)
 }
 
 /* The loop waited for a batch that did not come (t_wait0 to t_wait1): why
- * the measured part ends. Past the time cap, the cap ends it at t_wait1
- * with the wait counted as stall. */
+ * the measured part ends. Anything but the end of the data (the time cap, a
+ * stop, a stuck stage, a failure) ends it at t_wait1 with the wait counted
+ * as stall: a repeat cut while it waited covers its whole time, not the
+ * span up to its last batch. */
 static void end_without_batch(struct run *run, struct consumed *c, uint64_t t_wait0,
                               uint64_t t_wait1)
 {
@@ -362,8 +366,9 @@ static void end_without_batch(struct run *run, struct consumed *c, uint64_t t_wa
         reason = PB_STOP_FAILED;
     else if (run->user_stop && *run->user_stop)
         reason = PB_STOP_INTERRUPTED;
-    else if (c->measuring && past_time_cap(run, t_wait1)) {
+    else if (c->measuring && past_time_cap(run, t_wait1))
         reason = PB_STOP_TIME_CAP;
+    if (reason != PB_STOP_DATA_END && c->measuring) {
         c->wait_total += t_wait1 - t_wait0;
         c->t_end = t_wait1;
     }
@@ -418,7 +423,8 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
     /* A repeat is complete only when its stopping rule (or the end of its
      * data) ended it: a stop that woke the loop while it waited for a batch,
      * or the decider's stop, leaves it cut short. */
-    if (run->rule.reason == PB_STOP_INTERRUPTED || run->rule.reason == PB_STOP_STUCK)
+    if (run->rule.reason == PB_STOP_INTERRUPTED || run->rule.reason == PB_STOP_STUCK ||
+        run->rule.reason == PB_STOP_FAILED)
         c->interrupted = true;
     if (run->hooks && run->hooks->group) {
         atomic_store(&run->hooks->group->local_reason, (int)run->rule.reason);
@@ -432,13 +438,63 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
     }
 }
 
+/* How long, after a stop, a loader thread may take to finish the stage
+ * call it is in before it is left running: a stop ends the run in about
+ * this time whatever a stage does. */
+#define STOP_GRACE_NS 1500000000ull
+
+/* Cold: a stop came while loader worker w was in stage `stage` and the
+ * call has not returned within STOP_GRACE_NS: the thread is left running,
+ * the run abandoned, and the stage and its sample named. */
+static void abandon_on_stop(struct run *run, struct worker *w, int stage)
+{
+    uint64_t index = atomic_load_explicit(&w->busy_sample, memory_order_relaxed);
+    const struct pb_dataset *ds = run->ds;
+    const char *path = index < ds->count ? ds->paths[index] : "(sample)";
+    const char *member = index < ds->count && ds->members ? ds->members[index] : NULL;
+    pb_point_warn(run->point,
+                  "stopped while stage '%s' had not returned on %s%s%s (loader worker %d); "
+                  "pbench ended without waiting for it",
+                  w->chain.stages[stage].ops->name, path, member ? ":" : "",
+                  member ? member : "", w->index);
+    atomic_store(&w->stuck, true);
+    run->abandoned = true;
+}
+
+/* The stage call a loader thread was seen in during the join, and since
+ * when: a thread that goes on to other calls is finishing its batch. */
+struct call_seen {
+    uint64_t calls, since_ns;
+};
+
+/* The stage worker w has been in, in one and the same call, for
+ * STOP_GRACE_NS (seen: what the join saw of it before); -1 if none. */
+static int in_one_call(const struct worker *w, struct call_seen *seen, uint64_t now_ns)
+{
+    uint64_t calls = atomic_load_explicit(&w->stage_calls, memory_order_relaxed);
+    if (calls != seen->calls) {
+        seen->calls = calls;
+        seen->since_ns = now_ns;
+    }
+    int stage = atomic_load_explicit(&w->busy_stage, memory_order_relaxed);
+    return stage >= 0 && now_ns - seen->since_ns >= STOP_GRACE_NS ? stage : -1;
+}
+
 /* Joins the loader threads, finishing the batches in hand, while the
- * watchdog still runs: a thread it finds stuck in a stage, or every thread
+ * watchdog still runs: a thread it finds stuck in a stage, a thread in one
+ * stage call for STOP_GRACE_NS of the join after a stop, or every thread
  * still running after a stop with PB_RUN_STOP_NOW, is left running and the
- * run abandoned. */
+ * run abandoned. Every thread's grace counts from the join's start. */
 static void join_workers(struct run *run)
 {
+    uint64_t start_ns = pb_now_ns();
+    struct call_seen *seen = calloc((size_t)run->started_workers + 1, sizeof(*seen));
+    for (int i = 0; i < run->started_workers && seen; i++) /* every thread, at the start */
+        seen[i] = (struct call_seen){atomic_load(&run->worker[i].stage_calls), start_ns};
     for (int i = 0; i < run->started_workers; i++) {
+        struct worker *w = &run->worker[i];
+        struct call_seen alone = {atomic_load(&w->stage_calls), pb_now_ns()};
+        struct call_seen *look = seen ? &seen[i] : &alone; /* out of memory: from now */
         for (;;) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
@@ -447,15 +503,21 @@ static void join_workers(struct run *run)
                 until.tv_sec++;
                 until.tv_nsec -= 1000000000;
             }
-            if (pthread_timedjoin_np(run->worker[i].thread, NULL, &until) == 0)
+            if (pthread_timedjoin_np(w->thread, NULL, &until) == 0)
                 break;
-            if (atomic_load(&run->worker[i].stuck) ||
-                (run->user_stop && (*run->user_stop & PB_RUN_STOP_NOW))) {
+            int stop = run->user_stop ? *run->user_stop : 0;
+            if (atomic_load(&w->stuck) || (stop & PB_RUN_STOP_NOW)) {
                 run->abandoned = true;
+                break;
+            }
+            int stage = stop ? in_one_call(w, look, pb_now_ns()) : -1;
+            if (stage >= 0) {
+                abandon_on_stop(run, w, stage);
                 break;
             }
         }
     }
+    free(seen);
     run->started_workers = 0;
 }
 
@@ -570,6 +632,10 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
                                           msglen);
 
     fill_totals(run, &c, rep);
+    if (pb_repeat_cpu_impossible(rep, sysconf(_SC_NPROCESSORS_ONLN), 0, msg, msglen)) {
+        pb_repeat_result_free(rep); /* not a figure: not kept */
+        return PB_ERR;
+    }
     if (stage_timing && pb_stage_rows_merge(run->stats, nworkers(run), rep) == PB_OK)
         pb_stage_rows_slowest(run->stats, nworkers(run), rep, run->ds->paths, run->ds->count);
     if (run->gpu) {

@@ -817,8 +817,8 @@ static int run_measured(struct session *s)
                  stop_cause(s->hooks->stop ? (int)*s->hooks->stop : 0));
         return fail(s, rc);
     }
-    if (measured_points == 0) {
-        /* Every point failed: each said why (msg holds the last). */
+    if (measured_points == 0) { /* every point failed and said why (msg holds the last) */
+        pb_session_say(s->hooks, PB_SESSION_INFO, "nothing was measured: no result written");
         return rc == PB_OK ? PB_ERR : rc;
     }
     s->outcome->measured = true;

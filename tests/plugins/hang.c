@@ -3,7 +3,10 @@
  * through (counted over every worker and repeat) and then waits in pause()
  * for good, as a stage stuck on a dead mount or a
  * FIFO would. The watchdog (run.stage_timeout_s) must name it and its
- * sample, write what was measured and end pbench without joining it. */
+ * sample, write what was measured and end pbench without joining it; a
+ * stop must end pbench without waiting for it. With `mark`, the first
+ * call that hangs creates that file (a test waits for it). */
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,16 +17,20 @@
 
 struct hang_opts {
     int64_t after;
+    char mark[256];
 };
 
 static const struct pb_opt hang_opts_table[] = {
     {"after", PB_OPT_INT, offsetof(struct hang_opts, after), 0, 1000000000, "0", NULL,
      "Samples passed through (all workers and repeats together) before the stage hangs."},
+    {"mark", PB_OPT_STRING, offsetof(struct hang_opts, mark), 0, 256, "", NULL,
+     "A file created when the stage first hangs; empty: none."},
     {0},
 };
 
 struct hang_state {
     int64_t after;
+    char mark[256];
 };
 
 /* Samples passed through so far, in the whole process. */
@@ -41,6 +48,7 @@ static int hang_init(void **state, const void *opts, const struct pb_stage_plan 
     if (!st)
         return PB_ERR_NOMEM;
     st->after = ((const struct hang_opts *)opts)->after;
+    memcpy(st->mark, ((const struct hang_opts *)opts)->mark, sizeof st->mark);
     *out = *in;
     *state = st;
     return PB_OK;
@@ -49,9 +57,13 @@ static int hang_init(void **state, const void *opts, const struct pb_stage_plan 
 static int hang_process(void *state, struct pb_sample *s)
 {
     struct hang_state *st = state;
-    if (atomic_fetch_add(&passed, 1) >= st->after)
+    if (atomic_fetch_add(&passed, 1) >= st->after) {
+        int fd = st->mark[0] ? open(st->mark, O_WRONLY | O_CREAT, 0644) : -1;
+        if (fd >= 0)
+            close(fd);
         for (;;)
             pause(); /* a handled signal returns from pause(): wait again */
+    }
     if (s->in_bytes > s->out_capacity) {
         s->out_bytes = s->in_bytes;
         return PB_ERR_NOSPACE;

@@ -6,6 +6,7 @@ another fatal error."""
 import os
 import sys
 
+from .lifeline import end_with_pbench
 from .protocol import CommandReader, FrameWriter
 
 RECORDS_FD = 3
@@ -24,6 +25,7 @@ def missing_package():
 
 
 def main():
+    end_with_pbench()
     try:
         os.fstat(RECORDS_FD)
     except OSError:

@@ -3,6 +3,7 @@ iter(loader) per repeat (and per epoch), a frame per batch.
 
 Engine.serve answers pbench's commands (open, repeat, stop, close) until
 close or the end of stdin, and returns the exit status."""
+import os
 import random
 import signal
 import time
@@ -16,6 +17,7 @@ from .dataset import (FOLDED_ROW, MAX_COLUMNS, IndexDataset, UserDataset,
                       describe_exception)
 from .errors import ConfigError
 from .index import parse_shard, read_index, shard_indices
+from .lifeline import EndWithEngine
 from .stages import build_pipeline
 from .userdata import add_python_path, import_callable, make_user_dataset
 from .protocol import name_field, name_fields
@@ -121,6 +123,7 @@ class Engine:
         if workers > 0:
             extra["prefetch_factor"] = int(loader.get("prefetch_factor", 2))
             extra["persistent_workers"] = bool(loader.get("persistent_workers", False))
+            extra["worker_init_fn"] = EndWithEngine(os.getpid())
         return DataLoader(self.dataset, batch_size=int(loader.get("batch_size", 1)),
                           sampler=self.sampler, num_workers=workers,
                           collate_fn=Collate(self.dataset.recorder,
