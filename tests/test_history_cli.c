@@ -164,6 +164,19 @@ static void test_show_read_only_uri(void **state)
            "attempt to write a readonly database");
 }
 
+/* history takes its options the way run does: --db=PATH as --db PATH,
+ * options before or after the file, and an option of the other
+ * sub-command is a usage error. */
+static void test_options_as_run_takes_them(void **state)
+{
+    (void)state;
+    write_result("eq.json", "2026-11-01T00:00:00Z", 1000, 0);
+    expect("history add --db=eq.db --revision=r1 eq.json", 0, false, "added 1 point(s)");
+    expect("history show --db=eq.db --format=csv", 0, false, "samples_per_s");
+    expect("history show --db eq.db --revision r2", 2, true, "unexpected argument");
+    expect("history add eq.json --db=eq.db --metric stall_pct", 2, true, "unexpected argument");
+}
+
 /* Writes workdir/file: night i of a config whose pipeline gained a
  * GaussianBlur (340 us a sample, doubling the CPU per sample) from night
  * blur_from on. */
@@ -236,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_parallel_adds_all_land),
         cmocka_unit_test(test_corrupt_database_is_an_error),
         cmocka_unit_test(test_show_read_only_uri),
+        cmocka_unit_test(test_options_as_run_takes_them),
         cmocka_unit_test(test_bad_night_exit_codes),
     };
     pb_test_tmpdir_use(workdir);

@@ -765,7 +765,7 @@ static int gate_name_check(const struct pb_comparison *cmp, const char *name, si
                   stage_named(&cmp->next_stages, name + prefix, len - prefix)))
         return PB_OK;
     char names[512];
-    pb_metric_names(names, sizeof(names), ", ", false);
+    pb_metric_names(names, sizeof(names), ", ", PB_METRICS_GATEABLE);
     if (stage) {
         used = (size_t)snprintf(msg, msglen,
                                 "--gate: no stage '%.*s' on either side, so the gate would "

@@ -335,7 +335,7 @@ int pb_history_add(const char *db_path, const struct pb_result *result, const ch
 
 void pb_history_metric_names(char *buf, size_t buflen, const char *sep)
 {
-    pb_metric_names(buf, buflen, sep, true);
+    pb_metric_names(buf, buflen, sep, PB_METRICS_KEPT);
 }
 
 void pb_history_free(struct pb_history *h)

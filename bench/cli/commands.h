@@ -2,7 +2,8 @@
  * compile-time list X(NAME, USAGE, HELP): bench/cli/main.c binds each NAME to
  * its cmd_NAME function, so a command is declared once with its help. In
  * USAGE and HELP, {formats}, {format-list}, {comparison-formats} and
- * {metrics} are filled in from the format and metric tables. */
+ * {metrics} (and the tokens bench/cli/help.c lists) are filled in from the
+ * format and metric tables. */
 #ifndef PB_COMMANDS_H
 #define PB_COMMANDS_H
 
@@ -38,8 +39,9 @@
       "      --baseline BASE.json  compare the new result with BASE.json (as pbench compare)\n" \
       "      --threshold PCT       practical threshold of that comparison (default 5%)\n" \
       "      --fail-on-regression  exit 3 when the comparison finds a regression of a gated\n" \
-      "                            metric (samples_per_s, stall_pct)\n" \
-      "      --gate M,...          gate on these metrics too ({metrics})\n\n" \
+      "                            metric ({gated-metrics})\n" \
+      "      --gate M,...          gate on these metrics too (cpu_ns_per_sample.STAGE: one\n" \
+      "                            stage's): {gate-metrics}\n\n" \
       "Ctrl-C, SIGTERM or SIGHUP stops after the current batch and still writes what was\n" \
       "measured (exit 130, 143 or 129).") \
     X(gen, \
@@ -81,9 +83,11 @@
       "configs/image.yaml --set-new loader.workers=4 (the suggestions of pbench run give such\n" \
       "commands). Every config difference is listed as a setting change under test. On a\n" \
       "shared CI runner this is the strongest before/after evidence.\n\n" \
-      "--fail-on-regression gates on samples/s, stall %, accelerator utilization and CPU per\n" \
-      "sample, what a training job feels; batch assembly, peak RSS and the stages' rows are\n" \
-      "reported, and gate only when named with --gate. A --gate name that names nothing (an\n" \
+      "--fail-on-regression gates on what a training job feels:\n" \
+      "  {gated-metrics};\n" \
+      "batch assembly, peak RSS and the stages' rows are reported, and gate only when named\n" \
+      "with --gate (any of {gate-metrics},\n" \
+      "or cpu_ns_per_sample.STAGE). A --gate name that names nothing (an\n" \
       "unknown metric, or a stage neither side ran) exits 2 with the names known. A stage one\n" \
       "side alone ran is a row of its own, new or removed, with its CPU per sample and share\n" \
       "of the pipeline; the verdict names the stages that explain the change of CPU per\n" \
@@ -100,7 +104,7 @@
       "pbench history add RESULT.json [--db results/history.db] [--revision REV] [--force]\n" \
       "       pbench history show [--db results/history.db] [--config NAME]\n" \
       "                  [--metric {metrics}]\n" \
-      "                  [--threshold 5%] [--format table|json|csv|tsv|html] [-o FILE]", \
+      "                  [--threshold 5%] [--format {history-formats}] [-o FILE]", \
       "Keeps each run's summary in an SQLite database (one row per point) under its git\n" \
       "revision (--revision, else $GITHUB_SHA, else git rev-parse in the current folder), and\n" \
       "prints the trend of a metric per series, flagging a step change: a shift of the median\n" \

@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/analyze/history.h"
 #include "bench/base/pb.h"
 #include "bench/cli/commands.h"
 #include "bench/report/format.h"
+#include "bench/result/metrics.h"
 
 struct command {
     const char *name, *usage, *help;
@@ -37,16 +37,23 @@ static const struct command *find_command(const char *name)
 /* text with its lists filled in from the tables they come from, so help
  * cannot drift from them: {formats} "table|json|...", {format-list}
  * "table, json, ...", {comparison-formats} those with a comparison form,
- * {metrics} the metrics history shows. */
+ * {history-formats} those with a history form, {metrics} the metrics
+ * history shows, {gated-metrics} those --fail-on-regression gates on,
+ * {gate-metrics} those --gate can name. */
 static const char *expand(const char *text, char *buf, size_t buflen)
 {
+    enum { FORMATS, COMPARISON_FORMATS, HISTORY_FORMATS, METRICS };
     static const struct {
         const char *token, *sep;
-        int list; /* 0 formats, 1 comparison formats, 2 metrics */
-    } tokens[] = {{"{formats}", "|", 0},
-                  {"{format-list}", ", ", 0},
-                  {"{comparison-formats}", "|", 1},
-                  {"{metrics}", "|", 2}};
+        int list;
+        enum pb_metric_filter metrics;
+    } tokens[] = {{"{formats}", "|", FORMATS, 0},
+                  {"{format-list}", ", ", FORMATS, 0},
+                  {"{comparison-formats}", "|", COMPARISON_FORMATS, 0},
+                  {"{history-formats}", "|", HISTORY_FORMATS, 0},
+                  {"{metrics}", "|", METRICS, PB_METRICS_KEPT},
+                  {"{gated-metrics}", ", ", METRICS, PB_METRICS_GATED},
+                  {"{gate-metrics}", "|", METRICS, PB_METRICS_GATEABLE}};
     size_t used = 0;
     buf[0] = '\0';
     while (*text && used + 1 < buflen) {
@@ -58,10 +65,13 @@ static const char *expand(const char *text, char *buf, size_t buflen)
             buf[used] = '\0';
             continue;
         }
-        if (tokens[k].list == 2)
-            pb_history_metric_names(buf + used, buflen - used, tokens[k].sep);
+        if (tokens[k].list == METRICS)
+            pb_metric_names(buf + used, buflen - used, tokens[k].sep, tokens[k].metrics);
+        else if (tokens[k].list == HISTORY_FORMATS)
+            pb_format_history_names(buf + used, buflen - used, tokens[k].sep);
         else
-            pb_format_names(buf + used, buflen - used, tokens[k].sep, tokens[k].list == 1);
+            pb_format_names(buf + used, buflen - used, tokens[k].sep,
+                            tokens[k].list == COMPARISON_FORMATS);
         used += strlen(buf + used);
         text += strlen(tokens[k].token);
     }

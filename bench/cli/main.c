@@ -106,7 +106,7 @@ static int measure(const struct pb_session_opts *opts, const char *title, bool q
     if (outcome.compared) {
         /* An HTML page on stdout is one document, so a run's comparison
          * goes to stderr as a table. */
-        bool beside_page = !two_configs && format == PB_FORMAT_HTML;
+        bool beside_page = !two_configs && pb_formats[format].whole_document;
         if (!two_configs)
             fputc('\n', stdout);
         int gate_code = gate_apply(two_configs ? "compare" : "run", &outcome.comparison, gate);

@@ -1,6 +1,7 @@
 /* The commands that read or write files without measuring a pipeline
  * (history, calibrate, gen, report, list, version); run and compare, which
  * measure through one session set-up, are main.c's. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,52 +79,80 @@ static int history_format(const char *name, enum pb_format *format)
     return pb_cli_usage_error("history", fmt, name);
 }
 
+/* What `pbench history add|show` was given. */
+struct history_args {
+    const char *db, *config, *metric, *revision, *file, *output;
+    double threshold;
+    enum pb_format format;
+    bool force, metric_named;
+};
+
+/* Reads history's options the way run reads its own (getopt_long: --db
+ * PATH and --db=PATH alike); an option of the other sub-command is a usage
+ * error. Returns -1 to go on, else the exit code. */
+static int history_parse(int argc, char **argv, bool add, struct history_args *h)
+{
+    enum { DB = 256, CONFIG, METRIC, REVISION, FORCE, THRESHOLD };
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, DB},        {"config", required_argument, NULL, CONFIG},
+        {"metric", required_argument, NULL, METRIC}, {"output", required_argument, NULL, 'o'},
+        {"format", required_argument, NULL, 'f'},   {"revision", required_argument, NULL, REVISION},
+        {"force", no_argument, NULL, FORCE},        {"threshold", required_argument, NULL, THRESHOLD},
+        {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:f:", longopts, NULL)) != -1) {
+        bool show_only = c == CONFIG || c == METRIC || c == 'o' || c == 'f' || c == THRESHOLD;
+        bool add_only = c == REVISION || c == FORCE;
+        if (c == '?' || c == ':' || (add && show_only) || (!add && add_only))
+            return pb_cli_usage_error("history", "unexpected argument '%s'", argv[optind - 1]);
+        if (c == DB)
+            h->db = optarg;
+        else if (c == CONFIG)
+            h->config = optarg;
+        else if (c == METRIC) {
+            h->metric = optarg;
+            h->metric_named = true;
+        } else if (c == 'o')
+            h->output = optarg;
+        else if (c == 'f' && history_format(optarg, &h->format) != PB_OK)
+            return PB_EXIT_USAGE;
+        else if (c == REVISION)
+            h->revision = optarg;
+        else if (c == FORCE)
+            h->force = true;
+        else if (c == THRESHOLD && pb_threshold_parse(optarg, &h->threshold) != PB_OK)
+            return pb_cli_usage_error(
+                "history", "--threshold takes a percentage such as 5%%, got '%s'", optarg);
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!add || h->file)
+            return pb_cli_usage_error("history", "unexpected argument '%s'", argv[i]);
+        h->file = argv[i];
+    }
+    return -1;
+}
+
 int cmd_history(int argc, char **argv)
 {
     if (argc < 2)
         return pb_cli_usage_error("history", "%s", "expected 'add' or 'show'");
-    const char *db = PB_HISTORY_DB, *config = NULL, *metric = "samples_per_s";
-    const char *revision = NULL, *file = NULL, *output = NULL;
-    double threshold = 5;
-    enum pb_format format = PB_FORMAT_TABLE;
-    bool add = strcmp(argv[1], "add") == 0, force = false, metric_named = false;
+    bool add = strcmp(argv[1], "add") == 0;
     if (!add && strcmp(argv[1], "show") != 0)
         return pb_cli_usage_error("history", "expected 'add' or 'show', got '%s'", argv[1]);
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_value = i + 1 < argc;
-        if (strcmp(a, "--db") == 0 && has_value)
-            db = argv[++i];
-        else if (strcmp(a, "--config") == 0 && has_value && !add)
-            config = argv[++i];
-        else if (strcmp(a, "--metric") == 0 && has_value && !add) {
-            metric = argv[++i];
-            metric_named = true;
-        }
-        else if ((strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0) && has_value && !add)
-            output = argv[++i];
-        else if ((strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) && has_value && !add) {
-            if (history_format(argv[++i], &format) != PB_OK)
-                return PB_EXIT_USAGE;
-        } else if (strcmp(a, "--revision") == 0 && has_value && add)
-            revision = argv[++i];
-        else if (strcmp(a, "--force") == 0 && add)
-            force = true;
-        else if (strcmp(a, "--threshold") == 0 && has_value && !add) {
-            if (pb_threshold_parse(argv[++i], &threshold) != PB_OK)
-                return pb_cli_usage_error(
-                    "history", "--threshold takes a percentage such as 5%%, got '%s'", argv[i]);
-        } else if (add && a[0] != '-' && !file)
-            file = a;
-        else
-            return pb_cli_usage_error("history", "unexpected argument '%s'", a);
-    }
+    struct history_args h = {.db = PB_HISTORY_DB, .metric = "samples_per_s", .threshold = 5,
+                             .format = PB_FORMAT_TABLE};
+    int code = history_parse(argc - 1, argv + 1, add, &h);
+    if (code >= 0)
+        return code;
     if (!add)
-        return history_show(db, config, metric, !metric_named, threshold, format, output);
-    if (!file)
+        return history_show(h.db, h.config, h.metric, !h.metric_named, h.threshold, h.format,
+                            h.output);
+    if (!h.file)
         return pb_cli_usage_error("history", "%s", "history add needs a RESULT.json");
     char msg[PB_MSG_MAX * 2], summary[PB_MSG_MAX * 2];
-    int rc = pb_history_add_file(db, file, revision, force, summary, sizeof(summary), msg,
+    int rc = pb_history_add_file(h.db, h.file, h.revision, h.force, summary, sizeof(summary), msg,
                                  sizeof(msg));
     if (rc < 0) {
         pb_cli_error("history", msg);

@@ -16,16 +16,24 @@
 #include "bench/report/report.h"
 #include "bench/report/report_csv.h"
 
-const struct pb_format_ops pb_formats[PB_FORMAT_COUNT] = {
-    [PB_FORMAT_TABLE] = {"table", pb_report_table, pb_comparison_table, true, NULL,
-                         pb_history_print},
-    [PB_FORMAT_JSON] = {"json", pb_report_json, pb_comparison_json, false, NULL, pb_history_json},
-    [PB_FORMAT_MARKDOWN] = {"markdown", pb_report_markdown, pb_comparison_markdown, true, NULL,
-                            NULL},
-    [PB_FORMAT_CSV] = {"csv", pb_report_csv, NULL, true, pb_report_csv_repeats, pb_history_csv},
-    [PB_FORMAT_HTML] = {"html", pb_html_report, pb_html_comparison, true, NULL, pb_history_html},
-    [PB_FORMAT_TSV] = {"tsv", pb_report_tsv, NULL, true, pb_report_tsv_repeats, pb_history_tsv},
+const struct pb_format_ops pb_formats[] = {
+    [PB_FORMAT_TABLE] = {.name = "table", .result = pb_report_table,
+                         .comparison = pb_comparison_table, .analyzed = true,
+                         .history = pb_history_print},
+    [PB_FORMAT_JSON] = {.name = "json", .result = pb_report_json,
+                        .comparison = pb_comparison_json, .history = pb_history_json},
+    [PB_FORMAT_MARKDOWN] = {.name = "markdown", .result = pb_report_markdown,
+                            .comparison = pb_comparison_markdown, .analyzed = true},
+    [PB_FORMAT_CSV] = {.name = "csv", .result = pb_report_csv, .analyzed = true,
+                       .repeats = pb_report_csv_repeats, .history = pb_history_csv},
+    [PB_FORMAT_HTML] = {.name = "html", .result = pb_html_report,
+                        .comparison = pb_html_comparison, .analyzed = true,
+                        .history = pb_history_html, .whole_document = true},
+    [PB_FORMAT_TSV] = {.name = "tsv", .result = pb_report_tsv, .analyzed = true,
+                       .repeats = pb_report_tsv_repeats, .history = pb_history_tsv},
 };
+_Static_assert(sizeof(pb_formats) / sizeof(pb_formats[0]) == PB_FORMAT_COUNT,
+               "every enum pb_format has its row in pb_formats[]");
 
 int pb_format_parse(const char *text, enum pb_format *format)
 {

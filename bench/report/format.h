@@ -44,6 +44,9 @@ struct pb_format_ops {
     /* Renders what history show read; NULL when the format has no history
      * form. */
     void (*history)(FILE *out, const struct pb_history *history);
+    /* A whole document (a page): a comparison measured with it goes beside
+     * it as a table on stderr, not into it. */
+    bool whole_document;
 };
 
 /* What a row of a tabular report is (--rows): a point (the default: in

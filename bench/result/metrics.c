@@ -187,13 +187,16 @@ const struct pb_metric *pb_metric_find(const char *name)
     return NULL;
 }
 
-void pb_metric_names(char *buf, size_t buflen, const char *sep, bool kept)
+void pb_metric_names(char *buf, size_t buflen, const char *sep, enum pb_metric_filter filter)
 {
     size_t used = 0;
     if (buflen)
         buf[0] = '\0';
     for (int m = 0; m < PB_METRIC_COUNT && used < buflen; m++) {
-        if (kept && !pb_metrics[m].of_point)
+        const struct pb_metric *row = &pb_metrics[m];
+        if ((filter == PB_METRICS_KEPT && !row->of_point) ||
+            (filter == PB_METRICS_GATED && !row->gates) ||
+            (filter == PB_METRICS_GATEABLE && row->machine))
             continue;
         int n = snprintf(buf + used, buflen - used, "%s%s", used ? sep : "", pb_metrics[m].name);
         if (n < 0)

@@ -32,7 +32,8 @@ struct pb_metric {
      * regression). */
     bool setting_cost;
     /* --fail-on-regression fails on it unless told otherwise: what users
-     * gate on (throughput, stall); the others gate when named (--gate). */
+     * gate on (throughput, stall, utilization, CPU per sample); the others
+     * gate when named (--gate). */
     bool gates;
     /* One repeat's value; NAN when it has none. */
     double (*of_repeat)(const struct pb_repeat_result *repeat);
@@ -61,9 +62,14 @@ const struct pb_metric *pb_metric_find(const char *name);
 /* The machine's own row (the one with .machine), or NULL. */
 const struct pb_metric *pb_metric_machine(void);
 
-/* Writes the table's metric names joined by sep into buf (cut short at
- * buflen); with kept, only those history keeps (a point value): the names
- * a message about an unknown metric lists. */
-void pb_metric_names(char *buf, size_t buflen, const char *sep, bool kept);
+/* Which rows pb_metric_names lists: all, those history keeps (a point
+ * value), those --fail-on-regression gates on by default, those --gate
+ * can name (all but the machine's). */
+enum pb_metric_filter { PB_METRICS_ALL, PB_METRICS_KEPT, PB_METRICS_GATED, PB_METRICS_GATEABLE };
+
+/* Writes the names of the table's rows that filter admits, joined by sep,
+ * into buf (cut short at buflen): the lists help and the messages about an
+ * unknown metric give, so they cannot drift from the table. */
+void pb_metric_names(char *buf, size_t buflen, const char *sep, enum pb_metric_filter filter);
 
 #endif
