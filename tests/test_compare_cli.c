@@ -197,12 +197,47 @@ static void test_both_configs_checked_first(void **state)
     assert_false(exists("ab.json"));
 }
 
+/* Two configs measured here with a rendered format: -o is the comparison
+ * in that format (the result goes to its default file), not JSON in a file
+ * named .html; with --format json, -o still names the result. */
+static void test_output_for_two_configs(void **state)
+{
+    (void)state;
+    static const char *const config =
+        "name: side\n"
+        "dataset:\n"
+        "  path: data/null\n"
+        "  generate: {kind: files, count: 64, size_bytes: 1024, seed: 1}\n"
+        "pipeline:\n"
+        "  - read:\n"
+        "  - decode: {decoder: null, cost_us: 50}\n"
+        "loader: {workers: 1, batch_size: 8}\n"
+        "run: {min_time_s: 0.2, max_time_s: 0.4, repeats: 2, warmup_batches: 1}\n";
+    char path[PB_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/S.yaml", workdir);
+    pb_test_write_file(path, config, strlen(config));
+    char *err = run_expecting("compare S.yaml S.yaml -S pipeline.decode.cost_us=100 "
+                              "--format html -o ab.html -q", 0);
+    free(err);
+    snprintf(path, sizeof(path), "%s/ab.html", workdir);
+    char *page = pb_test_read_file(path, NULL, true);
+    assert_non_null(strstr(page, "<html"));
+    assert_null(strstr(page, "\"schema_version\""));
+    free(page);
+    err = run_expecting("compare S.yaml S.yaml --format json -o ab.json -q", 0);
+    free(err);
+    json_t *r = pb_test_load_json(workdir, "ab.json");
+    assert_non_null(json_object_get(r, "schema_version"));
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_output_for_one_result),
         cmocka_unit_test(test_gate_on_unknown_stage),
         cmocka_unit_test(test_both_configs_checked_first),
+        cmocka_unit_test(test_output_for_two_configs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -85,9 +85,10 @@ static int gate_apply(const char *cmd, struct pb_comparison *cmp, const struct p
 /* Runs the session opts describes, with the progress lines on stderr, and
  * prints what it measured: a run's result in format, then its comparison
  * (with --baseline); two configs measured together, their comparison
- * alone. Returns the exit code: the session's, else the comparison's. */
+ * alone, into comparison_path when given (else on stdout). Returns the exit
+ * code: the session's, else the comparison's. */
 static int measure(const struct pb_session_opts *opts, const char *title, bool quiet, int format,
-                   const struct pb_gate *gate)
+                   const struct pb_gate *gate, const char *comparison_path)
 {
     struct pb_progress progress;
     struct pb_session_hooks hooks;
@@ -113,10 +114,20 @@ static int measure(const struct pb_session_opts *opts, const char *title, bool q
         char next[PB_MSG_MAX];
         if (two_configs)
             pb_interleaved_label(result.interleaved, "new", next, sizeof(next));
-        int rc = pb_comparison_print(beside_page ? stderr : stdout, stderr, &outcome.comparison,
-                                     two_configs ? opts->config_path : opts->baseline_path,
-                                     two_configs ? next : outcome.result_path,
-                                     beside_page ? PB_FORMAT_TABLE : format, false);
+        const char *base = two_configs ? opts->config_path : opts->baseline_path;
+        const char *shown_next = two_configs ? next : outcome.result_path;
+        int rc = comparison_path
+                     ? pb_comparison_write(comparison_path, &outcome.comparison, base, shown_next,
+                                           format, msg, sizeof(msg))
+                     : pb_comparison_print(beside_page ? stderr : stdout, stderr,
+                                           &outcome.comparison, base, shown_next,
+                                           beside_page ? PB_FORMAT_TABLE : format, false);
+        if (comparison_path && rc != PB_OK) {
+            pb_cli_error("compare", msg);
+            gate_code = PB_EXIT_ERROR;
+        } else if (comparison_path) {
+            fprintf(stderr, "pbench: comparison written to %s\n", comparison_path);
+        }
         int verdict =
             gate_code >= 0 ? gate_code : pb_cli_comparison_exit(rc, &outcome.comparison, gate);
         if (code == PB_EXIT_OK)
@@ -200,8 +211,8 @@ int cmd_run(int argc, char **argv)
             exit_code = PB_EXIT_ERROR;
         } else {
             /* One rank prints: the others only their errors. */
-            exit_code = measure(&opts, "pbench", quiet || !pb_mpi_is_root(), format,
-                                &gate);
+            exit_code = measure(&opts, "pbench", quiet || !pb_mpi_is_root(), format, &gate,
+                                NULL);
             pb_ranks_release();
             pb_mpi_finish();
         }
@@ -280,15 +291,28 @@ static int compare_parse(int argc, char **argv, struct compare_args *args)
  * interleaved rounds, into one result; then the same comparison. */
 static int compare_configs(const struct compare_args *args)
 {
+    /* -o names the result (JSON) as run's does; with a rendered --format
+     * (markdown, HTML, ...) it is that rendering of the comparison, and the
+     * result goes to its default file. */
+    bool rendered = args->output && args->format != PB_FORMAT_JSON &&
+                    args->format != PB_FORMAT_TABLE;
+    if (rendered) {
+        char msg[PB_MSG_MAX * 2];
+        if (pb_output_check_inputs(args->output, args->files, 2, msg, sizeof(msg)) != PB_OK) {
+            pb_cli_error("compare", msg); /* checked before measuring, never over an input */
+            return PB_EXIT_USAGE;
+        }
+    }
     struct pb_session_opts opts = {.config_path = args->files[0],
                                    .new_config_path = args->files[1],
                                    .overrides = args->overrides,
                                    .override_count = args->override_count,
                                    .new_overrides = args->new_overrides,
                                    .new_override_count = args->new_override_count,
-                                   .output_path = args->output,
+                                   .output_path = rendered ? NULL : args->output,
                                    .threshold_pct = args->threshold_pct};
-    return measure(&opts, "pbench compare", args->quiet, args->format, &args->gate);
+    return measure(&opts, "pbench compare", args->quiet, args->format, &args->gate,
+                   rendered ? args->output : NULL);
 }
 
 /* Shows a comparison as pbench compare does: into -o when given and the
