@@ -195,6 +195,44 @@ static void test_config_descriptions_are_sentences(void **state)
     }
 }
 
+/* text with every run of white space made one space, in place. */
+static void squeeze(char *text)
+{
+    char *out = text;
+    for (const char *c = text; *c; c++) {
+        bool space = *c == ' ' || *c == '\n' || *c == '\t';
+        if (!space || (out > text && out[-1] != ' '))
+            *out++ = space ? ' ' : *c;
+    }
+    *out = '\0';
+}
+
+/* The rule for relative paths is one sentence, said alike by pbench's
+ * help and list and by the README and docs/install.md. */
+static void test_path_rule_said_alike(void **state)
+{
+    (void)state;
+    const char *src = getenv("PBENCH_SOURCE_DIR");
+    if (!src)
+        skip();
+    char rule[] = PB_PATH_RULE;
+    squeeze(rule);
+    static const char *const docs[] = {"README.md", "docs/install.md"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[PB_PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s", src, docs[i]);
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        static char text[1 << 20];
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        squeeze(text);
+        if (!strstr(text, rule))
+            fail_msg("%s does not state the path rule: %s", docs[i], rule);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -203,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_one_section_and_one_key),
         cmocka_unit_test(test_unknown_names),
         cmocka_unit_test(test_config_descriptions_are_sentences),
+        cmocka_unit_test(test_path_rule_said_alike),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

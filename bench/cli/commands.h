@@ -7,6 +7,8 @@
 #ifndef PB_COMMANDS_H
 #define PB_COMMANDS_H
 
+#include "bench/sys/paths.h"
+
 /* What `pbench help` and the manual page say about the exit codes. */
 #define PB_EXIT_CODES_TEXT                                                                      \
     "0 success, 1 error, 2 usage or config error, 3 regression, 4 inconclusive (with\n"       \
@@ -42,6 +44,7 @@
       "                            metric ({gated-metrics})\n" \
       "      --gate M,...          gate on these metrics too (cpu_ns_per_sample.STAGE: one\n" \
       "                            stage's): {gate-metrics}\n\n" \
+      PB_PATH_RULE "\n\n" \
       "Ctrl-C, SIGTERM or SIGHUP stops after the current batch and still writes what was\n" \
       "measured (exit 130, 143 or 129).") \
     X(gen, \

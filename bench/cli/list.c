@@ -282,12 +282,10 @@ static void print_configs(FILE *out)
     char cache[PB_PATH_MAX], why[PB_MSG_MAX];
     if (pb_data_cache_dir(cache, sizeof(cache), why, sizeof(why)) != PB_OK)
         pb_strlcpy(cache, why, sizeof(cache));
-    fprintf(out, "\nRelative paths in a config (dataset.path, a plugin's path) are relative to "
-                 "the config file's\nfolder, with one exception: a shipped config's "
-                 "dataset.path is relative to its source tree\n(a clone's ./data) or, "
-                 "installed, to the cache folder, now %s\n($PBENCH_DATA, else "
-                 "$XDG_CACHE_HOME/pbench, else ~/.cache/pbench). -s values are relative\nto "
-                 "the current folder. docs/install.md has the rules.\n", cache);
+    fprintf(out, "\n" PB_PATH_RULE "\nThe one exception: a shipped config's dataset.path is "
+                 "relative to its source tree\n(a clone's ./data) or, installed, to the cache "
+                 "folder, now %s\n($PBENCH_DATA, else $XDG_CACHE_HOME/pbench, else "
+                 "~/.cache/pbench). docs/install.md has the details.\n", cache);
     free(entries);
 }
 

@@ -50,6 +50,14 @@ bool pb_path_in_data_cache(const char *path);
  * PB_ERR_CONFIG with "no config called 'x' ...; known names: a, b" in msg. */
 int pb_config_by_name(const char *name, char *out, size_t outlen, char *msg, size_t msglen);
 
+/* The rule for relative paths, one sentence: said alike by `pbench help
+ * run`, `pbench list configs`, the README and docs/install.md (a test holds
+ * the documents to it). */
+#define PB_PATH_RULE                                                                            \
+    "Relative paths in a config (dataset.path, a plugin's path, loader.python,\n"               \
+    "loader.python_path) are relative to the config file's folder; values given with -s are\n" \
+    "relative to the current folder."
+
 /* One shipped config: its name, its file, and its description (the first
  * sentence of its leading comment, its lines joined; cut at a word with
  * "..." where longer than the field). */
