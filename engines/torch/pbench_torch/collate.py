@@ -26,6 +26,38 @@ def as_collatable(sample):
     return sample
 
 
+def shapes_of(sample):
+    """A sample's tensor shapes, as a list of tuples (its fields in order)."""
+    if isinstance(sample, torch.Tensor):
+        return [tuple(sample.shape)]
+    if isinstance(sample, dict):
+        sample = list(sample.values())
+    if isinstance(sample, (list, tuple)):
+        return [shape for field in sample for shape in shapes_of(field)]
+    return []
+
+
+def collate_or_explain(good):
+    """default_collate of the good samples; where it fails on samples of
+    different shapes, a ValueError that says which and what to do (torch's
+    own message, "Trying to resize storage that is not resizable", names
+    neither)."""
+    try:
+        return default_collate(good)
+    except RuntimeError as e:
+        shapes = [shapes_of(sample) for sample in good]
+        first = shapes[0] if shapes else []
+        for k, other in enumerate(shapes[1:], 1):
+            if other != first:
+                raise ValueError(
+                    "collate: the samples of one batch differ in shape: sample 0 of the batch "
+                    "is %s, sample %d is %s; the last stage of the pipeline (or your Dataset's "
+                    "__getitem__) must give every sample one shape: end it with a fixed-size "
+                    "crop or resize, or batch_size: 1 (torch: %s)"
+                    % (first, k, other, str(e).strip().splitlines()[0])) from e
+        raise
+
+
 class Collate:
     """collate_fn bound to the dataset's Recorder (the worker's copy)."""
 
@@ -42,7 +74,7 @@ class Collate:
                 errors.append((item.index, item.file, item.message))
             else:
                 good.append(as_collatable(item))
-        batch = default_collate(good) if good else None
+        batch = collate_or_explain(good) if good else None
         rows, t_first_ns, nbytes = self.recorder.take_batch()
         if rows:
             base = 1 + 3 * self.column

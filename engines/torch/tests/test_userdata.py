@@ -24,6 +24,19 @@ class ExpandArgsTest(unittest.TestCase):
         self.assertEqual(got, {"root": "/d", "n": 3, "more": ["/d/x", {"k": "plain"}]})
 
 
+class CollateTest(unittest.TestCase):
+    def test_samples_of_different_shapes_are_named(self):
+        import torch
+        from pbench_torch.collate import collate_or_explain
+        with self.assertRaises(ValueError) as caught:
+            collate_or_explain([(torch.zeros(3, 4, 4), 1), (torch.zeros(3, 5, 4), 2)])
+        message = str(caught.exception)
+        self.assertIn("sample 1 is [(3, 5, 4)]", message)
+        self.assertIn("fixed-size crop or resize", message)
+        batch = collate_or_explain([torch.zeros(2), torch.ones(2)])
+        self.assertEqual(tuple(batch.shape), (2, 2))
+
+
 class ImportCallableTest(unittest.TestCase):
     def test_an_attribute_that_is_none_is_said_so(self):
         import sys
