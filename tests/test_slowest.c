@@ -173,6 +173,36 @@ static void test_file_names_that_are_not_utf8(void **state)
     json_decref(j);
 }
 
+/* A file name of 244 characters in a folder, and one of the same length
+ * that is not UTF-8, come back whole: the file's own name, and its bytes. */
+static void test_long_file_names_kept_whole(void **state)
+{
+    (void)state;
+    char plain[300] = "data/deep/folder/", odd[300] = "data/deep/folder/";
+    size_t at = strlen(plain);
+    memset(plain + at, 'a', 244);
+    memset(odd + at, 'b', 244);
+    odd[at + 10] = '\xff';
+    plain[at + 244] = odd[at + 244] = '\0';
+    char *paths[] = {plain, odd};
+    struct pb_slowest t;
+    memset(&t, 0, sizeof(t));
+    pb_slowest_add(&t, 0, 200);
+    pb_slowest_add(&t, 1, 100);
+    struct pb_stage_result row;
+    memset(&row, 0, sizeof(row));
+    pb_slowest_merge_thread(&row, &t, paths, 2);
+    json_t *j = pb_slowest_to_json(&row);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "file")), plain);
+    assert_non_null(json_object_get(json_array_get(j, 1), "file_bytes"));
+    struct pb_stage_result again;
+    memset(&again, 0, sizeof(again));
+    pb_slowest_from_json(j, &again);
+    assert_string_equal(again.slowest_files[0], plain);
+    assert_string_equal(again.slowest_files[1], odd);
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_thread_lists_a_sample_once),
         cmocka_unit_test(test_merge_lists_a_sample_once),
         cmocka_unit_test(test_file_names_that_are_not_utf8),
+        cmocka_unit_test(test_long_file_names_kept_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,7 +68,7 @@ struct pb_stage_result {
      * their dataset index and file (bench/result/slowest.h). */
     int slowest_count;
     uint64_t slowest_ns[PB_SLOWEST_SAMPLES], slowest_sample[PB_SLOWEST_SAMPLES];
-    char slowest_files[PB_SLOWEST_SAMPLES][200];
+    char slowest_files[PB_SLOWEST_SAMPLES][1024]; /* whole: a 255-byte file name in its folders */
 };
 
 /* Per batch, as the consumer saw it. */
