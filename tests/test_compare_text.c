@@ -316,6 +316,27 @@ static void test_interference_text(void **state)
     pb_result_free(&next);
 }
 
+/* The cost of a setting change is said of the figures listed beside it:
+ * CPU per sample that rose with the settings is not "more memory". */
+static void test_setting_cost_named_by_its_metric(void **state)
+{
+    struct fixture *f = *state;
+    struct pb_point_cmp *pc = &f->cmp.points[0];
+    for (int m = 0; m < pc->metric_count; m++) {
+        struct pb_metric_cmp *mc = &pc->metrics[m];
+        mc->cost_of_setting = strcmp(mc->name, "cpu_ns_per_sample") == 0;
+        if (mc->cost_of_setting)
+            mc->verdict = PB_VERDICT_REGRESSED;
+    }
+    f->cmp.setting_costs = 1;
+    char *text = render(pb_comparison_table, &f->cmp);
+    pb_test_assert_contains(text, (const char *const[]){
+        "the cost of the setting change: cpu_ns_per_sample",
+        "more CPU per sample comes with the settings changed above", NULL});
+    assert_null(strstr(text, "more memory"));
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_names_without_control_characters),
         cmocka_unit_test(test_interference_text),
+        cmocka_unit_test_setup_teardown(test_setting_cost_named_by_its_metric, setup, teardown),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -64,6 +64,31 @@ static void each_metric(const struct pb_comparison *cmp, struct notes *notes,
     }
 }
 
+/* What the settings' costs listed are, in words, from the metrics that
+ * are such a cost: "more memory comes", "more CPU per sample comes",
+ * "more memory and CPU per sample come"; said of the figures listed beside
+ * it, never of one that was not. */
+static const char *cost_words(const struct pb_comparison *cmp)
+{
+    bool memory = false, cpu = false, other = false;
+    for (size_t i = 0; i < cmp->point_count; i++)
+        for (int m = 0; m < cmp->points[i].metric_count; m++) {
+            const struct pb_metric_cmp *mc = &cmp->points[i].metrics[m];
+            if (!mc->cost_of_setting)
+                continue;
+            bool is_memory = strcmp(mc->name, "rss_peak_bytes") == 0;
+            bool is_cpu = strncmp(mc->name, "cpu_ns_per_sample", 17) == 0;
+            memory |= is_memory;
+            cpu |= is_cpu;
+            other |= !is_memory && !is_cpu;
+        }
+    return other              ? "these costs come"
+           : memory && cpu    ? "more memory and CPU per sample come"
+           : memory           ? "more memory comes"
+           : cpu              ? "more CPU per sample comes"
+                              : "these costs come";
+}
+
 /* text (printable) as a Markdown code span: fenced by one backtick more
  * than its longest run of them, and padded when the fence is longer than
  * one, so a file name with backticks stays one span. */
@@ -292,8 +317,9 @@ static void print_notes(FILE *out, const struct pb_comparison *cmp, bool md)
         fprintf(out,
                 md ? "\n**the cost of the setting change**:" : "the cost of the setting change:");
         each_metric(cmp, &n, list_metric);
-        fprintf(out, "; more memory comes with the settings changed above, so "
-                     "--fail-on-regression does not count it\n");
+        fprintf(out, "; %s with the settings changed above, so --fail-on-regression does not "
+                     "count %s\n",
+                cost_words(cmp), cmp->setting_costs > 1 ? "them" : "it");
     }
 }
 
