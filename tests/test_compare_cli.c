@@ -197,9 +197,9 @@ static void test_both_configs_checked_first(void **state)
     assert_false(exists("ab.json"));
 }
 
-/* Two configs measured here with a rendered format: -o is the comparison
- * in that format (the result goes to its default file), not JSON in a file
- * named .html; with --format json, -o still names the result. */
+/* Two configs measured here with --format given: -o is the comparison in
+ * that format (the result goes to its default file), not the result's JSON
+ * in a file named .html; without --format, -o names the result. */
 static void test_output_for_two_configs(void **state)
 {
     (void)state;
@@ -224,7 +224,7 @@ static void test_output_for_two_configs(void **state)
     assert_non_null(strstr(page, "<html"));
     assert_null(strstr(page, "\"schema_version\""));
     free(page);
-    err = run_expecting("compare S.yaml S.yaml --format json -o ab.json -q", 0);
+    err = run_expecting("compare S.yaml S.yaml -o ab.json -q", 0);
     free(err);
     json_t *r = pb_test_load_json(workdir, "ab.json");
     assert_non_null(json_object_get(r, "schema_version"));

@@ -95,9 +95,9 @@
       "side alone ran is a row of its own, new or removed, with its CPU per sample and share\n" \
       "of the pipeline; the verdict names the stages that explain the change of CPU per\n" \
       "sample, largest share first. -o FILE writes the comparison of two results or of\n" \
-      "BOTH.json (in --format) instead of printing it; with two configs and --format table or\n" \
-      "json it names the result, with another format the comparison in it (the result then\n" \
-      "goes to results/NAME-DATE.json).\n" \
+      "BOTH.json (in --format) instead of printing it; with two configs it names the result,\n" \
+      "or, with --format given, the comparison in that format (the result then goes to\n" \
+      "results/NAME-DATE.json).\n" \
       "Two configs are checked in full, each torch-engine point started once, before either\n" \
       "is measured.\n\n" \
       "Exit codes: 0 no regression of a gated metric (same, improved or ambiguous; or no\n" \

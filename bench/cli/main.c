@@ -231,6 +231,7 @@ struct compare_args {
     const char *output;
     double threshold_pct;
     int format;
+    bool format_given; /* --format named: with two configs, -o is that rendering */
     bool force, quiet;
     struct pb_gate gate;
     const char **overrides;     /* -s: both configs                          */
@@ -261,6 +262,7 @@ static int compare_parse(int argc, char **argv, struct compare_args *args)
             if (pb_format_parse(argv[++i], &f) != PB_OK || !pb_formats[f].comparison)
                 code = pb_cli_format_error("compare", argv[i], true);
             args->format = (int)f;
+            args->format_given = true;
         } else if ((strcmp(a, "--set") == 0 || strcmp(a, "-s") == 0) && i + 1 < argc) {
             args->overrides[args->override_count++] = argv[++i];
         } else if ((strcmp(a, "--set-new") == 0 || strcmp(a, "-S") == 0) && i + 1 < argc) {
@@ -291,11 +293,10 @@ static int compare_parse(int argc, char **argv, struct compare_args *args)
  * interleaved rounds, into one result; then the same comparison. */
 static int compare_configs(const struct compare_args *args)
 {
-    /* -o names the result (JSON) as run's does; with a rendered --format
-     * (markdown, HTML, ...) it is that rendering of the comparison, and the
-     * result goes to its default file. */
-    bool rendered = args->output && args->format != PB_FORMAT_JSON &&
-                    args->format != PB_FORMAT_TABLE;
+    /* -o names the result (JSON) as run's does; with --format named it is
+     * the comparison in that format, and the result goes to its default
+     * file. */
+    bool rendered = args->output && args->format_given;
     if (rendered) {
         char msg[PB_MSG_MAX * 2];
         if (pb_output_check_inputs(args->output, args->files, 2, msg, sizeof(msg)) != PB_OK) {
