@@ -211,7 +211,9 @@ static void points_table(FILE *out, const struct pb_result *r, const struct pb_a
         cell(out, false, "%.1f", (double)p->rss_peak_bytes / 1048576.0);
         if (p->memory_growth.known)
             cell(out, false, "%.2f%s", p->memory_growth.mib_per_1000_batches,
-                 p->memory_growth.significant ? "" : " (noise)");
+                 !p->memory_growth.judged       ? " (run too short to judge)"
+                 : p->memory_growth.significant ? ""
+                                                : " (noise)");
         else
             cell(out, false, "-");
         cell(out, false, "%llu", (unsigned long long)p->errors);
