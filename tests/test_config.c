@@ -561,6 +561,31 @@ static void test_gpu_configs(void **state)
     pb_spec_free(&spec);
 }
 
+/* NVDEC (`hwaccel: cuda`) needs a GPU as a GPU stage does: gpu: required
+ * stops without one, gpu: optional decodes on the CPU instead and says so;
+ * `auto` needs none. */
+static void test_gpu_decode_policy(void **state)
+{
+    (void)state;
+    static const char *const yaml =
+        "dataset: {path: v}\n"
+        "pipeline:\n"
+        "  - decode: {decoder: video, hwaccel: %s, shorter_side: 64}\n";
+    const char *values[] = {"cuda", "auto", "none"};
+    for (int i = 0; i < 3; i++) {
+        char text[256], msg[PB_MSG_MAX] = "", dropped[128];
+        snprintf(text, sizeof text, yaml, values[i]);
+        struct pb_spec spec;
+        assert_int_equal(pb_config_load_string(text, "v.yaml", &spec, msg, sizeof msg), PB_OK);
+        assert_int_equal(pb_spec_uses_gpu(&spec), i == 0);
+        pb_spec_drop_gpu(&spec, dropped, sizeof dropped);
+        assert_string_equal(dropped, i == 0 ? "decode.hwaccel: cuda (NVDEC)" : "");
+        assert_int_equal(spec.stage_count, 1); /* the decode stays */
+        assert_false(pb_spec_uses_gpu(&spec));
+        pb_spec_free(&spec);
+    }
+}
+
 /* Messages that list the registry's names: built from the registry, so a
  * new stage or decoder does not break them. */
 static void test_bad_registry_names(void **state)
@@ -1070,6 +1095,7 @@ int main(void)
         cmocka_unit_test(test_invalid_configs),
         cmocka_unit_test(test_cross_field_positions),
         cmocka_unit_test(test_gpu_configs),
+        cmocka_unit_test(test_gpu_decode_policy),
         cmocka_unit_test(test_bad_registry_names),
         cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_json_errors),

@@ -784,10 +784,25 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
     return rc;
 }
 
+/* A decoder told to decode on the GPU where there must be one: its
+ * `hwaccel` option (the video decoder's NVDEC) set to "cuda". ("auto"
+ * decodes on the CPU where there is no GPU, "none" always.) Sets *opt. */
+static bool decodes_on_gpu(const struct pb_stage_spec *st, const struct pb_opt **opt)
+{
+    *opt = st->decoder ? pb_opt_find(st->decoder->opts, "hwaccel") : NULL;
+    if (!*opt || !st->decoder_opts)
+        return false;
+    char value[32];
+    pb_opt_format(*opt, st->decoder_opts, value, sizeof(value));
+    return strcmp(value, "cuda") == 0;
+}
+
 bool pb_spec_uses_gpu(const struct pb_spec *spec)
 {
+    const struct pb_opt *hwaccel;
     for (int i = 0; i < spec->stage_count; i++)
-        if (spec->stages[i].ops->flags & (PB_STAGE_TO_DEVICE | PB_STAGE_GPU))
+        if (spec->stages[i].ops->flags & (PB_STAGE_TO_DEVICE | PB_STAGE_GPU) ||
+            decodes_on_gpu(&spec->stages[i], &hwaccel))
             return true;
     return false;
 }
@@ -800,6 +815,15 @@ void pb_spec_drop_gpu(struct pb_spec *spec, char *dropped, size_t droppedlen)
     int kept = 0;
     for (int i = 0; i < spec->stage_count; i++) {
         struct pb_stage_spec *st = &spec->stages[i];
+        const struct pb_opt *hwaccel;
+        char why[PB_MSG_MAX];
+        if (decodes_on_gpu(st, &hwaccel) &&
+            pb_opt_parse(hwaccel, "none", st->decoder_opts, "hwaccel", why, sizeof(why)) ==
+                PB_OK &&
+            used < droppedlen) /* the decode stays, on the CPU */
+            used += (size_t)snprintf(dropped + used, droppedlen - used,
+                                     "%s%s.hwaccel: cuda (NVDEC)", used ? ", " : "",
+                                     st->ops->name);
         if (st->ops->flags & (PB_STAGE_TO_DEVICE | PB_STAGE_GPU)) {
             if (used < droppedlen)
                 used += (size_t)snprintf(dropped + used, droppedlen - used, "%s%s",

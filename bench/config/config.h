@@ -37,11 +37,13 @@
 /* Records that the file set path at line:column (config_yaml.c). */
 void pb_spec_note_position(struct pb_spec *spec, const char *path, int line, int column);
 
-/* Whether the pipeline has a to_device or GPU stage. */
+/* Whether the pipeline has a to_device or GPU stage, or a decoder told to
+ * decode on the GPU (`hwaccel: cuda`). */
 bool pb_spec_uses_gpu(const struct pb_spec *spec);
 
 /* Drops to_device and the GPU stages (gpu: optional on a machine without
- * a device), writing their names, comma separated, into dropped. */
+ * a device) and turns a GPU decode into a CPU one (`hwaccel: cuda` to
+ * none), writing what it dropped, comma separated, into dropped. */
 void pb_spec_drop_gpu(struct pb_spec *spec, char *dropped, size_t droppedlen);
 
 /* Loads and validates a YAML config into spec (defaults filled in). On
