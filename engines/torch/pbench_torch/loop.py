@@ -7,6 +7,7 @@ import os
 import random
 import signal
 import time
+import traceback
 
 import torch
 from torch.utils.data import DataLoader, Sampler
@@ -45,8 +46,8 @@ class EpochOrder(Sampler):
 def check_loader(loader):
     """ConfigError for loader options torch's DataLoader cannot honour."""
     if loader.get("in_order", True) is False:
-        raise ConfigError("loader.in_order", "torch 1.13's DataLoader always returns batches in "
-                          "order (it has no in_order); use in_order: true")
+        raise ConfigError("loader.in_order", "torch %s's DataLoader always returns batches in "
+                          "order (it has no in_order); use in_order: true" % torch.__version__)
     affinity = loader.get("affinity", "none")
     if affinity not in ("none", "", None):
         raise ConfigError("loader.affinity", "the torch engine does not pin its worker "
@@ -194,7 +195,7 @@ class Engine:
                 if not endings:
                     raise
                 self.fatal("engine", "%s (%s; the engine's own process is alive)"
-                           % (describe_exception(), endings))
+                           % (describe_exception(), endings), trace=traceback.format_exc())
                 return False
             del iterator  # non-persistent workers exit here
             if failed:
@@ -292,7 +293,7 @@ class Engine:
             except ConfigError as e:
                 return self.fatal("config", e.message, e.option)
             except Exception:
-                return self.fatal("engine", describe_exception())
+                return self.fatal("engine", describe_exception(), trace=traceback.format_exc())
         return EXIT_OK
 
     def names(self, command):
@@ -304,11 +305,14 @@ class Engine:
             found.append(dict({"index": int(index)}, **name_fields("file", file)))
         self.writer.json({"type": "names", "names": found})
 
-    def fatal(self, kind, message, option=None):
-        """Sends a fatal frame; returns the exit status to leave with."""
+    def fatal(self, kind, message, option=None, trace=None):
+        """Sends a fatal frame, with the whole traceback (trace) of an
+        exception; returns the exit status to leave with."""
         frame = {"type": "fatal", "kind": kind, "message": message}
         if option is not None:
             frame["option"] = option
+        if trace:
+            frame["traceback"] = trace
         self.writer.json(frame)
         return EXIT_CONFIG if kind in ("config", "environment") else EXIT_FAILED
 
