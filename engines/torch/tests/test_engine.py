@@ -277,13 +277,13 @@ class ConfigErrorTest(unittest.TestCase):
 class FatalTest(unittest.TestCase):
     def test_fatal_keeps_the_whole_traceback(self):
         config = driver.image_config()
-        config["loader"] = ["not", "an", "object"]  # raises inside the engine
+        config["pipeline"][2]["random_resized_crop"]["scale"] = 5  # tuple(5) raises
         engine = driver.Engine()
         frame = engine.open(config, "")
         self.assertEqual(engine.wait(), 1)
         self.assertEqual((frame["type"], frame["kind"]), ("fatal", "engine"))
         self.assertTrue(frame["traceback"].startswith("Traceback (most recent call last):"))
-        self.assertIn("check_loader", frame["traceback"])
+        self.assertIn("transform_stage", frame["traceback"])
         self.assertEqual(frame["traceback"].strip().splitlines()[-1], frame["message"])
 
 
