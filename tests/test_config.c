@@ -17,6 +17,7 @@
 
 #include "bench/base/pb.h"
 #include "bench/config/config.h"
+#include "bench/config/engine_row.h"
 #include "bench/config/sweep.h"
 
 /* A valid dataset and pipeline, 6 lines; cases append from line 7. */
@@ -412,8 +413,29 @@ static void test_engine_rules(void **state)
          "and python stages, on the CPU"},
         {"dataset: {path: /data}\nloader: {engine: torch, in_order: false}\n"
          "pipeline: [read]\n",
-         "bad.yaml:2:25: loader.engine torch cannot run loader.in_order: false (torch 1.13's "
-         "DataLoader always delivers in order); set it true, or use loader.engine: pbench"},
+         "bad.yaml:2:25: loader.engine torch cannot run loader.in_order: false (the DataLoader "
+         "always delivers in order); set it true, or use loader.engine: pbench"},
+        /* Once checked by the engine only, now by its row before it starts. */
+        {JPEG_HEAD "  - decode: {decoder: jpeg, cmyk: reject}\n",
+         "bad.yaml:5:5: loader.engine torch cannot run jpeg's cmyk: reject (PIL converts CMYK "
+         "images to RGB and cannot reject them); allowed with torch: convert, or loader.engine: "
+         "pbench"},
+        {JPEG_HEAD "  - decode: {decoder: auto, cmyk: reject}\n",
+         "bad.yaml:5:5: loader.engine torch cannot run auto's cmyk: reject (PIL converts CMYK "
+         "images to RGB and cannot reject them); allowed with torch: convert, or loader.engine: "
+         "pbench"},
+        {"dataset: {path: /data}\nloader: {engine: torch, torch_decode: torchvision}\n"
+         "pipeline:\n  - read:\n  - decode: {decoder: jpeg}\n",
+         "bad.yaml:5:5: loader.engine torch cannot run jpeg's exif_orientation: true "
+         "(torchvision's decode_jpeg cannot apply EXIF orientation); allowed with torch and "
+         "loader.torch_decode: torchvision: false, or loader.torch_decode: pil"},
+        {"dataset: {path: /data}\nloader: {engine: torch, torch_decode: torchvision}\n"
+         "pipeline:\n  - read:\n  - decode: {decoder: jpeg, exif_orientation: false, "
+         "scale: auto}\n",
+         "bad.yaml:5:5: loader.engine torch cannot run jpeg's scale: auto (torchvision's "
+         "decode_jpeg has no DCT scaling); allowed with torch and loader.torch_decode: "
+         "torchvision: 1, or loader.torch_decode: pil"},
+
         {HEAD "  - python: {callable: 'm:f'}\n",
          "bad.yaml:7:5: a python stage runs only on loader.engine: torch (pbench's own engine "
          "runs no Python); set loader.engine: torch"},
@@ -429,8 +451,16 @@ static void test_engine_rules(void **state)
          "bad.yaml:3:13: pipeline.python.callable must be 'module:function' (e.g. "
          "'my_transforms:add_noise'), got 'nocolon'"},
     };
+    /* pbench's color_jitter has no hue, on any engine: its option table
+     * refuses it as the file is read. */
+    const struct bad_case hue[] = {
+        {JPEG_HEAD "  - decode: {decoder: jpeg}\n  - color_jitter: {hue: 0.1}\n",
+         "bad.yaml:6:20: unknown key 'pipeline.color_jitter.hue'; allowed: brightness, "
+         "contrast, saturation"},
+    };
 #undef JPEG_HEAD
     check_bad_cases(cases, PB_ARRAY_LEN(cases), true);
+    check_bad_cases(hue, PB_ARRAY_LEN(hue), false);
     /* A user's Dataset needs no path nor pipeline; its arguments are a
      * mapping kept as JSON. */
     struct pb_spec spec;
@@ -462,6 +492,72 @@ static void test_engine_rules(void **state)
                      PB_ERR_CONFIG);
     assert_non_null(strstr(msg, "dataset.nosuch"));
     pb_spec_free(&spec);
+}
+
+/* A second engine's row, for this test only: the config checks take the
+ * engine's name, its stages, decoders, rules and the loader settings it
+ * refuses from the row, not from the torch engine's. */
+static const struct pb_engine_rule other_rules[] = {
+    {"jpeg", "scale", {"1"}, "it decodes whole images", NULL, NULL, NULL},
+};
+static const char *const other_stages[] = {"read", "decode", "resize", NULL};
+static const char *const other_decoders[] = {"jpeg", NULL};
+static const struct pb_engine_row other_row = {
+    .name = "other",
+    .title = "the other engine",
+    .interpreter = "/bin/sh",
+    .stages = other_stages,
+    .decoders = other_decoders,
+    .rules = other_rules,
+    .rule_count = 1,
+    .affinity_why = "it runs one thread",
+};
+
+static int check_other(const char *yaml, char *msg, size_t msglen)
+{
+    struct pb_spec spec;
+    int rc = pb_config_load_string(yaml, "other.yaml", &spec, msg, msglen);
+    if (rc != PB_OK)
+        fail_msg("%s", msg);
+    rc = pb_config_check_engine(&other_row, &spec, msg, msglen);
+    pb_spec_free(&spec);
+    return rc;
+}
+
+static void test_second_engine_row(void **state)
+{
+    (void)state;
+    char msg[PB_MSG_MAX] = "";
+#define OTHER_HEAD "dataset: {path: /data}\npipeline:\n  - read:\n"
+    assert_int_equal(check_other(OTHER_HEAD "  - decode: {decoder: jpeg, scale: auto}\n", msg,
+                                 sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "other.yaml:4:5: loader.engine other cannot run jpeg's scale: auto "
+                             "(it decodes whole images); allowed with other: 1, or "
+                             "loader.engine: pbench");
+    assert_int_equal(check_other(OTHER_HEAD "  - decode: {decoder: video}\n", msg, sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "other.yaml:4:5: loader.engine other cannot run decoder 'video' (it "
+                             "is pbench's own); with other use jpeg");
+    assert_int_equal(check_other(OTHER_HEAD "  - decode: {decoder: jpeg}\n  - flip:\n", msg,
+                                 sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_string_equal(msg, "other.yaml:5:5: loader.engine other cannot run stage 'flip'; the "
+                             "other engine runs: read, decode and resize stages, on the CPU");
+    assert_int_equal(check_other("dataset: {path: /data}\nloader: {affinity: compact}\n"
+                                 "pipeline: [read]\n",
+                                 msg, sizeof msg),
+                     PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "loader.engine other cannot run loader.affinity (it runs one "
+                                "thread)"));
+    /* What the torch engine refuses and this row does not: accepted. */
+    assert_int_equal(check_other("loader: {in_order: false}\n"
+                                 "dataset: {path: /data, cache: direct}\npipeline:\n"
+                                 "  - read:\n"
+                                 "  - decode: {decoder: jpeg, cmyk: reject}\n",
+                                 msg, sizeof msg),
+                     PB_OK);
+#undef OTHER_HEAD
 }
 
 /* A rule over two options names where the file set the first of them; a
@@ -1110,6 +1206,7 @@ int main(void)
         cmocka_unit_test(test_channel_mismatch_at_validate),
         cmocka_unit_test(test_run_limit_options),
         cmocka_unit_test(test_engine_rules),
+        cmocka_unit_test(test_second_engine_row),
     };
     return cmocka_run_group_tests(tests, setup_names, NULL);
 }

@@ -21,6 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/config/config.h"
+#include "bench/config/engine_row.h"
+#include "bench/run/engine.h"
 #include "tests/testutil.h"
 
 static const char *binary;
@@ -583,9 +586,134 @@ static void test_video_on_torch(void **state)
     json_decref(r);
 }
 
+/* The batch header's one description (engines/batch_header.json), read by
+ * the engine's writer and its tests' reader, is pbench's packed struct:
+ * the same fields in the same order, each at its offset with its size and
+ * sign. A field changed in one place fails here. */
+static void test_batch_header_layout(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        size_t offset, size;
+        bool is_signed;
+    } fields[] = {
+#define FIELD(type, name)                                                                      \
+    {#name, offsetof(struct pb_batch_header, name), sizeof(type), #type[0] == 'i'},
+        PB_BATCH_HEADER_FIELDS(FIELD)
+#undef FIELD
+    };
+    char path[600];
+    snprintf(path, sizeof path, "%s/engines/batch_header.json", source_dir);
+    json_t *doc = json_load_file(path, 0, NULL);
+    assert_non_null(doc);
+    assert_int_equal(json_integer_value(json_object_get(doc, "size")),
+                     sizeof(struct pb_batch_header));
+    const json_t *described = json_object_get(doc, "fields");
+    assert_int_equal(json_array_size(described), sizeof fields / sizeof fields[0]);
+    size_t offset = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        const json_t *f = json_array_get(described, i);
+        const char *name = json_string_value(json_array_get(f, 0));
+        const char *kind = json_string_value(json_array_get(f, 1));
+        assert_non_null(name);
+        assert_non_null(kind);
+        char want[8];
+        snprintf(want, sizeof want, "%c%zu", fields[i].is_signed ? 'i' : 'u', 8 * fields[i].size);
+        if (strcmp(name, fields[i].name) || strcmp(kind, want) || offset != fields[i].offset)
+            fail_msg("field %zu: %s %s at %zu described, struct pb_batch_header has %s %s at %zu",
+                     i, name, kind, offset, fields[i].name, want, fields[i].offset);
+        offset += fields[i].size;
+    }
+    json_decref(doc);
+}
+
+/* A second engine, a row of this test's own: a shell that answers open
+ * with a fatal frame. What pbench says of it comes from its row: its name
+ * and title, its command line, its interpreter. */
+/* The shell's answer: one JSON frame (u32 length, u32 type 1, the JSON),
+ * its length counted by the shell. */
+#define ECHO_FATAL                                                                             \
+    "{\"type\":\"fatal\",\"kind\":\"engine\",\"message\":\"ValueError: boom\",\"traceback\":"  \
+    "\"Traceback (most recent call last):\\n  File \\\"m.py\\\", line 1, in <module>\\n  "      \
+    "File \\\"m.py\\\", line 9, in make\\n    raise ValueError(\\\"boom\\\")\\nValueError: "     \
+    "boom\\n\"}"
+#define ECHO_SCRIPT(json)                                                                      \
+    "read line; j='" json "'; printf \"$(printf '\\\\%03o' $((${#j} + 4)))\\\\000\\\\000"     \
+    "\\\\000\\\\001\\\\000\\\\000\\\\000%s\" \"$j\" >&3; exit 1"
+static const char *const echo_stages[] = {"read", NULL};
+static const char *const echo_decoders[] = {NULL};
+static const struct pb_engine_row echo_row = {
+    .name = "echo",
+    .title = "the echo engine",
+    .interpreter = "/bin/sh",
+    .args = {"-c", ECHO_SCRIPT(ECHO_FATAL), NULL},
+    .stages = echo_stages,
+    .decoders = echo_decoders,
+    .starting = "starting the shell",
+};
+
+/* Opens row's engine on a small spec; the point's engine object (its
+ * traceback) into *engine when engine is not NULL. */
+static int open_echo(const struct pb_engine_row *row, char *msg, size_t msglen, json_t **engine)
+{
+    struct pb_spec spec;
+    assert_int_equal(pb_config_load_string("dataset: {python: 'm:make'}\nloader: {engine: torch}\n",
+                                           "echo.yaml", &spec, msg, msglen),
+                     PB_OK);
+    struct pb_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    struct pb_point_result point;
+    memset(&point, 0, sizeof point);
+    struct pb_engine_run *er = NULL;
+    int rc = pb_engine_open_row(row, &spec, &ds, NULL, &point, &er, msg, msglen);
+    pb_engine_close(er);
+    free(point.repeats);
+    if (engine)
+        *engine = point.engine;
+    else
+        json_decref(point.engine);
+    pb_spec_free(&spec);
+    return rc;
+}
+
+static void test_second_engine_row(void **state)
+{
+    (void)state;
+    char msg[PB_MSG_MAX] = "";
+    json_t *engine = NULL;
+    assert_int_equal(open_echo(&echo_row, msg, sizeof msg, &engine), PB_ERR);
+    /* The message shows the traceback's last lines; the point keeps it whole. */
+    assert_string_equal(msg, "the echo engine failed: ValueError: boom\n  File \"m.py\", line 1, "
+                             "in <module>\n  File \"m.py\", line 9, in make\n    raise "
+                             "ValueError(\"boom\")");
+    assert_string_equal(json_string_value(json_object_get(engine, "name")), "echo");
+    const char *trace = json_string_value(json_object_get(engine, "traceback"));
+    assert_non_null(trace);
+    assert_true(strncmp(trace, "Traceback (most recent call last):\n  File \"m.py\", line 1", 50) ==
+                0);
+    json_decref(engine);
+    struct pb_engine_row missing = echo_row;
+    missing.interpreter = "/nonexistent/sh";
+    assert_int_equal(open_echo(&missing, msg, sizeof msg, NULL), PB_ERR_CONFIG);
+    pb_test_assert_contains(msg, (const char *const[]){"loader.engine echo: the interpreter "
+                                                        "'/nonexistent/sh' cannot be started",
+                                                        NULL});
+    assert_null(strstr(msg, "torch"));
+    /* An engine that ends without a word: its command line from the row. */
+    struct pb_engine_row mute = echo_row;
+    mute.args[1] = "read line; exit 3";
+    assert_int_equal(open_echo(&mute, msg, sizeof msg, NULL), PB_ERR);
+    pb_test_assert_contains(msg, (const char *const[]){"the echo engine's process (/bin/sh -c "
+                                                        "read line; exit 3, pid ",
+                                                        "exited with status 3", NULL});
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_batch_header_layout),
+        cmocka_unit_test(test_second_engine_row),
         cmocka_unit_test(test_refusals_exit_2),
         cmocka_unit_test(test_image_pipeline_on_torch),
         cmocka_unit_test(test_side_by_side),

@@ -15,6 +15,7 @@
 
 #include "bench/base/pb.h"
 #include "bench/config/config_scope.h"
+#include "bench/config/engine_row.h"
 #include "bench/sys/affinity.h"
 #include "pipelines/storage.h"
 
@@ -621,39 +622,6 @@ static int check_tar_format(const struct pb_spec *spec, char *msg, size_t msglen
 
 /* ---- what each engine runs (docs/engines.md) ------------------------- */
 
-/* An option value the torch engine cannot run as pbench means it: in
- * stage (or its decoder) `owner`, option `option` must format as one of
- * `allowed`; `why` says what torchvision or PIL lacks. */
-struct torch_rule {
-    const char *owner, *option;
-    const char *allowed[4];
-    const char *why;
-};
-
-static const struct torch_rule torch_rules[] = {
-    {"jpeg", "scale", {"1", "auto"}, "PIL decodes whole images or, with Image.draft, at 1/2, 1/4 "
-                                     "and 1/8 (auto); it has no window decode"},
-    {"image", "scale", {"1", "auto"}, "PIL decodes whole images or, with Image.draft, reduced"},
-    {"auto", "scale", {"1", "auto"}, "PIL decodes whole images or, with Image.draft, reduced"},
-    {"jpeg", "dct", {"accurate"}, "PIL decodes with libjpeg's accurate integer DCT only"},
-    {"jpeg", "fast_upsample", {"false"}, "PIL always uses fancy upsampling"},
-    {"video", "clips_per_visit", {"1"}, "a Dataset's __getitem__ returns one clip per call"},
-    {"normalize", "layout", {"chw", "cthw"}, "ToTensor gives CHW images, clips are CTHW"},
-    {"normalize", "dtype", {"float32", "float16"}, "ToTensor and Normalize give floats"},
-    {"resize", "interpolation", {"bilinear", "nearest"}, "torchvision has no area filter"},
-    {"random_resized_crop", "interpolation", {"bilinear", "nearest"},
-     "torchvision has no area filter"},
-    {"jpeg", "output", {"rgb", "gray"}, "PIL converts to RGB or L, not BGR"},
-    {"image", "output", {"rgb", "gray"}, "PIL converts to RGB or L, not BGR"},
-    {"auto", "output", {"rgb", "gray"}, "PIL converts to RGB or L, not BGR"},
-    {"video", "discard", {"none"}, "PyAV decodes every frame it is given"},
-};
-
-static const char *const torch_stages[] = {"read", "decode", "resize", "center_crop",
-                                           "random_crop", "random_resized_crop", "flip",
-                                           "color_jitter", "normalize", "python", NULL};
-static const char *const torch_decoders[] = {"jpeg", "image", "auto", "video", NULL};
-
 static bool in_list(const char *const *list, const char *name)
 {
     for (; *list; list++)
@@ -662,15 +630,16 @@ static bool in_list(const char *const *list, const char *name)
     return false;
 }
 
-/* The rules of torch_rules[] that apply to one owner's options. */
-static int check_torch_rules(const struct pb_spec *spec, const struct pb_stage_spec *st,
-                             const char *owner, const struct pb_opt *opts, const void *values,
-                             char *msg, size_t msglen)
+/* The row's rules that apply to one owner's options. */
+static int check_engine_rules(const struct pb_engine_row *row, const struct pb_spec *spec,
+                              const struct pb_stage_spec *st, const char *owner,
+                              const struct pb_opt *opts, const void *values, char *msg,
+                              size_t msglen)
 {
-    for (size_t i = 0; i < sizeof torch_rules / sizeof torch_rules[0]; i++) {
-        const struct torch_rule *r = &torch_rules[i];
+    for (size_t i = 0; i < row->rule_count; i++) {
+        const struct pb_engine_rule *r = &row->rules[i];
         const struct pb_opt *opt = strcmp(r->owner, owner) ? NULL : pb_opt_find(opts, r->option);
-        if (!opt)
+        if (!opt || (r->applies && !r->applies(spec)))
             continue;
         char value[64], allowed[128] = "";
         pb_opt_format(opt, values, value, sizeof value);
@@ -682,80 +651,95 @@ static int check_torch_rules(const struct pb_spec *spec, const struct pb_stage_s
         }
         if (!ok)
             return spec_error(spec, st, msg, msglen,
-                              "loader.engine torch cannot run %s's %s: %s (%s); allowed with "
-                              "torch: %s, or loader.engine: pbench",
-                              owner, r->option, value, r->why, allowed);
+                              "loader.engine %s cannot run %s's %s: %s (%s); allowed with "
+                              "%s%s%s: %s, or %s",
+                              row->name, owner, r->option, value, r->why, row->name,
+                              r->when ? " and " : "", r->when ? r->when : "", allowed,
+                              r->instead ? r->instead : "loader.engine: pbench");
     }
     return PB_OK;
 }
 
-/* One stage on the torch engine: a stage torchvision has, on the CPU,
- * with options it can honour. */
-static int check_torch_stage(const struct pb_spec *spec, const struct pb_stage_spec *st, char *msg,
-                             size_t msglen)
+/* One stage on the row's engine: a stage it has, on the CPU, with options
+ * it can honour. */
+static int check_engine_stage(const struct pb_engine_row *row, const struct pb_spec *spec,
+                              const struct pb_stage_spec *st, char *msg, size_t msglen)
 {
     const char *name = st->ops->name;
-    if (!in_list(torch_stages, name) || (st->ops->flags & (PB_STAGE_GPU | PB_STAGE_TO_DEVICE)))
+    bool device = st->ops->flags & (PB_STAGE_GPU | PB_STAGE_TO_DEVICE);
+    char list[256];
+    if (!in_list(row->stages, name) || device) {
+        pb_engine_row_list(row->stages, " and ", list, sizeof list);
         return spec_error(spec, st, msg, msglen,
-                          "loader.engine torch cannot run stage '%s'%s; the torch engine runs: "
-                          "read, decode, resize, center_crop, random_crop, random_resized_crop, "
-                          "flip, color_jitter, normalize and python stages, on the CPU",
-                          name,
-                          (st->ops->flags & (PB_STAGE_GPU | PB_STAGE_TO_DEVICE))
-                              ? " (a device stage: the torch engine's batches stay on the host)"
-                              : "");
+                          "loader.engine %s cannot run stage '%s'%s%s%s; %s runs: %s stages, on "
+                          "the CPU",
+                          row->name, name, device ? " (a device stage: " : "",
+                          device ? row->title : "",
+                          device ? "'s batches stay on the host)" : "", row->title, list);
+    }
     if (spec->dataset.python[0] && strcmp(name, "python") != 0)
         return spec_error(spec, st, msg, msglen,
                           "stage '%s' works on files at dataset.path, but dataset.python makes "
                           "the samples with its own __getitem__; with dataset.python the "
                           "pipeline holds only python stages (or none)",
                           name);
-    if (st->decoder && !in_list(torch_decoders, st->decoder->name))
+    if (st->decoder && !in_list(row->decoders, st->decoder->name)) {
+        pb_engine_row_list(row->decoders, " or ", list, sizeof list);
         return spec_error(spec, st, msg, msglen,
-                          "loader.engine torch cannot run decoder '%s' (it is pbench's own); "
-                          "with torch use jpeg, image, auto or video",
-                          st->decoder->name);
-    int rc = check_torch_rules(spec, st, name, st->ops->opts, st->opts, msg, msglen);
+                          "loader.engine %s cannot run decoder '%s' (it is pbench's own); with "
+                          "%s use %s",
+                          row->name, st->decoder->name, row->name, list);
+    }
+    int rc = check_engine_rules(row, spec, st, name, st->ops->opts, st->opts, msg, msglen);
     if (rc == PB_OK && st->decoder)
-        rc = check_torch_rules(spec, st, st->decoder->name, st->decoder->opts, st->decoder_opts,
-                               msg, msglen);
+        rc = check_engine_rules(row, spec, st, st->decoder->name, st->decoder->opts,
+                                st->decoder_opts, msg, msglen);
     return rc;
 }
 
-/* What loader.engine can run: the torch engine (a real DataLoader) has
- * no loader.in_order or affinity and runs only torchvision's stages;
- * Python (dataset.python, python stages) needs the torch engine. */
-static int check_engine(const struct pb_spec *spec, char *msg, size_t msglen)
+/* Python (dataset.python, python stages) on pbench's own engine, which
+ * runs none: named with the engine that does. */
+static int check_own_engine(const struct pb_spec *spec, char *msg, size_t msglen)
 {
-    if (spec->loader.engine != PB_ENGINE_TORCH) {
-        for (int i = 0; i < spec->stage_count; i++)
-            if (strcmp(spec->stages[i].ops->name, "python") == 0)
-                return spec_error(spec, &spec->stages[i], msg, msglen,
-                                  "a python stage runs only on loader.engine: torch (pbench's "
-                                  "own engine runs no Python); set loader.engine: torch");
-        if (spec->dataset.python[0])
-            return key_error(spec, KEYS("dataset.python", "dataset"), msg, msglen,
-                             "dataset.python runs only on loader.engine: torch (pbench's own "
-                             "engine runs no Python); set loader.engine: torch");
-        return PB_OK;
-    }
-    if (!spec->loader.in_order)
+    const struct pb_engine_row *py = pb_engine_python_row();
+    const char *name = py ? py->name : "?";
+    for (int i = 0; i < spec->stage_count; i++)
+        if (strcmp(spec->stages[i].ops->name, "python") == 0)
+            return spec_error(spec, &spec->stages[i], msg, msglen,
+                              "a python stage runs only on loader.engine: %s (pbench's own "
+                              "engine runs no Python); set loader.engine: %s",
+                              name, name);
+    if (spec->dataset.python[0])
+        return key_error(spec, KEYS("dataset.python", "dataset"), msg, msglen,
+                         "dataset.python runs only on loader.engine: %s (pbench's own engine "
+                         "runs no Python); set loader.engine: %s",
+                         name, name);
+    return PB_OK;
+}
+
+int pb_config_check_engine(const struct pb_engine_row *row, const struct pb_spec *spec, char *msg,
+                           size_t msglen)
+{
+    if (!row)
+        return check_own_engine(spec, msg, msglen);
+    if (!spec->loader.in_order && row->in_order_false_why)
         return key_error(spec, KEYS("loader.in_order", "loader.engine", "loader"), msg, msglen,
-                         "loader.engine torch cannot run loader.in_order: false (torch 1.13's "
-                         "DataLoader always delivers in order); set it true, or use "
-                         "loader.engine: pbench");
-    if (spec->dataset.cache == PB_CACHE_DIRECT)
+                         "loader.engine %s cannot run loader.in_order: false (%s); set it true, "
+                         "or use loader.engine: pbench",
+                         row->name, row->in_order_false_why);
+    if (spec->dataset.cache == PB_CACHE_DIRECT && row->cache_direct_why)
         return key_error(spec, KEYS("dataset.cache", "loader.engine", "dataset"), msg, msglen,
-                         "loader.engine torch cannot run dataset.cache: direct (Python's open() "
-                         "reads through the page cache); use warm or cold (evicted before "
-                         "each repeat and after each read), or loader.engine: pbench");
-    if (spec->loader.affinity != 0)
+                         "loader.engine %s cannot run dataset.cache: direct (%s); use warm or "
+                         "cold (evicted before each repeat and after each read), or "
+                         "loader.engine: pbench",
+                         row->name, row->cache_direct_why);
+    if (spec->loader.affinity != 0 && row->affinity_why)
         return key_error(spec, KEYS("loader.affinity", "loader.engine", "loader"), msg, msglen,
-                         "loader.engine torch cannot run loader.affinity (the DataLoader's "
-                         "worker processes are placed by the OS); set it none, or use "
-                         "loader.engine: pbench");
+                         "loader.engine %s cannot run loader.affinity (%s); set it none, or use "
+                         "loader.engine: pbench",
+                         row->name, row->affinity_why);
     for (int i = 0; i < spec->stage_count; i++) {
-        int rc = check_torch_stage(spec, &spec->stages[i], msg, msglen);
+        int rc = check_engine_stage(row, spec, &spec->stages[i], msg, msglen);
         if (rc != PB_OK)
             return rc;
     }
@@ -772,7 +756,7 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
         return key_error(spec, KEYS("pipeline"), msg, msglen,
                          "pipeline must list at least one stage, unless dataset.python names "
                          "your own Dataset");
-    int rc = check_engine(spec, msg, msglen);
+    int rc = pb_config_check_engine(pb_engine_row(spec->loader.engine), spec, msg, msglen);
     if (rc == PB_OK)
         rc = check_stage_order(spec, msg, msglen);
     if (rc == PB_OK)

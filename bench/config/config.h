@@ -75,6 +75,16 @@ int pb_config_override_as(struct pb_spec *spec, const char *option, const char *
  * read stage before it). Same message conventions. */
 int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen);
 
+struct pb_engine_row; /* bench/config/engine_row.h */
+
+/* What spec asks of the engine of row (NULL: pbench's own) that it cannot
+ * run: a stage, a decoder, an option's value or a loader setting. PB_OK, or
+ * PB_ERR_CONFIG with "FILE:LINE:COLUMN: loader.engine NAME cannot run ..."
+ * in msg, the setting to use instead named. pb_config_validate calls it with
+ * loader.engine's row. */
+int pb_config_check_engine(const struct pb_engine_row *row, const struct pb_spec *spec, char *msg,
+                           size_t msglen);
+
 /* The fully resolved config (every default included) as JSON, and back. */
 json_t *pb_spec_to_json(const struct pb_spec *spec);
 int pb_spec_from_json(const json_t *obj, struct pb_spec *spec, char *msg, size_t msglen);

@@ -25,7 +25,6 @@
 #define FRAME_JSON 1
 #define FRAME_BATCH 2
 #define SAMPLE_PERIOD_NS 250000000ull /* memory and CPU of the engine: 4 Hz */
-#define BATCH_HEADER_BYTES (8 * 8 + 4 * 6)
 /* How long after a stop the engine may take to end its repeat before it
  * is taken as stuck and killed: a stop ends a run in about this time. */
 #define PB_ENGINE_STOP_GRACE_NS 1500000000ull
@@ -40,14 +39,6 @@ struct column {
     uint64_t counters[PB_STAGE_COUNTERS];
     int counter_count;
     char counter_names[PB_STAGE_COUNTERS][32];
-};
-
-/* The batch frame's fixed part (docs/engines.md). */
-struct batch_header {
-    uint64_t seq, t_wait, t_taken, t_done, step_ns, t_first, t_ready, bytes;
-    uint32_t samples, errors;
-    int32_t worker;
-    uint32_t columns, records, counters;
 };
 
 /* What one repeat's measured part has summed so far. */
@@ -68,6 +59,7 @@ struct part {
 };
 
 struct pb_engine_run {
+    const struct pb_engine_row *row; /* which engine: its names in messages */
     const struct pb_spec *spec;
     const struct pb_dataset *ds;
     const struct pb_run_hooks *hooks;
@@ -265,7 +257,7 @@ static int read_ready(struct pb_engine_run *er, const json_t *ready, char *msg, 
 }
 
 /* A measured batch's sample records into the columns. */
-static void add_records(struct pb_engine_run *er, const struct batch_header *h,
+static void add_records(struct pb_engine_run *er, const struct pb_batch_header *h,
                         const uint8_t *data, size_t len)
 {
     uint32_t S = h->columns, C = h->counters;
@@ -341,20 +333,11 @@ static int fill_rows(const struct pb_engine_run *er, struct pb_repeat_result *re
 
 /* ---- one repeat ----------------------------------------------------- */
 
-static int parse_header(const uint8_t *data, size_t len, struct batch_header *h)
+static int parse_header(const uint8_t *data, size_t len, struct pb_batch_header *h)
 {
-    if (len < BATCH_HEADER_BYTES)
+    if (len < sizeof *h)
         return PB_ERR;
-    uint64_t q[8];
-    memcpy(q, data, sizeof q);
-    h->seq = q[0], h->t_wait = q[1], h->t_taken = q[2], h->t_done = q[3];
-    h->step_ns = q[4], h->t_first = q[5], h->t_ready = q[6], h->bytes = q[7];
-    memcpy(&h->samples, data + 64, 4);
-    memcpy(&h->errors, data + 68, 4);
-    memcpy(&h->worker, data + 72, 4);
-    memcpy(&h->columns, data + 76, 4);
-    memcpy(&h->records, data + 80, 4);
-    memcpy(&h->counters, data + 84, 4);
+    memcpy(h, data, sizeof *h); /* little-endian on every machine pbench runs on */
     if (h->columns > PB_ENGINE_MAX_COLUMNS || h->counters > PB_ENGINE_MAX_COUNTERS)
         return PB_ERR;
     return PB_OK;
@@ -451,38 +434,38 @@ static int push_record(struct pb_repeat_result *rep, struct part *c,
 static int on_batch(struct pb_engine_run *er, struct part *c, struct pb_repeat_result *rep,
                     const uint8_t *data, uint32_t len, char *msg, size_t msglen)
 {
-    struct batch_header h;
+    struct pb_batch_header h;
     if (parse_header(data, len, &h) != PB_OK) {
-        snprintf(msg, msglen, "the torch engine sent a malformed batch frame (%u bytes)", len);
+        snprintf(msg, msglen, "%s sent a malformed batch frame (%u bytes)", er->row->title, len);
         return PB_ERR;
     }
     uint64_t batch_size = (uint64_t)er->spec->loader.batch_size;
     if ((h.records && h.records != h.samples) || (uint64_t)h.samples + h.errors > batch_size) {
         snprintf(msg, msglen,
-                 "the torch engine's batch %" PRIu64 " says it holds %u samples and %u bad ones, "
-                 "but it carries %u sample records and loader.batch_size is %" PRIu64
+                 "%s's batch %" PRIu64 " says it holds %u samples and %u bad ones, but it "
+                 "carries %u sample records and loader.batch_size is %" PRIu64
                  ": a count pbench cannot trust",
-                 h.seq, h.samples, h.errors, h.records, batch_size);
+                 er->row->title, h.seq, h.samples, h.errors, h.records, batch_size);
         return PB_ERR;
     }
-    if (h.seq == 0 && er->workers_start_ns && h.t_taken > er->workers_start_ns)
-        c->first_batch_ns = h.t_taken - er->workers_start_ns;
+    if (h.seq == 0 && er->workers_start_ns && h.t_taken_ns > er->workers_start_ns)
+        c->first_batch_ns = h.t_taken_ns - er->workers_start_ns;
     if (c->stop_sent)
         return PB_OK; /* built before the stop reached the engine: not counted */
     if (c->measuring)
         worker_built(er, h.worker);
     if (!c->measuring && h.seq >= (uint64_t)er->spec->run.warmup_batches)
-        start_measuring(er, c, h.t_wait);
-    c->last_done = h.t_done;
+        start_measuring(er, c, h.t_wait_ns);
+    c->last_done = h.t_done_ns;
     if (!c->measuring)
         return PB_OK;
     struct pb_batch_record rec = {
-        .assembly_ns = h.t_ready > h.t_first ? h.t_ready - h.t_first : 0,
-        .wait_ns = h.t_taken - h.t_wait,
-        .step_ns = h.t_done - h.t_taken,
+        .assembly_ns = h.t_ready_ns > h.t_first_ns ? h.t_ready_ns - h.t_first_ns : 0,
+        .wait_ns = h.t_taken_ns - h.t_wait_ns,
+        .step_ns = h.t_done_ns - h.t_taken_ns,
         .samples = h.samples,
     };
-    if (push_record(rep, c, &rec, h.t_ready, h.t_taken) != PB_OK) {
+    if (push_record(rep, c, &rec, h.t_ready_ns, h.t_taken_ns) != PB_OK) {
         snprintf(msg, msglen, "out of memory recording batch timings");
         return PB_ERR_NOMEM;
     }
@@ -490,38 +473,17 @@ static int on_batch(struct pb_engine_run *er, struct part *c, struct pb_repeat_r
     c->batches++;
     c->bytes += h.bytes;
     c->errors += h.errors;
-    c->wait_total += h.t_taken - h.t_wait;
+    c->wait_total += h.t_taken_ns - h.t_wait_ns;
     c->step_total += h.step_ns;
-    c->t_end = h.t_done;
-    add_records(er, &h, data + BATCH_HEADER_BYTES, len - BATCH_HEADER_BYTES);
-    if (part_ends(er, pb_stoprule_batch(&er->rule, h.t_done, h.samples)))
-        end_part(er, c, h.t_done, er->rule.reason ? er->rule.reason : PB_STOP_STABLE, rep);
+    c->t_end = h.t_done_ns;
+    add_records(er, &h, data + sizeof h, len - sizeof h);
+    if (part_ends(er, pb_stoprule_batch(&er->rule, h.t_done_ns, h.samples)))
+        end_part(er, c, h.t_done_ns, er->rule.reason ? er->rule.reason : PB_STOP_STABLE, rep);
     return PB_OK;
 }
 
-void pb_engine_option_place(const struct pb_spec *spec, const char *option, char *out,
-                            size_t outlen)
-{
-    int line = 0, column = 0, stage;
-    if (option && sscanf(option, "pipeline[%d]", &stage) == 1 && stage >= 0 &&
-        stage < spec->stage_count) {
-        line = spec->stages[stage].line;
-        column = spec->stages[stage].column;
-    }
-    for (int i = 0; option && !line && i < spec->position_count; i++)
-        if (strcmp(spec->positions[i].path, option) == 0) {
-            line = spec->positions[i].line;
-            column = spec->positions[i].column;
-        }
-    const char *file = spec->source[0] ? spec->source : spec->name;
-    if (line > 0)
-        snprintf(out, outlen, "%s:%d:%d: ", file, line, column);
-    else
-        snprintf(out, outlen, "%s: ", file);
-}
-
 /* The engine's fatal: a config it cannot run (exit 2, at the option's
- * line), an interpreter without torch (exit 2), a bad sample under
+ * line), an interpreter without its packages (exit 2), a bad sample under
  * on_error: fail, or anything else, with its message. */
 static int on_fatal(struct pb_engine_run *er, const json_t *j, char *msg, size_t msglen)
 {
@@ -534,14 +496,20 @@ static int on_fatal(struct pb_engine_run *er, const json_t *j, char *msg, size_t
     if (strcmp(kind, "config") == 0) {
         char place[PB_PATH_MAX + 32];
         pb_engine_option_place(er->spec, option, place, sizeof place);
-        snprintf(msg, msglen, "%sloader.engine torch: %s", place, text);
+        snprintf(msg, msglen, "%sloader.engine %s: %s", place, er->row->name, text);
         return PB_ERR_CONFIG;
     }
     if (strcmp(kind, "environment") == 0) {
-        snprintf(msg, msglen, "loader.engine torch: %s", text);
+        snprintf(msg, msglen, "loader.engine %s: %s", er->row->name, text);
         return PB_ERR_CONFIG;
     }
-    snprintf(msg, msglen, "the torch engine failed: %s", text);
+    /* The whole traceback stays in the point's engine object; the message
+     * shows its last lines. */
+    const char *trace = json_string_value(json_object_get(j, "traceback"));
+    char last[PB_MSG_MAX / 2] = "";
+    if (trace && pb_engine_keep_traceback(er->point, er->row, trace) == PB_OK)
+        pb_engine_traceback_tail(trace, text, 3, last, sizeof last);
+    snprintf(msg, msglen, "%s failed: %s%s%s", er->row->title, text, last[0] ? "\n" : "", last);
     return strcmp(kind, "data") == 0 ? PB_ERR_DATA : PB_ERR;
 }
 
@@ -553,7 +521,7 @@ static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_re
     const char *type = json_string_value(json_object_get(j, "type"));
     int rc = PB_OK;
     if (!type) {
-        snprintf(msg, msglen, "the torch engine sent a malformed JSON frame");
+        snprintf(msg, msglen, "%s sent a malformed JSON frame", er->row->title);
         rc = PB_ERR;
     } else if (strcmp(type, "fatal") == 0) {
         rc = on_fatal(er, j, msg, msglen);
@@ -574,7 +542,7 @@ static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_re
             pb_strlcpy(er->first_error, what, sizeof er->first_error);
     } else if (strcmp(type, "warning") == 0) {
         const char *why = json_string_value(json_object_get(j, "message"));
-        pb_point_warn(er->point, "torch engine: %s", why ? why : "?");
+        pb_point_warn(er->point, "%s engine: %s", er->row->name, why ? why : "?");
     } else if (strcmp(type, "repeat_end") == 0) {
         const char *reason = json_string_value(json_object_get(j, "reason"));
         if (!c->stop_sent)
@@ -601,22 +569,24 @@ static void end_waiting(struct pb_engine_run *er, struct part *c, uint64_t now,
 }
 
 /* Where the engine is stuck: its processes loading a sample say which one
- * and where in the code on SIGUSR1 (pbench_torch/lifeline.py), on stderr;
+ * and where in the code on SIGUSR1 (the row's stuck_tag, then "process"), on stderr;
  * their lines, or else the engine's last words. */
 static const char *where_stuck(struct pb_engine_run *er)
 {
     kill(-pb_engine_proc_pid(er->proc), SIGUSR1);
     usleep(200000);
     const char *said = pb_engine_proc_stderr(er->proc);
-    const char *line = strstr(said, "pbench_torch: process ");
+    char tag[64];
+    snprintf(tag, sizeof tag, "%sprocess ", er->row->stuck_tag ? er->row->stuck_tag : "");
+    const char *line = er->row->stuck_tag ? strstr(said, tag) : NULL;
     static char where[PB_MSG_MAX]; /* cold, and read at once */
     if (!line) {
         snprintf(where, sizeof where, "Its last words: %s", said);
         return where;
     }
     size_t used = 0;
-    for (; line && used < sizeof where; line = strstr(line, "pbench_torch: process ")) {
-        line += strlen("pbench_torch: ");
+    for (; line && used < sizeof where; line = strstr(line, tag)) {
+        line += strlen(er->row->stuck_tag);
         size_t len = strcspn(line, "\n");
         used += (size_t)snprintf(where + used, sizeof where - used, "%s%.*s", used ? "; " : "",
                                  (int)len, line);
@@ -642,9 +612,9 @@ static int watch(struct pb_engine_run *er, struct part *c, struct pb_repeat_resu
                  (c->stop_seen_ns && now - c->stop_seen_ns > PB_ENGINE_STOP_GRACE_NS))) {
         if (!(*stop & PB_RUN_STOP_NOW))
             pb_point_warn(er->point,
-                          "stopped while the torch engine's loop was stuck: it had not ended "
-                          "its repeat %.1f s after the stop, so its processes were killed. %s",
-                          (double)PB_ENGINE_STOP_GRACE_NS / 1e9, where_stuck(er));
+                          "stopped while %s's loop was stuck: it had not ended its repeat %.1f s "
+                          "after the stop, so its processes were killed. %s",
+                          er->row->title, (double)PB_ENGINE_STOP_GRACE_NS / 1e9, where_stuck(er));
         er->failed = true; /* killed, not closed */
         return PB_ERR_INTERRUPTED;
     }
@@ -656,9 +626,9 @@ static int watch(struct pb_engine_run *er, struct part *c, struct pb_repeat_resu
     if (silent_s > limit_s) {
         c->interrupted = true;
         snprintf(msg, msglen,
-                 "the torch engine sent nothing for %.0f s (run.stage_timeout_s is %g s%s): a "
-                 "stage, or the DataLoader, is stuck. %s",
-                 silent_s, limit_s,
+                 "%s sent nothing for %.0f s (run.stage_timeout_s is %g s%s): a stage, or the "
+                 "DataLoader, is stuck. %s",
+                 er->row->title, silent_s, limit_s,
                  er->spec->run.stage_timeout_s > 0 ? "" : ", run.max_time_s + 10 s",
                  where_stuck(er));
         return PB_ERR_STALLED;
@@ -765,7 +735,7 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
     int rc = cmd ? pb_engine_proc_send(er->proc, cmd) : PB_ERR_NOMEM;
     json_decref(cmd);
     if (rc != PB_OK) {
-        snprintf(msg, msglen, "the torch engine is gone; its last words: %s",
+        snprintf(msg, msglen, "%s is gone; its last words: %s", er->row->title,
                  pb_engine_proc_stderr(er->proc));
         er->failed = true;
         return PB_ERR;
@@ -810,8 +780,8 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
 
 /* ---- a point -------------------------------------------------------- */
 
-/* Sends `open` and waits for `ready` (importing torch takes seconds; on a
- * busy machine, tens of them). */
+/* Sends `open` and waits for `ready` (importing the engine's packages takes
+ * seconds; on a busy machine, tens of them). */
 static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
 {
     const struct pb_spec *spec = er->spec;
@@ -826,12 +796,14 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
                  ? pb_engine_proc_send(er->proc, open_cmd)
                  : PB_ERR_NOMEM;
     if (rc == PB_ERR_NOMEM)
-        snprintf(msg, msglen, "out of memory for the torch engine's open command");
+        snprintf(msg, msglen, "out of memory for %s's open command", er->row->title);
+    else
+        rc = PB_OK; /* an engine gone before it read open: its ending is read below */
     json_decref(open_cmd);
-    /* Importing torch and making the Dataset are a stage like any other:
+    /* Starting the engine and making the Dataset are a stage like any other:
      * run.stage_timeout_s bounds the wait for ready. Where it is left to
      * its default (run.max_time_s + 10 s), the wait is at least
-     * PB_ENGINE_STARTUP_MIN_S: importing torch alone takes seconds, tens of
+     * PB_ENGINE_STARTUP_MIN_S: importing its packages alone takes seconds, tens of
      * them on a busy machine. */
     double timeout_s = pb_stage_timeout_s(&spec->run);
     if (spec->run.stage_timeout_s <= 0 && timeout_s < PB_ENGINE_STARTUP_MIN_S)
@@ -845,11 +817,10 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
             rc = pb_now_ns() < deadline ? PB_OK : PB_ERR;
             if (rc != PB_OK)
                 snprintf(msg, msglen,
-                         "the torch engine did not answer open within %g s (run.stage_timeout_s, "
-                         "at least 60 s where left to its default): importing torch, or your "
-                         "Dataset's constructor, is stuck "
-                         "(raise run.stage_timeout_s if it is only slow); its last words: %s",
-                         timeout_s, pb_engine_proc_stderr(er->proc));
+                         "%s did not answer open within run.stage_timeout_s (%g s), at least 60 s "
+                         "where it is left to its default: %s, is stuck (raise run.stage_timeout_s if "
+                         "it is only slow); its last words: %s",
+                         er->row->title, timeout_s, er->row->starting, pb_engine_proc_stderr(er->proc));
             if (er->hooks && er->hooks->stop && *er->hooks->stop) {
                 er->failed = true; /* still starting: killed, not closed */
                 return PB_ERR_INTERRUPTED;
@@ -863,12 +834,12 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
         if (t && strcmp(t, "ready") == 0) {
             json_int_t protocol = json_integer_value(json_object_get(j, "protocol"));
             if (protocol != PB_ENGINE_PROTOCOL) {
-                snprintf(msg, msglen, "the torch engine speaks protocol %lld, pbench %d",
+                snprintf(msg, msglen, "%s speaks protocol %lld, pbench %d", er->row->title,
                          (long long)protocol, PB_ENGINE_PROTOCOL);
                 rc = PB_ERR;
             } else if ((rc = read_ready(er, j, msg, msglen)) == PB_OK) {
                 json_decref(er->point->engine);
-                er->point->engine = json_pack("{s:s,s:O?}", "name", "torch", "versions",
+                er->point->engine = json_pack("{s:s,s:O?}", "name", er->row->name, "versions",
                                               json_object_get(j, "versions"));
             }
             json_decref(j);
@@ -877,7 +848,7 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
         if (t && strcmp(t, "fatal") == 0)
             rc = on_fatal(er, j, msg, msglen);
         else if (t && strcmp(t, "warning") == 0)
-            pb_point_warn(er->point, "torch engine: %s",
+            pb_point_warn(er->point, "%s engine: %s", er->row->name,
                           json_string_value(json_object_get(j, "message")));
         json_decref(j);
     }
@@ -888,6 +859,21 @@ int pb_engine_open(const struct pb_spec *spec, const struct pb_dataset *ds,
                    const struct pb_run_hooks *hooks, struct pb_point_result *point,
                    struct pb_engine_run **out, char *msg, size_t msglen)
 {
+    const struct pb_engine_row *row = pb_engine_row(spec->loader.engine);
+    if (!row) {
+        *out = NULL;
+        snprintf(msg, msglen, "loader.engine %s runs in pbench's process, not as an engine",
+                 pb_engine_names[spec->loader.engine]);
+        return PB_ERR;
+    }
+    return pb_engine_open_row(row, spec, ds, hooks, point, out, msg, msglen);
+}
+
+int pb_engine_open_row(const struct pb_engine_row *row, const struct pb_spec *spec,
+                       const struct pb_dataset *ds, const struct pb_run_hooks *hooks,
+                       struct pb_point_result *point, struct pb_engine_run **out, char *msg,
+                       size_t msglen)
+{
     *out = NULL;
     if (!point->repeats) {
         point->repeats = calloc((size_t)spec->run.repeats, sizeof(*point->repeats));
@@ -897,6 +883,7 @@ int pb_engine_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     struct pb_engine_run *er = calloc(1, sizeof(*er));
     if (!er)
         return PB_ERR_NOMEM;
+    er->row = row;
     er->spec = spec;
     er->ds = ds;
     er->hooks = hooks;
@@ -905,7 +892,7 @@ int pb_engine_open(const struct pb_spec *spec, const struct pb_dataset *ds,
     if (rc == PB_OK && !spec->dataset.python[0])
         rc = pb_engine_write_index(ds, er->index_path, sizeof er->index_path, msg, msglen);
     if (rc == PB_OK)
-        rc = pb_engine_proc_start(spec, &er->proc, msg, msglen);
+        rc = pb_engine_proc_start(row, spec, &er->proc, msg, msglen);
     if (rc == PB_OK)
         rc = handshake(er, msg, msglen);
     if (er->index_path[0]) { /* read by the engine before its ready */
@@ -917,8 +904,10 @@ int pb_engine_open(const struct pb_spec *spec, const struct pb_dataset *ds,
         return rc;
     }
     if (pb_spec_traced(spec))
-        pb_point_warn(point, "run.trace: the torch engine records no CPU timeline (its stage "
-                             "rows and batch records are kept)");
+        pb_point_warn(point,
+                      "run.trace: %s records no CPU timeline (its stage rows and batch records "
+                      "are kept)",
+                      er->row->title);
     long pus = sysconf(_SC_NPROCESSORS_ONLN);
     if (spec->loader.workers > pus && pus > 0)
         pb_point_warn(point,
@@ -935,7 +924,7 @@ int pb_engine_repeat(struct pb_engine_run *er, int repeat, bool measure_overhead
     struct pb_point_result *point = er->point;
     int repeats = (int)er->spec->run.repeats;
     if (er->failed) {
-        snprintf(msg, msglen, "the torch engine failed earlier in this point");
+        snprintf(msg, msglen, "%s failed earlier in this point", er->row->title);
         return PB_ERR;
     }
     if (point->repeat_count >= (size_t)repeats) {

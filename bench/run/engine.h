@@ -1,4 +1,5 @@
-/* An engine that is another process (loader.engine: torch): pbench starts
+/* An engine that is another process (loader.engine: torch; its row,
+ * bench/config/engine_row.h, says how it starts and how it is named): pbench starts
  * it for a point, speaks the protocol of docs/engines.md with it over
  * pipes, and fills the same struct pb_point_result that its own runner
  * fills, so the stopping rule, statistics, sinks, compare and history
@@ -16,6 +17,7 @@
 #include <stddef.h>
 
 #include "bench/config/config.h"
+#include "bench/config/engine_row.h"
 #include "bench/result/result.h"
 #include "pipelines/dataset.h"
 
@@ -29,6 +31,13 @@ struct pb_engine_run;
 int pb_engine_open(const struct pb_spec *spec, const struct pb_dataset *ds,
                    const struct pb_run_hooks *hooks, struct pb_point_result *point,
                    struct pb_engine_run **out, char *msg, size_t msglen);
+
+/* pb_engine_open for the engine of row rather than loader.engine's (a test
+ * runs an engine of its own this way). */
+int pb_engine_open_row(const struct pb_engine_row *row, const struct pb_spec *spec,
+                       const struct pb_dataset *ds, const struct pb_run_hooks *hooks,
+                       struct pb_point_result *point, struct pb_engine_run **out, char *msg,
+                       size_t msglen);
 
 /* One repeat, appended to point->repeats as pb_point_repeat does (with
  * measure_overhead, also the paired repeat without stage timing). */
@@ -59,6 +68,33 @@ int pb_engine_write_index(const struct pb_dataset *ds, char *path, size_t pathle
                           size_t msglen);
 
 #define PB_ENGINE_PROTOCOL 1
+
+/* A batch frame's fixed part (docs/engines.md), little-endian, packed: the
+ * one description of it. engines/batch_header.json describes the same
+ * fields for the engines' Python writer and the tests' reader, and
+ * tests/test_torch_engine.c holds the two to each other. */
+#define PB_BATCH_HEADER_FIELDS(X)                                                                  \
+    X(uint64_t, seq)                                                                               \
+    X(uint64_t, t_wait_ns)                                                                         \
+    X(uint64_t, t_taken_ns)                                                                        \
+    X(uint64_t, t_done_ns)                                                                         \
+    X(uint64_t, step_ns)                                                                           \
+    X(uint64_t, t_first_ns)                                                                        \
+    X(uint64_t, t_ready_ns)                                                                        \
+    X(uint64_t, bytes)                                                                             \
+    X(uint32_t, samples)                                                                           \
+    X(uint32_t, errors)                                                                            \
+    X(int32_t, worker)                                                                             \
+    X(uint32_t, columns)                                                                           \
+    X(uint32_t, records)                                                                           \
+    X(uint32_t, counters)
+
+struct __attribute__((packed)) pb_batch_header {
+#define PB_BATCH_HEADER_MEMBER(type, name) type name;
+    PB_BATCH_HEADER_FIELDS(PB_BATCH_HEADER_MEMBER)
+#undef PB_BATCH_HEADER_MEMBER
+};
+_Static_assert(sizeof(struct pb_batch_header) == 88, "the batch header is 88 bytes");
 /* The least an engine's start-up (import torch, make the Dataset) is waited
  * for where run.stage_timeout_s is left to its default. */
 #define PB_ENGINE_STARTUP_MIN_S 60.0
@@ -74,10 +110,16 @@ const char *pb_engine_dir(char *buf, size_t buflen);
  * resolves loader.python_path and your modules' relative paths against. */
 const char *pb_engine_config_dir(const struct pb_spec *spec, char *buf, size_t buflen);
 
-/* Starts `python -m pbench_torch` for spec with its pipes. PB_OK, or
- * PB_ERR_CONFIG with msg when the interpreter cannot be run. */
-int pb_engine_proc_start(const struct pb_spec *spec, struct pb_engine_proc **out, char *msg,
-                         size_t msglen);
+/* Starts row's engine for spec (its interpreter and arguments: `python3 -m
+ * pbench_torch`) with its pipes. PB_OK, or PB_ERR_CONFIG with msg when the
+ * interpreter cannot be run. */
+int pb_engine_proc_start(const struct pb_engine_row *row, const struct pb_spec *spec,
+                         struct pb_engine_proc **out, char *msg, size_t msglen);
+
+/* The command line p runs with python as its interpreter, for messages
+ * ("/usr/bin/python3 -m pbench_torch"), into buf, which it returns. */
+const char *pb_engine_proc_command(const struct pb_engine_proc *p, const char *python, char *buf,
+                                   size_t buflen);
 
 /* Sends one command line (a JSON object, without its newline). */
 int pb_engine_proc_send(struct pb_engine_proc *p, json_t *command);
@@ -112,6 +154,17 @@ const char *pb_engine_proc_ending(struct pb_engine_proc *p, char *buf, size_t bu
  * file did not set it (a -s override, a default). */
 void pb_engine_option_place(const struct pb_spec *spec, const char *option, char *out,
                             size_t outlen);
+
+/* Keeps an engine's whole traceback (a fatal's `traceback`) in the point's
+ * engine object, made {"name": row's} where the engine sent no ready.
+ * PB_OK or PB_ERR_NOMEM. */
+int pb_engine_keep_traceback(struct pb_point_result *point, const struct pb_engine_row *row,
+                             const char *traceback);
+
+/* The last `lines` lines of traceback (its end's newlines, and a last line
+ * that is message, left out), into buf, which it returns. */
+const char *pb_engine_traceback_tail(const char *traceback, const char *message, int lines,
+                                     char *buf, size_t buflen);
 
 /* Ends it: close (polite: up to 2 s), then SIGTERM to its group, then SIGKILL
  * after 0.5 s; reaps. */

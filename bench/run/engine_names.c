@@ -110,7 +110,7 @@ int pb_engine_write_index(const struct pb_dataset *ds, char *path, size_t pathle
     int fd = mkstemp(path);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
-        snprintf(msg, msglen, "cannot write the torch engine's sample index %s: %s", path,
+        snprintf(msg, msglen, "cannot write the engine's sample index %s: %s", path,
                  strerror(errno));
         if (fd >= 0)
             close(fd);
@@ -126,7 +126,7 @@ int pb_engine_write_index(const struct pb_dataset *ds, char *path, size_t pathle
                 ds->members ? ds->members[i] : "", 0, ds->paths[i], 0);
     }
     if (fclose(f) != 0) {
-        snprintf(msg, msglen, "cannot write the torch engine's sample index %s: %s", path,
+        snprintf(msg, msglen, "cannot write the engine's sample index %s: %s", path,
                  strerror(errno));
         return PB_ERR;
     }

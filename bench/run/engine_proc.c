@@ -38,6 +38,7 @@ struct pb_engine_proc {
     bool reaped; /* waited for: status says how it ended */
     int status;
     char python[PB_PATH_MAX]; /* the interpreter, as started */
+    const struct pb_engine_row *row; /* which engine it is */
 };
 
 const char *pb_engine_dir(char *buf, size_t buflen)
@@ -72,14 +73,14 @@ static bool on_path(const char *name, char *out, size_t outlen)
  * loader.python_path), else $PBENCH_PYTHON (a bare name on PATH), else
  * Debian's interpreter. *from says which: the option, the variable or
  * the default. */
-static const char *interpreter(const struct pb_spec *spec, char *out, size_t outlen,
-                               const char **from)
+static const char *interpreter(const struct pb_engine_row *row, const struct pb_spec *spec,
+                               char *out, size_t outlen, const char **from)
 {
-    const char *env = getenv("PBENCH_PYTHON");
+    const char *env = row->interpreter_env ? getenv(row->interpreter_env) : NULL;
     const char *name = spec->loader.python[0] ? spec->loader.python
                        : env && env[0]        ? env
-                                              : "/usr/bin/python3";
-    *from = spec->loader.python[0] ? "loader.python" : env && env[0] ? "$PBENCH_PYTHON" : NULL;
+                                              : row->interpreter;
+    *from = spec->loader.python[0] ? "loader.python" : env && env[0] ? "$" : NULL;
     if (!strchr(name, '/')) {
         if (!on_path(name, out, outlen))
             pb_strlcpy(out, name, outlen); /* not found: said so when it is run */
@@ -97,8 +98,8 @@ static const char *interpreter(const struct pb_spec *spec, char *out, size_t out
 /* Why python cannot be started (a missing file, a folder, a file that is
  * not executable), as a config error at loader.python's place; PB_OK
  * when it can. */
-static int check_interpreter(const struct pb_spec *spec, const char *python, const char *from,
-                             char *msg, size_t msglen)
+static int check_interpreter(const struct pb_engine_row *row, const struct pb_spec *spec,
+                             const char *python, const char *from, char *msg, size_t msglen)
 {
     struct stat st;
     const char *why = !strchr(python, '/')     ? "not found on PATH"
@@ -112,13 +113,24 @@ static int check_interpreter(const struct pb_spec *spec, const char *python, con
     char place[PB_PATH_MAX + 32] = "";
     if (from && strcmp(from, "loader.python") == 0)
         pb_engine_option_place(spec, "loader.python", place, sizeof place);
+    bool env = from && from[0] == '$';
     snprintf(msg, msglen,
-             "%sloader.engine torch: the interpreter '%s'%s%s%s cannot be started (%s); name a "
-             "Python 3 with Debian's python3-torch python3-torchvision python3-av "
-             "(scripts/setup.sh installs them for /usr/bin/python3) with loader.python or "
-             "$PBENCH_PYTHON",
-             place, python, from ? " (" : "", from ? from : "", from ? ")" : "", why);
+             "%sloader.engine %s: the interpreter '%s'%s%s%s%s cannot be started (%s); name %s "
+             "with loader.python%s%s",
+             place, row->name, python, from ? " (" : "", from ? from : "",
+             env ? row->interpreter_env : "", from ? ")" : "", why,
+             row->needs ? row->needs : "another", row->interpreter_env ? " or $" : "",
+             row->interpreter_env ? row->interpreter_env : "");
     return PB_ERR_CONFIG;
+}
+
+const char *pb_engine_proc_command(const struct pb_engine_proc *p, const char *python, char *buf,
+                                   size_t buflen)
+{
+    size_t used = (size_t)snprintf(buf, buflen, "%s", python);
+    for (size_t i = 0; i < PB_ARRAY_LEN(p->row->args) && p->row->args[i] && used < buflen; i++)
+        used += (size_t)snprintf(buf + used, buflen - used, " %s", p->row->args[i]);
+    return buf;
 }
 
 const char *pb_engine_config_dir(const struct pb_spec *spec, char *buf, size_t buflen)
@@ -133,11 +145,13 @@ const char *pb_engine_config_dir(const struct pb_spec *spec, char *buf, size_t b
 
 /* PYTHONPATH for the engine: its package, loader.python_path's folders
  * (relative ones against the config file's folder), then the caller's. */
-static void python_path(const struct pb_spec *spec, const char *engines, char *out, size_t outlen)
+static void python_path(const struct pb_engine_row *row, const struct pb_spec *spec,
+                        const char *engines, char *out, size_t outlen)
 {
     char config_dir[PB_PATH_MAX];
     pb_engine_config_dir(spec, config_dir, sizeof config_dir);
-    size_t used = (size_t)snprintf(out, outlen, "PYTHONPATH=%s/torch", engines);
+    size_t used = (size_t)snprintf(out, outlen, "PYTHONPATH=%s%s%s", row->folder ? engines : "",
+                                   row->folder ? "/" : "", row->folder ? row->folder : ".");
     char folders[PB_PATH_MAX];
     pb_strlcpy(folders, spec->loader.python_path, sizeof folders);
     char *save = NULL;
@@ -191,31 +205,35 @@ static int spawn(struct pb_engine_proc *p, const char *python, char **env, int c
     posix_spawnattr_init(&attr);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attr, 0);
-    char *argv[] = {(char *)python, "-m", "pbench_torch", NULL};
+    char *argv[PB_ARRAY_LEN(p->row->args) + 2] = {(char *)python};
+    for (size_t i = 0; i < PB_ARRAY_LEN(p->row->args) && p->row->args[i]; i++)
+        argv[i + 1] = (char *)p->row->args[i];
     int rc = posix_spawn(&p->pid, python, &fa, &attr, argv, env);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     return rc;
 }
 
-int pb_engine_proc_start(const struct pb_spec *spec, struct pb_engine_proc **out, char *msg,
-                         size_t msglen)
+int pb_engine_proc_start(const struct pb_engine_row *row, const struct pb_spec *spec,
+                         struct pb_engine_proc **out, char *msg, size_t msglen)
 {
     *out = NULL;
     char python[PB_PATH_MAX];
     const char *from = NULL;
-    interpreter(spec, python, sizeof python, &from);
-    int checked = check_interpreter(spec, python, from, msg, msglen);
+    interpreter(row, spec, python, sizeof python, &from);
+    int checked = check_interpreter(row, spec, python, from, msg, msglen);
     if (checked != PB_OK)
         return checked;
     char engines[PB_PATH_MAX], pythonpath[3 * PB_PATH_MAX];
-    python_path(spec, pb_engine_dir(engines, sizeof engines), pythonpath, sizeof pythonpath);
+    python_path(row, spec, pb_engine_dir(engines, sizeof engines), pythonpath, sizeof pythonpath);
     struct pb_engine_proc *p = calloc(1, sizeof(*p));
+    if (p)
+        p->row = row;
     bool spawn_failed = false;
     char **env = engine_environment(pythonpath);
     int cmd[2] = {-1, -1}, rec[2] = {-1, -1}, err[2] = {-1, -1};
     if (!p || !env || pipe2(cmd, O_CLOEXEC) || pipe2(rec, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
-        snprintf(msg, msglen, "cannot start the torch engine: %s", strerror(errno));
+        snprintf(msg, msglen, "cannot start %s: %s", row->title, strerror(errno));
         goto fail;
     }
     signal(SIGPIPE, SIG_IGN); /* an engine that died: write() says EPIPE */
@@ -224,10 +242,10 @@ int pb_engine_proc_start(const struct pb_spec *spec, struct pb_engine_proc **out
         char place[PB_PATH_MAX + 32] = "";
         if (from && strcmp(from, "loader.python") == 0)
             pb_engine_option_place(spec, "loader.python", place, sizeof place);
-        snprintf(msg, msglen,
-                 "%sloader.engine torch: the interpreter '%s' cannot be started (%s -m "
-                 "pbench_torch: %s)",
-                 place, python, python, strerror(rc));
+        char command[PB_PATH_MAX + 128];
+        pb_engine_proc_command(p, python, command, sizeof command);
+        snprintf(msg, msglen, "%sloader.engine %s: the interpreter '%s' cannot be started (%s: %s)",
+                 place, row->name, python, command, strerror(rc));
         spawn_failed = true;
         goto fail;
     }
@@ -411,17 +429,17 @@ int pb_engine_proc_frame(struct pb_engine_proc *p, int timeout_ms, uint32_t *typ
             return PB_OK;
         if (too_big) {
             snprintf(msg, msglen,
-                     "the torch engine broke the protocol (a frame over 16 MiB or under 4 "
-                     "bytes); its last words: %s",
-                     pb_engine_proc_stderr(p));
+                     "%s broke the protocol (a frame over 16 MiB or under 4 bytes); its last "
+                     "words: %s",
+                     p->row->title, pb_engine_proc_stderr(p));
             return PB_ERR;
         }
         if (p->ended) {
-            char how[160];
-            snprintf(msg, msglen, "the torch engine's process (%s -m pbench_torch, pid %d) %s; "
-                     "its last words: %s",
-                     p->python, (int)p->pid, pb_engine_proc_ending(p, how, sizeof how),
-                     pb_engine_proc_stderr(p));
+            char how[160], command[PB_PATH_MAX + 128];
+            pb_engine_proc_command(p, p->python, command, sizeof command);
+            snprintf(msg, msglen, "%s's process (%s, pid %d) %s; its last words: %s",
+                     p->row->title, command, (int)p->pid,
+                     pb_engine_proc_ending(p, how, sizeof how), pb_engine_proc_stderr(p));
             return PB_ERR;
         }
         uint64_t now = pb_now_ns();
@@ -438,7 +456,7 @@ int pb_engine_proc_frame(struct pb_engine_proc *p, int timeout_ms, uint32_t *typ
         if (n > 0 && fds[0].revents) {
             int rc = fill(p);
             if (rc == PB_ERR_NOMEM) {
-                snprintf(msg, msglen, "out of memory reading the torch engine's records");
+                snprintf(msg, msglen, "out of memory reading %s's records", p->row->title);
                 return rc;
             }
         }
@@ -538,4 +556,54 @@ uint64_t pb_proc_pss_bytes(int pid)
             break;
     fclose(f);
     return (uint64_t)kib * 1024;
+}
+
+void pb_engine_option_place(const struct pb_spec *spec, const char *option, char *out,
+                            size_t outlen)
+{
+    int line = 0, column = 0, stage;
+    if (option && sscanf(option, "pipeline[%d]", &stage) == 1 && stage >= 0 &&
+        stage < spec->stage_count) {
+        line = spec->stages[stage].line;
+        column = spec->stages[stage].column;
+    }
+    for (int i = 0; option && !line && i < spec->position_count; i++)
+        if (strcmp(spec->positions[i].path, option) == 0) {
+            line = spec->positions[i].line;
+            column = spec->positions[i].column;
+        }
+    const char *file = spec->source[0] ? spec->source : spec->name;
+    if (line > 0)
+        snprintf(out, outlen, "%s:%d:%d: ", file, line, column);
+    else
+        snprintf(out, outlen, "%s: ", file);
+}
+
+int pb_engine_keep_traceback(struct pb_point_result *point, const struct pb_engine_row *row,
+                             const char *traceback)
+{
+    if (!point->engine)
+        point->engine = json_pack("{s:s}", "name", row->name);
+    if (!point->engine || json_object_set_new(point->engine, "traceback",
+                                              json_string(traceback)) != 0)
+        return PB_ERR_NOMEM;
+    return PB_OK;
+}
+
+const char *pb_engine_traceback_tail(const char *traceback, const char *message, int lines,
+                                     char *buf, size_t buflen)
+{
+    size_t len = strlen(traceback);
+    while (len > 0 && traceback[len - 1] == '\n')
+        len--;
+    size_t message_len = message ? strlen(message) : 0;
+    if (message_len && len > message_len && traceback[len - message_len - 1] == '\n' &&
+        strncmp(traceback + len - message_len, message, message_len) == 0)
+        len -= message_len + 1; /* the message is said already */
+    size_t start = len;
+    for (int seen = 0; start > 0; start--)
+        if (traceback[start - 1] == '\n' && ++seen == lines)
+            break;
+    snprintf(buf, buflen, "%.*s", (int)(len - start), traceback + start);
+    return buf;
 }

@@ -8,6 +8,7 @@ import traceback
 
 from torch.utils.data import Dataset
 
+from .errors import SampleError
 from .index import entry_name
 from .timing import Recorder, SubStageClock, TimedCall
 from . import userdata
@@ -26,9 +27,9 @@ def error_message(error):
     """A one-line sentence for an exception a sample raised."""
     text = str(error).strip().splitlines()
     detail = text[0] if text else ""
-    name = type(error).__name__
-    if name == "SampleError":
+    if isinstance(error, SampleError):
         return detail
+    name = type(error).__name__
     return "%s: %s" % (name, detail) if detail else name
 
 

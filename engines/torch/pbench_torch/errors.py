@@ -1,5 +1,5 @@
 """The engine's two error kinds: a config the engine cannot run, and a bad
-sample."""
+sample; and sent(), how the engine reads a value of the config pbench sent."""
 
 
 class ConfigError(Exception):
@@ -16,3 +16,15 @@ class ConfigError(Exception):
 class SampleError(Exception):
     """A sample that cannot be decoded or transformed: a bad sample,
     dropped or fatal as run.on_error says."""
+
+
+def sent(options, key, where):
+    """options[key]: a value of the resolved config pbench sends (every
+    option of a section, a stage or its decoder, its default filled in), so
+    the engine keeps no copy of pbench's defaults. A key pbench did not
+    send is a ConfigError naming it (where.key)."""
+    try:
+        return options[key]
+    except (KeyError, TypeError):
+        raise ConfigError("%s.%s" % (where, key) if where else key,
+                          "pbench sent no value for %s (a config from another pbench?)" % key)

@@ -7,6 +7,7 @@ import os
 import random
 import signal
 import time
+import traceback
 
 import torch
 from torch.utils.data import DataLoader, Sampler
@@ -15,7 +16,7 @@ from . import ENGINE_NAME, PROTOCOL_VERSION
 from .collate import Collate
 from .dataset import (FOLDED_ROW, MAX_COLUMNS, IndexDataset, UserDataset,
                       describe_exception)
-from .errors import ConfigError
+from .errors import ConfigError, sent
 from .index import parse_shard, read_index, shard_indices
 from .lifeline import EndWithEngine
 from .stages import build_pipeline
@@ -44,14 +45,14 @@ class EpochOrder(Sampler):
 
 def check_loader(loader):
     """ConfigError for loader options torch's DataLoader cannot honour."""
-    if loader.get("in_order", True) is False:
-        raise ConfigError("loader.in_order", "torch 1.13's DataLoader always returns batches in "
-                          "order (it has no in_order); use in_order: true")
-    affinity = loader.get("affinity", "none")
+    if sent(loader, "in_order", "loader") is False:
+        raise ConfigError("loader.in_order", "torch %s's DataLoader always returns batches in "
+                          "order (it has no in_order); use in_order: true" % torch.__version__)
+    affinity = sent(loader, "affinity", "loader")
     if affinity not in ("none", "", None):
         raise ConfigError("loader.affinity", "the torch engine does not pin its worker "
                           "processes; use affinity: none")
-    if int(loader.get("batch_size", 1)) < 1:
+    if int(sent(loader, "batch_size", "loader")) < 1:
         raise ConfigError("loader.batch_size", "batch_size is at least 1")
 
 
@@ -77,20 +78,20 @@ class Engine:
                               "%d" % (command.get("protocol"), PROTOCOL_VERSION))
         config = command.get("config") or {}
         self.config = config
-        loader_config = config.get("loader", {})
-        dataset_config = config.get("dataset", {})
+        loader_config = sent(config, "loader", "")
+        dataset_config = sent(config, "dataset", "")
         check_loader(loader_config)
-        add_python_path(loader_config.get("python_path"),
+        add_python_path(sent(loader_config, "python_path", "loader"),
                         name_field(command, "config_dir") or ".")
         dataset_path = name_field(command, "dataset_path")  # its bytes, where not UTF-8
         if dataset_path is not None:
             dataset_config = dict(dataset_config, path=dataset_path)
         try:
-            rank, count = parse_shard(dataset_config.get("shard", "0/1"))
+            rank, count = parse_shard(sent(dataset_config, "shard", "dataset"))
         except ValueError as e:
             raise ConfigError("dataset.shard", str(e))
         stages = build_pipeline(config, import_callable)
-        if dataset_config.get("python"):
+        if sent(dataset_config, "python", "dataset"):
             user = make_user_dataset(dataset_config)
             self.dataset = UserDataset(user, shard_indices(len(user), rank, count), stages)
             if self.dataset.folded:
@@ -117,19 +118,19 @@ class Engine:
 
     def make_loader(self):
         """The DataLoader as a training script makes it from loader.*."""
-        loader = self.config.get("loader", {})
-        workers = int(loader.get("workers", 0))
+        loader = self.config["loader"]
+        workers = int(sent(loader, "workers", "loader"))
         extra = {}
         if workers > 0:
-            extra["prefetch_factor"] = int(loader.get("prefetch_factor", 2))
-            extra["persistent_workers"] = bool(loader.get("persistent_workers", False))
+            extra["prefetch_factor"] = int(sent(loader, "prefetch_factor", "loader"))
+            extra["persistent_workers"] = bool(sent(loader, "persistent_workers", "loader"))
             extra["worker_init_fn"] = EndWithEngine(os.getpid())
-        return DataLoader(self.dataset, batch_size=int(loader.get("batch_size", 1)),
+        return DataLoader(self.dataset, batch_size=int(sent(loader, "batch_size", "loader")),
                           sampler=self.sampler, num_workers=workers,
                           collate_fn=Collate(self.dataset.recorder,
                                              len(self.dataset.columns()) - 1),
-                          pin_memory=bool(loader.get("pin_memory", False)),
-                          drop_last=bool(loader.get("drop_last", False)), **extra)
+                          pin_memory=bool(sent(loader, "pin_memory", "loader")),
+                          drop_last=bool(sent(loader, "drop_last", "loader")), **extra)
 
     def set_stage_timing(self, enabled):
         """Timed or bare stages for the next repeat. Persistent workers
@@ -148,7 +149,7 @@ class Engine:
         """This epoch's sample order: shuffled by the repeat's generator
         when dataset.shuffle, cut to remaining (max_samples) if set."""
         count = len(self.dataset)
-        if self.config.get("dataset", {}).get("shuffle", False):
+        if sent(self.config["dataset"], "shuffle", "dataset"):
             order = torch.randperm(count, generator=generator).tolist()
         else:
             order = list(range(count))
@@ -165,20 +166,20 @@ class Engine:
         (a fatal data error under on_error: fail)."""
         repeat = int(command.get("repeat", 0))
         self.set_stage_timing(bool(command.get("stage_timing", self.stage_timing)))
-        dataset_config = self.config.get("dataset", {})
-        run = self.config.get("run", {})
-        epochs = int(dataset_config.get("epochs", 0) or 0)
-        max_samples = int(dataset_config.get("max_samples", 0) or 0)
+        dataset_config = self.config["dataset"]
+        run = sent(self.config, "run", "")
+        epochs = int(sent(dataset_config, "epochs", "dataset") or 0)
+        max_samples = int(sent(dataset_config, "max_samples", "dataset") or 0)
         remaining = max_samples if max_samples > 0 else None
-        seed = int(dataset_config.get("seed", 0)) + repeat
+        seed = int(sent(dataset_config, "seed", "dataset")) + repeat
         generator = torch.Generator()
         generator.manual_seed(seed)
         # The transforms' randomness: the main process's (0 workers), and the
         # base seed the DataLoader draws for its workers' torch and random.
         torch.manual_seed(seed)
         random.seed(seed)
-        step_s = float(run.get("step_ms", 0) or 0) / 1000.0
-        fail_on_error = run.get("on_error", "skip") == "fail"
+        step_s = float(sent(run, "step_ms", "run") or 0) / 1000.0
+        fail_on_error = sent(run, "on_error", "run") == "fail"
         seq, epoch, pids, reason = 0, 0, None, "data_end"
         while (epochs == 0 or epoch < epochs) and (remaining is None or remaining > 0):
             self.sampler.order = self.epoch_order(generator, remaining)
@@ -194,7 +195,7 @@ class Engine:
                 if not endings:
                     raise
                 self.fatal("engine", "%s (%s; the engine's own process is alive)"
-                           % (describe_exception(), endings))
+                           % (describe_exception(), endings), trace=traceback.format_exc())
                 return False
             del iterator  # non-persistent workers exit here
             if failed:
@@ -292,7 +293,7 @@ class Engine:
             except ConfigError as e:
                 return self.fatal("config", e.message, e.option)
             except Exception:
-                return self.fatal("engine", describe_exception())
+                return self.fatal("engine", describe_exception(), trace=traceback.format_exc())
         return EXIT_OK
 
     def names(self, command):
@@ -304,11 +305,14 @@ class Engine:
             found.append(dict({"index": int(index)}, **name_fields("file", file)))
         self.writer.json({"type": "names", "names": found})
 
-    def fatal(self, kind, message, option=None):
-        """Sends a fatal frame; returns the exit status to leave with."""
+    def fatal(self, kind, message, option=None, trace=None):
+        """Sends a fatal frame, with the whole traceback (trace) of an
+        exception; returns the exit status to leave with."""
         frame = {"type": "fatal", "kind": kind, "message": message}
         if option is not None:
             frame["option"] = option
+        if trace:
+            frame["traceback"] = trace
         self.writer.json(frame)
         return EXIT_CONFIG if kind in ("config", "environment") else EXIT_FAILED
 

@@ -3,7 +3,9 @@ lines in on stdin.
 
 A frame is ``u32 length`` (bytes after the field), ``u32 type``, payload,
 little-endian. Type 1 is a UTF-8 JSON object; type 2 a batch: the fixed
-header BATCH_HEADER (packed, no padding, 88 bytes) followed by the records,
+header BATCH_HEADER (packed, no padding, 88 bytes; its fields and their
+order, BATCH_FIELDS, come from engines/batch_header.json, the description
+pbench's C struct is tested against) followed by the records,
 R x (1 + 3S + C) little-endian 64-bit integers.
 
 Names travel as bytes: a file name (or a folder) that is not UTF-8 comes
@@ -22,9 +24,24 @@ FRAME_BATCH = 2
 MAX_FRAME_BYTES = 16 << 20
 
 FRAME_HEAD = struct.Struct("<II")
-# seq, t_wait, t_taken, t_done, step, t_first, t_ready, bytes (u64);
-# samples, errors (u32); worker (i32); columns, records, counters (u32).
-BATCH_HEADER = struct.Struct("<8QIIiIII")
+HEADER_DESCRIPTION = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "batch_header.json")
+STRUCT_CODES = {"u64": "Q", "u32": "I", "i32": "i"}
+
+
+def batch_header_layout(path=HEADER_DESCRIPTION):
+    """(field names, struct.Struct) of the batch header described in path."""
+    with open(path) as f:
+        description = json.load(f)
+    names = tuple(name for name, _ in description["fields"])
+    layout = struct.Struct("<" + "".join(STRUCT_CODES[kind] for _, kind in description["fields"]))
+    if layout.size != description["size"]:
+        raise ValueError("%s: fields of %d bytes, size %d" % (path, layout.size,
+                                                              description["size"]))
+    return names, layout
+
+
+BATCH_FIELDS, BATCH_HEADER = batch_header_layout()
 
 
 def readable(text):

@@ -37,7 +37,7 @@ import random
 
 import numpy as np
 
-from .errors import ConfigError, SampleError
+from .errors import ConfigError, SampleError, sent
 
 SUBSTAGES = ("open", "seek", "demux", "decode", "convert")
 COUNTERS = ("frames_decoded", "frames_delivered", "seeks", "opens")
@@ -45,17 +45,18 @@ OPEN, SEEK, DEMUX, DECODE, CONVERT = range(5)
 DECODED, DELIVERED, SEEKS, OPENS = range(4)
 MAX_SEEK_RETRIES = 5
 
-DEFAULTS = {"clip_frames": 16, "frame_stride": 1, "clips_per_video": 1, "sampling": "random",
-            "seek": "keyframe", "threads": 1, "thread_type": "frame", "short_video": "pad",
-            "reopen": "reuse", "discard": "none", "size": [], "shorter_side": 0,
-            "rotation": "apply", "corrupt_frames": "error", "clips_per_visit": 1}
+# The decoder's options the clips read: pbench sends every one of them
+# (its video decoder's table, defaults filled in), so none is kept here.
+OPTIONS = ("clip_frames", "frame_stride", "clips_per_video", "sampling", "seek", "threads",
+           "thread_type", "short_video", "reopen", "discard", "size", "shorter_side",
+           "rotation", "corrupt_frames", "clips_per_visit")
 
 
 def check_options(options, where):
-    """The decode stage's video options with defaults filled in; raises
-    ConfigError(where.key, ...) for what PyAV cannot do here."""
-    opts = dict(DEFAULTS)
-    opts.update({k: v for k, v in options.items() if v is not None})
+    """The decode stage's video options, as pbench sent them; raises
+    ConfigError(where.key, ...) for one it did not send or what PyAV cannot
+    do here."""
+    opts = {key: sent(options, key, where) for key in OPTIONS}
     if opts["discard"] != "none":
         raise ConfigError(where + ".discard", "the torch engine decodes with PyAV, which cannot "
                           "skip only the frames a clip does not use; use discard: none")

@@ -16,10 +16,20 @@ import tarfile
 
 ENGINE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FRAME_HEAD = struct.Struct("<II")
-BATCH_HEADER = struct.Struct("<8QIIiIII")
-BATCH_FIELDS = ("seq", "t_wait_ns", "t_taken_ns", "t_done_ns", "step_ns", "t_first_ns",
-                "t_ready_ns", "bytes", "samples", "errors", "worker", "columns", "records",
-                "counters")
+HEADER_DESCRIPTION = os.path.join(os.path.dirname(ENGINE_ROOT), "batch_header.json")
+
+
+def read_header_description(path=HEADER_DESCRIPTION):
+    """The reader's batch header layout, from the description the engine's
+    writer and pbench's C struct are held to: (field names, Struct)."""
+    with open(path) as f:
+        fields = json.load(f)["fields"]
+    codes = {"u64": "Q", "u32": "I", "i32": "i"}
+    return (tuple(name for name, _ in fields),
+            struct.Struct("<" + "".join(codes[kind] for _, kind in fields)))
+
+
+BATCH_FIELDS, BATCH_HEADER = read_header_description()
 SKIP_REASON = ("torch is not installed: apt-get install python3-torch python3-torchvision "
                "python3-av")
 

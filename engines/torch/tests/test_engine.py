@@ -263,6 +263,29 @@ class ConfigErrorTest(unittest.TestCase):
         config = driver.image_config(**{"dataset.python": "no_such_module:make"})
         self.assertEqual(self.fatal(config)["option"], "dataset.python")
 
+    def test_a_value_pbench_did_not_send(self):
+        """The engine keeps no defaults: a stage option missing from the
+        config is named, not filled in."""
+        config = driver.image_config()
+        del config["pipeline"][4]["normalize"]["mean"]
+        frame = self.fatal(config)
+        self.assertEqual(frame["option"], "pipeline[4].mean")
+        self.assertIn("pbench sent no value for mean", frame["message"])
+
+
+@unittest.skipIf(torch is None, driver.SKIP_REASON)
+class FatalTest(unittest.TestCase):
+    def test_fatal_keeps_the_whole_traceback(self):
+        config = driver.image_config()
+        config["pipeline"][2]["random_resized_crop"]["scale"] = 5  # tuple(5) raises
+        engine = driver.Engine()
+        frame = engine.open(config, "")
+        self.assertEqual(engine.wait(), 1)
+        self.assertEqual((frame["type"], frame["kind"]), ("fatal", "engine"))
+        self.assertTrue(frame["traceback"].startswith("Traceback (most recent call last):"))
+        self.assertIn("transform_stage", frame["traceback"])
+        self.assertEqual(frame["traceback"].strip().splitlines()[-1], frame["message"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -58,6 +58,20 @@ class FrameTest(unittest.TestCase):
         self.assertEqual(protocol.BATCH_HEADER.unpack_from(payload), header)
         self.assertEqual(payload[88:], records)
 
+    def test_writer_and_reader_share_one_description(self):
+        self.assertEqual(protocol.BATCH_FIELDS, driver.BATCH_FIELDS)
+        self.assertEqual(protocol.BATCH_HEADER.format, driver.BATCH_HEADER.format)
+        self.assertEqual(protocol.BATCH_FIELDS[:2], ("seq", "t_wait_ns"))
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump({"size": 88, "fields": [["seq", "u64"], ["samples", "u32"]]}, f)
+        try:
+            with self.assertRaises(ValueError):  # 12 bytes of fields, not 88
+                protocol.batch_header_layout(f.name)
+            fields, layout = driver.read_header_description(f.name)
+            self.assertEqual((fields, layout.size), (("seq", "samples"), 12))
+        finally:
+            os.unlink(f.name)
+
 
 class CommandTest(unittest.TestCase):
     def test_poll_never_blocks_and_reads_whole_lines(self):

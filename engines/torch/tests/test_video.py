@@ -14,7 +14,9 @@ AVAILABLE = driver.torch_available() and importlib.util.find_spec("av") is not N
 def video_config(**decode):
     options = {"decoder": "video", "clip_frames": 4, "frame_stride": 2, "sampling": "random",
                "seek": "keyframe", "shorter_side": 32, "threads": 1, "reopen": "reuse",
-               "discard": "none", "clips_per_visit": 1, "size": []}
+               "discard": "none", "clips_per_visit": 1, "size": [], "clips_per_video": 1,
+               "thread_type": "frame", "short_video": "pad", "rotation": "apply",
+               "corrupt_frames": "error"}
     options.update(decode)
     config = driver.image_config(**{"dataset.epochs": 1, "loader.batch_size": 2})
     config["pipeline"] = [
