@@ -451,7 +451,7 @@ static void test_startup_wait_is_the_stage_timeout(void **state)
     NEED_TORCH();
     write_dies("hang.yaml", "hang", NULL, "  stage_timeout_s: 6\n");
     assert_run_says("run hang.yaml", 1,
-                    (const char *const[]){"did not answer open within 6 s (run.stage_timeout_s",
+                    (const char *const[]){"did not answer open within run.stage_timeout_s (6 s)",
                                           NULL});
 }
 
