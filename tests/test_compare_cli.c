@@ -167,7 +167,8 @@ static void test_gate_on_unknown_stage(void **state)
 }
 
 /* Two configs, the new one refused by the torch engine (a decode it cannot
- * do): exit 2 before the base is measured, and no result written. */
+ * do): exit 2 before the base is measured, the refusal at the new config's
+ * line, and no result written. */
 static void test_both_configs_checked_first(void **state)
 {
     (void)state;
@@ -190,11 +191,30 @@ static void test_both_configs_checked_first(void **state)
     }
     char *err;
     err = run_expecting("compare A.yaml B.yaml -o ab.json", 2);
-    pb_test_assert_contains(err, (const char *const[]){"new (checked before either config was "
-                                                       "measured)", "B.yaml", NULL});
+    /* The engine's row refuses it at B's line, before either side starts. */
+    pb_test_assert_contains(err, (const char *const[]){"B.yaml:7:", "exif_orientation", NULL});
     assert_null(strstr(err, "repeat 1/"));
     free(err);
     assert_false(exists("ab.json"));
+
+    /* What only the engine can find (a Dataset module that does not
+     * import) is found by starting B's engine once, before A is measured. */
+    if (!pb_test_have_torch())
+        return; /* no torch here: the engine cannot start to find it */
+    static const char *const own =
+        "name: b\ndataset: {python: 'nosuchmodule:make'}\npipeline: []\n"
+        "loader: {workers: 1, batch_size: 8, engine: torch}\n"
+        "run: {min_time_s: 0.3, max_time_s: 1, repeats: 2, warmup_batches: 1}\n";
+    char path[PB_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/C.yaml", workdir);
+    pb_test_write_file(path, own, strlen(own));
+    err = run_expecting("compare A.yaml C.yaml -o ac.json", 2);
+    pb_test_assert_contains(err, (const char *const[]){"new (checked before either config was "
+                                                       "measured)", "C.yaml:2:", "nosuchmodule",
+                                                       NULL});
+    assert_null(strstr(err, "repeat 1/"));
+    free(err);
+    assert_false(exists("ac.json"));
 }
 
 /* Two configs measured here with --format given: -o is the comparison in
