@@ -22,6 +22,7 @@
 
 #include "bench/base/pb.h"
 #include "bench/config/config.h"
+#include "tests/bad_config.h"
 
 /* A valid dataset and pipeline, 6 lines; cases append from line 7. */
 #define HEAD                                                                                  \
@@ -45,35 +46,6 @@ static int setup_names(void **state)
     pb_opt_names(null->opts, names, sizeof names);
     snprintf(null_keys, sizeof null_keys, "decoder, %s", names);
     return 0;
-}
-
-struct bad_case {
-    const char *yaml;
-    const char *want;
-};
-
-/* at_validate: the config loads, then fails pb_config_validate(). */
-static void check_bad(const struct bad_case *c, size_t index, bool at_validate)
-{
-    struct pb_spec spec;
-    char msg[PB_MSG_MAX] = "";
-    int rc = pb_config_load_string(c->yaml, "bad.yaml", &spec, msg, sizeof msg);
-    if (at_validate) {
-        if (rc != PB_OK)
-            fail_msg("case %zu should load but: %s", index, msg);
-        rc = pb_config_validate(&spec, msg, sizeof msg);
-    }
-    pb_spec_free(&spec);
-    if (rc != PB_ERR_CONFIG || strcmp(msg, c->want) != 0)
-        fail_msg("case %zu: rc %d\n got: %s\nwant: %s\nyaml:\n%s", index, rc, msg, c->want,
-                 c->yaml);
-}
-
-/* check_bad on each of the count cases. */
-static void check_bad_cases(const struct bad_case *cases, size_t count, bool at_validate)
-{
-    for (size_t i = 0; i < count; i++)
-        check_bad(&cases[i], i, at_validate);
 }
 
 static void test_bad_configs(void **state)
