@@ -38,11 +38,7 @@ static int setup(void **state)
         fprintf(stderr, "PBENCH_BINARY must be set (ctest sets it)\n");
         return -1;
     }
-    const char *python = getenv("PBENCH_PYTHON");
-    char probe[600];
-    snprintf(probe, sizeof probe, "'%s' -c 'import torch' >/dev/null 2>&1",
-             python && python[0] ? python : "/usr/bin/python3");
-    have_torch = system(probe) == 0;
+    have_torch = pb_test_have_torch();
     return pb_test_tmpdir_setup(state);
 }
 
