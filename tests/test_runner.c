@@ -289,6 +289,26 @@ static void test_no_sample_delivered_fails(void **state)
     pb_spec_free(&spec);
 }
 
+/* A loader slower than one batch in run.max_time_s: the cap comes before
+ * a batch does. Such a repeat is left out with a warning that says so, and
+ * the point's run goes on (no error ends it); it is not a rate of 0. */
+static void test_no_batch_before_the_cap_is_left_out(void **state)
+{
+    (void)state;
+    struct pb_spec spec;
+    struct pb_result result;
+    char msg[PB_MSG_MAX];
+    load_spec(&spec, "workers: 1", "min_time_s: 0.05, max_time_s: 0.1, warmup_batches: 0", "");
+    static const char *const slow[] = {"pipeline.decode.cost_us=100000", NULL}; /* 0.8 s a batch */
+    assert_int_equal(run_overridden(&spec, slow, &result, msg, sizeof(msg)), PB_OK);
+    const struct pb_point_result *p = &result.points[0];
+    assert_int_equal(p->repeat_count, 0);
+    assert_true(p->warning_count >= 1);
+    assert_non_null(strstr(p->warnings[0], "delivered no batch within run.max_time_s (0.1 s)"));
+    pb_result_free(&result);
+    pb_spec_free(&spec);
+}
+
 /* Half the samples bad: above run.max_error_pct 30 the repeat fails (and
  * is kept, with its figures); a quarter bad passes the default of 50. Each
  * failing file is listed once, with how often it failed. */
@@ -532,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_counts_in_the_consumer),
         cmocka_unit_test(test_time_cap_is_recorded),
         cmocka_unit_test(test_no_sample_delivered_fails),
+        cmocka_unit_test(test_no_batch_before_the_cap_is_left_out),
         cmocka_unit_test(test_error_share_and_error_files),
         cmocka_unit_test(test_sample_over_the_bound_is_a_data_error),
         cmocka_unit_test(test_pool_over_memory_is_refused_first),

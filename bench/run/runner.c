@@ -625,6 +625,17 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
         return PB_OK; /* the decider stopped before this rank measured: not kept */
     if (!c.measuring || c.t_end <= c.t_start)
         return nothing_measured(run, c.interrupted, msg, msglen);
+    if (c.samples == 0 && run->fatal_rc == PB_OK && !c.interrupted && c.errors == 0 &&
+        run->rule.reason == PB_STOP_TIME_CAP) {
+        /* The cap came before a batch did: slower than one batch in
+         * run.max_time_s, a rate this repeat cannot give. It is left out
+         * and said; the point goes on with its other repeats. */
+        pb_point_warn(run->point,
+                      "a repeat delivered no batch within run.max_time_s (%g s) and is left out: "
+                      "the loader is slower than one batch in that time; raise run.max_time_s",
+                      run->spec->run.max_time_s);
+        return PB_OK;
+    }
     if (c.samples == 0) /* not kept: a rate of no samples is no figure */
         return run->fatal_rc != PB_OK || c.interrupted
                    ? nothing_measured(run, c.interrupted, msg, msglen)
