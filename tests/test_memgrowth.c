@@ -295,7 +295,10 @@ static void test_null_decoder_leak_end_to_end(void **state)
         fail_msg("PBENCH_BINARY and PBENCH_SOURCE_DIR must be set (ctest sets them)");
     static const char *const common =
         "-s dataset.path=data -s dataset.generate.count=64 -s dataset.generate.size_bytes=4096 "
-        "-s run.warmup_batches=2 -s run.min_time_s=0.5 -s run.max_time_s=0.8 -s run.repeats=2 "
+        /* Repeats of 1.5 s or more: growth is judged over 50 batches a
+         * repeat (PB_MEMGROWTH_MIN_BATCHES), and under ASan a batch of this
+         * pipeline takes over 20 ms. */
+        "-s run.warmup_batches=2 -s run.min_time_s=1.5 -s run.max_time_s=2 -s run.repeats=2 "
         "-s pipeline.decode.cost_us=100 -s run.step_ms=0 -q "
         /* Under AddressSanitizer the allocator's quarantine grows RSS by a
          * few MiB per 1000 batches by itself; the leak is 2 GiB. */
