@@ -11,6 +11,15 @@
 #include "bench/base/pb.h"
 #include "bench/config/config.h"
 
+/* A valid dataset and pipeline, 6 lines; cases append from line 7. */
+#define HEAD                                                                                  \
+    "dataset:\n"                                                                              \
+    "  path: /data\n"                                                                         \
+    "pipeline:\n"                                                                             \
+    "  - read:\n"                                                                             \
+    "  - decode:\n"                                                                           \
+    "      decoder: null\n"
+
 struct bad_case {
     const char *yaml;
     const char *want;

@@ -21,14 +21,6 @@
 #include "bench/config/sweep.h"
 #include "tests/bad_config.h"
 
-/* A valid dataset and pipeline, 6 lines; cases append from line 7. */
-#define HEAD                                                                                  \
-    "dataset:\n"                                                                              \
-    "  path: /data\n"                                                                         \
-    "pipeline:\n"                                                                             \
-    "  - read:\n"                                                                             \
-    "  - decode:\n"                                                                           \
-    "      decoder: null\n"
 
 static const char good_yaml[] = "name: smoke\n"
                                 "dataset:\n"

@@ -24,14 +24,6 @@
 #include "bench/config/config.h"
 #include "tests/bad_config.h"
 
-/* A valid dataset and pipeline, 6 lines; cases append from line 7. */
-#define HEAD                                                                                  \
-    "dataset:\n"                                                                              \
-    "  path: /data\n"                                                                         \
-    "pipeline:\n"                                                                             \
-    "  - read:\n"                                                                             \
-    "  - decode:\n"                                                                           \
-    "      decoder: null\n"
 
 /* The null decoder's keys, as the message for an unknown one lists them. */
 static char null_keys[PB_MSG_MAX / 2 + 16];
