@@ -433,6 +433,7 @@ static void consume(struct run *run, struct consumed *c, struct pb_repeat_result
     if (c->measuring) {
         c->loader_cpu_end = loader_cpu_ns(run);
         c->cpu_end = pb_process_cpu_ns();
+        c->t_cpu_end = pb_now_ns();
         pb_sysmon_interference(&run->sysmon, c->cpu_end - c->cpu_start, &rep->other_cpu_pct,
                                &rep->steal_pct);
     }
@@ -582,14 +583,18 @@ static void fill_totals(struct run *run, const struct consumed *c, struct pb_rep
     rep->mb_per_s = (double)c->bytes_read / 1e6 / wall_s;
     rep->stall_pct = 100.0 * (double)c->wait_total / span_ns;
     rep->accel_util_pct = c->step_ns ? 100.0 * (double)c->step_total / span_ns : 0;
-    rep->cpu_util_pct = 100.0 * (double)(c->cpu_end - c->cpu_start) / span_ns;
+    /* The CPU clocks were read when the loop ended, which can be later than
+     * the last batch (a stage that failed was waited for): their share is of
+     * the time they were read over, never of the shorter measured span. */
+    double cpu_span_ns = c->t_cpu_end > c->t_start ? (double)(c->t_cpu_end - c->t_start) : span_ns;
+    rep->cpu_util_pct = 100.0 * (double)(c->cpu_end - c->cpu_start) / cpu_span_ns;
     rep->window_noise = pb_stoprule_noise(&run->rule);
     rep->hit_time_cap = run->rule.reason == PB_STOP_TIME_CAP;
     rep->noisy = pb_stoprule_noisy(&run->rule);
     rep->interrupted = c->interrupted;
     uint64_t worker_cpu =
         c->loader_cpu_end > c->loader_cpu_start ? c->loader_cpu_end - c->loader_cpu_start : 0;
-    rep->worker_cpu_pct = 100.0 * (double)worker_cpu / ((double)nworkers(run) * span_ns);
+    rep->worker_cpu_pct = 100.0 * (double)worker_cpu / ((double)nworkers(run) * cpu_span_ns);
     rep->rss_peak_bytes = run->sysmon.rss_peak_bytes;
     pb_sysmon_copy(&run->sysmon, &rep->rss, &rep->rss_count);
     pb_repeat_loop_shares(rep, c->step_wall_total, c->stages_total);
@@ -643,7 +648,8 @@ static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_
                                           msglen);
 
     fill_totals(run, &c, rep);
-    if (pb_repeat_cpu_impossible(rep, sysconf(_SC_NPROCESSORS_ONLN), 0, msg, msglen)) {
+    if (run->fatal_rc == PB_OK &&
+        pb_repeat_cpu_impossible(rep, sysconf(_SC_NPROCESSORS_ONLN), 0, msg, msglen)) {
         pb_repeat_result_free(rep); /* not a figure: not kept */
         return PB_ERR;
     }

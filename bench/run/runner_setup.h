@@ -131,6 +131,7 @@ struct consumed {
     bool interrupted;
     bool group_stopped; /* the decider of a multi-rank run ended it */
     uint64_t t_start, t_end, cpu_start, cpu_end;
+    uint64_t t_cpu_end; /* when cpu_end was read: CPU is over [t_start, t_cpu_end] */
     uint64_t loader_cpu_start, loader_cpu_end;
     uint64_t samples, batches, bytes_read, errors;
     uint64_t wait_total, step_total;
