@@ -52,7 +52,7 @@ static void read_thresholds(const struct pb_result *result, struct pb_analysis_s
 
 double pb_analysis_step_ms(const struct pb_result *result, size_t point)
 {
-    return pb_point_setting_double(result, point, "run.step_ms", 0);
+    return pb_point_step_ms(result, point);
 }
 
 bool pb_point_noise_known(const struct pb_result *result, size_t point, int *windows)
@@ -419,7 +419,7 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
         snprintf(an->rule, sizeof(an->rule), "no point was measured successfully");
         return;
     }
-    double step_ms = pb_point_setting_double(result, (size_t)best, "run.step_ms", 0);
+    double step_ms = pb_point_step_ms(result, (size_t)best);
     double best_sps = result->points[best].samples_per_s;
     double tie_pct = result->points[best].samples_per_s_noise_pct;
     if (tie_pct < an->thresholds.tie_pct)

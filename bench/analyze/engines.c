@@ -75,7 +75,7 @@ static double per_core(const struct pb_point_result *p)
 static void feeding(const struct pb_result *r, size_t x, size_t y, char *out, size_t outlen)
 {
     const struct pb_point_result *px = &r->points[x], *py = &r->points[y];
-    double step_ms = pb_point_setting_double(r, x, "run.step_ms", 0);
+    double step_ms = pb_point_step_ms(r, x);
     double batch = pb_point_setting_double(r, x, "loader.batch_size", 0);
     double rx = per_core(px), ry = per_core(py);
     if (rx <= 0 || ry <= 0) {

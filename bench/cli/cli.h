@@ -57,8 +57,17 @@ const char *pb_cli_expand(const char *text, char *buf, size_t buflen);
  * (bench/cli/manpage.c). Returns the exit code. */
 int pb_cli_man(FILE *out);
 
+struct pb_session_opts; /* bench/session/hooks.h */
+
+/* Runs the session opts describes (progress on stderr unless quiet) and
+ * prints what it measured in format, or two configs' comparison (into
+ * comparison_path when given); returns the exit code (bench/cli/main.c). */
+int pb_cli_measure(const struct pb_session_opts *opts, const char *title, bool quiet, int format,
+                   const struct pb_gate *gate, const char *comparison_path);
+
 /* The commands that do not measure a pipeline (bench/cli/tools.c). */
 int cmd_run(int argc, char **argv);
+int cmd_wrap(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);

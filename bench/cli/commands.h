@@ -47,6 +47,39 @@
       PB_PATH_RULE "\n\n" \
       "Ctrl-C, SIGTERM or SIGHUP stops after the current batch and still writes what was\n" \
       "measured (exit 130, 143 or 129).") \
+    X(wrap, \
+      "pbench wrap [-s loader.KEY=V]... [-a loader.KEY=v1,v2]... [--set-new loader.KEY=V]\n" \
+      "                  [--warmup-batches N] [--batches N | --time S | --until-exit]\n" \
+      "                  [--loader FILE:LINE] [--grace S] [-o results/NAME.json]\n" \
+      "                  [--format {formats}] [--quiet] [--overhead] [--baseline BASE.json]\n" \
+      "                  -- COMMAND [ARGS...]", \
+      "Runs your training job, unchanged, with pbench's hook loaded at start-up in every\n" \
+      "Python process it starts (the main process, its DataLoader workers under fork, spawn\n" \
+      "and forkserver, the ranks a launcher starts), and measures its DataLoader: the real\n" \
+      "stall in each next(), the job's real step between batches, and per worker process the\n" \
+      "time and CPU of __getitem__, of each transform of a torchvision Compose and of collate.\n" \
+      "After the window it ends the job (SIGINT, then SIGTERM after --grace) and prints the\n" \
+      "table, the verdict and its 'try' lines as pbench run does; the result file, compare\n" \
+      "and history read it as any other. The job's output goes to stderr. See docs/wrap.md.\n\n" \
+      "  -s loader.KEY=V           set the job's DataLoader argument where it is built:\n" \
+      "                            workers (num_workers), batch_size, pin_memory,\n" \
+      "                            persistent_workers, prefetch_factor, drop_last;\n" \
+      "                            -s run.repeats=N runs the job N times\n" \
+      "  -a loader.KEY=v1,v2       run the job once per value and recommend one\n" \
+      "      --set-new loader.KEY=V  the job against itself with this change, interleaved\n" \
+      "      --warmup-batches N    batches before the measured window (default 5)\n" \
+      "      --batches N           measure N batches, then end the job\n" \
+      "      --time S              measure S seconds, then end the job\n" \
+      "      --until-exit          measure until the job ends by itself\n" \
+      "      --loader FILE:LINE    the DataLoader to measure, by where it is created\n" \
+      "                            (default: the first that delivers a batch)\n" \
+      "      --grace S             seconds between SIGINT and SIGTERM (default 10)\n" \
+      "      --overhead            also run each repeat with per-sample timing off and say\n" \
+      "                            what the hook costs in the job's batches/s\n" \
+      "  -o, -f, -q, --baseline, --threshold, --fail-on-regression: as pbench run.\n\n" \
+      "Exit codes as pbench run; 1 when the job fails before its first batch or creates no\n" \
+      "DataLoader, 2 when the command is not a Python job. Ctrl-C or SIGTERM ends the job\n" \
+      "and still writes what was measured.") \
     X(gen, \
       "pbench gen --kind files|jpeg|video --out DIR [--count N] [--size WxH[-WxH]]\n" \
       "                  [--quality Q] [--progressive-fraction F] [--grayscale-fraction F]\n" \

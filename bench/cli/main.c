@@ -87,7 +87,7 @@ static int gate_apply(const char *cmd, struct pb_comparison *cmp, const struct p
  * (with --baseline); two configs measured together, their comparison
  * alone, into comparison_path when given (else on stdout). Returns the exit
  * code: the session's, else the comparison's. */
-static int measure(const struct pb_session_opts *opts, const char *title, bool quiet, int format,
+int pb_cli_measure(const struct pb_session_opts *opts, const char *title, bool quiet, int format,
                    const struct pb_gate *gate, const char *comparison_path)
 {
     struct pb_progress progress;
@@ -211,7 +211,7 @@ int cmd_run(int argc, char **argv)
             exit_code = PB_EXIT_ERROR;
         } else {
             /* One rank prints: the others only their errors. */
-            exit_code = measure(&opts, "pbench", quiet || !pb_mpi_is_root(), format, &gate,
+            exit_code = pb_cli_measure(&opts, "pbench", quiet || !pb_mpi_is_root(), format, &gate,
                                 NULL);
             pb_ranks_release();
             pb_mpi_finish();
@@ -312,7 +312,7 @@ static int compare_configs(const struct compare_args *args)
                                    .new_override_count = args->new_override_count,
                                    .output_path = rendered ? NULL : args->output,
                                    .threshold_pct = args->threshold_pct};
-    return measure(&opts, "pbench compare", args->quiet, args->format, &args->gate,
+    return pb_cli_measure(&opts, "pbench compare", args->quiet, args->format, &args->gate,
                    rendered ? args->output : NULL);
 }
 

@@ -748,7 +748,11 @@ int pb_config_check_engine(const struct pb_engine_row *row, const struct pb_spec
 
 int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
 {
-    bool own_dataset = spec->dataset.python[0] != '\0';
+    bool own_dataset = pb_spec_own_samples(spec);
+    if (spec->loader.engine == PB_ENGINE_WRAP && !spec->wrap.command[0])
+        return key_error(spec, KEYS("wrap.command", "wrap", "loader.engine"), msg, msglen,
+                         "loader.engine wrap runs your training job: wrap.command names it "
+                         "(pbench wrap -- python3 train.py sets it)");
     if (spec->dataset.path[0] == '\0' && !own_dataset)
         return key_error(spec, KEYS("dataset"), msg, msglen,
                          "dataset.path is required (a directory or a glob)");

@@ -517,6 +517,8 @@ static int parse_root(struct loader *ld, const yaml_node_t *root)
             break;
         case PB_SECTION_OPTIONS:
             rc = parse_section(ld, section, value);
+            if (rc == PB_OK && section->present_offset) /* wrap: */
+                *(bool *)((char *)ld->spec + section->present_offset) = true;
             break;
         case PB_SECTION_PIPELINE:
             ld->have_pipeline = true;
@@ -527,8 +529,9 @@ static int parse_root(struct loader *ld, const yaml_node_t *root)
             break;
         }
     }
-    /* A user's Dataset (dataset.python) makes its samples itself. */
-    if (rc == PB_OK && !ld->have_pipeline && !ld->spec->dataset.python[0]) {
+    /* A user's Dataset (dataset.python), or a wrapped job, makes its
+     * samples itself. */
+    if (rc == PB_OK && !ld->have_pipeline && !pb_spec_own_samples(ld->spec)) {
         snprintf(ld->msg, ld->msglen,
                  "%s: pipeline is required (a list of stages, e.g. '- read:' then '- decode:'), "
                  "unless dataset.python names your own Dataset",

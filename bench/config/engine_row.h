@@ -47,11 +47,19 @@ struct pb_engine_row {
     const struct pb_engine_rule *rules;
     size_t rule_count;
     bool runs_python; /* dataset.python and python stages */
+    /* A source of records pbench does not drive (the wrapped job): its
+     * batches are the size the job makes them, not loader.batch_size. */
+    bool job_sizes;
+    /* Its fd 5 is pbench's stderr, where the job it runs writes. */
+    bool pass_terminal;
     const char *in_order_false_why, *cache_direct_why, *affinity_why;
 };
 
 /* The torch engine: a real torch.utils.data.DataLoader (engines/torch). */
 extern const struct pb_engine_row pb_engine_torch_row;
+
+/* Your own training job, measured in place (engines/torch/pbench_wrap). */
+extern const struct pb_engine_row pb_engine_wrap_row;
 
 /* The row of loader.engine's value (enum pb_engine); NULL for pbench's own
  * engine, which runs in pbench's process. */

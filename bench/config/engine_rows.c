@@ -78,9 +78,37 @@ const struct pb_engine_row pb_engine_torch_row = {
     .affinity_why = "the DataLoader's worker processes are placed by the OS",
 };
 
+static const char *const no_stages[] = {NULL};
+
+/* The wrapped job: `python3 -m pbench_wrap` starts the job with pbench's
+ * hook in each of its Python processes and relays their records; the job's
+ * own code makes and transforms the samples, so it takes no pipeline. */
+const struct pb_engine_row pb_engine_wrap_row = {
+    .name = "wrap",
+    .title = "the wrapped job",
+    .interpreter = "/usr/bin/python3",
+    .interpreter_env = "PBENCH_PYTHON",
+    .args = {"-m", "pbench_wrap", NULL},
+    .folder = "torch",
+    .needs = "a Python 3 to relay the job's records (the job runs its own interpreter)",
+    .stuck_tag = NULL,
+    .starting = "starting the job's relay",
+    .stages = no_stages,
+    .decoders = no_stages,
+    .rules = NULL,
+    .rule_count = 0,
+    .runs_python = false,
+    .job_sizes = true,
+    .pass_terminal = true,
+    .in_order_false_why = "the job's DataLoader keeps its own order",
+    .cache_direct_why = "the job reads its files itself",
+    .affinity_why = "the job's processes are placed by the OS",
+};
+
 /* By enum pb_engine; pbench's own engine has no row. */
-static const struct pb_engine_row *const rows[] = {NULL, &pb_engine_torch_row};
-_Static_assert(sizeof rows / sizeof rows[0] == PB_ENGINE_TORCH + 1,
+static const struct pb_engine_row *const rows[] = {NULL, &pb_engine_torch_row,
+                                                   &pb_engine_wrap_row};
+_Static_assert(sizeof rows / sizeof rows[0] == PB_ENGINE_WRAP + 1,
                "one row per value of loader.engine (pb_engine_names[])");
 
 const struct pb_engine_row *pb_engine_row(int engine)

@@ -81,7 +81,7 @@ const struct pb_opt pb_generate_opts[] = {
     {0},
 };
 
-const char *const pb_engine_names[] = {"pbench", "torch", NULL};
+const char *const pb_engine_names[] = {"pbench", "torch", "wrap", NULL};
 const char *const pb_torch_decode_names[] = {"pil", "torchvision", NULL};
 
 #define LOADER(f) offsetof(struct pb_loader_spec, f)
@@ -108,8 +108,9 @@ const struct pb_opt pb_loader_opts[] = {
      "robin (as compact, and said so, on a machine with one node). Under mpirun the ranks on "
      "a node split its cores first. The result records each thread's CPU set."},
     {"engine", PB_OPT_ENUM, LOADER(engine), 0, 0, "pbench", pb_engine_names,
-     "Which loader runs the pipeline: pbench (its own C threads) or torch (a real PyTorch "
-     "DataLoader with torchvision transforms, in worker processes); see docs/engines.md."},
+     "Which loader runs the pipeline: pbench (its own C threads), torch (a real PyTorch "
+     "DataLoader with torchvision transforms, in worker processes; docs/engines.md) or wrap "
+     "(your own training job's DataLoaders, measured in place: pbench wrap, docs/wrap.md)."},
     {"persistent_workers", PB_OPT_BOOL, LOADER(persistent_workers), 0, 0, "false", NULL,
      "torch: keep the worker processes between epochs and repeats (the DataLoader's own "
      "option); pbench's threads start per repeat either way."},
@@ -164,6 +165,29 @@ const struct pb_opt pb_run_opts[] = {
      "pbench names it and the sample, writes what it measured and exits 1. 0 (the default) "
      "follows the run's own time: run.max_time_s plus 10 s, so a stuck stage ends a run near "
      "its own end while a slow one (a 4K video decode of a few seconds) is still allowed."},
+    {0},
+};
+
+#define WRAP(f) offsetof(struct pb_wrap_spec, f)
+const struct pb_opt pb_wrap_opts[] = {
+    {"command", PB_OPT_STRING, WRAP(command), 0, PB_WRAP_COMMAND_MAX, "", NULL,
+     "The training job's command line, as a shell would split it ('python3 train.py --epochs "
+     "2'); pbench wrap -- COMMAND sets it."},
+    {"loader", PB_OPT_STRING, WRAP(loader), 0, PB_PATH_MAX, "", NULL,
+     "The DataLoader measured, by the FILE:LINE that created it (or a suffix of it: "
+     "train.py:40); empty: the first that delivers a batch."},
+    {"set", PB_OPT_STRING, WRAP(set), 0, 256, "", NULL,
+     "The loader keys whose values replace the job's own DataLoader arguments, ','-separated "
+     "(workers, batch_size, pin_memory, persistent_workers, prefetch_factor, drop_last); "
+     "pbench wrap fills it from its -s and -a."},
+    {"batches", PB_OPT_INT, WRAP(batches), 0, 1e9, "0", NULL,
+     "Measured batches, after run.warmup_batches, before the job is ended; 0: the stopping "
+     "rule of run.* decides."},
+    {"until_exit", PB_OPT_BOOL, WRAP(until_exit), 0, 0, "false", NULL,
+     "Measure until the job ends by itself rather than end it after the window."},
+    {"grace_s", PB_OPT_DOUBLE, WRAP(grace_s), 0, 3600, "10", NULL,
+     "After the window the job gets SIGINT, and SIGTERM (to its processes) this many seconds "
+     "later if it is still running."},
     {0},
 };
 
@@ -233,6 +257,9 @@ const struct pb_section pb_sections[] = {
      "What a GPU pipeline does on a machine without a CUDA device.", NULL},
     {"profile", PB_SECTION_OPTIONS, pb_profile_opts, SPEC(profile), 0,
      "How much is measured (profile.level) and how the GPU side is (profile.gpu).", NULL},
+    {"wrap", PB_SECTION_OPTIONS, pb_wrap_opts, SPEC(wrap), SPEC(has_wrap),
+     "Your training job, measured in place (loader.engine: wrap; pbench wrap -- COMMAND).",
+     NULL},
     {"analysis", PB_SECTION_OPTIONS, pb_analysis_opts, SPEC(analysis), 0,
      "The verdict's thresholds: input-bound bands, ties, the utilization target, the knee.",
      NULL},

@@ -22,7 +22,7 @@
 enum pb_on_error { PB_ON_ERROR_SKIP = 0, PB_ON_ERROR_FAIL = 1 };
 
 /* loader.engine: what runs dataset, pipeline and loader (docs/engines.md). */
-enum pb_engine { PB_ENGINE_PBENCH = 0, PB_ENGINE_TORCH = 1 };
+enum pb_engine { PB_ENGINE_PBENCH = 0, PB_ENGINE_TORCH = 1, PB_ENGINE_WRAP = 2 };
 extern const char *const pb_engine_names[];
 enum pb_torch_decode { PB_TORCH_DECODE_PIL = 0, PB_TORCH_DECODE_TORCHVISION = 1 };
 extern const char *const pb_torch_decode_names[];
@@ -96,6 +96,18 @@ struct pb_profile_spec {
 
 struct pb_sweep; /* bench/config/sweep.h */
 
+/* loader.engine: wrap (docs/wrap.md): the user's own training job, run
+ * with pbench's hook in every Python process it starts. */
+#define PB_WRAP_COMMAND_MAX 4096
+struct pb_wrap_spec {
+    char command[PB_WRAP_COMMAND_MAX]; /* the job's command line, shell-quoted */
+    char loader[PB_PATH_MAX];  /* FILE:LINE of the DataLoader measured; "": the first */
+    char set[256];             /* loader keys that override the job's own (",") */
+    int64_t batches;           /* measured batches, then the job is ended; 0: the rule's */
+    bool until_exit;           /* measure until the job ends by itself */
+    double grace_s;            /* SIGINT, then SIGTERM after this many seconds */
+};
+
 /* Where the config file set an option, by its dotted path
  * ("dataset.generate.shards"), so a rule that spans options can name the
  * line and column. */
@@ -116,6 +128,8 @@ struct pb_spec {
     int stage_count;
     struct pb_loader_spec loader;
     struct pb_run_spec run;
+    struct pb_wrap_spec wrap;
+    bool has_wrap; /* the config has a wrap: section */
     /* The config's `sweep:` section, typed against this spec; owned, NULL
      * when the config has none. Not part of pb_spec_to_json (a result
      * records each point's axes instead). */
@@ -125,6 +139,13 @@ struct pb_spec {
     struct pb_key_position positions[PB_SPEC_POSITIONS];
     int position_count;
 };
+
+/* The engine makes the samples itself, so no dataset.path or pipeline is
+ * needed: your own Dataset (dataset.python) or a wrapped job. */
+static inline bool pb_spec_own_samples(const struct pb_spec *spec)
+{
+    return spec->dataset.python[0] != '\0' || spec->loader.engine == PB_ENGINE_WRAP;
+}
 
 /* What spec's profile level and run options ask for: per-stage timing
  * (run.stage_timing, off at level basic), the CPU trace (run.trace, or
@@ -172,5 +193,6 @@ extern const struct pb_opt pb_generate_opts[];
 extern const struct pb_opt pb_loader_opts[];
 extern const struct pb_opt pb_run_opts[];
 extern const struct pb_opt pb_profile_opts[];
+extern const struct pb_opt pb_wrap_opts[];
 
 #endif

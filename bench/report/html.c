@@ -379,7 +379,7 @@ static void sweep_charts(FILE *out, const struct pb_result *r, const struct pb_a
         return;
     bool stepped = false;
     for (size_t i = 0; i < r->point_count; i++)
-        stepped = stepped || pb_point_setting_double(r, i, "run.step_ms", 0) > 0;
+        stepped = stepped || pb_point_step_ms(r, i) > 0;
     fputs("<h2>Sweep</h2>\n<p class=\"note\">Median samples/s over repeats; bars: ± the "
           "repeats' noise (coefficient of variation). One line per combination of the other "
           "axes; the ring marks the recommended point.</p>\n<div class=\"charts\">\n",

@@ -6,6 +6,7 @@
  * either as aligned text or as a GitHub table. Nothing here measures. */
 #include "bench/report/report.h"
 #include "bench/report/report_gpu.h"
+#include "bench/report/report_wrap.h"
 #include "bench/report/report_ranks.h"
 #include "bench/report/report_storage.h"
 
@@ -63,7 +64,7 @@ void pb_report_axes(char *buf, size_t size, const json_t *axes, const char *sep)
 /* The simulated training step of point i, in ms; 0 without one. */
 static double step_ms(const struct pb_result *result, size_t point)
 {
-    return pb_point_setting_double(result, point, "run.step_ms", 0);
+    return pb_point_step_ms(result, point);
 }
 
 /* Adds a latency row's cells after its name: the count, then the given
@@ -154,6 +155,11 @@ static void emit_header(const struct sink *s, const struct pb_result *result)
 
     static const char *const loader_keys[] = {"workers", "batch_size", "prefetch_factor",
                                               "pin_memory"};
+    if (pb_report_wrap_loader(s->out, result)) { /* the job's own DataLoader */
+        emit_engine(s, result, line_end);
+        fputs(s->markdown ? "\n\n" : "\n", s->out);
+        return;
+    }
     fputs("loader:", s->out);
     for (size_t i = 0; i < PB_ARRAY_LEN(loader_keys); i++) {
         char path[64], value[64];
@@ -535,6 +541,8 @@ static void summary_throughput(struct pb_table *t, const struct pb_result *resul
     const char *own = json_string_value(pb_point_setting(result, index, "dataset.python"));
     if (own && own[0] && p->mb_per_s == 0) /* not zero: not measured */
         pb_table_add(t, "unknown (your Dataset reads its files itself)");
+    else if (pb_point_wrapped(result, index))
+        pb_table_add(t, "unknown (the job reads its files itself)");
     else
         pb_table_add(t, "%.1f", p->mb_per_s);
 }
@@ -592,7 +600,12 @@ static void summary_loop(struct pb_table *t, const struct pb_result *result,
             pb_table_add(t, "none: loader.workers is 0, batches load in the training loop");
     }
     double step = step_ms(result, index);
-    if (step > 0) {
+    if (step > 0 && pb_point_wrapped(result, index)) {
+        pb_fmt_duration(a, sizeof(a), step * 1e6);
+        pb_table_add(t, "step");
+        pb_table_add(t, "%s per batch, the job's own, measured (%.1f %% of its time)", a,
+                     p->loop_step_pct);
+    } else if (step > 0) {
         pb_fmt_duration(a, sizeof(a), step * 1e6);
         pb_table_add(t, "accelerator");
         pb_table_add(t, "%.1f %% utilized  (step %s)", p->accel_util_pct, a);
@@ -709,6 +722,7 @@ static void emit_point_summary(const struct sink *s, const struct pb_result *res
     pb_table_init(&t, 2, 0, true);
     pb_table_add(&t, "metric");
     pb_table_add(&t, "value");
+    pb_report_wrap_summary(&t, p);
     summary_throughput(&t, result, p, index);
     summary_loop(&t, result, p, index);
     summary_memory(&t, p);

@@ -532,6 +532,28 @@ double pb_point_setting_double(const struct pb_result *result, size_t point, con
     return json_is_number(v) ? json_number_value(v) : def;
 }
 
+bool pb_point_wrapped(const struct pb_result *result, size_t point)
+{
+    const json_t *engine = pb_point_setting(result, point, "loader.engine");
+    return json_is_string(engine) && strcmp(json_string_value(engine), "wrap") == 0;
+}
+
+double pb_point_step_ms(const struct pb_result *result, size_t point)
+{
+    double simulated = pb_point_setting_double(result, point, "run.step_ms", 0);
+    if (simulated > 0 || point >= result->point_count || !pb_point_wrapped(result, point))
+        return simulated;
+    const struct pb_point_result *p = &result->points[point];
+    double v[64];
+    size_t n = 0, repeats = p->repeats ? pb_point_finished_repeats(p) : 0;
+    for (size_t r = 0; r < repeats && n < 64; r++) {
+        const struct pb_repeat_result *rep = &p->repeats[r];
+        if (rep->batches > 0 && rep->wall_s > 0)
+            v[n++] = rep->loop_step_pct / 100.0 * rep->wall_s * 1e3 / (double)rep->batches;
+    }
+    return n ? pb_median(v, n) : 0;
+}
+
 uint64_t pb_stages_samples(const struct pb_stage_result *stages, size_t count)
 {
     uint64_t most = 0;

@@ -322,6 +322,15 @@ int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const
 double pb_point_setting_double(const struct pb_result *result, size_t point, const char *path,
                                double def);
 
+/* Whether point ran a wrapped training job (loader.engine: wrap). */
+bool pb_point_wrapped(const struct pb_result *result, size_t point);
+
+/* The training step of point i, in ms: run.step_ms where it simulates one;
+ * a wrapped job's own step as measured (the median over its repeats of the
+ * loop's time between batches); 0 without a step. Every figure that reads
+ * "the step" reads it here. */
+double pb_point_step_ms(const struct pb_result *result, size_t point);
+
 /* The base config's value at a dotted path, whatever the points swept;
  * NULL when absent. */
 const json_t *pb_result_config_value(const struct pb_result *result, const char *path);

@@ -75,6 +75,7 @@ struct pb_engine_run {
         uint64_t start, last; /* CPU ns: at the measured part's start, last read */
     } pids[PB_ENGINE_MAX_WORKERS];
     int pid_count;    /* every worker seen in this repeat */
+    int main_pid;     /* the loop's process when not the engine's own (a wrapped job's) */
     int live_workers; /* in the last `workers` frame: loader.workers as run */
     int live_pids[PB_ENGINE_MAX_WORKERS]; /* that frame's pids, by worker index */
     uint64_t workers_start_ns;
@@ -110,14 +111,23 @@ static void workers_cpu_zero(struct pb_engine_run *er)
 
 /* The loader's CPU: the worker processes, or the engine's main process
  * when it loads itself (0 workers). */
-static uint64_t loader_cpu_ns(struct pb_engine_run *er)
+static uint64_t loop_cpu_ns(struct pb_engine_run *er)
 {
-    return er->pid_count ? workers_cpu_ns(er) : pb_proc_cpu_ns(pb_engine_proc_pid(er->proc));
+    return er->main_pid > 0 ? pb_proc_cpu_ns(er->main_pid) : 0;
 }
 
+static uint64_t loader_cpu_ns(struct pb_engine_run *er)
+{
+    return er->pid_count  ? workers_cpu_ns(er)
+           : er->main_pid ? loop_cpu_ns(er)
+                          : pb_proc_cpu_ns(pb_engine_proc_pid(er->proc));
+}
+
+/* The engine's processes: its own, its workers and (a wrapped job) the
+ * job's process that runs the loop. */
 static uint64_t all_cpu_ns(struct pb_engine_run *er)
 {
-    return workers_cpu_ns(er) + pb_proc_cpu_ns(pb_engine_proc_pid(er->proc));
+    return workers_cpu_ns(er) + pb_proc_cpu_ns(pb_engine_proc_pid(er->proc)) + loop_cpu_ns(er);
 }
 
 /* A `workers` frame: the repeat's worker processes (a new epoch without
@@ -161,6 +171,8 @@ static void sample_processes(struct pb_engine_run *er, struct part *c, uint64_t 
     if (now - c->last_sample_ns < SAMPLE_PERIOD_NS)
         return;
     uint64_t pss = pb_proc_pss_bytes(pb_engine_proc_pid(er->proc));
+    if (er->main_pid > 0)
+        pss += pb_proc_pss_bytes(er->main_pid);
     for (int i = 0; i < er->pid_count; i++)
         pss += pb_proc_pss_bytes(er->pids[i].pid);
     uint64_t cpu = all_cpu_ns(er);
@@ -439,7 +451,8 @@ static int on_batch(struct pb_engine_run *er, struct part *c, struct pb_repeat_r
         snprintf(msg, msglen, "%s sent a malformed batch frame (%u bytes)", er->row->title, len);
         return PB_ERR;
     }
-    uint64_t batch_size = (uint64_t)er->spec->loader.batch_size;
+    /* A wrapped job's batches are the size its own DataLoader makes them. */
+    uint64_t batch_size = er->row->job_sizes ? UINT32_MAX : (uint64_t)er->spec->loader.batch_size;
     if ((h.records && h.records != h.samples) || (uint64_t)h.samples + h.errors > batch_size) {
         snprintf(msg, msglen,
                  "%s's batch %" PRIu64 " says it holds %u samples and %u bad ones, but it "
@@ -513,6 +526,29 @@ static int on_fatal(struct pb_engine_run *er, const json_t *j, char *msg, size_t
     return strcmp(kind, "data") == 0 ? PB_ERR_DATA : PB_ERR;
 }
 
+/* A wrapped job's account of a repeat (how it ended, its exit status, the
+ * last lines of its stderr, its DataLoaders): kept in the point's engine
+ * object, one per repeat under "jobs", its versions as the engine's. */
+static void keep_job(struct pb_engine_run *er, const json_t *j)
+{
+    json_t *engine = er->point->engine;
+    if (!engine)
+        return;
+    json_t *jobs = json_object_get(engine, "jobs");
+    if (!json_is_array(jobs)) {
+        jobs = json_array();
+        json_object_set_new(engine, "jobs", jobs);
+    }
+    json_t *copy = json_deep_copy(j);
+    if (copy) {
+        json_object_del(copy, "type");
+        json_array_append_new(jobs, copy);
+    }
+    const json_t *versions = json_object_get(j, "versions");
+    if (json_is_object(versions) && json_object_size(versions) > 0)
+        json_object_set(engine, "versions", (json_t *)versions);
+}
+
 /* A JSON frame during a repeat. Returns PB_OK, or the fatal's code. */
 static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_result *rep,
                    const uint8_t *data, uint32_t len, char *msg, size_t msglen)
@@ -525,7 +561,20 @@ static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_re
         rc = PB_ERR;
     } else if (strcmp(type, "fatal") == 0) {
         rc = on_fatal(er, j, msg, msglen);
+    } else if (strcmp(type, "stages") == 0) {
+        /* A wrapped job's columns, known once its Dataset is seen: taken
+         * before the measured part, never inside it. */
+        if (!c->measuring)
+            rc = read_ready(er, j, msg, msglen);
+    } else if (strcmp(type, "job") == 0) {
+        keep_job(er, j);
     } else if (strcmp(type, "workers") == 0) {
+        json_int_t main_pid = json_integer_value(json_object_get(j, "main_pid"));
+        if (main_pid > 0 && main_pid != er->main_pid) {
+            er->main_pid = (int)main_pid;
+            if (c->measuring) /* from now on, from its present reading */
+                c->all_cpu_start += loop_cpu_ns(er);
+        }
         add_workers(er, json_object_get(j, "pids"));
         if (!er->workers_start_ns) /* the repeat's first: its time to first batch */
             er->workers_start_ns =
@@ -573,8 +622,10 @@ static void end_waiting(struct pb_engine_run *er, struct part *c, uint64_t now,
  * their lines, or else the engine's last words. */
 static const char *where_stuck(struct pb_engine_run *er)
 {
-    kill(-pb_engine_proc_pid(er->proc), SIGUSR1);
-    usleep(200000);
+    if (er->row->stuck_tag) { /* an engine without one may die of SIGUSR1 */
+        kill(-pb_engine_proc_pid(er->proc), SIGUSR1);
+        usleep(200000);
+    }
     const char *said = pb_engine_proc_stderr(er->proc);
     char tag[64];
     snprintf(tag, sizeof tag, "%sprocess ", er->row->stuck_tag ? er->row->stuck_tag : "");
@@ -726,6 +777,7 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
     reset_columns(er);
     er->pid_count = 0;
     er->live_workers = 0;
+    er->main_pid = 0;
     er->workers_start_ns = 0;
     er->rule.reason = PB_STOP_NONE;
     uint64_t now = pb_now_ns();
@@ -767,6 +819,13 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
         return rc;
     if (c.interrupted)
         return PB_ERR_INTERRUPTED;
+    if (!measured && c.errors == 0 && er->row->job_sizes) {
+        snprintf(msg, msglen,
+                 "%s ended during warm-up (%lld batches): lower run.warmup_batches (pbench wrap "
+                 "--warmup-batches), or let the job run longer",
+                 er->row->title, (long long)er->spec->run.warmup_batches);
+        return PB_ERR;
+    }
     if (!measured && c.errors == 0) {
         snprintf(msg, msglen,
                  "the data ran out during warm-up (%lld batches): lower run.warmup_batches or "
@@ -889,7 +948,7 @@ int pb_engine_open_row(const struct pb_engine_row *row, const struct pb_spec *sp
     er->hooks = hooks;
     er->point = point;
     int rc = pb_stoprule_init(&er->rule, &spec->run);
-    if (rc == PB_OK && !spec->dataset.python[0])
+    if (rc == PB_OK && !pb_spec_own_samples(spec))
         rc = pb_engine_write_index(ds, er->index_path, sizeof er->index_path, msg, msglen);
     if (rc == PB_OK)
         rc = pb_engine_proc_start(row, spec, &er->proc, msg, msglen);

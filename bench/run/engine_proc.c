@@ -172,14 +172,22 @@ static char **engine_environment(const char *pythonpath)
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + 5, sizeof(*env));
+    char **env = calloc(n + 6, sizeof(*env));
     if (!env)
         return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (strncmp(environ[i], "PYTHONPATH=", 11) != 0 &&
-            strncmp(environ[i], "PBENCH_ENGINE_PROTOCOL=", 23) != 0)
+            strncmp(environ[i], "PBENCH_ENGINE_PROTOCOL=", 23) != 0 &&
+            strncmp(environ[i], "PBENCH_CALLER_PYTHONPATH=", 25) != 0)
             env[k++] = environ[i];
+    /* The caller's own PYTHONPATH, unchanged: what a job the engine starts
+     * (the wrapped one) must see. */
+    static char caller[PB_PATH_MAX * 4];
+    const char *own = getenv("PYTHONPATH");
+    if (own && snprintf(caller, sizeof caller, "PBENCH_CALLER_PYTHONPATH=%s", own) <
+                   (int)sizeof caller)
+        env[k++] = caller;
     env[k++] = (char *)pythonpath;
     env[k++] = "PBENCH_ENGINE_PROTOCOL=1";
     env[k++] = "PYTHONUNBUFFERED=1";
@@ -193,6 +201,8 @@ static int spawn(struct pb_engine_proc *p, const char *python, char **env, int c
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
+    if (p->row->pass_terminal) /* before fd 2 becomes the tail's pipe */
+        posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, 5);
     posix_spawn_file_actions_adddup2(&fa, cmd[0], 0);
     posix_spawn_file_actions_adddup2(&fa, err[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err[1], 2);

@@ -69,7 +69,7 @@ int pb_session_open_dataset(const struct pb_session_opts *opts, const struct pb_
         rc = pb_generate_stamp_check(&d->generate, d->path, inner, sizeof(inner));
     /* Your own Dataset (dataset.python) makes its samples; dataset.path is
      * then only the data it may be handed, and may be left out. */
-    if (rc == PB_OK && (d->path[0] || !d->python[0]))
+    if (rc == PB_OK && (d->path[0] || !pb_spec_own_samples(spec)))
         rc = pb_dataset_open(d, ds, inner, sizeof(inner));
     /* A cache folder that cannot be written is the machine's, not the
      * config's: named as such. */

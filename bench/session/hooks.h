@@ -14,6 +14,8 @@
 
 struct pb_session_opts {
     const char *config_path;
+    const char *config_text;        /* the config itself (pbench wrap makes one);
+                                       config_path is then only its name          */
     const char *const *overrides;   /* "-s key.path=value", applied in order */
     int override_count;
     const char *const *axes;        /* "-a key.path=v1,v2", over the sweep: section */
@@ -32,6 +34,7 @@ struct pb_session_opts {
                                        new config alone, after the -s overrides; the
                                        change under test when both configs are one file */
     int new_override_count;
+    const char *new_config_text;    /* as config_text, for new_config_path       */
     const char *baseline_path;      /* NULL: no comparison                        */
     const char *trace_path;         /* run.trace's file; NULL: NAME.trace.json beside
                                        the result                                 */

@@ -172,7 +172,9 @@ static int load_base(const struct pb_session_opts *opts, bool new_side, struct p
                      char *msg, size_t msglen)
 {
     const char *path = new_side ? opts->new_config_path : opts->config_path;
-    int rc = pb_config_load(path, base, msg, msglen);
+    const char *text = new_side ? opts->new_config_text : opts->config_text;
+    int rc = text ? pb_config_load_string(text, path, base, msg, msglen)
+                  : pb_config_load(path, base, msg, msglen);
     if (rc == PB_OK)
         rc = resolve_data_path(path, &base->dataset, msg, msglen);
     for (int i = 0; rc == PB_OK && i < opts->override_count; i++)

@@ -1,0 +1,272 @@
+/* pbench wrap [options] -- COMMAND [ARGS...]: the user's own training job,
+ * measured in place (docs/wrap.md). The command line becomes a config of
+ * its own (loader.engine: wrap, the command in wrap.command), so the job is
+ * measured as a point of a session like any other: repeats, the stopping
+ * rule, sweeps (-a loader.workers=1,2,4), the interleaved A/B (--set-new),
+ * --baseline, the tables, the verdict and the result file. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/base/pb.h"
+#include "bench/cli/cli.h"
+#include "bench/config/config.h"
+#include "bench/report/format.h"
+#include "bench/session/hooks.h"
+
+/* The DataLoader arguments pbench may set in the job, by their loader key. */
+static const char *const job_keys[] = {"workers",         "batch_size", "pin_memory",
+                                       "persistent_workers", "prefetch_factor", "drop_last",
+                                       NULL};
+
+/* What the command line of wrap said, beyond a run's options. */
+struct wrap_args {
+    long long warmup, batches;
+    double time_s, grace_s;
+    bool until_exit, time_given;
+    const char *loader;
+    char set[256]; /* the loader keys -s, -a and --set-new give the job */
+};
+
+/* "loader.KEY=..." among the job's keys: adds KEY to set. Returns false for
+ * a loader key pbench cannot give the job (the engine, the interpreter). */
+static bool note_loader_key(struct wrap_args *w, const char *assignment)
+{
+    if (strncmp(assignment, "loader.", 7) != 0)
+        return true;
+    const char *key = assignment + 7;
+    size_t len = strcspn(key, "=");
+    for (int i = 0; job_keys[i]; i++)
+        if (strlen(job_keys[i]) == len && strncmp(job_keys[i], key, len) == 0) {
+            if (!strstr(w->set, job_keys[i])) {
+                size_t used = strlen(w->set);
+                snprintf(w->set + used, sizeof w->set - used, "%s%s", used ? "," : "",
+                         job_keys[i]);
+            }
+            return true;
+        }
+    return false;
+}
+
+/* argv as one shell-quoted line into out (a word with anything but
+ * [A-Za-z0-9_./:=@%+,-] in single quotes). false when it does not fit. */
+static bool shell_line(char **argv, int argc, char *out, size_t outlen)
+{
+    size_t used = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        bool plain = a[0] != '\0' && strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                               "0123456789_./:=@%+,-") == strlen(a);
+        if (i && used + 1 < outlen)
+            out[used++] = ' ';
+        if (!plain && used + 1 < outlen)
+            out[used++] = '\'';
+        for (const char *c = a; *c && used + 5 < outlen; c++) {
+            if (*c == '\'' && !plain) {
+                memcpy(out + used, "'\\''", 4);
+                used += 4;
+            } else {
+                out[used++] = *c;
+            }
+        }
+        if (!plain && used + 1 < outlen)
+            out[used++] = '\'';
+        if (used + 5 >= outlen)
+            return false;
+    }
+    out[used] = '\0';
+    return true;
+}
+
+/* text as a YAML double-quoted scalar (JSON's escapes) into out. */
+static void yaml_quoted(const char *text, char *out, size_t outlen)
+{
+    size_t used = 0;
+    out[used++] = '"';
+    for (const unsigned char *c = (const unsigned char *)text; *c && used + 8 < outlen; c++) {
+        if (*c == '"' || *c == '\\')
+            used += (size_t)snprintf(out + used, outlen - used, "\\%c", *c);
+        else if (*c < 0x20)
+            used += (size_t)snprintf(out + used, outlen - used, "\\x%02x", *c);
+        else
+            out[used++] = (char)*c;
+    }
+    out[used++] = '"';
+    out[used] = '\0';
+}
+
+/* The config a wrapped command runs under. Its name is the job's script (or
+ * its program) so that results and history tell jobs apart. */
+static char *wrap_config(const struct wrap_args *w, char **command, int count, char *msg,
+                         size_t msglen)
+{
+    char line[PB_WRAP_COMMAND_MAX], quoted[2 * PB_WRAP_COMMAND_MAX], loader[2 * PB_PATH_MAX];
+    if (!shell_line(command, count, line, sizeof line)) {
+        snprintf(msg, msglen, "the command is longer than %d bytes", PB_WRAP_COMMAND_MAX - 1);
+        return NULL;
+    }
+    yaml_quoted(line, quoted, sizeof quoted);
+    yaml_quoted(w->loader ? w->loader : "", loader, sizeof loader);
+    /* The job's name: its first argument that names a .py file, else the
+     * program's base name. */
+    const char *name = command[0];
+    for (int i = 0; i < count; i++)
+        if (strlen(command[i]) > 3 && strcmp(command[i] + strlen(command[i]) - 3, ".py") == 0) {
+            name = command[i];
+            break;
+        }
+    const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+    char job[128], qjob[300];
+    snprintf(job, sizeof job, "wrap-%.*s", (int)strcspn(base, "."), base);
+    yaml_quoted(job, qjob, sizeof qjob);
+    /* The window: --time S fixes it; --batches N and --until-exit leave the
+     * end to the job's relay (the time cap then only guards a job that
+     * stops delivering); otherwise run's stopping rule, over a longer
+     * window than a loader benchmark's, since a step is real work. */
+    double min_s = 5, max_s = 60;
+    if (w->time_given)
+        min_s = max_s = w->time_s;
+    else if (w->batches > 0 || w->until_exit)
+        min_s = max_s = 86400;
+    size_t cap = 3 * PB_WRAP_COMMAND_MAX + 2 * PB_PATH_MAX + 1024;
+    char *yaml = malloc(cap);
+    if (!yaml) {
+        snprintf(msg, msglen, "out of memory");
+        return NULL;
+    }
+    snprintf(yaml, cap,
+             "name: %s\n"
+             "loader: {engine: wrap}\n"
+             "run: {warmup_batches: %lld, min_time_s: %g, max_time_s: %g, repeats: 1}\n"
+             "wrap:\n"
+             "  command: %s\n"
+             "  loader: %s\n"
+             "  set: \"%s\"\n"
+             "  batches: %lld\n"
+             "  until_exit: %s\n"
+             "  grace_s: %g\n",
+             qjob, w->warmup, min_s, max_s, quoted, loader, w->set, w->batches,
+             w->until_exit ? "true" : "false", w->grace_s);
+    return yaml;
+}
+
+/* A number option's value, else a usage error's code (-1: fine). */
+static int number(const char *option, const char *text, double lo, double *out)
+{
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (!end || end == text || *end || !(v >= lo)) {
+        char what[128];
+        snprintf(what, sizeof what, "%s takes a number of at least %g, got '%%s'", option, lo);
+        return pb_cli_usage_error("wrap", what, text);
+    }
+    *out = v;
+    return -1;
+}
+
+int cmd_wrap(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"set", required_argument, NULL, 's'},   {"axis", required_argument, NULL, 'a'},
+        {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'f'},
+        {"quiet", no_argument, NULL, 'q'},       {"overhead", no_argument, NULL, 'O'},
+        {"help", no_argument, NULL, 'h'},        {"baseline", required_argument, NULL, 'B'},
+        {"threshold", required_argument, NULL, 'T'},
+        {"fail-on-regression", no_argument, NULL, 'F'},
+        {"set-new", required_argument, NULL, 'S'},
+        {"warmup-batches", required_argument, NULL, 'w'},
+        {"batches", required_argument, NULL, 'b'},
+        {"time", required_argument, NULL, 't'},
+        {"until-exit", no_argument, NULL, 'U'},
+        {"loader", required_argument, NULL, 'L'},
+        {"grace", required_argument, NULL, 'g'},
+        {NULL, 0, NULL, 0},
+    };
+    const char **overrides = calloc((size_t)argc, sizeof(char *));
+    const char **axes = calloc((size_t)argc, sizeof(char *));
+    const char **news = calloc((size_t)argc, sizeof(char *));
+    struct pb_session_opts opts = {.overrides = overrides, .axes = axes, .new_overrides = news,
+                                   .calibrate = false, .threshold_pct = 5};
+    struct wrap_args w = {.warmup = 5, .grace_s = 10};
+    enum pb_format format = PB_FORMAT_TABLE;
+    bool quiet = false;
+    struct pb_gate gate = {false, NULL};
+    int c, code = -1;
+    double v = 0;
+    optind = 1;
+    /* "+": options end at the first word of the command, as they do at --. */
+    while (code < 0 && (c = getopt_long(argc, argv, "+s:a:o:f:qhS:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's': overrides[opts.override_count++] = optarg; break;
+        case 'a': axes[opts.axis_count++] = optarg; break;
+        case 'S': news[opts.new_override_count++] = optarg; break;
+        case 'o': opts.output_path = optarg; break;
+        case 'f':
+            if (pb_format_parse(optarg, &format) != PB_OK)
+                code = pb_cli_format_error("wrap", optarg, false);
+            break;
+        case 'q': quiet = true; break;
+        case 'O': opts.overhead = true; break;
+        case 'B': opts.baseline_path = optarg; break;
+        case 'F': gate.fail_on_regression = true; break;
+        case 'T':
+            if (pb_threshold_parse(optarg, &opts.threshold_pct) != PB_OK)
+                code = pb_cli_usage_error(
+                    "wrap", "--threshold takes a percentage such as 5%%, got '%s'", optarg);
+            break;
+        case 'w':
+            if ((code = number("--warmup-batches", optarg, 0, &v)) < 0)
+                w.warmup = (long long)v;
+            break;
+        case 'b':
+            if ((code = number("--batches", optarg, 1, &v)) < 0)
+                w.batches = (long long)v;
+            break;
+        case 't':
+            if ((code = number("--time", optarg, 0.01, &v)) < 0) {
+                w.time_s = v;
+                w.time_given = true;
+            }
+            break;
+        case 'U': w.until_exit = true; break;
+        case 'L': w.loader = optarg; break;
+        case 'g': code = number("--grace", optarg, 0, &w.grace_s); break;
+        case 'h': code = pb_cli_help(2, (char *[]){"help", "wrap", NULL}); break;
+        default: code = pb_cli_usage_error("wrap", "%s", "bad option"); break;
+        }
+    }
+    const char *const *lists[] = {overrides, axes, news};
+    for (int l = 0; l < 3 && code < 0; l++)
+        for (int i = 0; lists[l][i] && code < 0; i++)
+            if (!note_loader_key(&w, lists[l][i]))
+                code = pb_cli_usage_error("wrap",
+                                          "%s: pbench wrap gives the job's DataLoader only "
+                                          "loader.workers, batch_size, pin_memory, "
+                                          "persistent_workers, prefetch_factor and drop_last",
+                                          lists[l][i]);
+    if (code < 0 && optind >= argc)
+        code = pb_cli_usage_error("wrap", "%s",
+                                  "expected the training job's command after --, e.g. "
+                                  "pbench wrap -- python3 train.py");
+    char msg[PB_MSG_MAX];
+    char *yaml = code < 0 ? wrap_config(&w, argv + optind, argc - optind, msg, sizeof msg) : NULL;
+    if (code < 0 && !yaml) {
+        pb_cli_error("wrap", msg);
+        code = PB_EXIT_USAGE;
+    }
+    if (code < 0) {
+        opts.config_path = "pbench wrap";
+        opts.config_text = yaml;
+        if (opts.new_override_count > 0) { /* the job against itself with one change */
+            opts.new_config_path = opts.config_path;
+            opts.new_config_text = yaml;
+        }
+        code = pb_cli_measure(&opts, "pbench wrap", quiet, format, &gate, NULL);
+    }
+    free(yaml);
+    free(overrides);
+    free(axes);
+    free(news);
+    return code;
+}

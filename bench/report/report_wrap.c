@@ -1,0 +1,102 @@
+/* The rows of a wrapped training job (bench/report/report_wrap.h), read from
+ * the point's engine object: one account per repeat under "jobs", the last
+ * shown. */
+#include "bench/report/report_wrap.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/base/fmt.h"
+#include "bench/base/pb.h"
+
+/* "num_workers 2, batch_size 32, pin_memory false" from a loader's args, and
+ * what pbench changed ("num_workers 2 in the script, 4 under pbench"). */
+static void loader_settings(const json_t *loader, char *buf, size_t buflen)
+{
+    static const char *const shown[][2] = {{"workers", "num_workers"},
+                                           {"batch_size", "batch_size"},
+                                           {"prefetch_factor", "prefetch_factor"},
+                                           {"pin_memory", "pin_memory"},
+                                           {"persistent_workers", "persistent_workers"}};
+    const json_t *args = json_object_get(loader, "args");
+    const json_t *changed = json_object_get(loader, "changed");
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < PB_ARRAY_LEN(shown) && used < buflen; k++) {
+        const json_t *v = json_object_get(args, shown[k][0]);
+        char text[64];
+        if (json_is_integer(v))
+            snprintf(text, sizeof text, "%lld", (long long)json_integer_value(v));
+        else if (json_is_boolean(v))
+            snprintf(text, sizeof text, "%s", json_is_true(v) ? "true" : "false");
+        else
+            continue;
+        const json_t *was = json_array_get(json_object_get(changed, shown[k][1]), 0);
+        char before[64] = "";
+        if (json_is_integer(was))
+            snprintf(before, sizeof before, " (%lld in the script)",
+                     (long long)json_integer_value(was));
+        else if (json_is_boolean(was))
+            snprintf(before, sizeof before, " (%s in the script)",
+                     json_is_true(was) ? "true" : "false");
+        else if (was)
+            snprintf(before, sizeof before, " (the script's default)");
+        used += (size_t)snprintf(buf + used, buflen - used, "%s%s %s%s", used ? ", " : "",
+                                 shown[k][1], text, before);
+    }
+}
+
+void pb_report_wrap_summary(struct pb_table *t, const struct pb_point_result *p)
+{
+    const json_t *jobs = json_object_get(p->engine, "jobs");
+    const char *name = json_string_value(json_object_get(p->engine, "name"));
+    if (!name || strcmp(name, "wrap") != 0 || json_array_size(jobs) == 0)
+        return;
+    const json_t *job = json_array_get(jobs, json_array_size(jobs) - 1);
+    const char *command = json_string_value(json_object_get(job, "command"));
+    const char *ended = json_string_value(json_object_get(job, "ended"));
+    pb_table_add(t, "job");
+    pb_table_add(t, "%s  (%s%s)", command ? command : "?", ended ? ended : "?",
+                 json_array_size(jobs) > 1 ? "; the last of its runs" : "");
+    const json_t *loaders = json_object_get(job, "loaders");
+    size_t others = 0;
+    for (size_t i = 0; i < json_array_size(loaders); i++) {
+        const json_t *l = json_array_get(loaders, i);
+        if (!json_is_true(json_object_get(l, "measured"))) {
+            others++;
+            continue;
+        }
+        const char *site = json_string_value(json_object_get(l, "site"));
+        const char *dataset = json_string_value(json_object_get(l, "dataset"));
+        const char *context = json_string_value(json_object_get(l, "context"));
+        char settings[400];
+        loader_settings(l, settings, sizeof settings);
+        pb_table_add(t, "DataLoader");
+        pb_table_add(t, "%s  (%s; %s; workers by %s)", site ? site : "?",
+                     dataset ? dataset : "?", settings, context ? context : "?");
+    }
+    if (others > 0) {
+        pb_table_add(t, "other loaders");
+        pb_table_add(t, "%zu not measured (the result's points[].engine.jobs lists them; "
+                        "pbench wrap --loader FILE:LINE picks one)", others);
+    }
+}
+
+bool pb_report_wrap_loader(FILE *out, const struct pb_result *result)
+{
+    if (result->point_count == 0 || !pb_point_wrapped(result, 0))
+        return false;
+    const char *set = json_string_value(pb_result_config_value(result, "wrap.set"));
+    fprintf(out, "loader: the job's own%s", set && set[0] ? ", with" : "");
+    char keys[256], *save = NULL;
+    pb_strlcpy(keys, set ? set : "", sizeof keys);
+    for (char *k = strtok_r(keys, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+        char path[300], value[64];
+        snprintf(path, sizeof(path), "loader.%s", k);
+        pb_fmt_json_value(value, sizeof(value), pb_result_config_value(result, path));
+        fprintf(out, " %s=%s", k, value);
+    }
+    if (set && set[0])
+        fputs(" set by pbench", out);
+    return true;
+}

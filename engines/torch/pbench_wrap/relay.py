@@ -1,0 +1,638 @@
+"""The relay between a wrapped training job and pbench (docs/wrap.md).
+
+pbench starts it as the wrap engine (python3 -m pbench_wrap) and speaks the
+engine protocol of docs/engines.md with it: `open` checks the command, each
+`repeat` runs the job once, `stop` ends it. The job runs with pbench's hook
+(pbench_wrap.hook) in each of its Python processes; each process connects
+to the relay's socket and sends what it measures. The relay picks the
+DataLoader measured, joins the loop's batches with the records of the
+processes that built them, and writes them as the protocol's batch frames,
+so that pbench's statistics, tables and verdict read the job as they read
+an engine's loader.
+
+A batch the loop took from worker W is the next batch W built: a worker
+builds its batches in order and the loop takes each worker's in order.
+Records older than the loader's latest epoch (a persistent worker's after
+the job broke out of an epoch) are dropped."""
+import collections
+import json
+import os
+import selectors
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from pbench_torch.lifeline import end_with_pbench
+from pbench_torch.protocol import CommandReader, FrameWriter
+
+from . import hook
+
+RECORDS_FD = 3
+TERMINAL_FD = 5        # pbench's stderr: where the job's output goes
+TAIL_LINES = 20
+HEARTBEAT_S = 1.0
+FIRST_BATCH_S = 120.0  # a job with no DataLoader batch by then is ended
+KILL_WAIT_S = 3.0
+ARG_TEXT = {"num_workers": "num_workers", "batch_size": "batch_size",
+            "pin_memory": "pin_memory", "persistent_workers": "persistent_workers",
+            "prefetch_factor": "prefetch_factor", "drop_last": "drop_last"}
+SET_KEYS = {"workers": "workers", "batch_size": "batch_size", "pin_memory": "pin_memory",
+            "persistent_workers": "persistent_workers", "prefetch_factor": "prefetch_factor",
+            "drop_last": "drop_last"}
+
+
+class Loader:
+    """A DataLoader of the job, as its process described it."""
+
+    def __init__(self, key, message):
+        self.key = key
+        self.site = message.get("site", "?")
+        self.dataset = message.get("dataset", "?")
+        self.args = message.get("args") or {}
+        self.changed = message.get("changed") or {}
+        self.context = message.get("context")
+        self.versions = message.get("versions") or {}
+        self.batches = 0
+        self.samples = 0
+        self.wait_ns = 0
+        self.epochs = 0
+        self.first_t = 0
+        self.last_t = 0
+        self.iter_t = 0
+        self.columns = None
+        self.queues = collections.defaultdict(collections.deque)
+        self.workers = {}     # worker id -> pid, of the latest epoch
+        self.pending = None   # the loop's latest batch, waiting for its end
+
+    def describe(self, measured):
+        span = (self.last_t - self.first_t) / 1e9 if self.last_t > self.first_t else 0.0
+        return {"site": self.site, "dataset": self.dataset, "pid": self.key[0],
+                "args": self.args, "changed": self.changed, "context": self.context,
+                "batches": self.batches, "samples": self.samples, "epochs": self.epochs,
+                "stall_pct": round(100.0 * self.wait_ns / (span * 1e9), 2) if span else None,
+                "measured": measured}
+
+
+class Job:
+    """One run of the job (a repeat): its process, its output's tail, its
+    connections and what they said."""
+
+    def __init__(self, relay, repeat, stage_timing):
+        self.relay = relay
+        self.repeat = repeat
+        self.stage_timing = stage_timing
+        self.proc = None
+        self.started_ns = time.monotonic_ns()
+        self.tail = collections.deque(maxlen=TAIL_LINES)
+        self.partial = b""
+        self.output_open = True
+        self.conns = {}          # socket -> [buffer, pid]
+        self.pythons = {}        # pid -> hello
+        self.loaders = {}
+        self.measured = None
+        self.seq = 0             # batch frames sent for the measured loader
+        self.workers_sent = None
+        self.stages_sent = False
+        self.ending = None       # how pbench ended it, once it does
+        self.done = False        # repeat_end or fatal sent
+        self.status = None
+        self.selector = None
+
+    # -- the process ---------------------------------------------------------
+
+    def start(self, argv, env):
+        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     close_fds=True)
+        os.set_blocking(self.proc.stdout.fileno(), False)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def read_output(self):
+        try:
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self.output_open = False
+            if self.partial:
+                self.tail.append(self.partial.decode("utf-8", "replace"))
+                self.partial = b""
+            return
+        try:
+            os.write(TERMINAL_FD, chunk)
+        except OSError:
+            pass
+        lines = (self.partial + chunk).split(b"\n")
+        self.partial = lines.pop()[-4096:]
+        for line in lines:
+            self.tail.append(line.decode("utf-8", "replace")[:500])
+
+    def exit_text(self):
+        code = self.proc.returncode if self.proc else None
+        if code is None:
+            return "is still running"
+        if code < 0:
+            try:
+                return "was killed by %s" % signal.Signals(-code).name
+            except ValueError:
+                return "was killed by signal %d" % -code
+        return "exited with status %d" % code
+
+    # -- what the processes send --------------------------------------------
+
+    def on_json(self, conn, message):
+        kind = message.get("type")
+        key = tuple(message["loader"]) if "loader" in message else None
+        if kind == "hello":
+            conn[1] = message.get("pid")
+            self.pythons[message.get("pid")] = message
+        elif kind == "loader":
+            loader = self.loaders[key] = Loader(key, message)
+            self.say_changed(loader)
+            wanted = self.relay.loader_site
+            if self.measured is None and wanted and loader.site.endswith(wanted):
+                self.measured = key
+        elif kind == "iter" and key in self.loaders:
+            loader = self.loaders[key]
+            self.flush(loader, message["t"])
+            loader.iter_t = message["t"]
+            loader.epochs += 1
+            loader.workers = {}
+            if key == self.measured:
+                self.send_workers(loader)
+        elif kind == "epoch_end" and key in self.loaders:
+            self.flush(self.loaders[key], message["t"])
+        elif kind == "worker" and key in self.loaders:
+            loader = self.loaders[key]
+            loader.workers[message.get("worker")] = message.get("pid")
+            if key == self.measured:
+                self.send_workers(loader)
+        elif kind == "columns" and key in self.loaders:
+            loader = self.loaders[key]
+            if loader.columns is None:
+                loader.columns = list(message.get("names") or [])
+            if key == self.measured:
+                self.send_stages(loader)
+
+    def on_batch(self, payload):
+        pid, number, worker, t_wait, t_taken, samples = hook.BATCH.unpack_from(payload)
+        loader = self.loaders.get((pid, number))
+        if loader is None:
+            return
+        loader.batches += 1
+        loader.wait_ns += t_taken - t_wait
+        loader.first_t = loader.first_t or t_wait
+        loader.last_t = t_taken
+        if self.measured is None and not self.relay.loader_site and self.rank_zero(pid):
+            self.measured = loader.key
+        if loader.key != self.measured:
+            loader.samples += samples
+            return
+        self.send_stages(loader)
+        self.send_workers(loader)
+        self.flush(loader, t_wait)
+        loader.pending = (worker, t_wait, t_taken, samples)
+
+    def on_fetch(self, payload):
+        fields = hook.FETCH.unpack_from(payload)
+        pid, number, worker = fields[0], fields[1], fields[2]
+        loader = self.loaders.get((pid, number))
+        if loader is not None:
+            loader.queues[worker].append((fields, payload[hook.FETCH.size:]))
+
+    def rank_zero(self, pid):
+        rank = (self.pythons.get(pid) or {}).get("rank")
+        return rank is None or rank.get("rank") == 0
+
+    # -- frames to pbench -----------------------------------------------------
+
+    def send_stages(self, loader):
+        if self.stages_sent or not loader.columns or not self.stage_timing:
+            return
+        self.stages_sent = True
+        self.relay.writer.json({"type": "stages", "counters": [],
+                                "stages": [{"name": n, "parent": ""} for n in loader.columns]})
+
+    def send_workers(self, loader):
+        pids = [loader.workers[w] for w in sorted(loader.workers)]
+        state = (loader.key, tuple(pids))
+        if state == self.workers_sent:
+            return
+        self.workers_sent = state
+        self.relay.writer.json({"type": "workers", "repeat": self.repeat, "pids": pids,
+                                "t_start_ns": loader.iter_t or self.started_ns,
+                                "main_pid": loader.key[0]})
+
+    def take_fetch(self, loader, worker):
+        """The record of the batch the loop took from worker (-1: whichever
+        was built first), records of earlier epochs dropped."""
+        queues = [worker] if worker in loader.queues else list(loader.queues)
+        best = None
+        for w in queues:
+            queue = loader.queues[w]
+            while queue and queue[0][0][6] and queue[0][0][6] < loader.iter_t:
+                queue.popleft()
+            if queue and (best is None or queue[0][0][7] < loader.queues[best][0][0][7]):
+                best = w
+        return loader.queues[best].popleft() if best is not None else None
+
+    def flush(self, loader, t_done):
+        """The loop's latest batch of loader, ended at t_done (the next
+        next(), the epoch's end): a batch frame when it is the one measured."""
+        if loader.pending is None:
+            return
+        worker, t_wait, t_taken, samples = loader.pending
+        loader.pending = None
+        fetch = self.take_fetch(loader, worker)
+        columns = records = 0
+        body = b""
+        t_first = t_ready = t_taken
+        if fetch is not None:
+            fields, rows = fetch
+            _, _, _, fetched, width, count, t_first, t_ready = fields
+            samples = fetched
+            if (self.stages_sent and loader.columns and width == len(loader.columns) and
+                    count == fetched and len(rows) == 8 * count * (1 + 3 * width)):
+                columns, records, body = width, count, rows
+        loader.samples += samples
+        if self.ending or self.done or t_done < t_taken:
+            return
+        header = (self.seq, t_wait, t_taken, t_done, t_done - t_taken, t_first or t_taken,
+                  t_ready or t_taken, 0, samples, 0, worker, columns, records, 0)
+        self.relay.writer.batch(header, body)
+        self.seq += 1
+        limit = self.relay.batches
+        if limit and self.seq >= self.relay.warmup + limit and not self.ending:
+            self.relay.finish(self, "stopped by pbench after %d measured batches" % limit,
+                              "data_end")
+
+    # -- the end --------------------------------------------------------------
+
+    def say_changed(self, loader):
+        if not loader.changed:
+            return
+        said = ", ".join("%s %s in the script, %s under pbench" % (ARG_TEXT.get(k, k), a, b)
+                         for k, (a, b) in sorted(loader.changed.items()))
+        self.relay.writer.json({"type": "warning", "message": "%s (%s, %s)"
+                                % (said, loader.site, loader.dataset.rsplit(".", 1)[-1])})
+
+    def account(self):
+        """The job frame: how it ended, its last lines, its DataLoaders."""
+        ranks = sorted({json.dumps(h.get("rank"), sort_keys=True)
+                        for h in self.pythons.values() if h.get("rank")})
+        versions = {}
+        for loader in self.loaders.values():
+            versions.update(loader.versions)
+        return {"type": "job", "repeat": self.repeat, "command": self.relay.command,
+                "ended": self.ending or ("the job %s by itself" % self.exit_text()),
+                "exit": self.exit_text(), "status": self.proc.returncode if self.proc else None,
+                "output_tail": list(self.tail),
+                "loaders": [l.describe(l.key == self.measured) for l in self.loaders.values()],
+                "ranks": [json.loads(r) for r in ranks], "pythons": len(self.pythons),
+                "versions": versions}
+
+    def warn_other_loaders(self):
+        measured = self.loaders.get(self.measured)
+        if measured is None:
+            return
+        for loader in self.loaders.values():
+            if loader is not measured and loader.batches > measured.batches:
+                self.relay.writer.json({"type": "warning", "message": (
+                    "%s (%s) delivered %d batches, more than the measured %s (%d): "
+                    "pbench wrap --loader %s measures it"
+                    % (loader.site, loader.dataset.rsplit(".", 1)[-1], loader.batches,
+                       measured.site, measured.batches, os.path.basename(loader.site)))})
+
+
+class Relay:
+    """The engine's side of the protocol, one job per repeat."""
+
+    def __init__(self, writer, reader):
+        self.writer = writer
+        self.reader = reader
+        self.command = ""
+        self.argv = []
+        self.loader_site = ""
+        self.batches = 0
+        self.warmup = 0
+        self.until_exit = False
+        self.grace_s = 10.0
+        self.overrides = {}
+        self.stage_timeout_s = 0.0
+        self.folder = tempfile.mkdtemp(prefix="pbench-wrap-")
+        self.socket_path = os.path.join(self.folder, "records")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.socket_path)
+        self.listener.listen(256)
+        self.listener.setblocking(False)
+
+    def fatal(self, kind, message, option=None):
+        frame = {"type": "fatal", "kind": kind, "message": message}
+        if option:
+            frame["option"] = option
+        self.writer.json(frame)
+
+    def open(self, command):
+        config = command.get("config") or {}
+        wrap = config.get("wrap") or {}
+        loader = config.get("loader") or {}
+        run = config.get("run") or {}
+        self.command = str(wrap.get("command") or "")
+        try:
+            self.argv = shlex.split(self.command)
+        except ValueError as e:
+            self.fatal("config", "wrap.command %r cannot be split as a shell would: %s"
+                       % (self.command, e), "wrap.command")
+            return False
+        if not self.argv:
+            self.fatal("config", "wrap.command is empty: name the training job "
+                       "(pbench wrap -- python3 train.py)", "wrap.command")
+            return False
+        program = self.argv[0]
+        if shutil.which(program) is None:
+            self.fatal("config", "wrap.command: %r is not %s" % (
+                program, "an executable file" if "/" in program else "a program on PATH"),
+                "wrap.command")
+            return False
+        self.loader_site = str(wrap.get("loader") or "")
+        self.batches = int(wrap.get("batches") or 0)
+        self.until_exit = bool(wrap.get("until_exit"))
+        self.grace_s = float(wrap.get("grace_s", 10))
+        self.warmup = int(run.get("warmup_batches") or 0)
+        self.stage_timeout_s = float(run.get("stage_timeout_s") or 0)
+        names = [n for n in str(wrap.get("set") or "").split(",") if n]
+        unknown = [n for n in names if n not in SET_KEYS]
+        if unknown:
+            self.fatal("config", "wrap.set names %s; pbench gives the job's DataLoader only %s"
+                       % (", ".join(unknown), ", ".join(SET_KEYS)), "wrap.set")
+            return False
+        self.overrides = {SET_KEYS[n]: loader.get(n) for n in names}
+        self.writer.json({"type": "ready", "protocol": 1, "engine": "wrap",
+                          "versions": {"python": sys.version.split()[0]},
+                          "stages": [{"name": "getitem", "parent": ""},
+                                     {"name": "collate", "parent": ""}],
+                          "counters": [], "samples": 0})
+        return True
+
+    def environment(self, stage_timing):
+        env = dict(os.environ)
+        for name in ("PBENCH_ENGINE_PROTOCOL", "PBENCH_CALLER_PYTHONPATH"):
+            env.pop(name, None)
+        startup = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup")
+        caller = os.environ.get("PBENCH_CALLER_PYTHONPATH")
+        env["PYTHONPATH"] = startup + (":" + caller if caller else "")
+        env[hook.SOCKET_ENV] = self.socket_path
+        env[hook.RELAY_ENV] = str(os.getpid())
+        env[hook.CONFIG_ENV] = json.dumps({"stage_timing": stage_timing,
+                                           "overrides": self.overrides})
+        return env
+
+    def repeat(self, command):
+        job = Job(self, int(command.get("repeat", 0)), bool(command.get("stage_timing", True)))
+        try:
+            job.start(self.argv, self.environment(job.stage_timing))
+        except OSError as e:
+            self.fatal("config", "wrap.command: %s cannot be started: %s" % (self.argv[0], e),
+                       "wrap.command")
+            return False
+        selector = job.selector = selectors.DefaultSelector()
+        selector.register(self.listener, selectors.EVENT_READ, "listen")
+        selector.register(job.proc.stdout, selectors.EVENT_READ, "output")
+        beat = time.monotonic()
+        try:
+            while not job.done:
+                self.pump(job, selector, 0.05)
+                if time.monotonic() - beat > HEARTBEAT_S and job.alive():
+                    self.writer.json({"type": "alive"})
+                    beat = time.monotonic()
+                command = self.reader.poll()
+                if command is not None and command.get("type") in ("stop", "close"):
+                    self.finish(job, "stopped by pbench (SIGINT)", "stopped")
+                    if command.get("type") == "close":
+                        return False
+                if job.done:
+                    break
+                if not job.alive() and not job.output_open:
+                    self.job_ended(job)
+                elif (job.measured is None and not self.until_exit and
+                      time.monotonic_ns() - job.started_ns > self.first_batch_s() * 1e9):
+                    self.finish(job, "ended by pbench: no DataLoader batch within %.0f s"
+                                % self.first_batch_s(), None)
+        finally:
+            self.end_processes(job)
+            for conn in list(job.conns):
+                conn.close()
+            selector.close()
+        return True
+
+    def first_batch_s(self):
+        return max(FIRST_BATCH_S, self.stage_timeout_s)
+
+    def pump(self, job, selector, timeout):
+        """Reads what is ready: new connections, records, the job's output."""
+        for item, _ in selector.select(timeout):
+            if item.data == "listen":
+                try:
+                    conn, _ = self.listener.accept()
+                except BlockingIOError:
+                    continue
+                conn.setblocking(False)
+                job.conns[conn] = [bytearray(), None]
+                selector.register(conn, selectors.EVENT_READ, "conn")
+            elif item.data == "output":
+                job.read_output()
+                if not job.output_open:
+                    selector.unregister(job.proc.stdout)
+            else:
+                self.read_conn(job, item.fileobj, selector)
+
+    def read_conn(self, job, conn, selector):
+        state = job.conns[conn]
+        try:
+            chunk = conn.recv(1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            selector.unregister(conn)
+            conn.close()
+            del job.conns[conn]
+            return
+        buf = state[0]
+        buf += chunk
+        offset = 0
+        while len(buf) - offset >= 8:
+            length, kind = hook.HEAD.unpack_from(buf, offset)
+            if len(buf) - offset < 4 + length:
+                break
+            payload = bytes(buf[offset + 8:offset + 4 + length])
+            offset += 4 + length
+            if kind == hook.MSG_JSON:
+                job.on_json(state, json.loads(payload))
+            elif kind == hook.MSG_BATCH:
+                job.on_batch(payload)
+            elif kind == hook.MSG_FETCH:
+                job.on_fetch(payload)
+        del buf[:offset]
+
+    def finish(self, job, how, reason):
+        """Ends the job as a job runner would, then tells pbench: the job's
+        account and repeat_end (reason), or a fatal when nothing came."""
+        if job.done:
+            return
+        job.ending = how
+        self.end_processes(job)
+        self.report(job, reason)
+
+    def job_ended(self, job):
+        """The job ended by itself."""
+        for loader in job.loaders.values():
+            self.flush_last(job, loader)
+        self.report(job, "data_end")
+
+    def flush_last(self, job, loader):
+        if loader.pending is not None:
+            job.flush(loader, loader.last_t if loader.last_t > loader.pending[2]
+                      else time.monotonic_ns())
+
+    def report(self, job, reason):
+        job.done = True
+        tail = "\n".join(job.tail) or "(no output)"
+        ran = "'%s' %s" % (self.command, job.exit_text())
+        if job.seq == 0:
+            if not job.pythons:
+                self.fatal("environment", "%s and started no Python process with pbench's hook: "
+                           "pbench wrap measures Python training jobs that use torch's "
+                           "DataLoader. Its last lines:\n%s" % (ran, tail))
+            elif "No module named 'torch'" in tail:
+                self.fatal("environment", "%s: its Python has no torch (install Debian's "
+                           "python3-torch, or run the job with an interpreter that has it). "
+                           "Its last lines:\n%s" % (ran, tail))
+            elif not job.loaders:
+                self.fatal("engine", "%s without creating a torch DataLoader%s (Python "
+                           "processes seen: %d, the first ran %s). Its last lines:\n%s"
+                           % (ran, " within the window" if job.ending else "",
+                              len(job.pythons), " ".join(list(job.pythons.values())[0]
+                                                         .get("argv") or ["?"]), tail))
+            else:
+                self.fatal("engine", "%s before the measured DataLoader's first batch "
+                           "(DataLoaders made: %s). Its last lines:\n%s"
+                           % (ran, ", ".join(l.site for l in job.loaders.values()), tail))
+            return
+        if job.ending is None and job.proc.returncode not in (0, None) and \
+                not self.until_exit:
+            self.writer.json({"type": "warning", "message": "%s after %d batches; its last "
+                              "lines: %s" % (ran, job.seq, " | ".join(list(job.tail)[-3:]))})
+        job.warn_other_loaders()
+        self.writer.json(job.account())
+        self.writer.json({"type": "repeat_end", "repeat": job.repeat,
+                          "reason": reason or "stopped"})
+
+    def end_processes(self, job):
+        """SIGINT to the job, SIGTERM to all its processes after grace_s,
+        SIGKILL after KILL_WAIT_S more; its output is read meanwhile."""
+        if job.proc is None:
+            return
+        steps = ((signal.SIGINT, [job.proc.pid], self.grace_s),
+                 (signal.SIGTERM, None, KILL_WAIT_S), (signal.SIGKILL, None, KILL_WAIT_S))
+        for sig, pids, wait_s in steps:
+            if job.proc.poll() is not None and not descendants(job.proc.pid):
+                break
+            targets = pids or [job.proc.pid] + descendants(job.proc.pid)
+            for pid in targets:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+            if sig != signal.SIGINT and job.ending and "SIG" not in job.ending.split("(")[-1]:
+                job.ending += ", then %s" % sig.name
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline and job.proc.poll() is None:
+                self.drain(job, 0.05)
+            if job.proc.poll() is not None:
+                break
+        self.drain(job, 0)
+
+    def drain(self, job, timeout):
+        """The job's output and records while it is being ended (a process
+        blocked writing either would not end)."""
+        if job.selector is not None:
+            try:
+                self.pump(job, job.selector, timeout)
+                return
+            except (OSError, ValueError, KeyError):
+                pass
+        if job.output_open:
+            try:
+                job.read_output()
+            except (OSError, ValueError):
+                job.output_open = False
+        time.sleep(timeout)
+
+    def serve(self):
+        try:
+            while True:
+                command = self.reader.next_command()
+                kind = command.get("type")
+                if kind == "open":
+                    if not self.open(command):
+                        return 2
+                elif kind == "repeat":
+                    if not self.repeat(command):
+                        return 0
+                elif kind == "names":
+                    self.writer.json({"type": "names", "names": []})
+                elif kind == "close":
+                    return 0
+        finally:
+            self.listener.close()
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def descendants(pid):
+    """The processes below pid, from /proc."""
+    children = collections.defaultdict(list)
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children[ppid].append(int(name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def ended(signum, frame):
+    raise SystemExit(128 + signum)  # the job is ended and the folder removed on the way out
+
+
+def main():
+    end_with_pbench()
+    signal.signal(signal.SIGTERM, ended)
+    try:
+        os.fstat(RECORDS_FD)
+    except OSError:
+        sys.stderr.write("pbench_wrap: fd 3 is not open; pbench starts the relay "
+                         "(pbench wrap, docs/wrap.md)\n")
+        return 2
+    try:
+        os.fstat(TERMINAL_FD)
+    except OSError:
+        os.dup2(2, TERMINAL_FD)
+    return Relay(FrameWriter(RECORDS_FD), CommandReader(0)).serve()
