@@ -69,6 +69,16 @@ static bool shell_word(const char *text, char *buf, size_t size)
  * an older pbench, a path over CONFIG_QUOTED_MAX or with a quote). */
 static void command_config(const struct pb_result *result, char *buf, size_t size)
 {
+    /* A wrapped job's config is its command line: --command 'python3 ...'. */
+    const char *job = json_string_value(pb_result_config_value(result, "wrap.command"));
+    char word[CONFIG_SIZE];
+    if (result->point_count && pb_point_wrapped(result, 0)) {
+        if (!job || strlen(job) > CONFIG_QUOTED_MAX - 12 || !shell_word(job, word, sizeof word))
+            snprintf(buf, size, "--command 'YOUR JOB'");
+        else
+            snprintf(buf, size, "--command %.*s", (int)(CONFIG_QUOTED_MAX - 10), word);
+        return;
+    }
     if (strlen(result->config_path) > CONFIG_QUOTED_MAX || !result->config_path[0] ||
         !shell_word(result->config_path, buf, size))
         snprintf(buf, size, "%.100s.yaml", result->name[0] ? result->name : "CONFIG");
@@ -82,11 +92,16 @@ static const char *engine_option(const struct pb_result *result, size_t i, char 
                                  size_t size)
 {
     const char *engine = i < result->point_count ? pb_point_engine(result, i) : "pbench";
-    if (strcmp(engine, "pbench") != 0)
+    if (strcmp(engine, "pbench") != 0 && strcmp(engine, "wrap") != 0) /* wrap: its command */
         snprintf(buf, size, " -s loader.engine=%.40s", engine);
     else if (size > 0)
         buf[0] = '\0';
     return buf;
+}
+
+static bool wrapped(const struct pb_result *result)
+{
+    return result->point_count > 0 && pb_point_wrapped(result, 0);
 }
 
 /* The command that measures point i's config again, for a suggestion to
@@ -96,7 +111,8 @@ static void run_command(const struct pb_result *result, size_t i, char *buf, siz
 {
     char config[CONFIG_SIZE], engine[64];
     command_config(result, config, sizeof config);
-    snprintf(buf, size, "pbench run %s%s", config, engine_option(result, i, engine, sizeof engine));
+    snprintf(buf, size, "pbench %s %s%s", wrapped(result) ? "wrap" : "run", config,
+             engine_option(result, i, engine, sizeof engine));
 }
 
 /* A setting's value as typed after '=': numbers, booleans and strings. */
@@ -154,8 +170,10 @@ static void compare_command(const struct pb_result *result, size_t i, const char
             snprintf(pin, sizeof pin, " -s %s", word);
     }
     if (swept)
-        snprintf(buf, size, "pbench run %s%s -a %s=%s,%s", config, engine, key, now,
-                 setting[keylen] ? setting + keylen + 1 : "");
+        snprintf(buf, size, "pbench %s %s%s -a %s=%s,%s", wrapped(result) ? "wrap" : "run", config,
+                 engine, key, now, setting[keylen] ? setting + keylen + 1 : "");
+    else if (wrapped(result)) /* the job against itself: wrap's own interleaved A/B */
+        snprintf(buf, size, "pbench wrap %s%s --set-new %s", config, pin, setting);
     else
         snprintf(buf, size, "pbench compare %s %s%s%s --set-new %s", config, config, engine, pin,
                  setting);

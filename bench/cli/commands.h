@@ -52,7 +52,7 @@
       "                  [--warmup-batches N] [--batches N | --time S | --until-exit]\n" \
       "                  [--loader FILE:LINE] [--grace S] [-o results/NAME.json]\n" \
       "                  [--format {formats}] [--quiet] [--overhead] [--baseline BASE.json]\n" \
-      "                  -- COMMAND [ARGS...]", \
+      "                  -- COMMAND [ARGS...]  (or --command 'COMMAND ARGS...')", \
       "Runs your training job, unchanged, with pbench's hook loaded at start-up in every\n" \
       "Python process it starts (the main process, its DataLoader workers under fork, spawn\n" \
       "and forkserver, the ranks a launcher starts), and measures its DataLoader: the real\n" \

@@ -98,24 +98,23 @@ static void yaml_quoted(const char *text, char *out, size_t outlen)
 
 /* The config a wrapped command runs under. Its name is the job's script (or
  * its program) so that results and history tell jobs apart. */
-static char *wrap_config(const struct wrap_args *w, char **command, int count, char *msg,
-                         size_t msglen)
+static char *wrap_config(const struct wrap_args *w, const char *line, char *msg, size_t msglen)
 {
-    char line[PB_WRAP_COMMAND_MAX], quoted[2 * PB_WRAP_COMMAND_MAX], loader[2 * PB_PATH_MAX];
-    if (!shell_line(command, count, line, sizeof line)) {
-        snprintf(msg, msglen, "the command is longer than %d bytes", PB_WRAP_COMMAND_MAX - 1);
-        return NULL;
-    }
+    char quoted[2 * PB_WRAP_COMMAND_MAX], loader[2 * PB_PATH_MAX];
     yaml_quoted(line, quoted, sizeof quoted);
     yaml_quoted(w->loader ? w->loader : "", loader, sizeof loader);
-    /* The job's name: its first argument that names a .py file, else the
+    /* The job's name: its first word that names a .py file, else the
      * program's base name. */
-    const char *name = command[0];
-    for (int i = 0; i < count; i++)
-        if (strlen(command[i]) > 3 && strcmp(command[i] + strlen(command[i]) - 3, ".py") == 0) {
-            name = command[i];
-            break;
-        }
+    char words[PB_WRAP_COMMAND_MAX], *save = NULL;
+    pb_strlcpy(words, line, sizeof words);
+    const char *name = NULL, *first = NULL;
+    for (char *word = strtok_r(words, " '", &save); word && !name;
+         word = strtok_r(NULL, " '", &save)) {
+        first = first ? first : word;
+        if (strlen(word) > 3 && strcmp(word + strlen(word) - 3, ".py") == 0)
+            name = word;
+    }
+    name = name ? name : first ? first : "job";
     const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
     char job[128], qjob[300];
     snprintf(job, sizeof job, "wrap-%.*s", (int)strcspn(base, "."), base);
@@ -181,6 +180,7 @@ int cmd_wrap(int argc, char **argv)
         {"until-exit", no_argument, NULL, 'U'},
         {"loader", required_argument, NULL, 'L'},
         {"grace", required_argument, NULL, 'g'},
+        {"command", required_argument, NULL, 'c'},
         {NULL, 0, NULL, 0},
     };
     const char **overrides = calloc((size_t)argc, sizeof(char *));
@@ -189,6 +189,7 @@ int cmd_wrap(int argc, char **argv)
     struct pb_session_opts opts = {.overrides = overrides, .axes = axes, .new_overrides = news,
                                    .calibrate = false, .threshold_pct = 5};
     struct wrap_args w = {.warmup = 5, .grace_s = 10};
+    const char *line = NULL;
     enum pb_format format = PB_FORMAT_TABLE;
     bool quiet = false;
     struct pb_gate gate = {false, NULL};
@@ -230,6 +231,7 @@ int cmd_wrap(int argc, char **argv)
             }
             break;
         case 'U': w.until_exit = true; break;
+        case 'c': line = optarg; break;
         case 'L': w.loader = optarg; break;
         case 'g': code = number("--grace", optarg, 0, &w.grace_s); break;
         case 'h': code = pb_cli_help(2, (char *[]){"help", "wrap", NULL}); break;
@@ -245,12 +247,21 @@ int cmd_wrap(int argc, char **argv)
                                           "loader.workers, batch_size, pin_memory, "
                                           "persistent_workers, prefetch_factor and drop_last",
                                           lists[l][i]);
-    if (code < 0 && optind >= argc)
+    if (code < 0 && optind >= argc && !line)
         code = pb_cli_usage_error("wrap", "%s",
                                   "expected the training job's command after --, e.g. "
                                   "pbench wrap -- python3 train.py");
-    char msg[PB_MSG_MAX];
-    char *yaml = code < 0 ? wrap_config(&w, argv + optind, argc - optind, msg, sizeof msg) : NULL;
+    if (code < 0 && optind < argc && line)
+        code = pb_cli_usage_error("wrap", "%s",
+                                  "the job's command comes after -- or in --command, not both");
+    char msg[PB_MSG_MAX], joined[PB_WRAP_COMMAND_MAX];
+    if (code < 0 && !line && !shell_line(argv + optind, argc - optind, joined, sizeof joined)) {
+        pb_cli_error("wrap", "the command is longer than 4095 bytes");
+        code = PB_EXIT_USAGE;
+    }
+    if (code < 0 && !line)
+        line = joined;
+    char *yaml = code < 0 ? wrap_config(&w, line, msg, sizeof msg) : NULL;
     if (code < 0 && !yaml) {
         pb_cli_error("wrap", msg);
         code = PB_EXIT_USAGE;

@@ -746,7 +746,11 @@ static void fill_totals(struct pb_engine_run *er, struct part *c, struct pb_repe
     rep->batches_per_s = (double)c->batches / rep->wall_s;
     rep->mb_per_s = (double)c->bytes / 1e6 / rep->wall_s;
     rep->stall_pct = 100.0 * (double)c->wait_total / span_ns;
-    rep->accel_util_pct = er->spec->run.step_ms > 0 ? 100.0 * (double)c->step_total / span_ns : 0;
+    /* The share of the loop's time in its step: the simulated one, or a
+     * wrapped job's own (its model's work, on whatever device). */
+    rep->accel_util_pct = er->spec->run.step_ms > 0 || er->row->job_sizes
+                              ? 100.0 * (double)c->step_total / span_ns
+                              : 0;
     rep->cpu_util_pct = 100.0 * (double)(c->all_cpu_end - c->all_cpu_start) / span_ns;
     int workers = er->live_workers > 0 ? er->live_workers : 1;
     uint64_t loader_cpu =

@@ -414,7 +414,7 @@ class Relay:
                     beat = time.monotonic()
                 command = self.reader.poll()
                 if command is not None and command.get("type") in ("stop", "close"):
-                    self.finish(job, "stopped by pbench (SIGINT)", "stopped")
+                    self.finish(job, "stopped by pbench with SIGINT", "stopped")
                     if command.get("type") == "close":
                         return False
                 if job.done:
