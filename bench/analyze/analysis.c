@@ -246,7 +246,7 @@ static void analyze_point(const struct pb_result *result, size_t i,
     a->top_stage = -1;
     a->efficiency_pct = -1;
     a->workers = pb_point_setting_int(result, i, "loader.workers", 0);
-    a->batch_size = pb_point_setting_int(result, i, "loader.batch_size", 0);
+    a->batch_size = pb_point_batch_size(result, i);
     a->prefetch_factor = pb_point_setting_int(result, i, "loader.prefetch_factor", 0);
     a->memory_bytes = p->rss_peak_bytes + p->pinned_bytes;
     a->usable = p->repeat_count > 0 && !p->error[0] && p->samples_per_s > 0;

@@ -76,7 +76,7 @@ static void feeding(const struct pb_result *r, size_t x, size_t y, char *out, si
 {
     const struct pb_point_result *px = &r->points[x], *py = &r->points[y];
     double step_ms = pb_point_step_ms(r, x);
-    double batch = pb_point_setting_double(r, x, "loader.batch_size", 0);
+    double batch = (double)pb_point_batch_size(r, x);
     double rx = per_core(px), ry = per_core(py);
     if (rx <= 0 || ry <= 0) {
         out[0] = '\0';

@@ -69,7 +69,7 @@ static void capacity_line(const struct pb_result *result, size_t i, struct pb_an
 {
     const struct pb_point_result *p = &result->points[i];
     double step = pb_analysis_step_ms(result, i);
-    double batch = (double)pb_point_setting_int(result, i, "loader.batch_size", 0);
+    double batch = (double)pb_point_batch_size(result, i);
     const struct pb_calibration *cal = &result->calibration;
     if (step <= 0 || batch <= 0)
         return;

@@ -554,6 +554,18 @@ double pb_point_step_ms(const struct pb_result *result, size_t point)
     return n ? pb_median(v, n) : 0;
 }
 
+int64_t pb_point_batch_size(const struct pb_result *result, size_t point)
+{
+    int64_t set = pb_point_setting_int(result, point, "loader.batch_size", 0);
+    if (point >= result->point_count || !pb_point_wrapped(result, point))
+        return set;
+    const json_t *set_keys = pb_result_config_value(result, "wrap.set");
+    if (json_is_string(set_keys) && strstr(json_string_value(set_keys), "batch_size"))
+        return set;
+    const struct pb_point_result *p = &result->points[point];
+    return p->batches_per_s > 0 ? (int64_t)(p->samples_per_s / p->batches_per_s + 0.5) : 0;
+}
+
 uint64_t pb_stages_samples(const struct pb_stage_result *stages, size_t count)
 {
     uint64_t most = 0;

@@ -331,6 +331,10 @@ bool pb_point_wrapped(const struct pb_result *result, size_t point);
  * "the step" reads it here. */
 double pb_point_step_ms(const struct pb_result *result, size_t point);
 
+/* The batch size point i ran with: loader.batch_size, or a wrapped job's
+ * own (its samples over its batches) where pbench did not set it. */
+int64_t pb_point_batch_size(const struct pb_result *result, size_t point);
+
 /* The base config's value at a dotted path, whatever the points swept;
  * NULL when absent. */
 const json_t *pb_result_config_value(const struct pb_result *result, const char *path);

@@ -48,6 +48,8 @@ struct part {
     uint64_t stop_seen_ns; /* when the loop saw the user's stop; 0: none */
     uint64_t samples, batches, bytes, errors, wait_total, step_total, first_batch_ns;
     uint64_t loader_cpu_start, all_cpu_start, loader_cpu_end, all_cpu_end;
+    uint64_t cpu_read_start, cpu_read_end; /* when those were read: their window */
+    bool cpu_at_batch; /* the end readings were taken at the last batch (a wrapped job) */
     struct pb_machine_cpu machine_start;
     size_t records_cap;
     uint64_t *ready_ns, *taken_ns; /* per measured batch, for queue depth */
@@ -76,6 +78,7 @@ struct pb_engine_run {
     } pids[PB_ENGINE_MAX_WORKERS];
     int pid_count;    /* every worker seen in this repeat */
     int main_pid;     /* the loop's process when not the engine's own (a wrapped job's) */
+    uint64_t main_cpu_last; /* its CPU time at its last reading */
     int live_workers; /* in the last `workers` frame: loader.workers as run */
     int live_pids[PB_ENGINE_MAX_WORKERS]; /* that frame's pids, by worker index */
     uint64_t workers_start_ns;
@@ -111,9 +114,16 @@ static void workers_cpu_zero(struct pb_engine_run *er)
 
 /* The loader's CPU: the worker processes, or the engine's main process
  * when it loads itself (0 workers). */
+/* The CPU time of the job's process that runs the loop: its last reading
+ * kept, so that a process that has exited still counts what it used. */
 static uint64_t loop_cpu_ns(struct pb_engine_run *er)
 {
-    return er->main_pid > 0 ? pb_proc_cpu_ns(er->main_pid) : 0;
+    if (er->main_pid <= 0)
+        return 0;
+    uint64_t now = pb_proc_cpu_ns(er->main_pid);
+    if (now > er->main_cpu_last)
+        er->main_cpu_last = now;
+    return er->main_cpu_last;
 }
 
 static uint64_t loader_cpu_ns(struct pb_engine_run *er)
@@ -370,8 +380,16 @@ static void start_measuring(struct pb_engine_run *er, struct part *c, uint64_t t
     workers_cpu_zero(er);
     c->loader_cpu_start = loader_cpu_ns(er);
     c->all_cpu_start = all_cpu_ns(er) + pb_process_cpu_ns();
+    c->cpu_read_start = pb_now_ns();
     pb_machine_cpu_now(&c->machine_start);
     pb_stoprule_start(&er->rule, t_start);
+}
+
+static void read_cpu_end(struct pb_engine_run *er, struct part *c)
+{
+    c->loader_cpu_end = loader_cpu_ns(er);
+    c->all_cpu_end = all_cpu_ns(er) + pb_process_cpu_ns();
+    c->cpu_read_end = pb_now_ns();
 }
 
 /* Ends the measured part at t_end for reason: the CPU clocks are read now
@@ -384,11 +402,14 @@ static void end_part(struct pb_engine_run *er, struct part *c, uint64_t t_end,
     pb_stoprule_end(&er->rule, reason);
     if (c->measuring) {
         c->t_end = t_end;
-        c->loader_cpu_end = loader_cpu_ns(er);
-        c->all_cpu_end = all_cpu_ns(er) + pb_process_cpu_ns();
+        /* A job that ended by itself: its CPU as of its last batch, not of
+         * its exit, which came later. */
+        if (reason != PB_STOP_DATA_END || !c->cpu_at_batch)
+            read_cpu_end(er, c);
         struct pb_machine_cpu now;
         pb_machine_cpu_now(&now);
-        pb_interference(&c->machine_start, &now, c->all_cpu_end - c->all_cpu_start,
+        pb_interference(&c->machine_start, &now,
+                        c->all_cpu_end > c->all_cpu_start ? c->all_cpu_end - c->all_cpu_start : 0,
                         sysconf(_SC_CLK_TCK), &rep->other_cpu_pct, &rep->steal_pct);
     }
     struct pb_run_group *g = er->hooks ? er->hooks->group : NULL;
@@ -490,6 +511,10 @@ static int on_batch(struct pb_engine_run *er, struct part *c, struct pb_repeat_r
     c->step_total += h.step_ns;
     c->t_end = h.t_done_ns;
     add_records(er, &h, data + sizeof h, len - sizeof h);
+    if (er->row->job_sizes) { /* a job's batches come at its step's pace: cheap to read */
+        read_cpu_end(er, c);
+        c->cpu_at_batch = true;
+    }
     if (part_ends(er, pb_stoprule_batch(&er->rule, h.t_done_ns, h.samples)))
         end_part(er, c, h.t_done_ns, er->rule.reason ? er->rule.reason : PB_STOP_STABLE, rep);
     return PB_OK;
@@ -570,10 +595,9 @@ static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_re
         keep_job(er, j);
     } else if (strcmp(type, "workers") == 0) {
         json_int_t main_pid = json_integer_value(json_object_get(j, "main_pid"));
-        if (main_pid > 0 && main_pid != er->main_pid) {
-            er->main_pid = (int)main_pid;
-            if (c->measuring) /* from now on, from its present reading */
-                c->all_cpu_start += loop_cpu_ns(er);
+        if (main_pid > 0 && main_pid != er->main_pid && !c->measuring) {
+            er->main_pid = (int)main_pid; /* set before the measured part, kept through it */
+            er->main_cpu_last = 0;
         }
         add_workers(er, json_object_get(j, "pids"));
         if (!er->workers_start_ns) /* the repeat's first: its time to first batch */
@@ -751,11 +775,19 @@ static void fill_totals(struct pb_engine_run *er, struct part *c, struct pb_repe
     rep->accel_util_pct = er->spec->run.step_ms > 0 || er->row->job_sizes
                               ? 100.0 * (double)c->step_total / span_ns
                               : 0;
-    rep->cpu_util_pct = 100.0 * (double)(c->all_cpu_end - c->all_cpu_start) / span_ns;
+    uint64_t all_cpu = c->all_cpu_end > c->all_cpu_start ? c->all_cpu_end - c->all_cpu_start : 0;
+    /* The CPU clocks are read as frames arrive, which can be later than the
+     * batches' own times (a wrapped job's batch is sent when the next one
+     * is asked for; its end, when the job has exited): their shares are of
+     * the time they were read over. */
+    double cpu_span_ns = c->cpu_read_end > c->cpu_read_start
+                             ? (double)(c->cpu_read_end - c->cpu_read_start)
+                             : span_ns;
+    rep->cpu_util_pct = 100.0 * (double)all_cpu / cpu_span_ns;
     int workers = er->live_workers > 0 ? er->live_workers : 1;
     uint64_t loader_cpu =
         c->loader_cpu_end > c->loader_cpu_start ? c->loader_cpu_end - c->loader_cpu_start : 0;
-    rep->worker_cpu_pct = 100.0 * (double)loader_cpu / ((double)workers * span_ns);
+    rep->worker_cpu_pct = 100.0 * (double)loader_cpu / ((double)workers * cpu_span_ns);
     rep->window_noise = pb_stoprule_noise(&er->rule);
     rep->hit_time_cap = er->rule.reason == PB_STOP_TIME_CAP;
     rep->noisy = pb_stoprule_noisy(&er->rule);
@@ -782,6 +814,7 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
     er->pid_count = 0;
     er->live_workers = 0;
     er->main_pid = 0;
+    er->main_cpu_last = 0;
     er->workers_start_ns = 0;
     er->rule.reason = PB_STOP_NONE;
     uint64_t now = pb_now_ns();
