@@ -1,0 +1,272 @@
+/* pbench wrap end to end (docs/wrap.md): the pbench binary runs the example
+ * training job (examples/train/train.py) unchanged, on tiny photos it makes
+ * itself, and the result holds the job's DataLoader, per-transform rows
+ * from its worker processes under fork and spawn, the settings pbench set,
+ * batches the job received bit for bit as without pbench, and clear errors
+ * for a job that is not Python, makes no DataLoader, or fails before its
+ * first batch; SIGTERM keeps what was measured. Skipped, saying why, where
+ * Debian's python3-torch is missing. No test asserts a wall-clock time. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+
+static const char *source_dir;
+static char workdir[] = "/tmp/pbench-wrap-XXXXXX";
+static bool have_torch;
+static char train[1024]; /* the example job, with tiny photos */
+
+#define NEED_TORCH()                                                                           \
+    do {                                                                                       \
+        if (!have_torch) {                                                                     \
+            fprintf(stderr, "skipped: torch is not installed: apt-get install python3-torch "  \
+                            "python3-torchvision (scripts/setup.sh does)\n");                  \
+            skip();                                                                            \
+        }                                                                                      \
+    } while (0)
+
+static int setup(void **state)
+{
+    pb_test_tmpdir_use(workdir);
+    source_dir = getenv("PBENCH_SOURCE_DIR");
+    if (!getenv("PBENCH_BINARY") || !source_dir) {
+        fprintf(stderr, "PBENCH_BINARY and PBENCH_SOURCE_DIR must be set (ctest sets them)\n");
+        return -1;
+    }
+    have_torch = pb_test_have_torch();
+    int rc = pb_test_tmpdir_setup(state);
+    snprintf(train, sizeof train,
+             "/usr/bin/python3 %s/examples/train/train.py --data %s/photos --images 64 --size 64 "
+             "--crop 32 --batch-size 8",
+             source_dir, workdir);
+    return rc;
+}
+
+/* Runs pbench with args in the work folder; its stderr into *err. */
+static int wrap(const char *args, char **err)
+{
+    return pb_test_run_pbench(workdir, args, err);
+}
+
+static void wrap_ok(const char *args)
+{
+    char *err = NULL;
+    int rc = wrap(args, &err);
+    if (rc != 0)
+        fail_msg("pbench %s: exit %d: %s", args, rc, err);
+    free(err);
+}
+
+static const json_t *first_point(const json_t *r)
+{
+    return json_array_get(json_object_get(r, "points"), 0);
+}
+
+/* The measured DataLoader of the point's last job account. */
+static const json_t *measured_loader(const json_t *p)
+{
+    const json_t *jobs = json_object_get(json_object_get(p, "engine"), "jobs");
+    const json_t *loaders = json_object_get(json_array_get(jobs, json_array_size(jobs) - 1),
+                                            "loaders");
+    for (size_t i = 0; i < json_array_size(loaders); i++)
+        if (json_is_true(json_object_get(json_array_get(loaders, i), "measured")))
+            return json_array_get(loaders, i);
+    fail_msg("no measured DataLoader in the result");
+    return NULL;
+}
+
+static const json_t *stage_row(const json_t *p, const char *name)
+{
+    const json_t *stages = json_object_get(json_array_get(json_object_get(p, "repeats"), 0),
+                                           "stages");
+    for (size_t i = 0; i < json_array_size(stages); i++)
+        if (strcmp(json_string_value(json_object_get(json_array_get(stages, i), "name")), name) ==
+            0)
+            return json_array_get(stages, i);
+    return NULL;
+}
+
+/* The job's batches, each transform of its Compose timed in its fork
+ * workers, the window counted in batches, the DataLoader named by where the
+ * job made it. */
+static void test_measures_the_example_job(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char args[2048];
+    snprintf(args, sizeof args,
+             "wrap --warmup-batches 2 --batches 6 -o fork.json -- %s --epochs 100", train);
+    wrap_ok(args);
+    json_t *r = pb_test_load_json(workdir, "fork.json");
+    const json_t *p = first_point(r);
+    const json_t *rep = json_array_get(json_object_get(p, "repeats"), 0);
+    assert_int_equal(json_integer_value(json_object_get(rep, "batches")), 6);
+    assert_int_equal(json_integer_value(json_object_get(rep, "samples")), 48);
+    static const char *const rows[] = {"getitem",  "RandomResizedCrop", "RandomHorizontalFlip",
+                                       "ColorJitter", "ToTensor", "Normalize", "collate"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(rows); i++) {
+        const json_t *row = stage_row(p, rows[i]);
+        if (!row)
+            fail_msg("no stage row %s", rows[i]);
+        assert_true(json_number_value(json_object_get(row, "cpu_ns")) > 0);
+    }
+    const json_t *loader = measured_loader(p);
+    const char *site = json_string_value(json_object_get(loader, "site"));
+    assert_non_null(strstr(site, "examples/train/train.py:"));
+    assert_string_equal(json_string_value(json_object_get(loader, "dataset")), "__main__.Photos");
+    assert_string_equal(json_string_value(json_object_get(loader, "context")), "fork");
+    char path[600];
+    snprintf(path, sizeof path, "%s/out.txt", workdir);
+    char *out = pb_test_read_file(path, NULL, true);
+    pb_test_assert_contains(out, (const char *const[]){"engine: wrap", "DataLoader",
+                                                       "examples/train/train.py:",
+                                                       "the job's own, measured", "verdict:",
+                                                       NULL});
+    free(out);
+    json_decref(r);
+}
+
+/* Spawned workers are measured too, and -s loader.workers reaches the
+ * DataLoader where the job builds it, said with the script's own value. */
+static void test_spawn_workers_and_a_setting(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char args[2048];
+    snprintf(args, sizeof args,
+             "wrap -s loader.workers=1 --warmup-batches 1 --batches 4 -o spawn.json -- %s "
+             "--epochs 100 --start-method spawn",
+             train);
+    wrap_ok(args);
+    json_t *r = pb_test_load_json(workdir, "spawn.json");
+    const json_t *p = first_point(r);
+    const json_t *loader = measured_loader(p);
+    assert_string_equal(json_string_value(json_object_get(loader, "context")), "spawn");
+    const json_t *changed = json_object_get(json_object_get(loader, "changed"), "num_workers");
+    assert_int_equal(json_integer_value(json_array_get(changed, 0)), 2);
+    assert_int_equal(json_integer_value(json_array_get(changed, 1)), 1);
+    assert_non_null(stage_row(p, "ColorJitter"));
+    assert_non_null(stage_row(p, "collate"));
+    json_decref(r);
+}
+
+/* The hook changes nothing the job computes: with a fixed seed, every
+ * batch it receives has the same SHA-256 with and without pbench. */
+static void test_batches_unchanged(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && %s --epochs 2 --checksum plain.sums >/dev/null 2>&1",
+             workdir, train);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd,
+             "wrap --warmup-batches 1 --until-exit -o sums.json -- %s --epochs 2 --checksum "
+             "wrapped.sums",
+             train);
+    wrap_ok(cmd);
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/plain.sums", workdir);
+    snprintf(b, sizeof b, "%s/wrapped.sums", workdir);
+    size_t alen = 0, blen = 0;
+    char *plain = pb_test_read_file(a, &alen, true), *wrapped = pb_test_read_file(b, &blen, true);
+    assert_true(alen > 0);
+    assert_int_equal(alen, blen);
+    assert_memory_equal(plain, wrapped, alen);
+    free(plain);
+    free(wrapped);
+}
+
+static void assert_wrap_says(const char *args, int code, const char *const *needles)
+{
+    char *err = NULL;
+    int rc = wrap(args, &err);
+    if (rc != code)
+        fail_msg("pbench %s: exit %d, not %d: %s", args, rc, code, err);
+    pb_test_assert_contains(err, needles);
+    free(err);
+}
+
+/* What cannot be measured says why: not a Python job (2), a program that
+ * is not there (2), a Python job without a DataLoader (1), a job that fails
+ * before its first batch (1, with its last lines). */
+static void test_jobs_that_cannot_be_measured(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    assert_wrap_says("wrap -- /bin/true", 2,
+                     (const char *const[]){"started no Python process with pbench's hook",
+                                           NULL});
+    assert_wrap_says("wrap -- pbench-no-such-program", 2,
+                     (const char *const[]){"'pbench-no-such-program' is not a program on PATH",
+                                           NULL});
+    assert_wrap_says("wrap -- /usr/bin/python3 -c 'print(42)'", 1,
+                     (const char *const[]){"exited with status 0 without creating a torch "
+                                           "DataLoader",
+                                           NULL});
+    char script[600];
+    snprintf(script, sizeof script, "%s/broken.py", workdir);
+    static const char broken[] =
+        "import torch.utils.data as d\n"
+        "class Broken(d.Dataset):\n"
+        "    def __len__(self): return 8\n"
+        "    def __getitem__(self, i): raise ValueError('sample %d is unreadable' % i)\n"
+        "for batch in d.DataLoader(Broken(), batch_size=2, num_workers=1): pass\n";
+    pb_test_write_file(script, broken, strlen(broken));
+    assert_wrap_says("wrap -- /usr/bin/python3 broken.py", 1,
+                     (const char *const[]){"exited with status 1 before the measured "
+                                           "DataLoader's first batch",
+                                           "broken.py:5", "is unreadable", NULL});
+    assert_wrap_says("wrap -s loader.engine=torch -- /usr/bin/python3 broken.py", 2,
+                     (const char *const[]){"gives the job's DataLoader only", NULL});
+}
+
+/* SIGTERM from a job runner's timeout ends the job and keeps what was
+ * measured (exit 143, the result written, its repeat cut short). */
+static void test_sigterm_keeps_what_was_measured(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char args[2048];
+    /* The job starts (importing torch, making its photos) in seconds; 25 s
+     * leave room on a busy machine. */
+    snprintf(args, sizeof args,
+             "wrap --warmup-batches 1 --until-exit --grace 1 -o term.json -- %s --epochs 100000 "
+             "--delay-ms 5",
+             train);
+    char cmd[2300];
+    snprintf(cmd, sizeof cmd, "timeout --preserve-status -s TERM 25 %s", getenv("PBENCH_BINARY"));
+    char full[4500];
+    snprintf(full, sizeof full, "cd '%s' && %s %s >out.txt 2>err.txt", workdir, cmd, args);
+    int status = system(full);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 143);
+    json_t *r = pb_test_load_json(workdir, "term.json");
+    const json_t *rep = json_array_get(json_object_get(first_point(r), "repeats"), 0);
+    assert_true(json_integer_value(json_object_get(rep, "samples")) > 0);
+    json_decref(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_measures_the_example_job),
+        cmocka_unit_test(test_spawn_workers_and_a_setting),
+        cmocka_unit_test(test_batches_unchanged),
+        cmocka_unit_test(test_jobs_that_cannot_be_measured),
+        cmocka_unit_test(test_sigterm_keeps_what_was_measured),
+    };
+    return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
+}
