@@ -46,6 +46,62 @@ static void loader_settings(const json_t *loader, char *buf, size_t buflen)
     }
 }
 
+/* A row per worker process of the measured DataLoader: its batches, its
+ * samples' CPU each and how much of the measured window it was building. */
+static void worker_rows(struct pb_table *t, const json_t *workers)
+{
+    size_t i;
+    const json_t *w;
+    json_array_foreach(workers, i, w)
+    {
+        char cpu[32] = "?";
+        const json_t *ns = json_object_get(w, "cpu_ns_per_sample");
+        if (json_is_number(ns))
+            pb_fmt_duration(cpu, sizeof cpu, json_number_value(ns));
+        json_int_t id = json_integer_value(json_object_get(w, "worker"));
+        pb_table_add(t, id < 0 ? "loop's process" : "worker %lld", (long long)id);
+        pb_table_add(t, "pid %lld: %lld batches, %lld samples, %s CPU per sample, building "
+                        "batches %.0f%% of the window",
+                     (long long)json_integer_value(json_object_get(w, "pid")),
+                     (long long)json_integer_value(json_object_get(w, "batches")),
+                     (long long)json_integer_value(json_object_get(w, "samples")), cpu,
+                     json_number_value(json_object_get(w, "busy_pct")));
+    }
+}
+
+/* The ranks of a job a launcher started: each one's busiest DataLoader over
+ * the measured window, the slowest named, the imbalance. */
+static void rank_rows(struct pb_table *t, const json_t *ranks)
+{
+    size_t n = json_array_size(ranks), i;
+    if (n < 2)
+        return;
+    const json_t *r, *slowest = NULL, *fastest = NULL;
+    double total = 0;
+    json_array_foreach(ranks, i, r)
+    {
+        double rate = json_number_value(json_object_get(r, "samples_per_s"));
+        total += rate;
+        if (!slowest || rate < json_number_value(json_object_get(slowest, "samples_per_s")))
+            slowest = r;
+        if (!fastest || rate > json_number_value(json_object_get(fastest, "samples_per_s")))
+            fastest = r;
+        pb_table_add(t, "rank %lld", (long long)json_integer_value(json_object_get(r, "rank")));
+        pb_table_add(t, "%.1f samples/s, stall %.1f %%, %lld batches (pid %lld, %s)", rate,
+                     json_number_value(json_object_get(r, "stall_pct")),
+                     (long long)json_integer_value(json_object_get(r, "batches")),
+                     (long long)json_integer_value(json_object_get(r, "pid")),
+                     json_string_value(json_object_get(r, "site")));
+    }
+    double slow = json_number_value(json_object_get(slowest, "samples_per_s"));
+    pb_table_add(t, "ranks");
+    pb_table_add(t, "%zu, %.1f samples/s together; slowest rank %lld, imbalance %.2fx (fastest / "
+                    "slowest); the figures here are rank 0's",
+                 n, total, (long long)json_integer_value(json_object_get(slowest, "rank")),
+                 slow > 0 ? json_number_value(json_object_get(fastest, "samples_per_s")) / slow
+                          : 0);
+}
+
 void pb_report_wrap_summary(struct pb_table *t, const struct pb_point_result *p)
 {
     const json_t *jobs = json_object_get(p->engine, "jobs");
@@ -63,7 +119,9 @@ void pb_report_wrap_summary(struct pb_table *t, const struct pb_point_result *p)
     for (size_t i = 0; i < json_array_size(loaders); i++) {
         const json_t *l = json_array_get(loaders, i);
         if (!json_is_true(json_object_get(l, "measured"))) {
-            others++;
+            /* another rank's copy of it has the rank's row */
+            const json_t *rank = json_object_get(l, "rank");
+            others += !json_is_integer(rank) || json_integer_value(rank) == 0;
             continue;
         }
         const char *site = json_string_value(json_object_get(l, "site"));
@@ -75,6 +133,8 @@ void pb_report_wrap_summary(struct pb_table *t, const struct pb_point_result *p)
         pb_table_add(t, "%s  (%s; %s; workers by %s)", site ? site : "?",
                      dataset ? dataset : "?", settings, context ? context : "?");
     }
+    worker_rows(t, json_object_get(job, "workers"));
+    rank_rows(t, json_object_get(job, "rank_rows"));
     if (others > 0) {
         pb_table_add(t, "other loaders");
         pb_table_add(t, "%zu not measured (the result's points[].engine.jobs lists them; "

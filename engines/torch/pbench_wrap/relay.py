@@ -68,14 +68,16 @@ class Loader:
         self.queues = collections.defaultdict(collections.deque)
         self.workers = {}     # worker id -> pid, of the latest epoch
         self.pending = None   # the loop's latest batch, waiting for its end
+        self.taken = []       # (t_wait, t_taken, samples) per batch, for the ranks' rows
+        self.per_worker = {}  # worker -> [pid, batches, samples, cpu_ns, busy_ns], measured
 
-    def describe(self, measured):
+    def describe(self, measured, rank=None):
         span = (self.last_t - self.first_t) / 1e9 if self.last_t > self.first_t else 0.0
         return {"site": self.site, "dataset": self.dataset, "pid": self.key[0],
                 "args": self.args, "changed": self.changed, "context": self.context,
                 "batches": self.batches, "samples": self.samples, "epochs": self.epochs,
                 "stall_pct": round(100.0 * self.wait_ns / (span * 1e9), 2) if span else None,
-                "measured": measured}
+                "measured": measured, "rank": rank}
 
 
 class Job:
@@ -96,6 +98,7 @@ class Job:
         self.loaders = {}
         self.measured = None
         self.seq = 0             # batch frames sent for the measured loader
+        self.window = [0, 0]     # the measured batches' first wait and last end
         self.workers_sent = None
         self.stages_sent = False
         self.ending = None       # how pbench ended it, once it does
@@ -188,6 +191,8 @@ class Job:
             return
         loader.batches += 1
         loader.wait_ns += t_taken - t_wait
+        if len(loader.taken) < 200000:
+            loader.taken.append([t_wait, t_taken, samples])
         loader.first_t = loader.first_t or t_wait
         loader.last_t = t_taken
         if self.measured is None and not self.relay.loader_site and self.rank_zero(pid):
@@ -258,6 +263,11 @@ class Job:
             fields, rows = fetch
             _, _, _, fetched, width, count, t_first, t_ready = fields
             samples = fetched
+            if loader.taken and loader.taken[-1][0] == t_wait:
+                loader.taken[-1][2] = fetched  # collate's count, not the loop's guess
+            if self.seq >= self.relay.warmup and not self.ending:
+                self.count_worker(loader, worker if worker >= 0 else fields[2], fetched,
+                                  width, count, rows, t_ready - t_first)
             if (self.stages_sent and loader.columns and width == len(loader.columns) and
                     count == fetched and len(rows) == 8 * count * (1 + 3 * width)):
                 columns, records, body = width, count, rows
@@ -267,11 +277,66 @@ class Job:
         header = (self.seq, t_wait, t_taken, t_done, t_done - t_taken, t_first or t_taken,
                   t_ready or t_taken, 0, samples, 0, worker, columns, records, 0)
         self.relay.writer.batch(header, body)
+        if self.seq == self.relay.warmup:
+            self.window[0] = t_wait
+        if self.seq >= self.relay.warmup:
+            self.window[1] = t_done
         self.seq += 1
         limit = self.relay.batches
         if limit and self.seq >= self.relay.warmup + limit and not self.ending:
             self.relay.finish(self, "stopped by pbench after %d measured batches" % limit,
                               "data_end")
+
+    def count_worker(self, loader, worker, samples, width, count, rows, busy_ns):
+        """A measured batch into its worker's row: batches, samples, the
+        thread CPU of its samples' columns and the time it spent on it."""
+        cpu = 0
+        if width and count and len(rows) == 8 * count * (1 + 3 * width):
+            values = memoryview(rows).cast("Q")
+            stride = 1 + 3 * width
+            for r in range(count):
+                for column in range(width):
+                    cpu += values[r * stride + 3 + 3 * column]
+        row = loader.per_worker.setdefault(worker, [loader.workers.get(worker), 0, 0, 0, 0])
+        row[0] = loader.workers.get(worker, row[0])
+        row[1] += 1
+        row[2] += samples
+        row[3] += cpu
+        row[4] += max(0, busy_ns)
+
+    def workers_rows(self):
+        """The measured loader's worker processes over the measured batches."""
+        loader = self.loaders.get(self.measured)
+        wall = self.window[1] - self.window[0]
+        if loader is None or wall <= 0:
+            return []
+        return [{"worker": w, "pid": pid, "batches": b, "samples": n,
+                 "cpu_ns_per_sample": round(cpu / n) if n else None,
+                 "busy_pct": round(100.0 * busy / wall, 1)}
+                for w, (pid, b, n, cpu, busy) in sorted(loader.per_worker.items())]
+
+    def ranks_rows(self):
+        """Each rank's busiest DataLoader over the measured window: its
+        samples/s, stall and step, as the point's figures are rank 0's."""
+        start, end = self.window
+        rows = []
+        for pid, hello in self.pythons.items():
+            rank = hello.get("rank")
+            loaders = [l for l in self.loaders.values() if l.key[0] == pid]
+            if rank is None or not loaders:
+                continue
+            loader = max(loaders, key=lambda l: l.batches)
+            inside = [b for b in loader.taken if start <= b[0] and b[1] <= end]
+            if not inside or end <= start:
+                continue
+            span = (end - start) / 1e9
+            wait = sum(t - w for w, t, _ in inside)
+            rows.append({"rank": rank.get("rank"), "world": rank.get("size"), "pid": pid,
+                         "site": loader.site, "batches": len(inside),
+                         "samples": sum(n for _, _, n in inside),
+                         "samples_per_s": round(sum(n for _, _, n in inside) / span, 2),
+                         "stall_pct": round(100.0 * wait / (span * 1e9), 2)})
+        return sorted(rows, key=lambda r: r["rank"])
 
     # -- the end --------------------------------------------------------------
 
@@ -294,8 +359,12 @@ class Job:
                 "ended": self.ending or ("the job %s by itself" % self.exit_text()),
                 "exit": self.exit_text(), "status": self.proc.returncode if self.proc else None,
                 "output_tail": list(self.tail),
-                "loaders": [l.describe(l.key == self.measured) for l in self.loaders.values()],
+                "loaders": [l.describe(l.key == self.measured,
+                                       ((self.pythons.get(l.key[0]) or {}).get("rank") or {})
+                                       .get("rank"))
+                            for l in self.loaders.values()],
                 "ranks": [json.loads(r) for r in ranks], "pythons": len(self.pythons),
+                "workers": self.workers_rows(), "rank_rows": self.ranks_rows(),
                 "versions": versions}
 
     def warn_other_loaders(self):
@@ -303,7 +372,8 @@ class Job:
         if measured is None:
             return
         for loader in self.loaders.values():
-            if loader is not measured and loader.batches > measured.batches:
+            if loader is not measured and loader.key[0] == measured.key[0] and \
+                    loader.batches > measured.batches:  # another rank's is in its row
                 self.relay.writer.json({"type": "warning", "message": (
                     "%s (%s) delivered %d batches, more than the measured %s (%d): "
                     "pbench wrap --loader %s measures it"
