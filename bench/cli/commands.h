@@ -50,7 +50,7 @@
     X(wrap, \
       "pbench wrap [-s loader.KEY=V]... [-a loader.KEY=v1,v2]... [--set-new loader.KEY=V]\n" \
       "                  [--warmup-batches N] [--batches N | --time S | --until-exit]\n" \
-      "                  [--loader FILE:LINE] [--grace S] [-o results/NAME.json]\n" \
+      "                  [--loader FILE:LINE] [--grace S] [--ideal[=K]] [-o results/NAME.json]\n" \
       "                  [--format {formats}] [--quiet] [--overhead] [--baseline BASE.json]\n" \
       "                  -- COMMAND [ARGS...]  (or --command 'COMMAND ARGS...')", \
       "Runs your training job, unchanged, with pbench's hook loaded at start-up in every\n" \
@@ -74,6 +74,9 @@
       "      --loader FILE:LINE    the DataLoader to measure, by where it is created\n" \
       "                            (default: the first that delivers a batch)\n" \
       "      --grace S             seconds between SIGINT and SIGTERM (default 10)\n" \
+      "      --ideal[=K]           what a loader that never waits would give: the job\n" \
+      "                            against itself with K (8) batches, kept after the\n" \
+      "                            warm-up, handed to it again instead of its DataLoader's\n" \
       "      --overhead            also run each repeat with per-sample timing off and say\n" \
       "                            what the hook costs in the job's batches/s\n" \
       "  -o, -f, -q, --baseline, --threshold, --fail-on-regression: as pbench run.\n\n" \

@@ -128,6 +128,8 @@ int pb_cli_measure(const struct pb_session_opts *opts, const char *title, bool q
         } else if (comparison_path) {
             fprintf(stderr, "pbench: comparison written to %s\n", comparison_path);
         }
+        if (two_configs && rc == PB_OK && !comparison_path && format == PB_FORMAT_TABLE)
+            pb_cli_wrap_ideal(stdout, &result, &outcome.comparison);
         int verdict =
             gate_code >= 0 ? gate_code : pb_cli_comparison_exit(rc, &outcome.comparison, gate);
         if (code == PB_EXIT_OK)

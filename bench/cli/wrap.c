@@ -5,6 +5,7 @@
  * rule, sweeps (-a loader.workers=1,2,4), the interleaved A/B (--set-new),
  * --baseline, the tables, the verdict and the result file. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,39 @@ static int number(const char *option, const char *text, double lo, double *out)
     return -1;
 }
 
+void pb_cli_wrap_ideal(FILE *out, const struct pb_result *result,
+                       const struct pb_comparison *cmp)
+{
+    const json_t *ideal = pb_result_config_value(result, "wrap.ideal");
+    bool asked = false;
+    for (size_t i = 0; i < result->point_count; i++)
+        asked = asked || pb_point_setting_int(result, i, "wrap.ideal", 0) > 0;
+    if (!asked && !(json_is_integer(ideal) && json_integer_value(ideal) > 0))
+        return;
+    for (size_t k = 0; k < cmp->point_count; k++) {
+        const struct pb_point_cmp *pc = &cmp->points[k];
+        for (int m = 0; m < pc->metric_count; m++) {
+            const struct pb_metric_cmp *mc = &pc->metrics[m];
+            if (strcmp(mc->name, "samples_per_s") != 0 || !(mc->base > 0) || !(mc->next > 0))
+                continue;
+            double batch = (double)pb_point_batch_size(result, pc->base_index);
+            double unit = batch > 0 ? batch : 1;
+            char ci[96] = "";
+            if (isfinite(mc->ci_low_pct) && isfinite(mc->ci_high_pct))
+                snprintf(ci, sizeof ci, "; 95%% CI %+.0f%% to %+.0f%%", mc->ci_low_pct,
+                         mc->ci_high_pct);
+            fprintf(out,
+                    "\nideal loader%s%s: a loader that never made this job wait would take it "
+                    "from %.2f to %.2f %s (%+.0f%%%s): loading costs %.0f%% of this job's time. "
+                    "Its batches were reused, and a step whose time depends on the data differs.\n",
+                    strcmp(pc->label, "(single point)") ? " at " : "",
+                    strcmp(pc->label, "(single point)") ? pc->label : "", mc->base / unit,
+                    mc->next / unit, batch > 0 ? "steps/s" : "samples/s",
+                    100.0 * (mc->next / mc->base - 1), ci, 100.0 * (1 - mc->base / mc->next));
+        }
+    }
+}
+
 int cmd_wrap(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -181,6 +215,7 @@ int cmd_wrap(int argc, char **argv)
         {"loader", required_argument, NULL, 'L'},
         {"grace", required_argument, NULL, 'g'},
         {"command", required_argument, NULL, 'c'},
+        {"ideal", optional_argument, NULL, 'I'},
         {NULL, 0, NULL, 0},
     };
     const char **overrides = calloc((size_t)argc, sizeof(char *));
@@ -190,6 +225,7 @@ int cmd_wrap(int argc, char **argv)
                                    .calibrate = false, .threshold_pct = 5};
     struct wrap_args w = {.warmup = 5, .grace_s = 10};
     const char *line = NULL;
+    char ideal[64];
     enum pb_format format = PB_FORMAT_TABLE;
     bool quiet = false;
     struct pb_gate gate = {false, NULL};
@@ -232,6 +268,12 @@ int cmd_wrap(int argc, char **argv)
             break;
         case 'U': w.until_exit = true; break;
         case 'c': line = optarg; break;
+        case 'I': /* the job against itself with batches handed out again */
+            if ((code = number("--ideal", optarg ? optarg : "8", 1, &v)) < 0) {
+                snprintf(ideal, sizeof ideal, "wrap.ideal=%lld", (long long)v);
+                news[opts.new_override_count++] = ideal;
+            }
+            break;
         case 'L': w.loader = optarg; break;
         case 'g': code = number("--grace", optarg, 0, &w.grace_s); break;
         case 'h': code = pb_cli_help(2, (char *[]){"help", "wrap", NULL}); break;
@@ -261,6 +303,8 @@ int cmd_wrap(int argc, char **argv)
     }
     if (code < 0 && !line)
         line = joined;
+    if (opts.new_override_count > 0 && w.warmup == 0)
+        w.warmup = 1; /* --ideal keeps its batches after the warm-up's first */
     char *yaml = code < 0 ? wrap_config(&w, line, msg, sizeof msg) : NULL;
     if (code < 0 && !yaml) {
         pb_cli_error("wrap", msg);

@@ -188,6 +188,10 @@ const struct pb_opt pb_wrap_opts[] = {
     {"grace_s", PB_OPT_DOUBLE, WRAP(grace_s), 0, 3600, "10", NULL,
      "After the window the job gets SIGINT, and SIGTERM (to its processes) this many seconds "
      "later if it is still running."},
+    {"ideal", PB_OPT_INT, WRAP(ideal), 0, 1024, "0", NULL,
+     "A loader that never waits: after the warm-up, this many of the batches the job received "
+     "(at most 1 GiB of them) are kept and handed to it again instead of asking its "
+     "DataLoader; 0 is off. pbench wrap --ideal compares the job with and without it."},
     {0},
 };
 

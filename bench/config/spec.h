@@ -106,6 +106,7 @@ struct pb_wrap_spec {
     int64_t batches;           /* measured batches, then the job is ended; 0: the rule's */
     bool until_exit;           /* measure until the job ends by itself */
     double grace_s;            /* SIGINT, then SIGTERM after this many seconds */
+    int64_t ideal;             /* batches kept after the warm-up and handed out again; 0: off */
 };
 
 /* Where the config file set an option, by its dotted path

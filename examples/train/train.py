@@ -23,6 +23,7 @@ Options for checking pbench against the job itself:
 """
 import argparse
 import hashlib
+import itertools
 import os
 import random
 import sys
@@ -155,7 +156,7 @@ def main():
     for epoch in range(args.epochs):
         if sampler is not None:
             sampler.set_epoch(epoch)
-        batches = iter(loader) if synthetic is None else iter(synthetic * 10 ** 6)
+        batches = iter(loader) if synthetic is None else itertools.cycle(synthetic)
         while True:
             t0 = time.monotonic_ns()
             try:

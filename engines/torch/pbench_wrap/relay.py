@@ -38,6 +38,7 @@ TAIL_LINES = 20
 HEARTBEAT_S = 1.0
 FIRST_BATCH_S = 120.0  # a job with no DataLoader batch by then is ended
 KILL_WAIT_S = 3.0
+IDEAL_CAP_BYTES = 1 << 30  # --ideal keeps at most this much of the job's batches
 ARG_TEXT = {"num_workers": "num_workers", "batch_size": "batch_size",
             "pin_memory": "pin_memory", "persistent_workers": "persistent_workers",
             "prefetch_factor": "prefetch_factor", "drop_last": "drop_last"}
@@ -177,6 +178,14 @@ class Job:
             loader.workers[message.get("worker")] = message.get("pid")
             if key == self.measured:
                 self.send_workers(loader)
+        elif kind == "ideal" and conn[1] == (self.measured or (None,))[0]:
+            self.relay.writer.json({"type": "warning", "message": (
+                "ideal loader: %d batches (%.1f MiB) the job received after the warm-up were "
+                "kept and handed to it again%s; a step whose time depends on the data, or that "
+                "changes its batch in place, differs from the job's own"
+                % (message.get("kept", 0), message.get("bytes", 0) / 1048576.0,
+                   "" if not message.get("short") else ", fewer than the %d asked for: %s"
+                   % (message.get("asked", 0), message.get("short"))))})
         elif kind == "columns" and key in self.loaders:
             loader = self.loaders[key]
             if loader.columns is None:
@@ -237,7 +246,10 @@ class Job:
 
     def take_fetch(self, loader, worker):
         """The record of the batch the loop took from worker (-1: whichever
-        was built first), records of earlier epochs dropped."""
+        was built first), records of earlier epochs dropped; none for a
+        batch --ideal handed out again (-2)."""
+        if worker == -2:
+            return None
         queues = [worker] if worker in loader.queues else list(loader.queues)
         best = None
         for w in queues:
@@ -265,7 +277,7 @@ class Job:
             samples = fetched
             if loader.taken and loader.taken[-1][0] == t_wait:
                 loader.taken[-1][2] = fetched  # collate's count, not the loop's guess
-            if self.seq >= self.relay.warmup and not self.ending:
+            if self.seq >= self.relay.lead() and not self.ending:
                 self.count_worker(loader, worker if worker >= 0 else fields[2], fetched,
                                   width, count, rows, t_ready - t_first)
             if (self.stages_sent and loader.columns and width == len(loader.columns) and
@@ -274,16 +286,21 @@ class Job:
         loader.samples += samples
         if self.ending or self.done or t_done < t_taken:
             return
-        header = (self.seq, t_wait, t_taken, t_done, t_done - t_taken, t_first or t_taken,
+        # --ideal keeps K batches after the warm-up before it hands them out
+        # again: those are warm-up too (pbench counts seq < warmup as such).
+        warmup, lead = self.relay.warmup, self.relay.lead()
+        seq = self.seq if self.seq < warmup else \
+            max(0, warmup - 1) if self.seq < lead else self.seq - (lead - warmup)
+        header = (seq, t_wait, t_taken, t_done, t_done - t_taken, t_first or t_taken,
                   t_ready or t_taken, 0, samples, 0, worker, columns, records, 0)
         self.relay.writer.batch(header, body)
-        if self.seq == self.relay.warmup:
+        if self.seq == lead:
             self.window[0] = t_wait
-        if self.seq >= self.relay.warmup:
+        if self.seq >= lead:
             self.window[1] = t_done
         self.seq += 1
         limit = self.relay.batches
-        if limit and self.seq >= self.relay.warmup + limit and not self.ending:
+        if limit and self.seq >= lead + limit and not self.ending:
             self.relay.finish(self, "stopped by pbench after %d measured batches" % limit,
                               "data_end")
 
@@ -395,6 +412,7 @@ class Relay:
         self.until_exit = False
         self.grace_s = 10.0
         self.overrides = {}
+        self.ideal = {}
         self.stage_timeout_s = 0.0
         self.folder = tempfile.mkdtemp(prefix="pbench-wrap-")
         self.socket_path = os.path.join(self.folder, "records")
@@ -402,6 +420,10 @@ class Relay:
         self.listener.bind(self.socket_path)
         self.listener.listen(256)
         self.listener.setblocking(False)
+
+    def lead(self):
+        """Batches before the measured part: the warm-up, and those --ideal keeps."""
+        return self.warmup + int(self.ideal.get("count") or 0)
 
     def fatal(self, kind, message, option=None):
         frame = {"type": "fatal", "kind": kind, "message": message}
@@ -444,6 +466,8 @@ class Relay:
                        % (", ".join(unknown), ", ".join(SET_KEYS)), "wrap.set")
             return False
         self.overrides = {SET_KEYS[n]: loader.get(n) for n in names}
+        self.ideal = {"count": int(wrap.get("ideal") or 0), "warmup": self.warmup,
+                      "cap_bytes": IDEAL_CAP_BYTES, "site": self.loader_site}
         self.writer.json({"type": "ready", "protocol": 1, "engine": "wrap",
                           "versions": {"python": sys.version.split()[0]},
                           "stages": [{"name": "getitem", "parent": ""},
@@ -461,7 +485,7 @@ class Relay:
         env[hook.SOCKET_ENV] = self.socket_path
         env[hook.RELAY_ENV] = str(os.getpid())
         env[hook.CONFIG_ENV] = json.dumps({"stage_timing": stage_timing,
-                                           "overrides": self.overrides})
+                                           "overrides": self.overrides, "ideal": self.ideal})
         return env
 
     def repeat(self, command):
