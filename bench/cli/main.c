@@ -363,6 +363,8 @@ static int compare_one_file(const struct compare_args *args)
     pb_interleaved_label(r.interleaved, "base", base, sizeof(base));
     pb_interleaved_label(r.interleaved, "new", next, sizeof(next));
     int code = compare_show(args, &cmp, base, next);
+    if (!args->output && args->format == PB_FORMAT_TABLE)
+        pb_cli_wrap_ideal(stdout, &r, &cmp);
     pb_comparison_free(&cmp);
     pb_result_free(&r);
     return code;

@@ -168,11 +168,11 @@ static int number(const char *option, const char *text, double lo, double *out)
 void pb_cli_wrap_ideal(FILE *out, const struct pb_result *result,
                        const struct pb_comparison *cmp)
 {
-    const json_t *ideal = pb_result_config_value(result, "wrap.ideal");
-    bool asked = false;
-    for (size_t i = 0; i < result->point_count; i++)
-        asked = asked || pb_point_setting_int(result, i, "wrap.ideal", 0) > 0;
-    if (!asked && !(json_is_integer(ideal) && json_integer_value(ideal) > 0))
+    /* The new side of the interleaved pair is the job with wrap.ideal set. */
+    const json_t *wrap = json_object_get(
+        json_object_get(json_object_get(result->interleaved, "new"), "config"), "wrap");
+    const json_t *ideal = json_object_get(wrap, "ideal");
+    if (!json_is_integer(ideal) || json_integer_value(ideal) <= 0)
         return;
     for (size_t k = 0; k < cmp->point_count; k++) {
         const struct pb_point_cmp *pc = &cmp->points[k];
