@@ -164,8 +164,8 @@ def main():
             except StopIteration:
                 break
             t1 = time.monotonic_ns()
-            if start_ns == 0:
-                start_ns = t0
+            if start_ns == 0:  # the first batch (the workers' start) is not timed
+                start_ns = t1
             else:
                 wait_ns += t1 - t0
             if sums is not None:

@@ -322,8 +322,10 @@ class WorkerInit:
             try:
                 STATE.worker = (tuple(self.key), worker_id)
                 STATE.config.setdefault("stage_timing", self.stage_timing)
+                start, cpu = process_start()
                 LINK.json({"type": "worker", "loader": self.key, "worker": worker_id,
-                           "pid": os.getpid()})
+                           "pid": os.getpid(), "start_ns": start, "ready_ns": monotonic_ns(),
+                           "cpu_ns": cpu})
             except Exception as e:
                 LINK.turn_off("a worker's start failed: %s" % e)
         if self.user_fn is not None:
@@ -399,6 +401,22 @@ def tensor_bytes(batch, depth=0):
     return len(batch) if isinstance(batch, (bytes, bytearray)) else 0
 
 
+def process_start():
+    """When this process started, on the monotonic clock, and the CPU it has
+    used since: a worker's start-up (a spawned one imports torch and
+    unpickles the Dataset), the row worker_start."""
+    cpu = time.process_time_ns()
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
+        age = time.clock_gettime_ns(time.CLOCK_BOOTTIME) - ticks * 10 ** 9 // os.sysconf(
+            "SC_CLK_TCK")
+        return max(0, monotonic_ns() - age), cpu
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0, cpu
+
+
 # ---- the loader's side: each sample, transform and collate ------------------
 
 def patch_fetch(module):
@@ -439,9 +457,13 @@ def instrument(fetcher):
     if timing:
         for compose in composes_of(fetcher.dataset):
             composes.append(compose)
-    transforms = [t for c in composes for t in c.transforms][:MAX_COLUMNS - 2]
+    transforms = [t for c in composes for t in c.transforms][:MAX_COLUMNS - 3]
     names += unique_names([type(t).__name__ for t in transforms]) + ["collate"]
+    if STATE.worker is not None:  # filled by the relay, once per worker process
+        names.append("worker_start")
     batch = BatchRecord(key, worker, len(names) if timing else 0)
+    batch.transforms = len(transforms)
+    batch.collate_column = len(transforms) + 1
     if timing:
         for column, t in enumerate(transforms, start=1):
             for c in composes:
@@ -514,6 +536,8 @@ class BatchRecord:
         self.samples = 0
         self.t_first = 0
         self.t_ready = 0
+        self.transforms = 0
+        self.collate_column = columns - 1
 
     def begin(self):
         del self.rows[:]
@@ -603,7 +627,7 @@ def timed_sample(batch, index, get):
         STATE.row = previous
         rows = batch.rows
         inner_wall = inner_cpu = 0
-        for column in range(1, batch.columns - 1):
+        for column in range(1, batch.transforms + 1):
             base = offset + 1 + 3 * column
             if rows[base]:
                 inner_wall += rows[base + 1] - rows[base]
@@ -667,7 +691,7 @@ class TimedCollate:
         end = monotonic_ns()
         batch.t_ready = end
         if batch.columns and batch.count:
-            base = 1 + 3 * (batch.columns - 1)
+            base = 1 + 3 * batch.collate_column
             batch.rows[base] = start
             batch.rows[base + 1] = end
             batch.rows[base + 2] = thread_time_ns() - cpu

@@ -68,9 +68,11 @@ class Loader:
         self.columns = None
         self.queues = collections.defaultdict(collections.deque)
         self.workers = {}     # worker id -> pid, of the latest epoch
+        self.worker_t = {}    # worker id -> when it started (its worker_init_fn)
         self.pending = None   # the loop's latest batch, waiting for its end
         self.taken = []       # (t_wait, t_taken, samples) per batch, for the ranks' rows
         self.per_worker = {}  # worker -> [pid, batches, samples, cpu_ns, busy_ns], measured
+        self.started = {}     # worker -> (start, ready, cpu) of a worker process not yet counted
 
     def describe(self, measured, rank=None):
         span = (self.last_t - self.first_t) / 1e9 if self.last_t > self.first_t else 0.0
@@ -168,7 +170,11 @@ class Job:
             self.flush(loader, message["t"])
             loader.iter_t = message["t"]
             loader.epochs += 1
-            loader.workers = {}
+            # The workers of earlier epochs; a new one may have said so first
+            for w, ready in list(loader.worker_t.items()):
+                if ready < loader.iter_t:
+                    loader.workers.pop(w, None)
+                    loader.worker_t.pop(w, None)
             if key == self.measured:
                 self.send_workers(loader)
         elif kind == "epoch_end" and key in self.loaders:
@@ -176,6 +182,10 @@ class Job:
         elif kind == "worker" and key in self.loaders:
             loader = self.loaders[key]
             loader.workers[message.get("worker")] = message.get("pid")
+            loader.worker_t[message.get("worker")] = message.get("ready_ns") or 0
+            loader.started[message.get("worker")] = (message.get("start_ns") or 0,
+                                                     message.get("ready_ns") or 0,
+                                                     message.get("cpu_ns") or 0)
             if key == self.measured:
                 self.send_workers(loader)
         elif kind == "ideal" and conn[1] == (self.measured or (None,))[0]:
@@ -282,7 +292,7 @@ class Job:
                                   width, count, rows, t_ready - t_first)
             if (self.stages_sent and loader.columns and width == len(loader.columns) and
                     count == fetched and len(rows) == 8 * count * (1 + 3 * width)):
-                columns, records, body = width, count, rows
+                columns, records, body = width, count, self.with_start(loader, fields[2], rows)
         loader.samples += samples
         if self.ending or self.done or t_done < t_taken:
             return
@@ -303,6 +313,19 @@ class Job:
         if limit and self.seq >= lead + limit and not self.ending:
             self.relay.finish(self, "stopped by pbench after %d measured batches" % limit,
                               "data_end")
+
+    def with_start(self, loader, worker, rows):
+        """rows with the worker's start-up in the worker_start column of the
+        first record, for the first batch of a worker process."""
+        start = loader.started.pop(worker, None)
+        if start is None or loader.columns[-1] != "worker_start" or not start[1]:
+            return rows
+        values = memoryview(bytearray(rows)).cast("Q")
+        base = 1 + 3 * (len(loader.columns) - 1)
+        values[base] = start[0] or start[1]
+        values[base + 1] = start[1]
+        values[base + 2] = start[2]
+        return values.tobytes()
 
     def count_worker(self, loader, worker, samples, width, count, rows, busy_ns):
         """A measured batch into its worker's row: batches, samples, the

@@ -129,7 +129,8 @@ class HookTest(unittest.TestCase):
         self.assertEqual(loaders[0]["dataset"], "__main__.Numbers")
         columns = [m for m in messages if m["type"] == "columns"]
         self.assertTrue(columns)
-        self.assertEqual(columns[0]["names"], ["getitem", "Lambda", "Lambda_2", "collate"])
+        names = ["getitem", "Lambda", "Lambda_2", "collate"] + (["worker_start"] if workers else [])
+        self.assertEqual(columns[0]["names"], names)
         batches = [hook.BATCH.unpack_from(p) for k, p in frames if k == hook.MSG_BATCH]
         self.assertEqual(len(batches), 3)
         for _, _, worker, t_wait, t_taken, samples in batches:
@@ -142,11 +143,11 @@ class HookTest(unittest.TestCase):
         indices = []
         for fields, rows in fetches:
             _, _, _, samples, width, count, t_first, t_ready = fields
-            self.assertEqual((samples, width, count), (4, 4, 4))
+            self.assertEqual((samples, width, count), (4, len(names), 4))
             self.assertLess(t_first, t_ready)
             values = [int.from_bytes(rows[i:i + 8], "little") for i in range(0, len(rows), 8)]
             for r in range(count):
-                row = values[r * 13:(r + 1) * 13]
+                row = values[r * (1 + 3 * width):(r + 1) * (1 + 3 * width)]
                 indices.append(row[0])
                 for column in range(3):  # getitem and the two Lambdas: timed
                     start, end = row[1 + 3 * column], row[2 + 3 * column]
