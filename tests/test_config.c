@@ -280,7 +280,7 @@ static void test_bad_overrides(void **state)
         {"=4", "-s =4: expected KEY=VALUE"},
         {"lodaer.workers=4",
          "-s lodaer.workers=4: unknown key 'lodaer.workers'; did you mean 'loader'? allowed: "
-         "name, dataset, pipeline, loader, run, sweep, gpu, profile, analysis"},
+         "name, dataset, pipeline, loader, run, sweep, gpu, profile, wrap, analysis"},
         {"loader=4",
          "-s loader=4: expected loader.KEY=VALUE; keys: workers, batch_size, prefetch_factor, "
          "pin_memory, drop_last, in_order, device_prefetch, affinity, engine, "

@@ -76,7 +76,7 @@ static void test_bad_configs(void **state)
         /* Unknown keys, with and without a suggestion. */
         {HEAD "loadr:\n  workers: 4\n",
          "bad.yaml:7:1: unknown key 'loadr'; did you mean 'loader'? allowed: name, dataset, "
-         "pipeline, loader, run, sweep, gpu, profile, analysis"},
+         "pipeline, loader, run, sweep, gpu, profile, wrap, analysis"},
         {HEAD "loader:\n  worker: 4\n",
          "bad.yaml:8:3: unknown key 'loader.worker'; did you mean 'workers'? allowed: workers, "
          "batch_size, prefetch_factor, pin_memory, drop_last, in_order, device_prefetch, affinity, engine, "
@@ -107,7 +107,7 @@ static void test_bad_configs(void **state)
         {"pipeline:\n  - read: 5\n",
          "bad.yaml:2:11: pipeline.read must be a mapping of options, got a scalar"},
         {"- read\n", "bad.yaml:1:1: the config must be a mapping with keys name, dataset, "
-                     "pipeline, loader, run, sweep, gpu, profile, analysis, got a sequence"},
+                     "pipeline, loader, run, sweep, gpu, profile, wrap, analysis, got a sequence"},
         /* Duplicates. */
         {HEAD "loader:\n  workers: 4\n  workers: 8\n",
          "bad.yaml:9:3: duplicate key 'loader.workers' (first set on line 8)"},
@@ -133,7 +133,7 @@ static void test_bad_configs(void **state)
         {"pipeline: [read, {decode: {decoder: null}}\n",
          "bad.yaml:2:1: YAML syntax error: did not find expected ',' or ']'"},
         {"", "bad.yaml: the config is empty; expected a mapping with keys name, dataset, "
-             "pipeline, loader, run, sweep, gpu, profile, analysis"},
+             "pipeline, loader, run, sweep, gpu, profile, wrap, analysis"},
         {"dataset: {path: /a}\npipeline: [read]\n---\nloader: {}\n",
          "bad.yaml:3:1: the file holds more than one YAML document"},
     };
