@@ -111,8 +111,13 @@ void pb_report_wrap_summary(struct pb_table *t, const struct pb_point_result *p)
     const json_t *job = json_array_get(jobs, json_array_size(jobs) - 1);
     const char *command = json_string_value(json_object_get(job, "command"));
     const char *ended = json_string_value(json_object_get(job, "ended"));
+    json_int_t after = json_integer_value(json_object_get(job, "lines_after_the_end"));
+    char hidden[96] = "";
+    if (after > 0)
+        snprintf(hidden, sizeof hidden, "; its %lld line%s of output after that: in the result",
+                 (long long)after, after == 1 ? "" : "s");
     pb_table_add(t, "job");
-    pb_table_add(t, "%s  (%s%s)", command ? command : "?", ended ? ended : "?",
+    pb_table_add(t, "%s  (%s%s%s)", command ? command : "?", ended ? ended : "?", hidden,
                  json_array_size(jobs) > 1 ? "; the last of its runs" : "");
     const json_t *loaders = json_object_get(job, "loaders");
     size_t others = 0;

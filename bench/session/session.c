@@ -435,7 +435,12 @@ static void announce(struct session *s)
 {
     const struct pb_spec *b = &s->base;
     char text[PB_MSG_MAX * 2];
-    int n = s->ds.shard_count
+    int n = b->loader.engine == PB_ENGINE_WRAP
+                ? snprintf(text, sizeof(text), "%s: the job '%.300s%s' with its own data and "
+                           "DataLoader settings%s",
+                           b->name, b->wrap.command, strlen(b->wrap.command) > 300 ? "..." : "",
+                           b->wrap.set[0] ? " (some set by pbench)" : "")
+            : s->ds.shard_count
                 ? snprintf(text, sizeof(text), "%s: %zu samples in %zu tar shards (%.1f MiB)",
                            b->name, s->ds.count, s->ds.shard_count,
                            (double)s->ds.total_bytes / 1048576.0)
@@ -450,6 +455,12 @@ static void announce(struct session *s)
         snprintf(text + used, sizeof(text) - used,
                  "; %s (base) against %s (new), %d rounds interleaved A B B A ...",
                  s->opts->config_path, next, rounds);
+        pb_session_say(s->hooks, PB_SESSION_INFO, "%s", text);
+        return;
+    }
+    if (!s->swept && b->loader.engine == PB_ENGINE_WRAP) {
+        snprintf(text + used, sizeof(text) - used, ", %d run%s of it", (int)b->run.repeats,
+                 b->run.repeats == 1 ? "" : "s");
         pb_session_say(s->hooks, PB_SESSION_INFO, "%s", text);
         return;
     }

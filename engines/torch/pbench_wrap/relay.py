@@ -108,6 +108,7 @@ class Job:
         self.done = False        # repeat_end or fatal sent
         self.status = None
         self.selector = None
+        self.unshown = 0         # lines the job wrote after pbench ended it
 
     # -- the process ---------------------------------------------------------
 
@@ -131,10 +132,13 @@ class Job:
                 self.tail.append(self.partial.decode("utf-8", "replace"))
                 self.partial = b""
             return
-        try:
-            os.write(TERMINAL_FD, chunk)
-        except OSError:
-            pass
+        if self.ending is None:  # after pbench ended it: its last words stay in the result
+            try:
+                os.write(TERMINAL_FD, chunk)
+            except OSError:
+                pass
+        else:
+            self.unshown += chunk.count(b"\n")
         lines = (self.partial + chunk).split(b"\n")
         self.partial = lines.pop()[-4096:]
         for line in lines:
@@ -398,6 +402,7 @@ class Job:
         return {"type": "job", "repeat": self.repeat, "command": self.relay.command,
                 "ended": self.ending or ("the job %s by itself" % self.exit_text()),
                 "exit": self.exit_text(), "status": self.proc.returncode if self.proc else None,
+                "lines_after_the_end": self.unshown,
                 "output_tail": list(self.tail),
                 "loaders": [l.describe(l.key == self.measured,
                                        ((self.pythons.get(l.key[0]) or {}).get("rank") or {})
