@@ -174,6 +174,41 @@ static void test_image_pipeline_on_torch(void **state)
     json_decref(r);
 }
 
+/* A sweep's points and repeats on the torch engine share one engine
+ * process (its interpreter started and torch imported once), each round
+ * opened anew with its point's config: a sweep of 2 points x 2 repeats
+ * starts Python once, and each point still runs its own settings. */
+static void test_engine_kept_across_rounds(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char script[600], log[600];
+    snprintf(script, sizeof script, "%s/counting-python", workdir);
+    snprintf(log, sizeof log, "%s/starts.log", workdir);
+    char text[1400];
+    snprintf(text, sizeof text, "#!/bin/sh\necho start >> '%s'\nexec /usr/bin/python3 \"$@\"\n",
+             log);
+    pb_test_write_file(script, text, strlen(text));
+    chmod(script, 0755);
+    char args[3000];
+    snprintf(args, sizeof args,
+             "run '%s/configs/image.yaml' " IMAGES "-s loader.engine=torch -s loader.python=%s "
+             "-a loader.workers=1,2 -o kept.json",
+             source_dir, script);
+    run_ok(args);
+    size_t len = 0;
+    char *starts = pb_test_read_file(log, &len, true);
+    assert_int_equal(len, strlen("start\n"));
+    free(starts);
+    json_t *r = pb_test_load_json(workdir, "kept.json");
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *p = point(r, i);
+        assert_int_equal(json_array_size(json_object_get(p, "repeats")), 2);
+        assert_true(number(p, "samples") > 0);
+    }
+    json_decref(r);
+}
+
 /* -a loader.engine=pbench,torch: one table, and the verdict's engines
  * line with per-stage ratios and the per-core rates. */
 static void test_side_by_side(void **state)
@@ -716,6 +751,7 @@ int main(void)
         cmocka_unit_test(test_second_engine_row),
         cmocka_unit_test(test_refusals_exit_2),
         cmocka_unit_test(test_image_pipeline_on_torch),
+        cmocka_unit_test(test_engine_kept_across_rounds),
         cmocka_unit_test(test_side_by_side),
         cmocka_unit_test(test_users_dataset),
         cmocka_unit_test(test_bad_samples),

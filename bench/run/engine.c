@@ -1055,7 +1055,10 @@ void pb_engine_close(struct pb_engine_run *er)
 {
     if (!er)
         return;
-    pb_engine_proc_end(er->proc, !er->failed);
+    if (er->failed) /* killed: not to be trusted with another point */
+        pb_engine_proc_end(er->proc, false);
+    else
+        pb_engine_proc_park(er->proc);
     if (er->index_path[0])
         unlink(er->index_path);
     pb_stoprule_free(&er->rule);

@@ -170,6 +170,15 @@ const char *pb_engine_traceback_tail(const char *traceback, const char *message,
  * after 0.5 s; reaps. */
 void pb_engine_proc_end(struct pb_engine_proc *p, bool polite);
 
+/* Keeps p's process for the next point of the same engine, interpreter and
+ * PYTHONPATH (pb_engine_proc_start takes it back, so a sweep pays for
+ * starting Python and importing torch once): tells it to `release` what it
+ * holds (its DataLoader's workers) and ends the one parked before. */
+void pb_engine_proc_park(struct pb_engine_proc *p);
+
+/* Ends the parked engine, if any (the session's end). */
+void pb_engine_proc_release(void);
+
 /* /proc readings of a process: CPU time (utime + stime) in ns, and its
  * proportional set size in bytes (smaps_rollup); 0 when it is gone. */
 uint64_t pb_proc_cpu_ns(int pid);

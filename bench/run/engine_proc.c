@@ -38,6 +38,7 @@ struct pb_engine_proc {
     bool reaped; /* waited for: status says how it ended */
     int status;
     char python[PB_PATH_MAX]; /* the interpreter, as started */
+    char key[5 * PB_PATH_MAX]; /* its row, interpreter and PYTHONPATH: what may reuse it */
     const struct pb_engine_row *row; /* which engine it is */
 };
 
@@ -224,6 +225,41 @@ static int spawn(struct pb_engine_proc *p, const char *python, char **env, int c
     return rc;
 }
 
+/* The engine parked between points (pb_engine_proc_park): one at most. */
+static struct pb_engine_proc *parked;
+
+/* Whether p's process still runs and has said nothing since it was parked. */
+static bool idle_and_alive(struct pb_engine_proc *p)
+{
+    int status;
+    if (p->ended || p->reaped || waitpid(p->pid, &status, WNOHANG) == p->pid)
+        return false;
+    struct pollfd fd = {.fd = p->rec_fd, .events = POLLIN};
+    return poll(&fd, 1, 0) == 0 && p->start == p->end;
+}
+
+void pb_engine_proc_park(struct pb_engine_proc *p)
+{
+    if (!p)
+        return;
+    pb_engine_proc_release();
+    json_t *release = json_pack("{s:s}", "type", "release");
+    int rc = release ? pb_engine_proc_send(p, release) : PB_ERR_NOMEM;
+    json_decref(release);
+    if (rc != PB_OK) {
+        pb_engine_proc_end(p, false);
+        return;
+    }
+    parked = p;
+}
+
+void pb_engine_proc_release(void)
+{
+    struct pb_engine_proc *p = parked;
+    parked = NULL;
+    pb_engine_proc_end(p, true);
+}
+
 int pb_engine_proc_start(const struct pb_engine_row *row, const struct pb_spec *spec,
                          struct pb_engine_proc **out, char *msg, size_t msglen)
 {
@@ -234,8 +270,19 @@ int pb_engine_proc_start(const struct pb_engine_row *row, const struct pb_spec *
     int checked = check_interpreter(row, spec, python, from, msg, msglen);
     if (checked != PB_OK)
         return checked;
-    char engines[PB_PATH_MAX], pythonpath[3 * PB_PATH_MAX];
+    char engines[PB_PATH_MAX], pythonpath[3 * PB_PATH_MAX], key[sizeof parked->key];
     python_path(row, spec, pb_engine_dir(engines, sizeof engines), pythonpath, sizeof pythonpath);
+    snprintf(key, sizeof key, "%.64s\n%s\n%s", row->name, python, pythonpath);
+    if (parked && strcmp(parked->key, key) == 0 && idle_and_alive(parked)) {
+        /* The same engine, its packages imported: its next `open` starts
+         * the point, without the seconds a new interpreter takes. */
+        struct pb_engine_proc *p = parked;
+        parked = NULL;
+        p->tail_len = p->tail_pos = 0;
+        *out = p;
+        return PB_OK;
+    }
+    pb_engine_proc_release();
     struct pb_engine_proc *p = calloc(1, sizeof(*p));
     if (p)
         p->row = row;
@@ -260,6 +307,7 @@ int pb_engine_proc_start(const struct pb_engine_row *row, const struct pb_spec *
         goto fail;
     }
     pb_strlcpy(p->python, python, sizeof p->python);
+    pb_strlcpy(p->key, key, sizeof p->key);
     close(cmd[0]);
     close(rec[1]);
     close(err[1]);

@@ -23,6 +23,7 @@
 #include "bench/config/config.h"
 #include "bench/config/sweep.h"
 #include "bench/result/memgrowth.h"
+#include "bench/run/engine.h"
 #include "bench/run/runner.h"
 #include "bench/run/storage_run.h"
 #include "bench/run/trace.h"
@@ -901,6 +902,7 @@ int pb_session_run(const struct pb_session_opts *opts, const struct pb_session_h
         rc = check_engines(s);
     if (rc == PB_OK)
         rc = run_measured(s);
+    pb_engine_proc_release(); /* the engine kept between points */
     set_measuring(s->hooks, &s->measuring, false);
     if (s->claimed)
         pb_release_claim(outcome->result_path); /* no result went into it */

@@ -3,6 +3,7 @@ iter(loader) per repeat (and per epoch), a frame per batch.
 
 Engine.serve answers pbench's commands (open, repeat, stop, close) until
 close or the end of stdin, and returns the exit status."""
+import gc
 import os
 import random
 import signal
@@ -286,6 +287,8 @@ class Engine:
                         return EXIT_FAILED
                 elif kind == "names":
                     self.names(command)
+                elif kind == "release":
+                    self.release()
                 elif kind == "close":
                     break
                 elif kind != "stop":  # a stop between repeats has nothing to end
@@ -295,6 +298,13 @@ class Engine:
             except Exception:
                 return self.fatal("engine", describe_exception(), trace=traceback.format_exc())
         return EXIT_OK
+
+    def release(self):
+        """pbench keeps this engine for its next point (docs/engines.md):
+        the DataLoader, its workers and the Dataset go now; the next open
+        makes new ones. No answer."""
+        self.loader = self.sampler = self.dataset = None
+        gc.collect()
 
     def names(self, command):
         """Answers names: the file of each sample asked for, from the
