@@ -107,7 +107,9 @@ static void test_measures_the_example_job(void **state)
     NEED_TORCH();
     char args[2048];
     snprintf(args, sizeof args,
-             "wrap --warmup-batches 2 --batches 6 -o fork.json -- %s --epochs 100", train);
+             "wrap --warmup-batches 2 --batches 6 -o fork.json --trace fork.trace.json -- %s "
+             "--epochs 100",
+             train);
     wrap_ok(args);
     json_t *r = pb_test_load_json(workdir, "fork.json");
     const json_t *p = first_point(r);
@@ -136,6 +138,23 @@ static void test_measures_the_example_job(void **state)
                                                        NULL});
     free(out);
     json_decref(r);
+    /* The timeline: the loop's waits on track 0, each transform on a
+     * worker's track. */
+    json_t *trace = pb_test_load_json(workdir, "fork.trace.json");
+    const json_t *events = json_is_array(trace) ? trace : json_object_get(trace, "traceEvents");
+    bool wait = false, jitter = false;
+    size_t i;
+    const json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        json_int_t tid = json_integer_value(json_object_get(e, "tid"));
+        wait = wait || (name && strcmp(name, "wait") == 0 && tid == 0);
+        jitter = jitter || (name && strcmp(name, "ColorJitter") == 0 && tid >= 1);
+    }
+    assert_true(wait);
+    assert_true(jitter);
+    json_decref(trace);
 }
 
 /* Spawned workers are measured too, and -s loader.workers reaches the

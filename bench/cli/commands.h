@@ -51,8 +51,8 @@
       "pbench wrap [-s loader.KEY=V]... [-a loader.KEY=v1,v2]... [--set-new loader.KEY=V]\n" \
       "                  [--warmup-batches N] [--batches N | --time S | --until-exit]\n" \
       "                  [--loader FILE:LINE] [--grace S] [--ideal[=K]] [-o results/NAME.json]\n" \
-      "                  [--format {formats}] [--quiet] [--overhead] [--baseline BASE.json]\n" \
-      "                  -- COMMAND [ARGS...]  (or --command 'COMMAND ARGS...')", \
+      "                  [--format {formats}] [--quiet] [--overhead] [--trace FILE]\n" \
+      "                  [--baseline BASE.json] -- COMMAND [ARGS...]  (or --command 'COMMAND ARGS...')", \
       "Runs your training job, unchanged, with pbench's hook loaded at start-up in every\n" \
       "Python process it starts (the main process, its DataLoader workers under fork, spawn\n" \
       "and forkserver, the ranks a launcher starts), and measures its DataLoader: the real\n" \
@@ -79,6 +79,8 @@
       "                            warm-up, handed to it again instead of its DataLoader's\n" \
       "      --overhead            also run each repeat with per-sample timing off and say\n" \
       "                            what the hook costs in the job's batches/s\n" \
+      "      --trace FILE          a Perfetto timeline: the loop's waits and steps, a track\n" \
+      "                            per worker process with a span per sample and transform\n" \
       "  -o, -f, -q, --baseline, --threshold, --fail-on-regression: as pbench run.\n\n" \
       "Exit codes as pbench run; 1 when the job fails before its first batch or creates no\n" \
       "DataLoader, 2 when the command is not a Python job. Ctrl-C or SIGTERM ends the job\n" \

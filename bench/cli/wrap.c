@@ -216,6 +216,7 @@ int cmd_wrap(int argc, char **argv)
         {"grace", required_argument, NULL, 'g'},
         {"command", required_argument, NULL, 'c'},
         {"ideal", optional_argument, NULL, 'I'},
+        {"trace", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     const char **overrides = calloc((size_t)argc, sizeof(char *));
@@ -268,6 +269,10 @@ int cmd_wrap(int argc, char **argv)
             break;
         case 'U': w.until_exit = true; break;
         case 'c': line = optarg; break;
+        case 'R': /* --trace FILE: run.trace into FILE (2 arguments: room in overrides) */
+            opts.trace_path = optarg;
+            overrides[opts.override_count++] = "run.trace=true";
+            break;
         case 'I': /* the job against itself with batches handed out again */
             if ((code = number("--ideal", optarg ? optarg : "8", 1, &v)) < 0) {
                 snprintf(ideal, sizeof ideal, "wrap.ideal=%lld", (long long)v);

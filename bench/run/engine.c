@@ -21,6 +21,7 @@
 #include "bench/run/stoprule.h"
 #include "bench/run/storage_run.h"
 #include "bench/run/sysmon.h"
+#include "bench/run/trace.h"
 
 #define FRAME_JSON 1
 #define FRAME_BATCH 2
@@ -39,6 +40,7 @@ struct column {
     uint64_t counters[PB_STAGE_COUNTERS];
     int counter_count;
     char counter_names[PB_STAGE_COUNTERS][32];
+    uint16_t trace_name; /* its name in the CPU trace */
 };
 
 /* What one repeat's measured part has summed so far. */
@@ -83,6 +85,7 @@ struct pb_engine_run {
     int live_pids[PB_ENGINE_MAX_WORKERS]; /* that frame's pids, by worker index */
     uint64_t workers_start_ns;
     struct pb_stoprule rule;
+    struct pb_trace *trace; /* run.trace: the engine's timeline goes here; NULL: none */
     char first_error[PB_MSG_MAX];
     bool failed; /* the engine is gone or broke the protocol */
 };
@@ -255,6 +258,8 @@ static int read_ready(struct pb_engine_run *er, const json_t *ready, char *msg, 
         snprintf(er->columns[k].name, sizeof er->columns[k].name, "%s", name ? name : "?");
         snprintf(er->columns[k].parent, sizeof er->columns[k].parent, "%s",
                  parent ? parent : "");
+        if (er->trace)
+            er->columns[k].trace_name = pb_trace_name(er->trace, er->columns[k].name);
     }
     er->counter_count = (int)json_array_size(counters);
     for (int c = 0; c < er->counter_count; c++) {
@@ -276,6 +281,40 @@ static int read_ready(struct pb_engine_run *er, const json_t *ready, char *msg, 
     }
     reset_columns(er);
     return PB_OK;
+}
+
+/* The batch on the CPU trace: the loop's wait and step on track 0, and on
+ * the track of the worker that built it, its span and a span per sample per
+ * column (the engine's clock is pbench's). A worker's track is made the
+ * first time it builds a measured batch. */
+static void trace_batch(struct pb_engine_run *er, const struct pb_batch_header *h,
+                        const uint8_t *data, size_t len)
+{
+    struct pb_trace_thread *loop = pb_trace_thread(er->trace, 0);
+    if (loop) {
+        pb_trace_record(loop, PB_TRACE_WAIT, PB_TRACE_SPAN, h->seq, h->t_wait_ns, h->t_taken_ns, 0);
+        pb_trace_record(loop, PB_TRACE_STEP, PB_TRACE_SPAN, h->seq, h->t_taken_ns, h->t_done_ns, 0);
+    }
+    struct pb_trace_thread *w =
+        h->worker >= 0 && h->worker < PB_ENGINE_MAX_WORKERS
+            ? pb_trace_thread(er->trace, 1 + (size_t)h->worker)
+            : loop;
+    if (!w)
+        return;
+    if (h->t_ready_ns > h->t_first_ns)
+        pb_trace_record(w, PB_TRACE_BATCH, PB_TRACE_SPAN, h->seq, h->t_first_ns, h->t_ready_ns, 0);
+    uint32_t S = h->columns, C = h->counters;
+    if (S != (uint32_t)er->column_count || C != (uint32_t)er->counter_count)
+        return;
+    size_t record = 8 * (1 + 3 * (size_t)S + C);
+    for (uint32_t r = 0; r < h->records && (size_t)(r + 1) * record <= len; r++) {
+        uint64_t v[1 + 3 * PB_ENGINE_MAX_COLUMNS + PB_ENGINE_MAX_COUNTERS];
+        memcpy(v, data + (size_t)r * record, record);
+        for (uint32_t k = 0; k < S; k++)
+            if (v[2 + 3 * k] > v[1 + 3 * k])
+                pb_trace_record(w, er->columns[k].trace_name, PB_TRACE_SPAN, v[0],
+                                v[1 + 3 * k], v[2 + 3 * k], 0);
+    }
 }
 
 /* A measured batch's sample records into the columns. */
@@ -381,6 +420,10 @@ static void start_measuring(struct pb_engine_run *er, struct part *c, uint64_t t
     c->loader_cpu_start = loader_cpu_ns(er);
     c->all_cpu_start = all_cpu_ns(er) + pb_process_cpu_ns();
     c->cpu_read_start = pb_now_ns();
+    struct pb_trace_thread *loop = er->trace ? pb_trace_thread(er->trace, 0) : NULL;
+    if (loop) /* the marker: which point and repeat follow */
+        pb_trace_record(loop, PB_TRACE_MEASURING, PB_TRACE_INSTANT,
+                        (uint64_t)(er->hooks ? er->hooks->point : 0), t_start, t_start, 0);
     pb_machine_cpu_now(&c->machine_start);
     pb_stoprule_start(&er->rule, t_start);
 }
@@ -511,6 +554,8 @@ static int on_batch(struct pb_engine_run *er, struct part *c, struct pb_repeat_r
     c->step_total += h.step_ns;
     c->t_end = h.t_done_ns;
     add_records(er, &h, data + sizeof h, len - sizeof h);
+    if (er->trace)
+        trace_batch(er, &h, data + sizeof h, len - sizeof h);
     if (er->row->job_sizes) { /* a job's batches come at its step's pace: cheap to read */
         read_cpu_end(er, c);
         c->cpu_at_batch = true;
@@ -984,6 +1029,7 @@ int pb_engine_open_row(const struct pb_engine_row *row, const struct pb_spec *sp
     er->ds = ds;
     er->hooks = hooks;
     er->point = point;
+    er->trace = hooks && pb_spec_traced(spec) ? hooks->trace : NULL;
     int rc = pb_stoprule_init(&er->rule, &spec->run);
     if (rc == PB_OK && !pb_spec_own_samples(spec))
         rc = pb_engine_write_index(ds, er->index_path, sizeof er->index_path, msg, msglen);
@@ -999,11 +1045,6 @@ int pb_engine_open_row(const struct pb_engine_row *row, const struct pb_spec *sp
         pb_engine_close(er);
         return rc;
     }
-    if (pb_spec_traced(spec))
-        pb_point_warn(point,
-                      "run.trace: %s records no CPU timeline (its stage rows and batch records "
-                      "are kept)",
-                      er->row->title);
     long pus = sysconf(_SC_NPROCESSORS_ONLN);
     if (spec->loader.workers > pus && pus > 0)
         pb_point_warn(point,
