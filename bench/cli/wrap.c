@@ -198,7 +198,80 @@ void pb_cli_wrap_ideal(FILE *out, const struct pb_result *result,
     }
 }
 
-int cmd_wrap(int argc, char **argv)
+/* Everything wrap's command line says. */
+struct wrap_cli {
+    struct pb_session_opts opts;
+    const char **overrides, **axes, **news; /* argc entries each */
+    struct wrap_args w;
+    const char *line; /* --command's, else NULL */
+    char ideal[64];   /* --ideal's setting for the new side */
+    enum pb_format format;
+    bool quiet;
+    struct pb_gate gate;
+};
+
+/* One option of wrap's (c from getopt_long); -1, or a usage error's code. */
+static int wrap_option(struct wrap_cli *cli, int c)
+{
+    struct pb_session_opts *opts = &cli->opts;
+    struct wrap_args *w = &cli->w;
+    double v = 0;
+    int code = -1;
+    switch (c) {
+    case 's': cli->overrides[opts->override_count++] = optarg; break;
+    case 'a': cli->axes[opts->axis_count++] = optarg; break;
+    case 'S': cli->news[opts->new_override_count++] = optarg; break;
+    case 'o': opts->output_path = optarg; break;
+    case 'f':
+        if (pb_format_parse(optarg, &cli->format) != PB_OK)
+            code = pb_cli_format_error("wrap", optarg, false);
+        break;
+    case 'q': cli->quiet = true; break;
+    case 'O': opts->overhead = true; break;
+    case 'B': opts->baseline_path = optarg; break;
+    case 'F': cli->gate.fail_on_regression = true; break;
+    case 'T':
+        if (pb_threshold_parse(optarg, &opts->threshold_pct) != PB_OK)
+            code = pb_cli_usage_error("wrap", "--threshold takes a percentage such as 5%%, got '%s'",
+                                      optarg);
+        break;
+    case 'w':
+        if ((code = number("--warmup-batches", optarg, 0, &v)) < 0)
+            w->warmup = (long long)v;
+        break;
+    case 'b':
+        if ((code = number("--batches", optarg, 1, &v)) < 0)
+            w->batches = (long long)v;
+        break;
+    case 't':
+        if ((code = number("--time", optarg, 0.01, &v)) < 0) {
+            w->time_s = v;
+            w->time_given = true;
+        }
+        break;
+    case 'U': w->until_exit = true; break;
+    case 'c': cli->line = optarg; break;
+    case 'R': /* --trace FILE: run.trace into FILE (2 arguments: room in overrides) */
+        opts->trace_path = optarg;
+        cli->overrides[opts->override_count++] = "run.trace=true";
+        break;
+    case 'I': /* the job against itself with batches handed out again */
+        if ((code = number("--ideal", optarg ? optarg : "8", 1, &v)) < 0) {
+            snprintf(cli->ideal, sizeof cli->ideal, "wrap.ideal=%lld", (long long)v);
+            cli->news[opts->new_override_count++] = cli->ideal;
+        }
+        break;
+    case 'L': w->loader = optarg; break;
+    case 'g': code = number("--grace", optarg, 0, &w->grace_s); break;
+    case 'h': code = pb_cli_help(2, (char *[]){"help", "wrap", NULL}); break;
+    default: code = pb_cli_usage_error("wrap", "%s", "bad option"); break;
+    }
+    return code;
+}
+
+/* Reads wrap's options into cli; -1, or the exit code of a usage error it
+ * printed. optind is then the command's first word. */
+static int wrap_parse(int argc, char **argv, struct wrap_cli *cli)
 {
     static const struct option longopts[] = {
         {"set", required_argument, NULL, 's'},   {"axis", required_argument, NULL, 'a'},
@@ -219,114 +292,67 @@ int cmd_wrap(int argc, char **argv)
         {"trace", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
-    const char **overrides = calloc((size_t)argc, sizeof(char *));
-    const char **axes = calloc((size_t)argc, sizeof(char *));
-    const char **news = calloc((size_t)argc, sizeof(char *));
-    struct pb_session_opts opts = {.overrides = overrides, .axes = axes, .new_overrides = news,
-                                   .calibrate = false, .threshold_pct = 5};
-    struct wrap_args w = {.warmup = 5, .grace_s = 10};
-    const char *line = NULL;
-    char ideal[64];
-    enum pb_format format = PB_FORMAT_TABLE;
-    bool quiet = false;
-    struct pb_gate gate = {false, NULL};
     int c, code = -1;
-    double v = 0;
     optind = 1;
     /* "+": options end at the first word of the command, as they do at --. */
-    while (code < 0 && (c = getopt_long(argc, argv, "+s:a:o:f:qhS:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 's': overrides[opts.override_count++] = optarg; break;
-        case 'a': axes[opts.axis_count++] = optarg; break;
-        case 'S': news[opts.new_override_count++] = optarg; break;
-        case 'o': opts.output_path = optarg; break;
-        case 'f':
-            if (pb_format_parse(optarg, &format) != PB_OK)
-                code = pb_cli_format_error("wrap", optarg, false);
-            break;
-        case 'q': quiet = true; break;
-        case 'O': opts.overhead = true; break;
-        case 'B': opts.baseline_path = optarg; break;
-        case 'F': gate.fail_on_regression = true; break;
-        case 'T':
-            if (pb_threshold_parse(optarg, &opts.threshold_pct) != PB_OK)
-                code = pb_cli_usage_error(
-                    "wrap", "--threshold takes a percentage such as 5%%, got '%s'", optarg);
-            break;
-        case 'w':
-            if ((code = number("--warmup-batches", optarg, 0, &v)) < 0)
-                w.warmup = (long long)v;
-            break;
-        case 'b':
-            if ((code = number("--batches", optarg, 1, &v)) < 0)
-                w.batches = (long long)v;
-            break;
-        case 't':
-            if ((code = number("--time", optarg, 0.01, &v)) < 0) {
-                w.time_s = v;
-                w.time_given = true;
-            }
-            break;
-        case 'U': w.until_exit = true; break;
-        case 'c': line = optarg; break;
-        case 'R': /* --trace FILE: run.trace into FILE (2 arguments: room in overrides) */
-            opts.trace_path = optarg;
-            overrides[opts.override_count++] = "run.trace=true";
-            break;
-        case 'I': /* the job against itself with batches handed out again */
-            if ((code = number("--ideal", optarg ? optarg : "8", 1, &v)) < 0) {
-                snprintf(ideal, sizeof ideal, "wrap.ideal=%lld", (long long)v);
-                news[opts.new_override_count++] = ideal;
-            }
-            break;
-        case 'L': w.loader = optarg; break;
-        case 'g': code = number("--grace", optarg, 0, &w.grace_s); break;
-        case 'h': code = pb_cli_help(2, (char *[]){"help", "wrap", NULL}); break;
-        default: code = pb_cli_usage_error("wrap", "%s", "bad option"); break;
-        }
-    }
-    const char *const *lists[] = {overrides, axes, news};
+    while (code < 0 && (c = getopt_long(argc, argv, "+s:a:o:f:qhS:", longopts, NULL)) != -1)
+        code = wrap_option(cli, c);
+    const char *const *lists[] = {cli->overrides, cli->axes, cli->news};
     for (int l = 0; l < 3 && code < 0; l++)
         for (int i = 0; lists[l][i] && code < 0; i++)
-            if (!note_loader_key(&w, lists[l][i]))
+            if (!note_loader_key(&cli->w, lists[l][i]))
                 code = pb_cli_usage_error("wrap",
                                           "%s: pbench wrap gives the job's DataLoader only "
                                           "loader.workers, batch_size, pin_memory, "
                                           "persistent_workers, prefetch_factor and drop_last",
                                           lists[l][i]);
-    if (code < 0 && optind >= argc && !line)
+    if (code < 0 && optind >= argc && !cli->line)
         code = pb_cli_usage_error("wrap", "%s",
                                   "expected the training job's command after --, e.g. "
                                   "pbench wrap -- python3 train.py");
-    if (code < 0 && optind < argc && line)
+    if (code < 0 && optind < argc && cli->line)
         code = pb_cli_usage_error("wrap", "%s",
                                   "the job's command comes after -- or in --command, not both");
+    return code;
+}
+
+int cmd_wrap(int argc, char **argv)
+{
+    struct wrap_cli cli = {.w = {.warmup = 5, .grace_s = 10}, .format = PB_FORMAT_TABLE};
+    cli.overrides = calloc((size_t)argc, sizeof(char *));
+    cli.axes = calloc((size_t)argc, sizeof(char *));
+    cli.news = calloc((size_t)argc, sizeof(char *));
+    cli.opts = (struct pb_session_opts){.overrides = cli.overrides, .axes = cli.axes,
+                                        .new_overrides = cli.news, .calibrate = false,
+                                        .threshold_pct = 5};
+    int code = cli.overrides && cli.axes && cli.news ? wrap_parse(argc, argv, &cli) : PB_EXIT_ERROR;
     char msg[PB_MSG_MAX], joined[PB_WRAP_COMMAND_MAX];
+    const char *line = cli.line;
     if (code < 0 && !line && !shell_line(argv + optind, argc - optind, joined, sizeof joined)) {
         pb_cli_error("wrap", "the command is longer than 4095 bytes");
         code = PB_EXIT_USAGE;
     }
     if (code < 0 && !line)
         line = joined;
-    if (opts.new_override_count > 0 && w.warmup == 0)
-        w.warmup = 1; /* --ideal keeps its batches after the warm-up's first */
-    char *yaml = code < 0 ? wrap_config(&w, line, msg, sizeof msg) : NULL;
+    if (cli.opts.new_override_count > 0 && cli.w.warmup == 0)
+        cli.w.warmup = 1; /* --ideal keeps its batches after the warm-up's first */
+    char *yaml = code < 0 ? wrap_config(&cli.w, line, msg, sizeof msg) : NULL;
     if (code < 0 && !yaml) {
         pb_cli_error("wrap", msg);
         code = PB_EXIT_USAGE;
     }
     if (code < 0) {
-        opts.config_path = "pbench wrap";
-        opts.config_text = yaml;
-        if (opts.new_override_count > 0) { /* the job against itself with one change */
-            opts.new_config_path = opts.config_path;
-            opts.new_config_text = yaml;
+        cli.opts.config_path = "pbench wrap";
+        cli.opts.config_text = yaml;
+        if (cli.opts.new_override_count > 0) { /* the job against itself with one change */
+            cli.opts.new_config_path = cli.opts.config_path;
+            cli.opts.new_config_text = yaml;
         }
-        code = pb_cli_measure(&opts, "pbench wrap", quiet, format, &gate, NULL);
+        code = pb_cli_measure(&cli.opts, "pbench wrap", cli.quiet, cli.format, &cli.gate, NULL);
     }
     free(yaml);
-    free(overrides);
-    free(axes);
-    free(news);
+    free(cli.overrides);
+    free(cli.axes);
+    free(cli.news);
     return code;
 }

@@ -3,6 +3,7 @@
  * rule, interference and memory readings, and builds the repeat exactly as
  * runner.c does for its own threads. */
 #include "bench/run/engine.h"
+#include "bench/run/engine_columns.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,19 +31,6 @@
  * is taken as stuck and killed: a stop ends a run in about this time. */
 #define PB_ENGINE_STOP_GRACE_NS 1500000000ull
 
-/* One timed column of the engine (a stage, a sub-stage or collate), with
- * what the measured batches put in it. */
-struct column {
-    char name[64], parent[64];
-    struct pb_hist hist;
-    uint64_t cpu_ns;
-    struct pb_slowest slowest;
-    uint64_t counters[PB_STAGE_COUNTERS];
-    int counter_count;
-    char counter_names[PB_STAGE_COUNTERS][32];
-    uint16_t trace_name; /* its name in the CPU trace */
-};
-
 /* What one repeat's measured part has summed so far. */
 struct part {
     bool measuring, stop_sent, ended, interrupted;
@@ -62,33 +50,6 @@ struct part {
     uint64_t pss_peak;
 };
 
-struct pb_engine_run {
-    const struct pb_engine_row *row; /* which engine: its names in messages */
-    const struct pb_spec *spec;
-    const struct pb_dataset *ds;
-    const struct pb_run_hooks *hooks;
-    struct pb_point_result *point;
-    struct pb_engine_proc *proc;
-    char index_path[PB_PATH_MAX];
-    int column_count, counter_count;
-    struct column columns[PB_ENGINE_MAX_COLUMNS];
-    int counter_column[PB_ENGINE_MAX_COUNTERS]; /* which column each counter adds to */
-    int counter_slot[PB_ENGINE_MAX_COUNTERS];   /* and where in its counters[] */
-    struct engine_pid {
-        int pid;
-        uint64_t start, last; /* CPU ns: at the measured part's start, last read */
-    } pids[PB_ENGINE_MAX_WORKERS];
-    int pid_count;    /* every worker seen in this repeat */
-    int main_pid;     /* the loop's process when not the engine's own (a wrapped job's) */
-    uint64_t main_cpu_last; /* its CPU time at its last reading */
-    int live_workers; /* in the last `workers` frame: loader.workers as run */
-    int live_pids[PB_ENGINE_MAX_WORKERS]; /* that frame's pids, by worker index */
-    uint64_t workers_start_ns;
-    struct pb_stoprule rule;
-    struct pb_trace *trace; /* run.trace: the engine's timeline goes here; NULL: none */
-    char first_error[PB_MSG_MAX];
-    bool failed; /* the engine is gone or broke the protocol */
-};
 
 /* ---- the engine's processes: CPU and memory ------------------------- */
 
@@ -222,174 +183,6 @@ static void sample_processes(struct pb_engine_run *er, struct part *c, uint64_t 
     c->last_sample_cpu = cpu;
     if (er->hooks && er->hooks->tick && c->measuring && now > c->t_start)
         er->hooks->tick(er->hooks->user, (double)c->samples / ((double)(now - c->t_start) / 1e9));
-}
-
-/* ---- the columns ---------------------------------------------------- */
-
-static void reset_columns(struct pb_engine_run *er)
-{
-    for (int k = 0; k < er->column_count; k++) {
-        struct column *col = &er->columns[k];
-        pb_hist_init(&col->hist);
-        col->cpu_ns = 0;
-        memset(&col->slowest, 0, sizeof col->slowest);
-        memset(col->counters, 0, sizeof col->counters);
-    }
-}
-
-/* The engine's `ready`: its columns and counters, in frame order. */
-static int read_ready(struct pb_engine_run *er, const json_t *ready, char *msg, size_t msglen)
-{
-    const json_t *stages = json_object_get(ready, "stages");
-    const json_t *counters = json_object_get(ready, "counters");
-    size_t n = json_array_size(stages);
-    if (n == 0 || n > PB_ENGINE_MAX_COLUMNS ||
-        json_array_size(counters) > PB_ENGINE_MAX_COUNTERS) {
-        snprintf(msg, msglen,
-                 "the engine's ready names %zu stages and %zu counters (1 to %d and at most %d)",
-                 n, json_array_size(counters), PB_ENGINE_MAX_COLUMNS, PB_ENGINE_MAX_COUNTERS);
-        return PB_ERR;
-    }
-    er->column_count = (int)n;
-    for (size_t k = 0; k < n; k++) {
-        const json_t *s = json_array_get(stages, k);
-        const char *name = json_string_value(json_object_get(s, "name"));
-        const char *parent = json_string_value(json_object_get(s, "parent"));
-        snprintf(er->columns[k].name, sizeof er->columns[k].name, "%s", name ? name : "?");
-        snprintf(er->columns[k].parent, sizeof er->columns[k].parent, "%s",
-                 parent ? parent : "");
-        if (er->trace)
-            er->columns[k].trace_name = pb_trace_name(er->trace, er->columns[k].name);
-    }
-    er->counter_count = (int)json_array_size(counters);
-    for (int c = 0; c < er->counter_count; c++) {
-        const json_t *e = json_array_get(counters, (size_t)c);
-        const char *stage = json_string_value(json_object_get(e, "stage"));
-        const char *name = json_string_value(json_object_get(e, "name"));
-        er->counter_column[c] = -1;
-        for (int k = 0; k < er->column_count && stage; k++)
-            if (strcmp(er->columns[k].name, stage) == 0)
-                er->counter_column[c] = k;
-        struct column *col =
-            er->counter_column[c] >= 0 ? &er->columns[er->counter_column[c]] : NULL;
-        if (!col || col->counter_count >= PB_STAGE_COUNTERS) {
-            er->counter_column[c] = -1;
-            continue;
-        }
-        er->counter_slot[c] = col->counter_count;
-        snprintf(col->counter_names[col->counter_count++], 32, "%s", name ? name : "?");
-    }
-    reset_columns(er);
-    return PB_OK;
-}
-
-/* The batch on the CPU trace: the loop's wait and step on track 0, and on
- * the track of the worker that built it, its span and a span per sample per
- * column (the engine's clock is pbench's). A worker's track is made the
- * first time it builds a measured batch. */
-static void trace_batch(struct pb_engine_run *er, const struct pb_batch_header *h,
-                        const uint8_t *data, size_t len)
-{
-    struct pb_trace_thread *loop = pb_trace_thread(er->trace, 0);
-    if (loop) {
-        pb_trace_record(loop, PB_TRACE_WAIT, PB_TRACE_SPAN, h->seq, h->t_wait_ns, h->t_taken_ns, 0);
-        pb_trace_record(loop, PB_TRACE_STEP, PB_TRACE_SPAN, h->seq, h->t_taken_ns, h->t_done_ns, 0);
-    }
-    struct pb_trace_thread *w =
-        h->worker >= 0 && h->worker < PB_ENGINE_MAX_WORKERS
-            ? pb_trace_thread(er->trace, 1 + (size_t)h->worker)
-            : loop;
-    if (!w)
-        return;
-    if (h->t_ready_ns > h->t_first_ns)
-        pb_trace_record(w, PB_TRACE_BATCH, PB_TRACE_SPAN, h->seq, h->t_first_ns, h->t_ready_ns, 0);
-    uint32_t S = h->columns, C = h->counters;
-    if (S != (uint32_t)er->column_count || C != (uint32_t)er->counter_count)
-        return;
-    size_t record = 8 * (1 + 3 * (size_t)S + C);
-    for (uint32_t r = 0; r < h->records && (size_t)(r + 1) * record <= len; r++) {
-        uint64_t v[1 + 3 * PB_ENGINE_MAX_COLUMNS + PB_ENGINE_MAX_COUNTERS];
-        memcpy(v, data + (size_t)r * record, record);
-        for (uint32_t k = 0; k < S; k++)
-            if (v[2 + 3 * k] > v[1 + 3 * k])
-                pb_trace_record(w, er->columns[k].trace_name, PB_TRACE_SPAN, v[0],
-                                v[1 + 3 * k], v[2 + 3 * k], 0);
-    }
-}
-
-/* A measured batch's sample records into the columns. */
-static void add_records(struct pb_engine_run *er, const struct pb_batch_header *h,
-                        const uint8_t *data, size_t len)
-{
-    uint32_t S = h->columns, C = h->counters;
-    if (S != (uint32_t)er->column_count || C != (uint32_t)er->counter_count)
-        return; /* no timing in this batch (stage_timing off) */
-    size_t record = 8 * (1 + 3 * (size_t)S + C);
-    for (uint32_t r = 0; r < h->records && (size_t)(r + 1) * record <= len; r++) {
-        const uint8_t *p = data + (size_t)r * record;
-        uint64_t v[1 + 3 * PB_ENGINE_MAX_COLUMNS + PB_ENGINE_MAX_COUNTERS];
-        memcpy(v, p, record);
-        for (uint32_t k = 0; k < S; k++) {
-            uint64_t start = v[1 + 3 * k], end = v[2 + 3 * k], cpu = v[3 + 3 * k];
-            if (start == 0 && end == 0)
-                continue;
-            struct column *col = &er->columns[k];
-            uint64_t ns = end > start ? end - start : 0;
-            pb_hist_add(&col->hist, ns);
-            col->cpu_ns += cpu;
-            pb_slowest_add(&col->slowest, v[0], ns);
-        }
-        for (uint32_t c = 0; c < C; c++)
-            if (er->counter_column[c] >= 0)
-                er->columns[er->counter_column[c]].counters[er->counter_slot[c]] +=
-                    v[1 + 3 * S + c];
-    }
-}
-
-/* The columns as the repeat's stage rows (shares of the top-level rows'
- * summed wall time, as pbench's own rows). */
-static int fill_rows(const struct pb_engine_run *er, struct pb_repeat_result *rep)
-{
-    rep->stages = calloc((size_t)er->column_count, sizeof(*rep->stages));
-    if (!rep->stages)
-        return PB_ERR_NOMEM;
-    uint64_t total = 0;
-    for (int k = 0; k < er->column_count; k++)
-        if (!er->columns[k].parent[0])
-            total += er->columns[k].hist.sum_ns;
-    for (int k = 0; k < er->column_count; k++) {
-        const struct column *col = &er->columns[k];
-        struct pb_stage_result *row = &rep->stages[k];
-        pb_strlcpy(row->name, col->name, sizeof row->name);
-        pb_strlcpy(row->parent, col->parent, sizeof row->parent);
-        row->hist = col->hist;
-        row->cpu_ns = col->cpu_ns;
-        row->share_pct = total && !col->parent[0] ? 100.0 * (double)col->hist.sum_ns / (double)total
-                                                  : 0;
-        row->counter_count = col->counter_count;
-        memcpy(row->counter_names, col->counter_names, sizeof row->counter_names);
-        memcpy(row->counters, col->counters, sizeof row->counters);
-        for (int i = 0; i < PB_SLOWEST_SAMPLES && col->slowest.ns[i]; i++) {
-            uint64_t index = col->slowest.sample[i];
-            row->slowest_ns[i] = col->slowest.ns[i];
-            row->slowest_sample[i] = index;
-            if (er->spec->dataset.python[0]) /* not pbench's index: the engine names it */
-                snprintf(row->slowest_files[i], sizeof row->slowest_files[i],
-                         "sample %" PRIu64, index);
-            else if (index < er->ds->count && er->ds->members)
-                snprintf(row->slowest_files[i], sizeof row->slowest_files[i], "%.120s:%.70s",
-                         er->ds->paths[index], er->ds->members[index]);
-            else if (index < er->ds->count)
-                pb_strlcpy(row->slowest_files[i], er->ds->paths[index],
-                           sizeof row->slowest_files[i]);
-            else
-                snprintf(row->slowest_files[i], sizeof row->slowest_files[i],
-                         "sample %" PRIu64, index);
-            row->slowest_count = i + 1;
-        }
-    }
-    rep->stage_count = (size_t)er->column_count;
-    return PB_OK;
 }
 
 /* ---- one repeat ----------------------------------------------------- */
@@ -553,9 +346,9 @@ static int on_batch(struct pb_engine_run *er, struct part *c, struct pb_repeat_r
     c->wait_total += h.t_taken_ns - h.t_wait_ns;
     c->step_total += h.step_ns;
     c->t_end = h.t_done_ns;
-    add_records(er, &h, data + sizeof h, len - sizeof h);
+    pb_engine_add_records(er, &h, data + sizeof h, len - sizeof h);
     if (er->trace)
-        trace_batch(er, &h, data + sizeof h, len - sizeof h);
+        pb_engine_trace_batch(er, &h, data + sizeof h, len - sizeof h);
     if (er->row->job_sizes) { /* a job's batches come at its step's pace: cheap to read */
         read_cpu_end(er, c);
         c->cpu_at_batch = true;
@@ -596,29 +389,6 @@ static int on_fatal(struct pb_engine_run *er, const json_t *j, char *msg, size_t
     return strcmp(kind, "data") == 0 ? PB_ERR_DATA : PB_ERR;
 }
 
-/* A wrapped job's account of a repeat (how it ended, its exit status, the
- * last lines of its stderr, its DataLoaders): kept in the point's engine
- * object, one per repeat under "jobs", its versions as the engine's. */
-static void keep_job(struct pb_engine_run *er, const json_t *j)
-{
-    json_t *engine = er->point->engine;
-    if (!engine)
-        return;
-    json_t *jobs = json_object_get(engine, "jobs");
-    if (!json_is_array(jobs)) {
-        jobs = json_array();
-        json_object_set_new(engine, "jobs", jobs);
-    }
-    json_t *copy = json_deep_copy(j);
-    if (copy) {
-        json_object_del(copy, "type");
-        json_array_append_new(jobs, copy);
-    }
-    const json_t *versions = json_object_get(j, "versions");
-    if (json_is_object(versions) && json_object_size(versions) > 0)
-        json_object_set(engine, "versions", (json_t *)versions);
-}
-
 /* A JSON frame during a repeat. Returns PB_OK, or the fatal's code. */
 static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_result *rep,
                    const uint8_t *data, uint32_t len, char *msg, size_t msglen)
@@ -635,9 +405,9 @@ static int on_json(struct pb_engine_run *er, struct part *c, struct pb_repeat_re
         /* A wrapped job's columns, known once its Dataset is seen: taken
          * before the measured part, never inside it. */
         if (!c->measuring)
-            rc = read_ready(er, j, msg, msglen);
+            rc = pb_engine_read_ready(er, j, msg, msglen);
     } else if (strcmp(type, "job") == 0) {
-        keep_job(er, j);
+        pb_engine_keep_job(er, j);
     } else if (strcmp(type, "workers") == 0) {
         json_int_t main_pid = json_integer_value(json_object_get(j, "main_pid"));
         if (main_pid > 0 && main_pid != er->main_pid && !c->measuring) {
@@ -855,7 +625,7 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
         pb_storage_repeat_start(er->spec, er->ds, er->point, rep);
     struct pb_speed_mark speed;
     pb_machine_speed_before(rep, &speed);
-    reset_columns(er);
+    pb_engine_reset_columns(er);
     er->pid_count = 0;
     er->live_workers = 0;
     er->main_pid = 0;
@@ -879,7 +649,7 @@ static int run_repeat(struct pb_engine_run *er, int repeat, bool stage_timing,
     if (measured) {
         pb_machine_speed_after(rep, &speed);
         fill_totals(er, &c, rep);
-        if (stage_timing && fill_rows(er, rep) != PB_OK)
+        if (stage_timing && pb_engine_fill_rows(er, rep) != PB_OK)
             pb_point_warn(er->point, "out of memory for the stage rows");
         else if (stage_timing && er->spec->dataset.python[0] && rc == PB_OK && c.ended)
             pb_engine_name_slowest(er->proc, rep, pb_stage_timeout_s(&er->spec->run));
@@ -978,7 +748,7 @@ static int handshake(struct pb_engine_run *er, char *msg, size_t msglen)
                 snprintf(msg, msglen, "%s speaks protocol %lld, pbench %d", er->row->title,
                          (long long)protocol, PB_ENGINE_PROTOCOL);
                 rc = PB_ERR;
-            } else if ((rc = read_ready(er, j, msg, msglen)) == PB_OK) {
+            } else if ((rc = pb_engine_read_ready(er, j, msg, msglen)) == PB_OK) {
                 json_decref(er->point->engine);
                 er->point->engine = json_pack("{s:s,s:O?}", "name", er->row->name, "versions",
                                               json_object_get(j, "versions"));

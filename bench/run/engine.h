@@ -18,6 +18,7 @@
 
 #include "bench/config/config.h"
 #include "bench/config/engine_row.h"
+#include "bench/run/batch_frame.h"
 #include "bench/result/result.h"
 #include "pipelines/dataset.h"
 
@@ -69,38 +70,10 @@ int pb_engine_write_index(const struct pb_dataset *ds, char *path, size_t pathle
 
 #define PB_ENGINE_PROTOCOL 1
 
-/* A batch frame's fixed part (docs/engines.md), little-endian, packed: the
- * one description of it. engines/batch_header.json describes the same
- * fields for the engines' Python writer and the tests' reader, and
- * tests/test_torch_engine.c holds the two to each other. */
-#define PB_BATCH_HEADER_FIELDS(X)                                                                  \
-    X(uint64_t, seq)                                                                               \
-    X(uint64_t, t_wait_ns)                                                                         \
-    X(uint64_t, t_taken_ns)                                                                        \
-    X(uint64_t, t_done_ns)                                                                         \
-    X(uint64_t, step_ns)                                                                           \
-    X(uint64_t, t_first_ns)                                                                        \
-    X(uint64_t, t_ready_ns)                                                                        \
-    X(uint64_t, bytes)                                                                             \
-    X(uint32_t, samples)                                                                           \
-    X(uint32_t, errors)                                                                            \
-    X(int32_t, worker)                                                                             \
-    X(uint32_t, columns)                                                                           \
-    X(uint32_t, records)                                                                           \
-    X(uint32_t, counters)
-
-struct __attribute__((packed)) pb_batch_header {
-#define PB_BATCH_HEADER_MEMBER(type, name) type name;
-    PB_BATCH_HEADER_FIELDS(PB_BATCH_HEADER_MEMBER)
-#undef PB_BATCH_HEADER_MEMBER
-};
-_Static_assert(sizeof(struct pb_batch_header) == 88, "the batch header is 88 bytes");
 /* The least an engine's start-up (import torch, make the Dataset) is waited
  * for where run.stage_timeout_s is left to its default. */
 #define PB_ENGINE_STARTUP_MIN_S 60.0
-#define PB_ENGINE_MAX_COLUMNS 32
-#define PB_ENGINE_MAX_COUNTERS 8
-#define PB_ENGINE_MAX_WORKERS 256
+
 
 /* The folder the engines live in: $PBENCH_ENGINES, else pbench's share
  * folder's engines/ (installed, or the source tree's; bench/sys/paths.h). */
