@@ -119,7 +119,11 @@ static void header(FILE *out, const struct pb_result *r)
         fputs("<br>engine: ", out);
         pb_svg_escape(out, engine);
     }
-    if (r->config_path[0]) {
+    const json_t *job = pb_result_config_value(r, "wrap.command");
+    if (r->point_count && pb_point_wrapped(r, 0) && json_is_string(job)) {
+        fputs("<br>job: ", out); /* pbench wrap: the training job measured */
+        pb_svg_escape(out, json_string_value(job));
+    } else if (r->config_path[0]) {
         fputs("<br>config: ", out);
         pb_svg_escape(out, r->config_path);
     }
