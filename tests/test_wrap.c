@@ -28,13 +28,13 @@ static char workdir[] = "/tmp/pbench-wrap-XXXXXX";
 static bool have_torch;
 static char train[1024]; /* the example job, with tiny photos */
 
-#define NEED_TORCH()                                                                           \
-    do {                                                                                       \
-        if (!have_torch) {                                                                     \
-            fprintf(stderr, "skipped: torch is not installed: apt-get install python3-torch "  \
-                            "python3-torchvision (scripts/setup.sh does)\n");                  \
-            skip();                                                                            \
-        }                                                                                      \
+#define NEED_TORCH()                                                                               \
+    do {                                                                                           \
+        if (!have_torch) {                                                                         \
+            fprintf(stderr, "skipped: torch is not installed: apt-get install python3-torch "      \
+                            "python3-torchvision (scripts/setup.sh does)\n");                      \
+            skip();                                                                                \
+        }                                                                                          \
     } while (0)
 
 static int setup(void **state)
@@ -78,8 +78,8 @@ static const json_t *first_point(const json_t *r)
 static const json_t *measured_loader(const json_t *p)
 {
     const json_t *jobs = json_object_get(json_object_get(p, "engine"), "jobs");
-    const json_t *loaders = json_object_get(json_array_get(jobs, json_array_size(jobs) - 1),
-                                            "loaders");
+    const json_t *loaders =
+        json_object_get(json_array_get(jobs, json_array_size(jobs) - 1), "loaders");
     for (size_t i = 0; i < json_array_size(loaders); i++)
         if (json_is_true(json_object_get(json_array_get(loaders, i), "measured")))
             return json_array_get(loaders, i);
@@ -89,8 +89,8 @@ static const json_t *measured_loader(const json_t *p)
 
 static const json_t *stage_row(const json_t *p, const char *name)
 {
-    const json_t *stages = json_object_get(json_array_get(json_object_get(p, "repeats"), 0),
-                                           "stages");
+    const json_t *stages =
+        json_object_get(json_array_get(json_object_get(p, "repeats"), 0), "stages");
     for (size_t i = 0; i < json_array_size(stages); i++)
         if (strcmp(json_string_value(json_object_get(json_array_get(stages, i), "name")), name) ==
             0)
@@ -116,8 +116,9 @@ static void test_measures_the_example_job(void **state)
     const json_t *rep = json_array_get(json_object_get(p, "repeats"), 0);
     assert_int_equal(json_integer_value(json_object_get(rep, "batches")), 6);
     assert_int_equal(json_integer_value(json_object_get(rep, "samples")), 48);
-    static const char *const rows[] = {"getitem",  "RandomResizedCrop", "RandomHorizontalFlip",
-                                       "ColorJitter", "ToTensor", "Normalize", "collate"};
+    static const char *const rows[] = {"getitem",     "RandomResizedCrop", "RandomHorizontalFlip",
+                                       "ColorJitter", "ToTensor",          "Normalize",
+                                       "collate"};
     for (size_t i = 0; i < PB_ARRAY_LEN(rows); i++) {
         const json_t *row = stage_row(p, rows[i]);
         if (!row)
@@ -132,10 +133,9 @@ static void test_measures_the_example_job(void **state)
     char path[600];
     snprintf(path, sizeof path, "%s/out.txt", workdir);
     char *out = pb_test_read_file(path, NULL, true);
-    pb_test_assert_contains(out, (const char *const[]){"engine: wrap", "DataLoader",
-                                                       "examples/train/train.py:",
-                                                       "the job's own, measured", "verdict:",
-                                                       NULL});
+    pb_test_assert_contains(
+        out, (const char *const[]){"engine: wrap", "DataLoader", "examples/train/train.py:",
+                                   "the job's own, measured", "verdict:", "at batch 8", NULL});
     free(out);
     json_decref(r);
     /* The timeline: the loop's waits on track 0, each transform on a
@@ -226,11 +226,10 @@ static void test_jobs_that_cannot_be_measured(void **state)
     (void)state;
     NEED_TORCH();
     assert_wrap_says("wrap -- /bin/true", 2,
-                     (const char *const[]){"started no Python process with pbench's hook",
-                                           NULL});
-    assert_wrap_says("wrap -- pbench-no-such-program", 2,
-                     (const char *const[]){"'pbench-no-such-program' is not a program on PATH",
-                                           NULL});
+                     (const char *const[]){"started no Python process with pbench's hook", NULL});
+    assert_wrap_says(
+        "wrap -- pbench-no-such-program", 2,
+        (const char *const[]){"'pbench-no-such-program' is not a program on PATH", NULL});
     assert_wrap_says("wrap -- /usr/bin/python3 -c 'print(42)'", 1,
                      (const char *const[]){"exited with status 0 without creating a torch "
                                            "DataLoader",
