@@ -240,19 +240,27 @@ static mhd_result answer_text(struct MHD_Connection *conn, unsigned status, cons
 }
 
 /* libmicrohttpd's access handler: GET and HEAD go to the handler (HEAD's
- * body is left out by libmicrohttpd), anything else is 405. The answer is
- * queued on the first call, so a request's body is never read. */
+ * body is left out by libmicrohttpd) once the request is read, so the
+ * connection can stay open for the page's next poll; anything else is 405
+ * at once, its body never read (and the connection closed). */
 static mhd_result answer(void *cls, struct MHD_Connection *conn, const char *url,
                          const char *method, const char *version, const char *upload_data,
                          size_t *upload_data_size, void **req_cls)
 {
+    static int request_seen;
     (void)version;
     (void)upload_data;
-    (void)upload_data_size;
-    (void)req_cls;
     struct pb_http *h = cls;
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return answer_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "pbench serves GET and HEAD only\n");
+    if (!*req_cls) {
+        *req_cls = &request_seen; /* the headers: answer once the request is read */
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        *upload_data_size = 0; /* a GET's body means nothing here */
+        return MHD_YES;
+    }
     const char *accept =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
     struct pb_http_reply reply = {.status = MHD_HTTP_OK};
@@ -323,6 +331,13 @@ int pb_http_start(const char *address, pb_http_handler handler, void *user,
     return PB_OK;
 }
 
+unsigned pb_http_connections(const struct pb_http *h)
+{
+    const union MHD_DaemonInfo *info =
+        h ? MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
+    return info ? info->num_connections : 0;
+}
+
 void pb_http_stop(struct pb_http *h)
 {
     if (!h)
@@ -347,6 +362,12 @@ int pb_http_start(const char *address, pb_http_handler handler, void *user,
              "libmicrohttpd-dev and rebuild (scripts/setup.sh does)",
              address ? address : "");
     return PB_ERR_UNAVAILABLE;
+}
+
+unsigned pb_http_connections(const struct pb_http *h)
+{
+    (void)h;
+    return 0;
 }
 
 void pb_http_stop(struct pb_http *h)

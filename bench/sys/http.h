@@ -53,6 +53,9 @@ const char *pb_http_url(const struct pb_http *h);
 /* The port actually bound. */
 int pb_http_port(const struct pb_http *h);
 
+/* The connections the server holds now: at most PB_HTTP_CONNECTIONS. */
+unsigned pb_http_connections(const struct pb_http *h);
+
 /* Stops the server: waits for its thread, closes every connection, frees h.
  * NULL is fine. */
 void pb_http_stop(struct pb_http *h);
