@@ -95,7 +95,7 @@ static const char page[] =
     "function setText(id, text) { byId(id).textContent = text; }\n"
     "function fmtRate(v) {\n"
     "  if (!isNum(v)) return '-';\n"
-    "  return v >= 100 ? Math.round(v).toLocaleString('en-US') : v.toPrecision(3);\n"
+    "  return v >= 100 || v === 0 ? Math.round(v).toLocaleString('en-US') : v.toPrecision(3);\n"
     "}\n"
     "function fmtPct(v) { return isNum(v) ? v.toFixed(1) + ' %' : '-'; }\n"
     "function fmtDuration(ns) {\n"
