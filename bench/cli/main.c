@@ -28,6 +28,7 @@
 #include "bench/result/result.h"
 #include "bench/session/interleave.h"
 #include "bench/session/ranks.h"
+#include "bench/session/serve.h"
 #include "bench/session/session.h"
 #include "bench/sys/mpi.h"
 #include "bench/sys/paths.h"
@@ -82,6 +83,42 @@ static int gate_apply(const char *cmd, struct pb_comparison *cmp, const struct p
 
 /* ---- measuring: run and compare of two configs ------------------------- */
 
+/* --serve ADDRESS: the server started for a session (-1), or the exit code
+ * of why it cannot be (2: a bad address or a busy port, before anything is
+ * measured). */
+static int serve_start(const struct pb_session_opts *opts, const char *title,
+                       struct pb_serve **out)
+{
+    char msg[PB_MSG_MAX];
+    bool open_to_all = false;
+    const char *slash = strrchr(opts->config_path, '/');
+    int rc = pb_serve_start(opts->serve, slash ? slash + 1 : opts->config_path, out,
+                            &open_to_all, msg, sizeof msg);
+    if (rc != PB_OK) {
+        pb_cli_error(title + strlen("pbench "), msg);
+        return PB_EXIT_USAGE;
+    }
+    fprintf(stderr, "pbench: the run is served at %s (/metrics for Prometheus, /result.json)\n",
+            pb_serve_url(*out));
+    if (open_to_all)
+        fprintf(stderr, "pbench: warning: %s is not a loopback address: anyone who can reach "
+                        "this machine can read the run there\n",
+                opts->serve);
+    return -1;
+}
+
+/* The session ended: the final result and its verdict served for the
+ * page's next poll, then the server stopped. */
+static void serve_end(struct pb_serve *server, const struct pb_result *result,
+                      const struct pb_session_outcome *outcome, int session_rc)
+{
+    pb_serve_finish(server, result, outcome->analyzed ? &outcome->analysis : NULL,
+                    session_rc == PB_ERR_INTERRUPTED);
+    if (session_rc != PB_ERR_INTERRUPTED)
+        sleep(PB_SERVE_LINGER_S); /* a page polling once a second sees the end */
+    pb_serve_stop(server);
+}
+
 /* Runs the session opts describes, with the progress lines on stderr, and
  * prints what it measured: a run's result in format, then its comparison
  * (with --baseline); two configs measured together, their comparison
@@ -91,12 +128,22 @@ int pb_cli_measure(const struct pb_session_opts *opts, const char *title, bool q
                    const struct pb_gate *gate, const char *comparison_path)
 {
     struct pb_progress progress;
-    struct pb_session_hooks hooks;
+    struct pb_session_hooks hooks, served;
     pb_progress_init(&progress, title, quiet, &hooks);
     struct pb_result result;
     struct pb_session_outcome outcome;
     char msg[PB_MSG_MAX * 2];
-    int session_rc = pb_session_run(opts, &hooks, &result, &outcome, msg, sizeof(msg));
+    struct pb_serve *server = NULL;
+    if (opts->serve) { /* a busy port or a bad address: said before anything is made */
+        int code = serve_start(opts, title, &server);
+        if (code >= 0)
+            return code;
+        pb_serve_hooks(server, &result, &hooks, &served);
+    }
+    int session_rc =
+        pb_session_run(opts, server ? &served : &hooks, &result, &outcome, msg, sizeof(msg));
+    if (server) /* the end: the page shows the verdict, then pbench goes */
+        serve_end(server, &result, &outcome, session_rc);
     int code = pb_cli_exit(session_rc);
     if (session_rc != PB_OK && session_rc != PB_ERR_INTERRUPTED)
         pb_mpi_abort(code, msg); /* an error on any rank ends them all */
@@ -153,6 +200,7 @@ int cmd_run(int argc, char **argv)
         {"fail-on-regression", no_argument, NULL, 'F'},
         {"gate", required_argument, NULL, 'G'},
         {"trace", required_argument, NULL, 'R'},
+        {"serve", required_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     const char **overrides = calloc((size_t)argc, sizeof(char *));
@@ -182,6 +230,7 @@ int cmd_run(int argc, char **argv)
             overrides[opts.override_count++] = "run.trace=true";
             break;
         case 'F': gate.fail_on_regression = true; break;
+        case 'V': opts.serve = optarg; break;
         case 'G':
             gate.metrics = optarg;
             exit_code = gate_check("run", optarg);
@@ -241,6 +290,7 @@ struct compare_args {
     const char **new_overrides; /* --set-new (-S): the new config alone      */
     int new_override_count;
     const char *history_db;     /* --db: run-to-run noise of two result files */
+    const char *serve;          /* --serve: two configs measured, served while they run */
 };
 
 /* Reads compare's arguments into args (its override lists sized for argc
@@ -275,6 +325,8 @@ static int compare_parse(int argc, char **argv, struct compare_args *args)
             args->quiet = true;
         } else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
             args->history_db = argv[++i];
+        } else if (strcmp(a, "--serve") == 0 && i + 1 < argc) {
+            args->serve = argv[++i];
         } else if (strcmp(a, "--force") == 0) {
             args->force = true;
         } else if (strcmp(a, "--fail-on-regression") == 0) {
@@ -313,7 +365,8 @@ static int compare_configs(const struct compare_args *args)
                                    .new_overrides = args->new_overrides,
                                    .new_override_count = args->new_override_count,
                                    .output_path = rendered ? NULL : args->output,
-                                   .threshold_pct = args->threshold_pct};
+                                   .threshold_pct = args->threshold_pct,
+                                   .serve = args->serve};
     return pb_cli_measure(&opts, "pbench compare", args->quiet, args->format, &args->gate,
                    rendered ? args->output : NULL);
 }

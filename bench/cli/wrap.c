@@ -262,6 +262,7 @@ static int wrap_option(struct wrap_cli *cli, int c)
         }
         break;
     case 'L': w->loader = optarg; break;
+    case 'V': opts->serve = optarg; break;
     case 'g': code = number("--grace", optarg, 0, &w->grace_s); break;
     case 'h': code = pb_cli_help(2, (char *[]){"help", "wrap", NULL}); break;
     default: code = pb_cli_usage_error("wrap", "%s", "bad option"); break;
@@ -290,6 +291,7 @@ static int wrap_parse(int argc, char **argv, struct wrap_cli *cli)
         {"command", required_argument, NULL, 'c'},
         {"ideal", optional_argument, NULL, 'I'},
         {"trace", required_argument, NULL, 'R'},
+        {"serve", required_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int c, code = -1;

@@ -39,6 +39,9 @@ struct pb_session_opts {
     const char *trace_path;         /* run.trace's file; NULL: NAME.trace.json beside
                                        the result                                 */
     double threshold_pct;           /* practical threshold of that comparison     */
+    const char *serve;              /* --serve [HOST:]PORT: the command line serves the
+                                       session there while it runs (bench/session/serve.h);
+                                       NULL: not served                              */
 };
 
 enum pb_session_level {
