@@ -79,6 +79,7 @@ int cmd_history(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 

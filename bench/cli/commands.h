@@ -20,7 +20,7 @@
 #define PB_COMMANDS(X) \
     X(run, \
       "pbench run CONFIG [-s key.path=value]... [-a key.path=v1,v2]... [-o results/NAME.json]\n" \
-      "                  [--format {formats}] [--quiet] [--overhead] [--trace FILE]\n" \
+      "                  [--format {formats}] [--quiet] [--overhead] [--trace FILE] [--serve PORT]\n" \
       "                  [--baseline BASE.json [--threshold 5%] [--fail-on-regression] [--gate M,..]]", \
       "Runs the pipeline CONFIG describes under its loader settings, prints a table and writes\n" \
       "the complete result as JSON (default results/NAME-YYYYmmdd-HHMMSS.json). CONFIG is a\n" \
@@ -33,6 +33,9 @@
       "  -q, --quiet               no progress lines on stderr\n" \
       "      --trace FILE          write the CPU timeline (run.trace) to FILE, Chrome\n" \
       "                            trace-event JSON for Perfetto or chrome://tracing\n" \
+      "      --serve [HOST:]PORT   serve the run while it runs: a live page, /metrics for\n" \
+      "                            Prometheus, /result.json (127.0.0.1 unless a host is\n" \
+      "                            named; docs/live.md)\n" \
       "  -a, --axis key.path=v1,v2 sweep this option over these values (adds to or replaces\n" \
       "                            the config's sweep: section; repeatable)\n" \
       "      --overhead            also measure the instrumentation's own cost: after each\n" \
@@ -81,6 +84,7 @@
       "                            what the hook costs in the job's batches/s\n" \
       "      --trace FILE          a Perfetto timeline: the loop's waits and steps, a track\n" \
       "                            per worker process with a span per sample and transform\n" \
+      "      --serve [HOST:]PORT   serve the job's figures while it runs (docs/live.md)\n" \
       "  -o, -f, -q, --baseline, --threshold, --fail-on-regression: as pbench run.\n\n" \
       "Exit codes as pbench run; 1 when the job fails before its first batch or creates no\n" \
       "DataLoader, 2 when the command is not a Python job. Ctrl-C or SIGTERM ends the job\n" \
@@ -99,6 +103,7 @@
       "pbench compare BASE.yaml NEW.yaml [-s key.path=value]... [-S key.path=value]...\n" \
       "                  [-o results/NAME.json] [--quiet] [--threshold 5%]\n" \
       "                  [--format {comparison-formats}] [--fail-on-regression] [--gate M,...]\n" \
+      "                  [--serve [HOST:]PORT]   (watch it: docs/live.md)\n" \
       "pbench compare CONFIG.yaml CONFIG.yaml --set-new key.path=value   (one setting, tested)\n" \
       "pbench compare BOTH.json          (re-prints what a compare of two configs wrote)", \
       "Compares two results point by point (matched by their sweep axes): samples/s, stall %,\n" \
@@ -194,6 +199,13 @@
       "instead of printing. csv and tsv are for your own tools (pandas, R, spreadsheets):\n" \
       "each row names the run, its created time and point, with a column per sweep axis;\n" \
       "a row per point and stage, or with --rows repeats one per repeat.") \
+    X(serve, \
+      "pbench serve RESULT.json [--serve [HOST:]PORT]", \
+      "Serves one result file on the live page's server (default 127.0.0.1:8080) until Ctrl-C:\n" \
+      "/ the page, /report.html the full HTML report, /metrics for Prometheus, /result.json.\n" \
+      "Only that file is served, read once; no path is taken from a request. While a run,\n" \
+      "a sweep, a compare of two configs or a wrapped job runs, --serve [HOST:]PORT on\n" \
+      "those commands serves it live (docs/live.md).") \
     X(list, \
       "pbench list [configs | NAME | SECTION.KEY]", \
       "Lists every config section, stage and decoder with its options, defaults and ranges,\n" \

@@ -2,6 +2,8 @@
  * (history, calibrate, gen, report, list, version); run and compare, which
  * measure through one session set-up, are main.c's. */
 #include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include "bench/report/history_text.h"
 #include "bench/result/result.h"
 #include "bench/session/calibrate.h"
+#include "bench/session/serve.h"
 #include "bench/session/session.h"
 #include "bench/sys/machine.h"
 #include "bench/sys/paths.h"
@@ -344,4 +347,64 @@ int cmd_version(int argc, char **argv)
     pb_machine_probe(&m);
     pb_machine_print_versions(stdout, &m);
     return PB_EXIT_OK;
+}
+
+/* ---- serve ------------------------------------------------------------- */
+
+int cmd_serve(int argc, char **argv)
+{
+    const char *path = NULL, *address = "127.0.0.1:8080";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return pb_cli_help(2, (char *[]){"help", "serve", NULL});
+        if (strcmp(argv[i], "--serve") == 0 && i + 1 < argc)
+            address = argv[++i];
+        else if (argv[i][0] == '-' || path)
+            return pb_cli_usage_error("serve", "unexpected argument '%s'", argv[i]);
+        else
+            path = argv[i];
+    }
+    if (!path)
+        return pb_cli_usage_error("serve", "%s", "expected one RESULT.json");
+    struct pb_result result;
+    char msg[PB_MSG_MAX * 2];
+    if (pb_result_read(path, &result, msg, sizeof(msg)) != PB_OK) {
+        pb_cli_error(NULL, msg);
+        pb_result_free(&result);
+        return PB_EXIT_ERROR;
+    }
+    struct pb_analysis analysis;
+    bool analyzed = !result.interleaved && pb_analyze(&result, &analysis) == PB_OK;
+    if (analyzed && result.point_count > 1) {
+        json_decref(result.analysis);
+        result.analysis = pb_analysis_to_json(&analysis);
+    }
+    /* Only this file is served, read once: no path is taken from a request. */
+    struct pb_serve *server = NULL;
+    bool open_to_all = false;
+    int rc = pb_serve_start(address, result.name, &server, &open_to_all, msg, sizeof msg);
+    int code = rc == PB_OK ? PB_EXIT_OK : PB_EXIT_USAGE;
+    if (rc != PB_OK) {
+        pb_cli_error("serve", msg);
+    } else {
+        pb_serve_finish(server, &result, analyzed ? &analysis : NULL, result.interrupted);
+        fprintf(stderr, "pbench: %s is served at %s until Ctrl-C (/report.html, /metrics, "
+                        "/result.json)\n", path, pb_serve_url(server));
+        if (open_to_all)
+            fprintf(stderr, "pbench: warning: %s is not a loopback address: anyone who can "
+                            "reach this machine can read it\n", address);
+        sigset_t stop;
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGINT);
+        sigaddset(&stop, SIGTERM);
+        sigaddset(&stop, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &stop, NULL);
+        int sig = 0;
+        sigwait(&stop, &sig);
+        pb_serve_stop(server);
+    }
+    if (analyzed)
+        pb_analysis_free(&analysis);
+    pb_result_free(&result);
+    return code;
 }
