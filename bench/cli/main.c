@@ -28,7 +28,7 @@
 #include "bench/result/result.h"
 #include "bench/session/interleave.h"
 #include "bench/session/ranks.h"
-#include "bench/session/serve.h"
+#include "bench/cli/serve.h"
 #include "bench/session/session.h"
 #include "bench/sys/mpi.h"
 #include "bench/sys/paths.h"

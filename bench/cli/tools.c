@@ -23,7 +23,7 @@
 #include "bench/report/history_text.h"
 #include "bench/result/result.h"
 #include "bench/session/calibrate.h"
-#include "bench/session/serve.h"
+#include "bench/cli/serve.h"
 #include "bench/session/session.h"
 #include "bench/sys/machine.h"
 #include "bench/sys/paths.h"

@@ -40,7 +40,7 @@ struct pb_session_opts {
                                        the result                                 */
     double threshold_pct;           /* practical threshold of that comparison     */
     const char *serve;              /* --serve [HOST:]PORT: the command line serves the
-                                       session there while it runs (bench/session/serve.h);
+                                       session there while it runs (bench/cli/serve.h);
                                        NULL: not served                              */
 };
 

@@ -1,5 +1,5 @@
-/* A session served while it runs (bench/session/serve.h). */
-#include "bench/session/serve.h"
+/* A session served while it runs (bench/cli/serve.h). */
+#include "bench/cli/serve.h"
 
 #include <pthread.h>
 #include <stdio.h>
