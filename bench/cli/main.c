@@ -134,7 +134,8 @@ int pb_cli_measure(const struct pb_session_opts *opts, const char *title, bool q
     struct pb_session_outcome outcome;
     char msg[PB_MSG_MAX * 2];
     struct pb_serve *server = NULL;
-    if (opts->serve) { /* a busy port or a bad address: said before anything is made */
+    /* Under mpirun the process that gathers the ranks serves them all. */
+    if (opts->serve && pb_mpi_is_root()) { /* a busy port or a bad address: said first */
         int code = serve_start(opts, title, &server);
         if (code >= 0)
             return code;
