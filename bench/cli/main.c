@@ -95,7 +95,9 @@ static int serve_start(const struct pb_session_opts *opts, const char *title,
     int rc = pb_serve_start(opts->serve, slash ? slash + 1 : opts->config_path, out,
                             &open_to_all, msg, sizeof msg);
     if (rc != PB_OK) {
-        pb_cli_error(title + strlen("pbench "), msg);
+        /* "pbench compare" -> "compare"; run's title is "pbench" alone */
+        const char *space = strchr(title, ' ');
+        pb_cli_error(space ? space + 1 : "run", msg);
         return PB_EXIT_USAGE;
     }
     fprintf(stderr, "pbench: the run is served at %s (/metrics for Prometheus, /result.json)\n",
