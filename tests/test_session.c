@@ -652,7 +652,12 @@ static void test_interleaved_configs(void **state)
      * ctest -j2) its verdict is withheld as disturbed. */
     const struct pb_metric_cmp *cpu = &cmp->points[0].metrics[3];
     assert_string_equal(cpu->name, "cpu_ns_per_sample");
-    assert_int_equal(cpu->verdict, PB_VERDICT_REGRESSED);
+    /* CPU time per sample is withheld only where the machine's own reference
+     * speed moved between the sides (a busy CI runner under ASan). */
+    if (cmp->points[0].interference.machine_changed)
+        assert_int_equal(cpu->verdict, PB_VERDICT_DISTURBED);
+    else
+        assert_int_equal(cpu->verdict, PB_VERDICT_REGRESSED);
     enum pb_verdict samples = cmp->points[0].metrics[0].verdict;
     if (cmp->points[0].interference.disturbed)
         assert_true(samples == PB_VERDICT_DISTURBED || samples == PB_VERDICT_AMBIGUOUS);
