@@ -14,6 +14,8 @@
 
 #include "kernels/tensor.h"
 
+struct pb_dataset_spec;
+
 #define PB_MAX_SUBSTAGES 6
 #define PB_MAX_COUNTERS 8
 
@@ -107,6 +109,14 @@ struct pb_stage_plan {
     int inflight;
     int max_samples;
     int cache;             /* dataset.cache (enum pb_cache_mode)        */
+    /* Input only: the dataset section (object storage: where the objects
+     * are and how to ask for them). */
+    const struct pb_dataset_spec *dataset;
+    /* Output only: the sub-stages and counters the stage reports for this
+     * run (NULL-terminated names, or NULL), as decoders declare theirs:
+     * the read stage's request timings on a dataset in object storage. */
+    const char *const *substages;
+    const char *const *counters;
 };
 
 #endif

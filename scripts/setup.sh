@@ -17,7 +17,7 @@ PACKAGES="build-essential cmake pkg-config libyaml-dev libturbojpeg0-dev libjpeg
 libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libhwloc-dev libcmocka-dev \
 libjansson-dev libsqlite3-dev clang libclang-rt-dev libopenmpi-dev openmpi-bin \
 libarchive-dev fio chromium python3-pil python3-torch python3-torchvision python3-av \
-python3-pyflakes libmicrohttpd-dev prometheus"
+python3-pyflakes libmicrohttpd-dev prometheus libcurl4-openssl-dev"
 
 missing=""
 for p in $PACKAGES; do

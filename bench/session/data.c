@@ -10,12 +10,13 @@
 #include "bench/sys/mpi.h"
 #include "bench/sys/paths.h"
 #include "pipelines/generate.h"
+#include "pipelines/remote.h"
 
 /* Whether dataset.path is a folder still to be made: missing or empty,
  * and not a glob (a glob names files, never a folder to fill). */
 static bool needs_generating(const char *path)
 {
-    if (strpbrk(path, "*?["))
+    if (strpbrk(path, "*?[") || pb_remote_is_url(path))
         return false;
     DIR *d = opendir(path);
     if (!d)
@@ -65,7 +66,7 @@ int pb_session_open_dataset(const struct pb_session_opts *opts, const struct pb_
             pb_mpi_barrier();
     }
     /* Data generated from another spec is not what the config describes. */
-    if (rc == PB_OK && d->has_generate && !strpbrk(d->path, "*?["))
+    if (rc == PB_OK && d->has_generate && !strpbrk(d->path, "*?[") && !pb_remote_is_url(d->path))
         rc = pb_generate_stamp_check(&d->generate, d->path, inner, sizeof(inner));
     /* Your own Dataset (dataset.python) makes its samples; dataset.path is
      * then only the data it may be handed, and may be left out. */
