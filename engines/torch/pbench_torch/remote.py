@@ -209,13 +209,31 @@ def s3_client(options):
     return client, source
 
 
+def charge_s3_call(log, start_ns, cpu_ns):
+    """Charges a get_object call that started at start_ns (thread CPU
+    cpu_ns) and has just returned or raised: the connections it set up
+    (time_botocore_connects noted them) to connect, the rest to ttfb. A
+    call that set none up counts a reused connection. Returns now."""
+    first = monotonic_ns()
+    connects, _connects.spans = _connects.spans or [], None
+    ttfb_cpu = thread_time_ns() - cpu_ns
+    for span in connects:
+        log.add("connect", *span)
+        start_ns = span[1]
+        ttfb_cpu -= span[2]
+    if not connects:
+        log.count("reused_connections")
+    log.add("ttfb", start_ns, first, max(ttfb_cpu, 0))
+    return first
+
+
 def s3_failure(error, bucket, endpoint, source):
     """The Transient or ObjectError for a botocore ClientError."""
     response = getattr(error, "response", None) or {}
     code = str(response.get("Error", {}).get("Code", ""))
     status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
     said = ("%d %s" % (status, code)).strip()
-    if code == "SlowDown" or status == 503:
+    if code == "SlowDown" or status in (503, 429):
         return Transient("503", said)
     if status >= 500:
         return Transient("5xx", said)
@@ -357,19 +375,9 @@ class Remote:
         try:
             try:
                 response = client.get_object(**request)
-                first = monotonic_ns()
-                connects, _connects.spans = _connects.spans, None
-                ttfb_cpu = thread_time_ns() - cpu
-                for span in connects:
-                    log.add("connect", *span)
-                    start = span[1]
-                    ttfb_cpu -= span[2]
-                if not connects:
-                    log.count("reused_connections")
-                log.add("ttfb", start, first, max(ttfb_cpu, 0))
-                data = self.read_body(response["Body"], deadline_ns, log, first)
             finally:
-                _connects.spans = None
+                first = charge_s3_call(log, start, cpu)
+            data = self.read_body(response["Body"], deadline_ns, log, first)
         except ClientError as e:
             raise s3_failure(e, bucket, self.options.endpoint, self.source)
         except (ReadTimeoutError, ConnectTimeoutError, socket.timeout) as e:

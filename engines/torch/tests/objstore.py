@@ -85,6 +85,7 @@ SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Co
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as object stores answer
+    disable_nagle_algorithm = True  # headers and body apart, without a delayed ACK's 40 ms
 
     def log_message(self, *args):
         pass

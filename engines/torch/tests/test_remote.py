@@ -225,11 +225,15 @@ class S3Test(unittest.TestCase):
 
     def test_reads_objects(self):
         reader = self.s3()
+        connect = []
         for name in ("img0000.jpg", "img0005.jpg"):
             data, log = reader.fetch("s3://%s/img/%s" % (BUCKET, name))
             self.assertEqual(data, OBJECTS[name])
             self.assertEqual(log.counts["requests"], 1)
             self.assertGreater(log.wall_ns[remote.SPANS.index("ttfb")], 0)
+            connect.append(log.wall_ns[remote.SPANS.index("connect")])
+        self.assertGreater(connect[0], 0)
+        self.assertEqual(connect[1], 0)
         self.assertEqual(log.counts["reused_connections"], 1)
         self.assertEqual(reader.source, "environment")
         reader.check("s3://%s/img/img0000.jpg" % BUCKET)
