@@ -17,6 +17,10 @@
 struct pb_dataset_spec;
 
 #define PB_MAX_SUBSTAGES 6
+/* A sub-stage time that did not happen for this sample (a connection
+ * reused, so no connect): left out of the sub-stage's row, which then
+ * counts only the samples it happened for. */
+#define PB_SUBSTAGE_NONE UINT64_MAX
 #define PB_MAX_COUNTERS 8
 
 /* The most bytes one sample may take at any stage (4 GiB): a stage asking

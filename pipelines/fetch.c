@@ -206,7 +206,8 @@ static void attempt_times(struct slot *s)
     curl_easy_getinfo(s->easy, CURLINFO_TOTAL_TIME_T, &total);
     curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &connects);
     uint64_t *ns = s->cost.ns;
-    ns[PB_FETCH_CONNECT] = connects ? (uint64_t)(app > conn ? app : conn) * 1000u : 0;
+    ns[PB_FETCH_CONNECT] =
+        connects ? (uint64_t)(app > conn ? app : conn) * 1000u : PB_SUBSTAGE_NONE;
     ns[PB_FETCH_TTFB] = first > pre ? (uint64_t)(first - pre) * 1000u : 0;
     ns[PB_FETCH_TRANSFER] = total > first && first > 0 ? (uint64_t)(total - first) * 1000u : 0;
     if (!connects)

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decoders/sample.h"
 #include "pipelines/dataset.h"
 
 enum pb_remote_kind { PB_REMOTE_S3 = 1, PB_REMOTE_HTTP = 2 };
@@ -89,7 +90,8 @@ enum {
 extern const char *const pb_fetch_counters[];
 
 /* What one object's read cost: its successful (or last) request's
- * connect, time to first byte and transfer, and the counters above. */
+ * connect (PB_SUBSTAGE_NONE when a kept connection was reused), time to
+ * first byte and transfer, and the counters above. */
 struct pb_fetch_cost {
     uint64_t ns[PB_FETCH_SUBSTAGES];
     uint64_t counters[PB_FETCH_COUNTERS];

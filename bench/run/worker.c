@@ -294,7 +294,8 @@ static inline void stage_timed(struct worker *w, int k, const struct pb_sample *
     sc->wall_ns = t;
     sc->cpu_ns = c;
     for (int i = 0; i < st->substage_count[k]; i++)
-        pb_hist_add(&st->substage_hist[k][i], s->substage_ns[i]);
+        if (s->substage_ns[i] != PB_SUBSTAGE_NONE)
+            pb_hist_add(&st->substage_hist[k][i], s->substage_ns[i]);
 }
 
 /* Runs every stage on s, the last one writing into out; times each when
