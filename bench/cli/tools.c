@@ -258,6 +258,30 @@ int cmd_gen(int argc, char **argv)
 
 /* ---- report ------------------------------------------------------------- */
 
+/* Reads the result file at path and analyzes it again from its
+ * measurements, so a file written by an older pbench reads with today's
+ * rules everywhere; the analysis goes into result->analysis where it ranks
+ * points. Two configs side by side (interleaved) are compared, not ranked
+ * for a pick: *analyzed stays false. PB_OK, and the caller frees result
+ * (and analysis when *analyzed); or PB_ERR, the error said, nothing held. */
+static int read_analyzed(const char *path, struct pb_result *result,
+                         struct pb_analysis *analysis, bool *analyzed)
+{
+    char msg[PB_MSG_MAX];
+    *analyzed = false;
+    if (pb_result_read(path, result, msg, sizeof(msg)) != PB_OK) {
+        pb_cli_error(NULL, msg);
+        pb_result_free(result);
+        return PB_ERR;
+    }
+    *analyzed = !result->interleaved && pb_analyze(result, analysis) == PB_OK;
+    if (*analyzed && result->point_count > 1) {
+        json_decref(result->analysis);
+        result->analysis = pb_analysis_to_json(analysis);
+    }
+    return PB_OK;
+}
+
 int cmd_report(int argc, char **argv)
 {
     enum pb_format format = PB_FORMAT_TABLE;
@@ -294,20 +318,10 @@ int cmd_report(int argc, char **argv)
         pb_cli_error("report", msg); /* before reading: never over its own input */
         return PB_EXIT_ERROR;
     }
-    if (pb_result_read(path, &result, msg, sizeof(msg)) != PB_OK) {
-        pb_cli_error(NULL, msg);
-        pb_result_free(&result);
-        return PB_EXIT_ERROR;
-    }
-    /* The analysis is recomputed from the measurements, so a file written
-     * by an older pbench reads with today's rules everywhere. */
     struct pb_analysis analysis;
-    /* Two configs side by side are compared, not ranked for a pick. */
-    bool analyzed = !result.interleaved && pb_analyze(&result, &analysis) == PB_OK;
-    if (analyzed && result.point_count > 1) {
-        json_decref(result.analysis);
-        result.analysis = pb_analysis_to_json(&analysis);
-    }
+    bool analyzed;
+    if (read_analyzed(path, &result, &analysis, &analyzed) != PB_OK)
+        return PB_EXIT_ERROR;
     int code = PB_EXIT_OK;
     if (!output)
         pb_report_rows(stdout, &result, analyzed ? &analysis : NULL, format, rows);
@@ -367,18 +381,11 @@ int cmd_serve(int argc, char **argv)
     if (!path)
         return pb_cli_usage_error("serve", "%s", "expected one RESULT.json");
     struct pb_result result;
-    char msg[PB_MSG_MAX * 2];
-    if (pb_result_read(path, &result, msg, sizeof(msg)) != PB_OK) {
-        pb_cli_error(NULL, msg);
-        pb_result_free(&result);
-        return PB_EXIT_ERROR;
-    }
     struct pb_analysis analysis;
-    bool analyzed = !result.interleaved && pb_analyze(&result, &analysis) == PB_OK;
-    if (analyzed && result.point_count > 1) {
-        json_decref(result.analysis);
-        result.analysis = pb_analysis_to_json(&analysis);
-    }
+    bool analyzed;
+    if (read_analyzed(path, &result, &analysis, &analyzed) != PB_OK)
+        return PB_EXIT_ERROR;
+    char msg[PB_MSG_MAX * 2];
     /* Only this file is served, read once: no path is taken from a request. */
     struct pb_serve *server = NULL;
     bool open_to_all = false;
