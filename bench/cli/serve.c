@@ -9,6 +9,7 @@
 #include "bench/base/pb.h"
 #include "bench/report/html.h"
 #include "bench/report/live.h"
+#include "bench/session/ranks.h"
 #include "bench/sys/http.h"
 
 #define SERIES 600 /* the last 10 minutes of samples/s, once a second */
@@ -102,8 +103,14 @@ static void snapshot(struct pb_serve *s, const struct pb_result *result)
      * will be; the text served is of that copy. */
     if (parsed)
         for (size_t i = 0; i < copy.point_count; i++)
-            if (copy.points[i].repeat_count > 0)
+            if (copy.points[i].repeat_count > 0) {
                 pb_point_summarize(&copy.points[i]);
+                /* Under mpirun, the ranks' own figures so far (rank 0
+                 * gathers them; a no-op elsewhere): the final result
+                 * adds them only at the end. */
+                if (!copy.points[i].ranks)
+                    pb_ranks_point((long)i, &copy.points[i]);
+            }
     root = parsed ? pb_result_to_json(&copy) : NULL;
     char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
     json_decref(root);

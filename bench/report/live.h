@@ -70,10 +70,15 @@ char *pb_live_json(const struct pb_live *live, const double *t, const double *ra
  * /result.json every second and shows: the config, point label, repeat and point counters,
  * ETA and state; samples/s and stall over time as two small inline-SVG line charts; a table
  * of the points measured so far (samples/s, stall %, worker CPU %, other processes' CPU %,
- * and per stage p50/p99 latency and CPU per sample, read from /result.json as the final
- * result file holds them); at the end (state done/interrupted) the verdict text if
+ * steal %, the machine's reference (the median of the repeats' ref_cpu_ns, as
+ * pbench_machine_reference_seconds) and the repeats finished, and per stage p50/p99 latency
+ * and CPU per sample, read from /result.json as the final result file holds them); for a
+ * point with ranks (points[].ranks under MPI, a wrapped job's engine.jobs[].rank_rows) a
+ * line per rank, the slowest marked; at the end (state done/interrupted) the verdict text if
  * /result.json holds one and a link to /report.html. Every name from the data is inserted
- * as text (textContent), never as HTML. A static string. */
+ * as text (textContent), never as HTML. Each figure's cell carries data-field and
+ * data-value (the number it shows, unformatted) and its row data-point (and data-rank), so a
+ * test reads the page back against /result.json. A static string. */
 const char *pb_live_page(void);
 
 #endif
