@@ -1,6 +1,7 @@
 /* A session served while it runs (bench/cli/serve.h). */
 #include "bench/cli/serve.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,8 @@ int pb_serve_start(const char *address, const char *config, struct pb_serve **ou
     pb_strlcpy(s->live.config, config ? config : "", sizeof s->live.config);
     pb_strlcpy(s->live.state, "starting", sizeof s->live.state);
     s->live.eta_s = -1;
+    /* Not known before the first tick (a result file served: never). */
+    s->live.samples_per_s = s->live.stall_pct = s->live.t_s = NAN;
     s->t0_ns = pb_now_ns();
     int rc = pb_http_start(address, answer, s, &s->http, public, msg, msglen);
     if (rc != PB_OK) {
