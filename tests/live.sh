@@ -150,6 +150,84 @@ rc=$?
 [ "$rc" = 0 ] || fail "the served run exited $rc: $(cat run.err)"
 [ -s run.json ] || fail "no result"
 
+# The result as the nightly workflow pushes it: pbench report -f prometheus
+# passes promtool, and a Pushgateway takes it and gives back each point's
+# stall as the result holds it.
+"$pbench" report run.json --format prometheus >pushed.prom || fail "report --format prometheus"
+if command -v promtool >/dev/null; then
+    promtool check metrics <pushed.prom || fail "promtool check metrics of report --format prometheus"
+fi
+if command -v prometheus-pushgateway >/dev/null; then
+    gport=$(free_port)
+    prometheus-pushgateway --web.listen-address="127.0.0.1:$gport" >pushgateway.log 2>&1 &
+    gateway=$!
+    pids="$pids $gateway"
+    for i in $(seq 1 100); do
+        curl -sf "http://127.0.0.1:$gport/-/ready" >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    curl -sS --fail-with-body --data-binary @pushed.prom "http://127.0.0.1:$gport/metrics/job/pbench_nightly" ||
+        fail "the Pushgateway refused the push: $(tail -3 pushgateway.log)"
+    curl -sf "http://127.0.0.1:$gport/metrics" >gateway.txt || fail "the Pushgateway does not answer"
+    python3 - <<'EOF' || fail "the Pushgateway's stall differs from the result's"
+import json, re
+r = json.load(open("run.json"))
+got = {}
+for line in open("gateway.txt"):
+    m = re.match(r'pbench_stall_ratio\{(.*)\} (\S+)$', line.strip())
+    if m and 'job="pbench_nightly"' in m.group(1) and "rank=" not in m.group(1):
+        got[re.search(r'point="(\d+)"', m.group(1)).group(1)] = float(m.group(2))
+for i, p in enumerate(r["points"]):
+    assert abs(got[str(i + 1)] - p["stall_pct"] / 100) < 1e-9, (i + 1, got, p["stall_pct"])
+print("pushgateway: stall of %d points as the result gives it" % len(got))
+EOF
+    kill "$gateway"
+else
+    echo "skipped the Pushgateway: prometheus-pushgateway is not installed (scripts/setup.sh installs it)"
+fi
+
+# pbench serve history.db: the history report as pbench history show makes
+# it, its JSON, and the newest figures per series; read-only, nothing else.
+"$pbench" history add run.json --db history.db --force >/dev/null || fail "history add"
+"$pbench" history show --db history.db --format html -o history.html
+"$pbench" history show --db history.db --format json >history.json
+sum_before=$(sha256sum history.db)
+hport=$(free_port)
+"$pbench" serve history.db --serve "127.0.0.1:$hport" >hserve.out 2>hserve.err &
+hserved=$!
+pids="$pids $hserved"
+for i in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$hport/history.json" >served-history.json 2>/dev/null && break
+    sleep 0.1
+done
+curl -sf "http://127.0.0.1:$hport/" >served-history.html || fail "serve history.db: no page: $(cat hserve.err)"
+cmp -s history.html served-history.html || fail "serve history.db's page is not history show --format html's"
+cmp -s history.json served-history.json || fail "serve history.db's /history.json is not history show --format json's"
+curl -sf "http://127.0.0.1:$hport/metrics" >history-metrics.txt || fail "serve history.db: no /metrics"
+if command -v promtool >/dev/null; then
+    promtool check metrics <history-metrics.txt || fail "promtool check metrics of a history's /metrics"
+fi
+for route in /result.json /report.html /history.db /../history.db; do
+    code=$(curl -s -o /dev/null -w '%{http_code}' --path-as-is "http://127.0.0.1:$hport$route")
+    [ "$code" = 404 ] || fail "serve history.db answered $route with $code, not 404"
+done
+python3 - <<'EOF' || fail "a history's /metrics differs from the result's"
+import json, re
+r = json.load(open("run.json"))
+got = {}
+for line in open("history-metrics.txt"):
+    m = re.match(r'pbench_samples_per_second\{.*point="([^"]*)".*\} (\S+)$', line.strip())
+    if m:
+        got[m.group(1)] = float(m.group(2))
+want = {", ".join("%s=%s" % kv for kv in p["axes"].items()): p["samples_per_s"] for p in r["points"]}
+assert set(got) == set(want), (got, want)
+for k in want:
+    assert abs(got[k] - want[k]) <= 1e-6 * want[k], (k, got[k], want[k])
+print("serve history.db: the newest samples/s of %d series as the result gives them" % len(got))
+EOF
+kill "$hserved"
+[ "$(sha256sum history.db)" = "$sum_before" ] || fail "serving history.db changed it"
+
 # A result with ranks, served by pbench serve: a line per rank on the page,
 # the slowest marked.
 if [ -n "$chromium" ]; then
