@@ -6,7 +6,8 @@
 # (loader.engine: torch, docs/engines.md), python3-pyflakes checks its code.
 # libmicrohttpd-dev serves the live page and the Prometheus endpoint
 # (bench/sys/http.c; pbench builds without it); prometheus brings promtool,
-# which tests/test_live.c checks the metrics text with.
+# which tests/test_live.c checks the metrics text with; tests/live.sh pushes
+# a result to prometheus-pushgateway as the nightly workflow does.
 #   scripts/setup.sh            install + build (Release with debug info)
 #   BUILD_DIR=build-asan CMAKE_ARGS=-DPBENCH_SANITIZE=address,undefined scripts/setup.sh
 set -eu
@@ -17,7 +18,7 @@ PACKAGES="build-essential cmake pkg-config libyaml-dev libturbojpeg0-dev libjpeg
 libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libhwloc-dev libcmocka-dev \
 libjansson-dev libsqlite3-dev clang libclang-rt-dev libopenmpi-dev openmpi-bin \
 libarchive-dev fio chromium python3-pil python3-torch python3-torchvision python3-av \
-python3-pyflakes libmicrohttpd-dev prometheus libcurl4-openssl-dev"
+python3-pyflakes libmicrohttpd-dev prometheus prometheus-pushgateway libcurl4-openssl-dev"
 
 missing=""
 for p in $PACKAGES; do
