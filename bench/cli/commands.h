@@ -188,11 +188,13 @@
       "reported and exits 0; 5 when no step is a regression but a newest run is suspect;\n" \
       "2 on a --metric no run has; 1 on errors and refused results.") \
     X(calibrate, \
-      "pbench calibrate CONFIG [--gpu] [-s key.path=value]...", \
+      "pbench calibrate CONFIG [--gpu] [--storage URL] [-s key.path=value]...", \
       "Measures what this machine does at best for CONFIG's data: the pipeline on one core\n" \
       "(one loader worker, no training step), memcpy bandwidth, and the\n" \
       "cores. A sweep runs the same calibration first (unless --no-calibrate) and states each\n" \
-      "point's efficiency against it.") \
+      "point's efficiency against it. For a dataset in object storage (--storage s3://B/P/\n" \
+      "sets dataset.path) it reads the objects with one request at a time and with\n" \
+      "dataset.requests_in_flight (else 8) at once: the store's single- and many-stream rates.") \
     X(report, \
       "pbench report RESULT.json [--format {formats}] [--rows points|repeats] [-o FILE]", \
       "Renders a result file written by pbench run again, in any format; html is one\n" \

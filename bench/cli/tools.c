@@ -168,8 +168,16 @@ int cmd_history(int argc, char **argv)
 
 /* ---- calibrate ---------------------------------------------------------- */
 
+/* calibrate --storage URL: the config's dataset.path set to URL. */
+static const char *storage_override(const char *url, char *buf, size_t buflen)
+{
+    snprintf(buf, buflen, "dataset.path=%s", url);
+    return buf;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
+    char storage[PB_PATH_MAX + 16];
     const char **overrides = calloc((size_t)argc, sizeof(char *));
     struct pb_session_opts opts = {.overrides = overrides};
     int exit_code = -1;
@@ -178,6 +186,8 @@ int cmd_calibrate(int argc, char **argv)
             overrides[opts.override_count++] = argv[++i];
         else if (strcmp(argv[i], "--gpu") == 0)
             opts.calibrate_gpu = true;
+        else if (strcmp(argv[i], "--storage") == 0 && i + 1 < argc)
+            overrides[opts.override_count++] = storage_override(argv[++i], storage, sizeof storage);
         else if (argv[i][0] != '-' && !opts.config_path)
             opts.config_path = argv[i];
         else

@@ -246,6 +246,12 @@ struct pb_calibration {
     /* The storage ceiling: the dataset's files (tar: shards) read cold
      * (evicted first), sequentially, in MB/s; 0 when not measured. */
     double storage_cold_mb_per_s;
+    /* Object storage: the dataset's objects read in order with one
+     * request at a time and with remote_streams in flight (MB/s and
+     * objects/s); 0 when not measured. */
+    double remote_one_mb_per_s, remote_one_objects_per_s;
+    double remote_many_mb_per_s, remote_many_objects_per_s;
+    int remote_streams;
 };
 
 /* What the dataset is (the result's "dataset"): its format, where it is,

@@ -169,6 +169,11 @@ static const struct pb_field calibration_fields[] = {
     C("h2d_large_pinned_gb_per_s", h2d_large_pinned_gb_s, PB_FIELD_DOUBLE),
     C("h2d_large_pageable_gb_per_s", h2d_large_pageable_gb_s, PB_FIELD_DOUBLE),
     C("storage_cold_mb_per_s", storage_cold_mb_per_s, PB_FIELD_DOUBLE),
+    C("remote_one_mb_per_s", remote_one_mb_per_s, PB_FIELD_DOUBLE),
+    C("remote_one_objects_per_s", remote_one_objects_per_s, PB_FIELD_DOUBLE),
+    C("remote_many_mb_per_s", remote_many_mb_per_s, PB_FIELD_DOUBLE),
+    C("remote_many_objects_per_s", remote_many_objects_per_s, PB_FIELD_DOUBLE),
+    C("remote_streams", remote_streams, PB_FIELD_INT),
     PB_FIELD_END,
 };
 #undef C

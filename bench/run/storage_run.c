@@ -11,6 +11,7 @@
 #include "bench/base/stats.h"
 #include "bench/run/sysmon.h"
 #include "decoders/image.h"
+#include "pipelines/remote.h"
 #include "pipelines/storage.h"
 
 /* Residency left after an eviction above this share means the file system
@@ -231,4 +232,40 @@ double pb_storage_cold_read_mb_per_s(const struct pb_dataset *ds, size_t block_b
     uint64_t ns = pb_now_ns() - start;
     free(buf);
     return ns ? (double)bytes / 1e6 / ((double)ns / 1e9) : 0;
+}
+
+double pb_storage_remote_mb_per_s(const struct pb_dataset_spec *d, const struct pb_dataset *ds,
+                                  int in_flight, uint64_t max_bytes, double *objects_per_s,
+                                  char *msg, size_t msglen)
+{
+    *objects_per_s = 0;
+    struct pb_remote *r = NULL;
+    struct pb_fetcher *f = NULL;
+    uint8_t *buf = malloc(ds->max_bytes + 1);
+    int rc = buf ? pb_remote_new(d, &r, msg, msglen) : PB_ERR_NOMEM;
+    if (rc == PB_OK)
+        rc = pb_fetcher_new(r, in_flight, ds->max_bytes + 1, &f, msg, msglen);
+    size_t n = 0;
+    uint64_t planned = 0;
+    while (n < ds->count && n < UINT32_MAX && (n == 0 || planned < max_bytes))
+        planned += ds->sizes[n++];
+    uint64_t bytes = 0, start = pb_now_ns();
+    if (rc == PB_OK)
+        pb_fetcher_plan(f, (const char *const *)ds->paths, (uint32_t)n);
+    for (size_t i = 0; rc == PB_OK && i < n; i++) {
+        size_t got = 0;
+        struct pb_fetch_cost cost;
+        int one = pb_fetcher_get(f, ds->paths[i], buf, ds->max_bytes + 1, &got, &cost, msg, msglen);
+        if (one == PB_ERR)
+            rc = one;
+        bytes += one == PB_OK ? got : 0;
+    }
+    double s = (double)(pb_now_ns() - start) / 1e9;
+    pb_fetcher_free(f);
+    pb_remote_free(r);
+    free(buf);
+    if (rc != PB_OK || s <= 0)
+        return 0;
+    *objects_per_s = (double)n / s;
+    return (double)bytes / 1e6 / s;
 }

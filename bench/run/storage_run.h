@@ -29,9 +29,19 @@ void pb_storage_dataset_info(const struct pb_spec *spec, const struct pb_dataset
 double pb_storage_cold_read_mb_per_s(const struct pb_dataset *ds, size_t block_bytes,
                                      uint64_t max_bytes, char *msg, size_t msglen);
 
+/* Object storage's ceiling: the dataset's objects (dataset section d,
+ * listed into ds) read in order by one reader with in_flight requests at
+ * once, until max_bytes are read; MB/s (1e6 bytes) and *objects_per_s, 0
+ * on failure with msg. */
+double pb_storage_remote_mb_per_s(const struct pb_dataset_spec *d, const struct pb_dataset *ds,
+                                  int in_flight, uint64_t max_bytes, double *objects_per_s,
+                                  char *msg, size_t msglen);
+
 /* The cold read a run measures up front under dataset.cache: cold or
  * direct, so its table can set the read rate against it (256 MiB). */
 #define PB_STORAGE_PROBE_BYTES ((uint64_t)256 << 20)
+/* What pbench calibrate reads of a dataset in object storage, per rate. */
+#define PB_CALIBRATE_REMOTE_BYTES ((uint64_t)256 << 20)
 /* What pbench calibrate reads of the dataset for its storage ceiling. */
 #define PB_CALIBRATE_STORAGE_BYTES ((uint64_t)1 << 30)
 

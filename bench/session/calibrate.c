@@ -22,6 +22,23 @@ double pb_memcpy_gb_per_s(void)
     return pb_memcpy_gb_s(64u << 20, 8);
 }
 
+/* Object storage: one request at a time against several in flight
+ * (dataset.requests_in_flight when above 1, else 8), each over the same
+ * objects in order (up to PB_CALIBRATE_REMOTE_BYTES). */
+static void remote_rates(const struct pb_spec *spec, const struct pb_dataset *ds,
+                         struct pb_calibration *cal)
+{
+    char why[PB_MSG_MAX];
+    int many = spec->dataset.requests_in_flight > 1 ? (int)spec->dataset.requests_in_flight : 8;
+    cal->remote_streams = many;
+    cal->remote_one_mb_per_s = pb_storage_remote_mb_per_s(
+        &spec->dataset, ds, 1, PB_CALIBRATE_REMOTE_BYTES, &cal->remote_one_objects_per_s, why,
+        sizeof(why));
+    cal->remote_many_mb_per_s = pb_storage_remote_mb_per_s(
+        &spec->dataset, ds, many, PB_CALIBRATE_REMOTE_BYTES, &cal->remote_many_objects_per_s, why,
+        sizeof(why));
+}
+
 /* Host-to-device copies of one batch of this pipeline, as CUDA's
  * bandwidthTest measures them (pinned and pageable); asked for (required:
  * calibrate --gpu), also one copy of 256 MiB, the link's peak. */
@@ -77,8 +94,11 @@ int pb_calibrate(struct pb_spec *spec, const struct pb_dataset *ds, bool gpu,
         cal->cores = pus > 0 ? (int)pus : 1;
         cal->measured = true;
         char why[PB_MSG_MAX];
-        cal->storage_cold_mb_per_s = pb_storage_cold_read_mb_per_s(
-            ds, (size_t)1 << 20, PB_CALIBRATE_STORAGE_BYTES, why, sizeof(why));
+        if (ds->remote)
+            remote_rates(spec, ds, cal);
+        else
+            cal->storage_cold_mb_per_s = pb_storage_cold_read_mb_per_s(
+                ds, (size_t)1 << 20, PB_CALIBRATE_STORAGE_BYTES, why, sizeof(why));
         if (uses_gpu || gpu)
             rc = measure_h2d(point, gpu, cal, msg, msglen);
     }
@@ -105,6 +125,12 @@ void pb_calibration_print(FILE *out, const char *name, const struct pb_calibrati
         fprintf(out, "  storage         %.1f MB/s cold  (the dataset's files read once in order, "
                      "up to 1 GiB in 1 MiB reads, after posix_fadvise DONTNEED)\n",
                 cal->storage_cold_mb_per_s);
+    if (cal->remote_one_mb_per_s > 0 || cal->remote_many_mb_per_s > 0)
+        fprintf(out, "  object storage  %.1f MB/s (%.0f objects/s) one request at a time; %.1f MB/s "
+                     "(%.0f objects/s) with %d in flight  (the dataset's objects read in order, "
+                     "up to 256 MiB, by one reader)\n",
+                cal->remote_one_mb_per_s, cal->remote_one_objects_per_s,
+                cal->remote_many_mb_per_s, cal->remote_many_objects_per_s, cal->remote_streams);
     if (cal->decode_ns_per_frame > 0)
         fprintf(out, "  video decode    %.1f frames/s on one core (demux + decode, frames decoded)\n",
                 1e9 / cal->decode_ns_per_frame);
