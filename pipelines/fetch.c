@@ -120,6 +120,22 @@ void pb_fetcher_free(struct pb_fetcher *f)
     free(f);
 }
 
+/* curl retries a request once on a fresh connection, by itself, when a
+ * kept one turns out dead before answering; it says so only in its debug
+ * text. That is a reset retried: counted as one. */
+static int slot_debug(CURL *easy, curl_infotype type, char *data, size_t size, void *user)
+{
+    (void)easy;
+    struct slot *s = user;
+    static const char died[] = "Connection died";
+    if (type == CURLINFO_TEXT && size >= sizeof(died) - 1 && memcmp(data, died, sizeof(died) - 1) == 0) {
+        s->cost.counters[PB_FETCH_REQUESTS]++;
+        s->cost.counters[PB_FETCH_RETRIES]++;
+        s->cost.counters[PB_FETCH_RETRY_RESET]++;
+    }
+    return 0;
+}
+
 /* Sends the slot's request (again, after a backoff). */
 static void send_request(struct pb_fetcher *f, struct slot *s)
 {
@@ -132,6 +148,9 @@ static void send_request(struct pb_fetcher *f, struct slot *s)
     curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, slot_write);
     curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
     curl_easy_setopt(s->easy, CURLOPT_PRIVATE, s);
+    curl_easy_setopt(s->easy, CURLOPT_DEBUGFUNCTION, slot_debug);
+    curl_easy_setopt(s->easy, CURLOPT_DEBUGDATA, s);
+    curl_easy_setopt(s->easy, CURLOPT_VERBOSE, 1L);
     if (curl_multi_add_handle(f->multi, s->easy) != CURLM_OK) {
         s->state = SLOT_DONE;
         s->rc = CURLE_FAILED_INIT;

@@ -1,0 +1,466 @@
+/* Object storage (pipelines/remote.h) against a small HTTP server of the
+ * test's own on loopback, whose answers each test scripts: S3 listings
+ * over pages with escaped keys, manifests, missing buckets and objects,
+ * access denied, 503 SlowDown and resets retried and counted, requests in
+ * flight, and the credentials (whose secret must never show). The real
+ * servers (s3rver, nginx over TLS, a delaying proxy) are tests/objstore.sh's. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bench/base/pb.h"
+#include "pipelines/remote_curl.h"
+
+#define SECRET "pbench-test-secret-9f2c"
+
+/* ---- the server ------------------------------------------------------------ */
+
+/* One scripted answer: requests whose path starts with prefix get status
+ * and body; the first fail_first of them get fail_status (0: the
+ * connection closed without an answer) instead. */
+struct route {
+    const char *prefix;
+    int status;
+    const char *body;
+    int fail_first, fail_status;
+    atomic_int seen;
+};
+
+static struct route routes[16];
+static int route_count;
+static int listen_fd = -1, port;
+static atomic_int requests, max_open, open_now;
+
+static void route(const char *prefix, int status, const char *body)
+{
+    routes[route_count++] = (struct route){.prefix = prefix, .status = status, .body = body};
+}
+
+static struct route *find_route(const char *path)
+{
+    for (int i = 0; i < route_count; i++)
+        if (strncmp(path, routes[i].prefix, strlen(routes[i].prefix)) == 0)
+            return &routes[i];
+    return NULL;
+}
+
+/* Answers the requests of one connection, kept alive, until it closes. */
+static void *serve_connection(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    int now = atomic_fetch_add(&open_now, 1) + 1;
+    for (int m = atomic_load(&max_open); now > m && !atomic_compare_exchange_weak(&max_open, &m, now);)
+        ;
+    char buf[16384];
+    size_t have = 0;
+    for (;;) {
+        char *end = NULL;
+        while (!(end = strstr(buf, "\r\n\r\n"))) {
+            ssize_t n = recv(fd, buf + have, sizeof(buf) - 1 - have, 0);
+            if (n <= 0)
+                goto done;
+            have += (size_t)n;
+            buf[have] = '\0';
+        }
+        char method[8] = "", path[4096] = "";
+        sscanf(buf, "%7s %4095s", method, path);
+        size_t used = (size_t)(end + 4 - buf);
+        memmove(buf, buf + used, have - used);
+        have -= used;
+        buf[have] = '\0';
+        atomic_fetch_add(&requests, 1);
+        struct route *r = find_route(path);
+        int status = r ? r->status : 404;
+        const char *body = r ? r->body : "<Error><Code>NoSuchKey</Code></Error>";
+        if (r && atomic_fetch_add(&r->seen, 1) < r->fail_first) {
+            if (r->fail_status == 0)
+                goto done; /* a reset: no answer at all */
+            status = r->fail_status;
+            body = "<Error><Code>SlowDown</Code><Message>Please reduce your request "
+                   "rate.</Message></Error>";
+        }
+        char head[256];
+        int n = snprintf(head, sizeof(head), "HTTP/1.1 %d X\r\nContent-Length: %zu\r\n\r\n",
+                         status, strlen(body));
+        if (send(fd, head, (size_t)n, MSG_NOSIGNAL) < 0 ||
+            (strcmp(method, "HEAD") != 0 && send(fd, body, strlen(body), MSG_NOSIGNAL) < 0))
+            goto done;
+    }
+done:
+    atomic_fetch_sub(&open_now, 1);
+    close(fd);
+    return NULL;
+}
+
+static void *accept_loop(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int fd = accept(listen_fd, NULL, NULL);
+        if (fd < 0)
+            return NULL;
+        pthread_t t;
+        pthread_create(&t, NULL, serve_connection, (void *)(intptr_t)fd);
+        pthread_detach(t);
+    }
+}
+
+static int start_server(void **state)
+{
+    (void)state;
+    listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    if (bind(listen_fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(listen_fd, 64) != 0 ||
+        getsockname(listen_fd, (struct sockaddr *)&a, &len) != 0)
+        return -1;
+    port = ntohs(a.sin_port);
+    pthread_t t;
+    pthread_create(&t, NULL, accept_loop, NULL);
+    pthread_detach(t);
+    return 0;
+}
+
+static int reset_routes(void **state)
+{
+    (void)state;
+    for (int i = 0; i < route_count; i++)
+        routes[i] = (struct route){0};
+    route_count = 0;
+    atomic_store(&requests, 0);
+    atomic_store(&max_open, 0);
+    setenv("AWS_ACCESS_KEY_ID", "AKIDPBENCHTEST", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
+    unsetenv("AWS_SESSION_TOKEN");
+    unsetenv("AWS_PROFILE");
+    return 0;
+}
+
+/* A dataset section for path at the test's server. */
+static struct pb_dataset_spec spec_for(const char *path)
+{
+    struct pb_dataset_spec d = {.request_timeout_s = 5, .retries = 3, .requests_in_flight = 1};
+    if (strncmp(path, "s3://", 5) == 0) {
+        snprintf(d.path, sizeof(d.path), "%s", path);
+        snprintf(d.endpoint, sizeof(d.endpoint), "http://127.0.0.1:%d", port);
+    } else {
+        snprintf(d.path, sizeof(d.path), "http://127.0.0.1:%d%s", port, path);
+    }
+    return d;
+}
+
+static int list(const struct pb_dataset_spec *d, struct pb_dataset *ds,
+                struct pb_remote_listing *listing, char *msg, size_t msglen)
+{
+    struct pb_remote *r;
+    int rc = pb_remote_new(d, &r, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    memset(ds, 0, sizeof(*ds));
+    rc = pb_remote_list(r, ds, listing, msg, msglen);
+    pb_remote_free(r);
+    return rc;
+}
+
+/* ---- S3 ------------------------------------------------------------------------ */
+
+static void test_s3_listing_pages_and_escapes(void **state)
+{
+    (void)state;
+    route("/bkt?continuation-token=t2",200,
+          "<ListBucketResult><Contents><Key>imgs/b&amp;c.jpg</Key><Size>7</Size></Contents>"
+          "<IsTruncated>false</IsTruncated></ListBucketResult>");
+    route("/bkt?list-type=2", 200,
+          "<ListBucketResult><Contents><Key>imgs/</Key><Size>0</Size></Contents>"
+          "<Contents><Key>imgs/z a.jpg</Key><Size>5</Size></Contents>"
+          "<Contents><Key>imgs/.hidden</Key><Size>3</Size></Contents>"
+          "<IsTruncated>true</IsTruncated><NextContinuationToken>t2</NextContinuationToken>"
+          "</ListBucketResult>");
+    struct pb_dataset_spec d = spec_for("s3://bkt/imgs/");
+    struct pb_dataset ds;
+    struct pb_remote_listing listing;
+    char msg[PB_MSG_MAX * 2] = "";
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_OK);
+    assert_int_equal(ds.count, 2);
+    assert_string_equal(ds.paths[0], "s3://bkt/imgs/b&c.jpg"); /* sorted, unescaped */
+    assert_string_equal(ds.paths[1], "s3://bkt/imgs/z a.jpg");
+    assert_int_equal(ds.sizes[0], 7);
+    assert_int_equal(ds.total_bytes, 12);
+    assert_int_equal(listing.requests, 2);
+    assert_non_null(strstr(ds.skipped, "2 folder markers or hidden objects"));
+    pb_dataset_free(&ds);
+}
+
+static void test_s3_missing_bucket_and_denied(void **state)
+{
+    (void)state;
+    route("/nob", 404, "<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not "
+                       "exist</Message></Error>");
+    route("/locked", 403, "<Error><Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id "
+                          "you provided does not exist in our records.</Message></Error>");
+    struct pb_dataset ds;
+    struct pb_remote_listing listing;
+    char msg[PB_MSG_MAX * 2] = "";
+    struct pb_dataset_spec d = spec_for("s3://nob/x/");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "the bucket 'nob' does not exist"));
+    d = spec_for("s3://locked/x/");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "access denied (403 InvalidAccessKeyId"));
+    assert_non_null(strstr(msg, "credentials: environment (AWS_ACCESS_KEY_ID)"));
+    assert_null(strstr(msg, SECRET));
+}
+
+static void test_s3_request_urls(void **state)
+{
+    (void)state;
+    struct pb_dataset_spec d = spec_for("s3://bkt/p/");
+    struct pb_remote *r;
+    char msg[PB_MSG_MAX], url[PB_PATH_MAX], want[PB_PATH_MAX];
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    assert_true(pb_remote_request_url(r, "s3://bkt/p/a b+c\xc3\xa9.jpg", url, sizeof url));
+    snprintf(want, sizeof want, "http://127.0.0.1:%d/bkt/p/a%%20b%%2Bc%%C3%%A9.jpg", port);
+    assert_string_equal(url, want);
+    pb_remote_free(r);
+    /* AWS itself: virtual-hosted, path-style for a dotted bucket. */
+    d.endpoint[0] = '\0';
+    snprintf(d.region, sizeof d.region, "eu-west-1");
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    assert_string_equal(pb_remote_endpoint(r), "https://bkt.s3.eu-west-1.amazonaws.com");
+    pb_remote_free(r);
+    snprintf(d.path, sizeof d.path, "s3://my.bucket/p/");
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    assert_true(pb_remote_request_url(r, "s3://my.bucket/p/k", url, sizeof url));
+    assert_string_equal(url, "https://s3.eu-west-1.amazonaws.com/my.bucket/p/k");
+    pb_remote_free(r);
+    /* Mistakes are config errors that say what to write. */
+    snprintf(d.path, sizeof d.path, "s3:///p/");
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "names no bucket"));
+    snprintf(d.path, sizeof d.path, "s3://bkt/p/");
+    snprintf(d.endpoint, sizeof d.endpoint, "127.0.0.1:9000");
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "is not an http:// or https:// URL"));
+}
+
+static void test_credentials_file_and_profiles(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/pbench-creds-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *text = "[default]\naws_access_key_id = AKIDDEFAULT\naws_secret_access_key = "
+                       SECRET "\n[team]\naws_access_key_id=AKIDTEAM\naws_secret_access_key="
+                       SECRET "\naws_session_token = tok\n";
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    setenv("AWS_SHARED_CREDENTIALS_FILE", path, 1);
+    struct pb_dataset_spec d = spec_for("s3://bkt/p/");
+    struct pb_remote *r;
+    char msg[PB_MSG_MAX];
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    assert_non_null(strstr(pb_remote_credentials(r), "[default]"));
+    assert_string_equal(r->key_id, "AKIDDEFAULT");
+    pb_remote_free(r);
+    snprintf(d.profile, sizeof d.profile, "team");
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    assert_string_equal(r->key_id, "AKIDTEAM");
+    assert_null(strstr(pb_remote_credentials(r), SECRET));
+    pb_remote_free(r);
+    snprintf(d.profile, sizeof d.profile, "nobody");
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "profile 'nobody' is not in"));
+    assert_non_null(strstr(msg, "default, team"));
+    assert_null(strstr(msg, SECRET));
+    unlink(path);
+    unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+
+/* Reads urls in order through a fetcher of in_flight; returns the summed
+ * counters, the first failure's code in *rc. */
+static struct pb_fetch_cost read_all(const struct pb_remote *r, int in_flight,
+                                     const char *const *urls, uint32_t n, int *rc, char *msg,
+                                     size_t msglen)
+{
+    struct pb_fetcher *f;
+    struct pb_fetch_cost sum = {0};
+    assert_int_equal(pb_fetcher_new(r, in_flight, 64, &f, msg, msglen), PB_OK);
+    pb_fetcher_plan(f, urls, n);
+    *rc = PB_OK;
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t out[64];
+        size_t got;
+        struct pb_fetch_cost cost;
+        int one = pb_fetcher_get(f, urls[i], out, sizeof out, &got, &cost, msg, msglen);
+        if (one != PB_OK && *rc == PB_OK)
+            *rc = one;
+        if (one == PB_OK)
+            assert_memory_equal(out, "object!", 7);
+        for (int c = 0; c < PB_FETCH_COUNTERS; c++)
+            sum.counters[c] += cost.counters[c];
+    }
+    pb_fetcher_free(f);
+    return sum;
+}
+
+static void test_retries_counted_by_cause(void **state)
+{
+    (void)state;
+    route("/bkt/slow", 200, "object!");
+    routes[0].fail_first = 2;
+    routes[0].fail_status = 503;
+    route("/bkt/reset", 200, "object!");
+    routes[1].fail_first = 1;
+    routes[1].fail_status = 0;
+    route("/bkt/gone", 200, "object!");
+    routes[2].fail_first = 100; /* more than the retries */
+    routes[2].fail_status = 500;
+    struct pb_dataset_spec d = spec_for("s3://bkt/");
+    d.retries = 3;
+    struct pb_remote *r;
+    char msg[PB_MSG_MAX * 2];
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    const char *urls[] = {"s3://bkt/slow", "s3://bkt/reset"};
+    int rc;
+    struct pb_fetch_cost c = read_all(r, 2, urls, 2, &rc, msg, sizeof msg);
+    assert_int_equal(rc, PB_OK);
+    assert_int_equal(c.counters[PB_FETCH_REQUESTS], 5);
+    assert_int_equal(c.counters[PB_FETCH_RETRIES], 3);
+    assert_int_equal(c.counters[PB_FETCH_RETRY_503], 2);
+    assert_int_equal(c.counters[PB_FETCH_RETRY_RESET], 1);
+    assert_int_equal(c.counters[PB_FETCH_FAILED], 0);
+    const char *gone[] = {"s3://bkt/gone"};
+    c = read_all(r, 1, gone, 1, &rc, msg, sizeof msg);
+    assert_int_equal(rc, PB_ERR_DATA); /* this object's, counted under run.on_error */
+    assert_int_equal(c.counters[PB_FETCH_REQUESTS], 4);
+    assert_int_equal(c.counters[PB_FETCH_RETRY_5XX], 3);
+    assert_int_equal(c.counters[PB_FETCH_FAILED], 1);
+    assert_non_null(strstr(msg, "HTTP 500"));
+    assert_non_null(strstr(msg, "after 4 attempts"));
+    const char *missing[] = {"s3://bkt/nothing-here"};
+    c = read_all(r, 1, missing, 1, &rc, msg, sizeof msg);
+    assert_int_equal(rc, PB_ERR_DATA);
+    assert_int_equal(c.counters[PB_FETCH_RETRIES], 0); /* a 404 is not retried */
+    assert_non_null(strstr(msg, "the object is missing"));
+    pb_remote_free(r);
+}
+
+static void test_requests_in_flight(void **state)
+{
+    (void)state;
+    route("/bkt/", 200, "object!");
+    struct pb_dataset_spec d = spec_for("s3://bkt/");
+    struct pb_remote *r;
+    char msg[PB_MSG_MAX * 2];
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    const char *urls[32];
+    char names[32][32];
+    for (int i = 0; i < 32; i++) {
+        snprintf(names[i], sizeof names[i], "s3://bkt/o%02d", i);
+        urls[i] = names[i];
+    }
+    int rc;
+    struct pb_fetch_cost c = read_all(r, 1, urls, 32, &rc, msg, sizeof msg);
+    assert_int_equal(rc, PB_OK);
+    assert_int_equal(atomic_load(&max_open), 1); /* one at a time, one kept connection */
+    assert_int_equal(c.counters[PB_FETCH_REUSED], 31);
+    c = read_all(r, 8, urls, 32, &rc, msg, sizeof msg);
+    assert_int_equal(rc, PB_OK);
+    assert_int_equal(c.counters[PB_FETCH_REQUESTS], 32);
+    assert_true(atomic_load(&max_open) > 1 && atomic_load(&max_open) <= 8 + 1);
+    /* An object read that was not planned is read on its own. */
+    const char *lone[] = {"s3://bkt/other"};
+    c = read_all(r, 4, lone, 1, &rc, msg, sizeof msg);
+    assert_int_equal(rc, PB_OK);
+    pb_remote_free(r);
+}
+
+/* ---- HTTP manifests ------------------------------------------------------------ */
+
+static void test_manifest_lines_json_and_heads(void **state)
+{
+    (void)state;
+    route("/data/nothing.txt", 404, "");
+    route("/data/manifest.txt", 200, "# the set\nb.jpg 11\n./a.jpg\n\nsub/c d.jpg 5\n");
+    route("/data/list.json", 200, "[\"x.jpg\", {\"name\": \"y.jpg\", \"size\": 3}]");
+    route("/data/", 200, "object!");
+    struct pb_dataset ds;
+    struct pb_remote_listing listing;
+    char msg[PB_MSG_MAX * 2] = "", want[256];
+    struct pb_dataset_spec d = spec_for("/data/");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_OK);
+    assert_int_equal(ds.count, 3);
+    snprintf(want, sizeof want, "http://127.0.0.1:%d/data/a.jpg", port);
+    assert_string_equal(ds.paths[0], want);
+    assert_int_equal(ds.sizes[0], 7); /* asked with HEAD: the manifest gave none */
+    assert_int_equal(ds.sizes[1], 11);
+    snprintf(want, sizeof want, "http://127.0.0.1:%d/data/sub/c%%20d.jpg", port);
+    assert_string_equal(ds.paths[2], want);
+    assert_int_equal(listing.requests, 2); /* the manifest, one HEAD */
+    pb_dataset_free(&ds);
+    snprintf(d.manifest, sizeof d.manifest, "list.json");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_OK);
+    assert_int_equal(ds.count, 2);
+    assert_int_equal(ds.sizes[1], 3);
+    pb_dataset_free(&ds);
+    snprintf(d.manifest, sizeof d.manifest, "nothing.txt");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "the manifest"));
+    assert_non_null(strstr(msg, "is missing (404)"));
+}
+
+static void test_classify_and_backoff(void **state)
+{
+    (void)state;
+    assert_int_equal(pb_remote_classify(CURLE_OK, 200), PB_ATTEMPT_OK);
+    assert_int_equal(pb_remote_classify(CURLE_OK, 206), PB_ATTEMPT_OK);
+    assert_int_equal(pb_remote_classify(CURLE_OK, 503), PB_ATTEMPT_RETRY_503);
+    assert_int_equal(pb_remote_classify(CURLE_OK, 429), PB_ATTEMPT_RETRY_503);
+    assert_int_equal(pb_remote_classify(CURLE_OK, 502), PB_ATTEMPT_RETRY_5XX);
+    assert_int_equal(pb_remote_classify(CURLE_OK, 404), PB_ATTEMPT_MISSING);
+    assert_int_equal(pb_remote_classify(CURLE_OK, 403), PB_ATTEMPT_FATAL);
+    assert_int_equal(pb_remote_classify(CURLE_OK, 400), PB_ATTEMPT_FAILED);
+    assert_int_equal(pb_remote_classify(CURLE_OPERATION_TIMEDOUT, 0), PB_ATTEMPT_RETRY_TIMEOUT);
+    assert_int_equal(pb_remote_classify(CURLE_PARTIAL_FILE, 200), PB_ATTEMPT_RETRY_RESET);
+    assert_int_equal(pb_remote_classify(CURLE_GOT_NOTHING, 0), PB_ATTEMPT_RETRY_RESET);
+    assert_int_equal(pb_remote_classify(CURLE_PEER_FAILED_VERIFICATION, 0), PB_ATTEMPT_FATAL);
+    for (int attempt = 1; attempt <= 12; attempt++) {
+        uint64_t ns = pb_remote_backoff_ns(attempt, (uint64_t)attempt);
+        uint64_t base = 100000000ull << (attempt > 6 ? 6 : attempt - 1);
+        base = base > 5000000000ull ? 5000000000ull : base;
+        assert_true(ns >= base / 2 && ns <= base);
+    }
+    assert_true(pb_remote_is_url("s3://b/p") && pb_remote_is_url("https://h/x"));
+    assert_false(pb_remote_is_url("data/s3:/x") || pb_remote_is_url("/s3://x"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_s3_listing_pages_and_escapes, reset_routes),
+        cmocka_unit_test_setup(test_s3_missing_bucket_and_denied, reset_routes),
+        cmocka_unit_test_setup(test_s3_request_urls, reset_routes),
+        cmocka_unit_test_setup(test_credentials_file_and_profiles, reset_routes),
+        cmocka_unit_test_setup(test_retries_counted_by_cause, reset_routes),
+        cmocka_unit_test_setup(test_requests_in_flight, reset_routes),
+        cmocka_unit_test_setup(test_manifest_lines_json_and_heads, reset_routes),
+        cmocka_unit_test_setup(test_classify_and_backoff, reset_routes),
+    };
+    return cmocka_run_group_tests(tests, start_server, NULL);
+}
