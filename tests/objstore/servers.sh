@@ -171,13 +171,14 @@ objstore_start_s3rver() {
     return 1
 }
 
-# Runs Debian's aws against ENDPOINT with s3rver's credentials:
+# Runs Debian's aws against ENDPOINT with s3rver's credentials, and no
+# config file but $OBJSTORE_AWS_CONFIG when set:
 # objstore_aws ENDPOINT s3 ls s3://bucket/
 objstore_aws() {
     endpoint=$1
     shift
     AWS_ACCESS_KEY_ID=$OBJSTORE_KEY_ID AWS_SECRET_ACCESS_KEY=$OBJSTORE_SECRET \
-        AWS_DEFAULT_REGION=$OBJSTORE_REGION AWS_CONFIG_FILE=/dev/null \
+        AWS_DEFAULT_REGION=$OBJSTORE_REGION AWS_CONFIG_FILE=${OBJSTORE_AWS_CONFIG:-/dev/null} \
         AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER="" \
         "$OBJSTORE_AWS" --endpoint-url "$endpoint" "$@"
 }
