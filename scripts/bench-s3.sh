@@ -42,7 +42,6 @@ set -eu
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
 PBENCH="${PBENCH:-./build/pbench}"
-PBENCH=$(cd "$(dirname "$PBENCH")" && pwd)/$(basename "$PBENCH")
 DELAY_MS=20
 FAIL_EVERY=0
 COUNT=300
@@ -67,6 +66,7 @@ while [ $# -gt 0 ]; do
 done
 IN_FLIGHT=${IN_FLIGHT:-"1 8 $AWS_CONCURRENCY"}
 [ -x "$PBENCH" ] || { echo "bench-s3: no pbench at $PBENCH (build it, or set PBENCH)" >&2; exit 2; }
+PBENCH=$(cd "$(dirname "$PBENCH")" && pwd)/$(basename "$PBENCH")
 
 OBJSTORE_DIR="$SRC/tests/objstore"
 . "$OBJSTORE_DIR/servers.sh"
