@@ -218,7 +218,8 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
             if self.upstream_conn:
                 self.upstream_conn.close()
                 self.upstream_conn = None
-            self.log.write(n, self.command, self.path, response.status, "client-gone")
+            self.log.write(n, self.command, self.path, response.status,
+                           "%s,client-gone" % fault if fault else "client-gone")
 
     def relay(self, n, response, fault):
         """Sends the upstream's response to the client, streamed when its

@@ -33,6 +33,7 @@ OBJSTORE_KEY_ID=S3RVER
 OBJSTORE_SECRET=S3RVER
 OBJSTORE_REGION=us-east-1
 OBJSTORE_PIDS=""
+OBJSTORE_PROXIES=0
 OBJSTORE_WORK=""
 
 # Says why the test cannot run and exits 77, which ctest reports as skipped
@@ -137,13 +138,21 @@ objstore_wait_http() {
 }
 
 # Starts s3rver on a free port with these buckets (at least one), its data in
-# $OBJSTORE_WORK/s3rver.N. Sets S3RVER_PORT, S3RVER_URL, S3RVER_PID.
+# $OBJSTORE_WORK/s3rver.N; arguments starting with -- are s3rver's options
+# (--allow-mismatched-signatures: any secret key signs well). Sets
+# S3RVER_PORT, S3RVER_URL, S3RVER_PID.
 objstore_start_s3rver() {
-    [ $# -ge 1 ] || { echo "objstore_start_s3rver: name a bucket" >&2; return 1; }
     buckets=""
     for b in "$@"; do
-        buckets="$buckets --configure-bucket $b"
+        case "$b" in
+        --*) buckets="$buckets $b" ;;
+        *) buckets="$buckets --configure-bucket $b" ;;
+        esac
     done
+    case "$buckets" in
+    *--configure-bucket*) ;;
+    *) echo "objstore_start_s3rver: name a bucket" >&2; return 1 ;;
+    esac
     # s3rver 3.7 makes ListObjectsV2's continuation token with DES, which
     # OpenSSL 3 (node 17 and later) keeps in its legacy provider: without it
     # every listing that needs a second page is a 500 InternalError.
@@ -203,7 +212,8 @@ objstore_upload() {
 objstore_start_proxy() {
     upstream=$1
     shift
-    n=$(echo "$OBJSTORE_PIDS" | wc -w)
+    OBJSTORE_PROXIES=$((OBJSTORE_PROXIES + 1))
+    n=$OBJSTORE_PROXIES
     PROXY_LOG="$OBJSTORE_WORK/proxy.$n.log"
     out="$OBJSTORE_WORK/proxy.$n.out"
     : >"$out"
