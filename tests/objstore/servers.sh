@@ -10,6 +10,8 @@
 #   objstore_start_proxy "$S3RVER_URL" --delay-ms 20 --fail-every 10   # $PROXY_URL
 #   objstore_start_nginx data/       # https://127.0.0.1:$NGINX_PORT/, $NGINX_CA
 #
+# The functions work under 'set -e' as without it.
+#
 # The servers:
 # - s3rver (npm, installed into tests/objstore/node_modules by
 #   scripts/setup.sh), the S3 API over a folder; keys S3RVER / S3RVER.
@@ -85,10 +87,10 @@ objstore_init() {
 
 objstore_cleanup() {
     for pid in $OBJSTORE_PIDS; do
-        kill "$pid" 2>/dev/null
+        kill "$pid" 2>/dev/null || true
     done
     for pid in $OBJSTORE_PIDS; do
-        wait "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null || true
     done
     OBJSTORE_PIDS=""
     if [ -n "$OBJSTORE_WORK" ]; then
@@ -103,8 +105,8 @@ objstore_cleanup() {
 # Stops one server this file started (its pid: $S3RVER_PID, $PROXY_PID,
 # $NGINX_PID), as a test does to restart a proxy with other faults.
 objstore_stop() {
-    kill "$1" 2>/dev/null
-    wait "$1" 2>/dev/null
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
     rest=""
     for pid in $OBJSTORE_PIDS; do
         [ "$pid" = "$1" ] || rest="$rest $pid"
@@ -173,8 +175,8 @@ objstore_start_s3rver() {
             OBJSTORE_PIDS="$OBJSTORE_PIDS $S3RVER_PID"
             return 0
         fi
-        kill "$S3RVER_PID" 2>/dev/null
-        wait "$S3RVER_PID" 2>/dev/null
+        kill "$S3RVER_PID" 2>/dev/null || true
+        wait "$S3RVER_PID" 2>/dev/null || true
     done
     echo "s3rver did not start: $(tail -5 "$data.log")" >&2
     return 1
@@ -230,7 +232,7 @@ objstore_start_proxy() {
     case "$PROXY_PORT" in
     '' | *[!0-9]*)
         echo "proxy.py did not start: $(cat "$OBJSTORE_WORK/proxy.$n.err")" >&2
-        kill "$PROXY_PID" 2>/dev/null
+        kill "$PROXY_PID" 2>/dev/null || true
         return 1
         ;;
     esac
@@ -311,8 +313,8 @@ EOF
             OBJSTORE_PIDS="$OBJSTORE_PIDS $NGINX_PID"
             return 0
         fi
-        kill "$NGINX_PID" 2>/dev/null
-        wait "$NGINX_PID" 2>/dev/null
+        kill "$NGINX_PID" 2>/dev/null || true
+        wait "$NGINX_PID" 2>/dev/null || true
     done
     echo "nginx did not start: $(tail -5 "$prefix/logs/error.log")" >&2
     return 1
