@@ -14,7 +14,13 @@
 
 #include "kernels/tensor.h"
 
+struct pb_dataset_spec;
+
 #define PB_MAX_SUBSTAGES 6
+/* A sub-stage time that did not happen for this sample (a connection
+ * reused, so no connect): left out of the sub-stage's row, which then
+ * counts only the samples it happened for. */
+#define PB_SUBSTAGE_NONE UINT64_MAX
 #define PB_MAX_COUNTERS 8
 
 /* The most bytes one sample may take at any stage (4 GiB): a stage asking
@@ -107,6 +113,14 @@ struct pb_stage_plan {
     int inflight;
     int max_samples;
     int cache;             /* dataset.cache (enum pb_cache_mode)        */
+    /* Input only: the dataset section (object storage: where the objects
+     * are and how to ask for them). */
+    const struct pb_dataset_spec *dataset;
+    /* Output only: the sub-stages and counters the stage reports for this
+     * run (NULL-terminated names, or NULL), as decoders declare theirs:
+     * the read stage's request timings on a dataset in object storage. */
+    const char *const *substages;
+    const char *const *counters;
 };
 
 #endif

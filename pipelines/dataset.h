@@ -40,6 +40,18 @@ struct pb_dataset_spec {
      * keyword arguments as JSON text; "" runs the files at path. */
     char python[256];
     char args[2048];
+    /* Object storage (pipelines/remote.h): dataset.path s3://BUCKET/PREFIX/
+     * or http(s)://HOST/PATH/. */
+    char endpoint[512];     /* S3-compatible endpoint; "": AWS           */
+    char region[64];
+    char profile[128];
+    int addressing;         /* enum pb_addressing                        */
+    char manifest[1024];    /* http(s): the manifest, name or URL        */
+    int64_t requests_in_flight;
+    double request_timeout_s;
+    int64_t retries;
+    int list;               /* enum pb_list_mode                         */
+    char ca_file[PB_PATH_MAX];
 };
 
 struct pb_dataset {
@@ -67,6 +79,11 @@ struct pb_dataset {
     uint64_t *shard_first; /* shard k's samples: [first[k], first[k+1])  */
     uint64_t bad_samples;  /* members indexed as bad (counted at read)   */
     char *tar_arena;
+    /* Object storage: paths are the objects' URLs; what listing cost. */
+    bool remote;
+    uint64_t list_requests, list_ns;
+    char credentials[192]; /* where the credentials came from, no secret */
+    char endpoint[512];
 };
 
 /* A tar sample that cannot be read, and why (in sizes[i]). */

@@ -3,8 +3,13 @@
  * file read whole, or a tar member read at its offset in its shard (the
  * shard kept open while a worker streams through it). dataset.cache says
  * how: through the page cache (warm), evicting what was read (cold), or
- * with O_DIRECT into an aligned buffer (direct). */
+ * with O_DIRECT into an aligned buffer (direct). A dataset in object
+ * storage is read through the worker's fetcher (pipelines/remote.h),
+ * which keeps dataset.requests_in_flight of the batch's objects requested
+ * ahead; each request's connect, time to first byte and transfer are the
+ * stage's sub-rows, its retries and their causes its counters. */
 #include "bench/base/pb.h"
+#include "pipelines/remote.h"
 #include "pipelines/stage.h"
 #include "pipelines/storage.h"
 
@@ -41,6 +46,9 @@ struct read_state {
     /* direct: the aligned buffer reads land in before the sample's copy. */
     uint8_t *bounce;
     size_t bounce_bytes;
+    /* Object storage: the dataset's requests and this worker's reader. */
+    struct pb_remote *remote;
+    struct pb_fetcher *fetcher;
 };
 
 static void read_cleanup(void *state)
@@ -50,8 +58,30 @@ static void read_cleanup(void *state)
         return;
     if (st->open_fd >= 0)
         close(st->open_fd);
+    pb_fetcher_free(st->fetcher);
+    pb_remote_free(st->remote);
     free(st->bounce);
     free(st);
+}
+
+/* A dataset in object storage: this worker's reader, and the request
+ * timings and counters as the stage's sub-rows and counters. */
+static int remote_init(struct read_state *st, const struct pb_stage_plan *in,
+                       struct pb_stage_plan *out, char *msg, size_t msglen)
+{
+    if (st->cache != PB_CACHE_WARM) {
+        snprintf(msg, msglen, "dataset.cache: %s is for local files; a dataset in object storage "
+                 "('%s') is read over the network every time (leave dataset.cache out)",
+                 pb_cache_mode_names[st->cache], in->dataset->path);
+        return PB_ERR_CONFIG;
+    }
+    int rc = pb_remote_new(in->dataset, &st->remote, msg, msglen);
+    if (rc == PB_OK)
+        rc = pb_fetcher_new(st->remote, (int)in->dataset->requests_in_flight,
+                            in->max_bytes ? in->max_bytes : 1, &st->fetcher, msg, msglen);
+    out->substages = pb_fetch_substages;
+    out->counters = pb_fetch_counters;
+    return rc;
 }
 
 static int read_init(void **state, const void *opts, const struct pb_stage_plan *in,
@@ -82,6 +112,8 @@ static int read_init(void **state, const void *opts, const struct pb_stage_plan 
     *state = st;
     *out = *in; /* in.max_bytes is the largest file in the dataset */
     out->shape.dtype = PB_DTYPE_BYTES;
+    if (in->dataset && pb_remote_is_url(in->dataset->path))
+        return remote_init(st, in, out, msg, msglen);
     return PB_OK;
 }
 
@@ -200,9 +232,42 @@ static int open_failure(struct pb_sample *s, int err)
     return PB_ERR_DATA;
 }
 
+/* An object of the dataset in object storage. */
+static int read_remote(struct read_state *st, struct pb_sample *s)
+{
+    size_t got = 0;
+    struct pb_fetch_cost cost;
+    int rc = pb_fetcher_get(st->fetcher, s->path, s->out, s->out_capacity, &got, &cost, s->msg,
+                            s->msglen);
+    for (int i = 0; i < PB_FETCH_SUBSTAGES; i++)
+        s->substage_ns[i] = cost.ns[i];
+    for (int i = 0; i < PB_FETCH_COUNTERS; i++)
+        s->counters[i] = cost.counters[i];
+    if (rc == PB_OK && got > s->out_capacity) {
+        snprintf(s->msg, s->msglen, "%s: the object is larger than the %zu bytes the listing "
+                 "gave: it changed since the dataset was listed", s->path, s->out_capacity);
+        rc = PB_ERR_DATA;
+    }
+    got = rc == PB_OK ? got : 0;
+    s->out_bytes = got;
+    s->out_shape = (struct pb_shape){
+        .dtype = PB_DTYPE_BYTES, .frames = 1, .height = 1, .width = (int32_t)got, .channels = 1};
+    s->bytes_read += got;
+    return rc;
+}
+
+static void read_batch_start(void *state, const char *const *paths, uint32_t count)
+{
+    struct read_state *st = state;
+    if (st->fetcher)
+        pb_fetcher_plan(st->fetcher, paths, count);
+}
+
 static int read_process(void *state, struct pb_sample *s)
 {
     struct read_state *st = state;
+    if (st->fetcher && s->path)
+        return read_remote(st, s);
     if (!s->path) {
         snprintf(s->msg, s->msglen, "read: sample %llu has no file", (unsigned long long)s->index);
         return PB_ERR;
@@ -258,5 +323,6 @@ const struct pb_stage_ops pb_stage_read = {
     .opts_size = sizeof(struct read_opts),
     .init = read_init,
     .process = read_process,
+    .batch_start = read_batch_start,
     .cleanup = read_cleanup,
 };

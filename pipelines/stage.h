@@ -138,6 +138,12 @@ struct pb_stage_ops {
      * stages, the pipeline grows its buffer once and calls again (so
      * variable-sized images need no per-sample allocation after warm-up). */
     int (*process)(void *state, struct pb_sample *sample);
+    /* Optional, first worker stage only: the samples of the batch the
+     * worker starts, in the order process() will see them (paths[j] is
+     * sample j's file or object), so a reader may ask for the next ones
+     * ahead (object storage's requests in flight). The array stays valid
+     * until the batch is built. */
+    void (*batch_start)(void *state, const char *const *paths, uint32_t count);
     /* Consumer side: one batch. */
     int (*process_batch)(void *state, struct pb_batch *batch, char *msg, size_t msglen);
     void (*cleanup)(void *state);

@@ -114,6 +114,11 @@ uint64_t pb_storage_evict(const struct pb_dataset *ds)
 
 void pb_storage_fs_name(const struct pb_dataset *ds, char *buf, size_t buflen)
 {
+    if (ds->remote) {
+        snprintf(buf, buflen, "%s", ds->paths && ds->count && strncmp(ds->paths[0], "s3://", 5) == 0
+                                        ? "s3" : "http");
+        return;
+    }
     static const struct {
         long magic;
         const char *name;
@@ -142,6 +147,10 @@ void pb_storage_fs_name(const struct pb_dataset *ds, char *buf, size_t buflen)
 
 void pb_storage_before_repeat(const struct pb_dataset *ds, int cache_mode, struct pb_residency *out)
 {
+    if (ds->remote) { /* object storage: no page cache of ours to measure */
+        memset(out, 0, sizeof(*out));
+        return;
+    }
     if (cache_mode != PB_CACHE_WARM)
         pb_storage_evict(ds);
     if (pb_residency_measure(ds, out) != PB_OK)

@@ -6,7 +6,8 @@
 # (loader.engine: torch, docs/engines.md), python3-pyflakes checks its code.
 # libmicrohttpd-dev serves the live page and the Prometheus endpoint
 # (bench/sys/http.c; pbench builds without it); prometheus brings promtool,
-# which tests/test_live.c checks the metrics text with.
+# which tests/test_live.c checks the metrics text with; tests/live.sh pushes
+# a result to prometheus-pushgateway as the nightly workflow does.
 # Datasets in object storage (s3://, https://; docs/storage.md): libcurl
 # reads them; tests/objstore.sh and scripts/bench-s3.sh test and measure them
 # against real servers on loopback: s3rver (npm, installed into
@@ -25,8 +26,8 @@ PACKAGES="build-essential cmake pkg-config libyaml-dev libturbojpeg0-dev libjpeg
 libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libhwloc-dev libcmocka-dev \
 libjansson-dev libsqlite3-dev clang libclang-rt-dev libopenmpi-dev openmpi-bin \
 libarchive-dev fio chromium python3-pil python3-torch python3-torchvision python3-av \
-python3-pyflakes libmicrohttpd-dev prometheus libcurl4-openssl-dev python3-boto3 awscli \
-nginx-light openssl"
+python3-pyflakes libmicrohttpd-dev prometheus prometheus-pushgateway libcurl4-openssl-dev \
+python3-boto3 awscli nginx-light openssl"
 # A node from elsewhere (nodesource's nodejs, nvm) conflicts with Debian's
 # nodejs and npm packages: those are only asked for where node or npm is
 # missing.

@@ -52,7 +52,7 @@ static void test_format_table_complete(void **state)
     }
     char names[256];
     pb_format_names(names, sizeof(names), "|", false);
-    assert_string_equal(names, "table|json|markdown|csv|html|tsv");
+    assert_string_equal(names, "table|json|markdown|csv|html|tsv|prometheus");
     pb_format_names(names, sizeof(names), ", ", true);
     assert_string_equal(names, "table, json, markdown, html");
 }

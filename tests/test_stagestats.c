@@ -21,8 +21,8 @@ static const struct pb_decoder_ops fake_decoder = {
 
 static void add_thread(struct pb_stage_stats *st)
 {
-    assert_int_equal(pb_stage_stats_add(st, "read", NULL), PB_OK);
-    assert_int_equal(pb_stage_stats_add(st, "decode", &fake_decoder), PB_OK);
+    assert_int_equal(pb_stage_stats_add(st, "read", NULL, NULL), PB_OK);
+    assert_int_equal(pb_stage_stats_add(st, "decode", fake_decoder.substages, fake_decoder.counters), PB_OK);
     assert_int_equal(st->substage_count[1], 2);
     assert_int_equal(st->counter_count[1], 1);
     pb_stage_stats_reset(st);
@@ -93,8 +93,8 @@ static void test_stage_limit(void **state)
     (void)state;
     struct pb_stage_stats st = {0};
     for (int k = 0; k < PB_MAX_STAGES; k++)
-        assert_int_equal(pb_stage_stats_add(&st, "s", NULL), PB_OK);
-    assert_int_equal(pb_stage_stats_add(&st, "one too many", NULL), PB_ERR_CONFIG);
+        assert_int_equal(pb_stage_stats_add(&st, "s", NULL, NULL), PB_OK);
+    assert_int_equal(pb_stage_stats_add(&st, "one too many", NULL, NULL), PB_ERR_CONFIG);
     pb_stage_stats_free(&st);
 }
 

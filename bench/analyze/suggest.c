@@ -586,6 +586,55 @@ static void epoch_restart_suggestion(const struct pb_result *result, size_t i,
                 1e3 * result->points[i].first_batch_s, epoch_s, share, test);
 }
 
+static const struct pb_stage_result *stage_named(const struct pb_point_result *p,
+                                                 const char *name)
+{
+    for (size_t k = 0; k < p->stage_count; k++)
+        if (strcmp(p->stages[k].name, name) == 0)
+            return &p->stages[k];
+    return NULL;
+}
+
+static uint64_t stage_counter(const struct pb_stage_result *row, const char *name)
+{
+    for (int c = 0; row && c < row->counter_count; c++)
+        if (strcmp(row->counter_names[c], name) == 0)
+            return row->counters[c];
+    return 0;
+}
+
+/* A dataset in object storage: workers that wait on their requests
+ * overlap more of them (dataset.requests_in_flight); a store that
+ * throttles (503 SlowDown) wants fewer. */
+static void object_storage_suggestions(const struct pb_result *result, size_t i, const char *run,
+                                       struct pb_analysis *an)
+{
+    const struct pb_point_result *p = &result->points[i];
+    const struct pb_stage_result *read = stage_named(p, "read"), *ttfb = stage_named(p, "read.ttfb");
+    if (!result->dataset.endpoint[0] || !read || !ttfb)
+        return;
+    int64_t now = pb_point_setting_int(result, i, "dataset.requests_in_flight", 1);
+    uint64_t requests = stage_counter(read, "requests"), throttled = stage_counter(read, "retry_503");
+    if (requests && throttled * 100 >= requests)
+        SUGGEST(an,
+                "the store throttles: %.1f%% of the requests met 503 SlowDown and were retried "
+                "after a backoff; fewer requests at once (dataset.requests_in_flight, now %lld, or "
+                "loader.workers) or keys spread over more prefixes ease it (test: %s -a "
+                "dataset.requests_in_flight=%lld,%lld)",
+                100.0 * (double)throttled / (double)requests, (long long)now, run,
+                (long long)(now > 1 ? now / 2 : 1), (long long)now);
+    if (an->points[i].input_bound == PB_INPUT_BOUND_NO || read->share_pct < 30 || now >= 64)
+        return;
+    SUGGEST(an,
+            "the loop waits on object storage: the workers spend %.0f%% of their stage time in "
+            "read, waiting %.1f ms (p50) for each object's first byte from %s with %lld request%s "
+            "in flight each; raise dataset.requests_in_flight so they overlap (test: %s -a "
+            "dataset.requests_in_flight=%lld,%lld,%lld)",
+            read->share_pct, (double)pb_hist_quantile(&ttfb->hist, 0.5) / 1e6,
+            result->dataset.endpoint, (long long)now, now == 1 ? "" : "s", run, (long long)now,
+            (long long)now * 4, (long long)now * 8);
+}
+
 /* The suggestions for point i (the recommended one, or a single run's
  * only point), each quoting its figures and, where one exists, ending with
  * the command that tests it. */
@@ -616,6 +665,7 @@ void pb_suggest(const struct pb_result *result, size_t i, struct pb_analysis *an
                 top, a->top_share_pct, of);
     if (p->gpu.used)
         copy_suggestions(result, p, an);
+    object_storage_suggestions(result, i, run, an);
     worker_suggestions(result, i, run, an);
     epoch_restart_suggestion(result, i, an);
     memory_suggestion(result, i, run, an);

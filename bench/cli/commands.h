@@ -168,7 +168,8 @@
       "a complete repeat; --force adds it anyway.\n" \
       "show --format csv|tsv|json gives the series and their runs as plain data for your own\n" \
       "tools; --format html -o history.html a self-contained page with a trend chart per\n" \
-      "series (each run's noise as a band, a step marked with its size and revision). -o\n" \
+      "series (each run's noise as a band, a step marked with its size and revision);\n" \
+      "--format prometheus each series' newest figure as pbench serve history.db's /metrics. -o\n" \
       "writes FILE (atomically) instead of printing.\n" \
       "Each run keeps what else ran on the machine (other processes' CPU, steal, CPU-quota\n" \
       "throttling): a step of a wall-clock metric on a busy machine is withheld, not counted.\n" \
@@ -198,11 +199,15 @@
       "self-contained page of charts (docs/results.md). -o writes FILE (atomically)\n" \
       "instead of printing. csv and tsv are for your own tools (pandas, R, spreadsheets):\n" \
       "each row names the run, its created time and point, with a column per sweep axis;\n" \
-      "a row per point and stage, or with --rows repeats one per repeat.") \
+      "a row per point and stage, or with --rows repeats one per repeat. prometheus is\n" \
+      "what --serve's /metrics gives for the result, for a Pushgateway (docs/live.md).") \
     X(serve, \
-      "pbench serve RESULT.json [--serve [HOST:]PORT]", \
+      "pbench serve RESULT.json|history.db [--serve [HOST:]PORT]", \
       "Serves one result file on the live page's server (default 127.0.0.1:8080) until Ctrl-C:\n" \
       "/ the page, /report.html the full HTML report, /metrics for Prometheus, /result.json.\n" \
+      "A history database (pbench history add; told by its SQLite header) is opened\n" \
+      "read-only: / the history report (as history show --format html), /history.json, and\n" \
+      "/metrics the newest figures of each series (config, machine, point).\n" \
       "Only that file is served, read once; no path is taken from a request. While a run,\n" \
       "a sweep, a compare of two configs or a wrapped job runs, --serve [HOST:]PORT on\n" \
       "those commands serves it live (docs/live.md).") \

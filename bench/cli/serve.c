@@ -1,14 +1,19 @@
 /* A session served while it runs (bench/cli/serve.h). */
 #include "bench/cli/serve.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/base/pb.h"
+#include "bench/analyze/history.h"
+#include "bench/report/history_report.h"
+#include "bench/result/metrics.h"
 #include "bench/report/html.h"
 #include "bench/report/live.h"
+#include "bench/session/ranks.h"
 #include "bench/sys/http.h"
 
 #define SERIES 600 /* the last 10 minutes of samples/s, once a second */
@@ -31,6 +36,11 @@ struct pb_serve {
     struct pb_result *result;
     const struct pb_session_hooks *next;
     int rounds_done, rounds_total;
+    /* pbench serve history.db: what it serves, rendered once at the start. */
+    struct history_pages {
+        char *html, *json, *metrics, *openmetrics;
+        size_t html_len, json_len, metrics_len, openmetrics_len;
+    } history;
 };
 
 /* ---- what is served ------------------------------------------------- */
@@ -87,6 +97,26 @@ static int answer(void *user, const char *path, const char *accept, struct pb_ht
     return rc;
 }
 
+/* pbench serve history.db: the history report, its JSON and its latest
+ * figures; nothing else. */
+static int answer_history(void *user, const char *path, const char *accept,
+                          struct pb_http_reply *out)
+{
+    const struct history_pages *h = &((struct pb_serve *)user)->history;
+    if (strcmp(path, "/") == 0)
+        return reply(out, 200, PB_LIVE_PAGE_TYPE, copy_of(h->html, h->html_len), h->html_len);
+    if (strcmp(path, "/history.json") == 0)
+        return reply(out, 200, PB_LIVE_JSON_TYPE, copy_of(h->json, h->json_len), h->json_len);
+    if (strcmp(path, "/metrics") == 0 && pb_live_wants_openmetrics(accept))
+        return reply(out, 200, PB_LIVE_OPENMETRICS_TYPE,
+                     copy_of(h->openmetrics, h->openmetrics_len), h->openmetrics_len);
+    if (strcmp(path, "/metrics") == 0)
+        return reply(out, 200, PB_LIVE_METRICS_TYPE, copy_of(h->metrics, h->metrics_len),
+                     h->metrics_len);
+    const char *nf = "not found: pbench serves a history's /, /history.json and /metrics\n";
+    return reply(out, 404, "text/plain; charset=utf-8", copy_of(nf, strlen(nf)), strlen(nf));
+}
+
 /* ---- the snapshot --------------------------------------------------- */
 
 /* The result so far as text and as a summarized copy (what /result.json
@@ -102,8 +132,14 @@ static void snapshot(struct pb_serve *s, const struct pb_result *result)
      * will be; the text served is of that copy. */
     if (parsed)
         for (size_t i = 0; i < copy.point_count; i++)
-            if (copy.points[i].repeat_count > 0)
+            if (copy.points[i].repeat_count > 0) {
                 pb_point_summarize(&copy.points[i]);
+                /* Under mpirun, the ranks' own figures so far (rank 0
+                 * gathers them; a no-op elsewhere): the final result
+                 * adds them only at the end. */
+                if (!copy.points[i].ranks)
+                    pb_ranks_point((long)i, &copy.points[i]);
+            }
     root = parsed ? pb_result_to_json(&copy) : NULL;
     char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
     json_decref(root);
@@ -232,6 +268,8 @@ int pb_serve_start(const char *address, const char *config, struct pb_serve **ou
     pb_strlcpy(s->live.config, config ? config : "", sizeof s->live.config);
     pb_strlcpy(s->live.state, "starting", sizeof s->live.state);
     s->live.eta_s = -1;
+    /* Not known before the first tick (a result file served: never). */
+    s->live.samples_per_s = s->live.stall_pct = s->live.t_s = NAN;
     s->t0_ns = pb_now_ns();
     int rc = pb_http_start(address, answer, s, &s->http, public, msg, msglen);
     if (rc != PB_OK) {
@@ -286,11 +324,112 @@ void pb_serve_finish(struct pb_serve *s, const struct pb_result *result,
     pthread_mutex_unlock(&s->lock);
 }
 
+/* The database at path opened read-only: a SQLite URI as it is, a file
+ * name as "file:PATH?mode=ro" (its %, ? and # escaped). */
+static void read_only_uri(const char *path, char *uri, size_t size)
+{
+    if (strncmp(path, "file:", 5) == 0) {
+        pb_strlcpy(uri, path, size);
+        return;
+    }
+    size_t used = (size_t)snprintf(uri, size, "file:");
+    for (const char *c = path; *c && used + 4 < size; c++) {
+        if (strchr("%?#", *c)) {
+            used += (size_t)snprintf(uri + used, size - used, "%%%02x", (unsigned char)*c);
+        } else {
+            uri[used++] = *c;
+            uri[used] = '\0';
+        }
+    }
+    snprintf(uri + used, size - used, "?mode=ro");
+}
+
+/* Renders what pbench serve history.db serves: the report and JSON of the
+ * samples/s history (as pbench history show --format html|json), and the
+ * newest figures of every metric history keeps. PB_OK, or the error of
+ * reading samples/s's (no history, not a history) with msg. */
+static int render_history(const char *db, struct history_pages *pages, char *msg, size_t msglen)
+{
+    char uri[PB_PATH_MAX * 3 + 16];
+    read_only_uri(db, uri, sizeof uri);
+    struct pb_history loaded[PB_METRIC_COUNT];
+    const struct pb_history *kept[PB_METRIC_COUNT];
+    size_t count = 0;
+    int rc = pb_history_load(uri, NULL, "samples_per_s", 5, &loaded[0], msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    kept[count++] = &loaded[0];
+    char ignored[PB_MSG_MAX];
+    for (size_t m = 0; m < PB_METRIC_COUNT; m++)
+        if (pb_metrics[m].of_point && strcmp(pb_metrics[m].name, "samples_per_s") != 0 &&
+            pb_history_load(uri, NULL, pb_metrics[m].name, 5, &loaded[count], ignored,
+                            sizeof ignored) == PB_OK) {
+            kept[count] = &loaded[count];
+            count++;
+        }
+    FILE *f = open_memstream(&pages->html, &pages->html_len);
+    if (f) {
+        pb_history_html(f, &loaded[0]);
+        fclose(f);
+    }
+    f = open_memstream(&pages->json, &pages->json_len);
+    if (f) {
+        pb_history_json(f, &loaded[0]);
+        fclose(f);
+    }
+    for (int om = 0; om < 2; om++) {
+        f = open_memstream(om ? &pages->openmetrics : &pages->metrics,
+                           om ? &pages->openmetrics_len : &pages->metrics_len);
+        if (f) {
+            pb_live_history_metrics(f, kept, count, om);
+            fclose(f);
+        }
+    }
+    for (size_t k = 0; k < count; k++)
+        pb_history_free(&loaded[k]);
+    bool all = pages->html && pages->json && pages->metrics && pages->openmetrics;
+    if (!all)
+        snprintf(msg, msglen, "out of memory rendering %s", db);
+    return all ? PB_OK : PB_ERR_NOMEM;
+}
+
+static void free_history(struct history_pages *pages)
+{
+    free(pages->html);
+    free(pages->json);
+    free(pages->metrics);
+    free(pages->openmetrics);
+}
+
+int pb_serve_history(const char *address, const char *db, struct pb_serve **out, bool *public,
+                     char *msg, size_t msglen)
+{
+    *out = NULL;
+    struct pb_serve *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(msg, msglen, "out of memory");
+        return PB_ERR_NOMEM;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    int rc = render_history(db, &s->history, msg, msglen);
+    if (rc == PB_OK)
+        rc = pb_http_start(address, answer_history, s, &s->http, public, msg, msglen);
+    if (rc != PB_OK) {
+        free_history(&s->history);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return PB_OK;
+}
+
 void pb_serve_stop(struct pb_serve *s)
 {
     if (!s)
         return;
     pb_http_stop(s->http); /* its thread is gone: nothing reads the rest now */
+    free_history(&s->history);
     if (s->have_snap)
         pb_result_free(&s->snap);
     free(s->result_json);

@@ -26,6 +26,15 @@ struct pb_serve;
 int pb_serve_start(const char *address, const char *config, struct pb_serve **out, bool *public,
                    char *msg, size_t msglen);
 
+/* pbench serve history.db: serves the history database at db (a file, opened read-only, or
+ * a SQLite URI), read once now: / the history report (pbench history show --format html's
+ * page, of samples/s), /history.json (--format json's), /metrics the newest figures of every
+ * metric history keeps per series (bench/report/live.h: pb_live_history_metrics); anything
+ * else 404. PB_OK; PB_ERR with msg where the history cannot be read (missing, empty, not a
+ * history); PB_ERR_CONFIG with msg for a bad address or a port in use, as pb_serve_start. */
+int pb_serve_history(const char *address, const char *db, struct pb_serve **out, bool *public,
+                     char *msg, size_t msglen);
+
 /* Where it serves: "http://127.0.0.1:8080/". */
 const char *pb_serve_url(const struct pb_serve *s);
 

@@ -258,6 +258,30 @@ int cmd_gen(int argc, char **argv)
 
 /* ---- report ------------------------------------------------------------- */
 
+/* Reads the result file at path and analyzes it again from its
+ * measurements, so a file written by an older pbench reads with today's
+ * rules everywhere; the analysis goes into result->analysis where it ranks
+ * points. Two configs side by side (interleaved) are compared, not ranked
+ * for a pick: *analyzed stays false. PB_OK, and the caller frees result
+ * (and analysis when *analyzed); or PB_ERR, the error said, nothing held. */
+static int read_analyzed(const char *path, struct pb_result *result,
+                         struct pb_analysis *analysis, bool *analyzed)
+{
+    char msg[PB_MSG_MAX];
+    *analyzed = false;
+    if (pb_result_read(path, result, msg, sizeof(msg)) != PB_OK) {
+        pb_cli_error(NULL, msg);
+        pb_result_free(result);
+        return PB_ERR;
+    }
+    *analyzed = !result->interleaved && pb_analyze(result, analysis) == PB_OK;
+    if (*analyzed && result->point_count > 1) {
+        json_decref(result->analysis);
+        result->analysis = pb_analysis_to_json(analysis);
+    }
+    return PB_OK;
+}
+
 int cmd_report(int argc, char **argv)
 {
     enum pb_format format = PB_FORMAT_TABLE;
@@ -294,20 +318,10 @@ int cmd_report(int argc, char **argv)
         pb_cli_error("report", msg); /* before reading: never over its own input */
         return PB_EXIT_ERROR;
     }
-    if (pb_result_read(path, &result, msg, sizeof(msg)) != PB_OK) {
-        pb_cli_error(NULL, msg);
-        pb_result_free(&result);
-        return PB_EXIT_ERROR;
-    }
-    /* The analysis is recomputed from the measurements, so a file written
-     * by an older pbench reads with today's rules everywhere. */
     struct pb_analysis analysis;
-    /* Two configs side by side are compared, not ranked for a pick. */
-    bool analyzed = !result.interleaved && pb_analyze(&result, &analysis) == PB_OK;
-    if (analyzed && result.point_count > 1) {
-        json_decref(result.analysis);
-        result.analysis = pb_analysis_to_json(&analysis);
-    }
+    bool analyzed;
+    if (read_analyzed(path, &result, &analysis, &analyzed) != PB_OK)
+        return PB_EXIT_ERROR;
     int code = PB_EXIT_OK;
     if (!output)
         pb_report_rows(stdout, &result, analyzed ? &analysis : NULL, format, rows);
@@ -351,6 +365,57 @@ int cmd_version(int argc, char **argv)
 
 /* ---- serve ------------------------------------------------------------- */
 
+/* Whether the file at path is an SQLite database (a history), by its
+ * header; a result file is JSON. */
+static bool is_history_db(const char *path)
+{
+    static const char magic[16] = "SQLite format 3";
+    char head[16];
+    FILE *f = fopen(path, "rb");
+    bool db = f && fread(head, 1, sizeof head, f) == sizeof head &&
+              memcmp(head, magic, sizeof head) == 0;
+    if (f)
+        fclose(f);
+    return db || strncmp(path, "file:", 5) == 0;
+}
+
+/* Says where server serves what, warns when anyone can reach it, and
+ * serves until Ctrl-C (or SIGTERM, SIGHUP); then stops it. */
+static void serve_until_stopped(struct pb_serve *server, const char *path, const char *routes,
+                                const char *address, bool open_to_all)
+{
+    fprintf(stderr, "pbench: %s is served at %s until Ctrl-C (%s)\n", path,
+            pb_serve_url(server), routes);
+    if (open_to_all)
+        fprintf(stderr, "pbench: warning: %s is not a loopback address: anyone who can "
+                        "reach this machine can read it\n", address);
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    int sig = 0;
+    sigwait(&stop, &sig);
+    pb_serve_stop(server);
+}
+
+/* pbench serve history.db: the database read once, read-only. */
+static int serve_history(const char *path, const char *address)
+{
+    struct pb_serve *server = NULL;
+    bool open_to_all = false;
+    char msg[PB_MSG_MAX * 2];
+    int rc = pb_serve_history(address, path, &server, &open_to_all, msg, sizeof msg);
+    if (rc != PB_OK) {
+        pb_cli_error("serve", msg);
+        return rc == PB_ERR_CONFIG || rc == PB_ERR_UNAVAILABLE ? PB_EXIT_USAGE : PB_EXIT_ERROR;
+    }
+    serve_until_stopped(server, path, "/ the history report, /history.json, /metrics", address,
+                        open_to_all);
+    return PB_EXIT_OK;
+}
+
 int cmd_serve(int argc, char **argv)
 {
     const char *path = NULL, *address = "127.0.0.1:8080";
@@ -365,46 +430,28 @@ int cmd_serve(int argc, char **argv)
             path = argv[i];
     }
     if (!path)
-        return pb_cli_usage_error("serve", "%s", "expected one RESULT.json");
+        return pb_cli_usage_error("serve", "%s", "expected one RESULT.json or history.db");
+    if (is_history_db(path))
+        return serve_history(path, address);
     struct pb_result result;
-    char msg[PB_MSG_MAX * 2];
-    if (pb_result_read(path, &result, msg, sizeof(msg)) != PB_OK) {
-        pb_cli_error(NULL, msg);
-        pb_result_free(&result);
-        return PB_EXIT_ERROR;
-    }
     struct pb_analysis analysis;
-    bool analyzed = !result.interleaved && pb_analyze(&result, &analysis) == PB_OK;
-    if (analyzed && result.point_count > 1) {
-        json_decref(result.analysis);
-        result.analysis = pb_analysis_to_json(&analysis);
-    }
+    bool analyzed;
+    if (read_analyzed(path, &result, &analysis, &analyzed) != PB_OK)
+        return PB_EXIT_ERROR;
+    char msg[PB_MSG_MAX * 2];
     /* Only this file is served, read once: no path is taken from a request. */
     struct pb_serve *server = NULL;
     bool open_to_all = false;
     int rc = pb_serve_start(address, result.name, &server, &open_to_all, msg, sizeof msg);
-    int code = rc == PB_OK ? PB_EXIT_OK : PB_EXIT_USAGE;
     if (rc != PB_OK) {
         pb_cli_error("serve", msg);
     } else {
         pb_serve_finish(server, &result, analyzed ? &analysis : NULL, result.interrupted);
-        fprintf(stderr, "pbench: %s is served at %s until Ctrl-C (/report.html, /metrics, "
-                        "/result.json)\n", path, pb_serve_url(server));
-        if (open_to_all)
-            fprintf(stderr, "pbench: warning: %s is not a loopback address: anyone who can "
-                            "reach this machine can read it\n", address);
-        sigset_t stop;
-        sigemptyset(&stop);
-        sigaddset(&stop, SIGINT);
-        sigaddset(&stop, SIGTERM);
-        sigaddset(&stop, SIGHUP);
-        pthread_sigmask(SIG_BLOCK, &stop, NULL);
-        int sig = 0;
-        sigwait(&stop, &sig);
-        pb_serve_stop(server);
+        serve_until_stopped(server, path, "/report.html, /metrics, /result.json", address,
+                            open_to_all);
     }
     if (analyzed)
         pb_analysis_free(&analysis);
     pb_result_free(&result);
-    return code;
+    return rc == PB_OK ? PB_EXIT_OK : PB_EXIT_USAGE;
 }

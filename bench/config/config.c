@@ -17,6 +17,7 @@
 #include "bench/config/config_scope.h"
 #include "bench/config/engine_row.h"
 #include "bench/sys/affinity.h"
+#include "pipelines/remote.h"
 #include "pipelines/storage.h"
 
 #define PB_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -617,6 +618,13 @@ static int check_tar_format(const struct pb_spec *spec, char *msg, size_t msglen
                               "decoder '%s' opens its files itself, so it cannot read samples "
                               "from tar shards (dataset.format: tar); use dataset.format: files",
                               spec->stages[i].decoder->name);
+    for (int i = 0; i < spec->stage_count && pb_remote_is_url(ds->path); i++)
+        if (spec->stages[i].decoder && (spec->stages[i].decoder->flags & PB_DECODER_OPENS_FILE))
+            return spec_error(spec, &spec->stages[i], msg, msglen,
+                              "decoder '%s' opens its files itself, so it cannot read objects "
+                              "from %s: put a read stage before a decoder that takes bytes "
+                              "(e.g. jpeg), or copy the data to a local folder",
+                              spec->stages[i].decoder->name, ds->path);
     return PB_OK;
 }
 

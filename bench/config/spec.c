@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench/sys/affinity.h"
+#include "pipelines/remote.h"
 #include "pipelines/storage.h"
 
 static const char *const on_error_names[] = {"skip", "fail", NULL};
@@ -43,6 +44,38 @@ const struct pb_opt pb_dataset_opts[] = {
      "(docs/engines.md). Empty: the files at dataset.path through the pipeline."},
     {"args", PB_OPT_JSON, DATASET(args), 0, sizeof(((struct pb_dataset_spec *)0)->args), "{}",
      NULL, "The keyword arguments of dataset.python, as a mapping."},
+    {"endpoint", PB_OPT_STRING, DATASET(endpoint), 0,
+     sizeof(((struct pb_dataset_spec *)0)->endpoint), "", NULL,
+     "s3:// datasets: an S3-compatible endpoint (MinIO, Ceph, R2, ...) such as "
+     "'http://127.0.0.1:9000'; empty: AWS (https://BUCKET.s3.REGION.amazonaws.com)."},
+    {"region", PB_OPT_STRING, DATASET(region), 0, sizeof(((struct pb_dataset_spec *)0)->region),
+     "", NULL, "s3:// datasets: the region requests are signed for; empty: $AWS_REGION, else "
+     "$AWS_DEFAULT_REGION, else us-east-1."},
+    {"profile", PB_OPT_STRING, DATASET(profile), 0,
+     sizeof(((struct pb_dataset_spec *)0)->profile), "", NULL,
+     "s3:// datasets: the profile of ~/.aws/credentials to use; empty: the AWS_ACCESS_KEY_ID "
+     "and AWS_SECRET_ACCESS_KEY variables when set, else $AWS_PROFILE, else default."},
+    {"addressing", PB_OPT_ENUM, DATASET(addressing), 0, 0, "auto", pb_addressing_names,
+     "s3:// datasets: path-style (ENDPOINT/BUCKET/KEY) or virtual-hosted (BUCKET.HOST/KEY) "
+     "requests; auto: path-style with dataset.endpoint, virtual-hosted on AWS."},
+    {"manifest", PB_OPT_STRING, DATASET(manifest), 0,
+     sizeof(((struct pb_dataset_spec *)0)->manifest), "", NULL,
+     "http(s):// datasets ending in '/': the manifest listing the objects (a name or URL); "
+     "empty: manifest.txt there. One object per line (NAME or NAME SIZE), or a JSON list."},
+    {"requests_in_flight", PB_OPT_INT, DATASET(requests_in_flight), 1, 256, "1", NULL,
+     "Object storage: objects each worker keeps requested ahead of the one it decodes, so "
+     "their latency overlaps; 1 reads one at a time, as a plain Dataset does."},
+    {"request_timeout_s", PB_OPT_DOUBLE, DATASET(request_timeout_s), 0.1, 3600, "30", NULL,
+     "Object storage: a request that takes longer fails and is retried."},
+    {"retries", PB_OPT_INT, DATASET(retries), 0, 100, "5", NULL,
+     "Object storage: attempts after the first for a 5xx, SlowDown, reset connection or "
+     "timeout, with exponential backoff (100 ms doubling, at most 5 s, jittered)."},
+    {"list", PB_OPT_ENUM, DATASET(list), 0, 0, "once", pb_list_mode_names,
+     "Object storage under MPI: once (rank 0 lists and sends the listing to every rank) or "
+     "per_rank (each rank lists)."},
+    {"ca_file", PB_OPT_STRING, DATASET(ca_file), 0, PB_PATH_MAX, "", NULL,
+     "https:// requests: a PEM file of the certificate authorities to trust (a private CA, a "
+     "self-signed server); empty: the system's."},
     {0},
 };
 

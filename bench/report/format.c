@@ -13,6 +13,7 @@
 #include "bench/report/history_report.h"
 #include "bench/report/history_text.h"
 #include "bench/report/html.h"
+#include "bench/report/live.h"
 #include "bench/report/report.h"
 #include "bench/report/report_csv.h"
 
@@ -31,6 +32,10 @@ const struct pb_format_ops pb_formats[] = {
                         .history = pb_history_html, .whole_document = true},
     [PB_FORMAT_TSV] = {.name = "tsv", .result = pb_report_tsv, .analyzed = true,
                        .repeats = pb_report_tsv_repeats, .history = pb_history_tsv},
+    /* Prometheus's text exposition, as /metrics serves it (bench/report/live.h):
+     * for a Pushgateway or node_exporter's textfile collector. */
+    [PB_FORMAT_PROMETHEUS] = {.name = "prometheus", .result = pb_live_report,
+                              .history = pb_live_history},
 };
 _Static_assert(sizeof(pb_formats) / sizeof(pb_formats[0]) == PB_FORMAT_COUNT,
                "every enum pb_format has its row in pb_formats[]");

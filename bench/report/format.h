@@ -24,6 +24,7 @@ enum pb_format {
     PB_FORMAT_CSV,
     PB_FORMAT_HTML,
     PB_FORMAT_TSV,
+    PB_FORMAT_PROMETHEUS,
     PB_FORMAT_COUNT
 };
 

@@ -16,10 +16,11 @@
 #include "bench/report/report.h"
 #include "bench/result/metrics.h"
 
-/* A point's labels as name, value pairs, NULL-terminated, with room for
- * two more (stage, rank). */
+/* A point's or a history series' labels as name, value pairs,
+ * NULL-terminated: up to five, with room for two more (stage, rank, le;
+ * revision and created) and the NULL. */
 struct labels {
-    const char *pairs[12];
+    const char *pairs[2 * 7 + 2];
     char number[24], extra[24];
 };
 
@@ -416,4 +417,149 @@ char *pb_live_json(const struct pb_live *live, const double *t, const double *ra
     if (text && len)
         *len = strlen(text);
     return text;
+}
+
+/* ---- a result file and a history, as metrics ------------------------- */
+
+void pb_live_report(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis)
+{
+    (void)analysis; /* the figures are the result's; the verdict is no metric */
+    size_t len = 0;
+    char *text = pb_live_metrics(result, NULL, false, &len);
+    if (text)
+        fwrite(text, 1, len, out);
+    free(text);
+}
+
+/* How a metric history keeps (bench/result/metrics.h) is named for
+ * Prometheus: its family, in base units (scale turns the kept value into
+ * them), and its help. A stage's CPU per sample (cpu_ns_per_sample.STAGE)
+ * is pbench_stage_cpu_seconds_per_sample with a stage label. */
+static const struct {
+    const char *metric, *family, *help;
+    double scale;
+} history_families[] = {
+    {"samples_per_s", "pbench_samples_per_second", "Samples per second of the newest run.", 1},
+    {"stall_pct", "pbench_stall_ratio",
+     "Share of the newest run's time the training loop waited for data (0 to 1).", 0.01},
+    {"accel_util_pct", "pbench_accelerator_utilization_ratio",
+     "The simulated step's share of the newest run's time (0 to 1).", 0.01},
+    {"cpu_ns_per_sample", "pbench_cpu_seconds_per_sample",
+     "The pipeline's CPU time per sample in the newest run.", 1e-9},
+    {"assembly_p99_ns", "pbench_batch_assembly_p99_seconds",
+     "The 99th percentile of a worker's time to build a batch in the newest run.", 1e-9},
+    {"rss_peak_bytes", "pbench_rss_peak_bytes", "The newest run's peak resident memory.", 1},
+    {"machine_ref_ns", "pbench_machine_reference_seconds",
+     "The machine's own reference workload in the newest run (lower: a faster machine).", 1e-9},
+};
+
+/* A series' labels: config, machine, point (its axes, "" for none), engine
+ * and fingerprint (what tells apart two series of one config measured
+ * differently); point_text holds the axes as text. */
+static void series_labels(const struct pb_history_series *s, char *point_text, size_t size,
+                          struct labels *l)
+{
+    memset(l, 0, sizeof(*l));
+    point_text[0] = '\0';
+    json_t *axes = json_loads(s->point, 0, NULL);
+    if (json_is_object(axes))
+        pb_report_axes(point_text, size, axes, ", ");
+    json_decref(axes);
+    const char *pairs[] = {"config", s->config, "machine", s->machine, "point", point_text,
+                           "engine", s->engine[0] ? s->engine : "pbench",
+                           "fingerprint", s->fingerprint};
+    memcpy(l->pairs, pairs, sizeof(pairs));
+}
+
+/* The newest run's value of each series of h, as the family that names h's metric. */
+static void put_history_values(const struct metrics_out *m, const struct pb_history *h)
+{
+    const char *family = NULL, *help = NULL, *stage = NULL;
+    double scale = 1;
+    size_t prefix = strlen(PB_STAGE_CPU_PREFIX);
+    for (size_t f = 0; f < PB_ARRAY_LEN(history_families); f++)
+        if (strcmp(h->metric, history_families[f].metric) == 0) {
+            family = history_families[f].family;
+            help = history_families[f].help;
+            scale = history_families[f].scale;
+        }
+    if (!family && strncmp(h->metric, PB_STAGE_CPU_PREFIX, prefix) == 0) {
+        family = "pbench_stage_cpu_seconds_per_sample";
+        help = "A pipeline stage's CPU time per sample in the newest run.";
+        stage = h->metric + prefix;
+        scale = 1e-9;
+    }
+    if (!family)
+        return;
+    put_family(m, family, "gauge", help);
+    for (size_t i = 0; i < h->series_count; i++) {
+        const struct pb_history_series *s = &h->series[i];
+        if (!s->run_count || !isfinite(s->runs[s->run_count - 1].value))
+            continue;
+        char point[1024];
+        struct labels l;
+        series_labels(s, point, sizeof point, &l);
+        if (stage)
+            add_label(&l, "stage", stage);
+        put_number(m->out, family, l.pairs, s->runs[s->run_count - 1].value * scale);
+    }
+}
+
+/* Each series' runs, its newest run's revision and time, and whether that
+ * run is suspect or the series has a step that counts as a regression (of
+ * the first history's metric). */
+static void put_history_series(const struct metrics_out *m, const struct pb_history *h)
+{
+    struct labels l;
+    char point[1024];
+    put_family(m, "pbench_history_runs", "gauge", "The runs a series has in the history.");
+    for (size_t i = 0; i < h->series_count; i++) {
+        series_labels(&h->series[i], point, sizeof point, &l);
+        put_number(m->out, "pbench_history_runs", l.pairs, (double)h->series[i].total);
+    }
+    put_family(m, "pbench_history_newest_run", "info",
+               "A series' newest run: its revision and when it was measured.");
+    for (size_t i = 0; i < h->series_count; i++) {
+        const struct pb_history_series *s = &h->series[i];
+        if (!s->run_count)
+            continue;
+        series_labels(s, point, sizeof point, &l);
+        add_label(&l, "revision", s->runs[s->run_count - 1].revision);
+        add_label(&l, "created", s->runs[s->run_count - 1].created);
+        put_sample(m->out, "pbench_history_newest_run_info", l.pairs, "1");
+    }
+    put_family(m, "pbench_history_regression", "gauge",
+               "1 where the series has a step that makes the metric worse (pbench history "
+               "show exits 3), else 0.");
+    for (size_t i = 0; i < h->series_count; i++) {
+        series_labels(&h->series[i], point, sizeof point, &l);
+        add_label(&l, "metric", h->metric);
+        put_sample(m->out, "pbench_history_regression", l.pairs,
+                   pb_history_step_counts(&h->series[i]) ? "1" : "0");
+    }
+    put_family(m, "pbench_history_suspect", "gauge",
+               "1 where the series' newest run is suspect (pbench history show exits 5), else 0.");
+    for (size_t i = 0; i < h->series_count; i++) {
+        series_labels(&h->series[i], point, sizeof point, &l);
+        add_label(&l, "metric", h->metric);
+        put_sample(m->out, "pbench_history_suspect", l.pairs, h->series[i].suspect ? "1" : "0");
+    }
+}
+
+int pb_live_history_metrics(FILE *out, const struct pb_history *const *histories, size_t count,
+                            bool openmetrics)
+{
+    struct metrics_out m = {.out = out, .openmetrics = openmetrics};
+    if (count > 0)
+        put_history_series(&m, histories[0]);
+    for (size_t k = 0; k < count; k++)
+        put_history_values(&m, histories[k]);
+    if (openmetrics)
+        fputs("# EOF\n", out);
+    return ferror(out) ? PB_ERR : PB_OK;
+}
+
+void pb_live_history(FILE *out, const struct pb_history *history)
+{
+    pb_live_history_metrics(out, &history, 1, false);
 }

@@ -10,7 +10,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
+#include "bench/analyze/history.h"
 #include "bench/result/result.h"
 
 /* The Content-Type of each rendering, for the server's reply. */
@@ -70,10 +72,37 @@ char *pb_live_json(const struct pb_live *live, const double *t, const double *ra
  * /result.json every second and shows: the config, point label, repeat and point counters,
  * ETA and state; samples/s and stall over time as two small inline-SVG line charts; a table
  * of the points measured so far (samples/s, stall %, worker CPU %, other processes' CPU %,
- * and per stage p50/p99 latency and CPU per sample, read from /result.json as the final
- * result file holds them); at the end (state done/interrupted) the verdict text if
+ * steal %, the machine's reference (the median of the repeats' ref_cpu_ns, as
+ * pbench_machine_reference_seconds) and the repeats finished, and per stage p50/p99 latency
+ * and CPU per sample, read from /result.json as the final result file holds them); for a
+ * point with ranks (points[].ranks under MPI, a wrapped job's engine.jobs[].rank_rows) a
+ * line per rank, the slowest marked; at the end (state done/interrupted) the verdict text if
  * /result.json holds one and a link to /report.html. Every name from the data is inserted
- * as text (textContent), never as HTML. A static string. */
+ * as text (textContent), never as HTML. Each figure's cell carries data-field and
+ * data-value (the number it shows, unformatted) and its row data-point (and data-rank), so a
+ * test reads the page back against /result.json. A static string. */
 const char *pb_live_page(void);
+
+/* pbench report -f prometheus (a row of bench/report/format.h): the result's figures as
+ * pb_live_metrics writes them with no running repeat, in Prometheus's text format, for a
+ * Pushgateway or a textfile collector. The analysis is not a metric (ignored). */
+struct pb_analysis;
+void pb_live_report(FILE *out, const struct pb_result *result, const struct pb_analysis *analysis);
+
+/* A history's latest figures (pbench serve history.db's /metrics, pbench history show -f
+ * prometheus): per series (labels config, machine, point: its axes as text, engine,
+ * fingerprint)
+ * pbench_history_runs, pbench_history_newest_run_info{revision, created}, and
+ * pbench_history_regression and pbench_history_suspect (0 or 1) of histories[0]'s metric;
+ * then the newest run's value of each history's metric under the name /metrics gives it
+ * (samples_per_s: pbench_samples_per_second, stall_pct: pbench_stall_ratio, machine_ref_ns:
+ * pbench_machine_reference_seconds, ... in base units; cpu_ns_per_sample.STAGE:
+ * pbench_stage_cpu_seconds_per_sample{stage}). count histories of distinct metrics, each
+ * pb_history_load's. PB_OK, or PB_ERR when out could not be written. */
+int pb_live_history_metrics(FILE *out, const struct pb_history *const *histories, size_t count,
+                            bool openmetrics);
+
+/* The history form of the format row: pb_live_history_metrics of the one history. */
+void pb_live_history(FILE *out, const struct pb_history *history);
 
 #endif

@@ -912,6 +912,7 @@ static void report_human(FILE *out, const struct pb_result *result,
             else
                 fprintf(out, "\nrecommended point: %s\n", axes);
             emit_point_summary(&s, result, p);
+            pb_report_storage(s.out, s.markdown, result, p);
             emit_stages(&s, p);
             emit_gpu_stages(&s, p);
         }

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/base/table.h"
 
@@ -10,9 +11,87 @@
 #define FROM_MEMORY_PCT 90.0
 #define FROM_STORAGE_PCT 10.0
 
+static const struct pb_stage_result *stage_row(const struct pb_point_result *point,
+                                               const char *name)
+{
+    for (size_t i = 0; i < point->stage_count; i++)
+        if (strcmp(point->stages[i].name, name) == 0)
+            return &point->stages[i];
+    return NULL;
+}
+
+static uint64_t row_counter(const struct pb_stage_result *row, const char *name)
+{
+    for (int c = 0; row && c < row->counter_count; c++)
+        if (strcmp(row->counter_names[c], name) == 0)
+            return row->counters[c];
+    return 0;
+}
+
+/* The retries by cause, "12 retries (503/SlowDown 10, reset 2)". */
+static void retries_text(const struct pb_stage_result *read, char *buf, size_t buflen)
+{
+    static const char *const causes[][2] = {{"retry_503", "503/SlowDown"},
+                                            {"retry_5xx", "other 5xx"},
+                                            {"retry_reset", "reset or truncated"},
+                                            {"retry_timeout", "timeout"}};
+    uint64_t total = row_counter(read, "retries");
+    int at = snprintf(buf, buflen, "%llu %s", (unsigned long long)total,
+                      total == 1 ? "retry" : "retries");
+    const char *sep = " (";
+    for (size_t i = 0; total && i < PB_ARRAY_LEN(causes) && at > 0 && (size_t)at < buflen; i++) {
+        uint64_t n = row_counter(read, causes[i][0]);
+        if (n) {
+            at += snprintf(buf + at, buflen - (size_t)at, "%s%s %llu", sep, causes[i][1],
+                           (unsigned long long)n);
+            sep = ", ";
+        }
+    }
+    if (total && at > 0 && (size_t)at < buflen)
+        snprintf(buf + at, buflen - (size_t)at, ")");
+}
+
+/* A dataset in object storage: what its requests cost. */
+static void report_remote(FILE *out, bool markdown, const struct pb_result *result,
+                          const struct pb_point_result *point)
+{
+    const struct pb_dataset_info *d = &result->dataset;
+    const struct pb_stage_result *read = stage_row(point, "read");
+    const struct pb_stage_result *ttfb = stage_row(point, "read.ttfb");
+    const char *bullet = markdown ? "- " : "  ";
+    char retries[160], line[2048], printable[PB_PRINTABLE_SIZE(2048)];
+    retries_text(read, retries, sizeof(retries));
+    uint64_t requests = row_counter(read, "requests"), reused = row_counter(read, "reused_connections");
+    uint64_t failed = row_counter(read, "failed");
+    /* A sweep over dataset.requests_in_flight: the point's own. */
+    json_t *axis = point->axes ? json_object_get(point->axes, "dataset.requests_in_flight") : NULL;
+    uint64_t in_flight = json_is_integer(axis) ? (uint64_t)json_integer_value(axis)
+                                               : d->requests_in_flight;
+    char failed_text[64] = "";
+    if (failed)
+        snprintf(failed_text, sizeof(failed_text), ", %llu failed", (unsigned long long)failed);
+    snprintf(line, sizeof(line),
+             "read from %s (%s): %.1f MB/s in %llu requests, %llu on kept connections; TTFB "
+             "p50 %.2f ms, p99 %.2f ms; %s%s; %llu in flight per worker",
+             d->path, d->endpoint, point->mb_per_s, (unsigned long long)requests,
+             (unsigned long long)reused,
+             ttfb ? (double)pb_hist_quantile(&ttfb->hist, 0.5) / 1e6 : 0.0,
+             ttfb ? (double)pb_hist_quantile(&ttfb->hist, 0.99) / 1e6 : 0.0, retries, failed_text,
+             (unsigned long long)in_flight);
+    fprintf(out, "%s%s\n", bullet, pb_printable(printable, sizeof(printable), line));
+    snprintf(line, sizeof(line), "listed %llu objects in %.2f s (%llu %s); credentials: %s",
+             (unsigned long long)d->files, d->list_s, (unsigned long long)d->list_requests,
+             d->list_requests == 1 ? "request" : "requests", d->credentials);
+    fprintf(out, "%s%s\n", bullet, pb_printable(printable, sizeof(printable), line));
+}
+
 void pb_report_storage(FILE *out, bool markdown, const struct pb_result *result,
                        const struct pb_point_result *point)
 {
+    if (result->dataset.endpoint[0]) {
+        report_remote(out, markdown, result, point);
+        return;
+    }
     double lo = 101, hi = -1, sum = 0;
     size_t measured = 0;
     uint64_t checked = 0;

@@ -267,6 +267,14 @@ struct pb_dataset_info {
      * from their headers (0: not JPEG, or not measured), so a suggestion
      * that depends on the source size knows it. */
     uint64_t source_width, source_height;
+    /* Object storage (filesystem "s3" or "http"): where requests went,
+     * where the credentials came from (never a secret), what listing
+     * cost and the requests each worker kept in flight. */
+    char endpoint[256];
+    char credentials[192];
+    uint64_t list_requests;
+    double list_s;
+    uint64_t requests_in_flight;
 };
 
 struct pb_result {

@@ -180,7 +180,9 @@ static const struct pb_field dataset_info_fields[] = {
     DI(filesystem, PB_FIELD_TEXT), DI(samples, PB_FIELD_U64),      DI(bytes, PB_FIELD_U64),
     DI(files, PB_FIELD_U64),       DI(shards, PB_FIELD_U64),       DI(bad_samples, PB_FIELD_U64),
     DI(cache_note, PB_FIELD_TEXT), DI(cold_read_mb_per_s, PB_FIELD_DOUBLE),
-    DI(source_width, PB_FIELD_U64), DI(source_height, PB_FIELD_U64), PB_FIELD_END,
+    DI(source_width, PB_FIELD_U64), DI(source_height, PB_FIELD_U64),
+    DI(endpoint, PB_FIELD_TEXT),   DI(credentials, PB_FIELD_TEXT), DI(list_requests, PB_FIELD_U64),
+    DI(list_s, PB_FIELD_DOUBLE),   DI(requests_in_flight, PB_FIELD_U64), PB_FIELD_END,
 };
 #undef DI
 

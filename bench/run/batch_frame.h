@@ -34,7 +34,7 @@ struct __attribute__((packed)) pb_batch_header {
 };
 _Static_assert(sizeof(struct pb_batch_header) == 88, "the batch header is 88 bytes");
 #define PB_ENGINE_MAX_COLUMNS 32
-#define PB_ENGINE_MAX_COUNTERS 8
+#define PB_ENGINE_MAX_COUNTERS 32
 #define PB_ENGINE_MAX_WORKERS 256
 
 #endif

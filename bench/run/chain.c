@@ -70,6 +70,7 @@ int pb_chain_init_loader(struct pb_chain *chain, const struct pb_spec *spec, con
         .max_bytes = max_input_bytes,
         .worker = worker,
         .cache = spec->dataset.cache,
+        .dataset = &spec->dataset,
     };
     size_t scratch = 0;
     chain->count = 0;
@@ -83,18 +84,22 @@ int pb_chain_init_loader(struct pb_chain *chain, const struct pb_spec *spec, con
         plan.next_mirrors = k + 1 == worker_count - 1 &&
                             (spec->stages[worker_spec[k + 1]].ops->flags & PB_STAGE_MIRRORS);
         out.next_mirrors = false;
+        out.substages = out.counters = NULL;
         void *state = NULL;
         int rc = ss->ops->init(&state, ss->opts, &plan, &out, ss->decoder, ss->decoder_opts, msg,
                                msglen);
         if (rc != PB_OK)
             return rc;
         chain->stages[chain->count++] = (struct pb_stage_inst){ss->ops, state, worker_spec[k]};
-        rc = pb_stage_stats_add(stats, ss->ops->name, ss->decoder);
+        rc = ss->decoder ? pb_stage_stats_add(stats, ss->ops->name, ss->decoder->substages,
+                                              ss->decoder->counters)
+                         : pb_stage_stats_add(stats, ss->ops->name, out.substages, out.counters);
         if (rc != PB_OK)
             return rc;
         if (k < worker_count - 1 && out.max_bytes > scratch)
             scratch = out.max_bytes;
         plan = out;
+        plan.substages = plan.counters = NULL;
     }
     sizes->scratch_bytes = scratch;
     sizes->slot_bytes = plan.max_bytes;

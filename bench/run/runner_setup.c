@@ -28,6 +28,7 @@ static void free_worker(struct worker *w)
     free(w->seeds);
     free(w->visit_seeds);
     free(w->clips);
+    free(w->batch_paths);
 }
 
 void pb_runner_free(struct run *run)
@@ -154,12 +155,14 @@ static int setup_loaders(struct run *run, const struct pb_spec *spec, char *msg,
         w->seeds = calloc(batch, sizeof(*w->seeds));
         w->visit_seeds = calloc(batch, sizeof(*w->visit_seeds));
         w->clips = calloc(batch, sizeof(*w->clips));
+        w->batch_paths = calloc(batch, sizeof(*w->batch_paths));
         int grown = PB_OK;
         if (run->sizes.scratch_bytes) {
             grown |= pb_runner_grow_scratch(w, 0, run->sizes.scratch_bytes);
             grown |= pb_runner_grow_scratch(w, 1, run->sizes.scratch_bytes);
         }
-        if (!w->indices || !w->seeds || !w->visit_seeds || !w->clips || grown != PB_OK) {
+        if (!w->indices || !w->seeds || !w->visit_seeds || !w->clips || !w->batch_paths ||
+            grown != PB_OK) {
             snprintf(msg, msglen, "out of memory setting up worker %d", i);
             return PB_ERR_NOMEM;
         }

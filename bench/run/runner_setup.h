@@ -45,6 +45,7 @@ struct worker {
     uint64_t *indices, *seeds;
     uint64_t *visit_seeds; /* per sample: its file visit's seed and      */
     uint32_t *clips;       /* which of the visit's samples it is        */
+    const char **batch_paths; /* the batch's files, for a batch_start    */
     char msg[PB_MSG_MAX];
     /* The CPU trace (bench/run/trace.h): this thread's buffer, and the one
      * recorded into in this repeat (NULL when not tracing: the hot path's

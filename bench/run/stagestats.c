@@ -15,15 +15,16 @@ static int count_names(const char *const *names, int max)
 }
 
 int pb_stage_stats_add(struct pb_stage_stats *st, const char *name,
-                       const struct pb_decoder_ops *decoder)
+                       const char *const *substages, const char *const *counters)
 {
     if (st->stage_count >= PB_MAX_STAGES)
         return PB_ERR_CONFIG;
     int k = st->stage_count;
     st->names[k] = name;
-    st->decoder[k] = decoder;
-    st->substage_count[k] = decoder ? count_names(decoder->substages, PB_MAX_SUBSTAGES) : 0;
-    st->counter_count[k] = decoder ? count_names(decoder->counters, PB_MAX_COUNTERS) : 0;
+    st->substage_names[k] = substages;
+    st->counter_names[k] = counters;
+    st->substage_count[k] = count_names(substages, PB_MAX_SUBSTAGES);
+    st->counter_count[k] = count_names(counters, PB_MAX_COUNTERS);
     st->hist[k] = calloc(1, sizeof(struct pb_hist));
     if (!st->hist[k])
         return PB_ERR_NOMEM;
@@ -97,13 +98,13 @@ int pb_stage_rows_merge(const struct pb_stage_stats *stats, int threads,
         sr->counter_count =
             w0->counter_count[k] < PB_STAGE_COUNTERS ? w0->counter_count[k] : PB_STAGE_COUNTERS;
         for (int c = 0; c < sr->counter_count; c++)
-            pb_strlcpy(sr->counter_names[c], w0->decoder[k]->counters[c],
+            pb_strlcpy(sr->counter_names[c], w0->counter_names[k][c],
                        sizeof(sr->counter_names[c]));
         total_ns += sr->hist.sum_ns;
         for (int j = 0; j < w0->substage_count[k]; j++) {
             struct pb_stage_result *sub = &rep->stages[row++];
             snprintf(sub->name, sizeof(sub->name), "%.30s.%.30s", name,
-                     w0->decoder[k]->substages[j]);
+                     w0->substage_names[k][j]);
             snprintf(sub->parent, sizeof(sub->parent), "%s", name);
             pb_hist_init(&sub->hist);
             for (int i = 0; i < threads; i++)

@@ -22,7 +22,10 @@
 struct pb_stage_stats {
     int stage_count;
     const char *names[PB_MAX_STAGES];
-    const struct pb_decoder_ops *decoder[PB_MAX_STAGES]; /* NULL: no decoder */
+    /* The stage's (or its decoder's) sub-stage and counter names,
+     * NULL-terminated, or NULL. */
+    const char *const *substage_names[PB_MAX_STAGES];
+    const char *const *counter_names[PB_MAX_STAGES];
     int substage_count[PB_MAX_STAGES];
     int counter_count[PB_MAX_STAGES];
     struct pb_hist *hist[PB_MAX_STAGES];          /* one each, owned */
@@ -41,11 +44,12 @@ struct pb_stage_stats {
     struct pb_slowest slowest[PB_MAX_STAGES]; /* per stage, this thread's */
 };
 
-/* Appends a stage named name (the string must outlive stats) with its
- * decoder's sub-stages and counters (decoder may be NULL). Returns PB_OK,
+/* Appends a stage named name with its sub-stages and counters (its
+ * decoder's, or the ones the stage declared at init; NULL-terminated
+ * names, or NULL). The strings must outlive stats. Returns PB_OK,
  * PB_ERR_NOMEM, or PB_ERR_CONFIG past PB_MAX_STAGES stages. */
 int pb_stage_stats_add(struct pb_stage_stats *stats, const char *name,
-                       const struct pb_decoder_ops *decoder);
+                       const char *const *substages, const char *const *counters);
 
 /* Empties every histogram and counter, for a new repeat. */
 void pb_stage_stats_reset(struct pb_stage_stats *stats);

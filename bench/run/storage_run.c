@@ -80,6 +80,8 @@ void pb_storage_repeat_start(const struct pb_spec *spec, const struct pb_dataset
 {
     struct pb_residency r;
     pb_storage_before_repeat(ds, spec->dataset.cache, &r);
+    if (ds->remote)
+        return;
     if (spec->dataset.cache == PB_CACHE_WARM)
         make_warm(ds, point, &r);
     rep->page_cache_files_checked = r.files_checked;
@@ -153,7 +155,15 @@ void pb_storage_dataset_info(const struct pb_spec *spec, const struct pb_dataset
     info->shards = ds->shard_count;
     info->bytes = ds->total_bytes;
     info->bad_samples = ds->bad_samples;
-    source_size(ds, info);
+    if (ds->remote) {
+        pb_strlcpy(info->endpoint, ds->endpoint, sizeof(info->endpoint));
+        pb_strlcpy(info->credentials, ds->credentials, sizeof(info->credentials));
+        info->list_requests = ds->list_requests;
+        info->list_s = (double)ds->list_ns / 1e9;
+        info->requests_in_flight = (uint64_t)d->requests_in_flight;
+    } else {
+        source_size(ds, info);
+    }
     /* This rank's samples per epoch (shard RANK/COUNT), as its sampler
      * splits them. */
     uint64_t count = d->shard.count > 0 ? (uint64_t)d->shard.count : 1;

@@ -294,7 +294,8 @@ static inline void stage_timed(struct worker *w, int k, const struct pb_sample *
     sc->wall_ns = t;
     sc->cpu_ns = c;
     for (int i = 0; i < st->substage_count[k]; i++)
-        pb_hist_add(&st->substage_hist[k][i], s->substage_ns[i]);
+        if (s->substage_ns[i] != PB_SUBSTAGE_NONE)
+            pb_hist_add(&st->substage_hist[k][i], s->substage_ns[i]);
 }
 
 /* Runs every stage on s, the last one writing into out; times each when
@@ -401,6 +402,12 @@ static int build_batch(struct worker *w, uint64_t seq, struct pb_slot *slot)
         return PB_BATCH_END;
     struct batch_clock bc;
     batch_clock_start(w, seq, start_ns, &bc);
+    const struct pb_stage_inst *first = &w->chain.stages[0];
+    if (first->ops->batch_start) {
+        for (uint32_t j = 0; j < n; j++)
+            w->batch_paths[j] = run->ds->paths[w->indices[j]];
+        first->ops->batch_start(first->state, (const char *const *)w->batch_paths, n);
+    }
     uint32_t delivered = 0, errors = 0;
     uint64_t bytes_read = 0;
     bool ragged = false;

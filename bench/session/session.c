@@ -26,6 +26,7 @@
 #include "bench/run/engine.h"
 #include "bench/run/runner.h"
 #include "bench/run/storage_run.h"
+#include "pipelines/remote.h"
 #include "bench/run/trace.h"
 #include "bench/session/calibrate.h"
 #include "bench/session/interleave.h"
@@ -113,7 +114,7 @@ static void warn(struct session *s, const char *text)
 static int resolve_data_path(const char *config_path, struct pb_dataset_spec *d, char *msg,
                              size_t msglen)
 {
-    if (d->path[0] == '\0' || d->path[0] == '/')
+    if (d->path[0] == '\0' || d->path[0] == '/' || pb_remote_is_url(d->path))
         return PB_OK;
     char root[PB_PATH_MAX], inner[PB_MSG_MAX];
     enum pb_data_root kind;

@@ -104,6 +104,30 @@ void pb_mpi_barrier(void)
     pb_mpi_wait(&req);
 }
 
+int pb_mpi_share(void **data, size_t *len)
+{
+    if (!info.active || info.size < 2)
+        return PB_OK;
+    uint64_t n = info.rank == 0 ? (uint64_t)*len : 0;
+    MPI_Request req;
+    MPI_Ibcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, &req);
+    pb_mpi_wait(&req);
+    if (info.rank != 0) {
+        *data = malloc(n ? (size_t)n : 1);
+        *len = (size_t)n;
+        if (!*data)
+            pb_mpi_abort(1, "out of memory for the listing rank 0 sent");
+    }
+    /* In pieces MPI's int count can hold. */
+    for (uint64_t at = 0; at < n;) {
+        int piece = n - at > (1u << 30) ? 1 << 30 : (int)(n - at);
+        MPI_Ibcast((char *)*data + at, piece, MPI_BYTE, 0, MPI_COMM_WORLD, &req);
+        pb_mpi_wait(&req);
+        at += (uint64_t)piece;
+    }
+    return PB_OK;
+}
+
 void pb_mpi_abort(int exit_code, const char *msg)
 {
     if (!info.active || info.size < 2)
@@ -129,6 +153,13 @@ void pb_mpi_finish(void)
 
 void pb_mpi_barrier(void)
 {
+}
+
+int pb_mpi_share(void **data, size_t *len)
+{
+    (void)data;
+    (void)len;
+    return PB_OK;
 }
 
 void pb_mpi_abort(int exit_code, const char *msg)

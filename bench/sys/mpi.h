@@ -55,6 +55,9 @@ bool pb_mpi_generates(int step);
  * spins a core, which the ranks on the node need). No-op when not active. */
 void pb_mpi_barrier(void);
 
+/* Rank 0's *data (*len bytes) to every rank: the others get a copy in a
+ * new malloc'ed *data (free it). A no-op when not active. PB_OK. */
+int pb_mpi_share(void **data, size_t *len);
 /* Prints "pbench: rank R on HOST: MSG; stopping all N ranks" on stderr
  * and ends the job with exit_code. Returns (doing nothing) when not
  * active or the job has one rank. */

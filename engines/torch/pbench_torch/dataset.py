@@ -51,6 +51,9 @@ class IndexDataset(Dataset):
             self._counters += [{"stage": stage.name, "name": c} for c in stage.counters]
         self._columns.append({"name": "collate", "parent": ""})
         self.recorder = Recorder(len(self._columns), len(self._counters))
+        # A read stage that requests objects ahead (stages.RemoteRead).
+        self.prefetch = next((getattr(stage.fn, "prefetch", None) for stage in stages
+                              if stage.name == "read"), None)
         self.steps = []
         self.set_timing(True)
 
@@ -83,6 +86,15 @@ class IndexDataset(Dataset):
     def file_of(self, index):
         """The file of sample index (in the index), or ""."""
         return entry_name(self.entries[index]) if 0 <= index < len(self.entries) else ""
+
+    def __getitems__(self, indices):
+        """A batch's samples, as the DataLoader's fetcher asks for them:
+        the read stage first requests all their objects ahead (at most
+        dataset.requests_in_flight at a time), then each sample runs as
+        __getitem__ runs it."""
+        if self.prefetch is not None:
+            self.prefetch([self.entries[self.positions[i]] for i in indices])
+        return [self[i] for i in indices]
 
     def __getitem__(self, i):
         index = self.positions[i]

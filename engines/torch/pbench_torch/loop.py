@@ -106,6 +106,9 @@ class Engine:
                 raise ConfigError("pipeline", "the pipeline is empty and dataset.python is not "
                                   "set: nothing to load")
             entries = read_index(name_field(command, "index"))
+            for stage in stages:
+                if hasattr(stage.fn, "check"):
+                    stage.fn.check(entries)  # the bucket, credentials, TLS: at open
             self.dataset = IndexDataset(entries, shard_indices(len(entries), rank, count), stages)
         if len(self.dataset) == 0:
             raise ConfigError("dataset.shard", "shard %d/%d holds no samples" % (rank, count))

@@ -9,7 +9,7 @@ import io
 import os
 
 from .errors import ConfigError, SampleError, sent
-from . import video
+from . import remote, video
 
 INTERPOLATIONS = ("bilinear", "nearest")
 IMAGE_DECODERS = ("jpeg", "image", "auto")
@@ -107,6 +107,72 @@ def read_bytes_cold(entry):
             data = f.read()
             os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
         return data
+
+
+class RemoteRead:
+    """read for a dataset in object storage (remote.py): a URL's bytes,
+    the request's connect, ttfb and transfer as read's sub-rows and its
+    counters (remote.COUNTERS) when stage timing is on; a local path read
+    as read_bytes reads it. prefetch(entries) requests a batch's objects
+    ahead (dataset.requests_in_flight). The counters of a read that failed
+    (a bad sample, whose record is dropped) go to this worker's next read,
+    so no request goes uncounted."""
+
+    def __init__(self, reader):
+        self.remote = reader
+        self.recorder = None  # set per repeat by the dataset (None: untimed)
+        self.clock = None
+        self.counter_base = 0
+        self.carried = dict.fromkeys(remote.COUNTERS, 0)
+
+    def prefetch(self, entries):
+        self.remote.prefetch(entries)
+
+    def check(self, entries):
+        """The store's check at open (Remote.check) on the first URL."""
+        for entry in entries:
+            if remote.is_url(entry.path):
+                self.remote.check(os.fsdecode(entry.path))
+                return
+
+    def __call__(self, entry):
+        if not remote.is_url(entry.path):
+            return read_bytes(entry)
+        try:
+            data, log = self.remote.take(entry)
+        except remote.ObjectError as e:
+            if e.log is not None:
+                for name in remote.COUNTERS:
+                    self.carried[name] += e.log.counts[name]
+            raise
+        if self.recorder is not None:
+            self._record(log)
+        return data
+
+    def _record(self, log):
+        clock = self.clock
+        if clock is not None:
+            clock.reset()
+            for sub in range(len(remote.SPANS)):
+                if log.start_ns[sub]:
+                    clock.add(sub, log.start_ns[sub], log.wall_ns[sub], log.cpu_ns[sub])
+            clock.flush()
+        for k, name in enumerate(remote.COUNTERS):
+            value = log.counts[name] + self.carried[name]
+            if value:
+                self.recorder.add_counter(self.counter_base + k, value)
+        self.carried = dict.fromkeys(remote.COUNTERS, 0)
+
+
+def read_stage(dataset):
+    """The read stage for the dataset: RemoteRead for a URL, else the
+    file read (dropping the pages again for dataset.cache: cold)."""
+    if remote.is_url(str(sent(dataset, "path", "dataset") or "")):
+        reader = RemoteRead(remote.Remote(remote.Options(dataset)))
+        return Stage("read", reader, ["read." + s for s in remote.SPANS], remote.COUNTERS,
+                     decoder=reader)
+    cold = sent(dataset, "cache", "dataset") == "cold"
+    return Stage("read", read_bytes_cold if cold else read_bytes)
 
 
 JPEG_COUNTERS = ("scaled", "progressive", "grayscale", "cmyk")
@@ -318,8 +384,7 @@ def build_pipeline(config, import_callable):
     for position, (kind, options) in enumerate(stages):
         where = "pipeline[%d]" % position
         if kind == "read":
-            cold = sent(sent(config, "dataset", ""), "cache", "dataset") == "cold"
-            built.append(Stage("read", read_bytes_cold if cold else read_bytes))
+            built.append(read_stage(sent(config, "dataset", "")))
         elif kind == "decode":
             check_device(options, where)
             built.append(decode_stage(options, where, stages, position, torch_decode))

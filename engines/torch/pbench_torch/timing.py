@@ -157,6 +157,14 @@ class SubStageClock:
         self.last_wall = now
         self.last_cpu = now_cpu
 
+    def add(self, sub, start_ns, wall_ns, cpu_ns):
+        """Charges a span measured elsewhere (a request made on a prefetch
+        thread) to sub-stage sub: its start if the first, its wall and CPU."""
+        if self.start[sub] == 0:
+            self.start[sub] = start_ns
+        self.wall[sub] += wall_ns
+        self.cpu[sub] += cpu_ns
+
     def flush(self):
         """Writes the sums into the sample's sub-stage columns."""
         for sub, start in enumerate(self.start):
