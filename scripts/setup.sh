@@ -8,7 +8,7 @@
 # (bench/sys/http.c; pbench builds without it); prometheus brings promtool,
 # which tests/test_live.c checks the metrics text with; tests/live.sh pushes
 # a result to prometheus-pushgateway as the nightly workflow does.
-# Datasets in object storage (s3://, https://; docs/storage.md): libcurl
+# Datasets in object storage (s3://, https://): libcurl
 # reads them; tests/objstore.sh and scripts/bench-s3.sh test and measure them
 # against real servers on loopback: s3rver (npm, installed into
 # tests/objstore/node_modules, so it needs nodejs and npm: taken from Debian

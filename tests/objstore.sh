@@ -1,6 +1,6 @@
 #!/bin/sh
 # Datasets in object storage against real servers on loopback (issue 37's
-# fault list, docs/storage.md): s3rver for s3://, nginx with a self-signed
+# fault list): s3rver for s3://, nginx with a self-signed
 # certificate for https://, and tests/objstore/proxy.py between pbench and
 # s3rver for 503 SlowDown, closed connections, truncated bodies and answers
 # slower than dataset.request_timeout_s. Each check prints PASS or FAIL with
@@ -16,7 +16,10 @@
 #      503s retried and counted (retry_503)
 #   g  connections closed, bodies truncated, answers slower than the
 #      request timeout: each run finishes (retries counted) or fails with a
-#      message; none hangs
+#      message; none hangs. And each fault the proxy injected is a retry in
+#      the result, those libcurl makes by itself included (a kept connection
+#      that died before answering is retried once on a fresh one, "Connection
+#      died, retrying a fresh connect" in curl -v)
 #   h  secret keys never appear in stdout, stderr, the result, the trace or
 #      the HTML report
 #
