@@ -28,12 +28,12 @@
 # them) or this pbench reads no object storage. Every pbench run is bounded
 # by 'timeout 120'; the whole script takes about a minute.
 set -u
+[ $# -eq 1 ] && [ -x "$1" ] || { echo "usage: objstore.sh PBENCH (the pbench binary)" >&2; exit 2; }
 pbench=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=$(cd "$(dirname "$0")/.." && pwd)
 OBJSTORE_DIR="$src/tests/objstore"
 . "$OBJSTORE_DIR/servers.sh"
 
-[ -x "$pbench" ] || { echo "usage: objstore.sh PBENCH (no pbench at $1)" >&2; exit 2; }
 "$pbench" list dataset.endpoint >/dev/null 2>&1 ||
     objstore_skip "this pbench reads no object storage (it has no dataset.endpoint)"
 objstore_require s3rver aws nginx openssl curl
