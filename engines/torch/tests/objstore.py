@@ -38,9 +38,18 @@ class S3rver:
 
     def __init__(self, program, bucket, timeout_s=30.0):
         self.folder = tempfile.mkdtemp(prefix="pbench-s3rver-")
+        # s3rver 3.7 makes its listings' continuation tokens with DES, which
+        # OpenSSL 3 (node 17 and later) keeps in its legacy provider: without
+        # it a listing of more than one page fails with 500.
+        env = dict(os.environ)
+        legacy = subprocess.run(["node", "--openssl-legacy-provider", "-e", "0"],
+                                capture_output=True).returncode == 0
+        if legacy:
+            env["NODE_OPTIONS"] = (env.get("NODE_OPTIONS", "") + " --openssl-legacy-provider").strip()
         self.process = subprocess.Popen(
             [program, "-d", self.folder, "-a", "127.0.0.1", "-p", "0",
-             "--configure-bucket", bucket], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             "--configure-bucket", bucket], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env=env)
         deadline = time.monotonic() + timeout_s
         said = b""
         while time.monotonic() < deadline:
