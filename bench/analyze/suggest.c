@@ -625,14 +625,23 @@ static void object_storage_suggestions(const struct pb_result *result, size_t i,
                 (long long)(now > 1 ? now / 2 : 1), (long long)now);
     if (an->points[i].input_bound == PB_INPUT_BOUND_NO || read->share_pct < 30 || now >= 64)
         return;
+    /* The bucket and endpoint go with the command: they are often -s
+     * values the config file does not hold. */
+    char where[RUN_SIZE] = "", word[CONFIG_SIZE];
+    const char *endpoint = json_string_value(pb_result_config_value(result, "dataset.endpoint"));
+    if (shell_word(result->dataset.path, word, sizeof word)) {
+        size_t at = (size_t)snprintf(where, sizeof where, " -s dataset.path=%s", word);
+        if (endpoint && endpoint[0] && shell_word(endpoint, word, sizeof word) && at < sizeof where)
+            snprintf(where + at, sizeof where - at, " -s dataset.endpoint=%s", word);
+    }
     SUGGEST(an,
             "the loop waits on object storage: the workers spend %.0f%% of their stage time in "
             "read, waiting %.1f ms (p50) for each object's first byte from %s with %lld request%s "
-            "in flight each; raise dataset.requests_in_flight so they overlap (test: %s -a "
+            "in flight each; raise dataset.requests_in_flight so they overlap (test: %s%s -a "
             "dataset.requests_in_flight=%lld,%lld,%lld)",
             read->share_pct, (double)pb_hist_quantile(&ttfb->hist, 0.5) / 1e6,
-            result->dataset.endpoint, (long long)now, now == 1 ? "" : "s", run, (long long)now,
-            (long long)now * 4, (long long)now * 8);
+            result->dataset.endpoint, (long long)now, now == 1 ? "" : "s", run, where,
+            (long long)now, (long long)now * 2, (long long)now * 4);
 }
 
 /* The suggestions for point i (the recommended one, or a single run's
