@@ -1,5 +1,4 @@
 #include "pipelines/dataset.h"
-#include "pipelines/remote.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -377,31 +376,6 @@ static int index_files(const struct pb_dataset_spec *spec, struct pb_dataset *ds
     return PB_OK;
 }
 
-/* A dataset in object storage: listed, its paths the objects' URLs. */
-static int open_remote(const struct pb_dataset_spec *spec, struct pb_dataset *ds, char *msg,
-                       size_t msglen)
-{
-    if (spec->format == PB_FORMAT_TAR) {
-        snprintf(msg, msglen, "dataset.format: tar is not read from object storage yet "
-                 "(dataset.path '%s'): copy the shards to a local folder, or store the "
-                 "samples as objects of their own", spec->path);
-        return PB_ERR_CONFIG;
-    }
-    struct pb_remote *r;
-    int rc = pb_remote_new(spec, &r, msg, msglen);
-    if (rc != PB_OK)
-        return rc;
-    struct pb_remote_listing listing;
-    rc = pb_remote_list(r, ds, &listing, msg, msglen);
-    ds->remote = true;
-    ds->list_requests = listing.requests;
-    ds->list_ns = listing.ns;
-    pb_strlcpy(ds->credentials, pb_remote_credentials(r), sizeof(ds->credentials));
-    pb_strlcpy(ds->endpoint, pb_remote_endpoint(r), sizeof(ds->endpoint));
-    pb_remote_free(r);
-    return rc;
-}
-
 int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, char *msg,
                     size_t msglen)
 {
@@ -409,12 +383,6 @@ int pb_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, c
     if (!spec->path[0]) {
         snprintf(msg, msglen, "dataset.path is required (a directory or a glob)");
         return PB_ERR_CONFIG;
-    }
-    if (pb_remote_is_url(spec->path)) {
-        int rc = open_remote(spec, ds, msg, msglen);
-        if (rc != PB_OK)
-            pb_dataset_free(ds);
-        return rc;
     }
     struct collect *c = calloc(1, sizeof(*c));
     if (!c) {

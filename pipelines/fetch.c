@@ -7,6 +7,7 @@
  * the decode (with 1, objects are read one at a time, as a Dataset that
  * reads in __getitem__ does). Failed attempts that may pass (5xx, SlowDown,
  * resets, timeouts) wait out a backoff in their slot and go again. */
+#include "pipelines/remote.h"
 #include "pipelines/remote_curl.h"
 
 #include <stdio.h>

@@ -1,5 +1,6 @@
 /* A dataset in object storage: its requests' settings, credentials and
  * listing (see remote.h). */
+#include "pipelines/remote.h"
 #include "pipelines/remote_curl.h"
 
 #include <ctype.h>

@@ -71,6 +71,12 @@ struct pb_remote_listing {
 int pb_remote_list(struct pb_remote *r, struct pb_dataset *ds, struct pb_remote_listing *listing,
                    char *msg, size_t msglen);
 
+/* pb_dataset_open for a dataset.path that is a URL: lists it (with
+ * pb_remote_new and pb_remote_list) into ds, with the listing's cost and
+ * the credential source. PB_OK, or an error with msg. */
+int pb_remote_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, char *msg,
+                           size_t msglen);
+
 /* ---- one worker's reads ------------------------------------------------ */
 
 /* The read stage's sub-rows and counters for a remote dataset. */

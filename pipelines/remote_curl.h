@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pipelines/remote.h"
+#include "bench/base/pb.h"
 
 struct pb_remote {
     int kind;                  /* enum pb_remote_kind                    */

@@ -1,6 +1,7 @@
 /* Listing a dataset in object storage (see remote.h): S3's
  * ListObjectsV2, page by page, or an HTTP manifest, into the dataset
  * index (each sample's path the object's URL, with its size). */
+#include "pipelines/remote.h"
 #include "pipelines/remote_curl.h"
 
 #include <jansson.h>
@@ -464,5 +465,33 @@ int pb_remote_list(struct pb_remote *r, struct pb_dataset *ds, struct pb_remote_
     found_free(&f);
     listing->ns = pb_now_ns() - start;
     listing->objects = ds->count;
+    return rc;
+}
+
+/* A dataset in object storage: listed, its paths the objects' URLs. */
+int pb_remote_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, char *msg,
+                           size_t msglen)
+{
+    memset(ds, 0, sizeof(*ds));
+    if (spec->format == PB_FORMAT_TAR) {
+        snprintf(msg, msglen, "dataset.format: tar is not read from object storage yet "
+                 "(dataset.path '%s'): copy the shards to a local folder, or store the "
+                 "samples as objects of their own", spec->path);
+        return PB_ERR_CONFIG;
+    }
+    struct pb_remote *r;
+    int rc = pb_remote_new(spec, &r, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
+    struct pb_remote_listing listing;
+    rc = pb_remote_list(r, ds, &listing, msg, msglen);
+    ds->remote = true;
+    ds->list_requests = listing.requests;
+    ds->list_ns = listing.ns;
+    pb_strlcpy(ds->credentials, pb_remote_credentials(r), sizeof(ds->credentials));
+    pb_strlcpy(ds->endpoint, pb_remote_endpoint(r), sizeof(ds->endpoint));
+    pb_remote_free(r);
+    if (rc != PB_OK)
+        pb_dataset_free(ds);
     return rc;
 }

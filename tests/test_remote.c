@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bench/base/pb.h"
+#include "pipelines/remote.h"
 #include "pipelines/remote_curl.h"
 
 #define SECRET "pbench-test-secret-9f2c"

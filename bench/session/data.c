@@ -119,14 +119,16 @@ static int listing_unpack(uint8_t *blob, struct pb_dataset *ds, char *msg, size_
 static int open_listed(const struct pb_dataset_spec *d, struct pb_dataset *ds, char *msg,
                        size_t msglen)
 {
-    if (!pb_remote_is_url(d->path) || d->list != PB_LIST_ONCE || pb_mpi()->size < 2)
+    if (!pb_remote_is_url(d->path))
         return pb_dataset_open(d, ds, msg, msglen);
+    if (d->list != PB_LIST_ONCE || pb_mpi()->size < 2)
+        return pb_remote_dataset_open(d, ds, msg, msglen);
     int rc = PB_OK;
     void *blob = NULL;
     size_t len = 0;
     if (pb_mpi_is_root()) {
         msg[0] = '\0';
-        rc = pb_dataset_open(d, ds, msg, msglen);
+        rc = pb_remote_dataset_open(d, ds, msg, msglen);
         blob = listing_pack(rc, msg, ds, &len);
         if (!blob)
             pb_mpi_abort(1, "out of memory packing the listing for the other ranks");
