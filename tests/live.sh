@@ -3,7 +3,8 @@
 # promtool checks /metrics, Debian's prometheus scrapes it every second and
 # its query API gives back the stall, headless Chromium shows the page
 # updating, hostile clients (garbage, 200 connections, one that never reads)
-# change nothing, and a busy port is exit 2 before any data is made.
+# change nothing, a busy port is exit 2 before any data is made, and the
+# live stall, per window of a second, agrees with each repeat's final one.
 # Usage: live.sh BUILD_DIR. Exit 77 (skipped) where pbench was built
 # without libmicrohttpd; parts whose tool is missing say so and are skipped.
 set -u
@@ -260,6 +261,26 @@ EOF
     python3 "$src/tests/live_page.py" ranks ranks.html ranks.json || fail "the ranks on the page: $(cat serve.err)"
     kill "$served"
 fi
+
+# The live stall: JPEGs decoded under a 50 ms step, so that the loop waits
+# for some batches and not others (a moderate stall). While it measures,
+# /live.json and pbench_live_stall_ratio hold the running repeat's last
+# window's share; each repeat's windows agree with its final stall within
+# their noise (tests/live_page.py stall).
+sport=$(free_port)
+"$pbench" run "$src/configs/image.yaml" -q -s run.repeats=3 -s run.step_ms=50 \
+    -s run.min_time_s=4 -s run.max_time_s=5 --serve "127.0.0.1:$sport" -o stall.json \
+    >stall.out 2>stall.err &
+stalled=$!
+pids="$pids $stalled"
+for i in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$sport/live.json" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+python3 "$src/tests/live_page.py" watch "http://127.0.0.1:$sport" watched.json
+wait "$stalled" || fail "the image run exited $?: $(cat stall.err)"
+python3 "$src/tests/live_page.py" stall watched.json stall.json ||
+    fail "the live stall differs from the result's: $(cat stall.err)"
 
 if [ -n "$prom" ]; then
     # The stall Prometheus kept against the final result's, point by point:

@@ -6,8 +6,19 @@ against /result.json (tests/live.sh).
       Every figure of the page's points table (each cell's data-field and
       data-value) equals /result.json's, fetched just before or just after
       the page was loaded (a repeat may finish while it loads); at least one
-      point shows a finished repeat. Prints what the page showed, one line,
-      for the caller to compare between two loads.
+      point shows a finished repeat, and the stall headline is a share
+      (0 to 100 %). Prints what the page showed, one line, for the caller
+      to compare between two loads.
+  live_page.py watch URL OUT.json
+      Polls URL's /live.json and /metrics twice a second until the server
+      is gone; writes what it saw while the run was measuring (the live
+      stall of each, and pbench_live_stall_ratio) and the last /live.json.
+  live_page.py stall OUT.json RESULT.json
+      The live stall was there mid-run and a share (0 to 1 in /metrics, 0
+      to 100 % in /live.json); each repeat's windows (the series' stall
+      of that point and repeat) agree with the repeat's final stall within
+      their noise: the windows' mean is within twice their standard error,
+      plus one point, of it.
   live_page.py ranks DOM RESULT.json
       The ranks table has a line per rank of each point with ranks, the
       slowest one (multi_rank.slowest_rank) marked, and its figures those of
@@ -15,8 +26,12 @@ against /result.json (tests/live.sh).
 """
 import html.parser
 import json
+import math
+import re
 import statistics
 import sys
+import time
+import urllib.request
 
 
 class Page(html.parser.HTMLParser):
@@ -30,6 +45,7 @@ class Page(html.parser.HTMLParser):
         self.row = None
         self.cell = None
         self.ids = {}
+        self.values = {}
         self.text_of = None
 
     def handle_starttag(self, tag, attrs):
@@ -45,6 +61,8 @@ class Page(html.parser.HTMLParser):
         if "id" in a and tag in ("b", "span", "div"):
             self.text_of = a["id"]
             self.ids[self.text_of] = ""
+            if "data-value" in a:
+                self.values[a["id"]] = a["data-value"]
 
     def handle_endtag(self, tag):
         if tag == "table":
@@ -119,6 +137,8 @@ def check_points(dom, before, after):
         else:
             raise AssertionError("point %d differs from /result.json: %s" % (i + 1, why))
     assert any(int(row["fields"]["repeats"]) > 0 for row in rows), "no finished repeat shown"
+    stall = page.values.get("stall", "")
+    assert stall != "" and 0 <= float(stall) <= 100, "the stall headline is %r" % stall
     shown = {"elapsed": page.ids.get("elapsed"), "state": page.ids.get("state"),
              "points": [row["fields"] for row in rows]}
     print(json.dumps(shown, sort_keys=True))
@@ -150,10 +170,67 @@ def check_ranks(dom, result):
     print("ranks: %d lines, the slowest marked" % len(rows))
 
 
+def fetch(url):
+    with urllib.request.urlopen(url, timeout=2) as res:
+        return res.read().decode("utf-8")
+
+
+def watch(url, out):
+    seen, last = [], None
+    while True:
+        try:
+            live = json.loads(fetch(url + "/live.json"))
+            metrics = fetch(url + "/metrics")
+        except OSError:
+            break
+        last = live
+        ratio = re.search(r"^pbench_live_stall_ratio\{.*\} (\S+)$", metrics, re.M)
+        if live.get("state") == "measuring" and live.get("point"):
+            seen.append({"stall_pct": live.get("stall_pct"),
+                         "ratio": float(ratio.group(1)) if ratio else None})
+        time.sleep(0.5)
+    json.dump({"seen": seen, "last": last}, open(out, "w"))
+
+
+def check_stall(watched, result):
+    w = json.load(open(watched))
+    r = json.load(open(result))
+    seen = [x for x in w["seen"] if x["ratio"] is not None]
+    assert seen, "no pbench_live_stall_ratio while the run was measuring (%d polls)" % len(w["seen"])
+    for x in seen:
+        assert 0 <= x["ratio"] <= 1, "pbench_live_stall_ratio %s" % x["ratio"]
+        assert x["stall_pct"] is not None and 0 <= x["stall_pct"] <= 100, x
+    s = w["last"]["series"]
+    checked = 0
+    for i, p in enumerate(r["points"]):
+        for k, rep in enumerate(p["repeats"]):
+            windows = [v for v, pt, rp in zip(s["stall_pct"], s["point"], s["repeat"])
+                       if pt == i + 1 and rp == k + 1 and v is not None]
+            assert all(0 <= v <= 100 for v in windows), windows
+            if len(windows) < 3:
+                continue
+            mean = statistics.mean(windows)
+            error = statistics.stdev(windows) / math.sqrt(len(windows))
+            final = rep["stall_pct"]
+            print("point %d repeat %d: final stall %.1f %%, %d windows %.1f %% +- %.1f" % (
+                i + 1, k + 1, final, len(windows), mean, error))
+            assert abs(mean - final) <= 2 * error + 1, (
+                "point %d repeat %d: windows %s, final %.2f %%" % (i + 1, k + 1, windows, final))
+            checked += 1
+    assert checked, "no repeat with 3 windows or more: %s" % s
+    print("live stall: %d polls mid-run, each a share; %d repeats' windows agree with their "
+          "final stall" % (len(seen), checked))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "points":
         check_points(*sys.argv[2:5])
     elif sys.argv[1] == "ranks":
         check_ranks(*sys.argv[2:4])
+    elif sys.argv[1] == "watch":
+        watch(*sys.argv[2:4])
+    elif sys.argv[1] == "stall":
+        check_stall(*sys.argv[2:4])
     else:
-        sys.exit("usage: live_page.py points DOM BEFORE AFTER | ranks DOM RESULT")
+        sys.exit("usage: live_page.py points DOM BEFORE AFTER | ranks DOM RESULT | "
+                 "watch URL OUT | stall OUT RESULT")

@@ -289,11 +289,14 @@ static void test_promtool(void **state)
 static void test_live_json(void **state)
 {
     (void)state;
-    const double t[] = {1, 2, 3}, rate[] = {100, NAN, 300}, stall[] = {5, 6, 7};
+    const double t[] = {1, 2, 3}, rate[] = {100, NAN, 300}, stall[] = {NAN, 6, 7};
+    const int point[] = {2, 2, 2}, repeat[] = {1, 1, 2};
+    const struct pb_live_series kept = {.t_s = t, .samples_per_s = rate, .stall_pct = stall,
+                                        .point = point, .repeat = repeat, .n = 3};
     struct pb_live live = live_measuring;
     live.eta_s = -1;
     size_t len = 0;
-    char *text = pb_live_json(&live, t, rate, stall, 3, &len);
+    char *text = pb_live_json(&live, &kept, &len);
     assert_non_null(text);
     assert_int_equal(strlen(text), len);
     json_error_t err;
@@ -309,13 +312,21 @@ static void test_live_json(void **state)
     assert_true(json_real_value(json_object_get(doc, "samples_per_s")) == 1234.5);
     json_t *series = json_object_get(doc, "series");
     assert_int_equal(json_array_size(json_object_get(series, "t")), 3);
-    assert_int_equal(json_array_size(json_object_get(series, "stall_pct")), 3);
+    json_t *stalls = json_object_get(series, "stall_pct");
+    assert_int_equal(json_array_size(stalls), 3);
+    /* The first window had not closed: no stall yet. */
+    assert_true(json_is_null(json_array_get(stalls, 0)));
+    assert_true(json_real_value(json_array_get(stalls, 2)) == 7);
+    json_t *repeats = json_object_get(series, "repeat");
+    assert_int_equal(json_array_size(repeats), 3);
+    assert_int_equal(json_integer_value(json_array_get(repeats, 2)), 2);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(series, "point"), 0)), 2);
     json_t *rates = json_object_get(series, "samples_per_s");
     assert_int_equal(json_array_size(rates), 3);
     assert_true(json_is_null(json_array_get(rates, 1)));
     json_decref(doc);
     free(text);
-    text = pb_live_json(&live, NULL, NULL, NULL, 0, NULL);
+    text = pb_live_json(&live, NULL, NULL);
     assert_non_null(strstr(text, "\"series\":{\"t\":[]"));
     free(text);
 }

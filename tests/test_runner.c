@@ -465,8 +465,9 @@ static const char *const slow_batches[] = {
     "run.warmup_batches=1", NULL};
 
 /* Raises the stop flag once a measured batch has been counted. */
-static void stop_after_a_batch(void *user, double samples_per_s)
+static void stop_after_a_batch(void *user, double samples_per_s, double stall_pct)
 {
+    (void)stall_pct;
     if (samples_per_s > 0)
         *(volatile sig_atomic_t *)user = SIGTERM;
 }

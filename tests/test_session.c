@@ -516,9 +516,10 @@ static void stop_progress(void *user, int repeat, int repeats, const struct pb_r
     ((struct stopper *)user)->finished++;
 }
 
-static void stop_tick(void *user, double samples_per_s)
+static void stop_tick(void *user, double samples_per_s, double stall_pct)
 {
     (void)samples_per_s;
+    (void)stall_pct;
     struct stopper *st = user;
     if (st->finished >= 1 && ++st->ticks_after >= 1)
         st->stop = SIGTERM;

@@ -93,8 +93,9 @@ static void on_progress(void *user, int repeat, int repeats, const struct pb_rep
             r->interrupted ? ", interrupted" : "");
 }
 
-static void on_tick(void *user, double samples_per_s)
+static void on_tick(void *user, double samples_per_s, double stall_pct)
 {
+    (void)stall_pct; /* the bar shows throughput; the stall is the repeat line's */
     draw_bar(user, samples_per_s, true);
 }
 

@@ -16,7 +16,7 @@
 #include "bench/session/ranks.h"
 #include "bench/sys/http.h"
 
-#define SERIES 600 /* the last 10 minutes of samples/s, once a second */
+#define SERIES 600 /* the last 10 minutes of samples/s and stall, once a second */
 #define TICK_NS 1000000000ull
 
 struct pb_serve {
@@ -24,6 +24,7 @@ struct pb_serve {
     pthread_mutex_t lock;
     struct pb_live live;
     double t[SERIES], rate[SERIES], stall[SERIES];
+    int point[SERIES], repeat[SERIES];
     size_t n;               /* samples kept, oldest first */
     uint64_t t0_ns, last_tick_ns;
     struct pb_result snap;  /* the result so far, summarized: what /metrics reads */
@@ -74,7 +75,10 @@ static int answer(void *user, const char *path, const char *accept, struct pb_ht
         const char *page = pb_live_page();
         rc = reply(out, 200, PB_LIVE_PAGE_TYPE, copy_of(page, strlen(page)), strlen(page));
     } else if (strcmp(path, "/live.json") == 0) {
-        char *body = pb_live_json(&s->live, s->t, s->rate, s->stall, s->n, &len);
+        struct pb_live_series series = {.t_s = s->t, .samples_per_s = s->rate,
+                                        .stall_pct = s->stall, .point = s->point,
+                                        .repeat = s->repeat, .n = s->n};
+        char *body = pb_live_json(&s->live, &series, &len);
         rc = reply(out, 200, PB_LIVE_JSON_TYPE, body, len);
     } else if (strcmp(path, "/result.json") == 0) {
         const char *none = "{}";
@@ -166,11 +170,15 @@ static void add_sample(struct pb_serve *s, double rate, double stall)
         memmove(s->t, s->t + 1, (SERIES - 1) * sizeof(double));
         memmove(s->rate, s->rate + 1, (SERIES - 1) * sizeof(double));
         memmove(s->stall, s->stall + 1, (SERIES - 1) * sizeof(double));
+        memmove(s->point, s->point + 1, (SERIES - 1) * sizeof(int));
+        memmove(s->repeat, s->repeat + 1, (SERIES - 1) * sizeof(int));
         s->n--;
     }
     s->t[s->n] = s->live.t_s;
     s->rate[s->n] = rate;
     s->stall[s->n] = stall;
+    s->point[s->n] = s->live.point;
+    s->repeat[s->n] = s->live.repeat;
     s->n++;
 }
 
@@ -236,21 +244,25 @@ static void on_progress(void *user, int repeat, int repeats, const struct pb_rep
         s->next->progress(s->next->user, repeat, repeats, rep);
 }
 
-/* The running repeat's throughput, from the sampler: kept once a second. */
-static void on_tick(void *user, double samples_per_s)
+/* The running repeat's throughput and its last window's stall, from the
+ * sampler: kept once a second. Until the repeat's first window closes the
+ * stall shown stays the last finished repeat's, and none is kept. */
+static void on_tick(void *user, double samples_per_s, double stall_pct)
 {
     struct pb_serve *s = user;
     uint64_t now = pb_now_ns();
     pthread_mutex_lock(&s->lock);
     s->live.samples_per_s = samples_per_s;
+    if (isfinite(stall_pct))
+        s->live.stall_pct = stall_pct;
     s->live.t_s = (double)(now - s->t0_ns) / 1e9;
     if (now - s->last_tick_ns >= TICK_NS) {
         s->last_tick_ns = now;
-        add_sample(s, samples_per_s, s->live.stall_pct);
+        add_sample(s, samples_per_s, stall_pct);
     }
     pthread_mutex_unlock(&s->lock);
     if (s->next->tick)
-        s->next->tick(s->next->user, samples_per_s);
+        s->next->tick(s->next->user, samples_per_s, stall_pct);
 }
 
 /* ---- life --------------------------------------------------------------- */

@@ -1,7 +1,8 @@
 /* A session served while it runs (--serve [HOST:]PORT; docs/live.md): the
  * live page, /metrics for Prometheus and /result.json, from a snapshot the
  * session's hooks update between repeats (the result so far, summarized)
- * and at each tick (the running repeat's samples/s). The server's thread
+ * and at each tick (the running repeat's samples/s and its last window's
+ * stall). The server's thread
  * reads the snapshot under a lock; the measurement never waits for it: the
  * snapshot is taken outside the hot path, at most a few times a second. */
 #ifndef PB_SERVE_H

@@ -311,11 +311,12 @@ static void put_live(const struct metrics_out *m)
     const char *config_only[] = {"config", m->config, NULL};
     bool measuring = live && live->point > 0 && strcmp(live->state, "measuring") == 0;
     put_family(m, "pbench_live_samples_per_second", "gauge",
-               "Samples per second of the running repeat so far.");
+               "Samples per second of the running repeat so far (from its start).");
     if (measuring && isfinite(live->samples_per_s))
         put_number(m->out, "pbench_live_samples_per_second", running, live->samples_per_s);
     put_family(m, "pbench_live_stall_ratio", "gauge",
-               "Share of the running repeat's time the training loop waited for data (0 to 1).");
+               "Share of the running repeat's last window (about 1 s) the training loop waited "
+               "for data (0 to 1).");
     if (measuring && isfinite(live->stall_pct))
         put_number(m->out, "pbench_live_stall_ratio", running, live->stall_pct / 100);
     static const struct {
@@ -395,11 +396,27 @@ static json_t *number_array(const double *values, size_t n)
     return arr;
 }
 
-char *pb_live_json(const struct pb_live *live, const double *t, const double *rate,
-                   const double *stall, size_t n, size_t *len)
+/* An array of n integers; NULL without memory. */
+static json_t *integer_array(const int *values, size_t n)
 {
-    json_t *series = json_pack("{s o s o s o}", "t", number_array(t, n), "samples_per_s",
-                               number_array(rate, n), "stall_pct", number_array(stall, n));
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++)
+        if (json_array_append_new(arr, json_integer(values[i])) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    return arr;
+}
+
+char *pb_live_json(const struct pb_live *live, const struct pb_live_series *kept, size_t *len)
+{
+    static const struct pb_live_series none;
+    const struct pb_live_series *k = kept ? kept : &none;
+    json_t *series = json_pack("{s o s o s o s o s o}", "t", number_array(k->t_s, k->n),
+                               "samples_per_s", number_array(k->samples_per_s, k->n),
+                               "stall_pct", number_array(k->stall_pct, k->n), "point",
+                               integer_array(k->point, k->n), "repeat",
+                               integer_array(k->repeat, k->n));
     json_t *root = json_pack(
         "{s o* s o* s o* s i s i s i s i s o* s o s o s o s o s o}", "config",
         pb_json_text(live->config), "engine", pb_json_text(live->engine[0] ? live->engine : "pbench"),

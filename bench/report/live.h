@@ -27,7 +27,9 @@ struct pb_live {
     int point, points, repeat, repeats;      /* 1-based; 0 before any */
     char label[256];                         /* the point's axes: "workers=2" */
     double eta_s;                            /* -1 unknown */
-    double samples_per_s, stall_pct;         /* the running repeat's, so far */
+    double samples_per_s;                    /* the running repeat's, so far */
+    double stall_pct;                        /* its last window's (about 1 s); until one
+                                                closes, the last finished repeat's */
     double t_s;                              /* seconds since the session started */
 };
 
@@ -60,17 +62,27 @@ bool pb_live_wants_openmetrics(const char *accept);
 char *pb_live_metrics(const struct pb_result *r, const struct pb_live *live, bool openmetrics,
                       size_t *len);
 
-/* /live.json: live as a JSON object, plus "series": the last n of (t_s, samples_per_s,
- * stall_pct) samples the caller kept (arrays t, samples_per_s, stall_pct of equal length).
- * eta_s is null when unknown; figures that are not finite are null. Returns a malloc'd
- * string and its length, NULL when out of memory. */
-char *pb_live_json(const struct pb_live *live, const double *t, const double *rate,
-                   const double *stall, size_t n, size_t *len);
+/* The samples of the running repeats the caller kept, oldest first: n of each, at t_s
+ * seconds since the session started, the repeat's samples/s so far and its last window's
+ * stall (NaN before one closed), and which point and repeat (1-based) they were of. */
+struct pb_live_series {
+    const double *t_s, *samples_per_s, *stall_pct;
+    const int *point, *repeat;
+    size_t n;
+};
+
+/* /live.json: live as a JSON object, plus "series": arrays t, samples_per_s, stall_pct,
+ * point and repeat of series (NULL: empty). eta_s is null when unknown; figures that are
+ * not finite are null. Returns a malloc'd string and its length, NULL when out of
+ * memory. */
+char *pb_live_json(const struct pb_live *live, const struct pb_live_series *series,
+                   size_t *len);
 
 /* The live page: one self-contained HTML document (inline CSS and JS, no external
  * script, style, font or image: it must work offline) that polls /live.json and
  * /result.json every second and shows: the config, point label, repeat and point counters,
- * ETA and state; samples/s and stall over time as two small inline-SVG line charts; a table
+ * ETA and state; samples/s (each repeat's so far) and stall (per window of about a second)
+ * over time as two small inline-SVG line charts; a table
  * of the points measured so far (samples/s, stall %, worker CPU %, other processes' CPU %,
  * steal %, the machine's reference (the median of the repeats' ref_cpu_ns, as
  * pbench_machine_reference_seconds) and the repeats finished, and per stage p50/p99 latency

@@ -48,6 +48,9 @@ struct part {
     size_t rss_count, rss_cap;
     struct pb_rss_sample *rss;
     uint64_t pss_peak;
+    /* The tick's stall: the engine's batches carry their wait, counted
+     * into wait_total on this thread, which also ticks. */
+    struct pb_stall_window stall_window;
 };
 
 
@@ -139,7 +142,8 @@ static void worker_built(struct pb_engine_run *er, int32_t worker)
 }
 
 /* A memory and CPU sample of the engine and its workers, every 250 ms,
- * and the progress tick with the running throughput. */
+ * and the progress tick with the running throughput and the stall of the
+ * last window of about a second. */
 static void sample_processes(struct pb_engine_run *er, struct part *c, uint64_t now)
 {
     if (now - c->last_sample_ns < SAMPLE_PERIOD_NS)
@@ -181,8 +185,12 @@ static void sample_processes(struct pb_engine_run *er, struct part *c, uint64_t 
         };
     c->last_sample_ns = now;
     c->last_sample_cpu = cpu;
-    if (er->hooks && er->hooks->tick && c->measuring && now > c->t_start)
-        er->hooks->tick(er->hooks->user, (double)c->samples / ((double)(now - c->t_start) / 1e9));
+    if (er->hooks && er->hooks->tick && c->measuring && now > c->t_start) {
+        pb_stall_window_update(&c->stall_window, c->t_start, now, c->samples, c->wait_total,
+                               PB_STALL_WINDOW_NS);
+        er->hooks->tick(er->hooks->user, (double)c->samples / ((double)(now - c->t_start) / 1e9),
+                        c->stall_window.stall_pct);
+    }
 }
 
 /* ---- one repeat ----------------------------------------------------- */

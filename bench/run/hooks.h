@@ -46,8 +46,10 @@ struct pb_run_hooks {
     pb_progress_fn progress;
     void *user;
     /* Called about four times a second from a sampler thread while a
-     * repeat is measured, with its running throughput; may be NULL. */
-    void (*tick)(void *user, double samples_per_s);
+     * repeat is measured, with its throughput so far and the stall of its
+     * last window of about a second (0 to 100, NaN before the first window
+     * closes; bench/run/sysmon.h); may be NULL. */
+    void (*tick)(void *user, double samples_per_s, double stall_pct);
     /* Set asynchronously (SIGINT, SIGTERM, SIGHUP): the run stops at once
      * (the loop is woken while it waits for a batch) and keeps what it
      * measured, the repeat cut short marked interrupted; with

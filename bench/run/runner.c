@@ -322,11 +322,11 @@ static void record_batch(struct run *run, struct consumed *c, struct pb_repeat_r
     if (push_batch_record(rep, &c->records_cap, &rec) != PB_OK)
         pb_runner_fail(run, PB_ERR_NOMEM, "out of memory recording batch timings");
     c->samples += slot->batch.samples;
-    pb_sysmon_publish(&run->sysmon, c->samples);
+    c->wait_total += wait_ns;
+    pb_sysmon_publish(&run->sysmon, c->samples, c->wait_total);
     c->batches++;
     c->bytes_read += slot->bytes_read;
     c->errors += slot->errors;
-    c->wait_total += wait_ns;
     c->step_total += c->step_ns;
     c->step_wall_total += step_wall_ns;
     c->stages_total += train_ns - step_wall_ns;

@@ -1,5 +1,6 @@
 #include "bench/run/sysmon.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,11 +112,49 @@ void pb_interference(const struct pb_machine_cpu *start, const struct pb_machine
     *steal_pct = 100 * steal / total;
 }
 
+bool pb_stall_window_update(struct pb_stall_window *w, uint64_t measuring_ns, uint64_t now_ns,
+                            uint64_t samples, uint64_t wait_ns, uint64_t min_window_ns)
+{
+    if (measuring_ns != w->measuring_ns || !measuring_ns)
+        *w = (struct pb_stall_window){.measuring_ns = measuring_ns, .start_ns = measuring_ns,
+                                      .stall_pct = NAN};
+    if (!measuring_ns)
+        return false;
+    if (samples < w->samples || wait_ns < w->wait_ns || now_ns < w->start_ns) {
+        w->start_ns = now_ns;
+        w->samples = samples;
+        w->wait_ns = wait_ns;
+        return false;
+    }
+    if (now_ns - w->start_ns < min_window_ns || samples == w->samples)
+        return false;
+    double share = (double)(wait_ns - w->wait_ns) / (double)(now_ns - w->start_ns);
+    w->stall_pct = 100.0 * (share > 1 ? 1 : share);
+    w->start_ns = now_ns;
+    w->samples = samples;
+    w->wait_ns = wait_ns;
+    return true;
+}
+
+/* The tick: the measured part's samples/s so far, and the stall of its
+ * last window of about a second. */
+static void tick(struct pb_sysmon *mon, struct pb_stall_window *window, uint64_t now)
+{
+    uint64_t start = atomic_load_explicit(&mon->live_start_ns, memory_order_acquire);
+    uint64_t samples = atomic_load_explicit(&mon->live_samples, memory_order_relaxed);
+    uint64_t wait_ns = atomic_load_explicit(&mon->live_wait_ns, memory_order_relaxed);
+    pb_stall_window_update(window, start, now, samples, wait_ns, PB_STALL_WINDOW_NS);
+    if (start && now > start)
+        mon->tick(mon->tick_user, (double)samples * 1e9 / (double)(now - start),
+                  window->stall_pct);
+}
+
 static void *sampler_main(void *arg)
 {
     struct pb_sysmon *mon = arg;
     uint64_t last_ns = pb_now_ns(), last_cpu = pb_process_cpu_ns();
     unsigned ticks = 0;
+    struct pb_stall_window window = {.stall_pct = NAN};
     while (!atomic_load(&mon->stop)) {
         struct timespec period = {0, (long)PB_SYSMON_PERIOD_NS};
         nanosleep(&period, NULL);
@@ -123,12 +162,8 @@ static void *sampler_main(void *arg)
         if (mon->watch)
             mon->watch(mon->watch_user, now);
         uint64_t rss = rss_bytes_now();
-        if (mon->tick && (++ticks % 5) == 0) {
-            uint64_t start = atomic_load_explicit(&mon->live_start_ns, memory_order_relaxed);
-            uint64_t samples = atomic_load_explicit(&mon->live_samples, memory_order_relaxed);
-            if (start && now > start)
-                mon->tick(mon->tick_user, (double)samples * 1e9 / (double)(now - start));
-        }
+        if (mon->tick && (++ticks % 5) == 0)
+            tick(mon, &window, now);
         if (rss > mon->rss_peak_bytes)
             mon->rss_peak_bytes = rss;
         if (mon->rss_count < PB_SYSMON_MAX_SAMPLES) {
@@ -163,6 +198,7 @@ int pb_sysmon_start(struct pb_sysmon *mon)
     mon->rss_peak_bytes = 0;
     atomic_store(&mon->live_start_ns, 0);
     atomic_store(&mon->live_samples, 0);
+    atomic_store(&mon->live_wait_ns, 0);
     mon->start_ns = pb_now_ns();
     atomic_store(&mon->stop, false);
     mon->running = pthread_create(&mon->thread, NULL, sampler_main, mon) == 0;
@@ -172,7 +208,9 @@ int pb_sysmon_start(struct pb_sysmon *mon)
 void pb_sysmon_measuring(struct pb_sysmon *mon, uint64_t start_ns)
 {
     atomic_store_explicit(&mon->live_samples, 0, memory_order_relaxed);
-    atomic_store_explicit(&mon->live_start_ns, start_ns, memory_order_relaxed);
+    atomic_store_explicit(&mon->live_wait_ns, 0, memory_order_relaxed);
+    /* Released: a sampler that sees the new start sees the counts' reset. */
+    atomic_store_explicit(&mon->live_start_ns, start_ns, memory_order_release);
     pb_machine_cpu_now(&mon->machine_start);
 }
 
@@ -185,8 +223,9 @@ void pb_sysmon_interference(struct pb_sysmon *mon, uint64_t own_cpu_ns, double *
                     steal_pct);
 }
 
-void pb_sysmon_publish(struct pb_sysmon *mon, uint64_t samples)
+void pb_sysmon_publish(struct pb_sysmon *mon, uint64_t samples, uint64_t wait_ns)
 {
+    atomic_store_explicit(&mon->live_wait_ns, wait_ns, memory_order_relaxed);
     atomic_store_explicit(&mon->live_samples, samples, memory_order_relaxed);
 }
 

@@ -8,9 +8,12 @@
  * Each sample also holds what pbench's own growing buffers (the trace,
  * the batch records) take of that RSS, from the own_bytes hook.
  *
- * The consumer publishes its measured samples with pb_sysmon_publish (one
- * relaxed store per batch); the series belongs to the sampler thread
- * between pb_sysmon_start and pb_sysmon_stop and to the caller outside. */
+ * The consumer publishes its measured samples and the time it has waited
+ * for data with pb_sysmon_publish (relaxed stores, no lock, per batch);
+ * the sampler turns the wait into the stall of each window of about a
+ * second (struct pb_stall_window), which the tick carries. The series
+ * belongs to the sampler thread between pb_sysmon_start and pb_sysmon_stop
+ * and to the caller outside. */
 #ifndef PB_SYSMON_H
 #define PB_SYSMON_H
 
@@ -25,6 +28,35 @@
 
 #define PB_SYSMON_PERIOD_NS 50000000ull /* 20 Hz */
 #define PB_SYSMON_MAX_SAMPLES 8192
+/* The live stall's window: at least this long (and until a batch ends). */
+#define PB_STALL_WINDOW_NS 1000000000ull
+
+/* The live stall: the share of a window of the measured part that the
+ * training loop spent waiting for data, from the cumulative wait the loop
+ * publishes. A window opens where the last one closed (or where the
+ * measured part starts) and closes at the first update at least
+ * min_window_ns later at which a batch has ended since it opened: the wait
+ * is counted when a batch ends, so a window with none would read 0. Its
+ * stall is the wait added over it / its length, clamped to 0..100 %, and
+ * stays the figure until the next window closes; the error is at most one
+ * batch's wait out of the window. Plain data: reads no clock, takes no
+ * lock (the sampler's thread owns it). */
+struct pb_stall_window {
+    uint64_t measuring_ns;  /* the measured part it belongs to (its start); 0 none */
+    uint64_t start_ns;      /* the open window's start */
+    uint64_t wait_ns;       /* the loop's cumulative wait then */
+    uint64_t samples;       /* and its samples */
+    double stall_pct;       /* the last closed window's; NaN before one closes */
+};
+
+/* Feeds the window what the loop has published by now_ns: its measured
+ * part's start (measuring_ns, 0 before it starts: the window is cleared),
+ * the samples and the wait it has counted since. A new measuring_ns starts
+ * over (a new repeat); counts that went back (a repeat's reset seen before
+ * its start) open the window again from now. Returns true when a window
+ * closed (w->stall_pct is new). */
+bool pb_stall_window_update(struct pb_stall_window *w, uint64_t measuring_ns, uint64_t now_ns,
+                            uint64_t samples, uint64_t wait_ns, uint64_t min_window_ns);
 
 /* The whole machine's CPU time, all CPUs together, in clock ticks
  * (sysconf(_SC_CLK_TCK) a second), from the "cpu" line of /proc/stat.
@@ -36,7 +68,9 @@ struct pb_machine_cpu {
 
 struct pb_sysmon {
     /* Set by the caller before pb_sysmon_start; any may be NULL. */
-    void (*tick)(void *user, double samples_per_s);
+    /* samples_per_s: of the measured part so far; stall_pct: of the last
+     * closed window (struct pb_stall_window), NaN before the first. */
+    void (*tick)(void *user, double samples_per_s, double stall_pct);
     void *tick_user;
     /* Called from the sampler thread every period with the time: the
      * runner's watchdog (a stop, a stuck stage, the time cap), which wakes a
@@ -54,6 +88,7 @@ struct pb_sysmon {
     bool running;
     atomic_bool stop;
     _Atomic uint64_t live_samples;
+    _Atomic uint64_t live_wait_ns;  /* the loop's wait for data, measured part */
     _Atomic uint64_t live_start_ns; /* 0 until the measured part starts */
     uint64_t start_ns;              /* the repeat's start: series times */
     struct pb_rss_sample *rss;      /* PB_SYSMON_MAX_SAMPLES, owned */
@@ -73,10 +108,11 @@ void pb_sysmon_free(struct pb_sysmon *mon);
 int pb_sysmon_start(struct pb_sysmon *mon);
 
 /* Consumer side: the measured part starts at start_ns (the tick's
- * throughput counts from there; the machine's CPU time is read), and
- * samples measured so far. */
+ * throughput and stall count from there; the machine's CPU time is read),
+ * and, once per batch, the samples measured so far and the time the loop
+ * has waited for data over them (two relaxed stores). */
 void pb_sysmon_measuring(struct pb_sysmon *mon, uint64_t start_ns);
-void pb_sysmon_publish(struct pb_sysmon *mon, uint64_t samples);
+void pb_sysmon_publish(struct pb_sysmon *mon, uint64_t samples, uint64_t wait_ns);
 
 /* Consumer side, at the end of the measured part: what other processes
  * and steal took of the machine since pb_sysmon_measuring, given this

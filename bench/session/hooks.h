@@ -66,7 +66,7 @@ struct pb_session_hooks {
     void (*round)(void *user, int point, int round, const char *label);
     /* Passed to the runner as they are (see bench/run/runner.h). */
     pb_progress_fn progress;
-    void (*tick)(void *user, double samples_per_s);
+    void (*tick)(void *user, double samples_per_s, double stall_pct);
     volatile sig_atomic_t *stop;
 };
 

@@ -1,0 +1,107 @@
+#!/bin/sh
+# What serving a run costs (docs/live.md, "What serving costs"): runs of one
+# config without and with --serve, side by side, while a scraper reads the
+# served run's /metrics and /live.json every second, as Prometheus and the
+# live page would. pbench compare serves both of its sides or neither, so
+# the runs alternate here instead, in pairs whose order flips (A B, B A,
+# A B, ...: a drift of the machine falls on both sides alike). Each run
+# gives its samples/s (the median of its repeats); each pair a ratio
+# with/without. Prints every pair, both sides' medians, the difference as
+# the median of the paired ratios with its noise (a bootstrap 95% interval
+# of that median, and the range of the pairs), and a verdict against the
+# goal of 1%:
+#   scripts/bench-serve.sh [PBENCH] [CONFIG] [PAIRS] [-s key.path=value]...
+# PBENCH defaults to build/pbench, CONFIG to configs/image.yaml, PAIRS to 16
+# (each run has 3 repeats unless -s run.repeats=N says otherwise; 16 pairs
+# of configs/image.yaml take about 9 minutes on 2 cores). The data is made
+# by a first run that is not counted, in the current folder as the config
+# says; results go to results/serve-{off,on}-N.json.
+set -eu
+PBENCH=build/pbench
+CONFIG=configs/image.yaml
+PAIRS=16
+case "${1:-}" in ''|-*) ;; *) PBENCH=$1; shift ;; esac
+case "${1:-}" in ''|-*) ;; *) CONFIG=$1; shift ;; esac
+case "${1:-}" in ''|-*) ;; *) PAIRS=$1; shift ;; esac
+[ -x "$PBENCH" ] || { echo "usage: scripts/bench-serve.sh [PBENCH] [CONFIG] [PAIRS] [-s k=v]..." >&2; exit 2; }
+command -v curl >/dev/null || { echo "bench-serve.sh: the scraper needs curl" >&2; exit 2; }
+mkdir -p results
+scrapes=results/serve-scrapes.txt
+: >"$scrapes"
+: >results/serve-on.log
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# one_run off|on N [-s k=v]...: one run; on: served, with the scraper
+# reading it every second.
+one_run() {
+    side=$1; n=$2; shift 2
+    out="results/serve-$side-$n.json"
+    if [ "$side" = off ]; then
+        "$PBENCH" run "$CONFIG" -q -s run.repeats=3 "$@" -o "$out" >/dev/null
+        return
+    fi
+    port=$(free_port)
+    "$PBENCH" run "$CONFIG" -q -s run.repeats=3 "$@" --serve "127.0.0.1:$port" -o "$out" \
+        >/dev/null 2>>results/serve-on.log &
+    served=$!
+    # The scraper: /metrics and /live.json once a second until the run ends
+    # (a refused connection before the server is up counts as no answer).
+    while kill -0 "$served" 2>/dev/null; do
+        curl -s -o /dev/null -m 2 -w '%{http_code}\n' "http://127.0.0.1:$port/metrics" >>"$scrapes" || true
+        curl -s -o /dev/null -m 2 -w '%{http_code}\n' "http://127.0.0.1:$port/live.json" >>"$scrapes" || true
+        sleep 1
+    done
+    wait "$served"
+}
+
+echo "bench-serve: $CONFIG, $PAIRS pairs without and with --serve (order flipping), a scraper every 1 s" >&2
+"$PBENCH" run "$CONFIG" -q -s run.repeats=1 "$@" -o results/serve-warmup.json >/dev/null
+i=0
+while [ "$i" -lt "$PAIRS" ]; do
+    if [ $((i % 2)) = 0 ]; then
+        one_run off "$i" "$@"; one_run on "$i" "$@"
+    else
+        one_run on "$i" "$@"; one_run off "$i" "$@"
+    fi
+    echo "  pair $((i + 1)) of $PAIRS done" >&2
+    i=$((i + 1))
+done
+
+python3 - "$PAIRS" "$CONFIG" "$scrapes" <<'EOF'
+import json, random, statistics, sys
+pairs, config, scrapes = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def rate(side, n):
+    r = json.load(open("results/serve-%s-%d.json" % (side, n)))
+    return r["points"][0]["samples_per_s"]
+off = [rate("off", n) for n in range(pairs)]
+on = [rate("on", n) for n in range(pairs)]
+ratios = [b / a for a, b in zip(off, on)]
+codes = [line.strip() for line in open(scrapes)]
+answered = sum(1 for c in codes if c == "200")
+print("pair  order  without --serve  with --serve  with/without")
+for n, (a, b, q) in enumerate(zip(off, on, ratios)):
+    print("%4d  %s  %15.1f  %12.1f  %+11.2f %%" % (n + 1, "A B" if n % 2 == 0 else "B A", a, b,
+                                                   100 * (q - 1)))
+random.seed(1)
+boot = sorted(statistics.median(random.choices(ratios, k=len(ratios))) for _ in range(10000))
+low, high = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
+diff = 100 * (statistics.median(ratios) - 1)
+print("without --serve: %.1f samples/s (median of %d runs)" % (statistics.median(off), pairs))
+print("with --serve:    %.1f samples/s (median of %d runs; %d of %d scrapes answered 200)" % (
+    statistics.median(on), pairs, answered, len(codes)))
+print("difference:      %+.2f %% (median of the paired ratios; 95%% bootstrap interval %+.2f %% .. "
+      "%+.2f %%; pairs %+.2f %% .. %+.2f %%)" % (diff, 100 * (low - 1), 100 * (high - 1),
+                                                100 * (min(ratios) - 1), 100 * (max(ratios) - 1)))
+cost_high, cost_low = 100 * (1 - low), 100 * (1 - high)
+if cost_high <= 1:
+    verdict = "serving costs 1%% or less: the 95%% interval of its cost is %+.2f %% .. %+.2f %%" % (
+        cost_low, cost_high)
+elif cost_low > 1:
+    verdict = "serving costs more than 1%%: the 95%% interval of its cost is %+.2f %% .. %+.2f %%" % (
+        cost_low, cost_high)
+else:
+    verdict = ("not settled at this noise: the interval (a cost of %+.2f %% .. %+.2f %%) spans "
+               "the 1%% goal; run more pairs on a quieter machine" % (cost_low, cost_high))
+print("verdict:         " + verdict)
+EOF
