@@ -18,7 +18,7 @@ against /result.json (tests/live.sh).
       to 100 % in /live.json); each repeat's windows (the series' stall
       of that point and repeat) agree with the repeat's final stall within
       their noise: the windows' mean is within twice their standard error,
-      plus one point, of it.
+      plus 3 points or a quarter of the stall, of it.
   live_page.py ranks DOM RESULT.json
       The ranks table has a line per rank of each point with ranks, the
       slowest one (multi_rank.slowest_rank) marked, and its figures those of
@@ -214,7 +214,10 @@ def check_stall(watched, result):
             final = rep["stall_pct"]
             print("point %d repeat %d: final stall %.1f %%, %d windows %.1f %% +- %.1f" % (
                 i + 1, k + 1, final, len(windows), mean, error))
-            assert abs(mean - final) <= 2 * error + 1, (
+            # The windows leave out the repeat's tail after the last one
+            # closes, and a busy machine moves single windows: a slack of
+            # 3 points or a quarter of the stall, beside their noise.
+            assert abs(mean - final) <= 2 * error + max(3.0, 0.25 * final), (
                 "point %d repeat %d: windows %s, final %.2f %%" % (i + 1, k + 1, windows, final))
             checked += 1
     assert checked, "no repeat with 3 windows or more: %s" % s
