@@ -390,7 +390,8 @@ static void xml_text(const uint8_t *body, size_t len, const char *tag, char *out
     snprintf(close, sizeof(close), "</%s>", tag);
     char text[1024];
     size_t n = len < sizeof(text) - 1 ? len : sizeof(text) - 1;
-    memcpy(text, body, n);
+    if (n)
+        memcpy(text, body, n);
     text[n] = '\0';
     const char *a = strstr(text, open), *b = a ? strstr(a, close) : NULL;
     if (a && b) {
