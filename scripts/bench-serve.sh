@@ -24,7 +24,6 @@ case "${1:-}" in ''|-*) ;; *) PBENCH=$1; shift ;; esac
 case "${1:-}" in ''|-*) ;; *) CONFIG=$1; shift ;; esac
 case "${1:-}" in ''|-*) ;; *) PAIRS=$1; shift ;; esac
 [ -x "$PBENCH" ] || { echo "usage: scripts/bench-serve.sh [PBENCH] [CONFIG] [PAIRS] [-s k=v]..." >&2; exit 2; }
-command -v curl >/dev/null || { echo "bench-serve.sh: the scraper needs curl" >&2; exit 2; }
 mkdir -p results
 scrapes=results/serve-scrapes.txt
 : >"$scrapes"
@@ -45,13 +44,35 @@ one_run() {
     "$PBENCH" run "$CONFIG" -q -s run.repeats=3 "$@" --serve "127.0.0.1:$port" -o "$out" \
         >/dev/null 2>>results/serve-on.log &
     served=$!
-    # The scraper: /metrics and /live.json once a second until the run ends
-    # (a refused connection before the server is up counts as no answer).
-    while kill -0 "$served" 2>/dev/null; do
-        curl -s -o /dev/null -m 2 -w '%{http_code}\n' "http://127.0.0.1:$port/metrics" >>"$scrapes" || true
-        curl -s -o /dev/null -m 2 -w '%{http_code}\n' "http://127.0.0.1:$port/live.json" >>"$scrapes" || true
-        sleep 1
-    done
+    # The scraper: /metrics and /live.json once a second until the run ends,
+    # one process on a kept connection as Prometheus and the page are (a
+    # process started per request, as curl in a loop is, would cost the
+    # machine more than the serving it measures); a refused connection
+    # before the server is up counts as no answer.
+    python3 - "$port" "$served" >>"$scrapes" <<'PY'
+import http.client, os, sys, time
+port, pid = int(sys.argv[1]), int(sys.argv[2])
+conn = None
+def alive():
+    """The run is still going: not gone, and not a zombie waiting for the shell."""
+    try:
+        return open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+while alive():
+    for route in ("/metrics", "/live.json"):
+        try:
+            conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", route)
+            reply = conn.getresponse()
+            reply.read()
+            print(reply.status)
+        except (OSError, http.client.HTTPException):
+            conn = None
+            print("000")
+    sys.stdout.flush()
+    time.sleep(1)
+PY
     wait "$served"
 }
 
