@@ -446,6 +446,10 @@ static void announce(struct session *s)
                 ? snprintf(text, sizeof(text), "%s: %zu samples in %zu tar shards (%.1f MiB)",
                            b->name, s->ds.count, s->ds.shard_count,
                            (double)s->ds.total_bytes / 1048576.0)
+            : s->ds.remote
+                ? snprintf(text, sizeof(text), "%s: %zu objects at %.300s (%.1f MiB, listed in "
+                           "%.2f s)", b->name, s->ds.count, b->dataset.path,
+                           (double)s->ds.total_bytes / 1048576.0, (double)s->ds.list_ns / 1e9)
                 : snprintf(text, sizeof(text), "%s: %zu files (%.1f MiB)", b->name, s->ds.count,
                            (double)s->ds.total_bytes / 1048576.0);
     size_t used = n > 0 && (size_t)n < sizeof(text) ? (size_t)n : 0;
