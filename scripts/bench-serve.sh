@@ -16,7 +16,97 @@
 # of configs/image.yaml take about 9 minutes on 2 cores). The data is made
 # by a first run that is not counted, in the current folder as the config
 # says; results go to results/serve-{off,on}-N.json.
+#
+# --within: the cost of answering scrapes, within one served run, where the
+# noise between runs does not enter: runs of CONFIG with --serve and
+# run.repeats=R (default 24), a scraper reading /metrics every second
+# during repeats 1, 4, 5, 8, 9, ... and only the page's /live.json (which
+# it polls to know the repeat) during 2, 3, 6, 7, ...: pairs (1,2), (3,4),
+# ... in flipping order. The server is up for both; what differs is
+# Prometheus's scrape:
+#   scripts/bench-serve.sh --within [PBENCH] [CONFIG] [RUNS] [-s key.path=value]...
 set -eu
+if [ "${1:-}" = "--within" ]; then
+    shift
+    PBENCH=build/pbench; CONFIG=configs/image.yaml; RUNS=3
+    case "${1:-}" in ''|-*) ;; *) PBENCH=$1; shift ;; esac
+    case "${1:-}" in ''|-*) ;; *) CONFIG=$1; shift ;; esac
+    case "${1:-}" in ''|-*) ;; *) RUNS=$1; shift ;; esac
+    [ -x "$PBENCH" ] || { echo "usage: scripts/bench-serve.sh --within [PBENCH] [CONFIG] [RUNS] [-s k=v]..." >&2; exit 2; }
+    mkdir -p results
+    exec python3 - "$PBENCH" "$CONFIG" "$RUNS" "$@" <<'PY'
+import http.client, json, random, socket, statistics, subprocess, sys, threading, time
+pbench, config, runs, extra = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+repeats = 24
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+def scraped(repeat):
+    """Repeats 1, 4, 5, 8, 9, ...: pairs (1,2), (3,4), ... in flipping order."""
+    return repeat % 4 in (0, 1)
+
+def one_run(n):
+    port = free_port()
+    out = "results/serve-within-%d.json" % n
+    run = subprocess.Popen([pbench, "run", config, "-q", "-s", "run.repeats=%d" % repeats] + extra +
+                           ["--serve", "127.0.0.1:%d" % port, "-o", out],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    conn, last_scrape, counts = None, 0.0, {"metrics": 0, "live": 0, "failed": 0}
+    while run.poll() is None:
+        try:
+            conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/live.json")
+            live = json.loads(conn.getresponse().read())
+            counts["live"] += 1
+            now = time.monotonic()
+            if (live.get("state") == "measuring" and scraped(int(live.get("repeat") or 0))
+                    and now - last_scrape >= 1.0):
+                conn.request("GET", "/metrics")
+                conn.getresponse().read()
+                counts["metrics"] += 1
+                last_scrape = now
+        except (OSError, ValueError, http.client.HTTPException):
+            conn = None
+            counts["failed"] += 1
+        time.sleep(0.25)
+    rates = [r["samples_per_s"] for r in json.load(open(out))["points"][0]["repeats"]]
+    return rates, counts
+
+print("bench-serve --within: %s, %d runs of %d served repeats; /metrics scraped every second "
+      "in repeats 1, 4, 5, 8, ..." % (config, runs, repeats), file=sys.stderr)
+subprocess.run([pbench, "run", config, "-q", "-s", "run.repeats=1"] + extra +
+               ["-o", "results/serve-within-warmup.json"], stdout=subprocess.DEVNULL, check=True)
+ratios, scrapes = [], 0
+for n in range(runs):
+    rates, counts = one_run(n)
+    scrapes += counts["metrics"]
+    for k in range(0, len(rates) - 1, 2):
+        a, b = (rates[k], rates[k + 1]) if scraped(k + 1) else (rates[k + 1], rates[k])
+        ratios.append(a / b)   # scraped / not scraped
+    print("  run %d: %d repeats, %d scrapes of /metrics" % (n + 1, len(rates), counts["metrics"]),
+          file=sys.stderr)
+random.seed(1)
+boot = sorted(statistics.median(random.choices(ratios, k=len(ratios))) for _ in range(10000))
+low, high = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
+cost, cost_low, cost_high = (100 * (1 - statistics.median(ratios)), 100 * (1 - high),
+                             100 * (1 - low))
+print("pairs of adjacent repeats, scraped / not: %d (%d scrapes of /metrics)" % (len(ratios), scrapes))
+print("cost of answering Prometheus every second: %+.2f %% of samples/s (median of the pairs; "
+      "95%% bootstrap interval %+.2f %% .. %+.2f %%; pairs %+.2f %% .. %+.2f %%)" % (
+          cost, cost_low, cost_high, 100 * (1 - max(ratios)), 100 * (1 - min(ratios))))
+if cost_high <= 1:
+    print("verdict: 1% or less")
+elif cost_low > 1:
+    print("verdict: more than 1%")
+else:
+    print("verdict: not settled at this noise (the interval spans 1%); more runs")
+PY
+fi
 PBENCH=build/pbench
 CONFIG=configs/image.yaml
 PAIRS=16
