@@ -380,24 +380,65 @@ enum pb_attempt pb_remote_classify(CURLcode rc, long status)
     return PB_ATTEMPT_FAILED;
 }
 
-/* The text of <tag>...</tag> in an XML body (S3's errors), unescaped of
- * nothing: the codes and messages S3 sends are plain. */
-static void xml_text(const uint8_t *body, size_t len, const char *tag, char *out, size_t outlen)
+/* XML text with its five entities and numeric references decoded, in place. */
+static void xml_unescape(char *s)
 {
-    out[0] = '\0';
-    char open[64], close[64];
+    static const struct { const char *ent; char c; } ents[] = {
+        {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+    char *w = s;
+    for (const char *p = s; *p;) {
+        bool done = false;
+        for (size_t i = 0; *p == '&' && !done && i < PB_ARRAY_LEN(ents); i++) {
+            size_t n = strlen(ents[i].ent);
+            if (strncmp(p, ents[i].ent, n) == 0) {
+                *w++ = ents[i].c;
+                p += n;
+                done = true;
+            }
+        }
+        if (!done && p[0] == '&' && p[1] == '#') {
+            char *end;
+            unsigned long c = p[2] == 'x' ? strtoul(p + 3, &end, 16) : strtoul(p + 2, &end, 10);
+            if (*end == ';' && c > 0 && c < 128) {
+                *w++ = (char)c;
+                p = end + 1;
+                done = true;
+            }
+        }
+        if (!done)
+            *w++ = *p++;
+    }
+    *w = '\0';
+}
+
+const char *pb_remote_xml_field(const char *from, const char *to, const char *tag, char *out,
+                             size_t outlen)
+{
+    char open[48], close[48];
     snprintf(open, sizeof(open), "<%s>", tag);
     snprintf(close, sizeof(close), "</%s>", tag);
+    const char *a = strstr(from, open);
+    if (!a || (to && a >= to))
+        return NULL;
+    a += strlen(open);
+    const char *b = strstr(a, close);
+    if (!b || (to && b > to))
+        return NULL;
+    snprintf(out, outlen, "%.*s", (int)(b - a), a);
+    xml_unescape(out);
+    return b + strlen(close);
+}
+
+/* The text of <tag>...</tag> in an error's body (not NUL-ended), or "". */
+static void xml_text(const uint8_t *body, size_t len, const char *tag, char *out, size_t outlen)
+{
     char text[1024];
     size_t n = len < sizeof(text) - 1 ? len : sizeof(text) - 1;
     if (n)
         memcpy(text, body, n);
     text[n] = '\0';
-    const char *a = strstr(text, open), *b = a ? strstr(a, close) : NULL;
-    if (a && b) {
-        a += strlen(open);
-        snprintf(out, outlen, "%.*s", (int)(b - a), a);
-    }
+    out[0] = '\0';
+    pb_remote_xml_field(text, NULL, tag, out, outlen);
 }
 
 void pb_remote_explain(const struct pb_remote *r, const char *url, CURLcode rc, long status,

@@ -54,6 +54,12 @@ bool pb_remote_request_url(const struct pb_remote *r, const char *object, char *
  * unreserved characters, and '/' with keep_slash, stay as they are. */
 bool pb_remote_encode(char *out, size_t outlen, size_t *at, const char *text, bool keep_slash);
 
+/* Copies the text of the first <tag>...</tag> in [from, to) (to NULL:
+ * the end of from's string) into out, its XML entities decoded; returns
+ * where it ends, or NULL when there is none. */
+const char *pb_remote_xml_field(const char *from, const char *to, const char *tag, char *out,
+                                size_t outlen);
+
 /* Sets easy up for r's requests to url: signing, headers, timeouts, the
  * CA file, the error buffer (CURL_ERROR_SIZE bytes). */
 void pb_remote_setup(const struct pb_remote *r, CURL *easy, const char *url, char *errbuf);

@@ -130,57 +130,6 @@ static bool is_sample_name(const char *name)
     return (base ? base[1] : name[0]) != '.';
 }
 
-/* XML text with its five entities and numeric references decoded, in place. */
-static void xml_unescape(char *s)
-{
-    static const struct { const char *ent; char c; } ents[] = {
-        {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
-    char *w = s;
-    for (const char *p = s; *p;) {
-        bool done = false;
-        for (size_t i = 0; *p == '&' && !done && i < PB_ARRAY_LEN(ents); i++) {
-            size_t n = strlen(ents[i].ent);
-            if (strncmp(p, ents[i].ent, n) == 0) {
-                *w++ = ents[i].c;
-                p += n;
-                done = true;
-            }
-        }
-        if (!done && p[0] == '&' && p[1] == '#') {
-            char *end;
-            unsigned long c = p[2] == 'x' ? strtoul(p + 3, &end, 16) : strtoul(p + 2, &end, 10);
-            if (*end == ';' && c > 0 && c < 128) {
-                *w++ = (char)c;
-                p = end + 1;
-                done = true;
-            }
-        }
-        if (!done)
-            *w++ = *p++;
-    }
-    *w = '\0';
-}
-
-/* Copies the text of the first <tag>...</tag> in [from, to) into out;
- * returns where it ends, or NULL when there is none. */
-static const char *xml_field(const char *from, const char *to, const char *tag, char *out,
-                             size_t outlen)
-{
-    char open[48], close[48];
-    snprintf(open, sizeof(open), "<%s>", tag);
-    snprintf(close, sizeof(close), "</%s>", tag);
-    const char *a = strstr(from, open);
-    if (!a || (to && a >= to))
-        return NULL;
-    a += strlen(open);
-    const char *b = strstr(a, close);
-    if (!b || (to && b > to))
-        return NULL;
-    snprintf(out, outlen, "%.*s", (int)(b - a), a);
-    xml_unescape(out);
-    return b + strlen(close);
-}
-
 /* One ListObjectsV2 page's objects into f; the continuation token into
  * token ("" on the last page). */
 static int parse_page(const struct pb_remote *r, const char *xml, struct found *f, char *token,
@@ -191,8 +140,8 @@ static int parse_page(const struct pb_remote *r, const char *xml, struct found *
         const char *end = strstr(at, "</Contents>");
         if (!end)
             break;
-        if (xml_field(at, end, "Key", key, sizeof(key)) &&
-            xml_field(at, end, "Size", size, sizeof(size))) {
+        if (pb_remote_xml_field(at, end, "Key", key, sizeof(key)) &&
+            pb_remote_xml_field(at, end, "Size", size, sizeof(size))) {
             if (!is_sample_name(key)) {
                 f->markers++;
             } else {
@@ -204,10 +153,10 @@ static int parse_page(const struct pb_remote *r, const char *xml, struct found *
         at = end;
     }
     char truncated[16] = "";
-    xml_field(xml, NULL, "IsTruncated", truncated, sizeof(truncated));
+    pb_remote_xml_field(xml, NULL, "IsTruncated", truncated, sizeof(truncated));
     token[0] = '\0';
     if (strcmp(truncated, "true") == 0)
-        xml_field(xml, NULL, "NextContinuationToken", token, tokenlen);
+        pb_remote_xml_field(xml, NULL, "NextContinuationToken", token, tokenlen);
     return PB_OK;
 }
 

@@ -586,21 +586,11 @@ static void epoch_restart_suggestion(const struct pb_result *result, size_t i,
                 1e3 * result->points[i].first_batch_s, epoch_s, share, test);
 }
 
-static const struct pb_stage_result *stage_named(const struct pb_point_result *p,
-                                                 const char *name)
-{
-    for (size_t k = 0; k < p->stage_count; k++)
-        if (strcmp(p->stages[k].name, name) == 0)
-            return &p->stages[k];
-    return NULL;
-}
-
+/* A counter of a stage row, 0 when the row or the counter is missing. */
 static uint64_t stage_counter(const struct pb_stage_result *row, const char *name)
 {
-    for (int c = 0; row && c < row->counter_count; c++)
-        if (strcmp(row->counter_names[c], name) == 0)
-            return row->counters[c];
-    return 0;
+    double value = 0;
+    return row && pb_analysis_counter(row, name, &value) ? (uint64_t)value : 0;
 }
 
 /* A dataset in object storage: workers that wait on their requests
@@ -610,7 +600,8 @@ static void object_storage_suggestions(const struct pb_result *result, size_t i,
                                        struct pb_analysis *an)
 {
     const struct pb_point_result *p = &result->points[i];
-    const struct pb_stage_result *read = stage_named(p, "read"), *ttfb = stage_named(p, "read.ttfb");
+    const struct pb_stage_result *read = pb_analysis_find_stage(p, "read");
+    const struct pb_stage_result *ttfb = pb_analysis_find_stage(p, "read.ttfb");
     if (!result->dataset.endpoint[0] || !read || !ttfb)
         return;
     int64_t now = pb_point_setting_int(result, i, "dataset.requests_in_flight", 1);

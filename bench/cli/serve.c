@@ -267,16 +267,25 @@ static void on_tick(void *user, double samples_per_s, double stall_pct)
 
 /* ---- life --------------------------------------------------------------- */
 
-int pb_serve_start(const char *address, const char *config, struct pb_serve **out, bool *public,
-                   char *msg, size_t msglen)
+/* A server's state, its lock made; NULL with msg when out of memory. */
+static struct pb_serve *serve_new(struct pb_serve **out, char *msg, size_t msglen)
 {
     *out = NULL;
     struct pb_serve *s = calloc(1, sizeof(*s));
     if (!s) {
         snprintf(msg, msglen, "out of memory");
-        return PB_ERR_NOMEM;
+        return NULL;
     }
     pthread_mutex_init(&s->lock, NULL);
+    return s;
+}
+
+int pb_serve_start(const char *address, const char *config, struct pb_serve **out, bool *public,
+                   char *msg, size_t msglen)
+{
+    struct pb_serve *s = serve_new(out, msg, msglen);
+    if (!s)
+        return PB_ERR_NOMEM;
     pb_strlcpy(s->live.config, config ? config : "", sizeof s->live.config);
     pb_strlcpy(s->live.state, "starting", sizeof s->live.state);
     s->live.eta_s = -1;
@@ -416,13 +425,9 @@ static void free_history(struct history_pages *pages)
 int pb_serve_history(const char *address, const char *db, struct pb_serve **out, bool *public,
                      char *msg, size_t msglen)
 {
-    *out = NULL;
-    struct pb_serve *s = calloc(1, sizeof(*s));
-    if (!s) {
-        snprintf(msg, msglen, "out of memory");
+    struct pb_serve *s = serve_new(out, msg, msglen);
+    if (!s)
         return PB_ERR_NOMEM;
-    }
-    pthread_mutex_init(&s->lock, NULL);
     int rc = render_history(db, &s->history, msg, msglen);
     if (rc == PB_OK)
         rc = pb_http_start(address, answer_history, s, &s->http, public, msg, msglen);

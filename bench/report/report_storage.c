@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "bench/analyze/analysis.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/base/table.h"
@@ -11,21 +12,11 @@
 #define FROM_MEMORY_PCT 90.0
 #define FROM_STORAGE_PCT 10.0
 
-static const struct pb_stage_result *stage_row(const struct pb_point_result *point,
-                                               const char *name)
-{
-    for (size_t i = 0; i < point->stage_count; i++)
-        if (strcmp(point->stages[i].name, name) == 0)
-            return &point->stages[i];
-    return NULL;
-}
-
+/* A counter of a stage row, 0 when the row or the counter is missing. */
 static uint64_t row_counter(const struct pb_stage_result *row, const char *name)
 {
-    for (int c = 0; row && c < row->counter_count; c++)
-        if (strcmp(row->counter_names[c], name) == 0)
-            return row->counters[c];
-    return 0;
+    double value = 0;
+    return row && pb_analysis_counter(row, name, &value) ? (uint64_t)value : 0;
 }
 
 /* The retries by cause, "12 retries (503/SlowDown 10, reset 2)". */
@@ -56,8 +47,8 @@ static void report_remote(FILE *out, bool markdown, const struct pb_result *resu
                           const struct pb_point_result *point)
 {
     const struct pb_dataset_info *d = &result->dataset;
-    const struct pb_stage_result *read = stage_row(point, "read");
-    const struct pb_stage_result *ttfb = stage_row(point, "read.ttfb");
+    const struct pb_stage_result *read = pb_analysis_find_stage(point, "read");
+    const struct pb_stage_result *ttfb = pb_analysis_find_stage(point, "read.ttfb");
     const char *bullet = markdown ? "- " : "  ";
     char retries[160], line[2048], printable[PB_PRINTABLE_SIZE(2048)];
     retries_text(read, retries, sizeof(retries));
