@@ -17,27 +17,43 @@
 # by a first run that is not counted, in the current folder as the config
 # says; results go to results/serve-{off,on}-N.json.
 #
-# --within: the cost of answering scrapes, within one served run, where the
-# noise between runs does not enter: runs of CONFIG with --serve and
-# run.repeats=R (default 24), a scraper reading /metrics every second
-# during repeats 1, 4, 5, 8, 9, ... and only the page's /live.json (which
-# it polls to know the repeat) during 2, 3, 6, 7, ...: pairs (1,2), (3,4),
-# ... in flipping order. The server is up for both; what differs is
-# Prometheus's scrape:
-#   scripts/bench-serve.sh --within [PBENCH] [CONFIG] [RUNS] [-s key.path=value]...
+# --slots: the cost of answering, within served runs, where the noise
+# between runs does not enter. This virtual machine's speed drifts in
+# phases of seconds (a repeat's CPU per sample moves by ±20%), so whole
+# runs, or repeats, differ by more than the cost; adjacent seconds of one
+# run differ far less. Served runs of CONFIG go back to back for SECONDS
+# (default 600); time is cut into slots of a second and the slots into
+# pairs, and in one slot of each pair (the first or the second, flipping:
+# A B B A A B ...) a client asks what Prometheus and an open live page ask
+# each second (/metrics, /live.json, /result.json, on a kept connection);
+# in the other it asks nothing. Each slot's samples/s comes from the
+# result's batch records, placed on the clock by each repeat's
+# start_unix_s; a pair counts where both its slots lie inside one
+# repeat's measured part. The cost is the mean of the pairs' log ratios,
+# with a bootstrap 95% interval. --control does the same with no request
+# at all: what the method reads where there is nothing to find; --times N
+# asks each route N times in an asked slot (what the method reads where
+# there is a cost to find; the verdict is then on the cost per request).
+#   scripts/bench-serve.sh --slots [--control | --times N] [PBENCH] [CONFIG] [SECONDS] [-s key.path=value]...
 set -eu
-if [ "${1:-}" = "--within" ]; then
+if [ "${1:-}" = "--slots" ]; then
     shift
-    PBENCH=build/pbench; CONFIG=configs/image.yaml; RUNS=3
+    CONTROL=0; TIMES=1
+    [ "${1:-}" = "--control" ] && { CONTROL=1; shift; }
+    [ "${1:-}" = "--times" ] && { TIMES=$2; shift 2; }
+    PBENCH=build/pbench; CONFIG=configs/image.yaml; SECONDS_=600
     case "${1:-}" in ''|-*) ;; *) PBENCH=$1; shift ;; esac
     case "${1:-}" in ''|-*) ;; *) CONFIG=$1; shift ;; esac
-    case "${1:-}" in ''|-*) ;; *) RUNS=$1; shift ;; esac
-    [ -x "$PBENCH" ] || { echo "usage: scripts/bench-serve.sh --within [PBENCH] [CONFIG] [RUNS] [-s k=v]..." >&2; exit 2; }
+    case "${1:-}" in ''|-*) ;; *) SECONDS_=$1; shift ;; esac
+    [ -x "$PBENCH" ] || { echo "usage: scripts/bench-serve.sh --slots [--control | --times N] [PBENCH] [CONFIG] [SECONDS] [-s k=v]..." >&2; exit 2; }
     mkdir -p results
-    exec python3 - "$PBENCH" "$CONFIG" "$RUNS" "$@" <<'PY'
-import http.client, json, random, socket, statistics, subprocess, sys, threading, time
-pbench, config, runs, extra = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
-repeats = 24
+    exec python3 - "$PBENCH" "$CONFIG" "$SECONDS_" "$CONTROL" "$TIMES" "$@" <<'PY'
+import http.client, json, math, random, socket, statistics, subprocess, sys, threading, time
+pbench, config, seconds, control, times, extra = (
+    sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5]),
+    sys.argv[6:])
+SLOT = 1.0
+ROUTES = ("/metrics", "/live.json", "/result.json")
 
 def free_port():
     s = socket.socket()
@@ -46,65 +62,114 @@ def free_port():
     s.close()
     return port
 
-def scraped(repeat):
-    """Repeats 1, 4, 5, 8, 9, ...: pairs (1,2), (3,4), ... in flipping order."""
-    return repeat % 4 in (0, 1)
+def asked(slot):
+    """Slot pairs (2m, 2m+1); pair m asks in its first slot when m is even,
+    in its second when odd: A B B A A B B A ..."""
+    m, second = divmod(slot, 2)
+    return second == m % 2
 
-def one_run(n):
-    port = free_port()
-    out = "results/serve-within-%d.json" % n
-    run = subprocess.Popen([pbench, "run", config, "-q", "-s", "run.repeats=%d" % repeats] + extra +
+def client(port, run, log):
+    """At 50 ms into each slot that asks, the three routes on one kept connection."""
+    conn = None
+    while run.poll() is None:
+        now = time.time()
+        slot = math.floor(now / SLOT)
+        time.sleep(max(0.0, (slot + 1) * SLOT + 0.05 - now))
+        slot += 1
+        if control or not asked(slot) or run.poll() is not None:
+            continue
+        for route in ROUTES * times:
+            try:
+                conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", route)
+                reply = conn.getresponse()
+                reply.read()
+                log.append((slot, route, reply.status))
+            except (OSError, http.client.HTTPException):
+                conn = None
+                log.append((slot, route, 0))
+
+def slot_rates(result):
+    """{slot: samples/s} for each whole slot inside a repeat's measured part."""
+    rates = {}
+    for point in result["points"]:
+        for rep in point["repeats"]:
+            start, wall, b = rep.get("start_unix_s", 0), rep["wall_s"], rep["batch_records"]
+            steps = [w + s for w, s in zip(b["wait_ns"], b["step_ns"])]
+            total = sum(steps)
+            if not start or total <= 0:
+                continue
+            scale = wall * 1e9 / total        # the loop's bookkeeping, spread evenly
+            t, acc = start, {}
+            for dt_ns, n in zip(steps, b["samples"]):
+                dt = dt_ns * scale / 1e9
+                t += dt
+                a = acc.setdefault(math.floor(t / SLOT), [0, 0.0])
+                a[0] += n
+                a[1] += dt
+            for slot, (n, busy) in acc.items():
+                if slot * SLOT >= start and (slot + 1) * SLOT <= start + wall and busy > 0:
+                    rates[slot] = n / busy
+    return rates
+
+print("bench-serve --slots: %s, %s for %.0f s; slots of %.0f s in pairs, %s" % (
+    config, "served runs", seconds, SLOT,
+    "no request in either slot (control)" if control else
+    "one slot of each pair asked " + ", ".join(ROUTES) + (" %d times" % times if times > 1 else "")),
+    file=sys.stderr)
+subprocess.run([pbench, "run", config, "-q", "-s", "run.repeats=1"] + extra +
+               ["-o", "results/serve-slots-warmup.json"], stdout=subprocess.DEVNULL, check=True)
+rates, log, t_end, n = {}, [], time.time() + seconds, 0
+while time.time() < t_end:
+    port, out = free_port(), "results/serve-slots-%d.json" % n
+    run = subprocess.Popen([pbench, "run", config, "-q", "-s", "run.repeats=20", "-s",
+                            "run.min_time_s=6", "-s", "run.max_time_s=8"] + extra +
                            ["--serve", "127.0.0.1:%d" % port, "-o", out],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    conn, last_scrape, counts = None, 0.0, {"metrics": 0, "live": 0, "failed": 0}
-    while run.poll() is None:
-        try:
-            conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/live.json")
-            live = json.loads(conn.getresponse().read())
-            counts["live"] += 1
-            now = time.monotonic()
-            if (live.get("state") == "measuring" and scraped(int(live.get("repeat") or 0))
-                    and now - last_scrape >= 1.0):
-                conn.request("GET", "/metrics")
-                conn.getresponse().read()
-                counts["metrics"] += 1
-                last_scrape = now
-        except (OSError, ValueError, http.client.HTTPException):
-            conn = None
-            counts["failed"] += 1
-        time.sleep(0.25)
-    rates = [r["samples_per_s"] for r in json.load(open(out))["points"][0]["repeats"]]
-    return rates, counts
-
-print("bench-serve --within: %s, %d runs of %d served repeats; /metrics scraped every second "
-      "in repeats 1, 4, 5, 8, ..." % (config, runs, repeats), file=sys.stderr)
-subprocess.run([pbench, "run", config, "-q", "-s", "run.repeats=1"] + extra +
-               ["-o", "results/serve-within-warmup.json"], stdout=subprocess.DEVNULL, check=True)
-ratios, scrapes = [], 0
-for n in range(runs):
-    rates, counts = one_run(n)
-    scrapes += counts["metrics"]
-    for k in range(0, len(rates) - 1, 2):
-        a, b = (rates[k], rates[k + 1]) if scraped(k + 1) else (rates[k + 1], rates[k])
-        ratios.append(a / b)   # scraped / not scraped
-    print("  run %d: %d repeats, %d scrapes of /metrics" % (n + 1, len(rates), counts["metrics"]),
-          file=sys.stderr)
+    thread = threading.Thread(target=client, args=(port, run, log))
+    thread.start()
+    # Stop at the deadline: pbench keeps what it measured (SIGINT).
+    while run.poll() is None and time.time() < t_end:
+        time.sleep(0.5)
+    if run.poll() is None:
+        run.send_signal(2)
+    run.wait()
+    thread.join()
+    rates.update(slot_rates(json.load(open(out))))
+    n += 1
+    print("  run %d: %d slots measured so far" % (n, len(rates)), file=sys.stderr)
+failed = {slot for slot, _, status in log if status != 200}
+logs = []
+for slot in sorted(rates):
+    if slot % 2 == 0 and slot + 1 in rates and slot not in failed and slot + 1 not in failed:
+        a, b = (slot, slot + 1) if asked(slot) else (slot + 1, slot)
+        logs.append(math.log(rates[a] / rates[b]))      # asked / not asked
+if len(logs) < 10:
+    sys.exit("bench-serve --slots: %d pairs measured; give it more SECONDS" % len(logs))
 random.seed(1)
-boot = sorted(statistics.median(random.choices(ratios, k=len(ratios))) for _ in range(10000))
-low, high = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
-cost, cost_low, cost_high = (100 * (1 - statistics.median(ratios)), 100 * (1 - high),
-                             100 * (1 - low))
-print("pairs of adjacent repeats, scraped / not: %d (%d scrapes of /metrics)" % (len(ratios), scrapes))
-print("cost of answering Prometheus every second: %+.2f %% of samples/s (median of the pairs; "
-      "95%% bootstrap interval %+.2f %% .. %+.2f %%; pairs %+.2f %% .. %+.2f %%)" % (
-          cost, cost_low, cost_high, 100 * (1 - max(ratios)), 100 * (1 - min(ratios))))
-if cost_high <= 1:
-    print("verdict: 1% or less")
-elif cost_low > 1:
+boot = sorted(statistics.fmean(random.choices(logs, k=len(logs))) for _ in range(10000))
+cost = 100 * (1 - math.exp(statistics.fmean(logs)))
+low, high = 100 * (1 - math.exp(boot[-250])), 100 * (1 - math.exp(boot[249]))
+answered = sum(1 for _, _, status in log if status == 200)
+print("runs: %d; slot pairs measured: %d; requests answered: %d of %d (%s each asked second)" % (
+    n, len(logs), answered, len(log), ", ".join(ROUTES)))
+print("pairs: log ratio sd %.1f %%, median %+.2f %%" % (
+    100 * statistics.stdev(logs), 100 * (1 - math.exp(statistics.median(logs)))))
+what = ("method's reading with nothing asked (control)" if control else
+        "cost of answering a Prometheus scrape and a live page every second" if times == 1 else
+        "cost of answering %d scrapes and %d page polls every second" % (times, times))
+print("%s: %+.2f %% of samples/s (mean of the pairs; 95%% bootstrap interval %+.2f %% .. %+.2f %%)" % (
+    what, cost, low, high))
+if times > 1:
+    cost, low, high = cost / times, low / times, high / times
+    print("per request of each route a second (the cost is CPU time, which adds up): %+.2f %% "
+          "(%+.2f %% .. %+.2f %%)" % (cost, low, high))
+if high <= 1:
+    print("verdict: 1% or less (the whole interval is at or below 1%)")
+elif low > 1:
     print("verdict: more than 1%")
 else:
-    print("verdict: not settled at this noise (the interval spans 1%); more runs")
+    print("verdict: not settled at this noise (the interval spans 1%); give it more SECONDS")
 PY
 fi
 PBENCH=build/pbench

@@ -112,8 +112,10 @@ static struct pb_point_result *run_point(const struct pb_spec *spec, struct pb_r
     assert_int_equal(ds.count, FILES);
     struct pb_run_hooks hooks = {.progress = on_progress, .stopped = on_stopped, .user = stops};
     uint64_t t0 = pb_now_ns();
+    double unix_before = pb_unix_time_of(t0);
     int rc = pb_run_point(spec, &ds, &hooks, point, msg, sizeof(msg));
     uint64_t elapsed_ns = pb_now_ns() - t0;
+    double unix_after = pb_unix_time_of(pb_now_ns());
     if (rc != PB_OK)
         fail_msg("pb_run_point: %s", msg);
     pb_dataset_free(&ds);
@@ -133,6 +135,13 @@ static struct pb_point_result *run_point(const struct pb_spec *spec, struct pb_r
         assert_int_equal(samples, rep->samples);
         assert_int_equal(rep->errors, 0);
         assert_true(rep->wall_s > 0 && rep->wall_s * 1e9 <= (double)elapsed_ns);
+        /* On the wall clock, each measured part lies within the run, after
+         * the one before it (a millisecond's slack for the two clocks' reads). */
+        assert_true(rep->start_unix_s >= unix_before - 1e-3);
+        assert_true(rep->start_unix_s + rep->wall_s <= unix_after + 1e-3);
+        if (r > 0)
+            assert_true(rep->start_unix_s >= point->repeats[r - 1].start_unix_s +
+                                                  point->repeats[r - 1].wall_s - 1e-3);
         assert_true(fabs(rep->samples_per_s * rep->wall_s - (double)rep->samples) <
                     1e-6 * rep->samples + 1e-9);
 

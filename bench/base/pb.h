@@ -46,6 +46,17 @@ static inline uint64_t pb_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* When a pb_now_ns() instant was, in seconds since the Unix epoch (the
+ * wall clock, read now: what lines it up with other time series). */
+static inline double pb_unix_time_of(uint64_t mono_ns)
+{
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    uint64_t now = pb_now_ns();
+    double ago_s = now > mono_ns ? (double)(now - mono_ns) / 1e9 : -(double)(mono_ns - now) / 1e9;
+    return (double)wall.tv_sec + (double)wall.tv_nsec / 1e9 - ago_s;
+}
+
 /* CPU time consumed by the calling thread, in nanoseconds. */
 static inline uint64_t pb_thread_cpu_ns(void)
 {

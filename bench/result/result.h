@@ -122,6 +122,10 @@ struct pb_gpu_device {
 
 struct pb_repeat_result {
     double wall_s;              /* measured part only                     */
+    /* When the measured part began, seconds since the Unix epoch (0 not
+     * known): lines the repeat and its batch records up with other time
+     * series (a Prometheus scrape, a job's log). */
+    double start_unix_s;
     uint64_t samples, batches, bytes_read, errors;
     double samples_per_s, batches_per_s, mb_per_s;
     double stall_pct;           /* consumer wait / wall                   */

@@ -27,7 +27,8 @@
 #define SHARE(member) PB_FIELD_CHECKED(struct pb_repeat_result, #member, member, PB_FIELD_DOUBLE, \
                                        PB_FIELD_NONNEG)
 static const struct pb_field repeat_fields[] = {
-    RATE(wall_s),                      R(samples, PB_FIELD_U64),
+    RATE(wall_s),                      R(start_unix_s, PB_FIELD_DOUBLE),
+    R(samples, PB_FIELD_U64),
     R(batches, PB_FIELD_U64),          R(bytes_read, PB_FIELD_U64),
     R(errors, PB_FIELD_U64),           RATE(samples_per_s),
     RATE(batches_per_s),               RATE(mb_per_s),

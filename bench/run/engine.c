@@ -585,6 +585,7 @@ static void fill_totals(struct pb_engine_run *er, struct part *c, struct pb_repe
 {
     double span_ns = (double)(c->t_end - c->t_start);
     rep->wall_s = span_ns / 1e9;
+    rep->start_unix_s = pb_unix_time_of(c->t_start);
     rep->samples = c->samples;
     rep->batches = c->batches;
     rep->bytes_read = c->bytes;

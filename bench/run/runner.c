@@ -574,6 +574,7 @@ static void fill_totals(struct run *run, const struct consumed *c, struct pb_rep
     double span_ns = (double)(c->t_end - c->t_start);
     double wall_s = span_ns / 1e9;
     rep->wall_s = wall_s;
+    rep->start_unix_s = pb_unix_time_of(c->t_start);
     rep->samples = c->samples;
     rep->batches = c->batches;
     rep->bytes_read = c->bytes_read;
