@@ -31,28 +31,32 @@
 # start_unix_s; a pair counts where both its slots lie inside one
 # repeat's measured part. The cost is the mean of the pairs' log ratios,
 # with a bootstrap 95% interval. --control does the same with no request
-# at all: what the method reads where there is nothing to find; --times N
-# asks each route N times in an asked slot (what the method reads where
-# there is a cost to find; the verdict is then on the cost per request).
-#   scripts/bench-serve.sh --slots [--control | --times N] [PBENCH] [CONFIG] [SECONDS] [-s key.path=value]...
+# at all: what the method reads where there is nothing to find; --burn MS
+# burns MS ms of the client's CPU each asked second instead (a known cost:
+# MS / 10 / CPUs % of the machine); --times N asks each route N times a
+# second (the verdict is then on the cost per request). Each pair's two
+# rates go to results/serve-slots-LABEL.csv.
+#   scripts/bench-serve.sh --slots [--control | --burn MS | --times N] [PBENCH] [CONFIG] [SECONDS] [-s key.path=value]...
 set -eu
 if [ "${1:-}" = "--slots" ]; then
     shift
-    CONTROL=0; TIMES=1
+    CONTROL=0; TIMES=1; BURN=0
     [ "${1:-}" = "--control" ] && { CONTROL=1; shift; }
     [ "${1:-}" = "--times" ] && { TIMES=$2; shift 2; }
+    [ "${1:-}" = "--burn" ] && { BURN=$2; shift 2; }
     PBENCH=build/pbench; CONFIG=configs/image.yaml; SECONDS_=600
     case "${1:-}" in ''|-*) ;; *) PBENCH=$1; shift ;; esac
     case "${1:-}" in ''|-*) ;; *) CONFIG=$1; shift ;; esac
     case "${1:-}" in ''|-*) ;; *) SECONDS_=$1; shift ;; esac
-    [ -x "$PBENCH" ] || { echo "usage: scripts/bench-serve.sh --slots [--control | --times N] [PBENCH] [CONFIG] [SECONDS] [-s k=v]..." >&2; exit 2; }
+    [ -x "$PBENCH" ] || { echo "usage: scripts/bench-serve.sh --slots [--control | --burn MS | --times N] [PBENCH] [CONFIG] [SECONDS] [-s k=v]..." >&2; exit 2; }
     mkdir -p results
-    exec python3 - "$PBENCH" "$CONFIG" "$SECONDS_" "$CONTROL" "$TIMES" "$@" <<'PY'
-import http.client, json, math, random, socket, statistics, subprocess, sys, threading, time
-pbench, config, seconds, control, times, extra = (
+    exec python3 - "$PBENCH" "$CONFIG" "$SECONDS_" "$CONTROL" "$TIMES" "$BURN" "$@" <<'PY'
+import http.client, json, math, os, random, socket, statistics, subprocess, sys, threading, time
+pbench, config, seconds, control, times, burn_ms, extra = (
     sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5]),
-    sys.argv[6:])
-SLOT = 1.0
+    float(sys.argv[6]), sys.argv[7:])
+label = "control" if control else "burn%g" % burn_ms if burn_ms else "asked%d" % times
+SLOT = 1.0      # seconds; longer where batches are slow (below)
 ROUTES = ("/metrics", "/live.json", "/result.json")
 
 def free_port():
@@ -69,14 +73,21 @@ def asked(slot):
     return second == m % 2
 
 def client(port, run, log):
-    """At 50 ms into each slot that asks, the three routes on one kept connection."""
+    """At 50 ms into each second of a slot that asks, the three routes on one
+    kept connection."""
     conn = None
     while run.poll() is None:
         now = time.time()
-        slot = math.floor(now / SLOT)
-        time.sleep(max(0.0, (slot + 1) * SLOT + 0.05 - now))
-        slot += 1
+        second = math.floor(now) + 1
+        time.sleep(max(0.0, second + 0.05 - now))
+        slot = math.floor(second / SLOT)
         if control or not asked(slot) or run.poll() is not None:
+            continue
+        if burn_ms:         # a known cost: burn_ms of this process's CPU, no request
+            cpu0 = time.thread_time()
+            while time.thread_time() - cpu0 < burn_ms / 1000:
+                pass
+            log.append((slot, "burn", 200))
             continue
         for route in ROUTES * times:
             try:
@@ -90,8 +101,13 @@ def client(port, run, log):
                 log.append((slot, route, 0))
 
 def slot_rates(result):
-    """{slot: samples/s} for each whole slot inside a repeat's measured part."""
+    """{slot: samples/s} for each whole slot inside a repeat's measured part.
+    Batch k was taken at start + its loop time so far (wait + step, scaled to
+    wall_s: the loop's bookkeeping spread evenly). A slot's rate runs from the
+    last batch before it to its last batch, over whole rounds of the workers
+    (they hand batches over in turn, so takes come in bursts of `workers`)."""
     rates = {}
+    workers = max(1, int(result["config"]["loader"].get("workers") or 1))
     for point in result["points"]:
         for rep in point["repeats"]:
             start, wall, b = rep.get("start_unix_s", 0), rep["wall_s"], rep["batch_records"]
@@ -99,31 +115,39 @@ def slot_rates(result):
             total = sum(steps)
             if not start or total <= 0:
                 continue
-            scale = wall * 1e9 / total        # the loop's bookkeeping, spread evenly
-            t, acc = start, {}
-            for dt_ns, n in zip(steps, b["samples"]):
-                dt = dt_ns * scale / 1e9
-                t += dt
-                a = acc.setdefault(math.floor(t / SLOT), [0, 0.0])
-                a[0] += n
-                a[1] += dt
-            for slot, (n, busy) in acc.items():
-                if slot * SLOT >= start and (slot + 1) * SLOT <= start + wall and busy > 0:
-                    rates[slot] = n / busy
+            t, taken, by_slot = start, [], {}
+            for k, dt_ns in enumerate(steps):
+                t += dt_ns * wall / total
+                taken.append(t)
+                by_slot.setdefault(math.floor(t / SLOT), []).append(k)
+            for slot, ks in by_slot.items():
+                first, last = ks[0] - 1, ks[-1]
+                last = first + (last - first) // workers * workers
+                if (first < 0 or last <= first or slot * SLOT < start
+                        or (slot + 1) * SLOT > start + wall):
+                    continue
+                rates[slot] = sum(b["samples"][first + 1:last + 1]) / (taken[last] - taken[first])
     return rates
 
+subprocess.run([pbench, "run", config, "-q", "-s", "run.repeats=1"] + extra +
+               ["-o", "results/serve-slots-warmup.json"], stdout=subprocess.DEVNULL, check=True)
+# A slot holds 8 batches or more, so that a slot's rate is more than a
+# batch or two: a second for configs/image.yaml, more where batches are slow.
+warm = json.load(open("results/serve-slots-warmup.json"))["points"][0]["repeats"][0]
+SLOT = float(max(1, math.ceil(8 * warm["wall_s"] / max(1, warm["batches"]))))
 print("bench-serve --slots: %s, %s for %.0f s; slots of %.0f s in pairs, %s" % (
     config, "served runs", seconds, SLOT,
     "no request in either slot (control)" if control else
-    "one slot of each pair asked " + ", ".join(ROUTES) + (" %d times" % times if times > 1 else "")),
+    "one slot of each pair burning %g ms of CPU each second, no request" % burn_ms if burn_ms else
+    "one slot of each pair asked " + ", ".join(ROUTES) + (" %d times" % times if times > 1 else "")
+    + " each second"),
     file=sys.stderr)
-subprocess.run([pbench, "run", config, "-q", "-s", "run.repeats=1"] + extra +
-               ["-o", "results/serve-slots-warmup.json"], stdout=subprocess.DEVNULL, check=True)
 rates, log, t_end, n = {}, [], time.time() + seconds, 0
 while time.time() < t_end:
-    port, out = free_port(), "results/serve-slots-%d.json" % n
+    port, out = free_port(), "results/serve-slots-%s-%d.json" % (label, n)
     run = subprocess.Popen([pbench, "run", config, "-q", "-s", "run.repeats=20", "-s",
-                            "run.min_time_s=6", "-s", "run.max_time_s=8"] + extra +
+                            "run.min_time_s=%g" % (6 * SLOT), "-s", "run.max_time_s=%g" % (8 * SLOT)]
+                           + extra +
                            ["--serve", "127.0.0.1:%d" % port, "-o", out],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     thread = threading.Thread(target=client, args=(port, run, log))
@@ -140,10 +164,13 @@ while time.time() < t_end:
     print("  run %d: %d slots measured so far" % (n, len(rates)), file=sys.stderr)
 failed = {slot for slot, _, status in log if status != 200}
 logs = []
-for slot in sorted(rates):
-    if slot % 2 == 0 and slot + 1 in rates and slot not in failed and slot + 1 not in failed:
-        a, b = (slot, slot + 1) if asked(slot) else (slot + 1, slot)
-        logs.append(math.log(rates[a] / rates[b]))      # asked / not asked
+with open("results/serve-slots-%s.csv" % label, "w") as csv:
+    csv.write("slot_unix_s,asked_samples_per_s,other_samples_per_s\n")
+    for slot in sorted(rates):
+        if slot % 2 == 0 and slot + 1 in rates and slot not in failed and slot + 1 not in failed:
+            a, b = (slot, slot + 1) if asked(slot) else (slot + 1, slot)
+            logs.append(math.log(rates[a] / rates[b]))      # asked / not asked
+            csv.write("%.0f,%.2f,%.2f\n" % (slot * SLOT, rates[a], rates[b]))
 if len(logs) < 10:
     sys.exit("bench-serve --slots: %d pairs measured; give it more SECONDS" % len(logs))
 random.seed(1)
@@ -151,15 +178,24 @@ boot = sorted(statistics.fmean(random.choices(logs, k=len(logs))) for _ in range
 cost = 100 * (1 - math.exp(statistics.fmean(logs)))
 low, high = 100 * (1 - math.exp(boot[-250])), 100 * (1 - math.exp(boot[249]))
 answered = sum(1 for _, _, status in log if status == 200)
-print("runs: %d; slot pairs measured: %d; requests answered: %d of %d (%s each asked second)" % (
-    n, len(logs), answered, len(log), ", ".join(ROUTES)))
+print("runs: %d; slot pairs measured: %d (results/serve-slots-%s.csv); %s" % (
+    n, len(logs), label, "burned %g ms of CPU in %d asked seconds" % (burn_ms, len(log)) if burn_ms
+    else "requests answered: %d of %d (%s each asked second)" % (answered, len(log), ", ".join(ROUTES))))
 print("pairs: log ratio sd %.1f %%, median %+.2f %%" % (
     100 * statistics.stdev(logs), 100 * (1 - math.exp(statistics.median(logs)))))
 what = ("method's reading with nothing asked (control)" if control else
+        "method's reading of %g ms of CPU burned each asked second (%.2f %% of this machine's %d CPUs)"
+        % (burn_ms, burn_ms / 10 / os.cpu_count(), os.cpu_count()) if burn_ms else
         "cost of answering a Prometheus scrape and a live page every second" if times == 1 else
         "cost of answering %d scrapes and %d page polls every second" % (times, times))
 print("%s: %+.2f %% of samples/s (mean of the pairs; 95%% bootstrap interval %+.2f %% .. %+.2f %%)" % (
     what, cost, low, high))
+if control or burn_ms:
+    truth = burn_ms / 10 / os.cpu_count() if burn_ms else 0.0
+    print("verdict: the method %s %.2f %% (the interval %s it)" % (
+        "finds" if low <= truth <= high else "misses", truth,
+        "holds" if low <= truth <= high else "does not hold"))
+    sys.exit(0)
 if times > 1:
     cost, low, high = cost / times, low / times, high / times
     print("per request of each route a second (the cost is CPU time, which adds up): %+.2f %% "
