@@ -281,6 +281,10 @@ static void test_bad_overrides(void **state)
         {"lodaer.workers=4",
          "-s lodaer.workers=4: unknown key 'lodaer.workers'; did you mean 'loader'? allowed: "
          "name, dataset, pipeline, loader, run, sweep, gpu, profile, wrap, analysis"},
+        {"sweep=loader.workers",
+         "-s sweep=loader.workers: the sweep is not one setting: name the setting to sweep and "
+         "its values, as in -a loader.workers=1,2,4 (or the config's sweep: section)"},
+        {"name.first=x", "-s name.first=x: name is a value, not a section: expected name=VALUE"},
         {"loader=4",
          "-s loader=4: expected loader.KEY=VALUE; keys: workers, batch_size, prefetch_factor, "
          "pin_memory, drop_last, in_order, device_prefetch, affinity, engine, "

@@ -269,7 +269,18 @@ int pb_config_find(const struct pb_spec *spec, const char *path, struct pb_confi
     const char *rest = NULL;
     const struct pb_section *section = section_of_path(path, &rest);
     bool value = section && section->kind == PB_SECTION_VALUE;
-    if (!section || (value && rest) || section->kind == PB_SECTION_SWEEP) {
+    if (section && section->kind == PB_SECTION_SWEEP) {
+        snprintf(why, whylen,
+                 "the sweep is not one setting: name the setting to sweep and its values, as "
+                 "in -a loader.workers=1,2,4 (or the config's sweep: section)");
+        return PB_ERR_CONFIG;
+    }
+    if (value && rest) {
+        snprintf(why, whylen, "%s is a value, not a section: expected %s=VALUE", section->name,
+                 section->name);
+        return PB_ERR_CONFIG;
+    }
+    if (!section) {
         const char *names[16];
         size_t n = pb_top_section_names(names, PB_ARRAY_LEN(names));
         char top[PB_NAME_MAX];
