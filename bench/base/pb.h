@@ -47,12 +47,21 @@ static inline uint64_t pb_now_ns(void)
 }
 
 /* When a pb_now_ns() instant was, in seconds since the Unix epoch (the
- * wall clock, read now: what lines it up with other time series). */
+ * wall clock, read now: what lines it up with other time series). The
+ * wall clock is read between two monotonic reads, again where the thread
+ * was preempted between them, so the two clocks are paired to within
+ * microseconds. */
 static inline double pb_unix_time_of(uint64_t mono_ns)
 {
     struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
-    uint64_t now = pb_now_ns();
+    uint64_t before, after;
+    int tries = 0;
+    do {
+        before = pb_now_ns();
+        clock_gettime(CLOCK_REALTIME, &wall);
+        after = pb_now_ns();
+    } while (after - before > 20000 && ++tries < 8);
+    uint64_t now = before + (after - before) / 2;
     double ago_s = now > mono_ns ? (double)(now - mono_ns) / 1e9 : -(double)(mono_ns - now) / 1e9;
     return (double)wall.tv_sec + (double)wall.tv_nsec / 1e9 - ago_s;
 }
