@@ -97,6 +97,14 @@ bool pb_analysis_counter(const struct pb_stage_result *s, const char *name, doub
     return false;
 }
 
+uint64_t pb_analysis_count(const struct pb_stage_result *s, const char *name)
+{
+    for (int c = 0; s && c < s->counter_count; c++)
+        if (strcmp(s->counter_names[c], name) == 0)
+            return s->counters[c];
+    return 0;
+}
+
 bool pb_decode_figures(const struct pb_point_result *p, double *amplification,
                        double *ns_per_decoded_frame, double *frames_per_sample)
 {

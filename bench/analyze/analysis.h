@@ -76,6 +76,9 @@ const struct pb_stage_result *pb_analysis_find_stage(const struct pb_point_resul
 /* Stage s's counter of that name into *value; false when it has none. */
 bool pb_analysis_counter(const struct pb_stage_result *s, const char *name, double *value);
 
+/* Stage s's counter of that name; 0 when s is NULL or has none. */
+uint64_t pb_analysis_count(const struct pb_stage_result *s, const char *name);
+
 /* Decode amplification and per-frame decode time of a point's stages:
  * returns false when the stages carry no frames_decoded/frames_delivered
  * counters or demux/decode sub-stages. */

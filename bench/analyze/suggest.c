@@ -586,13 +586,6 @@ static void epoch_restart_suggestion(const struct pb_result *result, size_t i,
                 1e3 * result->points[i].first_batch_s, epoch_s, share, test);
 }
 
-/* A counter of a stage row, 0 when the row or the counter is missing. */
-static uint64_t stage_counter(const struct pb_stage_result *row, const char *name)
-{
-    double value = 0;
-    return row && pb_analysis_counter(row, name, &value) ? (uint64_t)value : 0;
-}
-
 /* A dataset in object storage: workers that wait on their requests
  * overlap more of them (dataset.requests_in_flight); a store that
  * throttles (503 SlowDown) wants fewer. */
@@ -605,7 +598,8 @@ static void object_storage_suggestions(const struct pb_result *result, size_t i,
     if (!result->dataset.endpoint[0] || !read || !ttfb)
         return;
     int64_t now = pb_point_setting_int(result, i, "dataset.requests_in_flight", 1);
-    uint64_t requests = stage_counter(read, "requests"), throttled = stage_counter(read, "retry_503");
+    uint64_t requests = pb_analysis_count(read, "requests");
+    uint64_t throttled = pb_analysis_count(read, "retry_503");
     if (requests && throttled * 100 >= requests)
         SUGGEST(an,
                 "the store throttles: %.1f%% of the requests met 503 SlowDown and were retried "

@@ -12,13 +12,6 @@
 #define FROM_MEMORY_PCT 90.0
 #define FROM_STORAGE_PCT 10.0
 
-/* A counter of a stage row, 0 when the row or the counter is missing. */
-static uint64_t row_counter(const struct pb_stage_result *row, const char *name)
-{
-    double value = 0;
-    return row && pb_analysis_counter(row, name, &value) ? (uint64_t)value : 0;
-}
-
 /* The retries by cause, "12 retries (503/SlowDown 10, reset 2)". */
 static void retries_text(const struct pb_stage_result *read, char *buf, size_t buflen)
 {
@@ -26,12 +19,12 @@ static void retries_text(const struct pb_stage_result *read, char *buf, size_t b
                                             {"retry_5xx", "other 5xx"},
                                             {"retry_reset", "reset or truncated"},
                                             {"retry_timeout", "timeout"}};
-    uint64_t total = row_counter(read, "retries");
+    uint64_t total = pb_analysis_count(read, "retries");
     int at = snprintf(buf, buflen, "%llu %s", (unsigned long long)total,
                       total == 1 ? "retry" : "retries");
     const char *sep = " (";
     for (size_t i = 0; total && i < PB_ARRAY_LEN(causes) && at > 0 && (size_t)at < buflen; i++) {
-        uint64_t n = row_counter(read, causes[i][0]);
+        uint64_t n = pb_analysis_count(read, causes[i][0]);
         if (n) {
             at += snprintf(buf + at, buflen - (size_t)at, "%s%s %llu", sep, causes[i][1],
                            (unsigned long long)n);
@@ -52,8 +45,9 @@ static void report_remote(FILE *out, bool markdown, const struct pb_result *resu
     const char *bullet = markdown ? "- " : "  ";
     char retries[160], line[2048], printable[PB_PRINTABLE_SIZE(2048)];
     retries_text(read, retries, sizeof(retries));
-    uint64_t requests = row_counter(read, "requests"), reused = row_counter(read, "reused_connections");
-    uint64_t failed = row_counter(read, "failed");
+    uint64_t requests = pb_analysis_count(read, "requests");
+    uint64_t reused = pb_analysis_count(read, "reused_connections");
+    uint64_t failed = pb_analysis_count(read, "failed");
     /* A sweep over dataset.requests_in_flight: the point's own. */
     json_t *axis = point->axes ? json_object_get(point->axes, "dataset.requests_in_flight") : NULL;
     uint64_t in_flight = json_is_integer(axis) ? (uint64_t)json_integer_value(axis)
