@@ -98,6 +98,92 @@ static const json_t *stage_row(const json_t *p, const char *name)
     return NULL;
 }
 
+/* Runs pbench with args, its stdout and stderr into out.txt and err.txt,
+ * then the shell redirections fds (which may close or replace those):
+ * pbench as a job runner or a shell may start it. Its exit code; its
+ * stderr into *err (empty where fds closed it). */
+static int wrap_with_fds(const char *args, const char *fds, char **err)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd '%s' && rm -f err.txt && '%s' %s >out.txt 2>err.txt %s", workdir,
+             getenv("PBENCH_BINARY"), args, fds);
+    int status = system(cmd);
+    char path[600];
+    snprintf(path, sizeof path, "%s/err.txt", workdir);
+    *err = pb_test_read_file(path, NULL, false);
+    if (!*err)
+        *err = strdup("");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The relay starts and speaks the protocol whatever state pbench's fds 0-9
+ * are in (closed, or open on a file without close-on-exec): each of them
+ * closed in turn, all of 3-9 open, 0-2 all closed. A job that is not Python
+ * gives its own error (exit 2), not a relay that could not read its
+ * commands (exit 1). */
+static void test_relay_starts_whatever_the_fds(void **state)
+{
+    (void)state;
+    char fds[256];
+    for (int fd = -3; fd <= 9; fd++) {
+        if (fd >= 0)
+            snprintf(fds, sizeof fds, "%d>&-", fd);
+        else if (fd == -3)
+            snprintf(fds, sizeof fds, "3</dev/null 4</dev/null 5</dev/null 6</dev/null "
+                                      "7</dev/null 8</dev/null 9</dev/null");
+        else if (fd == -2)
+            snprintf(fds, sizeof fds, "<&- 3</dev/null 4</dev/null 5</dev/null");
+        else
+            snprintf(fds, sizeof fds, "<&- >&- 2>&-");
+        char *err = NULL;
+        int rc = wrap_with_fds("wrap -- /bin/true", fds, &err);
+        if (rc != 2)
+            fail_msg("pbench wrap -- /bin/true %s: exit %d, not 2: %s", fds, rc, err);
+        if (fd != 2 && fd != -1 && !strstr(err, "started no Python process with pbench's hook"))
+            fail_msg("pbench wrap -- /bin/true %s said: %s", fds, err);
+        free(err);
+    }
+}
+
+/* A job measured with the live server on (its sockets take fds 3 and 4),
+ * with pbench's stdin closed, and with fds 3-9 partly taken: the measured
+ * batches, the result. The samples are slowed (--delay-ms) so that the
+ * window is long beside /proc's 10 ms CPU ticks. */
+static void test_measures_with_serve_and_stdin_closed(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    static const char *const fds[] = {"", "<&-", "<&- 3</dev/null 6</dev/null 9</dev/null"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(fds); i++) {
+        char args[2048];
+        if (i == 0)
+            snprintf(args, sizeof args,
+                     "wrap --serve 127.0.0.1:%d --warmup-batches 1 --batches 4 -o fds.json -- %s "
+                     "--epochs 100 --delay-ms 10",
+                     20000 + (int)(getpid() % 20000), train);
+        else
+            snprintf(args, sizeof args, "wrap --warmup-batches 1 --batches 4 -o fds.json -- %s "
+                                        "--epochs 100 --delay-ms 10",
+                     train);
+        char *err = NULL;
+        int rc = wrap_with_fds(args, fds[i], &err);
+        if (rc == 2 && strstr(err, "built without libmicrohttpd")) {
+            free(err);
+            continue; /* --serve is not built here; the other states still run */
+        }
+        if (rc != 0)
+            fail_msg("pbench %s %s: exit %d: %s", args, fds[i], rc, err);
+        free(err);
+        json_t *r = pb_test_load_json(workdir, "fds.json");
+        const json_t *rep = json_array_get(json_object_get(first_point(r), "repeats"), 0);
+        assert_int_equal(json_integer_value(json_object_get(rep, "batches")), 4);
+        json_decref(r);
+        char path[600];
+        snprintf(path, sizeof path, "%s/fds.json", workdir);
+        unlink(path);
+    }
+}
+
 /* The job's batches, each transform of its Compose timed in its fork
  * workers, the window counted in batches, the DataLoader named by where the
  * job made it. */
@@ -285,6 +371,8 @@ int main(void)
         cmocka_unit_test(test_batches_unchanged),
         cmocka_unit_test(test_jobs_that_cannot_be_measured),
         cmocka_unit_test(test_sigterm_keeps_what_was_measured),
+        cmocka_unit_test(test_relay_starts_whatever_the_fds),
+        cmocka_unit_test(test_measures_with_serve_and_stdin_closed),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }
