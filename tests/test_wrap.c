@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -181,6 +182,114 @@ static void test_measures_with_serve_and_stdin_closed(void **state)
         char path[600];
         snprintf(path, sizeof path, "%s/fds.json", workdir);
         unlink(path);
+    }
+}
+
+/* The path of a job of tests/wrap_jobs, into buf. */
+static const char *job(const char *name, char *buf, size_t buflen)
+{
+    snprintf(buf, buflen, "%s/tests/wrap_jobs/%s", source_dir, name);
+    return buf;
+}
+
+/* A thread that sends batches while another forks a worker each epoch: the
+ * hook's lock, held at the fork, is a new one in the child, and the job
+ * runs all its epochs (a worker that hung would fail it at its
+ * DataLoader's 60 s timeout). */
+static void test_fork_while_another_thread_sends(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char path[1024], args[2048];
+    snprintf(args, sizeof args, "wrap --warmup-batches 1 --until-exit -o fork_thread.json -- "
+                                "/usr/bin/python3 %s 40",
+             job("fork_thread.py", path, sizeof path));
+    char *err = NULL;
+    int rc = wrap(args, &err);
+    if (rc != 0 || !strstr(err, "fork_thread.py ran 40 epochs") || strstr(err, "timed out"))
+        fail_msg("pbench %s: exit %d: %s", args, rc, err);
+    free(err);
+}
+
+/* A worker that segfaults mid-run: the last batch's step ends where the
+ * loop's next() began, not when the job exited (it spends 2 s on its way
+ * out), the crash is named and the job's failure is said under
+ * --until-exit. */
+static void test_a_worker_that_crashes(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char path[1024], args[2048];
+    snprintf(args, sizeof args, "wrap --warmup-batches 2 --until-exit -o crash.json -- "
+                                "/usr/bin/python3 %s 120",
+             job("worker_crash.py", path, sizeof path));
+    char *err = NULL;
+    int rc = wrap(args, &err);
+    if (rc != 0)
+        fail_msg("pbench %s: exit %d: %s", args, rc, err);
+    free(err);
+    snprintf(path, sizeof path, "%s/out.txt", workdir);
+    char *out = pb_test_read_file(path, NULL, true);
+    pb_test_assert_contains(out, (const char *const[]){"failed after", "in a next() that waited",
+                                                        "exited with status 1",
+                                                        "the job failed", NULL});
+    free(out);
+    json_t *r = pb_test_load_json(workdir, "crash.json");
+    const json_t *rep = json_array_get(json_object_get(first_point(r), "repeats"), 0);
+    const json_t *steps = json_object_get(json_object_get(rep, "batch_records"), "step_ns");
+    assert_true(json_array_size(steps) > 0);
+    size_t i;
+    const json_t *step;
+    json_array_foreach(steps, i, step)
+    {
+        /* The job's step is a 20 ms sleep; its 2 s way out is no step. */
+        if (json_number_value(step) >= 2e9)
+            fail_msg("batch %zu's step is %.2f s: the job's way out was booked as step", i,
+                     json_number_value(step) / 1e9);
+    }
+    json_decref(r);
+}
+
+/* Whether pid is a process whose command line holds needle. */
+static bool process_runs(long pid, const char *needle)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    size_t len = 0;
+    char *cmdline = pb_test_read_file(path, &len, false);
+    bool found = false;
+    for (size_t i = 0; cmdline && i < len; i += strlen(cmdline + i) + 1)
+        found = found || strstr(cmdline + i, needle);
+    free(cmdline);
+    return found;
+}
+
+/* pbench killed (SIGKILL) while a DataLoader worker of the job is stuck in
+ * a sample: the worker does not live on with ppid 1. */
+static void test_a_stuck_worker_ends_with_pbench(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char path[1024], cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && rm -f stuck.pid && { '%s' wrap --until-exit -o stuck.json -- "
+             "/usr/bin/python3 %s '%s/stuck.pid' >stuck.out 2>stuck.err & pb=$!; n=0; "
+             "while [ ! -f stuck.pid ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n+1)); done; "
+             "kill -9 $pb; wait $pb; }; true",
+             workdir, getenv("PBENCH_BINARY"), job("stuck_worker.py", path, sizeof path), workdir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/stuck.pid", workdir);
+    char *text = pb_test_read_file(path, NULL, true);
+    long worker = strtol(text, NULL, 10);
+    free(text);
+    assert_true(worker > 1);
+    /* It looks for its parent each second; a minute is slack for a busy
+     * machine, not a time asserted. */
+    for (int i = 0; i < 600 && process_runs(worker, "stuck_worker.py"); i++)
+        usleep(100000);
+    if (process_runs(worker, "stuck_worker.py")) {
+        kill((pid_t)worker, SIGKILL);
+        fail_msg("the stuck worker %ld outlived pbench", worker);
     }
 }
 
@@ -373,6 +482,9 @@ int main(void)
         cmocka_unit_test(test_sigterm_keeps_what_was_measured),
         cmocka_unit_test(test_relay_starts_whatever_the_fds),
         cmocka_unit_test(test_measures_with_serve_and_stdin_closed),
+        cmocka_unit_test(test_fork_while_another_thread_sends),
+        cmocka_unit_test(test_a_worker_that_crashes),
+        cmocka_unit_test(test_a_stuck_worker_ends_with_pbench),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }

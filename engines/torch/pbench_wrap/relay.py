@@ -109,6 +109,7 @@ class Job:
         self.status = None
         self.selector = None
         self.unshown = 0         # lines the job wrote after pbench ended it
+        self.failed_next = None  # (loader, message): the first next() that raised
 
     # -- the process ---------------------------------------------------------
 
@@ -129,7 +130,7 @@ class Job:
         if not chunk:
             self.output_open = False
             if self.partial:
-                self.tail.append(self.partial.decode("utf-8", "replace"))
+                self.tail.append(self.partial.replace(b"\0", b"").decode("utf-8", "replace"))
                 self.partial = b""
             return
         if self.ending is None:  # after pbench ended it: its last words stay in the result
@@ -141,8 +142,8 @@ class Job:
             self.unshown += chunk.count(b"\n")
         lines = (self.partial + chunk).split(b"\n")
         self.partial = lines.pop()[-4096:]
-        for line in lines:
-            self.tail.append(line.decode("utf-8", "replace")[:500])
+        for line in lines:  # no NUL (torch's crashed worker writes one): pbench's JSON has none
+            self.tail.append(line.replace(b"\0", b"").decode("utf-8", "replace")[:500])
 
     def exit_text(self):
         code = self.proc.returncode if self.proc else None
@@ -183,6 +184,14 @@ class Job:
                 self.send_workers(loader)
         elif kind == "epoch_end" and key in self.loaders:
             self.flush(self.loaders[key], message["t"])
+        elif kind == "next_failed" and key in self.loaders:
+            # The step before ended when next() was called; the wait that
+            # ended in an error (a crashed worker) is no batch's and ends
+            # the window: said in a warning, never booked as step.
+            loader = self.loaders[key]
+            self.flush(loader, message["t_wait"])
+            if self.failed_next is None:
+                self.failed_next = (loader, message)
         elif kind == "worker" and key in self.loaders:
             loader = self.loaders[key]
             loader.workers[message.get("worker")] = message.get("pid")
@@ -649,10 +658,17 @@ class Relay:
                            "(DataLoaders made: %s). Its last lines:\n%s"
                            % (ran, ", ".join(l.site for l in job.loaders.values()), tail))
             return
-        if job.ending is None and job.proc.returncode not in (0, None) and \
-                not self.until_exit:
-            self.writer.json({"type": "warning", "message": "%s after %d batches; its last "
-                              "lines: %s" % (ran, job.seq, " | ".join(list(job.tail)[-3:]))})
+        if job.failed_next is not None:
+            loader, failed = job.failed_next
+            self.writer.json({"type": "warning", "message": (
+                "the job's DataLoader (%s) failed after %d batches, in a next() that waited "
+                "%.2f s for a batch that never came: %s; that wait ends the window (it is no "
+                "batch's step)" % (loader.site, loader.batches, (failed["t"] - failed["t_wait"])
+                                   / 1e9, failed.get("error") or "?"))})
+        if job.ending is None and job.proc.returncode not in (0, None):
+            self.writer.json({"type": "warning", "message": "%s after %d batches: the job "
+                              "failed; its last lines: %s"
+                              % (ran, job.seq, " | ".join(list(job.tail)[-3:]))})
         job.warn_other_loaders()
         self.writer.json(job.account())
         self.writer.json({"type": "repeat_end", "repeat": job.repeat,
