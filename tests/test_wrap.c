@@ -253,14 +253,16 @@ static void test_a_worker_that_crashes(void **state)
 /* Whether pid is a process whose command line holds needle. */
 static bool process_runs(long pid, const char *needle)
 {
-    char path[64];
+    char path[64], cmdline[4096];
     snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
-    size_t len = 0;
-    char *cmdline = pb_test_read_file(path, &len, false);
+    FILE *f = fopen(path, "rb"); /* /proc's files have no size to read by */
+    size_t len = f ? fread(cmdline, 1, sizeof cmdline - 1, f) : 0;
+    if (f)
+        fclose(f);
+    cmdline[len] = '\0';
     bool found = false;
-    for (size_t i = 0; cmdline && i < len; i += strlen(cmdline + i) + 1)
+    for (size_t i = 0; i < len; i += strlen(cmdline + i) + 1)
         found = found || strstr(cmdline + i, needle);
-    free(cmdline);
     return found;
 }
 
@@ -446,6 +448,112 @@ static void test_jobs_that_cannot_be_measured(void **state)
                      (const char *const[]){"gives the job's DataLoader only", NULL});
 }
 
+/* A job that leaves a helper in its session and a double-forked, setsid
+ * grandchild: neither holds --until-exit open after the job's first
+ * process ends, nor outlives pbench at the window's end (--time); both
+ * are named. */
+static void test_what_the_job_leaves_is_ended(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    static const char *const windows[] = {"--until-exit", "--time 2"};
+    for (size_t w = 0; w < PB_ARRAY_LEN(windows); w++) {
+        char path[1024], pids[700], args[2048];
+        snprintf(pids, sizeof pids, "%s/left.pids", workdir);
+        unlink(pids);
+        snprintf(args, sizeof args, "wrap --warmup-batches 1 %s -o left.json -- /usr/bin/python3 "
+                                    "%s %s %d",
+                 windows[w], job("leaves_helpers.py", path, sizeof path), pids,
+                 w == 0 ? 20 : 1000000);
+        char *err = NULL;
+        int rc = wrap(args, &err);
+        if (rc != 0)
+            fail_msg("pbench %s: exit %d: %s", args, rc, err);
+        free(err);
+        snprintf(path, sizeof path, "%s/out.txt", workdir);
+        char *out = pb_test_read_file(path, NULL, true);
+        pb_test_assert_contains(out, (const char *const[]){"the job left", "(sleep 45)",
+                                                            "(sleep 46)", "pbench ended them",
+                                                            NULL});
+        free(out);
+        char *text = pb_test_read_file(pids, NULL, true);
+        char *next = text;
+        for (int i = 0; i < 2; i++) {
+            long pid = strtol(next, &next, 10);
+            assert_true(pid > 1);
+            if (process_runs(pid, "sleep")) {
+                kill((pid_t)pid, SIGKILL);
+                fail_msg("%s: the job's helper %ld outlived pbench", windows[w], pid);
+            }
+        }
+        free(text);
+    }
+}
+
+/* A Python that cannot load the hook says why: the flag (-S, -I, -E) or
+ * the reset (env -i, env -u PYTHONPATH, PYTHONPATH set by a launcher), and
+ * a job that would run on is ended at the window (--time), not at its end
+ * (it sleeps 45 s and exits 0). No torch is needed. */
+static void test_a_python_without_the_hook_says_why(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"/usr/bin/python3 -S -c pass", "python -S skips the site module"},
+        {"/usr/bin/python3 -I -c pass", "python -I isolated mode"},
+        {"/usr/bin/python3 -sE -c pass", "python -E ignores PYTHON* variables"},
+        {"env -u PYTHONPATH /usr/bin/python3 -c pass", "a launcher reset PYTHONPATH"},
+        {"env -i /usr/bin/python3 -c pass", "a launcher cleared it"},
+        {"--time 2 -- sh -c 'PYTHONPATH=/nowhere /usr/bin/python3 -c \"import time; "
+         "time.sleep(45)\"'",
+         "its PYTHONPATH is '/nowhere'"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        char args[1024];
+        snprintf(args, sizeof args, "wrap %s%s", strncmp(cases[i][0], "--", 2) ? "-- " : "",
+                 cases[i][0]);
+        char *err = NULL;
+        int rc = wrap(args, &err);
+        bool window = strncmp(cases[i][0], "--time", 6) == 0; /* ended there, not at its end */
+        if (rc != 2 || !strstr(err, "started no Python process with pbench's hook") ||
+            !strstr(err, cases[i][1]) || (window && strstr(err, "exited with status 0 and")))
+            fail_msg("pbench %s: exit %d: %s", args, rc, err);
+        free(err);
+    }
+}
+
+/* Processes that loaded the hook but could not reach pbench are said to be
+ * so, with where they looked: a socket path changed on the way, and (where
+ * user namespaces allow it) a private /tmp and another host name. */
+static void test_hooked_processes_that_cannot_reach_pbench(void **state)
+{
+    (void)state;
+    assert_wrap_says("wrap -- env PBENCH_WRAP_SOCKET=/nonexistent/records /usr/bin/python3 -c pass",
+                     2,
+                     (const char *const[]){"loaded pbench's hook but could not reach pbench",
+                                           "looked for its relay at /nonexistent/records",
+                                           "changed PBENCH_WRAP_SOCKET", NULL});
+    if (system("unshare -rmu sh -c 'mount -t tmpfs tmpfs /tmp && hostname pbench-other' "
+               ">/dev/null 2>&1") != 0) {
+        fprintf(stderr, "note: no user namespaces here (unshare -rmu): the private /tmp and "
+                        "the other host are not tried\n");
+        return;
+    }
+    static const char *const launchers[][2] = {
+        {"unshare -rm sh -c 'mount -t tmpfs tmpfs /tmp && exec \"$0\" \"$@\"'", "another /tmp"},
+        {"unshare -rmu sh -c 'mount -t tmpfs tmpfs /tmp && hostname pbench-other && exec \"$0\" "
+         "\"$@\"'",
+         "on pbench-other, another machine"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(launchers); i++) {
+        char args[1024];
+        snprintf(args, sizeof args, "wrap -- %s /usr/bin/python3 -c pass", launchers[i][0]);
+        assert_wrap_says(args, 2,
+                         (const char *const[]){"loaded pbench's hook but could not reach pbench",
+                                               "looked for its relay at /tmp/pbench-wrap-",
+                                               launchers[i][1], NULL});
+    }
+}
+
 /* SIGTERM from a job runner's timeout ends the job and keeps what was
  * measured (exit 143, the result written, its repeat cut short). */
 static void test_sigterm_keeps_what_was_measured(void **state)
@@ -485,6 +593,9 @@ int main(void)
         cmocka_unit_test(test_fork_while_another_thread_sends),
         cmocka_unit_test(test_a_worker_that_crashes),
         cmocka_unit_test(test_a_stuck_worker_ends_with_pbench),
+        cmocka_unit_test(test_what_the_job_leaves_is_ended),
+        cmocka_unit_test(test_a_python_without_the_hook_says_why),
+        cmocka_unit_test(test_hooked_processes_that_cannot_reach_pbench),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }

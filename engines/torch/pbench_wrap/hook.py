@@ -66,7 +66,14 @@ class Link:
                     self._connect()
                 self.sock.sendall(HEAD.pack(len(payload) + 4, kind) + payload)
         except OSError as e:
-            self.turn_off("the relay is gone (%s)" % e)
+            self.turn_off(self.unreached(e) if self.pid != os.getpid() else
+                          "the relay is gone (%s)" % e)
+
+    def unreached(self, error):
+        """Why this process never reached the relay, as the relay reads it
+        in the job's output (relay.UNREACHED): where it looked, from where."""
+        return "could not reach pbench's relay at %s on %s (%s)" % (
+            os.environ.get(SOCKET_ENV), socket.gethostname(), error.strerror or error)
 
     def json(self, message):
         self.send(MSG_JSON, json.dumps(message, separators=(",", ":")).encode("utf-8"))
