@@ -128,10 +128,25 @@ def become_subreaper():
         pass
 
 
+def children():
+    """The relay's own children (/proc's children lists of its threads), or
+    None where the kernel keeps none."""
+    found = []
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open("/proc/self/task/%s/children" % task) as f:
+                found += [int(pid) for pid in f.read().split()]
+    except (OSError, ValueError):
+        return None
+    return found
+
+
 def reap_orphans(job_pid):
-    """Waits for the relay's children that have exited, other than the job
-    (subprocess waits for that one)."""
-    for pid in descendants(os.getpid()):
+    """Waits for the relay's children that have exited (what the job left,
+    reparented here), other than the job (subprocess waits for that one):
+    no zombie piles up while a long job runs."""
+    mine = children()
+    for pid in mine if mine is not None else descendants(os.getpid()):
         if pid != job_pid:
             try:
                 os.waitpid(pid, os.WNOHANG)

@@ -589,6 +589,7 @@ class Relay:
                 if time.monotonic() - beat > HEARTBEAT_S and job.alive():
                     self.writer.json({"type": "alive"})
                     beat = time.monotonic()
+                    reap_orphans(job.proc.pid)
                 command = self.reader.poll()
                 if command is not None and command.get("type") in ("stop", "close"):
                     self.finish(job, "stopped by pbench with SIGINT", "stopped")
@@ -799,17 +800,25 @@ class Relay:
                 self.drain(job, 0.05)
             if job.proc.poll() is not None:
                 break
-        self.end_leftovers(job)
+        self.end_leftovers(job, LEFT_WAIT_S)
         self.drain(job, 0)
 
-    def end_leftovers(self, job):
+    def left_running(self, job):
+        reap_orphans(job.proc.pid)
+        return [pid for pid in descendants(os.getpid(), live=True) if pid != job.proc.pid]
+
+    def end_leftovers(self, job, wait_s=0.0):
         """What the job left running once its first process has ended (a
         helper in its session, a double-forked daemon: the relay's now, a
-        subreaper's): named in job.left, then SIGTERM and, KILL_WAIT_S
-        later, SIGKILL; its output is read meanwhile."""
-        left = [pid for pid in descendants(os.getpid(), live=True) if pid != job.proc.pid]
+        subreaper's), given wait_s to end by itself (workers on their way
+        out): named in job.left, then SIGTERM and, KILL_WAIT_S later,
+        SIGKILL; its output is read meanwhile."""
+        deadline = time.monotonic() + wait_s
+        left = self.left_running(job)
+        while left and time.monotonic() < deadline:
+            self.drain(job, 0.05)
+            left = self.left_running(job)
         if not left:
-            reap_orphans(job.proc.pid)
             return
         job.left += ["%d (%s)" % (pid, command_of(pid)) for pid in left][:8 - len(job.left)]
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -819,15 +828,11 @@ class Relay:
                 except OSError:
                     pass
             deadline = time.monotonic() + KILL_WAIT_S
-            while time.monotonic() < deadline:
-                reap_orphans(job.proc.pid)
-                left = [p for p in descendants(os.getpid(), live=True) if p != job.proc.pid]
-                if not left:
-                    break
+            while left and time.monotonic() < deadline:
                 self.drain(job, 0.05)
+                left = self.left_running(job)
             if not left:
                 break
-        reap_orphans(job.proc.pid)
 
     def drain(self, job, timeout):
         """The job's output and records while it is being ended (a process
