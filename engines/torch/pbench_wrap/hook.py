@@ -70,7 +70,14 @@ class Link:
                     self._connect()
                 self.sock.sendall(HEAD.pack(len(payload) + 4, kind) + payload)
         except OSError as e:
-            self.turn_off("the relay is gone (%s)" % e)
+            self.turn_off(self.unreached(e) if self.pid != os.getpid() else
+                          "the relay is gone (%s)" % e)
+
+    def unreached(self, error):
+        """Why this process never reached the relay, as the relay reads it
+        in the job's output (relay.UNREACHED): where it looked, from where."""
+        return "could not reach pbench's relay at %s on %s (%s)" % (
+            os.environ.get(SOCKET_ENV), socket.gethostname(), error.strerror or error)
 
     def json(self, message):
         self.send(MSG_JSON, json.dumps(message, separators=(",", ":")).encode("utf-8"))
@@ -254,6 +261,9 @@ def patch_dataloader(module):
         except StopIteration:
             LINK.json({"type": "epoch_end", "loader": key, "t": monotonic_ns()})
             raise
+        except Exception as e:  # a worker that crashed: the wait ends with no batch
+            next_failed(key, t_wait, e)
+            raise
         t_taken = monotonic_ns()
         LINK.send(MSG_BATCH, BATCH.pack(key[0], key[1], worker, t_wait, t_taken,
                                         samples_in(batch)))
@@ -262,6 +272,14 @@ def patch_dataloader(module):
     loader_cls.__init__ = __init__
     loader_cls.__iter__ = __iter__
     base_iter.__next__ = __next__
+
+
+@guarded("noting a failed next()")
+def next_failed(key, t_wait, error):
+    """The loop's next() raised (torch's "DataLoader worker ... is killed by
+    signal"): when its wait began and ended, and why, for the relay."""
+    LINK.json({"type": "next_failed", "loader": key, "t_wait": t_wait, "t": monotonic_ns(),
+               "error": "%s: %s" % (type(error).__name__, str(error).strip())})
 
 
 @guarded("noting a DataLoader")
@@ -322,6 +340,7 @@ class WorkerInit:
         self.stage_timing = stage_timing
 
     def __call__(self, worker_id):
+        end_with_parent()
         if STATE.active and os.environ.get(SOCKET_ENV):
             try:
                 STATE.worker = (tuple(self.key), worker_id)
@@ -338,6 +357,21 @@ class WorkerInit:
 
     def __repr__(self):
         return repr(self.user_fn)
+
+
+def end_with_parent():
+    """A DataLoader worker ends when the process that started it has gone
+    (pbench killed, the relay and the job's first process with it), even
+    when it is stuck where torch's own check never runs: a thread looks
+    each second. The job's other processes are the job's own business."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+    if parent != 1:
+        threading.Thread(target=watch, name="pbench-wrap-parent", daemon=True).start()
 
 
 class Ideal:
@@ -773,9 +807,25 @@ def die_with_relay():
         pass
 
 
+def reset_after_fork():
+    """In the child of a fork: another thread of the parent may have held
+    the link's lock at the fork (it sends a batch while the loop starts a
+    worker), and would never release it here; and the connection is the
+    parent's. A lock and, on first use, a connection of the child's own."""
+    LINK.lock = threading.Lock()
+    LINK.pid = None
+    sock, LINK.sock = LINK.sock, None
+    if sock is not None:
+        try:
+            os.close(sock.detach())  # the child's copy: the parent's stays open
+        except OSError:
+            pass
+
+
 def install():
     """Called once per process by sitecustomize."""
     die_with_relay()
+    os.register_at_fork(after_in_child=reset_after_fork)
     try:
         STATE.config = json.loads(os.environ.get(CONFIG_ENV) or "{}")
     except ValueError:
