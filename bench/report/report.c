@@ -319,7 +319,7 @@ static void sweep_row(struct pb_table *t, const struct pb_result *result,
                       const struct pb_analysis *an, size_t i, const struct sweep_columns *c)
 {
     const struct pb_point_result *p = &result->points[i];
-    pb_table_add(t, "%s", (int)i == an->recommended ? "*" : "");
+    pb_table_add(t, "%s", (int)i == pb_analysis_marked(an) ? "*" : "");
     for (size_t x = 0; x < c->axis_count; x++) {
         char text[64];
         pb_fmt_json_value(text, sizeof(text),
@@ -430,8 +430,8 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
     if (s->markdown)
         fprintf(s->out, "## Sweep: %zu points\n\n", result->point_count);
     else
-        fprintf(s->out, "\nsweep: %zu points, fastest first (* = recommended)\n",
-                result->point_count);
+        fprintf(s->out, "\nsweep: %zu points, fastest first (%s)\n", result->point_count,
+                an->withheld[0] ? "recommendation withheld: below" : "* = recommended");
     emit_table(s, &t);
     pb_table_free(&t);
     sweep_legend(s, result, an, &columns);
@@ -446,7 +446,8 @@ static void emit_analysis(const struct sink *s, const struct pb_analysis *an)
         emit_item(s, bullet, "none: ", an->rule);
         return;
     }
-    emit_item(s, bullet, "", an->reason);
+    emit_item(s, bullet, an->withheld[0] ? "withheld, " : "",
+              an->withheld[0] ? an->withheld : an->reason);
     emit_item(s, bullet, "rule: ", an->rule);
     if (an->scaling[0])
         emit_item(s, bullet, "scaling: ", an->scaling);
@@ -906,11 +907,13 @@ static void report_human(FILE *out, const struct pb_result *result,
             const struct pb_point_result *p = &result->points[an->recommended];
             char axes[CELL_MAX], md[PB_MARKDOWN_SIZE(CELL_MAX)];
             pb_report_axes(axes, sizeof(axes), p->axes, ", ");
+            bool held = an->withheld[0];
             if (markdown)
-                fprintf(out, "\n## Recommended point: %s\n\n",
+                fprintf(out, "\n## %s: %s\n\n", held ? "Withheld point" : "Recommended point",
                         pb_markdown_text(md, sizeof(md), axes, false));
             else
-                fprintf(out, "\nrecommended point: %s\n", axes);
+                fprintf(out, "\n%s: %s\n", held ? "the rule's point (withheld)" : "recommended point",
+                        axes);
             emit_point_summary(&s, result, p);
             pb_report_storage(s.out, s.markdown, result, p);
             emit_stages(&s, p);
