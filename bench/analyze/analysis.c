@@ -447,7 +447,7 @@ static void withhold_if_disturbed(const struct pb_result *result, struct pb_anal
         return;
     describe_point(result, (size_t)an->recommended, name, sizeof(name));
     snprintf(an->withheld, sizeof(an->withheld),
-             "disturbed: other processes took %s of the machine's CPU (compare withholds a "
+             "disturbed: other processes took the machine's CPU, %s (compare withholds a "
              "wall-clock verdict from %.0f%%), so each point's speed is the machine's as much as "
              "its settings'; the rule would pick %s (%.1f samples/s): sweep again on a quiet "
              "machine",

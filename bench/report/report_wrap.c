@@ -61,9 +61,13 @@ static void worker_rows(struct pb_table *t, const json_t *workers)
             pb_fmt_duration(cpu, sizeof cpu, json_number_value(ns));
         json_int_t id = json_integer_value(json_object_get(w, "worker"));
         pb_table_add(t, id < 0 ? "loop's process" : "worker %lld", (long long)id);
-        pb_table_add(t, "pid %lld: %lld batches, %lld samples, %s CPU per sample, building "
+        char pid[40] = ""; /* the loop's process may have none recorded */
+        json_int_t number = json_integer_value(json_object_get(w, "pid"));
+        if (number > 0)
+            snprintf(pid, sizeof pid, "pid %lld: ", (long long)number);
+        pb_table_add(t, "%s%lld batches, %lld samples, %s CPU per sample, building "
                         "batches %.0f%% of the window",
-                     (long long)json_integer_value(json_object_get(w, "pid")),
+                     pid,
                      (long long)json_integer_value(json_object_get(w, "batches")),
                      (long long)json_integer_value(json_object_get(w, "samples")), cpu,
                      json_number_value(json_object_get(w, "busy_pct")));
@@ -157,10 +161,15 @@ bool pb_report_wrap_loader(FILE *out, const struct pb_result *result)
     char keys[256], *save = NULL;
     pb_strlcpy(keys, set ? set : "", sizeof keys);
     for (char *k = strtok_r(keys, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
-        char path[300], value[64];
+        char path[300], value[64], last[64] = "";
         snprintf(path, sizeof(path), "loader.%s", k);
-        pb_fmt_json_value(value, sizeof(value), pb_result_config_value(result, path));
-        fprintf(out, " %s=%s", k, value);
+        fprintf(out, " %s=", k);
+        for (size_t i = 0; i < result->point_count; i++) { /* a swept key: its values */
+            pb_fmt_json_value(value, sizeof(value), pb_point_setting(result, i, path));
+            if (strcmp(value, last) != 0)
+                fprintf(out, "%s%s", last[0] ? "," : "", value);
+            pb_strlcpy(last, value, sizeof last);
+        }
     }
     if (set && set[0])
         fputs(" set by pbench", out);
