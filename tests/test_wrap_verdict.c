@@ -22,6 +22,7 @@
 #include "bench/analyze/verdict.h"
 #include "bench/report/report.h"
 #include "bench/report/report_wrap.h"
+#include "bench/report/warnings.h"
 #include "tests/testutil.h"
 
 /* One point of a wrapped job: its workers, samples/s (batch 8 unless
@@ -91,14 +92,13 @@ static void make(struct pb_result *r, const struct job_point *rows, size_t n, in
     }
 }
 
-static char *table_of(const struct pb_result *r, const struct pb_analysis *an)
+/* The terminal table of r into *text (the caller frees it). */
+static void table_of(char **text, const struct pb_result *r, const struct pb_analysis *an)
 {
-    char *text = NULL;
     size_t size = 0;
-    FILE *out = open_memstream(&text, &size);
+    FILE *out = open_memstream(text, &size);
     pb_report_table(out, r, an);
     fclose(out);
-    return text;
 }
 
 /* Beside the workers the job's own CPU step slows down: its share of the
@@ -121,7 +121,8 @@ static void test_a_sweep_ranks_by_what_the_job_gains(void **state)
                             (const char *const[]){"loader.workers=2 gives 95.9 samples/s (11.99 "
                                                   "steps/s)",
                                                   NULL});
-    char *text = table_of(&r, &an);
+    char *text = NULL;
+    table_of(&text, &r, &an);
     pb_test_assert_contains(text, (const char *const[]){"(* = recommended)",
                                                         "recommended point: loader.workers=2",
                                                         NULL});
@@ -152,7 +153,8 @@ static void test_a_disturbed_sweep_withholds_its_recommendation(void **state)
                                                   "quiet machine", NULL});
     assert_null(strstr(an.withheld, "at loader.workers=2,"));
     assert_int_equal(pb_analysis_marked(&an), -1);
-    char *text = table_of(&r, &an);
+    char *text = NULL;
+    table_of(&text, &r, &an);
     pb_test_assert_contains(text, (const char *const[]){"recommendation withheld: below",
                                                         "withheld, disturbed",
                                                         "the rule's point (withheld)", NULL});
@@ -307,6 +309,46 @@ static void test_compare_lists_a_command_change(void **state)
     pb_result_free(&b);
 }
 
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *at = strstr(text, needle); at; at = strstr(at + 1, needle))
+        n++;
+    return n;
+}
+
+/* A sweep's points that warn of one cause with their own figures give one
+ * warning line, saying how many more points share it. */
+static void test_warnings_once_per_cause(void **state)
+{
+    (void)state;
+    assert_true(pb_warning_same_cause("other processes used 96% (steal 0%)",
+                                      "other processes used 4.5% (steal 12%)"));
+    assert_false(pb_warning_same_cause("other processes used 96%", "other processes took 96%"));
+    assert_false(pb_warning_same_cause("3 of 4 repeats", "3 of 4 repeats were noisy"));
+    const struct job_point rows[] = {{1, 44.8, 70, 35, 3, 120, 0},
+                                     {2, 95.9, 45, 40, 3, 150, 0},
+                                     {3, 92.0, 40, 52, 3, 160, 0}};
+    struct pb_result r;
+    struct pb_analysis an;
+    make(&r, rows, 3, 2);
+    for (size_t i = 0; i < 3; i++)
+        pb_point_warn(&r.points[i], "other processes used %.0f%% of the machine's CPU",
+                      rows[i].other_pct);
+    pb_point_warn(&r.points[2], "a cause of its own");
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    char *text = NULL;
+    table_of(&text, &r, &an);
+    assert_int_equal(count_of(text, "warning: other processes used"), 1);
+    pb_test_assert_contains(text, (const char *const[]){
+        "used 35% of the machine's CPU (first at loader.workers=1; alike at 2 more, with their "
+        "figures)",
+        "warning: a cause of its own (first at loader.workers=3)", NULL});
+    free(text);
+    pb_analysis_free(&an);
+    pb_result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_ideal_compares_no_loader),
         cmocka_unit_test(test_a_disturbed_ideal_headline_says_so),
         cmocka_unit_test(test_compare_lists_a_command_change),
+        cmocka_unit_test(test_warnings_once_per_cause),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

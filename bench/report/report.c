@@ -7,6 +7,7 @@
 #include "bench/report/report.h"
 #include "bench/report/report_gpu.h"
 #include "bench/report/report_wrap.h"
+#include "bench/report/warnings.h"
 #include "bench/report/report_ranks.h"
 #include "bench/report/report_storage.h"
 
@@ -919,23 +920,22 @@ static void report_human(FILE *out, const struct pb_result *result,
             emit_stages(&s, p);
             emit_gpu_stages(&s, p);
         }
-        /* Warnings once each, however many points share them. */
+        /* Warnings once per cause, however many points share it. */
         bool any = false;
         for (size_t i = 0; i < result->point_count; i++) {
             const struct pb_point_result *p = &result->points[i];
             for (int w = 0; w < p->warning_count; w++) {
-                bool seen = false;
-                for (size_t j = 0; j < i && !seen; j++)
-                    for (int v = 0; v < result->points[j].warning_count && !seen; v++)
-                        seen = strcmp(result->points[j].warnings[v], p->warnings[w]) == 0;
-                if (seen)
+                size_t alike = 0;
+                if (pb_warning_seen(result, i, w, &alike))
                     continue;
                 if (!any)
                     fputc('\n', out);
                 any = true;
-                char axes[CELL_MAX], text[CELL_MAX + 300];
+                char axes[CELL_MAX], text[CELL_MAX + 360], more[64] = "";
                 pb_report_axes(axes, sizeof(axes), p->axes, ", ");
-                snprintf(text, sizeof(text), "%s (first at %s)", p->warnings[w], axes);
+                if (alike)
+                    snprintf(more, sizeof more, "; alike at %zu more, with their figures", alike);
+                snprintf(text, sizeof(text), "%s (first at %s%s)", p->warnings[w], axes, more);
                 emit_warning(&s, text);
             }
             if (p->error[0]) {
