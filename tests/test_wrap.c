@@ -393,6 +393,36 @@ static void test_set_new_command(void **state)
     free(out);
 }
 
+/* --time S is a window of S seconds, not a cap: no repeat "hit
+ * run.max_time_s" nor is "capped"; rows of nothing (pbench's loop stages,
+ * MB/s read, worker_start under persistent workers) are left out. */
+static void test_a_timed_window_without_clutter(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    write_tiny_job();
+    char *err = NULL;
+    int rc = wrap("wrap --time 1.5 -s loader.persistent_workers=true --warmup-batches 1 -o "
+                  "timed.json -- /usr/bin/python3 tiny.py 1",
+                  &err);
+    if (rc != 0)
+        fail_msg("pbench wrap --time: exit %d: %s", rc, err);
+    assert_null(strstr(err, "hit run.max_time_s"));
+    free(err);
+    char *out = wrap_out();
+    pb_test_assert_contains(out, (const char *const[]){"loop time", "wait ", NULL});
+    static const char *const clutter[] = {"capped", "hit run.max_time_s", "stages 0.0%",
+                                          "MB/s read", "worker_start      0", NULL};
+    for (const char *const *c = clutter; *c; c++)
+        if (strstr(out, *c))
+            fail_msg("'%s' in the output of wrap --time:\n%s", *c, out);
+    free(out);
+    json_t *r = pb_test_load_json(workdir, "timed.json");
+    const json_t *rep = json_array_get(json_object_get(first_point(r), "repeats"), 0);
+    assert_false(json_is_true(json_object_get(rep, "hit_time_cap")));
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_ideal_decides_by_default),
         cmocka_unit_test(test_a_sweep_by_the_jobs_own_speed),
         cmocka_unit_test(test_set_new_command),
+        cmocka_unit_test(test_a_timed_window_without_clutter),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }

@@ -539,12 +539,12 @@ static void summary_throughput(struct pb_table *t, const struct pb_result *resul
     }
     pb_table_add(t, "batches/s");
     pb_table_add(t, "%.2f", p->batches_per_s);
-    pb_table_add(t, "MB/s read");
     const char *own = json_string_value(pb_point_setting(result, index, "dataset.python"));
+    if (pb_point_wrapped(result, index))
+        return; /* the job reads its files itself: no figure to show */
+    pb_table_add(t, "MB/s read");
     if (own && own[0] && p->mb_per_s == 0) /* not zero: not measured */
         pb_table_add(t, "unknown (your Dataset reads its files itself)");
-    else if (pb_point_wrapped(result, index))
-        pb_table_add(t, "unknown (the job reads its files itself)");
     else
         pb_table_add(t, "%.1f", p->mb_per_s);
 }
@@ -619,9 +619,12 @@ static void summary_loop(struct pb_table *t, const struct pb_result *result,
                  p->cpu_util_pct);
     summary_cpu_per_sample(t, p);
     if (p->first_batch_s > 0) { /* 0 in results from before these figures */
+        char stages[32] = ""; /* a wrapped job's loop has no stages of pbench's */
+        if (!pb_point_wrapped(result, index) || p->loop_stages_pct > 0)
+            snprintf(stages, sizeof stages, ", stages %.1f%%", p->loop_stages_pct);
         pb_table_add(t, "loop time");
-        pb_table_add(t, "wait %.1f%%, step %.1f%%, stages %.1f%%, other %.1f%%", p->stall_pct,
-                     p->loop_step_pct, p->loop_stages_pct, p->loop_other_pct);
+        pb_table_add(t, "wait %.1f%%, step %.1f%%%s, other %.1f%%", p->stall_pct, p->loop_step_pct,
+                     stages, p->loop_other_pct);
         pb_fmt_duration(a, sizeof(a), p->first_batch_s * 1e9);
         pb_table_add(t, "first batch");
         pb_table_add(t, "%s after the workers start, median over repeats (paid at every epoch "
@@ -747,8 +750,8 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
     for (size_t i = 0; i < p->stage_count; i++) {
         const struct pb_stage_result *st = &p->stages[i];
         const struct pb_hist *h = &st->hist;
-        if (st->gpu)
-            continue;
+        if (st->gpu || (h->count == 0 && st->cpu_ns == 0)) /* a row of nothing (worker_start */
+            continue; /* under persistent workers: no worker started in the window) */
         char mean[32], p50[32], p90[32], p95[32], p99[32], max[32], cpu[32], per[32];
         pb_fmt_duration(mean, sizeof(mean), h->count ? h->mean_ns : 0);
         pb_fmt_duration(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
