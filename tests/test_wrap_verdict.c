@@ -20,6 +20,7 @@
 
 #include "bench/analyze/compare.h"
 #include "bench/analyze/verdict.h"
+#include "bench/report/compare_text.h"
 #include "bench/report/report.h"
 #include "bench/report/report_wrap.h"
 #include "bench/report/warnings.h"
@@ -304,6 +305,21 @@ static void test_compare_lists_a_command_change(void **state)
                             (const char *const[]){"wrap.command: \"...--lr 0.1\" -> \"...--lr 0.1 "
                                                   "--fast-augment\"",
                                                   NULL});
+    /* Which figure the comparison shows is named: the median of the
+     * repeats, where a run's table pools stall. */
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    pb_comparison_table(out, &cmp, "a.json", "b.json");
+    fclose(out);
+    pb_test_assert_contains(text, (const char *const[]){"setting changed: wrap.command",
+                                                        "each side's median over its repeats",
+                                                        "pools stall", NULL});
+    free(text);
+    json_t *j = pb_comparison_to_json(&cmp);
+    assert_string_equal(json_string_value(json_object_get(j, "values")),
+                        "median over each side's repeats");
+    json_decref(j);
     pb_comparison_free(&cmp);
     pb_result_free(&a);
     pb_result_free(&b);

@@ -868,6 +868,7 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
     json_object_set_new(root, "power", json_real(PB_COMPARE_POWER));
     json_object_set_new(root, "incompatible", json_boolean(cmp->incompatible));
     json_object_set_new(root, "interleaved", json_boolean(cmp->interleaved));
+    json_object_set_new(root, "values", json_string("median over each side's repeats"));
     json_t *diffs = json_array();
     for (int i = 0; i < cmp->difference_count; i++)
         json_array_append_new(diffs, json_string(cmp->differences[i]));
