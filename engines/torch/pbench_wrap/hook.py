@@ -41,7 +41,11 @@ BATCH = struct.Struct("<IIiQQI")
 # loader (pid, number), worker, samples given to collate, columns S,
 # records R, first sample started, collate ended; then R x (1 + 3S) u64.
 FETCH = struct.Struct("<IIiIIIQQ")
-MAX_COLUMNS = 30  # pbench reads 32 columns; getitem and collate are two
+# The columns pbench reads (engines/shared.json, which pbench's C side is
+# checked against); getitem and collate are two of them.
+with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__)))), "shared.json")) as _shared:
+    MAX_COLUMNS = json.load(_shared)["engine_max_columns"] - 2
 
 monotonic_ns = time.monotonic_ns
 thread_time_ns = time.thread_time_ns
