@@ -127,6 +127,11 @@ static void test_a_sweep_ranks_by_what_the_job_gains(void **state)
     pb_test_assert_contains(text, (const char *const[]){"(* = recommended)",
                                                         "recommended point: loader.workers=2",
                                                         NULL});
+    assert_null(strstr(text, "capped")); /* no repeat stopped noisy at a cap: no legend of it */
+    free(text);
+    r.points[2].repeats[0].noisy = true;
+    table_of(&text, &r, &an);
+    assert_non_null(strstr(text, "capped = a repeat reached run.max_time_s"));
     free(text);
     json_t *j = pb_analysis_to_json(&an);
     assert_int_equal(json_integer_value(json_object_get(j, "recommended")), 1);

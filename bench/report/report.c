@@ -219,7 +219,7 @@ struct sweep_columns {
     size_t axis_count;
     bool show[PB_ARRAY_LEN(sweep_figures)];
     size_t count; /* the marker column, the axes and the figures shown */
-    bool step, gpu, calibrated;
+    bool step, gpu, calibrated, capped; /* capped: a repeat stopped noisy at its cap */
 };
 
 static void sweep_columns(const struct pb_result *result, struct sweep_columns *c)
@@ -237,6 +237,8 @@ static void sweep_columns(const struct pb_result *result, struct sweep_columns *
     for (size_t i = 0; i < result->point_count; i++) {
         c->step = c->step || step_ms(result, i) > 0;
         c->gpu = c->gpu || result->points[i].gpu.used;
+        for (size_t r = 0; r < result->points[i].repeat_count; r++)
+            c->capped = c->capped || result->points[i].repeats[r].noisy;
     }
     c->calibrated = result->calibration.measured;
     c->count = 1 + c->axis_count;
@@ -367,10 +369,11 @@ static void sweep_legend(const struct sink *s, const struct pb_result *result,
                          const struct pb_analysis *an, const struct sweep_columns *c)
 {
     const char *bullet = s->markdown ? "- " : "  ";
-    fprintf(s->out, "%s%snoise = spread of the repeats (coefficient of variation); capped = a "
-                    "repeat reached run.max_time_s with its windowed throughput still noisier "
-                    "than run.target_noise\n",
-            s->markdown ? "\n" : "", bullet);
+    fprintf(s->out, "%s%snoise = spread of the repeats (coefficient of variation)%s\n",
+            s->markdown ? "\n" : "", bullet,
+            c->capped ? "; capped = a repeat reached run.max_time_s with its windowed throughput "
+                        "still noisier than run.target_noise"
+                      : "");
     fprintf(s->out, "%sasm = batch assembly time in a worker; stall = share of the training "
                     "loop's time spent waiting for a batch (total wait / total wall of the "
                     "repeats, where samples/s is their median); input-bound: stall >= %.0f%% HIGH, "
