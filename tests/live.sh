@@ -42,6 +42,10 @@ for i in $(seq 1 100); do
     sleep 0.1
 done
 curl -sf "$url/live.json" >/dev/null || fail "the server never answered: $(cat run.err)"
+# /live.json names the engine the running point is on.
+sleep 1
+curl -sf "$url/live.json" | python3 -c 'import json, sys; e = json.load(sys.stdin)["engine"]; assert e == "pbench", e' ||
+    fail "/live.json does not name the engine pbench for pbench's own run"
 
 # Prometheus scrapes /metrics every second from the start.
 prom=""
@@ -303,5 +307,27 @@ for point, stall in final.items():
     assert abs(got[point] - stall) < 1e-6, "point %s: %s scraped, %s in the result" % (point, got[point], stall)
 print("prometheus: stall of %d points as the result gives it" % len(got))
 EOF
+fi
+# A wrapped job served: /live.json names its engine, wrap, while it measures.
+if /usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null; then
+    wport=$(free_port)
+    "$pbench" wrap --time 4 --serve "127.0.0.1:$wport" -o wrap.json -- /usr/bin/python3 \
+        "$src/examples/train/train.py" --data "$PWD/wrap-photos" --images 64 --size 64 --crop 48 \
+        --batch-size 8 --epochs 200 >wrap.out 2>wrap.err &
+    wrapped=$!
+    pids="$pids $wrapped"
+    engine=""
+    for i in $(seq 1 600); do
+        engine=$(curl -sf "http://127.0.0.1:$wport/live.json" 2>/dev/null | python3 -c '
+import json, sys
+live = json.load(sys.stdin)
+print(live["engine"] if live.get("state") == "measuring" else "")' 2>/dev/null)
+        [ -n "$engine" ] && break
+        sleep 0.1
+    done
+    wait "$wrapped" || fail "the served wrap exited $?: $(tail -5 wrap.err)"
+    [ "$engine" = wrap ] || fail "/live.json of a wrapped job names the engine '$engine', not wrap"
+else
+    echo "skipped the served wrap: /usr/bin/python3 has no torch (scripts/setup.sh installs it)"
 fi
 echo "ok"

@@ -221,7 +221,14 @@ static void on_round(void *user, int point, int round, const char *label)
 {
     struct pb_serve *s = user;
     uint64_t now = pb_now_ns();
+    /* The engine the point runs on (a compare of two configs may run one
+     * on each): what /live.json and the running series' labels name. */
+    const json_t *engine = s->result && point > 0
+                               ? pb_point_setting(s->result, (size_t)point - 1, "loader.engine")
+                               : NULL;
     pthread_mutex_lock(&s->lock);
+    pb_strlcpy(s->live.engine, json_is_string(engine) ? json_string_value(engine) : "",
+               sizeof s->live.engine);
     s->live.point = point;
     s->live.repeat = round;
     pb_strlcpy(s->live.label, label ? label : "", sizeof s->live.label);
