@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bench/base/pb.h"
+#include "bench/base/userinfo.h"
 
 const char *const pb_addressing_names[] = {"auto", "path", "virtual", NULL};
 const char *const pb_list_mode_names[] = {"once", "per_rank", NULL};
@@ -216,7 +218,73 @@ static int parse_http(struct pb_remote *r, const struct pb_dataset_spec *spec, c
     return PB_OK;
 }
 
-int pb_remote_new(const struct pb_dataset_spec *spec, struct pb_remote **out, char *msg,
+/* The S3 request headers: the payload's hash and the session token. */
+static void s3_headers(struct pb_remote *r, const char *token)
+{
+    r->headers = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    if (token[0]) {
+        char header[2100];
+        snprintf(header, sizeof(header), "x-amz-security-token: %s", token);
+        r->headers = curl_slist_append(r->headers, header);
+        memset(header, 0, sizeof(header));
+    }
+    if (r->key_id[0])
+        snprintf(r->sigv4, sizeof(r->sigv4), "aws:amz:%s:s3", r->region);
+}
+
+bool pb_remote_keep_auth(struct pb_remote *r, const char *url, const char *origin)
+{
+    if (r->auth_count == PB_REMOTE_AUTH_MAX)
+        return false;
+    struct pb_remote_auth *a = &r->auth[r->auth_count];
+    char source[64];
+    if (!pb_userinfo_find(url, a->user, sizeof(a->user), a->password, sizeof(a->password),
+                          source, sizeof(source)))
+        return false;
+    pb_strlcpy(a->origin, origin, sizeof(a->origin));
+    if (r->auth_count++ == 0)
+        pb_strlcpy(r->auth_source, source, sizeof(r->auth_source));
+    return true;
+}
+
+/* The users and passwords the dataset's URLs carried, kept for their
+ * origins, and the credential line that says where they came from (never
+ * what they are). An s3:// dataset.path with one is refused: S3 signs with
+ * AWS keys, which a URL does not give. */
+static int url_credentials(struct pb_remote *r, const struct pb_dataset_spec *spec, char *msg,
+                           size_t msglen)
+{
+    if (r->kind == PB_REMOTE_S3) {
+        if (pb_userinfo_find(spec->path, NULL, 0, NULL, 0, NULL, 0)) {
+            snprintf(msg, msglen, "dataset.path '%s': an s3:// URL carries no user or password "
+                     "(pbench took it out and did not keep it): set AWS_ACCESS_KEY_ID and "
+                     "AWS_SECRET_ACCESS_KEY, or dataset.profile", spec->path);
+            return PB_ERR_CONFIG;
+        }
+        if (!spec->endpoint[0] || !pb_remote_keep_auth(r, spec->endpoint, r->endpoint))
+            return PB_OK;
+        size_t n = strlen(r->credentials);
+        snprintf(r->credentials + n, sizeof(r->credentials) - n, "%s",
+                 r->sigv4[0] ? "; dataset.endpoint's user and password are not sent (requests "
+                               "are signed)"
+                             : "; Basic auth with dataset.endpoint's user and password");
+        return PB_OK;
+    }
+    char origin[512];
+    if (url_origin(r->url, origin, sizeof(origin)))
+        pb_remote_keep_auth(r, r->url, origin);
+    if (url_origin(r->manifest, origin, sizeof(origin)) && strncmp(r->manifest, r->url,
+                                                                   strlen(origin)) != 0)
+        pb_remote_keep_auth(r, r->manifest, origin);
+    if (r->auth_count)
+        snprintf(r->credentials, sizeof(r->credentials),
+                 "user and password from %s's URL (never shown or stored)", r->auth_source);
+    else
+        pb_strlcpy(r->credentials, "none (http)", sizeof(r->credentials));
+    return PB_OK;
+}
+
+int pb_remote_new(const struct pb_dataset_spec *given, struct pb_remote **out, char *msg,
                   size_t msglen)
 {
     static bool curl_ready;
@@ -225,8 +293,18 @@ int pb_remote_new(const struct pb_dataset_spec *spec, struct pb_remote **out, ch
         curl_ready = true;
     }
     struct pb_remote *r = calloc(1, sizeof(*r));
-    if (!r)
+    struct pb_dataset_spec *spec = malloc(sizeof(*spec));
+    if (!r || !spec) {
+        free(r);
+        free(spec);
         return PB_ERR_NOMEM;
+    }
+    /* The config layer took every user:password@ out already; a spec made
+     * without it (a test, a tool) has them taken out here. */
+    *spec = *given;
+    pb_userinfo_take(spec->path, "dataset.path");
+    pb_userinfo_take(spec->endpoint, "dataset.endpoint");
+    pb_userinfo_take(spec->manifest, "dataset.manifest");
     pb_strlcpy(r->url, spec->path, sizeof(r->url));
     r->kind = strncmp(spec->path, "s3://", 5) == 0 ? PB_REMOTE_S3 : PB_REMOTE_HTTP;
     r->timeout_ms = (long)(spec->request_timeout_s * 1000.0);
@@ -238,20 +316,12 @@ int pb_remote_new(const struct pb_dataset_spec *spec, struct pb_remote **out, ch
     char token[2048] = "";
     if (rc == PB_OK && r->kind == PB_REMOTE_S3)
         rc = find_credentials(r, spec->profile, token, sizeof(token), msg, msglen);
-    if (rc == PB_OK && r->kind == PB_REMOTE_HTTP)
-        pb_strlcpy(r->credentials, "none (http)", sizeof(r->credentials));
-    if (rc == PB_OK && r->kind == PB_REMOTE_S3) {
-        r->headers = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-        if (token[0]) {
-            char header[2100];
-            snprintf(header, sizeof(header), "x-amz-security-token: %s", token);
-            r->headers = curl_slist_append(r->headers, header);
-            memset(header, 0, sizeof(header));
-        }
-        if (r->key_id[0])
-            snprintf(r->sigv4, sizeof(r->sigv4), "aws:amz:%s:s3", r->region);
-    }
+    if (rc == PB_OK && r->kind == PB_REMOTE_S3)
+        s3_headers(r, token);
     memset(token, 0, sizeof(token));
+    if (rc == PB_OK)
+        rc = url_credentials(r, spec, msg, msglen);
+    free(spec);
     if (rc != PB_OK) {
         pb_remote_free(r);
         return rc;
@@ -266,6 +336,7 @@ void pb_remote_free(struct pb_remote *r)
         return;
     curl_slist_free_all(r->headers);
     memset(r->secret, 0, sizeof(r->secret));
+    memset(r->auth, 0, sizeof(r->auth));
     free(r);
 }
 
@@ -318,6 +389,18 @@ bool pb_remote_request_url(const struct pb_remote *r, const char *object, char *
     return pb_remote_encode(out, outlen, &at, key, true);
 }
 
+/* The user and password kept for url's origin, or NULL. */
+static const struct pb_remote_auth *auth_for(const struct pb_remote *r, const char *url)
+{
+    for (int i = 0; i < r->auth_count; i++) {
+        size_t n = strlen(r->auth[i].origin);
+        if (strncasecmp(url, r->auth[i].origin, n) == 0 && (url[n] == '\0' || url[n] == '/' ||
+                                                             url[n] == '?'))
+            return &r->auth[i];
+    }
+    return NULL;
+}
+
 void pb_remote_setup(const struct pb_remote *r, CURL *easy, const char *url, char *errbuf)
 {
     curl_easy_setopt(easy, CURLOPT_URL, url);
@@ -336,6 +419,11 @@ void pb_remote_setup(const struct pb_remote *r, CURL *easy, const char *url, cha
         curl_easy_setopt(easy, CURLOPT_AWS_SIGV4, r->sigv4);
         curl_easy_setopt(easy, CURLOPT_USERNAME, r->key_id);
         curl_easy_setopt(easy, CURLOPT_PASSWORD, r->secret);
+    } else {
+        /* The handle is reused: a request to another origin sends none. */
+        const struct pb_remote_auth *auth = auth_for(r, url);
+        curl_easy_setopt(easy, CURLOPT_USERNAME, auth ? auth->user : NULL);
+        curl_easy_setopt(easy, CURLOPT_PASSWORD, auth ? auth->password : NULL);
     }
     if (r->kind == PB_REMOTE_HTTP) {
         curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);

@@ -20,7 +20,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bench/base/opt.h"
 #include "bench/base/pb.h"
+#include "bench/base/userinfo.h"
+#include "bench/config/spec.h"
 #include "pipelines/remote.h"
 #include "pipelines/remote_curl.h"
 
@@ -30,12 +33,17 @@
 
 /* One scripted answer: requests whose path starts with prefix get status
  * and body; the first fail_first of them get fail_status (0: the
- * connection closed without an answer) instead. */
+ * connection closed without an answer) instead. raw, when set, is sent
+ * as the whole answer (status line, headers and body as they are), and
+ * answer, when set, writes the body of each request (a listing that goes
+ * on) and returns its status. */
 struct route {
     const char *prefix;
     int status;
     const char *body;
     int fail_first, fail_status;
+    const char *raw;
+    int (*answer)(const char *path, int seen, char *body, size_t bodylen);
     atomic_int seen;
 };
 
@@ -43,6 +51,48 @@ static struct route routes[16];
 static int route_count;
 static int listen_fd = -1, port;
 static atomic_int requests, max_open, open_now;
+
+/* The requests the server saw, the last SEEN_MAX of them: the request
+ * line's method and path as sent, and the Authorization header. */
+#define SEEN_MAX 64
+struct seen_request {
+    char method[8];
+    char path[4096];
+    char auth[256];
+};
+static struct seen_request seen[SEEN_MAX];
+static int seen_count;
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_request(const char *method, const char *path, const char *head)
+{
+    pthread_mutex_lock(&seen_lock);
+    struct seen_request *q = &seen[seen_count++ % SEEN_MAX];
+    snprintf(q->method, sizeof q->method, "%s", method);
+    snprintf(q->path, sizeof q->path, "%s", path);
+    q->auth[0] = '\0';
+    const char *auth = strstr(head, "\r\nAuthorization: ");
+    if (auth) {
+        auth += strlen("\r\nAuthorization: ");
+        snprintf(q->auth, sizeof q->auth, "%.*s", (int)strcspn(auth, "\r\n"), auth);
+    }
+    pthread_mutex_unlock(&seen_lock);
+}
+
+/* The last request whose path starts with prefix, copied into *out; false
+ * when there was none. */
+static bool seen_request(const char *prefix, struct seen_request *out)
+{
+    bool found = false;
+    pthread_mutex_lock(&seen_lock);
+    for (int i = seen_count - 1; i >= 0 && i >= seen_count - SEEN_MAX && !found; i--)
+        if (strncmp(seen[i % SEEN_MAX].path, prefix, strlen(prefix)) == 0) {
+            *out = seen[i % SEEN_MAX];
+            found = true;
+        }
+    pthread_mutex_unlock(&seen_lock);
+    return found;
+}
 
 static void route(const char *prefix, int status, const char *body)
 {
@@ -77,6 +127,8 @@ static void *serve_connection(void *arg)
         }
         char method[8] = "", path[4096] = "";
         sscanf(buf, "%7s %4095s", method, path);
+        end[2] = '\0'; /* the headers, for note_request */
+        note_request(method, path, buf);
         size_t used = (size_t)(end + 4 - buf);
         memmove(buf, buf + used, have - used);
         have -= used;
@@ -85,12 +137,23 @@ static void *serve_connection(void *arg)
         struct route *r = find_route(path);
         int status = r ? r->status : 404;
         const char *body = r ? r->body : "<Error><Code>NoSuchKey</Code></Error>";
-        if (r && atomic_fetch_add(&r->seen, 1) < r->fail_first) {
+        bool failing = r && atomic_fetch_add(&r->seen, 1) < r->fail_first;
+        if (failing) {
             if (r->fail_status == 0)
                 goto done; /* a reset: no answer at all */
             status = r->fail_status;
             body = "<Error><Code>SlowDown</Code><Message>Please reduce your request "
                    "rate.</Message></Error>";
+        }
+        if (r && r->raw && !failing) {
+            if (send(fd, r->raw, strlen(r->raw), MSG_NOSIGNAL) < 0)
+                goto done;
+            continue;
+        }
+        static _Thread_local char made[1 << 16];
+        if (r && r->answer && !failing) {
+            status = r->answer(path, atomic_load(&r->seen), made, sizeof made);
+            body = made;
         }
         char head[256];
         int n = snprintf(head, sizeof(head), "HTTP/1.1 %d X\r\nContent-Length: %zu\r\n\r\n",
@@ -140,6 +203,10 @@ static int reset_routes(void **state)
     for (int i = 0; i < route_count; i++)
         routes[i] = (struct route){0};
     route_count = 0;
+    pthread_mutex_lock(&seen_lock);
+    seen_count = 0;
+    pthread_mutex_unlock(&seen_lock);
+    pb_userinfo_forget_all();
     atomic_store(&requests, 0);
     atomic_store(&max_open, 0);
     setenv("AWS_ACCESS_KEY_ID", "AKIDPBENCHTEST", 1);
@@ -426,6 +493,120 @@ static void test_manifest_lines_json_and_heads(void **state)
     assert_non_null(strstr(msg, "is missing (404)"));
 }
 
+/* ---- passwords in URLs --------------------------------------------------- */
+
+#define URL_PASS "pbench-url-pass-7d1e"
+
+/* Sets the dataset option key to value as the config layer does (-s, YAML). */
+static void set_option(struct pb_dataset_spec *d, const char *key, const char *value)
+{
+    char qualified[64], msg[PB_MSG_MAX];
+    snprintf(qualified, sizeof qualified, "dataset.%s", key);
+    assert_int_equal(pb_opt_parse(pb_opt_find(pb_dataset_opts, key), value, d, qualified, msg,
+                                  sizeof msg),
+                     PB_OK);
+}
+
+static void test_url_password_sent_never_shown(void **state)
+{
+    (void)state;
+    char manifest[256];
+    snprintf(manifest, sizeof manifest, "a.jpg 7\nhttp://localhost:%d/data/b.jpg 7\n", port);
+    route("/data/manifest.txt", 200, manifest);
+    route("/data/", 200, "object!");
+    struct pb_dataset_spec d = spec_for("/data/");
+    char url[256];
+    snprintf(url, sizeof url, "http://reader:" URL_PASS "@127.0.0.1:%d/data/", port);
+    set_option(&d, "path", url);
+    assert_null(strstr(d.path, URL_PASS)); /* the spec never holds it */
+    struct pb_remote *r;
+    char msg[PB_MSG_MAX * 2] = "";
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    assert_string_equal(pb_remote_credentials(r),
+                        "user and password from dataset.path's URL (never shown or stored)");
+    assert_null(strstr(pb_remote_endpoint(r), URL_PASS));
+    struct pb_dataset ds = {0};
+    struct pb_remote_listing listing;
+    assert_int_equal(pb_remote_list(r, &ds, &listing, msg, sizeof msg), PB_OK);
+    assert_int_equal(ds.count, 2);
+    for (size_t i = 0; i < ds.count; i++)
+        assert_null(strstr(ds.paths[i], URL_PASS));
+    /* Basic auth to the dataset's origin ("reader:" URL_PASS in base64)... */
+    struct seen_request q;
+    assert_true(seen_request("/data/manifest.txt", &q));
+    assert_string_equal(q.auth, "Basic cmVhZGVyOnBiZW5jaC11cmwtcGFzcy03ZDFl");
+    int rc;
+    const char *first[] = {ds.paths[0]}; /* http://127.0.0.1:PORT/data/a.jpg */
+    read_all(r, 1, first, 1, &rc, msg, sizeof msg);
+    assert_int_equal(rc, PB_OK);
+    assert_true(seen_request("/data/a.jpg", &q));
+    assert_string_equal(q.auth, "Basic cmVhZGVyOnBiZW5jaC11cmwtcGFzcy03ZDFl");
+    /* ... and none to another origin the manifest names (localhost). */
+    const char *other[] = {ds.paths[1]};
+    read_all(r, 1, other, 1, &rc, msg, sizeof msg);
+    assert_int_equal(rc, PB_OK);
+    assert_true(seen_request("/data/b.jpg", &q));
+    assert_string_equal(q.auth, "");
+    pb_dataset_free(&ds);
+    pb_remote_free(r);
+    /* A refused password: the 401 names the source, not the password. */
+    route("/locked/", 401, "");
+    d = spec_for("/locked/");
+    snprintf(url, sizeof url, "http://reader:" URL_PASS "@127.0.0.1:%d/locked/", port);
+    set_option(&d, "path", url);
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "credentials: user and password from dataset.path's URL"));
+    assert_null(strstr(msg, URL_PASS));
+}
+
+static void test_url_password_in_s3_settings(void **state)
+{
+    (void)state;
+    route("/bkt?list-type=2", 200,
+          "<ListBucketResult><Contents><Key>k.jpg</Key><Size>7</Size></Contents>"
+          "<IsTruncated>false</IsTruncated></ListBucketResult>");
+    char endpoint[128];
+    snprintf(endpoint, sizeof endpoint, "http://gate:" URL_PASS "@127.0.0.1:%d", port);
+    /* Unsigned (no AWS keys): the endpoint's user and password go as Basic. */
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/pbench-test", 1);
+    struct pb_dataset_spec d = spec_for("s3://bkt/");
+    set_option(&d, "endpoint", endpoint);
+    struct pb_dataset ds;
+    struct pb_remote_listing listing;
+    char msg[PB_MSG_MAX * 2] = "";
+    struct pb_remote *r;
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    assert_non_null(strstr(pb_remote_credentials(r), "Basic auth with dataset.endpoint's user"));
+    assert_null(strstr(pb_remote_endpoint(r), URL_PASS));
+    pb_remote_free(r);
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_OK);
+    struct seen_request q;
+    assert_true(seen_request("/bkt?", &q));
+    assert_string_equal(q.auth, "Basic Z2F0ZTpwYmVuY2gtdXJsLXBhc3MtN2QxZQ==");
+    pb_dataset_free(&ds);
+    /* Signed: SigV4, and the note says the URL's password is not sent. */
+    setenv("AWS_ACCESS_KEY_ID", "AKIDPBENCHTEST", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    assert_non_null(strstr(pb_remote_credentials(r), "environment (AWS_ACCESS_KEY_ID); "
+                                                     "dataset.endpoint's user and password are "
+                                                     "not sent"));
+    pb_remote_free(r);
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_OK);
+    assert_true(seen_request("/bkt?", &q));
+    assert_non_null(strstr(q.auth, "AWS4-HMAC-SHA256"));
+    pb_dataset_free(&ds);
+    unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+    /* An s3:// path with a user and password: refused, the password gone. */
+    d = spec_for("s3://bkt/");
+    set_option(&d, "path", "s3://AKID:" URL_PASS "@bkt/p/");
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "an s3:// URL carries no user or password"));
+    assert_null(strstr(msg, URL_PASS));
+}
+
 static void test_classify_and_backoff(void **state)
 {
     (void)state;
@@ -461,6 +642,8 @@ int main(void)
         cmocka_unit_test_setup(test_retries_counted_by_cause, reset_routes),
         cmocka_unit_test_setup(test_requests_in_flight, reset_routes),
         cmocka_unit_test_setup(test_manifest_lines_json_and_heads, reset_routes),
+        cmocka_unit_test_setup(test_url_password_sent_never_shown, reset_routes),
+        cmocka_unit_test_setup(test_url_password_in_s3_settings, reset_routes),
         cmocka_unit_test_setup(test_classify_and_backoff, reset_routes),
     };
     return cmocka_run_group_tests(tests, start_server, NULL);
