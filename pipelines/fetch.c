@@ -53,6 +53,7 @@ struct pb_fetcher {
     uint32_t plan_n, next, take; /* started up to next, read up to take   */
     const char *lone[1];   /* a read of an object that was not planned    */
     uint64_t seed;
+    volatile sig_atomic_t *stop; /* raised: every wait ends               */
 };
 
 static size_t slot_write(char *p, size_t size, size_t n, void *user)
@@ -101,6 +102,11 @@ int pb_fetcher_new(const struct pb_remote *r, int in_flight, size_t max_bytes,
     f->seed = (uint64_t)(uintptr_t)f ^ pb_now_ns();
     *out = f;
     return PB_OK;
+}
+
+void pb_fetcher_watch_stop(struct pb_fetcher *f, volatile sig_atomic_t *stop)
+{
+    f->stop = stop;
 }
 
 void pb_fetcher_free(struct pb_fetcher *f)
@@ -261,10 +267,19 @@ static void attempt_ended(struct pb_fetcher *f, struct slot *s, CURLcode rc)
     s->state = SLOT_DONE;
 }
 
-/* Moves the transfers on until slot s is done. */
+/* Moves the transfers on until slot s is done (or the stop flag ends it). */
 static void wait_for(struct pb_fetcher *f, struct slot *s)
 {
     while (s->state != SLOT_DONE) {
+        if (f->stop && *f->stop) {
+            if (s->state == SLOT_ACTIVE)
+                curl_multi_remove_handle(f->multi, s->easy);
+            s->state = SLOT_DONE;
+            s->rc = CURLE_ABORTED_BY_CALLBACK;
+            s->how = PB_ATTEMPT_FAILED;
+            pb_strlcpy(s->err, "interrupted", sizeof(s->err));
+            return;
+        }
         uint64_t now = pb_now_ns(), wait_ms = POLL_MS;
         for (int i = 0; i < f->n; i++) {
             struct slot *b = &f->slots[i];
@@ -312,7 +327,9 @@ static int outcome(struct pb_fetcher *f, struct slot *s, const char *url, char *
     if (s->how == PB_ATTEMPT_OK)
         return PB_OK;
     size_t body = s->len < s->cap ? s->len : s->cap;
-    pb_remote_explain(f->r, url, s->rc, s->status, s->err, s->buf, body, msg, msglen);
+    char *location = NULL;
+    curl_easy_getinfo(s->easy, CURLINFO_REDIRECT_URL, &location);
+    pb_remote_explain(f->r, url, s->rc, s->status, s->err, location, s->buf, body, msg, msglen);
     bool retried = s->how >= PB_ATTEMPT_RETRY_503 && s->how <= PB_ATTEMPT_RETRY_TIMEOUT;
     if (retried) {
         size_t n = strlen(msg);

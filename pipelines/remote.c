@@ -206,6 +206,7 @@ static int parse_http(struct pb_remote *r, const struct pb_dataset_spec *spec, c
     size_t n = strlen(spec->path);
     bool folder = spec->path[n - 1] == '/';
     const char *manifest = spec->manifest[0] ? spec->manifest : "manifest.txt";
+    r->manifest_is_path = !folder;
     if (!folder)
         pb_strlcpy(r->manifest, spec->path, sizeof(r->manifest));
     else if (pb_remote_is_url(manifest))
@@ -237,11 +238,13 @@ bool pb_remote_keep_auth(struct pb_remote *r, const char *url, const char *origi
     if (r->auth_count == PB_REMOTE_AUTH_MAX)
         return false;
     struct pb_remote_auth *a = &r->auth[r->auth_count];
-    char source[64];
+    char source[64], own[sizeof(a->origin)];
+    if (!origin && !url_origin(url, own, sizeof(own)))
+        return false;
     if (!pb_userinfo_find(url, a->user, sizeof(a->user), a->password, sizeof(a->password),
                           source, sizeof(source)))
         return false;
-    pb_strlcpy(a->origin, origin, sizeof(a->origin));
+    pb_strlcpy(a->origin, origin ? origin : own, sizeof(a->origin));
     if (r->auth_count++ == 0)
         pb_strlcpy(r->auth_source, source, sizeof(r->auth_source));
     return true;
@@ -310,6 +313,7 @@ int pb_remote_new(const struct pb_dataset_spec *given, struct pb_remote **out, c
     r->timeout_ms = (long)(spec->request_timeout_s * 1000.0);
     r->connect_timeout_ms = r->timeout_ms < 10000 ? r->timeout_ms : 10000;
     r->retries = (int)spec->retries;
+    r->list_max_bytes = (uint64_t)spec->list_max_mib << 20;
     pb_strlcpy(r->ca_file, spec->ca_file, sizeof(r->ca_file));
     int rc = r->kind == PB_REMOTE_S3 ? parse_s3(r, spec, msg, msglen)
                                      : parse_http(r, spec, msg, msglen);
@@ -406,8 +410,15 @@ void pb_remote_setup(const struct pb_remote *r, CURL *easy, const char *url, cha
     curl_easy_setopt(easy, CURLOPT_URL, url);
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    /* dataset.request_timeout_s is a time without progress (no byte for
+     * that long, waiting for the first one included), not a cap on the
+     * whole transfer: a large object still arriving is not cut. curl counts
+     * it in whole seconds. */
+    curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, (r->timeout_ms + 999) / 1000);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, r->connect_timeout_ms);
+    /* Keys are sent as they are: a/../b is the key a/../b, not b. */
+    curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(easy, CURLOPT_USERAGENT, "pbench/" PB_VERSION);
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -500,7 +511,7 @@ static void xml_unescape(char *s)
 }
 
 const char *pb_remote_xml_field(const char *from, const char *to, const char *tag, char *out,
-                             size_t outlen)
+                                size_t outlen, bool *cut)
 {
     char open[48], close[48];
     snprintf(open, sizeof(open), "<%s>", tag);
@@ -513,6 +524,8 @@ const char *pb_remote_xml_field(const char *from, const char *to, const char *ta
     if (!b || (to && b > to))
         return NULL;
     snprintf(out, outlen, "%.*s", (int)(b - a), a);
+    if (cut)
+        *cut = (size_t)(b - a) >= outlen;
     xml_unescape(out);
     return b + strlen(close);
 }
@@ -526,12 +539,35 @@ static void xml_text(const uint8_t *body, size_t len, const char *tag, char *out
         memcpy(text, body, n);
     text[n] = '\0';
     out[0] = '\0';
-    pb_remote_xml_field(text, NULL, tag, out, outlen);
+    pb_remote_xml_field(text, NULL, tag, out, outlen, NULL);
+}
+
+/* Where a 3xx points, with what to set: S3's <Endpoint> (a bucket in
+ * another region, or addressed another way) or the Location header. */
+static void explain_redirect(const struct pb_remote *r, const char *url, long status,
+                             const char *location, const char *detail, const uint8_t *body,
+                             size_t body_len, char *msg, size_t msglen)
+{
+    char endpoint[256], target[600] = "";
+    xml_text(body, body_len, "Endpoint", endpoint, sizeof(endpoint));
+    if (location && location[0]) {
+        char shown[512];
+        pb_userinfo_redact(location, shown, sizeof(shown));
+        snprintf(target, sizeof(target), " to %s", shown);
+    } else if (endpoint[0]) {
+        snprintf(target, sizeof(target), " to the endpoint %s", endpoint);
+    }
+    snprintf(msg, msglen, "%s: HTTP %ld%s: the store sends the request elsewhere%s; %s", url,
+             status, detail, target,
+             r->kind != PB_REMOTE_S3 ? "put that URL in dataset.path"
+             : endpoint[0]           ? "set dataset.region to the bucket's region, or "
+                                       "dataset.endpoint to where it points"
+                                     : "set dataset.endpoint (or dataset.region) to where it points");
 }
 
 void pb_remote_explain(const struct pb_remote *r, const char *url, CURLcode rc, long status,
-                       const char *errbuf, const uint8_t *body, size_t body_len, char *msg,
-                       size_t msglen)
+                       const char *errbuf, const char *location, const uint8_t *body,
+                       size_t body_len, char *msg, size_t msglen)
 {
     if (rc != CURLE_OK) {
         bool tls = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CONNECT_ERROR ||
@@ -558,6 +594,8 @@ void pb_remote_explain(const struct pb_remote *r, const char *url, CURLcode rc, 
     else if (status == 404)
         snprintf(msg, msglen, "%s: 404%s: the object is missing", url,
                  detail[0] ? detail : " Not Found");
+    else if (status >= 300 && status < 400)
+        explain_redirect(r, url, status, location, detail, body, body_len, msg, msglen);
     else
         snprintf(msg, msglen, "%s: HTTP %ld%s", url, status, detail);
 }

@@ -12,12 +12,16 @@
 #include <cmocka.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/base/opt.h"
@@ -43,6 +47,7 @@ struct route {
     const char *body;
     int fail_first, fail_status;
     const char *raw;
+    size_t raw_len; /* 0: strlen(raw) */
     int (*answer)(const char *path, int seen, char *body, size_t bodylen);
     atomic_int seen;
 };
@@ -146,7 +151,7 @@ static void *serve_connection(void *arg)
                    "rate.</Message></Error>";
         }
         if (r && r->raw && !failing) {
-            if (send(fd, r->raw, strlen(r->raw), MSG_NOSIGNAL) < 0)
+            if (send(fd, r->raw, r->raw_len ? r->raw_len : strlen(r->raw), MSG_NOSIGNAL) < 0)
                 goto done;
             continue;
         }
@@ -175,6 +180,8 @@ static void *accept_loop(void *arg)
         int fd = accept(listen_fd, NULL, NULL);
         if (fd < 0)
             return NULL;
+        int one = 1; /* the head and the body go out at once, not 40 ms apart */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         pthread_t t;
         pthread_create(&t, NULL, serve_connection, (void *)(intptr_t)fd);
         pthread_detach(t);
@@ -219,7 +226,8 @@ static int reset_routes(void **state)
 /* A dataset section for path at the test's server. */
 static struct pb_dataset_spec spec_for(const char *path)
 {
-    struct pb_dataset_spec d = {.request_timeout_s = 5, .retries = 3, .requests_in_flight = 1};
+    struct pb_dataset_spec d = {.request_timeout_s = 5, .retries = 3, .requests_in_flight = 1,
+                                .list_max_mib = 64};
     if (strncmp(path, "s3://", 5) == 0) {
         snprintf(d.path, sizeof(d.path), "%s", path);
         snprintf(d.endpoint, sizeof(d.endpoint), "http://127.0.0.1:%d", port);
@@ -237,7 +245,7 @@ static int list(const struct pb_dataset_spec *d, struct pb_dataset *ds,
     if (rc != PB_OK)
         return rc;
     memset(ds, 0, sizeof(*ds));
-    rc = pb_remote_list(r, ds, listing, msg, msglen);
+    rc = pb_remote_list(r, NULL, ds, listing, msg, msglen);
     pb_remote_free(r);
     return rc;
 }
@@ -493,6 +501,289 @@ static void test_manifest_lines_json_and_heads(void **state)
     assert_non_null(strstr(msg, "is missing (404)"));
 }
 
+/* ---- listings that would not end, or end early ----------------------------- */
+
+/* The page number a listing request asks for: its continuation token
+ * ("pN"), else 0. */
+static int page_asked(const char *path)
+{
+    const char *t = strstr(path, "continuation-token=p");
+    return t ? atoi(t + strlen("continuation-token=p")) : 0;
+}
+
+/* A listing that goes on for ever: page N lists 50 new keys, in order, and
+ * gives the token of page N + 1. */
+static int endless_pages(const char *path, int seen_count, char *body, size_t bodylen)
+{
+    (void)seen_count;
+    int page = page_asked(path);
+    size_t n = (size_t)snprintf(body, bodylen, "<ListBucketResult>");
+    for (int k = 0; k < 50; k++)
+        n += (size_t)snprintf(body + n, bodylen - n, "<Contents><Key>k%09d.jpg</Key><Size>7"
+                              "</Size></Contents>", page * 50 + k);
+    snprintf(body + n, bodylen - n, "<IsTruncated>true</IsTruncated><NextContinuationToken>p%d"
+             "</NextContinuationToken></ListBucketResult>", page + 1);
+    return 200;
+}
+
+/* Pages that come back to the start: every token lists the same keys. */
+static int round_pages(const char *path, int seen_count, char *body, size_t bodylen)
+{
+    snprintf(body, bodylen, "<ListBucketResult><Contents><Key>a.jpg</Key><Size>7</Size>"
+             "</Contents><IsTruncated>true</IsTruncated><NextContinuationToken>p%d"
+             "</NextContinuationToken></ListBucketResult>", page_asked(path) + seen_count);
+    return 200;
+}
+
+/* IsTruncated without a token: a.jpg, b.jpg, then after b.jpg the last. */
+static int tokenless_pages(const char *path, int seen_count, char *body, size_t bodylen)
+{
+    (void)seen_count;
+    if (strstr(path, "start-after=b.jpg"))
+        snprintf(body, bodylen, "<ListBucketResult><Contents><Key>c.jpg</Key><Size>7</Size>"
+                 "</Contents><IsTruncated>false</IsTruncated></ListBucketResult>");
+    else
+        snprintf(body, bodylen, "<ListBucketResult><Contents><Key>a.jpg</Key><Size>7</Size>"
+                 "</Contents><Contents><Key>b.jpg</Key><Size>7</Size></Contents>"
+                 "<IsTruncated>true</IsTruncated></ListBucketResult>");
+    return 200;
+}
+
+/* The first answer cut short (no closing tag), whole after that. */
+static int cut_once(const char *path, int seen_count, char *body, size_t bodylen)
+{
+    (void)path;
+    snprintf(body, bodylen, "<ListBucketResult><Contents><Key>a.jpg</Key><Size>7</Size>"
+             "</Contents><Contents><Key>b.jpg</Key><Size>7</Size></Contents>%s",
+             seen_count <= 1 ? "<Contents><Key>c.j"
+                             : "<Contents><Key>c.jpg</Key><Size>7</Size></Contents>"
+                               "<IsTruncated>false</IsTruncated></ListBucketResult>");
+    return 200;
+}
+
+static void test_listing_that_goes_round_stops(void **state)
+{
+    (void)state;
+    route("/same?", 200, "<ListBucketResult><IsTruncated>true</IsTruncated>"
+                         "<NextContinuationToken>again</NextContinuationToken></ListBucketResult>");
+    route("/round?", 200, "");
+    routes[1].answer = round_pages;
+    struct pb_dataset ds;
+    struct pb_remote_listing listing;
+    char msg[PB_MSG_MAX * 2] = "";
+    struct pb_dataset_spec d = spec_for("s3://same/");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_ERR);
+    assert_non_null(strstr(msg, "gave the continuation token it was asked with"));
+    assert_int_equal(listing.requests, 2);
+    d = spec_for("s3://round/");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_ERR);
+    assert_non_null(strstr(msg, "the store's listing goes round"));
+    assert_int_equal(listing.requests, 2);
+}
+
+static void test_listing_bounded_in_memory(void **state)
+{
+    (void)state;
+    route("/endless?", 200, "");
+    routes[0].answer = endless_pages;
+    struct pb_dataset ds;
+    struct pb_remote_listing listing;
+    char msg[PB_MSG_MAX * 2] = "";
+    struct pb_dataset_spec d = spec_for("s3://endless/");
+    d.list_max_mib = 1;
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "holds more than dataset.list_max_mib (1 MiB)"));
+    /* Each name costs its URL and more: no more than 1 MiB of them. */
+    assert_true(listing.requests * 50 < (1 << 20) / 40);
+}
+
+/* Raises *arg once the server has seen 20 requests, or one to /slow. */
+static void *raise_stop_later(void *arg)
+{
+    volatile sig_atomic_t *stop = arg;
+    struct seen_request q;
+    while (atomic_load(&requests) < 20 && !seen_request("/slow", &q))
+        usleep(1000);
+    *stop = SIGTERM;
+    return NULL;
+}
+
+/* An answer that comes after 20 s: a listing that must not wait for it. */
+static int answer_late(const char *path, int seen_count, char *body, size_t bodylen)
+{
+    (void)path, (void)seen_count;
+    sleep(20);
+    snprintf(body, bodylen, "<ListBucketResult><IsTruncated>false</IsTruncated>"
+             "</ListBucketResult>");
+    return 200;
+}
+
+static void test_listing_stops_on_signal(void **state)
+{
+    (void)state;
+    route("/endless?", 200, "");
+    routes[0].answer = endless_pages;
+    route("/slow", 200, "");
+    routes[1].answer = answer_late;
+    const char *where[] = {"s3://endless/", "s3://slow/"};
+    for (int i = 0; i < 2; i++) {
+        static volatile sig_atomic_t stop;
+        stop = 0;
+        atomic_store(&requests, 0);
+        pthread_t t;
+        pthread_create(&t, NULL, raise_stop_later, (void *)&stop);
+        struct pb_dataset_spec d = spec_for(where[i]);
+        d.request_timeout_s = 60;
+        struct pb_remote *r;
+        char msg[PB_MSG_MAX * 2] = "";
+        assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+        struct pb_dataset ds = {0};
+        struct pb_remote_listing listing;
+        assert_int_equal(pb_remote_list(r, &stop, &ds, &listing, msg, sizeof msg),
+                         PB_ERR_INTERRUPTED);
+        assert_non_null(strstr(msg, "interrupted while listing"));
+        assert_non_null(strstr(msg, "nothing was measured"));
+        pthread_join(t, NULL);
+        pb_remote_free(r);
+    }
+}
+
+/* pbench itself, listing for ever when SIGTERM or SIGINT comes: it stops,
+ * exits 143 or 130, says nothing was measured and writes no result. */
+static void test_pbench_stops_listing_on_signal(void **state)
+{
+    (void)state;
+    const char *binary = getenv("PBENCH_BINARY"), *source = getenv("PBENCH_SOURCE_DIR");
+    if (!binary || !source)
+        skip(); /* ctest sets both */
+    route("/endless?", 200, "");
+    routes[0].answer = endless_pages;
+    char config[PB_PATH_MAX], endpoint[128];
+    snprintf(config, sizeof config, "%s/configs/null.yaml", source);
+    snprintf(endpoint, sizeof endpoint, "dataset.endpoint=http://127.0.0.1:%d", port);
+    const int signals[] = {SIGTERM, SIGINT};
+    for (int i = 0; i < 2; i++) {
+        char dir[] = "/tmp/pbench-remote-XXXXXX", out[PB_PATH_MAX], result[PB_PATH_MAX];
+        assert_non_null(mkdtemp(dir));
+        snprintf(out, sizeof out, "%s/err.txt", dir);
+        snprintf(result, sizeof result, "%s/r.json", dir);
+        char *argv[] = {"pbench", "run", config, "-q", "-s", "dataset.path=s3://endless/",
+                        "-s", endpoint, "-o", result, NULL};
+        atomic_store(&requests, 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            dup2(fd, 1);
+            dup2(fd, 2);
+            signal(SIGINT, SIG_DFL); /* a background shell's job has it ignored */
+            signal(SIGTERM, SIG_DFL);
+            execv(binary, argv);
+            _exit(127);
+        }
+        /* Once it is well into the listing (a guard of 120 s, not a limit). */
+        for (int wait = 0; atomic_load(&requests) < 20 && wait < 12000; wait++)
+            usleep(10000);
+        assert_true(atomic_load(&requests) >= 20);
+        kill(pid, signals[i]);
+        int status = 0, wait = 0;
+        while (waitpid(pid, &status, WNOHANG) == 0 && wait++ < 12000)
+            usleep(10000);
+        if (wait >= 12000) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fail_msg("pbench did not stop listing after signal %d", signals[i]);
+        }
+        char *err = NULL;
+        FILE *f = fopen(out, "r");
+        assert_non_null(f);
+        err = calloc(1, 65536);
+        size_t got = fread(err, 1, 65535, f);
+        fclose(f);
+        err[got] = '\0';
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 128 + signals[i])
+            fail_msg("pbench exited %d (signal %d), not %d: %s", WEXITSTATUS(status),
+                     WIFSIGNALED(status) ? WTERMSIG(status) : 0, 128 + signals[i], err);
+        assert_non_null(strstr(err, "interrupted while listing s3://endless/"));
+        assert_non_null(strstr(err, "nothing was measured"));
+        assert_int_equal(access(result, F_OK), -1);
+        free(err);
+        unlink(out);
+        rmdir(dir);
+    }
+}
+
+static void test_partial_listings(void **state)
+{
+    (void)state;
+    route("/notoken?", 200, "");
+    routes[0].answer = tokenless_pages;
+    route("/cutonce?", 200, "");
+    routes[1].answer = cut_once;
+    route("/cut?", 200, "<ListBucketResult><Contents><Key>a.jpg</Key><Size>7</Size></Contents>"
+                        "<Contents><Key>b.j");
+    char long_page[12000], long_key[5200];
+    memset(long_key, 'k', 3000);
+    long_key[3000] = '\0';
+    int n = snprintf(long_page, sizeof long_page, "<ListBucketResult><Contents><Key>%s.jpg</Key>"
+                     "<Size>7</Size></Contents>", long_key);
+    memset(long_key, 'z', 5000);
+    long_key[5000] = '\0';
+    snprintf(long_page + n, sizeof long_page - (size_t)n, "<Contents><Key>%s.jpg</Key><Size>7"
+             "</Size></Contents><IsTruncated>false</IsTruncated></ListBucketResult>", long_key);
+    route("/long?", 200, long_page);
+    struct pb_dataset ds;
+    struct pb_remote_listing listing;
+    char msg[PB_MSG_MAX * 2] = "";
+    /* IsTruncated without a token: on after the last key, with a warning. */
+    struct pb_dataset_spec d = spec_for("s3://notoken/");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_OK);
+    assert_int_equal(ds.count, 3);
+    assert_non_null(strstr(ds.skipped, "without a NextContinuationToken"));
+    pb_dataset_free(&ds);
+    /* A page cut short is asked again; one always cut short is an error. */
+    d = spec_for("s3://cutonce/");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_OK);
+    assert_int_equal(ds.count, 3);
+    assert_int_equal(listing.requests, 2);
+    pb_dataset_free(&ds);
+    d = spec_for("s3://cut/");
+    d.retries = 1;
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_ERR);
+    assert_non_null(strstr(msg, "ends before </ListBucketResult>"));
+    assert_non_null(strstr(msg, "after 2 attempts"));
+    /* A key of 3000 bytes is listed whole; one too long to name is left out, not cut. */
+    d = spec_for("s3://long/");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_OK);
+    assert_int_equal(ds.count, 1);
+    assert_int_equal(strlen(ds.paths[0]), strlen("s3://long/") + 3000 + 4);
+    assert_non_null(strstr(ds.skipped, "1 key left out: longer than pbench's paths"));
+    pb_dataset_free(&ds);
+}
+
+static void test_manifest_that_is_not_one(void **state)
+{
+    (void)state;
+    static const char binary[] = "HTTP/1.1 200 X\r\nContent-Length: 10\r\n\r\n\x89PNG\r\n\x1a\n\0\0";
+    route("/bin/photo.png", 200, "");
+    routes[0].raw = binary;
+    routes[0].raw_len = sizeof binary - 1;
+    route("/big/video.mp4", 200, "");
+    routes[1].raw = "HTTP/1.1 200 X\r\nContent-Length: 5000000\r\n\r\n";
+    struct pb_dataset ds;
+    struct pb_remote_listing listing;
+    char msg[PB_MSG_MAX * 2] = "";
+    struct pb_dataset_spec d = spec_for("/bin/photo.png");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "photo.png is not a manifest: byte 8 is a NUL"));
+    assert_non_null(strstr(msg, "a folder's URL ends with '/'"));
+    d = spec_for("/big/video.mp4");
+    d.list_max_mib = 1;
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_ERR_CONFIG);
+    assert_non_null(strstr(msg, "video.mp4 is larger than dataset.list_max_mib (1 MiB)"));
+    assert_non_null(strstr(msg, "a folder's URL ends with '/'"));
+}
+
 /* ---- passwords in URLs --------------------------------------------------- */
 
 #define URL_PASS "pbench-url-pass-7d1e"
@@ -527,7 +818,7 @@ static void test_url_password_sent_never_shown(void **state)
     assert_null(strstr(pb_remote_endpoint(r), URL_PASS));
     struct pb_dataset ds = {0};
     struct pb_remote_listing listing;
-    assert_int_equal(pb_remote_list(r, &ds, &listing, msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_remote_list(r, NULL, &ds, &listing, msg, sizeof msg), PB_OK);
     assert_int_equal(ds.count, 2);
     for (size_t i = 0; i < ds.count; i++)
         assert_null(strstr(ds.paths[i], URL_PASS));
@@ -642,6 +933,12 @@ int main(void)
         cmocka_unit_test_setup(test_retries_counted_by_cause, reset_routes),
         cmocka_unit_test_setup(test_requests_in_flight, reset_routes),
         cmocka_unit_test_setup(test_manifest_lines_json_and_heads, reset_routes),
+        cmocka_unit_test_setup(test_listing_that_goes_round_stops, reset_routes),
+        cmocka_unit_test_setup(test_listing_bounded_in_memory, reset_routes),
+        cmocka_unit_test_setup(test_listing_stops_on_signal, reset_routes),
+        cmocka_unit_test_setup(test_pbench_stops_listing_on_signal, reset_routes),
+        cmocka_unit_test_setup(test_partial_listings, reset_routes),
+        cmocka_unit_test_setup(test_manifest_that_is_not_one, reset_routes),
         cmocka_unit_test_setup(test_url_password_sent_never_shown, reset_routes),
         cmocka_unit_test_setup(test_url_password_in_s3_settings, reset_routes),
         cmocka_unit_test_setup(test_classify_and_backoff, reset_routes),

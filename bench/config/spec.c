@@ -66,13 +66,18 @@ const struct pb_opt pb_dataset_opts[] = {
      "Object storage: objects each worker keeps requested ahead of the one it decodes, so "
      "their latency overlaps; 1 reads one at a time, as a plain Dataset does."},
     {"request_timeout_s", PB_OPT_DOUBLE, DATASET(request_timeout_s), 0.1, 3600, "30", NULL,
-     "Object storage: a request that takes longer fails and is retried."},
+     "Object storage: a request during which no byte arrives for this long (waiting for the "
+     "first one included; counted in whole seconds) fails and is retried; a large object "
+     "still arriving is not cut."},
     {"retries", PB_OPT_INT, DATASET(retries), 0, 100, "5", NULL,
      "Object storage: attempts after the first for a 5xx, SlowDown, reset connection or "
      "timeout, with exponential backoff (100 ms doubling, at most 5 s, jittered)."},
     {"list", PB_OPT_ENUM, DATASET(list), 0, 0, "once", pb_list_mode_names,
      "Object storage under MPI: once (rank 0 lists and sends the listing to every rank) or "
      "per_rank (each rank lists)."},
+    {"list_max_mib", PB_OPT_INT, DATASET(list_max_mib), 1, 1048576, "2048", NULL,
+     "Object storage: the most memory the listing may hold (the names listed, a manifest's "
+     "text), in MiB; a listing that needs more stops with an error saying so."},
     {"ca_file", PB_OPT_STRING, DATASET(ca_file), 0, PB_PATH_MAX, "", NULL,
      "https:// requests: a PEM file of the certificate authorities to trust (a private CA, a "
      "self-signed server); empty: the system's."},
