@@ -34,6 +34,8 @@ struct slot {
     uint8_t *buf;
     size_t cap, len;       /* len counts past cap: an object larger than listed */
     int attempts;
+    bool excess;           /* more bytes came than the Content-Length said */
+    bool fresh;            /* the next attempt opens a new connection     */
     uint64_t due_ns;       /* SLOT_BACKOFF: when it goes again            */
     CURLcode rc;
     long status;
@@ -134,12 +136,18 @@ static int slot_debug(CURL *easy, curl_infotype type, char *data, size_t size, v
 {
     (void)easy;
     struct slot *s = user;
-    static const char died[] = "Connection died";
+    static const char died[] = "Connection died", excess[] = "Excess found";
     if (type == CURLINFO_TEXT && size >= sizeof(died) - 1 && memcmp(data, died, sizeof(died) - 1) == 0) {
         s->cost.counters[PB_FETCH_REQUESTS]++;
         s->cost.counters[PB_FETCH_RETRIES]++;
         s->cost.counters[PB_FETCH_RETRY_RESET]++;
     }
+    /* The answer's body is longer than its Content-Length: curl stops at
+     * the length and closes the connection, so what it kept is not the
+     * object. */
+    if (type == CURLINFO_TEXT && size >= sizeof(excess) - 1 &&
+        memcmp(data, excess, sizeof(excess) - 1) == 0)
+        s->excess = true;
     return 0;
 }
 
@@ -148,9 +156,12 @@ static void send_request(struct pb_fetcher *f, struct slot *s)
 {
     s->len = 0;
     s->err[0] = '\0';
+    s->excess = false;
     s->state = SLOT_ACTIVE;
     s->attempts++;
     pb_remote_setup(f->r, s->easy, s->url, s->err);
+    curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, s->fresh ? 1L : 0L);
+    s->fresh = false;
     curl_easy_setopt(s->easy, CURLOPT_NOBODY, f->head ? 1L : 0L);
     curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, slot_write);
     curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
@@ -173,6 +184,7 @@ static bool start(struct pb_fetcher *f, uint32_t e)
         if (s->state != SLOT_FREE)
             continue;
         memset(&s->cost, 0, sizeof(s->cost));
+        s->fresh = false;
         s->entry = e;
         s->attempts = 0;
         if (!pb_remote_request_url(f->r, f->plan[e], s->url, sizeof(s->url))) {
@@ -248,6 +260,20 @@ static void attempt_ended(struct pb_fetcher *f, struct slot *s, CURLcode rc)
     s->status = 0;
     curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
     s->how = pb_remote_classify(rc, s->status);
+    long connects = 0;
+    curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &connects);
+    if (connects == 0 && (rc == CURLE_UNSUPPORTED_PROTOCOL || rc == CURLE_WEIRD_SERVER_REPLY)) {
+        /* A kept connection that held what the last answer left over (a
+         * body longer than its Content-Length): not this object's fault;
+         * it goes again on a new connection. */
+        s->how = PB_ATTEMPT_RETRY_RESET;
+        s->fresh = true;
+    } else if (s->how == PB_ATTEMPT_OK && s->excess) {
+        s->how = PB_ATTEMPT_FAILED;
+        s->rc = CURLE_WEIRD_SERVER_REPLY;
+        snprintf(s->err, sizeof(s->err), "the answer's body is longer than its Content-Length "
+                 "(%zu bytes): what was kept is not the object", s->len);
+    }
     uint64_t *c = s->cost.counters;
     c[PB_FETCH_REQUESTS]++;
     bool retry = s->how >= PB_ATTEMPT_RETRY_503 && s->how <= PB_ATTEMPT_RETRY_TIMEOUT;

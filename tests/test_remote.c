@@ -32,6 +32,7 @@
 #include "pipelines/remote_curl.h"
 
 #define SECRET "pbench-test-secret-9f2c"
+#define URL_PASS_EARLY "pbench-location-pass-3c"
 
 /* ---- the server ------------------------------------------------------------ */
 
@@ -48,6 +49,7 @@ struct route {
     int fail_first, fail_status;
     const char *raw;
     size_t raw_len; /* 0: strlen(raw) */
+    const char *raw_later; /* sent 100 ms after raw, on the same connection */
     int (*answer)(const char *path, int seen, char *body, size_t bodylen);
     atomic_int seen;
 };
@@ -153,6 +155,11 @@ static void *serve_connection(void *arg)
         if (r && r->raw && !failing) {
             if (send(fd, r->raw, r->raw_len ? r->raw_len : strlen(r->raw), MSG_NOSIGNAL) < 0)
                 goto done;
+            if (r->raw_later) {
+                usleep(100000);
+                if (send(fd, r->raw_later, strlen(r->raw_later), MSG_NOSIGNAL) < 0)
+                    goto done;
+            }
             continue;
         }
         static _Thread_local char made[1 << 16];
@@ -474,6 +481,172 @@ static void test_requests_in_flight(void **state)
     c = read_all(r, 4, lone, 1, &rc, msg, sizeof msg);
     assert_int_equal(rc, PB_OK);
     pb_remote_free(r);
+}
+
+static void test_keys_sent_as_they_are(void **state)
+{
+    (void)state;
+    route("/dotdot/", 200, "object!");
+    route("/ok/", 200, "<Error><Code>WrongObject</Code></Error>");
+    routes[1].status = 403;
+    route("/data/manifest.txt", 200, "../../../etc/passwd 7\n./a/./b.jpg 7\n");
+    route("/data/", 200, "object!");
+    struct pb_dataset_spec d = spec_for("s3://dotdot/");
+    struct pb_remote *r;
+    char msg[PB_MSG_MAX * 2] = "";
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    const char *dots[] = {"s3://dotdot/a/../../ok/img/000.jpg"};
+    int rc;
+    read_all(r, 1, dots, 1, &rc, msg, sizeof msg);
+    assert_int_equal(rc, PB_OK);
+    struct seen_request q;
+    assert_true(seen_request("/dotdot/", &q));
+    assert_string_equal(q.path, "/dotdot/a/../../ok/img/000.jpg");
+    assert_false(seen_request("/ok/", &q)); /* not another bucket's object */
+    pb_remote_free(r);
+    /* A manifest's names too: the server is asked for them as written. */
+    struct pb_dataset ds;
+    struct pb_remote_listing listing;
+    d = spec_for("/data/");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_OK);
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    const char *names[] = {ds.paths[0], ds.paths[1]};
+    read_all(r, 1, names, 2, &rc, msg, sizeof msg);
+    assert_int_equal(rc, PB_OK);
+    assert_true(seen_request("/data/../", &q));
+    assert_string_equal(q.path, "/data/../../../etc/passwd");
+    assert_true(seen_request("/data/a/", &q));
+    assert_string_equal(q.path, "/data/a/./b.jpg");
+    pb_dataset_free(&ds);
+    pb_remote_free(r);
+}
+
+static void test_content_length_shorter_than_body(void **state)
+{
+    (void)state;
+    /* The body's tail in the same read as its head, and 100 ms later. */
+    route("/bkt/short", 200, "");
+    routes[0].raw = "HTTP/1.1 200 X\r\nContent-Length: 4\r\n\r\nobject!";
+    route("/bkt/late", 200, "");
+    routes[1].raw = "HTTP/1.1 200 X\r\nContent-Length: 7\r\n\r\nobject!";
+    routes[1].raw_later = "TAIL OF THE BODY";
+    route("/bkt/", 200, "object!");
+    struct pb_dataset_spec d = spec_for("s3://bkt/");
+    struct pb_remote *r;
+    char msg[PB_MSG_MAX * 2] = "";
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    struct pb_fetcher *f;
+    assert_int_equal(pb_fetcher_new(r, 1, 64, &f, msg, sizeof msg), PB_OK);
+    const char *urls[] = {"s3://bkt/short", "s3://bkt/next", "s3://bkt/late", "s3://bkt/after"};
+    pb_fetcher_plan(f, urls, 4);
+    uint8_t out[64];
+    size_t got;
+    struct pb_fetch_cost cost;
+    /* That object is bad, named; the next, on a new connection, is read. */
+    assert_int_equal(pb_fetcher_get(f, urls[0], out, sizeof out, &got, &cost, msg, sizeof msg),
+                     PB_ERR_DATA);
+    assert_non_null(strstr(msg, "s3://bkt/short: the answer's body is longer than its "
+                                "Content-Length"));
+    assert_int_equal(pb_fetcher_get(f, urls[1], out, sizeof out, &got, &cost, msg, sizeof msg),
+                     PB_OK);
+    assert_int_equal(got, 7);
+    /* A tail that comes after curl was done is in the kept connection: the
+     * next object is asked again on a new one, a reset retried. */
+    assert_int_equal(pb_fetcher_get(f, urls[2], out, sizeof out, &got, &cost, msg, sizeof msg),
+                     PB_OK);
+    usleep(300000); /* the tail arrives */
+    assert_int_equal(pb_fetcher_get(f, urls[3], out, sizeof out, &got, &cost, msg, sizeof msg),
+                     PB_OK);
+    assert_int_equal(got, 7);
+    assert_memory_equal(out, "object!", 7);
+    assert_int_equal(cost.counters[PB_FETCH_RETRY_RESET], 1);
+    pb_fetcher_free(f);
+    pb_remote_free(r);
+}
+
+static void test_redirect_named_with_target(void **state)
+{
+    (void)state;
+    route("/moved?", 301, "<Error><Code>PermanentRedirect</Code><Message>The bucket you are "
+                          "attempting to access must be addressed using the specified "
+                          "endpoint.</Message><Endpoint>moved.s3.eu-west-1.amazonaws.com"
+                          "</Endpoint></Error>");
+    route("/temp/k", 200, "");
+    routes[1].raw = "HTTP/1.1 307 X\r\nLocation: http://u:" URL_PASS_EARLY "@10.0.0.9/temp/k"
+                    "\r\nContent-Length: 0\r\n\r\n";
+    struct pb_dataset ds;
+    struct pb_remote_listing listing;
+    char msg[PB_MSG_MAX * 2] = "";
+    struct pb_dataset_spec d = spec_for("s3://moved/");
+    assert_int_equal(list(&d, &ds, &listing, msg, sizeof msg), PB_ERR);
+    assert_non_null(strstr(msg, "HTTP 301 PermanentRedirect"));
+    assert_non_null(strstr(msg, "to the endpoint moved.s3.eu-west-1.amazonaws.com"));
+    assert_non_null(strstr(msg, "dataset.region"));
+    d = spec_for("s3://temp/");
+    struct pb_remote *r;
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    const char *urls[] = {"s3://temp/k"};
+    int rc;
+    read_all(r, 1, urls, 1, &rc, msg, sizeof msg);
+    assert_int_equal(rc, PB_ERR_DATA);
+    assert_non_null(strstr(msg, "HTTP 307"));
+    assert_non_null(strstr(msg, "to http://***@10.0.0.9/temp/k"));
+    assert_null(strstr(msg, URL_PASS_EARLY));
+    pb_remote_free(r);
+}
+
+/* An object that arrives slowly, a byte every 300 ms for 2.4 s, against a
+ * request timeout of 1 s: it is still arriving, so it is not cut. */
+static void *trickle(void *arg)
+{
+    int fd = accept((int)(intptr_t)arg, NULL, NULL);
+    char buf[4096];
+    if (recv(fd, buf, sizeof buf, 0) > 0) {
+        const char *head = "HTTP/1.1 200 X\r\nContent-Length: 8\r\n\r\n";
+        send(fd, head, strlen(head), MSG_NOSIGNAL);
+        for (int i = 0; i < 8; i++) {
+            usleep(300000);
+            send(fd, "objects!" + i, 1, MSG_NOSIGNAL);
+        }
+    }
+    usleep(200000);
+    close(fd);
+    return NULL;
+}
+
+static void test_timeout_is_no_progress(void **state)
+{
+    (void)state;
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(lfd, 4), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+    struct pb_dataset_spec d = spec_for("s3://bkt/");
+    snprintf(d.endpoint, sizeof d.endpoint, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    d.request_timeout_s = 1;
+    d.retries = 0;
+    struct pb_remote *r;
+    char msg[PB_MSG_MAX * 2] = "";
+    assert_int_equal(pb_remote_new(&d, &r, msg, sizeof msg), PB_OK);
+    struct pb_fetcher *f;
+    assert_int_equal(pb_fetcher_new(r, 1, 64, &f, msg, sizeof msg), PB_OK);
+    const char *urls[] = {"s3://bkt/slow"};
+    pb_fetcher_plan(f, urls, 1);
+    pthread_t t;
+    pthread_create(&t, NULL, trickle, (void *)(intptr_t)lfd);
+    uint8_t out[64];
+    size_t got = 0;
+    struct pb_fetch_cost cost;
+    int rc = pb_fetcher_get(f, urls[0], out, sizeof out, &got, &cost, msg, sizeof msg);
+    pthread_join(t, NULL);
+    assert_int_equal(rc, PB_OK);
+    assert_int_equal(got, 8);
+    assert_memory_equal(out, "objects!", 8);
+    pb_fetcher_free(f);
+    pb_remote_free(r);
+    close(lfd);
 }
 
 /* ---- HTTP manifests ------------------------------------------------------------ */
@@ -942,6 +1115,10 @@ int main(void)
         cmocka_unit_test_setup(test_credentials_file_and_profiles, reset_routes),
         cmocka_unit_test_setup(test_retries_counted_by_cause, reset_routes),
         cmocka_unit_test_setup(test_requests_in_flight, reset_routes),
+        cmocka_unit_test_setup(test_keys_sent_as_they_are, reset_routes),
+        cmocka_unit_test_setup(test_content_length_shorter_than_body, reset_routes),
+        cmocka_unit_test_setup(test_redirect_named_with_target, reset_routes),
+        cmocka_unit_test_setup(test_timeout_is_no_progress, reset_routes),
         cmocka_unit_test_setup(test_manifest_lines_json_and_heads, reset_routes),
         cmocka_unit_test_setup(test_listing_that_goes_round_stops, reset_routes),
         cmocka_unit_test_setup(test_listing_bounded_in_memory, reset_routes),
