@@ -30,6 +30,7 @@
 #include "bench/config/spec.h"
 #include "pipelines/remote.h"
 #include "pipelines/remote_curl.h"
+#include "testutil.h"
 
 #define SECRET "pbench-test-secret-9f2c"
 #define URL_PASS_EARLY "pbench-location-pass-3c"
@@ -896,6 +897,38 @@ static void test_pbench_stops_listing_on_signal(void **state)
     }
 }
 
+/* pbench itself on keys with a newline and a tab: its messages on stderr
+ * write them escaped, as the table does, so no key prints a line of its own. */
+static void test_control_characters_escaped(void **state)
+{
+    (void)state;
+    const char *binary = getenv("PBENCH_BINARY"), *source = getenv("PBENCH_SOURCE_DIR");
+    if (!binary || !source)
+        skip(); /* ctest sets both */
+    route("/ctrl?", 200, "<ListBucketResult><Contents><Key>nl&#10;INJECTED LINE.jpg</Key><Size>7"
+                         "</Size></Contents><Contents><Key>tab&#9;x.jpg</Key><Size>7</Size>"
+                         "</Contents><IsTruncated>false</IsTruncated></ListBucketResult>");
+    char dir[] = "/tmp/pbench-remote-XXXXXX", args[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(args, sizeof args, "run '%s/configs/null.yaml' -q -s dataset.path=s3://ctrl/ -s "
+             "dataset.endpoint=http://127.0.0.1:%d -s dataset.retries=0 -s run.on_error=skip "
+             "-o r.json", source, port);
+    char *err = NULL;
+    int rc = pb_test_run_pbench(dir, args, &err);
+    assert_int_equal(rc, 1); /* every sample is a 404 */
+    assert_true(strstr(err, "nl\\x0aINJECTED LINE.jpg") || strstr(err, "tab\\x09x.jpg"));
+    for (const char *line = err; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+        if (strncmp(line, "INJECTED", 8) == 0 || strstr(line, "\t"))
+            fail_msg("a key printed raw: %s", err);
+    free(err);
+    char path[PB_PATH_MAX];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/err.txt", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_partial_listings(void **state)
 {
     (void)state;
@@ -1124,6 +1157,7 @@ int main(void)
         cmocka_unit_test_setup(test_listing_bounded_in_memory, reset_routes),
         cmocka_unit_test_setup(test_listing_stops_on_signal, reset_routes),
         cmocka_unit_test_setup(test_pbench_stops_listing_on_signal, reset_routes),
+        cmocka_unit_test_setup(test_control_characters_escaped, reset_routes),
         cmocka_unit_test_setup(test_partial_listings, reset_routes),
         cmocka_unit_test_setup(test_manifest_that_is_not_one, reset_routes),
         cmocka_unit_test_setup(test_url_password_sent_never_shown, reset_routes),
