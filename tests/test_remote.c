@@ -596,8 +596,8 @@ static void test_redirect_named_with_target(void **state)
     pb_remote_free(r);
 }
 
-/* An object that arrives slowly, a byte every 300 ms for 2.4 s, against a
- * request timeout of 1 s: it is still arriving, so it is not cut. */
+/* An object that arrives slowly, a byte every 400 ms for 3.2 s, against a
+ * request timeout of 2 s: it is still arriving, so it is not cut. */
 static void *trickle(void *arg)
 {
     int fd = accept((int)(intptr_t)arg, NULL, NULL);
@@ -606,7 +606,7 @@ static void *trickle(void *arg)
         const char *head = "HTTP/1.1 200 X\r\nContent-Length: 8\r\n\r\n";
         send(fd, head, strlen(head), MSG_NOSIGNAL);
         for (int i = 0; i < 8; i++) {
-            usleep(300000);
+            usleep(400000);
             send(fd, "objects!" + i, 1, MSG_NOSIGNAL);
         }
     }
@@ -626,7 +626,7 @@ static void test_timeout_is_no_progress(void **state)
     assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
     struct pb_dataset_spec d = spec_for("s3://bkt/");
     snprintf(d.endpoint, sizeof d.endpoint, "http://127.0.0.1:%d", ntohs(a.sin_port));
-    d.request_timeout_s = 1;
+    d.request_timeout_s = 2;
     d.retries = 0;
     struct pb_remote *r;
     char msg[PB_MSG_MAX * 2] = "";
