@@ -51,6 +51,7 @@ struct pb_dataset_spec {
     double request_timeout_s;
     int64_t retries;
     int list;               /* enum pb_list_mode                         */
+    int64_t list_max_mib;   /* the most the listing may hold in memory   */
     char ca_file[PB_PATH_MAX];
 };
 

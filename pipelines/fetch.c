@@ -34,6 +34,8 @@ struct slot {
     uint8_t *buf;
     size_t cap, len;       /* len counts past cap: an object larger than listed */
     int attempts;
+    bool excess;           /* more bytes came than the Content-Length said */
+    bool fresh;            /* the next attempt opens a new connection     */
     uint64_t due_ns;       /* SLOT_BACKOFF: when it goes again            */
     CURLcode rc;
     long status;
@@ -53,6 +55,7 @@ struct pb_fetcher {
     uint32_t plan_n, next, take; /* started up to next, read up to take   */
     const char *lone[1];   /* a read of an object that was not planned    */
     uint64_t seed;
+    volatile sig_atomic_t *stop; /* raised: every wait ends               */
 };
 
 static size_t slot_write(char *p, size_t size, size_t n, void *user)
@@ -103,6 +106,11 @@ int pb_fetcher_new(const struct pb_remote *r, int in_flight, size_t max_bytes,
     return PB_OK;
 }
 
+void pb_fetcher_watch_stop(struct pb_fetcher *f, volatile sig_atomic_t *stop)
+{
+    f->stop = stop;
+}
+
 void pb_fetcher_free(struct pb_fetcher *f)
 {
     if (!f)
@@ -128,12 +136,18 @@ static int slot_debug(CURL *easy, curl_infotype type, char *data, size_t size, v
 {
     (void)easy;
     struct slot *s = user;
-    static const char died[] = "Connection died";
+    static const char died[] = "Connection died", excess[] = "Excess found";
     if (type == CURLINFO_TEXT && size >= sizeof(died) - 1 && memcmp(data, died, sizeof(died) - 1) == 0) {
         s->cost.counters[PB_FETCH_REQUESTS]++;
         s->cost.counters[PB_FETCH_RETRIES]++;
         s->cost.counters[PB_FETCH_RETRY_RESET]++;
     }
+    /* The answer's body is longer than its Content-Length: curl stops at
+     * the length and closes the connection, so what it kept is not the
+     * object. */
+    if (type == CURLINFO_TEXT && size >= sizeof(excess) - 1 &&
+        memcmp(data, excess, sizeof(excess) - 1) == 0)
+        s->excess = true;
     return 0;
 }
 
@@ -142,9 +156,12 @@ static void send_request(struct pb_fetcher *f, struct slot *s)
 {
     s->len = 0;
     s->err[0] = '\0';
+    s->excess = false;
     s->state = SLOT_ACTIVE;
     s->attempts++;
     pb_remote_setup(f->r, s->easy, s->url, s->err);
+    curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, s->fresh ? 1L : 0L);
+    s->fresh = false;
     curl_easy_setopt(s->easy, CURLOPT_NOBODY, f->head ? 1L : 0L);
     curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, slot_write);
     curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
@@ -167,6 +184,7 @@ static bool start(struct pb_fetcher *f, uint32_t e)
         if (s->state != SLOT_FREE)
             continue;
         memset(&s->cost, 0, sizeof(s->cost));
+        s->fresh = false;
         s->entry = e;
         s->attempts = 0;
         if (!pb_remote_request_url(f->r, f->plan[e], s->url, sizeof(s->url))) {
@@ -242,6 +260,20 @@ static void attempt_ended(struct pb_fetcher *f, struct slot *s, CURLcode rc)
     s->status = 0;
     curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
     s->how = pb_remote_classify(rc, s->status);
+    long connects = 0;
+    curl_easy_getinfo(s->easy, CURLINFO_NUM_CONNECTS, &connects);
+    if (connects == 0 && (rc == CURLE_UNSUPPORTED_PROTOCOL || rc == CURLE_WEIRD_SERVER_REPLY)) {
+        /* A kept connection that held what the last answer left over (a
+         * body longer than its Content-Length): not this object's fault;
+         * it goes again on a new connection. */
+        s->how = PB_ATTEMPT_RETRY_RESET;
+        s->fresh = true;
+    } else if (s->how == PB_ATTEMPT_OK && s->excess) {
+        s->how = PB_ATTEMPT_FAILED;
+        s->rc = CURLE_WEIRD_SERVER_REPLY;
+        snprintf(s->err, sizeof(s->err), "the answer's body is longer than its Content-Length "
+                 "(%zu bytes): what was kept is not the object", s->len);
+    }
     uint64_t *c = s->cost.counters;
     c[PB_FETCH_REQUESTS]++;
     bool retry = s->how >= PB_ATTEMPT_RETRY_503 && s->how <= PB_ATTEMPT_RETRY_TIMEOUT;
@@ -261,10 +293,19 @@ static void attempt_ended(struct pb_fetcher *f, struct slot *s, CURLcode rc)
     s->state = SLOT_DONE;
 }
 
-/* Moves the transfers on until slot s is done. */
+/* Moves the transfers on until slot s is done (or the stop flag ends it). */
 static void wait_for(struct pb_fetcher *f, struct slot *s)
 {
     while (s->state != SLOT_DONE) {
+        if (f->stop && *f->stop) {
+            if (s->state == SLOT_ACTIVE)
+                curl_multi_remove_handle(f->multi, s->easy);
+            s->state = SLOT_DONE;
+            s->rc = CURLE_ABORTED_BY_CALLBACK;
+            s->how = PB_ATTEMPT_FAILED;
+            pb_strlcpy(s->err, "interrupted", sizeof(s->err));
+            return;
+        }
         uint64_t now = pb_now_ns(), wait_ms = POLL_MS;
         for (int i = 0; i < f->n; i++) {
             struct slot *b = &f->slots[i];
@@ -312,7 +353,9 @@ static int outcome(struct pb_fetcher *f, struct slot *s, const char *url, char *
     if (s->how == PB_ATTEMPT_OK)
         return PB_OK;
     size_t body = s->len < s->cap ? s->len : s->cap;
-    pb_remote_explain(f->r, url, s->rc, s->status, s->err, s->buf, body, msg, msglen);
+    char *location = NULL;
+    curl_easy_getinfo(s->easy, CURLINFO_REDIRECT_URL, &location);
+    pb_remote_explain(f->r, url, s->rc, s->status, s->err, location, s->buf, body, msg, msglen);
     bool retried = s->how >= PB_ATTEMPT_RETRY_503 && s->how <= PB_ATTEMPT_RETRY_TIMEOUT;
     if (retried) {
         size_t n = strlen(msg);

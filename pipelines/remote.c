@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bench/base/pb.h"
+#include "bench/base/userinfo.h"
 
 const char *const pb_addressing_names[] = {"auto", "path", "virtual", NULL};
 const char *const pb_list_mode_names[] = {"once", "per_rank", NULL};
@@ -204,6 +206,7 @@ static int parse_http(struct pb_remote *r, const struct pb_dataset_spec *spec, c
     size_t n = strlen(spec->path);
     bool folder = spec->path[n - 1] == '/';
     const char *manifest = spec->manifest[0] ? spec->manifest : "manifest.txt";
+    r->manifest_is_path = !folder;
     if (!folder)
         pb_strlcpy(r->manifest, spec->path, sizeof(r->manifest));
     else if (pb_remote_is_url(manifest))
@@ -216,7 +219,75 @@ static int parse_http(struct pb_remote *r, const struct pb_dataset_spec *spec, c
     return PB_OK;
 }
 
-int pb_remote_new(const struct pb_dataset_spec *spec, struct pb_remote **out, char *msg,
+/* The S3 request headers: the payload's hash and the session token. */
+static void s3_headers(struct pb_remote *r, const char *token)
+{
+    r->headers = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    if (token[0]) {
+        char header[2100];
+        snprintf(header, sizeof(header), "x-amz-security-token: %s", token);
+        r->headers = curl_slist_append(r->headers, header);
+        memset(header, 0, sizeof(header));
+    }
+    if (r->key_id[0])
+        snprintf(r->sigv4, sizeof(r->sigv4), "aws:amz:%s:s3", r->region);
+}
+
+bool pb_remote_keep_auth(struct pb_remote *r, const char *url, const char *origin)
+{
+    if (r->auth_count == PB_REMOTE_AUTH_MAX)
+        return false;
+    struct pb_remote_auth *a = &r->auth[r->auth_count];
+    char source[64], own[sizeof(a->origin)];
+    if (!origin && !url_origin(url, own, sizeof(own)))
+        return false;
+    if (!pb_userinfo_find(url, a->user, sizeof(a->user), a->password, sizeof(a->password),
+                          source, sizeof(source)))
+        return false;
+    pb_strlcpy(a->origin, origin ? origin : own, sizeof(a->origin));
+    if (r->auth_count++ == 0)
+        pb_strlcpy(r->auth_source, source, sizeof(r->auth_source));
+    return true;
+}
+
+/* The users and passwords the dataset's URLs carried, kept for their
+ * origins, and the credential line that says where they came from (never
+ * what they are). An s3:// dataset.path with one is refused: S3 signs with
+ * AWS keys, which a URL does not give. */
+static int url_credentials(struct pb_remote *r, const struct pb_dataset_spec *spec, char *msg,
+                           size_t msglen)
+{
+    if (r->kind == PB_REMOTE_S3) {
+        if (pb_userinfo_find(spec->path, NULL, 0, NULL, 0, NULL, 0)) {
+            snprintf(msg, msglen, "dataset.path '%s': an s3:// URL carries no user or password "
+                     "(pbench took it out and did not keep it): set AWS_ACCESS_KEY_ID and "
+                     "AWS_SECRET_ACCESS_KEY, or dataset.profile", spec->path);
+            return PB_ERR_CONFIG;
+        }
+        if (!spec->endpoint[0] || !pb_remote_keep_auth(r, spec->endpoint, r->endpoint))
+            return PB_OK;
+        size_t n = strlen(r->credentials);
+        snprintf(r->credentials + n, sizeof(r->credentials) - n, "%s",
+                 r->sigv4[0] ? "; dataset.endpoint's user and password are not sent (requests "
+                               "are signed)"
+                             : "; Basic auth with dataset.endpoint's user and password");
+        return PB_OK;
+    }
+    char origin[512];
+    if (url_origin(r->url, origin, sizeof(origin)))
+        pb_remote_keep_auth(r, r->url, origin);
+    if (url_origin(r->manifest, origin, sizeof(origin)) && strncmp(r->manifest, r->url,
+                                                                   strlen(origin)) != 0)
+        pb_remote_keep_auth(r, r->manifest, origin);
+    if (r->auth_count)
+        snprintf(r->credentials, sizeof(r->credentials),
+                 "user and password from %s's URL (never shown or stored)", r->auth_source);
+    else
+        pb_strlcpy(r->credentials, "none (http)", sizeof(r->credentials));
+    return PB_OK;
+}
+
+int pb_remote_new(const struct pb_dataset_spec *given, struct pb_remote **out, char *msg,
                   size_t msglen)
 {
     static bool curl_ready;
@@ -225,33 +296,36 @@ int pb_remote_new(const struct pb_dataset_spec *spec, struct pb_remote **out, ch
         curl_ready = true;
     }
     struct pb_remote *r = calloc(1, sizeof(*r));
-    if (!r)
+    struct pb_dataset_spec *spec = malloc(sizeof(*spec));
+    if (!r || !spec) {
+        free(r);
+        free(spec);
         return PB_ERR_NOMEM;
+    }
+    /* The config layer took every user:password@ out already; a spec made
+     * without it (a test, a tool) has them taken out here. */
+    *spec = *given;
+    pb_userinfo_take(spec->path, "dataset.path");
+    pb_userinfo_take(spec->endpoint, "dataset.endpoint");
+    pb_userinfo_take(spec->manifest, "dataset.manifest");
     pb_strlcpy(r->url, spec->path, sizeof(r->url));
     r->kind = strncmp(spec->path, "s3://", 5) == 0 ? PB_REMOTE_S3 : PB_REMOTE_HTTP;
     r->timeout_ms = (long)(spec->request_timeout_s * 1000.0);
     r->connect_timeout_ms = r->timeout_ms < 10000 ? r->timeout_ms : 10000;
     r->retries = (int)spec->retries;
+    r->list_max_bytes = (uint64_t)spec->list_max_mib << 20;
     pb_strlcpy(r->ca_file, spec->ca_file, sizeof(r->ca_file));
     int rc = r->kind == PB_REMOTE_S3 ? parse_s3(r, spec, msg, msglen)
                                      : parse_http(r, spec, msg, msglen);
     char token[2048] = "";
     if (rc == PB_OK && r->kind == PB_REMOTE_S3)
         rc = find_credentials(r, spec->profile, token, sizeof(token), msg, msglen);
-    if (rc == PB_OK && r->kind == PB_REMOTE_HTTP)
-        pb_strlcpy(r->credentials, "none (http)", sizeof(r->credentials));
-    if (rc == PB_OK && r->kind == PB_REMOTE_S3) {
-        r->headers = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-        if (token[0]) {
-            char header[2100];
-            snprintf(header, sizeof(header), "x-amz-security-token: %s", token);
-            r->headers = curl_slist_append(r->headers, header);
-            memset(header, 0, sizeof(header));
-        }
-        if (r->key_id[0])
-            snprintf(r->sigv4, sizeof(r->sigv4), "aws:amz:%s:s3", r->region);
-    }
+    if (rc == PB_OK && r->kind == PB_REMOTE_S3)
+        s3_headers(r, token);
     memset(token, 0, sizeof(token));
+    if (rc == PB_OK)
+        rc = url_credentials(r, spec, msg, msglen);
+    free(spec);
     if (rc != PB_OK) {
         pb_remote_free(r);
         return rc;
@@ -266,6 +340,7 @@ void pb_remote_free(struct pb_remote *r)
         return;
     curl_slist_free_all(r->headers);
     memset(r->secret, 0, sizeof(r->secret));
+    memset(r->auth, 0, sizeof(r->auth));
     free(r);
 }
 
@@ -318,13 +393,32 @@ bool pb_remote_request_url(const struct pb_remote *r, const char *object, char *
     return pb_remote_encode(out, outlen, &at, key, true);
 }
 
+/* The user and password kept for url's origin, or NULL. */
+static const struct pb_remote_auth *auth_for(const struct pb_remote *r, const char *url)
+{
+    for (int i = 0; i < r->auth_count; i++) {
+        size_t n = strlen(r->auth[i].origin);
+        if (strncasecmp(url, r->auth[i].origin, n) == 0 && (url[n] == '\0' || url[n] == '/' ||
+                                                             url[n] == '?'))
+            return &r->auth[i];
+    }
+    return NULL;
+}
+
 void pb_remote_setup(const struct pb_remote *r, CURL *easy, const char *url, char *errbuf)
 {
     curl_easy_setopt(easy, CURLOPT_URL, url);
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    /* dataset.request_timeout_s is a time without progress (no byte for
+     * that long, waiting for the first one included), not a cap on the
+     * whole transfer: a large object still arriving is not cut. curl counts
+     * it in whole seconds. */
+    curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, (r->timeout_ms + 999) / 1000);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, r->connect_timeout_ms);
+    /* Keys are sent as they are: a/../b is the key a/../b, not b. */
+    curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(easy, CURLOPT_USERAGENT, "pbench/" PB_VERSION);
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -336,6 +430,11 @@ void pb_remote_setup(const struct pb_remote *r, CURL *easy, const char *url, cha
         curl_easy_setopt(easy, CURLOPT_AWS_SIGV4, r->sigv4);
         curl_easy_setopt(easy, CURLOPT_USERNAME, r->key_id);
         curl_easy_setopt(easy, CURLOPT_PASSWORD, r->secret);
+    } else {
+        /* The handle is reused: a request to another origin sends none. */
+        const struct pb_remote_auth *auth = auth_for(r, url);
+        curl_easy_setopt(easy, CURLOPT_USERNAME, auth ? auth->user : NULL);
+        curl_easy_setopt(easy, CURLOPT_PASSWORD, auth ? auth->password : NULL);
     }
     if (r->kind == PB_REMOTE_HTTP) {
         curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
@@ -412,7 +511,7 @@ static void xml_unescape(char *s)
 }
 
 const char *pb_remote_xml_field(const char *from, const char *to, const char *tag, char *out,
-                             size_t outlen)
+                                size_t outlen, bool *cut)
 {
     char open[48], close[48];
     snprintf(open, sizeof(open), "<%s>", tag);
@@ -425,6 +524,8 @@ const char *pb_remote_xml_field(const char *from, const char *to, const char *ta
     if (!b || (to && b > to))
         return NULL;
     snprintf(out, outlen, "%.*s", (int)(b - a), a);
+    if (cut)
+        *cut = (size_t)(b - a) >= outlen;
     xml_unescape(out);
     return b + strlen(close);
 }
@@ -438,12 +539,35 @@ static void xml_text(const uint8_t *body, size_t len, const char *tag, char *out
         memcpy(text, body, n);
     text[n] = '\0';
     out[0] = '\0';
-    pb_remote_xml_field(text, NULL, tag, out, outlen);
+    pb_remote_xml_field(text, NULL, tag, out, outlen, NULL);
+}
+
+/* Where a 3xx points, with what to set: S3's <Endpoint> (a bucket in
+ * another region, or addressed another way) or the Location header. */
+static void explain_redirect(const struct pb_remote *r, const char *url, long status,
+                             const char *location, const char *detail, const uint8_t *body,
+                             size_t body_len, char *msg, size_t msglen)
+{
+    char endpoint[256], target[600] = "";
+    xml_text(body, body_len, "Endpoint", endpoint, sizeof(endpoint));
+    if (location && location[0]) {
+        char shown[512];
+        pb_userinfo_redact(location, shown, sizeof(shown));
+        snprintf(target, sizeof(target), " to %s", shown);
+    } else if (endpoint[0]) {
+        snprintf(target, sizeof(target), " to the endpoint %s", endpoint);
+    }
+    snprintf(msg, msglen, "%s: HTTP %ld%s: the store sends the request elsewhere%s; %s", url,
+             status, detail, target,
+             r->kind != PB_REMOTE_S3 ? "put that URL in dataset.path"
+             : endpoint[0]           ? "set dataset.region to the bucket's region, or "
+                                       "dataset.endpoint to where it points"
+                                     : "set dataset.endpoint (or dataset.region) to where it points");
 }
 
 void pb_remote_explain(const struct pb_remote *r, const char *url, CURLcode rc, long status,
-                       const char *errbuf, const uint8_t *body, size_t body_len, char *msg,
-                       size_t msglen)
+                       const char *errbuf, const char *location, const uint8_t *body,
+                       size_t body_len, char *msg, size_t msglen)
 {
     if (rc != CURLE_OK) {
         bool tls = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CONNECT_ERROR ||
@@ -470,6 +594,8 @@ void pb_remote_explain(const struct pb_remote *r, const char *url, CURLcode rc, 
     else if (status == 404)
         snprintf(msg, msglen, "%s: 404%s: the object is missing", url,
                  detail[0] ? detail : " Not Found");
+    else if (status >= 300 && status < 400)
+        explain_redirect(r, url, status, location, detail, body, body_len, msg, msglen);
     else
         snprintf(msg, msglen, "%s: HTTP %ld%s", url, status, detail);
 }

@@ -20,6 +20,7 @@
 #ifndef PB_REMOTE_H
 #define PB_REMOTE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,17 +66,25 @@ struct pb_remote_listing {
 };
 
 /* Lists the dataset into ds (paths: the objects' URLs, sorted; sizes),
- * timing it into listing. PB_OK, PB_ERR_CONFIG for what the config can
- * fix (no such bucket, access denied with the credential source, no
- * objects, a TLS certificate not trusted), PB_ERR otherwise. */
-int pb_remote_list(struct pb_remote *r, struct pb_dataset *ds, struct pb_remote_listing *listing,
-                   char *msg, size_t msglen);
+ * timing it into listing. What it left out (folder markers, keys too long
+ * to name, a store that said IsTruncated without a token) is in
+ * ds->skipped. The listing holds at most dataset.list_max_mib, and stops
+ * where the store's listing would never end (the same continuation token
+ * again, a page that goes back). PB_OK; PB_ERR_CONFIG for what the config
+ * can fix (no such bucket, access denied with the credential source, no
+ * objects, a TLS certificate not trusted, a manifest too large or not
+ * text, a listing over dataset.list_max_mib); PB_ERR_INTERRUPTED soon
+ * after *stop (may be NULL) is raised, a request in flight included;
+ * PB_ERR otherwise. */
+int pb_remote_list(struct pb_remote *r, volatile sig_atomic_t *stop, struct pb_dataset *ds,
+                   struct pb_remote_listing *listing, char *msg, size_t msglen);
 
 /* pb_dataset_open for a dataset.path that is a URL: lists it (with
- * pb_remote_new and pb_remote_list) into ds, with the listing's cost and
- * the credential source. PB_OK, or an error with msg. */
-int pb_remote_dataset_open(const struct pb_dataset_spec *spec, struct pb_dataset *ds, char *msg,
-                           size_t msglen);
+ * pb_remote_new and pb_remote_list, stopping when *stop is raised) into
+ * ds, with the listing's cost and the credential source. PB_OK, or an
+ * error with msg. */
+int pb_remote_dataset_open(const struct pb_dataset_spec *spec, volatile sig_atomic_t *stop,
+                           struct pb_dataset *ds, char *msg, size_t msglen);
 
 /* ---- one worker's reads ------------------------------------------------ */
 
@@ -110,6 +119,11 @@ struct pb_fetcher;
 int pb_fetcher_new(const struct pb_remote *r, int in_flight, size_t max_bytes,
                    struct pb_fetcher **out, char *msg, size_t msglen);
 void pb_fetcher_free(struct pb_fetcher *f);
+
+/* Makes the reader's waits end once *stop (may be NULL) is raised: the
+ * object waited for then fails (PB_ERR_DATA, "interrupted"). For the
+ * listing's HEADs; the loader's workers stop between samples. */
+void pb_fetcher_watch_stop(struct pb_fetcher *f, volatile sig_atomic_t *stop);
 
 /* The objects the worker will read next, in order (a batch's samples):
  * the first in_flight are requested now. urls must stay valid until they

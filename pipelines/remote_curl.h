@@ -11,6 +11,15 @@
 
 #include "bench/base/pb.h"
 
+/* A user and password from a dataset URL (bench/base/userinfo.h), for the
+ * requests to one origin. */
+#define PB_REMOTE_AUTH_MAX 4
+struct pb_remote_auth {
+    char origin[512];          /* scheme://host[:port] the requests go to */
+    char user[256];
+    char password[256];        /* never printed, never stored            */
+};
+
 struct pb_remote {
     int kind;                  /* enum pb_remote_kind                    */
     char url[PB_PATH_MAX];     /* dataset.path as given                  */
@@ -24,9 +33,14 @@ struct pb_remote {
     char secret[256];          /* never printed, never stored            */
     struct curl_slist *headers;/* x-amz-content-sha256, the session token */
     char credentials[192];     /* where they came from                   */
+    struct pb_remote_auth auth[PB_REMOTE_AUTH_MAX]; /* Basic, unsigned requests only */
+    int auth_count;
+    char auth_source[64];      /* the option the first came from         */
     char manifest[PB_PATH_MAX];/* HTTP: the manifest's URL               */
+    bool manifest_is_path;     /* HTTP: dataset.path itself (no '/' at its end) */
+    uint64_t list_max_bytes;   /* dataset.list_max_mib: the listing's memory */
     char ca_file[PB_PATH_MAX];
-    long timeout_ms, connect_timeout_ms;
+    long timeout_ms, connect_timeout_ms; /* dataset.request_timeout_s: no progress for that long */
     int retries;
 };
 
@@ -55,22 +69,30 @@ bool pb_remote_request_url(const struct pb_remote *r, const char *object, char *
 bool pb_remote_encode(char *out, size_t outlen, size_t *at, const char *text, bool keep_slash);
 
 /* Copies the text of the first <tag>...</tag> in [from, to) (to NULL:
- * the end of from's string) into out, its XML entities decoded; returns
- * where it ends, or NULL when there is none. */
+ * the end of from's string) into out, its XML entities decoded, cut to
+ * outlen (*cut, when not NULL, says whether it was); returns where it
+ * ends, or NULL when there is none. */
 const char *pb_remote_xml_field(const char *from, const char *to, const char *tag, char *out,
-                                size_t outlen);
+                                size_t outlen, bool *cut);
 
-/* Sets easy up for r's requests to url: signing, headers, timeouts, the
- * CA file, the error buffer (CURL_ERROR_SIZE bytes). */
+/* Keeps the user and password a config URL or a manifest entry carried
+ * (pb_userinfo_find on url) for r's requests to origin (NULL: url's own).
+ * False when there were none, or no room is left. */
+bool pb_remote_keep_auth(struct pb_remote *r, const char *url, const char *origin);
+
+/* Sets easy up for r's requests to url: signing (or the user and password
+ * kept for url's origin), headers, timeouts, the CA file, the error buffer
+ * (CURL_ERROR_SIZE bytes). */
 void pb_remote_setup(const struct pb_remote *r, CURL *easy, const char *url, char *errbuf);
 
 /* The sentence for a failed request of url: the status and S3's error
  * code and message from body (an XML <Error>), or curl's error, with what
  * to do where pbench knows (the credential source on 401/403, ca_file on
- * a certificate error). */
+ * a certificate error, where a 3xx points: location, the Location header
+ * or NULL, and S3's <Endpoint>). */
 void pb_remote_explain(const struct pb_remote *r, const char *url, CURLcode rc, long status,
-                       const char *errbuf, const uint8_t *body, size_t body_len, char *msg,
-                       size_t msglen);
+                       const char *errbuf, const char *location, const uint8_t *body,
+                       size_t body_len, char *msg, size_t msglen);
 
 /* The backoff before attempt number attempt (1: the first retry), as
  * PB_REMOTE_BACKOFF_* in pipelines/remote.h say (engines/shared.json),

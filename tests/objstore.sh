@@ -22,6 +22,10 @@
 #      died, retrying a fresh connect" in curl -v)
 #   h  secret keys never appear in stdout, stderr, the result, the trace or
 #      the HTML report
+#   i  a password in the dataset's URL (https://user:PASS@host/..., nginx
+#      asking for Basic auth; and in dataset.endpoint for s3rver) is sent,
+#      and appears in no output, result, trace, report or served page; a
+#      wrong one is a 401 that names where it came from, not what it is
 #
 # Usage: objstore.sh PBENCH (the binary). Exit 77 (ctest: skipped) where
 # s3rver, awscli, nginx or openssl is missing (scripts/setup.sh installs
@@ -330,6 +334,86 @@ else
     else
         pass "$check: the secret key and session token are in none of$searched"
     fi
+fi
+
+# --- i: a password in the dataset's URL -------------------------------------
+pass_i="pbench-pass-i-$$-6b0f"
+printf 'reader:%s\n' "$(openssl passwd -apr1 "$pass_i")" >"$work/htpasswd"
+mkdir -p www/auth
+cp data/*.jpg www/auth/
+objstore_manifest www/auth
+NGINX_AUTH="$work/htpasswd" objstore_start_nginx www || exit 1
+AUTH_URL="https://reader:$pass_i@127.0.0.1:$NGINX_PORT/auth/"
+# i1: a run of 3 s served live, its pages fetched while it runs.
+serve_port=$(objstore_free_port)
+served=""
+if "$pbench" run --help 2>&1 | grep -q -- '--serve'; then
+    served="--serve 127.0.0.1:$serve_port"
+fi
+# shellcheck disable=SC2086
+timeout 120 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME="$work/home" \
+    "$pbench" run "$src/configs/null.yaml" $RUN_SHORT -s dataset.epochs=0 -s run.min_time_s=3 \
+    -s run.max_time_s=3 -s "dataset.path=$AUTH_URL" -s "dataset.ca_file=$NGINX_CA" \
+    --trace i.trace.json $served -o i.json >i.out 2>i.err &
+run_i=$!
+pages=0
+while kill -0 "$run_i" 2>/dev/null; do
+    for page in / /live.json /result.json /metrics; do
+        if [ -n "$served" ] && curl -sf -m 2 "http://127.0.0.1:$serve_port$page" >"i.page.$pages" 2>/dev/null; then
+            pages=$((pages + 1))
+        fi
+    done
+    sleep 0.3
+done
+wait "$run_i"
+rc=$?
+check="i1. a password in dataset.path's URL"
+if [ "$rc" != 0 ]; then
+    fail "$check" "the run failed: $(said i)"
+else
+    "$pbench" report i.json --format html -o i.html >i.report.out 2>&1
+    "$pbench" report i.json --format markdown -o i.md >>i.report.out 2>&1
+    "$pbench" report i.json -o i.table >>i.report.out 2>&1
+    searched=""
+    for f in i.out i.err i.json i.trace.json i.html i.md i.table i.report.out i.page.*; do
+        [ -s "$f" ] && searched="$searched $f"
+    done
+    # shellcheck disable=SC2086
+    leaks=$(grep -l -e "$pass_i" $searched)
+    if [ -n "$leaks" ]; then
+        fail "$check" "the password appears in: $leaks"
+    elif [ "$(res i 'point.get("samples", 0) > 0 and errors.get("count", 0) == 0')" != True ]; then
+        fail "$check" "the objects were not read with it: $(res i 'point.get("samples")') samples, $(res i 'errors.get("count", 0)') bad"
+    elif ! res i 'r["dataset"].get("credentials", "")' | grep -q "dataset.path's URL"; then
+        fail "$check" "the result does not name the credential's source: $(res i 'r["dataset"].get("credentials")')"
+    elif [ -n "$served" ] && [ "$pages" = 0 ]; then
+        fail "$check" "no served page could be fetched to search"
+    else
+        pass "$check: sent to nginx, in none of i.out i.err i.json i.trace.json, the reports or $pages served pages"
+    fi
+fi
+# i2: a wrong password is a 401 naming the source.
+wrong_i="pbench-wrong-i-$$-1a2b"
+pb i2 -s "dataset.path=https://reader:$wrong_i@127.0.0.1:$NGINX_PORT/auth/" -s "dataset.ca_file=$NGINX_CA"
+check="i2. a wrong password in dataset.path's URL"
+if [ "$rc" != 2 ]; then
+    fail "$check" "exit $rc, not 2 (a config error); $(said i2)"
+elif grep -l -e "$wrong_i" i2.out i2.err i2.json 2>/dev/null | grep -q .; then
+    fail "$check" "the password appears in $(grep -l -e "$wrong_i" i2.out i2.err i2.json 2>/dev/null | tr '\n' ' ')"
+elif ! grep -q "401.*dataset.path's URL" i2.err; then
+    fail "$check" "no 401 naming the credential's source: $(said i2)"
+else
+    pass "$check: exit 2, $(grep -m 1 401 i2.err | cut -c 1-160)"
+fi
+# i3: a password in dataset.endpoint (S3 requests are signed: it is not sent).
+pb i3 -s "dataset.path=$S3" -s "dataset.endpoint=http://gate:$pass_i@${S3RVER_URL#http://}"
+check="i3. a password in dataset.endpoint's URL"
+if [ "$rc" != 0 ]; then
+    fail "$check" "the run failed: $(said i3)"
+elif grep -l -e "$pass_i" i3.out i3.err i3.json 2>/dev/null | grep -q .; then
+    fail "$check" "the password appears in $(grep -l -e "$pass_i" i3.out i3.err i3.json 2>/dev/null | tr '\n' ' ')"
+else
+    pass "$check: in none of i3.out i3.err i3.json; credentials: $(res i3 'r["dataset"].get("credentials")' | cut -c 1-120)"
 fi
 
 echo

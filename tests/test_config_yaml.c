@@ -89,7 +89,7 @@ static void test_bad_configs(void **state)
          "bad.yaml:3:3: unknown key 'dataset.generat'; did you mean 'generate'? allowed: path, "
          "shuffle, seed, epochs, max_samples, shard, cache, format, shuffle_buffer, python, args, "
          "endpoint, region, profile, addressing, manifest, requests_in_flight, "
-         "request_timeout_s, retries, list, ca_file, generate"},
+         "request_timeout_s, retries, list, list_max_mib, ca_file, generate"},
         {"dataset:\n  path: /data\n  generate:\n    cnt: 4\npipeline: [read]\n",
          "bad.yaml:4:5: unknown key 'dataset.generate.cnt'; did you mean 'count'? allowed: "
          "kind, count, size_bytes, seed, size, quality, progressive_fraction, grayscale_fraction, "

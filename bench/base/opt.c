@@ -12,6 +12,7 @@
 
 #include "bench/base/jsonfield.h"
 #include "bench/base/pb.h"
+#include "bench/base/userinfo.h"
 
 /* Names longer than this get no "did you mean" suggestion. */
 #define NEAREST_MAX_LEN 127
@@ -318,7 +319,8 @@ int pb_opt_parse(const struct pb_opt *opt, const char *text, void *base,
     case PB_OPT_INT_LIST:
     case PB_OPT_DOUBLE_LIST:
         return parse_list_text(opt, text, base, qualified, msg, msglen);
-    case PB_OPT_STRING: {
+    case PB_OPT_STRING:
+    case PB_OPT_URL: {
         size_t size = (size_t)opt->max;
         size_t len = strlen(text);
         if (size == 0 || len >= size) {
@@ -327,6 +329,8 @@ int pb_opt_parse(const struct pb_opt *opt, const char *text, void *base,
             return PB_ERR_CONFIG;
         }
         memcpy(slot(base, opt), text, len + 1);
+        if (opt->type == PB_OPT_URL)
+            pb_userinfo_take(slot(base, opt), qualified);
         return PB_OK;
     }
     case PB_OPT_JSON:
@@ -370,6 +374,7 @@ static size_t slot_size(const struct pb_opt *opt)
     case PB_OPT_DOUBLE:
         return sizeof(double);
     case PB_OPT_STRING:
+    case PB_OPT_URL:
     case PB_OPT_JSON:
         return (size_t)opt->max;
     case PB_OPT_ENUM:
@@ -392,7 +397,7 @@ static struct pb_opt value_opt(const struct pb_opt *opt)
 {
     struct pb_opt v = *opt;
     v.offset = 0;
-    if ((v.type == PB_OPT_STRING || v.type == PB_OPT_JSON) &&
+    if ((v.type == PB_OPT_STRING || v.type == PB_OPT_URL || v.type == PB_OPT_JSON) &&
         (v.max <= 0 || v.max > PB_OPT_VALUE_TEXT))
         v.max = PB_OPT_VALUE_TEXT;
     return v;
@@ -408,7 +413,7 @@ int pb_opt_parse_value(const struct pb_opt *opt, const char *text, union pb_opt_
 
 void pb_opt_store_value(const struct pb_opt *opt, const union pb_opt_value *value, void *base)
 {
-    if (opt->type == PB_OPT_STRING || opt->type == PB_OPT_JSON) {
+    if (opt->type == PB_OPT_STRING || opt->type == PB_OPT_URL || opt->type == PB_OPT_JSON) {
         /* Checked against the option's own size when it was parsed. */
         memcpy(slot(base, opt), value->text, strlen(value->text) + 1);
         return;
@@ -548,6 +553,9 @@ void pb_opt_describe(const struct pb_opt *opt, char *buf, size_t buflen)
     case PB_OPT_STRING:
         snprintf(buf, buflen, "text");
         return;
+    case PB_OPT_URL:
+        snprintf(buf, buflen, "a path or URL (a user:password@ in it is never shown or stored)");
+        return;
     case PB_OPT_JSON:
         snprintf(buf, buflen, "a mapping (YAML, or JSON with -s)");
         return;
@@ -597,6 +605,7 @@ void pb_opt_format(const struct pb_opt *opt, const void *base, char *buf, size_t
         format_double(*(const double *)p, buf, buflen);
         return;
     case PB_OPT_STRING:
+    case PB_OPT_URL:
     case PB_OPT_JSON:
         snprintf(buf, buflen, "%s", (const char *)p);
         return;
@@ -657,7 +666,8 @@ static json_t *value_to_json(const struct pb_opt *opt, const void *base)
         return json_integer((json_int_t)*(const int64_t *)p);
     case PB_OPT_DOUBLE:
         return json_real(*(const double *)p);
-    case PB_OPT_STRING: {
+    case PB_OPT_STRING:
+    case PB_OPT_URL: {
         /* Not UTF-8 (an odd path): its bytes as Latin-1 rather than drop
          * the key or write JSON no reader accepts. */
         return pb_json_text((const char *)p);
@@ -823,6 +833,7 @@ int pb_opt_from_json(const struct pb_opt *opts, void *base, const json_t *obj,
             }
             break;
         case PB_OPT_STRING:
+        case PB_OPT_URL:
         case PB_OPT_ENUM:
         case PB_OPT_SHARD:
             if (json_is_string(v))

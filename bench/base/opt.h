@@ -27,6 +27,9 @@ enum pb_opt_type {
     PB_OPT_JSON,    /* char[max]: a JSON object as compact text (in YAML a
                        mapping), passed through to code pbench does not own,
                        e.g. the keyword arguments of a user's Python Dataset */
+    PB_OPT_URL,     /* char[max] as STRING: a path or a URL, whose user:password@
+                       is taken out as it is parsed and kept aside
+                       (bench/base/userinfo.h), so no spec holds it            */
 };
 
 /* List values hold up to PB_LIST_MAX elements. As text they are written

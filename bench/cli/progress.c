@@ -3,12 +3,14 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bench/base/fmt.h"
 #include "bench/base/pb.h"
+#include "bench/base/printable.h"
 #include "bench/run/runner.h"
 
 /* The session's stop flag: the number of the signal that raised it. */
@@ -109,8 +111,14 @@ static void on_message(void *user, enum pb_session_level level, const char *text
         fputc('\n', stderr);
         p->bar_shown = false;
     }
+    /* A key or a path with a newline or a tab prints escaped, as the
+     * table writes it, never as a line of its own. */
+    size_t size = PB_PRINTABLE_SIZE(strlen(text));
+    char *shown = malloc(size);
     fprintf(stderr, "%s: %s%s\n", level == PB_SESSION_ERROR ? p->command : "pbench",
-            level == PB_SESSION_WARNING ? "warning: " : "", text);
+            level == PB_SESSION_WARNING ? "warning: " : "",
+            shown ? pb_printable(shown, size, text) : text);
+    free(shown);
 }
 
 static void on_measuring(void *user, bool on)

@@ -14,6 +14,7 @@
 #include <yaml.h>
 
 #include "bench/base/pb.h"
+#include "bench/base/userinfo.h"
 #include "bench/config/config_scope.h"
 #include "bench/config/engine_row.h"
 #include "bench/sys/affinity.h"
@@ -438,8 +439,10 @@ int pb_config_override_as(struct pb_spec *spec, const char *option, const char *
 {
     char why[PB_MSG_MAX];
     int rc = apply_override(spec, assignment, why, sizeof why);
-    if (rc != PB_OK)
+    if (rc != PB_OK) {
         snprintf(msg, msglen, "%s %s: %s", option, assignment, why);
+        pb_userinfo_redact_msg(msg, msglen); /* a password the value carried */
+    }
     return rc;
 }
 

@@ -9,6 +9,7 @@
 #include <yaml.h>
 
 #include "bench/base/pb.h"
+#include "bench/base/userinfo.h"
 #include "bench/base/yaml_doc.h"
 #include "bench/config/config.h"
 #include "bench/config/config_scope.h"
@@ -556,6 +557,8 @@ static int load(const char *path, const char *text, const char *name, struct pb_
     struct loader ld = {.file = name, .doc = &doc, .spec = spec, .msg = msg, .msglen = msglen};
     rc = parse_root(&ld, yaml_document_get_root_node(&doc));
     yaml_document_delete(&doc);
+    if (rc != PB_OK)
+        pb_userinfo_redact_msg(msg, msglen); /* a password a value carried */
     return rc;
 }
 

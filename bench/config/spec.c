@@ -15,7 +15,7 @@ static const char *const generate_kind_names[] = {"files", "jpeg", "video", NULL
 
 #define DATASET(f) offsetof(struct pb_dataset_spec, f)
 const struct pb_opt pb_dataset_opts[] = {
-    {"path", PB_OPT_STRING, DATASET(path), 0, PB_PATH_MAX, "", NULL,
+    {"path", PB_OPT_URL, DATASET(path), 0, PB_PATH_MAX, "", NULL,
      "Directory of samples (walked recursively) or a glob such as 'data/*.jpg'."},
     {"shuffle", PB_OPT_BOOL, DATASET(shuffle), 0, 0, "true", NULL,
      "Visit the samples in a new random order every epoch."},
@@ -44,7 +44,7 @@ const struct pb_opt pb_dataset_opts[] = {
      "(docs/engines.md). Empty: the files at dataset.path through the pipeline."},
     {"args", PB_OPT_JSON, DATASET(args), 0, sizeof(((struct pb_dataset_spec *)0)->args), "{}",
      NULL, "The keyword arguments of dataset.python, as a mapping."},
-    {"endpoint", PB_OPT_STRING, DATASET(endpoint), 0,
+    {"endpoint", PB_OPT_URL, DATASET(endpoint), 0,
      sizeof(((struct pb_dataset_spec *)0)->endpoint), "", NULL,
      "s3:// datasets: an S3-compatible endpoint (MinIO, Ceph, R2, ...) such as "
      "'http://127.0.0.1:9000'; empty: AWS (https://BUCKET.s3.REGION.amazonaws.com)."},
@@ -58,7 +58,7 @@ const struct pb_opt pb_dataset_opts[] = {
     {"addressing", PB_OPT_ENUM, DATASET(addressing), 0, 0, "auto", pb_addressing_names,
      "s3:// datasets: path-style (ENDPOINT/BUCKET/KEY) or virtual-hosted (BUCKET.HOST/KEY) "
      "requests; auto: path-style with dataset.endpoint, virtual-hosted on AWS."},
-    {"manifest", PB_OPT_STRING, DATASET(manifest), 0,
+    {"manifest", PB_OPT_URL, DATASET(manifest), 0,
      sizeof(((struct pb_dataset_spec *)0)->manifest), "", NULL,
      "http(s):// datasets ending in '/': the manifest listing the objects (a name or URL); "
      "empty: manifest.txt there. One object per line (NAME or NAME SIZE), or a JSON list."},
@@ -67,13 +67,18 @@ const struct pb_opt pb_dataset_opts[] = {
      "Object storage: objects each worker keeps requested ahead of the one it decodes, so "
      "their latency overlaps; 1 reads one at a time, as a plain Dataset does."},
     {"request_timeout_s", PB_OPT_DOUBLE, DATASET(request_timeout_s), 0.1, 3600, "30", NULL,
-     "Object storage: a request that takes longer fails and is retried."},
+     "Object storage: a request during which no byte arrives for this long (waiting for the "
+     "first one included; counted in whole seconds) fails and is retried; a large object "
+     "still arriving is not cut."},
     {"retries", PB_OPT_INT, DATASET(retries), 0, 100, "5", NULL,
      "Object storage: attempts after the first for a 5xx, SlowDown, reset connection or "
      "timeout, with exponential backoff (100 ms doubling, at most 5 s, jittered)."},
     {"list", PB_OPT_ENUM, DATASET(list), 0, 0, "once", pb_list_mode_names,
      "Object storage under MPI: once (rank 0 lists and sends the listing to every rank) or "
      "per_rank (each rank lists)."},
+    {"list_max_mib", PB_OPT_INT, DATASET(list_max_mib), 1, 1048576, "2048", NULL,
+     "Object storage: the most memory the listing may hold (the names listed, a manifest's "
+     "text), in MiB; a listing that needs more stops with an error saying so."},
     {"ca_file", PB_OPT_STRING, DATASET(ca_file), 0, PB_PATH_MAX, "", NULL,
      "https:// requests: a PEM file of the certificate authorities to trust (a private CA, a "
      "self-signed server); empty: the system's."},

@@ -13,6 +13,7 @@
 #include <yaml.h>
 
 #include "bench/base/pb.h"
+#include "bench/base/userinfo.h"
 #include "bench/base/yaml_doc.h"
 #include "bench/config/config.h"
 
@@ -334,6 +335,8 @@ int pb_sweep_set_axis(struct pb_sweep *sweep, const char *assignment, char *msg,
                 if (pb_opt_parse_value(axis->opt, fresh.values[i], &fresh.typed[i], path, why,
                                        sizeof(why)) != PB_OK)
                     return axis_error("", &fresh, i, why, msg, msglen);
+                if (axis->opt->type == PB_OPT_URL) /* the labels show the value */
+                    pb_userinfo_take(fresh.values[i], path);
             }
             fresh.resolved = true;
             fresh.opt = axis->opt;
@@ -519,6 +522,8 @@ static int resolve_axis(const struct pb_sweep *sweep, struct pb_sweep_axis *axis
                              : pb_config_decoder(axis->values[i], why, sizeof(why)) != NULL;
         if (!ok)
             return axis_error(file, axis, i, why, msg, msglen);
+        if (target.opt && target.opt->type == PB_OPT_URL) /* the labels show the value */
+            pb_userinfo_take(axis->values[i], axis->path);
     }
     axis->resolved = true;
     axis->opt = target.opt;
@@ -589,5 +594,8 @@ int pb_config_sweep_axis(struct pb_spec *spec, const char *assignment, char *msg
         return PB_ERR_NOMEM;
     }
     int rc = pb_sweep_set_axis(spec->sweep, assignment, msg, msglen);
-    return rc == PB_OK ? pb_sweep_resolve(spec->sweep, spec, msg, msglen) : rc;
+    rc = rc == PB_OK ? pb_sweep_resolve(spec->sweep, spec, msg, msglen) : rc;
+    if (rc != PB_OK)
+        pb_userinfo_redact_msg(msg, msglen); /* a password a value carried */
+    return rc;
 }

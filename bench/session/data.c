@@ -116,19 +116,19 @@ static int listing_unpack(uint8_t *blob, struct pb_dataset *ds, char *msg, size_
 /* Opens the dataset; one in object storage under mpirun with
  * dataset.list: once is listed by rank 0 alone and sent to the others,
  * so N ranks do not make N listings (LIST storms). */
-static int open_listed(const struct pb_dataset_spec *d, struct pb_dataset *ds, char *msg,
-                       size_t msglen)
+static int open_listed(const struct pb_dataset_spec *d, volatile sig_atomic_t *stop,
+                       struct pb_dataset *ds, char *msg, size_t msglen)
 {
     if (!pb_remote_is_url(d->path))
         return pb_dataset_open(d, ds, msg, msglen);
     if (d->list != PB_LIST_ONCE || pb_mpi()->size < 2)
-        return pb_remote_dataset_open(d, ds, msg, msglen);
+        return pb_remote_dataset_open(d, stop, ds, msg, msglen);
     int rc = PB_OK;
     void *blob = NULL;
     size_t len = 0;
     if (pb_mpi_is_root()) {
         msg[0] = '\0';
-        rc = pb_remote_dataset_open(d, ds, msg, msglen);
+        rc = pb_remote_dataset_open(d, stop, ds, msg, msglen);
         blob = listing_pack(rc, msg, ds, &len);
         if (!blob)
             pb_mpi_abort(1, "out of memory packing the listing for the other ranks");
@@ -184,7 +184,7 @@ int pb_session_open_dataset(const struct pb_session_opts *opts, const struct pb_
     /* Your own Dataset (dataset.python) makes its samples; dataset.path is
      * then only the data it may be handed, and may be left out. */
     if (rc == PB_OK && (d->path[0] || !pb_spec_own_samples(spec)))
-        rc = open_listed(d, ds, inner, sizeof(inner));
+        rc = open_listed(d, hooks->stop, ds, inner, sizeof(inner));
     /* A cache folder that cannot be written is the machine's, not the
      * config's: named as such. */
     if (rc != PB_OK && pb_path_in_data_cache(d->path))

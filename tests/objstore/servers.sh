@@ -268,9 +268,14 @@ objstore_make_cert() {
 # Serves DIR over https://127.0.0.1:$NGINX_PORT/ with Debian's nginx in the
 # foreground (not a daemon), its prefix, config, pid, logs and temporary
 # folders in $OBJSTORE_WORK/nginx.N. Sets NGINX_PORT, NGINX_URL, NGINX_PID,
-# NGINX_CA. Write DIR/manifest.txt first (objstore_manifest).
+# NGINX_CA. Write DIR/manifest.txt first (objstore_manifest). With
+# NGINX_AUTH set to an htpasswd file, every request needs Basic auth.
 objstore_start_nginx() {
     root=$(cd "$1" && pwd)
+    auth=""
+    if [ -n "${NGINX_AUTH:-}" ]; then
+        auth="auth_basic pbench; auth_basic_user_file $NGINX_AUTH;"
+    fi
     objstore_make_cert || return 1
     # nginx's workers run as nobody when it starts as root: the folders it
     # reads must be open to them.
@@ -302,6 +307,7 @@ http {
         ssl_certificate $NGINX_CA;
         ssl_certificate_key $NGINX_KEY;
         root $root;
+        $auth
     }
 }
 EOF

@@ -197,6 +197,25 @@ class HttpTest(unittest.TestCase):
 
 @unittest.skipIf(S3RVER is None, S3RVER_SKIP)
 @unittest.skipIf(BOTO3_SKIP is not None, BOTO3_SKIP)
+@unittest.skipIf(BOTO3_SKIP, BOTO3_SKIP)
+class S3KeyTest(unittest.TestCase):
+    """s3:// keys against the tests' own server as the endpoint: sent as
+    they are, dot segments and all."""
+
+    def test_dot_segments_fetch_their_own_object(self):
+        server = objstore.FaultServer({"/dotdot/a/%2E%2E/%2E%2E/ok/img/000.jpg": b"right",
+                                       "/ok/img/000.jpg": b"wrong"})
+        try:
+            with Environment(**dict(S3_ENV, AWS_ACCESS_KEY_ID="AKID",
+                                    AWS_SECRET_ACCESS_KEY=SECRET)):
+                reader = make_remote(endpoint=server.url)
+                data, _ = reader.fetch("s3://dotdot/a/../../ok/img/000.jpg")
+            self.assertEqual(data, b"right")
+        finally:
+            close_remotes()
+            server.stop()
+
+
 class S3Test(unittest.TestCase):
     """s3:// objects in s3rver, with its credentials in the environment."""
 
