@@ -1,3 +1,5 @@
+/* The dataset index and the sampler (pipelines/dataset.h): the files of a folder, glob or
+ * list, sorted, then shuffled, sharded and epoched by seed. */
 #include "pipelines/dataset.h"
 
 #include <errno.h>

@@ -1,3 +1,5 @@
+/* Storage, measured (pipelines/storage.h): page-cache residency by mincore, the
+ * dataset.cache modes, and the eviction that makes cold read storage every epoch. */
 #include "pipelines/storage.h"
 
 #include <errno.h>

@@ -1,3 +1,5 @@
+/* What a result means (bench/analyze/analysis.h): per point the input-bound verdict and
+ * the dominant stage, the workers series and its knee, and the recommended point with its rule. */
 #include "bench/analyze/analysis.h"
 
 #include <math.h>

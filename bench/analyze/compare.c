@@ -1,3 +1,5 @@
+/* pbench compare's statistics (bench/analyze/compare.h): points matched by their axes, per
+ * metric the change, its bootstrap interval, the p-value and the verdict, then interference. */
 #include "bench/analyze/compare.h"
 
 #include <math.h>

@@ -1,3 +1,5 @@
+/* The nightly history (bench/analyze/history.h): run summaries kept in SQLite by
+ * fingerprint, and the step changes and suspect nights found in each series. */
 #include "bench/analyze/history.h"
 
 #include <errno.h>

@@ -1,3 +1,5 @@
+/* The "try" lines (bench/analyze/suggest.h): what to change for the measured point, each
+ * with the figures behind it and the command that tests it. */
 #include "bench/analyze/suggest.h"
 
 #include <math.h>

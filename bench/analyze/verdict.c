@@ -1,3 +1,5 @@
+/* A run's conclusion (bench/analyze/verdict.h): the verdict line, the capacity line and
+ * the try lines every sink prints last. */
 #include "bench/analyze/verdict.h"
 
 #include <math.h>

@@ -1,3 +1,5 @@
+/* The runner (bench/run/runner.h): one point of pbench's own engine measured, its
+ * repeats, the consumer loop, the watchdog and the totals. */
 #include "bench/run/runner.h"
 
 #include <errno.h>

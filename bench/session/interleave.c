@@ -1,3 +1,5 @@
+/* pbench compare BASE.yaml NEW.yaml (bench/session/interleave.h): two configs measured in
+ * one session, their rounds interleaved so the machine's drift falls on both. */
 #include "bench/session/interleave.h"
 
 #include <stdio.h>
