@@ -17,6 +17,7 @@ Each process sends its records over its own connection to the relay
 payload. Type 1 is JSON; 2 a batch the loop took (BATCH); 3 a batch a
 loader built (FETCH, then its sample records)."""
 import array
+import atexit
 import json
 import os
 import socket
@@ -221,8 +222,10 @@ def patch_dataloader(module):
 
     def __iter__(self):
         t = monotonic_ns()
-        it = original_iter(self)
         key = getattr(self, "_pbench_key", None)
+        if key is not None and STATE.active:
+            TAKEN.send(key)  # the last batch of a loop that left without StopIteration
+        it = original_iter(self)
         if key is not None and STATE.active:
             try:
                 it._pbench_key = key
@@ -232,32 +235,76 @@ def patch_dataloader(module):
         return it
 
     def __next__(self):
+        t_wait = monotonic_ns()  # first: the job's own timer starts about here
         key = self.__dict__.get("_pbench_key")
         if key is None or not STATE.active:
             return original_next(self)
+        TAKEN.send(key)
         ideal = STATE.ideal
         if ideal is not None and ideal.serves(key):
-            return ideal.next(self, key, original_next)
+            return ideal.next(self, key, original_next, t_wait)
         worker = -1
         info = self.__dict__.get("_task_info")
         if info is not None:
             task = info.get(self.__dict__.get("_rcvd_idx"))
             if task:
                 worker = task[0]
-        t_wait = monotonic_ns()
         try:
             batch = original_next(self)
-        except StopIteration:
-            LINK.json({"type": "epoch_end", "loader": key, "t": monotonic_ns()})
+        except BaseException as e:  # StopIteration, or a worker's failure
+            TAKEN.left(key, t_wait, e)
             raise
-        t_taken = monotonic_ns()
-        LINK.send(MSG_BATCH, BATCH.pack(key[0], key[1], worker, t_wait, t_taken,
-                                        samples_in(batch)))
+        samples = samples_in(batch)
+        TAKEN.hold(key, t_wait,
+                   BATCH.pack(key[0], key[1], worker, t_wait, monotonic_ns(), samples))
         return batch
 
     loader_cls.__init__ = __init__
     loader_cls.__iter__ = __iter__
     base_iter.__next__ = __next__
+
+
+class Taken:
+    """The loop's record of each batch it took, sent when the loop next
+    calls on that loader (its next(), iter(), or StopIteration), not in the
+    next() that took it: the send, and the relay it wakes, then fall inside
+    a wait, where the job's own timer around next() sees them too. The
+    relay ends a batch's step when the loop next calls on its loader, so
+    the record is no later for it. The loop's last batch is not sent: the
+    end of its step is not seen (what the job does after it, and its
+    shutdown, are not a step); at exit the batch before it is ended where
+    the loop asked for it."""
+
+    def __init__(self):
+        self.pid = None
+        self.held = {}  # loader key -> (t_wait, payload) of the loop's latest batch
+
+    def hold(self, key, t_wait, payload):
+        if self.pid != os.getpid():  # a forked child holds none of its parent's
+            self.pid = os.getpid()
+            self.held = {}
+        self.held[key] = (t_wait, payload)
+
+    def send(self, key):
+        held = self.held.pop(key, None) if self.pid == os.getpid() else None
+        if held is not None:
+            LINK.send(MSG_BATCH, held[1])
+
+    def left(self, key, t_wait, why):
+        """The loop called next() at t_wait and got no batch (the epoch's
+        end, a worker's failure): its latest batch's step ended then."""
+        LINK.json({"type": "epoch_end", "loader": key, "t": t_wait,
+                   "ended": type(why).__name__})
+
+    def at_exit(self):
+        if self.pid != os.getpid():
+            return
+        for key, (t_wait, _) in list(self.held.items()):
+            LINK.json({"type": "epoch_end", "loader": key, "t": t_wait, "ended": "exit"})
+        self.held = {}
+
+
+TAKEN = Taken()
 
 
 @guarded("noting a DataLoader")
@@ -359,18 +406,21 @@ class Ideal:
             self.key = key
         return key == self.key
 
-    def next(self, it, key, original_next):
+    def next(self, it, key, original_next, t_wait):
         n = self.taken
         self.taken += 1
         if self.full:
-            t = monotonic_ns()
             batch = self.kept[(n - self.warmup) % len(self.kept)]
-            LINK.send(MSG_BATCH, BATCH.pack(key[0], key[1], -2, t, t, samples_in(batch)))
+            samples = samples_in(batch)
+            TAKEN.hold(key, t_wait, BATCH.pack(key[0], key[1], -2, t_wait, monotonic_ns(), samples))
             return batch
-        t_wait = monotonic_ns()
-        batch = original_next(it)  # StopIteration passes through, as from the loader
-        t_taken = monotonic_ns()
-        LINK.send(MSG_BATCH, BATCH.pack(key[0], key[1], -1, t_wait, t_taken, samples_in(batch)))
+        try:
+            batch = original_next(it)  # StopIteration passes through, as from the loader
+        except BaseException as e:
+            TAKEN.left(key, t_wait, e)
+            raise
+        samples = samples_in(batch)
+        TAKEN.hold(key, t_wait, BATCH.pack(key[0], key[1], -1, t_wait, monotonic_ns(), samples))
         if n >= self.warmup:
             size = tensor_bytes(batch)
             if self.kept and self.bytes + size > self.cap:
@@ -772,6 +822,7 @@ def die_with_relay():
 def install():
     """Called once per process by sitecustomize."""
     die_with_relay()
+    atexit.register(TAKEN.at_exit)
     try:
         STATE.config = json.loads(os.environ.get(CONFIG_ENV) or "{}")
     except ValueError:
