@@ -254,9 +254,7 @@ def patch_dataloader(module):
         except BaseException as e:  # StopIteration, or a worker's failure
             TAKEN.left(key, t_wait, e)
             raise
-        samples = samples_in(batch)
-        TAKEN.hold(key, t_wait,
-                   BATCH.pack(key[0], key[1], worker, t_wait, monotonic_ns(), samples))
+        TAKEN.hold(key, worker, t_wait, samples_in(batch))
         return batch
 
     loader_cls.__init__ = __init__
@@ -277,18 +275,23 @@ class Taken:
 
     def __init__(self):
         self.pid = None
-        self.held = {}  # loader key -> (t_wait, payload) of the loop's latest batch
+        self.held = {}  # loader key -> the BATCH fields of the loop's latest batch
 
-    def hold(self, key, t_wait, payload):
+    def hold(self, key, worker, t_wait, samples):
+        """The batch the loop takes now. Its time is read last, after
+        anything that allocates (the job's garbage collection, which can
+        run a finished iterator's worker shutdown, would fall between it
+        and the job's own clock)."""
         if self.pid != os.getpid():  # a forked child holds none of its parent's
             self.pid = os.getpid()
             self.held = {}
-        self.held[key] = (t_wait, payload)
+        record = self.held[key] = [key[0], key[1], worker, t_wait, 0, samples]
+        record[4] = monotonic_ns()
 
     def send(self, key):
         held = self.held.pop(key, None) if self.pid == os.getpid() else None
         if held is not None:
-            LINK.send(MSG_BATCH, held[1])
+            LINK.send(MSG_BATCH, BATCH.pack(*held))
 
     def left(self, key, t_wait, why):
         """The loop called next() at t_wait and got no batch (the epoch's
@@ -299,8 +302,8 @@ class Taken:
     def at_exit(self):
         if self.pid != os.getpid():
             return
-        for key, (t_wait, _) in list(self.held.items()):
-            LINK.json({"type": "epoch_end", "loader": key, "t": t_wait, "ended": "exit"})
+        for key, record in list(self.held.items()):
+            LINK.json({"type": "epoch_end", "loader": key, "t": record[3], "ended": "exit"})
         self.held = {}
 
 
@@ -411,16 +414,13 @@ class Ideal:
         self.taken += 1
         if self.full:
             batch = self.kept[(n - self.warmup) % len(self.kept)]
-            samples = samples_in(batch)
-            TAKEN.hold(key, t_wait, BATCH.pack(key[0], key[1], -2, t_wait, monotonic_ns(), samples))
+            TAKEN.hold(key, -2, t_wait, samples_in(batch))
             return batch
         try:
             batch = original_next(it)  # StopIteration passes through, as from the loader
         except BaseException as e:
             TAKEN.left(key, t_wait, e)
             raise
-        samples = samples_in(batch)
-        TAKEN.hold(key, t_wait, BATCH.pack(key[0], key[1], -1, t_wait, monotonic_ns(), samples))
         if n >= self.warmup:
             size = tensor_bytes(batch)
             if self.kept and self.bytes + size > self.cap:
@@ -430,6 +430,7 @@ class Ideal:
                 self.bytes += size
                 if len(self.kept) >= self.count:
                     self.fill(None)
+        TAKEN.hold(key, -1, t_wait, samples_in(batch))
         return batch
 
     def fill(self, short):
