@@ -16,6 +16,7 @@ clock saw over the batches after --warmup:
   span_s      from the first measured batch's next() to the end of the loop
   last_s      from the last batch's next() to the end of the loop
   stall_pct   100 wait_s / span_s
+  steps_per_s batches / span_s
 and, with --timeline FILE, every call's start and end on the monotonic clock.
 
     /usr/bin/python3 tests/wrap_jobs/epochs.py --epochs 5 --batches 12 --workers 2
@@ -73,6 +74,9 @@ def main():
                    help="take len(loader) batches an epoch (never reach StopIteration)")
     p.add_argument("--tail-s", type=float, default=0.0,
                    help="work this long after the loop (saving a checkpoint)")
+    p.add_argument("--synthetic", type=int, default=0, metavar="K",
+                   help="train on K batches taken once from the loader and handed out "
+                        "again, in turn (a loader that never waits)")
     p.add_argument("--timeline", default=None)
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -83,9 +87,15 @@ def main():
     weights = torch.rand(48, 48)
     events = []  # (what, batch number, start, end)
     taken = 0
+    kept = None
+    if args.synthetic:
+        it = iter(loader)
+        kept = [next(it) for _ in range(args.synthetic)]
+        del it
     for epoch in range(args.epochs):
         t0 = clock()
-        it = iter(loader)
+        it = iter(loader) if kept is None else iter(kept[n % len(kept)]
+                                                     for n in range(len(loader)))
         events.append(("iter", taken, t0, clock()))
         for _ in range(len(loader)) if args.counted else iter(int, 1):
             t0 = clock()
@@ -109,7 +119,8 @@ def main():
     hand = {"batches": sum(1 for e in inside if e[0] == "next"), "wait_s": sums["next"],
             "stop_s": sums["stop"], "iter_s": sums["iter"],
             "step_s": span - sum(sums.values()), "span_s": span,
-            "last_s": (end - last[2]) / 1e9, "stall_pct": 100.0 * sums["next"] / span}
+            "last_s": (end - last[2]) / 1e9, "stall_pct": 100.0 * sums["next"] / span,
+            "steps_per_s": sum(1 for e in inside if e[0] == "next") / span}
     if args.timeline:
         with open(args.timeline, "w") as f:
             json.dump(events, f)
