@@ -225,7 +225,12 @@ def patch_dataloader(module):
         key = getattr(self, "_pbench_key", None)
         if key is not None and STATE.active:
             TAKEN.send(key)  # the last batch of a loop that left without StopIteration
-        it = original_iter(self)
+        ideal = STATE.ideal
+        if key is not None and ideal is not None and ideal.iterator is not None and \
+                ideal.key == key:
+            it = ideal.iterator  # no new epoch's workers: a loader that never waits
+        else:
+            it = original_iter(self)
         if key is not None and STATE.active:
             try:
                 it._pbench_key = key
@@ -391,7 +396,11 @@ class Ideal:
     the loop received are kept (at most `cap` bytes of tensors) and handed
     to it again, in turn, instead of asking the DataLoader: the job's step
     with a loader that never makes it wait. One DataLoader per process: the
-    one wrap.loader names, else the first to deliver a batch."""
+    one wrap.loader names, else the first to deliver a batch. Once they are
+    kept, that DataLoader's workers are stopped (they would build the
+    batches still asked for beside the job's step) and iter() on it gives
+    the same iterator again (a new epoch would start workers): as a job
+    that trains on batches made once in memory, nothing loads meanwhile."""
 
     def __init__(self, count, warmup, cap, site):
         self.count = count
@@ -403,6 +412,7 @@ class Ideal:
         self.kept = []
         self.bytes = 0
         self.full = False
+        self.iterator = None   # the iterator the kept batches came from, once full
 
     def serves(self, key):
         if self.key is None and (not self.site or STATE.sites.get(key, "").endswith(self.site)):
@@ -424,19 +434,24 @@ class Ideal:
         if n >= self.warmup:
             size = tensor_bytes(batch)
             if self.kept and self.bytes + size > self.cap:
-                self.fill("the cap of %d MiB" % (self.cap >> 20))
+                self.fill(it, "the cap of %d MiB" % (self.cap >> 20))
             else:
                 self.kept.append(batch)
                 self.bytes += size
                 if len(self.kept) >= self.count:
-                    self.fill(None)
+                    self.fill(it, None)
         TAKEN.hold(key, -1, t_wait, samples_in(batch))
         return batch
 
-    def fill(self, short):
+    def fill(self, it, short):
         self.full = True
+        self.iterator = it
+        workers = len(getattr(it, "_workers", None) or ())
+        stop = getattr(it, "_shutdown_workers", None)
+        if workers and stop is not None:
+            stop()  # torch's own, as at the epoch's end; the kept batches stay valid
         LINK.json({"type": "ideal", "kept": len(self.kept), "bytes": self.bytes,
-                   "asked": self.count, "short": short})
+                   "asked": self.count, "short": short, "workers_stopped": workers})
 
 
 def tensor_bytes(batch, depth=0):
