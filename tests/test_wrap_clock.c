@@ -5,10 +5,11 @@
  * window is no longer than the job's own span and loses at most its last
  * batch; the stall agrees with the job's within 2 points and the step is
  * no longer than the job's, also when the job leaves each epoch without
- * StopIteration and works for a while after its loop. Skipped, saying why,
- * where Debian's python3-torch is missing. No test asserts a wall-clock
- * time: each bound is one clock against the other, with slack for a busy
- * machine. */
+ * StopIteration and works for a while after its loop. Under --ideal, no
+ * worker works in the measured part, as in the job on batches made once
+ * in memory. Skipped, saying why, where Debian's python3-torch is
+ * missing. No test asserts a wall-clock time: each bound is one clock
+ * against the other, with slack for a busy machine. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -137,11 +138,44 @@ static void test_epochs_left_and_work_after_the_loop(void **state)
     check_against_the_job("--counted --tail-s 0.5", true);
 }
 
+/* --ideal on the same job, leaving each short epoch after len(loader)
+ * batches: once its batches are kept, no worker process works beside the
+ * job's step (the DataLoader's are stopped, and no epoch starts new ones),
+ * as in the job trained on batches made once in memory. */
+static void test_ideal_loads_nothing_in_its_window(void **state)
+{
+    (void)state;
+    if (!have_torch) {
+        fprintf(stderr, "skipped: torch is not installed: apt-get install python3-torch "
+                        "(scripts/setup.sh does)\n");
+        skip();
+    }
+    char args[2048];
+    snprintf(args, sizeof args,
+             "wrap -s wrap.ideal=4 --warmup-batches 2 --batches 30 -q -o ideal.json -- "
+             "/usr/bin/python3 %s/tests/wrap_jobs/epochs.py --epochs 1000 --batches 6 "
+             "--batch-size 4 --item-ms 6 --step-ms 20 --workers 2 --counted",
+             source_dir);
+    char *err = NULL;
+    int rc = pb_test_run_pbench(workdir, args, &err);
+    if (rc != 0)
+        fail_msg("pbench %s: exit %d: %s", args, rc, err);
+    free(err);
+    json_t *r = pb_test_load_json(workdir, "ideal.json");
+    const json_t *p = json_array_get(json_object_get(r, "points"), 0);
+    const json_t *rep = json_array_get(json_object_get(p, "repeats"), 0);
+    assert_int_equal(json_integer_value(json_object_get(rep, "batches")), 30);
+    printf("ideal: worker CPU %.2f%% in the window\n", number(rep, "worker_cpu_pct"));
+    assert_true(number(rep, "worker_cpu_pct") < 1.0);
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_epochs_ended_by_stopiteration),
         cmocka_unit_test(test_epochs_left_and_work_after_the_loop),
+        cmocka_unit_test(test_ideal_loads_nothing_in_its_window),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }
