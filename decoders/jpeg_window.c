@@ -1,3 +1,5 @@
+/* The JPEG decoder's fused crop (decoders/jpeg_window.h): only the window a crop stage
+ * reads is decoded, through libjpeg-turbo's libjpeg API. */
 #include "decoders/jpeg_window.h"
 
 #include <setjmp.h>

@@ -1,3 +1,5 @@
+/* The video decoder's FFmpeg services (decoders/video_av.h): FFmpeg's last error line per
+ * thread, and NVDEC through FFmpeg's CUDA hwaccel. */
 #include "decoders/video_av.h"
 
 #include <stdatomic.h>

@@ -1,3 +1,4 @@
+/* CPU pixel kernels (kernels/cpu.h): plain C that the compiler vectorizes. */
 #include "kernels/cpu.h"
 
 #include "bench/base/pb.h"

@@ -1,3 +1,5 @@
+/* The device runtime (kernels/gpu_rt.h): whether a CUDA device is there and why not,
+ * page-locked host memory, and device memory tracked for its peak. */
 #include "kernels/gpu_rt.h"
 
 #include <stdatomic.h>

@@ -1,3 +1,5 @@
+/* CPU image kernels (kernels/image.h): resampling with fused crop, crop, flip, color
+ * jitter and normalize on HWC uint8 images. */
 #include "kernels/image.h"
 #include "kernels/normalize_simd.h"
 

@@ -1,3 +1,5 @@
+/* Synthetic scenes for generated datasets (kernels/scene.h): gradients, shapes, texture
+ * and noise, so encoders and decoders work as hard as on photos. */
 #include "kernels/scene.h"
 
 #include <math.h>

@@ -1,3 +1,5 @@
+/* Tensors as kernels and stages see them (kernels/tensor.h): element type, memory order
+ * and the shape of one sample. */
 #include "kernels/tensor.h"
 
 size_t pb_shape_bytes(const struct pb_shape *s)

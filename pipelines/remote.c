@@ -476,9 +476,13 @@ void pb_remote_explain(const struct pb_remote *r, const char *url, CURLcode rc, 
 
 uint64_t pb_remote_backoff_ns(int attempt, uint64_t seed)
 {
-    uint64_t base = 100000000ull << (attempt > 6 ? 6 : attempt - 1);
-    if (base > 5000000000ull)
-        base = 5000000000ull;
-    /* Half to the whole of it, so retrying workers do not move in step. */
-    return base / 2 + pb_mix64(seed) % (base / 2 + 1);
+    int doublings = attempt < 1 ? 0 : attempt - 1;
+    uint64_t base = (uint64_t)PB_REMOTE_BACKOFF_FIRST_MS * 1000000ull
+                    << (doublings > 16 ? 16 : doublings);
+    if (base > (uint64_t)PB_REMOTE_BACKOFF_CAP_MS * 1000000ull)
+        base = (uint64_t)PB_REMOTE_BACKOFF_CAP_MS * 1000000ull;
+    /* jitter_low to jitter_high of it, so retrying workers do not move in step. */
+    uint64_t low = base / 100 * PB_REMOTE_BACKOFF_JITTER_LOW_PCT;
+    uint64_t high = base / 100 * PB_REMOTE_BACKOFF_JITTER_HIGH_PCT;
+    return low + pb_mix64(seed) % (high - low + 1);
 }

@@ -125,4 +125,15 @@ void pb_fetcher_plan(struct pb_fetcher *f, const char *const *urls, uint32_t n);
 int pb_fetcher_get(struct pb_fetcher *f, const char *url, uint8_t *out, size_t cap, size_t *got,
                    struct pb_fetch_cost *cost, char *msg, size_t msglen);
 
+/* What C and Python both apply, described once in engines/shared.json
+ * (tests/test_shared_limits.c checks these against it; the torch engine
+ * reads it): the requests a worker keeps in flight, and the retry backoff,
+ * first_ms doubling to cap_ms, times jitter_low..jitter_high. */
+#define PB_REMOTE_REQUESTS_IN_FLIGHT_MIN 1
+#define PB_REMOTE_REQUESTS_IN_FLIGHT_MAX 256
+#define PB_REMOTE_BACKOFF_FIRST_MS 100
+#define PB_REMOTE_BACKOFF_CAP_MS 5000
+#define PB_REMOTE_BACKOFF_JITTER_LOW_PCT 50
+#define PB_REMOTE_BACKOFF_JITTER_HIGH_PCT 100
+
 #endif

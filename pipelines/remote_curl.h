@@ -72,8 +72,9 @@ void pb_remote_explain(const struct pb_remote *r, const char *url, CURLcode rc, 
                        const char *errbuf, const uint8_t *body, size_t body_len, char *msg,
                        size_t msglen);
 
-/* The backoff before attempt number attempt (1: the first retry): 100 ms
- * doubling, at most 5 s, with jitter from seed. */
+/* The backoff before attempt number attempt (1: the first retry), as
+ * PB_REMOTE_BACKOFF_* in pipelines/remote.h say (engines/shared.json),
+ * with the jitter drawn from seed. */
 uint64_t pb_remote_backoff_ns(int attempt, uint64_t seed);
 
 #endif

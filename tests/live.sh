@@ -212,6 +212,9 @@ for route in /result.json /report.html /history.db /../history.db; do
     code=$(curl -s -o /dev/null -w '%{http_code}' --path-as-is "http://127.0.0.1:$hport$route")
     [ "$code" = 404 ] || fail "serve history.db answered $route with $code, not 404"
 done
+# DNS rebinding: a request naming another site as its Host reads nothing.
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.example.com' "http://127.0.0.1:$hport/history.json")
+[ "$code" = 421 ] || fail "serve history.db answered Host: evil.example.com with $code, not 421"
 python3 - <<'EOF' || fail "a history's /metrics differs from the result's"
 import json, re
 r = json.load(open("run.json"))

@@ -1466,8 +1466,24 @@ static void test_compare_set_new_on_one_config(void **state)
              source_dir, source_dir);
     snprintf(want, sizeof(want), "-> new %s/configs/null.yaml with pipeline.decode.cost_us=400",
              source_dir);
-    EXPECT_OUT(args, 0, want, "setting changed: pipeline[1].decode.cost_us: 100.0 -> 400.0",
-               "REGRESSED: ");
+    /* A 4x decode cost reads as a regression on a quiet machine; beside
+     * other processes (a busy CI runner) compare withholds the wall-clock
+     * verdicts and says why, which is the right answer there too. Either
+     * way the new side is not called faster or the same. */
+    char out_path[512];
+    assert_int_equal(pbench(args, out_path, sizeof(out_path)), 0);
+    char *text = slurp(out_path);
+    pb_test_assert_contains(text, (const char *const[]){
+                                      want, "setting changed: pipeline[1].decode.cost_us: 100.0 -> 400.0",
+                                      NULL});
+    bool regressed = strstr(text, "REGRESSED: ") != NULL;
+    bool withheld = strstr(text, "are withheld (disturbed)") &&
+                    (strstr(text, "other processes took") || strstr(text, "reference workload") ||
+                     strstr(text, "CPU quota"));
+    if (!regressed && !withheld)
+        fail_msg("4x the decode cost neither REGRESSED nor withheld with its reason:\n%s", text);
+    assert_null(strstr(text, "IMPROVED: "));
+    free(text);
     EXPECT_OUT("compare set-new.json", 0, want,
                "setting changed: pipeline[1].decode.cost_us: 100.0 -> 400.0");
     snprintf(args, sizeof(args),

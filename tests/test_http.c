@@ -199,7 +199,7 @@ static void test_routes(void **state)
 
     /* The query is not part of the path; the Accept header reaches the handler. */
     response = request(AF_INET, port,
-                       "GET /?x=1 HTTP/1.1\r\nHost: a\r\nAccept: application/openmetrics-text\r\n"
+                       "GET /?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/openmetrics-text\r\n"
                        "Connection: close\r\n\r\n",
                        &status, NULL);
     assert_int_equal(status, 200);
@@ -211,7 +211,7 @@ static void test_routes(void **state)
     pthread_mutex_unlock(&seen.lock);
 
     /* HEAD: the headers, no body. */
-    response = request(AF_INET, port, "HEAD / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    response = request(AF_INET, port, "HEAD / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
                        &status, NULL);
     assert_int_equal(status, 200);
     assert_string_equal(body_of(response), "");
@@ -229,9 +229,9 @@ static void test_other_methods_405(void **state)
     int calls = seen.calls;
     pthread_mutex_unlock(&seen.lock);
     static const char *const requests[] = {
-        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
-        "PUT /x HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-        "DELETE / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+        "PUT /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        "DELETE / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     };
     for (size_t i = 0; i < PB_ARRAY_LEN(requests); i++) {
         int status = 0;
@@ -277,16 +277,16 @@ static void test_garbage(void **state)
     size_t huge = 4 * PB_HTTP_MEMORY_BYTES; /* headers beyond a connection's memory */
     char *long_header = malloc(huge + 64);
     assert_non_null(long_header);
-    int used = snprintf(long_header, huge + 64, "GET / HTTP/1.1\r\nHost: a\r\nX-Long: ");
+    int used = snprintf(long_header, huge + 64, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: ");
     memset(long_header + used, 'a', huge);
     memcpy(long_header + used + huge, "\r\n\r\n", 5);
     const char *const junk[] = {
         "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not a TLS hello\r\n\r\n",
         "GET\r\n\r\n",
         "GET / HTTP/9.9\r\n\r\n",
-        "GET / HTTP/1.1\r\nHost: a\r\nBroken header line\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBroken header line\r\n\r\n",
         "\r\n\r\n\r\n\r\n",
-        "GET /\x01\x02 HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET /\x01\x02 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
         long_header,
     };
     int fds[PB_ARRAY_LEN(junk)];
@@ -328,7 +328,7 @@ static void test_many_connections(void **state)
     int answers = 0;
     unsigned most_held = 0;
     bool sent[CLIENTS] = {false};
-    const char *text = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    const char *text = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
     /* Until the server holds its limit's worth, or a second passes with no new answer. */
     for (int round = 0, quiet = 0; round < 600 && answers < PB_HTTP_CONNECTIONS && quiet < 20;
          round++) {
@@ -375,14 +375,14 @@ static void test_client_never_reads(void **state)
         struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         assert_int_equal(connect(fds[i], (struct sockaddr *)&in, sizeof(in)), 0);
-        const char *text = "GET /big HTTP/1.1\r\nHost: a\r\n\r\n";
+        const char *text = "GET /big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
         send_all(fds[i], text, strlen(text));
     }
     assert_serves(port);
     /* And one that does read gets all of it. */
     int status = 0;
     size_t len = 0;
-    char *response = request(AF_INET, port, "GET /big HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    char *response = request(AF_INET, port, "GET /big HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
                              &status, &len);
     assert_int_equal(status, 200);
     assert_int_equal(strlen(body_of(response)), BIG_BYTES);
@@ -460,8 +460,10 @@ static void test_ipv6_and_public(void **state)
         snprintf(url, sizeof(url), "http://[::1]:%d/", pb_http_port(h));
         assert_string_equal(pb_http_url(h), url);
         int status = 0;
-        free(request(AF_INET6, pb_http_port(h), "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
-                     &status, NULL));
+        char text[128];
+        snprintf(text, sizeof(text), "GET / HTTP/1.1\r\nHost: [::1]:%d\r\nConnection: close\r\n\r\n",
+                 pb_http_port(h));
+        free(request(AF_INET6, pb_http_port(h), text, &status, NULL));
         assert_int_equal(status, 200);
         pb_http_stop(h);
     } else {
@@ -472,6 +474,62 @@ static void test_ipv6_and_public(void **state)
     assert_true(public); /* every interface: the caller warns */
     assert_serves(pb_http_port(h));
     pb_http_stop(h);
+}
+
+/* DNS rebinding: a page on another site whose name now points at this
+ * machine sends its own name as Host; pbench answers 421 and its handler
+ * never runs, so /result.json cannot be read that way. */
+static void test_host_header(void **state)
+{
+    (void)state;
+    struct pb_http *h = start("127.0.0.1:0", NULL);
+    int port = pb_http_port(h);
+    pthread_mutex_lock(&seen.lock);
+    int calls = seen.calls;
+    pthread_mutex_unlock(&seen.lock);
+    const char *refused[] = {"evil.example.com", "evil.example.com:%d", "127.0.0.1.evil.example",
+                             "localhost.evil.example", "10.0.0.1:%d", "", "[::1"};
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        char host[96], text[256];
+        snprintf(host, sizeof(host), refused[i], port);
+        snprintf(text, sizeof(text), "GET /result.json HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                 host);
+        int status = 0;
+        char *response = request(AF_INET, port, text, &status, NULL);
+        if (host[0]) /* an empty Host is libmicrohttpd's to refuse (400) or ours (421) */
+            assert_int_equal(status, 421);
+        else
+            assert_true(status == 421 || status == 400);
+        free(response);
+    }
+    pthread_mutex_lock(&seen.lock);
+    assert_int_equal(seen.calls, calls); /* the handler saw none of them */
+    pthread_mutex_unlock(&seen.lock);
+    const char *answered[] = {"127.0.0.1:%d", "127.0.0.1", "localhost:%d", "LOCALHOST", "localhost."};
+    for (size_t i = 0; i < sizeof(answered) / sizeof(answered[0]); i++) {
+        char host[96], text[256];
+        snprintf(host, sizeof(host), answered[i], port);
+        snprintf(text, sizeof(text), "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host);
+        int status = 0;
+        free(request(AF_INET, port, text, &status, NULL));
+        assert_int_equal(status, 200);
+    }
+    /* HTTP/1.0 without a Host is answered: no browser sends one. */
+    int status = 0;
+    free(request(AF_INET, port, "GET / HTTP/1.0\r\n\r\n", &status, NULL));
+    assert_int_equal(status, 200);
+    pb_http_stop(h);
+
+    /* The rule itself: a name the user gave is answered; on every
+     * interface any address literal is, a name still is not. */
+    assert_true(pb_http_host_allowed("box.lan:8080", "192.168.1.5", "box.lan", false));
+    assert_false(pb_http_host_allowed("other.lan:8080", "192.168.1.5", "box.lan", false));
+    assert_true(pb_http_host_allowed("[::1]:80", "::1", "::1", false));
+    assert_false(pb_http_host_allowed("::1", "::1", "::1", false));
+    assert_true(pb_http_host_allowed("10.1.2.3:80", "0.0.0.0", "0.0.0.0", true));
+    assert_true(pb_http_host_allowed("[fe80::1]:80", "::", "::", true));
+    assert_false(pb_http_host_allowed("evil.example.com", "0.0.0.0", "0.0.0.0", true));
+    assert_false(pb_http_host_allowed("10.1.2.3:80", "127.0.0.1", "127.0.0.1", false));
 }
 
 int main(void)
@@ -494,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_garbage),         cmocka_unit_test(test_many_connections),
         cmocka_unit_test(test_client_never_reads), cmocka_unit_test(test_busy_port),
         cmocka_unit_test(test_bad_addresses),   cmocka_unit_test(test_ipv6_and_public),
+        cmocka_unit_test(test_host_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,6 +97,202 @@ static const json_t *stage_row(const json_t *p, const char *name)
             0)
             return json_array_get(stages, i);
     return NULL;
+}
+
+/* Runs pbench with args, its stdout and stderr into out.txt and err.txt,
+ * then the shell redirections fds (which may close or replace those):
+ * pbench as a job runner or a shell may start it. Its exit code; its
+ * stderr into *err (empty where fds closed it). */
+static int wrap_with_fds(const char *args, const char *fds, char **err)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd '%s' && rm -f err.txt && '%s' %s >out.txt 2>err.txt %s", workdir,
+             getenv("PBENCH_BINARY"), args, fds);
+    int status = system(cmd);
+    char path[600];
+    snprintf(path, sizeof path, "%s/err.txt", workdir);
+    *err = pb_test_read_file(path, NULL, false);
+    if (!*err)
+        *err = strdup("");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The relay starts and speaks the protocol whatever state pbench's fds 0-9
+ * are in (closed, or open on a file without close-on-exec): each of them
+ * closed in turn, all of 3-9 open, 0-2 all closed. A job that is not Python
+ * gives its own error (exit 2), not a relay that could not read its
+ * commands (exit 1). */
+static void test_relay_starts_whatever_the_fds(void **state)
+{
+    (void)state;
+    char fds[256];
+    for (int fd = -3; fd <= 9; fd++) {
+        if (fd >= 0)
+            snprintf(fds, sizeof fds, "%d>&-", fd);
+        else if (fd == -3)
+            snprintf(fds, sizeof fds, "3</dev/null 4</dev/null 5</dev/null 6</dev/null "
+                                      "7</dev/null 8</dev/null 9</dev/null");
+        else if (fd == -2)
+            snprintf(fds, sizeof fds, "<&- 3</dev/null 4</dev/null 5</dev/null");
+        else
+            snprintf(fds, sizeof fds, "<&- >&- 2>&-");
+        char *err = NULL;
+        int rc = wrap_with_fds("wrap -- /bin/true", fds, &err);
+        if (rc != 2)
+            fail_msg("pbench wrap -- /bin/true %s: exit %d, not 2: %s", fds, rc, err);
+        if (fd != 2 && fd != -1 && !strstr(err, "started no Python process with pbench's hook"))
+            fail_msg("pbench wrap -- /bin/true %s said: %s", fds, err);
+        free(err);
+    }
+}
+
+/* A job measured with the live server on (its sockets take fds 3 and 4),
+ * with pbench's stdin closed, and with fds 3-9 partly taken: the measured
+ * batches, the result. The samples are slowed (--delay-ms) so that the
+ * window is long beside /proc's 10 ms CPU ticks. */
+static void test_measures_with_serve_and_stdin_closed(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    static const char *const fds[] = {"", "<&-", "<&- 3</dev/null 6</dev/null 9</dev/null"};
+    for (size_t i = 0; i < PB_ARRAY_LEN(fds); i++) {
+        char args[2048];
+        if (i == 0)
+            snprintf(args, sizeof args,
+                     "wrap --serve 127.0.0.1:%d --warmup-batches 1 --batches 4 -o fds.json -- %s "
+                     "--epochs 100 --delay-ms 10",
+                     20000 + (int)(getpid() % 20000), train);
+        else
+            snprintf(args, sizeof args, "wrap --warmup-batches 1 --batches 4 -o fds.json -- %s "
+                                        "--epochs 100 --delay-ms 10",
+                     train);
+        char *err = NULL;
+        int rc = wrap_with_fds(args, fds[i], &err);
+        if (rc == 2 && strstr(err, "built without libmicrohttpd")) {
+            free(err);
+            continue; /* --serve is not built here; the other states still run */
+        }
+        if (rc != 0)
+            fail_msg("pbench %s %s: exit %d: %s", args, fds[i], rc, err);
+        free(err);
+        json_t *r = pb_test_load_json(workdir, "fds.json");
+        const json_t *rep = json_array_get(json_object_get(first_point(r), "repeats"), 0);
+        assert_int_equal(json_integer_value(json_object_get(rep, "batches")), 4);
+        json_decref(r);
+        char path[600];
+        snprintf(path, sizeof path, "%s/fds.json", workdir);
+        unlink(path);
+    }
+}
+
+/* The path of a job of tests/wrap_jobs, into buf. */
+static const char *job(const char *name, char *buf, size_t buflen)
+{
+    snprintf(buf, buflen, "%s/tests/wrap_jobs/%s", source_dir, name);
+    return buf;
+}
+
+/* A thread that sends batches while another forks a worker each epoch: the
+ * hook's lock, held at the fork, is a new one in the child, and the job
+ * runs all its epochs (a worker that hung would fail it at its
+ * DataLoader's 60 s timeout). */
+static void test_fork_while_another_thread_sends(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char path[1024], args[2048];
+    snprintf(args, sizeof args, "wrap --warmup-batches 1 --until-exit -o fork_thread.json -- "
+                                "/usr/bin/python3 %s 40",
+             job("fork_thread.py", path, sizeof path));
+    char *err = NULL;
+    int rc = wrap(args, &err);
+    if (rc != 0 || !strstr(err, "fork_thread.py ran 40 epochs") || strstr(err, "timed out"))
+        fail_msg("pbench %s: exit %d: %s", args, rc, err);
+    free(err);
+}
+
+/* A worker that segfaults mid-run: the last batch's step ends where the
+ * loop's next() began, not when the job exited (it spends 2 s on its way
+ * out), the crash is named and the job's failure is said under
+ * --until-exit. */
+static void test_a_worker_that_crashes(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char path[1024], args[2048];
+    snprintf(args, sizeof args, "wrap --warmup-batches 2 --until-exit -o crash.json -- "
+                                "/usr/bin/python3 %s 120",
+             job("worker_crash.py", path, sizeof path));
+    char *err = NULL;
+    int rc = wrap(args, &err);
+    if (rc != 0)
+        fail_msg("pbench %s: exit %d: %s", args, rc, err);
+    free(err);
+    snprintf(path, sizeof path, "%s/out.txt", workdir);
+    char *out = pb_test_read_file(path, NULL, true);
+    pb_test_assert_contains(out, (const char *const[]){"failed after", "in a next() that waited",
+                                                        "exited with status 1",
+                                                        "the job failed", NULL});
+    free(out);
+    json_t *r = pb_test_load_json(workdir, "crash.json");
+    const json_t *rep = json_array_get(json_object_get(first_point(r), "repeats"), 0);
+    const json_t *steps = json_object_get(json_object_get(rep, "batch_records"), "step_ns");
+    assert_true(json_array_size(steps) > 0);
+    size_t i;
+    const json_t *step;
+    json_array_foreach(steps, i, step)
+    {
+        /* The job's step is a 20 ms sleep; its 2 s way out is no step. */
+        if (json_number_value(step) >= 2e9)
+            fail_msg("batch %zu's step is %.2f s: the job's way out was booked as step", i,
+                     json_number_value(step) / 1e9);
+    }
+    json_decref(r);
+}
+
+/* Whether pid is a process whose command line holds needle. */
+static bool process_runs(long pid, const char *needle)
+{
+    char path[64], cmdline[4096];
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    FILE *f = fopen(path, "rb"); /* /proc's files have no size to read by */
+    size_t len = f ? fread(cmdline, 1, sizeof cmdline - 1, f) : 0;
+    if (f)
+        fclose(f);
+    cmdline[len] = '\0';
+    bool found = false;
+    for (size_t i = 0; i < len; i += strlen(cmdline + i) + 1)
+        found = found || strstr(cmdline + i, needle);
+    return found;
+}
+
+/* pbench killed (SIGKILL) while a DataLoader worker of the job is stuck in
+ * a sample: the worker does not live on with ppid 1. */
+static void test_a_stuck_worker_ends_with_pbench(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char path[1024], cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && rm -f stuck.pid && { '%s' wrap --until-exit -o stuck.json -- "
+             "/usr/bin/python3 %s '%s/stuck.pid' >stuck.out 2>stuck.err & pb=$!; n=0; "
+             "while [ ! -f stuck.pid ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n+1)); done; "
+             "kill -9 $pb; wait $pb; }; true",
+             workdir, getenv("PBENCH_BINARY"), job("stuck_worker.py", path, sizeof path), workdir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/stuck.pid", workdir);
+    char *text = pb_test_read_file(path, NULL, true);
+    long worker = strtol(text, NULL, 10);
+    free(text);
+    assert_true(worker > 1);
+    /* It looks for its parent each second; a minute is slack for a busy
+     * machine, not a time asserted. */
+    for (int i = 0; i < 600 && process_runs(worker, "stuck_worker.py"); i++)
+        usleep(100000);
+    if (process_runs(worker, "stuck_worker.py")) {
+        kill((pid_t)worker, SIGKILL);
+        fail_msg("the stuck worker %ld outlived pbench", worker);
+    }
 }
 
 /* The job's batches, each transform of its Compose timed in its fork
@@ -251,6 +448,112 @@ static void test_jobs_that_cannot_be_measured(void **state)
                      (const char *const[]){"gives the job's DataLoader only", NULL});
 }
 
+/* A job that leaves a helper in its session and a double-forked, setsid
+ * grandchild: neither holds --until-exit open after the job's first
+ * process ends, nor outlives pbench at the window's end (--time); both
+ * are named. */
+static void test_what_the_job_leaves_is_ended(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    static const char *const windows[] = {"--until-exit", "--time 2"};
+    for (size_t w = 0; w < PB_ARRAY_LEN(windows); w++) {
+        char path[1024], pids[700], args[2048];
+        snprintf(pids, sizeof pids, "%s/left.pids", workdir);
+        unlink(pids);
+        snprintf(args, sizeof args, "wrap --warmup-batches 1 %s -o left.json -- /usr/bin/python3 "
+                                    "%s %s %d",
+                 windows[w], job("leaves_helpers.py", path, sizeof path), pids,
+                 w == 0 ? 20 : 1000000);
+        char *err = NULL;
+        int rc = wrap(args, &err);
+        if (rc != 0)
+            fail_msg("pbench %s: exit %d: %s", args, rc, err);
+        free(err);
+        snprintf(path, sizeof path, "%s/out.txt", workdir);
+        char *out = pb_test_read_file(path, NULL, true);
+        pb_test_assert_contains(out, (const char *const[]){"the job left", "(sleep 45)",
+                                                            "(sleep 46)", "pbench ended them",
+                                                            NULL});
+        free(out);
+        char *text = pb_test_read_file(pids, NULL, true);
+        char *next = text;
+        for (int i = 0; i < 2; i++) {
+            long pid = strtol(next, &next, 10);
+            assert_true(pid > 1);
+            if (process_runs(pid, "sleep")) {
+                kill((pid_t)pid, SIGKILL);
+                fail_msg("%s: the job's helper %ld outlived pbench", windows[w], pid);
+            }
+        }
+        free(text);
+    }
+}
+
+/* A Python that cannot load the hook says why: the flag (-S, -I, -E) or
+ * the reset (env -i, env -u PYTHONPATH, PYTHONPATH set by a launcher), and
+ * a job that would run on is ended at the window (--time), not at its end
+ * (it sleeps 45 s and exits 0). No torch is needed. */
+static void test_a_python_without_the_hook_says_why(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"/usr/bin/python3 -S -c pass", "python -S skips the site module"},
+        {"/usr/bin/python3 -I -c pass", "python -I isolated mode"},
+        {"/usr/bin/python3 -sE -c pass", "python -E ignores PYTHON* variables"},
+        {"env -u PYTHONPATH /usr/bin/python3 -c pass", "a launcher reset PYTHONPATH"},
+        {"env -i /usr/bin/python3 -c pass", "a launcher cleared it"},
+        {"--time 2 -- sh -c 'PYTHONPATH=/nowhere /usr/bin/python3 -c \"import time; "
+         "time.sleep(45)\"'",
+         "its PYTHONPATH is '/nowhere'"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(cases); i++) {
+        char args[1024];
+        snprintf(args, sizeof args, "wrap %s%s", strncmp(cases[i][0], "--", 2) ? "-- " : "",
+                 cases[i][0]);
+        char *err = NULL;
+        int rc = wrap(args, &err);
+        bool window = strncmp(cases[i][0], "--time", 6) == 0; /* ended there, not at its end */
+        if (rc != 2 || !strstr(err, "started no Python process with pbench's hook") ||
+            !strstr(err, cases[i][1]) || (window && strstr(err, "exited with status 0 and")))
+            fail_msg("pbench %s: exit %d: %s", args, rc, err);
+        free(err);
+    }
+}
+
+/* Processes that loaded the hook but could not reach pbench are said to be
+ * so, with where they looked: a socket path changed on the way, and (where
+ * user namespaces allow it) a private /tmp and another host name. */
+static void test_hooked_processes_that_cannot_reach_pbench(void **state)
+{
+    (void)state;
+    assert_wrap_says("wrap -- env PBENCH_WRAP_SOCKET=/nonexistent/records /usr/bin/python3 -c pass",
+                     2,
+                     (const char *const[]){"loaded pbench's hook but could not reach pbench",
+                                           "looked for its relay at /nonexistent/records",
+                                           "changed PBENCH_WRAP_SOCKET", NULL});
+    if (system("unshare -rmu sh -c 'mount -t tmpfs tmpfs /tmp && hostname pbench-other' "
+               ">/dev/null 2>&1") != 0) {
+        fprintf(stderr, "note: no user namespaces here (unshare -rmu): the private /tmp and "
+                        "the other host are not tried\n");
+        return;
+    }
+    static const char *const launchers[][2] = {
+        {"unshare -rm sh -c 'mount -t tmpfs tmpfs /tmp && exec \"$0\" \"$@\"'", "another /tmp"},
+        {"unshare -rmu sh -c 'mount -t tmpfs tmpfs /tmp && hostname pbench-other && exec \"$0\" "
+         "\"$@\"'",
+         "on pbench-other, another machine"},
+    };
+    for (size_t i = 0; i < PB_ARRAY_LEN(launchers); i++) {
+        char args[1024];
+        snprintf(args, sizeof args, "wrap -- %s /usr/bin/python3 -c pass", launchers[i][0]);
+        assert_wrap_says(args, 2,
+                         (const char *const[]){"loaded pbench's hook but could not reach pbench",
+                                               "looked for its relay at /tmp/pbench-wrap-",
+                                               launchers[i][1], NULL});
+    }
+}
+
 /* SIGTERM from a job runner's timeout ends the job and keeps what was
  * measured (exit 143, the result written, its repeat cut short). */
 static void test_sigterm_keeps_what_was_measured(void **state)
@@ -285,6 +588,14 @@ int main(void)
         cmocka_unit_test(test_batches_unchanged),
         cmocka_unit_test(test_jobs_that_cannot_be_measured),
         cmocka_unit_test(test_sigterm_keeps_what_was_measured),
+        cmocka_unit_test(test_relay_starts_whatever_the_fds),
+        cmocka_unit_test(test_measures_with_serve_and_stdin_closed),
+        cmocka_unit_test(test_fork_while_another_thread_sends),
+        cmocka_unit_test(test_a_worker_that_crashes),
+        cmocka_unit_test(test_a_stuck_worker_ends_with_pbench),
+        cmocka_unit_test(test_what_the_job_leaves_is_ended),
+        cmocka_unit_test(test_a_python_without_the_hook_says_why),
+        cmocka_unit_test(test_hooked_processes_that_cannot_reach_pbench),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }

@@ -1,3 +1,5 @@
+/* Log-linear latency histograms (bench/base/hist.h): recording, merging by addition and
+ * percentiles within 0.8%. */
 #include "bench/base/hist.h"
 
 #include <math.h>

@@ -1,3 +1,5 @@
+/* Option descriptor tables (bench/base/opt.h): one table per section, stage or decoder
+ * drives YAML parsing, -s overrides, validation messages and pbench list. */
 #include "bench/base/opt.h"
 
 #include <ctype.h>

@@ -1,3 +1,5 @@
+/* Statistics on plain arrays (bench/base/stats.h): medians, quantiles, moments, and the
+ * Mann-Whitney and bootstrap tests pbench compare relies on. */
 #include "bench/base/stats.h"
 
 #include <math.h>

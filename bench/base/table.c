@@ -1,3 +1,5 @@
+/* Text tables (bench/base/table.h): cells made printable, rendered aligned for a terminal
+ * or as GitHub Markdown. */
 #include "bench/base/table.h"
 
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* The sub-commands of pbench, in the order `pbench help` lists them, as a
- * compile-time list X(NAME, USAGE, HELP): bench/cli/main.c binds each NAME to
+ * compile-time list X(NAME, USAGE, HELP): bench/cli/help.c binds each NAME to
  * its cmd_NAME function, so a command is declared once with its help. In
  * USAGE and HELP, {formats}, {format-list}, {comparison-formats} and
  * {metrics} (and the tokens bench/cli/help.c lists) are filled in from the

@@ -1,3 +1,5 @@
+/* pbench list (bench/cli/list.h): config sections, stages and decoders with their options,
+ * defaults, ranges and availability, rendered from the tables the loader reads. */
 #include "bench/cli/list.h"
 
 #include <stdbool.h>

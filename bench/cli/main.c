@@ -83,44 +83,6 @@ static int gate_apply(const char *cmd, struct pb_comparison *cmp, const struct p
 
 /* ---- measuring: run and compare of two configs ------------------------- */
 
-/* --serve ADDRESS: the server started for a session (-1), or the exit code
- * of why it cannot be (2: a bad address or a busy port, before anything is
- * measured). */
-static int serve_start(const struct pb_session_opts *opts, const char *title,
-                       struct pb_serve **out)
-{
-    char msg[PB_MSG_MAX];
-    bool open_to_all = false;
-    const char *slash = strrchr(opts->config_path, '/');
-    int rc = pb_serve_start(opts->serve, slash ? slash + 1 : opts->config_path, out,
-                            &open_to_all, msg, sizeof msg);
-    if (rc != PB_OK) {
-        /* "pbench compare" -> "compare"; run's title is "pbench" alone */
-        const char *space = strchr(title, ' ');
-        pb_cli_error(space ? space + 1 : "run", msg);
-        return PB_EXIT_USAGE;
-    }
-    fprintf(stderr, "pbench: the run is served at %s (/metrics for Prometheus, /result.json)\n",
-            pb_serve_url(*out));
-    if (open_to_all)
-        fprintf(stderr, "pbench: warning: %s is not a loopback address: anyone who can reach "
-                        "this machine can read the run there\n",
-                opts->serve);
-    return -1;
-}
-
-/* The session ended: the final result and its verdict served for the
- * page's next poll, then the server stopped. */
-static void serve_end(struct pb_serve *server, const struct pb_result *result,
-                      const struct pb_session_outcome *outcome, int session_rc)
-{
-    pb_serve_finish(server, result, outcome->analyzed ? &outcome->analysis : NULL,
-                    session_rc == PB_ERR_INTERRUPTED);
-    if (session_rc != PB_ERR_INTERRUPTED)
-        sleep(PB_SERVE_LINGER_S); /* a page polling once a second sees the end */
-    pb_serve_stop(server);
-}
-
 /* Runs the session opts describes, with the progress lines on stderr, and
  * prints what it measured: a run's result in format, then its comparison
  * (with --baseline); two configs measured together, their comparison
@@ -138,7 +100,7 @@ int pb_cli_measure(const struct pb_session_opts *opts, const char *title, bool q
     struct pb_serve *server = NULL;
     /* Under mpirun the process that gathers the ranks serves them all. */
     if (opts->serve && pb_mpi_is_root()) { /* a busy port or a bad address: said first */
-        int code = serve_start(opts, title, &server);
+        int code = pb_cli_serve_start(opts, title, &server);
         if (code >= 0)
             return code;
         pb_serve_hooks(server, &result, &hooks, &served);
@@ -146,7 +108,7 @@ int pb_cli_measure(const struct pb_session_opts *opts, const char *title, bool q
     int session_rc =
         pb_session_run(opts, server ? &served : &hooks, &result, &outcome, msg, sizeof(msg));
     if (server) /* the end: the page shows the verdict, then pbench goes */
-        serve_end(server, &result, &outcome, session_rc);
+        pb_cli_serve_end(server, &result, &outcome, session_rc);
     int code = pb_cli_exit(session_rc);
     if (session_rc != PB_OK && session_rc != PB_ERR_INTERRUPTED)
         pb_mpi_abort(code, msg); /* an error on any rank ends them all */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/base/pb.h"
 #include "bench/analyze/history.h"
@@ -14,6 +15,8 @@
 #include "bench/report/html.h"
 #include "bench/report/live.h"
 #include "bench/session/ranks.h"
+#include "bench/session/session.h"
+#include "bench/cli/cli.h"
 #include "bench/sys/http.h"
 
 #define SERIES 600 /* the last 10 minutes of samples/s and stall, once a second */
@@ -453,4 +456,44 @@ void pb_serve_stop(struct pb_serve *s)
     free(s->report);
     pthread_mutex_destroy(&s->lock);
     free(s);
+}
+
+/* ---- the command line's side: starting and ending a served session ---- */
+
+/* --serve ADDRESS: the server started for a session (-1), or the exit code
+ * of why it cannot be (2: a bad address or a busy port, before anything is
+ * measured). */
+int pb_cli_serve_start(const struct pb_session_opts *opts, const char *title,
+                       struct pb_serve **out)
+{
+    char msg[PB_MSG_MAX];
+    bool open_to_all = false;
+    const char *slash = strrchr(opts->config_path, '/');
+    int rc = pb_serve_start(opts->serve, slash ? slash + 1 : opts->config_path, out,
+                            &open_to_all, msg, sizeof msg);
+    if (rc != PB_OK) {
+        /* "pbench compare" -> "compare"; run's title is "pbench" alone */
+        const char *space = strchr(title, ' ');
+        pb_cli_error(space ? space + 1 : "run", msg);
+        return PB_EXIT_USAGE;
+    }
+    fprintf(stderr, "pbench: the run is served at %s (/metrics for Prometheus, /result.json)\n",
+            pb_serve_url(*out));
+    if (open_to_all)
+        fprintf(stderr, "pbench: warning: %s is not a loopback address: anyone who can reach "
+                        "this machine can read the run there\n",
+                opts->serve);
+    return -1;
+}
+
+/* The session ended: the final result and its verdict served for the
+ * page's next poll, then the server stopped. */
+void pb_cli_serve_end(struct pb_serve *server, const struct pb_result *result,
+                      const struct pb_session_outcome *outcome, int session_rc)
+{
+    pb_serve_finish(server, result, outcome->analyzed ? &outcome->analysis : NULL,
+                    session_rc == PB_ERR_INTERRUPTED);
+    if (session_rc != PB_ERR_INTERRUPTED)
+        sleep(PB_SERVE_LINGER_S); /* a page polling once a second sees the end */
+    pb_serve_stop(server);
 }

@@ -53,4 +53,19 @@ void pb_serve_finish(struct pb_serve *s, const struct pb_result *result,
 
 void pb_serve_stop(struct pb_serve *s);
 
+/* The command line's --serve ADDRESS for a session (run, compare of two
+ * configs, wrap): the server started and its address said on stderr (a
+ * warning where it is not loopback), returning -1; or the exit code of why
+ * it cannot be (2: a bad address or a busy port, before anything is
+ * measured). title names the command in the error ("pbench compare"). */
+struct pb_session_opts;
+struct pb_session_outcome;
+int pb_cli_serve_start(const struct pb_session_opts *opts, const char *title,
+                       struct pb_serve **out);
+
+/* The session ended: the final result and its verdict served for the
+ * page's next poll (PB_SERVE_LINGER_S), then the server stopped. */
+void pb_cli_serve_end(struct pb_serve *server, const struct pb_result *result,
+                      const struct pb_session_outcome *outcome, int session_rc);
+
 #endif

@@ -1,3 +1,5 @@
+/* The keys a config mapping accepts (bench/config/config_scope.h), and the "unknown key;
+ * did you mean" sentences that the YAML loader and -s share. */
 #include "bench/config/config_scope.h"
 
 #include <stdio.h>

@@ -62,7 +62,8 @@ const struct pb_opt pb_dataset_opts[] = {
      sizeof(((struct pb_dataset_spec *)0)->manifest), "", NULL,
      "http(s):// datasets ending in '/': the manifest listing the objects (a name or URL); "
      "empty: manifest.txt there. One object per line (NAME or NAME SIZE), or a JSON list."},
-    {"requests_in_flight", PB_OPT_INT, DATASET(requests_in_flight), 1, 256, "1", NULL,
+    {"requests_in_flight", PB_OPT_INT, DATASET(requests_in_flight), PB_REMOTE_REQUESTS_IN_FLIGHT_MIN,
+     PB_REMOTE_REQUESTS_IN_FLIGHT_MAX, "1", NULL,
      "Object storage: objects each worker keeps requested ahead of the one it decodes, so "
      "their latency overlaps; 1 reads one at a time, as a plain Dataset does."},
     {"request_timeout_s", PB_OPT_DOUBLE, DATASET(request_timeout_s), 0.1, 3600, "30", NULL,

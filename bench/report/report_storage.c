@@ -1,3 +1,5 @@
+/* The table's storage line (bench/report/report_storage.h): page-cache residency at each
+ * repeat's start, the cache mode, and the read rate against the storage ceiling. */
 #include "bench/report/report_storage.h"
 
 #include <string.h>

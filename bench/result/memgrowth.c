@@ -1,3 +1,5 @@
+/* Memory growth over a point (bench/result/memgrowth.h): a line fitted to the RSS
+ * samples against batches, per 1000 batches, with its 95% interval. */
 #include "bench/result/memgrowth.h"
 
 #include <math.h>

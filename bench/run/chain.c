@@ -1,3 +1,5 @@
+/* A pipeline's stages instantiated for one runner thread (bench/run/chain.h): the loader
+ * workers' part, the consumer's part and the GPU part of a spec. */
 #include "bench/run/chain.h"
 
 #include <stdbool.h>

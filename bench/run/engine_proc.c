@@ -23,6 +23,7 @@ extern char **environ;
 
 #define FRAME_MAX (16u << 20) /* docs/engines.md: a frame is at most 16 MiB */
 #define TAIL_BYTES 4096       /* the engine's stderr kept for messages     */
+#define SPAWN_FD_FLOOR 10     /* pipes for the engine are moved this high   */
 
 struct pb_engine_proc {
     pid_t pid;
@@ -197,17 +198,59 @@ static char **engine_environment(const char *pythonpath)
     return env;
 }
 
+/* Moves *fd to 10 or above (close-on-exec), so that no dup2 onto the
+ * child's fds 0-5 overwrites it before it is used: pbench may run with
+ * its stdin closed (a pipe then lands on fd 0) or with fds 3-9 taken (the
+ * live server's sockets). False, *fd unchanged, where it cannot. */
+static bool lift_fd(int *fd)
+{
+    if (*fd >= SPAWN_FD_FLOOR)
+        return true;
+    int high = fcntl(*fd, F_DUPFD_CLOEXEC, SPAWN_FD_FLOOR);
+    if (high < 0)
+        return false;
+    close(*fd);
+    *fd = high;
+    return true;
+}
+
+/* pbench's stderr, or /dev/null where it is closed, at 10 or above: what
+ * the engine's fd 5 becomes. -1 where neither can be opened. */
+static int terminal_fd(void)
+{
+    int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, SPAWN_FD_FLOOR);
+    if (fd < 0) {
+        fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (fd >= 0 && !lift_fd(&fd)) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    return fd;
+}
+
+/* Starts the engine with cmd[0] on its fd 0, err[1] on 1 and 2, rec[1] on
+ * 3 and `terminal` (or nothing, -1) on 5; every source fd is 10 or above
+ * (lift_fd), so the order of the dup2s cannot matter. */
 static int spawn(struct pb_engine_proc *p, const char *python, char **env, int cmd[2],
-                 int rec[2], int err[2])
+                 int rec[2], int err[2], int terminal)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    if (p->row->pass_terminal) /* before fd 2 becomes the tail's pipe */
-        posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, 5);
     posix_spawn_file_actions_adddup2(&fa, cmd[0], 0);
     posix_spawn_file_actions_adddup2(&fa, err[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err[1], 2);
     posix_spawn_file_actions_adddup2(&fa, rec[1], 3);
+    if (terminal >= 0)
+        posix_spawn_file_actions_adddup2(&fa, terminal, 5);
+    else
+        posix_spawn_file_actions_addclose(&fa, 5); /* not one of pbench's own fds */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    /* fds pbench inherited without close-on-exec (a shell's 4, 6-9) stay
+     * out of the engine and the job. */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 6);
+    posix_spawn_file_actions_addclose(&fa, 4);
+#endif
     /* A process group of its own: the engine and its DataLoader workers
      * are ended together (a worker stuck in a stage never notices its
      * parent's end), and the terminal's Ctrl-C reaches pbench alone, which
@@ -293,8 +336,17 @@ int pb_engine_proc_start(const struct pb_engine_row *row, const struct pb_spec *
         snprintf(msg, msglen, "cannot start %s: %s", row->title, strerror(errno));
         goto fail;
     }
+    int terminal = -1;
+    if (!lift_fd(&cmd[0]) || !lift_fd(&cmd[1]) || !lift_fd(&rec[0]) || !lift_fd(&rec[1]) ||
+        !lift_fd(&err[0]) || !lift_fd(&err[1]) ||
+        (row->pass_terminal && (terminal = terminal_fd()) < 0)) {
+        snprintf(msg, msglen, "cannot start %s: %s", row->title, strerror(errno));
+        goto fail;
+    }
     signal(SIGPIPE, SIG_IGN); /* an engine that died: write() says EPIPE */
-    int rc = spawn(p, python, env, cmd, rec, err);
+    int rc = spawn(p, python, env, cmd, rec, err, terminal);
+    if (terminal >= 0)
+        close(terminal);
     if (rc != 0) { /* not a program the kernel runs (ENOEXEC, EACCES) */
         char place[PB_PATH_MAX + 32] = "";
         if (from && strcmp(from, "loader.python") == 0)

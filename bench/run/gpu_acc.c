@@ -1,3 +1,5 @@
+/* GPU accounting for the runner (bench/run/gpu_acc.h): what the device did in a repeat,
+ * from the GPU loop's event timings, and how it looked around the point. */
 #include "bench/run/gpu_acc.h"
 
 #include <stdio.h>

@@ -1,3 +1,5 @@
+/* The training loop's device side (bench/run/gpuloop.h): each batch's host-to-device
+ * copy, its GPU stages and the simulated step, bracketed by CUDA events. */
 #include "bench/run/gpuloop.h"
 
 #include <stdio.h>

@@ -1,3 +1,5 @@
+/* Per-stage counters from perf_event_open (bench/run/perfcount.h) for profile.level:
+ * comprehensive: page faults and context switches everywhere, hardware counters where there are. */
 #include "bench/run/perfcount.h"
 
 #include <errno.h>

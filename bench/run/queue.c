@@ -1,3 +1,5 @@
+/* The bounded ready queue between the loader workers and the consumer
+ * (bench/run/queue.h): per-worker batch slots, pushed in order or as they finish. */
 #include "bench/run/queue.h"
 
 #include <stdio.h>

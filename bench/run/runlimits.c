@@ -1,3 +1,5 @@
+/* What a point may use and lose (bench/run/runlimits.h): the memory its batch pool
+ * needs, checked before it is allocated, and the share of bad samples a repeat may have. */
 #include "bench/run/runlimits.h"
 
 #include <stdbool.h>

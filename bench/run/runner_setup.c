@@ -1,3 +1,5 @@
+/* Set-up and tear-down of a runner point (bench/run/runner_setup.h): threads, the batch
+ * pool, the stage chains and the buffers that grow. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

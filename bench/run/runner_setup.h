@@ -1,10 +1,10 @@
-#ifndef PB_RUNNER_SETUP_H
-#define PB_RUNNER_SETUP_H
 /* The runner's private state, shared by runner.c (one repeat, the
  * consumer loop and the watchdog), worker.c (the loader threads' hot
  * path) and runner_setup.c (set-up and tear-down of a point, the buffers
  * that grow). Nothing else includes this, and it does not include
  * runner.h: runner.c sits on top of it. */
+#ifndef PB_RUNNER_SETUP_H
+#define PB_RUNNER_SETUP_H
 
 #include <pthread.h>
 #include <signal.h>

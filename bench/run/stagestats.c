@@ -1,3 +1,5 @@
+/* Per-stage measurements of the loader threads (bench/run/stagestats.h), merged into the
+ * stage rows of a repeat result. */
 #include "bench/run/stagestats.h"
 
 #include <stdio.h>

@@ -1,3 +1,5 @@
+/* The stopping rule of a repeat's measured part (bench/run/stoprule.h): plain data in
+ * and out, no clock read and no lock taken. */
 #include "bench/run/stoprule.h"
 
 #include <math.h>

@@ -1,3 +1,5 @@
+/* The storage side of a run (bench/run/storage_run.h): dataset.cache at each repeat's
+ * start, the dataset's description in the result, and the storage ceiling calibrate measures. */
 #include "bench/run/storage_run.h"
 
 #include <errno.h>

@@ -1,3 +1,5 @@
+/* The system sampler (bench/run/sysmon.h): RSS and CPU at 20 Hz while a repeat runs, the
+ * progress tick, and the watchdog's period. */
 #include "bench/run/sysmon.h"
 
 #include <math.h>

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,7 +28,8 @@ struct listen_at {
     socklen_t addr_len;
     int port;
     char host[INET6_ADDRSTRLEN]; /* numeric, as bound */
-    bool ipv6, loopback;
+    char name[256];              /* the host as the user gave it ("localhost", a name, a number) */
+    bool ipv6, loopback, any;    /* any: 0.0.0.0 or [::], every interface */
 };
 
 struct pb_http {
@@ -37,6 +39,9 @@ struct pb_http {
     pb_http_handler handler;
     void *user;
     int port;
+    char host[INET6_ADDRSTRLEN]; /* the Host values answered: see host_allowed */
+    char name[256];
+    bool any;
     char url[INET6_ADDRSTRLEN + 32];
 };
 
@@ -159,6 +164,9 @@ static int resolve(const char *address, const char *host, bool bracketed, int po
     }
     at->port = port;
     at->loopback = is_loopback(&at->addr);
+    at->any = at->ipv6 ? IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)&at->addr)->sin6_addr)
+                       : ((struct sockaddr_in *)&at->addr)->sin_addr.s_addr == htonl(INADDR_ANY);
+    snprintf(at->name, sizeof(at->name), "%s", host);
     return PB_OK;
 }
 
@@ -216,6 +224,60 @@ static void explain_bind_failure(const char *address, const struct listen_at *at
                  address);
 }
 
+/* Whether name (a Host header's host, without its port) is a numeric
+ * IPv4 address, or an IPv6 one without its brackets. */
+static bool is_ip_literal(const char *name)
+{
+    unsigned char addr[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, name, addr) == 1 || inet_pton(AF_INET6, name, addr) == 1;
+}
+
+/* Whether a request's Host header names the server: the address it
+ * listens on, the host the user gave, or localhost; where it listens on
+ * every interface, any address literal or this machine's name. A page on
+ * another site whose name was rebound to this machine sends its own name
+ * and is refused, so it cannot read /result.json. No Host (HTTP/1.0) is
+ * answered: a browser always sends one. */
+bool pb_http_host_allowed(const char *host_header, const char *bound, const char *given,
+                          bool any)
+{
+    if (!host_header)
+        return true;
+    char name[256];
+    size_t len = strlen(host_header);
+    if (len >= sizeof(name) || len == 0)
+        return false;
+    memcpy(name, host_header, len + 1);
+    if (name[0] == '[') { /* [v6]:port */
+        char *close = strchr(name, ']');
+        if (!close || (close[1] && close[1] != ':'))
+            return false;
+        *close = '\0';
+        memmove(name, name + 1, strlen(name + 1) + 1);
+    } else {
+        char *colon = strchr(name, ':');
+        if (colon && strchr(colon + 1, ':'))
+            return false; /* a bare IPv6 address is no Host value */
+        if (colon)
+            *colon = '\0';
+    }
+    len = strlen(name);
+    if (len && name[len - 1] == '.')
+        name[--len] = '\0'; /* "localhost." is localhost */
+    if (!name[0])
+        return false;
+    if (strcasecmp(name, "localhost") == 0 || strcasecmp(name, bound) == 0 ||
+        (given && given[0] && strcasecmp(name, given) == 0))
+        return true;
+    if (any) {
+        char self[256] = "";
+        if (is_ip_literal(name) ||
+            (gethostname(self, sizeof(self) - 1) == 0 && strcasecmp(name, self) == 0))
+            return true;
+    }
+    return false;
+}
+
 #if PB_HAVE_HTTP
 
 #if MHD_VERSION >= 0x00097002
@@ -253,6 +315,11 @@ static mhd_result answer(void *cls, struct MHD_Connection *conn, const char *url
     struct pb_http *h = cls;
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return answer_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "pbench serves GET and HEAD only\n");
+    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!pb_http_host_allowed(host, h->host, h->name, h->any))
+        return answer_text(conn, 421,
+                           "pbench answers only requests for the address it listens on "
+                           "(or localhost); this Host header names another\n");
     if (!*req_cls) {
         *req_cls = &request_seen; /* the headers: answer once the request is read */
         return MHD_YES;
@@ -315,6 +382,9 @@ int pb_http_start(const char *address, pb_http_handler handler, void *user,
     }
     h->handler = handler;
     h->user = user;
+    snprintf(h->host, sizeof(h->host), "%s", at.host);
+    snprintf(h->name, sizeof(h->name), "%s", at.name);
+    h->any = at.any;
     h->daemon = start_daemon(h, &at);
     if (!h->daemon) {
         explain_bind_failure(address, &at, msg, msglen);

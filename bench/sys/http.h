@@ -7,7 +7,7 @@
  * its request and drops one idle for PB_HTTP_TIMEOUT_S, so many
  * connections, half-open ones and a client that never reads cannot block
  * it or grow its memory. Only GET and HEAD are answered (anything else is
- * 405); what a path shows is the handler's, which never takes a file path
+ * 405, a Host header naming another site 421); what a path shows is the handler's, which never takes a file path
  * from the request. Built without libmicrohttpd (PB_HAVE_HTTP 0) pbench
  * still builds, and pb_http_start says how to get the server. */
 #ifndef PB_HTTP_H
@@ -55,6 +55,16 @@ int pb_http_port(const struct pb_http *h);
 
 /* The connections the server holds now: at most PB_HTTP_CONNECTIONS. */
 unsigned pb_http_connections(const struct pb_http *h);
+
+/* Whether a request with this Host header (NULL: none) is answered by a
+ * server bound to the numeric address bound, given by the user as given
+ * (a name or a number), on every interface where any: the bound address,
+ * the given host, localhost, and where any an address literal or this
+ * machine's name; the port is not compared. Any other Host is answered
+ * 421, so a page whose name was rebound to this machine (DNS rebinding)
+ * cannot read what pbench serves. */
+bool pb_http_host_allowed(const char *host_header, const char *bound, const char *given,
+                          bool any);
 
 /* Stops the server: waits for its thread, closes every connection, frees h.
  * NULL is fine. */

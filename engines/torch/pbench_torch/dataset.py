@@ -10,6 +10,7 @@ from torch.utils.data import Dataset
 
 from .errors import SampleError
 from .index import entry_name
+from .protocol import SHARED
 from .timing import Recorder, SubStageClock, TimedCall
 from . import userdata
 
@@ -116,7 +117,7 @@ class IndexDataset(Dataset):
         return value
 
 
-MAX_COLUMNS = 32  # PB_ENGINE_MAX_COLUMNS: the columns pbench reads
+MAX_COLUMNS = SHARED["engine_max_columns"]  # the columns pbench reads (engines/shared.json)
 FOLDED_ROW = "more_transforms"
 
 

@@ -43,6 +43,20 @@ def batch_header_layout(path=HEADER_DESCRIPTION):
 
 BATCH_FIELDS, BATCH_HEADER = batch_header_layout()
 
+# What pbench's C side applies too (limits, ranges, the retry backoff),
+# described once in engines/shared.json; tests/test_shared_limits.c checks
+# pbench's constants against the same file.
+SHARED_DESCRIPTION = os.path.join(os.path.dirname(HEADER_DESCRIPTION), "shared.json")
+
+
+def shared_limits(path=SHARED_DESCRIPTION):
+    """The shared description at path, as a dict."""
+    with open(path) as f:
+        return json.load(f)
+
+
+SHARED = shared_limits()
+
 
 def readable(text):
     """text with its surrogate escapes (os.fsdecode's U+DC80 to U+DCFF for a byte

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote, urlsplit
 
 from .errors import ConfigError, SampleError, sent
+from .protocol import SHARED
 
 monotonic_ns = time.monotonic_ns
 thread_time_ns = time.thread_time_ns
@@ -35,7 +36,6 @@ SCHEMES = ("s3://", "http://", "https://")
 SPANS = ("connect", "ttfb", "transfer")
 COUNTERS = ("requests", "retries", "retry_503", "retry_5xx", "retry_reset", "retry_timeout",
             "failed", "reused_connections")
-BACKOFF_FIRST_S = 0.1
 CHUNK_BYTES = 1 << 20
 ADDRESSING = ("auto", "path", "virtual")
 
@@ -112,14 +112,19 @@ class Options:
         if self.ca_file and not os.path.isfile(self.ca_file):
             raise ConfigError("dataset.ca_file", "%s is not a file" % self.ca_file)
         self.requests_in_flight = int(option("requests_in_flight"))
-        if not 1 <= self.requests_in_flight <= 256:
-            raise ConfigError("dataset.requests_in_flight", "requests_in_flight is 1 to 256")
+        low, high = SHARED["requests_in_flight"]["min"], SHARED["requests_in_flight"]["max"]
+        if not low <= self.requests_in_flight <= high:
+            raise ConfigError("dataset.requests_in_flight",
+                              "requests_in_flight is %d to %d" % (low, high))
 
 
 def backoff_s(retry):
-    """The pause before retry number retry (0 first): 100 ms doubling,
-    times a jitter of 0.5 to 1.5."""
-    return BACKOFF_FIRST_S * (2 ** retry) * random.uniform(0.5, 1.5)
+    """The pause before retry number retry (0 first), as pbench's C side
+    pauses (engines/shared.json): first_ms doubling, at most cap_ms, times a
+    jitter of jitter_low to jitter_high."""
+    rule = SHARED["retry_backoff"]
+    base_s = min(rule["first_ms"] * 2 ** min(retry, 16), rule["cap_ms"]) / 1000.0
+    return base_s * random.uniform(rule["jitter_low"], rule["jitter_high"])
 
 
 def range_of(offset, size):

@@ -42,7 +42,11 @@ BATCH = struct.Struct("<IIiQQI")
 # loader (pid, number), worker, samples given to collate, columns S,
 # records R, first sample started, collate ended; then R x (1 + 3S) u64.
 FETCH = struct.Struct("<IIiIIIQQ")
-MAX_COLUMNS = 30  # pbench reads 32 columns; getitem and collate are two
+# The columns pbench reads (engines/shared.json, which pbench's C side is
+# checked against); getitem and collate are two of them.
+with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__)))), "shared.json")) as _shared:
+    MAX_COLUMNS = json.load(_shared)["engine_max_columns"] - 2
 
 monotonic_ns = time.monotonic_ns
 thread_time_ns = time.thread_time_ns
@@ -67,7 +71,14 @@ class Link:
                     self._connect()
                 self.sock.sendall(HEAD.pack(len(payload) + 4, kind) + payload)
         except OSError as e:
-            self.turn_off("the relay is gone (%s)" % e)
+            self.turn_off(self.unreached(e) if self.pid != os.getpid() else
+                          "the relay is gone (%s)" % e)
+
+    def unreached(self, error):
+        """Why this process never reached the relay, as the relay reads it
+        in the job's output (relay.UNREACHED): where it looked, from where."""
+        return "could not reach pbench's relay at %s on %s (%s)" % (
+            os.environ.get(SOCKET_ENV), socket.gethostname(), error.strerror or error)
 
     def json(self, message):
         self.send(MSG_JSON, json.dumps(message, separators=(",", ":")).encode("utf-8"))
@@ -256,8 +267,11 @@ def patch_dataloader(module):
                 worker = task[0]
         try:
             batch = original_next(self)
-        except BaseException as e:  # StopIteration, or a worker's failure
+        except StopIteration as e:  # the epoch's end
             TAKEN.left(key, t_wait, e)
+            raise
+        except Exception as e:  # a worker that crashed: the wait ends with no batch
+            next_failed(key, t_wait, e)
             raise
         TAKEN.hold(key, worker, t_wait, samples_in(batch))
         return batch
@@ -299,8 +313,8 @@ class Taken:
             LINK.send(MSG_BATCH, BATCH.pack(*held))
 
     def left(self, key, t_wait, why):
-        """The loop called next() at t_wait and got no batch (the epoch's
-        end, a worker's failure): its latest batch's step ended then."""
+        """The loop called next() at t_wait and got StopIteration (the
+        epoch's end): its latest batch's step ended then."""
         LINK.json({"type": "epoch_end", "loader": key, "t": t_wait,
                    "ended": type(why).__name__})
 
@@ -313,6 +327,14 @@ class Taken:
 
 
 TAKEN = Taken()
+
+
+@guarded("noting a failed next()")
+def next_failed(key, t_wait, error):
+    """The loop's next() raised (torch's "DataLoader worker ... is killed by
+    signal"): when its wait began and ended, and why, for the relay."""
+    LINK.json({"type": "next_failed", "loader": key, "t_wait": t_wait, "t": monotonic_ns(),
+               "error": "%s: %s" % (type(error).__name__, str(error).strip())})
 
 
 @guarded("noting a DataLoader")
@@ -373,6 +395,7 @@ class WorkerInit:
         self.stage_timing = stage_timing
 
     def __call__(self, worker_id):
+        end_with_parent()
         if STATE.active and os.environ.get(SOCKET_ENV):
             try:
                 STATE.worker = (tuple(self.key), worker_id)
@@ -389,6 +412,21 @@ class WorkerInit:
 
     def __repr__(self):
         return repr(self.user_fn)
+
+
+def end_with_parent():
+    """A DataLoader worker ends when the process that started it has gone
+    (pbench killed, the relay and the job's first process with it), even
+    when it is stuck where torch's own check never runs: a thread looks
+    each second. The job's other processes are the job's own business."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+    if parent != 1:
+        threading.Thread(target=watch, name="pbench-wrap-parent", daemon=True).start()
 
 
 class Ideal:
@@ -428,8 +466,11 @@ class Ideal:
             return batch
         try:
             batch = original_next(it)  # StopIteration passes through, as from the loader
-        except BaseException as e:
+        except StopIteration as e:
             TAKEN.left(key, t_wait, e)
+            raise
+        except Exception as e:
+            next_failed(key, t_wait, e)
             raise
         if n >= self.warmup:
             size = tensor_bytes(batch)
@@ -835,10 +876,26 @@ def die_with_relay():
         pass
 
 
+def reset_after_fork():
+    """In the child of a fork: another thread of the parent may have held
+    the link's lock at the fork (it sends a batch while the loop starts a
+    worker), and would never release it here; and the connection is the
+    parent's. A lock and, on first use, a connection of the child's own."""
+    LINK.lock = threading.Lock()
+    LINK.pid = None
+    sock, LINK.sock = LINK.sock, None
+    if sock is not None:
+        try:
+            os.close(sock.detach())  # the child's copy: the parent's stays open
+        except OSError:
+            pass
+
+
 def install():
     """Called once per process by sitecustomize."""
     die_with_relay()
     atexit.register(TAKEN.at_exit)
+    os.register_at_fork(after_in_child=reset_after_fork)
     try:
         STATE.config = json.loads(os.environ.get(CONFIG_ENV) or "{}")
     except ValueError:

@@ -17,6 +17,7 @@ the job broke out of an epoch) are dropped."""
 import collections
 import json
 import os
+import re
 import selectors
 import shlex
 import shutil
@@ -31,14 +32,22 @@ from pbench_torch.lifeline import end_with_pbench
 from pbench_torch.protocol import CommandReader, FrameWriter
 
 from . import hook
+from .procs import (become_subreaper, command_of, command_reason, descendants,
+                    process_reason, reap_orphans)
 
 RECORDS_FD = 3
 TERMINAL_FD = 5        # pbench's stderr: where the job's output goes
 TAIL_LINES = 20
+STARTUP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup")
 HEARTBEAT_S = 1.0
 FIRST_BATCH_S = 120.0  # a job with no DataLoader batch by then is ended
 KILL_WAIT_S = 3.0
+LEFT_WAIT_S = 1.0      # what the job left after its first process ended may end by itself
 IDEAL_CAP_BYTES = 1 << 30  # --ideal keeps at most this much of the job's batches
+# The line a process that loaded the hook but never reached the relay
+# writes (hook.Link.unreached): its pid, where it looked, its host, why.
+UNREACHED = re.compile(r"pbench wrap: measuring is off in process (\d+): could not reach "
+                       r"pbench's relay at (.*) on (\S+) \((.*)\)$")
 ARG_TEXT = {"num_workers": "num_workers", "batch_size": "batch_size",
             "pin_memory": "pin_memory", "persistent_workers": "persistent_workers",
             "prefetch_factor": "prefetch_factor", "drop_last": "drop_last"}
@@ -109,6 +118,12 @@ class Job:
         self.status = None
         self.selector = None
         self.unshown = 0         # lines the job wrote after pbench ended it
+        self.failed_next = None  # (loader, message): the first next() that raised
+        self.unreached = {}      # pid -> (path, host, why): hooked, but never connected
+        self.hookless = {}       # pid (0: the command line) -> why its Python has no hook
+        self.exited_t = None     # when its first process was seen to have ended
+        self.left = []           # "pid (command)" of what it left running, ended by pbench
+        self.scanned = 0.0       # when the job's processes were last looked at
 
     # -- the process ---------------------------------------------------------
 
@@ -129,7 +144,7 @@ class Job:
         if not chunk:
             self.output_open = False
             if self.partial:
-                self.tail.append(self.partial.decode("utf-8", "replace"))
+                self.tail.append(self.partial.replace(b"\0", b"").decode("utf-8", "replace"))
                 self.partial = b""
             return
         if self.ending is None:  # after pbench ended it: its last words stay in the result
@@ -141,8 +156,12 @@ class Job:
             self.unshown += chunk.count(b"\n")
         lines = (self.partial + chunk).split(b"\n")
         self.partial = lines.pop()[-4096:]
-        for line in lines:
-            self.tail.append(line.decode("utf-8", "replace")[:500])
+        for line in lines:  # no NUL (torch's crashed worker writes one): pbench's JSON has none
+            text = line.replace(b"\0", b"").decode("utf-8", "replace")
+            self.tail.append(text[:500])
+            unreached = UNREACHED.search(text.rstrip("\r"))
+            if unreached:
+                self.unreached[int(unreached.group(1))] = unreached.groups()[1:]
 
     def exit_text(self):
         code = self.proc.returncode if self.proc else None
@@ -183,6 +202,14 @@ class Job:
                 self.send_workers(loader)
         elif kind == "epoch_end" and key in self.loaders:
             self.flush(self.loaders[key], message["t"])
+        elif kind == "next_failed" and key in self.loaders:
+            # The step before ended when next() was called; the wait that
+            # ended in an error (a crashed worker) is no batch's and ends
+            # the window: said in a warning, never booked as step.
+            loader = self.loaders[key]
+            self.flush(loader, message["t_wait"])
+            if self.failed_next is None:
+                self.failed_next = (loader, message)
         elif kind == "worker" and key in self.loaders:
             loader = self.loaders[key]
             loader.workers[message.get("worker")] = message.get("pid")
@@ -412,6 +439,29 @@ class Job:
                 "workers": self.workers_rows(), "rank_rows": self.ranks_rows(),
                 "versions": versions}
 
+    def unreached_text(self):
+        """Which processes loaded the hook but could not reach pbench, where
+        they looked, and what that means."""
+        path, host, why = next(iter(self.unreached.values()))
+        pids = sorted(self.unreached)
+        here = socket.gethostname()
+        if host != here:
+            where = ("on %s, another machine than pbench's (%s): pbench reaches the ranks of "
+                     "its own machine only" % (host, here))
+        elif path != self.relay.socket_path:
+            where = ("not where pbench's relay is (%s): something in the job changed %s"
+                     % (self.relay.socket_path, hook.SOCKET_ENV))
+        else:
+            where = ("where pbench's relay is, on this machine: the job's processes see "
+                     "another /tmp (a launcher or container that gives them a private /tmp "
+                     "or mount namespace); run pbench inside it, or let the job see pbench's "
+                     "/tmp")
+        return ("%d Python process%s of the job (pid %s) loaded pbench's hook but could not "
+                "reach pbench: %s looked for its relay at %s (%s), %s; %s not measured"
+                % (len(pids), "" if len(pids) == 1 else "es", ", ".join(map(str, pids[:8])),
+                   "it" if len(pids) == 1 else "they", path, why, where,
+                   "it is" if len(pids) == 1 else "they are"))
+
     def warn_other_loaders(self):
         measured = self.loaders.get(self.measured)
         if measured is None:
@@ -442,6 +492,7 @@ class Relay:
         self.overrides = {}
         self.ideal = {}
         self.stage_timeout_s = 0.0
+        self.max_time_s = 60.0
         self.folder = tempfile.mkdtemp(prefix="pbench-wrap-")
         self.socket_path = os.path.join(self.folder, "records")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -487,6 +538,7 @@ class Relay:
         self.grace_s = float(wrap.get("grace_s", 10))
         self.warmup = int(run.get("warmup_batches") or 0)
         self.stage_timeout_s = float(run.get("stage_timeout_s") or 0)
+        self.max_time_s = float(run.get("max_time_s") or 60)
         names = [n for n in str(wrap.get("set") or "").split(",") if n]
         unknown = [n for n in names if n not in SET_KEYS]
         if unknown:
@@ -507,7 +559,7 @@ class Relay:
         env = dict(os.environ)
         for name in ("PBENCH_ENGINE_PROTOCOL", "PBENCH_CALLER_PYTHONPATH"):
             env.pop(name, None)
-        startup = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup")
+        startup = STARTUP
         caller = os.environ.get("PBENCH_CALLER_PYTHONPATH")
         env["PYTHONPATH"] = startup + (":" + caller if caller else "")
         env[hook.SOCKET_ENV] = self.socket_path
@@ -524,6 +576,9 @@ class Relay:
             self.fatal("config", "wrap.command: %s cannot be started: %s" % (self.argv[0], e),
                        "wrap.command")
             return False
+        reason = command_reason(self.argv, STARTUP)
+        if reason:
+            job.hookless[0] = reason
         selector = job.selector = selectors.DefaultSelector()
         selector.register(self.listener, selectors.EVENT_READ, "listen")
         selector.register(job.proc.stdout, selectors.EVENT_READ, "output")
@@ -534,6 +589,7 @@ class Relay:
                 if time.monotonic() - beat > HEARTBEAT_S and job.alive():
                     self.writer.json({"type": "alive"})
                     beat = time.monotonic()
+                    reap_orphans(job.proc.pid)
                 command = self.reader.poll()
                 if command is not None and command.get("type") in ("stop", "close"):
                     self.finish(job, "stopped by pbench with SIGINT", "stopped")
@@ -541,8 +597,12 @@ class Relay:
                         return False
                 if job.done:
                     break
-                if not job.alive() and not job.output_open:
+                if not job.alive() and self.ended_with_what_it_left(job):
                     self.job_ended(job)
+                elif not job.pythons and self.look_for_hookless(job):
+                    self.finish(job, "ended by pbench at the window (%.0f s): its Python "
+                                "cannot load pbench's hook" % self.window_s(), None,
+                                grace_s=0)  # nothing of it is measured: no grace to wait
                 elif (job.measured is None and not self.until_exit and
                       time.monotonic_ns() - job.started_ns > self.first_batch_s() * 1e9):
                     self.finish(job, "ended by pbench: no DataLoader batch within %.0f s"
@@ -553,6 +613,42 @@ class Relay:
                 conn.close()
             selector.close()
         return True
+
+    def ended_with_what_it_left(self, job):
+        """Whether the job, whose first process has exited, is over: its
+        output closed and nothing of it left running; or, LEFT_WAIT_S
+        after, what it left (which would hold --until-exit open for as
+        long as it runs) ended by pbench."""
+        if job.exited_t is None:
+            job.exited_t = time.monotonic()
+        if not job.output_open and not descendants(os.getpid(), live=True):
+            return True
+        if time.monotonic() - job.exited_t < LEFT_WAIT_S:
+            return False
+        self.end_leftovers(job)
+        while job.output_open:  # what no longer runs holds no pipe
+            self.drain(job, 0.05)
+            if time.monotonic() - job.exited_t > LEFT_WAIT_S + 3 * KILL_WAIT_S:
+                break
+        return True
+
+    def window_s(self):
+        return min(self.max_time_s, self.first_batch_s())
+
+    def look_for_hookless(self, job):
+        """Python processes of the job that cannot load the hook (a flag, a
+        reset environment), looked for each half second until one loads
+        it; whether the window (--time) is over with one seen."""
+        now = time.monotonic()
+        if now - job.scanned >= 0.5:
+            job.scanned = now
+            for pid in [job.proc.pid] + descendants(job.proc.pid):
+                if pid not in job.hookless:
+                    reason = process_reason(pid, STARTUP)
+                    if reason:
+                        job.hookless[pid] = reason
+        return bool(job.hookless) and \
+            time.monotonic_ns() - job.started_ns > self.window_s() * 1e9
 
     def first_batch_s(self):
         return max(FIRST_BATCH_S, self.stage_timeout_s)
@@ -605,13 +701,13 @@ class Relay:
                 job.on_fetch(payload)
         del buf[:offset]
 
-    def finish(self, job, how, reason):
+    def finish(self, job, how, reason, grace_s=None):
         """Ends the job as a job runner would, then tells pbench: the job's
         account and repeat_end (reason), or a fatal when nothing came."""
         if job.done:
             return
         job.ending = how
-        self.end_processes(job)
+        self.end_processes(job, grace_s)
         self.report(job, reason)
 
     def job_ended(self, job):
@@ -630,10 +726,16 @@ class Relay:
         tail = "\n".join(job.tail) or "(no output)"
         ran = "'%s' %s" % (self.command, job.exit_text())
         if job.seq == 0:
-            if not job.pythons:
+            if not job.pythons and job.unreached:
+                self.fatal("environment", "%s: %s. Its last lines:\n%s"
+                           % (ran, job.unreached_text(), tail))
+            elif not job.pythons:
+                why = "; ".join(job.hookless[p] for p in sorted(job.hookless)[:3])
                 self.fatal("environment", "%s and started no Python process with pbench's hook: "
-                           "pbench wrap measures Python training jobs that use torch's "
-                           "DataLoader. Its last lines:\n%s" % (ran, tail))
+                           "%s. Its last lines:\n%s"
+                           % (ran, why + " (run it without, or set it back)" if why else
+                              "pbench wrap measures Python training jobs that use torch's "
+                              "DataLoader", tail))
             elif "No module named 'torch'" in tail:
                 self.fatal("environment", "%s: its Python has no torch (install Debian's "
                            "python3-torch, or run the job with an interpreter that has it). "
@@ -649,26 +751,43 @@ class Relay:
                            "(DataLoaders made: %s). Its last lines:\n%s"
                            % (ran, ", ".join(l.site for l in job.loaders.values()), tail))
             return
-        if job.ending is None and job.proc.returncode not in (0, None) and \
-                not self.until_exit:
-            self.writer.json({"type": "warning", "message": "%s after %d batches; its last "
-                              "lines: %s" % (ran, job.seq, " | ".join(list(job.tail)[-3:]))})
+        if job.left:
+            self.writer.json({"type": "warning", "message": (
+                "the job left %s running after %s; pbench ended %s" % (
+                    ", ".join(job.left), "its first process ended" if job.ending is None else
+                    "pbench ended it", "it" if len(job.left) == 1 else "them"))})
+        if job.unreached:
+            self.writer.json({"type": "warning", "message": job.unreached_text()})
+        if job.failed_next is not None:
+            loader, failed = job.failed_next
+            self.writer.json({"type": "warning", "message": (
+                "the job's DataLoader (%s) failed after %d batches, in a next() that waited "
+                "%.2f s for a batch that never came: %s; that wait ends the window (it is no "
+                "batch's step)" % (loader.site, loader.batches, (failed["t"] - failed["t_wait"])
+                                   / 1e9, failed.get("error") or "?"))})
+        if job.ending is None and job.proc.returncode not in (0, None):
+            self.writer.json({"type": "warning", "message": "%s after %d batches: the job "
+                              "failed; its last lines: %s"
+                              % (ran, job.seq, " | ".join(list(job.tail)[-3:]))})
         job.warn_other_loaders()
         self.writer.json(job.account())
         self.writer.json({"type": "repeat_end", "repeat": job.repeat,
                           "reason": reason or "stopped"})
 
-    def end_processes(self, job):
-        """SIGINT to the job, SIGTERM to all its processes after grace_s,
-        SIGKILL after KILL_WAIT_S more; its output is read meanwhile."""
+    def end_processes(self, job, grace_s=None):
+        """SIGINT to the job, SIGTERM to all its processes after grace_s
+        (--grace, unless told), SIGKILL after KILL_WAIT_S more; its output
+        is read meanwhile."""
         if job.proc is None:
             return
-        steps = ((signal.SIGINT, [job.proc.pid], self.grace_s),
+        grace_s = self.grace_s if grace_s is None else grace_s
+        steps = ((signal.SIGINT, [job.proc.pid], grace_s),
                  (signal.SIGTERM, None, KILL_WAIT_S), (signal.SIGKILL, None, KILL_WAIT_S))
         for sig, pids, wait_s in steps:
-            if job.proc.poll() is not None and not descendants(job.proc.pid):
+            if job.proc.poll() is not None:
                 break
-            targets = pids or [job.proc.pid] + descendants(job.proc.pid)
+            # All below the relay: the job's tree and what it left (a subreaper's)
+            targets = pids or [job.proc.pid] + descendants(os.getpid(), live=True)
             for pid in targets:
                 try:
                     os.kill(pid, sig)
@@ -681,7 +800,39 @@ class Relay:
                 self.drain(job, 0.05)
             if job.proc.poll() is not None:
                 break
+        self.end_leftovers(job, LEFT_WAIT_S)
         self.drain(job, 0)
+
+    def left_running(self, job):
+        reap_orphans(job.proc.pid)
+        return [pid for pid in descendants(os.getpid(), live=True) if pid != job.proc.pid]
+
+    def end_leftovers(self, job, wait_s=0.0):
+        """What the job left running once its first process has ended (a
+        helper in its session, a double-forked daemon: the relay's now, a
+        subreaper's), given wait_s to end by itself (workers on their way
+        out): named in job.left, then SIGTERM and, KILL_WAIT_S later,
+        SIGKILL; its output is read meanwhile."""
+        deadline = time.monotonic() + wait_s
+        left = self.left_running(job)
+        while left and time.monotonic() < deadline:
+            self.drain(job, 0.05)
+            left = self.left_running(job)
+        if not left:
+            return
+        job.left += ["%d (%s)" % (pid, command_of(pid)) for pid in left][:8 - len(job.left)]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid in left:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+            deadline = time.monotonic() + KILL_WAIT_S
+            while left and time.monotonic() < deadline:
+                self.drain(job, 0.05)
+                left = self.left_running(job)
+            if not left:
+                break
 
     def drain(self, job, timeout):
         """The job's output and records while it is being ended (a process
@@ -721,33 +872,13 @@ class Relay:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def descendants(pid):
-    """The processes below pid, from /proc."""
-    children = collections.defaultdict(list)
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name, "rb") as f:
-                stat = f.read()
-            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children[ppid].append(int(name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def ended(signum, frame):
     raise SystemExit(128 + signum)  # the job is ended and the folder removed on the way out
 
 
 def main():
     end_with_pbench()
+    become_subreaper()
     signal.signal(signal.SIGTERM, ended)
     try:
         os.fstat(RECORDS_FD)
