@@ -35,7 +35,9 @@ static void test_report_formats(void **state)
                    "Test CPU @ 3.0GHz",
                    "workers=4", "pin_memory=true", "sweep: 2 points, fastest first",
                    "recommendation", "accelerator" /* run.step_ms > 0 */, "decode", "normalize",
-                   "cpu/sample", "wall%", "data/a.jpg: corrupt JPEG data", "warning: custom warning 1",
+                   "cpu/sample", "wall%", "data/a.jpg: corrupt JPEG data",
+                   /* the points' warnings of one cause, once */
+                   "warning: custom warning 0", "alike at 1 more, with their figures",
                    "warning: dataset (512 MiB) fits in the page cache",
                    "interrupted: partial results", "instrumentation overhead: 1.2 %", NULL});
     free(table);

@@ -580,6 +580,152 @@ static void test_sigterm_keeps_what_was_measured(void **state)
     json_decref(r);
 }
 
+/* A tiny job of the tests' own: a Dataset of tensors, its DataLoader built
+ * once (workers from its first argument, else 0), a small matrix product
+ * a step. It starts in about a second and runs until it is ended. */
+static void write_tiny_job(void)
+{
+    static const char tiny[] =
+        "import sys\n"
+        "import torch\n"
+        "import torch.utils.data as d\n"
+        "class Squares(d.Dataset):\n"
+        "    def __len__(self): return 64\n"
+        "    def __getitem__(self, i): return torch.full((16,), float(i * i))\n"
+        "loader = d.DataLoader(Squares(), batch_size=4,\n"
+        "                      num_workers=int(sys.argv[1]) if len(sys.argv) > 1 else 0)\n"
+        "for epoch in range(100000):\n"
+        "    for batch in loader:\n"
+        "        torch.mm(torch.ones(64, 64), torch.ones(64, 64))\n";
+    char path[600];
+    snprintf(path, sizeof path, "%s/tiny.py", workdir);
+    pb_test_write_file(path, tiny, strlen(tiny));
+}
+
+static char *wrap_out(void)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/out.txt", workdir);
+    return pb_test_read_file(path, NULL, true);
+}
+
+/* What pbench wrap cannot give a job (the step is the job's, the data the
+ * job reads itself) is refused before the job starts, naming what wrap
+ * does set: exit 2, and nothing runs. */
+static void test_settings_wrap_cannot_give(void **state)
+{
+    (void)state;
+    static const char *const sets[] = {"loader.workers, batch_size, pin_memory",
+                                       "and drop_last", "wrap.*", "run.warmup_batches",
+                                       "repeats", NULL};
+    assert_wrap_says("wrap -s run.step_ms=500 -- /usr/bin/python3 tiny.py", 2, sets);
+    assert_wrap_says("wrap -s run.step_ms=500 -- /usr/bin/python3 tiny.py", 2,
+                     (const char *const[]){"-s run.step_ms=500: a wrapped job cannot be given "
+                                           "run.step_ms (the job's step is its own, measured)",
+                                           NULL});
+    assert_wrap_says("wrap --set-new dataset.args.x=1 -- /usr/bin/python3 tiny.py", 2, sets);
+    assert_wrap_says("wrap --set-new dataset.args.x=1 -- /usr/bin/python3 tiny.py", 2,
+                     (const char *const[]){"--set-new dataset.args.x=1: a wrapped job cannot be "
+                                           "given dataset.args.x",
+                                           NULL});
+    assert_wrap_says("wrap -a pipeline.decode.cost_us=1,2 -- /usr/bin/python3 tiny.py", 2, sets);
+}
+
+/* --ideal runs 4 repeats a side, interleaved, by default, so its
+ * comparison can decide (no "can never reach p < 0.05"); its table has no
+ * stage rows, as the ideal side runs no loader. */
+static void test_ideal_decides_by_default(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    write_tiny_job();
+    wrap_ok("wrap --ideal --warmup-batches 1 --batches 20 -o ideal.json -- /usr/bin/python3 "
+            "tiny.py");
+    json_t *r = pb_test_load_json(workdir, "ideal.json");
+    const json_t *points = json_object_get(r, "points");
+    assert_int_equal(json_array_size(points), 2);
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(json_array_size(json_object_get(json_array_get(points, i), "repeats")),
+                         4);
+    json_decref(r);
+    char *out = wrap_out();
+    pb_test_assert_contains(out, (const char *const[]){"ideal loader", "samples_per_s", NULL});
+    assert_null(strstr(out, "can never reach"));
+    assert_null(strstr(out, "cpu_ns_per_sample."));
+    assert_null(strstr(out, "stages that explain"));
+    free(out);
+}
+
+/* A sweep of a wrapped job is ranked by the job's own samples/s and either
+ * recommends a point or withholds it, saying why (a shared machine); the
+ * header names the swept values, the capacity line the job's own CPU. */
+static void test_a_sweep_by_the_jobs_own_speed(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    write_tiny_job();
+    wrap_ok("wrap -a loader.workers=0,1 --warmup-batches 1 --batches 20 -o sweep.json -- "
+            "/usr/bin/python3 tiny.py");
+    char *out = wrap_out();
+    pb_test_assert_contains(out, (const char *const[]){"loader: the job's own, with workers=0,1",
+                                                       "a wrapped job by what it gains",
+                                                       "the job's main process", NULL});
+    if (!strstr(out, "(* = recommended)"))
+        pb_test_assert_contains(out, (const char *const[]){"recommendation withheld: below",
+                                                           "withheld, disturbed: other "
+                                                           "processes took",
+                                                           NULL});
+    assert_null(strstr(out, "pid 0:"));
+    free(out);
+}
+
+/* An A/B of two commands: --set-new-command gives the new side's, and the
+ * comparison lists the change as a setting's. */
+static void test_set_new_command(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    write_tiny_job();
+    wrap_ok("wrap --set-new-command '/usr/bin/python3 tiny.py 1' -s run.repeats=1 "
+            "--warmup-batches 1 --batches 10 -o commands.json -- /usr/bin/python3 tiny.py");
+    char *out = wrap_out();
+    pb_test_assert_contains(out, (const char *const[]){"setting changed: wrap.command: "
+                                                       "\"/usr/bin/python3 tiny.py\" -> "
+                                                       "\"/usr/bin/python3 tiny.py 1\"",
+                                                       NULL});
+    free(out);
+}
+
+/* --time S is a window of S seconds, not a cap: no repeat "hit
+ * run.max_time_s" nor is "capped"; rows of nothing (pbench's loop stages,
+ * MB/s read, worker_start under persistent workers) are left out. */
+static void test_a_timed_window_without_clutter(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    write_tiny_job();
+    char *err = NULL;
+    int rc = wrap("wrap --time 1.5 -s loader.persistent_workers=true --warmup-batches 1 -o "
+                  "timed.json -- /usr/bin/python3 tiny.py 1",
+                  &err);
+    if (rc != 0)
+        fail_msg("pbench wrap --time: exit %d: %s", rc, err);
+    assert_null(strstr(err, "hit run.max_time_s"));
+    free(err);
+    char *out = wrap_out();
+    pb_test_assert_contains(out, (const char *const[]){"loop time", "wait ", NULL});
+    static const char *const clutter[] = {"capped", "hit run.max_time_s", "stages 0.0%",
+                                          "MB/s read", "worker_start      0", NULL};
+    for (const char *const *c = clutter; *c; c++)
+        if (strstr(out, *c))
+            fail_msg("'%s' in the output of wrap --time:\n%s", *c, out);
+    free(out);
+    json_t *r = pb_test_load_json(workdir, "timed.json");
+    const json_t *rep = json_array_get(json_object_get(first_point(r), "repeats"), 0);
+    assert_false(json_is_true(json_object_get(rep, "hit_time_cap")));
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -596,6 +742,11 @@ int main(void)
         cmocka_unit_test(test_what_the_job_leaves_is_ended),
         cmocka_unit_test(test_a_python_without_the_hook_says_why),
         cmocka_unit_test(test_hooked_processes_that_cannot_reach_pbench),
+        cmocka_unit_test(test_settings_wrap_cannot_give),
+        cmocka_unit_test(test_ideal_decides_by_default),
+        cmocka_unit_test(test_a_sweep_by_the_jobs_own_speed),
+        cmocka_unit_test(test_set_new_command),
+        cmocka_unit_test(test_a_timed_window_without_clutter),
     };
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }

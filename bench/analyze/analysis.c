@@ -415,6 +415,65 @@ static void recommend_for_step(const struct pb_result *result, struct pb_analysi
     return;
 }
 
+/* A wrapped job's sweep beside other processes: each point's speed is
+ * the machine's as much as its settings', so the recommendation is
+ * withheld (disturbed) where compare would withhold a wall-clock verdict
+ * (pb_machine_disturbed), naming each disturbed point with what the
+ * others took. */
+static void withhold_if_disturbed(const struct pb_result *result, struct pb_analysis *an)
+{
+    char points[400] = "", name[256];
+    size_t used = 0;
+    int usable = 0, disturbed = 0;
+    for (size_t i = 0; i < result->point_count; i++) {
+        const struct pb_point_result *p = &result->points[i];
+        if (!an->points[i].usable)
+            continue;
+        usable++;
+        double throttled = pb_point_median_throttled(p);
+        if (!pb_machine_disturbed(p->other_cpu_pct, p->steal_pct, throttled))
+            continue;
+        describe_point(result, i, name, sizeof(name));
+        char steal[48] = "";
+        if (p->steal_pct >= PB_STEAL_PCT || throttled >= PB_THROTTLED_PCT)
+            snprintf(steal, sizeof(steal), ", steal %.0f%%, throttled %.0f%%", p->steal_pct,
+                     throttled);
+        if (used < sizeof(points))
+            used += (size_t)snprintf(points + used, sizeof(points) - used, "%s%.0f%% at %s%s",
+                                     used ? ", " : "", p->other_cpu_pct, name, steal);
+        disturbed++;
+    }
+    if (usable < 2 || disturbed == 0)
+        return;
+    describe_point(result, (size_t)an->recommended, name, sizeof(name));
+    snprintf(an->withheld, sizeof(an->withheld),
+             "disturbed: other processes took the machine's CPU, %s (compare withholds a "
+             "wall-clock verdict from %.0f%%), so each point's speed is the machine's as much as "
+             "its settings'; the rule would pick %s (%.1f samples/s): sweep again on a quiet "
+             "machine",
+             points, PB_BUSY_MACHINE_PCT, name, result->points[an->recommended].samples_per_s);
+}
+
+/* The rule beside the recommendation. A wrapped job is ranked by what it
+ * gains, its own samples/s, not by its step's share of the loop, which
+ * rises when its step slows beside more workers while the job gets slower. */
+static void rule_text(struct pb_analysis *an, bool wrapped, double tie_pct)
+{
+    if (wrapped)
+        snprintf(an->rule, sizeof(an->rule),
+                 "a wrapped job by what it gains, its own samples/s (its steps/s times its "
+                 "batch): among points within %.1f%% of the best (the larger of %.0f%% and the "
+                 "best point's noise), the fewest workers, then the least memory, then the "
+                 "smallest batch",
+                 tie_pct, an->thresholds.tie_pct);
+    else
+        snprintf(an->rule, sizeof(an->rule),
+                 "among points within %.1f%% of the best throughput (the larger of %.0f%% and the "
+                 "best point's noise), the fewest workers, then the least memory, then the "
+                 "smallest batch",
+                 tie_pct, an->thresholds.tie_pct);
+}
+
 static void recommend(const struct pb_result *result, struct pb_analysis *an)
 {
     an->recommended = -1;
@@ -428,13 +487,14 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
         return;
     }
     double step_ms = pb_point_step_ms(result, (size_t)best);
+    bool wrapped = pb_point_wrapped(result, (size_t)best);
     double best_sps = result->points[best].samples_per_s;
     double tie_pct = result->points[best].samples_per_s_noise_pct;
     if (tie_pct < an->thresholds.tie_pct)
         tie_pct = an->thresholds.tie_pct;
-    char name[256], workers[64];
+    char name[256], workers[64], steps[48] = "";
 
-    if (step_ms > 0) {
+    if (step_ms > 0 && !wrapped) {
         recommend_for_step(result, an, step_ms);
         return;
     }
@@ -450,21 +510,18 @@ static void recommend(const struct pb_result *result, struct pb_analysis *an)
     }
     pick = within_threads(result, an, pick, tie_pct);
     an->recommended = pick;
-    size_t used = strlen(an->reason);
-    if (step_ms <= 0)
-        snprintf(an->rule, sizeof(an->rule),
-                 "among points within %.1f%% of the best throughput (the larger of %.0f%% and the "
-                 "best point's noise), the fewest workers, then the least memory, then the "
-                 "smallest batch",
-                 tie_pct, an->thresholds.tie_pct);
+    rule_text(an, wrapped, tie_pct);
     describe_point(result, (size_t)pick, name, sizeof(name));
-    if (used < sizeof(an->reason))
-        snprintf(an->reason + used, sizeof(an->reason) - used,
-                 "%s gives %.1f samples/s, %.1f%% of the best (%.1f) with %s and %.0f MiB",
-                 name, result->points[pick].samples_per_s,
-                 100.0 * result->points[pick].samples_per_s / best_sps, best_sps,
-                 workers_phrase(workers, sizeof(workers), an->points[pick].workers),
-                 (double)an->points[pick].memory_bytes / 1048576.0);
+    if (wrapped && result->points[pick].batches_per_s > 0)
+        snprintf(steps, sizeof(steps), " (%.2f steps/s)", result->points[pick].batches_per_s);
+    snprintf(an->reason, sizeof(an->reason),
+             "%s gives %.1f samples/s%s, %.1f%% of the best (%.1f) with %s and %.0f MiB", name,
+             result->points[pick].samples_per_s, steps,
+             100.0 * result->points[pick].samples_per_s / best_sps, best_sps,
+             workers_phrase(workers, sizeof(workers), an->points[pick].workers),
+             (double)an->points[pick].memory_bytes / 1048576.0);
+    if (wrapped)
+        withhold_if_disturbed(result, an);
 }
 
 /* ---- scaling ------------------------------------------------------------ */
@@ -665,8 +722,12 @@ json_t *pb_analysis_to_json(const struct pb_analysis *an)
         json_array_append_new(points, obj);
     }
     json_object_set_new(root, "points", points);
-    json_object_set_new(root, "recommended",
-                        an->recommended >= 0 ? json_integer(an->recommended) : json_null());
+    json_object_set_new(root, "recommended", an->recommended >= 0 && !an->withheld[0]
+                                                 ? json_integer(an->recommended)
+                                                 : json_null());
+    if (an->withheld[0]) /* the point the rule would pick, and why it is not recommended */
+        json_object_set_new(root, "withheld",
+                            json_pack("{s i s s}", "point", an->recommended, "why", an->withheld));
     json_object_set_new(root, "rule", json_string(an->rule));
     json_object_set_new(root, "reason", json_string(an->reason));
     json_object_set_new(root, "scaling", json_string(an->scaling));

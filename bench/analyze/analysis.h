@@ -91,6 +91,11 @@ struct pb_analysis {
     int recommended;          /* point index, -1 when none is usable       */
     char rule[400];           /* the rule, printed beside the choice       */
     char reason[700];         /* why this point, with its figures          */
+    /* Non-empty: the recommendation is withheld, and why (a wrapped job's
+     * sweep disturbed by other processes). recommended is then the point
+     * the rule would pick, whose figures the verdict still describes; the
+     * sinks mark no point recommended. */
+    char withheld[800];
     char scaling[600];        /* knee and efficiency per worker, or ""     */
     /* Two engines side by side (a sweep over loader.engine): where the
      * other loses, stage by stage, and what each needs to keep the step
@@ -125,6 +130,13 @@ int pb_analysis_points(const struct pb_result *result, struct pb_analysis *out);
  * most max of them, into series), in order of workers; returns their count. */
 int pb_analysis_worker_series(const struct pb_result *result, const struct pb_analysis *an,
                               size_t base, int *series, int max);
+
+/* The point the sinks mark recommended: an->recommended, or -1 where the
+ * recommendation is withheld (an->withheld) or there is none. */
+static inline int pb_analysis_marked(const struct pb_analysis *an)
+{
+    return an && !an->withheld[0] ? an->recommended : -1;
+}
 
 /* Point `point`'s run.step_ms (0: no simulated step). */
 double pb_analysis_step_ms(const struct pb_result *result, size_t point);

@@ -93,6 +93,12 @@ static void check_compatible(struct pb_comparison *c, const struct pb_result *a,
         diff_json(c, sections[s], a->config ? json_object_get(a->config, sections[s]) : NULL,
                   b->config ? json_object_get(b->config, sections[s]) : NULL,
                   strcmp(sections[s], "loader") == 0);
+    /* A wrapped job's command, the DataLoader measured and --ideal: what the
+     * job ran, listed as a change of settings is. */
+    static const char *const job[] = {"wrap.command", "wrap.loader", "wrap.ideal"};
+    for (size_t k = 0; k < PB_ARRAY_LEN(job); k++)
+        diff_json(c, job[k], pb_result_config_value(a, job[k]), pb_result_config_value(b, job[k]),
+                  true);
 }
 
 /* ---- metrics ------------------------------------------------------------- */
@@ -628,6 +634,25 @@ static void count_verdicts(struct pb_comparison *out)
         }
 }
 
+/* An --ideal comparison: the new side handed the job batches it kept
+ * (wrap.ideal), so it ran no loader. Its stage rows and loader figures
+ * (CPU per sample, batch assembly) compare nothing and are left out:
+ * shown as not measured, no verdict. */
+static void leave_out_loader(struct pb_point_cmp *pc)
+{
+    static const char *const loader_rows[] = {"cpu_ns_per_sample", "assembly_p50_ns",
+                                              "assembly_p99_ns"};
+    pc->metric_count = PB_METRIC_COUNT;
+    memset(&pc->explained, 0, sizeof(pc->explained));
+    for (size_t k = 0; k < PB_ARRAY_LEN(loader_rows); k++) {
+        struct pb_metric_cmp *mc = &pc->metrics[pb_metric_find(loader_rows[k]) - pb_metrics];
+        mc->base_n = mc->next_n = 0;
+        mc->base = mc->next = mc->change_pct = mc->ci_low_pct = mc->ci_high_pct = NAN;
+        mc->p_value = mc->detectable = NAN;
+        mc->verdict = PB_VERDICT_SAME;
+    }
+}
+
 /* Both pb_compare and pb_compare_configs: the configs' differences are
  * incompatibilities, or (configs_may_differ) the change being compared. */
 static int compare_results(const struct pb_result *base, const struct pb_result *next,
@@ -640,6 +665,8 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
     if (history_db)
         pb_strlcpy(out->history_db, history_db, sizeof(out->history_db));
     check_compatible(out, base, next, configs_may_differ);
+    const json_t *ideal = pb_result_config_value(next, "wrap.ideal");
+    bool no_loader = json_is_integer(ideal) && json_integer_value(ideal) > 0;
     out->points = calloc(base->point_count + 1, sizeof(*out->points));
     if (!out->points)
         return PB_ERR_NOMEM;
@@ -673,6 +700,8 @@ static int compare_results(const struct pb_result *base, const struct pb_result 
         compare_stages(pc, a, &next->points[j], threshold_pct, 0x57a9e + (uint64_t)i * 131,
                        pc->metrics[cpu - pb_metrics].base);
         explain_cpu_change(pc, threshold_pct);
+        if (no_loader)
+            leave_out_loader(pc);
         for (int m = 0; m < pc->metric_count; m++) {
             /* A stage's CPU time is the process's, as cpu_ns_per_sample. */
             struct pb_metric_cmp *mc = &pc->metrics[m];
@@ -839,6 +868,7 @@ json_t *pb_comparison_to_json(const struct pb_comparison *cmp)
     json_object_set_new(root, "power", json_real(PB_COMPARE_POWER));
     json_object_set_new(root, "incompatible", json_boolean(cmp->incompatible));
     json_object_set_new(root, "interleaved", json_boolean(cmp->interleaved));
+    json_object_set_new(root, "values", json_string("median over each side's repeats"));
     json_t *diffs = json_array();
     for (int i = 0; i < cmp->difference_count; i++)
         json_array_append_new(diffs, json_string(cmp->differences[i]));

@@ -20,6 +20,40 @@ void pb_json_short_text(const json_t *v, char *buf, size_t n)
 static void diff_json(const char *path, const json_t *a, const json_t *b,
                       pb_difference_fn note, void *user);
 
+/* One of two strings quoted from byte from on (the start of the word where
+ * they first differ; "..." stands for the words before it), cut short
+ * with "..." where it does not fit in size. */
+static void quote_from(const char *text, size_t from, char *out, size_t size)
+{
+    size_t len = strlen(text + from), room = size > 10 ? size - 10 : 0;
+    snprintf(out, size, "\"%s%.*s%s\"", from ? "..." : "", (int)(len < room ? len : room),
+             text + from, len < room ? "" : "...");
+}
+
+/* Two strings as JSON shows them where both fit in size; else each from
+ * the word where they first differ: two commands that differ in their
+ * last argument show that argument, not their common start. */
+static void differing_words(const json_t *a, const json_t *b, char *x, char *y, size_t size)
+{
+    const char *p = json_string_value(a), *q = json_string_value(b);
+    if (strlen(p) + 8 < size && strlen(q) + 8 < size) {
+        pb_json_short_text(a, x, size);
+        pb_json_short_text(b, y, size);
+        return;
+    }
+    size_t same = 0;
+    while (p[same] && p[same] == q[same])
+        same++;
+    for (int words = 0; words < 2 && same > 0; words++) { /* that word and one before it */
+        if (words)
+            same--;
+        while (same > 0 && p[same - 1] != ' ')
+            same--;
+    }
+    quote_from(p, same, x, size);
+    quote_from(q, same, y, size);
+}
+
 /* The name of a pipeline stage ({"resize": {...}}), or NULL for anything
  * else. */
 static const char *stage_name(const json_t *v)
@@ -106,8 +140,12 @@ static void diff_json(const char *path, const json_t *a, const json_t *b,
         return;
     }
     char x[120], y[120], text[300];
-    pb_json_short_text(a, x, sizeof(x));
-    pb_json_short_text(b, y, sizeof(y));
+    if (json_is_string(a) && json_is_string(b)) {
+        differing_words(a, b, x, y, sizeof(x));
+    } else {
+        pb_json_short_text(a, x, sizeof(x));
+        pb_json_short_text(b, y, sizeof(y));
+    }
     snprintf(text, sizeof(text), "%s: %s -> %s", path, x, y);
     note(user, text);
 }

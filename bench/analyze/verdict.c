@@ -61,10 +61,48 @@ static bool cores_from_cpu(const struct pb_point_result *p, double need, double 
     return true;
 }
 
+/* A wrapped job's main process runs its step on the same machine: its own
+ * CPU a batch (its processes' CPU less the loading the stage rows
+ * measured; pbench's relay is in it, a small share), the median over the
+ * finished repeats into *per_batch_ns. false where the repeats carry no
+ * stage CPU times to tell the two apart. */
+static bool main_cpu_per_batch(const struct pb_point_result *p, double *per_batch_ns)
+{
+    double v[64];
+    size_t n = 0, repeats = p->repeats ? pb_point_finished_repeats(p) : 0;
+    for (size_t r = 0; r < repeats && n < 64; r++) {
+        const struct pb_repeat_result *rep = &p->repeats[r];
+        double loading_ns = pb_stages_cpu_ns_per_sample(rep->stages, rep->stage_count);
+        if (isnan(loading_ns) || rep->batches == 0 || !(rep->wall_s > 0))
+            continue;
+        double cores = rep->cpu_util_pct / 100.0 - loading_ns * rep->samples_per_s / 1e9;
+        v[n++] = fmax(cores, 0) * rep->wall_s * 1e9 / (double)rep->batches;
+    }
+    if (n == 0)
+        return false;
+    *per_batch_ns = pb_median(v, n);
+    return true;
+}
+
+/* The capacity line's end: enough, or short, of the hardware threads
+ * left once the job's main process has its own (main_cores). */
+static void capacity_verdict(char *buf, size_t size, double cores, double hi, int pus,
+                             double main_cores)
+{
+    double left = pus - main_cores;
+    if (hi <= left)
+        snprintf(buf, size, "enough, with %.1f to spare", left - cores);
+    else if (cores <= left)
+        snprintf(buf, size, "enough at the median, short at the slowest repeat");
+    else
+        snprintf(buf, size, "not enough: short by %.1f", cores - left);
+}
+
 /* The question users ask first: how many cores feeding this step takes,
  * from the CPU time per sample the run measured (the stages' thread CPU,
  * which other processes on the machine barely move), with its range over
- * the repeats; from the calibration only where the run has no CPU times. */
+ * the repeats; from the calibration only where the run has no CPU times.
+ * A wrapped job's main process takes its share of the machine first. */
 static void capacity_line(const struct pb_result *result, size_t i, struct pb_analysis *an)
 {
     const struct pb_point_result *p = &result->points[i];
@@ -73,8 +111,8 @@ static void capacity_line(const struct pb_result *result, size_t i, struct pb_an
     const struct pb_calibration *cal = &result->calibration;
     if (step <= 0 || batch <= 0)
         return;
-    double need = batch * 1000.0 / step, cores, lo, hi, cpu_ns;
-    char from[200];
+    double need = batch * 1000.0 / step, cores, lo, hi, cpu_ns, main_ns = 0;
+    char from[200], job[200] = "";
     if (cores_from_cpu(p, need, &cores, &lo, &hi, &cpu_ns)) {
         char cpu[32];
         pb_fmt_duration(cpu, sizeof cpu, cpu_ns);
@@ -86,21 +124,25 @@ static void capacity_line(const struct pb_result *result, size_t i, struct pb_an
     } else {
         return;
     }
+    double main_cores = 0;
+    if (pb_point_wrapped(result, i) && main_cpu_per_batch(p, &main_ns)) {
+        char cpu[32];
+        pb_fmt_duration(cpu, sizeof cpu, main_ns);
+        main_cores = main_ns / (step * 1e6);
+        snprintf(job, sizeof job,
+                 ", and the job's main process %.1f of its own (%s of CPU a step, measured)",
+                 main_cores, cpu);
+    }
     int pus = result->machine.pus > 0 ? result->machine.pus : 1;
     char range[64] = "";
     if (hi > lo)
         snprintf(range, sizeof range, " (%.1f to %.1f over the repeats)", lo, hi);
     char verdict[120];
-    if (hi <= pus)
-        snprintf(verdict, sizeof verdict, "enough, with %.1f to spare", pus - cores);
-    else if (cores <= pus)
-        snprintf(verdict, sizeof verdict, "enough at the median, short at the slowest repeat");
-    else
-        snprintf(verdict, sizeof verdict, "short by %.1f", cores - pus);
+    capacity_verdict(verdict, sizeof verdict, cores, hi, pus, main_cores);
     int n = snprintf(an->capacity, sizeof an->capacity,
                      "a %.4g ms step at batch %.0f needs %.4g samples/s; %s, that takes %.1f "
-                     "cores of loading%s; this machine has %d hardware threads: %s",
-                     step, batch, need, from, cores, range, pus, verdict);
+                     "cores of loading%s%s; this machine has %d hardware threads: %s",
+                     step, batch, need, from, cores, range, job, pus, verdict);
     if (n < 0)
         an->capacity[0] = '\0'; /* cut short at the buffer's end otherwise, still a line */
 }

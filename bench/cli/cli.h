@@ -65,12 +65,6 @@ struct pb_session_opts; /* bench/session/hooks.h */
 int pb_cli_measure(const struct pb_session_opts *opts, const char *title, bool quiet, int format,
                    const struct pb_gate *gate, const char *comparison_path);
 
-/* pbench wrap --ideal: what a loader that never waits would give the job,
- * from the comparison of the job with and without it (bench/cli/wrap.c);
- * nothing for other comparisons. */
-void pb_cli_wrap_ideal(FILE *out, const struct pb_result *result,
-                       const struct pb_comparison *cmp);
-
 /* The commands that do not measure a pipeline (bench/cli/tools.c). */
 int cmd_run(int argc, char **argv);
 int cmd_wrap(int argc, char **argv);

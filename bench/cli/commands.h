@@ -52,6 +52,7 @@
       "measured (exit 130, 143 or 129).") \
     X(wrap, \
       "pbench wrap [-s loader.KEY=V]... [-a loader.KEY=v1,v2]... [--set-new loader.KEY=V]\n" \
+      "                  [--set-new-command 'COMMAND']\n" \
       "                  [--warmup-batches N] [--batches N | --time S | --until-exit]\n" \
       "                  [--loader FILE:LINE] [--grace S] [--ideal[=K]] [-o results/NAME.json]\n" \
       "                  [--format {formats}] [--quiet] [--overhead] [--trace FILE]\n" \
@@ -67,9 +68,17 @@
       "  -s loader.KEY=V           set the job's DataLoader argument where it is built:\n" \
       "                            workers (num_workers), batch_size, pin_memory,\n" \
       "                            persistent_workers, prefetch_factor, drop_last;\n" \
-      "                            -s run.repeats=N runs the job N times\n" \
-      "  -a loader.KEY=v1,v2       run the job once per value and recommend one\n" \
-      "      --set-new loader.KEY=V  the job against itself with this change, interleaved\n" \
+      "                            -s run.repeats=N runs the job N times; besides\n" \
+      "                            loader.KEY, -s, -a and --set-new take wrap.KEY and\n" \
+      "                            run.* window and repeat options (run.step_ms and\n" \
+      "                            dataset.* are refused: the job has its own)\n" \
+      "  -a loader.KEY=v1,v2       run the job once per value and recommend the fewest\n" \
+      "                            workers within noise of the job's best samples/s\n" \
+      "                            (withheld where other processes disturbed it)\n" \
+      "      --set-new loader.KEY=V  the job against itself with this change, interleaved,\n" \
+      "                            4 repeats a side unless -s run.repeats=N; also\n" \
+      "                            wrap.KEY=V (wrap.command='COMMAND': another command)\n" \
+      "      --set-new-command 'COMMAND'  an A/B of two commands: the new side runs COMMAND\n" \
       "      --warmup-batches N    batches before the measured window (default 5)\n" \
       "      --batches N           measure N batches, then end the job\n" \
       "      --time S              measure S seconds, then end the job\n" \
@@ -80,6 +89,7 @@
       "      --ideal[=K]           what a loader that never waits would give: the job\n" \
       "                            against itself with K (8) batches, kept after the\n" \
       "                            warm-up, handed to it again instead of its DataLoader's\n" \
+      "                            (4 repeats a side, as --set-new)\n" \
       "      --overhead            also run each repeat with per-sample timing off and say\n" \
       "                            what the hook costs in the job's batches/s\n" \
       "      --trace FILE          a Perfetto timeline: the loop's waits and steps, a track\n" \

@@ -25,6 +25,7 @@
 #include "bench/cli/progress.h"
 #include "bench/config/config.h"
 #include "bench/report/format.h"
+#include "bench/report/report_wrap.h"
 #include "bench/result/result.h"
 #include "bench/session/interleave.h"
 #include "bench/session/ranks.h"
@@ -141,7 +142,7 @@ int pb_cli_measure(const struct pb_session_opts *opts, const char *title, bool q
             fprintf(stderr, "pbench: comparison written to %s\n", comparison_path);
         }
         if (two_configs && rc == PB_OK && !comparison_path && format == PB_FORMAT_TABLE)
-            pb_cli_wrap_ideal(stdout, &result, &outcome.comparison);
+            pb_report_wrap_ideal(stdout, &result, &outcome.comparison);
         int verdict =
             gate_code >= 0 ? gate_code : pb_cli_comparison_exit(rc, &outcome.comparison, gate);
         if (code == PB_EXIT_OK)
@@ -382,7 +383,7 @@ static int compare_one_file(const struct compare_args *args)
     pb_interleaved_label(r.interleaved, "new", next, sizeof(next));
     int code = compare_show(args, &cmp, base, next);
     if (!args->output && args->format == PB_FORMAT_TABLE)
-        pb_cli_wrap_ideal(stdout, &r, &cmp);
+        pb_report_wrap_ideal(stdout, &r, &cmp);
     pb_comparison_free(&cmp);
     pb_result_free(&r);
     return code;

@@ -5,49 +5,43 @@
  * rule, sweeps (-a loader.workers=1,2,4), the interleaved A/B (--set-new),
  * --baseline, the tables, the verdict and the result file. */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/analyze/compare.h"
 #include "bench/base/pb.h"
 #include "bench/cli/cli.h"
 #include "bench/config/config.h"
 #include "bench/report/format.h"
 #include "bench/session/hooks.h"
 
-/* The DataLoader arguments pbench may set in the job, by their loader key. */
-static const char *const job_keys[] = {"workers",         "batch_size", "pin_memory",
-                                       "persistent_workers", "prefetch_factor", "drop_last",
-                                       NULL};
-
 /* What the command line of wrap said, beyond a run's options. */
 struct wrap_args {
     long long warmup, batches;
     double time_s, grace_s;
     bool until_exit, time_given;
+    int repeats; /* run.repeats unless -s gives it */
     const char *loader;
     char set[256]; /* the loader keys -s, -a and --set-new give the job */
 };
 
-/* "loader.KEY=..." among the job's keys: adds KEY to set. Returns false for
- * a loader key pbench cannot give the job (the engine, the interpreter). */
-static bool note_loader_key(struct wrap_args *w, const char *assignment)
+/* An assignment of -s, -a or --set-new: false for a key pbench wrap cannot
+ * give the job (pb_wrap_settable). A loader key is added to w->set, the
+ * DataLoader arguments the hook replaces. */
+static bool note_key(struct wrap_args *w, const char *assignment)
 {
+    if (!pb_wrap_settable_key(assignment))
+        return false;
     if (strncmp(assignment, "loader.", 7) != 0)
         return true;
-    const char *key = assignment + 7;
-    size_t len = strcspn(key, "=");
-    for (int i = 0; job_keys[i]; i++)
-        if (strlen(job_keys[i]) == len && strncmp(job_keys[i], key, len) == 0) {
-            if (!strstr(w->set, job_keys[i])) {
-                size_t used = strlen(w->set);
-                snprintf(w->set + used, sizeof w->set - used, "%s%s", used ? "," : "",
-                         job_keys[i]);
-            }
-            return true;
-        }
-    return false;
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)strcspn(assignment + 7, "="), assignment + 7);
+    if (!strstr(w->set, key)) {
+        size_t used = strlen(w->set);
+        snprintf(w->set + used, sizeof w->set - used, "%s%s", used ? "," : "", key);
+    }
+    return true;
 }
 
 /* argv as one shell-quoted line into out (a word with anything but
@@ -138,7 +132,7 @@ static char *wrap_config(const struct wrap_args *w, const char *line, char *msg,
     snprintf(yaml, cap,
              "name: %s\n"
              "loader: {engine: wrap}\n"
-             "run: {warmup_batches: %lld, min_time_s: %g, max_time_s: %g, repeats: 1}\n"
+             "run: {warmup_batches: %lld, min_time_s: %g, max_time_s: %g, repeats: %d}\n"
              "wrap:\n"
              "  command: %s\n"
              "  loader: %s\n"
@@ -146,7 +140,7 @@ static char *wrap_config(const struct wrap_args *w, const char *line, char *msg,
              "  batches: %lld\n"
              "  until_exit: %s\n"
              "  grace_s: %g\n",
-             qjob, w->warmup, min_s, max_s, quoted, loader, w->set, w->batches,
+             qjob, w->warmup, min_s, max_s, w->repeats, quoted, loader, w->set, w->batches,
              w->until_exit ? "true" : "false", w->grace_s);
     return yaml;
 }
@@ -165,39 +159,6 @@ static int number(const char *option, const char *text, double lo, double *out)
     return -1;
 }
 
-void pb_cli_wrap_ideal(FILE *out, const struct pb_result *result,
-                       const struct pb_comparison *cmp)
-{
-    /* The new side of the interleaved pair is the job with wrap.ideal set. */
-    const json_t *wrap = json_object_get(
-        json_object_get(json_object_get(result->interleaved, "new"), "config"), "wrap");
-    const json_t *ideal = json_object_get(wrap, "ideal");
-    if (!json_is_integer(ideal) || json_integer_value(ideal) <= 0)
-        return;
-    for (size_t k = 0; k < cmp->point_count; k++) {
-        const struct pb_point_cmp *pc = &cmp->points[k];
-        for (int m = 0; m < pc->metric_count; m++) {
-            const struct pb_metric_cmp *mc = &pc->metrics[m];
-            if (strcmp(mc->name, "samples_per_s") != 0 || !(mc->base > 0) || !(mc->next > 0))
-                continue;
-            double batch = (double)pb_point_batch_size(result, pc->base_index);
-            double unit = batch > 0 ? batch : 1;
-            char ci[96] = "";
-            if (isfinite(mc->ci_low_pct) && isfinite(mc->ci_high_pct))
-                snprintf(ci, sizeof ci, "; 95%% CI %+.0f%% to %+.0f%%", mc->ci_low_pct,
-                         mc->ci_high_pct);
-            fprintf(out,
-                    "\nideal loader%s%s: a loader that never made this job wait would take it "
-                    "from %.2f to %.2f %s (%+.0f%%%s): loading costs %.0f%% of this job's time. "
-                    "Its batches were reused, and a step whose time depends on the data differs.\n",
-                    strcmp(pc->label, "(single point)") ? " at " : "",
-                    strcmp(pc->label, "(single point)") ? pc->label : "", mc->base / unit,
-                    mc->next / unit, batch > 0 ? "steps/s" : "samples/s",
-                    100.0 * (mc->next / mc->base - 1), ci, 100.0 * (1 - mc->base / mc->next));
-        }
-    }
-}
-
 /* Everything wrap's command line says. */
 struct wrap_cli {
     struct pb_session_opts opts;
@@ -205,6 +166,7 @@ struct wrap_cli {
     struct wrap_args w;
     const char *line; /* --command's, else NULL */
     char ideal[64];   /* --ideal's setting for the new side */
+    char new_command[PB_WRAP_COMMAND_MAX + 16]; /* --set-new-command's, as wrap.command=... */
     enum pb_format format;
     bool quiet;
     struct pb_gate gate;
@@ -251,6 +213,10 @@ static int wrap_option(struct wrap_cli *cli, int c)
         break;
     case 'U': w->until_exit = true; break;
     case 'c': cli->line = optarg; break;
+    case 'N': /* an A/B of two commands: the new side runs this one */
+        snprintf(cli->new_command, sizeof cli->new_command, "wrap.command=%s", optarg);
+        cli->news[opts->new_override_count++] = cli->new_command;
+        break;
     case 'R': /* --trace FILE: run.trace into FILE (2 arguments: room in overrides) */
         opts->trace_path = optarg;
         cli->overrides[opts->override_count++] = "run.trace=true";
@@ -268,6 +234,27 @@ static int wrap_option(struct wrap_cli *cli, int c)
     default: code = pb_cli_usage_error("wrap", "%s", "bad option"); break;
     }
     return code;
+}
+
+/* The usage error for a key pbench wrap cannot give the job: what the
+ * job does with it instead, and every key wrap does set. */
+static int refuse_key(const char *option, const char *assignment)
+{
+    char loader[200], others[400], why[80] = "";
+    pb_wrap_settable_text(loader, sizeof loader, true);
+    pb_wrap_settable_text(others, sizeof others, false);
+    size_t len = strcspn(assignment, "=");
+    if (len == 11 && strncmp(assignment, "run.step_ms", len) == 0)
+        snprintf(why, sizeof why, " (the job's step is its own, measured)");
+    else if (strncmp(assignment, "dataset.", 8) == 0 || strncmp(assignment, "pipeline.", 9) == 0)
+        snprintf(why, sizeof why, " (the job reads and transforms its own data)");
+    char what[1000];
+    snprintf(what, sizeof what,
+             "%s %s: a wrapped job cannot be given %.*s%s; pbench wrap gives the job's "
+             "DataLoader only %s, and sets %s (an A/B of two commands: --set-new-command "
+             "'COMMAND')",
+             option, assignment, (int)len, assignment, why, loader, others);
+    return pb_cli_usage_error("wrap", "%s", what);
 }
 
 /* Reads wrap's options into cli; -1, or the exit code of a usage error it
@@ -289,6 +276,7 @@ static int wrap_parse(int argc, char **argv, struct wrap_cli *cli)
         {"loader", required_argument, NULL, 'L'},
         {"grace", required_argument, NULL, 'g'},
         {"command", required_argument, NULL, 'c'},
+        {"set-new-command", required_argument, NULL, 'N'},
         {"ideal", optional_argument, NULL, 'I'},
         {"trace", required_argument, NULL, 'R'},
         {"serve", required_argument, NULL, 'V'},
@@ -300,14 +288,11 @@ static int wrap_parse(int argc, char **argv, struct wrap_cli *cli)
     while (code < 0 && (c = getopt_long(argc, argv, "+s:a:o:f:qhS:", longopts, NULL)) != -1)
         code = wrap_option(cli, c);
     const char *const *lists[] = {cli->overrides, cli->axes, cli->news};
+    static const char *const option[] = {"-s", "-a", "--set-new"};
     for (int l = 0; l < 3 && code < 0; l++)
         for (int i = 0; lists[l][i] && code < 0; i++)
-            if (!note_loader_key(&cli->w, lists[l][i]))
-                code = pb_cli_usage_error("wrap",
-                                          "%s: pbench wrap gives the job's DataLoader only "
-                                          "loader.workers, batch_size, pin_memory, "
-                                          "persistent_workers, prefetch_factor and drop_last",
-                                          lists[l][i]);
+            if (!note_key(&cli->w, lists[l][i]))
+                code = refuse_key(option[l], lists[l][i]);
     if (code < 0 && optind >= argc && !cli->line)
         code = pb_cli_usage_error("wrap", "%s",
                                   "expected the training job's command after --, e.g. "
@@ -338,6 +323,11 @@ int cmd_wrap(int argc, char **argv)
         line = joined;
     if (cli.opts.new_override_count > 0 && cli.w.warmup == 0)
         cli.w.warmup = 1; /* --ideal keeps its batches after the warm-up's first */
+    /* An A/B (--set-new, --ideal) runs the job on each side as often as
+     * compare needs to decide at all (4 against 4 for Mann-Whitney's
+     * p < 0.05), interleaved; a run or a sweep runs it once a point.
+     * -s run.repeats=N says otherwise. */
+    cli.w.repeats = cli.opts.new_override_count > 0 ? pb_compare_min_repeats() : 1;
     char *yaml = code < 0 ? wrap_config(&cli.w, line, msg, sizeof msg) : NULL;
     if (code < 0 && !yaml) {
         pb_cli_error("wrap", msg);

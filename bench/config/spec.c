@@ -304,6 +304,49 @@ const struct pb_section pb_sections[] = {
 };
 const size_t pb_section_count = PB_ARRAY_LEN(pb_sections);
 
+const char *const pb_wrap_settable[] = {
+    "loader.workers", "loader.batch_size", "loader.pin_memory", "loader.persistent_workers",
+    "loader.prefetch_factor", "loader.drop_last", "wrap.*", "run.warmup_batches",
+    "run.min_time_s", "run.max_time_s", "run.min_samples", "run.target_noise", "run.window_s",
+    "run.repeats", "run.stage_timing", "run.trace", "run.stage_timeout_s", "profile.level",
+    "analysis.*", "name", NULL};
+
+bool pb_wrap_settable_key(const char *assignment)
+{
+    size_t len = strcspn(assignment, "=");
+    for (int i = 0; pb_wrap_settable[i]; i++) {
+        const char *key = pb_wrap_settable[i];
+        size_t n = strlen(key);
+        bool section = n > 2 && strcmp(key + n - 2, ".*") == 0;
+        if (section ? len > n - 1 && strncmp(assignment, key, n - 1) == 0
+                    : len == n && strncmp(assignment, key, n) == 0)
+            return true;
+    }
+    return false;
+}
+
+void pb_wrap_settable_text(char *buf, size_t buflen, bool loader)
+{
+    size_t used = 0;
+    const char *section = "";
+    if (buflen)
+        buf[0] = '\0';
+    for (int i = 0; pb_wrap_settable[i] && used < buflen; i++) {
+        const char *key = pb_wrap_settable[i], *dot = strchr(key, '.');
+        if ((strncmp(key, "loader.", 7) == 0) != loader)
+            continue;
+        size_t prefix = dot ? (size_t)(dot - key + 1) : 0;
+        bool same = prefix && strncmp(section, key, prefix) == 0 && key[prefix] != '*';
+        const char *next = pb_wrap_settable[i + 1];
+        bool last_of = !prefix || !next || strncmp(next, key, prefix) != 0;
+        int n = snprintf(buf + used, buflen - used, "%s%s",
+                         !used ? "" : same ? (last_of ? " and " : ", ") : "; ",
+                         same ? key + prefix : key);
+        used += n > 0 ? (size_t)n : 0;
+        section = key;
+    }
+}
+
 const struct pb_section *pb_section_find(const char *name)
 {
     for (size_t i = 0; i < pb_section_count; i++)

@@ -196,4 +196,21 @@ extern const struct pb_opt pb_run_opts[];
 extern const struct pb_opt pb_profile_opts[];
 extern const struct pb_opt pb_wrap_opts[];
 
+/* What pbench wrap can give a wrapped job, by key ("wrap.*": the whole
+ * section): the DataLoader arguments it replaces where the job builds
+ * its loaders (the "loader." entries, first), the wrap section, the run's
+ * window and repeat options, the verdict's thresholds and the name. A key
+ * outside it (run.step_ms: the job's step is its own; dataset.*: the job
+ * reads its own data) would be accepted and change nothing. NULL-ended. */
+extern const char *const pb_wrap_settable[];
+
+/* Whether assignment ("KEY=VALUE", or a bare KEY) names a key of
+ * pb_wrap_settable. */
+bool pb_wrap_settable_key(const char *assignment);
+
+/* pb_wrap_settable in words, for the message that refuses another key:
+ * its loader keys (loader true: "loader.workers, batch_size, ... and
+ * drop_last") or the others ("wrap.*; run.warmup_batches, ...; name"). */
+void pb_wrap_settable_text(char *buf, size_t buflen, bool loader);
+
 #endif

@@ -426,6 +426,9 @@ static void print_context(FILE *out, const struct pb_comparison *cmp, bool md)
                      "(machine_ref_ns below is its own speed)%s\n",
                 md ? "- " : "", hint);
     }
+    fprintf(out, "%sbase and new: each side's median over its repeats (a run's own table "
+                 "pools stall: the repeats' total wait over their total wall)\n",
+            md ? "- " : "");
     for (int i = 0; i < cmp->difference_count; i++) {
         pb_printable(text, sizeof(text), cmp->differences[i]);
         fprintf(out, md ? "- differs: %s\n" : "differs: %s\n",

@@ -147,10 +147,11 @@ static void verdict_box(FILE *out, const struct pb_result *r, const struct pb_an
     if (r->point_count > 1 && an->recommended >= 0) {
         char label[LABEL_MAX];
         point_label(label, sizeof(label), r->points[an->recommended].axes, NULL);
-        fputs("<br><b>recommended</b> ", out);
+        fputs(an->withheld[0] ? "<br><b>recommendation withheld</b> (" : "<br><b>recommended</b> ",
+              out);
         pb_svg_escape(out, label);
-        fputs(" — ", out);
-        pb_svg_escape(out, an->reason);
+        fputs(an->withheld[0] ? " by the rule) — " : " — ", out);
+        pb_svg_escape(out, an->withheld[0] ? an->withheld : an->reason);
         fputs("<br><span class=\"note\">rule: ", out);
         pb_svg_escape(out, an->rule);
         fputs("</span>", out);
@@ -186,7 +187,7 @@ static void points_table(FILE *out, const struct pb_result *r, const struct pb_a
           out);
     for (size_t i = 0; i < r->point_count; i++) {
         const struct pb_point_result *p = &r->points[i];
-        bool rec = an && an->recommended == (int)i && r->point_count > 1;
+        bool rec = pb_analysis_marked(an) == (int)i && r->point_count > 1;
         char label[LABEL_MAX], a[32], b[32];
         point_label(label, sizeof(label), p->axes, NULL);
         fputs(rec ? "<tr class=\"rec\">" : "<tr>", out);
@@ -370,7 +371,7 @@ static int sweep_lines(const struct pb_result *r, const struct pb_analysis *an, 
         se->marked = -1;
         se->mark_label = "recommended";
         for (size_t k = 0; k < se->count; k++)
-            if (an && s->index[g * n + k] == an->recommended)
+            if (an && s->index[g * n + k] == pb_analysis_marked(an))
                 se->marked = (int)k;
     }
     return PB_OK;
@@ -477,7 +478,7 @@ static void stage_breakdown(FILE *out, const struct pb_result *r, const struct p
                   : "Wall time per delivered sample, by pipeline stage (the result carries no "
                     "CPU times).",
           out);
-    if (an && n > 1 && an->recommended >= 0)
+    if (n > 1 && pb_analysis_marked(an) >= 0)
         fputs(" The recommended point's name is in red.", out);
     fputs("</p>\n", out);
     char x_label[80];
@@ -488,7 +489,7 @@ static void stage_breakdown(FILE *out, const struct pb_result *r, const struct p
         .x_label = x_label,
         .width = 1000, .bar_count = n, .layer_count = layers, .bar_names = bar_names,
         .layer_names = layer_names, .values = values,
-        .highlighted = an && n > 1 ? an->recommended : -1};
+        .highlighted = n > 1 ? pb_analysis_marked(an) : -1};
     pb_svg_stacked_bars(out, &b);
 done:
     free(layer_names);

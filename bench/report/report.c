@@ -7,6 +7,7 @@
 #include "bench/report/report.h"
 #include "bench/report/report_gpu.h"
 #include "bench/report/report_wrap.h"
+#include "bench/report/warnings.h"
 #include "bench/report/report_ranks.h"
 #include "bench/report/report_storage.h"
 
@@ -218,7 +219,7 @@ struct sweep_columns {
     size_t axis_count;
     bool show[PB_ARRAY_LEN(sweep_figures)];
     size_t count; /* the marker column, the axes and the figures shown */
-    bool step, gpu, calibrated;
+    bool step, gpu, calibrated, capped; /* capped: a repeat stopped noisy at its cap */
 };
 
 static void sweep_columns(const struct pb_result *result, struct sweep_columns *c)
@@ -236,6 +237,8 @@ static void sweep_columns(const struct pb_result *result, struct sweep_columns *
     for (size_t i = 0; i < result->point_count; i++) {
         c->step = c->step || step_ms(result, i) > 0;
         c->gpu = c->gpu || result->points[i].gpu.used;
+        for (size_t r = 0; r < result->points[i].repeat_count; r++)
+            c->capped = c->capped || result->points[i].repeats[r].noisy;
     }
     c->calibrated = result->calibration.measured;
     c->count = 1 + c->axis_count;
@@ -319,7 +322,7 @@ static void sweep_row(struct pb_table *t, const struct pb_result *result,
                       const struct pb_analysis *an, size_t i, const struct sweep_columns *c)
 {
     const struct pb_point_result *p = &result->points[i];
-    pb_table_add(t, "%s", (int)i == an->recommended ? "*" : "");
+    pb_table_add(t, "%s", (int)i == pb_analysis_marked(an) ? "*" : "");
     for (size_t x = 0; x < c->axis_count; x++) {
         char text[64];
         pb_fmt_json_value(text, sizeof(text),
@@ -366,10 +369,11 @@ static void sweep_legend(const struct sink *s, const struct pb_result *result,
                          const struct pb_analysis *an, const struct sweep_columns *c)
 {
     const char *bullet = s->markdown ? "- " : "  ";
-    fprintf(s->out, "%s%snoise = spread of the repeats (coefficient of variation); capped = a "
-                    "repeat reached run.max_time_s with its windowed throughput still noisier "
-                    "than run.target_noise\n",
-            s->markdown ? "\n" : "", bullet);
+    fprintf(s->out, "%s%snoise = spread of the repeats (coefficient of variation)%s\n",
+            s->markdown ? "\n" : "", bullet,
+            c->capped ? "; capped = a repeat reached run.max_time_s with its windowed throughput "
+                        "still noisier than run.target_noise"
+                      : "");
     fprintf(s->out, "%sasm = batch assembly time in a worker; stall = share of the training "
                     "loop's time spent waiting for a batch (total wait / total wall of the "
                     "repeats, where samples/s is their median); input-bound: stall >= %.0f%% HIGH, "
@@ -430,8 +434,8 @@ static void emit_comparison(const struct sink *s, const struct pb_result *result
     if (s->markdown)
         fprintf(s->out, "## Sweep: %zu points\n\n", result->point_count);
     else
-        fprintf(s->out, "\nsweep: %zu points, fastest first (* = recommended)\n",
-                result->point_count);
+        fprintf(s->out, "\nsweep: %zu points, fastest first (%s)\n", result->point_count,
+                an->withheld[0] ? "recommendation withheld: below" : "* = recommended");
     emit_table(s, &t);
     pb_table_free(&t);
     sweep_legend(s, result, an, &columns);
@@ -446,7 +450,8 @@ static void emit_analysis(const struct sink *s, const struct pb_analysis *an)
         emit_item(s, bullet, "none: ", an->rule);
         return;
     }
-    emit_item(s, bullet, "", an->reason);
+    emit_item(s, bullet, an->withheld[0] ? "withheld, " : "",
+              an->withheld[0] ? an->withheld : an->reason);
     emit_item(s, bullet, "rule: ", an->rule);
     if (an->scaling[0])
         emit_item(s, bullet, "scaling: ", an->scaling);
@@ -537,12 +542,12 @@ static void summary_throughput(struct pb_table *t, const struct pb_result *resul
     }
     pb_table_add(t, "batches/s");
     pb_table_add(t, "%.2f", p->batches_per_s);
-    pb_table_add(t, "MB/s read");
     const char *own = json_string_value(pb_point_setting(result, index, "dataset.python"));
+    if (pb_point_wrapped(result, index))
+        return; /* the job reads its files itself: no figure to show */
+    pb_table_add(t, "MB/s read");
     if (own && own[0] && p->mb_per_s == 0) /* not zero: not measured */
         pb_table_add(t, "unknown (your Dataset reads its files itself)");
-    else if (pb_point_wrapped(result, index))
-        pb_table_add(t, "unknown (the job reads its files itself)");
     else
         pb_table_add(t, "%.1f", p->mb_per_s);
 }
@@ -617,9 +622,12 @@ static void summary_loop(struct pb_table *t, const struct pb_result *result,
                  p->cpu_util_pct);
     summary_cpu_per_sample(t, p);
     if (p->first_batch_s > 0) { /* 0 in results from before these figures */
+        char stages[32] = ""; /* a wrapped job's loop has no stages of pbench's */
+        if (!pb_point_wrapped(result, index) || p->loop_stages_pct > 0)
+            snprintf(stages, sizeof stages, ", stages %.1f%%", p->loop_stages_pct);
         pb_table_add(t, "loop time");
-        pb_table_add(t, "wait %.1f%%, step %.1f%%, stages %.1f%%, other %.1f%%", p->stall_pct,
-                     p->loop_step_pct, p->loop_stages_pct, p->loop_other_pct);
+        pb_table_add(t, "wait %.1f%%, step %.1f%%%s, other %.1f%%", p->stall_pct, p->loop_step_pct,
+                     stages, p->loop_other_pct);
         pb_fmt_duration(a, sizeof(a), p->first_batch_s * 1e9);
         pb_table_add(t, "first batch");
         pb_table_add(t, "%s after the workers start, median over repeats (paid at every epoch "
@@ -745,8 +753,8 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
     for (size_t i = 0; i < p->stage_count; i++) {
         const struct pb_stage_result *st = &p->stages[i];
         const struct pb_hist *h = &st->hist;
-        if (st->gpu)
-            continue;
+        if (st->gpu || (h->count == 0 && st->cpu_ns == 0)) /* a row of nothing (worker_start */
+            continue; /* under persistent workers: no worker started in the window) */
         char mean[32], p50[32], p90[32], p95[32], p99[32], max[32], cpu[32], per[32];
         pb_fmt_duration(mean, sizeof(mean), h->count ? h->mean_ns : 0);
         pb_fmt_duration(p50, sizeof(p50), (double)pb_hist_quantile(h, 0.50));
@@ -906,33 +914,34 @@ static void report_human(FILE *out, const struct pb_result *result,
             const struct pb_point_result *p = &result->points[an->recommended];
             char axes[CELL_MAX], md[PB_MARKDOWN_SIZE(CELL_MAX)];
             pb_report_axes(axes, sizeof(axes), p->axes, ", ");
+            bool held = an->withheld[0];
             if (markdown)
-                fprintf(out, "\n## Recommended point: %s\n\n",
+                fprintf(out, "\n## %s: %s\n\n", held ? "Withheld point" : "Recommended point",
                         pb_markdown_text(md, sizeof(md), axes, false));
             else
-                fprintf(out, "\nrecommended point: %s\n", axes);
+                fprintf(out, "\n%s: %s\n", held ? "the rule's point (withheld)" : "recommended point",
+                        axes);
             emit_point_summary(&s, result, p);
             pb_report_storage(s.out, s.markdown, result, p);
             emit_stages(&s, p);
             emit_gpu_stages(&s, p);
         }
-        /* Warnings once each, however many points share them. */
+        /* Warnings once per cause, however many points share it. */
         bool any = false;
         for (size_t i = 0; i < result->point_count; i++) {
             const struct pb_point_result *p = &result->points[i];
             for (int w = 0; w < p->warning_count; w++) {
-                bool seen = false;
-                for (size_t j = 0; j < i && !seen; j++)
-                    for (int v = 0; v < result->points[j].warning_count && !seen; v++)
-                        seen = strcmp(result->points[j].warnings[v], p->warnings[w]) == 0;
-                if (seen)
+                size_t alike = 0;
+                if (pb_warning_seen(result, i, w, &alike))
                     continue;
                 if (!any)
                     fputc('\n', out);
                 any = true;
-                char axes[CELL_MAX], text[CELL_MAX + 300];
+                char axes[CELL_MAX], text[CELL_MAX + 360], more[64] = "";
                 pb_report_axes(axes, sizeof(axes), p->axes, ", ");
-                snprintf(text, sizeof(text), "%s (first at %s)", p->warnings[w], axes);
+                if (alike)
+                    snprintf(more, sizeof more, "; alike at %zu more, with their figures", alike);
+                snprintf(text, sizeof(text), "%s (first at %s%s)", p->warnings[w], axes, more);
                 emit_warning(&s, text);
             }
             if (p->error[0]) {

@@ -241,7 +241,7 @@ static void point_rows(struct delimited *d, const struct pb_result *result,
         bool analyzed = an && i < an->point_count;
         const char *input_bound =
             analyzed && an->points[i].usable ? bound[an->points[i].input_bound] : "";
-        bool recommended = analyzed && an->recommended == (int)i;
+        bool recommended = analyzed && pb_analysis_marked(an) == (int)i;
         /* A point without stages still gets one row, with empty stage cells. */
         size_t rows = p->stage_count ? p->stage_count : 1;
         for (size_t r = 0; r < rows; r++) {

@@ -3,6 +3,7 @@
  * shown. */
 #include "bench/report/report_wrap.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -60,9 +61,13 @@ static void worker_rows(struct pb_table *t, const json_t *workers)
             pb_fmt_duration(cpu, sizeof cpu, json_number_value(ns));
         json_int_t id = json_integer_value(json_object_get(w, "worker"));
         pb_table_add(t, id < 0 ? "loop's process" : "worker %lld", (long long)id);
-        pb_table_add(t, "pid %lld: %lld batches, %lld samples, %s CPU per sample, building "
+        char pid[40] = ""; /* the loop's process may have none recorded */
+        json_int_t number = json_integer_value(json_object_get(w, "pid"));
+        if (number > 0)
+            snprintf(pid, sizeof pid, "pid %lld: ", (long long)number);
+        pb_table_add(t, "%s%lld batches, %lld samples, %s CPU per sample, building "
                         "batches %.0f%% of the window",
-                     (long long)json_integer_value(json_object_get(w, "pid")),
+                     pid,
                      (long long)json_integer_value(json_object_get(w, "batches")),
                      (long long)json_integer_value(json_object_get(w, "samples")), cpu,
                      json_number_value(json_object_get(w, "busy_pct")));
@@ -156,12 +161,68 @@ bool pb_report_wrap_loader(FILE *out, const struct pb_result *result)
     char keys[256], *save = NULL;
     pb_strlcpy(keys, set ? set : "", sizeof keys);
     for (char *k = strtok_r(keys, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
-        char path[300], value[64];
+        char path[300], value[64], last[64] = "";
         snprintf(path, sizeof(path), "loader.%s", k);
-        pb_fmt_json_value(value, sizeof(value), pb_result_config_value(result, path));
-        fprintf(out, " %s=%s", k, value);
+        fprintf(out, " %s=", k);
+        for (size_t i = 0; i < result->point_count; i++) { /* a swept key: its values */
+            pb_fmt_json_value(value, sizeof(value), pb_point_setting(result, i, path));
+            if (strcmp(value, last) != 0)
+                fprintf(out, "%s%s", last[0] ? "," : "", value);
+            pb_strlcpy(last, value, sizeof last);
+        }
     }
     if (set && set[0])
         fputs(" set by pbench", out);
     return true;
+}
+
+/* "; disturbed: ..." for a point whose sides other processes disturbed, or
+ * "". */
+static void ideal_disturbed(const struct pb_point_cmp *pc, char *buf, size_t size)
+{
+    const struct pb_interference *in = &pc->interference;
+    buf[0] = '\0';
+    if (in->disturbed)
+        snprintf(buf, size,
+                 " Disturbed: other processes took %.0f%% of the machine's CPU beside the job "
+                 "and %.0f%% beside the ideal loader, so this gain is the machine's as much as "
+                 "the loader's: measure again on a quiet machine.",
+                 in->base_other, in->next_other);
+}
+
+void pb_report_wrap_ideal(FILE *out, const struct pb_result *result,
+                          const struct pb_comparison *cmp)
+{
+    /* The new side of the interleaved pair is the job with wrap.ideal set. */
+    const json_t *wrap = json_object_get(
+        json_object_get(json_object_get(result->interleaved, "new"), "config"), "wrap");
+    const json_t *ideal = json_object_get(wrap, "ideal");
+    if (!json_is_integer(ideal) || json_integer_value(ideal) <= 0)
+        return;
+    for (size_t k = 0; k < cmp->point_count; k++) {
+        const struct pb_point_cmp *pc = &cmp->points[k];
+        for (int m = 0; m < pc->metric_count; m++) {
+            const struct pb_metric_cmp *mc = &pc->metrics[m];
+            if (strcmp(mc->name, "samples_per_s") != 0 || !(mc->base > 0) || !(mc->next > 0))
+                continue;
+            double batch = (double)pb_point_batch_size(result, pc->base_index);
+            double unit = batch > 0 ? batch : 1;
+            char ci[96] = "", disturbed[300];
+            if (isfinite(mc->ci_low_pct) && isfinite(mc->ci_high_pct))
+                snprintf(ci, sizeof ci, "; 95%% CI %+.0f%% to %+.0f%%", mc->ci_low_pct,
+                         mc->ci_high_pct);
+            ideal_disturbed(pc, disturbed, sizeof disturbed);
+            bool single = strcmp(pc->label, "(single point)") == 0;
+            fprintf(out,
+                    "\nideal loader%s%s%s: a loader that never made this job wait would take it "
+                    "from %.2f to %.2f %s (%+.0f%%%s): loading costs %.0f%% of this job's time. "
+                    "Its batches were reused, and a step whose time depends on the data "
+                    "differs.%s\n",
+                    single ? "" : " at ", single ? "" : pc->label,
+                    pc->interference.disturbed ? " (disturbed)" : "", mc->base / unit,
+                    mc->next / unit, batch > 0 ? "steps/s" : "samples/s",
+                    100.0 * (mc->next / mc->base - 1), ci, 100.0 * (1 - mc->base / mc->next),
+                    disturbed);
+        }
+    }
 }

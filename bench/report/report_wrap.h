@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "bench/analyze/compare.h"
 #include "bench/base/table.h"
 #include "bench/result/result.h"
 
@@ -18,5 +19,13 @@ void pb_report_wrap_summary(struct pb_table *t, const struct pb_point_result *p)
 /* "loader: the job's own, with workers=4 set by pbench" (no line end) for a
  * result of a wrapped job; false (nothing written) for any other. */
 bool pb_report_wrap_loader(FILE *out, const struct pb_result *result);
+
+/* pbench wrap --ideal's headline: what a loader that never waits would give
+ * the job, from cmp, the comparison of result's two sides (the new one ran
+ * with wrap.ideal); a side other processes disturbed says so, as the gain
+ * is then the machine's as much as the loader's. Nothing for other
+ * comparisons. */
+void pb_report_wrap_ideal(FILE *out, const struct pb_result *result,
+                          const struct pb_comparison *cmp);
 
 #endif

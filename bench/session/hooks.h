@@ -75,4 +75,22 @@ struct pb_session_hooks {
 void pb_session_say(const struct pb_session_hooks *hooks, enum pb_session_level level,
                     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Between the session and the runner: the session's progress and tick
+ * hooks, with a repeat of a fixed window (pb_session_planned_end) said as
+ * it ended, at its planned time, not at a cap. The runner's hooks take
+ * pb_session_relay_progress and _tick with a relay as their user. */
+struct pb_session_relay {
+    const struct pb_session_hooks *hooks;
+    bool fixed_window; /* the point measured now */
+};
+void pb_session_relay_progress(void *user, int repeat, int repeats,
+                               const struct pb_repeat_result *done);
+void pb_session_relay_tick(void *user, double samples_per_s, double stall_pct);
+
+/* A window of fixed length (run.min_time_s at least max_time_s: pbench
+ * wrap --time S, --batches, --until-exit) ends at its planned time: a
+ * repeat of one did not hit a cap (hit_time_cap), nor stop noisy at one
+ * (noisy). Clears both where fixed; returns fixed. */
+bool pb_session_planned_end(const struct pb_run_spec *run, struct pb_repeat_result *rep);
+
 #endif

@@ -77,6 +77,7 @@ struct session {
     struct pb_dataset alt_ds;
     bool alt_ds_open;
     unsigned char *variant;
+    struct pb_session_relay relay;  /* the runner's progress and tick hooks */
 };
 
 static const struct pb_spec *base_of(const struct session *s, long i)
@@ -554,7 +555,11 @@ static int run_round(struct session *s, long i, int round, const struct pb_run_h
     if (rc != PB_OK)
         return rc;
     double pair = NAN;
+    size_t kept = pt->repeat_count;
+    s->relay.fixed_window = pb_session_planned_end(&s->specs[i].run, NULL);
     rc = pb_point_repeat(run, round, s->opts->overhead, &pair, s->msg, s->msglen);
+    for (size_t k = kept; k < pt->repeat_count; k++)
+        pb_session_planned_end(&s->specs[i].run, &pt->repeats[k]);
     if (s->opts->overhead && !isnan(pair))
         s->overhead_pairs[s->overhead_count++] = pair;
     pb_point_close(run);
@@ -602,10 +607,10 @@ static int measure(struct session *s)
     /* A multi-rank run's line per repeat shows the job's figures, so it is
      * said once rank 0 has gathered them, not by the runner. */
     bool ranks = pb_mpi()->active && pb_mpi()->size > 1;
-    struct pb_run_hooks run_hooks = {.progress = ranks ? NULL : h->progress,
-                                     .tick = h->tick,
-                                     .user = h->user,
-                                     .stop = h->stop};
+    s->relay.hooks = h;
+    struct pb_run_hooks run_hooks = {
+        .progress = ranks || !h->progress ? NULL : pb_session_relay_progress,
+        .tick = h->tick ? pb_session_relay_tick : NULL, .user = &s->relay, .stop = h->stop};
     start_cupti(s);
     run_hooks.trace = s->cpu_trace = pb_trace_for_specs(s->specs, (size_t)s->point_count, &s->ds);
     s->overhead_pairs = calloc((size_t)repeats, sizeof(double));
