@@ -17,6 +17,7 @@ Each process sends its records over its own connection to the relay
 payload. Type 1 is JSON; 2 a batch the loop took (BATCH); 3 a batch a
 loader built (FETCH, then its sample records)."""
 import array
+import atexit
 import json
 import os
 import socket
@@ -232,8 +233,15 @@ def patch_dataloader(module):
 
     def __iter__(self):
         t = monotonic_ns()
-        it = original_iter(self)
         key = getattr(self, "_pbench_key", None)
+        if key is not None and STATE.active:
+            TAKEN.send(key)  # the last batch of a loop that left without StopIteration
+        ideal = STATE.ideal
+        if key is not None and ideal is not None and ideal.iterator is not None and \
+                ideal.key == key:
+            it = ideal.iterator  # no new epoch's workers: a loader that never waits
+        else:
+            it = original_iter(self)
         if key is not None and STATE.active:
             try:
                 it._pbench_key = key
@@ -243,35 +251,82 @@ def patch_dataloader(module):
         return it
 
     def __next__(self):
+        t_wait = monotonic_ns()  # first: the job's own timer starts about here
         key = self.__dict__.get("_pbench_key")
         if key is None or not STATE.active:
             return original_next(self)
+        TAKEN.send(key)
         ideal = STATE.ideal
         if ideal is not None and ideal.serves(key):
-            return ideal.next(self, key, original_next)
+            return ideal.next(self, key, original_next, t_wait)
         worker = -1
         info = self.__dict__.get("_task_info")
         if info is not None:
             task = info.get(self.__dict__.get("_rcvd_idx"))
             if task:
                 worker = task[0]
-        t_wait = monotonic_ns()
         try:
             batch = original_next(self)
-        except StopIteration:
-            LINK.json({"type": "epoch_end", "loader": key, "t": monotonic_ns()})
+        except StopIteration as e:  # the epoch's end
+            TAKEN.left(key, t_wait, e)
             raise
         except Exception as e:  # a worker that crashed: the wait ends with no batch
             next_failed(key, t_wait, e)
             raise
-        t_taken = monotonic_ns()
-        LINK.send(MSG_BATCH, BATCH.pack(key[0], key[1], worker, t_wait, t_taken,
-                                        samples_in(batch)))
+        TAKEN.hold(key, worker, t_wait, samples_in(batch))
         return batch
 
     loader_cls.__init__ = __init__
     loader_cls.__iter__ = __iter__
     base_iter.__next__ = __next__
+
+
+class Taken:
+    """The loop's record of each batch it took, sent when the loop next
+    calls on that loader (its next(), iter(), or StopIteration), not in the
+    next() that took it: the send, and the relay it wakes, then fall inside
+    a wait, where the job's own timer around next() sees them too. The
+    relay ends a batch's step when the loop next calls on its loader, so
+    the record is no later for it. The loop's last batch is not sent: the
+    end of its step is not seen (what the job does after it, and its
+    shutdown, are not a step); at exit the batch before it is ended where
+    the loop asked for it."""
+
+    def __init__(self):
+        self.pid = None
+        self.held = {}  # loader key -> the BATCH fields of the loop's latest batch
+
+    def hold(self, key, worker, t_wait, samples):
+        """The batch the loop takes now. Its time is read last, after
+        anything that allocates (the job's garbage collection, which can
+        run a finished iterator's worker shutdown, would fall between it
+        and the job's own clock)."""
+        if self.pid != os.getpid():  # a forked child holds none of its parent's
+            self.pid = os.getpid()
+            self.held = {}
+        record = self.held[key] = [key[0], key[1], worker, t_wait, 0, samples]
+        record[4] = monotonic_ns()
+
+    def send(self, key):
+        held = self.held.pop(key, None) if self.pid == os.getpid() else None
+        if held is not None:
+            LINK.send(MSG_BATCH, BATCH.pack(*held))
+
+    def left(self, key, t_wait, why):
+        """The loop called next() at t_wait and got StopIteration (the
+        epoch's end): its latest batch's step ended then."""
+        LINK.json({"type": "epoch_end", "loader": key, "t": t_wait,
+                   "ended": type(why).__name__})
+
+    def at_exit(self):
+        if self.pid != os.getpid():
+            return
+        for key, record in list(self.held.items()):
+            LINK.json({"type": "epoch_end", "loader": key, "t": record[3], "ended": "exit"})
+        self.held = {}
+
+
+TAKEN = Taken()
 
 
 @guarded("noting a failed next()")
@@ -379,7 +434,11 @@ class Ideal:
     the loop received are kept (at most `cap` bytes of tensors) and handed
     to it again, in turn, instead of asking the DataLoader: the job's step
     with a loader that never makes it wait. One DataLoader per process: the
-    one wrap.loader names, else the first to deliver a batch."""
+    one wrap.loader names, else the first to deliver a batch. Once they are
+    kept, that DataLoader's workers are stopped (they would build the
+    batches still asked for beside the job's step) and iter() on it gives
+    the same iterator again (a new epoch would start workers): as a job
+    that trains on batches made once in memory, nothing loads meanwhile."""
 
     def __init__(self, count, warmup, cap, site):
         self.count = count
@@ -391,39 +450,49 @@ class Ideal:
         self.kept = []
         self.bytes = 0
         self.full = False
+        self.iterator = None   # the iterator the kept batches came from, once full
 
     def serves(self, key):
         if self.key is None and (not self.site or STATE.sites.get(key, "").endswith(self.site)):
             self.key = key
         return key == self.key
 
-    def next(self, it, key, original_next):
+    def next(self, it, key, original_next, t_wait):
         n = self.taken
         self.taken += 1
         if self.full:
-            t = monotonic_ns()
             batch = self.kept[(n - self.warmup) % len(self.kept)]
-            LINK.send(MSG_BATCH, BATCH.pack(key[0], key[1], -2, t, t, samples_in(batch)))
+            TAKEN.hold(key, -2, t_wait, samples_in(batch))
             return batch
-        t_wait = monotonic_ns()
-        batch = original_next(it)  # StopIteration passes through, as from the loader
-        t_taken = monotonic_ns()
-        LINK.send(MSG_BATCH, BATCH.pack(key[0], key[1], -1, t_wait, t_taken, samples_in(batch)))
+        try:
+            batch = original_next(it)  # StopIteration passes through, as from the loader
+        except StopIteration as e:
+            TAKEN.left(key, t_wait, e)
+            raise
+        except Exception as e:
+            next_failed(key, t_wait, e)
+            raise
         if n >= self.warmup:
             size = tensor_bytes(batch)
             if self.kept and self.bytes + size > self.cap:
-                self.fill("the cap of %d MiB" % (self.cap >> 20))
+                self.fill(it, "the cap of %d MiB" % (self.cap >> 20))
             else:
                 self.kept.append(batch)
                 self.bytes += size
                 if len(self.kept) >= self.count:
-                    self.fill(None)
+                    self.fill(it, None)
+        TAKEN.hold(key, -1, t_wait, samples_in(batch))
         return batch
 
-    def fill(self, short):
+    def fill(self, it, short):
         self.full = True
+        self.iterator = it
+        workers = len(getattr(it, "_workers", None) or ())
+        stop = getattr(it, "_shutdown_workers", None)
+        if workers and stop is not None:
+            stop()  # torch's own, as at the epoch's end; the kept batches stay valid
         LINK.json({"type": "ideal", "kept": len(self.kept), "bytes": self.bytes,
-                   "asked": self.count, "short": short})
+                   "asked": self.count, "short": short, "workers_stopped": workers})
 
 
 def tensor_bytes(batch, depth=0):
@@ -825,6 +894,7 @@ def reset_after_fork():
 def install():
     """Called once per process by sitecustomize."""
     die_with_relay()
+    atexit.register(TAKEN.at_exit)
     os.register_at_fork(after_in_child=reset_after_fork)
     try:
         STATE.config = json.loads(os.environ.get(CONFIG_ENV) or "{}")
