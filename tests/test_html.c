@@ -161,6 +161,24 @@ static void test_report_page_of_a_sweep(void **state)
             fail_msg("the page has '%s'", not_numbers[i]);
     free(page);
 
+    /* A growth over repeats too short to judge is shown as that, not as
+     * its slope projected to 1000 batches (which reads as a leak). */
+    snprintf(path, sizeof(path), "%s/sweep.json", workdir);
+    json_t *r = json_load_file(path, 0, NULL);
+    assert_non_null(r);
+    json_t *growth = json_pack("{s f s f s f s i s i s b s b}", "mib_per_1000_batches", 520.59,
+                               "ci95_low", 400.0, "ci95_high", 640.0, "samples", 40, "repeats",
+                               2, "significant", 1, "judged", 0);
+    json_object_set_new(json_array_get(json_object_get(r, "points"), 0), "memory_growth", growth);
+    assert_int_equal(json_dump_file(r, path, 0), 0);
+    json_decref(r);
+    pbench_ok("report sweep.json --format html -o short.html");
+    snprintf(path, sizeof(path), "%s/short.html", workdir);
+    page = pb_test_read_file(path, NULL, true);
+    assert_non_null(strstr(page, "repeats too short to judge"));
+    assert_null(strstr(page, "520.59"));
+    free(page);
+
     /* The same page on stdout without -o, and -o into a missing folder fails. */
     pbench_ok("report sweep.json --format html");
     snprintf(path, sizeof(path), "%s/out.txt", workdir);

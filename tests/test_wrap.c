@@ -723,6 +723,17 @@ static void test_a_timed_window_without_clutter(void **state)
     json_t *r = pb_test_load_json(workdir, "timed.json");
     const json_t *rep = json_array_get(json_object_get(first_point(r), "repeats"), 0);
     assert_false(json_is_true(json_object_get(rep, "hit_time_cap")));
+    /* Each worker row names its process, persistent workers too. */
+    const json_t *job0 = json_array_get(json_object_get(json_object_get(first_point(r), "engine"),
+                                                        "jobs"), 0);
+    const json_t *workers = json_object_get(job0, "workers");
+    assert_true(json_array_size(workers) > 0);
+    for (size_t i = 0; i < json_array_size(workers); i++) {
+        const json_t *pid = json_object_get(json_array_get(workers, i), "pid");
+        if (!json_is_integer(pid) || json_integer_value(pid) <= 0)
+            fail_msg("worker row %zu has no pid: %s", i,
+                     json_dumps(json_array_get(workers, i), JSON_COMPACT));
+    }
     json_decref(r);
 }
 
@@ -748,5 +759,7 @@ int main(void)
         cmocka_unit_test(test_set_new_command),
         cmocka_unit_test(test_a_timed_window_without_clutter),
     };
+    if (getenv("PB_TEST_FILTER")) /* one test by name, while working on it */
+        cmocka_set_test_filter(getenv("PB_TEST_FILTER"));
     return cmocka_run_group_tests(tests, setup, pb_test_tmpdir_teardown);
 }

@@ -214,11 +214,13 @@ static void points_table(FILE *out, const struct pb_result *r, const struct pb_a
         cell(out, false, "%s", a);
         cell(out, false, "%s", b);
         cell(out, false, "%.1f", (double)p->rss_peak_bytes / 1048576.0);
-        if (p->memory_growth.known)
+        /* A slope over repeats too short to judge is no figure: projected
+         * to 1000 batches, a few MiB of settling reads as a leak. */
+        if (p->memory_growth.known && !p->memory_growth.judged)
+            cell(out, false, "- (repeats too short to judge)");
+        else if (p->memory_growth.known)
             cell(out, false, "%.2f%s", p->memory_growth.mib_per_1000_batches,
-                 !p->memory_growth.judged       ? " (run too short to judge)"
-                 : p->memory_growth.significant ? ""
-                                                : " (noise)");
+                 p->memory_growth.significant ? "" : " (noise)");
         else
             cell(out, false, "-");
         cell(out, false, "%llu", (unsigned long long)p->errors);

@@ -81,6 +81,7 @@ class Loader:
         self.pending = None   # the loop's latest batch, waiting for its end
         self.taken = []       # (t_wait, t_taken, samples) per batch, for the ranks' rows
         self.per_worker = {}  # worker -> [pid, batches, samples, cpu_ns, busy_ns], measured
+        self.fetched_by = {}  # worker -> pid of the process whose connection sent its batches
         self.started = {}     # worker -> (start, ready, cpu) of a worker process not yet counted
 
     def describe(self, measured, rank=None):
@@ -255,10 +256,15 @@ class Job:
         self.flush(loader, t_wait)
         loader.pending = (worker, t_wait, t_taken, samples)
 
-    def on_fetch(self, payload):
+    def on_fetch(self, payload, sender=None):
         fields = hook.FETCH.unpack_from(payload)
         pid, number, worker = fields[0], fields[1], fields[2]
         loader = self.loaders.get((pid, number))
+        if loader is not None and worker >= 0 and sender and sender != pid:
+            # The worker process that built it, from its own connection: its
+            # start message may have come before this loader was known (a
+            # persistent worker), and its row names it all the same.
+            loader.fetched_by[worker] = sender
         if loader is not None:
             loader.queues[worker].append((fields, payload[hook.FETCH.size:]))
 
@@ -368,8 +374,9 @@ class Job:
             for r in range(count):
                 for column in range(width):
                     cpu += values[r * stride + 3 + 3 * column]
-        row = loader.per_worker.setdefault(worker, [loader.workers.get(worker), 0, 0, 0, 0])
-        row[0] = loader.workers.get(worker, row[0])
+        pid = loader.workers.get(worker) or loader.fetched_by.get(worker)
+        row = loader.per_worker.setdefault(worker, [pid, 0, 0, 0, 0])
+        row[0] = pid or row[0]
         row[1] += 1
         row[2] += samples
         row[3] += cpu
@@ -698,7 +705,7 @@ class Relay:
             elif kind == hook.MSG_BATCH:
                 job.on_batch(payload)
             elif kind == hook.MSG_FETCH:
-                job.on_fetch(payload)
+                job.on_fetch(payload, state[1])
         del buf[:offset]
 
     def finish(self, job, how, reason, grace_s=None):

@@ -133,3 +133,24 @@ class ForkTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class WorkerPidTest(unittest.TestCase):
+    """A worker row names the process that built its batches even when its
+    start message reached the relay before the DataLoader's own (two
+    connections, read in either order): the relay takes it from the
+    connection the batch's record came on."""
+
+    def test_pid_from_the_fetching_connection(self):
+        from pbench_wrap import hook, relay
+        job = relay.Job(None, 0, True)
+        key = (100, 1)
+        loader = job.loaders[key] = relay.Loader(key, {})
+        job.on_fetch(hook.FETCH.pack(100, 1, 0, 8, 0, 0, 1, 2), 200)
+        job.count_worker(loader, 0, 8, 0, 0, b"", 10)
+        self.assertEqual(loader.per_worker[0][0], 200)
+        # A start message, where it came, still names the worker.
+        loader.workers[1] = 300
+        job.on_fetch(hook.FETCH.pack(100, 1, 1, 8, 0, 0, 1, 2), 301)
+        job.count_worker(loader, 1, 8, 0, 0, b"", 10)
+        self.assertEqual(loader.per_worker[1][0], 300)
