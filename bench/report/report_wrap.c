@@ -55,17 +55,20 @@ static void worker_rows(struct pb_table *t, const json_t *workers)
     const json_t *w;
     json_array_foreach(workers, i, w)
     {
-        char cpu[32] = "?";
+        /* No figure where its samples were not timed (--overhead's paired run). */
+        char cpu[64] = "CPU per sample not timed", ns_text[32];
         const json_t *ns = json_object_get(w, "cpu_ns_per_sample");
-        if (json_is_number(ns))
-            pb_fmt_duration(cpu, sizeof cpu, json_number_value(ns));
+        if (json_is_number(ns)) {
+            pb_fmt_duration(ns_text, sizeof ns_text, json_number_value(ns));
+            snprintf(cpu, sizeof cpu, "%s CPU per sample", ns_text);
+        }
         json_int_t id = json_integer_value(json_object_get(w, "worker"));
         pb_table_add(t, id < 0 ? "loop's process" : "worker %lld", (long long)id);
         char pid[40] = ""; /* the loop's process may have none recorded */
         json_int_t number = json_integer_value(json_object_get(w, "pid"));
         if (number > 0)
             snprintf(pid, sizeof pid, "pid %lld: ", (long long)number);
-        pb_table_add(t, "%s%lld batches, %lld samples, %s CPU per sample, building "
+        pb_table_add(t, "%s%lld batches, %lld samples, %s, building "
                         "batches %.0f%% of the window",
                      pid,
                      (long long)json_integer_value(json_object_get(w, "batches")),

@@ -154,3 +154,14 @@ class WorkerPidTest(unittest.TestCase):
         job.on_fetch(hook.FETCH.pack(100, 1, 1, 8, 0, 0, 1, 2), 301)
         job.count_worker(loader, 1, 8, 0, 0, b"", 10)
         self.assertEqual(loader.per_worker[1][0], 300)
+
+    def test_untimed_samples_have_no_cpu(self):
+        """--overhead's paired run times no sample: its worker rows have no
+        CPU per sample (none measured), not 0 ns."""
+        from pbench_wrap import relay
+        job = relay.Job(None, 0, True)
+        key = (100, 1)
+        loader = job.loaders[key] = relay.Loader(key, {})
+        job.measured, job.window = key, [0, 10 ** 9]
+        job.count_worker(loader, 0, 8, 0, 0, b"", 10)  # no columns: not timed
+        self.assertIsNone(job.workers_rows()[0]["cpu_ns_per_sample"])
