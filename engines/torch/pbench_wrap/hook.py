@@ -718,40 +718,42 @@ def timed_sample(batch, index, get):
     offset = batch.sample(index)
     if offset < 0:
         return get()
-    previous, STATE.row = STATE.row, (batch, offset)
+    # The row being filled: its batch, its offset, and what the transforms
+    # timed inside it add up to (wall, CPU), so that getitem's own time is
+    # its time less theirs without a pass over the row's columns.
+    inner = [0, 0]
+    state = STATE
+    previous = state.row
+    state.row = (batch, offset, inner)
     cpu = thread_time_ns()
     start = monotonic_ns()
     try:
         value = get()
     except BaseException:  # no sample (an iterator's end, the job's own error)
-        STATE.row = previous
+        state.row = previous
         del batch.rows[offset:]
         batch.count -= 1
         raise
-    else:
-        end = monotonic_ns()
-        cpu = thread_time_ns() - cpu
-        STATE.row = previous
-        rows = batch.rows
-        inner_wall = inner_cpu = 0
-        for column in range(1, batch.transforms + 1):
-            base = offset + 1 + 3 * column
-            if rows[base]:
-                inner_wall += rows[base + 1] - rows[base]
-                inner_cpu += rows[base + 2]
-        rows[offset + 1] = start
-        rows[offset + 2] = max(start, end - inner_wall)
-        rows[offset + 3] = max(0, cpu - inner_cpu)
-        return value
+    end = monotonic_ns()
+    cpu = thread_time_ns() - cpu
+    state.row = previous
+    rows = batch.rows
+    rows[offset + 1] = start
+    rows[offset + 2] = max(start, end - inner[0])
+    rows[offset + 3] = max(0, cpu - inner[1])
+    return value
 
 
 class TimedTransform:
     """One transform of a Compose, timed in its column of the sample being
-    loaded (outside a sample, it runs untimed). Prints as itself."""
+    loaded (outside a sample, it runs untimed). Prints as itself. This is
+    the per-sample path: two clocks each side of the transform, and the
+    fewest lookups (the column's offset in a row is worked out once)."""
 
     def __init__(self, batch, column, transform):
         self.batch = batch
         self.column = column
+        self.base = 1 + 3 * column
         self.transform = transform
 
     def __call__(self, *args, **kwargs):
@@ -762,14 +764,18 @@ class TimedTransform:
         start = monotonic_ns()
         result = self.transform(*args, **kwargs)
         end = monotonic_ns()
-        base = row[1] + 1 + 3 * self.column
+        cpu = thread_time_ns() - cpu
+        base = row[1] + self.base
         rows = self.batch.rows
         if rows[base] == 0:
             rows[base] = start
             rows[base + 1] = end
         else:  # a transform used twice in a sample: its times add up
             rows[base + 1] += end - start
-        rows[base + 2] += thread_time_ns() - cpu
+        rows[base + 2] += cpu
+        inner = row[2]
+        inner[0] += end - start
+        inner[1] += cpu
         return result
 
     def __repr__(self):
