@@ -241,6 +241,30 @@ static void test_ideal_compares_no_loader(void **state)
     pb_result_free(&b);
 }
 
+/* A disturbed --ideal comparison withholds the wall-clock verdicts and
+ * says what it still compares: memory, not CPU per sample, which its new
+ * side (no loader) never measured. */
+static void test_a_disturbed_ideal_says_what_it_still_compares(void **state)
+{
+    (void)state;
+    const struct job_point job[] = {{2, 100, 60, 40, 3, 150, 0}};
+    const struct job_point ideal[] = {{2, 166, 95, 40, 0.5, 120, 0}};
+    struct pb_result a, b;
+    make(&a, job, 1, 2);
+    make(&b, ideal, 1, 2);
+    json_object_set_new(json_object_get(b.config, "wrap"), "ideal", json_integer(8));
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare_configs(&a, &b, 5, &cmp), 0);
+    assert_true(cmp.points[0].interference.disturbed);
+    char text[1024];
+    pb_interference_text(&cmp.points[0], text, sizeof text);
+    assert_non_null(strstr(text, "; memory is still compared"));
+    assert_null(strstr(text, "CPU time per sample and memory are still compared"));
+    pb_comparison_free(&cmp);
+    pb_result_free(&a);
+    pb_result_free(&b);
+}
+
 static char *ideal_headline(bool disturbed)
 {
     struct pb_result r;
@@ -377,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_a_disturbed_sweep_withholds_its_recommendation),
         cmocka_unit_test(test_capacity_counts_the_jobs_own_cpu),
         cmocka_unit_test(test_ideal_compares_no_loader),
+        cmocka_unit_test(test_a_disturbed_ideal_says_what_it_still_compares),
         cmocka_unit_test(test_a_disturbed_ideal_headline_says_so),
         cmocka_unit_test(test_compare_lists_a_command_change),
         cmocka_unit_test(test_warnings_once_per_cause),

@@ -645,6 +645,7 @@ static void leave_out_loader(struct pb_point_cmp *pc)
     static const char *const loader_rows[] = {"cpu_ns_per_sample", "assembly_p50_ns",
                                               "assembly_p99_ns"};
     pc->metric_count = PB_METRIC_COUNT;
+    pc->interference.no_loader = true;
     memset(&pc->explained, 0, sizeof(pc->explained));
     for (size_t k = 0; k < PB_ARRAY_LEN(loader_rows); k++) {
         struct pb_metric_cmp *mc = &pc->metrics[pb_metric_find(loader_rows[k]) - pb_metrics];

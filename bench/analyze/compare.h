@@ -45,6 +45,9 @@ struct pb_interference {
     int base_gpu_slowed, next_gpu_slowed, base_repeats, next_repeats;
     bool gpu_slowed;
     bool disturbed;
+    /* An --ideal comparison: its new side ran no loader, so no CPU per
+     * sample is compared either; what the text says is still compared. */
+    bool no_loader;
 };
 
 #define PB_COMPARE_ALPHA 0.05

@@ -363,8 +363,9 @@ void pb_interference_text(const struct pb_point_cmp *pc, char *buf, size_t bufle
                  ": the wall-clock verdicts%s are withheld (disturbed), as the change is the "
                  "machine's as much as the code's%s",
                  in->machine_changed ? " and CPU time per sample" : "",
-                 in->machine_changed ? "; memory is still compared"
-                                     : "; CPU time per sample and memory are still compared");
+                 in->machine_changed || in->no_loader
+                     ? "; memory is still compared"
+                     : "; CPU time per sample and memory are still compared");
 }
 
 /* Each point whose verdicts were withheld, with why, and what that means
