@@ -607,7 +607,7 @@ static void *trickle(void *arg)
         send(fd, head, strlen(head), MSG_NOSIGNAL);
         for (int i = 0; i < 8; i++) {
             usleep(400000);
-            send(fd, "objects!" + i, 1, MSG_NOSIGNAL);
+            send(fd, &"objects!"[i], 1, MSG_NOSIGNAL);
         }
     }
     usleep(200000);
