@@ -175,6 +175,41 @@ static void test_a_disturbed_sweep_withholds_its_recommendation(void **state)
     pb_result_free(&r);
 }
 
+/* Whether a suggestion of an says text. */
+static bool suggests(const struct pb_analysis *an, const char *text)
+{
+    for (int k = 0; k < an->suggestion_count; k++)
+        if (strstr(an->suggestions[k], text))
+            return true;
+    return false;
+}
+
+/* More workers measured no faster is a conclusion of the sweep: on a
+ * quiet machine it is said, on a disturbed one (the recommendation
+ * withheld) it is not. */
+static void test_a_disturbed_sweep_draws_no_worker_conclusion(void **state)
+{
+    (void)state;
+    struct job_point rows[] = {{1, 44.8, 40, 2, 3, 120, 0},
+                               {2, 95.9, 45, 2, 3, 150, 0},
+                               {3, 80.0, 45, 2, 3, 150, 0}};
+    struct pb_result r;
+    struct pb_analysis an;
+    make(&r, rows, 3, 4);
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    assert_false(an.withheld[0]);
+    assert_true(suggests(&an, "more workers do not help here"));
+    pb_analysis_free(&an);
+    pb_result_free(&r);
+    rows[2].other_pct = 40;
+    make(&r, rows, 3, 4);
+    assert_int_equal(pb_analyze(&r, &an), 0);
+    assert_true(an.withheld[0]);
+    assert_false(suggests(&an, "more workers do not help here"));
+    pb_analysis_free(&an);
+    pb_result_free(&r);
+}
+
 /* A CPU training job on 2 hardware threads: a 100 ms step at batch 32
  * needs 320 samples/s, 1.28 cores of loading at 4 ms a sample; its main
  * process takes 100 ms of CPU a step (114% of a core over the window less
@@ -400,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_a_sweep_ranks_by_what_the_job_gains),
         cmocka_unit_test(test_a_disturbed_sweep_withholds_its_recommendation),
         cmocka_unit_test(test_capacity_counts_the_jobs_own_cpu),
+        cmocka_unit_test(test_a_disturbed_sweep_draws_no_worker_conclusion),
         cmocka_unit_test(test_ideal_compares_no_loader),
         cmocka_unit_test(test_a_disturbed_ideal_says_what_it_still_compares),
         cmocka_unit_test(test_a_disturbed_ideal_headline_says_so),

@@ -487,7 +487,10 @@ static void worker_suggestions(const struct pb_result *result, size_t i, const c
                 pus, p->cpu_util_pct, p->stall_pct);
     int64_t most = 0;
     double most_rate = 0;
-    bool measured_no_faster = more_workers_measured_no_faster(result, an, i, &most, &most_rate);
+    /* A sweep whose recommendation is withheld (other processes moved its
+     * points) cannot say that more workers were no faster either. */
+    bool measured_no_faster = !an->withheld[0] &&
+                              more_workers_measured_no_faster(result, an, i, &most, &most_rate);
     if (waits && measured_no_faster && !a->saturated)
         SUGGEST(an,
                 "the loop waits %.1f%%, yet this sweep measured more workers no faster (%lld "
