@@ -448,12 +448,15 @@ static void withhold_if_disturbed(const struct pb_result *result, struct pb_anal
     if (usable < 2 || disturbed == 0)
         return;
     describe_point(result, (size_t)an->recommended, name, sizeof(name));
-    snprintf(an->withheld, sizeof(an->withheld),
-             "disturbed: other processes took the machine's CPU, %s (compare withholds a "
-             "wall-clock verdict from %.0f%%), so each point's speed is the machine's as much as "
-             "its settings'; the rule would pick %s (%.1f samples/s): sweep again on a quiet "
-             "machine",
-             points, PB_BUSY_MACHINE_PCT, name, result->points[an->recommended].samples_per_s);
+    int n = snprintf(an->withheld, sizeof(an->withheld),
+                     "disturbed: other processes took the machine's CPU, %s (compare withholds a "
+                     "wall-clock verdict from %.0f%%), so each point's speed is the machine's as "
+                     "much as its settings'; the rule would pick %s (%.1f samples/s): sweep again "
+                     "on a quiet machine",
+                     points, PB_BUSY_MACHINE_PCT, name,
+                     result->points[an->recommended].samples_per_s);
+    if (n < 0) /* cut at the buffer's end otherwise, still withheld */
+        snprintf(an->withheld, sizeof(an->withheld), "disturbed: other processes took the CPU");
 }
 
 /* The rule beside the recommendation. A wrapped job is ranked by what it
