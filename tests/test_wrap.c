@@ -538,10 +538,15 @@ static void test_hooked_processes_that_cannot_reach_pbench(void **state)
                         "the other host are not tried\n");
         return;
     }
+    /* A private /tmp as a launcher gives it: a tmpfs over the relay's own
+     * folder, not over all of /tmp, where pbench's tree (and so the hook)
+     * may itself lie, as a CI clone may. */
     static const char *const launchers[][2] = {
-        {"unshare -rm sh -c 'mount -t tmpfs tmpfs /tmp && exec \"$0\" \"$@\"'", "another /tmp"},
-        {"unshare -rmu sh -c 'mount -t tmpfs tmpfs /tmp && hostname pbench-other && exec \"$0\" "
+        {"unshare -rm sh -c 'mount -t tmpfs tmpfs \"${PBENCH_WRAP_SOCKET%/*}\" && exec \"$0\" "
          "\"$@\"'",
+         "another /tmp"},
+        {"unshare -rmu sh -c 'mount -t tmpfs tmpfs \"${PBENCH_WRAP_SOCKET%/*}\" && hostname "
+         "pbench-other && exec \"$0\" \"$@\"'",
          "on pbench-other, another machine"},
     };
     for (size_t i = 0; i < PB_ARRAY_LEN(launchers); i++) {
