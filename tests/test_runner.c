@@ -22,7 +22,7 @@
 
 #include "bench/base/pb.h"
 #include "bench/config/config.h"
-#include "bench/run/runner.h"
+#include "bench/run/repeat.h"
 #include "bench/run/stoprule.h"
 #include "pipelines/dataset.h"
 #include "tests/testutil.h"

@@ -23,7 +23,9 @@
 
 #include "bench/config/config.h"
 #include "bench/config/engine_row.h"
-#include "bench/run/engine.h"
+#include "bench/run/batch_frame.h"
+#include "bench/run/engine_proc.h"
+#include "bench/run/repeat.h"
 #include "tests/testutil.h"
 
 static const char *binary;
@@ -700,9 +702,9 @@ static int open_echo(const struct pb_engine_row *row, char *msg, size_t msglen, 
     memset(&ds, 0, sizeof ds);
     struct pb_point_result point;
     memset(&point, 0, sizeof point);
-    struct pb_engine_run *er = NULL;
-    int rc = pb_engine_open_row(row, &spec, &ds, NULL, &point, &er, msg, msglen);
-    pb_engine_close(er);
+    struct pb_point_run *run = NULL;
+    int rc = pb_point_open_row(row, &spec, &ds, NULL, &point, &run, msg, msglen);
+    pb_point_close(run);
     free(point.repeats);
     if (engine)
         *engine = point.engine;

@@ -11,7 +11,7 @@
 #include "bench/base/fmt.h"
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
-#include "bench/run/runner.h"
+#include "bench/run/hooks.h"
 
 /* The session's stop flag: the number of the signal that raised it. */
 static volatile sig_atomic_t stop_signal;

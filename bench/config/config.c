@@ -742,7 +742,7 @@ static int check_own_engine(const struct pb_spec *spec, char *msg, size_t msglen
 int pb_config_check_engine(const struct pb_engine_row *row, const struct pb_spec *spec, char *msg,
                            size_t msglen)
 {
-    if (!row)
+    if (!row || row->in_process)
         return check_own_engine(spec, msg, msglen);
     if (!spec->loader.in_order && row->in_order_false_why)
         return key_error(spec, KEYS("loader.in_order", "loader.engine", "loader"), msg, msglen,

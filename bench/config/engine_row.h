@@ -29,6 +29,10 @@ struct pb_engine_rule {
 
 struct pb_engine_row {
     const char *name;  /* loader.engine's value: "torch"                  */
+    /* It runs in pbench's process, on pbench's threads (bench/run/runner.h);
+     * otherwise it is another process speaking docs/engines.md's protocol
+     * (bench/run/engine.h). Which ops the measurement loop drives. */
+    bool in_process;
     const char *title; /* in sentences: "the torch engine"                */
     /* How it starts: INTERPRETER ARGS... with PYTHONPATH=<engines>/<folder>
      * (pb_engine_dir) in front of the caller's. The interpreter is
@@ -55,14 +59,16 @@ struct pb_engine_row {
     const char *in_order_false_why, *cache_direct_why, *affinity_why;
 };
 
+/* pbench's own engine: its threads, FFmpeg, libjpeg-turbo, its kernels. */
+extern const struct pb_engine_row pb_engine_pbench_row;
+
 /* The torch engine: a real torch.utils.data.DataLoader (engines/torch). */
 extern const struct pb_engine_row pb_engine_torch_row;
 
 /* Your own training job, measured in place (engines/torch/pbench_wrap). */
 extern const struct pb_engine_row pb_engine_wrap_row;
 
-/* The row of loader.engine's value (enum pb_engine); NULL for pbench's own
- * engine, which runs in pbench's process. */
+/* The row of loader.engine's value (enum pb_engine); NULL for none. */
 const struct pb_engine_row *pb_engine_row(int engine);
 
 /* The row of the engine that runs Python (dataset.python, python stages). */

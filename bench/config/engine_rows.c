@@ -105,8 +105,14 @@ const struct pb_engine_row pb_engine_wrap_row = {
     .affinity_why = "the job's processes are placed by the OS",
 };
 
-/* By enum pb_engine; pbench's own engine has no row. */
-static const struct pb_engine_row *const rows[] = {NULL, &pb_engine_torch_row,
+const struct pb_engine_row pb_engine_pbench_row = {
+    .name = "pbench",
+    .in_process = true,
+    .title = "pbench's own engine",
+};
+
+/* By enum pb_engine. */
+static const struct pb_engine_row *const rows[] = {&pb_engine_pbench_row, &pb_engine_torch_row,
                                                    &pb_engine_wrap_row};
 _Static_assert(sizeof rows / sizeof rows[0] == PB_ENGINE_WRAP + 1,
                "one row per value of loader.engine (pb_engine_names[])");

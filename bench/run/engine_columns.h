@@ -15,6 +15,7 @@
 #include "bench/result/slowest.h"
 #include "bench/run/batch_frame.h"
 #include "bench/run/stoprule.h"
+#include "bench/run/sysmon.h"
 #include "bench/run/trace.h"
 
 struct pb_run_hooks;
@@ -55,7 +56,26 @@ struct pb_engine_run {
     int live_workers; /* in the last `workers` frame: loader.workers as run */
     int live_pids[PB_ENGINE_MAX_WORKERS]; /* that frame's pids, by worker index */
     uint64_t workers_start_ns;
-    struct pb_stoprule rule;
+    /* The round in progress (engine.c): what the engine's frames say of
+     * it beyond the batches the loop counts (bench/run/repeat.c). */
+    struct engine_round {
+        bool stop_sent; /* the part has ended: the engine's batches no longer count */
+        bool ended;     /* its repeat_end came, for end_reason */
+        enum pb_stop_reason end_reason;
+        uint64_t stop_seen_ns; /* when the loop saw the user's stop; 0: none */
+        uint64_t repeat_start_ns, last_frame_ns, last_sample_ns, last_sample_cpu;
+        struct pb_batch_header header; /* the last batch frame's, and its records */
+        const uint8_t *records;
+        size_t records_len;
+        uint64_t *ready_ns, *taken_ns; /* per measured batch, for queue depth */
+        size_t times_cap;
+        /* Memory and CPU of the engine's processes, sampled at 4 Hz. */
+        size_t rss_count, rss_cap;
+        struct pb_rss_sample *rss;
+        uint64_t pss_peak;
+        /* The tick's stall: the engine's batches carry their wait. */
+        struct pb_stall_window stall_window;
+    } round;
     struct pb_trace *trace; /* run.trace: the engine's timeline goes here; NULL: none */
     char first_error[PB_MSG_MAX];
     bool failed; /* the engine is gone or broke the protocol */

@@ -3,7 +3,8 @@
  * files of your own Dataset's slowest samples, which pbench's index does
  * not list, so the engine names them between repeats from the Dataset
  * itself (the `names` command of docs/engines.md). */
-#include "bench/run/engine.h"
+#include "bench/run/engine_names.h"
+#include "bench/run/engine_proc.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /* The engine's process: found, started, read and ended (bench/run/engine.h). */
-#include "bench/run/engine.h"
+#include "bench/run/engine_proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,7 +13,6 @@
 
 #include "bench/base/pb.h"
 #include "bench/run/chain.h"
-#include "bench/run/engine.h"
 #include "bench/run/gpu_acc.h"
 #include "bench/run/gpuloop.h"
 #include "bench/run/queue.h"
@@ -47,24 +46,7 @@ static uint64_t loader_cpu_ns(const struct run *run)
     return total;
 }
 
-/* ---- one repeat -------------------------------------------------------- */
-
-static int push_batch_record(struct pb_repeat_result *rep, size_t *cap,
-                             const struct pb_batch_record *rec)
-{
-    if (rep->batch_count == *cap) {
-        size_t next = *cap ? *cap * 2 : 4096;
-        struct pb_batch_record *grown = realloc(rep->batch_records, next * sizeof(*grown));
-        if (!grown)
-            return PB_ERR_NOMEM;
-        rep->batch_records = grown;
-        *cap = next;
-    }
-    rep->batch_records[rep->batch_count] = *rec;
-    /* Relaxed: the sampler reads the count (own_bytes below). */
-    __atomic_store_n(&rep->batch_count, rep->batch_count + 1, __ATOMIC_RELAXED);
-    return PB_OK;
-}
+/* ---- one round -------------------------------------------------------- */
 
 /* The sampler's hook: the bytes of pbench's own buffers that grow with
  * the batches of a repeat, the trace's records and the batch records.
@@ -146,7 +128,7 @@ static int start_repeat(struct run *run, int repeat, bool stage_timing, char *ms
         atomic_store(&w->stuck, false);
         w->watched_calls = w->watched_since_ns = 0;
     }
-    pb_stoprule_start(&run->rule, pb_now_ns()); /* no reason yet; restarted when measuring */
+    run->next_seq = 0;
     run->mhz_start = pb_cpu_mhz_now();
 
     if (run->workers > 0) {
@@ -295,152 +277,6 @@ static uint64_t train_on_batch(struct run *run, struct pb_slot *slot, bool measu
     return step_wall_ns;
 }
 
-static void start_measuring(struct run *run, struct consumed *c)
-{
-    c->measuring = true;
-    c->t_start = pb_now_ns();
-    pb_sysmon_measuring(&run->sysmon, c->t_start);
-    c->loader_cpu_start = loader_cpu_ns(run);
-    c->cpu_start = pb_process_cpu_ns();
-    pb_stoprule_start(&run->rule, c->t_start);
-    if (run->loop_trace) /* the marker: which point and repeat follow */
-        pb_trace_record(run->loop_trace, PB_TRACE_MEASURING, PB_TRACE_INSTANT,
-                        (uint64_t)(run->hooks ? run->hooks->point : 0), c->t_start, c->t_start,
-                        (uint32_t)run->repeat);
-}
-
-/* Adds a measured batch to the repeat's records and totals. */
-static void record_batch(struct run *run, struct consumed *c, struct pb_repeat_result *rep,
-                         const struct pb_slot *slot, uint64_t wait_ns, uint64_t train_ns,
-                         uint64_t step_wall_ns, uint64_t t_done, uint32_t depth)
-{
-    struct pb_batch_record rec = {
-        .assembly_ns = slot->assembly_ns,
-        .wait_ns = wait_ns,
-        .step_ns = train_ns,
-        .queue_depth = depth,
-        .samples = slot->batch.samples,
-    };
-    if (push_batch_record(rep, &c->records_cap, &rec) != PB_OK)
-        pb_runner_fail(run, PB_ERR_NOMEM, "out of memory recording batch timings");
-    c->samples += slot->batch.samples;
-    c->wait_total += wait_ns;
-    pb_sysmon_publish(&run->sysmon, c->samples, c->wait_total);
-    c->batches++;
-    c->bytes_read += slot->bytes_read;
-    c->errors += slot->errors;
-    c->step_total += c->step_ns;
-    c->step_wall_total += step_wall_ns;
-    c->stages_total += train_ns - step_wall_ns;
-    c->t_end = t_done;
-}
-
-/* Whether the measured part ends after this batch: on the stopping rule
- * (rule_done), or in a multi-rank run on the decider's word (which can
- * come while this rank is still in its warm-up: c->group_stopped). */
-static bool part_ends(struct run *run, struct consumed *c, bool rule_done)
-{
-    struct pb_run_group *g = run->hooks ? run->hooks->group : NULL;
-    if (!g || g->decides)
-        return rule_done;
-    if (!atomic_load_explicit(&g->group_done, memory_order_acquire))
-        return false;
-    int reason = atomic_load_explicit(&g->group_reason, memory_order_relaxed);
-    if (reason == PB_STOP_DATA_END)
-        return rule_done; /* this rank reads its shard to its own end */
-    run->rule.reason = (enum pb_stop_reason)reason; /* the decider's, not this rank's */
-    c->group_stopped = true;
-    return true;
-}
-
-/* The loop waited for a batch that did not come (t_wait0 to t_wait1): why
- * the measured part ends. Anything but the end of the data (the time cap, a
- * stop, a stuck stage, a failure) ends it at t_wait1 with the wait counted
- * as stall: a repeat cut while it waited covers its whole time, not the
- * span up to its last batch. */
-static void end_without_batch(struct run *run, struct consumed *c, uint64_t t_wait0,
-                              uint64_t t_wait1)
-{
-    enum pb_stop_reason reason = PB_STOP_DATA_END;
-    if (run->fatal_rc == PB_ERR_STALLED)
-        reason = PB_STOP_STUCK;
-    else if (run->fatal_rc != PB_OK)
-        reason = PB_STOP_FAILED;
-    else if (run->user_stop && *run->user_stop)
-        reason = PB_STOP_INTERRUPTED;
-    else if (c->measuring && past_time_cap(run, t_wait1))
-        reason = PB_STOP_TIME_CAP;
-    if (reason != PB_STOP_DATA_END && c->measuring) {
-        c->wait_total += t_wait1 - t_wait0;
-        c->t_end = t_wait1;
-    }
-    pb_stoprule_end(&run->rule, reason);
-}
-
-/* The consumer loop: warm-up batches, then measured ones until the
- * stopping rule, the end of the data, a failure or an interrupt. The CPU
- * clocks are read before the workers are stopped: finishing the batches
- * they are building is not part of the measured part. */
-static void consume(struct run *run, struct consumed *c, struct pb_repeat_result *rep)
-{
-    for (uint64_t seq = 0;; seq++) {
-        if (run->user_stop && *run->user_stop) {
-            c->interrupted = true;
-            pb_stoprule_end(&run->rule, PB_STOP_INTERRUPTED);
-            break;
-        }
-        if (!c->measuring && seq >= run->first_measured_seq)
-            start_measuring(run, c);
-        uint64_t t_wait0 = pb_now_ns();
-        uint32_t depth = 0;
-        struct pb_slot *slot = next_batch(run, seq, &depth);
-        uint64_t t_wait1 = pb_now_ns();
-        if (run->loop_trace && slot) {
-            pb_trace_record(run->loop_trace, PB_TRACE_WAIT, PB_TRACE_SPAN, seq, t_wait0, t_wait1,
-                            depth);
-            pb_trace_record(run->loop_trace, PB_TRACE_QUEUE, PB_TRACE_COUNTER, seq, t_wait1,
-                            t_wait1, depth);
-        }
-        if (!slot) {
-            end_without_batch(run, c, t_wait0, t_wait1);
-            break;
-        }
-        if (seq == 0)
-            c->first_batch_ns = t_wait1 - run->sysmon.start_ns; /* just before the workers */
-        uint64_t step_wall_ns = train_on_batch(run, slot, c->measuring, c->step_ns);
-        uint64_t t_done = pb_now_ns();
-        uint32_t samples = slot->batch.samples;
-        if (c->measuring)
-            record_batch(run, c, rep, slot, t_wait1 - t_wait0, t_done - t_wait1, step_wall_ns,
-                         t_done, depth);
-        if (run->workers > 0)
-            pb_queue_release(&run->queue, slot);
-        if (run->fatal_rc != PB_OK) {
-            pb_stoprule_end(&run->rule, PB_STOP_FAILED);
-            break;
-        }
-        if (part_ends(run, c, c->measuring && pb_stoprule_batch(&run->rule, t_done, samples)))
-            break;
-    }
-    /* A repeat is complete only when its stopping rule (or the end of its
-     * data) ended it: a stop that woke the loop while it waited for a batch,
-     * or the decider's stop, leaves it cut short. */
-    if (run->rule.reason == PB_STOP_INTERRUPTED || run->rule.reason == PB_STOP_STUCK ||
-        run->rule.reason == PB_STOP_FAILED)
-        c->interrupted = true;
-    if (run->hooks && run->hooks->group) {
-        atomic_store(&run->hooks->group->local_reason, (int)run->rule.reason);
-        atomic_store(&run->hooks->group->local_done, true);
-    }
-    if (c->measuring) {
-        c->loader_cpu_end = loader_cpu_ns(run);
-        c->cpu_end = pb_process_cpu_ns();
-        c->t_cpu_end = pb_now_ns();
-        pb_sysmon_interference(&run->sysmon, c->cpu_end - c->cpu_start, &rep->other_cpu_pct,
-                               &rep->steal_pct);
-    }
-}
-
 /* How long, after a stop, a loader thread may take to finish the stage
  * call it is in before it is left running: a stop ends the run in about
  * this time whatever a stage does. */
@@ -554,281 +390,236 @@ static void stop_repeat(struct run *run)
                       run->mhz_start, mhz_end);
 }
 
-/* Why a repeat that measured nothing failed. */
-static int nothing_measured(const struct run *run, bool interrupted, char *msg, size_t msglen)
-{
-    if (run->fatal_rc != PB_OK) {
-        snprintf(msg, msglen, "%s", run->fatal_msg);
-        return run->fatal_rc;
-    }
-    if (interrupted)
-        return PB_ERR_INTERRUPTED;
-    snprintf(msg, msglen,
-             "the data ran out during warm-up (%llu batches): lower run.warmup_batches or "
-             "raise dataset.epochs",
-             (unsigned long long)run->spec->run.warmup_batches);
-    return PB_ERR_CONFIG;
-}
-
-/* The repeat's totals and rates over the measured part. */
-static void fill_totals(struct run *run, const struct consumed *c, struct pb_repeat_result *rep)
-{
-    double span_ns = (double)(c->t_end - c->t_start);
-    double wall_s = span_ns / 1e9;
-    rep->wall_s = wall_s;
-    rep->start_unix_s = pb_unix_time_of(c->t_start);
-    rep->samples = c->samples;
-    rep->batches = c->batches;
-    rep->bytes_read = c->bytes_read;
-    rep->errors = c->errors;
-    rep->samples_per_s = (double)c->samples / wall_s;
-    rep->batches_per_s = (double)c->batches / wall_s;
-    rep->mb_per_s = (double)c->bytes_read / 1e6 / wall_s;
-    rep->stall_pct = 100.0 * (double)c->wait_total / span_ns;
-    rep->accel_util_pct = c->step_ns ? 100.0 * (double)c->step_total / span_ns : 0;
-    /* The CPU clocks were read when the loop ended, which can be later than
-     * the last batch (a stage that failed was waited for): their share is of
-     * the time they were read over, never of the shorter measured span. */
-    double cpu_span_ns = c->t_cpu_end > c->t_start ? (double)(c->t_cpu_end - c->t_start) : span_ns;
-    rep->cpu_util_pct = 100.0 * (double)(c->cpu_end - c->cpu_start) / cpu_span_ns;
-    rep->window_noise = pb_stoprule_noise(&run->rule);
-    rep->hit_time_cap = run->rule.reason == PB_STOP_TIME_CAP;
-    rep->noisy = pb_stoprule_noisy(&run->rule);
-    rep->interrupted = c->interrupted;
-    uint64_t worker_cpu =
-        c->loader_cpu_end > c->loader_cpu_start ? c->loader_cpu_end - c->loader_cpu_start : 0;
-    rep->worker_cpu_pct = 100.0 * (double)worker_cpu / ((double)nworkers(run) * cpu_span_ns);
-    rep->rss_peak_bytes = run->sysmon.rss_peak_bytes;
-    pb_sysmon_copy(&run->sysmon, &rep->rss, &rep->rss_count);
-    pb_repeat_loop_shares(rep, c->step_wall_total, c->stages_total);
-    rep->first_batch_s = (double)c->first_batch_ns / 1e9;
-}
-
-static int run_repeat(struct run *run, int repeat, bool stage_timing, struct pb_repeat_result *rep,
-                      bool *interrupted, char *msg, size_t msglen)
-{
-    memset(rep, 0, sizeof(*rep));
-    *interrupted = false;
-    pb_storage_repeat_start(run->spec, run->ds, run->point, rep);
-    struct pb_speed_mark speed;
-    pb_machine_speed_before(rep, &speed);
-    run->recording = rep;
-    int rc = start_repeat(run, repeat, stage_timing, msg, msglen);
-    if (rc != PB_OK) {
-        run->recording = NULL;
-        return rc;
-    }
-    struct consumed c = {.step_ns = (uint64_t)(run->spec->run.step_ms * 1e6)};
-    consume(run, &c, rep);
-    stop_repeat(run);
-    run->recording = NULL; /* the sampler has stopped */
-    pb_machine_speed_after(rep, &speed);
-    /* A stage found stuck, even while the threads were joined after the
-     * stopping rule ended the part, cuts the repeat short. */
-    if (run->fatal_rc == PB_ERR_STALLED)
-        c.interrupted = true;
-    *interrupted = c.interrupted;
-    if (c.group_stopped && !c.interrupted && run->fatal_rc == PB_OK &&
-        (!c.measuring || c.t_end <= c.t_start))
-        return PB_OK; /* the decider stopped before this rank measured: not kept */
-    if (!c.measuring || c.t_end <= c.t_start)
-        return nothing_measured(run, c.interrupted, msg, msglen);
-    if (c.samples == 0 && run->fatal_rc == PB_OK && !c.interrupted && c.errors == 0 &&
-        run->rule.reason == PB_STOP_TIME_CAP) {
-        /* The cap came before a batch did: slower than one batch in
-         * run.max_time_s, a rate this repeat cannot give. It is left out
-         * and said; the point goes on with its other repeats. */
-        pb_point_warn(run->point,
-                      "a repeat delivered no batch within run.max_time_s (%g s) and is left out: "
-                      "the loader is slower than one batch in that time; raise run.max_time_s",
-                      run->spec->run.max_time_s);
-        return PB_OK;
-    }
-    if (c.samples == 0) /* not kept: a rate of no samples is no figure */
-        return run->fatal_rc != PB_OK || c.interrupted
-                   ? nothing_measured(run, c.interrupted, msg, msglen)
-                   : pb_error_share_check(&run->spec->run, 0, c.errors, run->first_error, msg,
-                                          msglen);
-
-    fill_totals(run, &c, rep);
-    if (run->fatal_rc == PB_OK &&
-        pb_repeat_cpu_impossible(rep, sysconf(_SC_NPROCESSORS_ONLN), 0, msg, msglen)) {
-        pb_repeat_result_free(rep); /* not a figure: not kept */
-        return PB_ERR;
-    }
-    if (stage_timing && pb_stage_rows_merge(run->stats, nworkers(run), rep) == PB_OK)
-        pb_stage_rows_slowest(run->stats, nworkers(run), rep, run->ds->paths, run->ds->count);
-    if (run->gpu) {
-        pb_gpu_acc_result(&run->gpu_acc, rep, rep->wall_s);
-        /* The step ran on the device: its utilization is kernel time. */
-        rep->accel_util_pct = c.step_ns ? 100.0 * rep->gpu.step_ns / (rep->wall_s * 1e9) : 0;
-    }
-    if (run->fatal_rc != PB_OK) {
-        snprintf(msg, msglen, "%s", run->fatal_msg);
-        return run->fatal_rc;
-    }
-    if (c.interrupted)
-        return PB_ERR_INTERRUPTED;
-    return pb_error_share_check(&run->spec->run, c.samples, c.errors, run->first_error, msg,
-                                msglen);
-}
-
-/* ---- a point ------------------------------------------------------------ */
-
-struct pb_point_run {
-    struct run run;
-    const struct pb_run_hooks *hooks;
-    /* loader.engine other than pbench: the engine process measures the
-     * point (bench/run/engine.h) and run is unused. */
-    struct pb_engine_run *engine;
-};
-
 /* Warnings about the machine that hold for the whole point. */
 static void warn_point_setup(const struct pb_spec *spec, const struct pb_dataset *ds,
                              struct pb_point_result *point)
 {
-    long pus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (spec->loader.workers > pus && pus > 0)
-        pb_point_warn(point,
-                      "loader.workers (%lld) exceeds the %ld hardware threads: workers share cores",
-                      (long long)spec->loader.workers, pus);
     if (ds->skipped[0])
         pb_point_warn(point, "dataset.path '%s': %s", spec->dataset.path, ds->skipped);
     /* How much of the dataset is cached is measured at each repeat's
      * start (pb_storage_repeat_start), not guessed from its size. */
 }
 
-int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
-                  const struct pb_run_hooks *hooks, struct pb_point_result *point,
-                  struct pb_point_run **out, char *msg, size_t msglen)
-{
-    *out = NULL;
-    int repeats = (int)spec->run.repeats;
-    if (!point->repeats) {
-        point->repeats = calloc((size_t)repeats, sizeof(*point->repeats));
-        if (!point->repeats)
-            return PB_ERR_NOMEM;
-    }
-    struct pb_point_run *pr = calloc(1, sizeof(*pr));
-    if (!pr)
-        return PB_ERR_NOMEM;
-    if (spec->loader.engine != PB_ENGINE_PBENCH) {
-        int rc = pb_engine_open(spec, ds, hooks, point, &pr->engine, msg, msglen);
-        if (rc != PB_OK)
-            free(pr);
-        else
-            *out = pr;
-        return rc;
-    }
-    if (pb_spec_uses_gpu(spec))
-        pb_gpu_note_start(point);
-    int rc = pb_runner_setup(&pr->run, spec, ds, point, msg, msglen);
-    if (rc != PB_OK) {
-        pb_runner_free(&pr->run);
-        free(pr);
-        return rc;
-    }
-    pr->hooks = hooks;
-    pr->run.hooks = hooks;
-    pr->run.user_stop = hooks ? hooks->stop : NULL;
-    pr->run.sysmon.tick = hooks ? hooks->tick : NULL;
-    pr->run.sysmon.watch = watch;
-    pr->run.sysmon.watch_user = &pr->run;
-    pr->run.sysmon.tick_user = hooks ? hooks->user : NULL;
-    pr->run.sysmon.own_bytes = own_bytes;
-    pr->run.sysmon.own_user = &pr->run;
 
-    if (pb_runner_trace_setup(&pr->run, hooks ? hooks->trace : NULL) != PB_OK)
-        pb_point_warn(point, "run.trace: out of memory for the trace buffers; no trace");
-    warn_point_setup(spec, ds, point);
-    pb_affinity_bind(pr->run.affinity, 0); /* the training loop: this thread */
-    if (spec->profile.level == PB_PROFILE_COMPREHENSIVE)
-        pb_perf_note(point);
-    *out = pr;
-    return PB_OK;
+/* ---- the ops (bench/run/repeat.h) --------------------------------------- */
+
+static int runner_open_round(void *self, int repeat, bool stage_timing,
+                             struct pb_repeat_result *rep, char *msg, size_t msglen)
+{
+    struct run *run = self;
+    run->recording = rep;
+    int rc = start_repeat(run, repeat, stage_timing, msg, msglen);
+    if (rc != PB_OK)
+        run->recording = NULL;
+    return rc;
 }
 
-int pb_point_repeat(struct pb_point_run *pr, int repeat, bool measure_overhead,
-                    double *overhead_pct, char *msg, size_t msglen)
+/* The next batch, or why none came: the end of the data, or a stop, the
+ * time cap, a stuck stage or a failure that woke the wait. */
+static int runner_next(void *self, const struct pb_part *part, struct pb_delivery *d,
+                       enum pb_stop_reason *why, char *msg, size_t msglen)
 {
-    if (pr->engine)
-        return pb_engine_repeat(pr->engine, repeat, measure_overhead, overhead_pct, msg, msglen);
-    struct run *run = &pr->run;
-    const struct pb_spec *spec = run->spec;
-    struct pb_point_result *point = run->point;
-    int repeats = (int)spec->run.repeats;
-    if (point->repeat_count >= (size_t)repeats) {
-        snprintf(msg, msglen, "point already has its %d repeats", repeats);
-        return PB_ERR;
+    (void)msg, (void)msglen;
+    struct run *run = self;
+    if (run->user_stop && *run->user_stop) {
+        *why = PB_STOP_INTERRUPTED;
+        return PB_NEXT_END;
     }
-    bool interrupted = false;
-    struct pb_repeat_result *rep = &point->repeats[point->repeat_count];
-    int rc = run_repeat(run, repeat, pb_spec_stage_timing(spec), rep, &interrupted, msg, msglen);
+    uint64_t seq = run->next_seq;
+    d->t_wait = pb_now_ns();
+    struct pb_slot *slot = next_batch(run, seq, &d->depth);
+    d->t_taken = pb_now_ns();
+    if (!slot) {
+        *why = run->fatal_rc == PB_ERR_STALLED         ? PB_STOP_STUCK
+               : run->fatal_rc != PB_OK                ? PB_STOP_FAILED
+               : run->user_stop && *run->user_stop     ? PB_STOP_INTERRUPTED
+               : part->measuring && past_time_cap(run, d->t_taken) ? PB_STOP_TIME_CAP
+                                                       : PB_STOP_DATA_END;
+        return PB_NEXT_END;
+    }
+    if (run->loop_trace) {
+        pb_trace_record(run->loop_trace, PB_TRACE_WAIT, PB_TRACE_SPAN, seq, d->t_wait, d->t_taken,
+                        d->depth);
+        pb_trace_record(run->loop_trace, PB_TRACE_QUEUE, PB_TRACE_COUNTER, seq, d->t_taken,
+                        d->t_taken, d->depth);
+    }
+    run->next_seq++;
+    d->seq = seq;
+    d->handle = slot;
+    d->assembly_ns = slot->assembly_ns;
+    d->samples = slot->batch.samples;
+    d->errors = (uint32_t)slot->errors;
+    d->bytes = slot->bytes_read;
+    if (seq == 0)
+        d->first_batch_ns = d->t_taken - run->sysmon.start_ns; /* just before the workers */
+    return PB_NEXT_BATCH;
+}
+
+static void runner_step(void *self, const struct pb_part *part, struct pb_delivery *d)
+{
+    struct run *run = self;
+    d->step_ns = (uint64_t)(run->spec->run.step_ms * 1e6);
+    d->step_wall_ns = train_on_batch(run, d->handle, part->measuring, d->step_ns);
+    d->t_done = pb_now_ns();
+    d->stages_ns = d->t_done - d->t_taken - d->step_wall_ns;
+}
+
+static int runner_release(void *self, const struct pb_part *part, struct pb_delivery *d,
+                          bool recorded, char *msg, size_t msglen)
+{
+    struct run *run = self;
+    if (recorded)
+        pb_sysmon_publish(&run->sysmon, part->samples, part->wait_total);
+    if (run->workers > 0)
+        pb_queue_release(&run->queue, d->handle);
+    if (run->fatal_rc == PB_OK)
+        return PB_OK;
+    snprintf(msg, msglen, "%s", run->fatal_msg);
+    return run->fatal_rc;
+}
+
+static void runner_measuring(void *self, uint64_t t)
+{
+    struct run *run = self;
+    pb_sysmon_measuring(&run->sysmon, t);
+    if (run->loop_trace) /* the marker: which point and repeat follow */
+        pb_trace_record(run->loop_trace, PB_TRACE_MEASURING, PB_TRACE_INSTANT,
+                        (uint64_t)(run->hooks ? run->hooks->point : 0), t, t,
+                        (uint32_t)run->repeat);
+}
+
+static void runner_cpu(void *self, uint64_t *loader_ns, uint64_t *all_ns)
+{
+    struct run *run = self;
+    *loader_ns = loader_cpu_ns(run);
+    *all_ns = pb_process_cpu_ns();
+}
+
+/* The workers and the sampler stopped; a stage found stuck, even while
+ * the threads were joined after the stopping rule ended the part, cuts
+ * the repeat short. */
+static int runner_close_round(void *self, struct pb_part *part, int rc, char *msg, size_t msglen)
+{
+    struct run *run = self;
+    stop_repeat(run);
+    run->recording = NULL; /* the sampler has stopped */
     if (run->gpu)
-        pb_gpu_note_end(point);
-    if (rep->wall_s > 0) {
-        point->repeat_count++;
-        if (pr->hooks && pr->hooks->stopped)
-            pr->hooks->stopped(pr->hooks->user, repeat, run->rule.reason);
-        if (pr->hooks && pr->hooks->progress)
-            pr->hooks->progress(pr->hooks->user, repeat, repeats, rep);
-    } else {
-        pb_repeat_result_free(rep);
+        pb_gpu_note_end(run->point);
+    if (run->fatal_rc == PB_ERR_STALLED)
+        part->interrupted = true;
+    if (rc == PB_OK && run->fatal_rc != PB_OK) {
+        snprintf(msg, msglen, "%s", run->fatal_msg);
+        rc = run->fatal_rc;
     }
-    if (rc != PB_OK || !measure_overhead)
-        return rc;
-    /* The same round with stage timing flipped, right after, so drift in
-     * machine speed hits both alike. */
-    struct pb_repeat_result other;
-    bool timed_first = pb_spec_stage_timing(spec);
-    rc = run_repeat(run, repeat, !timed_first, &other, &interrupted, msg, msglen);
-    if (rc == PB_OK && other.samples_per_s > 0 && overhead_pct) {
-        double timed = timed_first ? rep->samples_per_s : other.samples_per_s;
-        double untimed = timed_first ? other.samples_per_s : rep->samples_per_s;
-        *overhead_pct = 100.0 * (untimed - timed) / untimed;
-    }
-    pb_repeat_result_free(&other);
     return rc;
+}
+
+static void runner_finish(void *self, struct pb_part *part, struct pb_repeat_result *rep,
+                          bool stage_timing, int rc)
+{
+    (void)rc;
+    struct run *run = self;
+    rep->rss_peak_bytes = run->sysmon.rss_peak_bytes;
+    pb_sysmon_copy(&run->sysmon, &rep->rss, &rep->rss_count);
+    if (stage_timing && pb_stage_rows_merge(run->stats, nworkers(run), rep) == PB_OK)
+        pb_stage_rows_slowest(run->stats, nworkers(run), rep, run->ds->paths, run->ds->count);
+    if (run->gpu) {
+        pb_gpu_acc_result(&run->gpu_acc, rep, rep->wall_s);
+        /* The step ran on the device: its utilization is kernel time. */
+        rep->accel_util_pct = run->spec->run.step_ms > 0
+                                  ? 100.0 * rep->gpu.step_ns / (rep->wall_s * 1e9)
+                                  : 0;
+    }
+    (void)part;
+}
+
+static int runner_workers(void *self)
+{
+    return nworkers(self);
+}
+
+static int runner_tick_processes(void *self)
+{
+    (void)self;
+    return 0; /* thread and process clocks: exact */
+}
+
+static const char *runner_first_error(void *self)
+{
+    const struct run *run = self;
+    return run->first_error;
+}
+
+static int runner_open(const struct pb_engine_row *row, const struct pb_spec *spec,
+                       const struct pb_dataset *ds, const struct pb_run_hooks *hooks,
+                       struct pb_point_result *point, void **self, char *msg, size_t msglen)
+{
+    (void)row;
+    *self = NULL;
+    if (pb_spec_uses_gpu(spec))
+        pb_gpu_note_start(point);
+    struct run *run = calloc(1, sizeof(*run));
+    if (!run)
+        return PB_ERR_NOMEM;
+    int rc = pb_runner_setup(run, spec, ds, point, msg, msglen);
+    if (rc != PB_OK) {
+        pb_runner_free(run);
+        free(run);
+        return rc;
+    }
+    run->hooks = hooks;
+    run->user_stop = hooks ? hooks->stop : NULL;
+    run->sysmon.tick = hooks ? hooks->tick : NULL;
+    run->sysmon.watch = watch;
+    run->sysmon.watch_user = run;
+    run->sysmon.tick_user = hooks ? hooks->user : NULL;
+    run->sysmon.own_bytes = own_bytes;
+    run->sysmon.own_user = run;
+    if (pb_runner_trace_setup(run, hooks ? hooks->trace : NULL) != PB_OK)
+        pb_point_warn(point, "run.trace: out of memory for the trace buffers; no trace");
+    warn_point_setup(spec, ds, point);
+    pb_affinity_bind(run->affinity, 0); /* the training loop: this thread */
+    if (spec->profile.level == PB_PROFILE_COMPREHENSIVE)
+        pb_perf_note(point);
+    *self = run;
+    return PB_OK;
 }
 
 /* A run whose loader thread was left stuck in a stage: kept, never freed,
  * since the thread may still use it until the process ends. */
-static struct pb_point_run *abandoned_run;
+static struct run *abandoned_run;
 
-void pb_point_close(struct pb_point_run *pr)
+static void runner_close(void *self)
 {
-    if (!pr)
+    struct run *run = self;
+    if (!run)
         return;
-    if (pr->engine) {
-        pb_engine_close(pr->engine);
-        free(pr);
-        return;
-    }
-    if (pr->run.abandoned) {
-        abandoned_run = pr;
+    if (run->abandoned) {
+        abandoned_run = run;
         return;
     }
-    if (pr->run.affinity) {
-        pb_affinity_thread_end(pr->run.affinity, 0);
-        json_decref(pr->run.point->affinity);
-        pr->run.point->affinity = pb_affinity_to_json(pr->run.affinity);
+    if (run->affinity) {
+        pb_affinity_thread_end(run->affinity, 0);
+        json_decref(run->point->affinity);
+        run->point->affinity = pb_affinity_to_json(run->affinity);
     }
-    pb_runner_free(&pr->run);
-    free(pr);
+    pb_runner_free(run);
+    free(run);
 }
 
-int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
-                 const struct pb_run_hooks *hooks, struct pb_point_result *point, char *msg,
-                 size_t msglen)
-{
-    struct pb_point_run *pr;
-    int rc = pb_point_open(spec, ds, hooks, point, &pr, msg, msglen);
-    if (rc != PB_OK)
-        return rc;
-    for (int r = 0; r < (int)spec->run.repeats && rc == PB_OK; r++)
-        rc = pb_point_repeat(pr, r, false, NULL, msg, msglen);
-    if (point->repeat_count > 0)
-        pb_point_summarize(point);
-    pb_point_close(pr);
-    return rc;
-}
+const struct pb_engine_ops pb_runner_ops = {
+    .waits_here = true,
+    .open = runner_open,
+    .open_round = runner_open_round,
+    .next = runner_next,
+    .step = runner_step,
+    .release = runner_release,
+    .measuring = runner_measuring,
+    .cpu = runner_cpu,
+    .close_round = runner_close_round,
+    .finish = runner_finish,
+    .workers = runner_workers,
+    .tick_processes = runner_tick_processes,
+    .first_error = runner_first_error,
+    .close = runner_close,
+};

@@ -13,46 +13,18 @@
  * batch pool and ready queue (bench/run/queue.h), per-thread stage measurements
  * merged into stage rows (bench/run/stagestats.h), the stopping rule
  * (bench/run/stoprule.h), the system sampler (bench/run/sysmon.h) and the device
- * side's accounting (bench/run/gpu_acc.h). runner.c holds the hot path
- * (build_batch), the worker threads, set-up and the repeat's steps. */
+ * side's accounting (bench/run/gpu_acc.h). runner.c holds the round's
+ * steps as the engine's ops (waiting for a batch, the loop's step on it,
+ * the watchdog, joining the workers); worker.c the hot path (build_batch)
+ * and the worker threads; runner_setup.c the set-up. The loop over the
+ * ops, the measured part and its totals are bench/run/repeat.c's. */
 #ifndef PB_RUNNER_H
 #define PB_RUNNER_H
 
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdbool.h>
+#include "bench/run/engine_ops.h"
 
-#include "bench/config/config.h"
-#include "bench/result/result.h"
-#include "bench/run/hooks.h"
-#include "bench/run/stoprule.h"
-#include "pipelines/dataset.h"
-
-/* Runs spec over ds for run.repeats rounds and fills point (repeats and
- * summary; point->axes is left to the caller).
- * Returns PB_OK, PB_ERR_INTERRUPTED (partial results kept in point), or an
- * error with msg (PB_ERR_DATA under on_error: fail, naming the file;
- * PB_ERR_STALLED naming the stuck stage and its sample; the repeats
- * measured before it are kept in point, the one cut short marked
- * interrupted). The measured part never outlasts run.max_time_s by more
- * than the sampler's period, however long the loop waits for a batch. */
-int pb_run_point(const struct pb_spec *spec, const struct pb_dataset *ds,
-                 const struct pb_run_hooks *hooks, struct pb_point_result *point, char *msg,
-                 size_t msglen);
-
-/* The same in steps, so a sweep can interleave rounds across points: open
- * sets up workers' stages and the batch pool for spec (allocating
- * point->repeats for run.repeats the first time), each pb_point_repeat runs
- * one round and appends it to point->repeats (with measure_overhead, also
- * a paired round with stage timing flipped, writing the throughput lost to
- * timing in % into *overhead_pct), close frees it all. The caller calls
- * pb_point_summarize when the point's rounds are done. */
-struct pb_point_run;
-int pb_point_open(const struct pb_spec *spec, const struct pb_dataset *ds,
-                  const struct pb_run_hooks *hooks, struct pb_point_result *point,
-                  struct pb_point_run **run, char *msg, size_t msglen);
-int pb_point_repeat(struct pb_point_run *run, int repeat, bool measure_overhead,
-                    double *overhead_pct, char *msg, size_t msglen);
-void pb_point_close(struct pb_point_run *run);
+/* The ops of pbench's own engine (bench/run/engine_ops.h): its row is
+ * pb_engine_pbench_row; the one loop (bench/run/repeat.h) drives them. */
+extern const struct pb_engine_ops pb_runner_ops;
 
 #endif

@@ -52,7 +52,6 @@ void pb_runner_free(struct run *run)
     pb_gpu_acc_free(&run->gpu_acc);
     pb_slots_free(run->slots, run->slot_count);
     pb_sysmon_free(&run->sysmon);
-    pb_stoprule_free(&run->rule);
     pb_affinity_close(run->affinity);
     run->affinity = NULL;
     pthread_mutex_destroy(&run->error_lock);
@@ -228,7 +227,7 @@ int pb_runner_setup(struct run *run, const struct pb_spec *spec, const struct pb
         rc = pb_affinity_open(&run->affinity, spec->loader.affinity, run->workers, msg, msglen);
     if (rc != PB_OK)
         return rc;
-    if (pb_sysmon_init(&run->sysmon) != PB_OK || pb_stoprule_init(&run->rule, &spec->run) != PB_OK)
+    if (pb_sysmon_init(&run->sysmon) != PB_OK)
         return PB_ERR_NOMEM;
     return PB_OK;
 }

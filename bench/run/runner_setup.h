@@ -1,5 +1,5 @@
-/* The runner's private state, shared by runner.c (one repeat, the
- * consumer loop and the watchdog), worker.c (the loader threads' hot
+/* The runner's private state, shared by runner.c (a round's ops: the
+ * wait for a batch, the loop's step, the watchdog), worker.c (the loader threads' hot
  * path) and runner_setup.c (set-up and tear-down of a point, the buffers
  * that grow). Nothing else includes this, and it does not include
  * runner.h: runner.c sits on top of it. */
@@ -29,7 +29,7 @@
 #include "pipelines/dataset.h"
 
 struct run;
-struct pb_run_hooks; /* bench/run/runner.h */
+struct pb_run_hooks; /* bench/run/hooks.h */
 
 struct worker {
     struct run *run;
@@ -105,7 +105,7 @@ struct run {
     const struct pb_run_hooks *hooks;
     int repeat; /* the repeat being run (0-based) */
     struct pb_sysmon sysmon;
-    struct pb_stoprule rule;
+    uint64_t next_seq; /* the batch the loop waits for next */
     double mhz_start;             /* CPU clock when the repeat began */
     struct pb_affinity *affinity; /* loader.affinity's plan; NULL for none */
     /* The training loop's trace buffer, as the workers' above, and the
@@ -125,21 +125,6 @@ struct run {
 /* Gives the run's threads their buffers in trace (hooks' trace, when the
  * spec asks for one); PB_OK, or PB_ERR_NOMEM. */
 int pb_runner_trace_setup(struct run *run, struct pb_trace *trace);
-
-/* What the consumer measured in a repeat's measured part. */
-struct consumed {
-    bool measuring;
-    bool interrupted;
-    bool group_stopped; /* the decider of a multi-rank run ended it */
-    uint64_t t_start, t_end, cpu_start, cpu_end;
-    uint64_t t_cpu_end; /* when cpu_end was read: CPU is over [t_start, t_cpu_end] */
-    uint64_t loader_cpu_start, loader_cpu_end;
-    uint64_t samples, batches, bytes_read, errors;
-    uint64_t wait_total, step_total;
-    uint64_t step_wall_total, stages_total, first_batch_ns;
-    uint64_t step_ns; /* run.step_ms */
-    size_t records_cap;
-};
 
 static inline int nworkers(const struct run *run)
 {

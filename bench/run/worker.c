@@ -2,8 +2,8 @@
  * chain into pooled slots (the hot path: no allocation, lock or
  * formatting unless a sample fails), publishes which stage and sample it
  * is in for the watchdog, and names that stage if the process crashes in
- * it. The consumer side, repeats and the point are runner.c's; the shared
- * state is runner_setup.h. */
+ * it. The consumer side is runner.c's, the repeat and the point
+ * bench/run/repeat.c's; the shared state is runner_setup.h. */
 #include "bench/run/runner_setup.h"
 
 #include <signal.h>

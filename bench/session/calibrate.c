@@ -9,7 +9,7 @@
 
 #include "bench/analyze/analysis.h"
 #include "bench/base/pb.h"
-#include "bench/run/runner.h"
+#include "bench/run/repeat.h"
 #include "bench/sys/h2d_bandwidth.h"
 #include "bench/sys/refspeed.h"
 

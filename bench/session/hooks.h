@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "bench/run/runner.h"
+#include "bench/run/hooks.h"
 
 struct pb_session_opts {
     const char *config_path;
@@ -64,7 +64,7 @@ struct pb_session_hooks {
     /* A round of one point starts (both 1-based); label names its axes,
      * "workers=2 batch_size=32", or "" without a sweep. */
     void (*round)(void *user, int point, int round, const char *label);
-    /* Passed to the runner as they are (see bench/run/runner.h). */
+    /* Passed to the runner as they are (see bench/run/hooks.h). */
     pb_progress_fn progress;
     void (*tick)(void *user, double samples_per_s, double stall_pct);
     volatile sig_atomic_t *stop;

@@ -6,7 +6,7 @@
  * - every repeat starts with a barrier (pb_ranks_repeat_begin) and ends
  *   together: rank 0's stopping rule decides and a helper thread per rank
  *   broadcasts the decision, which the runner reads through
- *   struct pb_run_group (bench/run/runner.h) with one atomic load per batch;
+ *   struct pb_run_group (bench/run/hooks.h) with one atomic load per batch;
  * - pb_ranks_repeat_end gathers every rank's repeat onto rank 0, which
  *   turns its own repeat into the aggregate (samples/s summed, stall the
  *   mean, stage histograms merged by addition) and agrees with all ranks
@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "bench/result/result.h"
-#include "bench/run/runner.h"
+#include "bench/run/hooks.h"
 #include "pipelines/dataset.h"
 
 /* Sets the dataset's shard to rank/size under a job of two or more ranks;

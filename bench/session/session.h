@@ -21,7 +21,7 @@
 #include "bench/analyze/analysis.h"
 #include "bench/analyze/compare.h"
 #include "bench/result/result.h"
-#include "bench/run/runner.h"
+#include "bench/run/hooks.h"
 #include "bench/session/hooks.h"
 
 /* What a session leaves besides its result. */
