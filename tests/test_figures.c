@@ -2,8 +2,8 @@
  * rows: CPU per sample over the samples through the pipeline (collate's
  * batches spread), sub-stages and device rows aside, the process's CPU
  * when there are no stage CPU times, CPU shares that add up, a point's
- * figure as the median of its repeats' and the cores it takes, and the
- * repeats' stall beside the point's. */
+ * figure as the median of its repeats' and the cores it takes, a wrapped
+ * job's worker rows, and the repeats' stall beside the point's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,6 +119,25 @@ static void test_point_figure_is_the_repeats_median(void **state)
     assert_true(pb_cpu_ns_per_sample(3000, 4) == 750);
 }
 
+/* A wrapped job's worker row: the relay sends the thread CPU of the
+ * samples it built and their count, pbench divides (3 ms over 40 samples:
+ * 75 µs); untimed samples (cpu_ns null) have none; a result from before
+ * keeps the figure it holds. */
+static void test_worker_cpu_per_sample(void **state)
+{
+    (void)state;
+    json_t *w = json_pack("{s i s i s i}", "worker", 0, "samples", 40, "cpu_ns", 3000000);
+    assert_true(pb_worker_cpu_ns_per_sample(w) == 75000);
+    json_object_set_new(w, "cpu_ns", json_null());
+    assert_true(isnan(pb_worker_cpu_ns_per_sample(w)));
+    json_object_set_new(w, "cpu_ns", json_integer(0));
+    assert_true(isnan(pb_worker_cpu_ns_per_sample(w)));
+    json_decref(w);
+    w = json_pack("{s i s f}", "samples", 40, "cpu_ns_per_sample", 1234.0);
+    assert_true(pb_worker_cpu_ns_per_sample(w) == 1234);
+    json_decref(w);
+}
+
 /* The point's stall is a ratio of sums; the repeats' median and range
  * are there to show beside it, from the finished repeats only. */
 static void test_stall_of_the_repeats(void **state)
@@ -140,6 +159,7 @@ int main(void)
         cmocka_unit_test(test_cpu_per_sample_spreads_collate),
         cmocka_unit_test(test_cpu_per_sample_falls_back_to_the_process),
         cmocka_unit_test(test_point_figure_is_the_repeats_median),
+        cmocka_unit_test(test_worker_cpu_per_sample),
         cmocka_unit_test(test_stall_of_the_repeats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,6 +27,21 @@ double pb_cpu_ns_per_sample(uint64_t cpu_ns, uint64_t samples)
     return cpu_ns > 0 && samples > 0 ? (double)cpu_ns / (double)samples : NAN;
 }
 
+double pb_worker_cpu_ns_per_sample(const json_t *worker)
+{
+    const json_t *cpu = json_object_get(worker, "cpu_ns");
+    const json_t *samples = json_object_get(worker, "samples");
+    if (!cpu) { /* a result from before pbench divided it */
+        const json_t *old = json_object_get(worker, "cpu_ns_per_sample");
+        return json_is_number(old) ? json_number_value(old) : NAN;
+    }
+    if (!json_is_integer(cpu) || !json_is_integer(samples) || json_integer_value(cpu) < 0 ||
+        json_integer_value(samples) < 0)
+        return NAN;
+    return pb_cpu_ns_per_sample((uint64_t)json_integer_value(cpu),
+                                (uint64_t)json_integer_value(samples));
+}
+
 double pb_stage_cpu_ns_per_sample(const struct pb_stage_result *stages, size_t count,
                                   const struct pb_stage_result *stage)
 {

@@ -36,6 +36,12 @@ bool pb_stage_is_cpu(const struct pb_stage_result *stage);
  * (none measured is not zero). Every CPU per sample is this division. */
 double pb_cpu_ns_per_sample(uint64_t cpu_ns, uint64_t samples);
 
+/* A wrapped job's worker row (its job frame's "workers", as the relay
+ * sends it): the thread CPU of the samples it built (cpu_ns) over those
+ * samples, ns, by pb_cpu_ns_per_sample; NAN where they were not timed.
+ * Results from before the relay sent cpu_ns hold its cpu_ns_per_sample. */
+double pb_worker_cpu_ns_per_sample(const json_t *worker);
+
 /* A stage's thread CPU time per sample, ns, over the samples through the
  * pipeline of the rows it belongs to (stages, count: a point's or a
  * repeat's); NAN for a device row or a stage without CPU time. A
