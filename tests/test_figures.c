@@ -85,7 +85,8 @@ static void test_cpu_per_sample_falls_back_to_the_process(void **state)
 static void test_point_figure_is_the_repeats_median(void **state)
 {
     (void)state;
-    static const uint64_t samples[4] = {40, 40, 120, 8}, collate_ns[4] = {1000, 2000, 4000, 1000000};
+    static const uint64_t samples[4] = {40, 40, 120, 8};
+    static const uint64_t collate_ns[4] = {1000, 2000, 4000, 1000000};
     struct pb_stage_result st[4][2];
     struct pb_repeat_result reps[4];
     memset(reps, 0, sizeof reps);
