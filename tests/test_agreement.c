@@ -1,11 +1,18 @@
 /* One result rendered in every format (table, markdown, CSV, TSV, JSON,
- * HTML): a figure with one name is the same number in all of them. The
- * result is made by hand so that its right answers are known: three
- * stages (read, decode, collate) whose thread CPU time per sample is 2, 10
- * and 1 µs once collate's per-batch cost is spread over its 8 samples, 72
- * samples through the pipeline (64 delivered, a batch still in flight),
- * and a process CPU that says something else (the loop's own time), so a
- * format that divides by the wrong count or reads the wrong CPU shows. */
+ * HTML, Prometheus), compared, analyzed and kept in history (its CSV,
+ * TSV, JSON and Prometheus forms): a figure with one name is the same
+ * number in all of them, and that number is the known answer. The result
+ * is made by hand so that its right answers are known: three stages
+ * (read, decode, collate) whose thread CPU time per sample is 2 and 10 µs,
+ * and collate's per-batch cost spread over its 8 samples 1, 1.5 and 2.5 µs
+ * in the three repeats (a point's figure is the repeats' median, 1.5 µs;
+ * their pooled rows would read 1.67 µs, the CSV's old figure against
+ * compare's), 72 samples through the pipeline (64 delivered, a batch still
+ * in flight), and a process CPU that says something else (the loop's own
+ * time), so a format that divides by the wrong count, reads the wrong CPU
+ * or aggregates the repeats otherwise shows. Stall has two figures, each
+ * with its known answer: the point's total wait over total wall, and the
+ * repeats' median beside it (compare's). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,9 +27,14 @@
 
 #include "bench/analyze/analysis.h"
 #include "bench/analyze/compare.h"
+#include "bench/analyze/history.h"
+#include "bench/analyze/verdict.h"
 #include "bench/base/pb.h"
 #include "bench/report/compare_text.h"
 #include "bench/report/format.h"
+#include "bench/report/history_report.h"
+#include "bench/report/live.h"
+#include "bench/report/report_csv.h"
 #include "bench/result/metrics.h"
 #include "tests/testutil.h"
 
@@ -33,11 +45,24 @@
 #define IN_FLIGHT 8  /* a batch built when measuring stopped */
 
 static const char *const stage_names[STAGES] = {"read", "decode", "collate"};
-/* Thread CPU per item each stage handled: a sample, or for collate a batch. */
-static const uint64_t stage_cpu_per_item_ns[STAGES] = {2000, 10000, 8000};
-/* The right answers: per sample through the pipeline, collate spread. */
-static const double stage_cpu_per_sample_ns[STAGES] = {2000, 10000, 1000};
-static const double cpu_per_sample_ns = 13000;
+/* Thread CPU per item each stage handled: a sample, or for collate a batch,
+ * whose cost differs between the repeats. */
+static const uint64_t stage_cpu_per_item_ns[STAGES] = {2000, 10000, 0};
+static const uint64_t collate_per_batch_ns[REPEATS] = {8000, 12000, 20000};
+/* The right answers: per sample through the pipeline, collate spread, each
+ * the median of the repeats' (collate 1, 1.5, 2.5 µs: pooled 1.67 µs). */
+static const double stage_cpu_per_sample_ns[STAGES] = {2000, 10000, 1500};
+static const double repeat_collate_ns[REPEATS] = {1000, 1500, 2500};
+static const double cpu_per_sample_ns = 13500; /* of 13, 13.5 and 14.5 µs */
+/* The repeats' walls are 0.5, 0.6 and 0.7 s: samples/s is the median of
+ * 128, 106.7 and 91.4; stall (20, 30, 40 %), accelerator utilization (70,
+ * 60, 50 %) and worker CPU (60, 61, 62 %) are totals over the repeats,
+ * each repeat's share weighted by its wall. */
+#define SAMPLES_PER_S (DELIVERED / 0.6)
+#define STALL_TOTAL_PCT (56.0 / 1.8)
+#define STALL_MEDIAN_PCT 30.0
+#define ACCEL_PCT (106.0 / 1.8)
+#define WORKER_CPU_PCT (110.0 / 1.8)
 
 static void fill_repeat(struct pb_repeat_result *rep, size_t k)
 {
@@ -66,12 +91,14 @@ static void fill_repeat(struct pb_repeat_result *rep, size_t k)
     assert_non_null(rep->stages);
     for (size_t s = 0; s < STAGES; s++) {
         struct pb_stage_result *st = &rep->stages[s];
-        uint64_t items = strcmp(stage_names[s], "collate") == 0 ? through / BATCH : through;
+        bool collate = strcmp(stage_names[s], "collate") == 0;
+        uint64_t items = collate ? through / BATCH : through;
+        uint64_t per_item = collate ? collate_per_batch_ns[k] : stage_cpu_per_item_ns[s];
         snprintf(st->name, sizeof(st->name), "%s", stage_names[s]);
         pb_hist_init(&st->hist);
         for (uint64_t i = 0; i < items; i++)
-            pb_hist_add(&st->hist, stage_cpu_per_item_ns[s] + 500);
-        st->cpu_ns = items * stage_cpu_per_item_ns[s];
+            pb_hist_add(&st->hist, per_item + 500);
+        st->cpu_ns = items * per_item;
         st->share_pct = 100.0 / STAGES;
     }
 }
@@ -256,6 +283,87 @@ static double html_cell(const char *html, const char *column, const char *row, b
     return v;
 }
 
+/* Hides sep inside a CSV line's quoted cells (history's machine names
+ * one with commas), so that split cuts at the cells' own. */
+static void hide_quoted(char *line, char sep)
+{
+    bool quoted = false;
+    for (; *line; line++) {
+        quoted = *line == '"' ? !quoted : quoted;
+        if (quoted && *line == sep)
+            *line = '\x1f';
+    }
+}
+
+/* In a CSV or TSV text, the column's value on data row row (0: the
+ * first after the header); NAN when missing or empty. */
+static double csv_row_cell(const char *text, char sep, const char *column, size_t row)
+{
+    char *copy = strdup(text), *save = NULL, *cells[96], *header[96];
+    hide_quoted(copy, sep);
+    char *line = strtok_r(copy, "\n", &save);
+    size_t n = split(line, sep, header, 96);
+    int col = -1;
+    for (size_t c = 0; c < n; c++)
+        col = strcmp(header[c], column) == 0 ? (int)c : col;
+    double v = NAN;
+    for (size_t r = 0; col >= 0 && (line = strtok_r(NULL, "\n", &save)) != NULL; r++) {
+        size_t k = split(line, sep, cells, 96);
+        if (r == row) {
+            v = k > (size_t)col ? number_in(cells[col], false) : NAN;
+            break;
+        }
+    }
+    free(copy);
+    return v;
+}
+
+/* In Prometheus text, the value of family's sample (its own, not a
+ * rank's), with stage="stage" among its labels where stage is not NULL;
+ * NAN when there is none. */
+static double prom_value(const char *text, const char *family, const char *stage)
+{
+    char want[96];
+    snprintf(want, sizeof want, "stage=\"%s\"", stage ? stage : "");
+    size_t len = strlen(family);
+    for (const char *line = text; line && *line; line = strchr(line, '\n'), line += !!line) {
+        const char *end = strchr(line, '\n') ? strchr(line, '\n') : line + strlen(line);
+        const char *close = strstr(line, "} ");
+        if (strncmp(line, family, len) != 0 || line[len] != '{' || !close || close > end)
+            continue;
+        char labels[1024];
+        snprintf(labels, sizeof labels, "%.*s", (int)(close - line), line);
+        if (strstr(labels, "rank=\"") || (stage && !strstr(labels, want)))
+            continue;
+        return strtod(close + 2, NULL);
+    }
+    return NAN;
+}
+
+/* In pbench compare's table, the base side of metric's row: the cell
+ * after the one that names it; NAN when no row does. */
+static double compare_cell(const char *text, const char *metric, bool as_ns)
+{
+    char *copy = strdup(text), *save = NULL, *cells[32];
+    double v = NAN;
+    for (char *line = strtok_r(copy, "\n", &save); line && isnan(v);
+         line = strtok_r(NULL, "\n", &save)) {
+        size_t n = split(line, 0, cells, 32);
+        for (size_t c = 0; c + 1 < n && isnan(v); c++)
+            if (strcmp(cells[c], metric) == 0)
+                v = number_in(cells[c + 1], as_ns);
+    }
+    free(copy);
+    return v;
+}
+
+/* The number after the first lead in text; NAN when there is none. */
+static double number_after(const char *text, const char *lead)
+{
+    const char *at = text ? strstr(text, lead) : NULL;
+    return at ? number_in(at + strlen(lead), false) : NAN;
+}
+
 /* ------------------------------------------------------------ checking */
 
 struct agreement {
@@ -270,9 +378,9 @@ static void check(struct agreement *ag, const char *figure, const char *format, 
     if (!isnan(shown) && fabs(shown - value) <= tolerance)
         return;
     if (isnan(shown))
-        fprintf(stderr, "  %-34s %-9s not shown (the figure is %.6g)\n", figure, format, value);
+        fprintf(stderr, "  %-34s %-12s not shown (the figure is %.6g)\n", figure, format, value);
     else
-        fprintf(stderr, "  %-34s %-9s shows %.6g, the figure is %.6g\n", figure, format, shown,
+        fprintf(stderr, "  %-34s %-12s shows %.6g, the figure is %.6g\n", figure, format, shown,
                 value);
     ag->failures++;
 }
@@ -294,6 +402,9 @@ static void check_cpu_per_sample(struct agreement *ag, char *const texts[PB_FORM
     json_t *jv = json_object_get(p, "cpu_ns_per_sample");
     check(ag, fig, "json", json_is_number(jv) ? json_number_value(jv) : NAN, v, rel);
     check(ag, fig, "html", html_cell(texts[PB_FORMAT_HTML], fig, "run", true), v, rel);
+    check(ag, fig, "prometheus",
+          1e9 * prom_value(texts[PB_FORMAT_PROMETHEUS], "pbench_cpu_seconds_per_sample", NULL), v,
+          rel);
     for (size_t s = 0; s < STAGES; s++) {
         char name[80];
         const char *st = stage_names[s];
@@ -312,14 +423,38 @@ static void check_cpu_per_sample(struct agreement *ag, char *const texts[PB_FORM
         jv = json_object_get(row, "cpu_ns_per_sample");
         check(ag, name, "json", json_is_number(jv) ? json_number_value(jv) : NAN, v, rel);
         check(ag, name, "html", html_cell(texts[PB_FORMAT_HTML], fig, st, true), v, rel);
+        check(ag, name, "prometheus",
+              1e9 * prom_value(texts[PB_FORMAT_PROMETHEUS], "pbench_stage_cpu_seconds_per_sample",
+                               st),
+              v, rel);
     }
+}
+
+/* The repeats' own rows (--rows repeats): each repeat's collate, 1, 1.5
+ * and 2.5 µs a sample, the values the point's figure is the median of. */
+static void check_repeat_rows(struct agreement *ag, const struct pb_result *r)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    assert_non_null(out);
+    pb_report_csv_repeats(out, r, NULL);
+    fclose(out);
+    for (size_t k = 0; k < REPEATS; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "collate of repeat %zu", k);
+        check(ag, name, "csv rows",
+              1e3 * csv_row_cell(text, ',', "collate.cpu_us_per_sample", k), repeat_collate_ns[k],
+              1e-6);
+    }
+    free(text);
 }
 
 /* A point figure with a CSV column, a JSON key, a table row and an HTML
  * column; the table's first number is it. */
 struct point_figure {
     const char *name, *key, *table_row, *html_column;
-    double tolerance;
+    double known, tolerance;
 };
 
 /* A wrapped job's step share, where its table shows accelerator
@@ -336,15 +471,18 @@ static void check_point_figures(struct agreement *ag, char *const texts[PB_FORMA
                                 json_t *json, bool wrapped)
 {
     static const struct point_figure figures[] = {
-        {"samples/s", "samples_per_s", "samples/s", "samples/s", 0.05},
-        {"stall %", "stall_pct", "stall", "stall %", 0.05},
-        {"accelerator utilization %", "accel_util_pct", "accelerator", "accel. util. %", 0.05},
-        {"worker CPU %", "worker_cpu_pct", "worker CPU", "worker CPU %", 0.5},
+        {"samples/s", "samples_per_s", "samples/s", "samples/s", SAMPLES_PER_S, 0.05},
+        {"stall %", "stall_pct", "stall", "stall %", STALL_TOTAL_PCT, 0.05},
+        {"accelerator utilization %", "accel_util_pct", "accelerator", "accel. util. %",
+         ACCEL_PCT, 0.05},
+        {"worker CPU %", "worker_cpu_pct", "worker CPU", "worker CPU %", WORKER_CPU_PCT, 0.5},
     };
     json_t *p = json_array_get(json_object_get(json, "points"), 0);
     for (size_t f = 0; f < sizeof figures / sizeof figures[0]; f++) {
         const struct point_figure *fg = &figures[f];
-        double v = json_number_value(json_object_get(p, fg->key));
+        double v = fg->known;
+        const json_t *jv = json_object_get(p, fg->key);
+        check(ag, fg->name, "json", json_is_number(jv) ? json_number_value(jv) : NAN, v, 1e-6);
         bool step = wrapped && strcmp(fg->key, "accel_util_pct") == 0;
         check(ag, fg->name, "table",
               step ? step_share(texts[PB_FORMAT_TABLE])
@@ -359,10 +497,23 @@ static void check_point_figures(struct agreement *ag, char *const texts[PB_FORMA
         check(ag, fg->name, "html", html_cell(texts[PB_FORMAT_HTML], fg->html_column, "run", false),
               v, fg->tolerance);
     }
+    const char *prom = texts[PB_FORMAT_PROMETHEUS];
+    check(ag, "samples/s", "prometheus", prom_value(prom, "pbench_samples_per_second", NULL),
+          SAMPLES_PER_S, 1e-6);
+    check(ag, "stall %", "prometheus", 100 * prom_value(prom, "pbench_stall_ratio", NULL),
+          STALL_TOTAL_PCT, 1e-6);
+    /* The repeats' median stall, beside the total in the tables. */
+    static const char lead[] = "per repeat median ";
+    check(ag, "stall %, the repeats' median", "table", number_after(texts[PB_FORMAT_TABLE], lead),
+          STALL_MEDIAN_PCT, 0.05);
+    check(ag, "stall %, the repeats' median", "markdown",
+          number_after(texts[PB_FORMAT_MARKDOWN], lead), STALL_MEDIAN_PCT, 0.05);
 }
 
-/* Compare's figures (medians over the repeats, which agree here) are the
- * same numbers: the pipeline's and each stage's CPU per sample. */
+/* Compare's figures (each side's median over its repeats) are the same
+ * numbers: the pipeline's and each stage's CPU per sample, collate's
+ * included, and samples/s; its stall is the repeats' median, the figure
+ * the tables show beside the total. */
 static void check_compare(struct agreement *ag, const struct pb_result *r)
 {
     struct pb_comparison cmp;
@@ -373,6 +524,10 @@ static void check_compare(struct agreement *ag, const struct pb_result *r)
         const struct pb_metric_cmp *mc = &cmp.points[0].metrics[m];
         if (strcmp(mc->name, "cpu_ns_per_sample") == 0 && ++found)
             check(ag, "CPU per sample", "compare", mc->base, cpu_per_sample_ns, 1e-6);
+        if (strcmp(mc->name, "samples_per_s") == 0 && ++found)
+            check(ag, "samples/s", "compare", mc->base, SAMPLES_PER_S, 1e-6);
+        if (strcmp(mc->name, "stall_pct") == 0 && ++found)
+            check(ag, "stall %, the repeats' median", "compare", mc->base, STALL_MEDIAN_PCT, 1e-6);
         for (size_t s = 0; s < STAGES; s++) {
             char name[96];
             snprintf(name, sizeof name, "cpu_ns_per_sample.%s", stage_names[s]);
@@ -380,8 +535,112 @@ static void check_compare(struct agreement *ag, const struct pb_result *r)
                 check(ag, name, "compare", mc->base, stage_cpu_per_sample_ns[s], 1e-6);
         }
     }
-    assert_int_equal(found, 1 + STAGES);
+    assert_int_equal(found, 3 + STAGES);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    assert_non_null(out);
+    pb_comparison_table(out, &cmp, "a.json", "b.json");
+    fclose(out);
+    check(ag, "CPU per sample", "compare text", compare_cell(text, "cpu_ns_per_sample", true),
+          cpu_per_sample_ns, cpu_per_sample_ns * 0.006);
+    check(ag, "samples/s", "compare text", compare_cell(text, "samples_per_s", false),
+          SAMPLES_PER_S, 0.05);
+    check(ag, "stall %, the repeats' median", "compare text",
+          compare_cell(text, "stall_pct", false), STALL_MEDIAN_PCT, 0.05);
+    for (size_t s = 0; s < STAGES; s++) {
+        char name[96];
+        snprintf(name, sizeof name, "cpu_ns_per_sample.%s", stage_names[s]);
+        check(ag, name, "compare text", compare_cell(text, name, true), stage_cpu_per_sample_ns[s],
+              stage_cpu_per_sample_ns[s] * 0.006);
+    }
+    free(text);
     pb_comparison_free(&cmp);
+}
+
+/* The capacity line turns the same CPU per sample into cores: a 5 ms step
+ * at batch 8 needs 1600 samples/s, at 13.5 µs a sample. */
+static void check_capacity(struct agreement *ag, const struct pb_result *r)
+{
+    struct pb_analysis an;
+    assert_int_equal(pb_analyze(r, &an), PB_OK);
+    check(ag, "CPU per sample", "capacity", 1e3 * number_after(an.capacity, "samples/s; at "),
+          cpu_per_sample_ns, cpu_per_sample_ns * 0.006);
+    check(ag, "samples/s needed", "capacity", number_after(an.capacity, "needs "), 1600, 1e-6);
+    pb_analysis_free(&an);
+}
+
+/* A history form of h (pb_history_csv, _tsv, _json, pb_live_history) as
+ * a new string. Not inlined, as render. */
+static __attribute__((noinline)) char *history_text(const struct pb_history *h,
+                                                    void (*form)(FILE *,
+                                                                 const struct pb_history *))
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    assert_non_null(out);
+    form(out, h);
+    fclose(out);
+    return text;
+}
+
+/* One metric history keeps, read back from the database at db: its run's
+ * value, and the same in history's CSV, TSV, JSON and Prometheus forms
+ * (family in base units: scale turns it into the metric's). */
+static void check_history_metric(struct agreement *ag, const char *db, const char *metric,
+                                 const char *family, const char *stage, double scale, double v,
+                                 double tolerance)
+{
+    struct pb_history h;
+    char msg[PB_MSG_MAX];
+    if (pb_history_load(db, "agree", metric, 5, &h, msg, sizeof msg) != PB_OK)
+        fail_msg("history of %s: %s", metric, msg);
+    assert_int_equal(h.series_count, 1);
+    const struct pb_history_series *s = &h.series[0];
+    check(ag, metric, "history", s->run_count ? s->runs[s->run_count - 1].value : NAN, v,
+          tolerance);
+    char *csv = history_text(&h, pb_history_csv), *tsv = history_text(&h, pb_history_tsv);
+    check(ag, metric, "hist. csv", csv_row_cell(csv, ',', "value", 0), v, tolerance);
+    check(ag, metric, "hist. tsv", csv_row_cell(tsv, '\t', "value", 0), v, tolerance);
+    char *text = history_text(&h, pb_history_json);
+    json_t *json = json_loads(text, 0, NULL);
+    json_t *run = json_array_get(
+        json_object_get(json_array_get(json_object_get(json, "series"), 0), "runs"), 0);
+    json_t *jv = json_object_get(run, "value");
+    check(ag, metric, "hist. json", json_is_number(jv) ? json_number_value(jv) : NAN, v,
+          tolerance);
+    char *prom = history_text(&h, pb_live_history);
+    check(ag, metric, "hist. prom", prom_value(prom, family, stage) / scale, v, tolerance);
+    json_decref(json);
+    free(text);
+    free(prom);
+    free(csv);
+    free(tsv);
+    pb_history_free(&h);
+}
+
+/* history add keeps the figures every format shows: samples/s, the
+ * stall's total, and the pipeline's and each stage's CPU per sample. */
+static void check_history(struct agreement *ag, const struct pb_result *r)
+{
+    char dir[] = "/tmp/pbench-agree-XXXXXX", db[64], msg[PB_MSG_MAX];
+    assert_non_null(mkdtemp(dir));
+    snprintf(db, sizeof db, "%s/h.db", dir);
+    assert_int_equal(pb_history_add(db, r, "r1", "agree", msg, sizeof msg), PB_OK);
+    check_history_metric(ag, db, "samples_per_s", "pbench_samples_per_second", NULL, 1,
+                         SAMPLES_PER_S, 1e-6);
+    check_history_metric(ag, db, "stall_pct", "pbench_stall_ratio", NULL, 0.01, STALL_TOTAL_PCT,
+                         1e-6);
+    check_history_metric(ag, db, "cpu_ns_per_sample", "pbench_cpu_seconds_per_sample", NULL, 1e-9,
+                         cpu_per_sample_ns, 1e-3);
+    for (size_t s = 0; s < STAGES; s++) {
+        char metric[96];
+        snprintf(metric, sizeof metric, PB_STAGE_CPU_PREFIX "%s", stage_names[s]);
+        check_history_metric(ag, db, metric, "pbench_stage_cpu_seconds_per_sample",
+                             stage_names[s], 1e-9, stage_cpu_per_sample_ns[s], 1e-3);
+    }
+    pb_test_tmpdir_remove(dir);
 }
 
 /* Every format of r agrees with the known answers, and with compare. */
@@ -439,17 +698,20 @@ static void agree(struct pb_result *r_in)
     /* The figure compare and history read is the one every format shows. */
     const struct pb_metric *cpu = pb_metric_find("cpu_ns_per_sample");
     assert_non_null(cpu);
-    assert_true(fabs(cpu->of_point(&r.points[0]) - cpu_per_sample_ns) < 1e-6);
+    struct agreement ag = {0};
+    check(&ag, "CPU per sample", "metrics", cpu->of_point(&r.points[0]), cpu_per_sample_ns, 1e-6);
     char *texts[PB_FORMAT_COUNT];
     for (int f = 0; f < PB_FORMAT_COUNT; f++)
         texts[f] = render(&r, (enum pb_format)f);
     json_error_t err;
     json_t *json = json_loads(texts[PB_FORMAT_JSON], 0, &err);
     assert_non_null(json);
-    struct agreement ag = {0};
     check_cpu_per_sample(&ag, texts, json);
     check_point_figures(&ag, texts, json, pb_point_wrapped(&r, 0));
     check_compare(&ag, &r);
+    check_repeat_rows(&ag, &r);
+    check_capacity(&ag, &r);
+    check_history(&ag, &r);
     if (ag.failures)
         fail_msg("%d figures differ between formats (listed above)", ag.failures);
     json_decref(json);

@@ -85,6 +85,8 @@ static void test_metric_names_and_labels(void **state)
         "# TYPE pbench_errors_total counter\n",
         "# TYPE pbench_machine_reference_seconds gauge\n",
         "# TYPE pbench_stage_latency_seconds histogram\n",
+        "# TYPE pbench_cpu_seconds_per_sample gauge\n",
+        "# TYPE pbench_stage_cpu_seconds_per_sample gauge\n",
         "# TYPE pbench_live_samples_per_second gauge\n",
         "# TYPE pbench_live_stall_ratio gauge\n",
         "pbench_samples_per_second{" CONFIG_LABEL ",point=\"1\",engine=\"pbench\"} ",

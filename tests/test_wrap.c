@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/base/fmt.h"
 #include "tests/testutil.h"
 
 static const char *source_dir;
@@ -701,6 +703,36 @@ static void test_set_new_command(void **state)
     free(out);
 }
 
+/* Each worker row's CPU per sample is pbench's division of the raw
+ * figures the relay sent (the thread CPU of the samples it built, cpu_ns,
+ * over those samples): the known answer, in the result and in the table
+ * (out) where the row's line says it. */
+static void assert_workers_cpu(const json_t *workers, const char *out)
+{
+    size_t i, timed = 0;
+    const json_t *w;
+    json_array_foreach(workers, i, w)
+    {
+        const json_t *cpu = json_object_get(w, "cpu_ns"), *samples = json_object_get(w, "samples");
+        const json_t *per = json_object_get(w, "cpu_ns_per_sample");
+        if (!json_is_integer(cpu) || json_integer_value(samples) <= 0) {
+            assert_true(json_is_null(per));
+            continue;
+        }
+        double want = (double)json_integer_value(cpu) / (double)json_integer_value(samples);
+        if (!json_is_number(per) || fabs(json_number_value(per) - want) > 1e-9 * want)
+            fail_msg("worker row %zu: cpu_ns_per_sample is not cpu_ns / samples (%.6g): %s", i,
+                     want, json_dumps(w, JSON_COMPACT));
+        char text[32], line[64];
+        pb_fmt_duration(text, sizeof text, want);
+        snprintf(line, sizeof line, "%s CPU per sample", text);
+        if (!strstr(out, line))
+            fail_msg("worker row %zu: no '%s' in the table:\n%s", i, line, out);
+        timed++;
+    }
+    assert_true(timed > 0);
+}
+
 /* --time S is a window of S seconds, not a cap: no repeat "hit
  * run.max_time_s" nor is "capped"; rows of nothing (pbench's loop stages,
  * MB/s read, worker_start under persistent workers) are left out. */
@@ -724,7 +756,6 @@ static void test_a_timed_window_without_clutter(void **state)
     for (const char *const *c = clutter; *c; c++)
         if (strstr(out, *c))
             fail_msg("'%s' in the output of wrap --time:\n%s", *c, out);
-    free(out);
     json_t *r = pb_test_load_json(workdir, "timed.json");
     const json_t *rep = json_array_get(json_object_get(first_point(r), "repeats"), 0);
     assert_false(json_is_true(json_object_get(rep, "hit_time_cap")));
@@ -739,6 +770,8 @@ static void test_a_timed_window_without_clutter(void **state)
             fail_msg("worker row %zu has no pid: %s", i,
                      json_dumps(json_array_get(workers, i), JSON_COMPACT));
     }
+    assert_workers_cpu(workers, out);
+    free(out);
     json_decref(r);
 }
 

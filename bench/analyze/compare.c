@@ -12,6 +12,7 @@
 #include "bench/base/pb.h"
 #include "bench/base/printable.h"
 #include "bench/base/stats.h"
+#include "bench/result/figures.h"
 #include "bench/result/metrics.h"
 
 /* ---- compatibility ------------------------------------------------------- */
@@ -313,30 +314,12 @@ static void compare_metric(int metric, const struct pb_point_result *a,
     free(y);
 }
 
-/* A repeat's stage named name, or NULL. */
-static const struct pb_stage_result *repeat_stage(const struct pb_repeat_result *r,
-                                                  const char *name)
-{
-    for (size_t s = 0; r->stages && s < r->stage_count; s++)
-        if (strcmp(r->stages[s].name, name) == 0)
-            return &r->stages[s];
-    return NULL;
-}
-
-/* A point's CPU time per sample in stage (over the samples through the
- * pipeline, as cpu_ns_per_sample: collate's per batch is spread over its
- * samples), one per complete repeat that ran it on the CPU. */
+/* A point's CPU time per sample in stage, one per complete repeat that
+ * ran it on the CPU: the values whose median is the point's figure in
+ * every sink (bench/result/figures.h), so compare's side is that figure. */
 static size_t stage_values(const struct pb_point_result *p, const char *stage, double *out)
 {
-    size_t n = 0;
-    for (size_t r = 0; r < p->repeat_count; r++) {
-        const struct pb_repeat_result *rep = &p->repeats[r];
-        double v = pb_stage_cpu_ns_per_sample(rep->stages, rep->stage_count,
-                                              repeat_stage(rep, stage));
-        if (!rep->interrupted && !isnan(v))
-            out[n++] = v;
-    }
-    return n;
+    return pb_point_cpu_values(p, stage, out);
 }
 
 /* Whether st is a pipeline stage run on the CPU: not a sub-stage, not a

@@ -51,8 +51,8 @@ static size_t stage_ratios(const struct pb_point_result *x, const struct pb_poin
     for (size_t k = 0; k < x->stage_count && used < outlen; k++) {
         const struct pb_stage_result *sx = &x->stages[k];
         const struct pb_stage_result *sy = sx->parent[0] ? NULL : row(y, sx->name);
-        double cx = sy ? pb_stage_cpu_ns_per_sample(x->stages, x->stage_count, sx) : NAN;
-        double cy = sy ? pb_stage_cpu_ns_per_sample(y->stages, y->stage_count, sy) : NAN;
+        double cx = sy ? pb_point_stage_cpu_ns_per_sample(x, sx) : NAN;
+        double cy = sy ? pb_point_stage_cpu_ns_per_sample(y, sy) : NAN;
         if (!(cx > 0) || !(cy > 0))
             continue;
         char a[32], b[32];
@@ -64,14 +64,17 @@ static size_t stage_ratios(const struct pb_point_result *x, const struct pb_poin
     return used;
 }
 
-/* Samples per second of CPU, all the engine's processes (or threads). */
+/* Samples per second of CPU: one core's worth over the point's CPU per
+ * sample (bench/result/figures.h: its stages' thread CPU, the figure the
+ * capacity line reads, not the whole process's); 0 where not known. */
 static double per_core(const struct pb_point_result *p)
 {
-    return p->cpu_util_pct > 0 ? p->samples_per_s / (p->cpu_util_pct / 100.0) : 0;
+    double ns = pb_point_cpu_ns_per_sample(p);
+    return ns > 0 ? 1e9 / ns : 0;
 }
 
 /* What feeding the step takes: the rate batch / step and the cores each
- * engine needs for it at its measured rate per core. */
+ * engine needs for it (pb_point_cores_needed, as the capacity line). */
 static void feeding(const struct pb_result *r, size_t x, size_t y, char *out, size_t outlen)
 {
     const struct pb_point_result *px = &r->points[x], *py = &r->points[y];
@@ -82,20 +85,22 @@ static void feeding(const struct pb_result *r, size_t x, size_t y, char *out, si
         out[0] = '\0';
         return;
     }
-    if (step_ms <= 0 || batch <= 0) {
+    struct pb_cores cx, cy;
+    double need = step_ms > 0 ? batch * 1000.0 / step_ms : 0;
+    if (!pb_point_cores_needed(px, need, &cx) ||
+        !pb_point_cores_needed(py, need, &cy)) {
         snprintf(out, outlen,
                  "; per core of CPU the %s engine delivers %.0f samples/s and %s's %.0f (set "
                  "run.step_ms to your step to see how many cores each needs to keep it fed)",
                  pb_point_engine(r, x), rx, pb_point_engine(r, y), ry);
         return;
     }
-    double need = batch * 1000.0 / step_ms;
     snprintf(out, outlen,
              "; a %.4g ms step at batch %.0f needs %.0f samples/s: at its %.0f samples/s per core "
              "the %s engine needs about %.1f cores, %s's at %.0f about %.1f (this machine has %d "
              "hardware threads)",
-             step_ms, batch, need, rx, pb_point_engine(r, x), need / rx, pb_point_engine(r, y), ry,
-             need / ry, r->machine.pus);
+             step_ms, batch, need, rx, pb_point_engine(r, x), cx.cores, pb_point_engine(r, y), ry,
+             cy.cores, r->machine.pus);
 }
 
 bool pb_engine_comparison(const struct pb_result *result, char *out, size_t outlen)

@@ -229,7 +229,7 @@ static char *stage_cpu_text(const struct pb_point_result *p)
     json_t *stages = json_object();
     for (size_t s = 0; p->stages && s < p->stage_count; s++) {
         const struct pb_stage_result *st = &p->stages[s];
-        double v = pb_stage_cpu_ns_per_sample(p->stages, p->stage_count, st);
+        double v = pb_point_stage_cpu_ns_per_sample(p, st);
         if (pb_stage_is_cpu(st) && !isnan(v))
             json_object_set_new(stages, st->name, json_real(v));
     }

@@ -318,7 +318,7 @@ static void torch_decode_suggestion(const struct pb_result *result, size_t i, do
 {
     const struct pb_point_result *p = &result->points[i];
     const struct pb_stage_result *decode = pb_analysis_find_stage(p, "decode");
-    double per_sample = pb_stage_cpu_ns_per_sample(p->stages, p->stage_count, decode) / 1e3;
+    double per_sample = pb_point_stage_cpu_ns_per_sample(p, decode) / 1e3;
     per_sample = isnan(per_sample) ? 0 : per_sample;
     const char *scale = json_string_value(decode_option(result, i, "scale"));
     char base[RUN_SIZE], test[COMMAND_SIZE];

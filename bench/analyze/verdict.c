@@ -35,34 +35,6 @@ static void verdict_line(const struct pb_result *result, size_t i, struct pb_ana
                  a->top_share_of_cpu ? "the workers' stage CPU time" : "the stages' wall time");
 }
 
-/* Point p's cores of loading for need samples/s, from its measured CPU
- * time per sample: the median over its finished repeats into *cores and
- * their range into *lo, *hi, with that median CPU per sample. false where
- * no repeat has the figure. */
-static bool cores_from_cpu(const struct pb_point_result *p, double need, double *cores,
-                           double *lo, double *hi, double *cpu_ns)
-{
-    double v[64];
-    size_t n = 0, repeats = p->repeats ? pb_point_finished_repeats(p) : 0;
-    for (size_t r = 0; r < repeats && n < 64; r++) {
-        double ns = pb_repeat_cpu_ns_per_sample(&p->repeats[r]);
-        if (isfinite(ns) && ns > 0)
-            v[n++] = ns;
-    }
-    if (n == 0)
-        return false;
-    *cpu_ns = pb_median(v, n);
-    *lo = *hi = v[0];
-    for (size_t k = 1; k < n; k++) {
-        *lo = fmin(*lo, v[k]);
-        *hi = fmax(*hi, v[k]);
-    }
-    *cores = need * *cpu_ns / 1e9;
-    *lo = need * *lo / 1e9;
-    *hi = need * *hi / 1e9;
-    return true;
-}
-
 /* A wrapped job's main process runs its step on the same machine: its own
  * CPU a batch (its processes' CPU less the loading the stage rows
  * measured; pbench's relay is in it, a small share), the median over the
@@ -113,11 +85,15 @@ static void capacity_line(const struct pb_result *result, size_t i, struct pb_an
     const struct pb_calibration *cal = &result->calibration;
     if (step <= 0 || batch <= 0)
         return;
-    double need = batch * 1000.0 / step, cores, lo, hi, cpu_ns, main_ns = 0;
+    double need = batch * 1000.0 / step, cores, lo, hi, main_ns = 0;
     char from[200], job[200] = "";
-    if (cores_from_cpu(p, need, &cores, &lo, &hi, &cpu_ns)) {
+    struct pb_cores fed;
+    if (pb_point_cores_needed(p, need, &fed)) {
         char cpu[32];
-        pb_fmt_duration(cpu, sizeof cpu, cpu_ns);
+        cores = fed.cores;
+        lo = fed.lo;
+        hi = fed.hi;
+        pb_fmt_duration(cpu, sizeof cpu, fed.cpu_ns);
         snprintf(from, sizeof from, "at %s of CPU per sample (median of the repeats)", cpu);
     } else if (cal->measured && cal->single_core_samples_per_s > 0) {
         cores = lo = hi = need / cal->single_core_samples_per_s;

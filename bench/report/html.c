@@ -234,7 +234,7 @@ static void points_table(FILE *out, const struct pb_result *r, const struct pb_a
           "accelerator utilization and worker CPU are totals over the repeats (total wait, step "
           "or CPU time over total wall time), so that the loop's wait, step, stages and other "
           "add up to 100%; CPU per sample is the stages' thread CPU over the samples that went "
-          "through them, all repeats pooled.</p>\n",
+          "through them, the median of the repeats.</p>\n",
           out);
 }
 
@@ -463,7 +463,7 @@ static void stage_breakdown(FILE *out, const struct pb_result *r, const struct p
         bar_names[i] = labels[i];
         for (size_t s = 0; s < p->stage_count && p->samples; s++) {
             const struct pb_stage_result *st = &p->stages[s];
-            double cpu = pb_stage_cpu_ns_per_sample(p->stages, p->stage_count, st);
+            double cpu = pb_point_stage_cpu_ns_per_sample(p, st);
             for (size_t l = 0; l < layers && cpu_stage(st); l++)
                 if (strcmp(layer_names[l], st->name) == 0)
                     values[i * layers + l] =
@@ -698,7 +698,7 @@ static void stage_table(FILE *out, const struct pb_point_result *p)
         pb_fmt_duration(b, sizeof(b), (double)pb_hist_quantile(h, 0.5));
         pb_fmt_duration(c, sizeof(c), (double)pb_hist_quantile(h, 0.99));
         pb_fmt_duration(d, sizeof(d), (double)(h->count ? h->max_ns : 0));
-        pb_fmt_duration(e, sizeof(e), pb_stage_cpu_ns_per_sample(p->stages, p->stage_count, st));
+        pb_fmt_duration(e, sizeof(e), pb_point_stage_cpu_ns_per_sample(p, st));
         fputs("<tr>", out);
         cell(out, true, "%s%s", st->gpu ? "gpu:" : "", st->name);
         cell(out, false, "%llu", (unsigned long long)h->count);

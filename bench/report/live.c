@@ -14,6 +14,7 @@
 #include "bench/base/jsonfield.h"
 #include "bench/base/pb.h"
 #include "bench/report/report.h"
+#include "bench/result/figures.h"
 #include "bench/result/metrics.h"
 
 /* A point's or a history series' labels as name, value pairs,
@@ -228,6 +229,37 @@ static void put_point_totals(const struct metrics_out *m)
     }
 }
 
+/* Each point's CPU time per sample, the pipeline's and each CPU stage's
+ * (bench/result/figures.h, the figure every sink shows), in seconds:
+ * the families history's metrics give the newest run's under. */
+static void put_point_cpu(const struct metrics_out *m)
+{
+    put_family(m, "pbench_cpu_seconds_per_sample", "gauge",
+               "The pipeline's CPU time per sample of the point: the median of its repeats.");
+    for (size_t i = 0; m->r && i < m->r->point_count; i++) {
+        double ns = pb_point_cpu_ns_per_sample(&m->r->points[i]);
+        if (!point_measured(m, i) || !isfinite(ns))
+            continue;
+        struct labels l;
+        point_labels(m, i, &l);
+        put_number(m->out, "pbench_cpu_seconds_per_sample", l.pairs, ns / 1e9);
+    }
+    put_family(m, "pbench_stage_cpu_seconds_per_sample", "gauge",
+               "A pipeline stage's CPU time per sample of the point: the median of its repeats.");
+    for (size_t i = 0; m->r && i < m->r->point_count; i++) {
+        const struct pb_point_result *p = &m->r->points[i];
+        for (size_t s = 0; point_measured(m, i) && s < p->stage_count; s++) {
+            double ns = pb_point_stage_cpu_ns_per_sample(p, &p->stages[s]);
+            if (!pb_stage_is_cpu(&p->stages[s]) || !isfinite(ns))
+                continue;
+            struct labels l;
+            point_labels(m, i, &l);
+            add_label(&l, "stage", p->stages[s].name);
+            put_number(m->out, "pbench_stage_cpu_seconds_per_sample", l.pairs, ns / 1e9);
+        }
+    }
+}
+
 /* Each point's axes, as an info metric. */
 static void put_point_info(const struct metrics_out *m)
 {
@@ -368,6 +400,7 @@ char *pb_live_metrics(const struct pb_result *r, const struct pb_live *live, boo
     put_family(&m, "pbench_stall_ratio", "gauge",
                "Share of the point's time the training loop waited for data (0 to 1).");
     put_point_rates(&m, "pbench_stall_ratio", "stall_pct", 0.01);
+    put_point_cpu(&m);
     put_point_totals(&m);
     put_point_info(&m);
     put_stage_latency(&m);

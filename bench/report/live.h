@@ -46,9 +46,11 @@ bool pb_live_wants_openmetrics(const char *accept);
  * (pb_hist: convert its buckets to cumulative le= bounds in seconds, ending with le="+Inf"),
  * pbench_worker_cpu_seconds_total (counter), pbench_errors_total (counter),
  * pbench_machine_reference_seconds (the machine's reference speed, see machine_ref in
- * result.h/metrics.c). Follow Prometheus naming rules (base units, _total for counters,
- * HELP and TYPE lines); escape label values (backslash, quote, newline). Returns a malloc'd
- * string and its length, NULL when out of memory.
+ * result.h/metrics.c), pbench_cpu_seconds_per_sample and
+ * pbench_stage_cpu_seconds_per_sample{stage} (bench/result/figures.h's CPU per sample, the
+ * names history's metrics give them). Follow Prometheus naming rules (base units, _total for
+ * counters, HELP and TYPE lines); escape label values (backslash, quote, newline). Returns a
+ * malloc'd string and its length, NULL when out of memory.
  *
  * Besides: pbench_point_info{config, point, engine, axes} 1 (an info metric: the point's
  * axes as "loader.workers=2, ..."), and of the running repeat pbench_live_point,

@@ -552,7 +552,7 @@ static void summary_throughput(struct pb_table *t, const struct pb_result *resul
         pb_table_add(t, "%.1f", p->mb_per_s);
 }
 
-/* CPU per sample (bench/result/figures.h), pooled over the repeats, and
+/* CPU per sample (bench/result/figures.h), the median of the repeats', and
  * what it is the CPU of. */
 static void summary_cpu_per_sample(struct pb_table *t, const struct pb_point_result *p)
 {
@@ -561,9 +561,9 @@ static void summary_cpu_per_sample(struct pb_table *t, const struct pb_point_res
     pb_fmt_duration(cpu, sizeof(cpu), pb_point_cpu_ns_per_sample(p));
     pb_table_add(t, "CPU per sample");
     if (!isnan(stages))
-        pb_table_add(t, "%s  (the stages' thread CPU over the %llu samples through them, all "
-                        "repeats pooled)",
-                     cpu, (unsigned long long)pb_stages_samples(p->stages, p->stage_count));
+        pb_table_add(t, "%s  (the stages' thread CPU over the samples through them, the "
+                        "median of the repeats)",
+                     cpu);
     else
         pb_table_add(t, "%s  (the process's CPU over the samples delivered: no stage CPU times)",
                      cpu);
@@ -768,7 +768,7 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
         } else {
             pb_fmt_duration(cpu, sizeof(cpu), (double)st->cpu_ns);
             pb_fmt_duration(per, sizeof(per),
-                            pb_stage_cpu_ns_per_sample(p->stages, p->stage_count, st));
+                            pb_point_stage_cpu_ns_per_sample(p, st));
         }
         if (st->parent[0])
             pb_table_add(&t, "  %s", st->name + strlen(st->parent)); /* "  .seek" under decode */

@@ -223,7 +223,7 @@ static void stage_cells(const struct delimited *d, const struct pb_point_result 
     cell_u64(d, h->count ? h->max_ns : 0);
     cell_u64(d, st->cpu_ns);
     cell_double(d, st->share_pct);
-    double cpu_us = us(pb_stage_cpu_ns_per_sample(p->stages, p->stage_count, st));
+    double cpu_us = us(pb_point_stage_cpu_ns_per_sample(p, st));
     if (isfinite(cpu_us))
         fprintf(d->out, "%.10g", cpu_us);
     fputc('\n', d->out);

@@ -9,6 +9,7 @@
 
 #include "bench/base/fmt.h"
 #include "bench/base/pb.h"
+#include "bench/result/figures.h"
 
 /* "num_workers 2, batch_size 32, pin_memory false" from a loader's args, and
  * what pbench changed ("num_workers 2 in the script, 4 under pbench"). */
@@ -57,9 +58,9 @@ static void worker_rows(struct pb_table *t, const json_t *workers)
     {
         /* No figure where its samples were not timed (--overhead's paired run). */
         char cpu[64] = "CPU per sample not timed", ns_text[32];
-        const json_t *ns = json_object_get(w, "cpu_ns_per_sample");
-        if (json_is_number(ns)) {
-            pb_fmt_duration(ns_text, sizeof ns_text, json_number_value(ns));
+        double ns = pb_worker_cpu_ns_per_sample(w);
+        if (!isnan(ns)) {
+            pb_fmt_duration(ns_text, sizeof ns_text, ns);
             snprintf(cpu, sizeof cpu, "%s CPU per sample", ns_text);
         }
         json_int_t id = json_integer_value(json_object_get(w, "worker"));

@@ -247,7 +247,10 @@ static void perf_from_json(const json_t *obj, struct pb_stage_result *stage)
     }
 }
 
-static json_t *stages_to_json(const struct pb_stage_result *stages, size_t count)
+/* The stage rows of a repeat, or of point (its merged rows, whose CPU per
+ * sample is the point's: pb_point_stage_cpu_ns_per_sample) where not NULL. */
+static json_t *stages_to_json(const struct pb_stage_result *stages, size_t count,
+                              const struct pb_point_result *point)
 {
     json_t *arr = json_array();
     for (size_t i = 0; i < count; i++) {
@@ -279,9 +282,10 @@ static json_t *stages_to_json(const struct pb_stage_result *stages, size_t count
         json_object_set_new(obj, "max_ns", pb_json_u64(s->hist.max_ns));
         json_object_set_new(obj, "cpu_ns", pb_json_u64(s->cpu_ns));
         json_object_set_new(obj, "share_pct", pb_json_number(s->share_pct));
+        double cpu = point ? pb_point_stage_cpu_ns_per_sample(point, s)
+                           : pb_stage_cpu_ns_per_sample(stages, count, s);
         if (pb_stage_is_cpu(s) || s->parent[0])
-            json_object_set_new(obj, "cpu_ns_per_sample",
-                                pb_json_number(pb_stage_cpu_ns_per_sample(stages, count, s)));
+            json_object_set_new(obj, "cpu_ns_per_sample", pb_json_number(cpu));
         json_object_set_new(obj, "histogram", hist_to_json(&s->hist));
         json_array_append_new(arr, obj);
     }
@@ -326,7 +330,7 @@ static json_t *repeat_to_json(const struct pb_repeat_result *r)
     json_object_set_new(obj, "rss",
                         json_pack("{s o s o s o s o}", "t_s", t, "rss_bytes", rss, "own_bytes", own,
                                   "cpu_pct", cpu));
-    json_object_set_new(obj, "stages", stages_to_json(r->stages, r->stage_count));
+    json_object_set_new(obj, "stages", stages_to_json(r->stages, r->stage_count, NULL));
     if (r->gpu.used)
         json_object_set_new(obj, "gpu", pb_fields_to_json(&r->gpu, gpu_figures_fields));
     return obj;
@@ -369,7 +373,7 @@ static json_t *point_to_json(const struct pb_point_result *p)
     json_object_set_new(obj, "errors", errors);
     /* Derived (bench/result/figures.h), for readers that do not recompute. */
     json_object_set_new(obj, "cpu_ns_per_sample", pb_json_number(pb_point_cpu_ns_per_sample(p)));
-    json_object_set_new(obj, "stages", stages_to_json(p->stages, p->stage_count));
+    json_object_set_new(obj, "stages", stages_to_json(p->stages, p->stage_count, p));
     json_t *repeats = json_array();
     for (size_t i = 0; i < p->repeat_count; i++)
         json_array_append_new(repeats, repeat_to_json(&p->repeats[i]));

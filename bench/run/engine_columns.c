@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/base/jsonfield.h"
 #include "bench/base/pb.h"
+#include "bench/result/figures.h"
 #include "bench/run/hooks.h"
 
 void pb_engine_reset_columns(struct pb_engine_run *er)
@@ -178,6 +180,21 @@ int pb_engine_fill_rows(const struct pb_engine_run *er, struct pb_repeat_result 
     return PB_OK;
 }
 
+/* Each worker row's CPU per sample, divided here from the raw figures the
+ * relay sends (cpu_ns and samples: bench/result/figures.h), kept beside
+ * them for readers of the result; null where its samples were not timed. */
+static void keep_workers_cpu(json_t *workers)
+{
+    size_t i;
+    json_t *w;
+    json_array_foreach(workers, i, w)
+    {
+        if (json_is_object(w) && json_object_get(w, "cpu_ns"))
+            json_object_set_new(w, "cpu_ns_per_sample",
+                                pb_json_number(pb_worker_cpu_ns_per_sample(w)));
+    }
+}
+
 /* A wrapped job's account of a repeat (how it ended, its exit status, the
  * last lines of its stderr, its DataLoaders): kept in the point's engine
  * object, one per repeat under "jobs", its versions as the engine's. */
@@ -194,6 +211,7 @@ void pb_engine_keep_job(struct pb_engine_run *er, const json_t *j)
     json_t *copy = json_deep_copy(j);
     if (copy) {
         json_object_del(copy, "type");
+        keep_workers_cpu(json_object_get(copy, "workers"));
         json_array_append_new(jobs, copy);
     }
     const json_t *versions = json_object_get(j, "versions");

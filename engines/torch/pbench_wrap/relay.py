@@ -388,10 +388,12 @@ class Job:
         wall = self.window[1] - self.window[0]
         if loader is None or wall <= 0:
             return []
-        # No CPU where its samples were not timed (--overhead's paired run,
-        # per-sample timing off): none measured is not zero.
+        # The raw measurements: pbench divides them (its one definition of
+        # CPU per sample). No CPU where its samples were not timed
+        # (--overhead's paired run, per-sample timing off): none measured is
+        # not zero.
         return [{"worker": w, "pid": pid, "batches": b, "samples": n,
-                 "cpu_ns_per_sample": round(cpu / n) if n and cpu else None,
+                 "cpu_ns": cpu if cpu else None,
                  "busy_pct": round(100.0 * busy / wall, 1)}
                 for w, (pid, b, n, cpu, busy) in sorted(loader.per_worker.items())]
 
