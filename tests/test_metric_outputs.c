@@ -1,10 +1,12 @@
-/* Every metric history keeps (a row of pb_metrics[] with a point value,
- * bench/result/metrics.h) appears in every output of `pbench history show`:
- * the table's text, JSON, CSV, TSV and HTML name it, and the Prometheus
- * text gives it a family of its own (bench/report/live.c's
- * history_families) with a sample. The test walks both tables, the
- * metrics' and the formats', so a metric added to the one and forgotten
- * by an output fails here (docs/architecture.md, "Where to add"). */
+/* Every metric appears in every output that lists metrics: each row of
+ * pb_metrics[] (bench/result/metrics.h) in every form of `pbench compare`
+ * (table, markdown, JSON, HTML), and each one history keeps (a row with a
+ * point value) in every output of `pbench history show`: the table's
+ * text, JSON, CSV, TSV and HTML name it, and the Prometheus text gives it
+ * a family of its own (bench/report/live.c's history_families) with a
+ * sample. The test walks both tables, the metrics' and the formats', so a
+ * metric added to the one and forgotten by an output fails here
+ * (docs/architecture.md, "Where to add"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "bench/analyze/compare.h"
 #include "bench/analyze/history.h"
 #include "bench/base/pb.h"
 #include "bench/report/format.h"
@@ -26,6 +29,8 @@
 #include "bench/result/metrics.h"
 
 #define NIGHTS 3
+#define REPEATS 5
+#define BATCHES 4
 
 static char dir[] = "/tmp/pbench-metric-outputs-XXXXXX";
 static char db[256];
@@ -169,10 +174,77 @@ static void test_every_kept_metric_in_every_history_output(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* A result of one point whose repeats give every metric a value (the
+ * assembly quantiles from their batches). */
+static void make_side(struct pb_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->schema_version = PB_SCHEMA_VERSION;
+    snprintf(r->name, sizeof(r->name), "ci");
+    r->config = json_pack("{s s s {s i}}", "name", "ci", "run", "repeats", REPEATS);
+    r->point_count = 1;
+    r->points = calloc(1, sizeof(*r->points));
+    assert_non_null(r->points);
+    struct pb_point_result *p = &r->points[0];
+    p->axes = json_object();
+    p->repeat_count = REPEATS;
+    p->repeats = calloc(REPEATS, sizeof(struct pb_repeat_result));
+    assert_non_null(p->repeats);
+    for (size_t i = 0; i < REPEATS; i++) {
+        struct pb_repeat_result *rep = &p->repeats[i];
+        rep->wall_s = 2;
+        rep->samples_per_s = 1000 + (double)i;
+        rep->stall_pct = 10;
+        rep->accel_util_pct = 80;
+        rep->cpu_util_pct = 150;
+        rep->rss_peak_bytes = 100u << 20;
+        rep->ref_cpu_ns = 5e6;
+        rep->batch_count = BATCHES;
+        rep->batch_records = calloc(BATCHES, sizeof(struct pb_batch_record));
+        assert_non_null(rep->batch_records);
+        for (size_t b = 0; b < BATCHES; b++)
+            rep->batch_records[b].assembly_ns = 1000000 * (b + 1);
+    }
+    pb_point_summarize(p);
+}
+
+static void test_every_metric_in_every_comparison_output(void **state)
+{
+    (void)state;
+    struct pb_result base, next;
+    make_side(&base);
+    make_side(&next);
+    struct pb_comparison cmp;
+    assert_int_equal(pb_compare(&base, &next, 5, &cmp), PB_OK);
+    int failures = 0;
+    for (int f = 0; f < PB_FORMAT_COUNT; f++) {
+        if (!pb_formats[f].comparison)
+            continue;
+        char *text = NULL;
+        size_t size = 0;
+        FILE *out = open_memstream(&text, &size);
+        assert_non_null(out);
+        pb_formats[f].comparison(out, &cmp, "base.json", "new.json");
+        fclose(out);
+        for (int m = 0; m < PB_METRIC_COUNT; m++)
+            if (!strstr(text, pb_metrics[m].name)) {
+                print_error("metric %s, compare --format %s: the metric is not named\n",
+                            pb_metrics[m].name, pb_formats[f].name);
+                failures++;
+            }
+        free(text);
+    }
+    pb_comparison_free(&cmp);
+    pb_result_free(&base);
+    pb_result_free(&next);
+    assert_int_equal(failures, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_kept_metric_in_every_history_output),
+        cmocka_unit_test(test_every_metric_in_every_comparison_output),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
