@@ -26,16 +26,21 @@ static const char *const output_names[] = {"rgb", "bgr", "gray", NULL};
 
 #define OPT(f) offsetof(struct pb_image_opts, f)
 static const struct pb_opt image_opts[] = {
-    {"output", PB_OPT_ENUM, OPT(output), 0, 0, "rgb", output_names,
-     "Pixel format written: rgb or bgr (3 channels, gray expanded, alpha dropped) or gray."},
-    {"max_pixels", PB_OPT_INT, OPT(max_pixels), 1, 1e12, "89478485", NULL,
-     "Largest image accepted, width x height (PIL's limit by default); larger ones are bad "
-     "samples, so a decompression bomb cannot exhaust memory."},
-    {"plan_width", PB_OPT_INT, OPT(plan_width), 1, 65535, "640", NULL,
-     "Width of the decoded image the pipeline's buffers start out sized for; larger images "
-     "grow them once, except when decode ends the pipeline (a fixed batch slot)."},
-    {"plan_height", PB_OPT_INT, OPT(plan_height), 1, 65535, "480", NULL,
-     "Height of the decoded image the pipeline's buffers start out sized for."},
+    {.name = "output", .type = PB_OPT_ENUM, .offset = OPT(output), .def = "rgb",
+     .allowed = output_names,
+     .help = "Pixel format written: rgb or bgr (3 channels, gray expanded, alpha dropped) or "
+             "gray."},
+    {.name = "max_pixels", .type = PB_OPT_INT, .offset = OPT(max_pixels), .min = 1, .max = 1e12,
+     .def = "89478485",
+     .help = "Largest image accepted, width x height (PIL's limit by default); larger ones are "
+             "bad samples, so a decompression bomb cannot exhaust memory."},
+    {.name = "plan_width", .type = PB_OPT_INT, .offset = OPT(plan_width), .min = 1, .max = 65535,
+     .def = "640",
+     .help = "Width of the decoded image the pipeline's buffers start out sized for; larger "
+             "images grow them once, except when decode ends the pipeline (a fixed batch slot)."},
+    {.name = "plan_height", .type = PB_OPT_INT, .offset = OPT(plan_height), .min = 1, .max = 65535,
+     .def = "480",
+     .help = "Height of the decoded image the pipeline's buffers start out sized for."},
     {0},
 };
 

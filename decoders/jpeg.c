@@ -35,38 +35,47 @@ static const char *const dct_names[] = {"accurate", "fast", NULL};
 
 #define OPT(f) offsetof(struct pb_image_opts, f)
 const struct pb_opt pb_jpeg_opts[] = {
-    {"output", PB_OPT_ENUM, OPT(output), 0, 0, "rgb", output_names,
-     "Pixel format written: rgb or bgr (3 channels, gray input expanded) or gray (1 channel)."},
-    {"scale", PB_OPT_ENUM, OPT(scale), 0, 0, "1", scale_names,
-     "DCT-domain downscaling: 1, 1/2, 1/4, 1/8, or auto: the smallest factor that leaves the "
-     "image at least as large as the next resize or crop needs; or window: full size, but the "
-     "window a fused crop reads (fused_crop) is reduced while it stays at least twice that "
-     "crop's output (random_resized_crop: the same windows as scale 1)."},
-    {"cmyk", PB_OPT_ENUM, OPT(cmyk), 0, 0, "convert", cmyk_names,
-     "CMYK and YCCK JPEGs: convert to RGB (naive formula, no colour management) or reject them "
-     "as bad samples."},
-    {"exif_orientation", PB_OPT_BOOL, OPT(exif_orientation), 0, 0, "true", NULL,
-     "Rotate and flip the image as its EXIF orientation tag says."},
-    {"strict", PB_OPT_BOOL, OPT(strict), 0, 0, "true", NULL,
-     "Treat libjpeg-turbo warnings (truncated or corrupt data it would fill with grey) as a bad "
-     "sample; false keeps the partly decoded image."},
-    {"dct", PB_OPT_ENUM, OPT(dct), 0, 0, "accurate", dct_names,
-     "Inverse DCT: accurate (libjpeg's islow, the default of PIL and tjbench) or fast (ifast)."},
-    {"fast_upsample", PB_OPT_BOOL, OPT(fast_upsample), 0, 0, "false", NULL,
-     "Nearest-neighbour chroma upsampling instead of libjpeg's smooth (fancy) upsampling."},
-    {"max_pixels", PB_OPT_INT, OPT(max_pixels), 1, 1e12, "89478485", NULL,
-     "Largest image accepted, width x height before scaling (PIL's limit by default); larger "
-     "ones are bad samples, so a decompression bomb cannot exhaust memory."},
-    {"plan_width", PB_OPT_INT, OPT(plan_width), 1, 65535, "640", NULL,
-     "Width of the decoded image the pipeline's buffers start out sized for; larger images "
-     "grow them once, except when decode ends the pipeline (a fixed batch slot)."},
-    {"plan_height", PB_OPT_INT, OPT(plan_height), 1, 65535, "480", NULL,
-     "Height of the decoded image the pipeline's buffers start out sized for."},
-    {"fused_crop", PB_OPT_BOOL, OPT(fused_crop), 0, 0, "true", NULL,
-     "When a crop stage (random_resized_crop, random_crop, center_crop) comes right after "
-     "decode, decode only the window it reads (the same random window, drawn from the header's "
-     "size; on an EXIF-rotated file, the stored pixels it shows, rotated after); see scale: "
-     "window for DCT-reducing it too. Not for CMYK files, nor with a fixed scale below 1."},
+    {.name = "output", .type = PB_OPT_ENUM, .offset = OPT(output), .def = "rgb",
+     .allowed = output_names,
+     .help = "Pixel format written: rgb or bgr (3 channels, gray input expanded) or gray (1 "
+             "channel)."},
+    {.name = "scale", .type = PB_OPT_ENUM, .offset = OPT(scale), .def = "1", .allowed = scale_names,
+     .help = "DCT-domain downscaling: 1, 1/2, 1/4, 1/8, or auto: the smallest factor that leaves "
+             "the image at least as large as the next resize or crop needs; or window: full "
+             "size, but the window a fused crop reads (fused_crop) is reduced while it stays at "
+             "least twice that crop's output (random_resized_crop: the same windows as scale 1)."},
+    {.name = "cmyk", .type = PB_OPT_ENUM, .offset = OPT(cmyk), .def = "convert",
+     .allowed = cmyk_names,
+     .help = "CMYK and YCCK JPEGs: convert to RGB (naive formula, no colour management) or "
+             "reject them as bad samples."},
+    {.name = "exif_orientation", .type = PB_OPT_BOOL, .offset = OPT(exif_orientation),
+     .def = "true", .help = "Rotate and flip the image as its EXIF orientation tag says."},
+    {.name = "strict", .type = PB_OPT_BOOL, .offset = OPT(strict), .def = "true",
+     .help = "Treat libjpeg-turbo warnings (truncated or corrupt data it would fill with grey) "
+             "as a bad sample; false keeps the partly decoded image."},
+    {.name = "dct", .type = PB_OPT_ENUM, .offset = OPT(dct), .def = "accurate",
+     .allowed = dct_names,
+     .help = "Inverse DCT: accurate (libjpeg's islow, the default of PIL and tjbench) or fast "
+             "(ifast)."},
+    {.name = "fast_upsample", .type = PB_OPT_BOOL, .offset = OPT(fast_upsample), .def = "false",
+     .help = "Nearest-neighbour chroma upsampling instead of libjpeg's smooth (fancy) upsampling."},
+    {.name = "max_pixels", .type = PB_OPT_INT, .offset = OPT(max_pixels), .min = 1, .max = 1e12,
+     .def = "89478485",
+     .help = "Largest image accepted, width x height before scaling (PIL's limit by default); "
+             "larger ones are bad samples, so a decompression bomb cannot exhaust memory."},
+    {.name = "plan_width", .type = PB_OPT_INT, .offset = OPT(plan_width), .min = 1, .max = 65535,
+     .def = "640",
+     .help = "Width of the decoded image the pipeline's buffers start out sized for; larger "
+             "images grow them once, except when decode ends the pipeline (a fixed batch slot)."},
+    {.name = "plan_height", .type = PB_OPT_INT, .offset = OPT(plan_height), .min = 1, .max = 65535,
+     .def = "480",
+     .help = "Height of the decoded image the pipeline's buffers start out sized for."},
+    {.name = "fused_crop", .type = PB_OPT_BOOL, .offset = OPT(fused_crop), .def = "true",
+     .help = "When a crop stage (random_resized_crop, random_crop, center_crop) comes right "
+             "after decode, decode only the window it reads (the same random window, drawn from "
+             "the header's size; on an EXIF-rotated file, the stored pixels it shows, rotated "
+             "after); see scale: window for DCT-reducing it too. Not for CMYK files, nor with a "
+             "fixed scale below 1."},
     {0},
 };
 

@@ -89,54 +89,57 @@ static const char *const rotation_names[] = {"apply", "ignore", NULL};
 static const char *const corrupt_names[] = {"error", "conceal", NULL};
 static const char *const hwaccel_names[] = {"none", "cuda", "auto", NULL};
 
-#define OPT(f) offsetof(struct video_opts, f)
+/* A row's name and the field of struct video_opts it fills, which share the name. */
+#define OPT(f) .name = #f, .offset = offsetof(struct video_opts, f)
 static const struct pb_opt video_opts[] = {
-    {"clip_frames", PB_OPT_INT, OPT(clip_frames), 1, MAX_CLIP_FRAMES, "16", NULL,
-     "Frames in a clip; a sample is one clip."},
-    {"frame_stride", PB_OPT_INT, OPT(frame_stride), 1, 1000, "1", NULL,
-     "Distance between a clip's frames, in frames."},
-    {"clips_per_video", PB_OPT_INT, OPT(clips_per_video), 1, 1000000, "1", NULL,
-     "Clip positions per video: uniform spreads this many starts evenly and the sample's seed "
-     "picks one; sequential takes them back to back, the next one each time a worker gets the "
-     "same file again; random ignores it (any start)."},
-    {"sampling", PB_OPT_ENUM, OPT(sampling), 0, 0, "random", sampling_names,
-     "Where clips start: random (seeded per sample), uniform or sequential."},
-    {"seek", PB_OPT_ENUM, OPT(seek), 0, 0, "keyframe", seek_names,
-     "keyframe: seek to the keyframe before the clip, decode forward to the exact frame; none: "
-     "decode from the start of the file."},
-    {"threads", PB_OPT_INT, OPT(threads), 0, 64, "1", NULL,
-     "Decoder threads per worker; 0 lets FFmpeg choose (all cores)."},
-    {"thread_type", PB_OPT_ENUM, OPT(thread_type), 0, 0, "frame", thread_type_names,
-     "How decoder threads split the work: frame (several frames at once) or slice."},
-    {"short_video", PB_OPT_ENUM, OPT(short_video), 0, 0, "pad", short_names,
-     "A video shorter than a clip: pad (repeat its last frame), loop (wrap round) or skip "
-     "(a data error, so run.on_error applies)."},
-    {"reopen", PB_OPT_ENUM, OPT(reopen), 0, 0, "reuse", reopen_names,
-     "reuse: keep the last file's demuxer and decoder open for the next clip of the same file; "
-     "per_clip: open and close the file for every clip."},
-    {"discard", PB_OPT_ENUM, OPT(discard), 0, 0, "none", discard_names,
-     "nonref: skip decoding non-reference frames that are not delivered (before the clip and "
-     "between strided frames); none: decode every frame."},
-    {"size", PB_OPT_INT_LIST, OPT(size), 1, 16384, "[]", NULL,
-     "Output size as [height, width] (or N, square), fused into colour conversion; [] keeps "
-     "the video's. Give this or shorter_side."},
-    {"shorter_side", PB_OPT_INT, OPT(shorter_side), 0, 16384, "0", NULL,
-     "Resize so the shorter side has this many pixels, keeping the aspect ratio, fused into "
-     "colour conversion; 0: off."},
-    {"rotation", PB_OPT_ENUM, OPT(rotation), 0, 0, "apply", rotation_names,
-     "Rotation metadata (display matrix): apply it to the frames, or ignore it."},
-    {"corrupt_frames", PB_OPT_ENUM, OPT(corrupt_frames), 0, 0, "error", corrupt_names,
-     "A bitstream error inside a frame: error (the sample is a data error) or conceal (keep "
-     "the decoder's best guess, as players do)."},
-    {"clips_per_visit", PB_OPT_INT, OPT(clips_per_visit), 1, PB_VIDEO_MAX_CLIPS_PER_VISIT, "1",
-     NULL, "Clips each visit of a video gives, each its own sample (an epoch holds videos x this "
-     "many), planned in file order and decoded in one pass (random or uniform sampling); a "
-     "batch_size that is a multiple of it keeps a visit in one worker's batch."},
-    {"hwaccel", PB_OPT_ENUM, OPT(hwaccel), 0, 0, "none", hwaccel_names,
-     "cuda: decode on the GPU's video engine (NVDEC, through FFmpeg's CUDA hwaccel; the NVIDIA "
-     "driver provides libnvcuvid), each frame copied back for conversion; an error where no "
-     "CUDA device or NVDEC answers. auto: NVDEC where it answers, else the CPU. none: the "
-     "CPU. Counter hw_frames: frames NVDEC decoded."},
+    {OPT(clip_frames), .type = PB_OPT_INT, .min = 1, .max = MAX_CLIP_FRAMES, .def = "16",
+     .help = "Frames in a clip; a sample is one clip."},
+    {OPT(frame_stride), .type = PB_OPT_INT, .min = 1, .max = 1000, .def = "1",
+     .help = "Distance between a clip's frames, in frames."},
+    {OPT(clips_per_video), .type = PB_OPT_INT, .min = 1, .max = 1000000, .def = "1",
+     .help = "Clip positions per video: uniform spreads this many starts evenly and the sample's "
+             "seed picks one; sequential takes them back to back, the next one each time a "
+             "worker gets the same file again; random ignores it (any start)."},
+    {OPT(sampling), .type = PB_OPT_ENUM, .def = "random", .allowed = sampling_names,
+     .help = "Where clips start: random (seeded per sample), uniform or sequential."},
+    {OPT(seek), .type = PB_OPT_ENUM, .def = "keyframe", .allowed = seek_names,
+     .help = "keyframe: seek to the keyframe before the clip, decode forward to the exact frame; "
+             "none: decode from the start of the file."},
+    {OPT(threads), .type = PB_OPT_INT, .max = 64, .def = "1",
+     .help = "Decoder threads per worker; 0 lets FFmpeg choose (all cores)."},
+    {OPT(thread_type), .type = PB_OPT_ENUM, .def = "frame", .allowed = thread_type_names,
+     .help = "How decoder threads split the work: frame (several frames at once) or slice."},
+    {OPT(short_video), .type = PB_OPT_ENUM, .def = "pad", .allowed = short_names,
+     .help = "A video shorter than a clip: pad (repeat its last frame), loop (wrap round) or "
+             "skip (a data error, so run.on_error applies)."},
+    {OPT(reopen), .type = PB_OPT_ENUM, .def = "reuse", .allowed = reopen_names,
+     .help = "reuse: keep the last file's demuxer and decoder open for the next clip of the same "
+             "file; per_clip: open and close the file for every clip."},
+    {OPT(discard), .type = PB_OPT_ENUM, .def = "none", .allowed = discard_names,
+     .help = "nonref: skip decoding non-reference frames that are not delivered (before the clip "
+             "and between strided frames); none: decode every frame."},
+    {OPT(size), .type = PB_OPT_INT_LIST, .min = 1, .max = 16384, .def = "[]",
+     .help = "Output size as [height, width] (or N, square), fused into colour conversion; [] "
+             "keeps the video's. Give this or shorter_side."},
+    {OPT(shorter_side), .type = PB_OPT_INT, .max = 16384, .def = "0",
+     .help = "Resize so the shorter side has this many pixels, keeping the aspect ratio, fused "
+             "into colour conversion; 0: off."},
+    {OPT(rotation), .type = PB_OPT_ENUM, .def = "apply", .allowed = rotation_names,
+     .help = "Rotation metadata (display matrix): apply it to the frames, or ignore it."},
+    {OPT(corrupt_frames), .type = PB_OPT_ENUM, .def = "error", .allowed = corrupt_names,
+     .help = "A bitstream error inside a frame: error (the sample is a data error) or conceal "
+             "(keep the decoder's best guess, as players do)."},
+    {OPT(clips_per_visit), .type = PB_OPT_INT, .min = 1, .max = PB_VIDEO_MAX_CLIPS_PER_VISIT,
+     .def = "1",
+     .help = "Clips each visit of a video gives, each its own sample (an epoch holds videos x "
+             "this many), planned in file order and decoded in one pass (random or uniform "
+             "sampling); a batch_size that is a multiple of it keeps a visit in one worker's "
+             "batch."},
+    {OPT(hwaccel), .type = PB_OPT_ENUM, .def = "none", .allowed = hwaccel_names,
+     .help = "cuda: decode on the GPU's video engine (NVDEC, through FFmpeg's CUDA hwaccel; the "
+             "NVIDIA driver provides libnvcuvid), each frame copied back for conversion; an "
+             "error where no CUDA device or NVDEC answers. auto: NVDEC where it answers, else "
+             "the CPU. none: the CPU. Counter hw_frames: frames NVDEC decoded."},
     {0},
 };
 

@@ -23,7 +23,7 @@
 /* Raised whenever struct pb_stage_ops, struct pb_sample, struct pb_batch,
  * struct pb_stage_plan, struct pb_shape or struct pb_opt change layout, so
  * a plugin built against other headers is refused instead of misread. */
-#define PB_PLUGIN_ABI_VERSION 1u
+#define PB_PLUGIN_ABI_VERSION 2u /* 2: struct pb_opt has .size */
 
 #define PB_PLUGIN_ABI_SYMBOL "pb_plugin_abi_version"
 #define PB_PLUGIN_STAGE_SYMBOL "pb_plugin_stage"

@@ -16,7 +16,7 @@ struct python_opts {
 
 static const struct pb_opt python_opts[] = {
     {.name = "callable", .type = PB_OPT_STRING, .offset = offsetof(struct python_opts, callable),
-     .max = sizeof(((struct python_opts *)0)->callable), .def = "",
+     .size = sizeof(((struct python_opts *)0)->callable), .def = "",
      .help = "The function as 'module:function' (its module found on loader.python_path); it "
              "takes a sample and returns it transformed."},
     {0},

@@ -29,10 +29,11 @@ struct read_opts {
 };
 
 static const struct pb_opt read_opts[] = {
-    {"block_kib", PB_OPT_INT, offsetof(struct read_opts, block_kib), 0, 1048576, "0", NULL,
-     "Bytes asked of each read() call, in KiB; 0 asks for the whole file (or tar member) at "
-     "once. Set it to compare with a storage benchmark's block size (fio --bs); with "
-     "dataset.cache: direct it is rounded up to whole 4 KiB blocks."},
+    {.name = "block_kib", .type = PB_OPT_INT, .offset = offsetof(struct read_opts, block_kib),
+     .max = 1048576, .def = "0",
+     .help = "Bytes asked of each read() call, in KiB; 0 asks for the whole file (or tar member) "
+             "at once. Set it to compare with a storage benchmark's block size (fio --bs); with "
+             "dataset.cache: direct it is rounded up to whole 4 KiB blocks."},
     {0},
 };
 

@@ -2,7 +2,8 @@
 """Lists pbench's source files that do not open with a comment saying what
 they are for, as every SQLite file does: C and CUDA files (a /* or //
 comment before any code), Python (a module docstring or a # comment after
-the #! line) and shell scripts (a # comment after the #! line). Exits 1
+the #! line) and shell scripts (a # comment after the #! line), a script
+without an extension taken by its #! line. Exits 1
 when any file lacks one, so CI can gate on it.
 
     scripts/purpose-comments.py [folders...]
@@ -32,10 +33,23 @@ def first_lines(path):
     return [line for line in lines if line.strip()]
 
 
+def shebang(path):
+    """The #! line of a file without an extension (scripts/recipe-check), or ""."""
+    if "." in os.path.basename(path):
+        return ""
+    with open(os.path.join(ROOT, path), encoding="utf-8", errors="replace") as fh:
+        line = fh.readline()
+    return line if line.startswith("#!") else ""
+
+
 def has_purpose(path):
     """Whether the file opens with its purpose comment; None when the rule
     does not apply to its kind of file."""
     lines = first_lines(path)
+    if "python" in shebang(path):
+        path += ".py"
+    elif shebang(path):
+        path += ".sh"
     if path.endswith(C_LIKE):
         return bool(lines) and lines[0].lstrip().startswith(("/*", "//"))
     if path.endswith(".py"):

@@ -24,12 +24,18 @@ struct sample {
 static const char *const modes[] = {"skip", "fail", NULL};
 
 static const struct pb_opt table[] = {
-    {"flag", PB_OPT_BOOL, offsetof(struct sample, flag), 0, 0, "true", NULL, "A flag."},
-    {"count", PB_OPT_INT, offsetof(struct sample, count), 0, 1024, "2", NULL, "A count."},
-    {"ratio", PB_OPT_DOUBLE, offsetof(struct sample, ratio), 0.001, 1, "0.05", NULL, "A ratio."},
-    {"label", PB_OPT_STRING, offsetof(struct sample, label), 0, 8, "abc", NULL, "A label."},
-    {"mode", PB_OPT_ENUM, offsetof(struct sample, mode), 0, 0, "skip", modes, "A mode."},
-    {"shard", PB_OPT_SHARD, offsetof(struct sample, shard), 0, 0, "0/1", NULL, "A shard."},
+    {.name = "flag", .type = PB_OPT_BOOL, .offset = offsetof(struct sample, flag), .def = "true",
+     .help = "A flag."},
+    {.name = "count", .type = PB_OPT_INT, .offset = offsetof(struct sample, count), .max = 1024,
+     .def = "2", .help = "A count."},
+    {.name = "ratio", .type = PB_OPT_DOUBLE, .offset = offsetof(struct sample, ratio), .min = 0.001,
+     .max = 1, .def = "0.05", .help = "A ratio."},
+    {.name = "label", .type = PB_OPT_STRING, .offset = offsetof(struct sample, label), .size = 8,
+     .def = "abc", .help = "A label."},
+    {.name = "mode", .type = PB_OPT_ENUM, .offset = offsetof(struct sample, mode), .def = "skip",
+     .allowed = modes, .help = "A mode."},
+    {.name = "shard", .type = PB_OPT_SHARD, .offset = offsetof(struct sample, shard), .def = "0/1",
+     .help = "A shard."},
     {0},
 };
 
@@ -110,7 +116,8 @@ static void test_bad_default_is_reported(void **state)
 {
     (void)state;
     static const struct pb_opt broken[] = {
-        {"workers", PB_OPT_INT, 0, 0, 10, "11", NULL, "Broken."},
+        {.name = "workers", .type = PB_OPT_INT, .offset = 0, .max = 10, .def = "11",
+         .help = "Broken."},
         {0},
     };
     int64_t value = 0;
@@ -175,7 +182,8 @@ static void test_int_extreme_bounds(void **state)
 {
     (void)state;
     static const struct pb_opt wide[] = {
-        {"seed", PB_OPT_INT, 0, 0, 4611686018427387904.0, "0", NULL, "Seed."},
+        {.name = "seed", .type = PB_OPT_INT, .offset = 0, .max = 4611686018427387904.0, .def = "0",
+         .help = "Seed."},
         {0},
     };
     int64_t v = 0;
@@ -410,9 +418,10 @@ struct lists {
 };
 
 static const struct pb_opt list_table[] = {
-    {"size", PB_OPT_INT_LIST, offsetof(struct lists, size), 1, 16384, "[224]", NULL, "A size."},
-    {"mean", PB_OPT_DOUBLE_LIST, offsetof(struct lists, mean), -1, 1, "0.5, 0.25", NULL,
-     "Means."},
+    {.name = "size", .type = PB_OPT_INT_LIST, .offset = offsetof(struct lists, size), .min = 1,
+     .max = 16384, .def = "[224]", .help = "A size."},
+    {.name = "mean", .type = PB_OPT_DOUBLE_LIST, .offset = offsetof(struct lists, mean), .min = -1,
+     .max = 1, .def = "0.5, 0.25", .help = "Means."},
     {0},
 };
 

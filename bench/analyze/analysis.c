@@ -15,28 +15,30 @@
 /* ---- settings of a point ------------------------------------------------ */
 
 const struct pb_opt pb_analysis_opts[] = {
-    {"input_bound_high_pct", PB_OPT_DOUBLE, offsetof(struct pb_analysis_spec, input_bound_high_pct),
-     0, 100, "20", NULL,
-     "Stall share (% of the training loop's time waiting for a batch) from which a point is "
-     "highly input-bound (TensorFlow's input-pipeline analyzer: 20)."},
-    {"input_bound_moderate_pct", PB_OPT_DOUBLE,
-     offsetof(struct pb_analysis_spec, input_bound_moderate_pct), 0, 100, "5", NULL,
-     "Stall share from which a point is moderately input-bound (TensorFlow: 5)."},
-    {"tie_pct", PB_OPT_DOUBLE, offsetof(struct pb_analysis_spec, tie_pct), 0, 100, "3", NULL,
-     "Points within this % of the best throughput (or its noise, if larger) count as equally "
-     "fast; the recommendation takes the cheapest of them."},
-    {"accel_util_target_pct", PB_OPT_DOUBLE,
-     offsetof(struct pb_analysis_spec, accel_util_target_pct), 0, 100, "90", NULL,
-     "With run.step_ms, the accelerator utilization a recommended point keeps (MLPerf "
-     "Storage: 90)."},
-    {"knee_doubling_gain", PB_OPT_DOUBLE, offsetof(struct pb_analysis_spec, knee_doubling_gain),
-     1, 2, "1.5", NULL,
-     "Throughput gain a doubling of workers should give (1.5 = +50%); the knee is the first "
-     "worker count after which it does not."},
-    {"memory_growth_mib", PB_OPT_DOUBLE, offsetof(struct pb_analysis_spec, memory_growth_mib), 0,
-     1e9, "1", NULL,
-     "Warn when memory (RSS) grows by at least this many MiB per 1000 batches over the "
-     "measured part, and the growth is significant (its 95% interval excludes 0)."},
+    {.name = "input_bound_high_pct", .type = PB_OPT_DOUBLE,
+     .offset = offsetof(struct pb_analysis_spec, input_bound_high_pct), .max = 100, .def = "20",
+     .help = "Stall share (% of the training loop's time waiting for a batch) from which a point "
+             "is highly input-bound (TensorFlow's input-pipeline analyzer: 20)."},
+    {.name = "input_bound_moderate_pct", .type = PB_OPT_DOUBLE,
+     .offset = offsetof(struct pb_analysis_spec, input_bound_moderate_pct), .max = 100, .def = "5",
+     .help = "Stall share from which a point is moderately input-bound (TensorFlow: 5)."},
+    {.name = "tie_pct", .type = PB_OPT_DOUBLE, .offset = offsetof(struct pb_analysis_spec, tie_pct),
+     .max = 100, .def = "3",
+     .help = "Points within this % of the best throughput (or its noise, if larger) count as "
+             "equally fast; the recommendation takes the cheapest of them."},
+    {.name = "accel_util_target_pct", .type = PB_OPT_DOUBLE,
+     .offset = offsetof(struct pb_analysis_spec, accel_util_target_pct), .max = 100, .def = "90",
+     .help = "With run.step_ms, the accelerator utilization a recommended point keeps (MLPerf "
+             "Storage: 90)."},
+    {.name = "knee_doubling_gain", .type = PB_OPT_DOUBLE,
+     .offset = offsetof(struct pb_analysis_spec, knee_doubling_gain), .min = 1, .max = 2,
+     .def = "1.5",
+     .help = "Throughput gain a doubling of workers should give (1.5 = +50%); the knee is the "
+             "first worker count after which it does not."},
+    {.name = "memory_growth_mib", .type = PB_OPT_DOUBLE,
+     .offset = offsetof(struct pb_analysis_spec, memory_growth_mib), .max = 1e9, .def = "1",
+     .help = "Warn when memory (RSS) grows by at least this many MiB per 1000 batches over the "
+             "measured part, and the growth is significant (its 95% interval excludes 0)."},
     {0},
 };
 

@@ -286,7 +286,7 @@ static int parse_json_text(const struct pb_opt *opt, const char *text, void *bas
     }
     char *compact = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(v);
-    size_t size = (size_t)opt->max;
+    size_t size = opt->size;
     size_t len = compact ? strlen(compact) : 0;
     if (!compact || size == 0 || len >= size) {
         snprintf(msg, msglen, "%s is too long (at most %zu characters of JSON)", qualified,
@@ -321,7 +321,7 @@ int pb_opt_parse(const struct pb_opt *opt, const char *text, void *base,
         return parse_list_text(opt, text, base, qualified, msg, msglen);
     case PB_OPT_STRING:
     case PB_OPT_URL: {
-        size_t size = (size_t)opt->max;
+        size_t size = opt->size;
         size_t len = strlen(text);
         if (size == 0 || len >= size) {
             snprintf(msg, msglen, "%s is too long (at most %zu characters)", qualified,
@@ -375,8 +375,7 @@ static size_t slot_size(const struct pb_opt *opt)
         return sizeof(double);
     case PB_OPT_STRING:
     case PB_OPT_URL:
-    case PB_OPT_JSON:
-        return (size_t)opt->max;
+    case PB_OPT_JSON: return opt->size;
     case PB_OPT_ENUM:
         return sizeof(int);
     case PB_OPT_SHARD:
@@ -398,8 +397,8 @@ static struct pb_opt value_opt(const struct pb_opt *opt)
     struct pb_opt v = *opt;
     v.offset = 0;
     if ((v.type == PB_OPT_STRING || v.type == PB_OPT_URL || v.type == PB_OPT_JSON) &&
-        (v.max <= 0 || v.max > PB_OPT_VALUE_TEXT))
-        v.max = PB_OPT_VALUE_TEXT;
+        (v.size == 0 || v.size > PB_OPT_VALUE_TEXT))
+        v.size = PB_OPT_VALUE_TEXT;
     return v;
 }
 

@@ -19,15 +19,15 @@ enum pb_opt_type {
     PB_OPT_BOOL,    /* bool; true|false|yes|no|on|off                        */
     PB_OPT_INT,     /* int64_t, range [min, max]                             */
     PB_OPT_DOUBLE,  /* double, range [min, max]                              */
-    PB_OPT_STRING,  /* char[max]: max is the buffer size, including the NUL  */
+    PB_OPT_STRING,  /* char[size]: size is the buffer's, its NUL included    */
     PB_OPT_ENUM,    /* int: index into allowed[]                             */
     PB_OPT_SHARD,   /* struct pb_shard, written "RANK/COUNT", e.g. "0/4"     */
     PB_OPT_INT_LIST,    /* struct pb_int_list; each element in [min, max]   */
     PB_OPT_DOUBLE_LIST, /* struct pb_double_list; each element in [min, max] */
-    PB_OPT_JSON,    /* char[max]: a JSON object as compact text (in YAML a
+    PB_OPT_JSON,    /* char[size]: a JSON object as compact text (in YAML a
                        mapping), passed through to code pbench does not own,
                        e.g. the keyword arguments of a user's Python Dataset */
-    PB_OPT_URL,     /* char[max] as STRING: a path or a URL, whose user:password@
+    PB_OPT_URL,     /* char[size] as STRING: a path or a URL, whose user:password@
                        is taken out as it is parsed and kept aside
                        (bench/base/userinfo.h), so no spec holds it            */
 };
@@ -52,11 +52,15 @@ struct pb_shard {
     int64_t count;
 };
 
+/* One option. Tables fill rows by field name, as fio's option tables do
+ * ({.name = "workers", .type = PB_OPT_INT, .offset = ..., .max = 1024,
+ * ...}); a field a row leaves out is zero. */
 struct pb_opt {
     const char *name;
     enum pb_opt_type type;
     size_t offset;               /* where the value lives in its struct    */
-    double min, max;             /* INT/DOUBLE range; STRING buffer size   */
+    double min, max;             /* INT, DOUBLE and list elements: range   */
+    size_t size;                 /* STRING, URL, JSON: buffer size, NUL in */
     const char *def;             /* default, as text parsed like a value   */
     const char *const *allowed;  /* ENUM: NULL-terminated list of names    */
     const char *help;            /* one sentence for `pbench list`         */

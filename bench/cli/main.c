@@ -1,12 +1,19 @@
-/* pbench: the command line. Sub-commands: run, compare, history, calibrate,
- * gen, report, list, version, help (listed in bench/cli/commands.h). This file
- * parses arguments and renders; a run or sweep is a session
- * (bench/session/session.h), drawn on the terminal by bench/cli/progress.h.
- * Exit codes: 0 success, 1 error (stdout that cannot be written included),
- * 2 usage or config error, 3 regression
- * (compare, run --baseline, history show), 128 + the signal when
- * interrupted: 130 SIGINT (Ctrl-C), 143 SIGTERM, 129 SIGHUP (partial
- * results written). */
+/* pbench: the command line. Sub-commands: run, wrap, gen, compare, history,
+ * calibrate, report, serve, list, version, help, in the order `pbench help`
+ * lists them (bench/cli/commands.h; bench/cli/help.c binds each to its
+ * cmd_NAME: run and compare here, wrap in bench/cli/wrap.c, the others in
+ * bench/cli/tools.c). This file parses arguments and renders; a run or sweep
+ * is a session (bench/session/session.h), drawn on the terminal by
+ * bench/cli/progress.h.
+ * Exit codes (PB_EXIT_* in bench/base/pb.h; PB_EXIT_CODES_TEXT in
+ * commands.h is what help says of them): 0 success, 1 error (stdout that
+ * cannot be written included), 2 usage or config error, 3 regression
+ * (compare, run --baseline, history show), 4 inconclusive (with
+ * --fail-on-regression: a gated wall-clock verdict withheld because other
+ * processes disturbed a side, and no gated regression), 5 suspect (history
+ * show: a series' newest run outside its run-to-run noise, not yet a step),
+ * 128 + the signal when interrupted: 130 SIGINT (Ctrl-C), 143 SIGTERM, 129
+ * SIGHUP (partial results written). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>

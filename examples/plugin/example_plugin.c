@@ -18,10 +18,10 @@ struct gain_opts {
 };
 
 static const struct pb_opt gain_opts_table[] = {
-    {"gain", PB_OPT_DOUBLE, offsetof(struct gain_opts, gain), 0, 16, "1.25", NULL,
-     "Factor each pixel value is multiplied by."},
-    {"bias", PB_OPT_INT, offsetof(struct gain_opts, bias), -255, 255, "0", NULL,
-     "Added after the gain; results are clamped to 0..255."},
+    {.name = "gain", .type = PB_OPT_DOUBLE, .offset = offsetof(struct gain_opts, gain), .max = 16,
+     .def = "1.25", .help = "Factor each pixel value is multiplied by."},
+    {.name = "bias", .type = PB_OPT_INT, .offset = offsetof(struct gain_opts, bias), .min = -255,
+     .max = 255, .def = "0", .help = "Added after the gain; results are clamped to 0..255."},
     {0},
 };
 

@@ -21,10 +21,11 @@ struct hang_opts {
 };
 
 static const struct pb_opt hang_opts_table[] = {
-    {"after", PB_OPT_INT, offsetof(struct hang_opts, after), 0, 1000000000, "0", NULL,
-     "Samples passed through (all workers and repeats together) before the stage hangs."},
-    {"mark", PB_OPT_STRING, offsetof(struct hang_opts, mark), 0, 256, "", NULL,
-     "A file created when the stage first hangs; empty: none."},
+    {.name = "after", .type = PB_OPT_INT, .offset = offsetof(struct hang_opts, after),
+     .max = 1000000000, .def = "0",
+     .help = "Samples passed through (all workers and repeats together) before the stage hangs."},
+    {.name = "mark", .type = PB_OPT_STRING, .offset = offsetof(struct hang_opts, mark), .size = 256,
+     .def = "", .help = "A file created when the stage first hangs; empty: none."},
     {0},
 };
 

@@ -21,11 +21,13 @@ struct misbehave_opts {
 };
 
 static const struct pb_opt misbehave_opts_table[] = {
-    {"after", PB_OPT_INT, offsetof(struct misbehave_opts, after), 0, 1000000000, "0", NULL,
-     "Samples passed through (all workers and repeats together) before it misbehaves."},
-    {"mode", PB_OPT_ENUM, offsetof(struct misbehave_opts, mode), 0, 0, "crash", mode_names,
-     "How it misbehaves: crash, code (returns 42), silent (PB_ERR, no message), overrun "
-     "(PB_OK with more bytes than its buffer), exit (calls exit(0))."},
+    {.name = "after", .type = PB_OPT_INT, .offset = offsetof(struct misbehave_opts, after),
+     .max = 1000000000, .def = "0",
+     .help = "Samples passed through (all workers and repeats together) before it misbehaves."},
+    {.name = "mode", .type = PB_OPT_ENUM, .offset = offsetof(struct misbehave_opts, mode),
+     .def = "crash", .allowed = mode_names,
+     .help = "How it misbehaves: crash, code (returns 42), silent (PB_ERR, no message), overrun "
+             "(PB_OK with more bytes than its buffer), exit (calls exit(0))."},
     {0},
 };
 
