@@ -784,8 +784,8 @@ static void emit_stages(const struct sink *s, const struct pb_point_result *p)
     pb_table_free(&t);
     fprintf(s->out,
             "%scpu/sample = the stage's thread CPU over the samples through the pipeline (collate's "
-            "per batch spread over its samples; they add up to CPU per sample); wall%% = its share "
-            "of the stages' wall time\n",
+            "per batch spread over its samples), the median of the repeats: in each repeat they add "
+            "up to its CPU per sample; wall%% = its share of the stages' wall time\n",
             s->markdown ? "\n" : "  ");
     if (p->stages[0].hist.count > p->samples + p->errors)
         fprintf(s->out,
