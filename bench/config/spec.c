@@ -121,6 +121,9 @@ const struct pb_opt pb_generate_opts[] = {
 };
 
 const char *const pb_engine_names[] = {"pbench", "torch", "wrap", NULL};
+_Static_assert(PB_ARRAY_LEN(pb_engine_names) == PB_ENGINE_ROW_COUNT + 1 &&
+                   PB_ENGINE_WRAP + 1 == PB_ENGINE_ROW_COUNT,
+               "one name and one row (bench/base/engine_rows.c) per value of loader.engine");
 const char *const pb_torch_decode_names[] = {"pil", "torchvision", NULL};
 
 #define LOADER(f) offsetof(struct pb_loader_spec, f)
@@ -147,9 +150,7 @@ const struct pb_opt pb_loader_opts[] = {
      "robin (as compact, and said so, on a machine with one node). Under mpirun the ranks on "
      "a node split its cores first. The result records each thread's CPU set."},
     {"engine", PB_OPT_ENUM, LOADER(engine), 0, 0, "pbench", pb_engine_names,
-     "Which loader runs the pipeline: pbench (its own C threads), torch (a real PyTorch "
-     "DataLoader with torchvision transforms, in worker processes; docs/engines.md) or wrap "
-     "(your own training job's DataLoaders, measured in place: pbench wrap, docs/wrap.md)."},
+     "Which loader runs the pipeline: {engines}."},
     {"persistent_workers", PB_OPT_BOOL, LOADER(persistent_workers), 0, 0, "false", NULL,
      "torch: keep the worker processes between epochs and repeats (the DataLoader's own "
      "option); pbench's threads start per repeat either way."},
