@@ -17,7 +17,7 @@
 
 #include "bench/base/pb.h"
 #include "bench/config/config.h"
-#include "bench/config/engine_row.h"
+#include "bench/base/engine_row.h"
 #include "bench/config/sweep.h"
 #include "tests/bad_config.h"
 
@@ -466,7 +466,7 @@ static void test_engine_rules(void **state)
  * engine's name, its stages, decoders, rules and the loader settings it
  * refuses from the row, not from the torch engine's. */
 static const struct pb_engine_rule other_rules[] = {
-    {"jpeg", "scale", {"1"}, "it decodes whole images", NULL, NULL, NULL},
+    {"jpeg", "scale", {"1"}, "it decodes whole images", NULL, NULL},
 };
 static const char *const other_stages[] = {"read", "decode", "resize", NULL};
 static const char *const other_decoders[] = {"jpeg", NULL};

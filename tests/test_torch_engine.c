@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "bench/config/config.h"
-#include "bench/config/engine_row.h"
+#include "bench/base/engine_row.h"
 #include "bench/run/batch_frame.h"
 #include "bench/run/engine_proc.h"
 #include "bench/run/repeat.h"

@@ -304,7 +304,10 @@ static char *ideal_headline(bool disturbed)
 {
     struct pb_result r;
     memset(&r, 0, sizeof r);
-    r.interleaved = json_pack("{s {s {s {s i}}}}", "new", "config", "wrap", "ideal", 8);
+    /* As a result's config holds them: the engine, whose row names the
+     * section wrap.ideal is in. */
+    r.interleaved = json_pack("{s {s {s {s i} s {s s}}}}", "new", "config", "wrap", "ideal", 8,
+                              "loader", "engine", "wrap");
     struct pb_comparison cmp;
     memset(&cmp, 0, sizeof cmp);
     struct pb_point_cmp pc;

@@ -89,8 +89,8 @@ struct pb_history_series {
      * the step, which then counts as neither regression nor improvement. */
     double other_before, other_after;
     bool disturbed;
-    char engine[16];            /* the engine that measured it ("pbench",
-                                   "torch"); "" unknown (older rows)       */
+    char engine[16];            /* the engine that measured it (its row's
+                                   name); "" unknown (older rows)          */
     /* The newest run against the runs before it (from the step, when there
      * is one; bench/analyze/steps.h): suspect when it is worse and outside
      * the series' run-to-run noise by more than the threshold, unless other

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bench/analyze/engines.h"
+#include "bench/base/engine_row.h"
 #include "bench/base/fmt.h"
 #include "bench/base/pb.h"
 #include "bench/result/figures.h"
@@ -86,16 +87,18 @@ static void command_config(const struct pb_result *result, char *buf, size_t siz
         snprintf(buf, size, "%.100s.yaml", result->name[0] ? result->name : "CONFIG");
 }
 
-/* " -s loader.engine=NAME" for point i on an engine other than pbench's,
- * which the file may not name; "" for pbench's, and for i past the points
- * (a command that sweeps the engine). Returns buf. */
+/* " -s loader.engine=NAME" for point i on an engine whose row asks for it
+ * (engine_option: the file may not name it); "" for pbench's, for one
+ * whose command sets it (the wrapped job's), and for i past the points (a
+ * command that sweeps the engine). Returns buf. */
 #define ANY_ENGINE ((size_t)-1)
 static const char *engine_option(const struct pb_result *result, size_t i, char *buf,
                                  size_t size)
 {
-    const char *engine = i < result->point_count ? pb_point_engine(result, i) : "pbench";
-    if (strcmp(engine, "pbench") != 0 && strcmp(engine, "wrap") != 0) /* wrap: its command */
-        snprintf(buf, size, " -s loader.engine=%.40s", engine);
+    const struct pb_engine_row *row =
+        i < result->point_count ? pb_point_engine_row(result, i) : NULL;
+    if (row && row->engine_option)
+        snprintf(buf, size, " -s loader.engine=%.40s", row->name);
     else if (size > 0)
         buf[0] = '\0';
     return buf;
@@ -106,6 +109,15 @@ static bool wrapped(const struct pb_result *result)
     return result->point_count > 0 && pb_point_wrapped(result, 0);
 }
 
+/* The pbench command that measures the result's engine again: its row's
+ * (a wrapped job: its own command), else run. */
+static const char *command_word(const struct pb_result *result)
+{
+    const struct pb_engine_row *row =
+        result->point_count > 0 ? pb_point_engine_row(result, 0) : NULL;
+    return row && row->command ? row->command : "run";
+}
+
 /* The command that measures point i's config again, for a suggestion to
  * append its sweep to (-a key=v1,v2): "pbench run CONFIG", with the
  * point's engine. */
@@ -113,7 +125,7 @@ static void run_command(const struct pb_result *result, size_t i, char *buf, siz
 {
     char config[CONFIG_SIZE], engine[64];
     command_config(result, config, sizeof config);
-    snprintf(buf, size, "pbench %s %s%s", wrapped(result) ? "wrap" : "run", config,
+    snprintf(buf, size, "pbench %s %s%s", command_word(result), config,
              engine_option(result, i, engine, sizeof engine));
 }
 
@@ -172,10 +184,11 @@ static void compare_command(const struct pb_result *result, size_t i, const char
             snprintf(pin, sizeof pin, " -s %s", word);
     }
     if (swept)
-        snprintf(buf, size, "pbench %s %s%s -a %s=%s,%s", wrapped(result) ? "wrap" : "run", config,
-                 engine, key, now, setting[keylen] ? setting + keylen + 1 : "");
+        snprintf(buf, size, "pbench %s %s%s -a %s=%s,%s", command_word(result), config, engine,
+                 key, now, setting[keylen] ? setting + keylen + 1 : "");
     else if (wrapped(result)) /* the job against itself: wrap's own interleaved A/B */
-        snprintf(buf, size, "pbench wrap %s%s --set-new %s", config, pin, setting);
+        snprintf(buf, size, "pbench %s %s%s --set-new %s", command_word(result), config, pin,
+                 setting);
     else
         snprintf(buf, size, "pbench compare %s %s%s%s --set-new %s", config, config, engine, pin,
                  setting);
@@ -359,8 +372,8 @@ static void decode_suggestion(const struct pb_result *result, size_t i, const ch
                 "decoder threads (test: %s -a pipeline.decode.threads=1,2,4), encode the "
                 "sources with a shorter GOP, or measure pbench's engine, which can skip the "
                 "non-reference frames and take several clips per visit (test: %s -a "
-                "loader.engine=pbench,torch)",
-                a->top_share_pct, of, a->amplification, run, base);
+                "loader.engine=pbench,%.40s)",
+                a->top_share_pct, of, a->amplification, run, base, pb_point_engine(result, i));
     else if (strcmp(decoder, "video") == 0)
         SUGGEST(an,
                 "decode takes %.0f%% of %s and decodes %.2fx the frames it delivers: "
@@ -568,7 +581,8 @@ static double epoch_restart_pct(const struct pb_result *result, size_t i, double
 {
     const struct pb_point_result *p = &result->points[i];
     *epoch_s = 0;
-    if (strcmp(pb_point_engine(result, i), "torch") != 0 || p->samples_per_s <= 0 ||
+    const struct pb_engine_row *row = pb_point_engine_row(result, i);
+    if (!row || !row->epoch_workers || p->samples_per_s <= 0 ||
         p->first_batch_s <= 0 || result->dataset.samples == 0 ||
         pb_point_setting_int(result, i, "loader.workers", 0) == 0 ||
         json_is_true(pb_point_setting(result, i, "loader.persistent_workers")))

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench/base/opt.h"
+#include "bench/base/engine_row.h"
 #include "bench/base/pb.h"
 #include "bench/config/config.h"
 #include "bench/sys/paths.h"
@@ -56,6 +57,20 @@ static void print_entry(FILE *out, const char *name, const char *tags, const cha
     print_wrapped_from(out, line, width, 23);
 }
 
+/* An option's help with "{engines}" filled in from the engines' rows
+ * (loader.engine's: "pbench (its own C threads), torch (...) or ..."). */
+static const char *option_help(const char *help, char *buf, size_t buflen)
+{
+    static const char token[] = "{engines}";
+    const char *at = strstr(help, token);
+    if (!at)
+        return help;
+    char engines[PB_MSG_MAX];
+    pb_engine_rows_text(engines, sizeof engines);
+    snprintf(buf, buflen, "%.*s%s%s", (int)(at - help), help, engines, at + strlen(token));
+    return buf;
+}
+
 /* One key: "    prefix.key   what, default D" and its help below. */
 static void print_option(FILE *out, const struct pb_opt *opt, const char *prefix, int indent)
 {
@@ -66,8 +81,9 @@ static void print_option(FILE *out, const struct pb_opt *opt, const char *prefix
         snprintf(def, sizeof(def), "; default %s", opt->def[0] ? opt->def : "\"\"");
     int width = (int)strlen(key) < KEY_WIDTH ? KEY_WIDTH : (int)strlen(key) + 2;
     fprintf(out, "%*s%-*s%s%s\n", indent, "", width, key, what, def);
+    char help[PB_MSG_MAX * 2];
     if (opt->help)
-        print_wrapped(out, opt->help, indent + 4);
+        print_wrapped(out, option_help(opt->help, help, sizeof help), indent + 4);
 }
 
 static void print_options(FILE *out, const struct pb_opt *opts, const char *prefix, int indent)

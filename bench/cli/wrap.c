@@ -16,6 +16,9 @@
 #include "bench/report/format.h"
 #include "bench/session/hooks.h"
 
+/* This command's name, in its messages and its help. */
+static const char command_name[] = "wrap";
+
 /* What the command line of wrap said, beyond a run's options. */
 struct wrap_args {
     long long warmup, batches;
@@ -153,7 +156,7 @@ static int number(const char *option, const char *text, double lo, double *out)
     if (!end || end == text || *end || !(v >= lo)) {
         char what[128];
         snprintf(what, sizeof what, "%s takes a number of at least %g, got '%%s'", option, lo);
-        return pb_cli_usage_error("wrap", what, text);
+        return pb_cli_usage_error(command_name, what, text);
     }
     *out = v;
     return -1;
@@ -186,7 +189,7 @@ static int wrap_option(struct wrap_cli *cli, int c)
     case 'o': opts->output_path = optarg; break;
     case 'f':
         if (pb_format_parse(optarg, &cli->format) != PB_OK)
-            code = pb_cli_format_error("wrap", optarg, false);
+            code = pb_cli_format_error(command_name, optarg, false);
         break;
     case 'q': cli->quiet = true; break;
     case 'O': opts->overhead = true; break;
@@ -194,7 +197,8 @@ static int wrap_option(struct wrap_cli *cli, int c)
     case 'F': cli->gate.fail_on_regression = true; break;
     case 'T':
         if (pb_threshold_parse(optarg, &opts->threshold_pct) != PB_OK)
-            code = pb_cli_usage_error("wrap", "--threshold takes a percentage such as 5%%, got '%s'",
+            code = pb_cli_usage_error(command_name,
+                                      "--threshold takes a percentage such as 5%%, got '%s'",
                                       optarg);
         break;
     case 'w':
@@ -230,8 +234,8 @@ static int wrap_option(struct wrap_cli *cli, int c)
     case 'L': w->loader = optarg; break;
     case 'V': opts->serve = optarg; break;
     case 'g': code = number("--grace", optarg, 0, &w->grace_s); break;
-    case 'h': code = pb_cli_help(2, (char *[]){"help", "wrap", NULL}); break;
-    default: code = pb_cli_usage_error("wrap", "%s", "bad option"); break;
+    case 'h': code = pb_cli_help(2, (char *[]){"help", (char *)command_name, NULL}); break;
+    default: code = pb_cli_usage_error(command_name, "%s", "bad option"); break;
     }
     return code;
 }
@@ -254,7 +258,7 @@ static int refuse_key(const char *option, const char *assignment)
              "DataLoader only %s, and sets %s (an A/B of two commands: --set-new-command "
              "'COMMAND')",
              option, assignment, (int)len, assignment, why, loader, others);
-    return pb_cli_usage_error("wrap", "%s", what);
+    return pb_cli_usage_error(command_name, "%s", what);
 }
 
 /* Reads wrap's options into cli; -1, or the exit code of a usage error it
@@ -294,11 +298,11 @@ static int wrap_parse(int argc, char **argv, struct wrap_cli *cli)
             if (!note_key(&cli->w, lists[l][i]))
                 code = refuse_key(option[l], lists[l][i]);
     if (code < 0 && optind >= argc && !cli->line)
-        code = pb_cli_usage_error("wrap", "%s",
+        code = pb_cli_usage_error(command_name, "%s",
                                   "expected the training job's command after --, e.g. "
                                   "pbench wrap -- python3 train.py");
     if (code < 0 && optind < argc && cli->line)
-        code = pb_cli_usage_error("wrap", "%s",
+        code = pb_cli_usage_error(command_name, "%s",
                                   "the job's command comes after -- or in --command, not both");
     return code;
 }
@@ -316,7 +320,7 @@ int cmd_wrap(int argc, char **argv)
     char msg[PB_MSG_MAX], joined[PB_WRAP_COMMAND_MAX];
     const char *line = cli.line;
     if (code < 0 && !line && !shell_line(argv + optind, argc - optind, joined, sizeof joined)) {
-        pb_cli_error("wrap", "the command is longer than 4095 bytes");
+        pb_cli_error(command_name, "the command is longer than 4095 bytes");
         code = PB_EXIT_USAGE;
     }
     if (code < 0 && !line)
@@ -330,7 +334,7 @@ int cmd_wrap(int argc, char **argv)
     cli.w.repeats = cli.opts.new_override_count > 0 ? pb_compare_min_repeats() : 1;
     char *yaml = code < 0 ? wrap_config(&cli.w, line, msg, sizeof msg) : NULL;
     if (code < 0 && !yaml) {
-        pb_cli_error("wrap", msg);
+        pb_cli_error(command_name, msg);
         code = PB_EXIT_USAGE;
     }
     if (code < 0) {

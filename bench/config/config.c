@@ -16,7 +16,7 @@
 #include "bench/base/pb.h"
 #include "bench/base/userinfo.h"
 #include "bench/config/config_scope.h"
-#include "bench/config/engine_row.h"
+#include "bench/base/engine_row.h"
 #include "bench/sys/affinity.h"
 #include "pipelines/remote.h"
 #include "pipelines/storage.h"
@@ -652,6 +652,22 @@ static bool in_list(const char *const *list, const char *name)
     return false;
 }
 
+/* Whether rule r holds for spec: always, or where the setting its `when`
+ * names ("loader.torch_decode: torchvision") formats as that value. */
+static bool rule_applies(const struct pb_engine_rule *r, const struct pb_spec *spec)
+{
+    const char *colon = r->when ? strstr(r->when, ": ") : NULL;
+    if (!colon)
+        return true;
+    char key[PB_NAME_MAX * 3], why[PB_MSG_MAX], value[64];
+    snprintf(key, sizeof key, "%.*s", (int)(colon - r->when), r->when);
+    struct pb_config_target t;
+    if (pb_config_find(spec, key, &t, why, sizeof why) != PB_OK || !t.opt)
+        return true; /* a key no config has: tests/test_engine_rules.c */
+    pb_opt_format(t.opt, t.base, value, sizeof value);
+    return strcmp(value, colon + 2) == 0;
+}
+
 /* The row's rules that apply to one owner's options. */
 static int check_engine_rules(const struct pb_engine_row *row, const struct pb_spec *spec,
                               const struct pb_stage_spec *st, const char *owner,
@@ -661,7 +677,7 @@ static int check_engine_rules(const struct pb_engine_row *row, const struct pb_s
     for (size_t i = 0; i < row->rule_count; i++) {
         const struct pb_engine_rule *r = &row->rules[i];
         const struct pb_opt *opt = strcmp(r->owner, owner) ? NULL : pb_opt_find(opts, r->option);
-        if (!opt || (r->applies && !r->applies(spec)))
+        if (!opt || !rule_applies(r, spec))
             continue;
         char value[64], allowed[128] = "";
         pb_opt_format(opt, values, value, sizeof value);
@@ -768,13 +784,30 @@ int pb_config_check_engine(const struct pb_engine_row *row, const struct pb_spec
     return PB_OK;
 }
 
+/* The key an engine runs from (the wrapped job's wrap.command): set, or
+ * the row's sentence of what it names. */
+static int check_required_key(const struct pb_engine_row *row, const struct pb_spec *spec,
+                              char *msg, size_t msglen)
+{
+    if (!row || !row->section || !row->required)
+        return PB_OK;
+    char key[PB_NAME_MAX * 2], why[PB_MSG_MAX], value[8] = "";
+    snprintf(key, sizeof key, "%s.%s", row->section, row->required);
+    struct pb_config_target t;
+    if (pb_config_find(spec, key, &t, why, sizeof why) == PB_OK && t.opt)
+        pb_opt_format(t.opt, t.base, value, sizeof value);
+    if (value[0])
+        return PB_OK;
+    return key_error(spec, KEYS(key, row->section, "loader.engine"), msg, msglen,
+                     "loader.engine %s %s", row->name, row->required_why);
+}
+
 int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
 {
     bool own_dataset = pb_spec_own_samples(spec);
-    if (spec->loader.engine == PB_ENGINE_WRAP && !spec->wrap.command[0])
-        return key_error(spec, KEYS("wrap.command", "wrap", "loader.engine"), msg, msglen,
-                         "loader.engine wrap runs your training job: wrap.command names it "
-                         "(pbench wrap -- python3 train.py sets it)");
+    int rc = check_required_key(pb_engine_row(spec->loader.engine), spec, msg, msglen);
+    if (rc != PB_OK)
+        return rc;
     if (spec->dataset.path[0] == '\0' && !own_dataset)
         return key_error(spec, KEYS("dataset"), msg, msglen,
                          "dataset.path is required (a directory or a glob)");
@@ -782,7 +815,7 @@ int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen)
         return key_error(spec, KEYS("pipeline"), msg, msglen,
                          "pipeline must list at least one stage, unless dataset.python names "
                          "your own Dataset");
-    int rc = pb_config_check_engine(pb_engine_row(spec->loader.engine), spec, msg, msglen);
+    rc = pb_config_check_engine(pb_engine_row(spec->loader.engine), spec, msg, msglen);
     if (rc == PB_OK)
         rc = check_stage_order(spec, msg, msglen);
     if (rc == PB_OK)

@@ -75,7 +75,7 @@ int pb_config_override_as(struct pb_spec *spec, const char *option, const char *
  * read stage before it). Same message conventions. */
 int pb_config_validate(const struct pb_spec *spec, char *msg, size_t msglen);
 
-struct pb_engine_row; /* bench/config/engine_row.h */
+struct pb_engine_row; /* bench/base/engine_row.h */
 
 /* What spec asks of the engine of row (NULL: pbench's own) that it cannot
  * run: a stage, a decoder, an option's value or a loader setting. PB_OK, or

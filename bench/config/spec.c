@@ -139,6 +139,9 @@ const struct pb_opt pb_generate_opts[] = {
 };
 
 const char *const pb_engine_names[] = {"pbench", "torch", "wrap", NULL};
+_Static_assert(PB_ARRAY_LEN(pb_engine_names) == PB_ENGINE_ROW_COUNT + 1 &&
+                   PB_ENGINE_COUNT == PB_ENGINE_ROW_COUNT,
+               "one name and one row (bench/base/engine_rows.c) per value of loader.engine");
 const char *const pb_torch_decode_names[] = {"pil", "torchvision", NULL};
 
 #define LOADER(f) offsetof(struct pb_loader_spec, f)
@@ -170,10 +173,7 @@ const struct pb_opt pb_loader_opts[] = {
              "first. The result records each thread's CPU set."},
     {.name = "engine", .type = PB_OPT_ENUM, .offset = LOADER(engine), .def = "pbench",
      .allowed = pb_engine_names,
-     .help = "Which loader runs the pipeline: pbench (its own C threads), torch (a real PyTorch "
-             "DataLoader with torchvision transforms, in worker processes; docs/engines.md) or "
-             "wrap (your own training job's DataLoaders, measured in place: pbench wrap, "
-             "docs/wrap.md)."},
+     .help = "Which loader runs the pipeline: {engines}."},
     {.name = "persistent_workers", .type = PB_OPT_BOOL, .offset = LOADER(persistent_workers),
      .def = "false",
      .help = "torch: keep the worker processes between epochs and repeats (the DataLoader's own "

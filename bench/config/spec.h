@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "bench/analyze/analysis.h"
+#include "bench/base/engine_row.h"
 #include "bench/base/opt.h"
 #include "bench/base/pb.h"
 #include "decoders/decoder.h"
@@ -21,8 +22,14 @@
 
 enum pb_on_error { PB_ON_ERROR_SKIP = 0, PB_ON_ERROR_FAIL = 1 };
 
-/* loader.engine: what runs dataset, pipeline and loader (docs/engines.md). */
-enum pb_engine { PB_ENGINE_PBENCH = 0, PB_ENGINE_TORCH = 1, PB_ENGINE_WRAP = 2 };
+/* loader.engine: what runs dataset, pipeline and loader (docs/engines.md);
+ * each value's row is bench/base/engine_rows.c's, by this order. */
+enum pb_engine {
+    PB_ENGINE_PBENCH = 0,
+    PB_ENGINE_TORCH = 1,
+    PB_ENGINE_WRAP = 2,
+    PB_ENGINE_COUNT /* not an engine: how many there are */
+};
 extern const char *const pb_engine_names[];
 enum pb_torch_decode { PB_TORCH_DECODE_PIL = 0, PB_TORCH_DECODE_TORCHVISION = 1 };
 extern const char *const pb_torch_decode_names[];
@@ -142,10 +149,12 @@ struct pb_spec {
 };
 
 /* The engine makes the samples itself, so no dataset.path or pipeline is
- * needed: your own Dataset (dataset.python) or a wrapped job. */
+ * needed: your own Dataset (dataset.python) or a wrapped job (an engine
+ * whose row takes the batches' sizes from the job). */
 static inline bool pb_spec_own_samples(const struct pb_spec *spec)
 {
-    return spec->dataset.python[0] != '\0' || spec->loader.engine == PB_ENGINE_WRAP;
+    const struct pb_engine_row *row = pb_engine_row(spec->loader.engine);
+    return spec->dataset.python[0] != '\0' || (row && row->job_sizes);
 }
 
 /* What spec's profile level and run options ask for: per-stage timing

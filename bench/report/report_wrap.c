@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/base/engine_row.h"
 #include "bench/base/fmt.h"
 #include "bench/base/pb.h"
 #include "bench/result/figures.h"
@@ -114,8 +115,9 @@ static void rank_rows(struct pb_table *t, const json_t *ranks)
 void pb_report_wrap_summary(struct pb_table *t, const struct pb_point_result *p)
 {
     const json_t *jobs = json_object_get(p->engine, "jobs");
-    const char *name = json_string_value(json_object_get(p->engine, "name"));
-    if (!name || strcmp(name, "wrap") != 0 || json_array_size(jobs) == 0)
+    const struct pb_engine_row *row =
+        pb_engine_row_named(json_string_value(json_object_get(p->engine, "name")));
+    if (!row || !row->job_sizes || json_array_size(jobs) == 0)
         return;
     const json_t *job = json_array_get(jobs, json_array_size(jobs) - 1);
     const char *command = json_string_value(json_object_get(job, "command"));
@@ -197,9 +199,14 @@ static void ideal_disturbed(const struct pb_point_cmp *pc, char *buf, size_t siz
 void pb_report_wrap_ideal(FILE *out, const struct pb_result *result,
                           const struct pb_comparison *cmp)
 {
-    /* The new side of the interleaved pair is the job with wrap.ideal set. */
-    const json_t *wrap = json_object_get(
-        json_object_get(json_object_get(result->interleaved, "new"), "config"), "wrap");
+    /* The new side of the interleaved pair is the job with wrap.ideal set,
+     * in the section its engine's row runs from. */
+    const json_t *config = json_object_get(json_object_get(result->interleaved, "new"), "config");
+    const struct pb_engine_row *row = pb_engine_row_named(
+        json_string_value(json_object_get(json_object_get(config, "loader"), "engine")));
+    if (!row && result->point_count)
+        row = pb_point_engine_row(result, 0);
+    const json_t *wrap = row && row->section ? json_object_get(config, row->section) : NULL;
     const json_t *ideal = json_object_get(wrap, "ideal");
     if (!json_is_integer(ideal) || json_integer_value(ideal) <= 0)
         return;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/base/engine_row.h"
 #include "bench/base/jsonfield.h"
 #include "bench/base/pb.h"
 #include "bench/base/stats.h"
@@ -465,14 +466,15 @@ bool pb_point_engine_text(const struct pb_point_result *point, char *buf, size_t
     if (!name || buflen == 0)
         return false;
     size_t used = (size_t)snprintf(buf, buflen, "%s", name);
-    static const char *const keys[][2] = {{"python", "Python"}, {"torch", "torch"},
-                                          {"torchvision", "torchvision"}, {"pillow", "Pillow"},
-                                          {"av", "PyAV"}};
+    const struct pb_engine_row *row = pb_engine_row_named(name);
     const json_t *versions = json_object_get(point->engine, "versions");
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0] && used < buflen; k++) {
-        const char *v = json_string_value(json_object_get(versions, keys[k][0]));
+    for (size_t k = 0; row && k < PB_ARRAY_LEN(row->versions) && row->versions[k][0] &&
+                       used < buflen;
+         k++) {
+        const char *v = json_string_value(json_object_get(versions, row->versions[k][0]));
         if (v)
-            used += (size_t)snprintf(buf + used, buflen - used, " · %s %s", keys[k][1], v);
+            used += (size_t)snprintf(buf + used, buflen - used, " · %s %s", row->versions[k][1],
+                                     v);
     }
     return true;
 }
@@ -532,10 +534,16 @@ double pb_point_setting_double(const struct pb_result *result, size_t point, con
     return json_is_number(v) ? json_number_value(v) : def;
 }
 
+const struct pb_engine_row *pb_point_engine_row(const struct pb_result *result, size_t point)
+{
+    return pb_engine_row_named(
+        json_string_value(pb_point_setting(result, point, "loader.engine")));
+}
+
 bool pb_point_wrapped(const struct pb_result *result, size_t point)
 {
-    const json_t *engine = pb_point_setting(result, point, "loader.engine");
-    return json_is_string(engine) && strcmp(json_string_value(engine), "wrap") == 0;
+    const struct pb_engine_row *row = pb_point_engine_row(result, point);
+    return row && row->job_sizes;
 }
 
 double pb_point_step_ms(const struct pb_result *result, size_t point)

@@ -216,8 +216,8 @@ struct pb_point_result {
      * worker's CPU set (bench/sys/affinity.h); NULL otherwise. */
     json_t *affinity;
     /* loader.engine other than pbench: the engine and its versions
-     * ({"name": "torch", "versions": {"python": ..., "torch": ...}},
-     * docs/engines.md); NULL for pbench's own. */
+     * ({"name": NAME, "versions": {KEY: VERSION, ...}}, the keys its row
+     * names, docs/engines.md); NULL for pbench's own. */
     json_t *engine;
     struct pb_memory_growth memory_growth;
 };
@@ -340,7 +340,13 @@ int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const
 double pb_point_setting_double(const struct pb_result *result, size_t point, const char *path,
                                double def);
 
-/* Whether point ran a wrapped training job (loader.engine: wrap). */
+/* The row of the engine point ran on (its loader.engine setting); NULL for
+ * a name no row has. */
+struct pb_engine_row; /* bench/base/engine_row.h */
+const struct pb_engine_row *pb_point_engine_row(const struct pb_result *result, size_t point);
+
+/* Whether point ran a wrapped training job (an engine whose row takes the
+ * batches' sizes from the job: loader.engine: wrap). */
 bool pb_point_wrapped(const struct pb_result *result, size_t point);
 
 /* The training step of point i, in ms: run.step_ms where it simulates one;
@@ -358,8 +364,8 @@ int64_t pb_point_batch_size(const struct pb_result *result, size_t point);
 const json_t *pb_result_config_value(const struct pb_result *result, const char *path);
 
 /* "torch · Python 3.11.2 · torch 1.13.0 · torchvision 0.14.1 · Pillow 9.4.0
- * · PyAV 10.0.0": the engine a point ran on with its versions; false (buf
- * "") for pbench's own. */
+ * · PyAV 10.0.0": the engine a point ran on with the versions its row
+ * names; false (buf "") for pbench's own. */
 bool pb_point_engine_text(const struct pb_point_result *point, char *buf, size_t buflen);
 
 /* The engines other than pbench's that ran the result's points, each once

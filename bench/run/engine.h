@@ -1,5 +1,5 @@
 /* An engine that is another process (a row with in_process false:
- * loader.engine torch, a wrapped job; bench/config/engine_row.h says how it
+ * loader.engine torch, a wrapped job; bench/base/engine_row.h says how it
  * starts and how it is named): engine.c is its ops for the one measurement
  * loop (bench/run/repeat.h). pbench starts it for a point, speaks the
  * protocol of docs/engines.md with it over pipes, and turns its frames into

@@ -10,7 +10,7 @@
 
 #include "bench/base/hist.h"
 #include "bench/config/config.h"
-#include "bench/config/engine_row.h"
+#include "bench/base/engine_row.h"
 #include "bench/result/result.h"
 #include "bench/result/slowest.h"
 #include "bench/run/batch_frame.h"

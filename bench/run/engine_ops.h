@@ -2,7 +2,7 @@
  * measurement loop (bench/run/repeat.c) asks of whatever delivers a point's
  * batches, and what it hands back. pbench's own threads implement them
  * (bench/run/runner.h) and so does an engine that is another process
- * (bench/run/engine.h); an engine's row (bench/config/engine_row.h) says
+ * (bench/run/engine.h); an engine's row (bench/base/engine_row.h) says
  * which set it runs on. Header only. */
 #ifndef PB_ENGINE_OPS_H
 #define PB_ENGINE_OPS_H
@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "bench/config/config.h"
-#include "bench/config/engine_row.h"
+#include "bench/base/engine_row.h"
 #include "bench/result/result.h"
 #include "bench/run/hooks.h"
 #include "bench/run/stoprule.h"

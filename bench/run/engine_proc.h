@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "bench/config/config.h"
-#include "bench/config/engine_row.h"
+#include "bench/base/engine_row.h"
 #include "bench/result/result.h"
 
 struct pb_engine_proc;

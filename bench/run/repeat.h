@@ -1,6 +1,6 @@
 /* The repeat (bench/run/repeat.c): one point measured, whatever engine
  * delivers its batches. Every engine is a row of the engine table
- * (bench/config/engine_row.h) and a set of ops (struct pb_engine_ops, in
+ * (bench/base/engine_row.h) and a set of ops (struct pb_engine_ops, in
  * the spirit of fio's ioengine_ops): open a point, open a round, deliver a
  * batch, the loop's step on it, release it, close the round, close the
  * point. The loop over those ops is written once, here: the warm-up, the
@@ -20,7 +20,7 @@
 #include <stddef.h>
 
 #include "bench/config/config.h"
-#include "bench/config/engine_row.h"
+#include "bench/base/engine_row.h"
 #include "bench/result/result.h"
 #include "bench/run/hooks.h"
 #include "pipelines/dataset.h"

@@ -16,6 +16,7 @@
 #include "bench/analyze/analysis.h"
 #include "bench/analyze/verdict.h"
 #include "bench/analyze/history.h"
+#include "bench/base/engine_row.h"
 #include "bench/base/fileio.h"
 #include "bench/base/fmt.h"
 #include "bench/base/pb.h"
@@ -438,8 +439,9 @@ static void announce(struct session *s)
 {
     const struct pb_spec *b = &s->base;
     char text[PB_MSG_MAX * 2];
-    int n = b->loader.engine == PB_ENGINE_WRAP
-                ? snprintf(text, sizeof(text), "%s: the job '%.300s%s' with its own data and "
+    const struct pb_engine_row *row = pb_engine_row(b->loader.engine);
+    bool job = row && row->job_sizes; /* a wrapped job: its command says what runs */
+    int n = job ? snprintf(text, sizeof(text), "%s: the job '%.300s%s' with its own data and "
                            "DataLoader settings%s",
                            b->name, b->wrap.command, strlen(b->wrap.command) > 300 ? "..." : "",
                            b->wrap.set[0] ? " (some set by pbench)" : "")
@@ -465,7 +467,7 @@ static void announce(struct session *s)
         pb_session_say(s->hooks, PB_SESSION_INFO, "%s", text);
         return;
     }
-    if (!s->swept && b->loader.engine == PB_ENGINE_WRAP) {
+    if (!s->swept && job) {
         snprintf(text + used, sizeof(text) - used, ", %d run%s of it", (int)b->run.repeats,
                  b->run.repeats == 1 ? "" : "s");
         pb_session_say(s->hooks, PB_SESSION_INFO, "%s", text);
@@ -566,13 +568,15 @@ static int run_round(struct session *s, long i, int round, const struct pb_run_h
     return rc;
 }
 
-/* Two configs compared: each point on the torch engine is started once
- * and closed before either side is measured, so that the engine's
- * refusals of either config come before any measurement. */
+/* Two configs compared: each point on an engine whose row asks for it
+ * (checked_first: the torch engine) is started once and closed before
+ * either side is measured, so that the engine's refusals of either config
+ * come before any measurement. */
 static int check_engines(struct session *s)
 {
     for (long i = 0; s->ab && i < s->point_count; i++) {
-        if (s->specs[i].loader.engine != PB_ENGINE_TORCH)
+        const struct pb_engine_row *row = pb_engine_row(s->specs[i].loader.engine);
+        if (!row || !row->checked_first)
             continue;
         struct pb_result scratch = {.point_count = 1, .points = calloc(1, sizeof(*scratch.points))};
         struct pb_run_hooks quiet = {.stop = s->hooks->stop};

@@ -57,6 +57,23 @@ def shared_limits(path=SHARED_DESCRIPTION):
 
 SHARED = shared_limits()
 
+# The option values the torch engine cannot run as pbench means them,
+# described once in engines/engine_rules.json: pbench refuses them at the
+# config's line (its engine rows, held to the file by
+# tests/test_engine_rules.c), and the engine applies the same rules
+# (stages.refuse_unrunnable) when driven by hand.
+RULES_DESCRIPTION = os.path.join(os.path.dirname(HEADER_DESCRIPTION), "engine_rules.json")
+
+
+def engine_rules(path=RULES_DESCRIPTION, engine="torch"):
+    """The rules of engine (its loader.engine name) in the description at
+    path: a list of {owner, option, allowed, why, when, instead}."""
+    with open(path) as f:
+        return json.load(f)[engine]
+
+
+ENGINE_RULES = engine_rules()
+
 
 def readable(text):
     """text with its surrogate escapes (os.fsdecode's U+DC80 to U+DCFF for a byte

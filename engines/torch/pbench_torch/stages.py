@@ -9,9 +9,9 @@ import io
 import os
 
 from .errors import ConfigError, SampleError, sent
+from .protocol import ENGINE_RULES
 from . import remote, video
 
-INTERPOLATIONS = ("bilinear", "nearest")
 IMAGE_DECODERS = ("jpeg", "image", "auto")
 
 
@@ -44,13 +44,56 @@ def check_device(options, where):
                           "(in the DataLoader's workers); device stages are pbench's own")
 
 
+def formatted(value):
+    """An option's value as pbench formats it (pb_opt_format): booleans as
+    true or false, whole numbers without a point."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def setting(config, key):
+    """The config's value at a dotted key (loader.torch_decode), formatted;
+    None when the config has none."""
+    value = config
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return formatted(value)
+
+
+def refuse_unrunnable(owner, options, where, config, rules=None):
+    """ConfigError(where.option) for the first of owner's options (a
+    stage's, or its decoder's) whose value the torch engine cannot run as
+    pbench means it: the rules of engines/engine_rules.json (ENGINE_RULES),
+    which pbench applies too before it starts the engine. A rule with a
+    condition ("loader.torch_decode: torchvision") holds where config's
+    setting has that value."""
+    for rule in ENGINE_RULES if rules is None else rules:
+        if rule["owner"] != owner or rule["option"] not in options:
+            continue
+        if rule["when"]:
+            key, _, value = rule["when"].partition(": ")
+            if setting(config, key) != value:
+                continue
+        value = formatted(options[rule["option"]])
+        if value not in rule["allowed"]:
+            raise ConfigError("%s.%s" % (where, rule["option"]),
+                              "the torch engine cannot run %s's %s: %s (%s); allowed%s: %s, or %s"
+                              % (owner, rule["option"], value, rule["why"],
+                                 " with " + rule["when"] if rule["when"] else "",
+                                 ", ".join(rule["allowed"]),
+                                 rule["instead"] or "loader.engine: pbench"))
+
+
 def interpolation(options, where):
-    """torchvision's InterpolationMode for the stage's interpolation."""
+    """torchvision's InterpolationMode for the stage's interpolation (one
+    refuse_unrunnable let through: bilinear or nearest)."""
     from torchvision.transforms import InterpolationMode
     name = sent(options, "interpolation", where)
-    if name not in INTERPOLATIONS:
-        raise ConfigError(where + ".interpolation", "torchvision has no %r interpolation for its "
-                          "transforms; use bilinear or nearest" % name)
     return InterpolationMode.BILINEAR if name == "bilinear" else InterpolationMode.NEAREST
 
 
@@ -282,21 +325,10 @@ def decode_stage(options, where, stages, position, torch_decode):
         raise ConfigError(where + ".decoder", "the torch engine cannot run the %r decoder (it "
                           "decodes jpeg, image and auto with PIL or torchvision, and video with "
                           "PyAV)" % decoder)
+    # scale, dct, fast_upsample, output, cmyk, and exif_orientation or
+    # scale: auto under torchvision's decode: refuse_unrunnable, before.
     scale = str(sent(options, "scale", where))
-    if scale not in ("1", "auto"):
-        raise ConfigError(where + ".scale", "PIL decodes whole images (scale 1) or picks its "
-                          "DCT scale from the size needed (scale auto); it has no %r" % scale)
-    if options.get("dct", "accurate") != "accurate":  # image's table has no dct
-        raise ConfigError(where + ".dct", "PIL and torchvision decode with the accurate DCT only")
-    if options.get("fast_upsample", False):
-        raise ConfigError(where + ".fast_upsample", "PIL and torchvision have no fast upsampling")
     output = sent(options, "output", where)
-    if output not in ("rgb", "gray"):
-        raise ConfigError(where + ".output", "the torch engine decodes to rgb or gray, not %r"
-                          % output)
-    # cmyk, and exif_orientation or scale: auto under torchvision's decode,
-    # are pbench's to refuse (bench/config/engine_rows.c) before it starts
-    # the engine.
     if torch_decode == "torchvision":
         return Stage("decode", TorchvisionDecode(output == "gray", decoder == "jpeg"))
     if torch_decode != "pil":
@@ -351,10 +383,7 @@ def color_jitter(options, where):
 
 def normalize(options, where, is_video):
     """The normalize stage, after checking dtype, layout and pixel_scale."""
-    dtype = sent(options, "dtype", where)
-    if dtype not in ("float32", "float16"):
-        raise ConfigError(where + ".dtype", "the torch engine normalizes to float32 or "
-                          "float16, not %r" % dtype)
+    dtype = sent(options, "dtype", where)  # float32 or float16: refuse_unrunnable
     layout = sent(options, "layout", where)
     allowed = ("cthw", "tchw") if is_video else ("chw",)
     if layout not in allowed:
@@ -383,6 +412,9 @@ def build_pipeline(config, import_callable):
     built = []
     for position, (kind, options) in enumerate(stages):
         where = "pipeline[%d]" % position
+        refuse_unrunnable(kind, options, where, config)
+        if kind == "decode":
+            refuse_unrunnable(sent(options, "decoder", where), options, where, config)
         if kind == "read":
             built.append(read_stage(sent(config, "dataset", "")))
         elif kind == "decode":

@@ -56,13 +56,9 @@ def check_options(options, where):
     """The decode stage's video options, as pbench sent them; raises
     ConfigError(where.key, ...) for one it did not send or what PyAV cannot
     do here."""
+    # discard and clips_per_visit: stages.refuse_unrunnable, before
+    # (engines/engine_rules.json).
     opts = {key: sent(options, key, where) for key in OPTIONS}
-    if opts["discard"] != "none":
-        raise ConfigError(where + ".discard", "the torch engine decodes with PyAV, which cannot "
-                          "skip only the frames a clip does not use; use discard: none")
-    if int(opts["clips_per_visit"]) != 1:
-        raise ConfigError(where + ".clips_per_visit", "the torch engine decodes one clip per "
-                          "sample (a Dataset's __getitem__); use clips_per_visit: 1")
     for key, allowed in (("sampling", ("random", "uniform", "sequential")),
                          ("seek", ("keyframe", "none")), ("thread_type", ("frame", "slice")),
                          ("short_video", ("pad", "loop", "skip")),
