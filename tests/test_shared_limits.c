@@ -46,6 +46,7 @@ static int differences(const char *path, char *report, size_t size)
     } values[] = {
         {"engine_max_columns", PB_ENGINE_MAX_COLUMNS},
         {"engine_max_counters", PB_ENGINE_MAX_COUNTERS},
+        {"frame_max_bytes", PB_ENGINE_FRAME_MAX_BYTES},
         {"requests_in_flight.min", PB_REMOTE_REQUESTS_IN_FLIGHT_MIN},
         {"requests_in_flight.max", PB_REMOTE_REQUESTS_IN_FLIGHT_MAX},
         {"retry_backoff.first_ms", PB_REMOTE_BACKOFF_FIRST_MS},

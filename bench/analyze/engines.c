@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/base/engine_row.h"
 #include "bench/base/fmt.h"
 #include "bench/base/pb.h"
 #include "bench/result/figures.h"
@@ -12,7 +13,7 @@
 const char *pb_point_engine(const struct pb_result *result, size_t i)
 {
     const char *e = json_string_value(pb_point_setting(result, i, "loader.engine"));
-    return e ? e : "pbench";
+    return e ? e : pb_engine_pbench_row.name; /* loader.engine's default */
 }
 
 /* Whether points a and b differ in loader.engine and in no other axis. */

@@ -365,7 +365,9 @@ static void decode_suggestion(const struct pb_result *result, size_t i, const ch
         snprintf(visit, sizeof visit,
                  "take several clips per video visit, decoded in one pass (test: %s), ", test);
     compare_command(result, i, "pipeline.decode.discard=nonref", test, sizeof test);
-    if (strcmp(decoder, "video") == 0 && strcmp(pb_point_engine(result, i), "pbench") != 0)
+    const struct pb_engine_row *row = pb_point_engine_row(result, i);
+    bool own_engine = row && row->in_process; /* pbench's own decoders */
+    if (strcmp(decoder, "video") == 0 && !own_engine)
         SUGGEST(an, /* PyAV: no discard, one clip per __getitem__ */
                 "decode takes %.0f%% of %s and decodes %.2fx the frames it delivers (PyAV "
                 "decodes every frame from the keyframe before the clip): trade workers for "
@@ -386,7 +388,7 @@ static void decode_suggestion(const struct pb_result *result, size_t i, const ch
                 "decode takes %.0f%% of %s: the null decoder's cost_us sets it; a "
                 "real decoder's share is the figure to watch",
                 a->top_share_pct, of);
-    else if (strcmp(pb_point_engine(result, i), "pbench") != 0)
+    else if (!own_engine)
         torch_decode_suggestion(result, i, a->top_share_pct, of, an);
     else
         jpeg_decode_suggestion(result, i, a->top_share_pct, of, an);

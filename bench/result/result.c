@@ -536,8 +536,8 @@ double pb_point_setting_double(const struct pb_result *result, size_t point, con
 
 const struct pb_engine_row *pb_point_engine_row(const struct pb_result *result, size_t point)
 {
-    return pb_engine_row_named(
-        json_string_value(pb_point_setting(result, point, "loader.engine")));
+    const char *name = json_string_value(pb_point_setting(result, point, "loader.engine"));
+    return name ? pb_engine_row_named(name) : &pb_engine_pbench_row; /* the default */
 }
 
 bool pb_point_wrapped(const struct pb_result *result, size_t point)

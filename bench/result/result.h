@@ -340,8 +340,8 @@ int64_t pb_point_setting_int(const struct pb_result *result, size_t point, const
 double pb_point_setting_double(const struct pb_result *result, size_t point, const char *path,
                                double def);
 
-/* The row of the engine point ran on (its loader.engine setting); NULL for
- * a name no row has. */
+/* The row of the engine point ran on (its loader.engine setting; pbench's
+ * own where the result has none); NULL for a name no row has. */
 struct pb_engine_row; /* bench/base/engine_row.h */
 const struct pb_engine_row *pb_point_engine_row(const struct pb_result *result, size_t point);
 

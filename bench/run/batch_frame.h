@@ -36,5 +36,7 @@ _Static_assert(sizeof(struct pb_batch_header) == 88, "the batch header is 88 byt
 #define PB_ENGINE_MAX_COLUMNS 32
 #define PB_ENGINE_MAX_COUNTERS 32
 #define PB_ENGINE_MAX_WORKERS 256
+/* The most bytes a frame (its type, length and payload) may hold: docs/engines.md. */
+#define PB_ENGINE_FRAME_MAX_BYTES (16u << 20)
 
 #endif

@@ -1,4 +1,4 @@
-/* The engine's process: found, started, read and ended (bench/run/engine.h). */
+/* The engine's process: found, started, read and ended (bench/run/engine_proc.h). */
 #include "bench/run/engine_proc.h"
 
 #include <errno.h>
@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 #include "bench/base/jsonfield.h"
+#include "bench/run/batch_frame.h"
 #include "bench/base/pb.h"
 #include "bench/sys/paths.h"
 
 extern char **environ;
 
-#define FRAME_MAX (16u << 20) /* docs/engines.md: a frame is at most 16 MiB */
 #define TAIL_BYTES 4096       /* the engine's stderr kept for messages     */
 #define SPAWN_FD_FLOOR 10     /* pipes for the engine are moved this high   */
 
@@ -484,7 +484,7 @@ static bool have_frame(struct pb_engine_proc *p, uint32_t *type, const uint8_t *
     uint32_t length, t;
     memcpy(&length, p->buf + p->start, 4);
     memcpy(&t, p->buf + p->start + 4, 4);
-    if (length < 4 || length > FRAME_MAX) {
+    if (length < 4 || length > PB_ENGINE_FRAME_MAX_BYTES) {
         *too_big = true;
         return false;
     }

@@ -21,7 +21,6 @@ import struct
 
 FRAME_JSON = 1
 FRAME_BATCH = 2
-MAX_FRAME_BYTES = 16 << 20
 
 FRAME_HEAD = struct.Struct("<II")
 HEADER_DESCRIPTION = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -56,6 +55,7 @@ def shared_limits(path=SHARED_DESCRIPTION):
 
 
 SHARED = shared_limits()
+MAX_FRAME_BYTES = SHARED["frame_max_bytes"]
 
 # The option values the torch engine cannot run as pbench means them,
 # described once in engines/engine_rules.json: pbench refuses them at the
