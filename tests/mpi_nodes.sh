@@ -16,9 +16,10 @@
 #   b  3 ranks (2 on node 1), data in each node's private /tmp: each node
 #      makes its own copy (rank 0 on node 1, rank 2 on node 2) and node 1's
 #      second rank waits for it; the same one merged result
-#   c  dataset.cache: cold on both nodes: node 2's copy (on disk) leaves its
-#      page cache, node 1's (a tmpfs) cannot; each rank's residency is its
-#      node's, and the job's the mean, not rank 0's alone
+#   c  dataset.cache: cold on both nodes: node 1's copy (on disk) leaves its
+#      page cache, node 2's (a tmpfs) cannot; each rank's residency is its
+#      node's, the job's the mean, not rank 0's alone, and node 2's warning
+#      that it could not evict is in the result, naming rank 1 and its host
 #   d  data that only node 1 has: the job stops, naming rank 1 on node 2,
 #      and writes no result
 #
@@ -82,9 +83,9 @@ for k in $NODES; do
         ip -n "$ns" addr add "$NET.$((k + 1))/24" dev "pbmpi-p$k" &&
         ip -n "$ns" link set "pbmpi-p$k" up && ip -n "$ns" link set lo up || exit 1
     # The holder: the node's hostname and private /tmp live as long as it.
-    # Node 1's /tmp is a tmpfs (always in memory), node 2's a folder on the
-    # build folder's disk (its page cache can be emptied).
-    if [ "$k" = 1 ]; then tmp=tmpfs; else tmp="$work/node$k-tmp" && mkdir "$tmp"; fi
+    # Node 1's /tmp is a folder on the build folder's disk (its page cache
+    # can be emptied), node 2's a tmpfs (always in memory).
+    if [ "$k" = 2 ]; then tmp=tmpfs; else tmp="$work/node$k-tmp" && mkdir "$tmp"; fi
     ip netns exec "$ns" unshare --uts --mount --propagation private sh -c \
         'hostname "$1" && { [ "$3" = tmpfs ] && mount -t tmpfs tmpfs /tmp ||
                             mount --bind "$3" /tmp; } &&
@@ -256,8 +257,9 @@ outside the nodes $([ -e /tmp/pbmpi-data ] && echo some || echo none)"
 fi
 
 # --- c: each node's page cache ------------------------------------------
-# dataset.cache: cold evicts the data on each node: node 2's leaves its
-# page cache, node 1's stays (a tmpfs); the job's residency is the mean.
+# dataset.cache: cold evicts the data on each node: node 1's leaves its
+# page cache, node 2's stays (a tmpfs) and rank 1 says so; the job's
+# residency is the mean.
 job c "$NET.2,$NET.3" 2 tiny.yaml -s dataset.path=/tmp/pbmpi-data -s dataset.cache=cold
 if [ $rc -ne 0 ]; then
     fail "c each node's page cache" "$(said "$work/c")"
@@ -266,15 +268,21 @@ else
     cached=$(/usr/bin/python3 -c 'import json, sys
 p = json.load(open(sys.argv[1]))["points"][0]
 r = sorted(p["ranks"], key=lambda r: r["rank"])
-print("%.0f %.0f %.0f" % (r[0]["page_cache_resident_pct"], r[1]["page_cache_resident_pct"],
-                          p["repeats"][0]["page_cache_resident_pct"]))' "$work/c.json")
+print("%.0f %.0f %.0f %d" % (r[0]["page_cache_resident_pct"], r[1]["page_cache_resident_pct"],
+                             p["repeats"][0]["page_cache_resident_pct"],
+                             any(w.startswith("rank 1 on pbmpi-node2: dataset.cache: cold could "
+                                              "not evict") for w in p.get("warnings", []))))' \
+        "$work/c.json")
     set -- $cached
     if [ -n "$wrong" ]; then
         fail "c each node's page cache" "$wrong"
-    elif [ "$1" -lt 90 ] || [ "$2" -gt 10 ]; then
-        fail "c each node's page cache" "in the page cache: node 1 $1%, node 2 $2% (want ~100, ~0)"
+    elif [ "$1" -gt 10 ] || [ "$2" -lt 90 ]; then
+        fail "c each node's page cache" "in the page cache: node 1 $1%, node 2 $2% (want ~0, ~100)"
+    elif [ "$4" != 1 ]; then
+        fail "c each node's page cache" "no warning from rank 1 on pbmpi-node2 that it could not \
+evict: $(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["points"][0].get("warnings"))' "$work/c.json")"
     else
-        pass "c each node's page cache: node 1 $1%, node 2 $2%, the job $3%"
+        pass "c each node's page cache: node 1 $1%, node 2 $2%, the job $3%; node 2's warning kept"
     fi
 fi
 

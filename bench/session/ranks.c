@@ -401,6 +401,79 @@ static void gather(const struct rank_repeat *mine, const struct pb_repeat_result
     free(byte_counts);
 }
 
+/* How many of each point's warnings this rank has sent rank 0 already. */
+static struct {
+    int *count; /* by point index */
+    size_t cap;
+} sent_warnings;
+
+static int *sent_warning_count(long point_index)
+{
+    size_t need = (size_t)point_index + 1;
+    if (need > sent_warnings.cap) {
+        int *grown = realloc(sent_warnings.count, need * sizeof(int));
+        if (!grown)
+            return NULL;
+        memset(grown + sent_warnings.cap, 0, (need - sent_warnings.cap) * sizeof(int));
+        sent_warnings.count = grown;
+        sent_warnings.cap = need;
+    }
+    return &sent_warnings.count[point_index];
+}
+
+/* Whether a warning of the point already says text (rank 0's own, or one
+ * another rank sent first). */
+static bool already_said(const struct pb_point_result *point, const char *text)
+{
+    for (int i = 0; i < point->warning_count; i++)
+        if (strstr(point->warnings[i], text))
+            return true;
+    return false;
+}
+
+/* The point's warnings that the other ranks gave since they last sent
+ * them, onto rank 0's point as "rank R on HOST: ...": what a node sees of
+ * its own (its page cache that would not empty, its file system refusing
+ * O_DIRECT) is in the one result, once, by the first rank that said it. */
+static void gather_warnings(long point_index, struct pb_point_result *point,
+                            const struct rank_repeat *recs)
+{
+    enum { TEXT = sizeof(point->warnings[0]) };
+    bool root = pb_mpi()->rank == 0;
+    int *sent = sent_warning_count(point_index);
+    int from = sent && *sent < point->warning_count ? *sent : point->warning_count;
+    int bytes = root ? 0 : (point->warning_count - from) * (int)TEXT;
+    int *counts = NULL, *displs = NULL, total = 0;
+    char *texts = NULL;
+    if (root && (!(counts = calloc((size_t)pb_mpi()->size, sizeof(int))) ||
+                 !(displs = calloc((size_t)pb_mpi()->size, sizeof(int)))))
+        pb_mpi_abort(PB_EXIT_ERROR, "out of memory gathering the ranks' warnings");
+    MPI_Request req;
+    MPI_Igather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+    pb_mpi_wait(&req);
+    for (int k = 0; root && k < pb_mpi()->size; k++) {
+        displs[k] = total;
+        total += counts[k];
+    }
+    if (root && !(texts = malloc(total ? (size_t)total : 1)))
+        pb_mpi_abort(PB_EXIT_ERROR, "out of memory gathering the ranks' warnings");
+    MPI_Igatherv(bytes ? point->warnings[from] : NULL, bytes, MPI_BYTE, texts, counts, displs,
+                 MPI_BYTE, 0, MPI_COMM_WORLD, &req);
+    pb_mpi_wait(&req);
+    if (sent)
+        *sent = point->warning_count;
+    for (int k = 1; root && k < pb_mpi()->size; k++)
+        for (int at = displs[k]; at < displs[k] + counts[k]; at += (int)TEXT) {
+            char *text = texts + at;
+            text[TEXT - 1] = '\0';
+            if (!already_said(point, text))
+                pb_point_warn(point, "rank %d on %s: %s", k, recs[k].host, text);
+        }
+    free(counts);
+    free(displs);
+    free(texts);
+}
+
 bool pb_ranks_repeat_end(struct pb_ranks_repeat *r, long point_index, int rc, const char *msg,
                        struct pb_point_result *point, size_t kept_before)
 {
@@ -436,6 +509,7 @@ bool pb_ranks_repeat_end(struct pb_ranks_repeat *r, long point_index, int rc, co
         if (mine.kept)
             aggregate(&point->repeats[point->repeat_count - 1], recs, rows, row_counts);
     }
+    gather_warnings(point_index, point, recs);
     free(recs);
     free(rows);
     free(row_counts);
@@ -625,6 +699,8 @@ void pb_ranks_release(void)
     free(kept_log.sync_ms);
     free(kept_log.sync_point);
     memset(&kept_log, 0, sizeof(kept_log));
+    free(sent_warnings.count);
+    memset(&sent_warnings, 0, sizeof(sent_warnings));
 }
 
 #else /* !PB_HAVE_MPI: a single process, every call a no-op */
