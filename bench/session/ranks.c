@@ -87,6 +87,10 @@ struct rank_repeat {
     uint64_t samples, batches, bytes_read, errors, rss_peak_bytes;
     double wall_s, samples_per_s, batches_per_s, mb_per_s, stall_pct, accel_util_pct;
     double cpu_util_pct, worker_cpu_pct, barrier_ms, other_cpu_pct, steal_pct;
+    /* The dataset in this rank's node's page cache at the repeat's start
+     * (each node has its own), over files_checked files (0: not measured). */
+    double page_cache_resident_pct;
+    uint64_t page_cache_files_checked;
     char host[64];
     char cpusets[160]; /* loader.affinity: "loop 0; worker 0 1; ...", or "" */
     double metric[PB_METRIC_COUNT]; /* the comparable metrics, by table row */
@@ -206,6 +210,8 @@ static void describe(const struct pb_point_result *point, size_t kept_before, bo
     rec->worker_cpu_pct = rep->worker_cpu_pct;
     rec->other_cpu_pct = rep->other_cpu_pct;
     rec->steal_pct = rep->steal_pct;
+    rec->page_cache_resident_pct = rep->page_cache_resident_pct;
+    rec->page_cache_files_checked = rep->page_cache_files_checked;
     for (int m = 0; m < PB_METRIC_COUNT; m++)
         rec->metric[m] = pb_metrics[m].of_repeat(rep);
 }
@@ -242,13 +248,34 @@ static void merge_stage_rows(struct pb_repeat_result *sum, const struct pb_stage
     }
 }
 
+/* The page cache residency of the job: the mean over the ranks that
+ * measured it, each on its own node's page cache (rank 0's alone would
+ * call a job "read from memory" whose other nodes read from storage); the
+ * files checked, the most any rank checked. */
+static void aggregate_residency(struct pb_repeat_result *sum, const struct rank_repeat *recs)
+{
+    double resident = 0;
+    uint64_t checked = 0;
+    int measured = 0;
+    for (int k = 0; k < pb_mpi()->size; k++) {
+        if (!recs[k].kept || !recs[k].page_cache_files_checked)
+            continue;
+        resident += recs[k].page_cache_resident_pct;
+        if (recs[k].page_cache_files_checked > checked)
+            checked = recs[k].page_cache_files_checked;
+        measured++;
+    }
+    sum->page_cache_resident_pct = measured ? resident / measured : 0;
+    sum->page_cache_files_checked = checked;
+}
+
 /* Rank 0's repeat becomes the aggregate of every rank's kept one: counts
  * and rates summed (the ranks measured the same span, started by a
  * barrier and stopped by one decision), utilizations and worker CPU the
  * mean over ranks, process CPU summed (the job's), other processes' CPU
- * the mean over ranks of what is not this job's, the comparable metrics
- * as their table row says (bench/result/metrics.h), stage histograms
- * merged by addition. */
+ * the mean over ranks of what is not this job's, page cache residency the
+ * mean over the ranks' nodes, the comparable metrics as their table row
+ * says (bench/result/metrics.h), stage histograms merged by addition. */
 static void aggregate(struct pb_repeat_result *rep, const struct rank_repeat *recs,
                       const struct pb_stage_result *rows, const int *row_counts)
 {
@@ -289,6 +316,7 @@ static void aggregate(struct pb_repeat_result *rep, const struct rank_repeat *re
         if (row->to_repeat && row->ranks != PB_RANKS_ROOT)
             row->to_repeat(&sum, row->ranks == PB_RANKS_MEAN ? metric[m] / kept : metric[m]);
     }
+    aggregate_residency(&sum, recs);
     merge_stage_rows(&sum, rows, row_counts);
     *rep = sum;
 }
@@ -373,6 +401,79 @@ static void gather(const struct rank_repeat *mine, const struct pb_repeat_result
     free(byte_counts);
 }
 
+/* How many of each point's warnings this rank has sent rank 0 already. */
+static struct {
+    int *count; /* by point index */
+    size_t cap;
+} sent_warnings;
+
+static int *sent_warning_count(long point_index)
+{
+    size_t need = (size_t)point_index + 1;
+    if (need > sent_warnings.cap) {
+        int *grown = realloc(sent_warnings.count, need * sizeof(int));
+        if (!grown)
+            return NULL;
+        memset(grown + sent_warnings.cap, 0, (need - sent_warnings.cap) * sizeof(int));
+        sent_warnings.count = grown;
+        sent_warnings.cap = need;
+    }
+    return &sent_warnings.count[point_index];
+}
+
+/* Whether a warning of the point already says text (rank 0's own, or one
+ * another rank sent first). */
+static bool already_said(const struct pb_point_result *point, const char *text)
+{
+    for (int i = 0; i < point->warning_count; i++)
+        if (strstr(point->warnings[i], text))
+            return true;
+    return false;
+}
+
+/* The point's warnings that the other ranks gave since they last sent
+ * them, onto rank 0's point as "rank R on HOST: ...": what a node sees of
+ * its own (its page cache that would not empty, its file system refusing
+ * O_DIRECT) is in the one result, once, by the first rank that said it. */
+static void gather_warnings(long point_index, struct pb_point_result *point,
+                            const struct rank_repeat *recs)
+{
+    enum { TEXT = sizeof(point->warnings[0]) };
+    bool root = pb_mpi()->rank == 0;
+    int *sent = sent_warning_count(point_index);
+    int from = sent && *sent < point->warning_count ? *sent : point->warning_count;
+    int bytes = root ? 0 : (point->warning_count - from) * (int)TEXT;
+    int *counts = NULL, *displs = NULL, total = 0;
+    char *texts = NULL;
+    if (root && (!(counts = calloc((size_t)pb_mpi()->size, sizeof(int))) ||
+                 !(displs = calloc((size_t)pb_mpi()->size, sizeof(int)))))
+        pb_mpi_abort(PB_EXIT_ERROR, "out of memory gathering the ranks' warnings");
+    MPI_Request req;
+    MPI_Igather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+    pb_mpi_wait(&req);
+    for (int k = 0; root && k < pb_mpi()->size; k++) {
+        displs[k] = total;
+        total += counts[k];
+    }
+    if (root && !(texts = malloc(total ? (size_t)total : 1)))
+        pb_mpi_abort(PB_EXIT_ERROR, "out of memory gathering the ranks' warnings");
+    MPI_Igatherv(bytes ? point->warnings[from] : NULL, bytes, MPI_BYTE, texts, counts, displs,
+                 MPI_BYTE, 0, MPI_COMM_WORLD, &req);
+    pb_mpi_wait(&req);
+    if (sent)
+        *sent = point->warning_count;
+    for (int k = 1; root && k < pb_mpi()->size; k++)
+        for (int at = displs[k]; at < displs[k] + counts[k]; at += (int)TEXT) {
+            char *text = texts + at;
+            text[TEXT - 1] = '\0';
+            if (!already_said(point, text))
+                pb_point_warn(point, "rank %d on %s: %s", k, recs[k].host, text);
+        }
+    free(counts);
+    free(displs);
+    free(texts);
+}
+
 bool pb_ranks_repeat_end(struct pb_ranks_repeat *r, long point_index, int rc, const char *msg,
                        struct pb_point_result *point, size_t kept_before)
 {
@@ -408,6 +509,7 @@ bool pb_ranks_repeat_end(struct pb_ranks_repeat *r, long point_index, int rc, co
         if (mine.kept)
             aggregate(&point->repeats[point->repeat_count - 1], recs, rows, row_counts);
     }
+    gather_warnings(point_index, point, recs);
     free(recs);
     free(rows);
     free(row_counts);
@@ -431,6 +533,8 @@ struct rank_figures {
     int repeats;
     uint64_t samples, rss_peak_bytes;
     double rate_sum, stall_sum, worker_cpu_sum, cpu_sum, barrier_ms_sum;
+    double resident_sum; /* over the resident_repeats that measured it */
+    int resident_repeats;
 };
 
 static int compare_doubles(const void *a, const void *b)
@@ -471,14 +575,10 @@ static void sync_figures(long point_index, json_t *obj)
     free(values);
 }
 
-void pb_ranks_point(long point_index, struct pb_point_result *point)
+/* Every rank's figures over the point's finished repeats into fig (one per
+ * rank); returns the ranks' samples/s summed over them. */
+static double collect_figures(long point_index, size_t finished, struct rank_figures *fig)
 {
-    if (!pb_mpi()->active || pb_mpi()->rank != 0 || point->repeat_count == 0)
-        return;
-    size_t finished = pb_point_finished_repeats(point);
-    struct rank_figures *fig = calloc((size_t)pb_mpi()->size, sizeof(*fig));
-    if (!fig)
-        return;
     double all_samples = 0;
     for (size_t i = 0; i < kept_log.count; i++) {
         const struct logged *e = &kept_log.entries[i];
@@ -499,8 +599,36 @@ void pb_ranks_point(long point_index, struct pb_point_result *point)
         f->worker_cpu_sum += e->rec.worker_cpu_pct;
         f->cpu_sum += e->rec.cpu_util_pct;
         f->barrier_ms_sum += e->rec.barrier_ms;
+        if (e->rec.page_cache_files_checked) {
+            f->resident_sum += e->rec.page_cache_resident_pct;
+            f->resident_repeats++;
+        }
         all_samples += e->rec.samples_per_s;
     }
+    return all_samples;
+}
+
+/* The hosts among the ranks that have figures: the job's nodes. */
+static int count_nodes(const struct rank_figures *fig)
+{
+    int nodes = 0;
+    for (int k = 0; k < pb_mpi()->size; k++) {
+        bool first = fig[k].seen;
+        for (int j = 0; first && j < k; j++)
+            first = !(fig[j].seen && strcmp(fig[j].host, fig[k].host) == 0);
+        nodes += first;
+    }
+    return nodes;
+}
+
+void pb_ranks_point(long point_index, struct pb_point_result *point)
+{
+    if (!pb_mpi()->active || pb_mpi()->rank != 0 || point->repeat_count == 0)
+        return;
+    struct rank_figures *fig = calloc((size_t)pb_mpi()->size, sizeof(*fig));
+    if (!fig)
+        return;
+    double all_samples = collect_figures(point_index, pb_point_finished_repeats(point), fig);
     json_t *ranks = json_array();
     int slowest = -1, fastest = -1, worst_stall = -1;
     double stall_mean = 0;
@@ -526,6 +654,9 @@ void pb_ranks_point(long point_index, struct pb_point_result *point)
         json_object_set_new(obj, "samples", json_integer((json_int_t)f->samples));
         json_object_set_new(obj, "repeats", json_integer(f->repeats));
         json_object_set_new(obj, "barrier_ms_mean", json_real(f->barrier_ms_sum / n));
+        if (f->resident_repeats)
+            json_object_set_new(obj, "page_cache_resident_pct",
+                                json_real(f->resident_sum / f->resident_repeats));
         if (f->cpusets[0])
             json_object_set_new(obj, "cpusets", json_string(f->cpusets));
         json_array_append_new(ranks, obj);
@@ -541,6 +672,7 @@ void pb_ranks_point(long point_index, struct pb_point_result *point)
     }
     json_t *summary = json_object();
     json_object_set_new(summary, "ranks", json_integer(pb_mpi()->size));
+    json_object_set_new(summary, "nodes", json_integer(count_nodes(fig)));
     json_object_set_new(summary, "decided_by", json_string("rank 0's stopping rule, broadcast"));
     if (seen > 0) {
         double slow = fig[slowest].rate_sum / fig[slowest].repeats;
@@ -567,6 +699,8 @@ void pb_ranks_release(void)
     free(kept_log.sync_ms);
     free(kept_log.sync_point);
     memset(&kept_log, 0, sizeof(kept_log));
+    free(sent_warnings.count);
+    memset(&sent_warnings, 0, sizeof(sent_warnings));
 }
 
 #else /* !PB_HAVE_MPI: a single process, every call a no-op */

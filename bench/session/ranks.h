@@ -8,9 +8,11 @@
  *   broadcasts the decision, which the runner reads through
  *   struct pb_run_group (bench/run/hooks.h) with one atomic load per batch;
  * - pb_ranks_repeat_end gathers every rank's repeat onto rank 0, which
- *   turns its own repeat into the aggregate (samples/s summed, stall the
- *   mean, stage histograms merged by addition) and agrees with all ranks
- *   on whether to go on (an interrupt on any rank stops every rank);
+ *   turns its own repeat into the aggregate (samples/s summed, stall and
+ *   page cache residency the mean, stage histograms merged by addition),
+ *   adds the warnings other ranks gave as "rank R on HOST: ..." and agrees
+ *   with all ranks on whether to go on (an interrupt on any rank stops
+ *   every rank);
  * - pb_ranks_point adds the per-rank list and the multi-rank summary to a
  *   point on rank 0 after pb_point_summarize;
  * - an error on any rank ends the job (pb_mpi_abort), the message naming
