@@ -112,7 +112,7 @@ class Job:
         self.output_open = True
         self.conns = {}          # socket -> [buffer, pid, nodes.Peer or None (Unix)]
         self.refused = {}        # why -> connections the relay dropped for it
-        self.pids = nodes.Pids(relay.here)
+        self.pids = nodes.Pids(getattr(relay, "here", None))
         self.pythons = {}        # pid -> hello
         self.loaders = {}
         self.measured = None
