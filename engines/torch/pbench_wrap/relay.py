@@ -596,10 +596,10 @@ class Relay:
         return True
 
     def listen(self, text):
-        """The TCP address ranks on other machines send to: --listen's, or,
-        where the command or the environment shows a launcher that starts
-        ranks on other machines, the default route's (never all interfaces
-        unless asked); none otherwise. False after a fatal."""
+        """The TCP address ranks on other machines send to, one for the
+        session (nodes.open_listener says which); False after a fatal."""
+        if self.tcp is not None:
+            return True
         try:
             self.tcp, said = nodes.open_listener(text, self.argv, os.environ)
         except nodes.Refused as e:
