@@ -54,7 +54,8 @@
       "pbench wrap [-s loader.KEY=V]... [-a loader.KEY=v1,v2]... [--set-new loader.KEY=V]\n" \
       "                  [--set-new-command 'COMMAND']\n" \
       "                  [--warmup-batches N] [--batches N | --time S | --until-exit]\n" \
-      "                  [--loader FILE:LINE] [--grace S] [--ideal[=K]] [-o results/NAME.json]\n" \
+      "                  [--loader FILE:LINE] [--grace S] [--ideal[=K]] [--listen ADDR[:PORT]]\n" \
+      "                  [-o results/NAME.json]\n" \
       "                  [--format {formats}] [--quiet] [--overhead] [--trace FILE]\n" \
       "                  [--baseline BASE.json] -- COMMAND [ARGS...]  (or --command 'COMMAND ARGS...')", \
       "Runs your training job, unchanged, with pbench's hook loaded at start-up in every\n" \
@@ -95,6 +96,12 @@
       "      --trace FILE          a Perfetto timeline: the loop's waits and steps, a track\n" \
       "                            per worker process with a span per sample and transform\n" \
       "      --serve [HOST:]PORT   serve the job's figures while it runs (docs/live.md)\n" \
+      "      --listen ADDR[:PORT]  take the records of ranks on other machines over TCP\n" \
+      "                            at this address of this machine (port 0 or none: any\n" \
+      "                            free one), each connection with the run's token\n" \
+      "                            (default: the default route's address where the\n" \
+      "                            command runs srun, mpirun or mpiexec, or torchrun\n" \
+      "                            --nnodes N; no TCP otherwise; docs/wrap.md)\n" \
       "  -o, -f, -q, --baseline, --threshold, --fail-on-regression: as pbench run.\n\n" \
       "Exit codes as pbench run; 1 when the job fails before its first batch or creates no\n" \
       "DataLoader, 2 when the command is not a Python job. Ctrl-C or SIGTERM ends the job\n" \

@@ -26,6 +26,7 @@ struct wrap_args {
     bool until_exit, time_given;
     int repeats; /* run.repeats unless -s gives it */
     const char *loader;
+    const char *listen; /* --listen ADDR[:PORT], else NULL */
     char set[256]; /* the loader keys -s, -a and --set-new give the job */
 };
 
@@ -98,9 +99,10 @@ static void yaml_quoted(const char *text, char *out, size_t outlen)
  * its program) so that results and history tell jobs apart. */
 static char *wrap_config(const struct wrap_args *w, const char *line, char *msg, size_t msglen)
 {
-    char quoted[2 * PB_WRAP_COMMAND_MAX], loader[2 * PB_PATH_MAX];
+    char quoted[2 * PB_WRAP_COMMAND_MAX], loader[2 * PB_PATH_MAX], listen[600];
     yaml_quoted(line, quoted, sizeof quoted);
     yaml_quoted(w->loader ? w->loader : "", loader, sizeof loader);
+    yaml_quoted(w->listen ? w->listen : "", listen, sizeof listen);
     /* The job's name: its first word that names a .py file, else the
      * program's base name. */
     char words[PB_WRAP_COMMAND_MAX], *save = NULL;
@@ -126,7 +128,7 @@ static char *wrap_config(const struct wrap_args *w, const char *line, char *msg,
         min_s = max_s = w->time_s;
     else if (w->batches > 0 || w->until_exit)
         min_s = max_s = 86400;
-    size_t cap = 3 * PB_WRAP_COMMAND_MAX + 2 * PB_PATH_MAX + 1024;
+    size_t cap = 3 * PB_WRAP_COMMAND_MAX + 2 * PB_PATH_MAX + 2048;
     char *yaml = malloc(cap);
     if (!yaml) {
         snprintf(msg, msglen, "out of memory");
@@ -142,9 +144,10 @@ static char *wrap_config(const struct wrap_args *w, const char *line, char *msg,
              "  set: \"%s\"\n"
              "  batches: %lld\n"
              "  until_exit: %s\n"
-             "  grace_s: %g\n",
+             "  grace_s: %g\n"
+             "  listen: %s\n",
              qjob, w->warmup, min_s, max_s, w->repeats, quoted, loader, w->set, w->batches,
-             w->until_exit ? "true" : "false", w->grace_s);
+             w->until_exit ? "true" : "false", w->grace_s, listen);
     return yaml;
 }
 
@@ -232,6 +235,15 @@ static int wrap_option(struct wrap_cli *cli, int c)
         }
         break;
     case 'L': w->loader = optarg; break;
+    case 'l':
+        if (strlen(optarg) >= 256 || !*optarg)
+            code = pb_cli_usage_error(command_name,
+                                      "--listen takes ADDR[:PORT] (an address of this machine "
+                                      "the other nodes reach), got '%s'",
+                                      optarg);
+        else
+            w->listen = optarg;
+        break;
     case 'V': opts->serve = optarg; break;
     case 'g': code = number("--grace", optarg, 0, &w->grace_s); break;
     case 'h': code = pb_cli_help(2, (char *[]){"help", (char *)command_name, NULL}); break;
@@ -284,6 +296,7 @@ static int wrap_parse(int argc, char **argv, struct wrap_cli *cli)
         {"ideal", optional_argument, NULL, 'I'},
         {"trace", required_argument, NULL, 'R'},
         {"serve", required_argument, NULL, 'V'},
+        {"listen", required_argument, NULL, 'l'},
         {NULL, 0, NULL, 0},
     };
     int c, code = -1;

@@ -271,6 +271,12 @@ const struct pb_opt pb_wrap_opts[] = {
      .help = "A loader that never waits: after the warm-up, this many of the batches the job "
              "received (at most 1 GiB of them) are kept and handed to it again instead of asking "
              "its DataLoader; 0 is off. pbench wrap --ideal compares the job with and without it."},
+    {.name = "listen", .type = PB_OPT_STRING, .offset = WRAP(listen), .size = 256, .def = "",
+     .help = "ADDR[:PORT] where the job's ranks on other machines send their records over TCP, "
+             "each connection with this run's token (port 0 or none: any free one; 0.0.0.0: "
+             "every interface, only when named). Empty: the default route's address where the "
+             "command runs srun, mpirun or mpiexec, asks torchrun for --nnodes, or Slurm's "
+             "environment spans nodes; no TCP otherwise."},
     {0},
 };
 

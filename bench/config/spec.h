@@ -114,6 +114,7 @@ struct pb_wrap_spec {
     bool until_exit;           /* measure until the job ends by itself */
     double grace_s;            /* SIGINT, then SIGTERM after this many seconds */
     int64_t ideal;             /* batches kept after the warm-up and handed out again; 0: off */
+    char listen[256];          /* ADDR[:PORT] the ranks on other machines send to; "": auto */
 };
 
 /* Where the config file set an option, by its dotted path

@@ -97,9 +97,11 @@ static void rank_rows(struct pb_table *t, const json_t *ranks)
         if (!fastest || rate > json_number_value(json_object_get(fastest, "samples_per_s")))
             fastest = r;
         pb_table_add(t, "rank %lld", (long long)json_integer_value(json_object_get(r, "rank")));
-        pb_table_add(t, "%.1f samples/s, stall %.1f %%, %lld batches (pid %lld, %s)", rate,
+        const char *host = json_string_value(json_object_get(r, "host")); /* its machine */
+        pb_table_add(t, "%.1f samples/s, stall %.1f %%, %lld batches (%s%spid %lld, %s)", rate,
                      json_number_value(json_object_get(r, "stall_pct")),
                      (long long)json_integer_value(json_object_get(r, "batches")),
+                     host ? host : "", host ? ", " : "",
                      (long long)json_integer_value(json_object_get(r, "pid")),
                      json_string_value(json_object_get(r, "site")));
     }

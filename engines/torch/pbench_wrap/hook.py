@@ -13,7 +13,8 @@ never changes a batch. A failure inside the hook turns it off in that
 process with one line on stderr, and the job goes on.
 
 Each process sends its records over its own connection to the relay
-(pbench_wrap.relay): frames of u32 length (the bytes after it), u32 type,
+(pbench_wrap.relay; over TCP where its Unix socket is out of reach, as on
+another machine: pbench_wrap.nodes): frames of u32 length (the bytes after it), u32 type,
 payload. Type 1 is JSON; 2 a batch the loop took (BATCH); 3 a batch a
 loader built (FETCH, then its sample records)."""
 import array
@@ -29,6 +30,8 @@ import time
 SOCKET_ENV = "PBENCH_WRAP_SOCKET"
 CONFIG_ENV = "PBENCH_WRAP_CONFIG"
 RELAY_ENV = "PBENCH_WRAP_RELAY"   # the relay's pid: the job's first process dies with it
+ADDR_ENV = "PBENCH_WRAP_ADDR"     # the relay's TCP address, for ranks on other machines
+HOST_ENV = "PBENCH_WRAP_HOST"     # the relay's hostname (pbench_wrap.nodes)
 TESTED_TORCH = ("1.13",)
 
 MSG_JSON = 1
@@ -89,14 +92,35 @@ class Link:
                 self.sock.detach()  # the parent's: left open for it
             except OSError:
                 pass
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(os.environ[SOCKET_ENV])
-        self.pid = os.getpid()
-        hello = {"type": "hello", "pid": self.pid, "ppid": os.getppid(),
+        self.sock = None
+        host = socket.gethostname()
+        hello = {"type": "hello", "pid": os.getpid(), "ppid": os.getppid(),
                  "argv": list(sys.argv), "rank": rank_of(os.environ),
-                 "python": sys.version.split()[0]}
-        payload = json.dumps(hello).encode("utf-8")
-        self.sock.sendall(HEAD.pack(len(payload) + 4, MSG_JSON) + payload)
+                 "python": sys.version.split()[0], "host": host}
+        address = os.environ.get(ADDR_ENV)
+        elsewhere = address and os.environ.get(HOST_ENV) not in (None, host)
+        if not elsewhere:  # the relay's machine, or no TCP: its socket
+            try:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock = sock
+                sock.connect(os.environ[SOCKET_ENV])
+                payload = json.dumps(hello).encode("utf-8")
+                sock.sendall(HEAD.pack(len(payload) + 4, MSG_JSON) + payload)
+            except OSError as e:
+                if not address:
+                    raise
+                local = e
+                sock.close()
+                self.sock = None
+        if self.sock is None:  # another machine, or a private /tmp: TCP, with the token
+            from . import nodes
+            try:
+                self.sock = nodes.connect(address, os.environ.get(nodes.TOKEN_ENV), hello)
+            except OSError as e:
+                raise OSError(e.errno, "%s; over TCP at %s: %s" % (
+                    "another host than pbench's" if elsewhere else
+                    (local.strerror or local), address, e.strerror or e))
+        self.pid = os.getpid()
 
     def turn_off(self, why):
         """Off in this process, said once; the job goes on."""

@@ -4,7 +4,8 @@ pbench starts it as the wrap engine (python3 -m pbench_wrap) and speaks the
 engine protocol of docs/engines.md with it: `open` checks the command, each
 `repeat` runs the job once, `stop` ends it. The job runs with pbench's hook
 (pbench_wrap.hook) in each of its Python processes; each process connects
-to the relay's socket and sends what it measures. The relay picks the
+to the relay's socket (over TCP, with the run's token, from another
+machine: pbench_wrap.nodes) and sends what it measures. The relay picks the
 DataLoader measured, joins the loop's batches with the records of the
 processes that built them, and writes them as the protocol's batch frames,
 so that pbench's statistics, tables and verdict read the job as they read
@@ -23,6 +24,7 @@ import shlex
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -31,7 +33,7 @@ import time
 from pbench_torch.lifeline import end_with_pbench
 from pbench_torch.protocol import CommandReader, FrameWriter
 
-from . import hook
+from . import hook, nodes
 from .procs import (become_subreaper, command_of, command_reason, descendants,
                     process_reason, reap_orphans)
 
@@ -61,6 +63,8 @@ class Loader:
 
     def __init__(self, key, message):
         self.key = key
+        self.host = None      # the machine of the process that made it
+        self.local = True     # whether pbench can read its processes' /proc
         self.site = message.get("site", "?")
         self.dataset = message.get("dataset", "?")
         self.args = message.get("args") or {}
@@ -106,7 +110,9 @@ class Job:
         self.tail = collections.deque(maxlen=TAIL_LINES)
         self.partial = b""
         self.output_open = True
-        self.conns = {}          # socket -> [buffer, pid]
+        self.conns = {}          # socket -> [buffer, pid, nodes.Peer or None (Unix)]
+        self.refused = {}        # why -> connections the relay dropped for it
+        self.pids = nodes.Pids(getattr(relay, "here", None))
         self.pythons = {}        # pid -> hello
         self.loaders = {}
         self.measured = None
@@ -182,9 +188,12 @@ class Job:
         key = tuple(message["loader"]) if "loader" in message else None
         if kind == "hello":
             conn[1] = message.get("pid")
+            message.setdefault("host", self.relay.here)
             self.pythons[message.get("pid")] = message
         elif kind == "loader":
             loader = self.loaders[key] = Loader(key, message)
+            loader.host = conn[2].host if conn[2] is not None else self.relay.here
+            loader.local = conn[2] is None or conn[2].space is None
             self.say_changed(loader)
             wanted = self.relay.loader_site
             if self.measured is None and wanted and loader.site.endswith(wanted):
@@ -268,6 +277,12 @@ class Job:
         if loader is not None:
             loader.queues[worker].append((fields, payload[hook.FETCH.size:]))
 
+    def node_pid(self, host, pid):
+        return self.pids.of(host, pid)
+
+    def refuse(self, why):
+        self.refused[why] = self.refused.get(why, 0) + 1
+
     def rank_zero(self, pid):
         rank = (self.pythons.get(pid) or {}).get("rank")
         return rank is None or rank.get("rank") == 0
@@ -287,9 +302,11 @@ class Job:
         if state == self.workers_sent:
             return
         self.workers_sent = state
-        self.relay.writer.json({"type": "workers", "repeat": self.repeat, "pids": pids,
+        here = loader.local  # pbench reads /proc of its own machine only
+        self.relay.writer.json({"type": "workers", "repeat": self.repeat,
+                                "pids": pids if here else [],
                                 "t_start_ns": loader.iter_t or self.started_ns,
-                                "main_pid": loader.key[0]})
+                                "main_pid": loader.key[0] if here else 0})
 
     def take_fetch(self, loader, worker):
         """The record of the batch the loop took from worker (-1: whichever
@@ -413,7 +430,9 @@ class Job:
                 continue
             span = (end - start) / 1e9
             wait = sum(t - w for w, t, _ in inside)
-            rows.append({"rank": rank.get("rank"), "world": rank.get("size"), "pid": pid,
+            rows.append({"rank": rank.get("rank"), "world": rank.get("size"),
+                         "host": hello.get("host") or self.relay.here,
+                         "local_rank": rank.get("local"), "pid": hello.get("real_pid", pid),
                          "site": loader.site, "batches": len(inside),
                          "samples": sum(n for _, _, n in inside),
                          "samples_per_s": round(sum(n for _, _, n in inside) / span, 2),
@@ -448,7 +467,8 @@ class Job:
                             for l in self.loaders.values()],
                 "ranks": [json.loads(r) for r in ranks], "pythons": len(self.pythons),
                 "workers": self.workers_rows(), "rank_rows": self.ranks_rows(),
-                "versions": versions}
+                "versions": versions, "refused": sum(self.refused.values()),
+                "nodes": nodes.nodes_rows(self.pythons, self.relay.here, self.relay.clocks)}
 
     def unreached_text(self):
         """Which processes loaded the hook but could not reach pbench, where
@@ -456,17 +476,21 @@ class Job:
         path, host, why = next(iter(self.unreached.values()))
         pids = sorted(self.unreached)
         here = socket.gethostname()
+        listen = ("pbench listened at %s over TCP too, and it could not be reached: let "
+                  "the nodes reach that address, or name one they can with --listen "
+                  "ADDR[:PORT]" % self.relay.tcp.address if self.relay.tcp is not None else
+                  "run pbench wrap --listen ADDR[:PORT] (an address of this machine that "
+                  "the nodes reach) to take their records over TCP")
         if host != here:
-            where = ("on %s, another machine than pbench's (%s): pbench reaches the ranks of "
-                     "its own machine only" % (host, here))
+            where = ("on %s, another machine than pbench's (%s): %s" % (host, here, listen))
         elif path != self.relay.socket_path:
             where = ("not where pbench's relay is (%s): something in the job changed %s"
                      % (self.relay.socket_path, hook.SOCKET_ENV))
         else:
             where = ("where pbench's relay is, on this machine: the job's processes see "
                      "another /tmp (a launcher or container that gives them a private /tmp "
-                     "or mount namespace); run pbench inside it, or let the job see pbench's "
-                     "/tmp")
+                     "or mount namespace); run pbench inside it, let the job see pbench's "
+                     "/tmp, or %s" % listen)
         return ("%d Python process%s of the job (pid %s) loaded pbench's hook but could not "
                 "reach pbench: %s looked for its relay at %s (%s), %s; %s not measured"
                 % (len(pids), "" if len(pids) == 1 else "es", ", ".join(map(str, pids[:8])),
@@ -510,6 +534,9 @@ class Relay:
         self.listener.bind(self.socket_path)
         self.listener.listen(256)
         self.listener.setblocking(False)
+        self.here = socket.gethostname()
+        self.tcp = None       # nodes.Listener, for ranks on other machines
+        self.clocks = {}      # host -> [offset applied, residual, offset measured] (ns)
 
     def lead(self):
         """Batches before the measured part: the warm-up, and those --ideal keeps."""
@@ -559,11 +586,29 @@ class Relay:
         self.overrides = {SET_KEYS[n]: loader.get(n) for n in names}
         self.ideal = {"count": int(wrap.get("ideal") or 0), "warmup": self.warmup,
                       "cap_bytes": IDEAL_CAP_BYTES, "site": self.loader_site}
+        if not self.listen(str(wrap.get("listen") or "")):
+            return False
         self.writer.json({"type": "ready", "protocol": 1, "engine": "wrap",
                           "versions": {"python": sys.version.split()[0]},
                           "stages": [{"name": "getitem", "parent": ""},
                                      {"name": "collate", "parent": ""}],
                           "counters": [], "samples": 0})
+        return True
+
+    def listen(self, text):
+        """The TCP address ranks on other machines send to, one for the
+        session (nodes.open_listener says which); False after a fatal."""
+        if self.tcp is not None:
+            return True
+        try:
+            self.tcp, said = nodes.open_listener(text, self.argv, os.environ)
+        except nodes.Refused as e:
+            self.fatal("config", "wrap.listen: %s" % e, "wrap.listen")
+            return False
+        try:
+            os.write(TERMINAL_FD, said.encode())
+        except OSError:
+            pass
         return True
 
     def environment(self, stage_timing):
@@ -574,6 +619,10 @@ class Relay:
         caller = os.environ.get("PBENCH_CALLER_PYTHONPATH")
         env["PYTHONPATH"] = startup + (":" + caller if caller else "")
         env[hook.SOCKET_ENV] = self.socket_path
+        if self.tcp is not None:
+            env[nodes.ADDR_ENV] = self.tcp.address
+            env[nodes.TOKEN_ENV] = self.tcp.token
+            env[nodes.HOST_ENV] = self.here
         env[hook.RELAY_ENV] = str(os.getpid())
         env[hook.CONFIG_ENV] = json.dumps({"stage_timing": stage_timing,
                                            "overrides": self.overrides, "ideal": self.ideal})
@@ -592,6 +641,8 @@ class Relay:
             job.hookless[0] = reason
         selector = job.selector = selectors.DefaultSelector()
         selector.register(self.listener, selectors.EVENT_READ, "listen")
+        if self.tcp is not None:
+            selector.register(self.tcp.sock, selectors.EVENT_READ, "listen-tcp")
         selector.register(job.proc.stdout, selectors.EVENT_READ, "output")
         beat = time.monotonic()
         try:
@@ -601,6 +652,7 @@ class Relay:
                     self.writer.json({"type": "alive"})
                     beat = time.monotonic()
                     reap_orphans(job.proc.pid)
+                    self.drop_silent(job, selector)
                 command = self.reader.poll()
                 if command is not None and command.get("type") in ("stop", "close"):
                     self.finish(job, "stopped by pbench with SIGINT", "stopped")
@@ -673,7 +725,15 @@ class Relay:
                 except BlockingIOError:
                     continue
                 conn.setblocking(False)
-                job.conns[conn] = [bytearray(), None]
+                job.conns[conn] = [bytearray(), None, None]
+                selector.register(conn, selectors.EVENT_READ, "conn")
+            elif item.data == "listen-tcp":
+                try:
+                    conn, where = self.tcp.accept()
+                except OSError:
+                    continue
+                job.conns[conn] = [bytearray(), None, nodes.Peer(
+                    conn, where, self.tcp.token, self.clocks, self.here)]
                 selector.register(conn, selectors.EVENT_READ, "conn")
             elif item.data == "output":
                 job.read_output()
@@ -691,26 +751,57 @@ class Relay:
         except OSError:
             chunk = b""
         if not chunk:
-            selector.unregister(conn)
-            conn.close()
-            del job.conns[conn]
+            if state[2] is not None and state[2].host is None:
+                job.refuse("closed before a hello")
+            self.drop(job, conn, selector)
             return
         buf = state[0]
         buf += chunk
         offset = 0
-        while len(buf) - offset >= 8:
-            length, kind = hook.HEAD.unpack_from(buf, offset)
-            if len(buf) - offset < 4 + length:
-                break
-            payload = bytes(buf[offset + 8:offset + 4 + length])
-            offset += 4 + length
-            if kind == hook.MSG_JSON:
-                job.on_json(state, json.loads(payload))
-            elif kind == hook.MSG_BATCH:
-                job.on_batch(payload)
-            elif kind == hook.MSG_FETCH:
-                job.on_fetch(payload, state[1])
+        try:
+            while len(buf) - offset >= 8:
+                length, kind = hook.HEAD.unpack_from(buf, offset)
+                if length < 4 or length > nodes.MAX_FRAME:
+                    raise nodes.Refused("a frame %d bytes long" % length)
+                if len(buf) - offset < 4 + length:
+                    break
+                payload = bytes(buf[offset + 8:offset + 4 + length])
+                offset += 4 + length
+                self.on_frame(job, state, kind, payload)
+        except (nodes.Refused, ValueError, TypeError, KeyError, struct.error) as e:
+            # A TCP connection that breaks the rules is dropped and counted;
+            # the run goes on with what the others send.
+            if state[2] is None:
+                raise
+            job.refuse(str(e) if isinstance(e, nodes.Refused) else "a malformed frame")
+            self.drop(job, conn, selector)
+            return
         del buf[:offset]
+
+    def on_frame(self, job, state, kind, payload):
+        if state[2] is not None:  # TCP: the token first, then the node's ids and clock
+            payload = state[2].admit(kind, payload, job)
+            if payload is None:
+                return
+        if kind == hook.MSG_JSON:
+            job.on_json(state, payload if isinstance(payload, dict) else json.loads(payload))
+        elif kind == hook.MSG_BATCH:
+            job.on_batch(payload)
+        elif kind == hook.MSG_FETCH:
+            job.on_fetch(payload, state[1])
+
+    def drop(self, job, conn, selector):
+        if conn in job.conns:
+            selector.unregister(conn)
+        conn.close()
+        job.conns.pop(conn, None)
+
+    def drop_silent(self, job, selector):
+        """TCP connections that sent no hello in nodes.HELLO_S: refused."""
+        for conn, state in list(job.conns.items()):
+            if state[2] is not None and state[2].late():
+                job.refuse("no hello within %.0f s" % nodes.HELLO_S)
+                self.drop(job, conn, selector)
 
     def finish(self, job, how, reason, grace_s=None):
         """Ends the job as a job runner would, then tells pbench: the job's
@@ -769,6 +860,8 @@ class Relay:
                     "pbench ended it", "it" if len(job.left) == 1 else "them"))})
         if job.unreached:
             self.writer.json({"type": "warning", "message": job.unreached_text()})
+        if job.refused:
+            self.writer.json({"type": "warning", "message": nodes.refused_text(job.refused)})
         if job.failed_next is not None:
             loader, failed = job.failed_next
             self.writer.json({"type": "warning", "message": (
@@ -880,6 +973,8 @@ class Relay:
                     return 0
         finally:
             self.listener.close()
+            if self.tcp is not None:
+                self.tcp.close()
             shutil.rmtree(self.folder, ignore_errors=True)
 
 

@@ -1,0 +1,54 @@
+"""Starts one rank of a training command in each of N network namespaces, as
+`srun -N N` starts ranks on N machines with the environment passed on
+(tests/test_wrap_nodes.c, docs/wrap.md "Across machines"): rank K runs in
+namespace NS_K, under `unshare --uts --mount` with hostname nodeK+1 and a
+private /tmp and /run, with RANK=K, WORLD_SIZE=N, LOCAL_RANK=0,
+LOCAL_WORLD_SIZE=1, MASTER_ADDR (the first node's address), MASTER_PORT and
+GLOO_SOCKET_IFNAME=eth0 (the node's interface) added to this process's
+environment, which pbench's hook finds there too.
+
+    nodes_launch.py --master 10.77.0.11 --netns pbn1 --netns pbn2 -- \\
+        /usr/bin/python3 examples/train/train.py --ddp
+
+SIGINT and SIGTERM are passed on to the ranks. Exits with the first
+non-zero status of a rank, else 0."""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+
+NODE = ('hostname "$PBENCH_TEST_NODE" && mount -t tmpfs tmpfs /tmp && '
+        'mount -t tmpfs tmpfs /run && exec "$@"')
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--netns", action="append", required=True)
+    p.add_argument("--master", required=True, help="the first node's address")
+    p.add_argument("--port", default="29517")
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    args = p.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        p.error("name the command after --")
+    ranks = []
+    for rank, netns in enumerate(args.netns):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK="0", WORLD_SIZE=str(len(args.netns)),
+                   LOCAL_WORLD_SIZE="1", MASTER_ADDR=args.master, MASTER_PORT=args.port,
+                   GLOO_SOCKET_IFNAME="eth0", PBENCH_TEST_NODE="node%d" % (rank + 1))
+        ranks.append(subprocess.Popen(["ip", "netns", "exec", netns, "unshare", "--uts",
+                                       "--mount", "sh", "-c", NODE, "sh"] + command, env=env))
+
+    def forward(signum, frame):
+        for r in ranks:
+            if r.poll() is None:
+                r.send_signal(signum)
+    signal.signal(signal.SIGINT, forward)
+    signal.signal(signal.SIGTERM, forward)
+    codes = [r.wait() for r in ranks]
+    return next((c for c in codes if c != 0), 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
