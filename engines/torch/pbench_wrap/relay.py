@@ -83,6 +83,7 @@ class Loader:
         self.per_worker = {}  # worker -> [pid, batches, samples, cpu_ns, busy_ns], measured
         self.fetched_by = {}  # worker -> pid of the process whose connection sent its batches
         self.started = {}     # worker -> (start, ready, cpu) of a worker process not yet counted
+        self.built = []       # (worker, samples, busy_ns, columns, records, rows), measured
 
     def describe(self, measured, rank=None):
         span = (self.last_t - self.first_t) / 1e9 if self.last_t > self.first_t else 0.0
@@ -91,6 +92,16 @@ class Loader:
                 "batches": self.batches, "samples": self.samples, "epochs": self.epochs,
                 "stall_pct": round(100.0 * self.wait_ns / (span * 1e9), 2) if span else None,
                 "measured": measured, "rank": rank}
+
+
+def window_stalls(taken, edges):
+    """The % of each window (edges: its bounds) the loop waited in next(),
+    its batches' waits cut at the windows' bounds."""
+    out = []
+    for lo, hi in zip(edges, edges[1:]):
+        wait = sum(max(0, min(t, hi) - max(w, lo)) for w, t, _ in taken)
+        out.append(round(100.0 * wait / (hi - lo), 1) if hi > lo else 0.0)
+    return out
 
 
 class Job:
@@ -381,6 +392,8 @@ class Job:
         row[2] += samples
         row[3] += cpu
         row[4] += max(0, busy_ns)
+        if len(loader.built) < 200000:  # its rank's row reads the columns (ranks_rows)
+            loader.built.append((worker, samples, busy_ns, width, count, rows))
 
     def workers_rows(self):
         """The measured loader's worker processes over the measured batches."""
@@ -399,9 +412,18 @@ class Job:
 
     def ranks_rows(self):
         """Each rank's busiest DataLoader over the measured window: its
-        samples/s, stall and step, as the point's figures are rank 0's."""
+        samples/s, stall and step, as the point's figures are rank 0's; what
+        its loader could deliver, its own stage columns and top stage, its
+        workers' CPU; and per window of about a second, its stall, with how
+        many windows it was the slowest rank in (bench/analyze/straggler.c
+        reads them)."""
         start, end = self.window
         rows = []
+        if end <= start:
+            return rows
+        span = (end - start) / 1e9
+        count = max(1, min(30, int(span)))
+        edges = [start + (end - start) * k // count for k in range(count + 1)]
         for pid, hello in self.pythons.items():
             rank = hello.get("rank")
             loaders = [l for l in self.loaders.values() if l.key[0] == pid]
@@ -409,16 +431,74 @@ class Job:
                 continue
             loader = max(loaders, key=lambda l: l.batches)
             inside = [b for b in loader.taken if start <= b[0] and b[1] <= end]
-            if not inside or end <= start:
+            if not inside:
                 continue
-            span = (end - start) / 1e9
             wait = sum(t - w for w, t, _ in inside)
-            rows.append({"rank": rank.get("rank"), "world": rank.get("size"), "pid": pid,
-                         "site": loader.site, "batches": len(inside),
-                         "samples": sum(n for _, _, n in inside),
-                         "samples_per_s": round(sum(n for _, _, n in inside) / span, 2),
-                         "stall_pct": round(100.0 * wait / (span * 1e9), 2)})
+            row = {"rank": rank.get("rank"), "world": rank.get("size"), "pid": pid,
+                   "site": loader.site, "batches": len(inside),
+                   "samples": sum(n for _, _, n in inside),
+                   "samples_per_s": round(sum(n for _, _, n in inside) / span, 2),
+                   "stall_pct": round(100.0 * wait / (span * 1e9), 2),
+                   # the loop's time outside next() a batch: its step (and,
+                   # in a synchronous job, its wait for the other ranks)
+                   "step_ms": round((span * 1e9 - wait) / len(inside) / 1e6, 3)}
+            row.update(self.rank_loading(loader, start, end))
+            row["window_stall_pct"] = window_stalls(inside, edges)
+            row["window_samples"] = [sum(n for _, t, n in inside if lo <= t < hi)
+                                     for lo, hi in zip(edges, edges[1:])]
+            rows.append(row)
+        for r in rows:
+            r["windows"], r["slowest_windows"] = count, 0
+        for k in range(count if rows else 0):  # the slowest: the one whose loop waited most
+            max(rows, key=lambda r: (r["window_stall_pct"][k],
+                                     -r["window_samples"][k]))["slowest_windows"] += 1
         return sorted(rows, key=lambda r: r["rank"])
+
+    def rank_loading(self, loader, start, end):
+        """A rank's loader over the window: the samples/s its workers could
+        deliver (each worker's samples over its time building them), its
+        samples' CPU and each stage column's CPU and wall time, and the
+        column (getitem or a transform) with the most CPU."""
+        if loader.key == self.measured:
+            built = loader.built
+        else:  # its records wait in their queues, never taken
+            built = [(f[2], f[3], f[7] - f[6], f[4], f[5], rows)
+                     for queue in loader.queues.values() for f, rows in queue
+                     if f[6] and start <= f[7] <= end]
+        names = loader.columns or []
+        per_worker = {}
+        cpu = [0] * len(names)
+        wall = [0] * len(names)
+        timed = 0
+        for worker, samples, busy, width, count, rows in built:
+            done = per_worker.setdefault(worker, [0, 0])
+            done[0] += samples
+            done[1] += max(0, busy)
+            if not width or width != len(names) or len(rows) != 8 * count * (1 + 3 * width):
+                continue
+            values = memoryview(rows).cast("Q")
+            stride = 1 + 3 * width
+            timed += count
+            for r in range(count):
+                for c in range(width):
+                    at = r * stride + 1 + 3 * c
+                    cpu[c] += values[at + 2]
+                    if values[at + 1] >= values[at] > 0:
+                        wall[c] += values[at + 1] - values[at]
+        out = {"loader_samples_per_s": round(sum(n * 1e9 / b for n, b in per_worker.values()
+                                                 if b > 0), 2) if per_worker else None,
+               "workers_seen": len(per_worker)}
+        if not timed:
+            return out
+        loading = [c for c, n in enumerate(names) if n != "worker_start"]
+        out["timed_samples"] = timed
+        out["cpu_ns_per_sample"] = round(sum(cpu[c] for c in loading) / timed)
+        out["stages"] = [{"name": names[c], "cpu_ns_per_sample": round(cpu[c] / timed),
+                          "wall_ns_per_sample": round(wall[c] / timed)} for c in loading]
+        own = [c for c in loading if names[c] != "collate"]
+        if own and max(cpu[c] for c in own) > 0:
+            out["top_stage"] = names[max(own, key=lambda c: cpu[c])]
+        return out
 
     # -- the end --------------------------------------------------------------
 
