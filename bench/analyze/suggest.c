@@ -661,7 +661,7 @@ static void straggler_suggestion(const struct pb_straggler *s, const char *run,
             "or CPU (its row beside the others'), or more workers for it alone; measure again "
             "(%s) to see whether the same rank is slow again",
             s->name, s->stall_pct, s->others_stall_pct,
-            s->others_wait ? ", in their step" : "", run);
+            s->others_wait ? ", and they wait for it in their step" : "", run);
 }
 
 /* The suggestions for point i (the recommended one, or a single run's
