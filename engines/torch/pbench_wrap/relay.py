@@ -34,6 +34,7 @@ from pbench_torch.protocol import CommandReader, FrameWriter
 from . import hook
 from .procs import (become_subreaper, command_of, command_reason, descendants,
                     process_reason, reap_orphans)
+from .ranks import rank_loading, slowest_windows, window_stalls
 
 RECORDS_FD = 3
 TERMINAL_FD = 5        # pbench's stderr: where the job's output goes
@@ -92,16 +93,6 @@ class Loader:
                 "batches": self.batches, "samples": self.samples, "epochs": self.epochs,
                 "stall_pct": round(100.0 * self.wait_ns / (span * 1e9), 2) if span else None,
                 "measured": measured, "rank": rank}
-
-
-def window_stalls(taken, edges):
-    """The % of each window (edges: its bounds) the loop waited in next(),
-    its batches' waits cut at the windows' bounds."""
-    out = []
-    for lo, hi in zip(edges, edges[1:]):
-        wait = sum(max(0, min(t, hi) - max(w, lo)) for w, t, _ in taken)
-        out.append(round(100.0 * wait / (hi - lo), 1) if hi > lo else 0.0)
-    return out
 
 
 class Job:
@@ -442,63 +433,18 @@ class Job:
                    # the loop's time outside next() a batch: its step (and,
                    # in a synchronous job, its wait for the other ranks)
                    "step_ms": round((span * 1e9 - wait) / len(inside) / 1e6, 3)}
-            row.update(self.rank_loading(loader, start, end))
+            # the measured loader's records were taken for its batch frames
+            # (count_worker keeps them); another's wait in their queues
+            row.update(rank_loading(loader, loader.built if loader.key == self.measured else
+                                    [(f[2], f[3], f[7] - f[6], f[4], f[5], rows)
+                                     for queue in loader.queues.values() for f, rows in queue
+                                     if f[6] and start <= f[7] <= end]))
             row["window_stall_pct"] = window_stalls(inside, edges)
             row["window_samples"] = [sum(n for _, t, n in inside if lo <= t < hi)
                                      for lo, hi in zip(edges, edges[1:])]
             rows.append(row)
-        for r in rows:
-            r["windows"], r["slowest_windows"] = count, 0
-        for k in range(count if rows else 0):  # the slowest: the one whose loop waited most
-            max(rows, key=lambda r: (r["window_stall_pct"][k],
-                                     -r["window_samples"][k]))["slowest_windows"] += 1
+        slowest_windows(rows, count)
         return sorted(rows, key=lambda r: r["rank"])
-
-    def rank_loading(self, loader, start, end):
-        """A rank's loader over the window: the samples/s its workers could
-        deliver (each worker's samples over its time building them), its
-        samples' CPU and each stage column's CPU and wall time, and the
-        column (getitem or a transform) with the most CPU."""
-        if loader.key == self.measured:
-            built = loader.built
-        else:  # its records wait in their queues, never taken
-            built = [(f[2], f[3], f[7] - f[6], f[4], f[5], rows)
-                     for queue in loader.queues.values() for f, rows in queue
-                     if f[6] and start <= f[7] <= end]
-        names = loader.columns or []
-        per_worker = {}
-        cpu = [0] * len(names)
-        wall = [0] * len(names)
-        timed = 0
-        for worker, samples, busy, width, count, rows in built:
-            done = per_worker.setdefault(worker, [0, 0])
-            done[0] += samples
-            done[1] += max(0, busy)
-            if not width or width != len(names) or len(rows) != 8 * count * (1 + 3 * width):
-                continue
-            values = memoryview(rows).cast("Q")
-            stride = 1 + 3 * width
-            timed += count
-            for r in range(count):
-                for c in range(width):
-                    at = r * stride + 1 + 3 * c
-                    cpu[c] += values[at + 2]
-                    if values[at + 1] >= values[at] > 0:
-                        wall[c] += values[at + 1] - values[at]
-        out = {"loader_samples_per_s": round(sum(n * 1e9 / b for n, b in per_worker.values()
-                                                 if b > 0), 2) if per_worker else None,
-               "workers_seen": len(per_worker)}
-        if not timed:
-            return out
-        loading = [c for c, n in enumerate(names) if n != "worker_start"]
-        out["timed_samples"] = timed
-        out["cpu_ns_per_sample"] = round(sum(cpu[c] for c in loading) / timed)
-        out["stages"] = [{"name": names[c], "cpu_ns_per_sample": round(cpu[c] / timed),
-                          "wall_ns_per_sample": round(wall[c] / timed)} for c in loading]
-        own = [c for c in loading if names[c] != "collate"]
-        if own and max(cpu[c] for c in own) > 0:
-            out["top_stage"] = names[max(own, key=lambda c: cpu[c])]
-        return out
 
     # -- the end --------------------------------------------------------------
 
