@@ -225,6 +225,24 @@ static void test_a_slowest_rank_that_changes(void **state)
     pb_result_free(&r);
 }
 
+/* Two ranks whose loaders deliver alike (40 samples/s) split their wait
+ * by who reaches the all-reduce first, rank 1 waiting 40% and rank 0 10%
+ * (and longer in its step), rank 1 always the one: no straggler, the
+ * loader is too slow on both. */
+static void test_a_stall_split_by_phase_is_no_straggler(void **state)
+{
+    (void)state;
+    const struct rank_fig ranks[] = {{0, 40, 10, 30, 40, 4, 2, 0, NULL},
+                                     {1, 40, 40, 12, 41, 4, 2, 10, NULL}};
+    struct pb_result r;
+    make(&r, 10, ranks, 2);
+    struct pb_straggler s;
+    pb_point_straggler(&r.points[0], &s);
+    assert_int_equal(s.kind, PB_STRAGGLER_EVERYWHERE);
+    assert_null(strstr(s.sentence, "is the straggler"));
+    pb_result_free(&r);
+}
+
 /* Ranks that keep up, and a single rank: no straggler line. */
 static void test_no_straggler_where_no_rank_waits(void **state)
 {
@@ -249,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_the_slow_rank_is_named_with_its_cause),
         cmocka_unit_test(test_no_more_workers_on_every_rank),
         cmocka_unit_test(test_a_slowest_rank_that_changes),
+        cmocka_unit_test(test_a_stall_split_by_phase_is_no_straggler),
         cmocka_unit_test(test_no_straggler_where_no_rank_waits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

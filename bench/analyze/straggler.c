@@ -14,7 +14,8 @@
  * rank to hold the job back; below it no rank waits on its loader. */
 #define STRAGGLER_STALL_PCT 5.0
 /* The others' step at least this times the slow rank's: they wait for it
- * inside their step. */
+ * inside their step; and their loaders deliver at least this times its
+ * own. */
 #define WAITING_STEP_RATIO 1.2
 /* The slow rank is "always" the slowest when it is in this share of the
  * windows. */
@@ -265,7 +266,12 @@ void pb_straggler_of(const json_t *rows, struct pb_straggler *s)
     if (!(s->stall_pct >= STRAGGLER_STALL_PCT))
         return;
     bool moves = s->windows >= 2 && s->slowest_windows < SAME_RANK_SHARE * s->windows;
-    bool alone = s->stall_pct >= 2 * s->others_stall_pct &&
+    /* Ranks whose loaders deliver alike split their wait by their phase
+     * (who reaches the all-reduce first), not by a slow loader. */
+    double slow_rate = num(slow, "loader_samples_per_s");
+    bool slower = !(slow_rate > 0 && others_rate > 0) ||
+                  others_rate >= WAITING_STEP_RATIO * slow_rate;
+    bool alone = slower && s->stall_pct >= 2 * s->others_stall_pct &&
                  s->stall_pct - s->others_stall_pct >= STRAGGLER_STALL_PCT;
     if (alone && !moves) {
         s->kind = PB_STRAGGLER_ONE;
