@@ -237,8 +237,8 @@ static void one_sentence(const json_t *slow, const json_t *fast, double others_r
                  "node (the figures of its row that differ), not of the loader everywhere",
                  s->slowest_windows, s->windows);
     else
-        snprintf(windows, sizeof windows,
-                 "; over one window, whether it is always this rank is not known");
+        snprintf(windows, sizeof windows, "; %s, whether it is always this rank is not known",
+                 s->windows == 1 ? "over one window" : "without windows in the rows");
     snprintf(s->sentence, sizeof s->sentence,
              "%s is the straggler: its loader delivers %.0f samples/s against %.0f on the other "
              "ranks (its loop waits %.0f%% of the time, the others' %.0f%% at most)%s%s%s",
