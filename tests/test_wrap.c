@@ -4,7 +4,8 @@
  * from its worker processes under fork and spawn, the settings pbench set,
  * batches the job received bit for bit as without pbench, and clear errors
  * for a job that is not Python, makes no DataLoader, or fails before its
- * first batch; SIGTERM keeps what was measured. Skipped, saying why, where
+ * first batch; SIGTERM keeps what was measured; of two DDP ranks, the one
+ * whose loader is slow is named the straggler. Skipped, saying why, where
  * Debian's python3-torch is missing. No test asserts a wall-clock time. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -775,6 +776,42 @@ static void test_a_timed_window_without_clutter(void **state)
     json_decref(r);
 }
 
+/* Two DDP ranks (gloo on CPU), rank 1's Dataset 6 ms a sample against
+ * rank 0's 1 ms: the table names rank 1 as the straggler, says that rank 0
+ * waits for it in its step, and no try line tells every rank to add
+ * workers (docs/wrap.md, "The straggler"). */
+static void test_a_slow_rank_is_the_straggler(void **state)
+{
+    (void)state;
+    NEED_TORCH();
+    char args[2048], path[1100];
+    snprintf(args, sizeof args,
+             "wrap --warmup-batches 5 --until-exit -o ranks.json -- /usr/bin/python3 "
+             "%s/examples/train/launch.py --nproc 2 -- /usr/bin/python3 %s --slow-rank 1",
+             source_dir, job("slow_rank.py", path, sizeof path));
+    wrap_ok(args);
+    json_t *r = pb_test_load_json(workdir, "ranks.json");
+    const json_t *jobs = json_object_get(json_object_get(first_point(r), "engine"), "jobs");
+    const json_t *rows =
+        json_object_get(json_array_get(jobs, json_array_size(jobs) - 1), "rank_rows");
+    assert_int_equal(json_array_size(rows), 2);
+    const json_t *slow = json_array_get(rows, 1), *fast = json_array_get(rows, 0);
+    assert_true(json_number_value(json_object_get(slow, "stall_pct")) >
+                json_number_value(json_object_get(fast, "stall_pct")));
+    assert_true(json_number_value(json_object_get(fast, "step_ms")) >
+                json_number_value(json_object_get(slow, "step_ms")));
+    assert_string_equal(json_string_value(json_object_get(slow, "top_stage")), "getitem");
+    json_decref(r);
+    snprintf(path, sizeof path, "%s/out.txt", workdir);
+    char *out = pb_test_read_file(path, NULL, true);
+    pb_test_assert_contains(out, (const char *const[]){"rank 1 is the straggler",
+                                                       "the other ranks wait for it in their "
+                                                       "step (rank 0's step",
+                                                       "input-bound through one rank", NULL});
+    assert_null(strstr(out, "add workers"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -796,6 +833,7 @@ int main(void)
         cmocka_unit_test(test_a_sweep_by_the_jobs_own_speed),
         cmocka_unit_test(test_set_new_command),
         cmocka_unit_test(test_a_timed_window_without_clutter),
+        cmocka_unit_test(test_a_slow_rank_is_the_straggler),
     };
     if (getenv("PB_TEST_FILTER")) /* one test by name, while working on it */
         cmocka_set_test_filter(getenv("PB_TEST_FILTER"));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bench/analyze/engines.h"
+#include "bench/analyze/straggler.h"
 #include "bench/base/engine_row.h"
 #include "bench/base/fmt.h"
 #include "bench/base/pb.h"
@@ -650,9 +651,26 @@ static void object_storage_suggestions(const struct pb_result *result, size_t i,
             (long long)now, (long long)now * 2, (long long)now * 4);
 }
 
+/* One rank's loader holds a wrapped job back (bench/analyze/straggler.h):
+ * the try line points at that rank, not at every rank's workers. */
+static void straggler_suggestion(const struct pb_straggler *s, const char *run,
+                                 struct pb_analysis *an)
+{
+    SUGGEST(an,
+            "the job runs at %s's pace: its loader is the straggler (its loop waits %.0f%%, the "
+            "others' %.0f%% at most%s), so more workers on every rank would not help the ranks "
+            "that wait for it; fix that rank: its data or shard, its node's storage, page cache "
+            "or CPU (its row beside the others'), or more workers for it alone; measure again "
+            "(%s) to see whether the same rank is slow again",
+            s->name, s->stall_pct, s->others_stall_pct,
+            s->others_wait ? ", and they wait for it in their step" : "", run);
+}
+
 /* The suggestions for point i (the recommended one, or a single run's
  * only point), each quoting its figures and, where one exists, ending with
- * the command that tests it. */
+ * the command that tests it. A wrapped job's point is rank 0's: where one
+ * rank holds the others back, what its workers need is said of that rank
+ * alone. */
 void pb_suggest(const struct pb_result *result, size_t i, struct pb_analysis *an)
 {
     const struct pb_point_result *p = &result->points[i];
@@ -666,7 +684,11 @@ void pb_suggest(const struct pb_result *result, size_t i, struct pb_analysis *an
     char run[RUN_SIZE];
     run_command(result, i, run, sizeof(run));
 
-    if (a->input_bound == PB_INPUT_BOUND_NO)
+    struct pb_straggler straggler;
+    pb_point_straggler(p, &straggler);
+    if (straggler.kind == PB_STRAGGLER_ONE)
+        straggler_suggestion(&straggler, run, an);
+    if (a->input_bound == PB_INPUT_BOUND_NO && straggler.kind == PB_STRAGGLER_NONE)
         SUGGEST(an,
                 "the loader keeps up: the loop waits %.1f%% of its time (< %.0f%%); a faster "
                 "loader would not speed up training at this step time",
@@ -681,7 +703,8 @@ void pb_suggest(const struct pb_result *result, size_t i, struct pb_analysis *an
     if (p->gpu.used)
         copy_suggestions(result, p, an);
     object_storage_suggestions(result, i, run, an);
-    worker_suggestions(result, i, run, an);
+    if (straggler.kind != PB_STRAGGLER_ONE)
+        worker_suggestions(result, i, run, an);
     epoch_restart_suggestion(result, i, an);
     memory_suggestion(result, i, run, an);
 }

@@ -6,11 +6,38 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/analyze/straggler.h"
 #include "bench/analyze/suggest.h"
 #include "bench/base/fmt.h"
 #include "bench/base/pb.h"
 #include "bench/base/stats.h"
 #include "bench/result/figures.h"
+
+/* A wrapped job whose ranks' loaders hold it back: the point's figures are
+ * rank 0's, so the verdict says first what the ranks say
+ * (bench/analyze/straggler.h). */
+static void straggler_verdict(const struct pb_point_result *p, struct pb_analysis *an)
+{
+    struct pb_straggler s;
+    pb_point_straggler(p, &s);
+    char point[sizeof an->verdict];
+    pb_strlcpy(point, an->verdict, sizeof point);
+    int n = 0; /* cut short at the buffer's end, still a line */
+    if (s.kind == PB_STRAGGLER_ONE)
+        n = snprintf(an->verdict, sizeof an->verdict,
+                     "input-bound through one rank: %s is the straggler (its loop waits %.0f%%, "
+                     "the others' %.0f%% at most%s); the point's figures, rank 0's: %s",
+                     s.name, s.stall_pct, s.others_stall_pct,
+                     s.others_wait ? ", and they wait for it in their step" : "", point);
+    else if (s.kind == PB_STRAGGLER_EVERYWHERE)
+        n = snprintf(an->verdict, sizeof an->verdict,
+                     "input-bound on every rank: the ranks' loops wait on their loaders (%.0f%% "
+                     "at most) and no one rank holds the others back; the point's figures, rank "
+                     "0's: %s",
+                     s.stall_pct, point);
+    if (n < 0)
+        an->verdict[0] = '\0';
+}
 
 /* The closing line of every run: the input-bound class of point i (or,
  * without a training step, that the run measured the loader's ceiling),
@@ -33,6 +60,8 @@ static void verdict_line(const struct pb_result *result, size_t i, struct pb_ana
         snprintf(an->verdict + used, sizeof(an->verdict) - used, "; dominant stage: %s, %.0f%% of %s",
                  p->stages[a->top_stage].name, a->top_share_pct,
                  a->top_share_of_cpu ? "the workers' stage CPU time" : "the stages' wall time");
+    if (pb_point_wrapped(result, i))
+        straggler_verdict(p, an);
 }
 
 /* A wrapped job's main process runs its step on the same machine: its own

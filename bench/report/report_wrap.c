@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/analyze/straggler.h"
 #include "bench/base/engine_row.h"
 #include "bench/base/fmt.h"
 #include "bench/base/pb.h"
@@ -79,8 +80,37 @@ static void worker_rows(struct pb_table *t, const json_t *workers)
     }
 }
 
+/* ", step 12 ms a batch, its loader 61 samples/s, top stage getitem, 1.2 ms
+ * CPU per sample": what a rank row adds for the straggler line, where the
+ * relay measured it. */
+static void rank_detail(const json_t *r, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    const json_t *step = json_object_get(r, "step_ms");
+    const json_t *rate = json_object_get(r, "loader_samples_per_s");
+    const json_t *top = json_object_get(r, "top_stage");
+    const json_t *cpu = json_object_get(r, "cpu_ns_per_sample");
+    char text[32];
+    if (json_is_number(step) && used < size) {
+        pb_fmt_duration(text, sizeof text, json_number_value(step) * 1e6);
+        used += (size_t)snprintf(buf + used, size - used, ", step %s a batch", text);
+    }
+    if (json_is_number(rate) && used < size)
+        used += (size_t)snprintf(buf + used, size - used, ", its loader %.1f samples/s",
+                                 json_number_value(rate));
+    if (json_is_string(top) && used < size)
+        used += (size_t)snprintf(buf + used, size - used, ", top stage %s",
+                                 json_string_value(top));
+    if (json_is_number(cpu) && used < size) {
+        pb_fmt_duration(text, sizeof text, json_number_value(cpu));
+        snprintf(buf + used, size - used, ", %s CPU per sample", text);
+    }
+}
+
 /* The ranks of a job a launcher started: each one's busiest DataLoader over
- * the measured window, the slowest named, the imbalance. */
+ * the measured window, the slowest named, the imbalance, and the straggler
+ * with its cause (bench/analyze/straggler.h). */
 static void rank_rows(struct pb_table *t, const json_t *ranks)
 {
     size_t n = json_array_size(ranks), i;
@@ -96,10 +126,12 @@ static void rank_rows(struct pb_table *t, const json_t *ranks)
             slowest = r;
         if (!fastest || rate > json_number_value(json_object_get(fastest, "samples_per_s")))
             fastest = r;
+        char detail[256];
+        rank_detail(r, detail, sizeof detail);
         pb_table_add(t, "rank %lld", (long long)json_integer_value(json_object_get(r, "rank")));
         const char *host = json_string_value(json_object_get(r, "host")); /* its machine */
-        pb_table_add(t, "%.1f samples/s, stall %.1f %%, %lld batches (%s%spid %lld, %s)", rate,
-                     json_number_value(json_object_get(r, "stall_pct")),
+        pb_table_add(t, "%.1f samples/s, stall %.1f %%%s, %lld batches (%s%spid %lld, %s)", rate,
+                     json_number_value(json_object_get(r, "stall_pct")), detail,
                      (long long)json_integer_value(json_object_get(r, "batches")),
                      host ? host : "", host ? ", " : "",
                      (long long)json_integer_value(json_object_get(r, "pid")),
@@ -112,6 +144,17 @@ static void rank_rows(struct pb_table *t, const json_t *ranks)
                  n, total, (long long)json_integer_value(json_object_get(slowest, "rank")),
                  slow > 0 ? json_number_value(json_object_get(fastest, "samples_per_s")) / slow
                           : 0);
+    struct pb_straggler s;
+    pb_straggler_of(ranks, &s);
+    /* A clause a line: the sentence is longer than a cell. */
+    const char *at = s.kind != PB_STRAGGLER_NONE ? s.sentence : NULL;
+    for (bool first = true; at && *at; first = false) {
+        const char *end = strstr(at, "; ");
+        int len = end ? (int)(end - at) : (int)strlen(at);
+        pb_table_add(t, "%s", first ? "straggler" : "");
+        pb_table_add(t, "%.*s", len, at);
+        at = end ? end + 2 : NULL;
+    }
 }
 
 void pb_report_wrap_summary(struct pb_table *t, const struct pb_point_result *p)
