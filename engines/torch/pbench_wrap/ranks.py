@@ -69,3 +69,53 @@ def rank_loading(loader, built):
     if own and max(cpu[c] for c in own) > 0:
         out["top_stage"] = names[max(own, key=lambda c: cpu[c])]
     return out
+
+
+def ranks_rows(job):
+    """Each rank's busiest DataLoader over the measured window: its
+    samples/s, stall and step, as the point's figures are rank 0's; what
+    its loader could deliver, its own stage columns and top stage, its
+    workers' CPU; and per window of about a second, its stall, with how
+    many windows it was the slowest rank in (bench/analyze/straggler.c
+    reads them)."""
+    start, end = job.window
+    rows = []
+    if end <= start:
+        return rows
+    span = (end - start) / 1e9
+    count = max(1, min(30, int(span)))
+    edges = [start + (end - start) * k // count for k in range(count + 1)]
+    for pid, hello in job.pythons.items():
+        rank = hello.get("rank")
+        loaders = [l for l in job.loaders.values() if l.key[0] == pid]
+        if rank is None or not loaders:
+            continue
+        loader = max(loaders, key=lambda l: l.batches)
+        inside = [b for b in loader.taken if start <= b[0] and b[1] <= end]
+        if not inside:
+            continue
+        wait = sum(t - w for w, t, _ in inside)
+        row = {"rank": rank.get("rank"), "world": rank.get("size"),
+               "host": hello.get("host") or job.relay.here,
+               "local_rank": rank.get("local"), "pid": hello.get("real_pid", pid),
+               "site": loader.site, "batches": len(inside),
+               "samples": sum(n for _, _, n in inside),
+               "samples_per_s": round(sum(n for _, _, n in inside) / span, 2),
+               "stall_pct": round(100.0 * wait / (span * 1e9), 2),
+               # the loop's time outside next() a batch: its step (and,
+               # in a synchronous job, its wait for the other ranks)
+               "step_ms": round((span * 1e9 - wait) / len(inside) / 1e6, 3)}
+        # the measured loader's records were taken for its batch frames
+        # (count_worker keeps them); another's wait in their queues
+        row.update(rank_loading(loader, loader.built if loader.key == job.measured else
+                                [(f[2], f[3], f[7] - f[6], f[4], f[5], rows)
+                                 for queue in loader.queues.values() for f, rows in queue
+                                 if f[6] and start <= f[7] <= end]))
+        row["window_stall_pct"] = window_stalls(inside, edges)
+        row["window_samples"] = [sum(n for _, t, n in inside if lo <= t < hi)
+                                 for lo, hi in zip(edges, edges[1:])]
+        rows.append(row)
+    slowest_windows(rows, count)
+    return sorted(rows, key=lambda r: r["rank"])
+
+# -- the end --------------------------------------------------------------
