@@ -86,11 +86,18 @@ for k in $NODES; do
     # Node 1's /tmp is a folder on the build folder's disk (its page cache
     # can be emptied), node 2's a tmpfs (always in memory).
     if [ "$k" = 2 ]; then tmp=tmpfs; else tmp="$work/node$k-tmp" && mkdir "$tmp"; fi
+    # A tree (pbench's source and build folders) that lies under /tmp, as a
+    # CI clone may, is shown again inside the node's private /tmp, from the
+    # host's view of it (/proc/1/root): only the tree, not the rest of /tmp.
     ip netns exec "$ns" unshare --uts --mount --propagation private sh -c \
         'hostname "$1" && { [ "$3" = tmpfs ] && mount -t tmpfs tmpfs /tmp ||
                             mount --bind "$3" /tmp; } &&
+         for p in "$4" "$5"; do
+             case "$p" in /tmp/*) mkdir -p "$p" && mount --bind "/proc/1/root$p" "$p" || exit 1;; esac
+         done &&
          echo $$ >"$2.tmp" && mv "$2.tmp" "$2" && exec sleep 600' \
-        sh "pbmpi-node$k" "$work/$NET.$((k + 1)).pid" "$tmp" 2>"$work/holder$k.err" &
+        sh "pbmpi-node$k" "$work/$NET.$((k + 1)).pid" "$tmp" "$src" "$(dirname "$pbench")" \
+        2>"$work/holder$k.err" &
     holders="$holders $!"
 done
 for k in $NODES; do

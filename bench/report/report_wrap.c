@@ -138,14 +138,19 @@ static void rank_rows(struct pb_table *t, const json_t *ranks)
                      json_string_value(json_object_get(r, "site")));
     }
     double slow = json_number_value(json_object_get(slowest, "samples_per_s"));
-    pb_table_add(t, "ranks");
-    pb_table_add(t, "%zu, %.1f samples/s together; slowest rank %lld, imbalance %.2fx (fastest / "
-                    "slowest); the figures here are rank 0's",
-                 n, total, (long long)json_integer_value(json_object_get(slowest, "rank")),
-                 slow > 0 ? json_number_value(json_object_get(fastest, "samples_per_s")) / slow
-                          : 0);
     struct pb_straggler s;
     pb_straggler_of(ranks, &s);
+    /* In a synchronous job every rank takes batches at the pace of the
+     * slowest: the slowest is then the straggler, not the lowest samples/s. */
+    long long slowest_rank = s.kind == PB_STRAGGLER_ONE
+                                 ? s.rank
+                                 : (long long)json_integer_value(json_object_get(slowest, "rank"));
+    pb_table_add(t, "ranks");
+    pb_table_add(t, "%zu, %.1f samples/s together; slowest rank %lld%s, imbalance %.2fx (fastest / "
+                    "slowest samples/s); the figures here are rank 0's",
+                 n, total, slowest_rank, s.kind == PB_STRAGGLER_ONE ? " (the straggler)" : "",
+                 slow > 0 ? json_number_value(json_object_get(fastest, "samples_per_s")) / slow
+                          : 0);
     /* A clause a line: the sentence is longer than a cell. */
     const char *at = s.kind != PB_STRAGGLER_NONE ? s.sentence : NULL;
     for (bool first = true; at && *at; first = false) {

@@ -1,7 +1,7 @@
 /* What the caller of a point's measurement hands it and hears from it:
- * progress, the stop flag, the multi-rank group, the trace. Shared by
- * pbench's own runner (bench/run/runner.h) and the engines that are
- * other processes (bench/run/engine.h); header only. */
+ * progress, the stop flag, the multi-rank group, the trace. Read by the
+ * measurement loop (bench/run/repeat.h) and every engine's ops; header
+ * only. */
 #ifndef PB_HOOKS_H
 #define PB_HOOKS_H
 

@@ -1,5 +1,7 @@
-/* The runner (bench/run/runner.h): one point of pbench's own engine measured, its
- * repeats, the consumer loop, the watchdog and the totals. */
+/* The runner (bench/run/runner.h): pbench's own engine as the ops of the one
+ * measurement loop (bench/run/repeat.c): a round's start and end (the
+ * workers, the queue, the device loop, the sampler), the wait for a batch,
+ * the loop's step on it, the watchdog and joining the workers. */
 #include "bench/run/runner.h"
 
 #include <errno.h>

@@ -18,8 +18,16 @@ import signal
 import subprocess
 import sys
 
+# Each node's private /tmp and /run; pbench's tree, where it lies under
+# either (a CI clone in /tmp), is shown again there from the host's view of
+# it (/proc/1/root), so the job's files and the hook are found, but nothing
+# else of the head's /tmp (its relay's socket) is.
 NODE = ('hostname "$PBENCH_TEST_NODE" && mount -t tmpfs tmpfs /tmp && '
-        'mount -t tmpfs tmpfs /run && exec "$@"')
+        'mount -t tmpfs tmpfs /run && '
+        'case "$PBENCH_TEST_TREE" in /tmp/*|/run/*) mkdir -p "$PBENCH_TEST_TREE" && '
+        'mount --bind "/proc/1/root$PBENCH_TEST_TREE" "$PBENCH_TEST_TREE" || exit 1;; esac && '
+        'exec "$@"')
+TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def main():
@@ -36,7 +44,8 @@ def main():
     for rank, netns in enumerate(args.netns):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK="0", WORLD_SIZE=str(len(args.netns)),
                    LOCAL_WORLD_SIZE="1", MASTER_ADDR=args.master, MASTER_PORT=args.port,
-                   GLOO_SOCKET_IFNAME="eth0", PBENCH_TEST_NODE="node%d" % (rank + 1))
+                   GLOO_SOCKET_IFNAME="eth0", PBENCH_TEST_NODE="node%d" % (rank + 1),
+                   PBENCH_TEST_TREE=TREE)
         ranks.append(subprocess.Popen(["ip", "netns", "exec", netns, "unshare", "--uts",
                                        "--mount", "sh", "-c", NODE, "sh"] + command, env=env))
 
