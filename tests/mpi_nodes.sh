@@ -50,6 +50,10 @@ NODES="1 2"
 exec 9>/run/lock/pbench-mpi-nodes.lock || skip "cannot open /run/lock/pbench-mpi-nodes.lock"
 flock -w 120 9 || skip "another tests/mpi_nodes.sh held the lock for 2 minutes"
 
+case "$(dirname "$pbench")" in
+    "$src"/*) ;;
+    /tmp/*) skip "the build folder lies under /tmp outside the source tree, which a node's private /tmp would hide" ;;
+esac
 work=$(mktemp -d "$(dirname "$pbench")/mpi-nodes-XXXXXX") || exit 1
 holders=""
 # Every process left in a node (a job that outlived its timeout), then the
@@ -86,18 +90,17 @@ for k in $NODES; do
     # Node 1's /tmp is a folder on the build folder's disk (its page cache
     # can be emptied), node 2's a tmpfs (always in memory).
     if [ "$k" = 2 ]; then tmp=tmpfs; else tmp="$work/node$k-tmp" && mkdir "$tmp"; fi
-    # A tree (pbench's source and build folders) that lies under /tmp, as a
-    # CI clone may, is shown again inside the node's private /tmp, from the
-    # host's view of it (/proc/1/root): only the tree, not the rest of /tmp.
+    # A tree that lies under /tmp, as a CI clone may, is held on /mnt (in
+    # the node's own mount namespace) while /tmp is covered, then moved back
+    # to its path: the node sees pbench's tree and work folder, and nothing
+    # else of the host's /tmp.
     ip netns exec "$ns" unshare --uts --mount --propagation private sh -c \
-        'hostname "$1" && { [ "$3" = tmpfs ] && mount -t tmpfs tmpfs /tmp ||
-                            mount --bind "$3" /tmp; } &&
-         for p in "$4" "$5"; do
-             case "$p" in /tmp/*) mkdir -p "$p" && mount --bind "/proc/1/root$p" "$p" || exit 1;; esac
-         done &&
+        'hostname "$1" &&
+         case "$4" in /tmp/*) mount --bind "$4" /mnt;; *) false;; esac; held=$?
+         { [ "$3" = tmpfs ] && mount -t tmpfs tmpfs /tmp || mount --bind "$3" /tmp; } &&
+         { [ $held != 0 ] || { mkdir -p "$4" && mount --move /mnt "$4"; }; } &&
          echo $$ >"$2.tmp" && mv "$2.tmp" "$2" && exec sleep 600' \
-        sh "pbmpi-node$k" "$work/$NET.$((k + 1)).pid" "$tmp" "$src" "$(dirname "$pbench")" \
-        2>"$work/holder$k.err" &
+        sh "pbmpi-node$k" "$work/$NET.$((k + 1)).pid" "$tmp" "$src" 2>"$work/holder$k.err" &
     holders="$holders $!"
 done
 for k in $NODES; do

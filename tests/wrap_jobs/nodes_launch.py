@@ -18,15 +18,17 @@ import signal
 import subprocess
 import sys
 
-# Each node's private /tmp and /run; pbench's tree, where it lies under
-# either (a CI clone in /tmp), is shown again there from the host's view of
-# it (/proc/1/root), so the job's files and the hook are found, but nothing
-# else of the head's /tmp (its relay's socket) is.
-NODE = ('hostname "$PBENCH_TEST_NODE" && mount -t tmpfs tmpfs /tmp && '
-        'mount -t tmpfs tmpfs /run && '
-        'case "$PBENCH_TEST_TREE" in /tmp/*|/run/*) mkdir -p "$PBENCH_TEST_TREE" && '
-        'mount --bind "/proc/1/root$PBENCH_TEST_TREE" "$PBENCH_TEST_TREE" || exit 1;; esac && '
-        'exec "$@"')
+# Each node's private /tmp and /run. pbench's tree, where it lies under
+# either (a CI clone in /tmp), is held on /mnt (in the node's own mount
+# namespace) while they are covered, then moved back to its path, so the
+# job's files and the hook are found but nothing else of the head's /tmp
+# (its relay's socket) is.
+NODE = ('hostname "$PBENCH_TEST_NODE" && '
+        'case "$PBENCH_TEST_TREE" in /tmp/*|/run/*) mount --bind "$PBENCH_TEST_TREE" /mnt;; '
+        '*) false;; esac; held=$?; '
+        'mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /run && '
+        '{ [ $held != 0 ] || { mkdir -p "$PBENCH_TEST_TREE" && '
+        'mount --move /mnt "$PBENCH_TEST_TREE"; }; } && exec "$@"')
 TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
