@@ -207,6 +207,15 @@ static void everywhere_sentence(const json_t *rows, const json_t *slow, struct p
 }
 
 /* One rank holds the others back: the sentence that names it and why. */
+
+/* A sentence cut by its buffer ends at its last whole clause. */
+static void cut_at_clause(char *text)
+{
+    char *last = strrchr(text, ';');
+    if (last)
+        *last = '\0';
+}
+
 static void one_sentence(const json_t *slow, const json_t *fast, double others_rate,
                          struct pb_straggler *s)
 {
@@ -239,11 +248,14 @@ static void one_sentence(const json_t *slow, const json_t *fast, double others_r
     else
         snprintf(windows, sizeof windows, "; %s, whether it is always this rank is not known",
                  s->windows == 1 ? "over one window" : "without windows in the rows");
-    snprintf(s->sentence, sizeof s->sentence,
-             "%s is the straggler: its loader delivers %.0f samples/s against %.0f on the other "
-             "ranks (its loop waits %.0f%% of the time, the others' %.0f%% at most)%s%s%s",
-             s->name, loader_rate(slow), others_rate, s->stall_pct, s->others_stall_pct, waits,
-             cause, windows);
+    int n = snprintf(s->sentence, sizeof s->sentence,
+                     "%s is the straggler: its loader delivers %.0f samples/s against %.0f on the "
+                     "other ranks (its loop waits %.0f%% of the time, the others' %.0f%% at "
+                     "most)%s%s%s",
+                     s->name, loader_rate(slow), others_rate, s->stall_pct, s->others_stall_pct,
+                     waits, cause, windows);
+    if (n >= (int)sizeof s->sentence) /* cut at a clause's end, not inside a word */
+        cut_at_clause(s->sentence);
 }
 
 void pb_straggler_of(const json_t *rows, struct pb_straggler *s)
