@@ -229,9 +229,13 @@ class Engine:
         return self.until("ready", "fatal")[-1]
 
     def repeat(self, repeat=0, stage_timing=True, stop_after=None):
-        """Runs a repeat; with stop_after=N sends stop after N batches.
-        Returns every frame up to repeat_end (or fatal)."""
+        """Runs a repeat; with stop_after=N sends stop after N batches
+        (N = 0: with the repeat command itself, so the stop has arrived
+        before the first batch is done). Returns every frame up to
+        repeat_end (or fatal)."""
         self.send("repeat", repeat=repeat, stage_timing=stage_timing)
+        if stop_after == 0:
+            self.send("stop")
         frames, batches = [], 0
         while True:
             frame = self.frame()

@@ -94,11 +94,21 @@ class EngineTest(unittest.TestCase):
         config = driver.image_config(**{"dataset.epochs": 0, "run.step_ms": 1})
         _, (frames,) = self.run_point(config, stop_after=5)
         got = batches(frames)
-        self.assertIn(len(got), (5, 6))  # a stop costs at most one more batch
+        # the engine runs ahead of a slow reader: the batches it made before
+        # the stop reached it are sent, then the repeat ends
+        self.assertGreaterEqual(len(got), 5)
         self.assertGreater(got[0]["step_ns"], 500000)
         self.assertEqual(frames[-1]["reason"], "stopped")
         # epochs 0 goes on past one epoch of 3 batches, seq counting on
         self.assertEqual([b["seq"] for b in got], list(range(len(got))))
+
+    def test_a_stop_that_has_arrived_costs_at_most_one_batch(self):
+        # the stop is on the engine's stdin before its first batch is done:
+        # the engine polls after each batch, so exactly one batch is sent
+        config = driver.image_config(**{"dataset.epochs": 0, "run.step_ms": 1})
+        _, (frames,) = self.run_point(config, stop_after=0)
+        self.assertEqual(len(batches(frames)), 1)
+        self.assertEqual(frames[-1]["reason"], "stopped")
 
     def test_repeats_and_warmup_batches_are_all_sent(self):
         config = driver.image_config(**{"dataset.epochs": 2, "dataset.shuffle": True,
