@@ -39,6 +39,7 @@ static char workdir[] = "/var/tmp/pbench-wrap-nodes-XXXXXX";
 static char tag[16];    /* this run's names: namespaces, bridge, veths */
 static int subnet;      /* 10.79.SUBNET.0/24 */
 static pid_t head = -1; /* the pbench wrap under test, while it runs */
+static pid_t joiner = -1; /* a node's pbench wrap --join, while it runs */
 
 /* Runs a shell command line; its exit status (-1: it did not exit). */
 static int sh(const char *fmt, ...)
@@ -56,11 +57,13 @@ static int sh(const char *fmt, ...)
  * bridge. Quiet where something is already gone. */
 static void remove_nodes(void)
 {
-    if (head > 0) {
-        kill(head, SIGKILL);
-        waitpid(head, NULL, 0);
-        head = -1;
-    }
+    pid_t *ours[] = {&head, &joiner};
+    for (size_t i = 0; i < 2; i++)
+        if (*ours[i] > 0) {
+            kill(*ours[i], SIGKILL);
+            waitpid(*ours[i], NULL, 0);
+            *ours[i] = -1;
+        }
     for (int k = 1; k <= NODES; k++)
         sh("ip netns pids %s-%d 2>/dev/null | xargs -r kill -9 2>/dev/null; "
            "ip netns del %s-%d 2>/dev/null",
@@ -226,7 +229,9 @@ static void test_two_nodes_one_result(void **state)
     }
     assert_int_equal(tcp, NODES);
     /* The intruders: refused, counted, said; the figures are there. */
-    assert_int_equal(json_integer_value(json_object_get(job, "refused")), 2);
+    if (json_integer_value(json_object_get(job, "refused")) != 2)
+        fail_msg("%lld connections refused, not the 2 intruders: %s",
+                 (long long)json_integer_value(json_object_get(job, "refused")), out);
     pb_test_assert_contains(out, (const char *const[]){"2 connections to pbench's TCP address "
                                                        "refused and dropped",
                                                        "a wrong token", NULL});
@@ -236,6 +241,207 @@ static void test_two_nodes_one_result(void **state)
     json_decref(r);
     free(err);
     free(out);
+}
+
+/* Starts a shell command line in workdir; its pid. */
+static pid_t start(const char *fmt, ...)
+{
+    char line[4096], cmd[4200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd '%s' && exec %s", workdir, line);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* The job's command line, as every node runs it: rank R of 2, the data
+ * in workdir. */
+static void job_line(char *out, size_t outlen, const char *src)
+{
+    snprintf(out, outlen,
+             "/usr/bin/python3 %s/examples/train/train.py --ddp --data %s/photos --images 128 "
+             "--size 48 --crop 32 --batch-size 8 --workers 1 --epochs 100000 --checksum "
+             "%s/sums.txt",
+             src, workdir, workdir);
+}
+
+/* One launcher per node, as torchrun per node: the head's pbench wrap
+ * --listen runs in node 1 with rank 0 (over its Unix socket), and node 2's
+ * pbench wrap --join runs rank 1, whose records reach the head over TCP.
+ * window: the head's --time. */
+static void start_joined(int window_s, int port)
+{
+    const char *src = getenv("PBENCH_SOURCE_DIR"), *pbench = getenv("PBENCH_BINARY");
+    char job[1200], launch[1200];
+    job_line(job, sizeof job, src);
+    snprintf(launch, sizeof launch,
+             "/usr/bin/python3 %s/tests/wrap_jobs/nodes_launch.py --master 10.79.%d.11 --port %d "
+             "--world 2",
+             src, subnet, 20000 + (int)(getpid() % 20000));
+    /* The same token on both, as a Slurm script exports one before srun. */
+    setenv("PBENCH_WRAP_TOKEN", "3f1e0c2b9a8d7e6f5a4b3c2d1e0f9a8b", 1);
+    head = start("%s --netns %s-1 -- '%s' wrap --listen 10.79.%d.11:%d --warmup-batches 2 "
+                 "--time %d --grace 2 -o joined.json -- %s >head-out.txt 2>head-err.txt",
+                 launch, tag, pbench, subnet, port, window_s, job);
+    joiner = start("%s --netns %s-2 --first-rank 1 -- '%s' wrap --join 10.79.%d.11:%d -- %s "
+                   ">node-out.txt 2>node-err.txt",
+                   launch, tag, pbench, subnet, port, job);
+    unsetenv("PBENCH_WRAP_TOKEN");
+}
+
+/* Waits for pid to exit, up to timeout_s; its status, or -1 when it did not. */
+static int wait_exit(pid_t *pid, int timeout_s)
+{
+    int status = 0;
+    for (int i = 0; i < timeout_s * 10; i++) {
+        if (waitpid(*pid, &status, WNOHANG) == *pid) {
+            *pid = -1;
+            return status;
+        }
+        nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+    }
+    return -1;
+}
+
+/* What still runs in node k's namespace, as `ip netns pids` lists it with
+ * its command lines ("" when nothing does). */
+static char *node_processes(int k)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/ps-%d.txt", workdir, k);
+    sh("for p in $(ip netns pids %s-%d); do tr '\\0' ' ' </proc/$p/cmdline; echo; done "
+       ">'%s' 2>/dev/null",
+       tag, k, path);
+    return pb_test_read_file(path, NULL, false);
+}
+
+static char *workdir_file(const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", workdir, name);
+    return pb_test_read_file(path, NULL, false);
+}
+
+static void skip_without_nodes(void)
+{
+    if (!pb_test_have_torch()) {
+        fprintf(stderr, "skipped: torch is not installed: apt-get install python3-torch "
+                        "python3-torchvision\n");
+        skip();
+    }
+    const char *why = make_nodes();
+    if (why) {
+        fprintf(stderr, "skipped: %s\n", why);
+        skip();
+    }
+}
+
+/* --join: one pbench per node gives the same one result on the head, a
+ * row per rank with its host, and the node that joined in the account. */
+static void test_joined_nodes_one_result(void **state)
+{
+    (void)state;
+    skip_without_nodes();
+    start_joined(4, free_port());
+    int status = wait_exit(&head, 240);
+    char *err = workdir_file("head-err.txt"), *out = workdir_file("head-out.txt");
+    if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("the head's pbench wrap: status %d: %s", status, err);
+    int node_status = wait_exit(&joiner, 30);
+    char *node_err = workdir_file("node-err.txt");
+    if (node_status < 0)
+        fail_msg("node 2's pbench wrap --join still runs after the head ended: %s", node_err);
+    pb_test_assert_contains(node_err, (const char *const[]){"joined the head at", NULL});
+    json_t *r = pb_test_load_json(workdir, "joined.json");
+    const json_t *job = last_job(r), *rows = json_object_get(job, "rank_rows");
+    if (json_array_size(rows) != NODES)
+        fail_msg("%zu rank rows, not %d: %s", json_array_size(rows), NODES,
+                 json_dumps(job, JSON_COMPACT));
+    for (size_t i = 0; i < NODES; i++) {
+        const json_t *row = json_array_get(rows, i);
+        char host[16];
+        snprintf(host, sizeof host, "node%zu", i + 1);
+        assert_int_equal(json_integer_value(json_object_get(row, "rank")), (json_int_t)i);
+        assert_string_equal(json_string_value(json_object_get(row, "host")), host);
+        assert_true(json_number_value(json_object_get(row, "samples_per_s")) > 0);
+        assert_non_null(strstr(out, host));
+    }
+    const json_t *joined = json_object_get(job, "joined");
+    assert_int_equal(json_array_size(joined), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(joined, 0), "host")),
+                        "node2");
+    fprintf(stderr, "%s", out);
+    json_decref(r);
+    free(err);
+    free(out);
+    free(node_err);
+}
+
+/* SIGTERM to the head: its job ends, it tells the joined node to stop, no
+ * job process is left in any node, and the result keeps what was
+ * measured. */
+static void test_sigterm_to_the_head_ends_every_node(void **state)
+{
+    (void)state;
+    skip_without_nodes();
+    start_joined(120, free_port());
+    /* The loop has taken batches once the job's checksums are flushed. */
+    char path[600];
+    snprintf(path, sizeof path, "%s/sums.txt", workdir);
+    bool measuring = false;
+    for (int i = 0; i < 1800 && !measuring; i++) {
+        FILE *f = fopen(path, "r");
+        measuring = f && fgetc(f) != EOF;
+        if (f)
+            fclose(f);
+        if (!measuring)
+            nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+    }
+    if (!measuring)
+        fail_msg("the job took no batch within 180 s: %s", workdir_file("head-err.txt"));
+    nanosleep(&(struct timespec){.tv_sec = 2}, NULL);
+    assert_int_equal(kill(head, SIGTERM), 0); /* the launcher passes it on to pbench */
+    int status = wait_exit(&head, 60);
+    char *err = workdir_file("head-err.txt");
+    if (status < 0)
+        fail_msg("the head's pbench wrap did not end within 60 s of SIGTERM: %s", err);
+    int node_status = wait_exit(&joiner, 30);
+    char *node_err = workdir_file("node-err.txt");
+    if (node_status < 0)
+        fail_msg("node 2's pbench wrap --join did not end within 30 s of the head: %s", node_err);
+    pb_test_assert_contains(node_err, (const char *const[]){"joined the head at", NULL});
+    for (int k = 1; k <= NODES; k++) {
+        char *left = NULL;
+        for (int i = 0; i < 100; i++) { /* what was told to end has ended */
+            free(left);
+            left = node_processes(k);
+            if (!left[0])
+                break;
+            nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+        }
+        if (left[0])
+            fail_msg("node %d still runs after SIGTERM to the head:\n%s", k, left);
+        free(left);
+    }
+    json_t *r = pb_test_load_json(workdir, "joined.json");
+    const json_t *job = last_job(r);
+    assert_true(json_array_size(json_object_get(job, "rank_rows")) >= 1);
+    const json_t *joined = json_array_get(json_object_get(job, "joined"), 0);
+    assert_non_null(joined);
+    assert_string_equal(json_string_value(json_object_get(joined, "ended")),
+                        "stopped by the head");
+    const json_t *point = json_array_get(json_object_get(r, "points"), 0);
+    assert_true(json_number_value(json_object_get(point, "samples_per_s")) > 0);
+    json_decref(r);
+    free(err);
+    free(node_err);
 }
 
 int main(void)
@@ -249,6 +455,8 @@ int main(void)
     pb_test_tmpdir_use(workdir);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_two_nodes_one_result, teardown_nodes),
+        cmocka_unit_test_teardown(test_joined_nodes_one_result, teardown_nodes),
+        cmocka_unit_test_teardown(test_sigterm_to_the_head_ends_every_node, teardown_nodes),
     };
     return cmocka_run_group_tests(tests, pb_test_tmpdir_setup, pb_test_tmpdir_teardown);
 }

@@ -57,7 +57,9 @@
       "                  [--loader FILE:LINE] [--grace S] [--ideal[=K]] [--listen ADDR[:PORT]]\n" \
       "                  [-o results/NAME.json]\n" \
       "                  [--format {formats}] [--quiet] [--overhead] [--trace FILE]\n" \
-      "                  [--baseline BASE.json] -- COMMAND [ARGS...]  (or --command 'COMMAND ARGS...')", \
+      "                  [--baseline BASE.json] -- COMMAND [ARGS...]  (or --command 'COMMAND ARGS...')\n" \
+      "       pbench wrap --join HOST:PORT -- COMMAND [ARGS...]  (one node of a job whose\n" \
+      "                  launcher starts one pbench per node)", \
       "Runs your training job, unchanged, with pbench's hook loaded at start-up in every\n" \
       "Python process it starts (the main process, its DataLoader workers under fork, spawn\n" \
       "and forkserver, the ranks a launcher starts), and measures its DataLoader: the real\n" \
@@ -102,6 +104,11 @@
       "                            (default: the default route's address where the\n" \
       "                            command runs srun, mpirun or mpiexec, or torchrun\n" \
       "                            --nnodes N; no TCP otherwise; docs/wrap.md)\n" \
+      "      --join HOST:PORT      run this node's part of the job (torchrun per node,\n" \
+      "                            pbench wrap on each node of a Slurm script) with its\n" \
+      "                            records sent to the pbench wrap --listen at HOST:PORT,\n" \
+      "                            which holds the one result; the token is taken from\n" \
+      "                            PBENCH_WRAP_TOKEN, the same on every node and the head\n" \
       "  -o, -f, -q, --baseline, --threshold, --fail-on-regression: as pbench run.\n\n" \
       "Exit codes as pbench run; 1 when the job fails before its first batch or creates no\n" \
       "DataLoader, 2 when the command is not a Python job. Ctrl-C or SIGTERM ends the job\n" \

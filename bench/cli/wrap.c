@@ -4,16 +4,19 @@
  * measured as a point of a session like any other: repeats, the stopping
  * rule, sweeps (-a loader.workers=1,2,4), the interleaved A/B (--set-new),
  * --baseline, the tables, the verdict and the result file. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/analyze/compare.h"
 #include "bench/base/pb.h"
 #include "bench/cli/cli.h"
 #include "bench/config/config.h"
 #include "bench/report/format.h"
+#include "bench/run/engine_proc.h"
 #include "bench/session/hooks.h"
 
 /* This command's name, in its messages and its help. */
@@ -27,6 +30,7 @@ struct wrap_args {
     int repeats; /* run.repeats unless -s gives it */
     const char *loader;
     const char *listen; /* --listen ADDR[:PORT], else NULL */
+    const char *join;   /* --join HOST:PORT, else NULL */
     char set[256]; /* the loader keys -s, -a and --set-new give the job */
 };
 
@@ -176,6 +180,7 @@ struct wrap_cli {
     enum pb_format format;
     bool quiet;
     struct pb_gate gate;
+    int others; /* options other than --join: the head's, never a joining node's */
 };
 
 /* One option of wrap's (c from getopt_long); -1, or a usage error's code. */
@@ -185,6 +190,8 @@ static int wrap_option(struct wrap_cli *cli, int c)
     struct wrap_args *w = &cli->w;
     double v = 0;
     int code = -1;
+    if (c != 'J')
+        cli->others++;
     switch (c) {
     case 's': cli->overrides[opts->override_count++] = optarg; break;
     case 'a': cli->axes[opts->axis_count++] = optarg; break;
@@ -244,6 +251,15 @@ static int wrap_option(struct wrap_cli *cli, int c)
         else
             w->listen = optarg;
         break;
+    case 'J':
+        if (strlen(optarg) >= 256 || !strchr(optarg, ':'))
+            code = pb_cli_usage_error(command_name,
+                                      "--join takes HOST:PORT (where the head's pbench wrap "
+                                      "--listen listens), got '%s'",
+                                      optarg);
+        else
+            w->join = optarg;
+        break;
     case 'V': opts->serve = optarg; break;
     case 'g': code = number("--grace", optarg, 0, &w->grace_s); break;
     case 'h': code = pb_cli_help(2, (char *[]){"help", (char *)command_name, NULL}); break;
@@ -297,6 +313,7 @@ static int wrap_parse(int argc, char **argv, struct wrap_cli *cli)
         {"trace", required_argument, NULL, 'R'},
         {"serve", required_argument, NULL, 'V'},
         {"listen", required_argument, NULL, 'l'},
+        {"join", required_argument, NULL, 'J'},
         {NULL, 0, NULL, 0},
     };
     int c, code = -1;
@@ -320,6 +337,56 @@ static int wrap_parse(int argc, char **argv, struct wrap_cli *cli)
     return code;
 }
 
+/* pbench wrap --join HOST:PORT -- COMMAND: this node's part of a job whose
+ * launcher starts one pbench per node. The relay's join side
+ * (engines/torch/pbench_wrap/join.py) runs in pbench's place: it joins the
+ * head's run, runs COMMAND with the hook, its ranks send their records to
+ * the head, which holds the one result. Returns only when it cannot start. */
+static int join_node(const struct wrap_cli *cli, int argc, char **argv)
+{
+    if (cli->others > 0)
+        return pb_cli_usage_error(command_name, "%s",
+                                  "--join runs this node's part of the job and takes no other "
+                                  "option: the head's pbench wrap --listen takes them (-s, -a, "
+                                  "-o, --time, ...) and gives them to every node");
+    if (cli->line)
+        return pb_cli_usage_error(command_name, "%s",
+                                  "--join runs the command after --, not --command's");
+    char engines[PB_PATH_MAX], path[4 * PB_PATH_MAX];
+    const char *own = getenv("PYTHONPATH");
+    int n = snprintf(path, sizeof path, "%s/%s%s%s", pb_engine_dir(engines, sizeof engines),
+                     pb_engine_wrap_row.folder, own && own[0] ? ":" : "", own ? own : "");
+    if (n < 0 || (size_t)n >= sizeof path) {
+        pb_cli_error(command_name, "PYTHONPATH is too long to run --join");
+        return PB_EXIT_ERROR;
+    }
+    if (own && own[0])
+        setenv("PBENCH_CALLER_PYTHONPATH", own, 1); /* the job's own, unchanged */
+    setenv("PYTHONPATH", path, 1);
+    setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
+    const char *python = getenv(pb_engine_wrap_row.interpreter_env);
+    if (!python || !python[0])
+        python = pb_engine_wrap_row.interpreter;
+    char **args = calloc((size_t)(argc - optind) + 6, sizeof(char *));
+    if (!args)
+        return PB_EXIT_ERROR;
+    int k = 0;
+    args[k++] = (char *)python;
+    args[k++] = "-m";
+    args[k++] = "pbench_wrap.join";
+    args[k++] = (char *)cli->w.join;
+    args[k++] = "--";
+    for (int i = optind; i < argc; i++)
+        args[k++] = argv[i];
+    execvp(python, args);
+    char msg[PB_PATH_MAX + 200];
+    snprintf(msg, sizeof msg, "--join cannot start %.*s (%s): name a Python 3 with $%s",
+             PB_PATH_MAX, python, strerror(errno), pb_engine_wrap_row.interpreter_env);
+    pb_cli_error(command_name, msg);
+    free(args);
+    return PB_EXIT_ERROR;
+}
+
 int cmd_wrap(int argc, char **argv)
 {
     struct wrap_cli cli = {.w = {.warmup = 5, .grace_s = 10}, .format = PB_FORMAT_TABLE};
@@ -330,6 +397,8 @@ int cmd_wrap(int argc, char **argv)
                                         .new_overrides = cli.news, .calibrate = false,
                                         .threshold_pct = 5};
     int code = cli.overrides && cli.axes && cli.news ? wrap_parse(argc, argv, &cli) : PB_EXIT_ERROR;
+    if (code < 0 && cli.w.join)
+        code = join_node(&cli, argc, argv);
     char msg[PB_MSG_MAX], joined[PB_WRAP_COMMAND_MAX];
     const char *line = cli.line;
     if (code < 0 && !line && !shell_line(argv + optind, argc - optind, joined, sizeof joined)) {

@@ -346,6 +346,17 @@ static const char *where_stuck(struct pb_engine_run *er)
     return where;
 }
 
+/* How long after a stop the engine may take to end its repeat: a wrapped
+ * job is given wrap.grace_s between its SIGINT and SIGTERM, 3 s each to
+ * SIGTERM and SIGKILL, and its joined nodes as long again (the relay,
+ * engines/torch/pbench_wrap/join.py), so that what it measured comes back. */
+static uint64_t stop_grace_ns(const struct pb_engine_run *er)
+{
+    if (!er->spec->has_wrap)
+        return PB_ENGINE_STOP_GRACE_NS;
+    return PB_ENGINE_STOP_GRACE_NS + (uint64_t)((2 * er->spec->wrap.grace_s + 16) * 1e9);
+}
+
 /* Between frames: a stop from the user, the time cap while the loop
  * waits, an engine silent past run.stage_timeout_s. PB_OK to go on;
  * PB_NEXT_END with *why while the part runs (a stop, the time cap end
@@ -357,12 +368,12 @@ static int watch(struct pb_engine_run *er, const struct pb_part *c, uint64_t now
     struct engine_round *r = &er->round;
     volatile sig_atomic_t *stop = er->hooks ? er->hooks->stop : NULL;
     if (stop && ((*stop & PB_RUN_STOP_NOW) ||
-                 (r->stop_seen_ns && now - r->stop_seen_ns > PB_ENGINE_STOP_GRACE_NS))) {
+                 (r->stop_seen_ns && now - r->stop_seen_ns > stop_grace_ns(er)))) {
         if (!(*stop & PB_RUN_STOP_NOW))
             pb_point_warn(er->point,
                           "stopped while %s's loop was stuck: it had not ended its repeat %.1f s "
                           "after the stop, so its processes were killed. %s",
-                          er->row->title, (double)PB_ENGINE_STOP_GRACE_NS / 1e9, where_stuck(er));
+                          er->row->title, (double)stop_grace_ns(er) / 1e9, where_stuck(er));
         er->failed = true; /* killed, not closed */
         return PB_ERR_INTERRUPTED;
     }

@@ -10,6 +10,9 @@ environment, which pbench's hook finds there too.
     nodes_launch.py --master 10.77.0.11 --netns pbn1 --netns pbn2 -- \\
         /usr/bin/python3 examples/train/train.py --ddp
 
+With --first-rank K --world N it starts ranks K, K+1, ... of N: one
+launcher per node, as torchrun per node is (pbench wrap --join).
+
 SIGINT and SIGTERM are passed on to the ranks. Exits with the first
 non-zero status of a rank, else 0."""
 import argparse
@@ -37,14 +40,18 @@ def main():
     p.add_argument("--netns", action="append", required=True)
     p.add_argument("--master", required=True, help="the first node's address")
     p.add_argument("--port", default="29517")
+    p.add_argument("--first-rank", type=int, default=0,
+                   help="the rank of the first node named (one launcher per node: --join)")
+    p.add_argument("--world", type=int, default=0, help="all ranks (default: the nodes named)")
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         p.error("name the command after --")
     ranks = []
-    for rank, netns in enumerate(args.netns):
-        env = dict(os.environ, RANK=str(rank), LOCAL_RANK="0", WORLD_SIZE=str(len(args.netns)),
+    for rank, netns in enumerate(args.netns, args.first_rank):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK="0",
+                   WORLD_SIZE=str(args.world or len(args.netns)),
                    LOCAL_WORLD_SIZE="1", MASTER_ADDR=args.master, MASTER_PORT=args.port,
                    GLOO_SOCKET_IFNAME="eth0", PBENCH_TEST_NODE="node%d" % (rank + 1),
                    PBENCH_TEST_TREE=TREE)

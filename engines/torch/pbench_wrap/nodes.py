@@ -149,13 +149,20 @@ def open_listener(text, argv, environ):
     if why is None:
         return None, ""
     import secrets
+    # One pbench per node (--join): every node has the token the head was
+    # given; else the head draws one for this run.
+    given = environ.get(TOKEN_ENV, "")
     try:
-        listener = Listener(text, secrets.token_hex(16))
+        listener = Listener(text, given if len(given) >= 16 else secrets.token_hex(16))
     except (OSError, ValueError) as e:
         raise Refused("pbench cannot listen at %s for the ranks on other machines (%s): %s"
                       % (text or "the default route's address", why, e))
     return listener, ("pbench wrap: ranks on other machines send their records to %s over "
-                      "TCP (%s), with this run's token\n" % (listener.address, why))
+                      "TCP (%s), with this run's token; a node that runs its own pbench "
+                      "joins with: pbench wrap --join %s -- COMMAND%s\n"
+                      % (listener.address, why, listener.address, "" if len(given) >= 16 else
+                         " (after %s is exported to this pbench and every node: this run drew "
+                         "its own)" % TOKEN_ENV))
 
 
 def refused_text(refused):
@@ -184,6 +191,35 @@ def nodes_rows(pythons, here, clocks):
             row.update({"clock_offset_ns": clock[0], "clock_residual_ns": clock[1],
                         "clock_measured_ns": clock[2]})
     return [rows[h] for h in sorted(rows)]
+
+
+def unreached_text(unreached, relay):
+    """Which processes loaded the hook but could not reach pbench, where
+    they looked, and what that means."""
+    from .hook import SOCKET_ENV
+    path, host, why = next(iter(unreached.values()))
+    pids = sorted(unreached)
+    here = socket.gethostname()
+    listen = ("pbench listened at %s over TCP too, and it could not be reached: let "
+              "the nodes reach that address, or name one they can with --listen "
+              "ADDR[:PORT]" % relay.tcp.address if relay.tcp is not None else
+              "run pbench wrap --listen ADDR[:PORT] (an address of this machine that "
+              "the nodes reach) to take their records over TCP")
+    if host != here:
+        where = ("on %s, another machine than pbench's (%s): %s" % (host, here, listen))
+    elif path != relay.socket_path:
+        where = ("not where pbench's relay is (%s): something in the job changed %s"
+                 % (relay.socket_path, SOCKET_ENV))
+    else:
+        where = ("where pbench's relay is, on this machine: the job's processes see "
+                 "another /tmp (a launcher or container that gives them a private /tmp "
+                 "or mount namespace); run pbench inside it, let the job see pbench's "
+                 "/tmp, or %s" % listen)
+    return ("%d Python process%s of the job (pid %s) loaded pbench's hook but could not "
+            "reach pbench: %s looked for its relay at %s (%s), %s; %s not measured"
+            % (len(pids), "" if len(pids) == 1 else "es", ", ".join(map(str, pids[:8])),
+               "it" if len(pids) == 1 else "they", path, why, where,
+               "it is" if len(pids) == 1 else "they are"))
 
 
 class Peer:

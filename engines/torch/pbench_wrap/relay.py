@@ -33,7 +33,7 @@ import time
 from pbench_torch.lifeline import end_with_pbench
 from pbench_torch.protocol import CommandReader, FrameWriter
 
-from . import hook, nodes
+from . import hook, join, nodes
 from .procs import (become_subreaper, command_of, command_reason, descendants,
                     process_reason, reap_orphans)
 from .ranks import ranks_rows
@@ -120,6 +120,9 @@ class Job:
         self.measured = None
         self.seq = 0             # batch frames sent for the measured loader
         self.window = [0, 0]     # the measured batches' first wait and last end
+        # the nodes that joined with their own pbench (pbench wrap --join)
+        self.joined = join.Joined(getattr(relay, "here", None), *join.expected_nodes(
+            getattr(relay, "argv", None) or [], os.environ))
         self.workers_sent = None
         self.stages_sent = False
         self.ending = None       # how pbench ended it, once it does
@@ -188,7 +191,13 @@ class Job:
     def on_json(self, conn, message):
         kind = message.get("type")
         key = tuple(message["loader"]) if "loader" in message else None
-        if kind == "hello":
+        if kind == "hello" and message.get("role") == "node" and conn[2] is not None:
+            self.joined.hello(conn, message)  # pbench wrap --join on another node
+        elif kind == "join" and conn[2] is not None:
+            self.joined.join(conn)
+        elif kind == "node_end" and conn[2] is not None:
+            self.joined.ended(conn, message)
+        elif kind == "hello":
             conn[1] = message.get("pid")
             message.setdefault("host", self.relay.here)
             self.pythons[message.get("pid")] = message
@@ -449,34 +458,12 @@ class Job:
                 "ranks": [json.loads(r) for r in ranks], "pythons": len(self.pythons),
                 "workers": self.workers_rows(), "rank_rows": self.ranks_rows(),
                 "versions": versions, "refused": sum(self.refused.values()),
-                "nodes": nodes.nodes_rows(self.pythons, self.relay.here, self.relay.clocks)}
+                "nodes": nodes.nodes_rows(self.pythons, self.relay.here, self.relay.clocks),
+                "joined": self.joined.rows(self.window),
+                "nodes_expected": self.joined.expected}
 
     def unreached_text(self):
-        """Which processes loaded the hook but could not reach pbench, where
-        they looked, and what that means."""
-        path, host, why = next(iter(self.unreached.values()))
-        pids = sorted(self.unreached)
-        here = socket.gethostname()
-        listen = ("pbench listened at %s over TCP too, and it could not be reached: let "
-                  "the nodes reach that address, or name one they can with --listen "
-                  "ADDR[:PORT]" % self.relay.tcp.address if self.relay.tcp is not None else
-                  "run pbench wrap --listen ADDR[:PORT] (an address of this machine that "
-                  "the nodes reach) to take their records over TCP")
-        if host != here:
-            where = ("on %s, another machine than pbench's (%s): %s" % (host, here, listen))
-        elif path != self.relay.socket_path:
-            where = ("not where pbench's relay is (%s): something in the job changed %s"
-                     % (self.relay.socket_path, hook.SOCKET_ENV))
-        else:
-            where = ("where pbench's relay is, on this machine: the job's processes see "
-                     "another /tmp (a launcher or container that gives them a private /tmp "
-                     "or mount namespace); run pbench inside it, let the job see pbench's "
-                     "/tmp, or %s" % listen)
-        return ("%d Python process%s of the job (pid %s) loaded pbench's hook but could not "
-                "reach pbench: %s looked for its relay at %s (%s), %s; %s not measured"
-                % (len(pids), "" if len(pids) == 1 else "es", ", ".join(map(str, pids[:8])),
-                   "it" if len(pids) == 1 else "they", path, why, where,
-                   "it is" if len(pids) == 1 else "they are"))
+        return nodes.unreached_text(self.unreached, self.relay)
 
     def warn_other_loaders(self):
         measured = self.loaders.get(self.measured)
@@ -605,8 +592,9 @@ class Relay:
             env[nodes.TOKEN_ENV] = self.tcp.token
             env[nodes.HOST_ENV] = self.here
         env[hook.RELAY_ENV] = str(os.getpid())
-        env[hook.CONFIG_ENV] = json.dumps({"stage_timing": stage_timing,
-                                           "overrides": self.overrides, "ideal": self.ideal})
+        self.hook_config = {"stage_timing": stage_timing, "overrides": self.overrides,
+                            "ideal": self.ideal}
+        env[hook.CONFIG_ENV] = json.dumps(self.hook_config)
         return env
 
     def repeat(self, command):
@@ -620,6 +608,7 @@ class Relay:
         reason = command_reason(self.argv, STARTUP)
         if reason:
             job.hookless[0] = reason
+        job.joined.welcome = {"config": self.hook_config, "grace_s": self.grace_s}
         selector = job.selector = selectors.DefaultSelector()
         selector.register(self.listener, selectors.EVENT_READ, "listen")
         if self.tcp is not None:
@@ -772,6 +761,7 @@ class Relay:
             job.on_fetch(payload, state[1])
 
     def drop(self, job, conn, selector):
+        job.joined.gone(conn)
         if conn in job.conns:
             selector.unregister(conn)
         conn.close()
@@ -790,13 +780,16 @@ class Relay:
         if job.done:
             return
         job.ending = how
+        job.joined.stop()  # the nodes end theirs while the head ends its own
         self.end_processes(job, grace_s)
+        job.joined.wait(lambda t: self.drain(job, t), self.grace_s + 2 * KILL_WAIT_S + 1)
         self.report(job, reason)
 
     def job_ended(self, job):
         """The job ended by itself."""
         for loader in job.loaders.values():
             self.flush_last(job, loader)
+        job.joined.end(lambda t: self.drain(job, t), self.grace_s)
         self.report(job, "data_end")
 
     def flush_last(self, job, loader):
@@ -843,6 +836,9 @@ class Relay:
             self.writer.json({"type": "warning", "message": job.unreached_text()})
         if job.refused:
             self.writer.json({"type": "warning", "message": nodes.refused_text(job.refused)})
+        for said in job.joined.warnings(job.window, {h.get("host") or self.here
+                                                      for h in job.pythons.values()}):
+            self.writer.json({"type": "warning", "message": said})
         if job.failed_next is not None:
             loader, failed = job.failed_next
             self.writer.json({"type": "warning", "message": (
