@@ -31,7 +31,8 @@
 
 #include "tests/testutil.h"
 
-#define NODES 2
+#define NODES 2 /* the nodes of a job, but the 3-node case's */
+#define MADE 3  /* the nodes made */
 
 /* Outside /tmp: the nodes see the head's folders but not its /tmp, as
  * ranks on a cluster see its shared storage. */
@@ -40,6 +41,7 @@ static char tag[16];    /* this run's names: namespaces, bridge, veths */
 static int subnet;      /* 10.79.SUBNET.0/24 */
 static pid_t head = -1; /* the pbench wrap under test, while it runs */
 static pid_t joiner = -1; /* a node's pbench wrap --join, while it runs */
+static pid_t third = -1;  /* the third node's, in the 3-node case */
 
 /* Runs a shell command line; its exit status (-1: it did not exit). */
 static int sh(const char *fmt, ...)
@@ -57,14 +59,14 @@ static int sh(const char *fmt, ...)
  * bridge. Quiet where something is already gone. */
 static void remove_nodes(void)
 {
-    pid_t *ours[] = {&head, &joiner};
-    for (size_t i = 0; i < 2; i++)
+    pid_t *ours[] = {&head, &joiner, &third};
+    for (size_t i = 0; i < 3; i++)
         if (*ours[i] > 0) {
             kill(*ours[i], SIGKILL);
             waitpid(*ours[i], NULL, 0);
             *ours[i] = -1;
         }
-    for (int k = 1; k <= NODES; k++)
+    for (int k = 1; k <= MADE; k++)
         sh("ip netns pids %s-%d 2>/dev/null | xargs -r kill -9 2>/dev/null; "
            "ip netns del %s-%d 2>/dev/null",
            tag, k, tag, k);
@@ -83,7 +85,7 @@ static const char *make_nodes(void)
            "ip link set %sbr up",
            tag, subnet, tag, tag) != 0)
         return "ip link add ... type bridge failed (no bridge support, or no CAP_NET_ADMIN)";
-    for (int k = 1; k <= NODES; k++)
+    for (int k = 1; k <= MADE; k++)
         if (sh("set -e; ip netns add %s-%d; ip link add %sh%d type veth peer name %sn%d; "
                "ip link set %sh%d master %sbr up; ip link set %sn%d netns %s-%d; "
                "ip -n %s-%d link set %sn%d name eth0; "
@@ -276,15 +278,15 @@ static void job_line(char *out, size_t outlen, const char *src)
  * --listen runs in node 1 with rank 0 (over its Unix socket), and node 2's
  * pbench wrap --join runs rank 1, whose records reach the head over TCP.
  * window: the head's --time. */
-static void start_joined(int window_s, int port)
+static void start_joined(int window_s, int port, int nodes)
 {
     const char *src = getenv("PBENCH_SOURCE_DIR"), *pbench = getenv("PBENCH_BINARY");
     char job[1200], launch[1200];
     job_line(job, sizeof job, src);
     snprintf(launch, sizeof launch,
              "/usr/bin/python3 %s/tests/wrap_jobs/nodes_launch.py --master 10.79.%d.11 --port %d "
-             "--world 2",
-             src, subnet, 20000 + (int)(getpid() % 20000));
+             "--world %d",
+             src, subnet, 20000 + (int)(getpid() % 20000), nodes);
     /* The same token on both, as a Slurm script exports one before srun. */
     setenv("PBENCH_WRAP_TOKEN", "3f1e0c2b9a8d7e6f5a4b3c2d1e0f9a8b", 1);
     head = start("%s --netns %s-1 -- '%s' wrap --listen 10.79.%d.11:%d --warmup-batches 2 "
@@ -293,6 +295,10 @@ static void start_joined(int window_s, int port)
     joiner = start("%s --netns %s-2 --first-rank 1 -- '%s' wrap --join 10.79.%d.11:%d -- %s "
                    ">node-out.txt 2>node-err.txt",
                    launch, tag, pbench, subnet, port, job);
+    if (nodes > 2)
+        third = start("%s --netns %s-3 --first-rank 2 -- '%s' wrap --join 10.79.%d.11:%d -- %s "
+                      ">node3-out.txt 2>node3-err.txt",
+                      launch, tag, pbench, subnet, port, job);
     unsetenv("PBENCH_WRAP_TOKEN");
 }
 
@@ -349,7 +355,7 @@ static void test_joined_nodes_one_result(void **state)
 {
     (void)state;
     skip_without_nodes();
-    start_joined(4, free_port());
+    start_joined(4, free_port(), 2);
     int status = wait_exit(&head, 240);
     char *err = workdir_file("head-err.txt"), *out = workdir_file("head-out.txt");
     if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -384,15 +390,10 @@ static void test_joined_nodes_one_result(void **state)
     free(node_err);
 }
 
-/* SIGTERM to the head: its job ends, it tells the joined node to stop, no
- * job process is left in any node, and the result keeps what was
- * measured. */
-static void test_sigterm_to_the_head_ends_every_node(void **state)
+/* Waits until the loop has taken batches (the job's checksums are
+ * flushed), then 2 s more: the measured window has begun. */
+static void wait_measuring(void)
 {
-    (void)state;
-    skip_without_nodes();
-    start_joined(120, free_port());
-    /* The loop has taken batches once the job's checksums are flushed. */
     char path[600];
     snprintf(path, sizeof path, "%s/sums.txt", workdir);
     bool measuring = false;
@@ -407,6 +408,17 @@ static void test_sigterm_to_the_head_ends_every_node(void **state)
     if (!measuring)
         fail_msg("the job took no batch within 180 s: %s", workdir_file("head-err.txt"));
     nanosleep(&(struct timespec){.tv_sec = 2}, NULL);
+}
+
+/* SIGTERM to the head: its job ends, it tells the joined node to stop, no
+ * job process is left in any node, and the result keeps what was
+ * measured. */
+static void test_sigterm_to_the_head_ends_every_node(void **state)
+{
+    (void)state;
+    skip_without_nodes();
+    start_joined(120, free_port(), 2);
+    wait_measuring();
     assert_int_equal(kill(head, SIGTERM), 0); /* the launcher passes it on to pbench */
     int status = wait_exit(&head, 60);
     char *err = workdir_file("head-err.txt");

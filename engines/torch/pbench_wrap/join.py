@@ -131,29 +131,43 @@ class Joined:
 
     def rows(self, window):
         """Each joined node: its host, how its job ended, and whether it left
-        before the measured window (window: its bounds) ended."""
+        early: its job failed by itself (a crash, a kill) before pbench
+        ended the job, at left_at_s into the measured window (window: its
+        bounds), which then ends the other ranks' too."""
         out = []
         for row in self.nodes.values():
-            left = row["ended_t"] is not None and window[1] > window[0] and \
-                row["ended_t"] < window[1] and row["status"] not in (0, None)
+            left = row["ended_t"] is not None and (
+                row["ended"].startswith("its pbench went away") or
+                (row["status"] not in (0, None) and row["ended"].endswith("by itself")))
             out.append({"host": row["host"], "pid": row["pid"], "command": row["command"],
                         "ended": row["ended"] or "still running when the head ended",
                         "status": row["status"], "left_early": bool(left),
-                        "left_before_end_s": round((window[1] - row["ended_t"]) / 1e9, 2)
-                        if left else None})
+                        "left_at_s": round((row["ended_t"] - window[0]) / 1e9, 2)
+                        if left and window[0] else None, "ended_t": row["ended_t"]})
         return sorted(out, key=lambda r: r["host"])
+
+    def account(self, window):
+        """The joined nodes as the result keeps them."""
+        return [{k: v for k, v in r.items() if k != "ended_t"} for r in self.rows(window)]
 
     def warnings(self, window, reported):
         """What the table says of the nodes: those that left before the
         window ended, and how many never reported (reported: the hosts
         whose processes or pbench reached the head)."""
         said = []
-        for row in self.rows(window):
-            if row["left_early"]:
-                said.append("node %s left %.1f s before the measured window ended (its job %s): "
-                            "its ranks' rows cover only the time before, and the other ranks' "
-                            "figures after it are of a smaller job"
-                            % (row["host"], row["left_before_end_s"], row["ended"]))
+        left = sorted((r for r in self.rows(window) if r["left_early"]),
+                      key=lambda r: r["ended_t"])
+        if left:
+            first = left[0]
+            how = lambda r: r["ended"][len("the job "):-len(" by itself")] \
+                if r["ended"].endswith("by itself") else r["ended"]
+            said.append("node %s left first: its job %s%s; its ranks' rows end there, and a "
+                        "synchronous job's other ranks fail or wait from then on%s"
+                        % (first["host"], how(first), "" if first["left_at_s"] is None else
+                           " %.1f s into the measured window" % first["left_at_s"],
+                           "".join("; node %s followed %.1f s later (%s)"
+                                   % (r["host"], (r["ended_t"] - first["ended_t"]) / 1e9, how(r))
+                                   for r in left[1:])))
         hosts = sorted(set(reported) | {r["host"] for r in self.nodes.values()})
         if self.expected and len(hosts) < self.expected:
             missing = self.expected - len(hosts)

@@ -459,7 +459,7 @@ class Job:
                 "workers": self.workers_rows(), "rank_rows": self.ranks_rows(),
                 "versions": versions, "refused": sum(self.refused.values()),
                 "nodes": nodes.nodes_rows(self.pythons, self.relay.here, self.relay.clocks),
-                "joined": self.joined.rows(self.window),
+                "joined": self.joined.account(self.window),
                 "nodes_expected": self.joined.expected}
 
     def unreached_text(self):
